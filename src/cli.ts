@@ -1,0 +1,80 @@
+#!/usr/bin/env bun
+/**
+ * One entry for every role: `llmgw <command> [flags]`. Re-executes itself when
+ * the process started without the Bun environment llmgw needs (see
+ * src/shared/process-env.ts), so `bun src/cli.ts …` behaves like `llmgw …`.
+ */
+import { parseCommandArgs, UsageError, type CommandSpec } from "./cli/command.ts";
+import { childEnv, missingBunEnv } from "./shared/process-env.ts";
+import { flushLogger } from "./shared/logger.ts";
+
+type Loader = () => Promise<CommandSpec>;
+
+const COMMANDS: Record<string, { summary: string; load: Loader }> = {
+  serve: { summary: "run the gateway (OpenAI API, admin and metrics listeners)", load: async () => (await import("./gateway/command.ts")).serveCommand },
+  agent: { summary: "run the node agent (GPU discovery, engine supervision)", load: async () => (await import("./agent/command.ts")).agentCommand },
+  ctl: { summary: "operator CLI against a gateway's admin listener", load: async () => (await import("./ctl/command.ts")).ctlCommand },
+  "sim-engine": { summary: "run a simulated vLLM-compatible engine", load: async () => (await import("./sim/command.ts")).simEngineCommand },
+  bench: { summary: "run a benchmark scenario and print a report", load: async () => (await import("./bench/command.ts")).benchCommand },
+  demo: { summary: "gateway plus three sim-engines on the embedded config", load: async () => (await import("./gateway/demo-command.ts")).demoCommand },
+};
+
+export function mainUsage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
+  return ["usage: llmgw <command> [flags]", "", "commands:", ...lines, "", "Run 'llmgw <command> --help' for a command's flags."].join("\n");
+}
+
+async function reexecWithBunEnv(): Promise<number> {
+  const proc = Bun.spawn([process.execPath, ...process.argv.slice(1)], {
+    env: childEnv(),
+    stdio: ["inherit", "inherit", "inherit"],
+  });
+  for (const sig of ["SIGTERM", "SIGHUP"] as const) process.on(sig, () => proc.kill(sig));
+  process.on("SIGINT", () => {}); // the child gets Ctrl-C from the terminal itself
+  return await proc.exited;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
+    console.log(mainUsage());
+    return name === undefined ? 2 : 0;
+  }
+  const entry = COMMANDS[name];
+  if (!entry) {
+    console.error(`llmgw: unknown command '${name}'\n\n${mainUsage()}`);
+    return 2;
+  }
+  const spec = await entry.load();
+  try {
+    const args = parseCommandArgs(spec, rest);
+    if (args.values.help === true) {
+      console.log(spec.usage);
+      return 0;
+    }
+    return await spec.run(args);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      console.error(`llmgw ${name}: ${err.message}\n\n${spec.usage}`);
+      return 2;
+    }
+    throw err;
+  }
+}
+
+if (import.meta.main) {
+  let code: number;
+  if (missingBunEnv().length > 0) {
+    code = await reexecWithBunEnv();
+  } else {
+    try {
+      code = await main(process.argv.slice(2));
+    } catch (err) {
+      console.error(`llmgw: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      code = 1;
+    }
+  }
+  flushLogger();
+  process.exit(code);
+}

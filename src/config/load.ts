@@ -1,0 +1,230 @@
+/**
+ * Configuration: YAML file → defaults → LLMGW_* environment overrides → zod
+ * validation → cross-field checks → a frozen, typed Config. Every failure is a
+ * ConfigError listing each offending key path and what was expected.
+ */
+import { readFileSync } from "node:fs";
+import { parse as parseYaml, YAMLParseError } from "yaml";
+import type { z } from "zod";
+import * as D from "./defaults.ts";
+import { configSchema, type ParsedConfig } from "./schema.ts";
+import type { Config, Deadlines, Listen } from "./types.ts";
+
+export class ConfigError extends Error {
+  readonly issues: readonly string[];
+  constructor(source: string, issues: string[]) {
+    super(`invalid configuration (${source}):\n${issues.map((i) => `  ${i}`).join("\n")}`);
+    this.name = "ConfigError";
+    this.issues = issues;
+  }
+}
+
+/** `endpoints[2].url` from zod's path array. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const p of path) {
+    if (typeof p === "number") out += `[${p}]`;
+    else out += out === "" ? String(p) : `.${String(p)}`;
+  }
+  return out === "" ? "(root)" : out;
+}
+
+function formatZodIssues(issues: readonly z.core.$ZodIssue[]): string[] {
+  return issues.map((i) => {
+    let message = i.message;
+    if (i.code === "unrecognized_keys") message = `unknown key(s) ${i.keys.map((k) => `'${k}'`).join(", ")}`;
+    return `${formatPath(i.path)}: ${message}`;
+  });
+}
+
+const ENV_PREFIX = "LLMGW_";
+/** Variables with the prefix that are not config keys (read elsewhere). */
+const ENV_NOT_CONFIG = new Set(["LLMGW_CONFIG", "LLMGW_REQUIRE_SYSTEM_TESTS"]);
+
+/**
+ * LLMGW_LISTEN=… sets `listen`; a double underscore descends:
+ * LLMGW_HEALTH__POLL_INTERVAL_MS=500 sets `health.poll_interval_ms`. Values are
+ * read as YAML scalars, so numbers, booleans and `null` keep their types.
+ */
+export function applyEnvOverrides(raw: Record<string, unknown>, env: Record<string, string | undefined>): Record<string, unknown> {
+  const out = structuredClone(raw);
+  for (const [name, value] of Object.entries(env)) {
+    if (!name.startsWith(ENV_PREFIX) || value === undefined || ENV_NOT_CONFIG.has(name)) continue;
+    const path = name.slice(ENV_PREFIX.length).toLowerCase().split("__");
+    let node: Record<string, unknown> = out;
+    for (const key of path.slice(0, -1)) {
+      const next = node[key];
+      if (typeof next !== "object" || next === null || Array.isArray(next)) node[key] = {};
+      node = node[key] as Record<string, unknown>;
+    }
+    let parsed: unknown;
+    try {
+      parsed = parseYaml(value);
+    } catch {
+      parsed = value;
+    }
+    node[path[path.length - 1]!] = parsed;
+  }
+  return out;
+}
+
+function parseListen(value: string): Listen {
+  const i = value.lastIndexOf(":");
+  const host = value.slice(0, i).replace(/^\[(.*)\]$/, "$1");
+  return { host: host === "" ? "0.0.0.0" : host, port: Number(value.slice(i + 1)) };
+}
+
+function crossFieldIssues(c: ParsedConfig): string[] {
+  const issues: string[] = [];
+  const seenIds = new Map<string, number>();
+  c.endpoints.forEach((e, i) => {
+    const first = seenIds.get(e.id);
+    if (first !== undefined) issues.push(`endpoints[${i}].id: duplicate endpoint id '${e.id}' (also endpoints[${first}])`);
+    else seenIds.set(e.id, i);
+  });
+  const modelNames = new Map<string, number>();
+  c.models.forEach((m, i) => {
+    const first = modelNames.get(m.name);
+    if (first !== undefined) issues.push(`models[${i}].name: duplicate model '${m.name}' (also models[${first}])`);
+    else modelNames.set(m.name, i);
+  });
+  const aliasOwner = new Map<string, string>();
+  c.models.forEach((m, i) => {
+    m.aliases.forEach((a, j) => {
+      if (modelNames.has(a)) issues.push(`models[${i}].aliases[${j}]: alias '${a}' shadows the model of that name`);
+      const owner = aliasOwner.get(a);
+      if (owner !== undefined && owner !== m.name) issues.push(`models[${i}].aliases[${j}]: alias '${a}' is already an alias of '${owner}'`);
+      aliasOwner.set(a, m.name);
+    });
+    m.fallback.forEach((f, j) => {
+      if (f === m.name) issues.push(`models[${i}].fallback[${j}]: a model cannot fall back to itself`);
+      else if (!modelNames.has(f) && !aliasOwner.has(f)) issues.push(`models[${i}].fallback[${j}]: unknown model '${f}' (expected a name under models)`);
+    });
+  });
+  const scorerSeen = new Set<string>();
+  c.scheduling.scorers.forEach((s, i) => {
+    if (scorerSeen.has(s.name)) issues.push(`scheduling.scorers[${i}].name: scorer '${s.name}' listed twice`);
+    scorerSeen.add(s.name);
+  });
+  const d = c.deadlines;
+  if (d.total_ms !== undefined && d.first_token_ms !== undefined && d.total_ms < d.first_token_ms) {
+    issues.push(`deadlines.total_ms: expected at least deadlines.first_token_ms (${d.first_token_ms})`);
+  }
+  return issues;
+}
+
+type WireDeadlines = ParsedConfig["deadlines"];
+
+function resolveDeadlines(base: Deadlines, wire: WireDeadlines): Deadlines {
+  return {
+    dialMs: wire.dial_ms ?? base.dialMs,
+    headersMs: wire.headers_ms ?? base.headersMs,
+    firstTokenMs: wire.first_token_ms ?? base.firstTokenMs,
+    idleMs: wire.idle_ms ?? base.idleMs,
+    totalMs: wire.total_ms ?? base.totalMs,
+  };
+}
+
+const BUILTIN_DEADLINES: Deadlines = {
+  dialMs: D.DEFAULT_DIAL_TIMEOUT_MS,
+  headersMs: D.DEFAULT_HEADERS_TIMEOUT_MS,
+  firstTokenMs: D.DEFAULT_FIRST_TOKEN_TIMEOUT_MS,
+  idleMs: D.DEFAULT_IDLE_TIMEOUT_MS,
+  totalMs: D.DEFAULT_TOTAL_TIMEOUT_MS,
+};
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+/** Validate an already-parsed document (YAML object) plus environment. */
+export function buildConfig(raw: unknown, env: Record<string, string | undefined> = {}, source = "config"): Config {
+  if (raw !== null && raw !== undefined && (typeof raw !== "object" || Array.isArray(raw))) {
+    throw new ConfigError(source, ["(root): expected a mapping of keys"]);
+  }
+  const withEnv = applyEnvOverrides((raw ?? {}) as Record<string, unknown>, env);
+  const result = configSchema.safeParse(withEnv);
+  if (!result.success) throw new ConfigError(source, formatZodIssues(result.error.issues));
+  const c = result.data;
+  const cross = crossFieldIssues(c);
+  if (cross.length > 0) throw new ConfigError(source, cross);
+
+  const deadlines = resolveDeadlines(BUILTIN_DEADLINES, c.deadlines);
+  const config: Config = {
+    listen: parseListen(c.listen),
+    adminListen: parseListen(c.admin_listen),
+    metricsListen: c.metrics_listen === null ? null : parseListen(c.metrics_listen),
+    logLevel: c.log_level,
+    maxBodyBytes: c.max_body_bytes,
+    deadlines,
+    models: c.models.map((m) => ({
+      name: m.name,
+      aliases: m.aliases,
+      fallback: m.fallback,
+      deadlines: resolveDeadlines(deadlines, m.deadlines),
+    })),
+    endpoints: c.endpoints.map((e) => ({
+      id: e.id,
+      url: e.url.replace(/\/+$/, ""),
+      models: e.models,
+      pool: e.pool,
+      engine: e.engine,
+      gpuIds: e.gpu_ids,
+    })),
+    scheduling: {
+      filters: c.scheduling.filters,
+      scorers: c.scheduling.scorers,
+      picker: c.scheduling.picker,
+      prefixAffinity: {
+        blockChars: c.scheduling.prefix_affinity.block_chars,
+        maxBlocks: c.scheduling.prefix_affinity.max_blocks,
+        lruEntries: c.scheduling.prefix_affinity.lru_entries,
+      },
+    },
+    health: {
+      pollIntervalMs: c.health.poll_interval_ms,
+      timeoutMs: c.health.timeout_ms,
+      staleAfterMs: c.health.stale_after_ms,
+    },
+    retry: {
+      maxAttempts: c.retry.max_attempts,
+      budgetRatio: c.retry.budget_ratio,
+      minPerS: c.retry.min_per_s,
+      backoffMs: c.retry.backoff_ms,
+      maxRetryAfterMs: c.retry.max_retry_after_ms,
+    },
+    circuitBreaker: { failureThreshold: c.circuit_breaker.failure_threshold, openMs: c.circuit_breaker.open_ms },
+  };
+  return deepFreeze(config);
+}
+
+/** Parse YAML text; syntax errors name the line and column. */
+export function parseConfigText(text: string, source: string, env: Record<string, string | undefined> = {}): Config {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (err) {
+    if (err instanceof YAMLParseError) {
+      const pos = err.linePos?.[0];
+      throw new ConfigError(source, [`${pos ? `line ${pos.line}, column ${pos.col}: ` : ""}${err.message.split("\n")[0]}`]);
+    }
+    throw err;
+  }
+  return buildConfig(raw, env, source);
+}
+
+/** Load from a file (or no file: defaults plus environment). */
+export function loadConfig(path: string | undefined, env: Record<string, string | undefined> = process.env): Config {
+  if (path === undefined) return buildConfig({}, env, "defaults");
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new ConfigError(path, [`cannot read file: ${err instanceof Error ? err.message : String(err)}`]);
+  }
+  return parseConfigText(text, path, env);
+}

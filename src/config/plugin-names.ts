@@ -1,0 +1,12 @@
+/**
+ * The names of the scheduling plugins config may refer to. The registry in
+ * src/scheduling/registry.ts is typed as a Record over these unions, so a
+ * plugin added there without a name here (or the reverse) fails to compile.
+ */
+export const FILTER_NAMES = ["serves-model", "ready", "not-draining", "circuit-closed", "gpu-healthy"] as const;
+export const SCORER_NAMES = ["queue-depth", "kv-cache", "inflight", "prefix-affinity"] as const;
+export const PICKER_NAMES = ["max-score", "random"] as const;
+
+export type FilterName = (typeof FILTER_NAMES)[number];
+export type ScorerName = (typeof SCORER_NAMES)[number];
+export type PickerName = (typeof PICKER_NAMES)[number];

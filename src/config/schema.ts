@@ -1,0 +1,136 @@
+/**
+ * The wire form of llmgw.yaml as zod schemas: every key optional where a
+ * default exists, snake_case as written by people. load.ts turns the parsed
+ * wire form into the frozen, validated Config.
+ */
+import { z } from "zod";
+import * as D from "./defaults.ts";
+import { FILTER_NAMES, PICKER_NAMES, SCORER_NAMES } from "./plugin-names.ts";
+
+const hostPort = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]*):\d{1,5}$/, { message: "expected HOST:PORT, e.g. 127.0.0.1:8080" });
+
+const httpUrl = z.string().refine(
+  (s) => {
+    try {
+      const u = new URL(s);
+      return u.protocol === "http:" || u.protocol === "https:";
+    } catch {
+      return false;
+    }
+  },
+  { message: "expected an http(s) URL" },
+);
+
+const id = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, {
+  message: "expected an id of letters, digits, '.', '_' or '-' (at most 63)",
+});
+
+const positiveMs = z.number().int().positive();
+
+export const deadlinesSchema = z
+  .object({
+    dial_ms: positiveMs.optional(),
+    headers_ms: positiveMs.optional(),
+    first_token_ms: positiveMs.optional(),
+    idle_ms: positiveMs.optional(),
+    total_ms: positiveMs.optional(),
+  })
+  .strict();
+
+export const modelSchema = z
+  .object({
+    name: z.string().min(1),
+    aliases: z.array(z.string().min(1)).default([]),
+    /** Models tried in order when every endpoint of this one failed before the first byte. */
+    fallback: z.array(z.string().min(1)).default([]),
+    deadlines: deadlinesSchema.default({}),
+  })
+  .strict();
+
+export const endpointSchema = z
+  .object({
+    id,
+    url: httpUrl,
+    /** Models this endpoint serves; discovered from its /v1/models when omitted. */
+    models: z.array(z.string().min(1)).optional(),
+    pool: id.default("default"),
+    engine: z.enum(["auto", "vllm", "sglang"]).default("auto"),
+    gpu_ids: z.array(z.string().min(1)).default([]),
+  })
+  .strict();
+
+const scorerEntry = z
+  .object({ name: z.enum(SCORER_NAMES), weight: z.number().min(0).max(100).default(1) })
+  .strict();
+
+export const schedulingSchema = z
+  .object({
+    filters: z.array(z.enum(FILTER_NAMES)).default(["serves-model", "ready", "not-draining", "circuit-closed", "gpu-healthy"]),
+    scorers: z.array(scorerEntry).default([
+      { name: "queue-depth", weight: 2 },
+      { name: "kv-cache", weight: 1 },
+      { name: "inflight", weight: 2 },
+      { name: "prefix-affinity", weight: 3 },
+    ]),
+    picker: z.enum(PICKER_NAMES).default("max-score"),
+    prefix_affinity: z
+      .object({
+        block_chars: z.number().int().min(16).max(65_536).default(D.DEFAULT_PREFIX_BLOCK_CHARS),
+        max_blocks: z.number().int().min(1).max(1024).default(D.DEFAULT_PREFIX_MAX_BLOCKS),
+        lru_entries: z.number().int().min(16).max(10_000_000).default(D.DEFAULT_PREFIX_LRU_ENTRIES),
+      })
+      .strict()
+      .default({
+        block_chars: D.DEFAULT_PREFIX_BLOCK_CHARS,
+        max_blocks: D.DEFAULT_PREFIX_MAX_BLOCKS,
+        lru_entries: D.DEFAULT_PREFIX_LRU_ENTRIES,
+      }),
+  })
+  .strict();
+
+export const healthSchema = z
+  .object({
+    poll_interval_ms: z.number().int().min(10).max(60_000).default(D.DEFAULT_HEALTH_POLL_INTERVAL_MS),
+    timeout_ms: z.number().int().min(10).max(60_000).default(D.DEFAULT_HEALTH_TIMEOUT_MS),
+    stale_after_ms: z.number().int().min(10).max(600_000).default(D.DEFAULT_METRICS_STALE_AFTER_MS),
+  })
+  .strict();
+
+export const retrySchema = z
+  .object({
+    max_attempts: z.number().int().min(1).max(10).default(D.DEFAULT_RETRY_MAX_ATTEMPTS),
+    budget_ratio: z.number().min(0).max(10).default(D.DEFAULT_RETRY_BUDGET_RATIO),
+    min_per_s: z.number().min(0).default(D.DEFAULT_RETRY_MIN_PER_S),
+    backoff_ms: z.number().int().min(0).max(60_000).default(D.DEFAULT_RETRY_BACKOFF_MS),
+    max_retry_after_ms: z.number().int().min(0).max(600_000).default(D.DEFAULT_RETRY_MAX_AFTER_MS),
+  })
+  .strict();
+
+export const circuitSchema = z
+  .object({
+    failure_threshold: z.number().int().min(1).max(1000).default(D.DEFAULT_CIRCUIT_FAILURE_THRESHOLD),
+    open_ms: z.number().int().min(100).max(600_000).default(D.DEFAULT_CIRCUIT_OPEN_MS),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    listen: hostPort.default(D.DEFAULT_LISTEN),
+    admin_listen: hostPort.default(D.DEFAULT_ADMIN_LISTEN),
+    metrics_listen: hostPort.nullable().default(null),
+    log_level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
+    max_body_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(D.DEFAULT_MAX_BODY_BYTES),
+    deadlines: deadlinesSchema.default({}),
+    models: z.array(modelSchema).default([]),
+    endpoints: z.array(endpointSchema).default([]),
+    scheduling: schedulingSchema.default(schedulingSchema.parse({})),
+    health: healthSchema.default(healthSchema.parse({})),
+    retry: retrySchema.default(retrySchema.parse({})),
+    circuit_breaker: circuitSchema.default(circuitSchema.parse({})),
+  })
+  .strict();
+
+export type WireConfig = z.input<typeof configSchema>;
+export type ParsedConfig = z.output<typeof configSchema>;

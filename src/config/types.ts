@@ -1,0 +1,56 @@
+/** The validated, frozen configuration the rest of llmgw reads (defaults applied). */
+import type { FilterName, PickerName, ScorerName } from "./plugin-names.ts";
+import type { LogLevel } from "../shared/logger.ts";
+
+export interface Deadlines {
+  dialMs: number;
+  headersMs: number;
+  firstTokenMs: number;
+  idleMs: number;
+  totalMs: number;
+}
+
+export interface ModelConfig {
+  name: string;
+  aliases: readonly string[];
+  fallback: readonly string[];
+  deadlines: Deadlines;
+}
+
+export type EngineFlavor = "auto" | "vllm" | "sglang";
+
+export interface EndpointConfig {
+  id: string;
+  url: string;
+  /** undefined: discovered from the endpoint's /v1/models. */
+  models: readonly string[] | undefined;
+  pool: string;
+  engine: EngineFlavor;
+  gpuIds: readonly string[];
+}
+
+export interface Listen {
+  host: string;
+  port: number;
+}
+
+export interface Config {
+  listen: Listen;
+  adminListen: Listen;
+  metricsListen: Listen | null;
+  logLevel: LogLevel;
+  maxBodyBytes: number;
+  /** Deadlines for models not listed under `models` (and the base for those that are). */
+  deadlines: Deadlines;
+  models: readonly ModelConfig[];
+  endpoints: readonly EndpointConfig[];
+  scheduling: {
+    filters: readonly FilterName[];
+    scorers: readonly { name: ScorerName; weight: number }[];
+    picker: PickerName;
+    prefixAffinity: { blockChars: number; maxBlocks: number; lruEntries: number };
+  };
+  health: { pollIntervalMs: number; timeoutMs: number; staleAfterMs: number };
+  retry: { maxAttempts: number; budgetRatio: number; minPerS: number; backoffMs: number; maxRetryAfterMs: number };
+  circuitBreaker: { failureThreshold: number; openMs: number };
+}

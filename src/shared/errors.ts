@@ -1,0 +1,156 @@
+/**
+ * One error type with stable machine codes, mapped to an HTTP status and an
+ * OpenAI-shaped body `{"error":{"message","type","param","code"}}` in one
+ * switch. Errors crossing postMessage travel as `{code, message}`.
+ */
+
+export type ErrorCode =
+  // request validation
+  | "INVALID_JSON"
+  | "INVALID_REQUEST"
+  | "BODY_TOO_LARGE"
+  | "MODEL_NOT_FOUND"
+  | "NOT_FOUND"
+  | "METHOD_NOT_ALLOWED"
+  | "CONTEXT_LENGTH_EXCEEDED"
+  // auth and quota
+  | "INVALID_API_KEY"
+  | "RATE_LIMITED"
+  // admission and capacity
+  | "NO_READY_ENDPOINT"
+  | "ADMISSION_QUEUE_FULL"
+  | "ADMISSION_TTL_EXPIRED"
+  | "GPU_SATURATED"
+  // upstream
+  | "UPSTREAM_CONNECT_FAILED"
+  | "UPSTREAM_HEADERS_TIMEOUT"
+  | "UPSTREAM_FIRST_TOKEN_TIMEOUT"
+  | "UPSTREAM_IDLE_TIMEOUT"
+  | "UPSTREAM_TOTAL_TIMEOUT"
+  | "UPSTREAM_ERROR"
+  | "UPSTREAM_RATE_LIMITED"
+  | "UPSTREAM_STREAM_TRUNCATED"
+  | "UPSTREAM_MALFORMED"
+  | "RETRY_BUDGET_EXHAUSTED"
+  // engine (sim-engine, agent)
+  | "ENGINE_DEAD"
+  | "ENGINE_OVERLOADED"
+  | "INJECTED_FAULT"
+  // agent / control
+  | "UNAUTHORIZED"
+  | "VALIDATION_FAILED"
+  | "INTERNAL_ERROR";
+
+/** OpenAI's error `type` strings. */
+export type OpenAIErrorType =
+  | "invalid_request_error"
+  | "authentication_error"
+  | "rate_limit_error"
+  | "server_error"
+  | "timeout_error"
+  | "service_unavailable_error";
+
+export interface OpenAIErrorBody {
+  error: { message: string; type: OpenAIErrorType; param: string | null; code: string };
+}
+
+/** HTTP status and OpenAI error type for each code: the one switch. */
+export function describeCode(code: ErrorCode): { status: number; type: OpenAIErrorType } {
+  switch (code) {
+    case "INVALID_JSON":
+    case "INVALID_REQUEST":
+    case "CONTEXT_LENGTH_EXCEEDED":
+    case "VALIDATION_FAILED":
+      return { status: 400, type: "invalid_request_error" };
+    case "INVALID_API_KEY":
+    case "UNAUTHORIZED":
+      return { status: 401, type: "authentication_error" };
+    case "MODEL_NOT_FOUND":
+    case "NOT_FOUND":
+      return { status: 404, type: "invalid_request_error" };
+    case "METHOD_NOT_ALLOWED":
+      return { status: 405, type: "invalid_request_error" };
+    case "BODY_TOO_LARGE":
+      return { status: 413, type: "invalid_request_error" };
+    case "RATE_LIMITED":
+    case "GPU_SATURATED":
+    case "UPSTREAM_RATE_LIMITED":
+    case "ENGINE_OVERLOADED":
+      return { status: 429, type: "rate_limit_error" };
+    case "INTERNAL_ERROR":
+    case "INJECTED_FAULT":
+      return { status: 500, type: "server_error" };
+    case "UPSTREAM_CONNECT_FAILED":
+    case "UPSTREAM_ERROR":
+    case "UPSTREAM_STREAM_TRUNCATED":
+    case "UPSTREAM_MALFORMED":
+      return { status: 502, type: "server_error" };
+    case "NO_READY_ENDPOINT":
+    case "ADMISSION_QUEUE_FULL":
+    case "RETRY_BUDGET_EXHAUSTED":
+    case "ENGINE_DEAD":
+      return { status: 503, type: "service_unavailable_error" };
+    case "ADMISSION_TTL_EXPIRED":
+    case "UPSTREAM_HEADERS_TIMEOUT":
+    case "UPSTREAM_FIRST_TOKEN_TIMEOUT":
+    case "UPSTREAM_IDLE_TIMEOUT":
+    case "UPSTREAM_TOTAL_TIMEOUT":
+      return { status: 504, type: "timeout_error" };
+    default: {
+      const unreachable: never = code;
+      throw new Error(`unmapped error code ${String(unreachable)}`);
+    }
+  }
+}
+
+export class LlmgwError extends Error {
+  readonly code: ErrorCode;
+  readonly param: string | null;
+  /** Seconds, sent as Retry-After where set. */
+  readonly retryAfterS: number | undefined;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    opts: { param?: string | null; retryAfterS?: number; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = "LlmgwError";
+    this.code = code;
+    this.param = opts.param ?? null;
+    this.retryAfterS = opts.retryAfterS;
+    this.headers = opts.headers;
+  }
+
+  get status(): number {
+    return describeCode(this.code).status;
+  }
+
+  toBody(): OpenAIErrorBody {
+    return errorBody(this.code, this.message, this.param);
+  }
+
+  /** The form that crosses postMessage. */
+  toWire(): { code: ErrorCode; message: string } {
+    return { code: this.code, message: this.message };
+  }
+}
+
+export function errorBody(code: ErrorCode, message: string, param: string | null = null): OpenAIErrorBody {
+  return { error: { message, type: describeCode(code).type, param, code } };
+}
+
+/** An OpenAI-shaped JSON error response. */
+export function errorResponse(err: LlmgwError, extraHeaders: Record<string, string> = {}): Response {
+  const headers: Record<string, string> = { "content-type": "application/json", ...err.headers, ...extraHeaders };
+  if (err.retryAfterS !== undefined) headers["retry-after"] = String(Math.max(1, Math.ceil(err.retryAfterS)));
+  return new Response(JSON.stringify(err.toBody()), { status: err.status, headers });
+}
+
+/** Narrow anything thrown to an LlmgwError (unknown failures become INTERNAL_ERROR). */
+export function asLlmgwError(err: unknown): LlmgwError {
+  if (err instanceof LlmgwError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new LlmgwError("INTERNAL_ERROR", message, { cause: err });
+}

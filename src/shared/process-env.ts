@@ -1,0 +1,25 @@
+/**
+ * The environment every llmgw process must start with. Bun reads these at
+ * process start only, so `src/cli.ts` re-executes itself when they are
+ * missing (bin/bun-env.mjs sets the same values for `npm start`/`npm test`).
+ */
+
+/** Outbound fetches in flight per process; Bun's default of 256 silently queues the rest. */
+export const MAX_HTTP_REQUESTS = "16384";
+
+export const REQUIRED_BUN_ENV: Readonly<Record<string, string>> = Object.freeze({
+  BUN_CONFIG_MAX_HTTP_REQUESTS: MAX_HTTP_REQUESTS,
+});
+
+/** The variables of REQUIRED_BUN_ENV that this process did not start with. */
+export function missingBunEnv(env: Record<string, string | undefined> = process.env): string[] {
+  return Object.keys(REQUIRED_BUN_ENV).filter((k) => env[k] === undefined);
+}
+
+/** `process.env` plus REQUIRED_BUN_ENV, for spawning child llmgw processes. */
+export function childEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+  for (const [k, v] of Object.entries(REQUIRED_BUN_ENV)) env[k] ??= v;
+  return Object.assign(env, extra);
+}
