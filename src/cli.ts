@@ -48,6 +48,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const spec = await entry.load();
   try {
+    if (spec.dispatch) return await spec.dispatch(rest);
     const args = parseCommandArgs(spec, rest);
     if (args.values.help === true) {
       console.log(spec.usage);

@@ -1,4 +1,62 @@
-/** `llmgw bench` (placeholder until its issue lands). */
-import { notBuiltCommand } from "../cli/not-built.ts";
+/**
+ * `llmgw bench <scenario>`: runs one benchmark scenario over real processes on
+ * loopback and prints a table (or one JSON object with --json). Each scenario
+ * lives in its own module, loaded on demand.
+ */
+import { parseCommandArgs, UsageError, type CommandSpec, type ParsedArgs } from "../cli/command.ts";
+import { EXIT_NOT_BUILT } from "../cli/not-built.ts";
 
-export const benchCommand = notBuiltCommand("bench", "bench", "in progress.");
+export interface BenchScenario {
+  name: string;
+  summary: string;
+  /** Flags of this scenario, shown by `llmgw bench <name> --help`. */
+  usage: string;
+  options: CommandSpec["options"];
+  run(args: ParsedArgs): Promise<number>;
+}
+
+const SCENARIOS: Record<string, { summary: string; load?: () => Promise<BenchScenario> }> = {
+  sim: { summary: "concurrent streams one sim-engine sustains, and at what CPU cost", load: async () => (await import("./sim-scenario.ts")).simScenario },
+  overhead: { summary: "latency llmgw adds: direct vs bare Bun proxy vs llmgw, interleaved", load: async () => (await import("./overhead-scenario.ts")).overheadScenario },
+  admission: { summary: "platinum TTFT under bronze load, admission on and off (not built yet)" },
+};
+
+function usage(): string {
+  const lines = Object.entries(SCENARIOS).map(([n, s]) => `  ${n.padEnd(10)}  ${s.summary}`);
+  return ["usage: llmgw bench <scenario> [flags] [--json]", "", "scenarios:", ...lines, "", "Run 'llmgw bench <scenario> --help' for its flags."].join("\n");
+}
+
+export const benchCommand: CommandSpec = {
+  name: "bench",
+  summary: "run a benchmark scenario and print a report",
+  usage: usage(),
+  options: {},
+  allowPositionals: true,
+  async run() {
+    return 2; // dispatch() handles bench: each scenario has flags of its own
+  },
+  dispatch: runBench,
+};
+
+/** Scenario dispatch with the scenario's own strict flags. */
+async function runBench(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "--help" || name === "-h") {
+    console.log(usage());
+    return name === undefined ? 2 : 0;
+  }
+  const entry = SCENARIOS[name];
+  if (!entry) throw new UsageError(`unknown scenario '${name}'`);
+  if (!entry.load) {
+    console.error(`llmgw bench ${name}: not built yet (the admission issue builds it)`);
+    return EXIT_NOT_BUILT;
+  }
+  const scenario = await entry.load();
+  const spec: CommandSpec = { name: `bench ${name}`, summary: scenario.summary, usage: scenario.usage, options: { ...scenario.options, json: { type: "boolean" } }, run: scenario.run };
+  const args = parseCommandArgs(spec, rest);
+  if (args.values.help === true) {
+    console.log(scenario.usage);
+    return 0;
+  }
+  return await scenario.run(args);
+}

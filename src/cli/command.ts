@@ -16,6 +16,11 @@ export interface CommandSpec<O extends OptionSpec = OptionSpec> {
   /** Whether positional arguments (sub-commands) are accepted. */
   allowPositionals?: boolean;
   run(args: ParsedArgs): Promise<number>;
+  /**
+   * A command with sub-commands of their own flags (bench, ctl) takes the raw
+   * arguments instead; it throws UsageError for bad ones.
+   */
+  dispatch?(argv: string[]): Promise<number>;
 }
 
 export interface ParsedArgs {

@@ -1,0 +1,77 @@
+/**
+ * The scheduling contracts: filters drop endpoints, scorers rate the rest in
+ * [0,1] (1 is best), a picker chooses one. All pure: plain data in, plain
+ * data out; the scheduler worker wires them to the endpoint table.
+ */
+
+/** What scheduling knows of one endpoint at decision time. */
+export interface EndpointView {
+  /** Row in the endpoint table (stable for the gateway's lifetime). */
+  readonly index: number;
+  readonly id: string;
+  readonly pool: string;
+  /** Model names this endpoint serves (configured or discovered). */
+  readonly models: readonly string[];
+  /** /health answered and /v1/models lists the model (weights loaded). */
+  readonly ready: boolean;
+  readonly draining: boolean;
+  /** The gateway's circuit breaker has taken this endpoint out of rotation. */
+  readonly circuitOpen: boolean;
+  /** A GPU behind this endpoint reports a fault (XID, ECC) in DCGM metrics. */
+  readonly gpuFaulted: boolean;
+  /** Engine-reported waiting requests; undefined when absent or stale (never 0 for "unknown"). */
+  readonly waiting: number | undefined;
+  /** Engine-reported running requests; undefined when absent or stale. */
+  readonly running: number | undefined;
+  /** Engine-reported KV-cache usage in [0,1]; undefined when absent or stale. */
+  readonly kvUsage: number | undefined;
+  /** The router's own in-flight count for this endpoint (dispatched + leased), never stale. */
+  readonly inflight: number;
+}
+
+/** What scheduling knows of the request. */
+export interface RequestView {
+  /** The canonical model name (aliases resolved). */
+  readonly model: string;
+  /** Chained hashes of the prompt's leading blocks (see prefix-hash.ts); may be empty. */
+  readonly prefixHashes: readonly number[];
+  /** Endpoints already tried for this request (retries exclude them). */
+  readonly exclude?: ReadonlySet<number>;
+}
+
+/** Shared, mutable state plugins may read while scoring (owned by the profile). */
+export interface SchedulingContext {
+  readonly prefixIndex: PrefixIndexReader;
+}
+
+export interface PrefixIndexReader {
+  /** How many leading hashes of `hashes` were last routed to endpoint `index` (0..hashes.length). */
+  matchedBlocks(hashes: readonly number[], index: number): number;
+}
+
+/** Drops endpoints that cannot take the request. Keeps order. */
+export interface Filter {
+  readonly name: string;
+  filter(req: RequestView, endpoints: readonly EndpointView[]): EndpointView[];
+}
+
+/** Scores each endpoint in [0,1], 1 is best; returns one score per endpoint, same order. */
+export interface Scorer {
+  readonly name: string;
+  score(req: RequestView, endpoints: readonly EndpointView[], ctx: SchedulingContext): number[];
+}
+
+/** Chooses one endpoint from candidates and their weighted total scores; undefined when none. */
+export interface Picker {
+  readonly name: string;
+  pick(endpoints: readonly EndpointView[], totals: readonly number[], random: () => number): EndpointView | undefined;
+}
+
+/** The outcome of one scheduling decision, with what the metrics need. */
+export interface Decision {
+  readonly endpoint: EndpointView | undefined;
+  /** Endpoints dropped by each filter (filter name → count). */
+  readonly drops: Readonly<Record<string, number>>;
+  /** The chosen endpoint's score from each scorer, before weighting (scorer name → score). */
+  readonly scores: Readonly<Record<string, number>>;
+}
