@@ -1,0 +1,38 @@
+/**
+ * The one registry of scheduling plugins. Typed as Records over the config's
+ * name unions (src/config/plugin-names.ts), so a name config accepts without
+ * a plugin here, or a plugin here without a config name, fails to compile.
+ */
+import type { FilterName, PickerName, ScorerName } from "../config/plugin-names.ts";
+import type { Filter, Picker, Scorer } from "./types.ts";
+import { circuitClosed } from "./filters/circuit-closed.ts";
+import { gpuHealthy } from "./filters/gpu-healthy.ts";
+import { notDraining } from "./filters/not-draining.ts";
+import { ready } from "./filters/ready.ts";
+import { servesModel } from "./filters/serves-model.ts";
+import { inflight } from "./scorers/inflight.ts";
+import { kvCache } from "./scorers/kv-cache.ts";
+import { prefixAffinity } from "./scorers/prefix-affinity.ts";
+import { queueDepth } from "./scorers/queue-depth.ts";
+import { maxScore } from "./pickers/max-score.ts";
+import { randomPicker } from "./pickers/random.ts";
+
+export const FILTERS: Readonly<Record<FilterName, Filter>> = Object.freeze({
+  "serves-model": servesModel,
+  ready,
+  "not-draining": notDraining,
+  "circuit-closed": circuitClosed,
+  "gpu-healthy": gpuHealthy,
+});
+
+export const SCORERS: Readonly<Record<ScorerName, Scorer>> = Object.freeze({
+  "queue-depth": queueDepth,
+  "kv-cache": kvCache,
+  inflight,
+  "prefix-affinity": prefixAffinity,
+});
+
+export const PICKERS: Readonly<Record<PickerName, Picker>> = Object.freeze({
+  "max-score": maxScore,
+  random: randomPicker,
+});
