@@ -22,7 +22,7 @@ function endpoint(index: number, over: Partial<EndpointView> = {}): EndpointView
 }
 
 const req: RequestView = { model: "m", prefixHashes: [] };
-const ctx = (): SchedulingContext => ({ prefixIndex: new PrefixIndex(64) });
+const ctx = (): SchedulingContext & { prefixIndex: PrefixIndex } => ({ prefixIndex: new PrefixIndex(64) });
 const ids = (es: readonly EndpointView[]) => es.map((e) => e.id);
 
 describe("filters", () => {
