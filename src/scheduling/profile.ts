@@ -8,9 +8,11 @@ import type { Config } from "../config/types.ts";
 import type { Decision, EndpointView, Filter, Picker, RequestView, Scorer, SchedulingContext } from "./types.ts";
 import { EXCLUDE_FILTER_NAME, excludeTried } from "./filters/exclude.ts";
 import { PrefixIndex } from "./prefix-index.ts";
-import { FILTERS, PICKERS, SCORERS } from "./registry.ts";
+import { FILTERS, PICKERS, SCORERS, type SchedulingRegistry } from "./registry.ts";
 
 export type SchedulingConfig = Config["scheduling"];
+
+const DEFAULT_REGISTRY: SchedulingRegistry = { filters: FILTERS, scorers: SCORERS, pickers: PICKERS };
 
 interface WeightedScorer {
   readonly scorer: Scorer;
@@ -27,13 +29,14 @@ export class SchedulingProfile {
   private readonly picker: Picker;
   private readonly ctx: SchedulingContext;
 
-  constructor(config: SchedulingConfig) {
-    this.filters = config.filters.map((name) => FILTERS[name]);
+  /** `registry` is for tests that need a misbehaving plugin; production uses the one registry. */
+  constructor(config: SchedulingConfig, registry: SchedulingRegistry = DEFAULT_REGISTRY) {
+    this.filters = config.filters.map((name) => registry.filters[name]);
     this.scorers = config.scorers.map(({ name, weight }) => {
       if (!Number.isFinite(weight) || weight < 0) throw new RangeError(`scheduling.scorers: weight of '${name}' must be a finite number ≥ 0, got ${weight}`);
-      return { scorer: SCORERS[name], weight };
+      return { scorer: registry.scorers[name], weight };
     });
-    this.picker = PICKERS[config.picker];
+    this.picker = registry.pickers[config.picker];
     this.prefixAffinity = Object.freeze({ ...config.prefixAffinity });
     this.prefixIndex = new PrefixIndex(config.prefixAffinity.lruEntries);
     this.ctx = { prefixIndex: this.prefixIndex };

@@ -36,3 +36,10 @@ export const PICKERS: Readonly<Record<PickerName, Picker>> = Object.freeze({
   "max-score": maxScore,
   random: randomPicker,
 });
+
+/** The three registries together, as the profile takes them. */
+export interface SchedulingRegistry {
+  readonly filters: Readonly<Record<FilterName, Filter>>;
+  readonly scorers: Readonly<Record<ScorerName, Scorer>>;
+  readonly pickers: Readonly<Record<PickerName, Picker>>;
+}
