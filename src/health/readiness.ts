@@ -1,0 +1,97 @@
+/**
+ * Pure core of the endpoint poller: from the three probe outcomes of one poll
+ * and the previous state, the next snapshot. Readiness is two questions —
+ * /health (process up) and /v1/models (weights loaded) — because routing on
+ * /health alone sends traffic into a model that is still loading.
+ */
+import type { EngineMetrics } from "../engines/engine-metrics.ts";
+
+export interface EndpointSnapshot {
+  /** /health answered 2xx: the process is up. */
+  healthy: boolean;
+  /** Model ids from /v1/models when it answered 2xx with a model list; undefined otherwise. */
+  loadedModels: string[] | undefined;
+  /** healthy, /v1/models answered, and every configured model is loaded (any model when none configured). */
+  ready: boolean;
+  /** The last good /metrics view; kept (not zeroed) when a later scrape fails. Undefined until one succeeds. */
+  metrics: EngineMetrics | undefined;
+  /** Date.now() of the last good /metrics; undefined until one succeeds. */
+  metricsAt: number | undefined;
+  /** metricsAt is missing or older than staleAfterMs at the time of this snapshot. */
+  metricsStale: boolean;
+  /** Polls in a row in which /health did not answer 2xx; 0 after a healthy poll. */
+  consecutiveFailures: number;
+  /** The first failure of the latest poll ("GET /health: HTTP 503", "... timed out ..."); undefined when all three probes succeeded. */
+  lastError: string | undefined;
+  /** How long the latest poll took, in ms. */
+  pollMs: number;
+}
+
+/** What one poll found; `metrics` undefined when /metrics failed. */
+export interface PollOutcome {
+  healthOk: boolean;
+  /** Parsed ids, or undefined when /v1/models failed or did not return a model list. */
+  models: string[] | undefined;
+  metrics: EngineMetrics | undefined;
+  errors: string[];
+  startedAt: number;
+  finishedAt: number;
+}
+
+export const INITIAL_SNAPSHOT: Readonly<EndpointSnapshot> = Object.freeze({
+  healthy: false,
+  loadedModels: undefined,
+  ready: false,
+  metrics: undefined,
+  metricsAt: undefined,
+  metricsStale: true,
+  consecutiveFailures: 0,
+  lastError: undefined,
+  pollMs: 0,
+});
+
+/** Ids from an OpenAI `GET /v1/models` body (`{"data":[{"id":…},…]}`); undefined when it is not one. */
+export function parseModelIds(body: string): string[] | undefined {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  if (typeof json !== "object" || json === null || !("data" in json) || !Array.isArray(json.data)) return undefined;
+  const ids: string[] = [];
+  for (const item of json.data as unknown[]) {
+    if (typeof item === "object" && item !== null && "id" in item && typeof item.id === "string") ids.push(item.id);
+  }
+  return ids;
+}
+
+/** Ready when healthy and loaded ⊇ configured; with nothing configured, at least one model must be loaded. */
+export function isReady(healthy: boolean, loaded: readonly string[] | undefined, configured: readonly string[] | undefined): boolean {
+  if (!healthy || loaded === undefined) return false;
+  if (configured === undefined || configured.length === 0) return loaded.length > 0;
+  const have = new Set(loaded);
+  return configured.every((m) => have.has(m));
+}
+
+export function isStale(metricsAt: number | undefined, now: number, staleAfterMs: number): boolean {
+  return metricsAt === undefined || now - metricsAt > staleAfterMs;
+}
+
+/** The snapshot after one poll. */
+export function nextSnapshot(prev: Readonly<EndpointSnapshot>, outcome: PollOutcome, configured: readonly string[] | undefined, staleAfterMs: number): EndpointSnapshot {
+  const metrics = outcome.metrics ?? prev.metrics;
+  // metricsAt is when the scrape succeeded, i.e. when its answer came back.
+  const metricsAt = outcome.metrics !== undefined ? outcome.finishedAt : prev.metricsAt;
+  return {
+    healthy: outcome.healthOk,
+    loadedModels: outcome.models,
+    ready: isReady(outcome.healthOk, outcome.models, configured),
+    metrics,
+    metricsAt,
+    metricsStale: isStale(metricsAt, outcome.finishedAt, staleAfterMs),
+    consecutiveFailures: outcome.healthOk ? 0 : prev.consecutiveFailures + 1,
+    lastError: outcome.errors[0],
+    pollMs: outcome.finishedAt - outcome.startedAt,
+  };
+}

@@ -1,0 +1,91 @@
+import { describe, expect, test } from "bun:test";
+import { INITIAL_SNAPSHOT, isReady, nextSnapshot, parseModelIds, type PollOutcome } from "../../src/health/readiness.ts";
+import type { EngineMetrics } from "../../src/engines/engine-metrics.ts";
+
+const METRICS: EngineMetrics = { flavor: "vllm-v1", running: 2, waiting: 1, kvUsage: 0.5, malformedLines: 0 };
+
+function outcome(over: Partial<PollOutcome>): PollOutcome {
+  return { healthOk: true, models: ["m"], metrics: METRICS, errors: [], startedAt: 1_000, finishedAt: 1_010, ...over };
+}
+
+describe("parseModelIds", () => {
+  test("reads ids from an OpenAI model list", () => {
+    expect(parseModelIds('{"object":"list","data":[{"id":"a","object":"model"},{"id":"b"}]}')).toEqual(["a", "b"]);
+    expect(parseModelIds('{"object":"list","data":[]}')).toEqual([]);
+  });
+
+  test("anything else is not a model list", () => {
+    for (const body of ["", "not json", "[]", '{"data":{}}', "null", '{"error":{"message":"loading"}}']) expect(parseModelIds(body)).toBeUndefined();
+    expect(parseModelIds('{"data":[{"id":1},{"name":"x"},{"id":"ok"}]}')).toEqual(["ok"]);
+  });
+});
+
+describe("isReady", () => {
+  test("needs /health and /v1/models both", () => {
+    expect(isReady(true, ["m"], ["m"])).toBe(true);
+    expect(isReady(false, ["m"], ["m"])).toBe(false);
+    expect(isReady(true, undefined, ["m"])).toBe(false);
+  });
+
+  test("configured models must all be loaded", () => {
+    expect(isReady(true, ["a", "b", "c"], ["a", "c"])).toBe(true);
+    expect(isReady(true, ["a"], ["a", "c"])).toBe(false);
+  });
+
+  test("with none configured, any loaded model will do, but not an empty list", () => {
+    expect(isReady(true, ["x"], undefined)).toBe(true);
+    expect(isReady(true, ["x"], [])).toBe(true);
+    expect(isReady(true, [], undefined)).toBe(false);
+  });
+});
+
+describe("nextSnapshot", () => {
+  test("a good poll", () => {
+    const s = nextSnapshot(INITIAL_SNAPSHOT, outcome({}), ["m"], 2_000);
+    expect(s).toEqual({
+      healthy: true,
+      loadedModels: ["m"],
+      ready: true,
+      metrics: METRICS,
+      metricsAt: 1_010,
+      metricsStale: false,
+      consecutiveFailures: 0,
+      lastError: undefined,
+      pollMs: 10,
+    });
+  });
+
+  test("a failed /metrics keeps the last good view and its time; staleness follows the clock", () => {
+    const good = nextSnapshot(INITIAL_SNAPSHOT, outcome({}), ["m"], 2_000);
+    const soon = nextSnapshot(good, outcome({ metrics: undefined, errors: ["GET /metrics: timed out after 500 ms"], startedAt: 2_000, finishedAt: 2_500 }), ["m"], 2_000);
+    expect(soon.metrics).toBe(METRICS);
+    expect(soon.metricsAt).toBe(1_010);
+    expect(soon.metricsStale).toBe(false);
+    expect(soon.lastError).toBe("GET /metrics: timed out after 500 ms");
+    expect(soon.consecutiveFailures).toBe(0); // /health still answers
+    const late = nextSnapshot(soon, outcome({ metrics: undefined, startedAt: 5_000, finishedAt: 5_001 }), ["m"], 2_000);
+    expect(late.metricsAt).toBe(1_010);
+    expect(late.metricsStale).toBe(true);
+  });
+
+  test("failures count while /health fails, reset on the first healthy poll", () => {
+    let s = nextSnapshot(INITIAL_SNAPSHOT, outcome({ healthOk: false, models: undefined, metrics: undefined, errors: ["GET /health: ECONNREFUSED"] }), undefined, 2_000);
+    s = nextSnapshot(s, outcome({ healthOk: false, models: undefined, metrics: undefined }), undefined, 2_000);
+    expect(s.consecutiveFailures).toBe(2);
+    expect(s.healthy).toBe(false);
+    expect(s.ready).toBe(false);
+    expect(s.metrics).toBeUndefined();
+    expect(s.metricsStale).toBe(true);
+    s = nextSnapshot(s, outcome({}), undefined, 2_000);
+    expect(s.consecutiveFailures).toBe(0);
+    expect(s.ready).toBe(true);
+  });
+
+  test("loading: /health up, /v1/models not answering → healthy but not ready", () => {
+    const s = nextSnapshot(INITIAL_SNAPSHOT, outcome({ models: undefined, errors: ["GET /v1/models: HTTP 503"] }), ["m"], 2_000);
+    expect(s.healthy).toBe(true);
+    expect(s.loadedModels).toBeUndefined();
+    expect(s.ready).toBe(false);
+    expect(s.consecutiveFailures).toBe(0);
+  });
+});
