@@ -1,4 +1,142 @@
-/** `llmgw agent` (placeholder until its issue lands). */
-import { notBuiltCommand } from "../cli/not-built.ts";
+/**
+ * `llmgw agent` (the node agent: discovery, engine supervision, HTTP API) and
+ * `llmgw agent inventory` (print what the scheduler would see of this node).
+ */
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { boolFlag, numberFlag, parseCommandArgs, parseListen, stringFlag, UsageError, type CommandSpec, type ParsedArgs } from "../cli/command.ts";
+import { initLogger, logger } from "../shared/logger.ts";
+import { createAgentHandler } from "./agent-server.ts";
+import { AgentService } from "./agent-service.ts";
+import { DEFAULT_SYSFS_INFINIBAND } from "./fabric.ts";
+import { DEFAULT_NVIDIA_SMI } from "./gpu-discovery.ts";
+import { collectInventory, formatInventory } from "./inventory.ts";
+import { DEFAULT_RESTART_POLICY } from "./replica-state.ts";
+import { DEFAULT_STOP_GRACE_MS, Supervisor } from "./supervisor.ts";
 
-export const agentCommand = notBuiltCommand("agent", "agent", "in progress.");
+export const DEFAULT_AGENT_LISTEN = "127.0.0.1:7070";
+/** Bun.serve's 10 s idle default would cut a PUT that waits for the old engine to stop. */
+const AGENT_IDLE_TIMEOUT_S = 120;
+
+function defaultStateDir(): string {
+  const base = process.env.XDG_STATE_HOME ?? join(homedir(), ".local", "state");
+  return join(base, "llmgw", "agent");
+}
+
+const discoveryOptions = {
+  "nvidia-smi": { type: "string" },
+  "sysfs-root": { type: "string" },
+} as const;
+
+const AGENT_USAGE = `usage: llmgw agent [flags]
+       llmgw agent inventory [--nvidia-smi PATH] [--sysfs-root DIR] [--json]
+
+Runs the node agent: discovers GPUs and fabric, launches and supervises
+engine replicas (vLLM, SGLang, sim-engine) and serves its HTTP API.
+
+flags:
+  --listen HOST:PORT        API listener (default ${DEFAULT_AGENT_LISTEN}; port 0 picks one)
+  --token TOKEN             bearer token clients must present (or LLMGW_AGENT_TOKEN; required)
+  --state-dir DIR           pid files and engine logs (default $XDG_STATE_HOME/llmgw/agent)
+  --nvidia-smi PATH         nvidia-smi to run (default ${DEFAULT_NVIDIA_SMI}; missing = zero GPUs)
+  --sysfs-root DIR          InfiniBand sysfs root (default ${DEFAULT_SYSFS_INFINIBAND})
+  --engine-host HOST        interface engines bind (default: the --listen host)
+  --advertise-host HOST     host put in endpoint URLs (default: engine host)
+  --vllm PATH               vllm executable (default vllm)
+  --python PATH             python with sglang (default python3)
+  --max-restarts N          crash restarts before a replica stays Failed (default ${DEFAULT_RESTART_POLICY.maxRestarts})
+  --stop-grace-ms MS        SIGTERM → SIGKILL grace (default ${DEFAULT_STOP_GRACE_MS})
+  --stop-engines-on-exit    stop engines when the agent exits (default: leave them for the next agent to adopt)
+
+API (Authorization: Bearer TOKEN): GET /v1/inventory, GET /v1/state,
+GET|PUT|DELETE /v1/replicas/{id}; GET /health needs no token.`;
+
+const INVENTORY_USAGE = `usage: llmgw agent inventory [--nvidia-smi PATH] [--sysfs-root DIR] [--json]
+
+Prints the GPUs (index, uuid, class, memory, compute capability, utilisation,
+health) and fabric adapters the scheduler would see on this node.`;
+
+const agentOptions = {
+  ...discoveryOptions,
+  listen: { type: "string" },
+  token: { type: "string" },
+  "state-dir": { type: "string" },
+  "engine-host": { type: "string" },
+  "advertise-host": { type: "string" },
+  vllm: { type: "string" },
+  python: { type: "string" },
+  "max-restarts": { type: "string" },
+  "stop-grace-ms": { type: "string" },
+  "stop-engines-on-exit": { type: "boolean" },
+} as const;
+
+async function runInventory(args: ParsedArgs): Promise<number> {
+  const inv = await collectInventory({
+    nvidiaSmi: stringFlag(args, "nvidia-smi") ?? DEFAULT_NVIDIA_SMI,
+    sysfsRoot: stringFlag(args, "sysfs-root") ?? DEFAULT_SYSFS_INFINIBAND,
+    isOurs: () => false,
+  });
+  console.log(boolFlag(args, "json") ? JSON.stringify(inv, null, 2) : formatInventory(inv));
+  return 0;
+}
+
+async function runAgent(args: ParsedArgs): Promise<number> {
+  const listen = parseListen(stringFlag(args, "listen") ?? DEFAULT_AGENT_LISTEN, "--listen");
+  const token = stringFlag(args, "token") ?? process.env.LLMGW_AGENT_TOKEN;
+  if (!token) throw new UsageError("a bearer token is required: --token TOKEN or LLMGW_AGENT_TOKEN");
+  const engineHost = stringFlag(args, "engine-host") ?? listen.host;
+  const stateDir = stringFlag(args, "state-dir") ?? defaultStateDir();
+  const maxRestarts = numberFlag(args, "max-restarts", DEFAULT_RESTART_POLICY.maxRestarts, { min: 0, integer: true });
+  const stopGraceMs = numberFlag(args, "stop-grace-ms", DEFAULT_STOP_GRACE_MS, { min: 0, integer: true });
+  const stopEngines = boolFlag(args, "stop-engines-on-exit");
+  initLogger({ role: "agent" });
+
+  const supervisor = new Supervisor({ stateDir, stopGraceMs, restart: { maxRestarts } });
+  const adoption = await supervisor.adopt();
+  const service = new AgentService({
+    nvidiaSmi: stringFlag(args, "nvidia-smi") ?? DEFAULT_NVIDIA_SMI,
+    sysfsRoot: stringFlag(args, "sysfs-root") ?? DEFAULT_SYSFS_INFINIBAND,
+    engineHost,
+    advertiseHost: stringFlag(args, "advertise-host") ?? engineHost,
+    bins: { vllm: stringFlag(args, "vllm") ?? "vllm", python: stringFlag(args, "python") ?? "python3", bun: process.execPath, cli: join(import.meta.dir, "..", "cli.ts") },
+    supervisor,
+  });
+  const inv = await service.inventory();
+  logger().info({ gpus: inv.gpus.length, note: inv.nvidiaSmi.note, fabric: inv.fabric.island, stateDir, adopted: adoption.adopted, refused: adoption.refused }, "agent inventory");
+
+  const server = Bun.serve({ hostname: listen.host, port: listen.port, idleTimeout: AGENT_IDLE_TIMEOUT_S, fetch: createAgentHandler(service, token) });
+  const shownHost = listen.host === "0.0.0.0" ? "127.0.0.1" : listen.host.includes(":") ? `[${listen.host}]` : listen.host;
+  logger().info({ name: "agent", url: `http://${shownHost}:${server.port}` }, "listening");
+
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once("SIGINT", () => resolve("SIGINT"));
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+  });
+  logger().info({ signal, stopEngines }, "agent stopping");
+  await server.stop(true);
+  await supervisor.close({ stopEngines });
+  return 0;
+}
+
+async function dispatchAgent(argv: string[]): Promise<number> {
+  const inventory = argv[0] === "inventory";
+  const spec: CommandSpec = inventory
+    ? { name: "agent inventory", summary: "print this node's inventory", usage: INVENTORY_USAGE, options: { ...discoveryOptions, json: { type: "boolean" } }, run: runInventory }
+    : { name: "agent", summary: "run the node agent", usage: AGENT_USAGE, options: agentOptions, run: runAgent };
+  const args = parseCommandArgs(spec, inventory ? argv.slice(1) : argv);
+  if (args.values.help === true) {
+    console.log(spec.usage);
+    return 0;
+  }
+  return await spec.run(args);
+}
+
+export const agentCommand: CommandSpec = {
+  name: "agent",
+  summary: "run the node agent (GPU discovery, engine supervision)",
+  usage: AGENT_USAGE,
+  options: agentOptions,
+  allowPositionals: true,
+  run: runAgent,
+  dispatch: dispatchAgent,
+};

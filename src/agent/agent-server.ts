@@ -1,0 +1,78 @@
+/**
+ * The agent's HTTP API on Bun.serve: bearer-token auth, then
+ * GET /v1/inventory, GET /v1/state, GET|PUT|DELETE /v1/replicas/{id}.
+ * GET /health answers without a token (liveness probes carry none).
+ * Every error is OpenAI-shaped through src/shared/errors.ts.
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { asLlmgwError, errorResponse, LlmgwError } from "../shared/errors.ts";
+import { logger } from "../shared/logger.ts";
+import type { AgentService } from "./agent-service.ts";
+
+function digest(s: string): Buffer {
+  return createHash("sha256").update(s).digest();
+}
+
+/** Constant-time comparison of the presented bearer token with ours. */
+export function tokenMatches(header: string | null, token: string): boolean {
+  const m = header === null ? null : /^Bearer\s+(.+)$/i.exec(header.trim());
+  if (!m?.[1]) return false;
+  return timingSafeEqual(digest(m[1]), digest(token));
+}
+
+function json(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+}
+
+async function readJson(req: Request): Promise<unknown> {
+  try {
+    return await req.json();
+  } catch {
+    throw new LlmgwError("INVALID_JSON", "request body is not valid JSON");
+  }
+}
+
+const REPLICA_PATH = /^\/v1\/replicas\/([^/]+)$/;
+
+export function createAgentHandler(service: AgentService, token: string): (req: Request) => Promise<Response> {
+  return async function agentHandler(req: Request): Promise<Response> {
+    const url = new URL(req.url);
+    try {
+      if (url.pathname === "/health" && req.method === "GET") return json({ status: "ok" });
+      if (!tokenMatches(req.headers.get("authorization"), token)) {
+        throw new LlmgwError("UNAUTHORIZED", "missing or invalid bearer token for the llmgw agent");
+      }
+      if (url.pathname === "/v1/inventory") {
+        if (req.method !== "GET") throw new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} not allowed on ${url.pathname}`);
+        return json(await service.inventory());
+      }
+      if (url.pathname === "/v1/state") {
+        if (req.method !== "GET") throw new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} not allowed on ${url.pathname}`);
+        return json(await service.state());
+      }
+      const m = REPLICA_PATH.exec(url.pathname);
+      if (m?.[1]) {
+        const id = decodeURIComponent(m[1]);
+        switch (req.method) {
+          case "GET":
+            return json(service.status(id));
+          case "PUT": {
+            const { outcome, replica } = await service.putReplica(id, await readJson(req));
+            return json({ outcome, replica }, outcome === "created" ? 201 : 200);
+          }
+          case "DELETE": {
+            if (!(await service.deleteReplica(id))) throw new LlmgwError("NOT_FOUND", `no replica '${id}' on this node`);
+            return json({ id, deleted: true });
+          }
+          default:
+            throw new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} not allowed on ${url.pathname}`);
+        }
+      }
+      throw new LlmgwError("NOT_FOUND", `no route ${req.method} ${url.pathname}`);
+    } catch (err) {
+      const e = asLlmgwError(err);
+      if (e.code === "INTERNAL_ERROR") logger().error({ err, path: url.pathname }, "agent request failed");
+      return errorResponse(e);
+    }
+  };
+}

@@ -1,0 +1,125 @@
+/**
+ * Engine adapters: pure functions from a validated spec to the argv and
+ * environment of the engine process. No process handling here.
+ * Flags: vLLM `vllm serve` (multi-node with the multiprocessing backend:
+ * `--nnodes --node-rank --master-addr [--master-port]`, `--headless` on
+ * ranks other than 0, per vLLM's distributed serving docs); SGLang
+ * `python -m sglang.launch_server` (`--tp` counts GPUs across nodes,
+ * `--dist-init-addr host:port`); the bundled sim-engine through `src/cli.ts`.
+ */
+import { ncclEnv, type ResolvedFabric } from "./nccl-env.ts";
+import type { EngineKind, ReplicaSpec } from "./replica-spec.ts";
+
+/** SGLang needs host:port for --dist-init-addr; torch.distributed's customary port when none is given. */
+export const DEFAULT_SGLANG_DIST_PORT = 29500;
+
+export interface EngineBinaries {
+  /** The `vllm` executable. */
+  vllm: string;
+  /** Python with sglang installed. */
+  python: string;
+  /** Bun (process.execPath) and the repo's src/cli.ts, for the sim-engine. */
+  bun: string;
+  cli: string;
+}
+
+export interface LaunchInput {
+  spec: ReplicaSpec;
+  /** The port the engine serves its OpenAI API on (resolved: spec.port or an auto-assigned one). */
+  port: number;
+  /** Interface the engine binds. */
+  host: string;
+  fabric: ResolvedFabric | null;
+  bins: EngineBinaries;
+}
+
+export interface LaunchPlan {
+  argv: string[];
+  /** Added to the agent's environment for the engine. */
+  env: Record<string, string>;
+}
+
+function opt(flag: string, value: string | number | undefined): string[] {
+  return value === undefined ? [] : [flag, String(value)];
+}
+
+function vllmArgv(input: LaunchInput): string[] {
+  const { spec } = input;
+  const mn = spec.multiNode;
+  return [
+    input.bins.vllm,
+    "serve",
+    spec.model,
+    "--host",
+    input.host,
+    "--port",
+    String(input.port),
+    "--tensor-parallel-size",
+    String(spec.tensorParallel),
+    "--pipeline-parallel-size",
+    String(spec.pipelineParallel),
+    ...opt("--max-num-seqs", spec.maxNumSeqs),
+    ...opt("--gpu-memory-utilization", spec.gpuMemoryUtilization),
+    ...opt("--quantization", spec.quantization),
+    ...(mn && mn.nnodes > 1
+      ? [...opt("--nnodes", mn.nnodes), ...opt("--node-rank", mn.nodeRank), ...opt("--master-addr", mn.masterAddr), ...opt("--master-port", mn.masterPort), ...(mn.nodeRank > 0 ? ["--headless"] : [])]
+      : []),
+    ...spec.extraArgs,
+  ];
+}
+
+function sglangArgv(input: LaunchInput): string[] {
+  const { spec } = input;
+  const mn = spec.multiNode;
+  return [
+    input.bins.python,
+    "-m",
+    "sglang.launch_server",
+    "--model-path",
+    spec.model,
+    "--host",
+    input.host,
+    "--port",
+    String(input.port),
+    "--tp",
+    String(spec.tensorParallel),
+    ...(spec.pipelineParallel > 1 ? ["--pp-size", String(spec.pipelineParallel)] : []),
+    ...opt("--max-running-requests", spec.maxNumSeqs),
+    ...opt("--mem-fraction-static", spec.gpuMemoryUtilization),
+    ...opt("--quantization", spec.quantization),
+    ...(mn && mn.nnodes > 1
+      ? ["--nnodes", String(mn.nnodes), "--node-rank", String(mn.nodeRank), "--dist-init-addr", `${mn.masterAddr}:${mn.masterPort ?? DEFAULT_SGLANG_DIST_PORT}`]
+      : []),
+    ...spec.extraArgs,
+  ];
+}
+
+function simArgv(input: LaunchInput): string[] {
+  const { spec } = input;
+  return [
+    input.bins.bun,
+    input.bins.cli,
+    "sim-engine",
+    "--host",
+    input.host,
+    "--port",
+    String(input.port),
+    "--model",
+    spec.model,
+    ...opt("--startup-ms", spec.startupMs),
+    ...(spec.gpus.length > 0 ? ["--gpus", String(spec.gpus.length)] : []),
+    ...spec.extraArgs,
+  ];
+}
+
+const ARGV: Record<EngineKind, (input: LaunchInput) => string[]> = { vllm: vllmArgv, sglang: sglangArgv, sim: simArgv };
+
+export function buildLaunchPlan(input: LaunchInput): LaunchPlan {
+  const env: Record<string, string> = { ...ncclEnv(input.fabric) };
+  // Empty string hides every GPU; an engine given no GPUs must not grab GPU 0 by default.
+  env.CUDA_VISIBLE_DEVICES = input.spec.gpus.join(",");
+  // Indices must mean what nvidia-smi says they mean (CUDA orders fastest-first by default).
+  env.CUDA_DEVICE_ORDER = "PCI_BUS_ID";
+  Object.assign(env, input.spec.env);
+  return { argv: ARGV[input.spec.engine](input), env };
+}
