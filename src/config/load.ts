@@ -174,6 +174,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       pool: e.pool,
       engine: e.engine,
       gpuIds: e.gpu_ids,
+      dcgmUrl: e.dcgm_url,
     })),
     scheduling: {
       filters: c.scheduling.filters,

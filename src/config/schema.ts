@@ -57,7 +57,10 @@ export const endpointSchema = z
     models: z.array(z.string().min(1)).optional(),
     pool: id.default("default"),
     engine: z.enum(["auto", "vllm", "sglang"]).default("auto"),
+    /** GPUs (UUIDs or indices as DCGM labels them) this endpoint runs on; [] = every GPU its exporter reports. */
     gpu_ids: z.array(z.string().min(1)).default([]),
+    /** The dcgm-exporter of the node this endpoint runs on; a faulted GPU there takes the endpoint out of rotation. */
+    dcgm_url: httpUrl.optional(),
   })
   .strict();
 

@@ -27,6 +27,8 @@ export interface EndpointConfig {
   pool: string;
   engine: EngineFlavor;
   gpuIds: readonly string[];
+  /** dcgm-exporter URL of the endpoint's node, if GPU health is watched. */
+  dcgmUrl: string | undefined;
 }
 
 export interface Listen {

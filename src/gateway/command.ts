@@ -1,4 +1,114 @@
-/** `llmgw serve` (placeholder until its issue lands). */
-import { notBuiltCommand } from "../cli/not-built.ts";
+/** `llmgw serve`: the gateway, from a config file or, for the simple case, from flags. */
+import { parse as parseYaml } from "yaml";
+import { readFileSync } from "node:fs";
+import { boolFlag, stringFlag, stringListFlag, UsageError, type CommandSpec, type ParsedArgs } from "../cli/command.ts";
+import { buildConfig, ConfigError } from "../config/load.ts";
+import type { Config } from "../config/types.ts";
+import { flushLogger, initLogger } from "../shared/logger.ts";
+import { startGateway } from "./gateway.ts";
 
-export const serveCommand = notBuiltCommand("serve", "serve", "in progress.");
+const USAGE = `usage: llmgw serve [--config FILE] [flags]
+
+Runs the gateway: the OpenAI-compatible API, the admin listener (metrics,
+health, endpoint state, OpenAPI docs) and, if set, a metrics-only listener.
+
+flags:
+  --config FILE            llmgw.yaml (see config/llmgw.example.yaml); also LLMGW_CONFIG
+  --check-config           validate the configuration, print a summary, exit 0 (or 1)
+  --upstream URL           an engine endpoint (repeatable); models are discovered from
+                           its /v1/models. Adds to the config file's endpoints.
+  --listen HOST:PORT       API listener (default 0.0.0.0:8080)
+  --admin-listen HOST:PORT admin listener (default 127.0.0.1:9090)
+  --metrics-listen HOST:PORT  metrics-only listener (default off)
+  --log-level LEVEL        trace|debug|info|warn|error|fatal|silent
+
+Environment: LLMGW_<KEY>=value overrides a top-level key, LLMGW_<A>__<B> a nested
+one (e.g. LLMGW_HEALTH__POLL_INTERVAL_MS=500).`;
+
+/** The config file (or none), with flags applied on top, validated as one document. */
+export function configFromArgs(args: ParsedArgs, env: Record<string, string | undefined> = process.env): Config {
+  const path = stringFlag(args, "config") ?? env.LLMGW_CONFIG;
+  let raw: Record<string, unknown> = {};
+  const source = path ?? "flags";
+  if (path) {
+    let text: string;
+    try {
+      text = readFileSync(path, "utf8");
+    } catch (err) {
+      throw new ConfigError(path, [`cannot read file: ${err instanceof Error ? err.message : String(err)}`]);
+    }
+    try {
+      const parsed: unknown = parseYaml(text);
+      if (parsed !== null && parsed !== undefined) {
+        if (typeof parsed !== "object" || Array.isArray(parsed)) throw new ConfigError(path, ["(root): expected a mapping of keys"]);
+        raw = parsed as Record<string, unknown>;
+      }
+    } catch (err) {
+      if (err instanceof ConfigError) throw err;
+      throw new ConfigError(path, [err instanceof Error ? err.message.split("\n")[0]! : String(err)]);
+    }
+  }
+  const upstreams = stringListFlag(args, "upstream");
+  if (upstreams.length > 0) {
+    const existing = Array.isArray(raw.endpoints) ? (raw.endpoints as unknown[]) : [];
+    raw.endpoints = [...existing, ...upstreams.map((url, i) => ({ id: `upstream-${existing.length + i + 1}`, url }))];
+  }
+  for (const [flag, key] of [
+    ["listen", "listen"],
+    ["admin-listen", "admin_listen"],
+    ["metrics-listen", "metrics_listen"],
+    ["log-level", "log_level"],
+  ] as const) {
+    const v = stringFlag(args, flag);
+    if (v !== undefined) raw[key] = v;
+  }
+  return buildConfig(raw, env, source);
+}
+
+export const serveCommand: CommandSpec = {
+  name: "serve",
+  summary: "run the gateway",
+  usage: USAGE,
+  options: {
+    config: { type: "string" },
+    "check-config": { type: "boolean" },
+    upstream: { type: "string", multiple: true },
+    listen: { type: "string" },
+    "admin-listen": { type: "string" },
+    "metrics-listen": { type: "string" },
+    "log-level": { type: "string" },
+  },
+  async run(args) {
+    let config: Config;
+    try {
+      config = configFromArgs(args);
+    } catch (err) {
+      if (err instanceof ConfigError) {
+        console.error(err.message);
+        return 1;
+      }
+      throw err;
+    }
+    if (boolFlag(args, "check-config")) {
+      console.log(
+        `configuration OK: ${config.endpoints.length} endpoint(s), ${config.models.length} configured model(s); ` +
+          `listen ${config.listen.host}:${config.listen.port}, admin ${config.adminListen.host}:${config.adminListen.port}`,
+      );
+      return 0;
+    }
+    if (config.endpoints.length === 0) throw new UsageError("no endpoints: give --upstream URL or a --config file with endpoints");
+    const log = initLogger({ role: "serve", level: config.logLevel });
+    const gw = await startGateway(config, { log });
+    await new Promise<void>((resolve) => {
+      const onSignal = (sig: string) => {
+        log.info({ signal: sig }, "shutting down");
+        resolve();
+      };
+      process.once("SIGINT", onSignal);
+      process.once("SIGTERM", onSignal);
+    });
+    await gw.stop();
+    flushLogger();
+    return 0;
+  },
+};

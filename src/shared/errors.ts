@@ -28,6 +28,7 @@ export type ErrorCode =
   | "UPSTREAM_IDLE_TIMEOUT"
   | "UPSTREAM_TOTAL_TIMEOUT"
   | "UPSTREAM_ERROR"
+  | "UPSTREAM_REJECTED"
   | "UPSTREAM_RATE_LIMITED"
   | "UPSTREAM_STREAM_TRUNCATED"
   | "UPSTREAM_MALFORMED"
@@ -60,6 +61,7 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
     case "INVALID_JSON":
     case "INVALID_REQUEST":
     case "CONTEXT_LENGTH_EXCEEDED":
+    case "UPSTREAM_REJECTED":
     case "VALIDATION_FAILED":
       return { status: 400, type: "invalid_request_error" };
     case "INVALID_API_KEY":

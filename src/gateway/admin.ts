@@ -1,0 +1,112 @@
+/**
+ * The admin listener (loopback by default) and the optional metrics-only
+ * listener, on Elysia: they are cold paths. Admin serves the endpoint table
+ * as JSON with an OpenAPI description (/openapi, /openapi/json), Prometheus
+ * metrics, /healthz (process alive) and /readyz (workers up and at least one
+ * endpoint ready).
+ */
+import { openapi } from "@elysiajs/openapi";
+import { Elysia } from "elysia";
+import { z } from "zod";
+import { CIRCUIT_CLOSED, EndpointTable, F, FLAVOR_CODES, I } from "../shared/endpoint-table.ts";
+import type { GatewayContext } from "./context.ts";
+
+const circuitNames = ["closed", "open", "half_open", "probing"] as const;
+
+export const endpointStateSchema = z.object({
+  id: z.string(),
+  url: z.string(),
+  pool: z.string(),
+  models: z.array(z.string()),
+  ready: z.boolean(),
+  healthy: z.boolean(),
+  draining: z.boolean(),
+  circuit: z.enum(circuitNames),
+  gpu_faulted: z.boolean(),
+  inflight: z.number().int(),
+  leased: z.number().int(),
+  waiting: z.number().int().nullable().describe("engine-reported; null when absent"),
+  running: z.number().int().nullable().describe("engine-reported; null when absent"),
+  kv_usage: z.number().nullable().describe("[0,1]; null when absent"),
+  metrics_age_s: z.number().nullable(),
+  flavor: z.enum(FLAVOR_CODES),
+  max_running_seen: z.number().int(),
+  poll_failures: z.number().int(),
+});
+export type EndpointState = z.infer<typeof endpointStateSchema>;
+
+export function endpointStates(ctx: GatewayContext): EndpointState[] {
+  const t: EndpointTable = ctx.table;
+  const now = Date.now();
+  return ctx.config.endpoints.map((e, row) => {
+    const kv = t.getFloat(row, F.KV_USAGE);
+    const at = t.getFloat(row, F.METRICS_AT);
+    return {
+      id: e.id,
+      url: e.url,
+      pool: e.pool,
+      models: [...ctx.catalog.modelsOf(row)],
+      ready: t.getInt(row, I.READY) === 1,
+      healthy: t.getInt(row, I.HEALTHY) === 1,
+      draining: t.getInt(row, I.DRAINING) === 1,
+      circuit: circuitNames[t.getInt(row, I.CIRCUIT)] ?? "closed",
+      gpu_faulted: t.getInt(row, I.GPU_FAULTED) === 1,
+      inflight: t.getInt(row, I.INFLIGHT),
+      leased: t.getInt(row, I.LEASED),
+      waiting: t.optionalInt(row, I.WAITING) ?? null,
+      running: t.optionalInt(row, I.RUNNING) ?? null,
+      kv_usage: Number.isNaN(kv) ? null : kv,
+      metrics_age_s: Number.isNaN(at) ? null : Math.max(0, (now - at) / 1000),
+      flavor: FLAVOR_CODES[t.getInt(row, I.FLAVOR)] ?? "unknown",
+      max_running_seen: t.getInt(row, I.MAX_RUNNING_SEEN),
+      poll_failures: t.getInt(row, I.POLL_FAILURES),
+    };
+  });
+}
+
+function readiness(ctx: GatewayContext): { ready: boolean; endpoints_ready: number; endpoints: number } {
+  let n = 0;
+  for (let row = 0; row < ctx.table.rows; row++) {
+    if (ctx.table.getInt(row, I.READY) === 1 && ctx.table.getInt(row, I.CIRCUIT) === CIRCUIT_CLOSED) n++;
+  }
+  return { ready: n > 0, endpoints_ready: n, endpoints: ctx.table.rows };
+}
+
+/** /metrics, /healthz, /readyz: shared by the admin and the metrics-only listener. */
+function observability(ctx: GatewayContext) {
+  return new Elysia({ name: "observability" })
+    .get(
+      "/metrics",
+      async () => new Response(await ctx.metrics.registry.metrics(), { headers: { "content-type": ctx.metrics.registry.contentType } }),
+      { detail: { summary: "Prometheus metrics" } },
+    )
+    .get("/healthz", () => ({ status: "ok" }), { detail: { summary: "The process is alive" } })
+    .get(
+      "/readyz",
+      ({ set }) => {
+        const r = readiness(ctx);
+        if (!r.ready) set.status = 503;
+        return r;
+      },
+      { detail: { summary: "At least one endpoint is ready to serve" } },
+    );
+}
+
+export function createAdminApp(ctx: GatewayContext) {
+  return new Elysia()
+    .use(
+      openapi({
+        documentation: { info: { title: "llmgw admin API", version: "0.1.0", description: "Management API of an llmgw gateway." } },
+        mapJsonSchema: { zod: z.toJSONSchema },
+      }),
+    )
+    .use(observability(ctx))
+    .get("/admin/v1/endpoints", () => ({ endpoints: endpointStates(ctx) }), {
+      response: z.object({ endpoints: z.array(endpointStateSchema) }),
+      detail: { summary: "Every endpoint with readiness, load and circuit state" },
+    });
+}
+
+export function createMetricsApp(ctx: GatewayContext) {
+  return new Elysia().use(observability(ctx));
+}

@@ -1,0 +1,24 @@
+/** Everything a request handler needs, assembled once by the gateway. */
+import type { Config } from "../config/types.ts";
+import type { GatewayMetrics } from "../metrics/registry.ts";
+import type { Logger } from "../shared/logger.ts";
+import type { EndpointTable } from "../shared/endpoint-table.ts";
+import type { CircuitBreakers } from "./circuit-breaker.ts";
+import type { ModelCatalog } from "./model-catalog.ts";
+import type { DialGuard } from "./proxy/dial-guard.ts";
+import type { RetryBudget } from "./retry-budget.ts";
+import type { SchedulerClient } from "./scheduler-client.ts";
+
+export interface GatewayContext {
+  config: Config;
+  catalog: ModelCatalog;
+  table: EndpointTable;
+  scheduler: SchedulerClient;
+  breakers: CircuitBreakers;
+  budget: RetryBudget;
+  dial: DialGuard;
+  metrics: GatewayMetrics;
+  log: Logger;
+  /** Whether any configured scorer needs prompt-prefix hashes (skip hashing otherwise). */
+  usesPrefixHashes: boolean;
+}

@@ -1,0 +1,113 @@
+/**
+ * Splits an upstream SSE byte stream into complete events without decoding
+ * or re-splitting what was already scanned: each chunk is searched once for
+ * blank-line boundaries, and only an incomplete tail is carried to the next
+ * chunk. Classifies each event from its leading bytes; JSON is parsed only for
+ * the rare events the gateway must read (usage, errors).
+ */
+
+export type SseEventKind =
+  | "data" // a JSON data event (a token chunk)
+  | "usage" // the final usage chunk (choices: [])
+  | "error" // an error object sent in-stream
+  | "done" // data: [DONE]
+  | "comment" // ": keep-alive" and other comments
+  | "malformed";
+
+const LF = 10;
+const CR = 13;
+const enc = new TextEncoder();
+const DATA_OBJECT = enc.encode("data: {");
+const DATA_OBJECT_NOSPACE = enc.encode("data:{");
+const DONE = enc.encode("data: [DONE]");
+const ERROR_PREFIX = enc.encode('data: {"error"');
+const EMPTY_CHOICES = enc.encode('"choices":[]');
+
+function startsWith(buf: Uint8Array, start: number, end: number, prefix: Uint8Array): boolean {
+  if (end - start < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (buf[start + i] !== prefix[i]) return false;
+  return true;
+}
+
+function indexOfBytes(buf: Uint8Array, start: number, end: number, needle: Uint8Array): number {
+  const first = needle[0];
+  outer: for (let i = start; i <= end - needle.length; i++) {
+    if (buf[i] !== first) continue;
+    for (let j = 1; j < needle.length; j++) if (buf[i + j] !== needle[j]) continue outer;
+    return i;
+  }
+  return -1;
+}
+
+/** Classify the event occupying buf[start, end) (without its trailing blank line). */
+export function classifyEvent(buf: Uint8Array, start: number, end: number): SseEventKind {
+  while (end > start && (buf[end - 1] === LF || buf[end - 1] === CR)) end--;
+  if (end === start) return "comment";
+  if (buf[start] === 58 /* ':' */) return "comment";
+  if (startsWith(buf, start, end, DONE)) return "done";
+  if (startsWith(buf, start, end, ERROR_PREFIX)) return "error";
+  if (startsWith(buf, start, end, DATA_OBJECT) || startsWith(buf, start, end, DATA_OBJECT_NOSPACE)) {
+    // A whole JSON object ends with '}'; anything else was cut or garbled.
+    if (buf[end - 1] !== 125 /* '}' */) return "malformed";
+    // The usage chunk is the one event with an empty choices array.
+    if (indexOfBytes(buf, start, end, EMPTY_CHOICES) >= 0) return "usage";
+    return "data";
+  }
+  return "malformed";
+}
+
+export interface ScannedEvent {
+  kind: SseEventKind;
+  /** The event's bytes including its trailing blank line. */
+  bytes: Uint8Array;
+}
+
+/** The JSON payload of a data event, or undefined when it does not parse. */
+export function eventJson(bytes: Uint8Array): unknown {
+  const text = new TextDecoder().decode(bytes).trim();
+  const payload = text.startsWith("data:") ? text.slice(5).trim() : text;
+  try {
+    return JSON.parse(payload);
+  } catch {
+    return undefined;
+  }
+}
+
+export class SseScanner {
+  private carry: Uint8Array | undefined;
+
+  /** Complete events in `chunk` (plus any carried tail); keeps an incomplete tail for later. */
+  push(chunk: Uint8Array): ScannedEvent[] {
+    let buf = chunk;
+    let scanFrom = 0;
+    if (this.carry) {
+      const joined = new Uint8Array(this.carry.length + chunk.length);
+      joined.set(this.carry, 0);
+      joined.set(chunk, this.carry.length);
+      // The carry held no boundary; only the seam and the new bytes need scanning.
+      scanFrom = Math.max(0, this.carry.length - 3);
+      buf = joined;
+      this.carry = undefined;
+    }
+    const events: ScannedEvent[] = [];
+    let eventStart = 0;
+    for (let i = scanFrom; i < buf.length; i++) {
+      if (buf[i] !== LF) continue;
+      // Boundary: "\n\n" or "\n\r\n".
+      let end = -1;
+      if (buf[i + 1] === LF) end = i + 2;
+      else if (buf[i + 1] === CR && buf[i + 2] === LF) end = i + 3;
+      if (end < 0) continue;
+      events.push({ kind: classifyEvent(buf, eventStart, i), bytes: buf.subarray(eventStart, end) });
+      eventStart = end;
+      i = end - 1;
+    }
+    if (eventStart < buf.length) this.carry = buf.slice(eventStart);
+    return events;
+  }
+
+  /** Bytes of an event that never got its blank line (the stream ended mid-event). */
+  pending(): number {
+    return this.carry?.length ?? 0;
+  }
+}

@@ -1,0 +1,202 @@
+/**
+ * One upstream attempt: dial check, POST to the engine under the attempt's
+ * deadlines, and — for streams — read up to the first complete SSE event, so
+ * that every failure before the first byte reaches the client can still be
+ * retried elsewhere. Returns an open stream, a complete JSON answer, or a
+ * classified failure; never throws for upstream trouble.
+ */
+import type { Deadlines } from "../../config/types.ts";
+import type { AttemptFailure } from "../../metrics/names.ts";
+import { AttemptDeadlines } from "./deadlines.ts";
+import type { DialGuard } from "./dial-guard.ts";
+import { SseScanner, type ScannedEvent } from "./sse-scanner.ts";
+
+export interface AttemptInput {
+  index: number;
+  url: string;
+  body: Uint8Array | string;
+  headers: Record<string, string>;
+  stream: boolean;
+  deadlines: Deadlines;
+  /** Milliseconds left of the request's total deadline. */
+  totalLeftMs: number;
+  clientSignal: AbortSignal;
+  dial: DialGuard;
+  /** Called just before the request is sent (router overhead ends here). */
+  onSend?: () => void;
+}
+
+function defaultReader(body: ReadableStream<Uint8Array>) {
+  return body.getReader();
+}
+/** The default reader of a fetch Response body (Bun's type, with readMany). */
+export type BodyReader = ReturnType<typeof defaultReader>;
+
+export interface OpenStream {
+  ok: true;
+  kind: "stream";
+  response: Response;
+  reader: BodyReader;
+  scanner: SseScanner;
+  deadlines: AttemptDeadlines;
+  /** The complete events read so far (at least one). */
+  firstEvents: ScannedEvent[];
+  /** Malformed events dropped while waiting for the first one. */
+  malformedDropped: number;
+}
+
+export interface CompleteJson {
+  ok: true;
+  kind: "json";
+  status: number;
+  contentType: string;
+  body: Uint8Array;
+}
+
+export interface AttemptFailed {
+  ok: false;
+  failure: AttemptFailure | "cancelled";
+  message: string;
+  /** Engine status when it answered with an error. */
+  status?: number;
+  /** The engine's error body (4xx passed through to the client). */
+  body?: Uint8Array;
+  /** The engine's Retry-After, ms. */
+  retryAfterMs?: number;
+}
+
+export type AttemptResult = OpenStream | CompleteJson | AttemptFailed;
+
+/** Bodies of error answers are read only this far (an engine error page is not a payload). */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+function parseRetryAfterMs(value: string | null): number | undefined {
+  if (!value) return undefined;
+  const s = Number(value);
+  if (Number.isFinite(s)) return Math.max(0, s * 1000);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}
+
+async function readLimited(res: Response, limit: number): Promise<Uint8Array> {
+  if (!res.body) return new Uint8Array(0);
+  const reader = defaultReader(res.body);
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    total += value.byteLength;
+    if (total >= limit) {
+      await reader.cancel();
+      break;
+    }
+  }
+  return Buffer.concat(chunks).subarray(0, limit);
+}
+
+function failed(failure: AttemptFailed["failure"], message: string, extra: Partial<AttemptFailed> = {}): AttemptFailed {
+  return { ok: false, failure, message, ...extra };
+}
+
+export async function attemptUpstream(input: AttemptInput, path: string): Promise<AttemptResult> {
+  const { deadlines: d } = input;
+  try {
+    await input.dial.check(input.index, d.dialMs);
+  } catch (err) {
+    return failed("connect", err instanceof Error ? err.message : String(err));
+  }
+  if (input.clientSignal.aborted) return failed("cancelled", "client went away");
+
+  const dl = new AttemptDeadlines(input.totalLeftMs);
+  // Engines answer a non-streaming request only when generation is done, so
+  // for those the total deadline alone bounds the wait for headers.
+  if (input.stream) dl.armHeaders(d.headersMs);
+  const signal = AbortSignal.any([input.clientSignal, dl.signal]);
+  const reasonOf = (err: unknown): AttemptFailed => {
+    dl.dispose();
+    if (input.clientSignal.aborted) return failed("cancelled", "client went away");
+    if (dl.fired) return failed(dl.fired, `upstream ${dl.fired.replace("_", " ")} after ${describeDeadline(dl.fired, d, input.totalLeftMs)} ms`);
+    return failed("connect", err instanceof Error ? err.message : String(err));
+  };
+
+  let res: Response;
+  try {
+    input.onSend?.();
+    res = await fetch(input.url + path, { method: "POST", headers: input.headers, body: input.body, signal });
+  } catch (err) {
+    return reasonOf(err);
+  }
+  input.dial.markOk(input.index);
+
+  if (res.status !== 200) {
+    let body: Uint8Array;
+    try {
+      body = await readLimited(res, MAX_ERROR_BODY_BYTES);
+    } catch (err) {
+      return reasonOf(err);
+    }
+    dl.dispose();
+    const retryAfterMs = parseRetryAfterMs(res.headers.get("retry-after"));
+    const status = res.status;
+    const failure: AttemptFailure = status === 429 ? "status_429" : status >= 500 || status === 408 ? "status_5xx" : "status_4xx";
+    return failed(failure, `engine answered ${status}`, { status, body, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+  }
+
+  if (!input.stream) {
+    try {
+      const body = new Uint8Array(await res.arrayBuffer());
+      dl.dispose();
+      return { ok: true, kind: "json", status: 200, contentType: res.headers.get("content-type") ?? "application/json", body };
+    } catch (err) {
+      return reasonOf(err);
+    }
+  }
+
+  if (!res.body) {
+    dl.dispose();
+    return failed("truncated", "engine sent a stream with no body");
+  }
+  dl.armFirstToken(d.firstTokenMs);
+  const reader = defaultReader(res.body);
+  const scanner = new SseScanner();
+  let malformedDropped = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) {
+        dl.dispose();
+        return failed("truncated", "engine closed the stream before the first event");
+      }
+      const events = scanner.push(value).filter((e) => {
+        if (e.kind === "malformed") malformedDropped++;
+        return e.kind !== "malformed" && e.kind !== "comment";
+      });
+      if (events.length === 0) continue;
+      if (events[0]!.kind === "error") {
+        dl.dispose();
+        void reader.cancel().catch(() => {});
+        return failed("status_5xx", `engine sent an error event before the first token: ${new TextDecoder().decode(events[0]!.bytes).trim().slice(0, 300)}`);
+      }
+      dl.armIdle(d.idleMs);
+      return { ok: true, kind: "stream", response: res, reader, scanner, deadlines: dl, firstEvents: events, malformedDropped };
+    }
+  } catch (err) {
+    void reader.cancel().catch(() => {});
+    return reasonOf(err);
+  }
+}
+
+function describeDeadline(name: string, d: Deadlines, totalLeftMs: number): number {
+  switch (name) {
+    case "headers_timeout":
+      return d.headersMs;
+    case "first_token_timeout":
+      return d.firstTokenMs;
+    case "idle_timeout":
+      return d.idleMs;
+    default:
+      return Math.round(totalLeftMs);
+  }
+}

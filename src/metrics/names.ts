@@ -1,0 +1,58 @@
+/**
+ * Every metric llmgw exports, with its labels, in one place. Label values come
+ * from closed unions (outcomes, reasons) or from configuration (model names,
+ * endpoint ids), never from free text a client typed.
+ */
+
+/** How a request ended, as seen by the client. */
+export const OUTCOMES = [
+  "ok",
+  "client_error", // 4xx the client caused (bad JSON, unknown model, engine 4xx)
+  "cancelled", // the client went away
+  "no_endpoint", // nothing ready served the model
+  "upstream_error", // every attempt failed before the first byte
+  "stream_error", // the stream broke after the first byte
+  "timeout", // a deadline fired
+] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+/** Why an upstream attempt failed (the retry reason and the circuit-breaker input). */
+export const ATTEMPT_FAILURES = [
+  "connect",
+  "headers_timeout",
+  "first_token_timeout",
+  "status_5xx",
+  "status_429",
+  "status_4xx",
+  "malformed",
+  "truncated",
+  "idle_timeout",
+  "total_timeout",
+] as const;
+export type AttemptFailure = (typeof ATTEMPT_FAILURES)[number];
+
+export const ROUTES = ["chat", "completions", "embeddings"] as const;
+export type Route = (typeof ROUTES)[number];
+
+/** Model label for a request whose model is not configured or discovered. */
+export const UNKNOWN_MODEL = "unknown";
+
+export const M = {
+  requests: { name: "llmgw_requests_total", help: "Requests by model, route and outcome.", labels: ["model", "route", "outcome"] },
+  duration: { name: "llmgw_request_duration_seconds", help: "Request duration from arrival to the last byte sent.", labels: ["model", "route", "stream"] },
+  ttft: { name: "llmgw_time_to_first_token_seconds", help: "Arrival to the first token relayed to the client (streams).", labels: ["model"] },
+  interToken: { name: "llmgw_inter_token_seconds", help: "Gap between consecutive relayed SSE events.", labels: ["model"] },
+  tokens: { name: "llmgw_tokens_total", help: "Tokens by model and kind, from the engine's usage report.", labels: ["model", "kind"] },
+  retries: { name: "llmgw_retries_total", help: "Upstream retries by the reason the previous attempt failed.", labels: ["model", "reason"] },
+  fallbacks: { name: "llmgw_fallbacks_total", help: "Requests moved to a fallback model.", labels: ["from_model", "to_model"] },
+  attemptFailures: { name: "llmgw_upstream_failures_total", help: "Failed upstream attempts by endpoint and reason.", labels: ["endpoint", "reason"] },
+  scorerScore: { name: "llmgw_scorer_score", help: "Score in [0,1] each scorer gave the chosen endpoint.", labels: ["scorer"] },
+  filterDrops: { name: "llmgw_filter_drops_total", help: "Endpoints dropped by each filter.", labels: ["filter"] },
+  endpointInflight: { name: "llmgw_endpoint_inflight", help: "Requests the router has dispatched or leased to each endpoint.", labels: ["endpoint"] },
+  endpointReady: { name: "llmgw_endpoint_ready", help: "1 when the endpoint is up and its models are loaded.", labels: ["endpoint"] },
+  endpointCircuit: { name: "llmgw_endpoint_circuit_state", help: "Circuit breaker: 0 closed, 1 open, 2 half-open, 3 probing.", labels: ["endpoint"] },
+  endpointMetricsAge: { name: "llmgw_endpoint_metrics_age_seconds", help: "Age of the engine metrics the router scores on (absent when never scraped).", labels: ["endpoint"] },
+  circuitTransitions: { name: "llmgw_circuit_transitions_total", help: "Circuit breaker state changes by endpoint and new state.", labels: ["endpoint", "state"] },
+  overhead: { name: "llmgw_router_overhead_seconds", help: "Time the router adds before the upstream request is sent (parse, gates, scheduling).", labels: [] },
+  malformedEvents: { name: "llmgw_upstream_malformed_events_total", help: "SSE events from engines that were not valid and were dropped.", labels: ["endpoint"] },
+} as const;

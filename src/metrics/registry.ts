@@ -1,0 +1,76 @@
+/**
+ * The gateway's prom-client registry: metrics observed on the main thread
+ * plus per-endpoint gauges read from the SharedArrayBuffer at scrape time.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { EndpointTable, F, I } from "../shared/endpoint-table.ts";
+import { M } from "./names.ts";
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1];
+const ITL_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 5];
+const SCORE_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1];
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  readonly requests;
+  readonly duration;
+  readonly ttft;
+  readonly interToken;
+  readonly tokens;
+  readonly retries;
+  readonly fallbacks;
+  readonly attemptFailures;
+  readonly scorerScore;
+  readonly filterDrops;
+  readonly circuitTransitions;
+  readonly overhead;
+  readonly malformedEvents;
+
+  constructor(table: EndpointTable, endpointIds: readonly string[], opts: { defaultMetrics?: boolean } = {}) {
+    const r = [this.registry];
+    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    const counter = <L extends string>(d: { name: string; help: string; labels: readonly L[] }) =>
+      new Counter<L>({ name: d.name, help: d.help, labelNames: d.labels, registers: r });
+    const histogram = <L extends string>(d: { name: string; help: string; labels: readonly L[] }, buckets: number[]) =>
+      new Histogram<L>({ name: d.name, help: d.help, labelNames: d.labels, buckets, registers: r });
+
+    this.requests = counter(M.requests);
+    this.duration = histogram(M.duration, LATENCY_BUCKETS);
+    this.ttft = histogram(M.ttft, LATENCY_BUCKETS);
+    this.interToken = histogram(M.interToken, ITL_BUCKETS);
+    this.tokens = counter(M.tokens);
+    this.retries = counter(M.retries);
+    this.fallbacks = counter(M.fallbacks);
+    this.attemptFailures = counter(M.attemptFailures);
+    this.scorerScore = histogram(M.scorerScore, SCORE_BUCKETS);
+    this.filterDrops = counter(M.filterDrops);
+    this.circuitTransitions = counter(M.circuitTransitions);
+    this.overhead = histogram(M.overhead, OVERHEAD_BUCKETS);
+    this.malformedEvents = counter(M.malformedEvents);
+
+    // Endpoint gauges are read from the shared table when scraped, so they
+    // cost nothing on the request path.
+    const fromTable = (d: { name: string; help: string }, read: (row: number) => number | undefined) =>
+      new Gauge<"endpoint">({
+        name: d.name,
+        help: d.help,
+        labelNames: ["endpoint"],
+        registers: r,
+        collect() {
+          this.reset();
+          endpointIds.forEach((id, row) => {
+            const v = read(row);
+            if (v !== undefined) this.set({ endpoint: id }, v);
+          });
+        },
+      });
+    fromTable(M.endpointInflight, (row) => table.getInt(row, I.INFLIGHT) + table.getInt(row, I.LEASED));
+    fromTable(M.endpointReady, (row) => table.getInt(row, I.READY));
+    fromTable(M.endpointCircuit, (row) => table.getInt(row, I.CIRCUIT));
+    fromTable(M.endpointMetricsAge, (row) => {
+      const at = table.getFloat(row, F.METRICS_AT);
+      return Number.isNaN(at) ? undefined : Math.max(0, (Date.now() - at) / 1000);
+    });
+  }
+}
