@@ -1,0 +1,90 @@
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { applyEnvOverrides, buildConfig, ConfigError, parseConfigText } from "../../src/config/load.ts";
+import * as D from "../../src/config/defaults.ts";
+
+const ROOT = join(import.meta.dir, "..", "..");
+
+function issuesOf(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ConfigError) return [...err.issues];
+    throw err;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("config loading", () => {
+  test("defaults apply to an empty document and the result is frozen", () => {
+    const c = buildConfig({});
+    expect(c.listen).toEqual({ host: "0.0.0.0", port: 8080 });
+    expect(c.adminListen).toEqual({ host: "127.0.0.1", port: 9090 });
+    expect(c.deadlines.firstTokenMs).toBe(D.DEFAULT_FIRST_TOKEN_TIMEOUT_MS);
+    expect(c.health.pollIntervalMs).toBe(D.DEFAULT_HEALTH_POLL_INTERVAL_MS);
+    expect(Object.isFrozen(c)).toBe(true);
+    expect(Object.isFrozen(c.scheduling.scorers)).toBe(true);
+  });
+
+  test("the documented example file is valid", () => {
+    const text = readFileSync(join(ROOT, "config", "llmgw.example.yaml"), "utf8");
+    const c = parseConfigText(text, "llmgw.example.yaml");
+    expect(c.endpoints.map((e) => e.id)).toEqual(["llama8b-a", "llama70b-a"]);
+    expect(c.models[0]!.deadlines.firstTokenMs).toBe(30_000);
+    // model deadlines inherit the top-level ones they do not override
+    expect(c.models[0]!.deadlines.idleMs).toBe(c.deadlines.idleMs);
+  });
+
+  test("a bad endpoint URL names the key path and what was expected", () => {
+    const issues = issuesOf(() =>
+      buildConfig({ endpoints: [{ id: "a", url: "http://x:1" }, { id: "b", url: "http://y:1" }, { id: "c", url: "ftp://nope" }] }),
+    );
+    expect(issues).toContain("endpoints[2].url: expected an http(s) URL");
+  });
+
+  test("unknown keys, wrong types and unknown plugin names are reported with paths", () => {
+    const issues = issuesOf(() =>
+      buildConfig({ listen: 8080, helth: {}, scheduling: { scorers: [{ name: "vibes", weight: 1 }], picker: "best" } }),
+    );
+    expect(issues.some((i) => i.startsWith("listen:"))).toBe(true);
+    expect(issues.some((i) => i.startsWith("(root): unknown key(s) 'helth'"))).toBe(true);
+    expect(issues.some((i) => i.startsWith("scheduling.scorers[0].name:"))).toBe(true);
+    expect(issues.some((i) => i.startsWith("scheduling.picker:"))).toBe(true);
+  });
+
+  test("cross-field checks: duplicate ids, alias shadowing a model, unknown fallback", () => {
+    const issues = issuesOf(() =>
+      buildConfig({
+        models: [
+          { name: "a", aliases: ["b"], fallback: ["zzz"] },
+          { name: "b" },
+        ],
+        endpoints: [
+          { id: "e1", url: "http://h:1" },
+          { id: "e1", url: "http://h:2" },
+        ],
+      }),
+    );
+    expect(issues).toContain("endpoints[1].id: duplicate endpoint id 'e1' (also endpoints[0])");
+    expect(issues).toContain("models[0].aliases[0]: alias 'b' shadows the model of that name");
+    expect(issues).toContain("models[0].fallback[0]: unknown model 'zzz' (expected a name under models)");
+  });
+
+  test("LLMGW_* environment overrides, nested with a double underscore, typed as YAML scalars", () => {
+    const c = buildConfig({ health: { poll_interval_ms: 100 } }, { LLMGW_LISTEN: "127.0.0.1:1234", LLMGW_HEALTH__POLL_INTERVAL_MS: "500", LLMGW_CONFIG: "ignored.yaml" });
+    expect(c.listen).toEqual({ host: "127.0.0.1", port: 1234 });
+    expect(c.health.pollIntervalMs).toBe(500);
+    expect(applyEnvOverrides({}, { LLMGW_RETRY__MAX_ATTEMPTS: "2" })).toEqual({ retry: { max_attempts: 2 } });
+  });
+
+  test("a bad environment value is reported like a bad file value", () => {
+    const issues = issuesOf(() => buildConfig({}, { LLMGW_HEALTH__POLL_INTERVAL_MS: "soon" }));
+    expect(issues[0]).toStartWith("health.poll_interval_ms:");
+  });
+
+  test("YAML syntax errors give a line and column", () => {
+    const issues = issuesOf(() => parseConfigText("listen: [\n", "bad.yaml"));
+    expect(issues[0]).toMatch(/^line \d+, column \d+: /);
+  });
+});
