@@ -1,0 +1,114 @@
+/**
+ * Start `llmgw <command>` as a child process (its own process group, the
+ * llmgw Bun environment) and wait for its "listening" log lines, which carry
+ * the real ports of listeners started on port 0. Used by demo, bench and the
+ * integration tests.
+ */
+import { join } from "node:path";
+import { childEnv } from "./process-env.ts";
+
+export const REPO_ROOT = join(import.meta.dir, "..", "..");
+export const CLI_PATH = join(REPO_ROOT, "src", "cli.ts");
+
+export interface LlmgwChild {
+  proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  /** Listening URLs by listener name ("api", "admin", "dcgm", "agent" …). */
+  urls: Record<string, string>;
+  /** The first listening URL. */
+  readonly url: string;
+  /** The last 200 kB of output, for failure messages. */
+  output(): string;
+  /** Signal the whole process group, SIGKILL after 5 s; resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number>;
+}
+
+const live = new Set<LlmgwChild>();
+
+export async function spawnLlmgw(
+  args: string[],
+  opts: { waitFor?: number; timeoutMs?: number; env?: Record<string, string>; echo?: boolean } = {},
+): Promise<LlmgwChild> {
+  const { waitFor = 1, timeoutMs = 15_000 } = opts;
+  const proc = Bun.spawn([process.execPath, CLI_PATH, ...args], {
+    cwd: REPO_ROOT,
+    env: childEnv(opts.env),
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    detached: true,
+  });
+  let out = "";
+  const urls: Record<string, string> = {};
+  let seen = 0;
+  let markReady: () => void = () => {};
+  const ready = new Promise<void>((r) => (markReady = r));
+
+  const pump = async (stream: ReadableStream<Uint8Array>, sink: NodeJS.WriteStream) => {
+    const decoder = new TextDecoder();
+    let buf = "";
+    for await (const chunk of stream) {
+      const text = decoder.decode(chunk, { stream: true });
+      if (opts.echo) sink.write(text);
+      out = (out + text).slice(-200_000);
+      buf += text;
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (!line.includes('"listening"')) continue;
+        try {
+          const rec = JSON.parse(line) as { msg?: string; url?: string; name?: string };
+          if (rec.msg === "listening" && rec.url) {
+            urls[rec.name ?? `#${seen}`] = rec.url;
+            if (++seen >= waitFor) markReady();
+          }
+        } catch {
+          // not a JSON log line
+        }
+      }
+    }
+  };
+  void pump(proc.stdout, process.stdout);
+  void pump(proc.stderr, process.stderr);
+
+  const child: LlmgwChild = {
+    proc,
+    urls,
+    get url() {
+      return Object.values(urls)[0] ?? "";
+    },
+    output: () => out,
+    async stop(signal = "SIGTERM") {
+      live.delete(child);
+      const kill = (sig: NodeJS.Signals) => {
+        try {
+          process.kill(-proc.pid, sig);
+        } catch {
+          // the group is gone already
+        }
+      };
+      kill(signal);
+      const killer = setTimeout(() => kill("SIGKILL"), 5_000);
+      const code = await proc.exited;
+      clearTimeout(killer);
+      kill("SIGKILL"); // anything the leader left behind in its group
+      return code;
+    },
+  };
+  live.add(child);
+
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), timeoutMs)));
+  const outcome = await Promise.race([ready.then(() => "ready" as const), timeout, proc.exited.then(() => "exited" as const)]);
+  clearTimeout(timer);
+  if (outcome !== "ready") {
+    await child.stop("SIGKILL");
+    throw new Error(`llmgw ${args.join(" ")}: ${outcome} before listening\n${out.slice(-4000)}`);
+  }
+  return child;
+}
+
+/** Stop every child started here and not stopped yet. */
+export async function stopAllChildren(): Promise<void> {
+  await Promise.all([...live].map((c) => c.stop()));
+}
