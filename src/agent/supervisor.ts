@@ -9,7 +9,7 @@
  * process group and start time: adopting an unrelated process that reused
  * the pid is worse than leaking one.
  */
-import { closeSync } from "node:fs";
+import { closeSync, mkdirSync } from "node:fs";
 import { logger } from "../shared/logger.ts";
 import type { LaunchPlan } from "./engine-adapters.ts";
 import { appendLine, capLogFile, DEFAULT_LOG_MAX_BYTES, DEFAULT_TAIL_BYTES, DEFAULT_TAIL_LINES, openLogForAppend, readTail } from "./log-file.ts";
@@ -105,6 +105,7 @@ export class Supervisor {
     this.pollMs = opts.pollMs ?? DEFAULT_POLL_MS;
     this.graceMs = opts.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
     this.policy = { ...DEFAULT_RESTART_POLICY, ...opts.restart };
+    mkdirSync(opts.stateDir, { recursive: true });
   }
 
   /** Run `fn` after any earlier operation on the same replica id. */
