@@ -26,10 +26,11 @@ const live = new Set<LlmgwChild>();
 
 export async function spawnLlmgw(
   args: string[],
-  opts: { waitFor?: number; timeoutMs?: number; env?: Record<string, string>; echo?: boolean } = {},
+  opts: { waitFor?: number; timeoutMs?: number; env?: Record<string, string>; echo?: boolean; script?: string } = {},
 ): Promise<LlmgwChild> {
   const { waitFor = 1, timeoutMs = 15_000 } = opts;
-  const proc = Bun.spawn([process.execPath, CLI_PATH, ...args], {
+  // `script` runs another entry file (e.g. the bench's bare proxy) the same way.
+  const proc = Bun.spawn([process.execPath, opts.script ?? CLI_PATH, ...args], {
     cwd: REPO_ROOT,
     env: childEnv(opts.env),
     stdin: "ignore",

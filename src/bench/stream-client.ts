@@ -1,0 +1,66 @@
+/**
+ * A cheap streaming client for benchmarks: sends one OpenAI streaming request
+ * and timestamps the first SSE event and every later one by scanning bytes for
+ * event boundaries (no decoding, no JSON), so the client is not what limits
+ * the measurement.
+ */
+
+export interface StreamTiming {
+  ok: boolean;
+  status: number;
+  /** Send → first event, ms. */
+  ttftMs: number;
+  /** Gaps between consecutive events, ms. */
+  gapsMs: number[];
+  events: number;
+  totalMs: number;
+  error?: string;
+}
+
+const LF = 10;
+
+/** Count "\n\n" event boundaries in a chunk (a boundary split across chunks is counted once, in the later chunk). */
+export function countEventBoundaries(chunk: Uint8Array, prevLastByte: number): number {
+  let n = 0;
+  let prev = prevLastByte;
+  for (let i = 0; i < chunk.length; i++) {
+    const b = chunk[i]!;
+    if (b === LF && prev === LF) n++;
+    prev = b;
+  }
+  return n;
+}
+
+export async function timedStream(url: string, body: string, opts: { signal?: AbortSignal; headers?: Record<string, string> } = {}): Promise<StreamTiming> {
+  const start = performance.now();
+  const gapsMs: number[] = [];
+  let ttftMs = NaN;
+  let events = 0;
+  let last = start;
+  try {
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...opts.headers },
+      body,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    if (res.status !== 200 || !res.body) {
+      await res.arrayBuffer().catch(() => undefined);
+      return { ok: false, status: res.status, ttftMs, gapsMs, events, totalMs: performance.now() - start, error: `HTTP ${res.status}` };
+    }
+    let prevByte = 0;
+    for await (const chunk of res.body) {
+      const n = countEventBoundaries(chunk, prevByte);
+      prevByte = chunk[chunk.length - 1] ?? prevByte;
+      if (n === 0) continue;
+      const now = performance.now();
+      if (events === 0) ttftMs = now - start;
+      else gapsMs.push(now - last);
+      last = now;
+      events += n;
+    }
+    return { ok: true, status: 200, ttftMs, gapsMs, events, totalMs: performance.now() - start };
+  } catch (err) {
+    return { ok: false, status: 0, ttftMs, gapsMs, events, totalMs: performance.now() - start, error: err instanceof Error ? err.message : String(err) };
+  }
+}

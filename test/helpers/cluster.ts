@@ -1,0 +1,85 @@
+/** A gateway and sim-engines as real processes on loopback, for integration and end-to-end tests. */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stringify as toYaml } from "yaml";
+import { startLlmgw, waitUntil, type Started } from "./processes.ts";
+
+export interface Sim extends Started {
+  api: string;
+  /** POST /sim/config */
+  configure(patch: Record<string, unknown>): Promise<void>;
+  state(): Promise<Record<string, unknown>>;
+  metrics(): Promise<string>;
+}
+
+export async function startSim(args: string[]): Promise<Sim> {
+  const s = await startLlmgw(["sim-engine", "--port", "0", ...args]);
+  const api = s.urls.api ?? s.url;
+  return Object.assign(s, {
+    api,
+    async configure(patch: Record<string, unknown>) {
+      const res = await fetch(`${api}/sim/config`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(patch) });
+      if (!res.ok) throw new Error(`sim config ${res.status}: ${await res.text()}`);
+    },
+    async state() {
+      return (await (await fetch(`${api}/sim/state`)).json()) as Record<string, unknown>;
+    },
+    async metrics() {
+      return await (await fetch(`${api}/metrics`)).text();
+    },
+  });
+}
+
+export interface Gateway extends Started {
+  api: string;
+  admin: string;
+  endpoints(): Promise<{ id: string; ready: boolean; circuit: string; inflight: number }[]>;
+  metrics(): Promise<string>;
+}
+
+/** Start `llmgw serve` on a config object (listeners on port 0) and wait until `readyEndpoints` endpoints are ready. */
+export async function startGateway(config: Record<string, unknown>, readyEndpoints = 0): Promise<Gateway> {
+  const dir = mkdtempSync(join(tmpdir(), "llmgw-test-"));
+  const path = join(dir, "llmgw.yaml");
+  writeFileSync(path, toYaml({ listen: "127.0.0.1:0", admin_listen: "127.0.0.1:0", ...config }));
+  const s = await startLlmgw(["serve", "--config", path], { waitFor: 2 });
+  const gw = Object.assign(s, {
+    api: s.urls.api!,
+    admin: s.urls.admin!,
+    async endpoints() {
+      const r = (await (await fetch(`${s.urls.admin}/admin/v1/endpoints`)).json()) as { endpoints: { id: string; ready: boolean; circuit: string; inflight: number }[] };
+      return r.endpoints;
+    },
+    async metrics() {
+      return await (await fetch(`${s.urls.admin}/metrics`)).text();
+    },
+  });
+  if (readyEndpoints > 0) {
+    await waitUntil(async () => (await gw.endpoints()).filter((e) => e.ready).length >= readyEndpoints, { what: `${readyEndpoints} ready endpoints`, timeoutMs: 15_000 });
+  }
+  return gw;
+}
+
+/** Sum of a counter's samples whose labels include `match`, from /metrics text (0 when absent). */
+export function counterValue(text: string, name: string, match: Record<string, string> = {}): number {
+  let total = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(name)) continue;
+    const rest = line.slice(name.length);
+    if (rest[0] !== "{" && rest[0] !== " ") continue;
+    if (!Object.entries(match).every(([k, v]) => rest.includes(`${k}="${v}"`))) continue;
+    total += Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return total;
+}
+
+/** Read a whole SSE response into its data payloads (strings, including "[DONE]"). */
+export async function readSse(res: Response): Promise<string[]> {
+  const text = await res.text();
+  return text
+    .split("\n\n")
+    .map((e) => e.trim())
+    .filter((e) => e.startsWith("data:"))
+    .map((e) => e.slice(5).trim());
+}
