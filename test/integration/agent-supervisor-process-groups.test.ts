@@ -50,7 +50,7 @@ describe("supervisor over real processes", () => {
     // `(sleep 1000 &)` forks a grandchild whose parent exits at once: it is reparented away from the leader.
     expect(await sup.apply(desired("tree", ["sh", "-c", "(sleep 1000 &) ; sleep 1000; exit 0"]))).toBe("created");
     const pid = sup.status("tree")!.pid!;
-    const members = await waitUntil(() => (groupMembers(pid).length >= 3 ? groupMembers(pid) : null), { what: "leader, child and grandchild" });
+    const members = (await waitUntil(() => (groupMembers(pid).length >= 3 ? groupMembers(pid) : null), { what: "leader, child and grandchild" })) ?? [];
     const grandchild = members.find((p) => p !== pid && readStat(p)?.state !== "Z" && readFileSync(`/proc/${p}/stat`, "utf8").split(" ")[3] !== String(pid));
     expect(grandchild).toBeDefined(); // a member whose parent is not the leader
     expect(await sup.remove("tree")).toBe(true);
