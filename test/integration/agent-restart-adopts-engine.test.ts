@@ -1,0 +1,71 @@
+/**
+ * Scenario: an agent launches a (fake) vLLM through its API, is stopped
+ * without stopping its engines, and a new agent over the same state
+ * directory adopts the still-running engine instead of starting another.
+ * The engine got the argv and CUDA_VISIBLE_DEVICES the adapter built.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sharedFixture } from "../helpers/fixtures.ts";
+import { startLlmgw, stopAll, waitUntil, type Started } from "../helpers/processes.ts";
+import { capturedGpuRows } from "../fixtures/agent/captures.ts";
+import { writeFakeNvidiaSmi } from "../fixtures/agent/fake-tools.ts";
+import { groupMembers, isAlive } from "../../src/agent/proc-info.ts";
+
+const TOKEN = "t0k3n";
+const FAKE_VLLM = join(import.meta.dir, "..", "fixtures", "agent", "fake-vllm.sh");
+const tmp = mkdtempSync(join(tmpdir(), "agent-restart-"));
+let args: string[] = [];
+let enginePid = 0;
+
+beforeAll(() => {
+  const h200 = capturedGpuRows(sharedFixture("nvidia-smi-capture__linux-x86_64__nvidia-h200__590.48.01.txt"), "idle")[0]!;
+  const gpus = [0, 1, 2, 3].map((i) => ({ ...h200, index: String(i), uuid: `GPU-0000000${i}-0000-0000-0000-000000000000` }));
+  const nvidiaSmi = writeFakeNvidiaSmi(join(tmp, "bin"), { gpus, apps: [] });
+  args = ["agent", "--listen", "127.0.0.1:0", "--token", TOKEN, "--state-dir", join(tmp, "state"), "--nvidia-smi", nvidiaSmi, "--sysfs-root", join(tmp, "none"), "--vllm", FAKE_VLLM];
+});
+
+afterAll(async () => {
+  await stopAll();
+  if (enginePid > 0 && groupMembers(enginePid).length > 0) process.kill(-enginePid, "SIGKILL");
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+async function state(agent: Started): Promise<{ replicas: { id: string; pid: number | null; adopted: boolean; state: string }[] }> {
+  const res = await fetch(`${agent.url}/v1/state`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  return (await res.json()) as { replicas: { id: string; pid: number | null; adopted: boolean; state: string }[] };
+}
+
+describe("agent restart", () => {
+  test("the engine outlives the agent and the next agent adopts it", async () => {
+    const first = await startLlmgw(args);
+    const res = await fetch(`${first.url}/v1/replicas/big`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ engine: "vllm", model: "meta-llama/Llama-3.1-70B", gpus: [2, 3], tensorParallel: 2, port: 18123 }),
+    });
+    expect(res.status).toBe(201);
+    enginePid = (await state(first)).replicas[0]?.pid ?? 0;
+    expect(enginePid).toBeGreaterThan(0);
+    const log = join(tmp, "state", "big.log");
+    await waitUntil(() => readFileSync(log, "utf8").includes("fake-vllm env"), { what: "engine output" });
+    const text = readFileSync(log, "utf8");
+    expect(text).toContain("fake-vllm argv: serve meta-llama/Llama-3.1-70B --host 127.0.0.1 --port 18123 --tensor-parallel-size 2 --pipeline-parallel-size 1");
+    expect(text).toContain("CUDA_VISIBLE_DEVICES=2,3");
+
+    expect(await first.stop("SIGTERM")).toBe(0);
+    expect(isAlive(enginePid)).toBe(true); // not stopped with the agent
+
+    const second = await startLlmgw(args);
+    const replicas = (await state(second)).replicas;
+    expect(replicas).toHaveLength(1);
+    expect(replicas[0]).toMatchObject({ id: "big", pid: enginePid, adopted: true });
+    expect(["Starting", "Loading"]).toContain(replicas[0]!.state);
+
+    const del = await fetch(`${second.url}/v1/replicas/big`, { method: "DELETE", headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(del.status).toBe(200);
+    expect(groupMembers(enginePid)).toEqual([]);
+  }, 60_000);
+});
