@@ -13,8 +13,9 @@ import { closeSync, mkdirSync } from "node:fs";
 import { logger } from "../shared/logger.ts";
 import type { LaunchPlan } from "./engine-adapters.ts";
 import { appendLine, capLogFile, DEFAULT_LOG_MAX_BYTES, DEFAULT_TAIL_BYTES, DEFAULT_TAIL_LINES, openLogForAppend, readTail } from "./log-file.ts";
-import { logFilePath, readPidFiles, removePidFile, writePidFile, type PidFile } from "./pid-files.ts";
-import { cmdlineMatches, groupMembers, isAlive, readCmdline, readStat } from "./proc-info.ts";
+import { logFilePath, readPidFiles, removePidFile, writePidFile } from "./pid-files.ts";
+import { isAlive, readStat } from "./proc-info.ts";
+import { adoptionRefusal, groupMembers, signalGroup, waitGroupGone } from "./process-group.ts";
 import { httpProbe, type Probe } from "./readiness.ts";
 import { decideRestart, DEFAULT_RESTART_POLICY, readinessState, type ReplicaState, type RestartPolicy } from "./replica-state.ts";
 import type { ReplicaSpec } from "./replica-spec.ts";
@@ -165,7 +166,7 @@ export class Supervisor {
     for (const name of unreadable) logger().warn({ file: name }, "unreadable pid file ignored");
     for (const rec of records) {
       if (this.entries.has(rec.id)) continue;
-      const reason = this.adoptionRefusal(rec);
+      const reason = adoptionRefusal(rec);
       const entry = this.newEntry({ id: rec.id, spec: rec.spec, fingerprint: rec.fingerprint, port: rec.port, endpoint: rec.endpoint, probeUrl: rec.probeUrl, plan: { argv: rec.argv, env: rec.env } });
       entry.restarts = rec.restarts;
       entry.startedAtMs = rec.startedAtMs;
@@ -184,16 +185,6 @@ export class Supervisor {
       }
     }
     return report;
-  }
-
-  private adoptionRefusal(rec: PidFile): string | null {
-    const st = readStat(rec.pid);
-    const live = readCmdline(rec.pid);
-    if (!st || st.state === "Z" || !live) return `pid ${rec.pid} is gone`;
-    if (!cmdlineMatches(rec.argv, live)) return `pid ${rec.pid} runs another command line`;
-    if (st.pgid !== rec.pgid) return `pid ${rec.pid} is in another process group`;
-    if (rec.startTime !== null && st.startTime !== rec.startTime) return `pid ${rec.pid} started at another time (pid reused)`;
-    return null;
   }
 
   /** Stop polling; with stopEngines, stop every engine too (otherwise they keep running for the next agent to adopt). */
@@ -322,22 +313,4 @@ export class Supervisor {
       logTail: e.state === "Failed" ? e.logTail : null,
     };
   }
-}
-
-function signalGroup(pgid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pgid, signal);
-  } catch {
-    // the group is already empty
-  }
-}
-
-async function waitGroupGone(pgid: number, child: Bun.Subprocess | null, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const leaderDone = child === null || child.exitCode !== null || child.signalCode !== null;
-    if (leaderDone && groupMembers(pgid).length === 0) return true;
-    await Bun.sleep(50);
-  }
-  return false;
 }
