@@ -5,7 +5,7 @@
  * The engine got the argv and CUDA_VISIBLE_DEVICES the adapter built.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sharedFixture } from "../helpers/fixtures.ts";
@@ -18,11 +18,12 @@ const TOKEN = "t0k3n";
 const FAKE_VLLM = join(import.meta.dir, "..", "fixtures", "agent", "fake-vllm.sh");
 const tmp = mkdtempSync(join(tmpdir(), "agent-restart-"));
 let args: string[] = [];
+let gpus: Record<string, string>[] = [];
 let enginePid = 0;
 
 beforeAll(() => {
   const h200 = capturedGpuRows(sharedFixture("nvidia-smi-capture__linux-x86_64__nvidia-h200__590.48.01.txt"), "idle")[0]!;
-  const gpus = [0, 1, 2, 3].map((i) => ({ ...h200, index: String(i), uuid: `GPU-0000000${i}-0000-0000-0000-000000000000` }));
+  gpus = [0, 1, 2, 3].map((i) => ({ ...h200, index: String(i), uuid: `GPU-0000000${i}-0000-0000-0000-000000000000` }));
   const nvidiaSmi = writeFakeNvidiaSmi(join(tmp, "bin"), { gpus, apps: [] });
   args = ["agent", "--listen", "127.0.0.1:0", "--token", TOKEN, "--state-dir", join(tmp, "state"), "--nvidia-smi", nvidiaSmi, "--sysfs-root", join(tmp, "none"), "--vllm", FAKE_VLLM];
 });
@@ -63,6 +64,22 @@ describe("agent restart", () => {
     expect(replicas).toHaveLength(1);
     expect(replicas[0]).toMatchObject({ id: "big", pid: enginePid, adopted: true });
     expect(["Starting", "Loading"]).toContain(replicas[0]!.state);
+
+    // GPU processes: the adopted engine's pid is ours, the test runner's is not.
+    writeFileSync(join(tmp, "bin", "nvidia-smi-data.json"), JSON.stringify({
+      gpus,
+      apps: [
+        { gpu_uuid: gpus[2]!.uuid!, pid: String(enginePid), used_memory: "70000" },
+        { gpu_uuid: gpus[3]!.uuid!, pid: String(process.pid), used_memory: "512" },
+      ],
+    }));
+    const health = await waitUntil(async () => {
+      const res = await fetch(`${second.url}/v1/state`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      const body = (await res.json()) as { gpus: { index: number; health: { reasons: string[]; foreignProcesses: { pid: number }[] | null } }[] };
+      return body.gpus[3]?.health.reasons.length ? body.gpus : null;
+    }, { what: "foreign process flagged" });
+    expect(health?.[2]?.health).toMatchObject({ reasons: [], foreignProcesses: [] });
+    expect(health?.[3]?.health).toMatchObject({ reasons: ["foreign_process"], foreignProcesses: [{ pid: process.pid }] });
 
     const del = await fetch(`${second.url}/v1/replicas/big`, { method: "DELETE", headers: { authorization: `Bearer ${TOKEN}` } });
     expect(del.status).toBe(200);
