@@ -1,0 +1,142 @@
+/**
+ * sim-engine settings: the fixed ones chosen at start (models, KV geometry,
+ * listeners) and the live ones `POST /sim/config` may change (latency,
+ * faults, dead, per-GPU faults), with the zod schema of that patch.
+ */
+import { z } from "zod";
+import { faultName, parseFault, type Fault } from "./faults.ts";
+
+export const DEFAULT_SIM_PORT = 8001;
+export const DEFAULT_MAX_NUM_SEQS = 256;
+export const DEFAULT_NUM_GPU_BLOCKS = 4096;
+export const DEFAULT_BLOCK_SIZE_TOKENS = 16;
+export const DEFAULT_MAX_MODEL_LEN_TOKENS = 8192;
+export const DEFAULT_ITL_MS = 20;
+export const DEFAULT_PREFILL_OVERHEAD_MS = 5;
+export const DEFAULT_PREFILL_MS_PER_TOKEN = 0.05;
+export const DEFAULT_OUTPUT_LEN_TOKENS = 32;
+export const DEFAULT_BATCH_SLOWDOWN = 0.5;
+export const DEFAULT_EMBEDDING_DIM = 384;
+export const DEFAULT_GPU_MODEL = "NVIDIA H100 80GB HBM3";
+
+export type MetricsFlavor = "vllm-v1" | "vllm-v0" | "sglang";
+export const METRICS_FLAVORS: readonly MetricsFlavor[] = ["vllm-v1", "vllm-v0", "sglang"];
+
+/** Fixed for the life of the process. */
+export interface SimStaticConfig {
+  /** Served model names; the first labels the metrics (like vLLM's served_model_name[0]). */
+  models: readonly string[];
+  maxNumSeqs: number;
+  numGpuBlocks: number;
+  blockSize: number;
+  maxModelLen: number;
+  outputLen: number;
+  embeddingDim: number;
+  startupMs: number;
+  metricsFlavor: MetricsFlavor;
+  gpus: number;
+  gpuModel: string;
+}
+
+/** Per-GPU fault state set through POST /sim/config. */
+export interface GpuFaultState {
+  xidErrors: number;
+  /** Overrides the load-derived temperature when set. */
+  temperatureC: number | undefined;
+  eccSbeVolatile: number;
+  eccDbeVolatile: number;
+  eccSbeAggregate: number;
+  eccDbeAggregate: number;
+}
+
+/** Changeable at run time. */
+export interface SimLiveConfig {
+  itlMs: number;
+  prefillOverheadMs: number;
+  prefillMsPerToken: number;
+  /** ±fraction applied uniformly to each engine step. */
+  jitter: number;
+  /** Step time grows by this fraction at a full batch (running = max-num-seqs). */
+  batchSlowdown: number;
+  faultRate: number;
+  faultTypes: Fault[];
+  dead: boolean;
+  gpus: GpuFaultState[];
+}
+
+export function newGpuFaultState(): GpuFaultState {
+  return { xidErrors: 0, temperatureC: undefined, eccSbeVolatile: 0, eccDbeVolatile: 0, eccSbeAggregate: 0, eccDbeAggregate: 0 };
+}
+
+const faultNameSchema = z.string().refine((s) => parseFault(s) !== undefined, { message: "unknown fault type (expected 500, 429, 503, no-headers, no-first-token, stall:N, cut:N, slow:MS)" });
+
+const gpuPatchSchema = z.strictObject({
+  index: z.number().int().min(0),
+  xid_errors: z.number().int().min(0).optional(),
+  temperature_c: z.number().min(0).max(200).nullable().optional(),
+  ecc_sbe_volatile_total: z.number().int().min(0).optional(),
+  ecc_dbe_volatile_total: z.number().int().min(0).optional(),
+  ecc_sbe_aggregate_total: z.number().int().min(0).optional(),
+  ecc_dbe_aggregate_total: z.number().int().min(0).optional(),
+});
+
+/** The wire form of POST /sim/config: every field optional, unknown fields rejected. */
+export const simConfigPatchSchema = z.strictObject({
+  itl_ms: z.number().min(0).max(600_000).optional(),
+  prefill_overhead_ms: z.number().min(0).max(600_000).optional(),
+  prefill_ms_per_token: z.number().min(0).max(10_000).optional(),
+  jitter: z.number().min(0).max(1).optional(),
+  batch_slowdown: z.number().min(0).max(100).optional(),
+  fault_rate: z.number().min(0).max(1).optional(),
+  fault_types: z.array(faultNameSchema).optional(),
+  dead: z.boolean().optional(),
+  gpus: z.array(gpuPatchSchema).optional(),
+});
+export type SimConfigPatch = z.infer<typeof simConfigPatchSchema>;
+
+/** Apply a validated patch; throws on a GPU index out of range (nothing applied then). */
+export function applyConfigPatch(live: SimLiveConfig, patch: SimConfigPatch): void {
+  for (const g of patch.gpus ?? []) {
+    if (g.index >= live.gpus.length) throw new Error(`gpus[].index ${g.index} out of range (this engine has ${live.gpus.length} GPUs)`);
+  }
+  if (patch.itl_ms !== undefined) live.itlMs = patch.itl_ms;
+  if (patch.prefill_overhead_ms !== undefined) live.prefillOverheadMs = patch.prefill_overhead_ms;
+  if (patch.prefill_ms_per_token !== undefined) live.prefillMsPerToken = patch.prefill_ms_per_token;
+  if (patch.jitter !== undefined) live.jitter = patch.jitter;
+  if (patch.batch_slowdown !== undefined) live.batchSlowdown = patch.batch_slowdown;
+  if (patch.fault_rate !== undefined) live.faultRate = patch.fault_rate;
+  if (patch.fault_types !== undefined) live.faultTypes = patch.fault_types.map((s) => parseFault(s)).filter((f): f is Fault => f !== undefined);
+  if (patch.dead !== undefined) live.dead = patch.dead;
+  for (const g of patch.gpus ?? []) {
+    const s = live.gpus[g.index]!;
+    if (g.xid_errors !== undefined) s.xidErrors = g.xid_errors;
+    if (g.temperature_c !== undefined) s.temperatureC = g.temperature_c ?? undefined;
+    if (g.ecc_sbe_volatile_total !== undefined) s.eccSbeVolatile = g.ecc_sbe_volatile_total;
+    if (g.ecc_dbe_volatile_total !== undefined) s.eccDbeVolatile = g.ecc_dbe_volatile_total;
+    if (g.ecc_sbe_aggregate_total !== undefined) s.eccSbeAggregate = g.ecc_sbe_aggregate_total;
+    if (g.ecc_dbe_aggregate_total !== undefined) s.eccDbeAggregate = g.ecc_dbe_aggregate_total;
+  }
+}
+
+/** The live settings as /sim/state shows them (wire names). */
+export function liveConfigView(live: SimLiveConfig): Record<string, unknown> {
+  return {
+    itl_ms: live.itlMs,
+    prefill_overhead_ms: live.prefillOverheadMs,
+    prefill_ms_per_token: live.prefillMsPerToken,
+    jitter: live.jitter,
+    batch_slowdown: live.batchSlowdown,
+    fault_rate: live.faultRate,
+    fault_types: live.faultTypes.map(faultName),
+    dead: live.dead,
+    gpus: live.gpus.map((g, index) => ({
+      index,
+      xid_errors: g.xidErrors,
+      temperature_c: g.temperatureC ?? null,
+      ecc_sbe_volatile_total: g.eccSbeVolatile,
+      ecc_dbe_volatile_total: g.eccDbeVolatile,
+      ecc_sbe_aggregate_total: g.eccSbeAggregate,
+      ecc_dbe_aggregate_total: g.eccDbeAggregate,
+    })),
+  };
+}

@@ -1,0 +1,178 @@
+/**
+ * Parsing and validation of the sim-engine's OpenAI request bodies (chat,
+ * completions, embeddings), with vLLM's status codes and messages for bad
+ * input. Pure: body text in, a typed request or a SimHttpError out.
+ */
+import { badRequest, SimHttpError } from "./vllm-errors.ts";
+import { countTextTokens, idsPrompt, renderChat, textPrompt, type PromptTokens } from "./tokens.ts";
+
+export interface GenerationRequest {
+  kind: "chat" | "completion";
+  model: string;
+  stream: boolean;
+  includeUsage: boolean;
+  prompt: PromptTokens;
+  outputTokens: number;
+  finishReason: "stop" | "length";
+}
+
+export interface EmbeddingRequest {
+  model: string;
+  inputs: { text: string; tokens: number }[];
+}
+
+export interface RequestLimits {
+  models: readonly string[];
+  maxModelLen: number;
+  blockSize: number;
+  /** Output length when max_tokens does not cap it. */
+  outputLen: number;
+}
+
+type Obj = Record<string, unknown>;
+
+export function parseJsonObject(body: string): Obj {
+  let v: unknown;
+  try {
+    v = JSON.parse(body);
+  } catch (err) {
+    throw badRequest(`JSON decode error: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw badRequest("Input should be a valid dictionary (the request body must be a JSON object)");
+  return v as Obj;
+}
+
+function checkModel(o: Obj, limits: RequestLimits): string {
+  const model = o.model;
+  if (model === undefined || model === null) throw badRequest("model: Field required", "model");
+  if (typeof model !== "string") throw badRequest("model: Input should be a valid string", "model");
+  if (!limits.models.includes(model)) throw new SimHttpError(404, "NotFoundError", `The model \`${model}\` does not exist.`, "model");
+  return model;
+}
+
+function optBool(o: Obj, key: string): boolean | undefined {
+  const v = o[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "boolean") throw badRequest(`${key}: Input should be a valid boolean`, key);
+  return v;
+}
+
+function optInt(o: Obj, key: string, min: number): number | undefined {
+  const v = o[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || !Number.isInteger(v)) throw badRequest(`${key}: Input should be a valid integer`, key);
+  if (v < min) throw badRequest(`${key} must be at least ${min}, got ${v}.`, key);
+  return v;
+}
+
+function optNumber(o: Obj, key: string): void {
+  const v = o[key];
+  if (v !== undefined && v !== null && typeof v !== "number") throw badRequest(`${key}: Input should be a valid number`, key);
+}
+
+function messageText(content: unknown, i: number): string {
+  if (content === null || content === undefined) return "";
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) throw badRequest(`messages[${i}].content: Input should be a valid string or a list of content parts`, "messages");
+  let out = "";
+  for (const part of content) {
+    if (typeof part !== "object" || part === null) throw badRequest(`messages[${i}].content: each part must be an object`, "messages");
+    const p = part as Obj;
+    if (p.type === "text") {
+      if (typeof p.text !== "string") throw badRequest(`messages[${i}].content: a text part needs a string 'text'`, "messages");
+      out += p.text;
+    }
+  }
+  return out;
+}
+
+function chatPrompt(o: Obj, blockSize: number): PromptTokens {
+  const messages = o.messages;
+  if (messages === undefined) throw badRequest("messages: Field required", "messages");
+  if (!Array.isArray(messages)) throw badRequest("messages: Input should be a valid list", "messages");
+  if (messages.length === 0) throw badRequest("messages: List should have at least 1 item", "messages");
+  const rendered = messages.map((m: unknown, i) => {
+    if (typeof m !== "object" || m === null) throw badRequest(`messages[${i}]: Input should be a valid dictionary`, "messages");
+    const role = (m as Obj).role;
+    if (typeof role !== "string") throw badRequest(`messages[${i}].role: Field required`, "messages");
+    return { role, content: messageText((m as Obj).content, i) };
+  });
+  return textPrompt(renderChat(rendered), blockSize);
+}
+
+function completionPrompt(o: Obj, blockSize: number): PromptTokens {
+  const p = o.prompt;
+  if (p === undefined || p === null) throw badRequest("prompt: Field required", "prompt");
+  if (typeof p === "string") return textPrompt(p, blockSize);
+  if (Array.isArray(p)) {
+    // One prompt only: a string in a list, or a list of token ids (vLLM also takes batches; the sim does not).
+    if (p.length === 1 && typeof p[0] === "string") return textPrompt(p[0], blockSize);
+    if (p.length > 0 && p.every((t) => typeof t === "number" && Number.isInteger(t) && t >= 0)) return idsPrompt(p as number[], blockSize);
+    if (p.length === 1 && Array.isArray(p[0]) && p[0].every((t: unknown) => typeof t === "number" && Number.isInteger(t))) return idsPrompt(p[0] as number[], blockSize);
+  }
+  throw badRequest("prompt: expected a string, a list with one string, or a list of token ids (the sim-engine serves one prompt per request)", "prompt");
+}
+
+export function parseGenerationRequest(kind: "chat" | "completion", body: string, limits: RequestLimits): GenerationRequest {
+  const o = parseJsonObject(body);
+  const model = checkModel(o, limits);
+  const stream = optBool(o, "stream") ?? false;
+  let includeUsage = false;
+  const so = o.stream_options;
+  if (so !== undefined && so !== null) {
+    if (typeof so !== "object" || Array.isArray(so)) throw badRequest("stream_options: Input should be a valid dictionary", "stream_options");
+    if (!stream) throw badRequest("Stream options can only be defined when `stream=True`.", "stream_options");
+    includeUsage = optBool(so as Obj, "include_usage") ?? false;
+  }
+  const n = optInt(o, "n", 1);
+  if (n !== undefined && n !== 1) throw badRequest("n: the sim-engine generates one choice per request (n must be 1)", "n");
+  for (const k of ["temperature", "top_p", "presence_penalty", "frequency_penalty"]) optNumber(o, k);
+  const ignoreEos = optBool(o, "ignore_eos") ?? false;
+  const maxTokens = optInt(o, "max_completion_tokens", 1) ?? optInt(o, "max_tokens", 1);
+  const prompt = kind === "chat" ? chatPrompt(o, limits.blockSize) : completionPrompt(o, limits.blockSize);
+
+  const maxLen = limits.maxModelLen;
+  if (prompt.count >= maxLen) {
+    throw badRequest(`This model's maximum context length is ${maxLen} tokens. However, your request has ${prompt.count} input tokens. Please reduce the length of the input messages.`);
+  }
+  if (maxTokens !== undefined && prompt.count + maxTokens > maxLen) {
+    throw badRequest(
+      `This model's maximum context length is ${maxLen} tokens. However, you requested ${prompt.count + maxTokens} tokens (${prompt.count} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`,
+    );
+  }
+  // Without max_tokens vLLM may generate up to the context left; the sim stops at --output-len ("stop").
+  const room = maxLen - prompt.count;
+  let outputTokens: number;
+  let finishReason: "stop" | "length";
+  if (maxTokens === undefined) {
+    outputTokens = Math.min(limits.outputLen, room);
+    finishReason = outputTokens < limits.outputLen ? "length" : "stop";
+  } else if (ignoreEos || maxTokens <= limits.outputLen) {
+    outputTokens = maxTokens;
+    finishReason = "length";
+  } else {
+    outputTokens = limits.outputLen;
+    finishReason = "stop";
+  }
+  return { kind, model, stream, includeUsage, prompt, outputTokens: Math.max(1, outputTokens), finishReason };
+}
+
+export function parseEmbeddingRequest(body: string, limits: RequestLimits): EmbeddingRequest {
+  const o = parseJsonObject(body);
+  const model = checkModel(o, limits);
+  const input = o.input;
+  if (input === undefined || input === null) throw badRequest("input: Field required", "input");
+  const items: { text: string; tokens: number }[] = [];
+  const isIds = (v: unknown): v is number[] => Array.isArray(v) && v.length > 0 && v.every((t) => typeof t === "number" && Number.isInteger(t));
+  if (typeof input === "string") items.push({ text: input, tokens: countTextTokens(input) });
+  else if (isIds(input)) items.push({ text: input.join(","), tokens: input.length });
+  else if (Array.isArray(input) && input.length > 0 && input.every((s) => typeof s === "string")) for (const s of input as string[]) items.push({ text: s, tokens: countTextTokens(s) });
+  else if (Array.isArray(input) && input.length > 0 && input.every(isIds)) for (const ids of input as number[][]) items.push({ text: ids.join(","), tokens: ids.length });
+  else throw badRequest("input: expected a string, a list of strings, a list of token ids or a list of such lists", "input");
+  for (const it of items) {
+    if (it.tokens > limits.maxModelLen) {
+      throw badRequest(`This model's maximum context length is ${limits.maxModelLen} tokens. However, you requested ${it.tokens} tokens in the input for embedding generation. Please reduce the length of the input.`);
+    }
+  }
+  return { model, inputs: items };
+}

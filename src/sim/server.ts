@@ -1,0 +1,222 @@
+/**
+ * The sim-engine's HTTP shell: one Bun.serve with a plain fetch handler for
+ * the vLLM-compatible API, /metrics, /health and the /sim control API, and
+ * an optional second listener with DCGM-exporter metrics. All logic lives in
+ * the engine, request/response and metrics modules; this file wires them.
+ */
+import { hostname as osHostname } from "node:os";
+import { applyConfigPatch, liveConfigView, simConfigPatchSchema, type SimLiveConfig, type SimStaticConfig } from "./config.ts";
+import { gpuSpec, SimGpus } from "./dcgm-text.ts";
+import { Engine } from "./engine.ts";
+import { renderEngineMetrics } from "./engine-metrics-text.ts";
+import { chooseFault, FAULT_HEADER } from "./faults.ts";
+import { parseEmbeddingRequest, parseGenerationRequest, parseJsonObject, type RequestLimits } from "./openai-request.ts";
+import { embeddingResponse, modelsResponse, randomId, StreamEncoder } from "./openai-response.ts";
+import { JsonSink, SseSink, type Closable } from "./sinks.ts";
+import { badRequest, fastapiMethodNotAllowed, fastapiNotFound, SimHttpError, vllmErrorResponse } from "./vllm-errors.ts";
+
+/** Bun's maximum; streams additionally get server.timeout(req, 0) (BUN-NOTES: the 10 s default kills silent streams). */
+const IDLE_TIMEOUT_S = 255;
+const PROM_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" };
+
+type BunServer = ReturnType<typeof Bun.serve>;
+
+export class SimServer {
+  readonly engine: Engine;
+  private readonly gpus: SimGpus | undefined;
+  private readonly active = new Set<Closable>();
+  private readonly owner = { closed: (s: Closable) => void this.active.delete(s) };
+  private readonly limits: RequestLimits;
+  private readonly startedAt = Date.now();
+  private readonly createdS = Math.floor(Date.now() / 1000);
+  private requestsTotal = 0;
+  private api: BunServer | undefined;
+  private dcgm: BunServer | undefined;
+
+  constructor(
+    readonly fixed: SimStaticConfig,
+    readonly live: SimLiveConfig,
+  ) {
+    this.engine = new Engine(fixed, live);
+    this.limits = { models: fixed.models, maxModelLen: fixed.maxModelLen, blockSize: fixed.blockSize, outputLen: fixed.outputLen };
+    if (fixed.gpus > 0) this.gpus = new SimGpus(gpuSpec(fixed.gpuModel), fixed.gpus, osHostname(), `${osHostname()}/${process.pid}`, performance.now());
+  }
+
+  listen(host: string, port: number, dcgmPort: number | undefined): { api: string; dcgm?: string } {
+    this.api = Bun.serve({ hostname: host, port, idleTimeout: IDLE_TIMEOUT_S, fetch: (req, server) => this.handle(req, server) });
+    const out: { api: string; dcgm?: string } = { api: `http://${host}:${this.api.port}` };
+    if (this.gpus && dcgmPort !== undefined) {
+      this.dcgm = Bun.serve({ hostname: host, port: dcgmPort, fetch: (req) => this.handleDcgm(req) });
+      out.dcgm = `http://${host}:${this.dcgm.port}`;
+    }
+    return out;
+  }
+
+  /** Stop listening, end every open stream and pending response, stop the engine loop. */
+  async close(): Promise<void> {
+    const stopping = [this.api?.stop(false), this.dcgm?.stop(true)];
+    for (const s of [...this.active]) s.shutdown();
+    this.engine.stop();
+    await Promise.race([Promise.all(stopping), Bun.sleep(2_000)]);
+    await this.api?.stop(true);
+  }
+
+  private get loading(): boolean {
+    return Date.now() - this.startedAt < this.fixed.startupMs;
+  }
+
+  private async handle(req: Request, server: BunServer): Promise<Response> {
+    const path = new URL(req.url).pathname;
+    try {
+      switch (path) {
+        case "/v1/chat/completions":
+          return req.method === "POST" ? await this.generate("chat", req, server) : fastapiMethodNotAllowed("POST");
+        case "/v1/completions":
+          return req.method === "POST" ? await this.generate("completion", req, server) : fastapiMethodNotAllowed("POST");
+        case "/v1/embeddings":
+          return req.method === "POST" ? await this.embeddings(req) : fastapiMethodNotAllowed("POST");
+        case "/v1/models":
+          return this.notReady() ?? Response.json(modelsResponse(this.fixed.models, this.createdS, this.fixed.maxModelLen));
+        case "/health":
+          return new Response(null, { status: this.live.dead ? 503 : 200 });
+        case "/metrics":
+          return new Response(renderEngineMetrics(this.fixed.metricsFlavor, this.engine, this.fixed, performance.now()), { headers: { "content-type": PROM_CONTENT_TYPE } });
+        case "/version":
+          return Response.json({ version: "0.11.0+llmgw-sim" });
+        case "/sim/state":
+          return Response.json(this.state());
+        case "/sim/config":
+          return req.method === "POST" ? await this.configure(req) : fastapiMethodNotAllowed("POST");
+        default:
+          return fastapiNotFound();
+      }
+    } catch (err) {
+      if (err instanceof SimHttpError) return vllmErrorResponse(err);
+      const message = err instanceof Error ? err.message : String(err);
+      return vllmErrorResponse(new SimHttpError(500, "InternalServerError", message));
+    }
+  }
+
+  /** 503 while "loading weights" (--startup-ms) or when marked dead. */
+  private notReady(): Response | undefined {
+    if (this.live.dead) return vllmErrorResponse(new SimHttpError(503, "ServiceUnavailableError", "The engine is dead (sim-engine: dead=true)."));
+    if (this.loading) return vllmErrorResponse(new SimHttpError(503, "ServiceUnavailableError", "The model is still loading (sim-engine --startup-ms)."));
+    return undefined;
+  }
+
+  private async generate(kind: "chat" | "completion", req: Request, server: BunServer): Promise<Response> {
+    this.requestsTotal++;
+    const blocked = this.notReady();
+    if (blocked) return blocked;
+    const parsed = parseGenerationRequest(kind, await req.text(), this.limits);
+    const fault = chooseFault(req.headers.get(FAULT_HEADER), this.live.faultRate, this.live.faultTypes);
+    if (fault === "bad-header") throw badRequest(`${FAULT_HEADER}: unknown fault type`, FAULT_HEADER);
+    switch (fault?.kind) {
+      case "500":
+        return vllmErrorResponse(new SimHttpError(500, "InternalServerError", "Injected fault 500 (sim-engine)."));
+      case "429":
+        return vllmErrorResponse(new SimHttpError(429, "RateLimitError", "Injected fault 429 (sim-engine)."), { "retry-after": "1" });
+      case "503":
+        return vllmErrorResponse(new SimHttpError(503, "ServiceUnavailableError", "Injected fault 503 (sim-engine)."));
+      default:
+        break;
+    }
+    server.timeout(req, 0);
+    let stallAfter = -1;
+    let cutAfter = -1;
+    let intervalMs = 0;
+    if (fault?.kind === "no-headers" || fault?.kind === "no-first-token") stallAfter = 0;
+    else if (fault?.kind === "stall") stallAfter = fault.tokens;
+    else if (fault?.kind === "cut") cutAfter = fault.tokens;
+    else if (fault?.kind === "slow") intervalMs = fault.intervalMs;
+    const faultTokens = Math.max(stallAfter, cutAfter);
+    const outputTokens = faultTokens >= 0 ? Math.max(parsed.outputTokens, faultTokens + 1) : parsed.outputTokens;
+
+    const id = randomId(kind === "chat" ? "chatcmpl-" : "cmpl-");
+    const created = Math.floor(Date.now() / 1000);
+    const p = parsed.prompt;
+    const streaming = parsed.stream && fault?.kind !== "no-headers";
+    const sink = streaming
+      ? new SseSink(new StreamEncoder(kind, id, created, parsed.model, parsed.includeUsage, p.seed), kind, parsed.finishReason, p.count, this.owner, fault?.kind === "no-first-token")
+      : new JsonSink(kind, id, created, parsed.model, p.seed, p.count, this.owner);
+    this.active.add(sink);
+    const seq = this.engine.submit({ prompt: p, outputTokens, finishReason: parsed.finishReason, stallAfter, cutAfter, intervalMs, sink });
+    const onGone = () => {
+      this.engine.abort(seq, true);
+      sink.shutdown();
+    };
+    if (sink instanceof SseSink) sink.onCancel = onGone;
+    req.signal.addEventListener("abort", onGone, { once: true });
+    if (sink instanceof SseSink) return new Response(sink.stream, { headers: SSE_HEADERS });
+    return await sink.response;
+  }
+
+  private async embeddings(req: Request): Promise<Response> {
+    const blocked = this.notReady();
+    if (blocked) return blocked;
+    const parsed = parseEmbeddingRequest(await req.text(), this.limits);
+    const tokens = parsed.inputs.reduce((a, b) => a + b.tokens, 0);
+    this.engine.stats.promptTokens += tokens;
+    await Bun.sleep(this.live.prefillOverheadMs + this.live.prefillMsPerToken * tokens);
+    return Response.json(embeddingResponse(parsed.model, Math.floor(Date.now() / 1000), parsed.inputs, this.fixed.embeddingDim));
+  }
+
+  private async configure(req: Request): Promise<Response> {
+    const body = parseJsonObject(await req.text());
+    const r = simConfigPatchSchema.safeParse(body);
+    if (!r.success) {
+      const msg = r.error.issues.map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`).join("; ");
+      throw badRequest(msg);
+    }
+    try {
+      applyConfigPatch(this.live, r.data);
+    } catch (err) {
+      throw badRequest(err instanceof Error ? err.message : String(err), "gpus");
+    }
+    return Response.json({ config: liveConfigView(this.live) });
+  }
+
+  state(): Record<string, unknown> {
+    const e = this.engine;
+    const cpu = process.cpuUsage();
+    return {
+      models: this.fixed.models,
+      running: e.runningCount,
+      waiting: e.waitingCount,
+      kv_blocks_used: e.kv.used,
+      kv_blocks_total: e.kv.numBlocks,
+      kv_cache_usage: e.kv.usage,
+      disconnects: e.stats.disconnects,
+      requests_total: this.requestsTotal,
+      prompt_tokens_total: e.stats.promptTokens,
+      generation_tokens_total: e.stats.generationTokens,
+      prefix_cache: { queries: e.stats.prefixQueries, hits: e.stats.prefixHits },
+      preemptions: e.stats.preemptions,
+      open_responses: this.active.size,
+      step_ms: e.stepMs(),
+      dead: this.live.dead,
+      loading: this.loading,
+      config: {
+        ...liveConfigView(this.live),
+        max_num_seqs: this.fixed.maxNumSeqs,
+        num_gpu_blocks: this.fixed.numGpuBlocks,
+        block_size: this.fixed.blockSize,
+        max_model_len: this.fixed.maxModelLen,
+        output_len: this.fixed.outputLen,
+        metrics_flavor: this.fixed.metricsFlavor,
+        startup_ms: this.fixed.startupMs,
+        gpu_count: this.fixed.gpus,
+        gpu_model: this.fixed.gpuModel,
+      },
+      cpu: { user_us: cpu.user, system_us: cpu.system },
+    };
+  }
+
+  private handleDcgm(req: Request): Response {
+    const path = new URL(req.url).pathname;
+    if (path !== "/metrics" || !this.gpus) return new Response("404 page not found\n", { status: 404 });
+    const load = { utilization: this.engine.runningCount / Math.max(1, this.fixed.maxNumSeqs), kvUsage: this.engine.kv.usage };
+    return new Response(this.gpus.render(load, this.live.gpus, performance.now()), { headers: { "content-type": PROM_CONTENT_TYPE } });
+  }
+}
