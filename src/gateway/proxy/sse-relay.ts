@@ -71,35 +71,42 @@ export function relayStream(open: OpenStream, hooks: RelayHooks): ReadableStream
     hooks.onEnd(e);
   };
 
+  /** Enqueued chunks so far: pull() must not return before it enqueued something (see below). */
+  let enqueued = 0;
+  const send = (controller: ReadableStreamDefaultController<Uint8Array>, bytes: Uint8Array) => {
+    controller.enqueue(bytes);
+    enqueued++;
+  };
+
   /** Enqueue what the client should see of these events; true once the stream is finished. */
   const deliver = (controller: ReadableStreamDefaultController<Uint8Array>, events: ScannedEvent[]): boolean => {
     for (const e of events) {
       switch (e.kind) {
         case "data":
-          controller.enqueue(e.bytes);
+          send(controller, e.bytes);
           hooks.onEvent();
           break;
         case "usage": {
           const usage = readUsage(e);
           if (usage) hooks.onUsage(usage);
-          if (hooks.includeUsage) controller.enqueue(e.bytes);
+          if (hooks.includeUsage) send(controller, e.bytes);
           break;
         }
         case "comment":
-          controller.enqueue(e.bytes);
+          send(controller, e.bytes);
           break;
         case "malformed":
           hooks.onMalformed();
           break;
         case "error":
-          controller.enqueue(sseErrorEvent("UPSTREAM_ERROR", engineErrorMessage(e)));
-          controller.enqueue(DONE_EVENT);
+          send(controller, sseErrorEvent("UPSTREAM_ERROR", engineErrorMessage(e)));
+          send(controller, DONE_EVENT);
           controller.close();
           end({ outcome: "stream_error", failure: "status_5xx", message: engineErrorMessage(e) });
           return true;
         case "done":
           sawDone = true;
-          controller.enqueue(DONE_EVENT);
+          send(controller, DONE_EVENT);
           controller.close();
           end({ outcome: "ok" });
           return true;
@@ -109,8 +116,8 @@ export function relayStream(open: OpenStream, hooks: RelayHooks): ReadableStream
   };
 
   const finishBroken = (controller: ReadableStreamDefaultController<Uint8Array>, code: ErrorCode, failure: AttemptFailure, message: string) => {
-    controller.enqueue(sseErrorEvent(code, message));
-    controller.enqueue(DONE_EVENT);
+    send(controller, sseErrorEvent(code, message));
+    send(controller, DONE_EVENT);
     controller.close();
     end({ outcome: failure === "idle_timeout" || failure === "total_timeout" ? "timeout" : "stream_error", failure, message });
   };
@@ -118,33 +125,37 @@ export function relayStream(open: OpenStream, hooks: RelayHooks): ReadableStream
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
+        // A pull that enqueues nothing is not called again (WHATWG streams:
+        // the pending read does not re-trigger it), so keep reading until
+        // something went to the client — a chunk may hold only a usage event
+        // we drop, a malformed event, or half an event.
+        const mark = enqueued;
         if (pendingFirst) {
           const first = pendingFirst;
           pendingFirst = undefined;
           if (deliver(controller, first)) return releaseUpstream();
-          return;
         }
-        let chunk: Awaited<ReturnType<typeof reader.read>>;
-        try {
-          chunk = await reader.read();
-        } catch {
-          if (ended) return;
-          if (deadlines.fired === "idle_timeout") {
-            return finishBroken(controller, "UPSTREAM_IDLE_TIMEOUT", "idle_timeout", "the engine sent nothing within the inter-token deadline");
+        while (enqueued === mark && !ended) {
+          let chunk: Awaited<ReturnType<typeof reader.read>>;
+          try {
+            chunk = await reader.read();
+          } catch {
+            if (ended) return;
+            if (deadlines.fired === "idle_timeout") {
+              return finishBroken(controller, "UPSTREAM_IDLE_TIMEOUT", "idle_timeout", "the engine sent nothing within the inter-token deadline");
+            }
+            if (deadlines.fired === "total_timeout") {
+              return finishBroken(controller, "UPSTREAM_TOTAL_TIMEOUT", "total_timeout", "the request exceeded its total deadline");
+            }
+            return finishBroken(controller, "UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine connection broke mid-stream");
           }
-          if (deadlines.fired === "total_timeout") {
-            return finishBroken(controller, "UPSTREAM_TOTAL_TIMEOUT", "total_timeout", "the request exceeded its total deadline");
+          if (chunk.done) {
+            if (!sawDone) finishBroken(controller, "UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine ended the stream without [DONE]");
+            return;
           }
-          return finishBroken(controller, "UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine connection broke mid-stream");
+          deadlines.touch();
+          if (deliver(controller, scanner.push(chunk.value))) return releaseUpstream();
         }
-        if (chunk.done) {
-          if (!sawDone) {
-            finishBroken(controller, "UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine ended the stream without [DONE]");
-          }
-          return;
-        }
-        deadlines.touch();
-        if (deliver(controller, scanner.push(chunk.value))) releaseUpstream();
       },
       cancel() {
         deadlines.abort("client went away");

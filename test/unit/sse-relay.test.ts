@@ -1,0 +1,117 @@
+import { describe, expect, test } from "bun:test";
+import { AttemptDeadlines } from "../../src/gateway/proxy/deadlines.ts";
+import { relayStream, type RelayEnd } from "../../src/gateway/proxy/sse-relay.ts";
+import { SseScanner } from "../../src/gateway/proxy/sse-scanner.ts";
+import type { OpenStream } from "../../src/gateway/proxy/upstream.ts";
+
+const enc = new TextEncoder();
+const TOKEN = (i: number) => `data: {"id":"x","choices":[{"index":0,"delta":{"content":"t${i}"}}],"usage":null}\n\n`;
+const USAGE = `data: {"id":"x","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2,"total_tokens":9}}\n\n`;
+const DONE = "data: [DONE]\n\n";
+
+describe("SSE scanner", () => {
+  test("finds events split anywhere across chunks, and classifies them", () => {
+    const text = TOKEN(0) + ": keep-alive\n\n" + USAGE + 'data: {"error":{"message":"boom"}}\n\n' + "data: {cut\n\n" + DONE;
+    const bytes = enc.encode(text);
+    for (const size of [1, 2, 3, 7, 64, bytes.length]) {
+      const s = new SseScanner();
+      const kinds: string[] = [];
+      for (let i = 0; i < bytes.length; i += size) kinds.push(...s.push(bytes.subarray(i, i + size)).map((e) => e.kind));
+      expect({ size, kinds }).toEqual({ size, kinds: ["data", "comment", "usage", "error", "malformed", "done"] });
+      expect(s.pending()).toBe(0);
+    }
+  });
+
+  test("accepts CRLF blank lines", () => {
+    const s = new SseScanner();
+    expect(s.push(enc.encode('data: {"a":1}\n\r\ndata: [DONE]\n\r\n')).map((e) => e.kind)).toEqual(["data", "done"]);
+  });
+});
+
+/** An OpenStream over scripted chunks (an Error entry makes the read fail, as a cut socket does). */
+function openStreamOf(chunks: (string | Error)[]): OpenStream {
+  // The first chunk is what upstream.ts read before the relay starts.
+  const first = chunks[0] as string;
+  let i = 1;
+  const body = new ReadableStream<Uint8Array>({
+    pull(c) {
+      const next = chunks[i++];
+      if (next === undefined) c.close();
+      else if (next instanceof Error) c.error(next);
+      else c.enqueue(enc.encode(next));
+    },
+  });
+  const reader = body.getReader();
+  const scanner = new SseScanner();
+  const deadlines = new AttemptDeadlines(60_000);
+  deadlines.armIdle(60_000);
+  return {
+    ok: true,
+    kind: "stream",
+    response: new Response(null),
+    reader,
+    scanner,
+    deadlines,
+    firstEvents: scanner.push(enc.encode(first)),
+    malformedDropped: 0,
+  };
+}
+
+async function relay(chunks: (string | Error)[], includeUsage: boolean) {
+  const ends: RelayEnd[] = [];
+  let malformed = 0;
+  let usage: unknown;
+  const stream = relayStream(openStreamOf(chunks), {
+    includeUsage,
+    onEvent() {},
+    onUsage(u) {
+      usage = u;
+    },
+    onMalformed() {
+      malformed++;
+    },
+    onEnd(e) {
+      ends.push(e);
+    },
+  });
+  const text = await new Response(stream).text();
+  return { payloads: text.split("\n\n").filter(Boolean), ends, malformed, usage };
+}
+
+describe("SSE relay", () => {
+  test("passes tokens through, records usage, and drops the usage chunk unless asked", async () => {
+    const hidden = await relay([TOKEN(0), TOKEN(1), USAGE, DONE], false);
+    expect(hidden.payloads).toEqual([TOKEN(0).trim(), TOKEN(1).trim(), "data: [DONE]"]);
+    expect(hidden.usage).toEqual({ prompt_tokens: 7, completion_tokens: 2 });
+    expect(hidden.ends).toEqual([{ outcome: "ok" }]);
+    const shown = await relay([TOKEN(0), USAGE + DONE], true);
+    expect(shown.payloads).toEqual([TOKEN(0).trim(), USAGE.trim(), "data: [DONE]"]);
+  });
+
+  test("a stream that ends without [DONE] is finalised with an explicit error", async () => {
+    const r = await relay([TOKEN(0), TOKEN(1)], false);
+    expect(r.payloads.at(-1)).toBe("data: [DONE]");
+    expect(JSON.parse(r.payloads.at(-2)!.slice(6)).error.code).toBe("UPSTREAM_STREAM_TRUNCATED");
+    expect(r.ends[0]!.outcome).toBe("stream_error");
+  });
+
+  test("a broken connection mid-stream is finalised the same way", async () => {
+    const r = await relay([TOKEN(0), new Error("socket closed")], false);
+    expect(JSON.parse(r.payloads.at(-2)!.slice(6)).error.code).toBe("UPSTREAM_STREAM_TRUNCATED");
+    expect(r.ends).toHaveLength(1);
+  });
+
+  test("malformed events are dropped and counted, never forwarded", async () => {
+    const r = await relay([TOKEN(0), "data: {not json\n\n", "garbage line\n\n" + TOKEN(1), DONE], false);
+    expect(r.payloads).toEqual([TOKEN(0).trim(), TOKEN(1).trim(), "data: [DONE]"]);
+    expect(r.malformed).toBe(2);
+  });
+
+  test("an engine error event mid-stream becomes our error shape and ends the stream", async () => {
+    const r = await relay([TOKEN(0), 'data: {"error":{"message":"engine died","code":500}}\n\n', TOKEN(1)], false);
+    const err = JSON.parse(r.payloads.at(-2)!.slice(6)).error;
+    expect(err.code).toBe("UPSTREAM_ERROR");
+    expect(err.message).toBe("engine died");
+    expect(r.payloads).not.toContain(TOKEN(1).trim());
+  });
+});
