@@ -1,0 +1,100 @@
+import { describe, expect, test } from "bun:test";
+import { detectFlavor } from "../../src/engines/flavor.ts";
+import { parsePrometheusText } from "../../src/engines/prom-text.ts";
+import { newGpuFaultState, type MetricsFlavor, type SimStaticConfig } from "../../src/sim/config.ts";
+import { SimGpus, gpuSpec } from "../../src/sim/dcgm-text.ts";
+import { Engine } from "../../src/sim/engine.ts";
+import { renderEngineMetrics } from "../../src/sim/engine-metrics-text.ts";
+import { sharedFixture } from "../helpers/fixtures.ts";
+
+const fixed: SimStaticConfig = { models: ["org/model"], maxNumSeqs: 8, numGpuBlocks: 32, blockSize: 16, maxModelLen: 512, outputLen: 4, embeddingDim: 8, startupMs: 0, metricsFlavor: "vllm-v1", gpus: 1, gpuModel: "NVIDIA H100 80GB HBM3" };
+
+async function busyEngine(): Promise<Engine> {
+  const e = new Engine(fixed, { itlMs: 1, prefillOverheadMs: 0, prefillMsPerToken: 0, jitter: 0, batchSlowdown: 0, faultRate: 0, faultTypes: [], dead: false, gpus: [] });
+  let done = () => {};
+  const finished = new Promise<void>((r) => (done = r));
+  const sink = { token() {}, finish: () => done(), cut() {} };
+  e.submit({ prompt: { count: 40, blockHashes: ["a", "b"], seed: 1 }, outputTokens: 4, finishReason: "length", stallAfter: -1, cutAfter: -1, intervalMs: 0, sink });
+  await finished;
+  e.submit({ prompt: { count: 40, blockHashes: ["a", "b"], seed: 1 }, outputTokens: 100, finishReason: "length", stallAfter: 0, cutAfter: -1, intervalMs: 0, sink });
+  await Bun.sleep(5);
+  return e;
+}
+
+function names(text: string): Set<string> {
+  return new Set(parsePrometheusText(text).samples.map((s) => s.name));
+}
+
+/** Metric family names (HELP lines) of a real capture, for comparison. */
+function fixtureFamilies(file: string): Set<string> {
+  return new Set([...sharedFixture(file).matchAll(/^# HELP (\S+)/gm)].map((m) => m[1]!));
+}
+
+describe("sim metrics text", () => {
+  test("each flavor is detected as itself by the gateway's own flavor detector", async () => {
+    const e = await busyEngine();
+    for (const flavor of ["vllm-v1", "vllm-v0", "sglang"] as MetricsFlavor[]) {
+      const text = renderEngineMetrics(flavor, e, fixed, performance.now());
+      expect(parsePrometheusText(text).malformed).toBe(0);
+      expect(detectFlavor(text)).toBe(flavor);
+    }
+    e.stop();
+  });
+
+  test("vLLM v1 names and labels follow the real engine, with live values", async () => {
+    const e = await busyEngine();
+    const parsed = parsePrometheusText(renderEngineMetrics("vllm-v1", e, fixed, performance.now()));
+    const get = (n: string) => parsed.samples.filter((s) => s.name === n);
+    expect(get("vllm:num_requests_running")[0]).toEqual({ name: "vllm:num_requests_running", labels: { engine: "0", model_name: "org/model" }, value: 1 });
+    expect(get("vllm:kv_cache_usage_perc")[0]!.value).toBeGreaterThan(0);
+    expect(get("vllm:prefix_cache_hits_total")[0]!.value).toBe(32); // 2 full blocks of the repeated prompt
+    expect(get("vllm:request_success_total").map((s) => s.labels.finished_reason)).toEqual(["stop", "length", "abort"]);
+    expect(get("vllm:cache_config_info")[0]!.labels.num_gpu_blocks).toBe("32");
+    expect(get("vllm:time_to_first_token_seconds_count")[0]!.value).toBe(1); // the stalled one never got a first token
+    // Every name a real V1 scrape shares with us is spelled the same.
+    const real = fixtureFamilies("vllm-metrics__opt-125m__datadog-fixture.txt");
+    for (const n of ["vllm:num_requests_running", "vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total", "vllm:generation_tokens_total", "vllm:inter_token_latency_seconds", "vllm:request_queue_time_seconds", "vllm:e2e_request_latency_seconds"]) {
+      expect(real.has(n)).toBe(true);
+    }
+    e.stop();
+  });
+
+  test("v0 has only the older names; sglang has the SGLang names", async () => {
+    const e = await busyEngine();
+    const v0 = names(renderEngineMetrics("vllm-v0", e, fixed, performance.now()));
+    expect(v0.has("vllm:gpu_cache_usage_perc")).toBe(true);
+    expect(v0.has("vllm:kv_cache_usage_perc")).toBe(false);
+    expect(v0.has("vllm:gpu_prefix_cache_hits_total")).toBe(true);
+    const sg = names(renderEngineMetrics("sglang", e, fixed, performance.now()));
+    const real = fixtureFamilies("sglang-metrics__v0.5.10.post1__datadog-fixture.txt");
+    for (const n of ["sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage", "sglang:cache_hit_rate", "sglang:prompt_tokens_total", "sglang:generation_tokens_total"]) {
+      expect(sg.has(n)).toBe(true);
+      expect(real.has(n)).toBe(true);
+    }
+    expect(sg.has("sglang:time_to_first_token_seconds_bucket")).toBe(true);
+    e.stop();
+  });
+
+  test("DCGM text follows load and per-GPU faults, with dcgm-exporter's labels", () => {
+    const gpus = new SimGpus(gpuSpec("NVIDIA H100 80GB HBM3"), 2, "host-a", "seed", 0);
+    const faults = [newGpuFaultState(), { ...newGpuFaultState(), xidErrors: 79, temperatureC: 95 }];
+    const idle = parsePrometheusText(gpus.render({ utilization: 0, kvUsage: 0 }, faults, 1000)).samples;
+    const busy = parsePrometheusText(gpus.render({ utilization: 1, kvUsage: 1 }, faults, 2000)).samples;
+    const val = (s: typeof idle, n: string, gpu: string) => s.find((x) => x.name === n && x.labels.gpu === gpu)!.value;
+    expect(val(idle, "DCGM_FI_DEV_GPU_UTIL", "0")).toBe(0);
+    expect(val(busy, "DCGM_FI_DEV_GPU_UTIL", "0")).toBe(100);
+    expect(val(busy, "DCGM_FI_DEV_FB_USED", "0")).toBeGreaterThan(val(idle, "DCGM_FI_DEV_FB_USED", "0"));
+    expect(val(busy, "DCGM_FI_DEV_FB_USED", "0") + val(busy, "DCGM_FI_DEV_FB_FREE", "0")).toBe(81559);
+    expect(val(idle, "DCGM_FI_DEV_XID_ERRORS", "1")).toBe(79);
+    expect(val(idle, "DCGM_FI_DEV_GPU_TEMP", "1")).toBe(95);
+    expect(val(idle, "DCGM_FI_DEV_XID_ERRORS", "0")).toBe(0);
+    const labels = idle.find((x) => x.name === "DCGM_FI_DEV_GPU_UTIL")!.labels;
+    expect(Object.keys(labels).slice(0, 5)).toEqual(["gpu", "UUID", "device", "modelName", "Hostname"]);
+    expect(labels.UUID).toMatch(/^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    expect(labels.device).toBe("nvidia0");
+    // HELP strings match the exporter's default counter list.
+    const csv = sharedFixture("dcgm-exporter-default-counters.csv");
+    expect(csv).toContain("DCGM_FI_DEV_GPU_UTIL,      gauge, GPU utilization (in %).");
+    expect(gpus.render({ utilization: 0, kvUsage: 0 }, faults, 3000)).toContain("# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).");
+  });
+});
