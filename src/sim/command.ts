@@ -49,7 +49,8 @@ injectable faults. Control API: GET /sim/state, POST /sim/config.
   --fault-types LIST          500,429,503,no-headers,no-first-token,stall:N,cut:N,slow:MS
   --gpus N                    simulated GPUs for the DCGM listener (default 0)
   --gpu-model NAME            GPU model name (default "${DEFAULT_GPU_MODEL}")
-  --dcgm-port N               DCGM-exporter /metrics port, 0 = any (needs --gpus)`;
+  --dcgm-port N               DCGM-exporter /metrics port, 0 = any (needs --gpus)
+  --dcgm-model-label L        DCGM_FI_DEV_NAME (default, promtool-clean) or modelName (as dcgm-exporter)`;
 
 function buildConfig(args: ParsedArgs): { fixed: SimStaticConfig; live: SimLiveConfig; host: string; port: number; dcgmPort: number | undefined } {
   const models = stringListFlag(args, "model");
@@ -65,6 +66,8 @@ function buildConfig(args: ParsedArgs): { fixed: SimStaticConfig; live: SimLiveC
   const dcgmRaw = stringFlag(args, "dcgm-port");
   const dcgmPort = dcgmRaw === undefined ? undefined : numberFlag(args, "dcgm-port", 0, { min: 0, max: 65535, integer: true });
   if (dcgmPort !== undefined && gpus === 0) throw new UsageError("--dcgm-port needs --gpus N (N ≥ 1)");
+  const modelLabel = stringFlag(args, "dcgm-model-label") ?? "DCGM_FI_DEV_NAME";
+  if (modelLabel !== "DCGM_FI_DEV_NAME" && modelLabel !== "modelName") throw new UsageError(`--dcgm-model-label: expected DCGM_FI_DEV_NAME or modelName, got '${modelLabel}'`);
   let faultTypes;
   try {
     faultTypes = parseFaultList(stringListFlag(args, "fault-types"));
@@ -83,6 +86,7 @@ function buildConfig(args: ParsedArgs): { fixed: SimStaticConfig; live: SimLiveC
     metricsFlavor: flavor as MetricsFlavor,
     gpus,
     gpuModel: stringFlag(args, "gpu-model") ?? DEFAULT_GPU_MODEL,
+    dcgmModelLabel: modelLabel,
   });
   const live: SimLiveConfig = {
     itlMs: numberFlag(args, "itl-ms", DEFAULT_ITL_MS, { min: 0 }),
@@ -125,6 +129,7 @@ export const simEngineCommand: CommandSpec = {
     gpus: { type: "string" },
     "gpu-model": { type: "string" },
     "dcgm-port": { type: "string" },
+    "dcgm-model-label": { type: "string" },
   },
   async run(args) {
     const { fixed, live, host, port, dcgmPort } = buildConfig(args);

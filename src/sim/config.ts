@@ -36,6 +36,8 @@ export interface SimStaticConfig {
   metricsFlavor: MetricsFlavor;
   gpus: number;
   gpuModel: string;
+  /** Label for the GPU model in the DCGM text: lint-clean DCGM_FI_DEV_NAME (default) or the exporter's modelName. */
+  dcgmModelLabel: "DCGM_FI_DEV_NAME" | "modelName";
 }
 
 /** Per-GPU fault state set through POST /sim/config. */

@@ -7,8 +7,11 @@
  *
  * The exporter's counter list is user configuration (a CSV of name, type,
  * help); this one declares the cumulative fields whose names do not end in
- * `_total` (energy, PCIe replays, ECC) as gauges, so the text passes
- * `promtool check metrics` without complaint. Parsers must not rely on TYPE.
+ * `_total` (energy, ECC) as gauges, so the text passes `promtool check
+ * metrics` without complaint. Parsers must not rely on TYPE. For the same
+ * reason the GPU model goes in the `DCGM_FI_DEV_NAME` label (a label field
+ * the exporter adds when its CSV lists it) unless `modelLabel` asks for the
+ * exporter's camelCase `modelName`, which promtool flags.
  */
 import type { GpuFaultState } from "./config.ts";
 import { PromWriter, type Labels } from "./prom-writer.ts";
@@ -19,6 +22,9 @@ export interface GpuLoad {
   /** KV blocks held / total, 0..1. */
   kvUsage: number;
 }
+
+/** Which label carries the GPU model name. */
+export type DcgmModelLabel = "DCGM_FI_DEV_NAME" | "modelName";
 
 export interface GpuSpec {
   model: string;
@@ -54,6 +60,7 @@ export class SimGpus {
     readonly hostname: string,
     private readonly seed: string,
     now: number,
+    private readonly modelLabel: DcgmModelLabel = "DCGM_FI_DEV_NAME",
   ) {
     this.energyMj = new Array<number>(count).fill(0);
     this.lastAt = now;
@@ -77,7 +84,7 @@ export class SimGpus {
       ["gpu", String(i)],
       ["UUID", this.uuid(i)],
       ["device", `nvidia${i}`],
-      ["modelName", this.spec.model],
+      [this.modelLabel, this.spec.model],
       ["Hostname", this.hostname],
       ["DCGM_FI_DRIVER_VERSION", DRIVER_VERSION],
     ];
@@ -92,7 +99,6 @@ export class SimGpus {
     fam("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", temp);
     fam("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", () => Math.round(power * 1000) / 1000);
     fam("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "gauge", "Total energy consumption since boot (in mJ).", (i) => Math.round(this.energyMj[i]!));
-    fam("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "gauge", "Total number of PCIe retries.", () => 0);
     fam("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", () => util);
     fam("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", () => Math.round(util * 0.6));
     fam("DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).", () => 0);

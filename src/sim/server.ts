@@ -40,7 +40,7 @@ export class SimServer {
   ) {
     this.engine = new Engine(fixed, live);
     this.limits = { models: fixed.models, maxModelLen: fixed.maxModelLen, blockSize: fixed.blockSize, outputLen: fixed.outputLen };
-    if (fixed.gpus > 0) this.gpus = new SimGpus(gpuSpec(fixed.gpuModel), fixed.gpus, osHostname(), `${osHostname()}/${process.pid}`, performance.now());
+    if (fixed.gpus > 0) this.gpus = new SimGpus(gpuSpec(fixed.gpuModel), fixed.gpus, osHostname(), `${osHostname()}/${process.pid}`, performance.now(), fixed.dcgmModelLabel);
   }
 
   listen(host: string, port: number, dcgmPort: number | undefined): { api: string; dcgm?: string } {

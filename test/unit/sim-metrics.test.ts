@@ -7,7 +7,7 @@ import { Engine } from "../../src/sim/engine.ts";
 import { renderEngineMetrics } from "../../src/sim/engine-metrics-text.ts";
 import { sharedFixture } from "../helpers/fixtures.ts";
 
-const fixed: SimStaticConfig = { models: ["org/model"], maxNumSeqs: 8, numGpuBlocks: 32, blockSize: 16, maxModelLen: 512, outputLen: 4, embeddingDim: 8, startupMs: 0, metricsFlavor: "vllm-v1", gpus: 1, gpuModel: "NVIDIA H100 80GB HBM3" };
+const fixed: SimStaticConfig = { models: ["org/model"], maxNumSeqs: 8, numGpuBlocks: 32, blockSize: 16, maxModelLen: 512, outputLen: 4, embeddingDim: 8, startupMs: 0, metricsFlavor: "vllm-v1", gpus: 1, gpuModel: "NVIDIA H100 80GB HBM3", dcgmModelLabel: "DCGM_FI_DEV_NAME" };
 
 async function busyEngine(): Promise<Engine> {
   const e = new Engine(fixed, { itlMs: 1, prefillOverheadMs: 0, prefillMsPerToken: 0, jitter: 0, batchSlowdown: 0, faultRate: 0, faultTypes: [], dead: false, gpus: [] });
@@ -89,7 +89,10 @@ describe("sim metrics text", () => {
     expect(val(idle, "DCGM_FI_DEV_GPU_TEMP", "1")).toBe(95);
     expect(val(idle, "DCGM_FI_DEV_XID_ERRORS", "0")).toBe(0);
     const labels = idle.find((x) => x.name === "DCGM_FI_DEV_GPU_UTIL")!.labels;
-    expect(Object.keys(labels).slice(0, 5)).toEqual(["gpu", "UUID", "device", "modelName", "Hostname"]);
+    expect(Object.keys(labels).slice(0, 5)).toEqual(["gpu", "UUID", "device", "DCGM_FI_DEV_NAME", "Hostname"]);
+    expect(labels.DCGM_FI_DEV_NAME).toBe("NVIDIA H100 80GB HBM3");
+    const exporterStyle = new SimGpus(gpuSpec("NVIDIA H100 80GB HBM3"), 1, "host-a", "seed", 0, "modelName").render({ utilization: 0, kvUsage: 0 }, faults, 1);
+    expect(exporterStyle).toContain('modelName="NVIDIA H100 80GB HBM3"');
     expect(labels.UUID).toMatch(/^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     expect(labels.device).toBe("nvidia0");
     // HELP strings match the exporter's default counter list.

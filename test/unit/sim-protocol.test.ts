@@ -80,7 +80,7 @@ describe("sim request parsing", () => {
     ];
     for (const [body, status, type] of cases) {
       const e = err(() => parseGenerationRequest("chat", body, limits));
-      expect([e.status, e.type]).toEqual([status, type]);
+      expect([e.status, e.type] as [number, string]).toEqual([status, type]);
     }
     expect(err(() => parseGenerationRequest("chat", JSON.stringify({ model: "m", messages: [{ role: "user", content: "x".repeat(400) }] }), limits)).message).toMatch(/maximum context length is 100 tokens/);
     expect(err(() => parseEmbeddingRequest(JSON.stringify({ model: "m", input: 5 }), limits)).status).toBe(400);
