@@ -73,7 +73,8 @@ export class SimGpus {
   }
 
   render(load: GpuLoad, faults: readonly GpuFaultState[], now: number): string {
-    const util = Math.round(Math.min(1, Math.max(0, load.utilization)) * 100);
+    // Any running request keeps the GPU busy: round up so light load never reads as idle.
+    const util = Math.ceil(Math.min(1, Math.max(0, load.utilization)) * 100);
     const power = this.spec.idlePowerW + (this.spec.maxPowerW - this.spec.idlePowerW) * (util / 100);
     const dt = Math.max(0, now - this.lastAt);
     this.lastAt = now;

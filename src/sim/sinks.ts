@@ -16,6 +16,9 @@ export interface Closable {
   shutdown(): void;
 }
 
+/** Give Bun time to write what was queued before the connection is cut. */
+const CUT_AFTER_HEAD_MS = 10;
+
 /** Bun prints a stream's error; a named error at least says where it came from. */
 export class InjectedCutError extends Error {
   constructor() {
@@ -75,7 +78,8 @@ export class SseSink implements SeqSink, Closable {
     this.markDone();
     // Erroring the body makes Bun drop the connection without the final
     // chunk: the client sees a reset / truncated body, never a clean end.
-    c.error(new InjectedCutError());
+    // Erroring at once would also drop the tokens still queued, so wait a beat.
+    setTimeout(() => c.error(new InjectedCutError()), CUT_AFTER_HEAD_MS);
   }
 
   shutdown(): void {
@@ -97,9 +101,6 @@ export class SseSink implements SeqSink, Closable {
 }
 
 /** A non-streaming request: resolves its Response when the engine finishes (or cuts) it. */
-/** Give Bun time to write the partial body before the connection is cut. */
-const CUT_AFTER_HEAD_MS = 10;
-
 export class JsonSink implements SeqSink, Closable {
   readonly response: Promise<Response>;
   private resolve: (r: Response) => void = () => {};

@@ -88,8 +88,17 @@ describe("openai SDK against llmgw", () => {
   });
 
   test("typed errors: 404 for an unknown model, 400 for a bad request", async () => {
-    const unknown = client.chat.completions.create({ model: "no-such-model", messages: [{ role: "user", content: "x" }] });
-    expect(unknown).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    const caught = async (p: PromiseLike<unknown>) => {
+      try {
+        await p;
+      } catch (err) {
+        return err;
+      }
+      throw new Error("expected the SDK to throw");
+    };
+    const notFound = await caught(client.chat.completions.create({ model: "no-such-model", messages: [{ role: "user", content: "x" }] }));
+    expect(notFound).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((notFound as InstanceType<typeof OpenAI.NotFoundError>).code).toBe("MODEL_NOT_FOUND");
     try {
       await client.chat.completions.create({ model: "sim-model", messages: [] });
       throw new Error("expected a 400");

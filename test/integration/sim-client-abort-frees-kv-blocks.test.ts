@@ -1,0 +1,72 @@
+/** A client that leaves (mid-stream, during prefill, or while a fault holds it) gives its KV blocks back at once. */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { parsePrometheusText } from "../../src/engines/prom-text.ts";
+import { startLlmgw, stopAll, waitUntil, type Started } from "../helpers/processes.ts";
+
+let sim: Started;
+beforeAll(async () => {
+  // 200 ms per token of decode and 10 ms per prompt token of prefill: requests stay in flight long enough to abort.
+  sim = await startLlmgw(["sim-engine", "--port", "0", "--model", "m", "--itl-ms", "200", "--prefill-ms-per-token", "10"]);
+});
+afterAll(stopAll);
+
+async function metric(name: string): Promise<number> {
+  const parsed = parsePrometheusText(await (await fetch(`${sim.url}/metrics`)).text());
+  return parsed.samples.filter((s) => s.name === name).reduce((a, s) => a + s.value, 0);
+}
+
+async function state(): Promise<{ running: number; kv_blocks_used: number; disconnects: number }> {
+  return (await (await fetch(`${sim.url}/sim/state`)).json()) as { running: number; kv_blocks_used: number; disconnects: number };
+}
+
+function start(prompt: string, headers: Record<string, string> = {}): { ac: AbortController; res: Promise<Response> } {
+  const ac = new AbortController();
+  const res = fetch(`${sim.url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ model: "m", prompt, max_tokens: 100, stream: true }),
+    signal: ac.signal,
+  });
+  return { ac, res };
+}
+
+async function expectAllFreed(disconnects: number): Promise<void> {
+  await waitUntil(async () => (await metric("vllm:num_requests_running")) === 0 && (await metric("vllm:kv_cache_usage_perc")) === 0, { timeoutMs: 3_000, what: "running and KV usage back to 0" });
+  const s = await state();
+  expect(s.running).toBe(0);
+  expect(s.kv_blocks_used).toBe(0);
+  expect(s.disconnects).toBe(disconnects);
+}
+
+test("abort mid-stream frees the request's KV blocks and counts a disconnect", async () => {
+  const { ac, res } = start("short prompt");
+  const r = await res;
+  const reader = r.body!.getReader();
+  await reader.read(); // first token arrived: the request is decoding
+  expect(await metric("vllm:num_requests_running")).toBe(1);
+  expect(await metric("vllm:kv_cache_usage_perc")).toBeGreaterThan(0);
+  ac.abort();
+  await expectAllFreed(1);
+});
+
+test("abort during prefill (before any byte) frees the blocks too", async () => {
+  const { ac, res } = start("p".repeat(4 * 300)); // 300 tokens → ~3 s of prefill
+  res.catch(() => {});
+  await waitUntil(async () => (await metric("vllm:num_requests_running")) === 1, { what: "request admitted" });
+  expect(await metric("vllm:kv_cache_usage_perc")).toBeGreaterThan(0);
+  ac.abort();
+  await expectAllFreed(2);
+});
+
+test("a faulted request that holds (no-headers, stall) frees its blocks when the client leaves", async () => {
+  const held = start("held", { "x-sim-fault": "no-headers" });
+  held.res.catch(() => {});
+  const stalled = start("stalled", { "x-sim-fault": "stall:1" });
+  const r = await stalled.res;
+  await r.body!.getReader().read();
+  await waitUntil(async () => (await metric("vllm:num_requests_running")) === 2, { what: "both held" });
+  held.ac.abort();
+  stalled.ac.abort();
+  await expectAllFreed(4);
+  expect(await metric("vllm:request_success_total")).toBeGreaterThanOrEqual(4); // finished_reason="abort"
+});
