@@ -239,7 +239,7 @@ export async function dispatchInference(ctx: GatewayContext, req: InferenceReque
         const { message } = engineError(result.body);
         if (CONTEXT_LENGTH_RE.test(message) && m < chain.length - 1) continue chain;
         finish({ outcome: "client_error", status: result.status ?? 400, endpoint: endpoint.id, attempts, usage: undefined, error: message });
-        return rejectedResponse(result, { ...baseHeaders, "x-llmgw-endpoint": endpoint.id });
+        return rejectedResponse(result, { ...baseHeaders, "x-llmgw-endpoint": endpoint.id, "x-llmgw-attempts": String(attempts) });
       }
       if (result.failure === "status_429") {
         breakers.coolDown(index, Math.min(result.retryAfterMs ?? config.retry.maxRetryAfterMs, config.retry.maxRetryAfterMs));
