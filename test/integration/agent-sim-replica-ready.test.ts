@@ -93,7 +93,7 @@ describe("llmgw agent API", () => {
   test(
     "a sim-engine replica is Ready only after its startup time; the same PUT is a no-op; DELETE stops it",
     async () => {
-      const spec = { engine: "sim", model: "sim-llama", startupMs: STARTUP_MS };
+      const spec = { engine: "sim", model: "sim-llama", startupMs: STARTUP_MS, gpus: [0] };
       const t0 = Date.now();
       const created = await put("r1", spec);
       expect(created.status).toBe(201);
@@ -112,6 +112,7 @@ describe("llmgw agent API", () => {
         { timeoutMs: 30_000, intervalMs: 100, what: "replica Ready" },
       );
       expect(readyAt - t0).toBeGreaterThanOrEqual(STARTUP_MS);
+      console.error(`agent-sim: PUT → Ready ${readyAt - t0} ms (startup ${STARTUP_MS} ms), states seen: ${seen.join(" → ")}`);
       expect(seen).toContain("Loading"); // health answered before the model was listed
       expect(seen.indexOf("Loading")).toBeLessThan(seen.indexOf("Ready"));
       const models = (await (await fetch(`${replica!.endpoint}/v1/models`)).json()) as { data: { id: string }[] };
@@ -122,6 +123,10 @@ describe("llmgw agent API", () => {
       const body = (await again.json()) as { outcome: string; replica: ReplicaView };
       expect(body.outcome).toBe("unchanged");
       expect(body.replica).toMatchObject({ pid: replica!.pid, state: "Ready", restarts: 0 });
+
+      const taken = await put("r2", { engine: "sim", model: "other", gpus: [0] });
+      expect(taken.status).toBe(400);
+      expect(((await taken.json()) as { error: { message: string } }).error.message).toBe("gpu-in-use: GPU 0 is already used by replica 'r1'");
 
       const deleted = await call("/v1/replicas/r1", { method: "DELETE" });
       expect(deleted.status).toBe(200);
