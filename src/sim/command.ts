@@ -140,9 +140,11 @@ export const simEngineCommand: CommandSpec = {
     if (urls.dcgm) log.info({ name: "dcgm", url: urls.dcgm }, "listening");
     log.info({ models: fixed.models, max_num_seqs: fixed.maxNumSeqs, num_gpu_blocks: fixed.numGpuBlocks, itl_ms: live.itlMs, metrics_flavor: fixed.metricsFlavor }, "sim-engine ready");
     await new Promise<void>((resolve) => {
+      let stopping = false;
+      // Handlers stay installed: a second signal (e.g. the re-exec wrapper forwarding the group's SIGTERM) must not kill us mid-shutdown.
       const onSignal = (sig: NodeJS.Signals) => {
-        process.off("SIGINT", onSignal);
-        process.off("SIGTERM", onSignal);
+        if (stopping) return;
+        stopping = true;
         log.info({ signal: sig }, "shutting down");
         void sim.close().then(resolve, resolve);
       };

@@ -11,6 +11,17 @@ import type { Engine } from "./engine.ts";
 import { PromWriter, type Labels } from "./prom-writer.ts";
 
 export function renderEngineMetrics(flavor: MetricsFlavor, engine: Engine, fixed: SimStaticConfig, now: number): string {
+  return renderFlavor(flavor, engine, fixed, now) + renderSimOwn(engine, fixed);
+}
+
+/** The sim's own series (no engine has them): clients that left before their request finished. */
+function renderSimOwn(engine: Engine, fixed: SimStaticConfig): string {
+  const w = new PromWriter();
+  w.counter("llmgw_sim_client_disconnects_total", "Requests whose client went away before the response finished (sim-engine).", [["model_name", fixed.models[0] ?? ""]], engine.stats.disconnects);
+  return w.text();
+}
+
+function renderFlavor(flavor: MetricsFlavor, engine: Engine, fixed: SimStaticConfig, now: number): string {
   switch (flavor) {
     case "vllm-v1":
       return renderVllm(engine, fixed, true);

@@ -44,10 +44,11 @@ export class SimServer {
   }
 
   listen(host: string, port: number, dcgmPort: number | undefined): { api: string; dcgm?: string } {
-    this.api = Bun.serve({ hostname: host, port, idleTimeout: IDLE_TIMEOUT_S, fetch: (req, server) => this.handle(req, server) });
+    // development: false — no HTML error pages, and a deliberately errored stream (cut:N) is not printed as a crash.
+    this.api = Bun.serve({ hostname: host, port, idleTimeout: IDLE_TIMEOUT_S, development: false, fetch: (req, server) => this.handle(req, server) });
     const out: { api: string; dcgm?: string } = { api: `http://${host}:${this.api.port}` };
     if (this.gpus && dcgmPort !== undefined) {
-      this.dcgm = Bun.serve({ hostname: host, port: dcgmPort, fetch: (req) => this.handleDcgm(req) });
+      this.dcgm = Bun.serve({ hostname: host, port: dcgmPort, development: false, fetch: (req) => this.handleDcgm(req) });
       out.dcgm = `http://${host}:${this.dcgm.port}`;
     }
     return out;

@@ -19,7 +19,7 @@ export interface Closable {
 /** Give Bun time to write what was queued before the connection is cut. */
 const CUT_AFTER_HEAD_MS = 10;
 
-/** Bun prints a stream's error; a named error at least says where it came from. */
+/** The error a cut stream ends with (named, should a stack trace ever show it). */
 export class InjectedCutError extends Error {
   constructor() {
     super("sim-engine: injected fault cut:N (connection cut on purpose)");

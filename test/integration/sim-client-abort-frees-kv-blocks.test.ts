@@ -36,6 +36,7 @@ async function expectAllFreed(disconnects: number): Promise<void> {
   expect(s.running).toBe(0);
   expect(s.kv_blocks_used).toBe(0);
   expect(s.disconnects).toBe(disconnects);
+  expect(await metric("llmgw_sim_client_disconnects_total")).toBe(disconnects);
 }
 
 test("abort mid-stream frees the request's KV blocks and counts a disconnect", async () => {
