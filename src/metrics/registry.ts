@@ -4,12 +4,18 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { EndpointTable, F, I } from "../shared/endpoint-table.ts";
+import { SCORER_NAMES } from "../config/plugin-names.ts";
 import { M } from "./names.ts";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1];
 const ITL_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 5];
 const SCORE_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1];
+
+export interface ModelSeries {
+  ttft: { observe(v: number): void };
+  interToken: { observe(v: number): void };
+}
 
 export class GatewayMetrics {
   readonly registry = new Registry();
@@ -26,6 +32,8 @@ export class GatewayMetrics {
   readonly circuitTransitions;
   readonly overhead;
   readonly malformedEvents;
+  /** Label-bound children of the per-token series, so the relay hashes no labels per event. */
+  private readonly modelSeriesCache = new Map<string, ModelSeries>();
 
   constructor(table: EndpointTable, endpointIds: readonly string[], opts: { defaultMetrics?: boolean } = {}) {
     const r = [this.registry];
@@ -49,6 +57,7 @@ export class GatewayMetrics {
     this.overhead = histogram(M.overhead, OVERHEAD_BUCKETS);
     this.malformedEvents = counter(M.malformedEvents);
 
+    for (const scorer of SCORER_NAMES) this.scorerScore.labels({ scorer });
     // Endpoint gauges are read from the shared table when scraped, so they
     // cost nothing on the request path.
     const fromTable = (d: { name: string; help: string }, read: (row: number) => number | undefined) =>
@@ -72,5 +81,15 @@ export class GatewayMetrics {
       const at = table.getFloat(row, F.METRICS_AT);
       return Number.isNaN(at) ? undefined : Math.max(0, (Date.now() - at) / 1000);
     });
+  }
+
+  /** The per-token series of one (configured or discovered) model. */
+  modelSeries(model: string): ModelSeries {
+    let m = this.modelSeriesCache.get(model);
+    if (!m) {
+      m = { ttft: this.ttft.labels({ model }), interToken: this.interToken.labels({ model }) };
+      this.modelSeriesCache.set(model, m);
+    }
+    return m;
   }
 }

@@ -26,9 +26,14 @@ export class DialGuard {
     this.lastOkAt[index] = performance.now();
   }
 
+  /** Whether the endpoint answered recently enough to skip the probe (the common, synchronous case). */
+  isRecent(index: number): boolean {
+    return performance.now() - (this.lastOkAt[index] ?? 0) < RECENT_OK_MS;
+  }
+
   /** Resolves when the endpoint accepts a connection (or answered recently); rejects with a message otherwise. */
   async check(index: number, dialMs: number): Promise<void> {
-    if (performance.now() - (this.lastOkAt[index] ?? 0) < RECENT_OK_MS) return;
+    if (this.isRecent(index)) return;
     const target = this.targets[index];
     if (!target) return;
     let timer: ReturnType<typeof setTimeout> | undefined;

@@ -82,12 +82,27 @@ function rejectedResponse(f: AttemptFailed, headers: Record<string, string>): Re
   return new Response(JSON.stringify(body), { status: f.status ?? 400, headers: { "content-type": "application/json", ...headers } });
 }
 
+const USAGE_MEMBER = new TextEncoder().encode('"stream_options":{"include_usage":true},');
+
 function bodyFor(req: InferenceRequest, model: string): Uint8Array | string {
   const renamed = model !== req.body.model;
   // Ask the engine for usage on every stream: token accounting needs it; the
   // relay drops the usage chunk again if the client did not ask for it.
   const addUsage = req.stream && !req.includeUsage;
   if (!renamed && !addUsage) return req.rawBody;
+  if (!renamed && req.body.stream_options === undefined) {
+    // The common case: splice one member in after the opening brace instead
+    // of re-serialising the whole (possibly long) prompt. The body parsed as
+    // a JSON object, so its first non-blank byte is '{'.
+    const raw = req.rawBody;
+    const at = raw.indexOf(123 /* { */) + 1;
+    const out = new Uint8Array(raw.length + USAGE_MEMBER.length);
+    out.set(raw.subarray(0, at), 0);
+    out.set(USAGE_MEMBER, at);
+    out.set(raw.subarray(at), at + USAGE_MEMBER.length);
+    // "{}" cannot happen (model is required), so a member follows the comma.
+    return out;
+  }
   const out: InferenceBody = { ...req.body, model };
   if (addUsage) out.stream_options = { ...(req.body.stream_options ?? {}), include_usage: true };
   return JSON.stringify(out);
@@ -190,13 +205,13 @@ export async function dispatchInference(ctx: GatewayContext, req: InferenceReque
         }
         let usage: Usage | undefined;
         let lastEventAt = performance.now();
-        const modelLabel = req.model;
-        metrics.ttft.observe({ model: modelLabel }, (lastEventAt - req.arrivedAt) / 1000);
+        const series = metrics.modelSeries(req.model);
+        series.ttft.observe((lastEventAt - req.arrivedAt) / 1000);
         const body = relayStream(result, {
           includeUsage: req.includeUsage,
           onEvent() {
             const now = performance.now();
-            metrics.interToken.observe({ model: modelLabel }, (now - lastEventAt) / 1000);
+            series.interToken.observe((now - lastEventAt) / 1000);
             lastEventAt = now;
           },
           onUsage(u) {

@@ -102,10 +102,12 @@ function failed(failure: AttemptFailed["failure"], message: string, extra: Parti
 
 export async function attemptUpstream(input: AttemptInput, path: string): Promise<AttemptResult> {
   const { deadlines: d } = input;
-  try {
-    await input.dial.check(input.index, d.dialMs);
-  } catch (err) {
-    return failed("connect", err instanceof Error ? err.message : String(err));
+  if (!input.dial.isRecent(input.index)) {
+    try {
+      await input.dial.check(input.index, d.dialMs);
+    } catch (err) {
+      return failed("connect", err instanceof Error ? err.message : String(err));
+    }
   }
   if (input.clientSignal.aborted) return failed("cancelled", "client went away");
 
