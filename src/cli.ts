@@ -64,7 +64,27 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/**
+ * A child started by spawnLlmgw (demo, bench, tests) runs in its own process
+ * group, so it survives a parent that dies without stopping it (SIGKILL, a
+ * crashed test). LLMGW_PARENT_PID makes it stop itself when that parent is gone.
+ */
+function exitWithParent(): void {
+  const parent = Number(process.env.LLMGW_PARENT_PID);
+  if (!Number.isInteger(parent) || parent <= 1) return;
+  const timer = setInterval(() => {
+    try {
+      process.kill(parent, 0);
+    } catch {
+      clearInterval(timer);
+      process.kill(process.pid, "SIGTERM");
+    }
+  }, 1_000);
+  timer.unref();
+}
+
 if (import.meta.main) {
+  exitWithParent();
   let code: number;
   if (missingBunEnv().length > 0) {
     code = await reexecWithBunEnv();

@@ -38,8 +38,12 @@ function formatZodIssues(issues: readonly z.core.$ZodIssue[]): string[] {
 }
 
 const ENV_PREFIX = "LLMGW_";
-/** Variables with the prefix that are not config keys (read elsewhere). */
-const ENV_NOT_CONFIG = new Set(["LLMGW_CONFIG", "LLMGW_REQUIRE_SYSTEM_TESTS"]);
+/**
+ * Only variables naming a top-level config key are overrides; other LLMGW_*
+ * variables belong to other parts of llmgw (LLMGW_CONFIG, LLMGW_AGENT_TOKEN,
+ * LLMGW_PARENT_PID …) and are left alone.
+ */
+const CONFIG_KEYS: ReadonlySet<string> = new Set(Object.keys(configSchema.shape));
 
 /**
  * LLMGW_LISTEN=… sets `listen`; a double underscore descends:
@@ -49,8 +53,9 @@ const ENV_NOT_CONFIG = new Set(["LLMGW_CONFIG", "LLMGW_REQUIRE_SYSTEM_TESTS"]);
 export function applyEnvOverrides(raw: Record<string, unknown>, env: Record<string, string | undefined>): Record<string, unknown> {
   const out = structuredClone(raw);
   for (const [name, value] of Object.entries(env)) {
-    if (!name.startsWith(ENV_PREFIX) || value === undefined || ENV_NOT_CONFIG.has(name)) continue;
+    if (!name.startsWith(ENV_PREFIX) || value === undefined) continue;
     const path = name.slice(ENV_PREFIX.length).toLowerCase().split("__");
+    if (!CONFIG_KEYS.has(path[0]!)) continue;
     let node: Record<string, unknown> = out;
     for (const key of path.slice(0, -1)) {
       const next = node[key];

@@ -5,6 +5,7 @@ import { boolFlag, stringFlag, stringListFlag, UsageError, type CommandSpec, typ
 import { buildConfig, ConfigError } from "../config/load.ts";
 import type { Config } from "../config/types.ts";
 import { flushLogger, initLogger } from "../shared/logger.ts";
+import { shutdownSignal } from "../shared/signals.ts";
 import { startGateway } from "./gateway.ts";
 
 const USAGE = `usage: llmgw serve [--config FILE] [flags]
@@ -99,14 +100,7 @@ export const serveCommand: CommandSpec = {
     if (config.endpoints.length === 0) throw new UsageError("no endpoints: give --upstream URL or a --config file with endpoints");
     const log = initLogger({ role: "serve", level: config.logLevel });
     const gw = await startGateway(config, { log });
-    await new Promise<void>((resolve) => {
-      const onSignal = (sig: string) => {
-        log.info({ signal: sig }, "shutting down");
-        resolve();
-      };
-      process.once("SIGINT", onSignal);
-      process.once("SIGTERM", onSignal);
-    });
+    await shutdownSignal((signal) => log.info({ signal }, "shutting down"));
     await gw.stop();
     flushLogger();
     return 0;

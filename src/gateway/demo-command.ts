@@ -10,6 +10,7 @@ import { numberFlag, stringFlag, type CommandSpec } from "../cli/command.ts";
 import { buildConfig } from "../config/load.ts";
 import { spawnLlmgw, REPO_ROOT, type LlmgwChild } from "../shared/llmgw-child.ts";
 import { flushLogger, initLogger } from "../shared/logger.ts";
+import { shutdownSignal } from "../shared/signals.ts";
 import { startGateway } from "./gateway.ts";
 
 const DEMO_CONFIG = join(REPO_ROOT, "config", "demo.yaml");
@@ -91,10 +92,7 @@ export const demoCommand: CommandSpec = {
       throw err;
     }
     console.log(banner(gw.urls.api, gw.urls.admin, engines.map((e) => e.urls.api ?? e.url)));
-    await new Promise<void>((resolve) => {
-      process.once("SIGINT", () => resolve());
-      process.once("SIGTERM", () => resolve());
-    });
+    await shutdownSignal();
     console.log("\nstopping the gateway and the sim-engines…");
     await gw.stop();
     await stopEngines();

@@ -32,7 +32,7 @@ export async function spawnLlmgw(
   // `script` runs another entry file (e.g. the bench's bare proxy) the same way.
   const proc = Bun.spawn([process.execPath, opts.script ?? CLI_PATH, ...args], {
     cwd: REPO_ROOT,
-    env: childEnv(opts.env),
+    env: childEnv({ LLMGW_PARENT_PID: String(process.pid), ...opts.env }),
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",

@@ -72,7 +72,7 @@ describe("config loading", () => {
   });
 
   test("LLMGW_* environment overrides, nested with a double underscore, typed as YAML scalars", () => {
-    const c = buildConfig({ health: { poll_interval_ms: 100 } }, { LLMGW_LISTEN: "127.0.0.1:1234", LLMGW_HEALTH__POLL_INTERVAL_MS: "500", LLMGW_CONFIG: "ignored.yaml" });
+    const c = buildConfig({ health: { poll_interval_ms: 100 } }, { LLMGW_LISTEN: "127.0.0.1:1234", LLMGW_HEALTH__POLL_INTERVAL_MS: "500", LLMGW_CONFIG: "ignored.yaml", LLMGW_AGENT_TOKEN: "not a config key" });
     expect(c.listen).toEqual({ host: "127.0.0.1", port: 1234 });
     expect(c.health.pollIntervalMs).toBe(500);
     expect(applyEnvOverrides({}, { LLMGW_RETRY__MAX_ATTEMPTS: "2" })).toEqual({ retry: { max_attempts: 2 } });
