@@ -1,39 +1,11 @@
 import { describe, expect, test } from "bun:test";
+import { endpoint, seeded } from "../helpers/scheduling.ts";
 import { FILTER_NAMES, PICKER_NAMES, SCORER_NAMES } from "../../src/config/plugin-names.ts";
 import { excludeTried } from "../../src/scheduling/filters/exclude.ts";
 import { PrefixIndex } from "../../src/scheduling/prefix-index.ts";
 import { FILTERS, PICKERS, SCORERS } from "../../src/scheduling/registry.ts";
 import type { EndpointView, RequestView, SchedulingContext } from "../../src/scheduling/types.ts";
 
-/** Deterministic PRNG (mulberry32) so picks are reproducible. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function endpoint(index: number, over: Partial<EndpointView> = {}): EndpointView {
-  return {
-    index,
-    id: `e${index}`,
-    pool: "default",
-    models: ["m"],
-    ready: true,
-    draining: false,
-    circuitOpen: false,
-    gpuFaulted: false,
-    waiting: 0,
-    running: 0,
-    kvUsage: 0,
-    inflight: 0,
-    ...over,
-  };
-}
 
 /** A fleet with every awkward case: absent metrics, extremes, faults, other models. */
 function awkwardFleet(): EndpointView[] {

@@ -1,25 +1,9 @@
 import { describe, expect, test } from "bun:test";
+import { endpoint } from "../helpers/scheduling.ts";
 import { PrefixIndex } from "../../src/scheduling/prefix-index.ts";
 import { FILTERS, PICKERS, SCORERS } from "../../src/scheduling/registry.ts";
 import type { EndpointView, RequestView, SchedulingContext } from "../../src/scheduling/types.ts";
 
-function endpoint(index: number, over: Partial<EndpointView> = {}): EndpointView {
-  return {
-    index,
-    id: `e${index}`,
-    pool: "default",
-    models: ["m"],
-    ready: true,
-    draining: false,
-    circuitOpen: false,
-    gpuFaulted: false,
-    waiting: 0,
-    running: 0,
-    kvUsage: 0,
-    inflight: 0,
-    ...over,
-  };
-}
 
 const req: RequestView = { model: "m", prefixHashes: [] };
 const ctx = (): SchedulingContext & { prefixIndex: PrefixIndex } => ({ prefixIndex: new PrefixIndex(64) });

@@ -1,37 +1,10 @@
 import { describe, expect, test } from "bun:test";
+import { endpoint, seeded } from "../helpers/scheduling.ts";
 import { prefixHashes } from "../../src/scheduling/prefix-hash.ts";
 import { SchedulingProfile, type SchedulingConfig } from "../../src/scheduling/profile.ts";
 import { FILTERS, PICKERS, SCORERS } from "../../src/scheduling/registry.ts";
 import type { EndpointView, RequestView, Scorer } from "../../src/scheduling/types.ts";
 
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function endpoint(index: number, over: Partial<EndpointView> = {}): EndpointView {
-  return {
-    index,
-    id: `e${index}`,
-    pool: "default",
-    models: ["m"],
-    ready: true,
-    draining: false,
-    circuitOpen: false,
-    gpuFaulted: false,
-    waiting: 0,
-    running: 0,
-    kvUsage: 0,
-    inflight: 0,
-    ...over,
-  };
-}
 
 /** The config schema's defaults. */
 const DEFAULTS: SchedulingConfig = {
