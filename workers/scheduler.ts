@@ -1,25 +1,18 @@
-/** The scheduler worker: a thin shell over src/scheduler/service.ts. */
+/** The scheduler worker: a thin shell over src/scheduler/worker-loop.ts. */
 import type { FromScheduler, ToScheduler } from "../src/protocol/scheduler-messages.ts";
-import { SchedulerService } from "../src/scheduler/service.ts";
-import { EndpointTable } from "../src/shared/endpoint-table.ts";
+import { SchedulerWorkerLoop } from "../src/scheduler/worker-loop.ts";
 
 declare const self: Worker;
 
-let service: SchedulerService | undefined;
-
-function reply(msg: FromScheduler): void {
-  self.postMessage(msg);
-}
+let loop: SchedulerWorkerLoop | undefined;
 
 self.onmessage = (event: MessageEvent<ToScheduler>) => {
   const msg = event.data;
   if (msg.type === "init") {
-    const table = new EndpointTable(msg.endpoints.length, msg.buffer);
-    service = new SchedulerService(table, msg.endpoints, msg.scheduling, msg.staleAfterMs);
-    reply({ type: "ready" });
+    loop = new SchedulerWorkerLoop(msg, (out: FromScheduler) => self.postMessage(out));
+    self.postMessage({ type: "ready" } satisfies FromScheduler);
     return;
   }
-  if (!service) throw new Error(`scheduler worker got '${msg.type}' before init`);
-  const out = service.handle(msg);
-  if (out) reply(out);
+  if (!loop) throw new Error(`scheduler worker got '${msg.type}' before init`);
+  loop.handle(msg);
 };

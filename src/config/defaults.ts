@@ -33,3 +33,18 @@ export const DEFAULT_CIRCUIT_OPEN_MS = 5_000;
 export const DEFAULT_PREFIX_BLOCK_CHARS = 256;
 export const DEFAULT_PREFIX_MAX_BLOCKS = 16;
 export const DEFAULT_PREFIX_LRU_ENTRIES = 100_000;
+
+// Admission.
+export const DEFAULT_BAND_QUEUE_LIMIT = 1_000;
+export const DEFAULT_BAND_TTL_MS = 30_000;
+export const DEFAULT_QUANTUM_TOKENS = 1_000;
+export const DEFAULT_INITIAL_CAPACITY = 8;
+/** Bands with a ceiling of 1 may fill the learned batch capacity plus this fraction (a little engine-side queueing). */
+export const DEFAULT_CAPACITY_HEADROOM = 0.1;
+export const DEFAULT_BAND = "standard";
+/** Highest priority first: interactive traffic never waits; batch degrades first. */
+export const DEFAULT_BANDS: readonly { name: string; ceiling: number; queue_limit: number; ttl_ms: number }[] = [
+  { name: "interactive", ceiling: 2, queue_limit: 1_000, ttl_ms: 30_000 },
+  { name: "standard", ceiling: 1, queue_limit: 5_000, ttl_ms: 60_000 },
+  { name: "batch", ceiling: 0.6, queue_limit: 20_000, ttl_ms: 600_000 },
+];

@@ -3,12 +3,17 @@
  * validation → cross-field checks → a frozen, typed Config. Every failure is a
  * ConfigError listing each offending key path and what was expected.
  */
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml, YAMLParseError } from "yaml";
 import type { z } from "zod";
 import * as D from "./defaults.ts";
 import { configSchema, type ParsedConfig } from "./schema.ts";
 import type { Config, Deadlines, Listen } from "./types.ts";
+
+export function sha256Hex(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
 
 export class ConfigError extends Error {
   readonly issues: readonly string[];
@@ -111,6 +116,28 @@ function crossFieldIssues(c: ParsedConfig): string[] {
     if (scorerSeen.has(s.name)) issues.push(`scheduling.scorers[${i}].name: scorer '${s.name}' listed twice`);
     scorerSeen.add(s.name);
   });
+  const bandIndex = new Map<string, number>();
+  c.admission.bands.forEach((b, i) => {
+    if (bandIndex.has(b.name)) issues.push(`admission.bands[${i}].name: duplicate band '${b.name}'`);
+    else bandIndex.set(b.name, i);
+  });
+  if (!bandIndex.has(c.admission.default_band)) {
+    issues.push(`admission.default_band: unknown band '${c.admission.default_band}' (expected one of ${[...bandIndex.keys()].join(", ")})`);
+  }
+  const keyHashes = new Map<string, number>();
+  c.auth.keys.forEach((k, i) => {
+    if (k.max_band !== undefined && !bandIndex.has(k.max_band)) issues.push(`auth.keys[${i}].max_band: unknown band '${k.max_band}'`);
+    const hash = k.key_sha256 ?? sha256Hex(k.key ?? "");
+    const first = keyHashes.get(hash);
+    if (first !== undefined) issues.push(`auth.keys[${i}]: the same key as auth.keys[${first}]`);
+    else keyHashes.set(hash, i);
+  });
+  if (c.auth.enabled === true && c.auth.keys.length === 0) issues.push("auth.enabled: true needs at least one entry under auth.keys");
+  const tenantNames = new Set<string>();
+  c.tenants.forEach((t, i) => {
+    if (tenantNames.has(t.name)) issues.push(`tenants[${i}].name: duplicate tenant '${t.name}'`);
+    tenantNames.add(t.name);
+  });
   const d = c.deadlines;
   if (d.total_ms !== undefined && d.first_token_ms !== undefined && d.total_ms < d.first_token_ms) {
     issues.push(`deadlines.total_ms: expected at least deadlines.first_token_ms (${d.first_token_ms})`);
@@ -159,6 +186,13 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
   if (cross.length > 0) throw new ConfigError(source, cross);
 
   const deadlines = resolveDeadlines(BUILTIN_DEADLINES, c.deadlines);
+  const bands = c.admission.bands.map((b) => ({ name: b.name, ceiling: b.ceiling, queueLimit: b.queue_limit, ttlMs: b.ttl_ms }));
+  const authEnabled = c.auth.enabled ?? c.auth.keys.length > 0;
+  const warnings: string[] = [];
+  c.auth.keys.forEach((k, i) => {
+    if (k.key !== undefined) warnings.push(`auth.keys[${i}]: a plaintext key in the config; store key_sha256 (${sha256Hex(k.key)}) instead`);
+  });
+  if (!authEnabled) warnings.push("auth is OFF: no API keys are checked and every request is the anonymous tenant (for a trusted network only)");
   const config: Config = {
     listen: parseListen(c.listen),
     adminListen: parseListen(c.admin_listen),
@@ -204,6 +238,26 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       maxRetryAfterMs: c.retry.max_retry_after_ms,
     },
     circuitBreaker: { failureThreshold: c.circuit_breaker.failure_threshold, openMs: c.circuit_breaker.open_ms },
+    auth: {
+      enabled: authEnabled,
+      keys: c.auth.keys.map((k) => ({
+        sha256: k.key_sha256 ?? sha256Hex(k.key ?? ""),
+        tenant: k.tenant,
+        maxBand: bands.findIndex((b) => b.name === (k.max_band ?? c.admission.default_band)),
+      })),
+    },
+    tenants: c.tenants.map((t) => ({ name: t.name, requestsPerMinute: t.requests_per_minute, tokensPerMinute: t.tokens_per_minute })),
+    admission: {
+      enabled: c.admission.enabled,
+      bands,
+      defaultBand: bands.findIndex((b) => b.name === c.admission.default_band),
+      fairness: c.admission.fairness,
+      quantumTokens: c.admission.quantum_tokens,
+      initialCapacity: c.admission.initial_capacity,
+      headroom: c.admission.headroom,
+      staleMetrics: c.admission.stale_metrics,
+    },
+    warnings,
   };
   return deepFreeze(config);
 }

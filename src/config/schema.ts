@@ -118,6 +118,68 @@ export const circuitSchema = z
   })
   .strict();
 
+const bandName = z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, { message: "expected a band name of lowercase letters, digits, '_' or '-'" });
+
+export const bandSchema = z
+  .object({
+    name: bandName,
+    /** The band flows while its pool's saturation is below this; above 1 it never waits. */
+    ceiling: z.number().min(0).max(100),
+    queue_limit: z.number().int().min(0).max(1_000_000).default(D.DEFAULT_BAND_QUEUE_LIMIT),
+    ttl_ms: z.number().int().min(1).max(3_600_000).default(D.DEFAULT_BAND_TTL_MS),
+  })
+  .strict();
+
+export const admissionSchema = z
+  .object({
+    enabled: z.boolean().default(true),
+    /** Ordered, highest priority first. */
+    bands: z.array(bandSchema).min(1).default(D.DEFAULT_BANDS.map((b) => ({ ...b }))),
+    /** Band of requests whose key (or the anonymous tenant) names none. */
+    default_band: bandName.default(D.DEFAULT_BAND),
+    fairness: z.enum(["round-robin", "token-deficit"]).default("round-robin"),
+    /** Token-deficit fairness: tokens a tenant may send per turn. */
+    quantum_tokens: z.number().int().min(1).max(10_000_000).default(D.DEFAULT_QUANTUM_TOKENS),
+    /** Batch capacity assumed for an endpoint until it is learned (set it to the engines' max-num-seqs when known). */
+    initial_capacity: z.number().int().min(1).max(100_000).default(D.DEFAULT_INITIAL_CAPACITY),
+    /** Saturation 1 means inflight = learned capacity × (1 + headroom). */
+    headroom: z.number().min(0).max(10).default(D.DEFAULT_CAPACITY_HEADROOM),
+    /** Engine metrics older than health.stale_after_ms: "ignore" them (inflight alone decides) or count the endpoint as "saturated". */
+    stale_metrics: z.enum(["ignore", "saturated"]).default("ignore"),
+  })
+  .strict();
+
+const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, { message: "expected 64 lowercase hex digits (sha256 of the key)" });
+
+export const apiKeySchema = z
+  .object({
+    /** sha256 of the key, hex. Preferred: the config then holds no secret. */
+    key_sha256: sha256Hex.optional(),
+    /** The key itself: accepted, with a warning at start. */
+    key: z.string().min(8).optional(),
+    tenant: id,
+    /** The highest band this key may use; a request may ask for a lower one. */
+    max_band: bandName.optional(),
+  })
+  .strict()
+  .refine((k) => (k.key_sha256 === undefined) !== (k.key === undefined), { message: "expected exactly one of key_sha256 or key" });
+
+export const authSchema = z
+  .object({
+    /** Default: on when keys are configured. false: a trusted network, every request is the anonymous tenant (logged as a warning). */
+    enabled: z.boolean().optional(),
+    keys: z.array(apiKeySchema).default([]),
+  })
+  .strict();
+
+export const tenantSchema = z
+  .object({
+    name: id,
+    requests_per_minute: z.number().int().min(1).optional(),
+    tokens_per_minute: z.number().int().min(1).optional(),
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     listen: hostPort.default(D.DEFAULT_LISTEN),
@@ -132,6 +194,9 @@ export const configSchema = z
     health: healthSchema.default(healthSchema.parse({})),
     retry: retrySchema.default(retrySchema.parse({})),
     circuit_breaker: circuitSchema.default(circuitSchema.parse({})),
+    auth: authSchema.default(authSchema.parse({})),
+    tenants: z.array(tenantSchema).default([]),
+    admission: admissionSchema.default(admissionSchema.parse({})),
   })
   .strict();
 

@@ -36,6 +36,41 @@ export interface Listen {
   port: number;
 }
 
+export interface BandConfig {
+  name: string;
+  /** Flows while pool saturation < ceiling; > 1 never waits. */
+  ceiling: number;
+  queueLimit: number;
+  ttlMs: number;
+}
+
+export interface ApiKeyConfig {
+  /** sha256 of the key, lowercase hex. */
+  sha256: string;
+  tenant: string;
+  /** Index into admission.bands of the highest band this key may use. */
+  maxBand: number;
+}
+
+export interface TenantConfig {
+  name: string;
+  requestsPerMinute: number | undefined;
+  tokensPerMinute: number | undefined;
+}
+
+export interface AdmissionConfig {
+  enabled: boolean;
+  /** Highest priority first. */
+  bands: readonly BandConfig[];
+  /** Index into bands. */
+  defaultBand: number;
+  fairness: "round-robin" | "token-deficit";
+  quantumTokens: number;
+  initialCapacity: number;
+  headroom: number;
+  staleMetrics: "ignore" | "saturated";
+}
+
 export interface Config {
   listen: Listen;
   adminListen: Listen;
@@ -55,4 +90,10 @@ export interface Config {
   health: { pollIntervalMs: number; timeoutMs: number; staleAfterMs: number };
   retry: { maxAttempts: number; budgetRatio: number; minPerS: number; backoffMs: number; maxRetryAfterMs: number };
   circuitBreaker: { failureThreshold: number; openMs: number };
+  auth: { enabled: boolean; keys: readonly ApiKeyConfig[] };
+  /** Configured tenants (quotas); keys may name tenants without an entry (no quota). */
+  tenants: readonly TenantConfig[];
+  admission: AdmissionConfig;
+  /** Things worth a warning at start (plaintext keys, auth off); logged by serve. */
+  warnings: readonly string[];
 }

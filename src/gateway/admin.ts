@@ -30,7 +30,7 @@ export const endpointStateSchema = z.object({
   kv_usage: z.number().nullable().describe("[0,1]; null when absent"),
   metrics_age_s: z.number().nullable(),
   flavor: z.enum(FLAVOR_CODES),
-  max_running_seen: z.number().int(),
+  capacity: z.number().int().describe("learned batch capacity (0 until the scheduler computed it)"),
   poll_failures: z.number().int(),
 });
 export type EndpointState = z.infer<typeof endpointStateSchema>;
@@ -58,7 +58,7 @@ export function endpointStates(ctx: GatewayContext): EndpointState[] {
       kv_usage: Number.isNaN(kv) ? null : kv,
       metrics_age_s: Number.isNaN(at) ? null : Math.max(0, (now - at) / 1000),
       flavor: FLAVOR_CODES[t.getInt(row, I.FLAVOR)] ?? "unknown",
-      max_running_seen: t.getInt(row, I.MAX_RUNNING_SEEN),
+      capacity: t.getInt(row, I.CAPACITY),
       poll_failures: t.getInt(row, I.POLL_FAILURES),
     };
   });

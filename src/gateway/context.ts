@@ -8,6 +8,8 @@ import type { ModelCatalog } from "./model-catalog.ts";
 import type { DialGuard } from "./proxy/dial-guard.ts";
 import type { RetryBudget } from "./retry-budget.ts";
 import type { SchedulerClient } from "./scheduler-client.ts";
+import type { Authenticator } from "./gates/auth.ts";
+import type { QuotaLimiter } from "./gates/quota.ts";
 
 export interface GatewayContext {
   config: Config;
@@ -21,4 +23,8 @@ export interface GatewayContext {
   log: Logger;
   /** Whether any configured scorer needs prompt-prefix hashes (skip hashing otherwise). */
   usesPrefixHashes: boolean;
+  auth: Authenticator;
+  quota: QuotaLimiter;
+  /** A tenant as a metric label: configured tenants by name, others as "other". */
+  tenantLabel(tenant: string): string;
 }

@@ -8,7 +8,10 @@ import type { Server } from "bun";
 import type { Config } from "../config/types.ts";
 import { GatewayMetrics } from "../metrics/registry.ts";
 import type { FromHealth, ToHealth } from "../protocol/health-messages.ts";
-import { EndpointTable, I } from "../shared/endpoint-table.ts";
+import { AdmissionStatsTable, EndpointTable, I } from "../shared/endpoint-table.ts";
+import { OTHER_TENANT } from "../metrics/names.ts";
+import { Authenticator } from "./gates/auth.ts";
+import { QuotaLimiter } from "./gates/quota.ts";
 import { logger, type Logger } from "../shared/logger.ts";
 import { createAdminApp, createMetricsApp } from "./admin.ts";
 import { CircuitBreakers } from "./circuit-breaker.ts";
@@ -37,19 +40,40 @@ function urlOf(server: { hostname?: string | undefined; port?: number | undefine
 export async function startGateway(config: Config, opts: { log?: Logger; defaultMetrics?: boolean } = {}): Promise<RunningGateway> {
   const log = opts.log ?? logger();
   const table = new EndpointTable(config.endpoints.length);
+  const pools = [...new Set(config.endpoints.map((e) => e.pool))];
+  const bandNames = config.admission.bands.map((b) => b.name);
+  const stats = new AdmissionStatsTable(bandNames.length, pools.length);
   const catalog = new ModelCatalog(config);
-  const metrics = new GatewayMetrics(table, config.endpoints.map((e) => e.id), { defaultMetrics: opts.defaultMetrics ?? true });
+  const metrics = new GatewayMetrics(
+    table,
+    config.endpoints.map((e) => e.id),
+    { defaultMetrics: opts.defaultMetrics ?? true, stats, bandNames, poolNames: pools },
+  );
+  for (const w of config.warnings) log.warn(w);
+  let breakersRef: CircuitBreakers | undefined;
   const scheduler = new SchedulerClient(
-    table.buffer,
-    config.endpoints.map((e, index) => ({ index, id: e.id, pool: e.pool, models: [...(e.models ?? [])] })),
-    config.scheduling,
-    config.health.staleAfterMs,
+    {
+      buffer: table.buffer,
+      statsBuffer: stats.buffer,
+      endpoints: config.endpoints.map((e, index) => ({ index, id: e.id, pool: e.pool, models: [...(e.models ?? [])] })),
+      pools,
+      scheduling: config.scheduling,
+      admission: config.admission,
+      staleAfterMs: config.health.staleAfterMs,
+    },
+    // A grant for a request whose client already left: return the lease.
+    (index) => {
+      table.addInt(index, I.LEASED, -1);
+      breakersRef?.abandon(index);
+    },
   );
   const breakers = new CircuitBreakers(table, config.circuitBreaker, (index, state) => {
     const id = config.endpoints[index]?.id ?? String(index);
     metrics.circuitTransitions.inc({ endpoint: id, state });
     log.warn({ endpoint: id, state }, "circuit breaker");
   });
+  breakersRef = breakers;
+  const tenantNames = new Set(config.tenants.map((t) => t.name));
   const ctx: GatewayContext = {
     config,
     catalog,
@@ -61,6 +85,9 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     metrics,
     log,
     usesPrefixHashes: config.scheduling.scorers.some((s) => s.name === "prefix-affinity" && s.weight > 0),
+    auth: new Authenticator(config.auth, config.admission),
+    quota: new QuotaLimiter(config.tenants),
+    tenantLabel: (tenant) => (tenantNames.has(tenant) ? tenant : OTHER_TENANT),
   };
 
   const health = new Worker(HEALTH_WORKER_URL.href);

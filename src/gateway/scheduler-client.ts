@@ -1,6 +1,8 @@
 /**
- * The main thread's side of the scheduler worker: sends schedule requests by
- * postMessage and resolves each with its grant (endpoint row) or rejection.
+ * The main thread's side of the scheduler worker: sends admit / schedule
+ * requests by postMessage and resolves each with its grant (endpoint row) or
+ * rejection. A request whose client leaves while it waits is cancelled in the
+ * worker at once; a grant that raced the cancel has its lease returned.
  */
 import type { Config } from "../config/types.ts";
 import type { EndpointDescriptor, FromScheduler, GrantDetail, ToScheduler } from "../protocol/scheduler-messages.ts";
@@ -10,9 +12,31 @@ export interface Grant extends GrantDetail {
   index: number;
 }
 
+/** A rejection from the worker, with what the metrics need. */
+export class SchedulerRejection extends LlmgwError {
+  constructor(
+    code: ConstructorParameters<typeof LlmgwError>[0],
+    message: string,
+    readonly waitedMs: number,
+    retryAfterS: number | undefined,
+  ) {
+    super(code, message, retryAfterS === undefined ? {} : { retryAfterS });
+  }
+}
+
 type Pending = { resolve: (g: Grant) => void; reject: (e: LlmgwError) => void; onDrops: (d: Record<string, number>) => void };
 
 const WORKER_URL = new URL("../../workers/scheduler.ts", import.meta.url);
+
+export interface SchedulerInit {
+  buffer: SharedArrayBuffer;
+  statsBuffer: SharedArrayBuffer;
+  endpoints: EndpointDescriptor[];
+  pools: string[];
+  scheduling: Config["scheduling"];
+  admission: Config["admission"];
+  staleAfterMs: number;
+}
 
 export class SchedulerClient {
   private readonly worker: Worker;
@@ -20,7 +44,8 @@ export class SchedulerClient {
   private nextId = 1;
   private readonly ready: Promise<void>;
 
-  constructor(buffer: SharedArrayBuffer, endpoints: EndpointDescriptor[], scheduling: Config["scheduling"], staleAfterMs: number) {
+  /** `onOrphanGrant(index)`: a grant arrived for a request that was already abandoned; return its lease. */
+  constructor(init: SchedulerInit, private readonly onOrphanGrant: (index: number) => void) {
     this.worker = new Worker(WORKER_URL.href);
     let markReady: () => void = () => {};
     this.ready = new Promise((r) => (markReady = r));
@@ -32,14 +57,18 @@ export class SchedulerClient {
           return;
         case "grant": {
           const p = this.take(msg.id);
-          p?.onDrops(msg.drops);
-          p?.resolve({ index: msg.index, scores: msg.scores, drops: msg.drops });
+          if (!p) {
+            this.onOrphanGrant(msg.index);
+            return;
+          }
+          p.onDrops(msg.drops);
+          p.resolve({ index: msg.index, scores: msg.scores, drops: msg.drops, waitedMs: msg.waitedMs });
           return;
         }
         case "reject": {
           const p = this.take(msg.id);
           p?.onDrops(msg.drops);
-          p?.reject(new LlmgwError(msg.error.code, msg.error.message));
+          p?.reject(new SchedulerRejection(msg.error.code, msg.error.message, msg.waitedMs, msg.error.retryAfterS));
           return;
         }
         default: {
@@ -48,7 +77,7 @@ export class SchedulerClient {
         }
       }
     };
-    this.post({ type: "init", buffer, endpoints, scheduling, staleAfterMs });
+    this.post({ type: "init", ...init });
   }
 
   whenReady(): Promise<void> {
@@ -69,12 +98,49 @@ export class SchedulerClient {
     this.post({ type: "models", index, models });
   }
 
-  schedule(model: string, prefixHashes: number[], exclude: number[], onDrops: (d: Record<string, number>) => void): Promise<Grant> {
+  private request(msg: (id: number) => ToScheduler, signal: AbortSignal, onDrops: (d: Record<string, number>) => void): Promise<Grant> {
     const id = this.nextId++;
     return new Promise<Grant>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, onDrops });
-      this.post({ type: "schedule", id, model, prefixHashes, exclude });
+      if (signal.aborted) return reject(new LlmgwError("INTERNAL_ERROR", "client went away"));
+      const onAbort = () => {
+        if (!this.pending.delete(id)) return;
+        this.post({ type: "cancel", id });
+        reject(new LlmgwError("INTERNAL_ERROR", "client went away"));
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      const done = () => signal.removeEventListener("abort", onAbort);
+      this.pending.set(id, {
+        resolve: (g) => {
+          done();
+          resolve(g);
+        },
+        reject: (e) => {
+          done();
+          reject(e);
+        },
+        onDrops,
+      });
+      this.post(msg(id));
     });
+  }
+
+  /** A new request: admission (may wait in its band's queue), then scoring. */
+  admit(
+    req: { model: string; band: number; tenant: string; estTokens: number; prefixHashes: number[] },
+    signal: AbortSignal,
+    onDrops: (d: Record<string, number>) => void,
+  ): Promise<Grant> {
+    return this.request((id) => ({ type: "admit", id, ...req }), signal, onDrops);
+  }
+
+  /** A retry of an admitted request: scoring only. */
+  schedule(model: string, prefixHashes: number[], exclude: number[], signal: AbortSignal, onDrops: (d: Record<string, number>) => void): Promise<Grant> {
+    return this.request((id) => ({ type: "schedule", id, model, prefixHashes, exclude }), signal, onDrops);
+  }
+
+  /** A request finished: queued ones may move. */
+  release(): void {
+    this.post({ type: "release" });
   }
 
   terminate(): void {

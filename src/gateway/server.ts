@@ -10,6 +10,8 @@ import { LlmgwError, asLlmgwError, errorResponse } from "../shared/errors.ts";
 import type { GatewayContext } from "./context.ts";
 import { dispatchInference, type Finish } from "./proxy/dispatch.ts";
 import { parseInferenceBody, readBodyLimited } from "./request-parse.ts";
+import type { Principal } from "./gates/auth.ts";
+import { estimateTokens } from "./gates/quota.ts";
 
 const ROUTES: Record<string, Route> = {
   "/v1/chat/completions": "chat",
@@ -66,12 +68,22 @@ async function handleInference(ctx: GatewayContext, req: Request, server: Server
       "request",
     );
   };
+  let quotaHeaders: Record<string, string> = {};
   const reject = (err: LlmgwError, outcome: Outcome): Response => {
     record({ outcome, status: err.status, endpoint: undefined, attempts: 0, usage: undefined, error: err.message });
-    return errorResponse(err, { "x-request-id": requestId });
+    return errorResponse(err, { "x-request-id": requestId, ...quotaHeaders });
   };
 
   try {
+    // Gates, in order: auth (before reading a body), then quota (needs the token estimate).
+    let principal: Principal;
+    try {
+      principal = ctx.auth.authenticate(req.headers);
+    } catch (err) {
+      const e = asLlmgwError(err);
+      if (e.code === "INVALID_API_KEY") ctx.metrics.admissionRejections.inc({ band: "none", reason: "unauthorized" });
+      return reject(e, "rejected");
+    }
     const raw = await readBodyLimited(req, ctx.config.maxBodyBytes);
     const body = parseInferenceBody(raw, route);
     stream = body.stream === true;
@@ -80,6 +92,15 @@ async function handleInference(ctx: GatewayContext, req: Request, server: Server
       return reject(new LlmgwError("MODEL_NOT_FOUND", `The model '${body.model}' does not exist`, { param: "model" }), "client_error");
     }
     modelLabel = model;
+    const estTokens = estimateTokens(body);
+    try {
+      quotaHeaders = ctx.quota.admit(principal.tenant, estTokens, Date.now()).headers;
+    } catch (err) {
+      const e = asLlmgwError(err);
+      ctx.metrics.admissionRejections.inc({ band: principal.bandName, reason: "rate_limited" });
+      return reject(e, "rejected");
+    }
+    const tenant = principal.tenant;
     // Long prefills send nothing for a while; Bun's idle timeout would cut
     // them. The dispatcher enforces the request's own deadlines instead.
     server.timeout(req, 0);
@@ -97,10 +118,22 @@ async function handleInference(ctx: GatewayContext, req: Request, server: Server
         requestId,
         arrivedAt,
         signal: req.signal,
+        band: principal.band,
+        tenant,
+        estTokens,
       },
-      record,
+      (f) => {
+        // Correct the token estimate with the engine's usage; a request that
+        // never reached an engine gets its tokens back.
+        if (f.usage) ctx.quota.settle(tenant, estTokens, f.usage.prompt_tokens + f.usage.completion_tokens, Date.now());
+        else if (f.attempts === 0) ctx.quota.refund(tenant, estTokens, Date.now());
+        ctx.scheduler.release();
+        record(f);
+      },
+      quotaHeaders,
     );
   } catch (err) {
+    if (req.signal.aborted) return reject(new LlmgwError("INTERNAL_ERROR", "client went away while sending the body"), "cancelled");
     const e = asLlmgwError(err);
     if (e.code === "INTERNAL_ERROR") ctx.log.error({ err, request_id: requestId }, "request failed");
     return reject(e, e.status < 500 ? "client_error" : "upstream_error");

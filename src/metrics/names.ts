@@ -12,7 +12,8 @@ export const OUTCOMES = [
   "no_endpoint", // nothing ready served the model
   "upstream_error", // every attempt failed before the first byte
   "stream_error", // the stream broke after the first byte
-  "timeout", // a deadline fired
+  "timeout", // a deadline fired (or the admission TTL)
+  "rejected", // admission queue full, quota, or authentication
 ] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 
@@ -30,6 +31,13 @@ export const ATTEMPT_FAILURES = [
   "total_timeout",
 ] as const;
 export type AttemptFailure = (typeof ATTEMPT_FAILURES)[number];
+
+/** Why admission (or a gate before it) turned a request away. */
+export const ADMISSION_REJECTIONS = ["queue_full", "ttl_expired", "cancelled", "rate_limited", "unauthorized"] as const;
+export type AdmissionRejection = (typeof ADMISSION_REJECTIONS)[number];
+
+/** Tenant label for tenants that are not configured (keys may name any tenant). */
+export const OTHER_TENANT = "other";
 
 export const ROUTES = ["chat", "completions", "embeddings"] as const;
 export type Route = (typeof ROUTES)[number];
@@ -54,5 +62,11 @@ export const M = {
   endpointMetricsAge: { name: "llmgw_endpoint_metrics_age_seconds", help: "Age of the engine metrics the router scores on (absent when never scraped).", labels: ["endpoint"] },
   circuitTransitions: { name: "llmgw_circuit_transitions_total", help: "Circuit breaker state changes by endpoint and new state.", labels: ["endpoint", "state"] },
   overhead: { name: "llmgw_router_overhead_seconds", help: "Time the router adds before the upstream request is sent (parse, gates, scheduling).", labels: [] },
+  admissionQueueDepth: { name: "llmgw_admission_queue_depth", help: "Requests waiting in each band's admission queue.", labels: ["band"] },
+  admissionWait: { name: "llmgw_admission_wait_seconds", help: "Time requests waited for admission, by band (granted or not).", labels: ["band"] },
+  admissionRejections: { name: "llmgw_admission_rejections_total", help: "Requests turned away before an engine, by band and reason.", labels: ["band", "reason"] },
+  admissionGrants: { name: "llmgw_admission_grants_total", help: "Requests admitted, by band and tenant (configured tenants; others are 'other').", labels: ["band", "tenant"] },
+  poolSaturation: { name: "llmgw_pool_saturation", help: "Pool saturation: the worse of queue pressure and KV occupancy (1 = learned capacity × (1 + headroom)).", labels: ["pool"] },
+  endpointCapacity: { name: "llmgw_endpoint_capacity", help: "Learned batch capacity of each endpoint (highest running seen while requests waited; else max(initial, high-water)).", labels: ["endpoint"] },
   malformedEvents: { name: "llmgw_upstream_malformed_events_total", help: "SSE events from engines that were not valid and were dropped.", labels: ["endpoint"] },
 } as const;

@@ -3,13 +3,14 @@
  * plus per-endpoint gauges read from the SharedArrayBuffer at scrape time.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import { EndpointTable, F, I } from "../shared/endpoint-table.ts";
+import { AdmissionStatsTable, EndpointTable, F, I } from "../shared/endpoint-table.ts";
 import { SCORER_NAMES } from "../config/plugin-names.ts";
 import { M } from "./names.ts";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1];
 const ITL_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 5];
+const WAIT_BUCKETS = [0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 const SCORE_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1];
 
 export interface ModelSeries {
@@ -35,7 +36,15 @@ export class GatewayMetrics {
   /** Label-bound children of the per-token series, so the relay hashes no labels per event. */
   private readonly modelSeriesCache = new Map<string, ModelSeries>();
 
-  constructor(table: EndpointTable, endpointIds: readonly string[], opts: { defaultMetrics?: boolean } = {}) {
+  readonly admissionWait;
+  readonly admissionRejections;
+  readonly admissionGrants;
+
+  constructor(
+    table: EndpointTable,
+    endpointIds: readonly string[],
+    opts: { defaultMetrics?: boolean; stats?: AdmissionStatsTable; bandNames?: readonly string[]; poolNames?: readonly string[] } = {},
+  ) {
     const r = [this.registry];
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
     const counter = <L extends string>(d: { name: string; help: string; labels: readonly L[] }) =>
@@ -56,6 +65,9 @@ export class GatewayMetrics {
     this.circuitTransitions = counter(M.circuitTransitions);
     this.overhead = histogram(M.overhead, OVERHEAD_BUCKETS);
     this.malformedEvents = counter(M.malformedEvents);
+    this.admissionWait = histogram(M.admissionWait, WAIT_BUCKETS);
+    this.admissionRejections = counter(M.admissionRejections);
+    this.admissionGrants = counter(M.admissionGrants);
 
     for (const scorer of SCORER_NAMES) this.scorerScore.labels({ scorer });
     // Endpoint gauges are read from the shared table when scraped, so they
@@ -74,6 +86,35 @@ export class GatewayMetrics {
           });
         },
       });
+    fromTable(M.endpointCapacity, (row) => {
+      const c = table.getInt(row, I.CAPACITY);
+      return c > 0 ? c : undefined;
+    });
+    const stats = opts.stats;
+    if (stats) {
+      const bandNames = opts.bandNames ?? [];
+      const poolNames = opts.poolNames ?? [];
+      new Gauge<"band">({
+        ...M.admissionQueueDepth,
+        labelNames: M.admissionQueueDepth.labels,
+        registers: r,
+        collect() {
+          bandNames.forEach((band, i) => this.set({ band }, stats.depth(i)));
+        },
+      });
+      new Gauge<"pool">({
+        ...M.poolSaturation,
+        labelNames: M.poolSaturation.labels,
+        registers: r,
+        collect() {
+          this.reset();
+          poolNames.forEach((pool, i) => {
+            const v = stats.saturation(i);
+            if (Number.isFinite(v)) this.set({ pool }, v);
+          });
+        },
+      });
+    }
     fromTable(M.endpointInflight, (row) => table.getInt(row, I.INFLIGHT) + table.getInt(row, I.LEASED));
     fromTable(M.endpointReady, (row) => table.getInt(row, I.READY));
     fromTable(M.endpointCircuit, (row) => table.getInt(row, I.CIRCUIT));

@@ -1,28 +1,35 @@
 /**
- * The scheduler worker's logic (workers/scheduler.ts is its thin shell):
- * answers each schedule request with a grant — the endpoint chosen by the
- * scheduling profile over the shared endpoint table — and counts the grant as
+ * Scoring in the scheduler worker: picks the endpoint for a request with the
+ * scheduling profile over the shared endpoint table, and counts the grant as
  * a lease in the table at once, so a simultaneous burst sees its own grants.
  */
 import type { Config } from "../config/types.ts";
-import type { EndpointDescriptor, FromScheduler, ToScheduler } from "../protocol/scheduler-messages.ts";
+import type { EndpointDescriptor, FromScheduler } from "../protocol/scheduler-messages.ts";
 import { SchedulingProfile } from "../scheduling/profile.ts";
 import { CIRCUIT_HALF_OPEN, CIRCUIT_PROBING, EndpointTable, I } from "../shared/endpoint-table.ts";
 import { readEndpointView } from "./endpoint-views.ts";
 
-type ScheduleMessage = Extract<ToScheduler, { type: "schedule" }>;
+export interface ScoreRequest {
+  id: number;
+  model: string;
+  prefixHashes: readonly number[];
+  exclude: readonly number[];
+  /** Time the request spent queued for admission, ms. */
+  waitedMs: number;
+}
 
 export class SchedulerService {
-  private readonly table: EndpointTable;
-  private readonly endpoints: EndpointDescriptor[];
+  readonly endpoints: EndpointDescriptor[];
   private readonly profile: SchedulingProfile;
-  private readonly staleAfterMs: number;
 
-  constructor(table: EndpointTable, endpoints: EndpointDescriptor[], scheduling: Config["scheduling"], staleAfterMs: number) {
-    this.table = table;
+  constructor(
+    private readonly table: EndpointTable,
+    endpoints: EndpointDescriptor[],
+    scheduling: Config["scheduling"],
+    private readonly staleAfterMs: number,
+  ) {
     this.endpoints = endpoints.map((e) => ({ ...e, models: [...e.models] }));
     this.profile = new SchedulingProfile(scheduling);
-    this.staleAfterMs = staleAfterMs;
   }
 
   setModels(index: number, models: string[]): void {
@@ -30,46 +37,24 @@ export class SchedulerService {
     if (d) d.models = models;
   }
 
-  schedule(msg: ScheduleMessage, random: () => number = Math.random): FromScheduler {
+  schedule(req: ScoreRequest, random: () => number = Math.random): Extract<FromScheduler, { type: "grant" | "reject" }> {
     const now = Date.now();
-    const views = this.endpoints.map((d) => {
-      const v = readEndpointView(this.table, d, now, this.staleAfterMs);
-      // Learned batch capacity: the highest running count ever observed.
-      if (v.running !== undefined && v.running > this.table.getInt(d.index, I.MAX_RUNNING_SEEN)) {
-        this.table.setInt(d.index, I.MAX_RUNNING_SEEN, v.running);
-      }
-      return v;
-    });
-    const exclude = msg.exclude.length > 0 ? new Set(msg.exclude) : undefined;
-    const decision = this.profile.schedule({ model: msg.model, prefixHashes: msg.prefixHashes, exclude }, views, random);
+    const views = this.endpoints.map((d) => readEndpointView(this.table, d, now, this.staleAfterMs));
+    const exclude = req.exclude.length > 0 ? new Set(req.exclude) : undefined;
+    const decision = this.profile.schedule({ model: req.model, prefixHashes: req.prefixHashes, exclude }, views, random);
     const chosen = decision.endpoint;
     if (!chosen) {
       return {
         type: "reject",
-        id: msg.id,
+        id: req.id,
         drops: { ...decision.drops },
-        error: { code: "NO_READY_ENDPOINT", message: `no ready endpoint serves model '${msg.model}'` },
+        waitedMs: req.waitedMs,
+        error: { code: "NO_READY_ENDPOINT", message: `no ready endpoint serves model '${req.model}'` },
       };
     }
     // A half-open circuit admits exactly one probe request.
     this.table.casInt(chosen.index, I.CIRCUIT, CIRCUIT_HALF_OPEN, CIRCUIT_PROBING);
     this.table.addInt(chosen.index, I.LEASED, 1);
-    return { type: "grant", id: msg.id, index: chosen.index, scores: { ...decision.scores }, drops: { ...decision.drops } };
-  }
-
-  handle(msg: ToScheduler): FromScheduler | undefined {
-    switch (msg.type) {
-      case "init":
-        return undefined; // handled by the shell, which constructs this service
-      case "models":
-        this.setModels(msg.index, msg.models);
-        return undefined;
-      case "schedule":
-        return this.schedule(msg);
-      default: {
-        const unreachable: never = msg;
-        throw new Error(`unknown message ${JSON.stringify(unreachable)}`);
-      }
-    }
+    return { type: "grant", id: req.id, index: chosen.index, scores: { ...decision.scores }, drops: { ...decision.drops }, waitedMs: req.waitedMs };
   }
 }

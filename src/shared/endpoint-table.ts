@@ -31,8 +31,8 @@ export const I = {
   FLAVOR: 9,
   /** health: consecutive failed polls. */
   POLL_FAILURES: 10,
-  /** scheduler: the highest running count observed (learned batch capacity). */
-  MAX_RUNNING_SEEN: 11,
+  /** scheduler: the endpoint's learned batch capacity (see src/admission/saturation.ts). */
+  CAPACITY: 11,
 } as const;
 const INT_STRIDE = 16;
 
@@ -105,5 +105,39 @@ export class EndpointTable {
   optionalInt(row: number, field: number): number | undefined {
     const v = this.getInt(row, field);
     return v < 0 ? undefined : v;
+  }
+}
+
+/**
+ * Admission figures the scheduler worker publishes for the metrics collector:
+ * queue depth per band and saturation per pool (Float64, written by the
+ * scheduler worker only).
+ */
+export class AdmissionStatsTable {
+  readonly buffer: SharedArrayBuffer;
+  private readonly values: Float64Array;
+
+  constructor(
+    readonly bands: number,
+    readonly pools: number,
+    buffer?: SharedArrayBuffer,
+  ) {
+    this.buffer = buffer ?? new SharedArrayBuffer((bands + pools) * 8);
+    this.values = new Float64Array(this.buffer);
+    if (!buffer) this.values.fill(NaN, bands);
+  }
+
+  setDepth(band: number, depth: number): void {
+    this.values[band] = depth;
+  }
+  depth(band: number): number {
+    return this.values[band] ?? 0;
+  }
+  setSaturation(pool: number, value: number): void {
+    this.values[this.bands + pool] = value;
+  }
+  /** NaN until the worker computed it. */
+  saturation(pool: number): number {
+    return this.values[this.bands + pool] ?? NaN;
   }
 }

@@ -6,12 +6,12 @@
  * an engine's Retry-After, never repeating a request the engine rejected as
  * invalid. After the first byte, the SSE relay owns the request.
  */
-import type { AttemptFailure, Outcome, Route } from "../../metrics/names.ts";
+import type { AdmissionRejection, AttemptFailure, Outcome, Route } from "../../metrics/names.ts";
 import { I } from "../../shared/endpoint-table.ts";
 import { LlmgwError, errorResponse, type ErrorCode } from "../../shared/errors.ts";
 import type { GatewayContext } from "../context.ts";
 import type { InferenceBody } from "../request-parse.ts";
-import type { Grant } from "../scheduler-client.ts";
+import { SchedulerRejection, type Grant } from "../scheduler-client.ts";
 import { relayStream, type RelayEnd, type Usage } from "./sse-relay.ts";
 import { attemptUpstream, type AttemptFailed } from "./upstream.ts";
 
@@ -31,6 +31,10 @@ export interface InferenceRequest {
   /** performance.now() at arrival. */
   arrivedAt: number;
   signal: AbortSignal;
+  /** Admission: band index, tenant, estimated tokens. */
+  band: number;
+  tenant: string;
+  estTokens: number;
 }
 
 /** How a request ended, reported once for metrics and the audit line. */
@@ -121,9 +125,22 @@ function usageOf(json: Uint8Array): Usage | undefined {
   }
 }
 
-export async function dispatchInference(ctx: GatewayContext, req: InferenceRequest, finish: (f: Finish) => void): Promise<Response> {
+/** Admission metrics for a request's first scheduling decision. */
+function observeAdmission(ctx: GatewayContext, req: InferenceRequest, waitedMs: number, rejected: AdmissionRejection | undefined): void {
+  const band = ctx.config.admission.bands[req.band]?.name ?? "unknown";
+  ctx.metrics.admissionWait.observe({ band }, waitedMs / 1000);
+  if (rejected) ctx.metrics.admissionRejections.inc({ band, reason: rejected });
+  else ctx.metrics.admissionGrants.inc({ band, tenant: ctx.tenantLabel(req.tenant) });
+}
+
+export async function dispatchInference(
+  ctx: GatewayContext,
+  req: InferenceRequest,
+  finish: (f: Finish) => void,
+  extraHeaders: Record<string, string> = {},
+): Promise<Response> {
   const { config, catalog, table, scheduler, breakers, metrics } = ctx;
-  const baseHeaders: Record<string, string> = { "x-request-id": req.requestId };
+  const baseHeaders: Record<string, string> = { ...extraHeaders, "x-request-id": req.requestId };
   const chain = [req.model, ...catalog.fallbacksOf(req.model)];
   ctx.budget.deposit();
 
@@ -158,11 +175,26 @@ export async function dispatchInference(ctx: GatewayContext, req: InferenceReque
       if (totalLeftMs <= 0) return fail(new LlmgwError("UPSTREAM_TOTAL_TIMEOUT", "the request exceeded its total deadline before an engine answered"), "timeout");
 
       let grant: Grant;
+      const onDrops = (drops: Record<string, number>) => {
+        for (const [filter, n] of Object.entries(drops)) if (n > 0) metrics.filterDrops.inc({ filter }, n);
+      };
       try {
-        grant = await scheduler.schedule(model, req.prefixHashes, exclude, (drops) => {
-          for (const [filter, n] of Object.entries(drops)) if (n > 0) metrics.filterDrops.inc({ filter }, n);
-        });
+        // The first attempt goes through admission (it may wait in its band's
+        // queue); retries and fallbacks of an admitted request only score.
+        grant =
+          attempts === 0 && m === 0
+            ? await scheduler.admit({ model, band: req.band, tenant: req.tenant, estTokens: req.estTokens, prefixHashes: req.prefixHashes }, req.signal, onDrops)
+            : await scheduler.schedule(model, req.prefixHashes, exclude, req.signal, onDrops);
+        if (attempts === 0 && m === 0) observeAdmission(ctx, req, grant.waitedMs, undefined);
       } catch (err) {
+        if (req.signal.aborted) {
+          if (attempts === 0 && m === 0) observeAdmission(ctx, req, performance.now() - req.arrivedAt, "cancelled");
+          return fail(new LlmgwError("INTERNAL_ERROR", "client went away"), "cancelled");
+        }
+        if (err instanceof SchedulerRejection && (err.code === "ADMISSION_QUEUE_FULL" || err.code === "ADMISSION_TTL_EXPIRED")) {
+          observeAdmission(ctx, req, err.waitedMs, err.code === "ADMISSION_QUEUE_FULL" ? "queue_full" : "ttl_expired");
+          return fail(err, err.code === "ADMISSION_QUEUE_FULL" ? "rejected" : "timeout");
+        }
         // Nothing (else) ready for this model: try the next one in the chain.
         if (attempts === 0 || !(last && !(last instanceof LlmgwError))) last = err instanceof LlmgwError ? err : new LlmgwError("NO_READY_ENDPOINT", String(err));
         continue chain;
