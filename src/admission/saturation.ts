@@ -7,15 +7,21 @@
  * leased: a grant counts at once, so a simultaneous burst sees itself), which
  * never lags, against each endpoint's batch capacity. Capacity is not in the
  * engines' metric contract, so it is learned: the highest running count seen
- * while the engine also had requests waiting is its real batch limit; until
- * an engine has been seen queueing, the capacity is the larger of the
- * configured initial guess and the highest running count seen so far.
+ * while the engine also had requests waiting is its real batch limit. Until
+ * an engine has been seen queueing, its limit is unknown and the estimate
+ * keeps room to grow — twice the highest running count seen (at least the
+ * configured initial guess) — so traffic can push the engine until it queues
+ * and reveals its limit (a few scrape intervals), instead of being capped
+ * forever at a guess.
  *
- *   capacity_e   = learned_e ?? max(initial_capacity, high_water_running_e)
+ *   capacity_e   = learned_e ?? max(initial_capacity, 2 × high_water_running_e)
  *   queue        = Σ inflight_e / (Σ capacity_e × (1 + headroom))
  *   kv           = mean KV usage of the pool's ready endpoints (stale → policy)
  *   saturation   = max(queue, kv)
  */
+
+/** Room an endpoint whose limit is not known yet gets over its high-water mark. */
+const UNLEARNED_GROWTH = 2;
 
 export interface CapacityObservation {
   running: number | undefined;
@@ -42,7 +48,7 @@ export class CapacityLearner {
   }
 
   capacity(index: number): number {
-    return this.learned[index] ?? Math.max(this.initialCapacity, this.highWater[index] ?? 0);
+    return this.learned[index] ?? Math.max(this.initialCapacity, UNLEARNED_GROWTH * (this.highWater[index] ?? 0));
   }
 
   isLearned(index: number): boolean {

@@ -18,7 +18,7 @@ export interface BenchScenario {
 const SCENARIOS: Record<string, { summary: string; load?: () => Promise<BenchScenario> }> = {
   sim: { summary: "concurrent streams one sim-engine sustains, and at what CPU cost", load: async () => (await import("./sim-scenario.ts")).simScenario },
   overhead: { summary: "latency llmgw adds: direct vs bare Bun proxy vs llmgw, interleaved", load: async () => (await import("./overhead-scenario.ts")).overheadScenario },
-  admission: { summary: "platinum TTFT under bronze load, admission on and off (not built yet)" },
+  admission: { summary: "platinum TTFT under bronze load, admission on and off", load: async () => (await import("./admission-scenario.ts")).admissionScenario },
 };
 
 function usage(): string {

@@ -7,8 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { parsePrometheusText, sumSamples } from "../../src/engines/prom-text.ts";
-import { timedStream } from "../../src/bench/stream-client.ts";
-import { startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
+import { concurrentStreams } from "../helpers/concurrent-streams.ts";
+import { counterValue, startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
 let sims: Sim[];
@@ -43,11 +43,25 @@ function body(maxTokens: number, content = "tell me a story"): string {
 describe("1,000 concurrent streams", () => {
   test("all complete with zero errors, spread over all three engines", async () => {
     const url = `${gw.api}/v1/chat/completions`;
-    const results = await Promise.all(Array.from({ length: 1000 }, (_, i) => timedStream(url, body(10, `story ${i}`))));
-    const errors = results.filter((r) => !r.ok);
-    expect(errors.slice(0, 3)).toEqual([]);
-    // role chunk + 10 tokens (the last carries finish_reason) + [DONE]; no error events
-    expect(results.every((r) => r.events === 12)).toBe(true);
+    let peak = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      // Requests the gateway holds at once: dispatched plus waiting for admission.
+      while (sampling) {
+        const m = await gw.metrics();
+        peak = Math.max(peak, counterValue(m, "llmgw_endpoint_inflight") + counterValue(m, "llmgw_admission_queue_depth"));
+        await Bun.sleep(5);
+      }
+    })();
+    const r = await concurrentStreams({ url, bodies: Array.from({ length: 1000 }, (_, i) => body(10, `story ${i}`)) });
+    sampling = false;
+    await sampler;
+    expect(r.firstErrors).toEqual([]);
+    expect(r.errors).toBe(0);
+    // role chunk + 10 tokens (the last carries finish_reason) + [DONE] for every stream; no error events
+    expect(r.eventCounts).toEqual({ "12": 1000 });
+    // They really were concurrent through the gateway (Bun's client default would cap this at 256).
+    expect(peak).toBeGreaterThan(600);
     const served = await Promise.all(sims.map(async (s) => Number((await s.state()).requests_total ?? 0)));
     expect(served.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(1000);
     for (const n of served) expect(n).toBeGreaterThan(100);
@@ -59,16 +73,9 @@ describe("client disconnects free KV blocks everywhere", () => {
   test("300 clients leaving mid-stream", async () => {
     const url = `${gw.api}/v1/chat/completions`;
     const before = await Promise.all(sims.map(async (s) => Number((await s.state()).disconnects ?? 0)));
-    await Promise.all(
-      Array.from({ length: 300 }, async () => {
-        const ac = new AbortController();
-        const res = await fetch(url, { method: "POST", body: body(200), signal: ac.signal });
-        const reader = res.body!.getReader();
-        for (let k = 0; k < 3; k++) await reader.read(); // a few events in, then leave
-        ac.abort();
-        await reader.cancel().catch(() => {});
-      }),
-    );
+    // A few events in, then leave.
+    const r = await concurrentStreams({ url, bodies: Array.from({ length: 300 }, () => body(200)), abortAfterChunks: 3 });
+    expect(r.aborted).toBe(300);
     await waitUntil(everythingIdle, { what: "KV blocks freed on every engine", timeoutMs: 5_000 });
     const after = await Promise.all(sims.map(async (s) => Number((await s.state()).disconnects ?? 0)));
     expect(after.reduce((a, b) => a + b, 0) - before.reduce((a, b) => a + b, 0)).toBe(300);
@@ -79,15 +86,8 @@ describe("client disconnects free KV blocks everywhere", () => {
     try {
       const url = `${gw.api}/v1/chat/completions`;
       const before = await Promise.all(sims.map(async (s) => Number((await s.state()).disconnects ?? 0)));
-      await Promise.all(
-        Array.from({ length: 50 }, async () => {
-          const ac = new AbortController();
-          const p = fetch(url, { method: "POST", body: body(20), signal: ac.signal }).catch(() => undefined);
-          await Bun.sleep(400);
-          ac.abort();
-          await p;
-        }),
-      );
+      const r = await concurrentStreams({ url, bodies: Array.from({ length: 50 }, () => body(20)), abortAfterMs: 400 });
+      expect(r.aborted).toBe(50);
       // Well before the 3 s prefill would have ended.
       await waitUntil(everythingIdle, { what: "prefill aborted on every engine", timeoutMs: 2_000 });
       const after = await Promise.all(sims.map(async (s) => Number((await s.state()).disconnects ?? 0)));

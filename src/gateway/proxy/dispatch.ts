@@ -200,13 +200,17 @@ export async function dispatchInference(
         continue chain;
       }
       const index = grant.index;
-      table.addInt(index, I.LEASED, -1);
       if (req.signal.aborted) {
+        table.addInt(index, I.LEASED, -1);
         breakers.abandon(index);
         return fail(new LlmgwError("INTERNAL_ERROR", "client went away"), "cancelled");
       }
       for (const [scorer, score] of Object.entries(grant.scores)) metrics.scorerScore.observe({ scorer }, score);
+      // Lease → inflight, in this order: the scheduler worker may read between
+      // the two steps, and a transient over-count is safe where an
+      // under-count would let one request too many through.
       table.addInt(index, I.INFLIGHT, 1);
+      table.addInt(index, I.LEASED, -1);
       attempts++;
       const endpoint = config.endpoints[index]!;
       lastEndpoint = endpoint.id;

@@ -1,0 +1,266 @@
+/**
+ * `llmgw bench admission`: does interactive traffic stay fast under batch
+ * load? Three sim-engines; a gateway with two bands — platinum (never
+ * waits) and bronze (flows below a saturation ceiling). Platinum TTFT and
+ * total latency are measured idle, then under continuous bronze load with
+ * admission on, then with admission off. ratio = loaded p99 / idle p99.
+ */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stringify as toYaml } from "yaml";
+import { boolFlag, numberFlag } from "../cli/command.ts";
+import { spawnLlmgw, type LlmgwChild } from "../shared/llmgw-child.ts";
+import type { BenchScenario } from "./command.ts";
+import { formatTable, quantile } from "./report.ts";
+import { timedStream } from "./stream-client.ts";
+
+const MODEL = "bench-model";
+export const PLATINUM_KEY = "platinum-key-for-bench";
+export const BRONZE_KEY = "bronze-key-for-bench";
+
+export interface AdmissionBenchOptions {
+  bronzeStreams: number;
+  probes: number;
+  /** Probes with admission off (each waits behind the engine queues: keep it small). */
+  probesOff: number;
+  maxNumSeqs: number;
+  bronzeCeiling: number;
+  log?: (line: string) => void;
+}
+
+export interface LatencySummary {
+  ttft_p50_ms: number;
+  ttft_p99_ms: number;
+  total_p50_ms: number;
+  total_p99_ms: number;
+  errors: number;
+}
+
+export interface AdmissionBenchReport {
+  scenario: "admission";
+  bronze_streams: number;
+  engines: number;
+  max_num_seqs: number;
+  learned_capacity: number[];
+  idle: LatencySummary;
+  on: LatencySummary & { bronze_completed: number; bronze_errors: number };
+  off: LatencySummary & { bronze_completed: number; bronze_errors: number };
+  /** Platinum TTFT p99 under load / idle, admission on and off. */
+  ratio_on: number;
+  ratio_off: number;
+  total_ratio_on: number;
+  total_ratio_off: number;
+}
+
+function summarize(samples: { ttft: number; total: number; ok: boolean }[]): LatencySummary {
+  const ok = samples.filter((s) => s.ok);
+  return {
+    ttft_p50_ms: quantile(ok.map((s) => s.ttft), 0.5),
+    ttft_p99_ms: quantile(ok.map((s) => s.ttft), 0.99),
+    total_p50_ms: quantile(ok.map((s) => s.total), 0.5),
+    total_p99_ms: quantile(ok.map((s) => s.total), 0.99),
+    errors: samples.length - ok.length,
+  };
+}
+
+const body = (maxTokens: number, content: string) => JSON.stringify({ model: MODEL, stream: true, max_tokens: maxTokens, messages: [{ role: "user", content }] });
+
+async function platinumProbes(api: string, n: number, concurrent: boolean): Promise<{ ttft: number; total: number; ok: boolean }[]> {
+  const one = async (i: number) => {
+    const r = await timedStream(`${api}/v1/chat/completions`, body(10, `interactive question ${i}`), { headers: { authorization: `Bearer ${PLATINUM_KEY}` } });
+    return { ttft: r.ttftMs, total: r.totalMs, ok: r.ok && r.events > 0 };
+  };
+  if (concurrent) return Promise.all(Array.from({ length: n }, (_, i) => one(i)));
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    out.push(await one(i));
+    await Bun.sleep(20);
+  }
+  return out;
+}
+
+/** `n` closed-loop bronze clients until stopped; returns the counts. */
+function bronzeLoad(api: string, n: number): { stop(): Promise<{ completed: number; errors: number }> } {
+  let running = true;
+  const ac = new AbortController();
+  let completed = 0;
+  let errors = 0;
+  const loops = Array.from({ length: n }, async (_, i) => {
+    while (running) {
+      const r = await timedStream(`${api}/v1/chat/completions`, body(60, `batch document ${i}`), { signal: ac.signal, headers: { authorization: `Bearer ${BRONZE_KEY}` } });
+      if (!running) break;
+      if (r.ok) completed++;
+      else {
+        errors++;
+        await Bun.sleep(50);
+      }
+    }
+  });
+  return {
+    async stop() {
+      running = false;
+      ac.abort();
+      await Promise.all(loops);
+      return { completed, errors };
+    },
+  };
+}
+
+async function startGatewayFor(sims: LlmgwChild[], opts: AdmissionBenchOptions, admission: boolean): Promise<LlmgwChild> {
+  const dir = mkdtempSync(join(tmpdir(), "llmgw-admission-"));
+  const path = join(dir, "llmgw.yaml");
+  writeFileSync(
+    path,
+    toYaml({
+      listen: "127.0.0.1:0",
+      admin_listen: "127.0.0.1:0",
+      health: { poll_interval_ms: 100 },
+      auth: {
+        keys: [
+          { key: PLATINUM_KEY, tenant: "interactive-app", max_band: "platinum" },
+          { key: BRONZE_KEY, tenant: "batch-pipeline", max_band: "bronze" },
+        ],
+      },
+      tenants: [{ name: "interactive-app" }, { name: "batch-pipeline" }],
+      admission: {
+        enabled: admission,
+        headroom: 0,
+        default_band: "bronze",
+        bands: [
+          { name: "platinum", ceiling: 2, queue_limit: 1000, ttl_ms: 60_000 },
+          { name: "bronze", ceiling: opts.bronzeCeiling, queue_limit: 10_000, ttl_ms: 600_000 },
+        ],
+      },
+      endpoints: sims.map((s, i) => ({ id: `sim-${i + 1}`, url: s.urls.api, models: [MODEL] })),
+    }),
+  );
+  // Log level warn hides the listening lines, so ask for info only for those… the gateway logs
+  // them at info; start it at info and discard the output.
+  return spawnLlmgw(["serve", "--config", path, "--log-level", "info"], { waitFor: 2 });
+}
+
+async function endpointsState(admin: string): Promise<{ ready: boolean; capacity: number; inflight: number }[]> {
+  return ((await (await fetch(`${admin}/admin/v1/endpoints`)).json()) as { endpoints: { ready: boolean; capacity: number; inflight: number }[] }).endpoints;
+}
+
+async function waitFor(cond: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await cond()) return true;
+    await Bun.sleep(50);
+  }
+  return false;
+}
+
+export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<AdmissionBenchReport> {
+  const log = opts.log ?? (() => {});
+  const children: LlmgwChild[] = [];
+  try {
+    const sims: LlmgwChild[] = [];
+    for (let i = 0; i < 3; i++) {
+      const sim = await spawnLlmgw([
+        "sim-engine", "--port", "0", "--model", MODEL, "--max-num-seqs", String(opts.maxNumSeqs),
+        "--itl-ms", "20", "--prefill-overhead-ms", "40", "--batch-slowdown", "0.2", "--jitter", "0",
+      ]);
+      sims.push(sim);
+      children.push(sim);
+    }
+    const phase = async (admission: boolean, probes: number, concurrentProbes: boolean) => {
+      const gw = await startGatewayFor(sims, opts, admission);
+      children.push(gw);
+      const admin = gw.urls.admin!;
+      const api = gw.urls.api!;
+      await waitFor(async () => (await endpointsState(admin)).every((e) => e.ready), 15_000);
+      // Learn the batch capacity: a platinum burst larger than the pool makes every engine queue.
+      await Promise.all(Array.from({ length: opts.maxNumSeqs * 3 + 60 }, (_, i) =>
+        timedStream(`${api}/v1/chat/completions`, body(15, `warm-up ${i}`), { headers: { authorization: `Bearer ${PLATINUM_KEY}` } })));
+      const learned = (await endpointsState(admin)).map((e) => e.capacity);
+      const idle = admission ? await platinumProbes(api, probes, false) : [];
+      log(`  admission ${admission ? "on" : "off"}: learned capacity ${learned.join(", ")}; starting ${opts.bronzeStreams} bronze streams`);
+      const load = bronzeLoad(api, opts.bronzeStreams);
+      await Bun.sleep(3_000); // the bronze streams fill the engines (or the queue)
+      const loaded = await platinumProbes(api, probes, concurrentProbes);
+      const counts = await load.stop();
+      await waitFor(async () => (await endpointsState(admin)).every((e) => e.inflight === 0), 30_000);
+      await gw.stop();
+      children.splice(children.indexOf(gw), 1);
+      return { learned, idle, loaded, counts };
+    };
+    log("phase 1: admission on");
+    const on = await phase(true, opts.probes, false);
+    log("phase 2: admission off");
+    const off = await phase(false, opts.probesOff, true);
+    const idle = summarize(on.idle);
+    const onS = summarize(on.loaded);
+    const offS = summarize(off.loaded);
+    return {
+      scenario: "admission",
+      bronze_streams: opts.bronzeStreams,
+      engines: 3,
+      max_num_seqs: opts.maxNumSeqs,
+      learned_capacity: on.learned,
+      idle,
+      on: { ...onS, bronze_completed: on.counts.completed, bronze_errors: on.counts.errors },
+      off: { ...offS, bronze_completed: off.counts.completed, bronze_errors: off.counts.errors },
+      ratio_on: onS.ttft_p99_ms / idle.ttft_p99_ms,
+      ratio_off: offS.ttft_p99_ms / idle.ttft_p99_ms,
+      total_ratio_on: onS.total_p99_ms / idle.total_p99_ms,
+      total_ratio_off: offS.total_p99_ms / idle.total_p99_ms,
+    };
+  } finally {
+    await Promise.all(children.map((c) => c.stop()));
+  }
+}
+
+const USAGE = `usage: llmgw bench admission [--bronze N] [--probes N] [--max-num-seqs N] [--bronze-ceiling F] [--json]
+
+Three sim-engines behind a gateway with two bands: platinum (never waits) and
+bronze (flows while pool saturation is below its ceiling). Measures platinum
+TTFT and total latency idle, then under N continuous bronze streams with
+admission on, then off. Prints both, and ratio_on / ratio_off = platinum TTFT
+p99 under load / idle.
+
+flags:
+  --bronze N           concurrent bronze streams (default 500)
+  --probes N           platinum requests measured per phase (default 30; 8 with admission off)
+  --max-num-seqs N     batch slots per sim-engine (default 32)
+  --bronze-ceiling F   bronze band's saturation ceiling (default 0.6)
+  --json               one JSON object instead of the table`;
+
+export const admissionScenario: BenchScenario = {
+  name: "admission",
+  summary: "platinum TTFT under bronze load, admission on and off",
+  usage: USAGE,
+  options: { bronze: { type: "string" }, probes: { type: "string" }, "max-num-seqs": { type: "string" }, "bronze-ceiling": { type: "string" } },
+  async run(args) {
+    const json = boolFlag(args, "json");
+    const r = await runAdmissionBench({
+      bronzeStreams: numberFlag(args, "bronze", 500, { min: 1, max: 5000, integer: true }),
+      probes: numberFlag(args, "probes", 30, { min: 3, max: 1000, integer: true }),
+      probesOff: 8,
+      maxNumSeqs: numberFlag(args, "max-num-seqs", 32, { min: 1, max: 4096, integer: true }),
+      bronzeCeiling: numberFlag(args, "bronze-ceiling", 0.6, { min: 0, max: 1 }),
+      log: json ? undefined : (l) => console.error(l),
+    });
+    if (json) {
+      console.log(JSON.stringify(r));
+      return 0;
+    }
+    const row = (name: string, s: LatencySummary, ratio: number | string, tRatio: number | string) =>
+      [name, s.ttft_p50_ms, s.ttft_p99_ms, s.total_p50_ms, s.total_p99_ms, ratio, tRatio, s.errors];
+    console.log(
+      formatTable({
+        title: `llmgw bench admission — 3 sim-engines × ${r.max_num_seqs} slots, ${r.bronze_streams} bronze streams (ms; ratio = p99 / idle p99)`,
+        columns: ["platinum", "ttft p50", "ttft p99", "total p50", "total p99", "ttft ratio", "total ratio", "errors"],
+        rows: [
+          row("idle", r.idle, 1, 1),
+          row("load, admission on", r.on, r.ratio_on, r.total_ratio_on),
+          row("load, admission off", r.off, r.ratio_off, r.total_ratio_off),
+        ],
+      }),
+    );
+    console.log(`\nlearned capacity per engine: ${r.learned_capacity.join(", ")}; bronze completed on/off: ${r.on.bronze_completed}/${r.off.bronze_completed}`);
+    return 0;
+  },
+};

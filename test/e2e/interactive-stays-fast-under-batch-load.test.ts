@@ -1,0 +1,38 @@
+/**
+ * The admission exit scenario, end to end with real processes: `llmgw bench
+ * admission --json` itself (three sim-engines, a gateway, 500 bronze streams
+ * running continuously). Platinum TTFT and total latency p99 stay within
+ * 1.25× of idle with admission on, and the same load pushes them past 10×
+ * with admission off — asserted both ways, so the test fails if admission
+ * regresses and also if the load stops being a real load.
+ *
+ * The load runs in its own process: a process started by `bun test` keeps
+ * Bun's default of 256 outbound requests in flight, so 500 bronze streams
+ * from the test process would queue the platinum probes inside the client.
+ */
+import { expect, test } from "bun:test";
+import type { AdmissionBenchReport } from "../../src/bench/admission-scenario.ts";
+import { CLI, REPO_ROOT } from "../helpers/processes.ts";
+import { childEnv } from "../../src/shared/process-env.ts";
+
+test("platinum stays within 1.25x of idle under 500 bronze streams with admission, and degrades past 10x without", async () => {
+  const proc = Bun.spawn([process.execPath, CLI, "bench", "admission", "--bronze", "500", "--probes", "20", "--json"], {
+    cwd: REPO_ROOT,
+    env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  expect({ code, err: code === 0 ? "" : err.slice(-2000) }).toEqual({ code: 0, err: "" });
+  const r = JSON.parse(out.trim().split("\n").at(-1)!) as AdmissionBenchReport;
+  console.log(JSON.stringify({ ratio_on: r.ratio_on, total_ratio_on: r.total_ratio_on, ratio_off: r.ratio_off, total_ratio_off: r.total_ratio_off, learned: r.learned_capacity }));
+  // Capacity was learned from the engines, not configured.
+  expect(r.learned_capacity).toEqual([32, 32, 32]);
+  expect(r.idle.errors + r.on.errors + r.off.errors).toBe(0);
+  expect(r.ratio_on).toBeLessThanOrEqual(1.25);
+  expect(r.total_ratio_on).toBeLessThanOrEqual(1.25);
+  expect(r.ratio_off).toBeGreaterThanOrEqual(10);
+  expect(r.total_ratio_off).toBeGreaterThanOrEqual(10);
+  // Bronze still made progress with admission on (it waits, it is not starved).
+  expect(r.on.bronze_completed).toBeGreaterThan(100);
+}, 240_000);

@@ -1,0 +1,83 @@
+/**
+ * N concurrent streaming requests from a separate process. A process started
+ * by `bun test` keeps Bun's default of 256 outbound requests in flight
+ * whatever BUN_CONFIG_MAX_HTTP_REQUESTS says (measured with Bun 1.4.5: peak
+ * 256 in a test, 600 in a script), so tests that need more concurrency than
+ * that run their load here, in a child started with the llmgw environment.
+ *
+ * As a module: concurrentStreams(opts) spawns this file and returns the
+ * child's summary. As a script: reads the options from argv[2] (JSON).
+ */
+import { timedStream } from "../../src/bench/stream-client.ts";
+import { childEnv } from "../../src/shared/process-env.ts";
+
+export interface ConcurrentStreamsOptions {
+  url: string;
+  /** Request bodies: one per stream (their count is the concurrency). */
+  bodies: string[];
+  headers?: Record<string, string>;
+  /** Leave each stream after this many chunks (a client disconnect); undefined = read to the end. */
+  abortAfterChunks?: number;
+  /** Leave each request after this many ms whatever happened (e.g. during the prefill). */
+  abortAfterMs?: number;
+}
+
+export interface ConcurrentStreamsSummary {
+  ok: number;
+  errors: number;
+  /** Event counts of the streams that completed, by count. */
+  eventCounts: Record<string, number>;
+  /** Requests the client left on purpose. */
+  aborted: number;
+  firstErrors: string[];
+}
+
+async function run(o: ConcurrentStreamsOptions): Promise<ConcurrentStreamsSummary> {
+  const summary: ConcurrentStreamsSummary = { ok: 0, errors: 0, eventCounts: {}, aborted: 0, firstErrors: [] };
+  await Promise.all(
+    o.bodies.map(async (body) => {
+      if (o.abortAfterChunks === undefined && o.abortAfterMs === undefined) {
+        const r = await timedStream(o.url, body, { headers: o.headers ?? {} });
+        if (r.ok) {
+          summary.ok++;
+          summary.eventCounts[r.events] = (summary.eventCounts[r.events] ?? 0) + 1;
+        } else {
+          summary.errors++;
+          if (summary.firstErrors.length < 3) summary.firstErrors.push(r.error ?? `HTTP ${r.status}`);
+        }
+        return;
+      }
+      const ac = new AbortController();
+      const timer = o.abortAfterMs === undefined ? undefined : setTimeout(() => ac.abort(), o.abortAfterMs);
+      try {
+        const res = await fetch(o.url, { method: "POST", headers: { "content-type": "application/json", ...o.headers }, body, signal: ac.signal });
+        const reader = res.body!.getReader();
+        for (let k = 0; k < (o.abortAfterChunks ?? Infinity); k++) if ((await reader.read()).done) break;
+        ac.abort();
+        await reader.cancel().catch(() => {});
+      } catch {
+        // aborted while waiting: what we wanted
+      } finally {
+        clearTimeout(timer);
+        summary.aborted++;
+      }
+    }),
+  );
+  return summary;
+}
+
+export async function concurrentStreams(o: ConcurrentStreamsOptions): Promise<ConcurrentStreamsSummary> {
+  const proc = Bun.spawn([process.execPath, import.meta.path, JSON.stringify(o)], {
+    env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  if (code !== 0) throw new Error(`load client exited ${code}: ${err.slice(-2000)}`);
+  return JSON.parse(out) as ConcurrentStreamsSummary;
+}
+
+if (import.meta.main) {
+  const o = JSON.parse(process.argv[2] ?? "{}") as ConcurrentStreamsOptions;
+  console.log(JSON.stringify(await run(o)));
+}
