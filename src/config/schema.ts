@@ -9,7 +9,8 @@ import { FILTER_NAMES, PICKER_NAMES, SCORER_NAMES } from "./plugin-names.ts";
 
 const hostPort = z
   .string()
-  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]*):\d{1,5}$/, { message: "expected HOST:PORT, e.g. 127.0.0.1:8080" });
+  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]*):\d{1,5}$/, { message: "expected HOST:PORT, e.g. 127.0.0.1:8080" })
+  .refine((s) => Number(s.slice(s.lastIndexOf(":") + 1)) <= 65535, { message: "expected a port of at most 65535" });
 
 const httpUrl = z.string().refine(
   (s) => {
@@ -27,7 +28,8 @@ const id = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, {
   message: "expected an id of letters, digits, '.', '_' or '-' (at most 63)",
 });
 
-const positiveMs = z.number().int().positive();
+/** Timers above 2^31-1 ms fire at once in Bun (and Node); a day is more than any deadline needs. */
+const positiveMs = z.number().int().positive().max(86_400_000, { message: "expected at most 86400000 (24 h)" });
 
 export const deadlinesSchema = z
   .object({

@@ -57,18 +57,21 @@ export class CircuitBreakers {
     this.table.casInt(index, I.CIRCUIT, CIRCUIT_PROBING, CIRCUIT_HALF_OPEN);
   }
 
-  /** The engine asked us to back off (Retry-After): out of rotation for `ms`, not counted as a failure. */
+  /**
+   * The engine asked us to back off (Retry-After): out of rotation for `ms`,
+   * not counted as a failure, and back to closed (not half-open) afterwards.
+   */
   coolDown(index: number, ms: number): void {
-    if (this.table.getInt(index, I.CIRCUIT) === CIRCUIT_OPEN) return;
-    this.open(index, ms);
+    if (this.table.getInt(index, I.CIRCUIT) !== CIRCUIT_CLOSED) return;
+    this.open(index, ms, CIRCUIT_CLOSED);
   }
 
-  private open(index: number, ms: number): void {
+  private open(index: number, ms: number, after: number = CIRCUIT_HALF_OPEN): void {
     this.set(index, CIRCUIT_OPEN);
     clearTimeout(this.timers[index]);
     const timer = setTimeout(() => {
       this.timers[index] = undefined;
-      if (this.table.getInt(index, I.CIRCUIT) === CIRCUIT_OPEN) this.set(index, CIRCUIT_HALF_OPEN);
+      if (this.table.getInt(index, I.CIRCUIT) === CIRCUIT_OPEN) this.set(index, after);
     }, ms);
     timer.unref?.();
     this.timers[index] = timer;

@@ -62,9 +62,9 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       staleAfterMs: config.health.staleAfterMs,
     },
     // A grant for a request whose client already left: return the lease.
-    (index) => {
+    (index, probe) => {
       table.addInt(index, I.LEASED, -1);
-      breakersRef?.abandon(index);
+      if (probe) breakersRef?.abandon(index);
     },
   );
   const breakers = new CircuitBreakers(table, config.circuitBreaker, (index, state) => {

@@ -44,8 +44,8 @@ export class SchedulerClient {
   private nextId = 1;
   private readonly ready: Promise<void>;
 
-  /** `onOrphanGrant(index)`: a grant arrived for a request that was already abandoned; return its lease. */
-  constructor(init: SchedulerInit, private readonly onOrphanGrant: (index: number) => void) {
+  /** `onOrphanGrant(index, probe)`: a grant arrived for a request that was already abandoned; return its lease (and probe slot). */
+  constructor(init: SchedulerInit, private readonly onOrphanGrant: (index: number, probe: boolean) => void) {
     this.worker = new Worker(WORKER_URL.href);
     let markReady: () => void = () => {};
     this.ready = new Promise((r) => (markReady = r));
@@ -58,11 +58,11 @@ export class SchedulerClient {
         case "grant": {
           const p = this.take(msg.id);
           if (!p) {
-            this.onOrphanGrant(msg.index);
+            this.onOrphanGrant(msg.index, msg.probe);
             return;
           }
           p.onDrops(msg.drops);
-          p.resolve({ index: msg.index, scores: msg.scores, drops: msg.drops, waitedMs: msg.waitedMs });
+          p.resolve({ index: msg.index, scores: msg.scores, drops: msg.drops, waitedMs: msg.waitedMs, probe: msg.probe });
           return;
         }
         case "reject": {

@@ -39,6 +39,8 @@ export interface GrantDetail {
   drops: Record<string, number>;
   /** Time spent in the admission queue, ms (0 when it flowed at once). */
   waitedMs: number;
+  /** This grant took a half-open circuit's single probe slot. */
+  probe: boolean;
 }
 
 /** scheduler → main */

@@ -53,8 +53,8 @@ export class SchedulerService {
       };
     }
     // A half-open circuit admits exactly one probe request.
-    this.table.casInt(chosen.index, I.CIRCUIT, CIRCUIT_HALF_OPEN, CIRCUIT_PROBING);
+    const probe = this.table.casInt(chosen.index, I.CIRCUIT, CIRCUIT_HALF_OPEN, CIRCUIT_PROBING);
     this.table.addInt(chosen.index, I.LEASED, 1);
-    return { type: "grant", id: req.id, index: chosen.index, scores: { ...decision.scores }, drops: { ...decision.drops }, waitedMs: req.waitedMs };
+    return { type: "grant", id: req.id, index: chosen.index, scores: { ...decision.scores }, drops: { ...decision.drops }, waitedMs: req.waitedMs, probe };
   }
 }

@@ -115,3 +115,26 @@ describe("SSE relay", () => {
     expect(r.payloads).not.toContain(TOKEN(1).trim());
   });
 });
+
+describe("SSE relay, engine quirks", () => {
+  test("data:[DONE] without the space ends the stream cleanly", async () => {
+    const r = await relay([TOKEN(0), "data:[DONE]\n\n"], false);
+    expect(r.ends).toEqual([{ outcome: "ok" }]);
+    expect(r.payloads).toEqual([TOKEN(0).trim(), "data: [DONE]"]);
+  });
+
+  test("an engine error event cancels the upstream (the engine stops generating)", async () => {
+    let cancelled = false;
+    const open = openStreamOf([TOKEN(0), 'data:{"error":{"message":"oom"}}\n\n', TOKEN(1), TOKEN(2)]);
+    const reader = open.reader;
+    const original = reader.cancel.bind(reader);
+    reader.cancel = (reason?: unknown) => {
+      cancelled = true;
+      return original(reason);
+    };
+    const text = await new Response(relayStream(open, { includeUsage: false, onEvent() {}, onUsage() {}, onMalformed() {}, onEnd() {} })).text();
+    expect(text).toContain('"code":"UPSTREAM_ERROR"');
+    await Bun.sleep(10);
+    expect(cancelled).toBe(true);
+  });
+});

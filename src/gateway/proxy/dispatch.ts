@@ -61,7 +61,7 @@ const FAILURE_CODE: Record<AttemptFailure, ErrorCode> = {
 };
 
 /** Failures that say something about the endpoint's health (the circuit breaker counts these). */
-const ENDPOINT_FAULTS = new Set<AttemptFailure>(["connect", "headers_timeout", "first_token_timeout", "status_5xx", "truncated", "malformed", "idle_timeout"]);
+const ENDPOINT_FAULTS = new Set<AttemptFailure>(["connect", "headers_timeout", "first_token_timeout", "status_5xx", "truncated", "malformed", "idle_timeout", "total_timeout"]);
 
 const CONTEXT_LENGTH_RE = /context length|max_model_len|maximum model length|too long|context window/i;
 
@@ -160,6 +160,7 @@ export async function dispatchInference(
     for (let a = 0; a < config.retry.maxAttempts; a++) {
       if (req.signal.aborted) return fail(new LlmgwError("INTERNAL_ERROR", "client went away"), "cancelled");
       if (attempts > 0) {
+        if (deadlines.totalMs - (performance.now() - req.arrivedAt) <= 0) break chain;
         if (!ctx.budget.tryWithdraw()) {
           last ??= new LlmgwError("RETRY_BUDGET_EXHAUSTED", "retry budget exhausted");
           break chain;
@@ -202,7 +203,7 @@ export async function dispatchInference(
       const index = grant.index;
       if (req.signal.aborted) {
         table.addInt(index, I.LEASED, -1);
-        breakers.abandon(index);
+        if (grant.probe) breakers.abandon(index);
         return fail(new LlmgwError("INTERNAL_ERROR", "client went away"), "cancelled");
       }
       for (const [scorer, score] of Object.entries(grant.scores)) metrics.scorerScore.observe({ scorer }, score);
@@ -215,7 +216,9 @@ export async function dispatchInference(
       const endpoint = config.endpoints[index]!;
       lastEndpoint = endpoint.id;
 
-      const result = await attemptUpstream(
+      let result: Awaited<ReturnType<typeof attemptUpstream>>;
+      try {
+        result = await attemptUpstream(
         {
           index,
           url: endpoint.url,
@@ -228,8 +231,15 @@ export async function dispatchInference(
           dial: ctx.dial,
           onSend: attempts === 1 ? () => metrics.overhead.observe((performance.now() - req.arrivedAt) / 1000) : undefined,
         },
-        req.path,
-      );
+          req.path,
+        );
+      } catch (err) {
+        // attemptUpstream classifies every upstream failure itself; anything
+        // thrown here is a bug, and must not leak the count or the probe slot.
+        table.addInt(index, I.INFLIGHT, -1);
+        if (grant.probe) breakers.abandon(index);
+        throw err;
+      }
 
       if (result.ok) {
         breakers.success(index);
@@ -280,7 +290,7 @@ export async function dispatchInference(
 
       table.addInt(index, I.INFLIGHT, -1);
       if (result.failure === "cancelled") {
-        breakers.abandon(index);
+        if (grant.probe) breakers.abandon(index);
         return fail(new LlmgwError("INTERNAL_ERROR", "client went away"), "cancelled");
       }
       metrics.attemptFailures.inc({ endpoint: endpoint.id, reason: result.failure });
@@ -296,8 +306,12 @@ export async function dispatchInference(
         breakers.coolDown(index, Math.min(result.retryAfterMs ?? config.retry.maxRetryAfterMs, config.retry.maxRetryAfterMs));
       } else if (ENDPOINT_FAULTS.has(result.failure)) {
         breakers.failure(index);
+      } else if (grant.probe) {
+        breakers.abandon(index); // no verdict on the endpoint: let another request probe
       }
       exclude.push(index);
+      // The whole request is out of time: no retry can help.
+      if (result.failure === "total_timeout") break chain;
     }
   }
 

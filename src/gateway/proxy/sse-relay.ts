@@ -33,6 +33,9 @@ export interface RelayHooks {
   onEnd(end: RelayEnd): void;
 }
 
+/** How long an engine may keep a stream open after [DONE] before we cancel it. */
+const DRAIN_AFTER_DONE_MS = 2_000;
+
 const enc = new TextEncoder();
 const DONE_EVENT = enc.encode("data: [DONE]\n\n");
 
@@ -168,8 +171,21 @@ export function relayStream(open: OpenStream, hooks: RelayHooks): ReadableStream
     { highWaterMark: 1 },
   );
 
-  /** After [DONE] or an engine error, let the upstream body finish (or drop it) off the client's path. */
+  /**
+   * After [DONE], let the upstream body end on its own (so the connection can
+   * be reused) but never wait on it for long; after an engine error, cancel it
+   * so the engine stops generating for a client that already has its error.
+   */
   function releaseUpstream(): void {
+    if (!sawDone) {
+      deadlines.abort("stream finished with an error");
+      void reader.cancel().catch(() => {});
+      return;
+    }
+    const timer = setTimeout(() => {
+      deadlines.abort("engine kept the stream open after [DONE]");
+      void reader.cancel().catch(() => {});
+    }, DRAIN_AFTER_DONE_MS);
     void (async () => {
       try {
         for (;;) {
@@ -179,7 +195,7 @@ export function relayStream(open: OpenStream, hooks: RelayHooks): ReadableStream
       } catch {
         // the engine closed abruptly after [DONE]: nothing left to deliver
       } finally {
-        deadlines.dispose();
+        clearTimeout(timer);
       }
     })();
   }

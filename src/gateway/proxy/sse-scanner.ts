@@ -19,8 +19,11 @@ const CR = 13;
 const enc = new TextEncoder();
 const DATA_OBJECT = enc.encode("data: {");
 const DATA_OBJECT_NOSPACE = enc.encode("data:{");
+// SSE allows "data:" with or without the space (WHATWG HTML, server-sent events).
 const DONE = enc.encode("data: [DONE]");
+const DONE_NOSPACE = enc.encode("data:[DONE]");
 const ERROR_PREFIX = enc.encode('data: {"error"');
+const ERROR_PREFIX_NOSPACE = enc.encode('data:{"error"');
 const EMPTY_CHOICES = enc.encode('"choices":[]');
 
 function startsWith(buf: Uint8Array, start: number, end: number, prefix: Uint8Array): boolean {
@@ -44,8 +47,8 @@ export function classifyEvent(buf: Uint8Array, start: number, end: number): SseE
   while (end > start && (buf[end - 1] === LF || buf[end - 1] === CR)) end--;
   if (end === start) return "comment";
   if (buf[start] === 58 /* ':' */) return "comment";
-  if (startsWith(buf, start, end, DONE)) return "done";
-  if (startsWith(buf, start, end, ERROR_PREFIX)) return "error";
+  if (startsWith(buf, start, end, DONE) || startsWith(buf, start, end, DONE_NOSPACE)) return "done";
+  if (startsWith(buf, start, end, ERROR_PREFIX) || startsWith(buf, start, end, ERROR_PREFIX_NOSPACE)) return "error";
   if (startsWith(buf, start, end, DATA_OBJECT) || startsWith(buf, start, end, DATA_OBJECT_NOSPACE)) {
     // A whole JSON object ends with '}'; anything else was cut or garbled.
     if (buf[end - 1] !== 125 /* '}' */) return "malformed";
