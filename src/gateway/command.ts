@@ -91,6 +91,7 @@ export const serveCommand: CommandSpec = {
       throw err;
     }
     if (boolFlag(args, "check-config")) {
+      for (const w of config.warnings) console.error(`warning: ${w}`);
       console.log(
         `configuration OK: ${config.endpoints.length} endpoint(s), ${config.models.length} configured model(s); ` +
           `listen ${config.listen.host}:${config.listen.port}, admin ${config.adminListen.host}:${config.adminListen.port}`,
