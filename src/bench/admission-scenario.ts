@@ -172,9 +172,12 @@ export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<Ad
       const admin = gw.urls.admin!;
       const api = gw.urls.api!;
       await waitFor(async () => (await endpointsState(admin)).every((e) => e.ready), 15_000);
-      // Learn the batch capacity: a platinum burst larger than the pool makes every engine queue.
-      await Promise.all(Array.from({ length: opts.maxNumSeqs * 3 + 60 }, (_, i) =>
-        timedStream(`${api}/v1/chat/completions`, body(15, `warm-up ${i}`), { headers: { authorization: `Bearer ${PLATINUM_KEY}` } })));
+      // Learn the batch capacity: platinum bursts larger than the pool make every engine queue
+      // (twice, so a scrape that caught an engine mid-step is corrected).
+      for (let round = 0; round < 2; round++) {
+        await Promise.all(Array.from({ length: opts.maxNumSeqs * 3 + 60 }, (_, i) =>
+          timedStream(`${api}/v1/chat/completions`, body(15, `warm-up ${i}`), { headers: { authorization: `Bearer ${PLATINUM_KEY}` } })));
+      }
       const learned = (await endpointsState(admin)).map((e) => e.capacity);
       const idle = admission ? await platinumProbes(api, probes, false) : [];
       log(`  admission ${admission ? "on" : "off"}: learned capacity ${learned.join(", ")}; starting ${opts.bronzeStreams} bronze streams`);

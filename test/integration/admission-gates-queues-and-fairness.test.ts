@@ -8,6 +8,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { quantile } from "../../src/bench/report.ts";
 import { timedStream } from "../../src/bench/stream-client.ts";
+import { concurrentStreams } from "../helpers/concurrent-streams.ts";
 import { counterValue, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
@@ -108,7 +109,8 @@ describe("fairness inside a band", () => {
     );
     const url = `${gw.api}/v1/chat/completions`;
     const body = JSON.stringify({ model: "m", stream: true, max_tokens: 3, messages: [{ role: "user", content: "x" }] });
-    const a = Array.from({ length: 300 }, () => timedStream(url, body, { headers: bearer("key-of-tenant-a") }));
+    const startedAt = performance.now();
+    const a = concurrentStreams({ url, headers: bearer("key-of-tenant-a"), bodies: Array.from({ length: 300 }, () => body) });
     await Bun.sleep(1_000); // A's 300 requests have arrived and queued
     const bTtft: number[] = [];
     for (let i = 0; i < 10; i++) {
@@ -117,11 +119,12 @@ describe("fairness inside a band", () => {
       bTtft.push(r.ttftMs);
       await Bun.sleep(150);
     }
-    const aResults = await Promise.all(a);
-    expect(aResults.every((r) => r.ok)).toBe(true);
-    const aP99 = quantile(aResults.map((r) => r.ttftMs), 0.99);
+    const aResult = await a;
+    expect(aResult.ok).toBe(300);
+    // The last of A's requests got its first token about when A's backlog drained.
+    const aP99 = performance.now() - startedAt;
     const bP99 = quantile(bTtft, 0.99);
-    console.log(`fairness: tenant A ttft p99 ${aP99.toFixed(0)} ms, tenant B ttft p99 ${bP99.toFixed(0)} ms; B: ${bTtft.map((x) => x.toFixed(0)).join(" ")}`);
+    console.log(`fairness: tenant A backlog drained in ${aP99.toFixed(0)} ms, tenant B ttft p99 ${bP99.toFixed(0)} ms; B: ${bTtft.map((x) => x.toFixed(0)).join(" ")}`);
     // A request takes ~45 ms on one of 2 slots; B waits for at most a few turns.
     expect(bP99).toBeLessThan(400);
     expect(bP99 * 10).toBeLessThan(aP99);
@@ -151,9 +154,16 @@ describe("leases", () => {
       2,
     );
     const url = `${gw.api}/v1/chat/completions`;
-    // Learn the capacity: a never-waiting burst larger than both engines makes them queue.
-    await Promise.all(Array.from({ length: 80 }, () => fetch(url, { method: "POST", headers: bearer("key-of-tenant-a"), body: chat(20) }).then((r) => r.text())));
-    await waitUntil(async () => (await gw.endpoints()).every((e) => (e as unknown as { capacity: number }).capacity === 16), { what: "capacity learned" });
+    // Learn the capacity: never-waiting bursts larger than both engines make them queue.
+    // Learned, an endpoint's capacity is at most its 16 slots (unlearned it would be twice the high-water mark).
+    const capacities = async () => ((await gw.endpoints()) as unknown as { capacity: number }[]).map((e) => e.capacity);
+    for (let round = 0; round < 4 && !(await capacities()).every((c) => c >= 12 && c <= 16); round++) {
+      await Promise.all(Array.from({ length: 80 }, () => fetch(url, { method: "POST", headers: bearer("key-of-tenant-a"), body: chat(20) }).then((r) => r.text())));
+      await Bun.sleep(200);
+    }
+    const learned = await capacities();
+    for (const c of learned) expect(c).toBeGreaterThanOrEqual(12);
+    for (const c of learned) expect(c).toBeLessThanOrEqual(16);
     await waitUntil(async () => (await gw.endpoints()).every((e) => e.inflight === 0), { what: "idle" });
 
     let peak = 0;
@@ -167,14 +177,18 @@ describe("leases", () => {
       }
     })();
     const standard = { ...bearer("key-of-tenant-a"), "x-llmgw-priority": "standard" };
-    const results = await Promise.all(Array.from({ length: 1000 }, () => fetch(url, { method: "POST", headers: standard, body: chat(5) }).then((r) => r.status)));
+    // From a child process: `bun test` caps its own outbound requests at 256.
+    const streamBody = JSON.stringify({ model: "m", stream: true, max_tokens: 5, messages: [{ role: "user", content: "hi" }] });
+    const r = await concurrentStreams({ url, headers: standard, bodies: Array.from({ length: 1000 }, () => streamBody) });
     sampling = false;
     await sampler;
-    expect(results.every((s) => s === 200)).toBe(true);
-    const limit = 2 * 16 * (1 + headroom);
-    console.log(`burst: peak inflight + leased ${peak}, learned capacity 32, limit ${limit}`);
+    expect(r.errors).toBe(0);
+    expect(r.ok).toBe(1000);
+    const total = learned.reduce((a, b) => a + b, 0);
+    const limit = Math.ceil(total * (1 + headroom));
+    console.log(`burst: peak inflight + leased ${peak}, learned capacity ${total}, limit ${limit}`);
     expect(peak).toBeLessThanOrEqual(limit);
-    expect(peak).toBeGreaterThanOrEqual(32); // the burst really filled the pool
+    expect(peak).toBeGreaterThanOrEqual(total); // the burst really filled the pool
     await gw.stop();
     await Promise.all(sims.map((s) => s.stop()));
   }, 90_000);
