@@ -161,7 +161,7 @@ export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<Ad
     for (let i = 0; i < 3; i++) {
       const sim = await spawnLlmgw([
         "sim-engine", "--port", "0", "--model", MODEL, "--max-num-seqs", String(opts.maxNumSeqs),
-        "--itl-ms", "20", "--prefill-overhead-ms", "40", "--batch-slowdown", "0.2", "--jitter", "0",
+        "--itl-ms", "20", "--prefill-overhead-ms", "100", "--batch-slowdown", "0.2", "--jitter", "0",
       ]);
       sims.push(sim);
       children.push(sim);

@@ -4,7 +4,6 @@
  * rejection. A request whose client leaves while it waits is cancelled in the
  * worker at once; a grant that raced the cancel has its lease returned.
  */
-import type { Config } from "../config/types.ts";
 import type { EndpointDescriptor, FromScheduler, GrantDetail, ToScheduler } from "../protocol/scheduler-messages.ts";
 import { LlmgwError } from "../shared/errors.ts";
 
@@ -28,15 +27,8 @@ type Pending = { resolve: (g: Grant) => void; reject: (e: LlmgwError) => void; o
 
 const WORKER_URL = new URL("../../workers/scheduler.ts", import.meta.url);
 
-export interface SchedulerInit {
-  buffer: SharedArrayBuffer;
-  statsBuffer: SharedArrayBuffer;
-  endpoints: EndpointDescriptor[];
-  pools: string[];
-  scheduling: Config["scheduling"];
-  admission: Config["admission"];
-  staleAfterMs: number;
-}
+/** What the worker is started with (the init message without its tag). */
+export type SchedulerInit = Omit<Extract<ToScheduler, { type: "init" }>, "type">;
 
 export class SchedulerClient {
   private readonly worker: Worker;

@@ -16,7 +16,7 @@ import { CLI, REPO_ROOT } from "../helpers/processes.ts";
 import { childEnv } from "../../src/shared/process-env.ts";
 
 test("platinum stays within 1.25x of idle under 500 bronze streams with admission, and degrades past 10x without", async () => {
-  const proc = Bun.spawn([process.execPath, CLI, "bench", "admission", "--bronze", "500", "--probes", "20", "--json"], {
+  const proc = Bun.spawn([process.execPath, CLI, "bench", "admission", "--bronze", "500", "--probes", "30", "--json"], {
     cwd: REPO_ROOT,
     env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
     stdout: "pipe",
