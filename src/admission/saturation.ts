@@ -6,53 +6,33 @@
  * Queue pressure comes from the router's own inflight count (dispatched plus
  * leased: a grant counts at once, so a simultaneous burst sees itself), which
  * never lags, against each endpoint's batch capacity. Capacity is not in the
- * engines' metric contract, so it is learned: the highest running count seen
- * while the engine also had requests waiting is its real batch limit. Until
- * an engine has been seen queueing, its limit is unknown and the estimate
- * keeps room to grow — twice the highest running count seen (at least the
- * configured initial guess) — so traffic can push the engine until it queues
- * and reveals its limit (a few scrape intervals), instead of being capped
- * forever at a guess.
+ * engines' metric contract, so it is learned as the high-water mark of the
+ * running count the engine reports (at least the configured initial guess).
+ * Headroom lets inflight exceed the learned capacity by a fraction, which is
+ * also how a higher capacity is discovered: an engine with free slots runs
+ * the extra requests and its high-water mark rises, by up to (1 + headroom)
+ * per scrape while demand lasts.
  *
- *   capacity_e   = learned_e ?? max(initial_capacity, 2 × high_water_running_e)
+ *   capacity_e   = max(initial_capacity, high_water_running_e)
  *   queue        = Σ inflight_e / (Σ capacity_e × (1 + headroom))
  *   kv           = mean KV usage of the pool's ready endpoints (stale → policy)
  *   saturation   = max(queue, kv)
  */
 
-/** Room an endpoint whose limit is not known yet gets over its high-water mark. */
-const UNLEARNED_GROWTH = 2;
-
-export interface CapacityObservation {
-  running: number | undefined;
-  waiting: number | undefined;
-}
-
-/** Per-endpoint learned batch capacity. */
+/** Per-endpoint learned batch capacity: the high-water mark of observed running. */
 export class CapacityLearner {
   private readonly highWater: number[];
-  private readonly learned: (number | undefined)[];
 
   constructor(endpoints: number, private readonly initialCapacity: number) {
     this.highWater = new Array<number>(endpoints).fill(0);
-    this.learned = new Array<number | undefined>(endpoints).fill(undefined);
   }
 
-  observe(index: number, o: CapacityObservation): void {
-    if (o.running === undefined) return;
-    if (o.running > (this.highWater[index] ?? 0)) this.highWater[index] = o.running;
-    // Requests waiting while this many run: the engine is at its batch limit.
-    if (o.waiting !== undefined && o.waiting > 0 && o.running > 0) {
-      this.learned[index] = Math.max(this.learned[index] ?? 0, o.running);
-    }
+  observe(index: number, running: number | undefined): void {
+    if (running !== undefined && running > (this.highWater[index] ?? 0)) this.highWater[index] = running;
   }
 
   capacity(index: number): number {
-    return this.learned[index] ?? Math.max(this.initialCapacity, UNLEARNED_GROWTH * (this.highWater[index] ?? 0));
-  }
-
-  isLearned(index: number): boolean {
-    return this.learned[index] !== undefined;
+    return Math.max(this.initialCapacity, this.highWater[index] ?? 0);
   }
 }
 

@@ -107,6 +107,8 @@ export const overheadScenario: BenchScenario = {
           listen: "127.0.0.1:0",
           admin_listen: "127.0.0.1:0",
           log_level: "info",
+          // The sim-engines' batch size: this bench measures routing, not capacity learning.
+          admission: { initial_capacity: 1024 },
           endpoints: simUrls.map((url, i) => ({ id: `sim-${i + 1}`, url, models: [MODEL] })),
         }),
       );

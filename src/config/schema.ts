@@ -142,7 +142,7 @@ export const admissionSchema = z
     fairness: z.enum(["round-robin", "token-deficit"]).default("round-robin"),
     /** Token-deficit fairness: tokens a tenant may send per turn. */
     quantum_tokens: z.number().int().min(1).max(10_000_000).default(D.DEFAULT_QUANTUM_TOKENS),
-    /** Batch capacity assumed for an endpoint until it is learned (set it to the engines' max-num-seqs when known). */
+    /** Batch capacity assumed for an endpoint until its running count shows more (set it to the engines' max-num-seqs when known). */
     initial_capacity: z.number().int().min(1).max(100_000).default(D.DEFAULT_INITIAL_CAPACITY),
     /** Saturation 1 means inflight = learned capacity × (1 + headroom). */
     headroom: z.number().min(0).max(10).default(D.DEFAULT_CAPACITY_HEADROOM),

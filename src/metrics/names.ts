@@ -67,6 +67,6 @@ export const M = {
   admissionRejections: { name: "llmgw_admission_rejections_total", help: "Requests turned away before an engine, by band and reason.", labels: ["band", "reason"] },
   admissionGrants: { name: "llmgw_admission_grants_total", help: "Requests admitted, by band and tenant (configured tenants; others are 'other').", labels: ["band", "tenant"] },
   poolSaturation: { name: "llmgw_pool_saturation", help: "Pool saturation: the worse of queue pressure and KV occupancy (1 = learned capacity × (1 + headroom)).", labels: ["pool"] },
-  endpointCapacity: { name: "llmgw_endpoint_capacity", help: "Learned batch capacity of each endpoint (highest running seen while requests waited; else max(initial, high-water)).", labels: ["endpoint"] },
+  endpointCapacity: { name: "llmgw_endpoint_capacity", help: "Learned batch capacity of each endpoint: the high-water mark of its running count, at least the initial guess.", labels: ["endpoint"] },
   malformedEvents: { name: "llmgw_upstream_malformed_events_total", help: "SSE events from engines that were not valid and were dropped.", labels: ["endpoint"] },
 } as const;

@@ -86,7 +86,7 @@ export class AdmissionController {
       const row = e.index;
       const at = this.table.getFloat(row, F.METRICS_AT);
       if (!Number.isNaN(at) && now - at <= this.staleAfterMs) {
-        this.learner.observe(row, { running: this.table.optionalInt(row, I.RUNNING), waiting: this.table.optionalInt(row, I.WAITING) });
+        this.learner.observe(row, this.table.optionalInt(row, I.RUNNING));
       }
       this.table.setInt(row, I.CAPACITY, this.learner.capacity(row));
     }
