@@ -66,6 +66,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       table.addInt(index, I.LEASED, -1);
       if (probe) breakersRef?.abandon(index);
     },
+    () => bandNames.some((_, b) => stats.depth(b) > 0),
   );
   const breakers = new CircuitBreakers(table, config.circuitBreaker, (index, state) => {
     const id = config.endpoints[index]?.id ?? String(index);

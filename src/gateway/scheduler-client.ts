@@ -37,7 +37,12 @@ export class SchedulerClient {
   private readonly ready: Promise<void>;
 
   /** `onOrphanGrant(index, probe)`: a grant arrived for a request that was already abandoned; return its lease (and probe slot). */
-  constructor(init: SchedulerInit, private readonly onOrphanGrant: (index: number, probe: boolean) => void) {
+  constructor(
+    init: SchedulerInit,
+    private readonly onOrphanGrant: (index: number, probe: boolean) => void,
+    /** Whether any admission queue holds a request (read from the shared stats table). */
+    private readonly somethingQueued: () => boolean = () => true,
+  ) {
     this.worker = new Worker(WORKER_URL.href);
     let markReady: () => void = () => {};
     this.ready = new Promise((r) => (markReady = r));
@@ -130,9 +135,9 @@ export class SchedulerClient {
     return this.request((id) => ({ type: "schedule", id, model, prefixHashes, exclude }), signal, onDrops);
   }
 
-  /** A request finished: queued ones may move. */
+  /** A request finished: queued ones may move (a message only when something waits). */
   release(): void {
-    this.post({ type: "release" });
+    if (this.somethingQueued()) this.post({ type: "release" });
   }
 
   terminate(): void {

@@ -115,7 +115,8 @@ export class AdmissionController {
       error: { code: "NO_READY_ENDPOINT", message: `no ready endpoint serves model '${msg.model}'` },
     });
     if (pool === undefined) return noEndpoint();
-    this.learn(now);
+    // Capacities are refreshed on the worker's tick (engine metrics change
+    // once per scrape), not on every request.
     const members = this.members(pool, now);
     if (!members.some((m) => m.ready)) return noEndpoint();
     const ticket: Ticket = { id: msg.id, band: msg.band, tenant: msg.tenant, pool, model: msg.model, estTokens: msg.estTokens, enqueuedAt: now };
@@ -160,8 +161,8 @@ export class AdmissionController {
   /** Let queued requests flow while saturation allows; expire the old ones. */
   pump(now = Date.now()): Outcome[] {
     const out: Outcome[] = [];
+    this.learn(now);
     if (this.queues.total === 0) {
-      this.learn(now);
       this.publish(now);
       return out;
     }
@@ -175,7 +176,6 @@ export class AdmissionController {
         error: { code: "ADMISSION_TTL_EXPIRED", message: `waited ${now - t.enqueuedAt} ms in the '${this.admission.bands[t.band]?.name}' queue without capacity` },
       });
     }
-    this.learn(now);
     for (;;) {
       const t = this.queues.next((ticket) => this.mayFlow(ticket, now));
       if (!t) break;
