@@ -5,9 +5,8 @@
  * client side (byte scanning, no JSON parsing) and the engine's CPU time
  * from /sim/state before and after.
  */
-import { join } from "node:path";
 import { numberFlag, UsageError, type ParsedArgs } from "../cli/command.ts";
-import { childEnv } from "../shared/process-env.ts";
+import { spawnLlmgw } from "../shared/llmgw-child.ts";
 import { observeStream } from "../sim/stream-probe.ts";
 import type { BenchScenario } from "./command.ts";
 import { formatTable, median, quantile } from "./report.ts";
@@ -50,37 +49,17 @@ interface SimChild {
   stop(): Promise<void>;
 }
 
-/** Start `llmgw sim-engine` as a child and wait for its "api" listening line. */
+/** Start `llmgw sim-engine` as a child (src/shared/llmgw-child.ts) sized for the largest level. */
 async function startSim(opts: SimBenchOptions): Promise<SimChild> {
   const maxLevel = Math.max(...opts.levels);
   const blocksPerSeq = Math.ceil((opts.tokens + 64) / 16) + 1;
-  const cli = join(import.meta.dir, "..", "cli.ts");
   const args = ["sim-engine", "--port", "0", "--model", MODEL, "--itl-ms", String(opts.itlMs), "--max-num-seqs", String(maxLevel)];
   args.push("--num-gpu-blocks", String(blocksPerSeq * maxLevel + 64), "--batch-slowdown", "0", "--jitter", "0", "--prefill-overhead-ms", "1", "--prefill-ms-per-token", "0");
-  const proc = Bun.spawn([process.execPath, cli, ...args], { env: childEnv({ LLMGW_LOG_LEVEL: "info" }), stdout: "pipe", stderr: "inherit", stdin: "ignore" });
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("sim-engine did not start in time")), START_TIMEOUT_MS);
-    void (async () => {
-      const dec = new TextDecoder();
-      let buf = "";
-      for await (const chunk of proc.stdout) {
-        buf += dec.decode(chunk, { stream: true });
-        const m = /"name":"api","url":"([^"]+)"/.exec(buf);
-        if (m) {
-          clearTimeout(timer);
-          resolve(m[1]!);
-          return;
-        }
-      }
-      reject(new Error("sim-engine exited before listening"));
-    })();
-  });
+  const child = await spawnLlmgw(args, { timeoutMs: START_TIMEOUT_MS, env: { LLMGW_LOG_LEVEL: "info" } });
   return {
-    url,
+    url: child.urls.api ?? child.url,
     async stop() {
-      proc.kill("SIGTERM");
-      await Promise.race([proc.exited, Bun.sleep(5_000)]);
-      proc.kill("SIGKILL");
+      await child.stop();
     },
   };
 }
