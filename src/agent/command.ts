@@ -5,7 +5,7 @@
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { boolFlag, numberFlag, parseCommandArgs, parseListen, stringFlag, UsageError, type CommandSpec, type ParsedArgs } from "../cli/command.ts";
-import { initLogger, logger } from "../shared/logger.ts";
+import { initLogger, logger, logListening } from "../shared/logger.ts";
 import { createAgentHandler } from "./agent-server.ts";
 import { AgentService } from "./agent-service.ts";
 import { DEFAULT_SYSFS_INFINIBAND } from "./fabric.ts";
@@ -106,7 +106,7 @@ async function runAgent(args: ParsedArgs): Promise<number> {
 
   const server = Bun.serve({ hostname: listen.host, port: listen.port, idleTimeout: AGENT_IDLE_TIMEOUT_S, fetch: createAgentHandler(service, token) });
   const shownHost = listen.host === "0.0.0.0" ? "127.0.0.1" : listen.host.includes(":") ? `[${listen.host}]` : listen.host;
-  logger().info({ name: "agent", url: `http://${shownHost}:${server.port}` }, "listening");
+  logListening(logger(), "agent", `http://${shownHost}:${server.port}`);
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGINT", () => resolve("SIGINT"));

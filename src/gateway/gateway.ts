@@ -12,7 +12,7 @@ import { AdmissionStatsTable, EndpointTable, I } from "../shared/endpoint-table.
 import { OTHER_TENANT } from "../metrics/names.ts";
 import { Authenticator } from "./gates/auth.ts";
 import { QuotaLimiter } from "./gates/quota.ts";
-import { logger, type Logger } from "../shared/logger.ts";
+import { logger, logListening, type Logger } from "../shared/logger.ts";
 import { createAdminApp, createMetricsApp } from "./admin.ts";
 import { CircuitBreakers } from "./circuit-breaker.ts";
 import type { GatewayContext } from "./context.ts";
@@ -141,9 +141,9 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     admin: urlOf({ hostname: adminServer?.hostname, port: adminServer?.port }),
     metrics: metricsServer ? urlOf({ hostname: metricsServer.hostname, port: metricsServer.port }) : undefined,
   };
-  log.info({ name: "api", url: urls.api }, "listening");
-  log.info({ name: "admin", url: urls.admin }, "listening");
-  if (urls.metrics) log.info({ name: "metrics", url: urls.metrics }, "listening");
+  logListening(log, "api", urls.api);
+  logListening(log, "admin", urls.admin);
+  if (urls.metrics) logListening(log, "metrics", urls.metrics);
 
   let stopping: Promise<void> | undefined;
   const stop = () =>

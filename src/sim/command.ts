@@ -1,6 +1,6 @@
 /** `llmgw sim-engine`: a simulated vLLM-compatible engine (optionally with DCGM-style GPU metrics). */
 import { numberFlag, stringFlag, stringListFlag, UsageError, type CommandSpec, type ParsedArgs } from "../cli/command.ts";
-import { flushLogger, initLogger } from "../shared/logger.ts";
+import { flushLogger, initLogger, logListening } from "../shared/logger.ts";
 import {
   DEFAULT_BATCH_SLOWDOWN,
   DEFAULT_BLOCK_SIZE_TOKENS,
@@ -136,8 +136,8 @@ export const simEngineCommand: CommandSpec = {
     const log = initLogger({ role: "sim-engine" });
     const sim = new SimServer(fixed, live);
     const urls = sim.listen(host, port, dcgmPort);
-    log.info({ name: "api", url: urls.api }, "listening");
-    if (urls.dcgm) log.info({ name: "dcgm", url: urls.dcgm }, "listening");
+    logListening(log, "api", urls.api);
+    if (urls.dcgm) logListening(log, "dcgm", urls.dcgm);
     log.info({ models: fixed.models, max_num_seqs: fixed.maxNumSeqs, num_gpu_blocks: fixed.numGpuBlocks, itl_ms: live.itlMs, metrics_flavor: fixed.metricsFlavor }, "sim-engine ready");
     await new Promise<void>((resolve) => {
       let stopping = false;
