@@ -11,9 +11,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { waitUntil } from "../helpers/processes.ts";
 import { pidFilePath, writePidFile } from "../../src/agent/pid-files.ts";
-import { groupMembers, isAlive, readStat } from "../../src/agent/proc-info.ts";
+import { cmdlineMatches, groupMembers, isAlive, readCmdline, readStat } from "../../src/agent/proc-info.ts";
 import { replicaSpecSchema, specFingerprint } from "../../src/agent/replica-spec.ts";
 import { Supervisor, type DesiredReplica, type SupervisorOptions } from "../../src/agent/supervisor.ts";
+
+/**
+ * Right after spawn the child may not have exec'd yet, and /proc/<pid>/cmdline
+ * still shows the parent's command line; adoption (rightly) refuses such a
+ * pid, so wait for the exec before restarting the agent.
+ */
+async function execDone(pid: number, argv: string[]): Promise<void> {
+  await waitUntil(() => cmdlineMatches(argv, readCmdline(pid) ?? []), { what: `pid ${pid} exec'd`, timeoutMs: 5_000, intervalMs: 5 });
+}
 
 const tmp = mkdtempSync(join(tmpdir(), "agent-sup-"));
 const supervisors: Supervisor[] = [];
@@ -113,6 +122,7 @@ describe("supervisor over real processes", () => {
     const first = supervisor(dir);
     await first.apply(desired("keep", ["sh", "-c", "sleep 1000; exit 0"]));
     const pid = first.status("keep")!.pid!;
+    await execDone(pid, ["sh", "-c", "sleep 1000; exit 0"]);
     await first.close({ stopEngines: false }); // the agent goes away; the engine keeps running
     expect(isAlive(pid)).toBe(true);
 
@@ -145,6 +155,7 @@ describe("supervisor over real processes", () => {
     const first = supervisor(dir);
     await first.apply(desired("short", ["sh", "-c", "sleep 1000; exit 0"]));
     const pid = first.status("short")!.pid!;
+    await execDone(pid, ["sh", "-c", "sleep 1000; exit 0"]);
     await first.close({ stopEngines: false });
     const second = supervisor(dir);
     expect((await second.adopt()).adopted).toEqual(["short"]);
