@@ -252,3 +252,41 @@ describe("circuit breaker", () => {
     }
   });
 });
+
+describe("model lists that changed since the last poll", () => {
+  test("an endpoint answering 404 for the model is skipped for another that serves it", async () => {
+    // "other" served m when the gateway polled it, then was replaced (same port) by an
+    // engine serving another model, which answers 404 for m until the next poll.
+    const before = await startSim(["--model", "m", "--itl-ms", "5"]);
+    const port = new URL(before.api).port;
+    const gw4 = await startGateway(
+      {
+        health: { poll_interval_ms: 60_000 },
+        scheduling: { scorers: [{ name: "inflight", weight: 1 }] },
+        endpoints: [
+          { id: "other", url: before.api, models: ["m"] },
+          { id: "b", url: b.api, models: ["m"] },
+        ],
+      },
+      2,
+    );
+    await before.stop();
+    const other = await startSim(["--model", "not-m", "--itl-ms", "5", "--port", port]);
+    try {
+      let retried = false;
+      for (let i = 0; i < 16 && !retried; i++) {
+        const res = await fetch(`${gw4.api}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "m", max_tokens: 2, messages: [{ role: "user", content: "x" }] }) });
+        expect(res.status).toBe(200);
+        expect(res.headers.get("x-llmgw-endpoint")).toBe("b");
+        await res.text();
+        retried = res.headers.get("x-llmgw-attempts") === "2";
+      }
+      expect(retried).toBe(true);
+      // It was the engine's 404 (not a refused connection) that moved the request.
+      expect(counterValue(await gw4.metrics(), "llmgw_upstream_failures_total", { endpoint: "other", reason: "status_4xx" })).toBeGreaterThan(0);
+    } finally {
+      await gw4.stop();
+      await other.stop();
+    }
+  });
+});

@@ -299,6 +299,12 @@ export async function dispatchInference(
         breakers.success(index); // the engine is healthy; the request was not
         const { message } = engineError(result.body);
         if (CONTEXT_LENGTH_RE.test(message) && m < chain.length - 1) continue chain;
+        // 404: this endpoint does not (or no longer) serve the model — its
+        // model list changed since the last poll. Another endpoint may.
+        if (result.status === 404) {
+          exclude.push(index);
+          continue;
+        }
         finish({ outcome: "client_error", status: result.status ?? 400, endpoint: endpoint.id, attempts, usage: undefined, error: message });
         return rejectedResponse(result, { ...baseHeaders, "x-llmgw-endpoint": endpoint.id, "x-llmgw-attempts": String(attempts) });
       }
