@@ -4,7 +4,6 @@
  * lives in its own module, loaded on demand.
  */
 import { parseCommandArgs, UsageError, type CommandSpec, type ParsedArgs } from "../cli/command.ts";
-import { EXIT_NOT_BUILT } from "../cli/not-built.ts";
 
 export interface BenchScenario {
   name: string;
@@ -15,7 +14,7 @@ export interface BenchScenario {
   run(args: ParsedArgs): Promise<number>;
 }
 
-const SCENARIOS: Record<string, { summary: string; load?: () => Promise<BenchScenario> }> = {
+const SCENARIOS: Record<string, { summary: string; load: () => Promise<BenchScenario> }> = {
   sim: { summary: "concurrent streams one sim-engine sustains, and at what CPU cost", load: async () => (await import("./sim-scenario.ts")).simScenario },
   overhead: { summary: "latency llmgw adds: direct vs bare Bun proxy vs llmgw, interleaved", load: async () => (await import("./overhead-scenario.ts")).overheadScenario },
   admission: { summary: "platinum TTFT under bronze load, admission on and off", load: async () => (await import("./admission-scenario.ts")).admissionScenario },
@@ -47,10 +46,6 @@ async function runBench(argv: string[]): Promise<number> {
   }
   const entry = SCENARIOS[name];
   if (!entry) throw new UsageError(`unknown scenario '${name}'`);
-  if (!entry.load) {
-    console.error(`llmgw bench ${name}: not built yet (the admission issue builds it)`);
-    return EXIT_NOT_BUILT;
-  }
   const scenario = await entry.load();
   const spec: CommandSpec = { name: `bench ${name}`, summary: scenario.summary, usage: scenario.usage, options: { ...scenario.options, json: { type: "boolean" } }, run: scenario.run };
   const args = parseCommandArgs(spec, rest);

@@ -43,11 +43,6 @@ export class ModelCatalog {
     return this.endpointModels.some((ms) => ms.includes(canonical)) ? canonical : undefined;
   }
 
-  /** Whether `name` is a label-safe model name (configured or discovered). */
-  isKnown(name: string): boolean {
-    return this.resolve(name) === name;
-  }
-
   deadlinesFor(model: string): Deadlines {
     return this.configured.get(model)?.deadlines ?? this.defaultDeadlines;
   }

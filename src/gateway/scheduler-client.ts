@@ -4,7 +4,7 @@
  * rejection. A request whose client leaves while it waits is cancelled in the
  * worker at once; a grant that raced the cancel has its lease returned.
  */
-import type { EndpointDescriptor, FromScheduler, GrantDetail, ToScheduler } from "../protocol/scheduler-messages.ts";
+import type { FromScheduler, GrantDetail, ToScheduler } from "../protocol/scheduler-messages.ts";
 import { LlmgwError } from "../shared/errors.ts";
 
 export interface Grant extends GrantDetail {

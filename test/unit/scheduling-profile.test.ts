@@ -3,7 +3,7 @@ import { endpoint, seeded } from "../helpers/scheduling.ts";
 import { prefixHashes } from "../../src/scheduling/prefix-hash.ts";
 import { SchedulingProfile, type SchedulingConfig } from "../../src/scheduling/profile.ts";
 import { FILTERS, PICKERS, SCORERS } from "../../src/scheduling/registry.ts";
-import type { EndpointView, RequestView, Scorer } from "../../src/scheduling/types.ts";
+import type { RequestView, Scorer } from "../../src/scheduling/types.ts";
 
 
 /** The config schema's defaults. */
