@@ -31,7 +31,11 @@ export function countEventBoundaries(chunk: Uint8Array, prevLastByte: number): n
   return n;
 }
 
-export async function timedStream(url: string, body: string, opts: { signal?: AbortSignal; headers?: Record<string, string> } = {}): Promise<StreamTiming> {
+export async function timedStream(
+  url: string,
+  body: string,
+  opts: { signal?: AbortSignal; headers?: Record<string, string>; onOpen?: () => void } = {},
+): Promise<StreamTiming> {
   const start = performance.now();
   const gapsMs: number[] = [];
   let ttftMs = NaN;
@@ -48,6 +52,7 @@ export async function timedStream(url: string, body: string, opts: { signal?: Ab
       await res.arrayBuffer().catch(() => undefined);
       return { ok: false, status: res.status, ttftMs, gapsMs, events, totalMs: performance.now() - start, error: `HTTP ${res.status}` };
     }
+    opts.onOpen?.();
     let prevByte = 0;
     for await (const chunk of res.body) {
       const n = countEventBoundaries(chunk, prevByte);

@@ -30,14 +30,28 @@ export interface ConcurrentStreamsSummary {
   /** Requests the client left on purpose. */
   aborted: number;
   firstErrors: string[];
+  /** Most streams open at once (response headers in, body not finished), as the client saw them. */
+  peakOpen: number;
 }
 
 async function run(o: ConcurrentStreamsOptions): Promise<ConcurrentStreamsSummary> {
-  const summary: ConcurrentStreamsSummary = { ok: 0, errors: 0, eventCounts: {}, aborted: 0, firstErrors: [] };
-  await Promise.all(
-    o.bodies.map(async (body) => {
+  const summary: ConcurrentStreamsSummary = { ok: 0, errors: 0, eventCounts: {}, aborted: 0, firstErrors: [], peakOpen: 0 };
+  let open = 0;
+  await Promise.all(o.bodies.map((body) => one(body)));
+  return summary;
+
+  async function one(body: string): Promise<void> {
+    {
       if (o.abortAfterChunks === undefined && o.abortAfterMs === undefined) {
-        const r = await timedStream(o.url, body, { headers: o.headers ?? {} });
+        let opened = false;
+        const r = await timedStream(o.url, body, {
+          headers: o.headers ?? {},
+          onOpen() {
+            opened = true;
+            summary.peakOpen = Math.max(summary.peakOpen, ++open);
+          },
+        });
+        if (opened) open--;
         if (r.ok) {
           summary.ok++;
           summary.eventCounts[r.events] = (summary.eventCounts[r.events] ?? 0) + 1;
@@ -61,9 +75,8 @@ async function run(o: ConcurrentStreamsOptions): Promise<ConcurrentStreamsSummar
         clearTimeout(timer);
         summary.aborted++;
       }
-    }),
-  );
-  return summary;
+    }
+  }
 }
 
 export async function concurrentStreams(o: ConcurrentStreamsOptions): Promise<ConcurrentStreamsSummary> {
