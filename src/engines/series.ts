@@ -30,16 +30,22 @@ function groupKey(labels: Readonly<Record<string, string>>, ignore: ReadonlySet<
  * queue, so adding them would multiply-count). Undefined when nothing finite.
  */
 export function sumAcrossSeries(samples: readonly Sample[], name: string, replicated: ReadonlySet<string> = new Set()): number | undefined {
+  const values = distinctSeries(samples, name, replicated);
+  if (values.length === 0) return undefined;
+  let total = 0;
+  for (const v of values) total += v;
+  return total;
+}
+
+/** One value per distinct series of `name`, series differing only in `replicated` labels collapsed with max. */
+function distinctSeries(samples: readonly Sample[], name: string, replicated: ReadonlySet<string>): number[] {
   const groups = new Map<string, number>();
   for (const s of finiteSamples(samples, name)) {
     const key = groupKey(s.labels, replicated);
     const prev = groups.get(key);
     groups.set(key, prev === undefined ? s.value : Math.max(prev, s.value));
   }
-  if (groups.size === 0) return undefined;
-  let total = 0;
-  for (const v of groups.values()) total += v;
-  return total;
+  return [...groups.values()];
 }
 
 /** Max over every finite series of `name`; undefined when none. */
@@ -51,16 +57,11 @@ export function maxAcrossSeries(samples: readonly Sample[], name: string): numbe
 
 /** Mean over distinct series (replicated ranks collapsed with max first); undefined when none. */
 export function meanAcrossSeries(samples: readonly Sample[], name: string, replicated: ReadonlySet<string> = new Set()): number | undefined {
-  const groups = new Map<string, number>();
-  for (const s of finiteSamples(samples, name)) {
-    const key = groupKey(s.labels, replicated);
-    const prev = groups.get(key);
-    groups.set(key, prev === undefined ? s.value : Math.max(prev, s.value));
-  }
-  if (groups.size === 0) return undefined;
+  const values = distinctSeries(samples, name, replicated);
+  if (values.length === 0) return undefined;
   let total = 0;
-  for (const v of groups.values()) total += v;
-  return total / groups.size;
+  for (const v of values) total += v;
+  return total / values.length;
 }
 
 /** Clamp a ratio into [0,1]; undefined stays undefined. */

@@ -5,7 +5,7 @@
  */
 import { assessGpu, type GpuAssessment, type GpuThresholds } from "../gpuhealth/assess.ts";
 import { parseDcgmExport, type GpuSample } from "../gpuhealth/dcgm.ts";
-import { PollLoop } from "./poll-loop.ts";
+import { TargetPoller } from "./target-poller.ts";
 import { probe, type FetchFn } from "./probe.ts";
 import { isStale } from "./readiness.ts";
 
@@ -65,54 +65,30 @@ export function dcgmScrapeUrl(url: string): string {
   return u.toString();
 }
 
-export class DcgmPoller {
-  readonly #targets: readonly DcgmTarget[];
-  readonly #options: DcgmPollerOptions;
-  readonly #fetch: FetchFn;
-  readonly #onSnapshot: OnDcgmSnapshot;
-  readonly #snapshots: DcgmSnapshot[];
-  readonly #loop: PollLoop;
+export class DcgmPoller extends TargetPoller<DcgmTarget, DcgmSnapshot> {
+  private readonly options: DcgmPollerOptions;
 
   constructor(targets: readonly DcgmTarget[], options: DcgmPollerOptions, onSnapshot: OnDcgmSnapshot) {
-    if (!(options.timeoutMs > 0)) throw new RangeError(`timeoutMs must be > 0, got ${options.timeoutMs}`);
-    this.#targets = targets.map((t) => ({ ...t, url: dcgmScrapeUrl(t.url) }));
-    this.#options = { ...options };
-    this.#fetch = options.fetch ?? ((url, init) => fetch(url, init));
-    this.#onSnapshot = onSnapshot;
-    this.#snapshots = targets.map(() => ({ ...INITIAL }));
-    this.#loop = new PollLoop(targets.length, options.intervalMs, (position, signal) => this.#poll(position, signal));
+    super(
+      targets.map((t) => ({ ...t, url: dcgmScrapeUrl(t.url) })),
+      options,
+      INITIAL,
+      onSnapshot,
+    );
+    this.options = { ...options };
   }
 
-  start(): void {
-    this.#loop.start();
-  }
-
-  stop(): Promise<void> {
-    return this.#loop.stop();
-  }
-
-  pollOnce(): Promise<void> {
-    return this.#loop.pollOnce();
-  }
-
-  snapshot(index: number): DcgmSnapshot | undefined {
-    const position = this.#targets.findIndex((t) => t.index === index);
-    return position < 0 ? undefined : this.#snapshots[position];
-  }
-
-  async #poll(position: number, signal: AbortSignal): Promise<void> {
-    const target = this.#targets[position]!;
+  protected async pollTarget(target: DcgmTarget, prev: Readonly<DcgmSnapshot>, signal: AbortSignal): Promise<DcgmSnapshot | undefined> {
     const startedAt = Date.now();
-    const res = await probe(this.#fetch, target.url, this.#options.timeoutMs, signal, "GET dcgm /metrics");
-    if (signal.aborted) return;
+    const res = await probe(this.fetchFn, target.url, this.options.timeoutMs, signal, "GET dcgm /metrics");
+    if (signal.aborted) return undefined;
     const finishedAt = Date.now();
-    const prev = this.#snapshots[position]!;
     let snap: DcgmSnapshot;
     if (res.ok) {
       const parsed = parseDcgmExport(res.body);
       snap = {
         ok: true,
-        gpus: parsed.gpus.map((sample) => ({ sample, assessment: assessGpu(sample, this.#options.thresholds) })),
+        gpus: parsed.gpus.map((sample) => ({ sample, assessment: assessGpu(sample, this.options.thresholds) })),
         sampledAt: finishedAt,
         stale: false,
         unattributed: parsed.unattributed,
@@ -124,13 +100,12 @@ export class DcgmPoller {
       snap = {
         ...prev,
         ok: false,
-        stale: isStale(prev.sampledAt, finishedAt, this.#options.staleAfterMs),
+        stale: isStale(prev.sampledAt, finishedAt, this.options.staleAfterMs),
         consecutiveFailures: prev.consecutiveFailures + 1,
         lastError: res.error,
         pollMs: finishedAt - startedAt,
       };
     }
-    this.#snapshots[position] = snap;
-    this.#onSnapshot(target.index, snap);
+    return snap;
   }
 }

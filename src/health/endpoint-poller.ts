@@ -6,8 +6,8 @@
  */
 import { mapEngineSamples, type EngineHint, type EngineMetrics } from "../engines/engine-metrics.ts";
 import { parsePrometheusText } from "../engines/prom-text.ts";
-import { PollLoop } from "./poll-loop.ts";
 import { originPath, probe, type FetchFn } from "./probe.ts";
+import { TargetPoller } from "./target-poller.ts";
 import { INITIAL_SNAPSHOT, nextSnapshot, parseModelIds, type EndpointSnapshot } from "./readiness.ts";
 
 export interface EngineEndpoint {
@@ -32,61 +32,28 @@ export interface PollerOptions {
 
 export type OnEndpointSnapshot = (index: number, snapshot: EndpointSnapshot) => void;
 
-export class EndpointPoller {
-  readonly #endpoints: readonly EngineEndpoint[];
-  readonly #options: PollerOptions;
-  readonly #fetch: FetchFn;
-  readonly #onSnapshot: OnEndpointSnapshot;
-  readonly #snapshots: EndpointSnapshot[];
-  readonly #loop: PollLoop;
+export class EndpointPoller extends TargetPoller<EngineEndpoint, EndpointSnapshot> {
+  private readonly options: PollerOptions;
 
   constructor(endpoints: readonly EngineEndpoint[], options: PollerOptions, onSnapshot: OnEndpointSnapshot) {
-    if (!(options.timeoutMs > 0)) throw new RangeError(`timeoutMs must be > 0, got ${options.timeoutMs}`);
-    this.#endpoints = endpoints.map((e) => ({ ...e }));
-    this.#options = { ...options };
-    this.#fetch = options.fetch ?? ((url, init) => fetch(url, init));
-    this.#onSnapshot = onSnapshot;
-    this.#snapshots = endpoints.map(() => ({ ...INITIAL_SNAPSHOT }));
-    this.#loop = new PollLoop(endpoints.length, options.intervalMs, (position, signal) => this.#poll(position, signal));
+    super(
+      endpoints.map((e) => ({ ...e })),
+      options,
+      INITIAL_SNAPSHOT,
+      onSnapshot,
+    );
+    this.options = { ...options };
   }
 
-  /** Poll now and then every intervalMs. */
-  start(): void {
-    this.#loop.start();
-  }
-
-  /** Stop the timer and abort in-flight requests; resolves once they have settled. */
-  stop(): Promise<void> {
-    return this.#loop.stop();
-  }
-
-  /** Poll every endpoint once; resolves after every onSnapshot of this round. */
-  pollOnce(): Promise<void> {
-    return this.#loop.pollOnce();
-  }
-
-  /** The latest snapshot of the endpoint with table slot `index`. */
-  snapshot(index: number): EndpointSnapshot | undefined {
-    const position = this.#endpoints.findIndex((e) => e.index === index);
-    return position < 0 ? undefined : this.#snapshots[position];
-  }
-
-  /** Ticks skipped because an endpoint's previous poll was still running. */
-  get skippedTicks(): number {
-    return this.#loop.skippedTicks;
-  }
-
-  async #poll(position: number, signal: AbortSignal): Promise<void> {
-    const ep = this.#endpoints[position]!;
-    const { timeoutMs } = this.#options;
+  protected async pollTarget(ep: EngineEndpoint, previous: Readonly<EndpointSnapshot>, signal: AbortSignal): Promise<EndpointSnapshot | undefined> {
+    const { timeoutMs } = this.options;
     const startedAt = Date.now();
     const [metricsRes, healthRes, modelsRes] = await Promise.all([
-      probe(this.#fetch, originPath(ep.url, "/metrics"), timeoutMs, signal, "GET /metrics"),
-      probe(this.#fetch, originPath(ep.url, "/health"), timeoutMs, signal, "GET /health"),
-      probe(this.#fetch, originPath(ep.url, "/v1/models"), timeoutMs, signal, "GET /v1/models"),
+      probe(this.fetchFn, originPath(ep.url, "/metrics"), timeoutMs, signal, "GET /metrics"),
+      probe(this.fetchFn, originPath(ep.url, "/health"), timeoutMs, signal, "GET /health"),
+      probe(this.fetchFn, originPath(ep.url, "/v1/models"), timeoutMs, signal, "GET /v1/models"),
     ]);
-    // A poll cut short by stop() says nothing about the endpoint: keep the old snapshot.
-    if (signal.aborted) return;
+    if (signal.aborted) return undefined;
     const errors: string[] = [];
     for (const r of [healthRes, modelsRes, metricsRes]) if (!r.ok) errors.push(r.error);
 
@@ -100,14 +67,12 @@ export class EndpointPoller {
       models = parseModelIds(modelsRes.body);
       if (models === undefined) errors.push("GET /v1/models: not an OpenAI model list");
     }
-    const snap = nextSnapshot(
-      this.#snapshots[position]!,
+    return nextSnapshot(
+      previous,
       { healthOk: healthRes.ok, models, metrics, errors, startedAt, finishedAt: Date.now() },
       ep.models,
-      this.#options.staleAfterMs,
+      this.options.staleAfterMs,
     );
-    this.#snapshots[position] = snap;
-    this.#onSnapshot(ep.index, snap);
   }
 }
 
