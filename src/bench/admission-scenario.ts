@@ -12,6 +12,7 @@ import { stringify as toYaml } from "yaml";
 import { boolFlag, numberFlag } from "../cli/command.ts";
 import { spawnLlmgw, type LlmgwChild } from "../shared/llmgw-child.ts";
 import type { BenchScenario } from "./command.ts";
+import { startClosedLoopLoad } from "./closed-loop-load.ts";
 import { formatTable, quantile } from "./report.ts";
 import { timedStream } from "./stream-client.ts";
 
@@ -22,6 +23,10 @@ export const BRONZE_KEY = "bronze-key-for-bench";
 export interface AdmissionBenchOptions {
   bronzeStreams: number;
   probes: number;
+  /** Sequential platinum clients taking the probes (admission on, idle and loaded). */
+  probeClients: number;
+  /** Idle/loaded alternations with admission on (the probes are split between them). */
+  rounds: number;
   /** Probes with admission off (each waits behind the engine queues: keep it small). */
   probesOff: number;
   maxNumSeqs: number;
@@ -53,7 +58,7 @@ export interface AdmissionBenchReport {
   total_ratio_off: number;
 }
 
-function summarize(samples: { ttft: number; total: number; ok: boolean }[]): LatencySummary {
+function summarize(samples: ProbeSample[]): LatencySummary {
   const ok = samples.filter((s) => s.ok);
   return {
     ttft_p50_ms: quantile(ok.map((s) => s.ttft), 0.5),
@@ -66,45 +71,27 @@ function summarize(samples: { ttft: number; total: number; ok: boolean }[]): Lat
 
 const body = (maxTokens: number, content: string) => JSON.stringify({ model: MODEL, stream: true, max_tokens: maxTokens, messages: [{ role: "user", content }] });
 
-async function platinumProbes(api: string, n: number, concurrent: boolean): Promise<{ ttft: number; total: number; ok: boolean }[]> {
-  const one = async (i: number) => {
-    const r = await timedStream(`${api}/v1/chat/completions`, body(10, `interactive question ${i}`), { headers: { authorization: `Bearer ${PLATINUM_KEY}` } });
-    return { ttft: r.ttftMs, total: r.totalMs, ok: r.ok && r.events > 0 };
-  };
-  if (concurrent) return Promise.all(Array.from({ length: n }, (_, i) => one(i)));
-  const out = [];
-  for (let i = 0; i < n; i++) {
-    out.push(await one(i));
-    await Bun.sleep(20);
-  }
-  return out;
-}
+type ProbeSample = { ttft: number; total: number; ok: boolean };
 
-/** `n` closed-loop bronze clients until stopped; returns the counts. */
-function bronzeLoad(api: string, n: number): { stop(): Promise<{ completed: number; errors: number }> } {
-  let running = true;
-  const ac = new AbortController();
-  let completed = 0;
-  let errors = 0;
-  const loops = Array.from({ length: n }, async (_, i) => {
-    while (running) {
-      const r = await timedStream(`${api}/v1/chat/completions`, body(60, `batch document ${i}`), { signal: ac.signal, headers: { authorization: `Bearer ${BRONZE_KEY}` } });
-      if (!running) break;
-      if (r.ok) completed++;
-      else {
-        errors++;
-        await Bun.sleep(50);
-      }
+/**
+ * `n` platinum requests from `clients` sequential clients (each pauses 20 ms
+ * between requests), each prompt new (`tag` keeps blocks apart, so no block
+is served from a prefix cache the previous block warmed). Several clients keep a phase short enough to take
+ * enough samples that p99 is a tail, not the single slowest request.
+ */
+async function platinumProbes(api: string, n: number, clients: number, tag: string): Promise<ProbeSample[]> {
+  const out: ProbeSample[] = [];
+  let next = 0;
+  const client = async () => {
+    while (next < n) {
+      const i = next++;
+      const r = await timedStream(`${api}/v1/chat/completions`, body(10, `interactive question ${tag}-${i}`), { headers: { authorization: `Bearer ${PLATINUM_KEY}` } });
+      out.push({ ttft: r.ttftMs, total: r.totalMs, ok: r.ok && r.events > 0 });
+      if (clients < n) await Bun.sleep(20);
     }
-  });
-  return {
-    async stop() {
-      running = false;
-      ac.abort();
-      await Promise.all(loops);
-      return { completed, errors };
-    },
   };
+  await Promise.all(Array.from({ length: Math.min(clients, n) }, client));
+  return out;
 }
 
 async function startGatewayFor(sims: LlmgwChild[], opts: AdmissionBenchOptions, admission: boolean): Promise<LlmgwChild> {
@@ -166,7 +153,7 @@ export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<Ad
       sims.push(sim);
       children.push(sim);
     }
-    const phase = async (admission: boolean, probes: number, concurrentProbes: boolean) => {
+    const phase = async (admission: boolean, probes: number, probeClients: number, rounds: number) => {
       const gw = await startGatewayFor(sims, opts, admission);
       children.push(gw);
       const admin = gw.urls.admin!;
@@ -179,21 +166,37 @@ export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<Ad
           timedStream(`${api}/v1/chat/completions`, body(15, `warm-up ${i}`), { headers: { authorization: `Bearer ${PLATINUM_KEY}` } })));
       }
       const learned = (await endpointsState(admin)).map((e) => e.capacity);
-      const idle = admission ? await platinumProbes(api, probes, false) : [];
-      log(`  admission ${admission ? "on" : "off"}: learned capacity ${learned.join(", ")}; starting ${opts.bronzeStreams} bronze streams`);
-      const load = bronzeLoad(api, opts.bronzeStreams);
-      await Bun.sleep(3_000); // the bronze streams fill the engines (or the queue)
-      const loaded = await platinumProbes(api, probes, concurrentProbes);
-      const counts = await load.stop();
-      await waitFor(async () => (await endpointsState(admin)).every((e) => e.inflight === 0), 30_000);
+      log(`  admission ${admission ? "on" : "off"}: learned capacity ${learned.join(", ")}`);
+      const idle: ProbeSample[] = [];
+      const loaded: ProbeSample[] = [];
+      const counts = { completed: 0, errors: 0 };
+      // Idle and loaded blocks alternate, so a noisy spell on a shared
+      // machine lands in both rather than in one phase only.
+      for (let round = 0; round < rounds; round++) {
+        const n = Math.ceil((probes * (round + 1)) / rounds) - Math.ceil((probes * round) / rounds);
+        if (admission) idle.push(...(await platinumProbes(api, n, probeClients, `idle-${round}`)));
+        log(`  round ${round + 1}/${rounds}: ${opts.bronzeStreams} bronze streams`);
+        const load = startClosedLoopLoad({
+          url: `${api}/v1/chat/completions`,
+          clients: opts.bronzeStreams,
+          bodies: Array.from({ length: opts.bronzeStreams }, (_, i) => body(60, `batch document ${i}`)),
+          headers: { authorization: `Bearer ${BRONZE_KEY}` },
+        });
+        await Bun.sleep(3_000); // the bronze streams fill the engines (or the queue)
+        loaded.push(...(await platinumProbes(api, n, probeClients, `loaded-${round}`)));
+        const c = await load.stop();
+        counts.completed += c.completed;
+        counts.errors += c.errors;
+        await waitFor(async () => (await endpointsState(admin)).every((e) => e.inflight === 0), 30_000);
+      }
       await gw.stop();
       children.splice(children.indexOf(gw), 1);
       return { learned, idle, loaded, counts };
     };
     log("phase 1: admission on");
-    const on = await phase(true, opts.probes, false);
+    const on = await phase(true, opts.probes, opts.probeClients, opts.rounds);
     log("phase 2: admission off");
-    const off = await phase(false, opts.probesOff, true);
+    const off = await phase(false, opts.probesOff, opts.probesOff, 1);
     const idle = summarize(on.idle);
     const onS = summarize(on.loaded);
     const offS = summarize(off.loaded);
@@ -216,17 +219,23 @@ export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<Ad
   }
 }
 
-const USAGE = `usage: llmgw bench admission [--bronze N] [--probes N] [--max-num-seqs N] [--bronze-ceiling F] [--json]
+const USAGE = `usage: llmgw bench admission [--bronze N] [--probes N] [--probe-clients N] [--rounds N]
+                             [--max-num-seqs N] [--bronze-ceiling F] [--json]
 
 Three sim-engines behind a gateway with two bands: platinum (never waits) and
 bronze (flows while pool saturation is below its ceiling). Measures platinum
 TTFT and total latency idle, then under N continuous bronze streams with
 admission on, then off. Prints both, and ratio_on / ratio_off = platinum TTFT
-p99 under load / idle.
+p99 under load / idle. With admission on, idle and loaded blocks alternate
+(--rounds), so a noisy spell on a shared machine falls on both sides.
 
 flags:
   --bronze N           concurrent bronze streams (default 500)
-  --probes N           platinum requests measured per phase (default 30; 8 with admission off)
+  --probes N           platinum requests measured idle, and again under load
+                       (default 120: p99 is then the 2nd-3rd slowest, not one
+                       stray outlier; with admission off, 8 sent at once)
+  --probe-clients N    sequential platinum clients sending them (default 3)
+  --rounds N           idle/loaded alternations with admission on (default 2)
   --max-num-seqs N     batch slots per sim-engine (default 32)
   --bronze-ceiling F   bronze band's saturation ceiling (default 0.6)
   --json               one JSON object instead of the table`;
@@ -235,12 +244,14 @@ export const admissionScenario: BenchScenario = {
   name: "admission",
   summary: "platinum TTFT under bronze load, admission on and off",
   usage: USAGE,
-  options: { bronze: { type: "string" }, probes: { type: "string" }, "max-num-seqs": { type: "string" }, "bronze-ceiling": { type: "string" } },
+  options: { bronze: { type: "string" }, probes: { type: "string" }, "probe-clients": { type: "string" }, rounds: { type: "string" }, "max-num-seqs": { type: "string" }, "bronze-ceiling": { type: "string" } },
   async run(args) {
     const json = boolFlag(args, "json");
     const r = await runAdmissionBench({
       bronzeStreams: numberFlag(args, "bronze", 500, { min: 1, max: 5000, integer: true }),
-      probes: numberFlag(args, "probes", 30, { min: 3, max: 1000, integer: true }),
+      probes: numberFlag(args, "probes", 120, { min: 3, max: 10_000, integer: true }),
+      probeClients: numberFlag(args, "probe-clients", 3, { min: 1, max: 100, integer: true }),
+      rounds: numberFlag(args, "rounds", 2, { min: 1, max: 20, integer: true }),
       probesOff: 8,
       maxNumSeqs: numberFlag(args, "max-num-seqs", 32, { min: 1, max: 4096, integer: true }),
       bronzeCeiling: numberFlag(args, "bronze-ceiling", 0.6, { min: 0, max: 1 }),
