@@ -4,7 +4,8 @@
  * compiled binary). Lines are buffered up to BUFFER_BYTES and flushed at
  * least every FLUSH_INTERVAL_MS: one write per line cost the gateway a
  * syscall per request (~0.1 ms of CPU each, measured). "listening" lines are
- * flushed at once (launchers wait for them). Call flushLogger() before exiting.
+ * flushed at once (launchers wait for them). Call flushLogger() before exiting
+ * (it writes synchronously, and pino's destination also fsyncs then).
  */
 import pino from "pino";
 
@@ -14,9 +15,20 @@ export type Logger = pino.Logger;
 const BUFFER_BYTES = 8 * 1024;
 const FLUSH_INTERVAL_MS = 200;
 
-const destination = pino.destination({ dest: 1, sync: false, minLength: BUFFER_BYTES });
+/** A reader that stops reading stdout must not grow the process without bound: past this, lines are dropped. */
+const MAX_BUFFERED_BYTES = 32 * 1024 * 1024;
+
+const destination = pino.destination({ dest: 1, sync: false, minLength: BUFFER_BYTES, maxLength: MAX_BUFFERED_BYTES });
 // Bounded lateness for a quiet process; unref'd so it never keeps one alive.
-setInterval(() => flushLogger(), FLUSH_INTERVAL_MS).unref();
+// The periodic flush writes asynchronously: flushSync also fsyncs, which
+// stalled the event loop for tens of ms per flush when stdout is a file.
+setInterval(() => {
+  try {
+    destination.flush();
+  } catch {
+    // destroyed at exit; flushLogger() already wrote what there was
+  }
+}, FLUSH_INTERVAL_MS).unref();
 
 let root: Logger = pino({ level: process.env.LLMGW_LOG_LEVEL ?? "info", base: { pid: process.pid } }, destination);
 
