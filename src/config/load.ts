@@ -199,6 +199,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
     metricsListen: c.metrics_listen === null ? null : parseListen(c.metrics_listen),
     logLevel: c.log_level,
     maxBodyBytes: c.max_body_bytes,
+    maxResponseBytes: c.max_response_bytes,
     deadlines,
     models: c.models.map((m) => ({
       name: m.name,

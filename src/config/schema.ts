@@ -189,6 +189,7 @@ export const configSchema = z
     metrics_listen: hostPort.nullable().default(null),
     log_level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
     max_body_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(D.DEFAULT_MAX_BODY_BYTES),
+    max_response_bytes: z.number().int().min(64 * 1024).max(4 * 1024 * 1024 * 1024).default(D.DEFAULT_MAX_RESPONSE_BYTES),
     deadlines: deadlinesSchema.default({}),
     models: z.array(modelSchema).default([]),
     endpoints: z.array(endpointSchema).default([]),

@@ -77,6 +77,8 @@ export interface Config {
   metricsListen: Listen | null;
   logLevel: LogLevel;
   maxBodyBytes: number;
+  /** Largest non-streaming engine answer relayed (larger: 502 UPSTREAM_RESPONSE_TOO_LARGE). */
+  maxResponseBytes: number;
   /** Deadlines for models not listed under `models` (and the base for those that are). */
   deadlines: Deadlines;
   models: readonly ModelConfig[];

@@ -26,6 +26,11 @@ function requestIdOf(req: Request): string {
   return given && REQUEST_ID_RE.test(given) ? given : crypto.randomUUID();
 }
 
+/** A UTF-8 byte-order mark is legal before JSON text but Python's json (vLLM, SGLang) rejects it: never forward one. */
+function withoutBom(raw: Uint8Array): Uint8Array {
+  return raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf ? raw.subarray(3) : raw;
+}
+
 function json(body: unknown, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { headers: { "content-type": "application/json", ...headers } });
 }
@@ -84,7 +89,7 @@ async function handleInference(ctx: GatewayContext, req: Request, server: Server
       if (e.code === "INVALID_API_KEY") ctx.metrics.admissionRejections.inc({ band: "none", reason: "unauthorized" });
       return reject(e, "rejected");
     }
-    const raw = await readBodyLimited(req, ctx.config.maxBodyBytes);
+    const raw = withoutBom(await readBodyLimited(req, ctx.config.maxBodyBytes));
     const body = parseInferenceBody(raw, route);
     stream = body.stream === true;
     const model = ctx.catalog.resolve(body.model);

@@ -27,6 +27,7 @@ export const ATTEMPT_FAILURES = [
   "status_4xx",
   "malformed",
   "truncated",
+  "too_large",
   "idle_timeout",
   "total_timeout",
 ] as const;

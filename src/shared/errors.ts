@@ -32,6 +32,7 @@ export type ErrorCode =
   | "UPSTREAM_RATE_LIMITED"
   | "UPSTREAM_STREAM_TRUNCATED"
   | "UPSTREAM_MALFORMED"
+  | "UPSTREAM_RESPONSE_TOO_LARGE"
   | "RETRY_BUDGET_EXHAUSTED"
   // engine (sim-engine, agent)
   | "ENGINE_DEAD"
@@ -86,6 +87,7 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
     case "UPSTREAM_ERROR":
     case "UPSTREAM_STREAM_TRUNCATED":
     case "UPSTREAM_MALFORMED":
+    case "UPSTREAM_RESPONSE_TOO_LARGE":
       return { status: 502, type: "server_error" };
     case "NO_READY_ENDPOINT":
     case "ADMISSION_QUEUE_FULL":

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { AttemptDeadlines } from "../../src/gateway/proxy/deadlines.ts";
 import { relayStream, type RelayEnd } from "../../src/gateway/proxy/sse-relay.ts";
-import { SseScanner } from "../../src/gateway/proxy/sse-scanner.ts";
+import { MAX_EVENT_BYTES, SseScanner } from "../../src/gateway/proxy/sse-scanner.ts";
 import type { OpenStream } from "../../src/gateway/proxy/upstream.ts";
 
 const enc = new TextEncoder();
@@ -25,6 +25,33 @@ describe("SSE scanner", () => {
   test("accepts CRLF blank lines", () => {
     const s = new SseScanner();
     expect(s.push(enc.encode('data: {"a":1}\n\r\ndata: [DONE]\n\r\n')).map((e) => e.kind)).toEqual(["data", "done"]);
+  });
+
+  test("a large event in many chunks without newlines comes out whole", () => {
+    const s = new SseScanner();
+    const content = "y".repeat(100_000);
+    const event = `data: {"choices":[{"delta":{"content":"${content}"}}]}\n\n`;
+    const bytes = enc.encode(event);
+    const out = [];
+    for (let i = 0; i < bytes.length; i += 1000) out.push(...s.push(bytes.subarray(i, i + 1000)));
+    expect(out.map((e) => e.kind)).toEqual(["data"]);
+    expect(new TextDecoder().decode(out[0]!.bytes)).toBe(event);
+    expect(s.pending()).toBe(0);
+  });
+
+  test("an event that never ends past MAX_EVENT_BYTES marks the stream broken and holds no memory", () => {
+    const s = new SseScanner();
+    s.push(enc.encode(TOKEN(0)));
+    s.push(enc.encode('data: {"choices":[{"delta":{"content":"'));
+    const junk = new Uint8Array(1024 * 1024).fill(120);
+    let events = 0;
+    for (let i = 0; i < MAX_EVENT_BYTES / junk.length - 1; i++) events += s.push(junk).length;
+    expect(s.overflowed).toBe(false); // just under the limit: still an event in progress
+    expect(s.pending()).toBeGreaterThan(MAX_EVENT_BYTES - junk.length);
+    events += s.push(junk).length + s.push(junk).length;
+    expect(s.overflowed).toBe(true);
+    expect(events).toBe(0);
+    expect(s.pending()).toBe(0);
   });
 });
 

@@ -57,6 +57,7 @@ const FAILURE_CODE: Record<AttemptFailure, ErrorCode> = {
   status_429: "UPSTREAM_RATE_LIMITED",
   status_4xx: "UPSTREAM_REJECTED",
   malformed: "UPSTREAM_MALFORMED",
+  too_large: "UPSTREAM_RESPONSE_TOO_LARGE",
   truncated: "UPSTREAM_STREAM_TRUNCATED",
 };
 
@@ -229,6 +230,7 @@ export async function dispatchInference(
           totalLeftMs,
           clientSignal: req.signal,
           dial: ctx.dial,
+          maxResponseBytes: config.maxResponseBytes,
           onSend: attempts === 1 ? () => metrics.overhead.observe((performance.now() - req.arrivedAt) / 1000) : undefined,
         },
           req.path,
@@ -316,8 +318,8 @@ export async function dispatchInference(
         breakers.abandon(index); // no verdict on the endpoint: let another request probe
       }
       exclude.push(index);
-      // The whole request is out of time: no retry can help.
-      if (result.failure === "total_timeout") break chain;
+      // The whole request is out of time, or its answer is too large for any endpoint: no retry can help.
+      if (result.failure === "total_timeout" || result.failure === "too_large") break chain;
     }
   }
 

@@ -9,7 +9,7 @@
  */
 import type { AttemptFailure } from "../../metrics/names.ts";
 import { errorBody, type ErrorCode } from "../../shared/errors.ts";
-import { eventJson, type ScannedEvent } from "./sse-scanner.ts";
+import { eventJson, MAX_EVENT_BYTES, type ScannedEvent } from "./sse-scanner.ts";
 import type { OpenStream } from "./upstream.ts";
 
 export interface Usage {
@@ -157,7 +157,12 @@ export function relayStream(open: OpenStream, hooks: RelayHooks): ReadableStream
             return;
           }
           deadlines.touch();
-          if (deliver(controller, scanner.push(chunk.value))) return releaseUpstream();
+          const events = scanner.push(chunk.value);
+          if (scanner.overflowed) {
+            finishBroken(controller, "UPSTREAM_MALFORMED", "malformed", `the engine sent an SSE event over ${MAX_EVENT_BYTES} bytes`);
+            return releaseUpstream();
+          }
+          if (deliver(controller, events)) return releaseUpstream();
         }
       },
       cancel() {

@@ -76,21 +76,41 @@ export function eventJson(bytes: Uint8Array): unknown {
   }
 }
 
+/** No legitimate SSE event comes near this; an engine that never ends one must not grow us without bound. */
+export const MAX_EVENT_BYTES = 16 * 1024 * 1024;
+
 export class SseScanner {
-  private carry: Uint8Array | undefined;
+  /** The incomplete tail, as received (joined only once a boundary can be in it). */
+  private carry: Uint8Array[] = [];
+  private carryLength = 0;
+  /** An event grew past MAX_EVENT_BYTES without its blank line; the stream is broken. */
+  overflowed = false;
 
   /** Complete events in `chunk` (plus any carried tail); keeps an incomplete tail for later. */
   push(chunk: Uint8Array): ScannedEvent[] {
+    if (this.overflowed) return [];
+    if (this.carryLength > 0 && chunk.indexOf(LF) < 0) {
+      // Every boundary ends with LF: without one in the new bytes, the event goes on.
+      this.carry.push(chunk);
+      this.carryLength += chunk.length;
+      if (this.carryLength > MAX_EVENT_BYTES) this.overflow();
+      return [];
+    }
     let buf = chunk;
     let scanFrom = 0;
-    if (this.carry) {
-      const joined = new Uint8Array(this.carry.length + chunk.length);
-      joined.set(this.carry, 0);
-      joined.set(chunk, this.carry.length);
+    if (this.carryLength > 0) {
+      const joined = new Uint8Array(this.carryLength + chunk.length);
+      let off = 0;
+      for (const part of this.carry) {
+        joined.set(part, off);
+        off += part.length;
+      }
+      joined.set(chunk, off);
       // The carry held no boundary; only the seam and the new bytes need scanning.
-      scanFrom = Math.max(0, this.carry.length - 3);
+      scanFrom = Math.max(0, this.carryLength - 3);
       buf = joined;
-      this.carry = undefined;
+      this.carry = [];
+      this.carryLength = 0;
     }
     const events: ScannedEvent[] = [];
     let eventStart = 0;
@@ -105,12 +125,22 @@ export class SseScanner {
       eventStart = end;
       i = end - 1;
     }
-    if (eventStart < buf.length) this.carry = buf.slice(eventStart);
+    if (eventStart < buf.length) {
+      this.carry = [buf.slice(eventStart)];
+      this.carryLength = buf.length - eventStart;
+      if (this.carryLength > MAX_EVENT_BYTES) this.overflow();
+    }
     return events;
+  }
+
+  private overflow(): void {
+    this.overflowed = true;
+    this.carry = [];
+    this.carryLength = 0;
   }
 
   /** Bytes of an event that never got its blank line (the stream ended mid-event). */
   pending(): number {
-    return this.carry?.length ?? 0;
+    return this.carryLength;
   }
 }

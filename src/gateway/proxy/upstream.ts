@@ -9,7 +9,7 @@ import type { Deadlines } from "../../config/types.ts";
 import type { AttemptFailure } from "../../metrics/names.ts";
 import { AttemptDeadlines } from "./deadlines.ts";
 import type { DialGuard } from "./dial-guard.ts";
-import { SseScanner, type ScannedEvent } from "./sse-scanner.ts";
+import { MAX_EVENT_BYTES, SseScanner, type ScannedEvent } from "./sse-scanner.ts";
 
 export interface AttemptInput {
   index: number;
@@ -22,6 +22,8 @@ export interface AttemptInput {
   totalLeftMs: number;
   clientSignal: AbortSignal;
   dial: DialGuard;
+  /** A non-streaming answer larger than this is refused (failure "too_large"). */
+  maxResponseBytes: number;
   /** Called just before the request is sent (router overhead ends here). */
   onSend?: () => void;
 }
@@ -76,6 +78,24 @@ function parseRetryAfterMs(value: string | null): number | undefined {
   if (Number.isFinite(s)) return Math.max(0, s * 1000);
   const at = Date.parse(value);
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}
+
+/** At most `limit` bytes of the body (the rest is cancelled); `over` when there was more. */
+async function readUpTo(res: Response, limit: number): Promise<{ bytes: Uint8Array; over: boolean }> {
+  if (!res.body) return { bytes: new Uint8Array(0), over: false };
+  const reader = defaultReader(res.body);
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return { bytes: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total), over: false };
+    total += value.byteLength;
+    if (total > limit) {
+      await reader.cancel().catch(() => {});
+      return { bytes: new Uint8Array(0), over: true };
+    }
+    chunks.push(value);
+  }
 }
 
 async function readLimited(res: Response, limit: number): Promise<Uint8Array> {
@@ -148,8 +168,13 @@ export async function attemptUpstream(input: AttemptInput, path: string): Promis
 
   if (!input.stream) {
     try {
-      const body = new Uint8Array(await res.arrayBuffer());
+      const declared = Number(res.headers.get("content-length") ?? NaN);
+      const { bytes: body, over } = declared > input.maxResponseBytes ? { bytes: new Uint8Array(0), over: true } : await readUpTo(res, input.maxResponseBytes);
       dl.dispose();
+      if (over) {
+        if (declared > input.maxResponseBytes) void res.body?.cancel().catch(() => {});
+        return failed("too_large", `engine answer exceeds max_response_bytes (${input.maxResponseBytes} bytes)`);
+      }
       return { ok: true, kind: "json", status: 200, contentType: res.headers.get("content-type") ?? "application/json", body };
     } catch (err) {
       return reasonOf(err);
@@ -171,7 +196,13 @@ export async function attemptUpstream(input: AttemptInput, path: string): Promis
         dl.dispose();
         return failed("truncated", "engine closed the stream before the first event");
       }
-      const events = scanner.push(value).filter((e) => {
+      const pushed = scanner.push(value);
+      if (scanner.overflowed) {
+        dl.dispose();
+        void reader.cancel().catch(() => {});
+        return failed("malformed", `engine sent an SSE event over ${MAX_EVENT_BYTES} bytes`);
+      }
+      const events = pushed.filter((e) => {
         if (e.kind === "malformed") malformedDropped++;
         return e.kind !== "malformed" && e.kind !== "comment";
       });
