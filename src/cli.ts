@@ -96,6 +96,6 @@ if (import.meta.main) {
       code = 1;
     }
   }
-  flushLogger();
+  await flushLogger();
   process.exit(code);
 }

@@ -103,7 +103,7 @@ export const serveCommand: CommandSpec = {
     const gw = await startGateway(config, { log });
     await shutdownSignal((signal) => log.info({ signal }, "shutting down"));
     await gw.stop();
-    flushLogger();
+    await flushLogger();
     return 0;
   },
 };

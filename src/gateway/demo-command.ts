@@ -96,7 +96,7 @@ export const demoCommand: CommandSpec = {
     console.log("\nstopping the gateway and the sim-engines…");
     await gw.stop();
     await stopEngines();
-    flushLogger();
+    await flushLogger();
     return 0;
   },
 };

@@ -4,8 +4,7 @@
  * compiled binary). Lines are buffered up to BUFFER_BYTES and flushed at
  * least every FLUSH_INTERVAL_MS: one write per line cost the gateway a
  * syscall per request (~0.1 ms of CPU each, measured). "listening" lines are
- * flushed at once (launchers wait for them). Call flushLogger() before exiting
- * (it writes synchronously, and pino's destination also fsyncs then).
+ * flushed at once (launchers wait for them). Await flushLogger() before exiting.
  */
 import pino from "pino";
 
@@ -49,16 +48,38 @@ export function initLogger(opts: { level?: LogLevel; role: string }): Logger {
   return root;
 }
 
-export function flushLogger(): void {
-  try {
-    destination.flushSync();
-  } catch {
-    // the destination may not be ready yet (nothing was written); nothing to flush
-  }
+/**
+ * Before exiting: write out what is buffered; resolves once written, or
+ * after `timeoutMs`. Never a synchronous write: when stdout is a pipe whose
+ * reader stopped reading, a blocking write never returns, and a gateway
+ * stuck in one at SIGTERM never exits (seen). For the same reason, once the
+ * timeout passed, pino's own exit hook (a synchronous flush) is disarmed:
+ * what is still buffered then is lost, the exit is not.
+ */
+export function flushLogger(timeoutMs = 1000): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      destination.flushSync = () => {};
+      resolve();
+    }, timeoutMs);
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    try {
+      destination.flush(done);
+    } catch {
+      done(); // destroyed, or nothing was ever written
+    }
+  });
 }
 
 /** Log that a listener is up (launchers and tests wait for this line) and write it out now. */
 export function logListening(log: Logger, name: string, url: string): void {
   log.info({ name, url }, "listening");
-  flushLogger();
+  try {
+    destination.flush(); // asynchronous: written off the event loop, at once
+  } catch {
+    // destroyed: the process is exiting
+  }
 }

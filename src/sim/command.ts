@@ -151,7 +151,7 @@ export const simEngineCommand: CommandSpec = {
       process.on("SIGINT", onSignal);
       process.on("SIGTERM", onSignal);
     });
-    flushLogger();
+    await flushLogger();
     return 0;
   },
 };

@@ -5,7 +5,7 @@
  * (past the buffer limit, lines are dropped).
  */
 import { expect, test } from "bun:test";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { closeSync, constants, mkdtempSync, openSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "../helpers/processes.ts";
@@ -64,3 +64,33 @@ test("a stdout reader that stops reading: timers keep running and memory stays b
   expect(r.grewMiB).toBeLessThan(120);
   void proc.stdout.cancel();
 }, 60_000);
+
+test("exiting with stdout on a full pipe whose reader stopped: flushLogger() gives up, the process exits", async () => {
+  // A shell redirect gives the child a *blocking* pipe (as \`llmgw serve > fifo\`
+  // or a stuck log shipper would); a synchronous write to it never returns.
+  const dir = mkdtempSync(join(tmpdir(), "llmgw-log-"));
+  const fifo = join(dir, "stdout.fifo");
+  expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);
+  const readEnd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK); // opened, never read
+  const code = `
+    const { logger, flushLogger } = await import(${JSON.stringify(LOGGER)});
+    const pad = "x".repeat(1000);
+    for (let j = 0; j < 2000; j++) logger().info({ j, pad }, "bulk");
+    await Bun.sleep(300);
+    const t0 = performance.now();
+    await flushLogger();
+    console.error(JSON.stringify({ flushMs: performance.now() - t0 }));
+    process.exit(0);
+  `;
+  const proc = Bun.spawn(["sh", "-c", 'exec "$0" -e "$1" > "$2"', process.execPath, code, fifo], { stderr: "pipe" });
+  const timer = setTimeout(() => proc.kill(9), 15_000);
+  try {
+    const err = await new Response(proc.stderr).text();
+    expect(await proc.exited).toBe(0);
+    const r = JSON.parse(err.trim().split("\n").at(-1)!) as { flushMs: number };
+    expect(r.flushMs).toBeLessThan(3000);
+  } finally {
+    clearTimeout(timer);
+    closeSync(readEnd);
+  }
+}, 30_000);
