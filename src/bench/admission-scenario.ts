@@ -76,8 +76,9 @@ type ProbeSample = { ttft: number; total: number; ok: boolean };
 /**
  * `n` platinum requests from `clients` sequential clients (each pauses 20 ms
  * between requests), each prompt new (`tag` keeps blocks apart, so no block
-is served from a prefix cache the previous block warmed). Several clients keep a phase short enough to take
- * enough samples that p99 is a tail, not the single slowest request.
+ * is served from a prefix cache the previous block warmed). Several clients
+ * keep a phase short enough to take enough samples that p99 is a tail, not
+ * the single slowest request.
  */
 async function platinumProbes(api: string, n: number, clients: number, tag: string): Promise<ProbeSample[]> {
   const out: ProbeSample[] = [];
@@ -182,9 +183,13 @@ export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<Ad
           bodies: Array.from({ length: opts.bronzeStreams }, (_, i) => body(60, `batch document ${i}`)),
           headers: { authorization: `Bearer ${BRONZE_KEY}` },
         });
-        await Bun.sleep(3_000); // the bronze streams fill the engines (or the queue)
-        loaded.push(...(await platinumProbes(api, n, probeClients, `loaded-${round}`)));
-        const c = await load.stop();
+        let c: { completed: number; errors: number };
+        try {
+          await Bun.sleep(3_000); // the bronze streams fill the engines (or the queue)
+          loaded.push(...(await platinumProbes(api, n, probeClients, `loaded-${round}`)));
+        } finally {
+          c = await load.stop();
+        }
         counts.completed += c.completed;
         counts.errors += c.errors;
         await waitFor(async () => (await endpointsState(admin)).every((e) => e.inflight === 0), 30_000);

@@ -7,9 +7,13 @@
  *
  * As a module: startClosedLoopLoad(opts) spawns this file with the llmgw
  * environment; stop() writes "stop" to its stdin and returns its counts. As
- * a script: options in argv[2] (JSON); it also stops when stdin closes, so
- * it never outlives the process that started it.
+ * a script: options in the JSON file named by argv[2] (thousands of request
+ * bodies do not fit in one argument); it also stops when stdin closes, so it
+ * never outlives the process that started it.
  */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { childEnv } from "../shared/process-env.ts";
 import { timedStream } from "./stream-client.ts";
 
@@ -31,7 +35,10 @@ export interface ClosedLoopLoad {
 }
 
 export function startClosedLoopLoad(opts: ClosedLoopLoadOptions): ClosedLoopLoad {
-  const proc = Bun.spawn([process.execPath, import.meta.path, JSON.stringify(opts)], {
+  const dir = mkdtempSync(join(tmpdir(), "llmgw-load-"));
+  const optionsFile = join(dir, "options.json");
+  writeFileSync(optionsFile, JSON.stringify(opts));
+  const proc = Bun.spawn([process.execPath, import.meta.path, optionsFile], {
     env: childEnv(),
     stdin: "pipe",
     stdout: "pipe",
@@ -39,10 +46,15 @@ export function startClosedLoopLoad(opts: ClosedLoopLoadOptions): ClosedLoopLoad
   });
   const out = new Response(proc.stdout).text();
   const err = new Response(proc.stderr).text();
+  void proc.exited.finally(() => rmSync(dir, { recursive: true, force: true }));
   return {
     async stop() {
-      proc.stdin.write("stop\n");
-      await proc.stdin.end();
+      try {
+        proc.stdin.write("stop\n");
+        await proc.stdin.end();
+      } catch {
+        // it already exited: its exit code says how
+      }
       const code = await proc.exited;
       if (code !== 0) throw new Error(`load process exited ${code}: ${(await err).slice(-2000)}`);
       return JSON.parse((await out).trim()) as ClosedLoopLoadCounts;
@@ -75,7 +87,7 @@ async function run(o: ClosedLoopLoadOptions, stopped: Promise<void>): Promise<Cl
 }
 
 if (import.meta.main) {
-  const o = JSON.parse(process.argv[2] ?? "{}") as ClosedLoopLoadOptions;
+  const o = JSON.parse(readFileSync(process.argv[2]!, "utf8")) as ClosedLoopLoadOptions;
   // Any line on stdin, or stdin closing (the parent is gone), stops the load.
   const stopped = (async () => {
     for await (const _ of Bun.stdin.stream()) return;

@@ -48,20 +48,15 @@ export function initLogger(opts: { level?: LogLevel; role: string }): Logger {
   return root;
 }
 
-/**
- * Before exiting: write out what is buffered; resolves once written, or
- * after `timeoutMs`. Never a synchronous write: when stdout is a pipe whose
- * reader stopped reading, a blocking write never returns, and a gateway
- * stuck in one at SIGTERM never exits (seen). For the same reason, once the
- * timeout passed, pino's own exit hook (a synchronous flush) is disarmed:
- * what is still buffered then is lost, the exit is not.
- */
-export function flushLogger(timeoutMs = 1000): Promise<void> {
+/** Bytes the destination holds that are not written yet (sonic-boom's own count; it has no accessor). */
+function unwrittenBytes(): number {
+  return (destination as unknown as { _len?: number })._len ?? 0;
+}
+
+/** One asynchronous flush: resolves on sonic-boom's drain, or at `deadline`. */
+function flushOnce(deadline: number): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      destination.flushSync = () => {};
-      resolve();
-    }, timeoutMs);
+    const timer = setTimeout(resolve, Math.max(1, deadline - Date.now()));
     const done = () => {
       clearTimeout(timer);
       resolve();
@@ -69,16 +64,37 @@ export function flushLogger(timeoutMs = 1000): Promise<void> {
     try {
       destination.flush(done);
     } catch {
-      done(); // destroyed, or nothing was ever written
+      done(); // destroyed
     }
   });
 }
 
-/** Log that a listener is up (launchers and tests wait for this line) and write it out now. */
+/**
+ * Before exiting: write out what is buffered, asynchronously, for at most
+ * `timeoutMs`. Never a synchronous write: when stdout is a pipe whose reader
+ * stopped reading, a blocking write never returns, and a gateway stuck in
+ * one at SIGTERM never exits (seen). So pino's own exit hook (a synchronous
+ * flush and fsync) is disarmed first; what is still unwritten at the
+ * deadline is lost, the exit is not. sonic-boom reports a drain with up to
+ * BUFFER_BYTES still held, hence the loop.
+ */
+export async function flushLogger(timeoutMs = 1000): Promise<void> {
+  destination.flushSync = () => {};
+  const deadline = Date.now() + timeoutMs;
+  let left = unwrittenBytes();
+  while (left > 0 && Date.now() < deadline) {
+    await flushOnce(deadline);
+    const now = unwrittenBytes();
+    if (now >= left) await Bun.sleep(10); // no progress (a write still under way): do not spin
+    left = now;
+  }
+}
+
+/** Log that a listener is up (launchers and tests wait for this line) and start writing it out now. */
 export function logListening(log: Logger, name: string, url: string): void {
   log.info({ name, url }, "listening");
   try {
-    destination.flush(); // asynchronous: written off the event loop, at once
+    destination.flush(); // asynchronous, off the event loop (behind a write already under way, if any)
   } catch {
     // destroyed: the process is exiting
   }

@@ -22,9 +22,40 @@ describe("SSE scanner", () => {
     }
   });
 
-  test("accepts CRLF blank lines", () => {
+  test("accepts CRLF blank lines, split anywhere", () => {
     const s = new SseScanner();
     expect(s.push(enc.encode('data: {"a":1}\n\r\ndata: [DONE]\n\r\n')).map((e) => e.kind)).toEqual(["data", "done"]);
+    const bytes = enc.encode('data: {"a":1}\ndata: {"b":2}\n\r\n: note\n\ndata: [DONE]\n\r\n');
+    for (const size of [1, 2, 3, 5]) {
+      const t = new SseScanner();
+      const kinds: string[] = [];
+      for (let i = 0; i < bytes.length; i += size) kinds.push(...t.push(bytes.subarray(i, i + size)).map((e) => e.kind));
+      expect({ size, kinds }).toEqual({ size, kinds: ["data", "comment", "done"] });
+      expect(t.pending()).toBe(0);
+    }
+  });
+
+  test("a long multi-line event in small chunks costs linear time, not quadratic", () => {
+    // "x…x\n" lines in 1 KiB chunks: every chunk holds a lone LF, none a blank line.
+    const line = enc.encode("x".repeat(63) + "\n");
+    const chunk = new Uint8Array(1024);
+    for (let i = 0; i < 1024; i += 64) chunk.set(line, i);
+    const scan = (mib: number): number => {
+      const s = new SseScanner();
+      s.push(enc.encode("data: {"));
+      const t0 = performance.now();
+      for (let i = 0; i < mib * 1024; i++) expect(s.push(chunk).length).toBe(0);
+      const ms = performance.now() - t0;
+      expect(s.pending()).toBe(mib * 1024 * 1024 + 7);
+      const events = s.push(enc.encode("\n"));
+      expect(events.map((e) => e.bytes.length)).toEqual([mib * 1024 * 1024 + 8]);
+      return ms;
+    };
+    scan(1); // warm-up
+    const one = Math.max(scan(1), 0.5);
+    const eight = scan(8);
+    // Linear: ~8×. Re-copying the tail on every chunk (as before): ~64×.
+    expect(eight / one).toBeLessThan(24);
   });
 
   test("a large event in many chunks without newlines comes out whole", () => {

@@ -157,12 +157,12 @@ export function relayStream(open: OpenStream, hooks: RelayHooks): ReadableStream
             return;
           }
           deadlines.touch();
-          const events = scanner.push(chunk.value);
+          // Events completed before an overflow still go out, then the error.
+          if (deliver(controller, scanner.push(chunk.value))) return releaseUpstream();
           if (scanner.overflowed) {
             finishBroken(controller, "UPSTREAM_MALFORMED", "malformed", `the engine sent an SSE event over ${MAX_EVENT_BYTES} bytes`);
             return releaseUpstream();
           }
-          if (deliver(controller, events)) return releaseUpstream();
         }
       },
       cancel() {

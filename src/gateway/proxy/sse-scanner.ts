@@ -88,9 +88,10 @@ export class SseScanner {
 
   /** Complete events in `chunk` (plus any carried tail); keeps an incomplete tail for later. */
   push(chunk: Uint8Array): ScannedEvent[] {
-    if (this.overflowed) return [];
-    if (this.carryLength > 0 && chunk.indexOf(LF) < 0) {
-      // Every boundary ends with LF: without one in the new bytes, the event goes on.
+    if (this.overflowed || chunk.length === 0) return [];
+    if (this.carryLength > 0 && !this.blankLineEndsIn(chunk)) {
+      // The event goes on: keep the chunk as it is (joining now would re-copy
+      // the whole tail for every chunk of a long event).
       this.carry.push(chunk);
       this.carryLength += chunk.length;
       if (this.carryLength > MAX_EVENT_BYTES) this.overflow();
@@ -131,6 +132,28 @@ export class SseScanner {
       if (this.carryLength > MAX_EVENT_BYTES) this.overflow();
     }
     return events;
+  }
+
+  /** Whether a blank line ("\n\n" or "\n\r\n") ends inside `chunk`, continuing the carried tail. */
+  private blankLineEndsIn(chunk: Uint8Array): boolean {
+    let i = chunk.indexOf(LF);
+    if (i < 0) return false; // every boundary ends with LF
+    const last = this.carry[this.carry.length - 1]!;
+    const before = this.carry.length > 1 ? this.carry[this.carry.length - 2]! : undefined;
+    // The byte `back` places before chunk[i], looking into the carry for negative indexes.
+    const byteBefore = (at: number, back: number): number | undefined => {
+      const j = at - back;
+      if (j >= 0) return chunk[j];
+      const k = last.length + j;
+      if (k >= 0) return last[k];
+      return before ? before[before.length + k] : undefined;
+    };
+    while (i >= 0) {
+      const p1 = byteBefore(i, 1);
+      if (p1 === LF || (p1 === CR && byteBefore(i, 2) === LF)) return true;
+      i = chunk.indexOf(LF, i + 1);
+    }
+    return false;
   }
 
   private overflow(): void {

@@ -169,7 +169,14 @@ export async function attemptUpstream(input: AttemptInput, path: string): Promis
   if (!input.stream) {
     try {
       const declared = Number(res.headers.get("content-length") ?? NaN);
-      const { bytes: body, over } = declared > input.maxResponseBytes ? { bytes: new Uint8Array(0), over: true } : await readUpTo(res, input.maxResponseBytes);
+      // A declared length is what the HTTP client reads, so within the limit
+      // one read into one buffer does; without one, read chunk by chunk.
+      const { bytes: body, over } =
+        declared > input.maxResponseBytes
+          ? { bytes: new Uint8Array(0), over: true }
+          : Number.isFinite(declared)
+            ? { bytes: new Uint8Array(await res.arrayBuffer()), over: false }
+            : await readUpTo(res, input.maxResponseBytes);
       dl.dispose();
       if (over) {
         if (declared > input.maxResponseBytes) void res.body?.cancel().catch(() => {});
