@@ -5,12 +5,8 @@
  * total latency are measured idle, then under continuous bronze load with
  * admission on, then with admission off. ratio = loaded p99 / idle p99.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { stringify as toYaml } from "yaml";
 import { boolFlag, numberFlag } from "../cli/command.ts";
-import { spawnLlmgw, type LlmgwChild } from "../shared/llmgw-child.ts";
+import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
 import type { BenchScenario } from "./command.ts";
 import { startClosedLoopLoad } from "./closed-loop-load.ts";
 import { formatTable, quantile } from "./report.ts";
@@ -96,35 +92,27 @@ async function platinumProbes(api: string, n: number, clients: number, tag: stri
 }
 
 async function startGatewayFor(sims: LlmgwChild[], opts: AdmissionBenchOptions, admission: boolean): Promise<LlmgwChild> {
-  const dir = mkdtempSync(join(tmpdir(), "llmgw-admission-"));
-  const path = join(dir, "llmgw.yaml");
-  writeFileSync(
-    path,
-    toYaml({
-      listen: "127.0.0.1:0",
-      admin_listen: "127.0.0.1:0",
-      health: { poll_interval_ms: 100 },
-      auth: {
-        keys: [
-          { key: PLATINUM_KEY, tenant: "interactive-app", max_band: "platinum" },
-          { key: BRONZE_KEY, tenant: "batch-pipeline", max_band: "bronze" },
-        ],
-      },
-      tenants: [{ name: "interactive-app" }, { name: "batch-pipeline" }],
-      admission: {
-        enabled: admission,
-        headroom: 0,
-        default_band: "bronze",
-        bands: [
-          { name: "platinum", ceiling: 2, queue_limit: 1000, ttl_ms: 60_000 },
-          { name: "bronze", ceiling: opts.bronzeCeiling, queue_limit: 10_000, ttl_ms: 600_000 },
-        ],
-      },
-      endpoints: sims.map((s, i) => ({ id: `sim-${i + 1}`, url: s.urls.api, models: [MODEL] })),
-    }),
-  );
-  // Log level warn hides the listening lines, so ask for info only for those… the gateway logs
-  // them at info; start it at info and discard the output.
+  const path = writeGatewayConfig({
+    health: { poll_interval_ms: 100 },
+    auth: {
+      keys: [
+        { key: PLATINUM_KEY, tenant: "interactive-app", max_band: "platinum" },
+        { key: BRONZE_KEY, tenant: "batch-pipeline", max_band: "bronze" },
+      ],
+    },
+    tenants: [{ name: "interactive-app" }, { name: "batch-pipeline" }],
+    admission: {
+      enabled: admission,
+      headroom: 0,
+      default_band: "bronze",
+      bands: [
+        { name: "platinum", ceiling: 2, queue_limit: 1000, ttl_ms: 60_000 },
+        { name: "bronze", ceiling: opts.bronzeCeiling, queue_limit: 10_000, ttl_ms: 600_000 },
+      ],
+    },
+    endpoints: sims.map((s, i) => ({ id: `sim-${i + 1}`, url: s.urls.api, models: [MODEL] })),
+  });
+  // The launcher waits for the "listening" lines, which are logged at info.
   return spawnLlmgw(["serve", "--config", path, "--log-level", "info"], { waitFor: 2 });
 }
 

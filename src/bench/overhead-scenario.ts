@@ -6,12 +6,9 @@
  * alike. Reports TTFT p50/p99 and inter-token p99 added over direct, the
  * throughput ratio, and llmgw's own llmgw_router_overhead_seconds p99.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { stringify as toYaml } from "yaml";
 import { boolFlag, numberFlag, stringFlag, UsageError } from "../cli/command.ts";
-import { spawnLlmgw, REPO_ROOT, type LlmgwChild } from "../shared/llmgw-child.ts";
+import { spawnLlmgw, writeGatewayConfig, REPO_ROOT, type LlmgwChild } from "../shared/llmgw-child.ts";
 import type { BenchScenario } from "./command.ts";
 import { histogramQuantile } from "./histogram-quantile.ts";
 import { formatTable, median, quantile } from "./report.ts";
@@ -99,19 +96,12 @@ export const overheadScenario: BenchScenario = {
       const simUrls = sims.map((s) => s.urls.api ?? s.url);
       const bare = await spawnLlmgw(["0", ...simUrls], { script: join(REPO_ROOT, "src", "bench", "bare-proxy.ts") });
       children.push(bare);
-      const dir = mkdtempSync(join(tmpdir(), "llmgw-bench-"));
-      const cfgPath = join(dir, "llmgw.yaml");
-      writeFileSync(
-        cfgPath,
-        toYaml({
-          listen: "127.0.0.1:0",
-          admin_listen: "127.0.0.1:0",
-          log_level: "info",
-          // The sim-engines' batch size: this bench measures routing, not capacity learning.
-          admission: { initial_capacity: 1024 },
-          endpoints: simUrls.map((url, i) => ({ id: `sim-${i + 1}`, url, models: [MODEL] })),
-        }),
-      );
+      const cfgPath = writeGatewayConfig({
+        log_level: "info",
+        // The sim-engines' batch size: this bench measures routing, not capacity learning.
+        admission: { initial_capacity: 1024 },
+        endpoints: simUrls.map((url, i) => ({ id: `sim-${i + 1}`, url, models: [MODEL] })),
+      });
       const gw = await spawnLlmgw(["serve", "--config", cfgPath], { waitFor: 2 });
       children.push(gw);
       const gwApi = gw.urls.api!;

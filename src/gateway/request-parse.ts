@@ -30,13 +30,7 @@ export async function readBodyLimited(req: Request, limit: number): Promise<Uint
     if (total > limit) throw tooLarge(limit);
     chunks.push(chunk);
   }
-  const out = new Uint8Array(total);
-  let off = 0;
-  for (const c of chunks) {
-    out.set(c, off);
-    off += c.byteLength;
-  }
-  return out;
+  return Buffer.concat(chunks, total);
 }
 
 function tooLarge(limit: number): LlmgwError {

@@ -4,7 +4,10 @@
  * the real ports of listeners started on port 0. Used by demo, bench and the
  * integration tests.
  */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { stringify as toYaml } from "yaml";
 import { childEnv } from "./process-env.ts";
 
 export const REPO_ROOT = join(import.meta.dir, "..", "..");
@@ -23,6 +26,13 @@ export interface LlmgwChild {
 }
 
 const live = new Set<LlmgwChild>();
+
+/** Write a gateway config (listeners on port 0 unless `config` sets them) to a new temp file; returns its path. */
+export function writeGatewayConfig(config: Record<string, unknown>): string {
+  const path = join(mkdtempSync(join(tmpdir(), "llmgw-config-")), "llmgw.yaml");
+  writeFileSync(path, toYaml({ listen: "127.0.0.1:0", admin_listen: "127.0.0.1:0", ...config }));
+  return path;
+}
 
 export async function spawnLlmgw(
   args: string[],

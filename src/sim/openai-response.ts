@@ -10,15 +10,7 @@ import { outputText, tokenIndex, VOCAB } from "./tokens.ts";
 const enc = new TextEncoder();
 
 function concat(parts: readonly Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
+  return Buffer.concat(parts);
 }
 
 export const DONE_BYTES = enc.encode("data: [DONE]\n\n");

@@ -1,8 +1,5 @@
 /** A gateway and sim-engines as real processes on loopback, for integration and end-to-end tests. */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { stringify as toYaml } from "yaml";
+import { writeGatewayConfig } from "../../src/shared/llmgw-child.ts";
 import { startLlmgw, waitUntil, type Started } from "./processes.ts";
 
 export interface Sim extends Started {
@@ -40,10 +37,7 @@ export interface Gateway extends Started {
 
 /** Start `llmgw serve` on a config object (listeners on port 0) and wait until `readyEndpoints` endpoints are ready. */
 export async function startGateway(config: Record<string, unknown>, readyEndpoints = 0): Promise<Gateway> {
-  const dir = mkdtempSync(join(tmpdir(), "llmgw-test-"));
-  const path = join(dir, "llmgw.yaml");
-  writeFileSync(path, toYaml({ listen: "127.0.0.1:0", admin_listen: "127.0.0.1:0", ...config }));
-  const s = await startLlmgw(["serve", "--config", path], { waitFor: 2 });
+  const s = await startLlmgw(["serve", "--config", writeGatewayConfig(config)], { waitFor: 2 });
   const gw = Object.assign(s, {
     api: s.urls.api!,
     admin: s.urls.admin!,

@@ -100,13 +100,7 @@ export class SseScanner {
     let buf = chunk;
     let scanFrom = 0;
     if (this.carryLength > 0) {
-      const joined = new Uint8Array(this.carryLength + chunk.length);
-      let off = 0;
-      for (const part of this.carry) {
-        joined.set(part, off);
-        off += part.length;
-      }
-      joined.set(chunk, off);
+      const joined = Buffer.concat([...this.carry, chunk], this.carryLength + chunk.length);
       // The carry held no boundary; only the seam and the new bytes need scanning.
       scanFrom = Math.max(0, this.carryLength - 3);
       buf = joined;
@@ -127,7 +121,7 @@ export class SseScanner {
       i = end - 1;
     }
     if (eventStart < buf.length) {
-      this.carry = [buf.slice(eventStart)];
+      this.carry = [new Uint8Array(buf.subarray(eventStart))]; // a copy: the carry must not pin the joined buffer
       this.carryLength = buf.length - eventStart;
       if (this.carryLength > MAX_EVENT_BYTES) this.overflow();
     }
