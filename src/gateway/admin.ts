@@ -23,8 +23,7 @@ export const endpointStateSchema = z.object({
   draining: z.boolean(),
   circuit: z.enum(circuitNames),
   gpu_faulted: z.boolean(),
-  inflight: z.number().int(),
-  leased: z.number().int(),
+  inflight: z.number().int().describe("requests holding the endpoint (claimed and not yet finished)"),
   waiting: z.number().int().nullable().describe("engine-reported; null when absent"),
   running: z.number().int().nullable().describe("engine-reported; null when absent"),
   kv_usage: z.number().nullable().describe("[0,1]; null when absent"),
@@ -38,7 +37,7 @@ export type EndpointState = z.infer<typeof endpointStateSchema>;
 export function endpointStates(ctx: GatewayContext): EndpointState[] {
   const t: EndpointTable = ctx.table;
   const now = Date.now();
-  return ctx.config.endpoints.map((e, row) => {
+  return ctx.endpoints.active().map(({ index: row, spec: e }) => {
     const kv = t.getFloat(row, F.KV_USAGE);
     const at = t.getFloat(row, F.METRICS_AT);
     return {
@@ -52,7 +51,6 @@ export function endpointStates(ctx: GatewayContext): EndpointState[] {
       circuit: circuitNames[t.getInt(row, I.CIRCUIT)] ?? "closed",
       gpu_faulted: t.getInt(row, I.GPU_FAULTED) === 1,
       inflight: t.getInt(row, I.INFLIGHT),
-      leased: t.getInt(row, I.LEASED),
       waiting: t.optionalInt(row, I.WAITING) ?? null,
       running: t.optionalInt(row, I.RUNNING) ?? null,
       kv_usage: Number.isNaN(kv) ? null : kv,
@@ -66,10 +64,11 @@ export function endpointStates(ctx: GatewayContext): EndpointState[] {
 
 function readiness(ctx: GatewayContext): { ready: boolean; endpoints_ready: number; endpoints: number } {
   let n = 0;
-  for (let row = 0; row < ctx.table.rows; row++) {
+  const active = ctx.endpoints.active();
+  for (const { index: row } of active) {
     if (ctx.table.getInt(row, I.READY) === 1 && ctx.table.getInt(row, I.CIRCUIT) === CIRCUIT_CLOSED) n++;
   }
-  return { ready: n > 0, endpoints_ready: n, endpoints: ctx.table.rows };
+  return { ready: n > 0, endpoints_ready: n, endpoints: active.length };
 }
 
 /** /metrics, /healthz, /readyz: shared by the admin and the metrics-only listener. */

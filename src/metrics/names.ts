@@ -66,6 +66,8 @@ export const M = {
   admissionQueueDepth: { name: "llmgw_admission_queue_depth", help: "Requests waiting in each band's admission queue.", labels: ["band"] },
   admissionWait: { name: "llmgw_admission_wait_seconds", help: "Time requests waited for admission, by band (granted or not).", labels: ["band"] },
   admissionRejections: { name: "llmgw_admission_rejections_total", help: "Requests turned away before an engine, by band and reason.", labels: ["band", "reason"] },
+  admissionPath: { name: "llmgw_admission_path_total", help: "Admission decisions by where they were made: fast (the main thread, no message) or queued (through the scheduler worker).", labels: ["path"] },
+  schedulerMessages: { name: "llmgw_scheduler_messages_total", help: "Messages the main thread posted to the scheduler worker, by kind (admit, release and cancel are the slow path).", labels: ["kind"] },
   admissionGrants: { name: "llmgw_admission_grants_total", help: "Requests admitted, by band and tenant (configured tenants; others are 'other').", labels: ["band", "tenant"] },
   poolSaturation: { name: "llmgw_pool_saturation", help: "Pool saturation: the worse of queue pressure and KV occupancy (1 = learned capacity × (1 + headroom)).", labels: ["pool"] },
   endpointCapacity: { name: "llmgw_endpoint_capacity", help: "Learned batch capacity of each endpoint: the high-water mark of its running count, at least the initial guess.", labels: ["endpoint"] },

@@ -2,6 +2,7 @@
 import type { Config, EngineFlavor } from "../config/types.ts";
 
 export interface PolledEndpoint {
+  /** Slot in the shared endpoint table. */
   index: number;
   id: string;
   url: string;
@@ -13,7 +14,18 @@ export interface PolledEndpoint {
 
 /** main → health */
 export type ToHealth =
-  | { type: "init"; buffer: SharedArrayBuffer; endpoints: PolledEndpoint[]; health: Config["health"] }
+  | {
+      type: "init";
+      /** The shared endpoint table and its capacity in slots. */
+      buffer: SharedArrayBuffer;
+      maxEndpoints: number;
+      /** Shared signal words (the metrics epoch the scheduler waits on). */
+      signals: SharedArrayBuffer;
+      endpoints: PolledEndpoint[];
+      health: Config["health"];
+    }
+  /** An endpoint took a slot (poll it) or left it (null: stop). */
+  | { type: "endpoint"; index: number; endpoint: PolledEndpoint | null }
   | { type: "stop" };
 
 /** health → main */
