@@ -22,3 +22,17 @@ export function testWithTool(tool: string, name: string, fn: (toolPath: string) 
     test.skip(`${name} (skipped: '${tool}' not installed)`, () => {});
   }
 }
+
+/** A tool's path for a check inside a larger test: null (check skipped) when absent, an error under LLMGW_REQUIRE_SYSTEM_TESTS=1. */
+export function optionalTool(name: string): string | null {
+  const path = findTool(name);
+  if (!path && process.env.LLMGW_REQUIRE_SYSTEM_TESTS === "1") throw new Error(`'${name}' is required (LLMGW_REQUIRE_SYSTEM_TESTS=1) but not on PATH`);
+  return path;
+}
+
+/** Run a tool to completion; its exit code and stdout + stderr together. */
+export async function runTool(bin: string, args: readonly string[], stdin?: string): Promise<{ code: number; out: string }> {
+  const proc = Bun.spawn([bin, ...args], { stdin: stdin === undefined ? "ignore" : new TextEncoder().encode(stdin), stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { code, out: out + err };
+}
