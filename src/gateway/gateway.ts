@@ -7,6 +7,7 @@
 import type { Server } from "bun";
 import type { Config } from "../config/types.ts";
 import { GatewayMetrics } from "../metrics/registry.ts";
+import { DcgmGpuStore, registerGpuCollector } from "../metrics/gpu-collector.ts";
 import type { FromHealth, ToHealth } from "../protocol/health-messages.ts";
 import { AdmissionStatsTable, EndpointTable, I } from "../shared/endpoint-table.ts";
 import { OTHER_TENANT } from "../metrics/names.ts";
@@ -49,6 +50,10 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     config.endpoints.map((e) => e.id),
     { defaultMetrics: opts.defaultMetrics ?? true, stats, bandNames, poolNames: pools },
   );
+  // Per-GPU series from the health worker's DCGM scrapes, computed at scrape time.
+  const gpuStore = new DcgmGpuStore(config.health.staleAfterMs);
+  registerGpuCollector(metrics.registry, () => gpuStore.live(Date.now()));
+  let enginesPolled = false;
   for (const w of config.warnings) log.warn(w);
   let breakersRef: CircuitBreakers | undefined;
   const scheduler = new SchedulerClient(
@@ -108,6 +113,12 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
         case "readiness":
           log.info({ endpoint: config.endpoints[msg.index]?.id, ready: msg.ready, healthy: msg.healthy, error: msg.error }, "endpoint readiness");
           return;
+        case "engines-polled":
+          enginesPolled = true;
+          return;
+        case "gpus":
+          gpuStore.update(msg);
+          return;
         default: {
           const unreachable: never = msg;
           throw new Error(`unknown health message ${JSON.stringify(unreachable)}`);
@@ -132,8 +143,9 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   await Promise.all([scheduler.whenReady(), healthReady]);
 
   const api = startDataPlane(ctx);
-  const admin = createAdminApp(ctx).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
-  const metricsApp = config.metricsListen ? createMetricsApp(ctx).listen({ hostname: config.metricsListen.host, port: config.metricsListen.port }) : undefined;
+  const listenerState = { enginesPolled: () => enginesPolled };
+  const admin = createAdminApp(ctx, listenerState).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
+  const metricsApp = config.metricsListen ? createMetricsApp(ctx, listenerState).listen({ hostname: config.metricsListen.host, port: config.metricsListen.port }) : undefined;
   const adminServer = admin.server as Server<unknown> | null;
   const metricsServer = metricsApp?.server as Server<unknown> | null | undefined;
   const urls = {

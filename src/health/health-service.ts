@@ -2,7 +2,8 @@
  * The health worker's logic (workers/health.ts is its thin shell): runs the
  * engine and DCGM pollers and writes what they learn into the shared endpoint
  * table — readiness, load, KV usage, metric age, GPU faults — telling the main
- * thread by message only what does not fit in the table (model lists).
+ * thread by message what does not fit in the table (model lists, the GPUs
+ * each DCGM exporter reports, the end of the first engine poll round).
  */
 import type { Config } from "../config/types.ts";
 import type { FromHealth, PolledEndpoint } from "../protocol/health-messages.ts";
@@ -10,6 +11,7 @@ import { EndpointTable, F, FLAVOR_CODES, I } from "../shared/endpoint-table.ts";
 import type { AssessedGpu, DcgmSnapshot } from "./dcgm-poller.ts";
 import { DcgmPoller } from "./dcgm-poller.ts";
 import { EndpointPoller, type EndpointSnapshot } from "./endpoint-poller.ts";
+import { gpuReport } from "./gpu-reports.ts";
 
 /** Whether an endpoint watching `gpuIds` ([] = all) has a faulted GPU in this exporter's scrape. */
 export function endpointGpuFaulted(gpus: readonly AssessedGpu[], gpuIds: readonly string[]): boolean {
@@ -38,6 +40,8 @@ export class HealthService {
   private readonly dcgm: DcgmPoller | undefined;
   private readonly lastModels: (string | undefined)[];
   private readonly lastReady: (boolean | undefined)[];
+  /** Endpoints not polled yet; "engines-polled" goes out when it reaches 0. */
+  private unpolled: number;
 
   constructor(
     private readonly table: EndpointTable,
@@ -47,6 +51,7 @@ export class HealthService {
   ) {
     this.lastModels = endpoints.map(() => undefined);
     this.lastReady = endpoints.map(() => undefined);
+    this.unpolled = endpoints.length;
     const opts = { intervalMs: health.pollIntervalMs, timeoutMs: health.timeoutMs, staleAfterMs: health.staleAfterMs };
     this.engines = new EndpointPoller(
       endpoints.map((e) => ({ index: e.index, id: e.id, url: e.url, engine: e.engine, ...(e.models ? { models: e.models } : {}) })),
@@ -66,6 +71,7 @@ export class HealthService {
   }
 
   start(): void {
+    if (this.unpolled === 0) this.post({ type: "engines-polled" });
     this.engines.start();
     this.dcgm?.start();
   }
@@ -83,13 +89,19 @@ export class HealthService {
         this.post({ type: "models", index: row, models: [...snap.loadedModels] });
       }
     }
+    const first = this.lastReady[row] === undefined;
     if (snap.ready !== this.lastReady[row]) {
       this.lastReady[row] = snap.ready;
       this.post({ type: "readiness", index: row, ready: snap.ready, healthy: snap.healthy, error: snap.lastError });
     }
+    if (first && --this.unpolled === 0) this.post({ type: "engines-polled" });
   }
 
   private onDcgm(url: string, snap: DcgmSnapshot): void {
+    // Only fresh scrapes go to the main thread: a failed one changes nothing
+    // there, where the age of the last good one (sampledAt) decides at scrape
+    // time whether its GPUs are still exported.
+    if (snap.ok && snap.sampledAt !== undefined) this.post({ type: "gpus", url, sampledAt: snap.sampledAt, gpus: snap.gpus.map(gpuReport) });
     // A stale scrape is no evidence either way: keep the last verdict until it
     // is stale, then stop holding endpoints out on old news.
     for (const e of this.endpoints) {
