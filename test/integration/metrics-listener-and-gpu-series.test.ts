@@ -42,6 +42,8 @@ test("metrics listener: metrics and health only; GPU series from DCGM at scrape 
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe("NOT_FOUND");
     }
   }
+  // The API listener serves the OpenAI API alone.
+  for (const path of ["/metrics", "/admin/v1/endpoints", "/openapi/json"]) expect({ path, status: (await fetch(`${gw.api}${path}`)).status }).toEqual({ path, status: 404 });
   // The admin listener serves what the metrics listener refuses.
   expect((await fetch(`${gw.admin}/admin/v1/endpoints`)).status).toBe(200);
   expect((await fetch(`${gw.admin}/openapi/json`)).status).toBe(200);
