@@ -8,6 +8,7 @@ import type { Server } from "bun";
 import { EndpointChooser } from "../admission/chooser.ts";
 import { EndpointDirectory } from "../admission/endpoint-directory.ts";
 import type { Config } from "../config/types.ts";
+import { DcgmGpuStore, registerGpuCollector } from "../metrics/gpu-collector.ts";
 import { GatewayMetrics } from "../metrics/registry.ts";
 import { OTHER_TENANT } from "../metrics/names.ts";
 import type { PolledEndpoint } from "../protocol/health-messages.ts";
@@ -53,6 +54,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   const signals = new Signals();
   const prefixIndex = new PrefixIndex(config.scheduling.prefixAffinity.lruEntries);
   const catalog = new ModelCatalog(config);
+  const gpuStore = new DcgmGpuStore(config.health.staleAfterMs);
+  let enginesPolled = false;
 
   let metricsRef: GatewayMetrics | undefined;
   const breakers = new CircuitBreakers(table, config.circuitBreaker, (index, state) => {
@@ -105,6 +108,12 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       readiness(index, ready, healthy, error) {
         log.info({ endpoint: registry.idOf(index), ready, healthy, error }, "endpoint readiness");
       },
+      enginesPolled() {
+        enginesPolled = true;
+      },
+      gpus(report) {
+        gpuStore.update(report);
+      },
     },
     log,
   );
@@ -122,6 +131,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     schedulerMessages: () => admission.posted,
   });
   metricsRef = metrics;
+  registerGpuCollector(metrics.registry, () => gpuStore.live(Date.now()));
   const tenantNames = new Set(config.tenants.map((t) => t.name));
   const ctx: GatewayContext = {
     config,
@@ -142,8 +152,9 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   await Promise.all([admission.whenReady(), health.whenReady()]);
 
   const api = startDataPlane(ctx);
-  const admin = createAdminApp(ctx).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
-  const metricsApp = config.metricsListen ? createMetricsApp(ctx).listen({ hostname: config.metricsListen.host, port: config.metricsListen.port }) : undefined;
+  const listenerState = { enginesPolled: () => enginesPolled };
+  const admin = createAdminApp(ctx, listenerState).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
+  const metricsApp = config.metricsListen ? createMetricsApp(ctx, listenerState).listen({ hostname: config.metricsListen.host, port: config.metricsListen.port }) : undefined;
   const adminServer = admin.server as Server<unknown> | null;
   const metricsServer = metricsApp?.server as Server<unknown> | null | undefined;
   const urls = {

@@ -6,6 +6,7 @@
  * shared table directly.
  */
 import type { Config } from "../config/types.ts";
+import type { GpuReportMessage } from "../protocol/gpu-report.ts";
 import type { FromHealth, PolledEndpoint, ToHealth } from "../protocol/health-messages.ts";
 import type { Logger } from "../shared/logger.ts";
 
@@ -16,6 +17,10 @@ export interface HealthEvents {
   models(index: number, models: string[]): void;
   /** The endpoint's readiness changed. */
   readiness(index: number, ready: boolean, healthy: boolean, error: string | undefined): void;
+  /** Every endpoint present at start has been polled once (once; at start when there are none). */
+  enginesPolled(): void;
+  /** A DCGM exporter answered: its GPUs. */
+  gpus(report: GpuReportMessage): void;
 }
 
 export class HealthClient {
@@ -45,6 +50,12 @@ export class HealthClient {
           return;
         case "readiness":
           events.readiness(msg.index, msg.ready, msg.healthy, msg.error);
+          return;
+        case "engines-polled":
+          events.enginesPolled();
+          return;
+        case "gpus":
+          events.gpus(msg);
           return;
         default: {
           const unreachable: never = msg;

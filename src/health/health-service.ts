@@ -2,7 +2,8 @@
  * The health worker's logic (workers/health.ts is its thin shell): runs the
  * engine and DCGM pollers and writes what they learn into the shared endpoint
  * table — readiness, load, KV usage, metric age, GPU faults — telling the main
- * thread by message only what does not fit in the table (model lists).
+ * thread by message what does not fit in the table (model lists, the GPUs
+ * each DCGM exporter reports, the end of the first engine poll round).
  */
 import type { Config } from "../config/types.ts";
 import type { FromHealth, PolledEndpoint } from "../protocol/health-messages.ts";
@@ -10,6 +11,7 @@ import { EndpointTable, F, FLAVOR_CODES, I, S, type Signals } from "../shared/en
 import type { AssessedGpu, DcgmSnapshot } from "./dcgm-poller.ts";
 import { DcgmPoller } from "./dcgm-poller.ts";
 import { EndpointPoller, type EndpointSnapshot } from "./endpoint-poller.ts";
+import { gpuReport } from "./gpu-reports.ts";
 
 /** Whether an endpoint watching `gpuIds` ([] = all) has a faulted GPU in this exporter's scrape. */
 export function endpointGpuFaulted(gpus: readonly AssessedGpu[], gpuIds: readonly string[]): boolean {
@@ -42,6 +44,9 @@ export class HealthService {
   /** dcgm-exporter URL → its poller index, while some endpoint uses it. */
   private readonly dcgmTargets = new Map<string, number>();
   private nextDcgmIndex = 0;
+  /** Endpoints not polled yet; "engines-polled" goes out once the first ones all were (the metrics listener answers 503 until then). */
+  private unpolled: number;
+  private polledOnce = false;
 
   constructor(
     private readonly table: EndpointTable,
@@ -55,6 +60,7 @@ export class HealthService {
     this.engines = new EndpointPoller([], opts, (row, snap) => this.onEngine(row, snap));
     this.dcgm = new DcgmPoller([], opts, (i, snap) => this.onDcgm(i, snap));
     for (const e of endpoints) this.add(e);
+    this.unpolled = endpoints.length;
   }
 
   /** Start polling an endpoint in its slot (replacing what was there). */
@@ -86,6 +92,7 @@ export class HealthService {
   }
 
   start(): void {
+    if (this.unpolled === 0) this.enginesPolled();
     this.engines.start();
     this.dcgm.start();
   }
@@ -104,13 +111,25 @@ export class HealthService {
         this.post({ type: "models", index: row, models: [...snap.loadedModels] });
       }
     }
+    const first = !this.lastReady.has(row);
     if (snap.ready !== this.lastReady.get(row)) {
       this.lastReady.set(row, snap.ready);
       this.post({ type: "readiness", index: row, ready: snap.ready, healthy: snap.healthy, error: snap.lastError });
     }
+    if (first && !this.polledOnce && --this.unpolled <= 0) this.enginesPolled();
+  }
+
+  private enginesPolled(): void {
+    this.polledOnce = true;
+    this.post({ type: "engines-polled" });
   }
 
   private onDcgm(index: number, snap: DcgmSnapshot): void {
+    // Only fresh scrapes go to the main thread: a failed one changes nothing
+    // there, where the age of the last good one (sampledAt) decides at scrape
+    // time whether its GPUs are still exported.
+    const url = [...this.dcgmTargets].find(([, i]) => i === index)?.[0];
+    if (url !== undefined && snap.ok && snap.sampledAt !== undefined) this.post({ type: "gpus", url, sampledAt: snap.sampledAt, gpus: snap.gpus.map(gpuReport) });
     // A stale scrape is no evidence either way: keep the last verdict until it
     // is stale, then stop holding endpoints out on old news.
     for (const e of this.endpoints.values()) {

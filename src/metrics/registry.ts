@@ -13,6 +13,14 @@ const ITL_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.25, 0.
 const WAIT_BUCKETS = [0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 const SCORE_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1];
 
+/**
+ * prom-client's default metrics include three gauges named like counters
+ * (`promtool check metrics`: non-counter metrics should not have "_total"
+ * suffix). Each is only the sum of the same-named gauge without the suffix,
+ * which is labelled by type (`sum(nodejs_active_handles)`), so they go.
+ */
+const MISNAMED_DEFAULT_METRICS = ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"];
+
 interface Observer {
   observe(v: number): void;
 }
@@ -65,7 +73,10 @@ export class GatewayMetrics {
     } = {},
   ) {
     const r = [this.registry];
-    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    if (opts.defaultMetrics ?? true) {
+      collectDefaultMetrics({ register: this.registry });
+      for (const name of MISNAMED_DEFAULT_METRICS) this.registry.removeSingleMetric(name);
+    }
     const counter = <L extends string>(d: { name: string; help: string; labels: readonly L[] }) =>
       new Counter<L>({ name: d.name, help: d.help, labelNames: d.labels, registers: r });
     const histogram = <L extends string>(d: { name: string; help: string; labels: readonly L[] }, buckets: number[]) =>
