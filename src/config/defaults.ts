@@ -7,6 +7,9 @@ export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** A non-streaming engine answer larger than this is refused (502), never buffered whole. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 
+/** Concurrent streams the gateway is sized for; checked against the open-files limit at start (2 sockets each). */
+export const DEFAULT_MAX_OPEN_STREAMS = 10_000;
+
 // The five deadlines of one upstream attempt.
 export const DEFAULT_DIAL_TIMEOUT_MS = 2_000;
 export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;

@@ -200,6 +200,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
     logLevel: c.log_level,
     maxBodyBytes: c.max_body_bytes,
     maxResponseBytes: c.max_response_bytes,
+    maxOpenStreams: c.max_open_streams,
     deadlines,
     models: c.models.map((m) => ({
       name: m.name,

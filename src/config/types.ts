@@ -79,6 +79,8 @@ export interface Config {
   maxBodyBytes: number;
   /** Largest non-streaming engine answer relayed (larger: 502 UPSTREAM_RESPONSE_TOO_LARGE). */
   maxResponseBytes: number;
+  /** Concurrent streams the gateway is sized for: checked against the open-files limit at start. */
+  maxOpenStreams: number;
   /** Deadlines for models not listed under `models` (and the base for those that are). */
   deadlines: Deadlines;
   models: readonly ModelConfig[];
