@@ -6,6 +6,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { boolFlag, numberFlag, parseCommandArgs, parseListen, stringFlag, UsageError, type CommandSpec, type ParsedArgs } from "../cli/command.ts";
 import { initLogger, logger, logListening } from "../shared/logger.ts";
+import { shutdownSignal } from "../shared/signals.ts";
 import { createAgentHandler } from "./agent-server.ts";
 import { AgentService } from "./agent-service.ts";
 import { DEFAULT_SYSFS_INFINIBAND } from "./fabric.ts";
@@ -115,16 +116,8 @@ async function runAgent(args: ParsedArgs): Promise<number> {
     await adopted; // a PUT must not race the adoption of the same replica id
     return handler(req);
   };
-  let server: ReturnType<typeof Bun.serve>;
-  try {
-    server = Bun.serve({ hostname: listen.host, port: listen.port, idleTimeout: AGENT_IDLE_TIMEOUT_S, fetch: afterAdoption });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
-    const message = listenRefusal(listen.port, findPortHolder(listen.port));
-    logger().error({ port: listen.port }, message);
-    console.error(`llmgw agent: ${message}`);
-    return 1;
-  }
+  const server = serveOrExplain(listen, afterAdoption);
+  if (server === null) return 1;
   const adoption = supervisor.adopt();
   adopted = adoption;
   const inv = await service.inventory();
@@ -133,15 +126,26 @@ async function runAgent(args: ParsedArgs): Promise<number> {
   const shownHost = listen.host === "0.0.0.0" ? "127.0.0.1" : listen.host.includes(":") ? `[${listen.host}]` : listen.host;
   logListening(logger(), "agent", `http://${shownHost}:${server.port}`);
 
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once("SIGINT", () => resolve("SIGINT"));
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-  });
+  // Handlers stay installed: a second signal must not kill the agent while it stops its engines.
+  const signal = await shutdownSignal();
   const stopEngines = binding.lifetime === "bound";
   logger().info({ signal, stopEngines }, "agent stopping");
   await server.stop(true);
   await supervisor.close({ stopEngines });
   return 0;
+}
+
+/** The API listener; null when the port is taken, after saying who holds it (other errors are thrown). */
+function serveOrExplain(listen: { host: string; port: number }, fetch: (req: Request) => Promise<Response>): ReturnType<typeof Bun.serve> | null {
+  try {
+    return Bun.serve({ hostname: listen.host, port: listen.port, idleTimeout: AGENT_IDLE_TIMEOUT_S, fetch });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
+    const message = listenRefusal(listen.port, findPortHolder(listen.port));
+    logger().error({ port: listen.port }, message);
+    console.error(`llmgw agent: ${message}`);
+    return null;
+  }
 }
 
 /** Why the agent cannot listen on `port`, and what to do about it. */

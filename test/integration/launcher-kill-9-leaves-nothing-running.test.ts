@@ -25,6 +25,8 @@ const LOW_SOFT_LIMIT = 1024;
 const TOKEN = "kill-9-token";
 const tmp = mkdtempSync(join(tmpdir(), "launcher-kill-9-"));
 let engine: Started;
+/** Engines the agent test saw: killed in afterAll should the test fail before they are gone. */
+const enginePids: number[] = [];
 
 beforeAll(async () => {
   engine = await startLlmgw(["sim-engine", "--model", "m", "--port", "0", "--itl-ms", "1"]);
@@ -32,6 +34,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopAll();
+  for (const pid of enginePids) if (groupMembers(pid).length > 0) process.kill(-pid, "SIGKILL");
   rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -111,6 +114,7 @@ describe("kill -9 of the supervised process", () => {
     }, { timeoutMs: 15_000, what: "replica Ready" });
     if (!ready?.pid) throw new Error("no engine pid");
     const enginePid = ready.pid;
+    enginePids.push(enginePid);
     expect(readStat(enginePid)?.ppid).toBe(agent.proc.pid);
 
     await killAndWaitGone(agent);
@@ -123,6 +127,7 @@ describe("kill -9 of the supervised process", () => {
       return r?.state === "Ready" && r.pid !== enginePid ? r : null;
     }, { timeoutMs: 20_000, what: "replica relaunched and Ready" });
     if (!back?.pid) throw new Error("no relaunched engine pid");
+    enginePids.push(back.pid);
     expect(back.port).toBe(ready.port);
     // A graceful stop takes the engine with it as well.
     expect(await again.stop("SIGTERM")).toBe(0);
