@@ -9,6 +9,9 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 /** Endpoint slots: configured endpoints plus the replicas a fleet adds at run time. */
 export const DEFAULT_MAX_ENDPOINTS = 256;
 
+/** Concurrent streams the gateway is sized for; checked against the open-files limit at start (2 sockets each). */
+export const DEFAULT_MAX_OPEN_STREAMS = 10_000;
+
 // The five deadlines of one upstream attempt.
 export const DEFAULT_DIAL_TIMEOUT_MS = 2_000;
 export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;

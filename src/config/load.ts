@@ -203,6 +203,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
     maxResponseBytes: c.max_response_bytes,
     maxEndpoints: c.max_endpoints,
     relayVariant: c.relay_variant,
+    maxOpenStreams: c.max_open_streams,
     deadlines,
     models: c.models.map((m) => ({
       name: m.name,

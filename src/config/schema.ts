@@ -196,6 +196,7 @@ export const configSchema = z
     max_endpoints: z.number().int().min(1).max(4096).default(D.DEFAULT_MAX_ENDPOINTS),
     /** How SSE bytes reach the client: Bun's direct stream (default), or a pull stream with one enqueue per chunk or per event (for `llmgw bench relay`). */
     relay_variant: z.enum(RELAY_VARIANTS).default("direct"),
+    max_open_streams: z.number().int().min(1).max(10_000_000).default(D.DEFAULT_MAX_OPEN_STREAMS),
     deadlines: deadlinesSchema.default({}),
     models: z.array(modelSchema).default([]),
     endpoints: z.array(endpointSchema).default([]),

@@ -84,6 +84,8 @@ export interface Config {
   /** Slots in the shared endpoint table. */
   maxEndpoints: number;
   relayVariant: RelayVariantName;
+  /** Concurrent streams the gateway is sized for: checked against the open-files limit at start. */
+  maxOpenStreams: number;
   /** Deadlines for models not listed under `models` (and the base for those that are). */
   deadlines: Deadlines;
   models: readonly ModelConfig[];

@@ -9,7 +9,7 @@ export { CLI_PATH as CLI, REPO_ROOT } from "../../src/shared/llmgw-child.ts";
 export type Started = LlmgwChild;
 
 /** Start `llmgw <args>` and resolve once it has logged `waitFor` listening lines. */
-export function startLlmgw(args: string[], opts: { waitFor?: number; timeoutMs?: number; env?: Record<string, string> } = {}): Promise<Started> {
+export function startLlmgw(args: string[], opts: { waitFor?: number; timeoutMs?: number; env?: Record<string, string>; launcher?: string[] } = {}): Promise<Started> {
   return spawnLlmgw(args, { ...opts, env: { LLMGW_LOG_LEVEL: process.env.LLMGW_TEST_LOG_LEVEL ?? "info", ...opts.env } });
 }
 
