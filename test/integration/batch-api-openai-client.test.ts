@@ -12,10 +12,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI, { toFile } from "openai";
 import { BatchRunner } from "../../src/jobs/batch-runner.ts";
+import { handleIdempotently, IdempotencyGate, REPLAY_HEADER } from "../../src/jobs/idempotency-gate.ts";
+import { SqliteIdempotencyStore } from "../../src/jobs/idempotency-store.ts";
 import { createJobsRoutes } from "../../src/jobs/jobs-routes.ts";
 import { SqliteJobsStore } from "../../src/jobs/sqlite-jobs-store.ts";
 import { openStateDatabase } from "../../src/jobs/state-db.ts";
 import type { AuditRecord } from "../../src/shared/audit.ts";
+import { asLlmgwError, errorResponse } from "../../src/shared/errors.ts";
 import { chatBatchJsonl, engineSend } from "../helpers/batch-send.ts";
 import { startSim, type Sim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
@@ -37,7 +40,9 @@ function clientFor(tenant: string): OpenAI {
 beforeAll(async () => {
   sim = await startSim(["--model", MODEL, "--itl-ms", "1", "--prefill-overhead-ms", "1"]);
   dataDir = mkdtempSync(join(tmpdir(), "llmgw-batch-api-"));
-  const store = new SqliteJobsStore(openStateDatabase(dataDir));
+  const db = openStateDatabase(dataDir);
+  const store = new SqliteJobsStore(db);
+  const gate = new IdempotencyGate(new SqliteIdempotencyStore(db), { ttlMs: 3_600_000, waitMs: 1_000, maxResponseBytes: 1024 * 1024 }, { lockMs: 60_000 });
   runner = new BatchRunner({
     store,
     send: engineSend(sim.api),
@@ -53,7 +58,13 @@ beforeAll(async () => {
     hostname: "127.0.0.1",
     async fetch(req) {
       const tenant = (req.headers.get("authorization") ?? "").replace(/^Bearer /, "");
-      return (await handle(req, { tenant })) ?? new Response("not a jobs route", { status: 404 });
+      try {
+        // The gateway's order: auth → quota → idempotent replay → the route.
+        const res = await handleIdempotently(gate, req, tenant, MAX_FILE_BYTES + 65_536, async (r) => (await handle(r, { tenant })) ?? new Response("not a jobs route", { status: 404 }));
+        return res;
+      } catch (err) {
+        return errorResponse(asLlmgwError(err));
+      }
     },
   });
 });
@@ -159,6 +170,22 @@ describe("Batch and Files API with the openai client", () => {
     expect(((await a.batches.cancel(batch.id).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>).status).toBe(409);
     expect(await a.files.delete(file.id)).toEqual({ id: file.id, object: "file", deleted: true });
     expect(await a.files.retrieve(file.id).catch((e: unknown) => e)).toBeInstanceOf(OpenAI.NotFoundError);
+  });
+
+  test("batch creation with an Idempotency-Key creates one batch; a retry gets the same one, another body a 422", async () => {
+    const client = clientFor("tenant-idem");
+    const file = await upload(client, chatBatchJsonl(3, MODEL));
+    // The SDK sends no Idempotency-Key of its own (its idempotencyHeader is unset), so the test names one.
+    const params = { input_file_id: file.id, endpoint: "/v1/chat/completions" as const, completion_window: "24h" as const };
+    const first = await client.batches.create(params, { headers: { "Idempotency-Key": "create-1" } }).withResponse();
+    const retry = await client.batches.create(params, { headers: { "Idempotency-Key": "create-1" } }).withResponse();
+    expect(retry.data.id).toBe(first.data.id);
+    expect(retry.response.headers.get(REPLAY_HEADER)).toBe("true");
+    expect(first.response.headers.get(REPLAY_HEADER)).toBeNull();
+    expect((await client.batches.list()).data.map((b) => b.id)).toEqual([first.data.id]);
+    const other = await client.batches.create({ ...params, metadata: { x: "y" } }, { headers: { "Idempotency-Key": "create-1" } }).catch((e: unknown) => e);
+    expect(other).toBeInstanceOf(OpenAI.UnprocessableEntityError);
+    await waitForStatus(client, first.data.id, "completed");
   });
 
   test("batch lists paginate newest first with after, limit and has_more", async () => {
