@@ -16,6 +16,8 @@ export const CACHE_HEADER = "x-llmgw-cache";
 export interface ResponseCacheStore {
   get(key: string, nowMs: number): Promise<RecordedResponse | undefined>;
   set(key: string, value: RecordedResponse, expiresAtMs: number): Promise<void>;
+  /** Bytes held, when the store can tell (a shared one may not). */
+  readonly bytes?: number;
 }
 
 /** Per-entry overhead beyond the body: the key and headers, roughly. */
@@ -36,6 +38,9 @@ export class MemoryResponseCacheStore implements ResponseCacheStore {
   }
   async set(key: string, value: RecordedResponse, expiresAtMs: number): Promise<void> {
     this.lru.set(key, value, entryBytes(key, value), expiresAtMs);
+  }
+  get bytes(): number {
+    return this.lru.bytes;
   }
 }
 
@@ -69,6 +74,11 @@ export class ResponseCache {
     this.#store = store;
     this.#models = new Set(cfg.models);
     this.#now = now;
+  }
+
+  /** For llmgw_response_cache_* (bytes undefined when the store cannot tell). */
+  stats(): { hits: number; misses: number; bytes: number | undefined } {
+    return { hits: this.hits, misses: this.misses, bytes: this.#store.bytes };
   }
 
   /** True when no model is opted in: the gateway can skip the gate entirely. */

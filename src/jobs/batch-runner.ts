@@ -101,6 +101,8 @@ export class BatchRunner {
   #rotation = 0;
   #timers: ReturnType<typeof setInterval>[] = [];
   #running = false;
+  /** Line attempts by outcome since start (the llmgw_batch_lines_total counter reads them). */
+  readonly lineStats = { completed: 0, failed: 0, retried: 0, waited: 0 };
 
   constructor(opts: BatchRunnerOptions) {
     this.#o = opts;
@@ -257,6 +259,7 @@ export class BatchRunner {
       // Saturation and rate limits are transient: the line waits, the batch says why, nothing fails.
       const delay = res.retryAfterS !== undefined ? res.retryAfterS * 1000 : this.#o.limits.retryBackoffMs;
       await store.releaseLine(b.id, line.lineNo, this.#owner, this.#now() + delay, false);
+      this.lineStats.waited++;
       return this.#markWaiting(b, wait);
     }
     const usage = usageOf(res.body);
@@ -272,7 +275,7 @@ export class BatchRunner {
       completionTokens: usage.completion,
     };
     if (res.status >= 500) return this.#transientFailure(b, line, result);
-    await store.recordResult(b.id, line.lineNo, result);
+    if (await store.recordResult(b.id, line.lineNo, result)) this.lineStats[ok ? "completed" : "failed"]++;
     if (ok && b.waitingReason !== null) await this.#markWaiting(b, null);
   }
 
@@ -280,9 +283,10 @@ export class BatchRunner {
   async #transientFailure(b: Batch, line: ClaimedLine, result: LineResult): Promise<void> {
     const attempts = line.attempts + 1;
     if (attempts >= this.#o.limits.maxAttempts) {
-      await this.#o.store.recordResult(b.id, line.lineNo, result);
+      if (await this.#o.store.recordResult(b.id, line.lineNo, result)) this.lineStats.failed++;
       return;
     }
+    this.lineStats.retried++;
     const backoff = Math.min(MAX_BACKOFF_MS, this.#o.limits.retryBackoffMs * 2 ** (attempts - 1));
     await this.#o.store.releaseLine(b.id, line.lineNo, this.#owner, this.#now() + backoff, true);
   }

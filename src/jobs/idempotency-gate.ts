@@ -46,6 +46,8 @@ export class IdempotencyGate {
   readonly #lockMs: number;
   readonly #now: () => number;
   #lastPurgeMs = 0;
+  /** Answers replayed since start (llmgw_idempotent_replays_total). */
+  replays = 0;
 
   constructor(store: IdempotencyStore, cfg: IdempotencyConfig, opts: IdempotencyGateOptions) {
     this.#store = store;
@@ -73,7 +75,10 @@ export class IdempotencyGate {
           param: "Idempotency-Key",
         });
       }
-      if (held.kind === "completed") return { kind: "replay", response: replayResponse(held.response, { [REPLAY_HEADER]: "true" }) };
+      if (held.kind === "completed") {
+        this.replays++;
+        return { kind: "replay", response: replayResponse(held.response, { [REPLAY_HEADER]: "true" }) };
+      }
       if (now >= deadline || signal?.aborted) {
         throw new LlmgwError("IDEMPOTENCY_KEY_IN_USE", "A request with this Idempotency-Key is still running; retry once it has finished.", {
           param: "Idempotency-Key",

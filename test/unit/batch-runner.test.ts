@@ -109,6 +109,7 @@ describe("batch runner", () => {
     clearInterval(poll);
     expect(done.counts).toMatchObject({ completed: 6, failed: 0 });
     expect(reasons.has("gpu_saturated")).toBe(true);
+    expect(runner.lineStats).toEqual({ completed: 6, failed: 0, retried: 0, waited: 12 });
   });
 
   test("5xx and transport failures are retried up to max_attempts, 4xx are recorded at once; all land in the error file", async () => {
@@ -127,6 +128,7 @@ describe("batch runner", () => {
     const done = await finished(store, "t", "b");
     expect(done.counts).toMatchObject({ completed: 2, failed: 3 });
     expect([calls.get("c1"), calls.get("c2"), calls.get("c3"), calls.get("c4"), calls.get("c5")]).toEqual([3, 1, 3, 2, 1]);
+    expect(runner.lineStats).toEqual({ completed: 2, failed: 3, retried: 5, waited: 0 });
     const errors = (await fileText(store, "t", done.errorFileId)).map((l) => JSON.parse(l) as { custom_id: string; response: { status_code: number } | null; error: { code: string } | null });
     expect(errors.map((e) => [e.custom_id, e.response?.status_code ?? null, e.error?.code ?? null])).toEqual([["c1", 500, null], ["c2", 400, null], ["c3", null, "request_failed"]]);
     expect((await fileText(store, "t", done.outputFileId)).length).toBe(2);

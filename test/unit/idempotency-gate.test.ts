@@ -63,6 +63,7 @@ describe("idempotency gate", () => {
     expect(again.headers.get("x-request-id")).toBe("r1");
     expect(again.headers.get("x-ratelimit-remaining-requests")).toBeNull(); // quota state is not replayed
     expect(runs).toBe(1);
+    expect(gate.replays).toBe(1);
     // Another tenant's same key is its own.
     await serve(gate, "other", "k1", '{"a":1}', handler);
     expect(runs).toBe(2);
