@@ -8,36 +8,13 @@
 import type { BatchConfig } from "../config/types.ts";
 import { batchAuditRecord, writeAudit, type AuditRecord } from "../shared/audit.ts";
 import { logger } from "../shared/logger.ts";
-import { renderBatchFiles, type BatchEnd } from "./batch-output.ts";
-import { batchFileId } from "./job-ids.ts";
-import type { Batch, BatchEndpoint, BatchStatus, ClaimedLine, LineResult, WaitReason } from "./job-types.ts";
+import { finalizeBatch } from "./batch-finalize.ts";
+import type { BatchEnd } from "./batch-output.ts";
+import type { Batch, BatchStatus, ClaimedLine, LineResult, WaitReason } from "./job-types.ts";
 import type { JobsStore } from "./jobs-store.ts";
+import { usageOf, waitReasonOf, type SendLine, type SendResult } from "./line-send.ts";
 
-export interface BatchLineRequest {
-  method: "POST";
-  url: BatchEndpoint;
-  body: unknown;
-}
-
-export interface SendMeta {
-  tenant: string;
-  batchId: string;
-  customId: string;
-  lineNo: number;
-}
-
-export interface SendResult {
-  status: number;
-  /** The parsed JSON answer (an OpenAI error object for a refusal). */
-  body: unknown;
-  /** x-request-id of the answer, when there is one. */
-  requestId?: string;
-  /** Retry-After of a 429/503, in seconds. */
-  retryAfterS?: number;
-}
-
-/** The gateway's request path for one line; `signal` aborts it (expiry, shutdown). */
-export type SendLine = (line: BatchLineRequest, signal: AbortSignal, meta: SendMeta) => Promise<SendResult>;
+export type { BatchLineRequest, SendLine, SendMeta, SendResult } from "./line-send.ts";
 
 export interface BatchRunnerOptions {
   store: JobsStore;
@@ -62,30 +39,6 @@ export interface BatchRunnerOptions {
 
 const DEFAULT_TICK_MS = 200;
 const MAX_BACKOFF_MS = 60_000;
-
-/** Error codes of llmgw refusals that mean "not now", with the reason a batch shows while its lines wait. */
-function waitReasonOf(res: SendResult): WaitReason | undefined {
-  const code = errorCodeOf(res.body);
-  if (res.status === 429) return code === "GPU_SATURATED" ? "gpu_saturated" : "rate_limited";
-  if (res.status === 503 && code === "ADMISSION_QUEUE_FULL") return "queue_full";
-  return undefined;
-}
-
-function errorCodeOf(body: unknown): string | undefined {
-  if (typeof body !== "object" || body === null) return undefined;
-  const error = (body as Record<string, unknown>).error;
-  if (typeof error !== "object" || error === null) return undefined;
-  const code = (error as Record<string, unknown>).code;
-  return typeof code === "string" ? code : undefined;
-}
-
-function usageOf(body: unknown): { prompt: number; completion: number } {
-  const usage = typeof body === "object" && body !== null ? (body as Record<string, unknown>).usage : undefined;
-  if (typeof usage !== "object" || usage === null) return { prompt: 0, completion: 0 };
-  const u = usage as Record<string, unknown>;
-  const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
-  return { prompt: n(u.prompt_tokens), completion: n(u.completion_tokens) };
-}
 
 export class BatchRunner {
   readonly #o: BatchRunnerOptions;
@@ -298,28 +251,9 @@ export class BatchRunner {
     if (updated) b.waitingReason = reason;
   }
 
-  /** Write the output and error files, then enter the final status (finalizing first on the way to completed). */
   async #finish(b: Batch, end: BatchEnd, from: readonly BatchStatus[]): Promise<void> {
-    const { store } = this.#o;
     const now = this.#now();
-    if (end === "completed" && b.status !== "finalizing") {
-      const f = await store.updateBatch(b.id, from, { status: "finalizing", finalizingAtMs: now, waitingReason: null, waitingSinceMs: null });
-      if (!f) return;
-      from = ["finalizing"];
-    }
-    const files = renderBatchFiles(b.id, await store.lineOutcomes(b.id), end);
-    const put = async (kind: "output" | "error", text: string, lines: number): Promise<string | null> => {
-      if (lines === 0) return null;
-      const id = batchFileId(b.id, kind);
-      const content = new TextEncoder().encode(text);
-      const filename = `${b.id}_${kind}.jsonl`;
-      await store.putFile({ id, tenant: b.tenant, filename, purpose: "batch_output", bytes: content.byteLength, createdAtMs: now, endpoint: null, model: null, lineCount: lines }, content);
-      return id;
-    };
-    const outputFileId = await put("output", files.output, files.outputLines);
-    const errorFileId = await put("error", files.errors, files.errorLines);
-    const stamp = end === "completed" ? { completedAtMs: now } : end === "cancelled" ? { cancelledAtMs: now } : { expiredAtMs: now };
-    const done = await store.updateBatch(b.id, from, { status: end, ...stamp, outputFileId, errorFileId, waitingReason: null, waitingSinceMs: null });
+    const done = await finalizeBatch(this.#o.store, b, end, from, now);
     if (done) this.#audit(batchAuditRecord(done, now));
   }
 }
