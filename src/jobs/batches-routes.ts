@@ -71,13 +71,13 @@ export async function createBatch(r: JobsRequest): Promise<Response> {
   const metadata = parseMetadata(b.metadata);
   const { store } = r.deps;
   const file = await store.getFile(r.tenant, fileId);
-  if (!file) throw noSuchFile(fileId);
+  if (!file) throw noSuchFile(fileId, "input_file_id");
   if (file.purpose !== "batch") throw invalid(`file ${fileId} has purpose '${file.purpose}'; a batch needs a file uploaded with purpose 'batch'`, "input_file_id");
   if (file.endpoint !== endpoint) {
     throw new LlmgwError("INVALID_BATCH_LINE", `line 1: url '${file.endpoint}' is not the batch's endpoint '${endpoint}'`, { param: "input_file_id" });
   }
   const content = await store.getFileContent(r.tenant, fileId);
-  if (!content) throw noSuchFile(fileId);
+  if (!content) throw noSuchFile(fileId, "input_file_id");
   const parsed = parseBatchInput(content, { maxLines: r.deps.limits.maxLines, knownModel: r.deps.knownModel });
   const doc = newBatchDoc({
     id: newBatchId(),

@@ -12,8 +12,8 @@ const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 /** OpenAI's default and maximum page size for GET /v1/files. */
 const FILES_PAGE_MAX = 10_000;
 
-export function noSuchFile(id: string): LlmgwError {
-  return new LlmgwError("NOT_FOUND", `No such File object: ${id}`, { param: "id" });
+export function noSuchFile(id: string, param = "file_id"): LlmgwError {
+  return new LlmgwError("NOT_FOUND", `No such File object: ${id}`, { param });
 }
 
 function tooLarge(limit: number): LlmgwError {

@@ -26,6 +26,15 @@ const ROUTES: { pattern: RegExp; methods: Partial<Record<string, Handler>> }[] =
 
 const OURS = /^\/v1\/(files|batches)(\/|$)/;
 
+/** A path segment, or undefined for a malformed percent-escape (which names nothing). */
+function decodeSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
 export type JobsRouteHandler = (req: Request, principal: JobsPrincipal) => Promise<Response | undefined>;
 
 export function createJobsRoutes(deps: JobsRoutesDeps): JobsRouteHandler {
@@ -42,8 +51,10 @@ export function createJobsRoutes(deps: JobsRoutesDeps): JobsRouteHandler {
         const allow = Object.keys(route.methods).join(", ");
         return errorResponse(new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} is not allowed on ${path}; use ${allow}`), { allow });
       }
+      const id = decodeSegment(m[1] ?? "");
+      if (id === undefined) return errorResponse(new LlmgwError("NOT_FOUND", `no object at ${path}`));
       try {
-        return await handler({ req, url, tenant: principal.tenant, id: decodeURIComponent(m[1] ?? ""), deps, now: now() });
+        return await handler({ req, url, tenant: principal.tenant, id, deps, now: now() });
       } catch (err) {
         const e = asLlmgwError(err);
         if (e.code === "INTERNAL_ERROR") logger().error({ err: e.message, path }, "jobs route failed");
