@@ -1,5 +1,5 @@
 /** POST/GET /v1/batches, GET /v1/batches/{id}, POST /v1/batches/{id}/cancel, with OpenAI's request checks and object shapes. */
-import { readBodyLimited } from "../gateway/request-parse.ts";
+import { readBodyUpTo } from "../shared/bounded-body.ts";
 import { LlmgwError } from "../shared/errors.ts";
 import { parseBatchInput } from "./batch-input.ts";
 import { noSuchFile } from "./files-routes.ts";
@@ -43,7 +43,8 @@ function parseMetadata(v: unknown): Record<string, string> | null {
 }
 
 async function readCreateBody(req: Request): Promise<Record<string, unknown>> {
-  const raw = await readBodyLimited(req, CREATE_BODY_MAX_BYTES);
+  const raw = await readBodyUpTo(req, CREATE_BODY_MAX_BYTES);
+  if (raw === undefined) throw new LlmgwError("BODY_TOO_LARGE", `request body exceeds the limit of ${CREATE_BODY_MAX_BYTES} bytes`);
   let body: unknown;
   try {
     body = JSON.parse(new TextDecoder().decode(raw));

@@ -1,5 +1,5 @@
 /** POST/GET /v1/files, GET/DELETE /v1/files/{id}, GET /v1/files/{id}/content: batch input files (validated on upload) and batch output files. */
-import { readBodyLimited } from "../gateway/request-parse.ts";
+import { readBodyUpTo } from "../shared/bounded-body.ts";
 import { LlmgwError } from "../shared/errors.ts";
 import { parseBatchInput } from "./batch-input.ts";
 import { newFileId } from "./job-ids.ts";
@@ -26,12 +26,8 @@ export async function uploadFile(r: JobsRequest): Promise<Response> {
   if (!type.toLowerCase().startsWith("multipart/form-data")) {
     throw new LlmgwError("INVALID_REQUEST", "expected a multipart/form-data upload with the fields 'file' and 'purpose'");
   }
-  let raw: Uint8Array;
-  try {
-    raw = await readBodyLimited(r.req, maxFileBytes + MULTIPART_OVERHEAD_BYTES);
-  } catch (err) {
-    throw err instanceof LlmgwError && err.code === "BODY_TOO_LARGE" ? tooLarge(maxFileBytes) : err;
-  }
+  const raw = await readBodyUpTo(r.req, maxFileBytes + MULTIPART_OVERHEAD_BYTES);
+  if (raw === undefined) throw tooLarge(maxFileBytes);
   const form = await new Response(raw, { headers: { "content-type": type } }).formData().catch(() => undefined);
   if (form === undefined) throw new LlmgwError("INVALID_REQUEST", "the multipart/form-data body could not be parsed");
   const purpose = form.get("purpose");

@@ -10,7 +10,7 @@
  */
 import { createHash } from "node:crypto";
 import type { IdempotencyConfig } from "../config/types.ts";
-import { readBodyLimited } from "../gateway/request-parse.ts";
+import { readBodyUpTo } from "../shared/bounded-body.ts";
 import { LlmgwError } from "../shared/errors.ts";
 import { logger } from "../shared/logger.ts";
 import { recordResponse, replayResponse } from "../shared/recorded-response.ts";
@@ -125,7 +125,8 @@ export async function handleIdempotently(
   handler: (req: Request) => Promise<Response>,
 ): Promise<Response> {
   if (req.method !== "POST" || !req.headers.has(IDEMPOTENCY_HEADER)) return handler(req);
-  const body = await readBodyLimited(req, maxBodyBytes);
+  const body = await readBodyUpTo(req, maxBodyBytes);
+  if (body === undefined) throw new LlmgwError("BODY_TOO_LARGE", `request body exceeds the limit of ${maxBodyBytes} bytes`);
   const check = await gate.check(req, tenant, body, req.signal);
   if (check.kind === "replay") return check.response;
   const again = new Request(req.url, { method: req.method, headers: req.headers, body, signal: req.signal });
