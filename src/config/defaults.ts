@@ -6,6 +6,8 @@ export const DEFAULT_ADMIN_LISTEN = "127.0.0.1:9090";
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** A non-streaming engine answer larger than this is refused (502), never buffered whole. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
+/** Endpoint slots: configured endpoints plus the replicas a fleet adds at run time. */
+export const DEFAULT_MAX_ENDPOINTS = 256;
 
 // The five deadlines of one upstream attempt.
 export const DEFAULT_DIAL_TIMEOUT_MS = 2_000;

@@ -139,6 +139,7 @@ function crossFieldIssues(c: ParsedConfig): string[] {
     if (tenantNames.has(t.name)) issues.push(`tenants[${i}].name: duplicate tenant '${t.name}'`);
     tenantNames.add(t.name);
   });
+  if (c.endpoints.length > c.max_endpoints) issues.push(`max_endpoints: expected at least the ${c.endpoints.length} configured endpoints`);
   const d = c.deadlines;
   if (d.total_ms !== undefined && d.first_token_ms !== undefined && d.total_ms < d.first_token_ms) {
     issues.push(`deadlines.total_ms: expected at least deadlines.first_token_ms (${d.first_token_ms})`);
@@ -201,6 +202,8 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
     logLevel: c.log_level,
     maxBodyBytes: c.max_body_bytes,
     maxResponseBytes: c.max_response_bytes,
+    maxEndpoints: c.max_endpoints,
+    relayVariant: c.relay_variant,
     deadlines,
     models: c.models.map((m) => ({
       name: m.name,
@@ -258,6 +261,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       initialCapacity: c.admission.initial_capacity,
       headroom: c.admission.headroom,
       staleMetrics: c.admission.stale_metrics,
+      fastPath: c.admission.fast_path,
     },
     ...resolveJobsConfig(c, warnings),
     warnings,

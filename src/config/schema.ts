@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import * as D from "./defaults.ts";
-import { FILTER_NAMES, PICKER_NAMES, SCORER_NAMES } from "./plugin-names.ts";
+import { FILTER_NAMES, PICKER_NAMES, RELAY_VARIANTS, SCORER_NAMES } from "./plugin-names.ts";
 
 const hostPort = z
   .string()
@@ -148,6 +148,8 @@ export const admissionSchema = z
     headroom: z.number().min(0).max(10).default(D.DEFAULT_CAPACITY_HEADROOM),
     /** Engine metrics older than health.stale_after_ms: "ignore" them (inflight alone decides) or count the endpoint as "saturated". */
     stale_metrics: z.enum(["ignore", "saturated"]).default("ignore"),
+    /** Decide unsaturated requests on the main thread without a message to the scheduler worker (false: every request goes through the worker; for A/B measurement). */
+    fast_path: z.boolean().default(true),
   })
   .strict();
 
@@ -252,6 +254,10 @@ export const configSchema = z
     log_level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
     max_body_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(D.DEFAULT_MAX_BODY_BYTES),
     max_response_bytes: z.number().int().min(64 * 1024).max(4 * 1024 * 1024 * 1024).default(D.DEFAULT_MAX_RESPONSE_BYTES),
+    /** Endpoint slots in the shared table: static endpoints plus every replica the fleet may add. */
+    max_endpoints: z.number().int().min(1).max(4096).default(D.DEFAULT_MAX_ENDPOINTS),
+    /** How SSE bytes reach the client: Bun's direct stream (default), or a pull stream with one enqueue per chunk or per event (for `llmgw bench relay`). */
+    relay_variant: z.enum(RELAY_VARIANTS).default("direct"),
     deadlines: deadlinesSchema.default({}),
     models: z.array(modelSchema).default([]),
     endpoints: z.array(endpointSchema).default([]),
@@ -272,5 +278,4 @@ export const configSchema = z
   })
   .strict();
 
-export type WireConfig = z.input<typeof configSchema>;
 export type ParsedConfig = z.output<typeof configSchema>;

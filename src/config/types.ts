@@ -1,5 +1,5 @@
 /** The validated, frozen configuration the rest of llmgw reads (defaults applied). */
-import type { FilterName, PickerName, ScorerName } from "./plugin-names.ts";
+import type { FilterName, PickerName, RelayVariantName, ScorerName } from "./plugin-names.ts";
 import type { LogLevel } from "../shared/logger.ts";
 
 export interface Deadlines {
@@ -69,6 +69,8 @@ export interface AdmissionConfig {
   initialCapacity: number;
   headroom: number;
   staleMetrics: "ignore" | "saturated";
+  /** Decide unsaturated requests on the main thread (false: everything through the scheduler worker). */
+  fastPath: boolean;
 }
 
 // --- Batch and Files API, idempotency, response cache, GPU-saturation shedding (issue 12) ---
@@ -129,6 +131,9 @@ export interface Config {
   maxBodyBytes: number;
   /** Largest non-streaming engine answer relayed (larger: 502 UPSTREAM_RESPONSE_TOO_LARGE). */
   maxResponseBytes: number;
+  /** Slots in the shared endpoint table. */
+  maxEndpoints: number;
+  relayVariant: RelayVariantName;
   /** Deadlines for models not listed under `models` (and the base for those that are). */
   deadlines: Deadlines;
   models: readonly ModelConfig[];

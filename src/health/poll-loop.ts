@@ -8,7 +8,7 @@ import { logger } from "../shared/logger.ts";
 export type PollTargetFn = (position: number, signal: AbortSignal) => Promise<void>;
 
 export class PollLoop {
-  readonly #count: number;
+  readonly #positions: () => Iterable<number>;
   readonly #intervalMs: number;
   readonly #pollTarget: PollTargetFn;
   readonly #inFlight = new Map<number, Promise<void>>();
@@ -16,9 +16,10 @@ export class PollLoop {
   #stopper = new AbortController();
   #skipped = 0;
 
-  constructor(count: number, intervalMs: number, pollTarget: PollTargetFn) {
+  /** `targets`: how many (positions 0..n-1), or the live positions, asked at every tick (targets come and go). */
+  constructor(targets: number | (() => Iterable<number>), intervalMs: number, pollTarget: PollTargetFn) {
     if (!(intervalMs > 0)) throw new RangeError(`intervalMs must be > 0, got ${intervalMs}`);
-    this.#count = count;
+    this.#positions = typeof targets === "number" ? () => Array.from({ length: targets }, (_, i) => i) : targets;
     this.#intervalMs = intervalMs;
     this.#pollTarget = pollTarget;
   }
@@ -52,12 +53,12 @@ export class PollLoop {
   async pollOnce(): Promise<void> {
     if (this.#stopper.signal.aborted) this.#stopper = new AbortController();
     const all: Promise<void>[] = [];
-    for (let i = 0; i < this.#count; i++) all.push(this.#inFlight.get(i) ?? this.#launch(i));
+    for (const i of this.#positions()) all.push(this.#inFlight.get(i) ?? this.#launch(i));
     await Promise.all(all);
   }
 
   #tick(): void {
-    for (let i = 0; i < this.#count; i++) {
+    for (const i of this.#positions()) {
       if (this.#inFlight.has(i)) this.#skipped++;
       else void this.#launch(i);
     }

@@ -1,7 +1,9 @@
 /** Typed messages between the main thread and the health worker (workers/health.ts). */
 import type { Config, EngineFlavor } from "../config/types.ts";
+import type { GpuReportMessage } from "./gpu-report.ts";
 
 export interface PolledEndpoint {
+  /** Slot in the shared endpoint table. */
   index: number;
   id: string;
   url: string;
@@ -13,7 +15,18 @@ export interface PolledEndpoint {
 
 /** main → health */
 export type ToHealth =
-  | { type: "init"; buffer: SharedArrayBuffer; endpoints: PolledEndpoint[]; health: Config["health"] }
+  | {
+      type: "init";
+      /** The shared endpoint table and its capacity in slots. */
+      buffer: SharedArrayBuffer;
+      maxEndpoints: number;
+      /** Shared signal words (the metrics epoch the scheduler waits on). */
+      signals: SharedArrayBuffer;
+      endpoints: PolledEndpoint[];
+      health: Config["health"];
+    }
+  /** An endpoint took a slot (poll it) or left it (null: stop). */
+  | { type: "endpoint"; index: number; endpoint: PolledEndpoint | null }
   | { type: "stop" };
 
 /** health → main */
@@ -22,4 +35,8 @@ export type FromHealth =
   /** The models an endpoint's /v1/models lists changed (sent on first discovery too). */
   | { type: "models"; index: number; models: string[] }
   /** Readiness changed (for logs). */
-  | { type: "readiness"; index: number; ready: boolean; healthy: boolean; error: string | undefined };
+  | { type: "readiness"; index: number; ready: boolean; healthy: boolean; error: string | undefined }
+  /** Every engine endpoint has been polled at least once (sent once; at start when there are none). */
+  | { type: "engines-polled" }
+  /** A DCGM exporter answered: its GPUs, for the metrics collector. */
+  | GpuReportMessage;

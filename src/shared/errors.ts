@@ -41,6 +41,8 @@ export type ErrorCode =
   // agent / control
   | "UNAUTHORIZED"
   | "VALIDATION_FAILED"
+  // observability
+  | "METRICS_NOT_READY"
   | "INTERNAL_ERROR"
   // batch, files, idempotency (issue 12)
   | "INVALID_BATCH_LINE"
@@ -106,6 +108,7 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
     case "ADMISSION_QUEUE_FULL":
     case "RETRY_BUDGET_EXHAUSTED":
     case "ENGINE_DEAD":
+    case "METRICS_NOT_READY":
       return { status: 503, type: "service_unavailable_error" };
     case "ADMISSION_TTL_EXPIRED":
     case "UPSTREAM_HEADERS_TIMEOUT":

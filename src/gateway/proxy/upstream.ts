@@ -1,9 +1,10 @@
 /**
- * One upstream attempt: dial check, POST to the engine under the attempt's
- * deadlines, and — for streams — read up to the first complete SSE event, so
- * that every failure before the first byte reaches the client can still be
- * retried elsewhere. Returns an open stream, a complete JSON answer, or a
- * classified failure; never throws for upstream trouble.
+ * Opens one upstream attempt: dial check, POST to the engine under the
+ * attempt's deadlines, and — for streams — read up to the first complete SSE
+ * event, so that every failure before the first byte reaches the client can
+ * still be retried elsewhere. Returns an open stream (whose reader the relay
+ * then owns), a complete JSON answer, or a classified failure; never throws
+ * for upstream trouble.
  */
 import type { Deadlines } from "../../config/types.ts";
 import type { AttemptFailure } from "../../metrics/names.ts";
@@ -24,8 +25,6 @@ export interface AttemptInput {
   dial: DialGuard;
   /** A non-streaming answer larger than this is refused (failure "too_large"). */
   maxResponseBytes: number;
-  /** Called just before the request is sent (router overhead ends here). */
-  onSend?: () => void;
 }
 
 function defaultReader(body: ReadableStream<Uint8Array>) {
@@ -120,7 +119,7 @@ function failed(failure: AttemptFailed["failure"], message: string, extra: Parti
   return { ok: false, failure, message, ...extra };
 }
 
-export async function attemptUpstream(input: AttemptInput, path: string): Promise<AttemptResult> {
+export async function openUpstream(input: AttemptInput, path: string): Promise<AttemptResult> {
   const { deadlines: d } = input;
   if (!input.dial.isRecent(input.index)) {
     try {
@@ -145,7 +144,6 @@ export async function attemptUpstream(input: AttemptInput, path: string): Promis
 
   let res: Response;
   try {
-    input.onSend?.();
     res = await fetch(input.url + path, { method: "POST", headers: input.headers, body: input.body, signal });
   } catch (err) {
     return reasonOf(err);

@@ -3,8 +3,8 @@
  * the fields the gateway relies on, and compute the prompt-prefix hashes for
  * affinity. Every failure is an OpenAI-shaped 400/404/413.
  */
-import { LlmgwError } from "../shared/errors.ts";
-import type { Route } from "../metrics/names.ts";
+import { LlmgwError } from "../../shared/errors.ts";
+import type { Route } from "../../metrics/names.ts";
 
 export interface InferenceBody {
   model: string;

@@ -1,14 +1,9 @@
-/** Builds the scheduling view of each endpoint from the shared endpoint table, treating stale metrics as absent. */
+/** Builds the scheduling view of an endpoint from the shared endpoint table, treating stale metrics as absent. */
 import { CIRCUIT_CLOSED, CIRCUIT_HALF_OPEN, EndpointTable, F, I } from "../shared/endpoint-table.ts";
 import type { EndpointView } from "../scheduling/types.ts";
 import type { EndpointDescriptor } from "../protocol/scheduler-messages.ts";
 
-export function readEndpointView(
-  table: EndpointTable,
-  d: EndpointDescriptor,
-  now: number,
-  staleAfterMs: number,
-): EndpointView {
+export function readEndpointView(table: EndpointTable, d: EndpointDescriptor, now: number, staleAfterMs: number): EndpointView {
   const row = d.index;
   const metricsAt = table.getFloat(row, F.METRICS_AT);
   // Engine metrics lag by a scrape interval at best; past the stale limit they
@@ -19,7 +14,7 @@ export function readEndpointView(
   return {
     index: row,
     id: d.id,
-    pool: d.pool,
+    pool: d.poolName,
     models: d.models,
     ready: table.getInt(row, I.READY) === 1,
     draining: table.getInt(row, I.DRAINING) === 1,
@@ -28,6 +23,6 @@ export function readEndpointView(
     waiting: fresh ? table.optionalInt(row, I.WAITING) : undefined,
     running: fresh ? table.optionalInt(row, I.RUNNING) : undefined,
     kvUsage: fresh && !Number.isNaN(kv) ? kv : undefined,
-    inflight: table.getInt(row, I.INFLIGHT) + table.getInt(row, I.LEASED),
+    inflight: table.getInt(row, I.INFLIGHT),
   };
 }
