@@ -1,17 +1,8 @@
 /** Config blocks of issue 12 (data_dir, batch, idempotency, response_cache, gpu_health): defaults, derived sources, key-path errors. */
 import { describe, expect, test } from "bun:test";
-import { buildConfig, ConfigError } from "../../src/config/load.ts";
+import { buildConfig } from "../../src/config/load.ts";
 import * as D from "../../src/config/defaults.ts";
-
-function issuesOf(raw: unknown): string[] {
-  try {
-    buildConfig(raw);
-  } catch (err) {
-    if (err instanceof ConfigError) return [...err.issues];
-    throw err;
-  }
-  throw new Error("expected a ConfigError");
-}
+import { issuesOf } from "../helpers/config-issues.ts";
 
 describe("issue 12 config blocks", () => {
   test("defaults; without a gpu_health block nothing is shed (gpuHealth is null)", () => {
@@ -62,12 +53,12 @@ describe("issue 12 config blocks", () => {
   });
 
   test("bad values name the key path and what was expected", () => {
-    const issues = issuesOf({
+    const issues = issuesOf(() => buildConfig({
       batch: { concurrency_per_batch: 0, colour: "red" },
       idempotency: { ttl_s: "1d" },
       response_cache: { models: "m" },
       gpu_health: { sustained_samples: 0, shed_util_pct: 101, sources: [{ url: "dcgm:9400" }] },
-    });
+    }));
     const paths = issues.map((i) => i.slice(0, i.indexOf(":")));
     expect(paths).toEqual(
       expect.arrayContaining([
@@ -81,7 +72,7 @@ describe("issue 12 config blocks", () => {
       ]),
     );
     expect(issues.find((i) => i.startsWith("gpu_health.sources[0].url"))).toContain("expected an http(s) URL");
-    expect(issuesOf({ gpu_health: { shed_band: "bulk" } })).toEqual(["gpu_health.shed_band: unknown band 'bulk' (expected one of interactive, standard, batch)"]);
+    expect(issuesOf(() => buildConfig({ gpu_health: { shed_band: "bulk" } }))).toEqual(["gpu_health.shed_band: unknown band 'bulk' (expected one of interactive, standard, batch)"]);
   });
 
   test("LLMGW_* overrides reach the new blocks", () => {
