@@ -55,3 +55,32 @@ export const DEFAULT_BANDS: readonly { name: string; ceiling: number; queue_limi
   { name: "standard", ceiling: 1, queue_limit: 5_000, ttl_ms: 60_000 },
   { name: "batch", ceiling: 0.6, queue_limit: 20_000, ttl_ms: 600_000 },
 ];
+
+// Batch and Files API, idempotency, response cache, GPU-saturation shedding (issue 12).
+/** Where the embedded store (bun:sqlite) keeps what must survive a restart. */
+export const DEFAULT_DATA_DIR = "./.llmgw-data";
+/** OpenAI's own limits for a batch input file: 200 MB and 50,000 requests. */
+export const DEFAULT_BATCH_MAX_FILE_BYTES = 200 * 1024 * 1024;
+export const DEFAULT_BATCH_MAX_LINES = 50_000;
+export const DEFAULT_BATCH_CONCURRENCY_PER_BATCH = 16;
+export const DEFAULT_BATCH_CONCURRENCY_PER_TENANT = 32;
+/** Attempts of a line that fails with a 5xx or a transport error before it is recorded as failed. */
+export const DEFAULT_BATCH_MAX_ATTEMPTS = 3;
+/** Wait before re-driving a line after a transient failure or a saturation refusal without Retry-After. */
+export const DEFAULT_BATCH_RETRY_BACKOFF_MS = 1_000;
+/** A claimed line whose runner stopped renewing its lease for this long is re-driven by another. */
+export const DEFAULT_BATCH_LEASE_MS = 60_000;
+/** Stripe and OpenAI keep idempotency keys for 24 hours. */
+export const DEFAULT_IDEMPOTENCY_TTL_S = 86_400;
+/** A retry that arrives while the first request runs waits this long for it, then gets 409. */
+export const DEFAULT_IDEMPOTENCY_WAIT_MS = 10_000;
+/** A response larger than this is not recorded: a retry runs again instead of replaying. */
+export const DEFAULT_IDEMPOTENCY_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_RESPONSE_CACHE_MAX_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_RESPONSE_CACHE_MAX_ENTRY_BYTES = 1024 * 1024;
+export const DEFAULT_RESPONSE_CACHE_TTL_S = 600;
+export const DEFAULT_GPU_HEALTH_POLL_INTERVAL_MS = 1_000;
+export const DEFAULT_GPU_HEALTH_STALE_AFTER_MS = 5_000;
+export const DEFAULT_GPU_SUSTAINED_SAMPLES = 5;
+export const DEFAULT_GPU_SHED_UTIL_PCT = 95;
+export const DEFAULT_GPU_SHED_BAND = "batch";

@@ -10,6 +10,7 @@ import type { z } from "zod";
 import * as D from "./defaults.ts";
 import { configSchema, type ParsedConfig } from "./schema.ts";
 import type { Config, Deadlines, Listen } from "./types.ts";
+import { jobsCrossFieldIssues, resolveJobsConfig } from "./jobs-config.ts";
 
 export function sha256Hex(text: string): string {
   return createHash("sha256").update(text).digest("hex");
@@ -183,7 +184,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
   const result = configSchema.safeParse(withEnv);
   if (!result.success) throw new ConfigError(source, formatZodIssues(result.error.issues));
   const c = result.data;
-  const cross = crossFieldIssues(c);
+  const cross = [...crossFieldIssues(c), ...jobsCrossFieldIssues(c)];
   if (cross.length > 0) throw new ConfigError(source, cross);
 
   const deadlines = resolveDeadlines(BUILTIN_DEADLINES, c.deadlines);
@@ -263,6 +264,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       staleMetrics: c.admission.stale_metrics,
       fastPath: c.admission.fast_path,
     },
+    ...resolveJobsConfig(c, warnings),
     warnings,
   };
   return deepFreeze(config);

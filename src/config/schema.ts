@@ -184,6 +184,68 @@ export const tenantSchema = z
   })
   .strict();
 
+// --- Batch and Files API, idempotency, response cache, GPU-saturation shedding (issue 12) ---
+
+export const batchSchema = z
+  .object({
+    /** Largest JSONL upload accepted by POST /v1/files. */
+    max_file_bytes: z.number().int().min(1024).max(4 * 1024 * 1024 * 1024).default(D.DEFAULT_BATCH_MAX_FILE_BYTES),
+    max_lines: z.number().int().min(1).max(10_000_000).default(D.DEFAULT_BATCH_MAX_LINES),
+    concurrency_per_batch: z.number().int().min(1).max(10_000).default(D.DEFAULT_BATCH_CONCURRENCY_PER_BATCH),
+    concurrency_per_tenant: z.number().int().min(1).max(100_000).default(D.DEFAULT_BATCH_CONCURRENCY_PER_TENANT),
+    max_attempts: z.number().int().min(1).max(100).default(D.DEFAULT_BATCH_MAX_ATTEMPTS),
+    retry_backoff_ms: z.number().int().min(1).max(600_000).default(D.DEFAULT_BATCH_RETRY_BACKOFF_MS),
+    lease_ms: z.number().int().min(1_000).max(86_400_000).default(D.DEFAULT_BATCH_LEASE_MS),
+  })
+  .strict();
+
+export const idempotencySchema = z
+  .object({
+    ttl_s: z.number().int().min(1).max(30 * 86_400).default(D.DEFAULT_IDEMPOTENCY_TTL_S),
+    wait_ms: z.number().int().min(0).max(600_000).default(D.DEFAULT_IDEMPOTENCY_WAIT_MS),
+    max_response_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(D.DEFAULT_IDEMPOTENCY_MAX_RESPONSE_BYTES),
+  })
+  .strict();
+
+export const responseCacheSchema = z
+  .object({
+    /** Opt-in: only these models (names or aliases as configured) are cached. */
+    models: z.array(z.string().min(1)).default([]),
+    max_bytes: z.number().int().min(1024).max(64 * 1024 * 1024 * 1024).default(D.DEFAULT_RESPONSE_CACHE_MAX_BYTES),
+    max_entry_bytes: z.number().int().min(256).max(1024 * 1024 * 1024).default(D.DEFAULT_RESPONSE_CACHE_MAX_ENTRY_BYTES),
+    ttl_s: z.number().int().min(1).max(30 * 86_400).default(D.DEFAULT_RESPONSE_CACHE_TTL_S),
+  })
+  .strict();
+
+export const gpuHealthSourceSchema = z
+  .object({
+    /** A dcgm-exporter /metrics URL. */
+    url: httpUrl,
+    /** The pool whose GPUs this exporter reports. */
+    pool: id.default("default"),
+    /** GPUs (UUIDs or indices) of this exporter that belong to the pool; [] = all it reports. */
+    gpu_ids: z.array(z.string().min(1)).default([]),
+  })
+  .strict();
+
+export const gpuHealthSchema = z
+  .object({
+    /** DCGM exporters to watch; [] = the endpoints' dcgm_url, each for its endpoint's pool. */
+    sources: z.array(gpuHealthSourceSchema).default([]),
+    poll_interval_ms: z.number().int().min(100).max(600_000).default(D.DEFAULT_GPU_HEALTH_POLL_INTERVAL_MS),
+    /** A GPU whose latest sample is older than this is not saturated (fail open). */
+    stale_after_ms: z.number().int().min(100).max(3_600_000).default(D.DEFAULT_GPU_HEALTH_STALE_AFTER_MS),
+    /** Samples in each GPU's ring: saturated only when all of them reach shed_util_pct. */
+    sustained_samples: z.number().int().min(1).max(1_000).default(D.DEFAULT_GPU_SUSTAINED_SAMPLES),
+    shed_util_pct: z.number().min(1).max(100).default(D.DEFAULT_GPU_SHED_UTIL_PCT),
+    shed_batch: z.boolean().default(true),
+    /** The band refused with 429 GPU_SATURATED while its pool is saturated. */
+    shed_band: bandName.default(D.DEFAULT_GPU_SHED_BAND),
+  })
+  .strict();
+
+// --- end of the issue 12 block ---
+
 export const configSchema = z
   .object({
     listen: hostPort.default(D.DEFAULT_LISTEN),
@@ -207,6 +269,13 @@ export const configSchema = z
     auth: authSchema.default(authSchema.parse({})),
     tenants: z.array(tenantSchema).default([]),
     admission: admissionSchema.default(admissionSchema.parse({})),
+    // issue 12
+    data_dir: z.string().min(1).default(D.DEFAULT_DATA_DIR),
+    batch: batchSchema.default(batchSchema.parse({})),
+    idempotency: idempotencySchema.default(idempotencySchema.parse({})),
+    response_cache: responseCacheSchema.default(responseCacheSchema.parse({})),
+    /** Absent: no GPU-saturation shedding at all (nothing changes). */
+    gpu_health: gpuHealthSchema.optional(),
   })
   .strict();
 

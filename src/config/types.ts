@@ -73,6 +73,56 @@ export interface AdmissionConfig {
   fastPath: boolean;
 }
 
+// --- Batch and Files API, idempotency, response cache, GPU-saturation shedding (issue 12) ---
+
+export interface BatchConfig {
+  maxFileBytes: number;
+  maxLines: number;
+  concurrencyPerBatch: number;
+  concurrencyPerTenant: number;
+  /** Attempts of a line failing with a 5xx or transport error before it is recorded as failed. */
+  maxAttempts: number;
+  retryBackoffMs: number;
+  /** Visibility timeout of a claimed line (renewed while its runner lives). */
+  leaseMs: number;
+}
+
+export interface IdempotencyConfig {
+  ttlMs: number;
+  /** How long a retry waits for the first request with its key to finish before a 409. */
+  waitMs: number;
+  maxResponseBytes: number;
+}
+
+export interface ResponseCacheConfig {
+  /** Opt-in models (names or aliases); empty: the cache is off. */
+  models: readonly string[];
+  maxBytes: number;
+  maxEntryBytes: number;
+  ttlMs: number;
+}
+
+export interface GpuHealthSource {
+  url: string;
+  pool: string;
+  /** [] = every GPU the exporter reports. */
+  gpuIds: readonly string[];
+}
+
+export interface GpuHealthConfig {
+  /** Explicit exporters, or (when none is configured) the endpoints' dcgm_url with their pools. */
+  sources: readonly GpuHealthSource[];
+  pollIntervalMs: number;
+  staleAfterMs: number;
+  sustainedSamples: number;
+  shedUtilPct: number;
+  shedBatch: boolean;
+  /** Index into admission.bands of the band that is shed. */
+  shedBand: number;
+}
+
+// --- end of the issue 12 block ---
+
 export interface Config {
   listen: Listen;
   adminListen: Listen;
@@ -103,6 +153,14 @@ export interface Config {
   /** Configured tenants (quotas); keys may name tenants without an entry (no quota). */
   tenants: readonly TenantConfig[];
   admission: AdmissionConfig;
+  // issue 12
+  /** Directory of the embedded store (batch jobs, files, idempotency records). */
+  dataDir: string;
+  batch: BatchConfig;
+  idempotency: IdempotencyConfig;
+  responseCache: ResponseCacheConfig;
+  /** null: no gpu_health block, nothing is shed. */
+  gpuHealth: GpuHealthConfig | null;
   /** Things worth a warning at start (plaintext keys, auth off); logged by serve. */
   warnings: readonly string[];
 }

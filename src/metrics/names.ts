@@ -46,6 +46,12 @@ export type Route = (typeof ROUTES)[number];
 /** Model label for a request whose model is not configured or discovered. */
 export const UNKNOWN_MODEL = "unknown";
 
+/** How a batch line attempt ended, as the batch runner counts it (issue 12). */
+export const BATCH_LINE_OUTCOMES = ["completed", "failed", "retried", "waited"] as const;
+export type BatchLineOutcome = (typeof BATCH_LINE_OUTCOMES)[number];
+
+export const CACHE_RESULTS = ["hit", "miss"] as const;
+
 // ---- Fleet (issue 10). Computed at scrape time from state the gateway holds;
 // a value nobody reported has no series (absent is not zero).
 
@@ -110,5 +116,12 @@ export const M = {
   admissionGrants: { name: "llmgw_admission_grants_total", help: "Requests admitted, by band and tenant (configured tenants; others are 'other').", labels: ["band", "tenant"] },
   poolSaturation: { name: "llmgw_pool_saturation", help: "Pool saturation: the worse of queue pressure and KV occupancy (1 = learned capacity × (1 + headroom)).", labels: ["pool"] },
   endpointCapacity: { name: "llmgw_endpoint_capacity", help: "Learned batch capacity of each endpoint: the high-water mark of its running count, at least the initial guess.", labels: ["endpoint"] },
+  // issue 12: shedding, batch lines, cache, idempotency
+  gpuShed: { name: "llmgw_gpu_shed_total", help: "Requests refused with 429 GPU_SATURATED because their pool's GPUs were saturated (exactly the refusals).", labels: ["pool"] },
+  poolGpuSaturated: { name: "llmgw_pool_gpu_saturated", help: "1 while every healthy GPU of the pool is in sustained saturation (absent without gpu_health).", labels: ["pool"] },
+  batchLines: { name: "llmgw_batch_lines_total", help: "Batch line attempts by outcome: completed, failed (recorded), retried (5xx/transport), waited (saturation or rate limit).", labels: ["outcome"] },
+  cacheLookups: { name: "llmgw_response_cache_lookups_total", help: "Response-cache lookups of cacheable requests, by result.", labels: ["result"] },
+  cacheBytes: { name: "llmgw_response_cache_bytes", help: "Bytes held by the in-process response cache.", labels: [] },
+  idempotentReplays: { name: "llmgw_idempotent_replays_total", help: "Answers replayed from idempotency records instead of running the request.", labels: [] },
   malformedEvents: { name: "llmgw_upstream_malformed_events_total", help: "SSE events from engines that were not valid and were dropped.", labels: ["endpoint"] },
 } as const;

@@ -43,7 +43,12 @@ export type ErrorCode =
   | "VALIDATION_FAILED"
   // observability
   | "METRICS_NOT_READY"
-  | "INTERNAL_ERROR";
+  | "INTERNAL_ERROR"
+  // batch, files, idempotency (issue 12)
+  | "INVALID_BATCH_LINE"
+  | "BATCH_NOT_CANCELLABLE"
+  | "IDEMPOTENCY_KEY_IN_USE"
+  | "IDEMPOTENCY_KEY_REUSED";
 
 /** OpenAI's error `type` strings. */
 export type OpenAIErrorType =
@@ -66,6 +71,7 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
     case "CONTEXT_LENGTH_EXCEEDED":
     case "UPSTREAM_REJECTED":
     case "VALIDATION_FAILED":
+    case "INVALID_BATCH_LINE":
       return { status: 400, type: "invalid_request_error" };
     case "INVALID_API_KEY":
     case "UNAUTHORIZED":
@@ -77,6 +83,13 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
       return { status: 405, type: "invalid_request_error" };
     case "BODY_TOO_LARGE":
       return { status: 413, type: "invalid_request_error" };
+    // 409: the resource's state forbids it (a finished batch; a key whose first request still runs).
+    case "BATCH_NOT_CANCELLABLE":
+    case "IDEMPOTENCY_KEY_IN_USE":
+      return { status: 409, type: "invalid_request_error" };
+    // 422: the request is well-formed but its key was used with another body (IETF draft-ietf-httpapi-idempotency-key-header, "Error Scenarios"; it gives 409 for a retry while the first runs).
+    case "IDEMPOTENCY_KEY_REUSED":
+      return { status: 422, type: "invalid_request_error" };
     case "RATE_LIMITED":
     case "GPU_SATURATED":
     case "UPSTREAM_RATE_LIMITED":

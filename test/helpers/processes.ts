@@ -17,14 +17,14 @@ export function startLlmgw(args: string[], opts: { waitFor?: number; timeoutMs?:
 export const stopAll = stopAllChildren;
 
 /** Poll `fn` until it returns a truthy value or the time is up. */
-export async function waitUntil<T>(fn: () => Promise<T> | T, opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<T> {
+export async function waitUntil<T>(fn: () => Promise<T> | T, opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<NonNullable<T>> {
   const { timeoutMs = 10_000, intervalMs = 50, what = "condition" } = opts;
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
     try {
       const v = await fn();
-      if (v) return v;
+      if (v) return v as NonNullable<T>;
     } catch (err) {
       last = err;
     }
