@@ -167,6 +167,31 @@ export class GatewayMetrics {
     });
   }
 
+  private readonly scoreChildren = new Map<string, Observer>();
+  private readonly grantChildren = new Map<string, { wait: Observer; grant: { inc(): void }; path: Record<"fast" | "queued", { inc(): void }> }>();
+
+  /** The score histogram of one scorer (bound once: no label hashing per request). */
+  scoreSeries(scorer: string): Observer {
+    let c = this.scoreChildren.get(scorer);
+    if (!c) this.scoreChildren.set(scorer, (c = this.scorerScore.labels({ scorer })));
+    return c;
+  }
+
+  /** What a granted request of (band, tenant label) records, bound once. */
+  grantSeries(band: string, tenant: string): { wait: Observer; grant: { inc(): void }; path: Record<"fast" | "queued", { inc(): void }> } {
+    const key = `${band}\u0000${tenant}`;
+    let c = this.grantChildren.get(key);
+    if (!c) {
+      c = {
+        wait: this.admissionWait.labels({ band }),
+        grant: this.admissionGrants.labels({ band, tenant }),
+        path: { fast: this.admissionPath.labels({ path: "fast" }), queued: this.admissionPath.labels({ path: "queued" }) },
+      };
+      this.grantChildren.set(key, c);
+    }
+    return c;
+  }
+
   /** The series of one (configured or discovered) model and route, made once and kept. */
   requestSeries(model: string, route: string): RequestSeries {
     const key = `${route}\u0000${model}`;

@@ -115,8 +115,10 @@ export class AttemptLoop {
         this.admitted = true;
         const g = ctx.admission.admit({ model, band: x.band, tenant: x.tenant, estTokens: x.estTokens, prefixHashes: x.prefixHashes }, x.signal, ctx.config.admission.fastPath);
         grant = g instanceof Promise ? await g : g;
-        this.observeAdmission(grant.waitedMs, undefined);
-        ctx.metrics.admissionPath.inc({ path: grant.path });
+        const series = ctx.metrics.grantSeries(x.bandName, ctx.tenantLabel(x.tenant));
+        series.wait.observe(grant.waitedMs / 1000);
+        series.grant.inc();
+        series.path[grant.path].inc();
       } else {
         grant = ctx.admission.reschedule(model, x.prefixHashes, exclude);
       }
@@ -129,11 +131,11 @@ export class AttemptLoop {
     } catch (err) {
       if (err instanceof SchedulerRejection) this.observeDrops(err.drops);
       if (x.signal.aborted) {
-        if (first) this.observeAdmission(performance.now() - x.arrivedAt, "cancelled");
+        if (first) this.rejectedAdmission(performance.now() - x.arrivedAt, "cancelled");
         return x.fail(CANCELLED(), "cancelled");
       }
       if (err instanceof SchedulerRejection && (err.code === "ADMISSION_QUEUE_FULL" || err.code === "ADMISSION_TTL_EXPIRED")) {
-        this.observeAdmission(err.waitedMs, err.code === "ADMISSION_QUEUE_FULL" ? "queue_full" : "ttl_expired");
+        this.rejectedAdmission(err.waitedMs, err.code === "ADMISSION_QUEUE_FULL" ? "queue_full" : "ttl_expired");
         return x.fail(err, err.code === "ADMISSION_QUEUE_FULL" ? "rejected" : "timeout");
       }
       // Nothing (else) ready for this model: an engine's own failure stays the one to report.
@@ -201,13 +203,12 @@ export class AttemptLoop {
     return x.fail(err, failure.endsWith("timeout") ? "timeout" : "upstream_error");
   }
 
-  /** Admission metrics for the request's first scheduling decision. */
-  private observeAdmission(waitedMs: number, rejected: AdmissionRejection | undefined): void {
+  /** Admission metrics of a request turned away at its first scheduling decision. */
+  private rejectedAdmission(waitedMs: number, reason: AdmissionRejection): void {
     const { ctx, x } = this;
     const band = x.bandName;
     ctx.metrics.admissionWait.observe({ band }, waitedMs / 1000);
-    if (rejected) ctx.metrics.admissionRejections.inc({ band, reason: rejected });
-    else ctx.metrics.admissionGrants.inc({ band, tenant: ctx.tenantLabel(x.tenant) });
+    ctx.metrics.admissionRejections.inc({ band, reason });
   }
 
   private observeDrops(drops: Readonly<Record<string, number>>): void {

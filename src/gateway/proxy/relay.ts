@@ -21,7 +21,7 @@ import { errorBody, type ErrorCode } from "../../shared/errors.ts";
 import type { AttemptVerdict, Usage } from "../request/exchange.ts";
 import { ENDPOINT_FAULTS } from "./failures.ts";
 import { eventJson, MAX_EVENT_BYTES, type ScannedEvent } from "./sse-scanner.ts";
-import type { OpenStream } from "./upstream.ts";
+import { readMany, type OpenStream } from "./upstream.ts";
 
 export type RelayVariant = RelayVariantName;
 export { RELAY_VARIANTS as RELAY_VARIANT_NAMES } from "../../config/plugin-names.ts";
@@ -95,9 +95,15 @@ export class SseRelay {
     }
     const { reader, scanner, deadlines } = this.open;
     while (!this.over) {
-      let chunk: Awaited<ReturnType<typeof reader.read>>;
+      let chunks: Uint8Array[];
+      let done: boolean;
       try {
-        chunk = await reader.read();
+        // Everything the upstream has buffered, in one call (synchronous when
+        // something is there): one pass per burst of chunks, not per chunk.
+        const got = readMany(reader);
+        const r = got instanceof Promise ? await got : got;
+        chunks = r.value;
+        done = r.done;
       } catch {
         if (this.over) break;
         if (deadlines.fired === "idle_timeout") this.broken(out, "UPSTREAM_IDLE_TIMEOUT", "idle_timeout", "the engine sent nothing within the inter-token deadline");
@@ -105,14 +111,17 @@ export class SseRelay {
         else this.broken(out, "UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine connection broke mid-stream");
         break;
       }
-      if (chunk.done) {
+      if (chunks.length > 0) deadlines.touch();
+      for (const chunk of chunks) {
+        if (this.over) break;
+        // Events completed before an overflow still go out, then the error.
+        this.deliver(scanner.push(chunk), out);
+        if (scanner.overflowed && !this.over) this.broken(out, "UPSTREAM_MALFORMED", "malformed", `the engine sent an SSE event over ${MAX_EVENT_BYTES} bytes`);
+      }
+      if (done && !this.over) {
         if (!this.sawDone) this.broken(out, "UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine ended the stream without [DONE]");
         break;
       }
-      deadlines.touch();
-      // Events completed before an overflow still go out, then the error.
-      this.deliver(scanner.push(chunk.value), out);
-      if (scanner.overflowed && !this.over) this.broken(out, "UPSTREAM_MALFORMED", "malformed", `the engine sent an SSE event over ${MAX_EVENT_BYTES} bytes`);
       if (out.length > 0) break;
     }
     return out;
@@ -209,21 +218,58 @@ export class SseRelay {
       void reader.cancel().catch(() => {});
       return;
     }
-    const timer = setTimeout(() => {
-      deadlines.abort("engine kept the stream open after [DONE]");
-      void reader.cancel().catch(() => {});
-    }, DRAIN_AFTER_DONE_MS);
-    void (async () => {
-      try {
-        for (;;) if ((await reader.read()).done) break;
-      } catch {
-        // the engine closed abruptly after [DONE]: nothing left to deliver
-      } finally {
-        clearTimeout(timer);
-      }
-    })();
+    drains.add(reader, deadlines);
   }
 }
+
+/**
+ * Upstream bodies still open after [DONE]: each is read to its end, and one
+ * shared timer (not one per request) cancels those an engine keeps open
+ * longer than DRAIN_AFTER_DONE_MS.
+ */
+class UpstreamDrains {
+  private readonly open = new Map<OpenStream["reader"], { deadlines: OpenStream["deadlines"]; until: number }>();
+  private timer: ReturnType<typeof setInterval> | undefined;
+
+  add(reader: OpenStream["reader"], deadlines: OpenStream["deadlines"]): void {
+    this.open.set(reader, { deadlines, until: performance.now() + DRAIN_AFTER_DONE_MS });
+    void this.drain(reader);
+  }
+
+  private async drain(reader: OpenStream["reader"]): Promise<void> {
+    try {
+      for (;;) {
+        const got = readMany(reader);
+        if ((got instanceof Promise ? await got : got).done) break;
+        this.arm(); // still open: the sweeper watches it
+      }
+    } catch {
+      // the engine closed abruptly after [DONE]: nothing left to deliver
+    } finally {
+      this.open.delete(reader);
+    }
+  }
+
+  private arm(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      const now = performance.now();
+      for (const [reader, d] of this.open) {
+        if (now < d.until) continue;
+        this.open.delete(reader);
+        d.deadlines.abort("engine kept the stream open after [DONE]");
+        void reader.cancel().catch(() => {});
+      }
+      if (this.open.size === 0) {
+        clearInterval(this.timer);
+        this.timer = undefined;
+      }
+    }, DRAIN_AFTER_DONE_MS / 4);
+    this.timer.unref?.();
+  }
+}
+
+const drains = new UpstreamDrains();
 
 /** The client's response body for an open upstream stream, over the chosen transport. */
 export function relayBody(x: RelayOwner, open: OpenStream, variant: RelayVariant): ReadableStream<Uint8Array> {

@@ -30,8 +30,23 @@ export interface AttemptInput {
 function defaultReader(body: ReadableStream<Uint8Array>) {
   return body.getReader();
 }
-/** The default reader of a fetch Response body (Bun's type, with readMany). */
+/** The default reader of a fetch Response body. */
 export type BodyReader = ReturnType<typeof defaultReader>;
+
+interface ReadManyResult {
+  done: boolean;
+  value: Uint8Array[];
+}
+
+/**
+ * Every chunk the body has buffered, in one call: Bun's reader.readMany(),
+ * synchronous when something is already there (a promise only when it must
+ * wait). Bun has it on every default reader, but the types this project
+ * compiles against declare only read(), hence the one cast here.
+ */
+export function readMany(reader: BodyReader): ReadManyResult | Promise<ReadManyResult> {
+  return (reader as unknown as { readMany(): ReadManyResult | Promise<ReadManyResult> }).readMany();
+}
 
 export interface OpenStream {
   ok: true;

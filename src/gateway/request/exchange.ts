@@ -97,7 +97,7 @@ export class Exchange {
     if (this.grant) throw new Error("an exchange holds one endpoint at a time");
     this.grant = grant;
     this.endpointId = this.ctx.endpoints.idOf(grant.index);
-    for (const scorer in grant.scores) this.ctx.metrics.scorerScore.observe({ scorer }, grant.scores[scorer]!);
+    for (const scorer in grant.scores) this.ctx.metrics.scoreSeries(scorer).observe(grant.scores[scorer]!);
   }
 
   /** The held endpoint is about to be sent the request: one more attempt; the router's own overhead ends at the first. */
