@@ -46,6 +46,8 @@ export class AdmissionController {
     private readonly chooser: EndpointChooser,
     private readonly admission: Config["admission"],
     private readonly staleAfterMs: number,
+    /** Tie-breaks among equally scored endpoints (seeded in tests). */
+    private readonly random: () => number = Math.random,
   ) {
     const bands: BandSpec[] = admission.bands.map((b) => ({ name: b.name, ceiling: b.ceiling, queueLimit: b.queueLimit, ttlMs: b.ttlMs }));
     this.queues = new AdmissionQueues(bands, { fairness: admission.fairness, quantumTokens: admission.quantumTokens });
@@ -99,23 +101,23 @@ export class AdmissionController {
     this.learner.reset(index);
   }
 
-  private grant(id: number, model: string, prefixHashes: readonly number[], waitedMs: number): Outcome {
-    const c = this.chooser.choose({ model, prefixHashes });
+  private grant(id: number, model: string, prefixHashes: readonly number[], waitedMs: number, now: number): Outcome {
+    const c = this.chooser.choose({ model, prefixHashes }, this.random, now);
     if (c.ok) return { type: "grant", id, index: c.index, pool: c.pool, scores: { ...c.scores }, drops: { ...c.drops }, waitedMs, probe: c.probe };
     return { type: "reject", id, drops: { ...c.drops }, waitedMs, error: { code: "NO_READY_ENDPOINT", message: `no ready endpoint serves model '${model}'` } };
   }
 
   /** Claim a place in the pool, choose an endpoint, and give the place back when none is chosen. */
-  private flow(id: number, model: string, pool: number, prefixHashes: readonly number[], waitedMs: number, claimed: boolean): Outcome {
+  private flow(id: number, model: string, pool: number, prefixHashes: readonly number[], waitedMs: number, claimed: boolean, now: number): Outcome {
     if (!claimed) this.pools.add(pool, 1);
-    const out = this.grant(id, model, prefixHashes, waitedMs);
+    const out = this.grant(id, model, prefixHashes, waitedMs, now);
     if (out.type === "reject") this.pools.add(pool, -1);
     return out;
   }
 
   /** A new request: an immediate outcome, or undefined when it was queued. */
   admit(msg: AdmitMessage, now = Date.now()): Outcome | undefined {
-    if (!this.admission.enabled) return this.flow(msg.id, msg.model, msg.pool, msg.prefixHashes, 0, false);
+    if (!this.admission.enabled) return this.flow(msg.id, msg.model, msg.pool, msg.prefixHashes, 0, false, now);
     this.refresh(now);
     if (!this.members(msg.pool, now).some((m) => m.ready)) {
       return { type: "reject", id: msg.id, drops: {}, waitedMs: 0, error: { code: "NO_READY_ENDPOINT", message: `no ready endpoint serves model '${msg.model}'` } };
@@ -123,7 +125,7 @@ export class AdmissionController {
     // Requests already waiting in this band (or above) for this pool go first.
     if (this.pools.queuedAhead(msg.pool, msg.band) === 0 && this.pools.tryClaim(msg.pool, msg.band, Number.POSITIVE_INFINITY)) {
       this.drain[msg.band]?.record(now);
-      return this.flow(msg.id, msg.model, msg.pool, msg.prefixHashes, 0, true);
+      return this.flow(msg.id, msg.model, msg.pool, msg.prefixHashes, 0, true, now);
     }
     // The queues key pools by name; the row index is that name here.
     const ticket: Ticket = { id: msg.id, band: msg.band, tenant: msg.tenant, pool: String(msg.pool), model: msg.model, estTokens: msg.estTokens, enqueuedAt: now };
@@ -179,7 +181,7 @@ export class AdmissionController {
       const w = this.waiting.get(t.id)!;
       this.waiting.delete(t.id);
       this.drain[t.band]?.record(now);
-      out.push(this.flow(t.id, t.model, w.poolIndex, w.prefixHashes, now - t.enqueuedAt, true));
+      out.push(this.flow(t.id, t.model, w.poolIndex, w.prefixHashes, now - t.enqueuedAt, true, now));
     }
     this.publishQueues();
     return out;

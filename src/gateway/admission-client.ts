@@ -11,6 +11,7 @@
  */
 import type { EndpointChooser } from "../admission/chooser.ts";
 import type { EndpointDirectory } from "../admission/endpoint-directory.ts";
+import { fastAdmit } from "../admission/fast-path.ts";
 import type { Config } from "../config/types.ts";
 import type { EndpointDescriptor, FromScheduler, GrantDetail, ToScheduler } from "../protocol/scheduler-messages.ts";
 import { EndpointTable, I, PoolTable } from "../shared/endpoint-table.ts";
@@ -135,13 +136,11 @@ export class AdmissionClient {
   admit(req: AdmitRequest, signal: AbortSignal, fastPath = true): Grant | Promise<Grant> {
     const pool = this.directory.poolOf(req.model);
     if (pool === undefined) throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${req.model}'`, 0, undefined);
-    if (fastPath && this.pools.queuedAhead(pool, req.band) === 0 && (!this.admission.enabled || this.pools.tryClaim(pool, req.band))) {
-      if (!this.admission.enabled) this.pools.add(pool, 1);
-      const c = this.chooser.choose(req);
-      if (c.ok) return { index: c.index, pool: c.pool, scores: c.scores, drops: c.drops, waitedMs: 0, probe: c.probe, path: "fast" };
-      this.pools.add(pool, -1);
+    if (fastPath) {
+      const f = fastAdmit(this.pools, this.chooser, this.admission, pool, req);
+      if (f.kind === "granted") return { index: f.index, pool: f.pool, scores: f.scores, drops: f.drops, waitedMs: 0, probe: f.probe, path: "fast" };
       // Nothing chosen with room in the pool (all unready, open, faulted…): the worker says the same, with the same drops.
-      throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${req.model}'`, 0, undefined, c.drops);
+      if (f.kind === "no_endpoint") throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${req.model}'`, 0, undefined, f.drops);
     }
     return this.queue(req, pool, signal);
   }
