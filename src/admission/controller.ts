@@ -21,6 +21,12 @@ import { bandLimits, CapacityLearner, poolSaturation, type PoolMember } from "./
 type AdmitMessage = Extract<ToScheduler, { type: "admit" }>;
 export type Outcome = Extract<FromScheduler, { type: "grant" | "reject" }>;
 
+/** Buckets of the reserve window: each holds every band's peak over one tenth of it. */
+const RESERVE_BUCKETS = 10;
+/** What a band leaves the bands above it: their recent peak × (1 + margin) + a few places. */
+const RESERVE_MARGIN = 0.25;
+const RESERVE_MIN_PLACES = 1;
+
 interface Waiting {
   prefixHashes: number[];
   poolIndex: number;
@@ -37,6 +43,10 @@ export class AdmissionController {
   private readonly waiting = new Map<number, Waiting>();
   /** Pools whose published queue depths are not all zero. */
   private readonly publishedPools = new Set<number>();
+  /** [pool][band][bucket]: each band's peak hold per bucket of the reserve window (work-conserving limits). */
+  private readonly peaks: number[][][];
+  private bucket = 0;
+  private nextBucketAt = 0;
 
   constructor(
     private readonly table: EndpointTable,
@@ -54,6 +64,29 @@ export class AdmissionController {
     this.learner = new CapacityLearner(table.rows, admission.initialCapacity);
     this.drain = bands.map(() => new DrainRate());
     this.ceilings = admission.enabled ? admission.bands.map((b) => b.ceiling) : admission.bands.map(() => 2);
+    this.peaks = Array.from({ length: pools.pools }, () => admission.bands.map(() => new Array<number>(RESERVE_BUCKETS).fill(0)));
+  }
+
+  /**
+   * Places each band leaves the bands above it: their peak over the reserve
+   * window (the buckets and what they hold since the last bucket), with a
+   * margin. Bands above a band are summed: peaks need not coincide, so this
+   * errs on the side of the higher bands.
+   */
+  private reserves(pool: number, now: number): number[] | undefined {
+    if (!this.admission.workConserving) return undefined;
+    if (now >= this.nextBucketAt) {
+      this.bucket = (this.bucket + 1) % RESERVE_BUCKETS;
+      this.nextBucketAt = now + this.admission.reserveWindowMs / RESERVE_BUCKETS;
+      for (let p = 0; p < this.pools.pools; p++) this.peaks[p]!.forEach((ring, b) => (ring[this.bucket] = this.pools.takeBandPeak(p, b)));
+    }
+    const rings = this.peaks[pool]!;
+    let above = 0;
+    return rings.map((ring, b) => {
+      const reserve = Math.ceil(above * (1 + RESERVE_MARGIN)) + RESERVE_MIN_PLACES;
+      above += Math.max(this.pools.bandPeakNow(pool, b), ...ring);
+      return reserve;
+    });
   }
 
   private members(pool: number, now: number): PoolMember[] {
@@ -91,7 +124,7 @@ export class AdmissionController {
         this.ceilings.forEach((_, b) => this.pools.setLimit(pool, b, 0));
         continue;
       }
-      bandLimits(members, capacity, this.admission, this.ceilings, UNLIMITED).forEach((limit, b) => this.pools.setLimit(pool, b, limit));
+      bandLimits(members, capacity, this.admission, this.ceilings, UNLIMITED, this.reserves(pool, now)).forEach((limit, b) => this.pools.setLimit(pool, b, limit));
       this.stats.setSaturation(pool, poolSaturation(members, capacity, this.admission));
     }
   }
@@ -101,31 +134,32 @@ export class AdmissionController {
     this.learner.reset(index);
   }
 
-  private grant(id: number, model: string, prefixHashes: readonly number[], waitedMs: number, now: number): Outcome {
+  private grant(id: number, model: string, band: number, prefixHashes: readonly number[], waitedMs: number, now: number): Outcome {
     const c = this.chooser.choose({ model, prefixHashes }, this.random, now);
-    if (c.ok) return { type: "grant", id, index: c.index, pool: c.pool, scores: { ...c.scores }, drops: { ...c.drops }, waitedMs, probe: c.probe };
+    if (c.ok) return { type: "grant", id, index: c.index, pool: c.pool, band, scores: { ...c.scores }, drops: { ...c.drops }, waitedMs, probe: c.probe };
     return { type: "reject", id, drops: { ...c.drops }, waitedMs, error: { code: "NO_READY_ENDPOINT", message: `no ready endpoint serves model '${model}'` } };
   }
 
   /** Claim a place in the pool, choose an endpoint, and give the place back when none is chosen. */
-  private flow(id: number, model: string, pool: number, prefixHashes: readonly number[], waitedMs: number, claimed: boolean, now: number): Outcome {
-    if (!claimed) this.pools.add(pool, 1);
-    const out = this.grant(id, model, prefixHashes, waitedMs, now);
-    if (out.type === "reject") this.pools.add(pool, -1);
+  private flow(id: number, model: string, pool: number, band: number, prefixHashes: readonly number[], waitedMs: number, claimed: boolean, now: number): Outcome {
+    if (!claimed) this.pools.take(pool, band);
+    const out = this.grant(id, model, band, prefixHashes, waitedMs, now);
+    if (out.type === "reject") this.pools.release(pool, band);
     return out;
   }
 
   /** A new request: an immediate outcome, or undefined when it was queued. */
   admit(msg: AdmitMessage, now = Date.now()): Outcome | undefined {
-    if (!this.admission.enabled) return this.flow(msg.id, msg.model, msg.pool, msg.prefixHashes, 0, false, now);
-    this.refresh(now);
+    if (!this.admission.enabled) return this.flow(msg.id, msg.model, msg.pool, msg.band, msg.prefixHashes, 0, false, now);
+    // The limits published on the last engine poll, the same the fast path
+    // claims against: both paths decide over the same figures.
     if (!this.members(msg.pool, now).some((m) => m.ready)) {
       return { type: "reject", id: msg.id, drops: {}, waitedMs: 0, error: { code: "NO_READY_ENDPOINT", message: `no ready endpoint serves model '${msg.model}'` } };
     }
     // Requests already waiting in this band (or above) for this pool go first.
     if (this.pools.queuedAhead(msg.pool, msg.band) === 0 && this.pools.tryClaim(msg.pool, msg.band, Number.POSITIVE_INFINITY)) {
       this.drain[msg.band]?.record(now);
-      return this.flow(msg.id, msg.model, msg.pool, msg.prefixHashes, 0, true, now);
+      return this.flow(msg.id, msg.model, msg.pool, msg.band, msg.prefixHashes, 0, true, now);
     }
     // The queues key pools by name; the row index is that name here.
     const ticket: Ticket = { id: msg.id, band: msg.band, tenant: msg.tenant, pool: String(msg.pool), model: msg.model, estTokens: msg.estTokens, enqueuedAt: now };
@@ -181,7 +215,7 @@ export class AdmissionController {
       const w = this.waiting.get(t.id)!;
       this.waiting.delete(t.id);
       this.drain[t.band]?.record(now);
-      out.push(this.flow(t.id, t.model, w.poolIndex, w.prefixHashes, now - t.enqueuedAt, true, now));
+      out.push(this.flow(t.id, t.model, w.poolIndex, t.band, w.prefixHashes, now - t.enqueuedAt, true, now));
     }
     this.publishQueues();
     return out;

@@ -32,10 +32,10 @@ export function fastAdmit(
   if (admission.enabled) {
     if (!pools.tryClaim(pool, req.band)) return SLOW;
   } else {
-    pools.add(pool, 1);
+    pools.take(pool, req.band);
   }
   const c = chooser.choose(req, random, now);
   if (c.ok) return { kind: "granted", index: c.index, pool: c.pool, scores: c.scores, drops: c.drops, probe: c.probe };
-  pools.add(pool, -1);
+  pools.release(pool, req.band);
   return { kind: "no_endpoint", drops: c.drops };
 }

@@ -70,6 +70,14 @@ export function poolSaturation(
  * endpoints. So its limit is ⌈ceiling × room⌉ (held must stay below it), 0
  * when KV occupancy alone is at the ceiling or nothing is ready, and
  * unlimited (`unlimited`) for a ceiling above 1 while something is ready.
+ *
+ * Work-conserving (with `reserves`): a band whose ceiling is in (0, 1] may
+ * go past its ceiling when the bands above it have not needed the room:
+ * it leaves them `reserves[b]` places (their recent peak with a margin), so
+ * its limit is max(⌈ceiling × room⌉, ⌊room − reserve⌋), and its KV bound
+ * rises the same way to max(ceiling, 1 − reserve / room). A static ceiling
+ * held back 40 % of the fleet for interactive traffic that used 3 %.
+ *
  * The scheduler worker publishes these in the pool table; the main thread
  * claims against them without a message.
  */
@@ -79,13 +87,17 @@ export function bandLimits(
   opts: { headroom: number; staleMetrics: "ignore" | "saturated" },
   ceilings: readonly number[],
   unlimited: number,
+  reserves?: readonly number[],
 ): number[] {
   const { room, kv } = poolRoom(members, capacity, opts);
-  return ceilings.map((ceiling) => {
+  return ceilings.map((ceiling, b) => {
     if (room === 0) return 0;
     if (ceiling > 1) return unlimited;
-    if (kv >= ceiling) return 0;
-    return Math.min(unlimited, Math.ceil(ceiling * room));
+    const fixed = kv >= ceiling ? 0 : Math.min(unlimited, Math.ceil(ceiling * room));
+    const reserve = reserves?.[b];
+    if (reserve === undefined || ceiling <= 0) return fixed;
+    const lent = kv >= Math.max(ceiling, 1 - reserve / room) ? 0 : Math.max(0, Math.floor(room - reserve));
+    return Math.max(fixed, lent);
   });
 }
 

@@ -8,11 +8,12 @@
 import { boolFlag, numberFlag } from "../cli/command.ts";
 import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
 import type { BenchScenario } from "./scenario.ts";
-import { startClosedLoopLoad } from "./closed-loop-load.ts";
+import { startClosedLoopLoad, type ClosedLoopLoadCounts } from "./closed-loop-load.ts";
 import { formatTable, quantile } from "./report.ts";
 import { timedStream } from "./stream-client.ts";
 
 const MODEL = "bench-model";
+const RESERVE_WINDOW_MS = 4_000;
 export const PLATINUM_KEY = "platinum-key-for-bench";
 export const BRONZE_KEY = "bronze-key-for-bench";
 
@@ -47,6 +48,10 @@ export interface AdmissionBenchReport {
   idle: LatencySummary;
   on: LatencySummary & { bronze_completed: number; bronze_errors: number };
   off: LatencySummary & { bronze_completed: number; bronze_errors: number };
+  /** Bronze output tokens per second under load, admission on and off, and on / off. */
+  bronze_tokens_per_s_on: number;
+  bronze_tokens_per_s_off: number;
+  throughput_ratio: number;
   /** Platinum TTFT p99 under load / idle, admission on and off. */
   ratio_on: number;
   ratio_off: number;
@@ -65,6 +70,19 @@ function summarize(samples: ProbeSample[]): LatencySummary {
   };
 }
 
+/** Output tokens every sim-engine has generated so far (vLLM's counter). */
+async function generatedTokens(sims: readonly LlmgwChild[]): Promise<number> {
+  let total = 0;
+  for (const s of sims) {
+    const text = await (await fetch(`${s.urls.api}/metrics`)).text();
+    const m = /^vllm:generation_tokens_total(?:\{[^}]*\})? (\S+)$/m.exec(text);
+    total += m ? Number(m[1]) : 0;
+  }
+  return total;
+}
+
+const PROBE_TOKENS = 10;
+
 const body = (maxTokens: number, content: string) => JSON.stringify({ model: MODEL, stream: true, max_tokens: maxTokens, messages: [{ role: "user", content }] });
 
 type ProbeSample = { ttft: number; total: number; ok: boolean };
@@ -82,7 +100,7 @@ async function platinumProbes(api: string, n: number, clients: number, tag: stri
   const client = async () => {
     while (next < n) {
       const i = next++;
-      const r = await timedStream(`${api}/v1/chat/completions`, body(10, `interactive question ${tag}-${i}`), { headers: { authorization: `Bearer ${PLATINUM_KEY}` } });
+      const r = await timedStream(`${api}/v1/chat/completions`, body(PROBE_TOKENS, `interactive question ${tag}-${i}`), { headers: { authorization: `Bearer ${PLATINUM_KEY}` } });
       out.push({ ttft: r.ttftMs, total: r.totalMs, ok: r.ok && r.events > 0 });
       if (clients < n) await Bun.sleep(20);
     }
@@ -104,6 +122,10 @@ async function startGatewayFor(sims: LlmgwChild[], opts: AdmissionBenchOptions, 
     admission: {
       enabled: admission,
       headroom: 0,
+      // Work-conserving admission lends bronze the room platinum has not needed
+      // for this long; the capacity warm-up's platinum bursts must be forgotten
+      // before bronze load starts (the phase waits for it).
+      reserve_window_ms: RESERVE_WINDOW_MS,
       default_band: "bronze",
       bands: [
         { name: "platinum", ceiling: 2, queue_limit: 1000, ttl_ms: 60_000 },
@@ -156,9 +178,10 @@ export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<Ad
       }
       const learned = (await endpointsState(admin)).map((e) => e.capacity);
       log(`  admission ${admission ? "on" : "off"}: learned capacity ${learned.join(", ")}`);
+      if (admission) await Bun.sleep(RESERVE_WINDOW_MS); // the warm-up bursts leave the reserve window
       const idle: ProbeSample[] = [];
       const loaded: ProbeSample[] = [];
-      const counts = { completed: 0, errors: 0 };
+      const counts = { completed: 0, errors: 0, tokens: 0, seconds: 0 };
       // Idle and loaded blocks alternate, so a noisy spell on a shared
       // machine lands in both rather than in one phase only.
       for (let round = 0; round < rounds; round++) {
@@ -171,10 +194,17 @@ export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<Ad
           bodies: Array.from({ length: opts.bronzeStreams }, (_, i) => body(60, `batch document ${i}`)),
           headers: { authorization: `Bearer ${BRONZE_KEY}` },
         });
-        let c: { completed: number; errors: number };
+        let c: ClosedLoopLoadCounts;
         try {
           await Bun.sleep(3_000); // the bronze streams fill the engines (or the queue)
-          loaded.push(...(await platinumProbes(api, n, probeClients, `loaded-${round}`)));
+          // Output tokens the engines generated while the probes ran: the GPU
+          // work done, measured where it is done (probe tokens taken out).
+          const t0 = performance.now();
+          const before = await generatedTokens(sims);
+          const probed = await platinumProbes(api, n, probeClients, `loaded-${round}`);
+          loaded.push(...probed);
+          counts.tokens += (await generatedTokens(sims)) - before - probed.length * PROBE_TOKENS;
+          counts.seconds += (performance.now() - t0) / 1000;
         } finally {
           c = await load.stop();
         }
@@ -202,6 +232,9 @@ export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<Ad
       idle,
       on: { ...onS, bronze_completed: on.counts.completed, bronze_errors: on.counts.errors },
       off: { ...offS, bronze_completed: off.counts.completed, bronze_errors: off.counts.errors },
+      bronze_tokens_per_s_on: on.counts.tokens / on.counts.seconds,
+      bronze_tokens_per_s_off: off.counts.tokens / off.counts.seconds,
+      throughput_ratio: on.counts.tokens / on.counts.seconds / (off.counts.tokens / off.counts.seconds),
       ratio_on: onS.ttft_p99_ms / idle.ttft_p99_ms,
       ratio_off: offS.ttft_p99_ms / idle.ttft_p99_ms,
       total_ratio_on: onS.total_p99_ms / idle.total_p99_ms,
@@ -268,6 +301,9 @@ export const admissionScenario: BenchScenario = {
       }),
     );
     console.log(`\nlearned capacity per engine: ${r.learned_capacity.join(", ")}; bronze completed on/off: ${r.on.bronze_completed}/${r.off.bronze_completed}`);
+    console.log(
+      `bronze output: ${r.bronze_tokens_per_s_on.toFixed(0)} tokens/s with admission, ${r.bronze_tokens_per_s_off.toFixed(0)} without: throughput_ratio ${r.throughput_ratio.toFixed(3)}`,
+    );
     return 0;
   },
 };

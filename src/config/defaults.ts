@@ -49,6 +49,8 @@ export const DEFAULT_INITIAL_CAPACITY = 8;
 /** Bands with a ceiling of 1 may fill the learned batch capacity plus this fraction (a little engine-side queueing). */
 export const DEFAULT_CAPACITY_HEADROOM = 0.1;
 export const DEFAULT_BAND = "standard";
+/** Work-conserving admission remembers the higher bands' peak this long before lending their room. */
+export const DEFAULT_RESERVE_WINDOW_MS = 30_000;
 /** Highest priority first: interactive traffic never waits; batch degrades first. */
 export const DEFAULT_BANDS: readonly { name: string; ceiling: number; queue_limit: number; ttl_ms: number }[] = [
   { name: "interactive", ceiling: 2, queue_limit: 1_000, ttl_ms: 30_000 },

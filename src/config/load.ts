@@ -263,6 +263,8 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       headroom: c.admission.headroom,
       staleMetrics: c.admission.stale_metrics,
       fastPath: c.admission.fast_path,
+      workConserving: c.admission.work_conserving,
+      reserveWindowMs: c.admission.reserve_window_ms,
     },
     ...resolveJobsConfig(c, warnings),
     warnings,

@@ -148,6 +148,10 @@ export const admissionSchema = z
     headroom: z.number().min(0).max(10).default(D.DEFAULT_CAPACITY_HEADROOM),
     /** Engine metrics older than health.stale_after_ms: "ignore" them (inflight alone decides) or count the endpoint as "saturated". */
     stale_metrics: z.enum(["ignore", "saturated"]).default("ignore"),
+    /** A band with a ceiling in (0, 1] may use room the bands above it have not needed lately (their peak over reserve_window_ms, plus a margin): batch fills idle GPUs instead of holding (1 − ceiling) of them back. */
+    work_conserving: z.boolean().default(true),
+    /** How far back the higher bands' peak demand is remembered when lending their room. */
+    reserve_window_ms: z.number().int().min(100).max(3_600_000).default(D.DEFAULT_RESERVE_WINDOW_MS),
     /** Decide unsaturated requests on the main thread without a message to the scheduler worker (false: every request goes through the worker; for A/B measurement). */
     fast_path: z.boolean().default(true),
   })

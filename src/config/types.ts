@@ -69,6 +69,9 @@ export interface AdmissionConfig {
   initialCapacity: number;
   headroom: number;
   staleMetrics: "ignore" | "saturated";
+  /** Bands below a higher one may use room it has not needed in the last reserveWindowMs. */
+  workConserving: boolean;
+  reserveWindowMs: number;
   /** Decide unsaturated requests on the main thread (false: everything through the scheduler worker). */
   fastPath: boolean;
 }

@@ -84,7 +84,7 @@ export class AdmissionClient {
         case "grant": {
           const p = this.take(msg.id);
           if (!p) {
-            this.release(msg.index, msg.pool);
+            this.release(msg.index, msg.pool, msg.band);
             this.onOrphanGrant(msg.index, msg.probe);
             return;
           }
@@ -170,17 +170,17 @@ export class AdmissionClient {
   }
 
   /** A retry or fallback of an admitted request: scoring only, on this thread, never queued. */
-  reschedule(model: string, prefixHashes: readonly number[], exclude: ReadonlySet<number>): Grant {
+  reschedule(model: string, band: number, prefixHashes: readonly number[], exclude: ReadonlySet<number>): Grant {
     const c = this.chooser.choose({ model, prefixHashes, exclude });
     if (!c.ok) throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${model}'`, 0, undefined, c.drops);
-    this.pools.add(c.pool, 1);
+    this.pools.take(c.pool, band);
     return { index: c.index, pool: c.pool, scores: c.scores, drops: c.drops, waitedMs: 0, probe: c.probe, path: "fast" };
   }
 
   /** A request let go of its endpoint: the counts go down, and queued requests may move (a message only when something waits). */
-  release(index: number, pool: number): void {
+  release(index: number, pool: number, band: number): void {
     this.table.addInt(index, I.INFLIGHT, -1);
-    this.pools.add(pool, -1);
+    this.pools.release(pool, band);
     if (this.pools.queued(pool) > 0) this.post({ type: "release" });
   }
 

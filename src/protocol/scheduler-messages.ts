@@ -53,5 +53,5 @@ export interface GrantDetail {
 /** scheduler → main */
 export type FromScheduler =
   | { type: "ready" }
-  | ({ type: "grant"; id: number; index: number; pool: number } & GrantDetail)
+  | ({ type: "grant"; id: number; index: number; pool: number; band: number } & GrantDetail)
   | { type: "reject"; id: number; error: { code: ErrorCode; message: string; retryAfterS?: number }; drops: Record<string, number>; waitedMs: number };

@@ -131,8 +131,9 @@ export class EndpointTable {
 }
 
 /**
- * Int32 fields of a pool row: HELD, then one flow limit per band, then per
- * band how many requests wait in that band or a higher one.
+ * Int32 fields of a pool row: HELD, then per band its flow limit, what waits
+ * in that band or a higher one, what the band holds, and the band's peak hold
+ * since the scheduler last looked.
  */
 export const P = {
   /** main and scheduler: requests holding an endpoint of this pool (the sum of its endpoints' INFLIGHT, kept as one counter so a claim is one compare-and-swap). */
@@ -148,8 +149,12 @@ export class PoolTable {
   readonly buffer: SharedArrayBuffer;
   readonly ints: Int32Array;
   private readonly stride: number;
-  /** Offset of the queued-ahead counts (scheduler: requests waiting for this pool in band b or higher, at AHEAD + b). */
+  /** scheduler: requests waiting for this pool in band b or higher, at AHEAD + b. */
   private readonly ahead: number;
+  /** main and scheduler: requests of band b holding an endpoint of this pool, at BAND_HELD + b. */
+  private readonly bandHeld: number;
+  /** claimers raise it, the scheduler resets it: the most band b held since, at BAND_PEAK + b. */
+  private readonly bandPeak: number;
 
   constructor(
     readonly pools: number,
@@ -157,7 +162,9 @@ export class PoolTable {
     buffer?: SharedArrayBuffer,
   ) {
     this.ahead = P.LIMITS + bands;
-    this.stride = this.ahead + bands;
+    this.bandHeld = this.ahead + bands;
+    this.bandPeak = this.bandHeld + bands;
+    this.stride = this.bandPeak + bands;
     this.buffer = buffer ?? new SharedArrayBuffer(pools * this.stride * 4);
     this.ints = new Int32Array(this.buffer, 0, pools * this.stride);
   }
@@ -187,6 +194,19 @@ export class PoolTable {
       Atomics.store(this.ints, pool * this.stride + this.ahead + b, sum);
     }
   }
+  /** Requests of one band holding an endpoint of this pool. */
+  bandHeldNow(pool: number, band: number): number {
+    return Atomics.load(this.ints, pool * this.stride + this.bandHeld + band);
+  }
+  /** The most the band held since the scheduler last took the peak. */
+  bandPeakNow(pool: number, band: number): number {
+    return Math.max(0, Atomics.load(this.ints, pool * this.stride + this.bandPeak + band));
+  }
+  /** The most the band held since the last call, which restarts the count from what it holds now (the scheduler worker only). */
+  takeBandPeak(pool: number, band: number): number {
+    const at = pool * this.stride;
+    return Math.max(0, Atomics.exchange(this.ints, at + this.bandPeak + band, Atomics.load(this.ints, at + this.bandHeld + band)));
+  }
 
   /**
    * Take one place in the pool for a request of `band` if the band's limit
@@ -200,14 +220,36 @@ export class PoolTable {
     for (let i = 0; i < tries; i++) {
       const held = Atomics.load(this.ints, at + P.HELD);
       if (held >= limit) return false;
-      if (Atomics.compareExchange(this.ints, at + P.HELD, held, held + 1) === held) return true;
+      if (Atomics.compareExchange(this.ints, at + P.HELD, held, held + 1) === held) {
+        this.countBand(at, band, 1);
+        return true;
+      }
     }
     return false;
   }
 
-  /** Take (or with -1 give back) a place whatever the limits: retries of an admitted request, releases. */
-  add(pool: number, delta: number): void {
-    Atomics.add(this.ints, pool * this.stride + P.HELD, delta);
+  /** Take a place whatever the limits (retries and fallbacks of an admitted request, admission off). */
+  take(pool: number, band: number): void {
+    const at = pool * this.stride;
+    Atomics.add(this.ints, at + P.HELD, 1);
+    this.countBand(at, band, 1);
+  }
+
+  /** Give a place back. */
+  release(pool: number, band: number): void {
+    const at = pool * this.stride;
+    Atomics.sub(this.ints, at + P.HELD, 1);
+    this.countBand(at, band, -1);
+  }
+
+  private countBand(at: number, band: number, delta: number): void {
+    const now = Atomics.add(this.ints, at + this.bandHeld + band, delta) + delta;
+    if (delta <= 0) return;
+    // Raise the peak to `now` unless it is higher already (a compare-and-swap max).
+    const peakAt = at + this.bandPeak + band;
+    for (let peak = Atomics.load(this.ints, peakAt); peak < now; peak = Atomics.load(this.ints, peakAt)) {
+      if (Atomics.compareExchange(this.ints, peakAt, peak, now) === peak) return;
+    }
   }
 }
 

@@ -91,11 +91,11 @@ function run(events: readonly Event[], fast: boolean, workerEvery: number): RunR
   controller.refresh(now);
 
   const result: RunResult = { jumps: 0, decisions: [], grantOrder: [], endpoints: [], prefixHits: 0, slowPath: 0, ceilingViolations: [] };
-  const held: { id: number; index: number; pool: number }[] = [];
+  const held: { id: number; index: number; pool: number; band: number }[] = [];
   const bandOf = new Map<number, number>();
   const hashesOf = new Map<number, number[]>();
   const granted = (id: number, index: number, pool: number) => {
-    held.push({ id, index, pool });
+    held.push({ id, index, pool, band: bandOf.get(id)! });
     result.endpoints.push(index);
     const band = bandOf.get(id)!;
     const ceiling = config.admission.bands[band]!.ceiling;
@@ -158,7 +158,7 @@ function run(events: readonly Event[], fast: boolean, workerEvery: number): RunR
         if (held.length === 0) break;
         const [h] = held.splice(Math.floor(e.pick * held.length), 1);
         table.addInt(h!.index, I.INFLIGHT, -1);
-        pools.add(h!.pool, -1);
+        pools.release(h!.pool, h!.band);
         if (pools.queued(h!.pool) > 0) toWorker.push(pump); // the release message the main thread posts
         break;
       }

@@ -120,7 +120,7 @@ export class AttemptLoop {
         series.grant.inc();
         series.path[grant.path].inc();
       } else {
-        grant = ctx.admission.reschedule(model, x.prefixHashes, exclude);
+        grant = ctx.admission.reschedule(model, x.band, x.prefixHashes, exclude);
       }
       this.observeDrops(grant.drops);
       if (x.signal.aborted) {

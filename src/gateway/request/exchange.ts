@@ -117,7 +117,7 @@ export class Exchange {
     if (!g) return;
     this.grant = undefined;
     const { breakers, metrics } = this.ctx;
-    this.ctx.admission.release(g.index, g.pool);
+    this.ctx.admission.release(g.index, g.pool, this.band);
     if (verdict.failure !== undefined && this.endpointId !== undefined) {
       metrics.attemptFailures.inc({ endpoint: this.endpointId, reason: verdict.failure });
     }
