@@ -9,6 +9,7 @@ import { parse as parseYaml, YAMLParseError } from "yaml";
 import type { z } from "zod";
 import * as D from "./defaults.ts";
 import { configSchema, type ParsedConfig } from "./schema.ts";
+import { fleetConfigIssues, toFleetConfig, toNodeConfigs } from "./fleet-schema.ts";
 import type { Config, Deadlines, Listen } from "./types.ts";
 
 export function sha256Hex(text: string): string {
@@ -182,7 +183,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
   const result = configSchema.safeParse(withEnv);
   if (!result.success) throw new ConfigError(source, formatZodIssues(result.error.issues));
   const c = result.data;
-  const cross = crossFieldIssues(c);
+  const cross = [...crossFieldIssues(c), ...fleetConfigIssues(c.nodes, c.fleet, env)];
   if (cross.length > 0) throw new ConfigError(source, cross);
 
   const deadlines = resolveDeadlines(BUILTIN_DEADLINES, c.deadlines);
@@ -258,6 +259,9 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       headroom: c.admission.headroom,
       staleMetrics: c.admission.stale_metrics,
     },
+    dataDir: c.data_dir,
+    nodes: toNodeConfigs(c.nodes, env),
+    fleet: toFleetConfig(c.fleet),
     warnings,
   };
   return deepFreeze(config);

@@ -71,6 +71,53 @@ export interface AdmissionConfig {
   staleMetrics: "ignore" | "saturated";
 }
 
+// Fleet manager (issue 9).
+export type FleetEngine = "vllm" | "sglang" | "sim";
+
+/** A desired model: what to run and how many replicas. */
+export interface FleetModelSpec {
+  name: string;
+  engine: FleetEngine;
+  replicas: number;
+  /** GPUs per node of one replica (tensor parallel). */
+  tensorParallel: number;
+  /** Nodes one replica spans (pipeline parallel across them). */
+  nodesPerReplica: number;
+  gpuClass: string | undefined;
+  minGpuMemoryGiB: number | undefined;
+  quantization: string | undefined;
+  engineArgs: readonly string[];
+  pool: string;
+  maxNumSeqs: number | undefined;
+  gpuMemoryUtilization: number | undefined;
+  /** sim engine only. */
+  startupMs: number | undefined;
+}
+
+/** A node agent listed in the config (agents may also register themselves). */
+export interface NodeConfig {
+  name: string;
+  url: string;
+  token: string;
+  dcgmUrl: string | undefined;
+}
+
+export interface FleetConfig {
+  models: readonly FleetModelSpec[];
+  adminToken: string | undefined;
+  registrationToken: string | undefined;
+  agentPollIntervalMs: number;
+  agentPollTimeoutMs: number;
+  agentCallTimeoutMs: number;
+  nodeNotReadyAfterMs: number;
+  reconcileIntervalMs: number;
+  drainGraceMs: number;
+  replicaReadyTimeoutMs: number;
+  failureBackoffBaseMs: number;
+  failureBackoffMaxMs: number;
+  registrationIntervalMs: number;
+}
+
 export interface Config {
   listen: Listen;
   adminListen: Listen;
@@ -96,6 +143,10 @@ export interface Config {
   /** Configured tenants (quotas); keys may name tenants without an entry (no quota). */
   tenants: readonly TenantConfig[];
   admission: AdmissionConfig;
+  /** Directory of the embedded state store (fleet desired state, cordons, drains). */
+  dataDir: string;
+  nodes: readonly NodeConfig[];
+  fleet: FleetConfig;
   /** Things worth a warning at start (plaintext keys, auth off); logged by serve. */
   warnings: readonly string[];
 }

@@ -108,6 +108,9 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
         case "readiness":
           log.info({ endpoint: config.endpoints[msg.index]?.id, ready: msg.ready, healthy: msg.healthy, error: msg.error }, "endpoint readiness");
           return;
+        case "agent":
+          // Node agent polls feed the fleet manager (FleetManager.onAgentSnapshot) once it is wired in (issue 9).
+          return;
         default: {
           const unreachable: never = msg;
           throw new Error(`unknown health message ${JSON.stringify(unreachable)}`);

@@ -2,10 +2,12 @@
  * The health worker's logic (workers/health.ts is its thin shell): runs the
  * engine and DCGM pollers and writes what they learn into the shared endpoint
  * table — readiness, load, KV usage, metric age, GPU faults — telling the main
- * thread by message only what does not fit in the table (model lists).
+ * thread by message only what does not fit in the table (model lists). It
+ * also polls the fleet's node agents and posts every poll to the main thread.
  */
 import type { Config } from "../config/types.ts";
-import type { FromHealth, PolledEndpoint } from "../protocol/health-messages.ts";
+import type { AgentPollSettings, FromHealth, PolledAgent, PolledEndpoint } from "../protocol/health-messages.ts";
+import { AgentPoller } from "./agent-poller.ts";
 import { EndpointTable, F, FLAVOR_CODES, I } from "../shared/endpoint-table.ts";
 import type { AssessedGpu, DcgmSnapshot } from "./dcgm-poller.ts";
 import { DcgmPoller } from "./dcgm-poller.ts";
@@ -38,11 +40,13 @@ export class HealthService {
   private readonly dcgm: DcgmPoller | undefined;
   private readonly lastModels: (string | undefined)[];
   private readonly lastReady: (boolean | undefined)[];
+  private agents: { poller: AgentPoller; settings: AgentPollSettings } | undefined;
+  private started = false;
 
   constructor(
     private readonly table: EndpointTable,
     private readonly endpoints: readonly PolledEndpoint[],
-    health: Config["health"],
+    private readonly health: Config["health"],
     private readonly post: (msg: FromHealth) => void,
   ) {
     this.lastModels = endpoints.map(() => undefined);
@@ -66,12 +70,30 @@ export class HealthService {
   }
 
   start(): void {
+    this.started = true;
     this.engines.start();
     this.dcgm?.start();
+    this.agents?.poller.start();
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.engines.stop(), this.dcgm?.stop()]);
+    this.started = false;
+    await Promise.all([this.engines.stop(), this.dcgm?.stop(), this.agents?.poller.stop()]);
+  }
+
+  /** Poll these node agents from now on (the list replaces the previous one). */
+  setAgents(agents: readonly PolledAgent[], settings: AgentPollSettings): void {
+    const current = this.agents;
+    if (!current || current.settings.intervalMs !== settings.intervalMs || current.settings.timeoutMs !== settings.timeoutMs) {
+      void current?.poller.stop();
+      const poller = new AgentPoller(
+        { ...settings, staleAfterMs: this.health.staleAfterMs },
+        (node, snapshot) => this.post({ type: "agent", node, snapshot }),
+      );
+      this.agents = { poller, settings: { ...settings } };
+      if (this.started) poller.start();
+    }
+    this.agents!.poller.setTargets(agents);
   }
 
   private onEngine(row: number, snap: EndpointSnapshot): void {

@@ -41,6 +41,7 @@ export type ErrorCode =
   // agent / control
   | "UNAUTHORIZED"
   | "VALIDATION_FAILED"
+  | "CONFLICT"
   | "INTERNAL_ERROR";
 
 /** OpenAI's error `type` strings. */
@@ -73,6 +74,8 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
       return { status: 404, type: "invalid_request_error" };
     case "METHOD_NOT_ALLOWED":
       return { status: 405, type: "invalid_request_error" };
+    case "CONFLICT":
+      return { status: 409, type: "invalid_request_error" };
     case "BODY_TOO_LARGE":
       return { status: 413, type: "invalid_request_error" };
     case "RATE_LIMITED":

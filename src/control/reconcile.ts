@@ -1,0 +1,207 @@
+/**
+ * The reconcile planner, pure: from desired models, the replicas the control
+ * plane knows (with their phases) and the nodes, the actions that move the
+ * fleet toward desired. The shell (fleet-manager.ts) performs them and plans
+ * again; nothing here waits or calls out.
+ *
+ * Counting: a replica is active when it is not leaving (draining) and not
+ * Failed or Lost. Fewer active than desired → place more (after the model's
+ * failure backoff); more → the surplus leaves, chosen as Kubernetes'
+ * ReplicaSet does: not-Ready first, then the node holding most replicas of
+ * the model, then the newest.
+ *
+ * Leaving (drain, scale-down, model removed): a replica first leaves
+ * rotation (setDraining) — except, on a drain, while it is the last one
+ * serving its model — and is stopped once (its model has its desired
+ * serving replicas again, for a drain) and its in-flight count is 0, or
+ * when the grace period is over, whatever it waits for.
+ */
+import type { FleetModelSpec } from "../config/types.ts";
+import { place } from "./placement.ts";
+import type { ChosenShard, PlacementNode, PlacementResult } from "./placement-types.ts";
+import type { DrainOp, DrainReason, NodeState, ReplicaPhase, ReplicaRecord } from "./types.ts";
+
+export interface ReplicaView {
+  record: ReplicaRecord;
+  phase: ReplicaPhase;
+  /** An agent call for it is in flight: plan nothing that calls an agent. */
+  busy: boolean;
+  /** Handed to the gateway (addEndpoint) and not removed since. */
+  handedOff: boolean;
+  /** setDraining(true) was called. */
+  drainingSignalled: boolean;
+  /** Requests open on it in the gateway (0 when not handed off). */
+  inflight: number;
+  /** The gateway's own health poll sees it ready (true when the gateway does not say). */
+  gatewayReady: boolean;
+  /** Relaunches of a missing shard refused so far. */
+  launchFailures: number;
+}
+
+export interface ReconcileView {
+  now: number;
+  models: readonly FleetModelSpec[];
+  replicas: readonly ReplicaView[];
+  /** Placement input: every node, with GPUs taken by any replica (ours or not). */
+  nodes: readonly PlacementNode[];
+  /** Per node: its state and the ids of fleet replicas its agent reports (orphan detection). */
+  agents: readonly { node: string; state: NodeState; fleetIds: readonly string[] }[];
+  /** Running drain operations. */
+  drains: readonly DrainOp[];
+  /** Per model: no new replica before this time (failure backoff). */
+  backoffUntil: Readonly<Record<string, number>>;
+  drainGraceMs: number;
+  /** Relaunch refusals after which a missing replica is given up on. */
+  maxLaunchFailures: number;
+}
+
+export type Action =
+  | { kind: "create"; model: string; shards: ChosenShard[] }
+  /** Launch (again) the shards an agent does not run. */
+  | { kind: "launch"; replica: string; agentIds: string[] }
+  /** Give up: out of rotation, stop its shards, keep its log tail, back off the model. */
+  | { kind: "fail"; replica: string; reason: string }
+  | { kind: "stop"; replica: string; reason: string }
+  /** Drop the record without calling an agent that cannot answer (its leftovers are cleaned as orphans later). */
+  | { kind: "forget"; replica: string; reason: string }
+  | { kind: "mark-draining"; replica: string; reason: DrainReason }
+  | { kind: "add-endpoint"; replica: string }
+  | { kind: "remove-endpoint"; replica: string }
+  | { kind: "signal-draining"; replica: string; draining: boolean }
+  | { kind: "delete-orphan"; node: string; agentId: string }
+  | { kind: "finish-drain"; node: string };
+
+const ACTIVE: ReadonlySet<ReplicaPhase> = new Set(["Pending", "Starting", "Ready", "Missing"]);
+
+export function isActive(r: ReplicaView): boolean {
+  return r.record.draining === null && ACTIVE.has(r.phase);
+}
+
+/** In rotation and answering: what a drain waits for the model to have again. */
+export function isServing(r: ReplicaView): boolean {
+  return r.phase === "Ready" && r.handedOff && r.gatewayReady && !r.drainingSignalled;
+}
+
+function desiredCount(models: readonly FleetModelSpec[], model: string): number {
+  return models.find((m) => m.name === model)?.replicas ?? 0;
+}
+
+/** Surplus replicas to remove, Kubernetes ReplicaSet order: not Ready, crowded node, newest. */
+export function chooseVictims(active: readonly ReplicaView[], count: number): ReplicaView[] {
+  const perNode = new Map<string, number>();
+  for (const r of active) perNode.set(r.record.shards[0]!.node, (perNode.get(r.record.shards[0]!.node) ?? 0) + 1);
+  return [...active]
+    .sort((a, b) => {
+      const ready = Number(a.phase === "Ready") - Number(b.phase === "Ready");
+      if (ready !== 0) return ready;
+      const crowd = (perNode.get(b.record.shards[0]!.node) ?? 0) - (perNode.get(a.record.shards[0]!.node) ?? 0);
+      if (crowd !== 0) return crowd;
+      return b.record.createdAt - a.record.createdAt || (a.record.id < b.record.id ? -1 : 1);
+    })
+    .slice(0, Math.max(0, count));
+}
+
+function planLeaving(r: ReplicaView, view: ReconcileView, out: Action[]): void {
+  const leaving = r.record.draining!;
+  if (r.phase === "Lost") return void out.push({ kind: "forget", replica: r.record.id, reason: `${leaving.reason}: its node is unreachable` });
+  const model = r.record.model;
+  const others = view.replicas.filter((o) => o !== r && o.record.model === model);
+  const lastServing = leaving.reason === "drain" && !others.some(isServing);
+  if (r.handedOff && !r.drainingSignalled && !lastServing) out.push({ kind: "signal-draining", replica: r.record.id, draining: true });
+  if (r.busy) return;
+  const graceOver = view.now - leaving.since >= view.drainGraceMs;
+  const servingActive = others.filter((o) => isActive(o) && isServing(o)).length;
+  const replaced = leaving.reason !== "drain" || !r.handedOff || servingActive >= desiredCount(view.models, model);
+  const quiet = !r.handedOff || (r.drainingSignalled && r.inflight === 0);
+  if (graceOver || (replaced && quiet)) out.push({ kind: "stop", replica: r.record.id, reason: graceOver ? `${leaving.reason}: grace period over` : leaving.reason });
+}
+
+function planStaying(r: ReplicaView, view: ReconcileView, cordoned: ReadonlySet<string>, out: Action[]): void {
+  const id = r.record.id;
+  if (r.phase !== "Ready" && r.handedOff) out.push({ kind: "remove-endpoint", replica: id });
+  if (r.drainingSignalled) out.push({ kind: "signal-draining", replica: id, draining: false });
+  if (r.busy) return;
+  switch (r.phase) {
+    case "Ready":
+      if (!r.handedOff) out.push({ kind: "add-endpoint", replica: id });
+      return;
+    case "Failed":
+      return void out.push({ kind: "fail", replica: id, reason: "failed" });
+    case "Missing": {
+      if (r.launchFailures >= view.maxLaunchFailures) return void out.push({ kind: "fail", replica: id, reason: `relaunch refused ${r.launchFailures} times` });
+      // Relaunching on a cordoned node would be a new placement there: replace it elsewhere instead.
+      if (r.record.shards.some((s) => cordoned.has(s.node))) return void out.push({ kind: "stop", replica: id, reason: "gone from a cordoned node" });
+      // A PUT of a shard the agent still runs is a no-op there ("unchanged"), so every shard is sent again.
+      return void out.push({ kind: "launch", replica: id, agentIds: r.record.shards.map((s) => s.agentId) });
+    }
+    case "Pending":
+    case "Starting":
+    case "Lost":
+      return;
+    default: {
+      const unreachable: never = r.phase;
+      throw new Error(`unknown phase ${String(unreachable)}`);
+    }
+  }
+}
+
+function planCounts(view: ReconcileView, out: Action[]): void {
+  const models = new Set([...view.models.map((m) => m.name), ...view.replicas.map((r) => r.record.model)]);
+  for (const name of [...models].sort()) {
+    const spec = view.models.find((m) => m.name === name);
+    const active = view.replicas.filter((r) => r.record.model === name && isActive(r));
+    const want = spec?.replicas ?? 0;
+    if (active.length > want) {
+      const reason: DrainReason = spec ? "scale-down" : "model-removed";
+      for (const v of chooseVictims(active, active.length - want)) out.push({ kind: "mark-draining", replica: v.record.id, reason });
+    } else if (spec && active.length < want && view.now >= (view.backoffUntil[name] ?? 0) && !view.replicas.some((r) => r.record.model === name && r.phase === "Failed")) {
+      // A failing replica is given up on first (which sets the backoff); its replacement comes after.
+      const result = placeModel(spec, want - active.length, view.nodes);
+      for (const shards of result.placements) out.push({ kind: "create", model: name, shards });
+    }
+  }
+}
+
+/** Placement of `count` more replicas of `spec` (also what explain-placement shows). */
+export function placeModel(spec: FleetModelSpec, count: number, nodes: readonly PlacementNode[]): PlacementResult {
+  return place(
+    {
+      model: spec.name,
+      tensorParallel: spec.tensorParallel,
+      nodesPerReplica: spec.nodesPerReplica,
+      gpuClass: spec.gpuClass,
+      minGpuMemoryGiB: spec.minGpuMemoryGiB,
+      quantization: spec.quantization,
+      count,
+    },
+    nodes,
+  );
+}
+
+export function planReconcile(view: ReconcileView): Action[] {
+  const out: Action[] = [];
+  const cordoned = new Set(view.nodes.filter((n) => n.cordoned).map((n) => n.name));
+  const draining = new Set(view.drains.filter((d) => d.state === "running").map((d) => d.node));
+  for (const r of view.replicas) {
+    if (r.record.draining === null && r.record.shards.some((s) => draining.has(s.node))) {
+      out.push({ kind: "mark-draining", replica: r.record.id, reason: "drain" });
+    } else if (r.record.draining !== null) {
+      planLeaving(r, view, out);
+    } else {
+      planStaying(r, view, cordoned, out);
+    }
+  }
+  for (const node of draining) {
+    if (!view.replicas.some((r) => r.record.shards.some((s) => s.node === node))) out.push({ kind: "finish-drain", node });
+  }
+  const known = new Set(view.replicas.flatMap((r) => r.record.shards.map((s) => `${s.node}\u0000${s.agentId}`)));
+  for (const a of view.agents) {
+    if (a.state !== "Ready") continue;
+    for (const id of a.fleetIds) if (!known.has(`${a.node}\u0000${id}`)) out.push({ kind: "delete-orphan", node: a.node, agentId: id });
+  }
+  // Replicas just marked draining leave the count this round: their replacements are planned at once.
+  const marked = new Set(out.flatMap((a) => (a.kind === "mark-draining" ? [a.replica] : [])));
+  const counted = marked.size === 0 ? view : { ...view, replicas: view.replicas.map((r) => (marked.has(r.record.id) ? { ...r, record: { ...r.record, draining: { since: view.now, reason: "drain" as const } } } : r)) };
+  planCounts(counted, out);
+  return out;
+}
