@@ -5,22 +5,11 @@
  * Every error is OpenAI-shaped through src/shared/errors.ts; every answer is
  * checked against the gateway ↔ agent types in src/protocol/agent-messages.ts.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
 import type { AgentDeleteReplicaResponse, AgentInventory, AgentPutReplicaResponse, AgentReplicaStatus, AgentState } from "../protocol/agent-messages.ts";
+import { tokenMatches } from "../shared/bearer.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../shared/errors.ts";
 import { logger } from "../shared/logger.ts";
 import type { AgentService } from "./agent-service.ts";
-
-function digest(s: string): Buffer {
-  return createHash("sha256").update(s).digest();
-}
-
-/** Constant-time comparison of the presented bearer token with ours. */
-export function tokenMatches(header: string | null, token: string): boolean {
-  const m = header === null ? null : /^Bearer\s+(.+)$/i.exec(header.trim());
-  if (!m?.[1]) return false;
-  return timingSafeEqual(digest(m[1]), digest(token));
-}
 
 function json(body: unknown, status = 200): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
@@ -33,6 +22,8 @@ async function readJson(req: Request): Promise<unknown> {
     throw new LlmgwError("INVALID_JSON", "request body is not valid JSON");
   }
 }
+
+export { tokenMatches };
 
 const REPLICA_PATH = /^\/v1\/replicas\/([^/]+)$/;
 

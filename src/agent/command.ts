@@ -13,6 +13,8 @@ import { DEFAULT_NVIDIA_SMI } from "./gpu-discovery.ts";
 import { collectInventory, formatInventory } from "./inventory.ts";
 import { DEFAULT_RESTART_POLICY } from "./replica-state.ts";
 import { DEFAULT_STOP_GRACE_MS, Supervisor } from "./supervisor.ts";
+import { registrationFromFlags, REGISTRATION_OPTIONS, REGISTRATION_USAGE } from "./registration-flags.ts";
+import { startRegistration } from "./registration.ts";
 
 export const DEFAULT_AGENT_LISTEN = "127.0.0.1:7070";
 /** Bun.serve's 10 s idle default would cut a PUT that waits for the old engine to stop. */
@@ -47,6 +49,7 @@ flags:
   --max-restarts N          crash restarts before a replica stays Failed (default ${DEFAULT_RESTART_POLICY.maxRestarts})
   --stop-grace-ms MS        SIGTERM → SIGKILL grace (default ${DEFAULT_STOP_GRACE_MS})
   --stop-engines-on-exit    stop engines when the agent exits (default: leave them for the next agent to adopt)
+${REGISTRATION_USAGE}
 
 API (Authorization: Bearer TOKEN): GET /v1/inventory, GET /v1/state,
 GET|PUT|DELETE /v1/replicas/{id}; GET /health needs no token.`;
@@ -68,6 +71,7 @@ const agentOptions = {
   "max-restarts": { type: "string" },
   "stop-grace-ms": { type: "string" },
   "stop-engines-on-exit": { type: "boolean" },
+  ...REGISTRATION_OPTIONS,
 } as const;
 
 async function runInventory(args: ParsedArgs): Promise<number> {
@@ -89,6 +93,7 @@ async function runAgent(args: ParsedArgs): Promise<number> {
   const maxRestarts = numberFlag(args, "max-restarts", DEFAULT_RESTART_POLICY.maxRestarts, { min: 0, integer: true });
   const stopGraceMs = numberFlag(args, "stop-grace-ms", DEFAULT_STOP_GRACE_MS, { min: 0, integer: true });
   const stopEngines = boolFlag(args, "stop-engines-on-exit");
+  const registration = registrationFromFlags(args, process.env);
   initLogger({ role: "agent" });
 
   const supervisor = new Supervisor({ stateDir, stopGraceMs, restart: { maxRestarts } });
@@ -107,12 +112,16 @@ async function runAgent(args: ParsedArgs): Promise<number> {
   const server = Bun.serve({ hostname: listen.host, port: listen.port, idleTimeout: AGENT_IDLE_TIMEOUT_S, fetch: createAgentHandler(service, token) });
   const shownHost = listen.host === "0.0.0.0" ? "127.0.0.1" : listen.host.includes(":") ? `[${listen.host}]` : listen.host;
   logListening(logger(), "agent", `http://${shownHost}:${server.port}`);
+  const registering = registration
+    ? startRegistration({ ...registration.resolve({ token, port: server.port ?? listen.port, host: stringFlag(args, "advertise-host") ?? engineHost }), log: logger() })
+    : undefined;
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGINT", () => resolve("SIGINT"));
     process.once("SIGTERM", () => resolve("SIGTERM"));
   });
   logger().info({ signal, stopEngines }, "agent stopping");
+  registering?.stop();
   await server.stop(true);
   await supervisor.close({ stopEngines });
   return 0;

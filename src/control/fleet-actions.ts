@@ -76,7 +76,7 @@ export class FleetActions {
         return entry && this.forget(entry, action.reason);
       case "mark-draining":
         if (!entry) return;
-        entry.record = { ...entry.record, draining: { since: now, reason: action.reason } };
+        entry.record = { ...entry.record, draining: { since: now, reason: action.reason, graceMs: action.graceMs } };
         await this.store.replicas.put(entry.record.id, entry.record);
         this.ctx.log.info({ replica: entry.record.id, model: entry.record.model, reason: action.reason }, "replica leaving");
         return;

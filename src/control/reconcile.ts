@@ -50,6 +50,7 @@ export interface ReconcileView {
   drains: readonly DrainOp[];
   /** Per model: no new replica before this time (failure backoff). */
   backoffUntil: Readonly<Record<string, number>>;
+  /** Grace period of a scale-down (a drain brings its own). */
   drainGraceMs: number;
   /** Relaunch refusals after which a missing replica is given up on. */
   maxLaunchFailures: number;
@@ -64,7 +65,7 @@ export type Action =
   | { kind: "stop"; replica: string; reason: string }
   /** Drop the record without calling an agent that cannot answer (its leftovers are cleaned as orphans later). */
   | { kind: "forget"; replica: string; reason: string }
-  | { kind: "mark-draining"; replica: string; reason: DrainReason }
+  | { kind: "mark-draining"; replica: string; reason: DrainReason; graceMs: number }
   | { kind: "add-endpoint"; replica: string }
   | { kind: "remove-endpoint"; replica: string }
   | { kind: "signal-draining"; replica: string; draining: boolean }
@@ -101,19 +102,51 @@ export function chooseVictims(active: readonly ReplicaView[], count: number): Re
     .slice(0, Math.max(0, count));
 }
 
+/** Where a leaving replica stands: what still holds it (all false/zero: it may stop). */
+export interface LeaveState {
+  /** A drained replica that is the last one serving its model stays in rotation until a replacement serves. */
+  lastServing: boolean;
+  /** Replicas of the model serving, not leaving, and how many are desired. */
+  serving: number;
+  desired: number;
+  /** Waiting for the model to have its desired serving replicas again (drain only). */
+  awaitingReplacement: boolean;
+  /** Still in rotation (not yet told to the gateway as draining). */
+  inRotation: boolean;
+  /** Requests still open on it in the gateway. */
+  inflight: number;
+  graceOver: boolean;
+  graceLeftMs: number;
+}
+
+export function leaveState(r: ReplicaView, view: ReconcileView): LeaveState {
+  const leaving = r.record.draining!;
+  const model = r.record.model;
+  const others = view.replicas.filter((o) => o !== r && o.record.model === model);
+  const serving = others.filter((o) => isActive(o) && isServing(o)).length;
+  const desired = desiredCount(view.models, model);
+  const graceLeftMs = Math.max(0, leaving.since + leaving.graceMs - view.now);
+  return {
+    lastServing: leaving.reason === "drain" && !others.some(isServing),
+    serving,
+    desired,
+    awaitingReplacement: leaving.reason === "drain" && r.handedOff && serving < desired,
+    inRotation: r.handedOff && !r.drainingSignalled,
+    inflight: r.handedOff ? r.inflight : 0,
+    graceOver: graceLeftMs === 0,
+    graceLeftMs,
+  };
+}
+
 function planLeaving(r: ReplicaView, view: ReconcileView, out: Action[]): void {
   const leaving = r.record.draining!;
   if (r.phase === "Lost") return void out.push({ kind: "forget", replica: r.record.id, reason: `${leaving.reason}: its node is unreachable` });
-  const model = r.record.model;
-  const others = view.replicas.filter((o) => o !== r && o.record.model === model);
-  const lastServing = leaving.reason === "drain" && !others.some(isServing);
-  if (r.handedOff && !r.drainingSignalled && !lastServing) out.push({ kind: "signal-draining", replica: r.record.id, draining: true });
+  const s = leaveState(r, view);
+  if (r.handedOff && !r.drainingSignalled && !s.lastServing) out.push({ kind: "signal-draining", replica: r.record.id, draining: true });
   if (r.busy) return;
-  const graceOver = view.now - leaving.since >= view.drainGraceMs;
-  const servingActive = others.filter((o) => isActive(o) && isServing(o)).length;
-  const replaced = leaving.reason !== "drain" || !r.handedOff || servingActive >= desiredCount(view.models, model);
-  const quiet = !r.handedOff || (r.drainingSignalled && r.inflight === 0);
-  if (graceOver || (replaced && quiet)) out.push({ kind: "stop", replica: r.record.id, reason: graceOver ? `${leaving.reason}: grace period over` : leaving.reason });
+  if (s.graceOver || (!s.awaitingReplacement && !s.inRotation && s.inflight === 0)) {
+    out.push({ kind: "stop", replica: r.record.id, reason: s.graceOver ? `${leaving.reason}: grace period over` : leaving.reason });
+  }
 }
 
 function planStaying(r: ReplicaView, view: ReconcileView, cordoned: ReadonlySet<string>, out: Action[]): void {
@@ -153,7 +186,7 @@ function planCounts(view: ReconcileView, out: Action[]): void {
     const want = spec?.replicas ?? 0;
     if (active.length > want) {
       const reason: DrainReason = spec ? "scale-down" : "model-removed";
-      for (const v of chooseVictims(active, active.length - want)) out.push({ kind: "mark-draining", replica: v.record.id, reason });
+      for (const v of chooseVictims(active, active.length - want)) out.push({ kind: "mark-draining", replica: v.record.id, reason, graceMs: view.drainGraceMs });
     } else if (spec && active.length < want && view.now >= (view.backoffUntil[name] ?? 0) && !view.replicas.some((r) => r.record.model === name && r.phase === "Failed")) {
       // A failing replica is given up on first (which sets the backoff); its replacement comes after.
       const result = placeModel(spec, want - active.length, view.nodes);
@@ -181,17 +214,18 @@ export function placeModel(spec: FleetModelSpec, count: number, nodes: readonly 
 export function planReconcile(view: ReconcileView): Action[] {
   const out: Action[] = [];
   const cordoned = new Set(view.nodes.filter((n) => n.cordoned).map((n) => n.name));
-  const draining = new Set(view.drains.filter((d) => d.state === "running").map((d) => d.node));
+  const draining = new Map(view.drains.filter((d) => d.state === "running").map((d) => [d.node, d]));
   for (const r of view.replicas) {
-    if (r.record.draining === null && r.record.shards.some((s) => draining.has(s.node))) {
-      out.push({ kind: "mark-draining", replica: r.record.id, reason: "drain" });
+    const op = r.record.draining === null ? r.record.shards.map((s) => draining.get(s.node)).find((d) => d !== undefined) : undefined;
+    if (op) {
+      out.push({ kind: "mark-draining", replica: r.record.id, reason: "drain", graceMs: op.graceMs });
     } else if (r.record.draining !== null) {
       planLeaving(r, view, out);
     } else {
       planStaying(r, view, cordoned, out);
     }
   }
-  for (const node of draining) {
+  for (const node of draining.keys()) {
     if (!view.replicas.some((r) => r.record.shards.some((s) => s.node === node))) out.push({ kind: "finish-drain", node });
   }
   const known = new Set(view.replicas.flatMap((r) => r.record.shards.map((s) => `${s.node}\u0000${s.agentId}`)));
@@ -200,8 +234,14 @@ export function planReconcile(view: ReconcileView): Action[] {
     for (const id of a.fleetIds) if (!known.has(`${a.node}\u0000${id}`)) out.push({ kind: "delete-orphan", node: a.node, agentId: id });
   }
   // Replicas just marked draining leave the count this round: their replacements are planned at once.
-  const marked = new Set(out.flatMap((a) => (a.kind === "mark-draining" ? [a.replica] : [])));
-  const counted = marked.size === 0 ? view : { ...view, replicas: view.replicas.map((r) => (marked.has(r.record.id) ? { ...r, record: { ...r.record, draining: { since: view.now, reason: "drain" as const } } } : r)) };
+  const marked = new Map(out.flatMap((a) => (a.kind === "mark-draining" ? [[a.replica, a] as const] : [])));
+  const counted: ReconcileView = {
+    ...view,
+    replicas: view.replicas.map((r) => {
+      const m = marked.get(r.record.id);
+      return m ? { ...r, record: { ...r.record, draining: { since: view.now, reason: m.reason, graceMs: m.graceMs } } } : r;
+    }),
+  };
   planCounts(counted, out);
   return out;
 }

@@ -52,7 +52,7 @@ const replica = z.object({
   engine: z.enum(AGENT_ENGINES),
   shards: z.array(z.object({ node: z.string(), agentId: z.string(), gpus: z.array(z.number().int()), rank: z.number().int(), spec: agentSpec })).min(1),
   createdAt: z.number(),
-  draining: z.object({ since: z.number(), reason: z.enum(["drain", "scale-down", "model-removed"]) }).nullable(),
+  draining: z.object({ since: z.number(), reason: z.enum(["drain", "scale-down", "model-removed"]), graceMs: z.number().int().min(0) }).nullable(),
 });
 
 /** A record as JSON text, and back (undefined plus the reason when the text is not a valid record). */

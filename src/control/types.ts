@@ -63,7 +63,8 @@ export interface ReplicaRecord {
   engine: FleetModelSpec["engine"];
   shards: ShardRecord[];
   createdAt: number;
-  draining: { since: number; reason: DrainReason } | null;
+  /** Leaving: since when, why, and the grace period that bounds it (a drain's own, else the configured one). */
+  draining: { since: number; reason: DrainReason; graceMs: number } | null;
 }
 
 /**
