@@ -22,7 +22,7 @@ import { FleetState, type ReplicaEntry } from "./fleet-state.ts";
 import { observeNodes, placementNodes, type NodeInput } from "./fleet-view.ts";
 import { NodeRegistry } from "./node-registry.ts";
 import { FleetOperations } from "./fleet-operations.ts";
-import { isActive, placeModel, planReconcile, type ReconcileView, type ReplicaView } from "./reconcile.ts";
+import { isActive, placeModel, planReconcile, withModelCounts, type ReconcileView, type ReplicaView } from "./reconcile.ts";
 import { derivePhase } from "./replica-phase.ts";
 import { isFleetAgentId } from "./replica-builder.ts";
 import type { FleetStore } from "./store.ts";
@@ -139,7 +139,7 @@ export class FleetManager {
     const { nodes, replicas } = this.view(this.now());
     const active = replicas.filter((r) => r.record.model === model && isActive(r)).length;
     const requested = Math.max(1, spec.replicas - active);
-    return { ...placeModel(spec, requested, nodes), requested };
+    return { ...placeModel(spec, requested, withModelCounts(nodes, replicas)), requested };
   }
 
   requestTick(): void {
@@ -175,12 +175,11 @@ export class FleetManager {
       entry.verdict = derivePhase(entry.record, observed, entry.runtime, now, this.opts.config.fleet.replicaReadyTimeoutMs);
       views.push(this.replicaView(entry));
     }
-    const active = new Set(views.filter(isActive).map((v) => v.record.id));
     return {
       now,
       models: [...this.state.models.values()].map((m) => m.spec),
       replicas: views,
-      nodes: placementNodes(inputs, [...this.state.replicas.values()].map((e) => e.record), active),
+      nodes: placementNodes(inputs, [...this.state.replicas.values()].map((e) => e.record)),
       agents: inputs.map((n) => ({
         node: n.name,
         state: n.state,

@@ -67,8 +67,8 @@ function holders(node: NodeInput, records: readonly ReplicaRecord[]): Map<number
   return out;
 }
 
-/** The nodes as placement sees them; `active` lists the replicas counted for spreading. */
-export function placementNodes(nodes: readonly NodeInput[], records: readonly ReplicaRecord[], active: ReadonlySet<string>): PlacementNode[] {
+/** The nodes as placement sees them (replicas per model are counted by the planner, src/control/reconcile.ts). */
+export function placementNodes(nodes: readonly NodeInput[], records: readonly ReplicaRecord[]): PlacementNode[] {
   return nodes.map((n) => {
     const held = holders(n, records);
     const gpus: PlacementGpu[] = (n.snapshot?.state?.gpus ?? []).map((g) => ({
@@ -80,10 +80,6 @@ export function placementNodes(nodes: readonly NodeInput[], records: readonly Re
       faults: gpuFaults(g, n.snapshot?.dcgm),
       usedBy: held.get(g.index) ?? null,
     }));
-    const modelReplicas: Record<string, number> = {};
-    for (const rec of records) {
-      if (active.has(rec.id) && rec.shards.some((s) => s.node === n.name)) modelReplicas[rec.model] = (modelReplicas[rec.model] ?? 0) + 1;
-    }
-    return { name: n.name, state: n.state, cordoned: n.cordoned, transports: transportsOf(n.snapshot), gpus, modelReplicas };
+    return { name: n.name, state: n.state, cordoned: n.cordoned, transports: transportsOf(n.snapshot), gpus, modelReplicas: {} };
   });
 }

@@ -42,7 +42,7 @@ export interface ReconcileView {
   now: number;
   models: readonly FleetModelSpec[];
   replicas: readonly ReplicaView[];
-  /** Placement input: every node, with GPUs taken by any replica (ours or not). */
+  /** Placement input: every node, with GPUs taken by any replica (ours or not); replicas per model are counted here. */
   nodes: readonly PlacementNode[];
   /** Per node: its state and the ids of fleet replicas its agent reports (orphan detection). */
   agents: readonly { node: string; state: NodeState; fleetIds: readonly string[] }[];
@@ -178,7 +178,19 @@ function planStaying(r: ReplicaView, view: ReconcileView, cordoned: ReadonlySet<
   }
 }
 
+/** Placement's spread input: active replicas of each model per node (a replica spanning nodes counts on each). */
+export function withModelCounts(nodes: readonly PlacementNode[], replicas: readonly ReplicaView[]): PlacementNode[] {
+  return nodes.map((n) => {
+    const modelReplicas: Record<string, number> = {};
+    for (const r of replicas) {
+      if (isActive(r) && r.record.shards.some((s) => s.node === n.name)) modelReplicas[r.record.model] = (modelReplicas[r.record.model] ?? 0) + 1;
+    }
+    return { ...n, modelReplicas };
+  });
+}
+
 function planCounts(view: ReconcileView, out: Action[]): void {
+  const nodes = withModelCounts(view.nodes, view.replicas);
   const models = new Set([...view.models.map((m) => m.name), ...view.replicas.map((r) => r.record.model)]);
   for (const name of [...models].sort()) {
     const spec = view.models.find((m) => m.name === name);
@@ -189,7 +201,7 @@ function planCounts(view: ReconcileView, out: Action[]): void {
       for (const v of chooseVictims(active, active.length - want)) out.push({ kind: "mark-draining", replica: v.record.id, reason, graceMs: view.drainGraceMs });
     } else if (spec && active.length < want && view.now >= (view.backoffUntil[name] ?? 0) && !view.replicas.some((r) => r.record.model === name && r.phase === "Failed")) {
       // A failing replica is given up on first (which sets the backoff); its replacement comes after.
-      const result = placeModel(spec, want - active.length, view.nodes);
+      const result = placeModel(spec, want - active.length, nodes);
       for (const shards of result.placements) out.push({ kind: "create", model: name, shards });
     }
   }
