@@ -195,7 +195,9 @@ export class FleetActions {
     };
     this.sinkCall(() => this.sink.addEndpoint(endpoint));
     entry.runtime.handedOff = true;
-    this.state.backoff.delete(entry.record.model);
+    // Only a replica placed after the last failure proves the failures over; an older one says nothing about them.
+    const backoff = this.state.backoff.get(entry.record.model);
+    if (backoff && entry.record.createdAt > backoff.lastFailureAt) this.state.backoff.delete(entry.record.model);
     this.ctx.log.info({ replica: entry.record.id, model: entry.record.model, url: endpoint.url, readyAfterMs: now - entry.record.createdAt }, "replica ready: in rotation");
   }
 
@@ -217,7 +219,7 @@ export class FleetActions {
       this.state.failed.splice(FAILED_HISTORY_LIMIT);
       const prev = this.state.backoff.get(entry.record.model)?.failures ?? 0;
       const delay = Math.min(this.ctx.fleet.failureBackoffMaxMs, this.ctx.fleet.failureBackoffBaseMs * 2 ** prev);
-      this.state.backoff.set(entry.record.model, { failures: prev + 1, until: now + delay });
+      this.state.backoff.set(entry.record.model, { failures: prev + 1, lastFailureAt: now, until: now + delay });
       this.ctx.log.warn({ replica: id, model: entry.record.model, reason: why, nextAttemptInMs: delay }, "replica failed: replacing it");
     }
     await this.stop(entry, `failed: ${reason}`);

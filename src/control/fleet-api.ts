@@ -85,6 +85,8 @@ export function fleetApi(manager: FleetManager, opts: FleetApiOptions) {
 
   return new Elysia({ name: "llmgw-fleet-api", prefix: FLEET_API_PREFIX })
     .onError(function fleetApiError({ code, error }) {
+      // Checked first: Elysia takes an error's own `code` property (ours has NOT_FOUND too) for its lifecycle code.
+      if (error instanceof LlmgwError) return error.code === "VALIDATION_FAILED" ? unprocessable(error) : errorResponse(error);
       if (code === "VALIDATION") {
         // A response that fails its own schema is our bug, not the client's.
         if ((error as { type?: unknown }).type === "response") {
@@ -95,10 +97,8 @@ export function fleetApi(manager: FleetManager, opts: FleetApiOptions) {
       }
       if (code === "PARSE") return errorResponse(new LlmgwError("INVALID_JSON", "request body is not valid JSON"));
       if (code === "NOT_FOUND") return undefined;
-      const e = asLlmgwError(error);
-      if (e.code === "VALIDATION_FAILED") return unprocessable(e);
-      if (e.code === "INTERNAL_ERROR") logger().error({ err: error }, "management API request failed");
-      return errorResponse(e);
+      logger().error({ err: error }, "management API request failed");
+      return errorResponse(asLlmgwError(error));
     })
     .onTransform(function fleetApiAuth({ request, path }) {
       checkToken(request, path, opts);

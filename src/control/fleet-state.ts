@@ -42,8 +42,8 @@ export class FleetState {
   readonly cordons = new Map<string, Cordon>();
   readonly drains = new Map<string, DrainOp>();
   readonly replicas = new Map<string, ReplicaEntry>();
-  /** Per model: consecutive failures and no new replica before `until`. */
-  readonly backoff = new Map<string, { failures: number; until: number }>();
+  /** Per model: consecutive failures, when the last one was, and no new replica before `until`. */
+  readonly backoff = new Map<string, { failures: number; lastFailureAt: number; until: number }>();
   readonly failed: FailedReplica[] = [];
   readonly nodeErrors = new Map<string, NodeCallError>();
 

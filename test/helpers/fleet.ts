@@ -4,11 +4,15 @@
  * FleetManager in process, fed by an in-process AgentPoller, handing
  * replicas to a RecordingSink instead of a gateway.
  */
+import { openapi } from "@elysiajs/openapi";
+import { Elysia } from "elysia";
 import { mkdirSync } from "node:fs";
+import { z } from "zod";
 import { join } from "node:path";
 import { buildConfig } from "../../src/config/load.ts";
 import type { Config } from "../../src/config/types.ts";
 import type { EndpointSink, ManagedEndpoint } from "../../src/control/endpoint-sink.ts";
+import { fleetApi } from "../../src/control/fleet-api.ts";
 import { FleetManager } from "../../src/control/fleet-manager.ts";
 import { SqliteFleetStore } from "../../src/control/sqlite-store.ts";
 import { AgentPoller } from "../../src/health/agent-poller.ts";
@@ -123,6 +127,23 @@ export async function startFleet(raw: Record<string, unknown>, sink = new Record
       await poller.stop();
       await manager!.stop();
       await store.close();
+    },
+  };
+}
+
+export const ADMIN_TOKEN = "fleet-admin-token-0123456789";
+export const REGISTRATION_TOKEN = "fleet-registration-token-0123";
+
+/** The management API (with its OpenAPI document) on 127.0.0.1, port 0, as the admin listener would mount it. */
+export function serveFleetApi(manager: FleetManager, opts: { adminToken?: string; registrationToken?: string } = {}): { url: string; stop(): Promise<void> } {
+  const app = new Elysia()
+    .use(openapi({ documentation: { info: { title: "llmgw fleet API (test)", version: "0" } }, mapJsonSchema: { zod: z.toJSONSchema } }))
+    .use(fleetApi(manager, { adminToken: opts.adminToken ?? ADMIN_TOKEN, registrationToken: opts.registrationToken ?? REGISTRATION_TOKEN, registrationIntervalMs: 500 }))
+    .listen({ hostname: "127.0.0.1", port: 0 });
+  return {
+    url: `http://127.0.0.1:${app.server!.port}`,
+    async stop() {
+      await app.stop(true);
     },
   };
 }
