@@ -81,7 +81,7 @@ export class FleetActions {
         this.ctx.log.info({ replica: entry.record.id, model: entry.record.model, reason: action.reason }, "replica leaving");
         return;
       case "add-endpoint":
-        return entry && this.handOff(entry, now);
+        return entry && this.handOff(entry, action.draining, now);
       case "remove-endpoint":
         return entry && this.takeBack(entry, "not Ready");
       case "signal-draining":
@@ -176,7 +176,7 @@ export class FleetActions {
     });
   }
 
-  private handOff(entry: ReplicaEntry, now: number): void {
+  private handOff(entry: ReplicaEntry, draining: boolean, now: number): void {
     const rank0 = entry.verdict.shards[0];
     if (!rank0?.endpoint) return;
     const gpuIds = entry.record.shards.flatMap((s) => {
@@ -195,6 +195,10 @@ export class FleetActions {
     };
     this.sinkCall(() => this.sink.addEndpoint(endpoint));
     entry.runtime.handedOff = true;
+    if (draining) {
+      this.sinkCall(() => this.sink.setDraining(endpoint.id, true));
+      entry.runtime.drainingSignalled = true;
+    }
     // Only a replica placed after the last failure proves the failures over; an older one says nothing about them.
     const backoff = this.state.backoff.get(entry.record.model);
     if (backoff && entry.record.createdAt > backoff.lastFailureAt) this.state.backoff.delete(entry.record.model);

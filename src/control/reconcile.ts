@@ -66,7 +66,8 @@ export type Action =
   /** Drop the record without calling an agent that cannot answer (its leftovers are cleaned as orphans later). */
   | { kind: "forget"; replica: string; reason: string }
   | { kind: "mark-draining"; replica: string; reason: DrainReason; graceMs: number }
-  | { kind: "add-endpoint"; replica: string }
+  /** Into the gateway; `draining` when it is leaving (back after a restart): no new requests from the start. */
+  | { kind: "add-endpoint"; replica: string; draining: boolean }
   | { kind: "remove-endpoint"; replica: string }
   | { kind: "signal-draining"; replica: string; draining: boolean }
   | { kind: "delete-orphan"; node: string; agentId: string }
@@ -130,7 +131,7 @@ export function leaveState(r: ReplicaView, view: ReconcileView): LeaveState {
     lastServing: leaving.reason === "drain" && !others.some(isServing),
     serving,
     desired,
-    awaitingReplacement: leaving.reason === "drain" && r.handedOff && serving < desired,
+    awaitingReplacement: leaving.reason === "drain" && r.phase === "Ready" && serving < desired,
     inRotation: r.handedOff && !r.drainingSignalled,
     inflight: r.handedOff ? r.inflight : 0,
     graceOver: graceLeftMs === 0,
@@ -142,11 +143,12 @@ function planLeaving(r: ReplicaView, view: ReconcileView, out: Action[]): void {
   const leaving = r.record.draining!;
   if (r.phase === "Lost") return void out.push({ kind: "forget", replica: r.record.id, reason: `${leaving.reason}: its node is unreachable` });
   const s = leaveState(r, view);
-  if (r.handedOff && !r.drainingSignalled && !s.lastServing) out.push({ kind: "signal-draining", replica: r.record.id, draining: true });
-  if (r.busy) return;
-  if (s.graceOver || (!s.awaitingReplacement && !s.inRotation && s.inflight === 0)) {
-    out.push({ kind: "stop", replica: r.record.id, reason: s.graceOver ? `${leaving.reason}: grace period over` : leaving.reason });
+  if (!r.busy && (s.graceOver || (!s.awaitingReplacement && !s.inRotation && s.inflight === 0))) {
+    return void out.push({ kind: "stop", replica: r.record.id, reason: s.graceOver ? `${leaving.reason}: grace period over` : leaving.reason });
   }
+  // A leaving replica still Ready but not in the gateway (the gateway restarted mid-drain) goes back, draining unless it is the last one serving.
+  if (r.phase === "Ready" && !r.handedOff) out.push({ kind: "add-endpoint", replica: r.record.id, draining: !s.lastServing });
+  else if (r.handedOff && !r.drainingSignalled && !s.lastServing) out.push({ kind: "signal-draining", replica: r.record.id, draining: true });
 }
 
 function planStaying(r: ReplicaView, view: ReconcileView, cordoned: ReadonlySet<string>, out: Action[]): void {
@@ -156,7 +158,7 @@ function planStaying(r: ReplicaView, view: ReconcileView, cordoned: ReadonlySet<
   if (r.busy) return;
   switch (r.phase) {
     case "Ready":
-      if (!r.handedOff) out.push({ kind: "add-endpoint", replica: id });
+      if (!r.handedOff) out.push({ kind: "add-endpoint", replica: id, draining: false });
       return;
     case "Failed":
       return void out.push({ kind: "fail", replica: id, reason: "failed" });

@@ -16,8 +16,8 @@ export function startLlmgw(args: string[], opts: { waitFor?: number; timeoutMs?:
 /** Stop every process a test started and did not stop itself. */
 export const stopAll = stopAllChildren;
 
-/** Poll `fn` until it returns a truthy value or the time is up. */
-export async function waitUntil<T>(fn: () => Promise<T> | T, opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<T> {
+/** Poll `fn` until it returns a truthy value (which it resolves with) or the time is up. */
+export async function waitUntil<T>(fn: () => Promise<T> | T, opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<NonNullable<T>> {
   const { timeoutMs = 10_000, intervalMs = 50, what = "condition" } = opts;
   const deadline = Date.now() + timeoutMs;
   let last: unknown;

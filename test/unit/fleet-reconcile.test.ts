@@ -130,6 +130,15 @@ describe("drain", () => {
     expect(kinds(planReconcile(view({ models: m1, replicas: [last, replica("new", "b")] })))).toEqual(["signal-draining ra"]);
   });
 
+  test("after a gateway restart mid-drain, a Ready leaving replica goes back to the gateway (draining unless the last one serving) and is not stopped early", () => {
+    const m1 = [model("m", 1)];
+    const restarted = replica("ra", "a", { handedOff: false }, draining(NOW - 100));
+    const loading = replica("new", "b", { phase: "Starting", handedOff: false });
+    expect(planReconcile(view({ models: m1, replicas: [restarted, loading] }))).toEqual([{ kind: "add-endpoint", replica: "ra", draining: false }]);
+    const m2 = [model("m", 2)];
+    expect(planReconcile(view({ models: m2, replicas: [restarted, replica("rb", "b"), loading] }))).toEqual([{ kind: "add-endpoint", replica: "ra", draining: true }]);
+  });
+
   test("the grace period bounds the wait, whatever it waits for", () => {
     const stuck = replica("ra", "a", { drainingSignalled: true, inflight: 7 }, draining(NOW - GRACE));
     expect(kinds(planReconcile(view({ models: [model("m", 1)], replicas: [stuck] })))).toContain("stop ra");
