@@ -5,6 +5,7 @@
  * (the agent said no to this spec: the replica's problem) or anything else
  * (the agent's problem: shown on the node, retried).
  */
+import { errorBodyMessage } from "../shared/errors.ts";
 import { agentDeleteReplicaResponseSchema, agentPutReplicaResponseSchema, type AgentPutReplicaResponse, type AgentReplicaSpec } from "../protocol/agent-messages.ts";
 
 export type AgentCallFailure = "refused" | "unauthorized" | "unreachable" | "timeout" | "garbage" | "server-error";
@@ -33,16 +34,6 @@ export interface AgentClient {
 
 type FetchFn = (url: string, init: RequestInit) => Promise<Response>;
 
-/** The message of an OpenAI-shaped error body, or the start of whatever the agent sent. */
-function errorMessage(text: string): string {
-  try {
-    const body = JSON.parse(text) as { error?: { message?: unknown } };
-    if (typeof body.error?.message === "string") return body.error.message;
-  } catch {
-    // not JSON: fall through
-  }
-  return text.slice(0, 200) || "(empty body)";
-}
 
 export function httpAgentClient(timeoutMs: number, fetchFn: FetchFn = (url, init) => fetch(url, init)): AgentClient {
   async function call(agent: AgentAddress, method: "PUT" | "DELETE", agentId: string, body?: unknown): Promise<{ status: number; json: unknown }> {
@@ -64,11 +55,11 @@ export function httpAgentClient(timeoutMs: number, fetchFn: FetchFn = (url, init
       throw new AgentCallError("unreachable", `${label}: ${err instanceof Error ? err.message : String(err)}`);
     }
     if (res.status === 401 || res.status === 403) throw new AgentCallError("unauthorized", `${label}: the agent refused the token (${res.status})`, res.status);
-    if (res.status >= 500) throw new AgentCallError("server-error", `${label}: HTTP ${res.status}: ${errorMessage(text)}`, res.status);
+    if (res.status >= 500) throw new AgentCallError("server-error", `${label}: HTTP ${res.status}: ${errorBodyMessage(text)}`, res.status);
     if (method === "DELETE" && res.status === 404) return { status: 404, json: null };
     // 400 is the agent's validation refusal (the message names the rule); other 4xx mean this is not an agent's API.
-    if (res.status === 400 || res.status === 409 || res.status === 422) throw new AgentCallError("refused", errorMessage(text), res.status);
-    if (res.status >= 300) throw new AgentCallError("garbage", `${label}: unexpected HTTP ${res.status}: ${errorMessage(text)}`, res.status);
+    if (res.status === 400 || res.status === 409 || res.status === 422) throw new AgentCallError("refused", errorBodyMessage(text), res.status);
+    if (res.status >= 300) throw new AgentCallError("garbage", `${label}: unexpected HTTP ${res.status}: ${errorBodyMessage(text)}`, res.status);
     let json: unknown;
     try {
       json = JSON.parse(text);

@@ -6,6 +6,7 @@
  * schemas, so a gateway of another version is an error, not a wrong table.
  */
 import type { z } from "zod";
+import { errorBodyMessage } from "../shared/errors.ts";
 
 /** Exit codes of `llmgw ctl` (2 is a usage error, as for every llmgw command). */
 export const CTL_EXIT = {
@@ -31,15 +32,6 @@ export class CtlError extends Error {
 export const FLEET_PATH = "/admin/v1/fleet";
 const CALL_TIMEOUT_MS = 15_000;
 
-function errorMessage(text: string): string {
-  try {
-    const body = JSON.parse(text) as { error?: { message?: unknown } };
-    if (typeof body.error?.message === "string") return body.error.message;
-  } catch {
-    // not JSON
-  }
-  return text.slice(0, 300) || "(empty answer)";
-}
 
 export class CtlClient {
   constructor(
@@ -60,10 +52,10 @@ export class CtlClient {
     } catch (err) {
       throw new CtlError(CTL_EXIT.unreachable, `cannot reach the gateway at ${this.gateway}: ${err instanceof Error ? err.message : String(err)}`);
     }
-    if (res.status === 401) throw new CtlError(CTL_EXIT.unauthorized, `the gateway refused the token: ${errorMessage(text)} (give --token or LLMGW_ADMIN_TOKEN)`);
-    if (res.status === 404) throw new CtlError(CTL_EXIT.notFound, errorMessage(text));
-    if (res.status === 400 || res.status === 409 || res.status === 422) throw new CtlError(CTL_EXIT.rejected, `refused: ${errorMessage(text)}`);
-    if (res.status < 200 || res.status > 299) throw new CtlError(CTL_EXIT.error, `HTTP ${res.status} from ${url}: ${errorMessage(text)}`);
+    if (res.status === 401) throw new CtlError(CTL_EXIT.unauthorized, `the gateway refused the token: ${errorBodyMessage(text)} (give --token or LLMGW_ADMIN_TOKEN)`);
+    if (res.status === 404) throw new CtlError(CTL_EXIT.notFound, errorBodyMessage(text));
+    if (res.status === 400 || res.status === 409 || res.status === 422) throw new CtlError(CTL_EXIT.rejected, `refused: ${errorBodyMessage(text)}`);
+    if (res.status < 200 || res.status > 299) throw new CtlError(CTL_EXIT.error, `HTTP ${res.status} from ${url}: ${errorBodyMessage(text)}`);
     let json: unknown;
     try {
       json = JSON.parse(text);

@@ -155,6 +155,17 @@ export function errorResponse(err: LlmgwError, extraHeaders: Record<string, stri
   return new Response(JSON.stringify(err.toBody()), { status: err.status, headers });
 }
 
+/** The message of an OpenAI-shaped error body someone sent us, or the start of the text when it is not one. */
+export function errorBodyMessage(text: string, maxChars = 300): string {
+  try {
+    const body = JSON.parse(text) as { error?: { message?: unknown } };
+    if (typeof body.error?.message === "string") return body.error.message;
+  } catch {
+    // not JSON: the text itself says what happened
+  }
+  return text.slice(0, maxChars) || "(empty body)";
+}
+
 /** Narrow anything thrown to an LlmgwError (unknown failures become INTERNAL_ERROR). */
 export function asLlmgwError(err: unknown): LlmgwError {
   if (err instanceof LlmgwError) return err;
