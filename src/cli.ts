@@ -1,11 +1,13 @@
 #!/usr/bin/env bun
 /**
- * One entry for every role: `llmgw <command> [flags]`. Re-executes itself when
- * the process started without the Bun environment llmgw needs (see
- * src/shared/process-env.ts), so `bun src/cli.ts …` behaves like `llmgw …`.
+ * One entry for every role: `llmgw <command> [flags]`. Re-executes itself (exec,
+ * same pid) when the process started without the Bun environment llmgw needs
+ * (see src/shared/process-env.ts), so `bun src/cli.ts …` behaves like `llmgw …`,
+ * and stops with the process that started it when LLMGW_PARENT_PID says so.
  */
 import { parseCommandArgs, UsageError, type CommandSpec } from "./cli/command.ts";
-import { childEnv, missingBunEnv } from "./shared/process-env.ts";
+import { childEnv, execSelfWithBunEnv, missingBunEnv } from "./shared/process-env.ts";
+import { bindToParent } from "./shared/parent-binding.ts";
 import { flushLogger } from "./shared/logger.ts";
 
 type Loader = () => Promise<CommandSpec>;
@@ -25,9 +27,13 @@ export function mainUsage(): string {
   return ["usage: llmgw <command> [flags]", "", "commands:", ...lines, "", "Run 'llmgw <command> --help' for a command's flags."].join("\n");
 }
 
-async function reexecWithBunEnv(): Promise<number> {
+/**
+ * Fallback where exec is impossible (no glibc): run ourselves as a child
+ * bound to us (LLMGW_PARENT_PID), forwarding what a supervisor sends.
+ */
+async function runChildWithBunEnv(): Promise<number> {
   const proc = Bun.spawn([process.execPath, ...process.argv.slice(1)], {
-    env: childEnv(),
+    env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
     stdio: ["inherit", "inherit", "inherit"],
   });
   for (const sig of ["SIGTERM", "SIGHUP"] as const) process.on(sig, () => proc.kill(sig));
@@ -64,30 +70,15 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-/**
- * A child started by spawnLlmgw (demo, bench, tests) runs in its own process
- * group, so it survives a parent that dies without stopping it (SIGKILL, a
- * crashed test). LLMGW_PARENT_PID makes it stop itself when that parent is gone.
- */
-function exitWithParent(): void {
-  const parent = Number(process.env.LLMGW_PARENT_PID);
-  if (!Number.isInteger(parent) || parent <= 1) return;
-  const timer = setInterval(() => {
-    try {
-      process.kill(parent, 0);
-    } catch {
-      clearInterval(timer);
-      process.kill(process.pid, "SIGTERM");
-    }
-  }, 1_000);
-  timer.unref();
-}
-
 if (import.meta.main) {
-  exitWithParent();
+  // Bun reads its limits at start only: become a process that has them
+  // (same pid, so systemd and kill -9 still reach the serving process).
+  const needsEnv = missingBunEnv().length > 0;
+  if (needsEnv) execSelfWithBunEnv();
+  bindToParent();
   let code: number;
-  if (missingBunEnv().length > 0) {
-    code = await reexecWithBunEnv();
+  if (needsEnv) {
+    code = await runChildWithBunEnv();
   } else {
     try {
       code = await main(process.argv.slice(2));

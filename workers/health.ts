@@ -1,7 +1,7 @@
 /** The health worker: a thin shell over src/health/health-service.ts. */
 import type { FromHealth, ToHealth } from "../src/protocol/health-messages.ts";
 import { HealthService } from "../src/health/health-service.ts";
-import { EndpointTable } from "../src/shared/endpoint-table.ts";
+import { EndpointTable, Signals } from "../src/shared/endpoint-table.ts";
 
 declare const self: Worker;
 
@@ -13,13 +13,17 @@ self.onmessage = (event: MessageEvent<ToHealth>) => {
   const msg = event.data;
   switch (msg.type) {
     case "init": {
-      const table = new EndpointTable(msg.endpoints.length, msg.buffer);
-      service = new HealthService(table, msg.endpoints, msg.health, (out: FromHealth) => self.postMessage(out));
+      const table = new EndpointTable(msg.maxEndpoints, msg.buffer);
+      service = new HealthService(table, msg.endpoints, msg.health, (out: FromHealth) => self.postMessage(out), new Signals(msg.signals));
       service.start();
       if (pendingAgents) service.setAgents(pendingAgents.agents, pendingAgents.settings);
       self.postMessage({ type: "ready" } satisfies FromHealth);
       return;
     }
+    case "endpoint":
+      if (msg.endpoint === null) service?.remove(msg.index);
+      else service?.add(msg.endpoint);
+      return;
     case "agents":
       if (service) service.setAgents(msg.agents, msg.settings);
       else pendingAgents = msg;

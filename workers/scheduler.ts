@@ -1,6 +1,6 @@
 /** The scheduler worker: a thin shell over src/scheduler/worker-loop.ts. */
 import type { FromScheduler, ToScheduler } from "../src/protocol/scheduler-messages.ts";
-import { SchedulerWorkerLoop } from "../src/scheduler/worker-loop.ts";
+import { SchedulerWorkerLoop } from "../src/admission/worker-loop.ts";
 
 declare const self: Worker;
 

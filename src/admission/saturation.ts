@@ -31,6 +31,11 @@ export class CapacityLearner {
     if (running !== undefined && running > (this.highWater[index] ?? 0)) this.highWater[index] = running;
   }
 
+  /** A new endpoint in this slot: learn its capacity afresh. */
+  reset(index: number): void {
+    this.highWater[index] = 0;
+  }
+
   capacity(index: number): number {
     return Math.max(this.initialCapacity, this.highWater[index] ?? 0);
   }
@@ -51,13 +56,50 @@ export function poolSaturation(
   capacity: (index: number) => number,
   opts: { headroom: number; staleMetrics: "ignore" | "saturated" },
 ): number {
+  const { room, kv } = poolRoom(members, capacity, opts);
+  if (room === 0) return Infinity; // nothing ready: nothing may flow
   let inflight = 0;
+  for (const m of members) if (m.ready) inflight += m.inflight;
+  return Math.max(inflight / room, kv);
+}
+
+/**
+ * How many requests a pool may hold while a band still flows, from the same
+ * figures as poolSaturation: the band flows while max(held / room, kv) is
+ * below its ceiling, where room = Σ capacity × (1 + headroom) over the ready
+ * endpoints. So its limit is ⌈ceiling × room⌉ (held must stay below it), 0
+ * when KV occupancy alone is at the ceiling or nothing is ready, and
+ * unlimited (`unlimited`) for a ceiling above 1 while something is ready.
+ * The scheduler worker publishes these in the pool table; the main thread
+ * claims against them without a message.
+ */
+export function bandLimits(
+  members: readonly PoolMember[],
+  capacity: (index: number) => number,
+  opts: { headroom: number; staleMetrics: "ignore" | "saturated" },
+  ceilings: readonly number[],
+  unlimited: number,
+): number[] {
+  const { room, kv } = poolRoom(members, capacity, opts);
+  return ceilings.map((ceiling) => {
+    if (room === 0) return 0;
+    if (ceiling > 1) return unlimited;
+    if (kv >= ceiling) return 0;
+    return Math.min(unlimited, Math.ceil(ceiling * room));
+  });
+}
+
+/** Σ capacity × (1 + headroom) over ready members, and their mean KV occupancy (stale → policy). */
+function poolRoom(
+  members: readonly PoolMember[],
+  capacity: (index: number) => number,
+  opts: { headroom: number; staleMetrics: "ignore" | "saturated" },
+): { room: number; kv: number } {
   let cap = 0;
   let kvSum = 0;
   let kvN = 0;
   for (const m of members) {
     if (!m.ready) continue;
-    inflight += m.inflight;
     cap += capacity(m.index);
     if (m.stale) {
       if (opts.staleMetrics === "saturated") {
@@ -69,8 +111,5 @@ export function poolSaturation(
       kvN++;
     }
   }
-  if (cap === 0) return Infinity; // nothing ready: nothing may flow
-  const queue = inflight / (cap * (1 + opts.headroom));
-  const kv = kvN === 0 ? 0 : kvSum / kvN;
-  return Math.max(queue, kv);
+  return { room: cap * (1 + opts.headroom), kv: kvN === 0 ? 0 : kvSum / kvN };
 }

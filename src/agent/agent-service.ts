@@ -24,6 +24,8 @@ export interface AgentServiceOptions {
   advertiseHost: string;
   bins: EngineBinaries;
   supervisor: Supervisor;
+  /** Why `port` cannot be bound on the engine host (null: free); absent: not checked. */
+  portCheck?: (port: number) => Promise<string | null>;
 }
 
 export interface NodeState {
@@ -106,6 +108,7 @@ export class AgentService {
         .map((r) => ({ id: r.id, gpus: r.gpus, port: r.port }));
       const inv = await this.inventory(0);
       const fabric = validateReplica(spec, { gpus: inv.gpus, fabric: inv.fabric, others });
+      if (spec.port !== undefined) await this.checkPortFree(id, spec.port);
       const port = spec.port ?? (await freePort(this.opts.engineHost, new Set(others.map((o) => o.port).filter((p): p is number => p !== null))));
       const plan = buildLaunchPlan({ spec, port, host: this.opts.engineHost, fabric, bins: this.opts.bins });
       const outcome = await sup.apply({
@@ -119,6 +122,14 @@ export class AgentService {
       });
       return { outcome, replica: this.status(id) };
     });
+  }
+
+  /** Refuse a port another process holds (the engine could only crash-loop on it); the replica's own running engine may hold it. */
+  private async checkPortFree(id: string, port: number): Promise<void> {
+    const own = this.opts.supervisor.status(id);
+    if (own && own.port === port && own.pid !== null) return;
+    const held = (await this.opts.portCheck?.(port)) ?? null;
+    if (held !== null) throw new LlmgwError("VALIDATION_FAILED", `port-in-use: ${held}`, { param: "port" });
   }
 
   deleteReplica(id: string): Promise<boolean> {

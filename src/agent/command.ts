@@ -6,11 +6,14 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { boolFlag, numberFlag, parseCommandArgs, parseListen, stringFlag, UsageError, type CommandSpec, type ParsedArgs } from "../cli/command.ts";
 import { initLogger, logger, logListening } from "../shared/logger.ts";
+import { shutdownSignal } from "../shared/signals.ts";
 import { createAgentHandler } from "./agent-server.ts";
 import { AgentService } from "./agent-service.ts";
 import { DEFAULT_SYSFS_INFINIBAND } from "./fabric.ts";
 import { DEFAULT_NVIDIA_SMI } from "./gpu-discovery.ts";
+import { engineBinding } from "./engine-lifetime.ts";
 import { collectInventory, formatInventory } from "./inventory.ts";
+import { canBind, findPortHolder, holderText, isLlmgwCommand, shortCommand, type PortHolder } from "./port-holder.ts";
 import { DEFAULT_RESTART_POLICY } from "./replica-state.ts";
 import { DEFAULT_STOP_GRACE_MS, Supervisor } from "./supervisor.ts";
 import { registrationFromFlags, REGISTRATION_OPTIONS, REGISTRATION_USAGE } from "./registration-flags.ts";
@@ -48,7 +51,10 @@ flags:
   --python PATH             python with sglang (default python3)
   --max-restarts N          crash restarts before a replica stays Failed (default ${DEFAULT_RESTART_POLICY.maxRestarts})
   --stop-grace-ms MS        SIGTERM → SIGKILL grace (default ${DEFAULT_STOP_GRACE_MS})
-  --stop-engines-on-exit    stop engines when the agent exits (default: leave them for the next agent to adopt)
+  --keep-engines-on-exit    engines outlive the agent (even kill -9) and the next agent adopts
+                            them; a systemd unit then needs KillMode=process. Default: engines
+                            stop with the agent (SIGTERM on exit, or from the kernel when the
+                            agent dies: setpriv --pdeathsig)
 ${REGISTRATION_USAGE}
 
 API (Authorization: Bearer TOKEN): GET /v1/inventory, GET /v1/state,
@@ -70,7 +76,7 @@ const agentOptions = {
   python: { type: "string" },
   "max-restarts": { type: "string" },
   "stop-grace-ms": { type: "string" },
-  "stop-engines-on-exit": { type: "boolean" },
+  "keep-engines-on-exit": { type: "boolean" },
   ...REGISTRATION_OPTIONS,
 } as const;
 
@@ -92,12 +98,13 @@ async function runAgent(args: ParsedArgs): Promise<number> {
   const stateDir = stringFlag(args, "state-dir") ?? defaultStateDir();
   const maxRestarts = numberFlag(args, "max-restarts", DEFAULT_RESTART_POLICY.maxRestarts, { min: 0, integer: true });
   const stopGraceMs = numberFlag(args, "stop-grace-ms", DEFAULT_STOP_GRACE_MS, { min: 0, integer: true });
-  const stopEngines = boolFlag(args, "stop-engines-on-exit");
+  const binding = engineBinding(boolFlag(args, "keep-engines-on-exit") ? "detached" : "bound", Bun.which("setpriv"), process.pid);
   const registration = registrationFromFlags(args, process.env);
   initLogger({ role: "agent" });
+  if (binding.warning) logger().warn({ lifetime: binding.lifetime }, binding.warning);
 
-  const supervisor = new Supervisor({ stateDir, stopGraceMs, restart: { maxRestarts } });
-  const adoption = await supervisor.adopt();
+  const portCheck = async (port: number) => ((await canBind(engineHost, port)) ? null : `port ${port} is ${holderText(findPortHolder(port))}`);
+  const supervisor = new Supervisor({ stateDir, stopGraceMs, restart: { maxRestarts }, binding, portCheck });
   const service = new AgentService({
     nvidiaSmi: stringFlag(args, "nvidia-smi") ?? DEFAULT_NVIDIA_SMI,
     sysfsRoot: stringFlag(args, "sysfs-root") ?? DEFAULT_SYSFS_INFINIBAND,
@@ -105,26 +112,60 @@ async function runAgent(args: ParsedArgs): Promise<number> {
     advertiseHost: stringFlag(args, "advertise-host") ?? engineHost,
     bins: { vllm: stringFlag(args, "vllm") ?? "vllm", python: stringFlag(args, "python") ?? "python3", bun: process.execPath, cli: join(import.meta.dir, "..", "cli.ts") },
     supervisor,
+    portCheck,
   });
+  // The port first: an agent that cannot serve must not adopt engines an earlier agent still runs.
+  const handler = createAgentHandler(service, token);
+  let adopted: Promise<unknown> = Promise.resolve();
+  const afterAdoption = async (req: Request): Promise<Response> => {
+    await adopted; // a PUT must not race the adoption of the same replica id
+    return handler(req);
+  };
+  const server = serveOrExplain(listen, afterAdoption);
+  if (server === null) return 1;
+  const adoption = supervisor.adopt();
+  adopted = adoption;
   const inv = await service.inventory();
-  logger().info({ gpus: inv.gpus.length, note: inv.nvidiaSmi.note, fabric: inv.fabric.island, stateDir, adopted: adoption.adopted, refused: adoption.refused }, "agent inventory");
-
-  const server = Bun.serve({ hostname: listen.host, port: listen.port, idleTimeout: AGENT_IDLE_TIMEOUT_S, fetch: createAgentHandler(service, token) });
+  const { adopted: adoptedIds, refused } = await adoption;
+  logger().info({ gpus: inv.gpus.length, note: inv.nvidiaSmi.note, fabric: inv.fabric.island, stateDir, engines: binding.lifetime, adopted: adoptedIds, refused }, "agent inventory");
   const shownHost = listen.host === "0.0.0.0" ? "127.0.0.1" : listen.host.includes(":") ? `[${listen.host}]` : listen.host;
   logListening(logger(), "agent", `http://${shownHost}:${server.port}`);
   const registering = registration
     ? startRegistration({ ...registration.resolve({ token, port: server.port ?? listen.port, host: stringFlag(args, "advertise-host") ?? engineHost }), log: logger() })
     : undefined;
 
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once("SIGINT", () => resolve("SIGINT"));
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-  });
+  // Handlers stay installed: a second signal must not kill the agent while it stops its engines.
+  const signal = await shutdownSignal();
+  const stopEngines = binding.lifetime === "bound";
   logger().info({ signal, stopEngines }, "agent stopping");
   registering?.stop();
   await server.stop(true);
   await supervisor.close({ stopEngines });
   return 0;
+}
+
+/** The API listener; null when the port is taken, after saying who holds it (other errors are thrown). */
+function serveOrExplain(listen: { host: string; port: number }, fetch: (req: Request) => Promise<Response>): ReturnType<typeof Bun.serve> | null {
+  try {
+    return Bun.serve({ hostname: listen.host, port: listen.port, idleTimeout: AGENT_IDLE_TIMEOUT_S, fetch });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
+    const message = listenRefusal(listen.port, findPortHolder(listen.port));
+    logger().error({ port: listen.port }, message);
+    console.error(`llmgw agent: ${message}`);
+    return null;
+  }
+}
+
+/** Why the agent cannot listen on `port`, and what to do about it. */
+export function listenRefusal(port: number, holder: PortHolder | "unknown" | null): string {
+  if (holder !== null && holder !== "unknown" && isLlmgwCommand(holder.argv, "agent")) {
+    return (
+      `port ${port} is held by an earlier llmgw agent, pid ${holder.pid} (${shortCommand(holder.argv)}). ` +
+      `Stop it first (kill ${holder.pid}; under systemd: systemctl stop llmgw-agent), or give this one another --listen port`
+    );
+  }
+  return `port ${port} is ${holderText(holder)}; free it or give the agent another --listen port`;
 }
 
 async function dispatchAgent(argv: string[]): Promise<number> {

@@ -112,6 +112,24 @@ function simArgv(input: LaunchInput): string[] {
   ];
 }
 
+/**
+ * Flags the agent writes itself or whose meaning it relies on (where the
+ * engine listens, which model, how many GPUs and nodes): extraArgs may not
+ * set them, so the probe, the port and the GPU assignment stay true. Short
+ * forms are vLLM's aliases.
+ */
+export const OWNED_FLAGS: Record<EngineKind, readonly string[]> = {
+  vllm: [
+    "--model", "--host", "--port", "--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp", "--data-parallel-size", "-dp",
+    "--max-num-seqs", "--gpu-memory-utilization", "--quantization", "--nnodes", "--node-rank", "--master-addr", "--master-port", "--headless",
+  ],
+  sglang: [
+    "--model-path", "--model", "--host", "--port", "--tp", "--tp-size", "--tensor-parallel-size", "--pp-size", "--pipeline-parallel-size",
+    "--dp", "--dp-size", "--data-parallel-size", "--max-running-requests", "--mem-fraction-static", "--quantization", "--nnodes", "--node-rank", "--dist-init-addr",
+  ],
+  sim: ["--model", "--host", "--port", "--startup-ms", "--gpus"],
+};
+
 const ARGV: Record<EngineKind, (input: LaunchInput) => string[]> = { vllm: vllmArgv, sglang: sglangArgv, sim: simArgv };
 
 export function buildLaunchPlan(input: LaunchInput): LaunchPlan {

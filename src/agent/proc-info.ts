@@ -9,6 +9,7 @@ export interface ProcStat {
   pid: number;
   /** One-letter state: R, S, D, Z (zombie), T… */
   state: string;
+  ppid: number;
   pgid: number;
   /** Clock ticks since boot when the process started: with the pid, it names one process for good. */
   startTime: number;
@@ -20,12 +21,13 @@ export function parseProcStat(text: string): ProcStat | undefined {
   const pid = Number(text.slice(0, text.indexOf(" ")));
   if (close < 0 || !Number.isInteger(pid)) return undefined;
   const rest = text.slice(close + 2).trim().split(/\s+/);
-  // rest[0] is field 3 (state); pgrp is field 5, starttime field 22.
+  // rest[0] is field 3 (state); ppid is field 4, pgrp field 5, starttime field 22.
   const state = rest[0];
+  const ppid = Number(rest[1]);
   const pgid = Number(rest[2]);
   const startTime = Number(rest[19]);
-  if (state === undefined || !Number.isInteger(pgid) || !Number.isFinite(startTime)) return undefined;
-  return { pid, state, pgid, startTime };
+  if (state === undefined || !Number.isInteger(ppid) || !Number.isInteger(pgid) || !Number.isFinite(startTime)) return undefined;
+  return { pid, state, ppid, pgid, startTime };
 }
 
 export function readStat(pid: number): ProcStat | undefined {

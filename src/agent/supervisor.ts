@@ -12,6 +12,7 @@
 import { closeSync, mkdirSync } from "node:fs";
 import { logger } from "../shared/logger.ts";
 import type { LaunchPlan } from "./engine-adapters.ts";
+import { engineBinding, engineEnv, type EngineBinding } from "./engine-lifetime.ts";
 import { appendLine, capLogFile, DEFAULT_LOG_MAX_BYTES, DEFAULT_TAIL_BYTES, DEFAULT_TAIL_LINES, openLogForAppend, readTail } from "./log-file.ts";
 import { logFilePath, readPidFiles, removePidFile, writePidFile } from "./pid-files.ts";
 import { isAlive, readStat } from "./proc-info.ts";
@@ -64,6 +65,10 @@ export interface SupervisorOptions {
   tailLines?: number;
   tailBytes?: number;
   logMaxBytes?: number;
+  /** How engines are tied to this agent (default: detached, no prefix). */
+  binding?: EngineBinding;
+  /** Before a restart: why the replica's port cannot be bound (null: free). No engine is started while it is held. */
+  portCheck?: (port: number) => Promise<string | null>;
 }
 
 interface Entry {
@@ -100,8 +105,10 @@ export class Supervisor {
   private readonly pollMs: number;
   private readonly graceMs: number;
   private readonly policy: RestartPolicy;
+  private readonly binding: EngineBinding;
 
   constructor(private readonly opts: SupervisorOptions) {
+    this.binding = opts.binding ?? engineBinding("detached", null, process.pid);
     this.probe = opts.probe ?? httpProbe;
     this.pollMs = opts.pollMs ?? DEFAULT_POLL_MS;
     this.graceMs = opts.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
@@ -214,7 +221,7 @@ export class Supervisor {
     const fd = openLogForAppend(this.logPath(e), freshLog);
     try {
       appendLine(this.logPath(e), `[llmgw agent] starting (restart ${e.restarts}): ${argv.join(" ")}`);
-      proc = Bun.spawn(argv, { env: { ...process.env, ...env }, stdin: "ignore", stdout: fd, stderr: fd, detached: true });
+      proc = Bun.spawn([...this.binding.prefix, ...argv], { env: engineEnv(process.env, this.binding, env), stdin: "ignore", stdout: fd, stderr: fd, detached: true });
     } catch (err) {
       this.afterExit(e, gen, null, null, `spawn failed: ${err instanceof Error ? err.message : String(err)}`, false);
       return;
@@ -272,12 +279,21 @@ export class Supervisor {
       e.nextRestartAt = Date.now() + decision.delayMs;
       e.restartTimer = setTimeout(() => {
         e.restartTimer = null;
-        this.launch(e, false);
+        void this.relaunch(e);
       }, decision.delayMs);
     } else {
       e.message = `${message ?? `exited (code ${code ?? "unknown"}${signal ? `, ${signal}` : ""})`}; not restarted after ${e.restarts} restart(s)`;
       removePidFile(this.opts.stateDir, e.desired.id);
     }
+  }
+
+  /** A restart, unless the port is held: then no engine is started (it could only fail to bind) and the wait counts as a failed start. */
+  private async relaunch(e: Entry): Promise<void> {
+    const gen = e.generation;
+    const held = this.opts.portCheck ? await this.opts.portCheck(e.desired.port) : null;
+    if (gen !== e.generation) return; // stopped or replaced meanwhile
+    if (held !== null) this.afterExit(e, gen, null, null, `${held}; engine not started`, false);
+    else this.launch(e, false);
   }
 
   private clearTimers(e: Entry): void {

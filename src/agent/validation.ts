@@ -6,6 +6,7 @@
  */
 import { LlmgwError } from "../shared/errors.ts";
 import type { Fabric, FabricPort } from "./fabric.ts";
+import { OWNED_FLAGS } from "./engine-adapters.ts";
 import { computeCapabilityAtLeast } from "./gpu-class.ts";
 import { BLOCKING_HEALTH_REASONS, type GpuView } from "./gpu-health.ts";
 import type { ResolvedFabric } from "./nccl-env.ts";
@@ -23,6 +24,9 @@ export type ValidationRule =
   | "multi-node"
   | "port-in-use"
   | "engine-option"
+  | "model-name"
+  | "engine-args"
+  | "engine-env"
   | "fabric-adapter"
   | "fabric-mixed-link-layer"
   | "roce-gid-index";
@@ -101,6 +105,48 @@ function validateLayout(spec: ReplicaSpec, chosen: readonly GpuView[]): void {
   if (spec.startupMs !== undefined && spec.engine !== "sim") refuse("engine-option", "startupMs applies to the sim-engine only", "startupMs");
 }
 
+/** C0 controls and DEL: never part of a model name or an argument a person meant. */
+const CONTROL_CHAR = /[\u0000-\u001f\u007f]/;
+/** Environment the agent sets to pin the GPU assignment and the engine's parent binding. */
+const OWNED_ENV = ["CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES"];
+
+/** A value placed in the engine's argv must never read as a flag (a model named `--port`). */
+function checkArgValue(rule: ValidationRule, param: string, value: string | undefined): void {
+  if (value === undefined) return;
+  if (value.startsWith("-")) refuse(rule, `${param} '${value}' starts with '-' and would be read as a flag`, param);
+  if (CONTROL_CHAR.test(value) || value.trim() !== value) refuse(rule, `${param} contains control characters or surrounding whitespace`, param);
+}
+
+/** The flag an extraArgs token names, normalised as argparse reads it (`--max_num_seqs=8` → `--max-num-seqs`); null for a value. */
+function flagName(token: string): string | null {
+  if (!token.startsWith("-") || /^-\d/.test(token)) return null; // -1, -0.5: negative numbers are values
+  const name = token.split("=", 1)[0]!;
+  return name.startsWith("--") ? `--${name.slice(2).replaceAll("_", "-")}` : name;
+}
+
+/** argparse accepts unique prefixes (`--por` for `--port`) and glued short values (`-tp8`). */
+function ownedFlagHit(flag: string, owned: readonly string[]): string | undefined {
+  if (flag.startsWith("--")) return owned.find((o) => o.startsWith("--") && flag.length > 2 && o.startsWith(flag));
+  return owned.find((o) => !o.startsWith("--") && flag.startsWith(o));
+}
+
+function validateEngineInputs(spec: ReplicaSpec): void {
+  checkArgValue("model-name", "model", spec.model);
+  checkArgValue("engine-option", "quantization", spec.quantization);
+  checkArgValue("multi-node", "multiNode.masterAddr", spec.multiNode?.masterAddr);
+  const first = spec.extraArgs[0];
+  if (first !== undefined && flagName(first) === null) refuse("engine-args", `extraArgs[0] '${first}' is not a flag (extraArgs are flags and their values)`, "extraArgs");
+  spec.extraArgs.forEach((arg, i) => {
+    if (CONTROL_CHAR.test(arg)) refuse("engine-args", `extraArgs[${i}] contains a control character`, "extraArgs");
+    const flag = flagName(arg);
+    const hit = flag === null ? undefined : ownedFlagHit(flag, OWNED_FLAGS[spec.engine]);
+    if (hit) refuse("engine-args", `extraArgs[${i}] '${arg}' sets ${hit}, which the agent sets from the spec (host, port, model and GPU layout are the agent's)`, "extraArgs");
+  });
+  for (const key of Object.keys(spec.env)) {
+    if (OWNED_ENV.includes(key) || key.startsWith("LLMGW_")) refuse("engine-env", `env ${key} is set by the agent (GPU assignment, parent binding)`, "env");
+  }
+}
+
 function resolveFabric(spec: ReplicaSpec, fabric: Fabric): ResolvedFabric | null {
   if (!spec.fabric) return null;
   const ports: { adapter: string; port: FabricPort }[] = [];
@@ -133,6 +179,7 @@ function resolveFabric(spec: ReplicaSpec, fabric: Fabric): ResolvedFabric | null
 
 /** Validate `spec` for this node; returns the fabric ports NCCL should use (null: none asked for). */
 export function validateReplica(spec: ReplicaSpec, ctx: ValidationContext): ResolvedFabric | null {
+  validateEngineInputs(spec);
   const chosen = validateGpus(spec, ctx);
   validateLayout(spec, chosen);
   if (spec.port !== undefined) {

@@ -7,7 +7,7 @@
  */
 import { boolFlag, numberFlag } from "../cli/command.ts";
 import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
-import type { BenchScenario } from "./command.ts";
+import type { BenchScenario } from "./scenario.ts";
 import { startClosedLoopLoad } from "./closed-loop-load.ts";
 import { formatTable, quantile } from "./report.ts";
 import { timedStream } from "./stream-client.ts";

@@ -3,20 +3,12 @@
  * loopback and prints a table (or one JSON object with --json). Each scenario
  * lives in its own module, loaded on demand.
  */
-import { parseCommandArgs, UsageError, type CommandSpec, type ParsedArgs } from "../cli/command.ts";
-
-export interface BenchScenario {
-  name: string;
-  summary: string;
-  /** Flags of this scenario, shown by `llmgw bench <name> --help`. */
-  usage: string;
-  options: CommandSpec["options"];
-  run(args: ParsedArgs): Promise<number>;
-}
+import { parseCommandArgs, UsageError, type CommandSpec } from "../cli/command.ts";
+import type { BenchScenario } from "./scenario.ts";
 
 const SCENARIOS: Record<string, { summary: string; load: () => Promise<BenchScenario> }> = {
   sim: { summary: "concurrent streams one sim-engine sustains, and at what CPU cost", load: async () => (await import("./sim-scenario.ts")).simScenario },
-  overhead: { summary: "latency llmgw adds: direct vs bare Bun proxy vs llmgw, interleaved", load: async () => (await import("./overhead-scenario.ts")).overheadScenario },
+  overhead: { summary: "latency and CPU llmgw adds: direct vs nginx vs bare Bun vs llmgw, interleaved", load: async () => (await import("./overhead-scenario.ts")).overheadScenario },
   admission: { summary: "platinum TTFT under bronze load, admission on and off", load: async () => (await import("./admission-scenario.ts")).admissionScenario },
 };
 

@@ -1,199 +1,215 @@
 /**
- * `llmgw bench overhead`: what llmgw adds on the way to the engine. Three
- * paths to the same sim-engines — direct (round-robin), a bare Bun
- * pass-through proxy (the runtime's floor), and llmgw — measured in
- * interleaved rounds at each concurrency so machine noise falls on all three
- * alike. Reports TTFT p50/p99 and inter-token p99 added over direct, the
- * throughput ratio, and llmgw's own llmgw_router_overhead_seconds p99.
+ * `llmgw bench overhead`: what llmgw adds on the way to the engine, against
+ * the floor of its runtime and a native proxy. The same sim-engines are
+ * reached directly (round-robin), through nginx (when installed), through a
+ * bare Bun pass-through, through llmgw with its default configuration
+ * (admission and all four scorers on), and through llmgw with API keys and a
+ * tenant quota — in interleaved rounds per case. Reports TTFT p50/p99 added
+ * over direct and over bare Bun, throughput, the proxies' CPU per request
+ * (main thread and whole process), scheduler messages per request, and each
+ * target of issue 8 met or not.
  */
 import { join } from "node:path";
 import { boolFlag, numberFlag, stringFlag, UsageError } from "../cli/command.ts";
 import { spawnLlmgw, writeGatewayConfig, REPO_ROOT, type LlmgwChild } from "../shared/llmgw-child.ts";
-import type { BenchScenario } from "./command.ts";
-import { histogramQuantile } from "./histogram-quantile.ts";
-import { formatTable, median, quantile } from "./report.ts";
-import { timedStream, type StreamTiming } from "./stream-client.ts";
+import { startNginx, type NginxProxy } from "./nginx-proxy.ts";
+import { comparePaths, type BenchPath, type PathResult } from "./path-compare.ts";
+import { formatTable } from "./report.ts";
+import type { BenchScenario } from "./scenario.ts";
 
-const PATHS = ["direct", "bare", "llmgw"] as const;
-type PathName = (typeof PATHS)[number];
 const MODEL = "bench-model";
+const BENCH_KEY = "bench-overhead-key-0001";
 
-const USAGE = `usage: llmgw bench overhead [--concurrency 10,50,500] [--rounds N] [--tokens N] [--itl-ms MS] [--json]
+/** The cases of issue 8's table: concurrency and what the engine does. */
+const CASES = {
+  c10: { concurrency: 10, prefillMs: 0, itlMs: 0, tokens: 8, what: "c=10, zero-latency engine" },
+  c50: { concurrency: 50, prefillMs: 20, itlMs: 2, tokens: 8, what: "c=50, engine with 20 ms TTFT" },
+  sat: { concurrency: 256, prefillMs: 0, itlMs: 0, tokens: 8, what: "saturation: c=256, zero-latency engine" },
+} as const;
+type CaseName = keyof typeof CASES;
 
-Direct-to-engine vs a bare Bun pass-through proxy vs llmgw, against the same
-sim-engines, interleaved in one run. Prints TTFT p50/p99 and inter-token p99
-added over direct, throughput relative to direct, and llmgw's own
-llmgw_router_overhead_seconds p99.
+const USAGE = `usage: llmgw bench overhead [--cases c10,c50,sat] [--rounds N] [--requests N] [--engines N] [--json]
+
+The same sim-engines reached directly, through nginx (if installed), a bare
+Bun pass-through, llmgw (default config) and llmgw with API keys and a tenant
+quota, interleaved in rounds. Prints TTFT p50/p99 and their added cost over
+direct and over bare Bun, throughput, CPU per request of each proxy (main
+thread / whole process), scheduler messages per request, and the targets.
+
+cases: ${Object.entries(CASES)
+  .map(([n, c]) => `${n} (${c.what})`)
+  .join(", ")}
 
 flags:
-  --concurrency LIST  concurrent streams per level (default 10,50,500)
-  --rounds N          interleaved rounds per level and path (default 6)
-  --tokens N          tokens per response (default 8)
-  --itl-ms MS         sim-engine inter-token latency (default 2; prefill 0)
-  --engines N         sim-engines (default 3)
-  --json              print one JSON object instead of the table`;
+  --cases LIST     which cases (default c10,c50,sat)
+  --rounds N       interleaved rounds per case (default 5)
+  --requests N     requests per path per round (default 400)
+  --engines N      sim-engines (default 3)
+  --json           print one JSON object instead of the tables`;
 
-interface PathStats {
-  ttft: number[];
-  gaps: number[];
-  /** Requests per second of each round. */
-  rps: number[];
-  errors: number;
+interface Started {
+  sims: LlmgwChild[];
+  paths: BenchPath[];
+  stop(): Promise<void>;
 }
 
-function emptyStats(): Record<PathName, PathStats> {
-  return { direct: { ttft: [], gaps: [], rps: [], errors: 0 }, bare: { ttft: [], gaps: [], rps: [], errors: 0 }, llmgw: { ttft: [], gaps: [], rps: [], errors: 0 } };
+async function startPaths(engines: number, say: (s: string) => void): Promise<Started> {
+  const children: LlmgwChild[] = [];
+  let nginx: NginxProxy | undefined;
+  const stop = async () => {
+    await Promise.all(children.map((c) => c.stop()));
+    await nginx?.stop();
+  };
+  try {
+    for (let i = 0; i < engines; i++) {
+      children.push(await spawnLlmgw(["sim-engine", "--port", "0", "--model", MODEL, "--jitter", "0", "--max-num-seqs", "1024", "--batch-slowdown", "0"], { waitFor: 1 }));
+    }
+    const sims = [...children];
+    const simUrls = sims.map((s) => s.urls.api ?? s.url);
+    const bare = await spawnLlmgw(["0", ...simUrls], { script: join(REPO_ROOT, "src", "bench", "bare-proxy.ts") });
+    children.push(bare);
+    const endpoints = simUrls.map((url, i) => ({ id: `sim-${i + 1}`, url, models: [MODEL] }));
+    // The sim-engines' batch size: this bench measures routing, not capacity learning.
+    const base = { log_level: "info", admission: { initial_capacity: 1024 }, endpoints };
+    const gw = await spawnLlmgw(["serve", "--config", writeGatewayConfig(base)], { waitFor: 2 });
+    children.push(gw);
+    const gwKeys = await spawnLlmgw(
+      [
+        "serve",
+        "--config",
+        writeGatewayConfig({
+          ...base,
+          auth: { keys: [{ key: BENCH_KEY, tenant: "bench" }] },
+          // A quota that is checked on every request but never binds.
+          tenants: [{ name: "bench", requests_per_minute: 100_000_000, tokens_per_minute: 1_000_000_000 }],
+        }),
+      ],
+      { waitFor: 2 },
+    );
+    children.push(gwKeys);
+    for (const g of [gw, gwKeys]) {
+      for (let i = 0; i < 100; i++) {
+        const r = (await (await fetch(`${g.urls.admin}/readyz`)).json()) as { endpoints_ready: number };
+        if (r.endpoints_ready === engines) break;
+        await Bun.sleep(100);
+      }
+    }
+    nginx = await startNginx(simUrls);
+    if (!nginx) say("nginx is not installed: its row is left out (apt-get install nginx)");
+    const paths: BenchPath[] = [{ name: "direct", url: (i) => `${simUrls[i % simUrls.length]}/v1/chat/completions` }];
+    if (nginx) paths.push({ name: "nginx", url: () => `${nginx!.url}/v1/chat/completions`, ...(nginx.workerPid ? { pid: nginx.workerPid } : {}) });
+    paths.push(
+      { name: "bare", url: () => `${bare.urls.api}/v1/chat/completions`, pid: bare.proc.pid },
+      { name: "llmgw", url: () => `${gw.urls.api}/v1/chat/completions`, pid: gw.proc.pid, adminUrl: gw.urls.admin! },
+      {
+        name: "llmgw+keys",
+        url: () => `${gwKeys.urls.api}/v1/chat/completions`,
+        headers: { authorization: `Bearer ${BENCH_KEY}` },
+        pid: gwKeys.proc.pid,
+        adminUrl: gwKeys.urls.admin!,
+      },
+    );
+    return { sims, paths, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
 }
 
-/** `concurrency` closed-loop workers, each sending `perWorker` streams back to back through `urlFor`. */
-async function runRound(urlFor: (i: number) => string, concurrency: number, perWorker: number, body: string): Promise<{ timings: StreamTiming[]; seconds: number }> {
-  const timings: StreamTiming[] = [];
-  let seq = 0;
-  const start = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      for (let k = 0; k < perWorker; k++) timings.push(await timedStream(urlFor(seq++), body));
-    }),
-  );
-  return { timings, seconds: (performance.now() - start) / 1000 };
+/** Each target of issue 8 for one case: [what, met, detail]. */
+function targets(name: CaseName, r: Record<string, PathResult>): [string, boolean, string][] {
+  const bare = r.bare!;
+  const gw = r.llmgw!;
+  const out: [string, boolean, string][] = [];
+  const dp50 = gw.ttft_p50_ms - bare.ttft_p50_ms;
+  const dp99 = gw.ttft_p99_ms - bare.ttft_p99_ms;
+  if (name === "c10") {
+    out.push(["c10 TTFT p50 within 0.3 ms of bare", dp50 <= 0.3, `${dp50.toFixed(2)} ms`]);
+    out.push(["c10 TTFT p99 within 1.5 ms of bare", dp99 <= 1.5, `${dp99.toFixed(2)} ms`]);
+  } else if (name === "c50") {
+    out.push(["c50 TTFT p50 within 1 ms of bare", dp50 <= 1, `${dp50.toFixed(2)} ms`]);
+    out.push(["c50 TTFT p99 within 5 ms of bare", dp99 <= 5, `${dp99.toFixed(2)} ms`]);
+  } else {
+    const ratio = gw.rps / bare.rps;
+    out.push(["saturation throughput ≥ 0.95 × bare", ratio >= 0.95, `${ratio.toFixed(3)}×`]);
+  }
+  if (gw.main_cpu_us_per_req !== null && bare.main_cpu_us_per_req !== null) {
+    const ratio = gw.main_cpu_us_per_req / bare.main_cpu_us_per_req;
+    out.push([`${name} main-thread CPU/request ≤ 1.15 × bare`, ratio <= 1.15, `${gw.main_cpu_us_per_req.toFixed(0)} vs ${bare.main_cpu_us_per_req.toFixed(0)} µs (${ratio.toFixed(2)}×)`]);
+  }
+  if (gw.scheduler_messages_per_req !== null) out.push([`${name} scheduler messages per request = 0`, gw.scheduler_messages_per_req === 0, gw.scheduler_messages_per_req.toFixed(3)]);
+  return out;
 }
 
 export const overheadScenario: BenchScenario = {
   name: "overhead",
-  summary: "latency llmgw adds: direct vs bare Bun proxy vs llmgw, interleaved",
+  summary: "latency and CPU llmgw adds: direct vs nginx vs bare Bun vs llmgw, interleaved",
   usage: USAGE,
-  options: {
-    concurrency: { type: "string" },
-    rounds: { type: "string" },
-    tokens: { type: "string" },
-    "itl-ms": { type: "string" },
-    engines: { type: "string" },
-  },
+  options: { cases: { type: "string" }, rounds: { type: "string" }, requests: { type: "string" }, engines: { type: "string" } },
   async run(args) {
-    const levels = (stringFlag(args, "concurrency") ?? "10,50,500").split(",").map((s) => Number(s.trim()));
-    if (levels.some((n) => !Number.isInteger(n) || n < 1 || n > 5000)) throw new UsageError("--concurrency: expected integers in [1, 5000], e.g. 10,50,500");
-    const rounds = numberFlag(args, "rounds", 6, { min: 1, max: 100, integer: true });
-    const tokens = numberFlag(args, "tokens", 8, { min: 1, max: 4096, integer: true });
-    const itlMs = numberFlag(args, "itl-ms", 2, { min: 0, max: 1000 });
-    const engineCount = numberFlag(args, "engines", 3, { min: 1, max: 16, integer: true });
+    const names = (stringFlag(args, "cases") ?? "c10,c50,sat").split(",").map((s) => s.trim());
+    for (const n of names) if (!(n in CASES)) throw new UsageError(`--cases: unknown case '${n}' (expected ${Object.keys(CASES).join(", ")})`);
+    const rounds = numberFlag(args, "rounds", 5, { min: 1, max: 100, integer: true });
+    const requests = numberFlag(args, "requests", 400, { min: 10, max: 100_000, integer: true });
+    const engines = numberFlag(args, "engines", 3, { min: 1, max: 16, integer: true });
     const json = boolFlag(args, "json");
     const say = (s: string) => {
       if (!json) console.error(s);
     };
-
-    const children: LlmgwChild[] = [];
+    say(`starting ${engines} sim-engines, nginx, a bare Bun proxy and two gateways…`);
+    const started = await startPaths(engines, say);
     try {
-      say(`starting ${engineCount} sim-engines, a bare proxy and llmgw…`);
-      const sims: LlmgwChild[] = [];
-      for (let i = 0; i < engineCount; i++) {
-        const sim = await spawnLlmgw(
-          ["sim-engine", "--port", "0", "--model", MODEL, "--itl-ms", String(itlMs), "--prefill-overhead-ms", "0", "--prefill-ms-per-token", "0", "--jitter", "0", "--max-num-seqs", "1024"],
-          { waitFor: 1 },
+      const report: Record<string, unknown> = { scenario: "overhead", engines, rounds, requests_per_round: requests, cases: {} as Record<string, unknown> };
+      const checks: [string, boolean, string][] = [];
+      for (const name of names as CaseName[]) {
+        const c = CASES[name];
+        await Promise.all(
+          started.sims.map((s) =>
+            fetch(`${s.urls.api}/sim/config`, { method: "POST", body: JSON.stringify({ itl_ms: c.itlMs, prefill_overhead_ms: c.prefillMs, prefill_ms_per_token: 0 }) }),
+          ),
         );
-        sims.push(sim);
-        children.push(sim);
+        const body = JSON.stringify({ model: MODEL, stream: true, max_tokens: c.tokens, messages: [{ role: "user", content: "Say something short." }] });
+        say(`  ${c.what}…`);
+        const r = await comparePaths(started.paths, { concurrency: c.concurrency, requestsPerRound: Math.max(requests, c.concurrency * 2), rounds, body });
+        (report.cases as Record<string, unknown>)[name] = { ...c, paths: r };
+        checks.push(...targets(name, r));
+        if (!json) console.log(`\n${table(name, r)}`);
       }
-      const simUrls = sims.map((s) => s.urls.api ?? s.url);
-      const bare = await spawnLlmgw(["0", ...simUrls], { script: join(REPO_ROOT, "src", "bench", "bare-proxy.ts") });
-      children.push(bare);
-      const cfgPath = writeGatewayConfig({
-        log_level: "info",
-        // The sim-engines' batch size: this bench measures routing, not capacity learning.
-        admission: { initial_capacity: 1024 },
-        endpoints: simUrls.map((url, i) => ({ id: `sim-${i + 1}`, url, models: [MODEL] })),
-      });
-      const gw = await spawnLlmgw(["serve", "--config", cfgPath], { waitFor: 2 });
-      children.push(gw);
-      const gwApi = gw.urls.api!;
-      const gwAdmin = gw.urls.admin!;
-      // Wait for the health worker to see every engine ready.
-      for (let i = 0; i < 100; i++) {
-        const r = (await (await fetch(`${gwAdmin}/readyz`)).json()) as { endpoints_ready: number };
-        if (r.endpoints_ready === engineCount) break;
-        await Bun.sleep(100);
-      }
-
-      const body = JSON.stringify({ model: MODEL, stream: true, max_tokens: tokens, messages: [{ role: "user", content: "Say something short." }] });
-      const urlFor: Record<PathName, (i: number) => string> = {
-        direct: (i) => `${simUrls[i % simUrls.length]}/v1/chat/completions`,
-        bare: () => `${bare.urls.api}/v1/chat/completions`,
-        llmgw: () => `${gwApi}/v1/chat/completions`,
-      };
-
-      const results: Record<string, unknown>[] = [];
-      const rows: (string | number)[][] = [];
-      for (const concurrency of levels) {
-        const stats = emptyStats();
-        const perWorker = Math.max(1, Math.round(200 / concurrency));
-        // Warm-up: connection pools and JIT on every path.
-        for (const p of PATHS) await runRound(urlFor[p], Math.min(concurrency, 50), 1, body);
-        for (let r = 0; r < rounds; r++) {
-          // Rotate the order so no path always runs first (or last) in a round.
-          const order = PATHS.map((_, i) => PATHS[(i + r) % PATHS.length]!);
-          for (const p of order) {
-            const { timings, seconds } = await runRound(urlFor[p], concurrency, perWorker, body);
-            const s = stats[p];
-            for (const t of timings) {
-              if (!t.ok) {
-                s.errors++;
-                continue;
-              }
-              s.ttft.push(t.ttftMs);
-              s.gaps.push(...t.gapsMs);
-            }
-            s.rps.push(timings.length / seconds);
-          }
-        }
-        const d = stats.direct;
-        const summary = (p: PathName) => {
-          const s = stats[p];
-          return {
-            ttft_p50_ms: quantile(s.ttft, 0.5),
-            ttft_p99_ms: quantile(s.ttft, 0.99),
-            itl_p99_ms: quantile(s.gaps, 0.99),
-            rps: median(s.rps),
-            errors: s.errors,
-            ttft_p50_added_ms: quantile(s.ttft, 0.5) - quantile(d.ttft, 0.5),
-            ttft_p99_added_ms: quantile(s.ttft, 0.99) - quantile(d.ttft, 0.99),
-            itl_p99_added_ms: quantile(s.gaps, 0.99) - quantile(d.gaps, 0.99),
-            throughput_ratio: median(s.rps) / median(d.rps),
-          };
-        };
-        const level = { concurrency, requests_per_path: rounds * perWorker * concurrency, direct: summary("direct"), bare: summary("bare"), llmgw: summary("llmgw") };
-        results.push(level);
-        for (const p of PATHS) {
-          const s = level[p];
-          rows.push([concurrency, p, s.ttft_p50_ms, s.ttft_p99_ms, s.ttft_p50_added_ms, s.ttft_p99_added_ms, s.itl_p99_added_ms, s.throughput_ratio, s.errors]);
-        }
-        say(`  concurrency ${concurrency}: done`);
-      }
-      const metricsText = await (await fetch(`${gwAdmin}/metrics`)).text();
-      const overheadP50 = histogramQuantile(metricsText, "llmgw_router_overhead_seconds", 0.5);
-      const overheadP99 = histogramQuantile(metricsText, "llmgw_router_overhead_seconds", 0.99);
-      const report = {
-        scenario: "overhead",
-        engines: engineCount,
-        itl_ms: itlMs,
-        tokens,
-        rounds,
-        levels: results,
-        router_overhead_p50_ms: overheadP50 === undefined ? null : overheadP50 * 1000,
-        router_overhead_p99_ms: overheadP99 === undefined ? null : overheadP99 * 1000,
-      };
+      report.targets = checks.map(([what, met, detail]) => ({ what, met, detail }));
       if (json) console.log(JSON.stringify(report));
       else {
-        console.log(
-          formatTable({
-            title: `llmgw bench overhead — ${engineCount} sim-engines, itl ${itlMs} ms, ${tokens} tokens, ${rounds} interleaved rounds (ms; "added" = minus direct)`,
-            columns: ["conc", "path", "ttft p50", "ttft p99", "p50 added", "p99 added", "itl p99 added", "thru ratio", "errors"],
-            rows,
-          }),
-        );
-        console.log(`\nllmgw_router_overhead_seconds: p50 ${report.router_overhead_p50_ms?.toFixed(3)} ms, p99 ${report.router_overhead_p99_ms?.toFixed(3)} ms (from the gateway's own histogram)`);
+        console.log("\ntargets (issue 8):");
+        for (const [what, met, detail] of checks) console.log(`  ${met ? "met    " : "NOT MET"}  ${what}: ${detail}`);
       }
       return 0;
     } finally {
-      await Promise.all(children.map((c) => c.stop()));
+      await started.stop();
     }
   },
 };
+
+function table(name: CaseName, r: Record<string, PathResult>): string {
+  const direct = r.direct!;
+  const bare = r.bare!;
+  const f = (v: number | null) => (v === null ? "—" : v);
+  return formatTable({
+    title: `llmgw bench overhead — ${CASES[name].what} (ms; "added" = minus direct; "vs bare" = minus bare Bun; CPU in µs per request)`,
+    columns: ["path", "ttft p50", "ttft p99", "p50 added", "p99 added", "p50 vs bare", "p99 vs bare", "rps", "× direct", "× bare", "main CPU", "all CPU", "msgs/req", "errors"],
+    rows: Object.entries(r).map(([path, s]) => [
+      path,
+      s.ttft_p50_ms,
+      s.ttft_p99_ms,
+      s.ttft_p50_ms - direct.ttft_p50_ms,
+      s.ttft_p99_ms - direct.ttft_p99_ms,
+      s.ttft_p50_ms - bare.ttft_p50_ms,
+      s.ttft_p99_ms - bare.ttft_p99_ms,
+      s.rps,
+      s.rps / direct.rps,
+      s.rps / bare.rps,
+      f(s.main_cpu_us_per_req),
+      f(s.cpu_us_per_req),
+      f(s.scheduler_messages_per_req),
+      s.errors,
+    ]),
+  });
+}

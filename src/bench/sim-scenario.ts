@@ -8,7 +8,7 @@
 import { numberFlag, UsageError, type ParsedArgs } from "../cli/command.ts";
 import { spawnLlmgw } from "../shared/llmgw-child.ts";
 import { observeStream } from "../sim/stream-probe.ts";
-import type { BenchScenario } from "./command.ts";
+import type { BenchScenario } from "./scenario.ts";
 import { formatTable, median, quantile } from "./report.ts";
 
 const DEFAULT_LEVELS = [100, 500, 1000];

@@ -6,6 +6,11 @@ export const DEFAULT_ADMIN_LISTEN = "127.0.0.1:9090";
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** A non-streaming engine answer larger than this is refused (502), never buffered whole. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
+/** Endpoint slots: configured endpoints plus the replicas a fleet adds at run time. */
+export const DEFAULT_MAX_ENDPOINTS = 256;
+
+/** Concurrent streams the gateway is sized for; checked against the open-files limit at start (2 sockets each). */
+export const DEFAULT_MAX_OPEN_STREAMS = 10_000;
 
 // The five deadlines of one upstream attempt.
 export const DEFAULT_DIAL_TIMEOUT_MS = 2_000;
@@ -51,9 +56,7 @@ export const DEFAULT_BANDS: readonly { name: string; ceiling: number; queue_limi
   { name: "batch", ceiling: 0.6, queue_limit: 20_000, ttl_ms: 600_000 },
 ];
 
-// Fleet manager (issue 9).
-/** Where the embedded state store (bun:sqlite) lives, relative to the working directory. */
-export const DEFAULT_DATA_DIR = ".llmgw-data";
+// Fleet manager (issue 9). The state directory is DEFAULT_DATA_DIR below, shared with the batch store.
 export const DEFAULT_AGENT_POLL_INTERVAL_MS = 1_000;
 /** An agent's GET /v1/state runs nvidia-smi (cached 1 s); allow it more than an engine probe. */
 export const DEFAULT_AGENT_POLL_TIMEOUT_MS = 3_000;
@@ -70,3 +73,31 @@ export const DEFAULT_FAILURE_BACKOFF_BASE_MS = 2_000;
 export const DEFAULT_FAILURE_BACKOFF_MAX_MS = 300_000;
 /** How often a self-registered agent is asked to register again. */
 export const DEFAULT_REGISTRATION_INTERVAL_MS = 30_000;
+// Batch and Files API, idempotency, response cache, GPU-saturation shedding (issue 12).
+/** Where the embedded store (bun:sqlite) keeps what must survive a restart. */
+export const DEFAULT_DATA_DIR = "./.llmgw-data";
+/** OpenAI's own limits for a batch input file: 200 MB and 50,000 requests. */
+export const DEFAULT_BATCH_MAX_FILE_BYTES = 200 * 1024 * 1024;
+export const DEFAULT_BATCH_MAX_LINES = 50_000;
+export const DEFAULT_BATCH_CONCURRENCY_PER_BATCH = 16;
+export const DEFAULT_BATCH_CONCURRENCY_PER_TENANT = 32;
+/** Attempts of a line that fails with a 5xx or a transport error before it is recorded as failed. */
+export const DEFAULT_BATCH_MAX_ATTEMPTS = 3;
+/** Wait before re-driving a line after a transient failure or a saturation refusal without Retry-After. */
+export const DEFAULT_BATCH_RETRY_BACKOFF_MS = 1_000;
+/** A claimed line whose runner stopped renewing its lease for this long is re-driven by another. */
+export const DEFAULT_BATCH_LEASE_MS = 60_000;
+/** Stripe and OpenAI keep idempotency keys for 24 hours. */
+export const DEFAULT_IDEMPOTENCY_TTL_S = 86_400;
+/** A retry that arrives while the first request runs waits this long for it, then gets 409. */
+export const DEFAULT_IDEMPOTENCY_WAIT_MS = 10_000;
+/** A response larger than this is not recorded: a retry runs again instead of replaying. */
+export const DEFAULT_IDEMPOTENCY_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_RESPONSE_CACHE_MAX_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_RESPONSE_CACHE_MAX_ENTRY_BYTES = 1024 * 1024;
+export const DEFAULT_RESPONSE_CACHE_TTL_S = 600;
+export const DEFAULT_GPU_HEALTH_POLL_INTERVAL_MS = 1_000;
+export const DEFAULT_GPU_HEALTH_STALE_AFTER_MS = 5_000;
+export const DEFAULT_GPU_SUSTAINED_SAMPLES = 5;
+export const DEFAULT_GPU_SHED_UTIL_PCT = 95;
+export const DEFAULT_GPU_SHED_BAND = "batch";

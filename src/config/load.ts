@@ -11,6 +11,7 @@ import * as D from "./defaults.ts";
 import { configSchema, type ParsedConfig } from "./schema.ts";
 import { fleetConfigIssues, toFleetConfig, toNodeConfigs } from "./fleet-schema.ts";
 import type { Config, Deadlines, Listen } from "./types.ts";
+import { jobsCrossFieldIssues, resolveJobsConfig } from "./jobs-config.ts";
 
 export function sha256Hex(text: string): string {
   return createHash("sha256").update(text).digest("hex");
@@ -139,6 +140,7 @@ function crossFieldIssues(c: ParsedConfig): string[] {
     if (tenantNames.has(t.name)) issues.push(`tenants[${i}].name: duplicate tenant '${t.name}'`);
     tenantNames.add(t.name);
   });
+  if (c.endpoints.length > c.max_endpoints) issues.push(`max_endpoints: expected at least the ${c.endpoints.length} configured endpoints`);
   const d = c.deadlines;
   if (d.total_ms !== undefined && d.first_token_ms !== undefined && d.total_ms < d.first_token_ms) {
     issues.push(`deadlines.total_ms: expected at least deadlines.first_token_ms (${d.first_token_ms})`);
@@ -183,7 +185,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
   const result = configSchema.safeParse(withEnv);
   if (!result.success) throw new ConfigError(source, formatZodIssues(result.error.issues));
   const c = result.data;
-  const cross = [...crossFieldIssues(c), ...fleetConfigIssues(c.nodes, c.fleet, env)];
+  const cross = [...crossFieldIssues(c), ...jobsCrossFieldIssues(c), ...fleetConfigIssues(c.nodes, c.fleet, env)];
   if (cross.length > 0) throw new ConfigError(source, cross);
 
   const deadlines = resolveDeadlines(BUILTIN_DEADLINES, c.deadlines);
@@ -201,6 +203,9 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
     logLevel: c.log_level,
     maxBodyBytes: c.max_body_bytes,
     maxResponseBytes: c.max_response_bytes,
+    maxEndpoints: c.max_endpoints,
+    relayVariant: c.relay_variant,
+    maxOpenStreams: c.max_open_streams,
     deadlines,
     models: c.models.map((m) => ({
       name: m.name,
@@ -258,8 +263,9 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       initialCapacity: c.admission.initial_capacity,
       headroom: c.admission.headroom,
       staleMetrics: c.admission.stale_metrics,
+      fastPath: c.admission.fast_path,
     },
-    dataDir: c.data_dir,
+    ...resolveJobsConfig(c, warnings),
     nodes: toNodeConfigs(c.nodes, env),
     fleet: toFleetConfig(c.fleet),
     warnings,

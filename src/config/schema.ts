@@ -5,9 +5,9 @@
  */
 import { z } from "zod";
 import * as D from "./defaults.ts";
-import { FILTER_NAMES, PICKER_NAMES, SCORER_NAMES } from "./plugin-names.ts";
 import { httpUrl, id } from "./wire-primitives.ts";
 import { FLEET_DEFAULTS, fleetSchema, nodeSchema } from "./fleet-schema.ts";
+import { FILTER_NAMES, PICKER_NAMES, RELAY_VARIANTS, SCORER_NAMES } from "./plugin-names.ts";
 
 const hostPort = z
   .string()
@@ -134,6 +134,8 @@ export const admissionSchema = z
     headroom: z.number().min(0).max(10).default(D.DEFAULT_CAPACITY_HEADROOM),
     /** Engine metrics older than health.stale_after_ms: "ignore" them (inflight alone decides) or count the endpoint as "saturated". */
     stale_metrics: z.enum(["ignore", "saturated"]).default("ignore"),
+    /** Decide unsaturated requests on the main thread without a message to the scheduler worker (false: every request goes through the worker; for A/B measurement). */
+    fast_path: z.boolean().default(true),
   })
   .strict();
 
@@ -168,6 +170,68 @@ export const tenantSchema = z
   })
   .strict();
 
+// --- Batch and Files API, idempotency, response cache, GPU-saturation shedding (issue 12) ---
+
+export const batchSchema = z
+  .object({
+    /** Largest JSONL upload accepted by POST /v1/files. */
+    max_file_bytes: z.number().int().min(1024).max(4 * 1024 * 1024 * 1024).default(D.DEFAULT_BATCH_MAX_FILE_BYTES),
+    max_lines: z.number().int().min(1).max(10_000_000).default(D.DEFAULT_BATCH_MAX_LINES),
+    concurrency_per_batch: z.number().int().min(1).max(10_000).default(D.DEFAULT_BATCH_CONCURRENCY_PER_BATCH),
+    concurrency_per_tenant: z.number().int().min(1).max(100_000).default(D.DEFAULT_BATCH_CONCURRENCY_PER_TENANT),
+    max_attempts: z.number().int().min(1).max(100).default(D.DEFAULT_BATCH_MAX_ATTEMPTS),
+    retry_backoff_ms: z.number().int().min(1).max(600_000).default(D.DEFAULT_BATCH_RETRY_BACKOFF_MS),
+    lease_ms: z.number().int().min(1_000).max(86_400_000).default(D.DEFAULT_BATCH_LEASE_MS),
+  })
+  .strict();
+
+export const idempotencySchema = z
+  .object({
+    ttl_s: z.number().int().min(1).max(30 * 86_400).default(D.DEFAULT_IDEMPOTENCY_TTL_S),
+    wait_ms: z.number().int().min(0).max(600_000).default(D.DEFAULT_IDEMPOTENCY_WAIT_MS),
+    max_response_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(D.DEFAULT_IDEMPOTENCY_MAX_RESPONSE_BYTES),
+  })
+  .strict();
+
+export const responseCacheSchema = z
+  .object({
+    /** Opt-in: only these models (names or aliases as configured) are cached. */
+    models: z.array(z.string().min(1)).default([]),
+    max_bytes: z.number().int().min(1024).max(64 * 1024 * 1024 * 1024).default(D.DEFAULT_RESPONSE_CACHE_MAX_BYTES),
+    max_entry_bytes: z.number().int().min(256).max(1024 * 1024 * 1024).default(D.DEFAULT_RESPONSE_CACHE_MAX_ENTRY_BYTES),
+    ttl_s: z.number().int().min(1).max(30 * 86_400).default(D.DEFAULT_RESPONSE_CACHE_TTL_S),
+  })
+  .strict();
+
+export const gpuHealthSourceSchema = z
+  .object({
+    /** A dcgm-exporter /metrics URL. */
+    url: httpUrl,
+    /** The pool whose GPUs this exporter reports. */
+    pool: id.default("default"),
+    /** GPUs (UUIDs or indices) of this exporter that belong to the pool; [] = all it reports. */
+    gpu_ids: z.array(z.string().min(1)).default([]),
+  })
+  .strict();
+
+export const gpuHealthSchema = z
+  .object({
+    /** DCGM exporters to watch; [] = the endpoints' dcgm_url, each for its endpoint's pool. */
+    sources: z.array(gpuHealthSourceSchema).default([]),
+    poll_interval_ms: z.number().int().min(100).max(600_000).default(D.DEFAULT_GPU_HEALTH_POLL_INTERVAL_MS),
+    /** A GPU whose latest sample is older than this is not saturated (fail open). */
+    stale_after_ms: z.number().int().min(100).max(3_600_000).default(D.DEFAULT_GPU_HEALTH_STALE_AFTER_MS),
+    /** Samples in each GPU's ring: saturated only when all of them reach shed_util_pct. */
+    sustained_samples: z.number().int().min(1).max(1_000).default(D.DEFAULT_GPU_SUSTAINED_SAMPLES),
+    shed_util_pct: z.number().min(1).max(100).default(D.DEFAULT_GPU_SHED_UTIL_PCT),
+    shed_batch: z.boolean().default(true),
+    /** The band refused with 429 GPU_SATURATED while its pool is saturated. */
+    shed_band: bandName.default(D.DEFAULT_GPU_SHED_BAND),
+  })
+  .strict();
+
+// --- end of the issue 12 block ---
+
 export const configSchema = z
   .object({
     listen: hostPort.default(D.DEFAULT_LISTEN),
@@ -176,6 +240,11 @@ export const configSchema = z
     log_level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
     max_body_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(D.DEFAULT_MAX_BODY_BYTES),
     max_response_bytes: z.number().int().min(64 * 1024).max(4 * 1024 * 1024 * 1024).default(D.DEFAULT_MAX_RESPONSE_BYTES),
+    /** Endpoint slots in the shared table: static endpoints plus every replica the fleet may add. */
+    max_endpoints: z.number().int().min(1).max(4096).default(D.DEFAULT_MAX_ENDPOINTS),
+    /** How SSE bytes reach the client: Bun's direct stream (default), or a pull stream with one enqueue per chunk or per event (for `llmgw bench relay`). */
+    relay_variant: z.enum(RELAY_VARIANTS).default("direct"),
+    max_open_streams: z.number().int().min(1).max(10_000_000).default(D.DEFAULT_MAX_OPEN_STREAMS),
     deadlines: deadlinesSchema.default({}),
     models: z.array(modelSchema).default([]),
     endpoints: z.array(endpointSchema).default([]),
@@ -186,12 +255,17 @@ export const configSchema = z
     auth: authSchema.default(authSchema.parse({})),
     tenants: z.array(tenantSchema).default([]),
     admission: admissionSchema.default(admissionSchema.parse({})),
-    // Fleet manager (issue 9): state directory, agents, desired models.
+    // issue 12
     data_dir: z.string().min(1).default(D.DEFAULT_DATA_DIR),
+    batch: batchSchema.default(batchSchema.parse({})),
+    idempotency: idempotencySchema.default(idempotencySchema.parse({})),
+    response_cache: responseCacheSchema.default(responseCacheSchema.parse({})),
+    /** Absent: no GPU-saturation shedding at all (nothing changes). */
+    gpu_health: gpuHealthSchema.optional(),
+    // Fleet manager (issue 9): agents and desired models (state under data_dir above).
     nodes: z.array(nodeSchema).default([]),
     fleet: fleetSchema.default(FLEET_DEFAULTS),
   })
   .strict();
 
-export type WireConfig = z.input<typeof configSchema>;
 export type ParsedConfig = z.output<typeof configSchema>;

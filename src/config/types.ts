@@ -1,5 +1,5 @@
 /** The validated, frozen configuration the rest of llmgw reads (defaults applied). */
-import type { FilterName, PickerName, ScorerName } from "./plugin-names.ts";
+import type { FilterName, PickerName, RelayVariantName, ScorerName } from "./plugin-names.ts";
 import type { LogLevel } from "../shared/logger.ts";
 
 export interface Deadlines {
@@ -69,6 +69,8 @@ export interface AdmissionConfig {
   initialCapacity: number;
   headroom: number;
   staleMetrics: "ignore" | "saturated";
+  /** Decide unsaturated requests on the main thread (false: everything through the scheduler worker). */
+  fastPath: boolean;
 }
 
 // Fleet manager (issue 9).
@@ -118,6 +120,56 @@ export interface FleetConfig {
   registrationIntervalMs: number;
 }
 
+// --- Batch and Files API, idempotency, response cache, GPU-saturation shedding (issue 12) ---
+
+export interface BatchConfig {
+  maxFileBytes: number;
+  maxLines: number;
+  concurrencyPerBatch: number;
+  concurrencyPerTenant: number;
+  /** Attempts of a line failing with a 5xx or transport error before it is recorded as failed. */
+  maxAttempts: number;
+  retryBackoffMs: number;
+  /** Visibility timeout of a claimed line (renewed while its runner lives). */
+  leaseMs: number;
+}
+
+export interface IdempotencyConfig {
+  ttlMs: number;
+  /** How long a retry waits for the first request with its key to finish before a 409. */
+  waitMs: number;
+  maxResponseBytes: number;
+}
+
+export interface ResponseCacheConfig {
+  /** Opt-in models (names or aliases); empty: the cache is off. */
+  models: readonly string[];
+  maxBytes: number;
+  maxEntryBytes: number;
+  ttlMs: number;
+}
+
+export interface GpuHealthSource {
+  url: string;
+  pool: string;
+  /** [] = every GPU the exporter reports. */
+  gpuIds: readonly string[];
+}
+
+export interface GpuHealthConfig {
+  /** Explicit exporters, or (when none is configured) the endpoints' dcgm_url with their pools. */
+  sources: readonly GpuHealthSource[];
+  pollIntervalMs: number;
+  staleAfterMs: number;
+  sustainedSamples: number;
+  shedUtilPct: number;
+  shedBatch: boolean;
+  /** Index into admission.bands of the band that is shed. */
+  shedBand: number;
+}
+
+// --- end of the issue 12 block ---
+
 export interface Config {
   listen: Listen;
   adminListen: Listen;
@@ -126,6 +178,11 @@ export interface Config {
   maxBodyBytes: number;
   /** Largest non-streaming engine answer relayed (larger: 502 UPSTREAM_RESPONSE_TOO_LARGE). */
   maxResponseBytes: number;
+  /** Slots in the shared endpoint table. */
+  maxEndpoints: number;
+  relayVariant: RelayVariantName;
+  /** Concurrent streams the gateway is sized for: checked against the open-files limit at start. */
+  maxOpenStreams: number;
   /** Deadlines for models not listed under `models` (and the base for those that are). */
   deadlines: Deadlines;
   models: readonly ModelConfig[];
@@ -143,8 +200,15 @@ export interface Config {
   /** Configured tenants (quotas); keys may name tenants without an entry (no quota). */
   tenants: readonly TenantConfig[];
   admission: AdmissionConfig;
-  /** Directory of the embedded state store (fleet desired state, cordons, drains). */
+  // issue 12
+  /** Directory of the embedded stores (batch jobs, files, idempotency records; fleet desired state, cordons, drains). */
   dataDir: string;
+  batch: BatchConfig;
+  idempotency: IdempotencyConfig;
+  responseCache: ResponseCacheConfig;
+  /** null: no gpu_health block, nothing is shed. */
+  gpuHealth: GpuHealthConfig | null;
+  // Fleet manager (issue 9).
   nodes: readonly NodeConfig[];
   fleet: FleetConfig;
   /** Things worth a warning at start (plaintext keys, auth off); logged by serve. */

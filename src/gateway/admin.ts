@@ -3,12 +3,14 @@
  * listener, on Elysia: they are cold paths. Admin serves the endpoint table
  * as JSON with an OpenAPI description (/openapi, /openapi/json), Prometheus
  * metrics, /healthz (process alive) and /readyz (workers up and at least one
- * endpoint ready).
+ * endpoint ready). The metrics listener serves /metrics, /healthz and /readyz
+ * and nothing else. Any other path is an OpenAI-shaped 404 on both.
  */
 import { openapi } from "@elysiajs/openapi";
 import { Elysia } from "elysia";
 import { z } from "zod";
 import { CIRCUIT_CLOSED, EndpointTable, F, FLAVOR_CODES, I } from "../shared/endpoint-table.ts";
+import { errorResponse, LlmgwError } from "../shared/errors.ts";
 import type { GatewayContext } from "./context.ts";
 
 const circuitNames = ["closed", "open", "half_open", "probing"] as const;
@@ -23,8 +25,7 @@ export const endpointStateSchema = z.object({
   draining: z.boolean(),
   circuit: z.enum(circuitNames),
   gpu_faulted: z.boolean(),
-  inflight: z.number().int(),
-  leased: z.number().int(),
+  inflight: z.number().int().describe("requests holding the endpoint (claimed and not yet finished)"),
   waiting: z.number().int().nullable().describe("engine-reported; null when absent"),
   running: z.number().int().nullable().describe("engine-reported; null when absent"),
   kv_usage: z.number().nullable().describe("[0,1]; null when absent"),
@@ -38,7 +39,7 @@ export type EndpointState = z.infer<typeof endpointStateSchema>;
 export function endpointStates(ctx: GatewayContext): EndpointState[] {
   const t: EndpointTable = ctx.table;
   const now = Date.now();
-  return ctx.config.endpoints.map((e, row) => {
+  return ctx.endpoints.active().map(({ index: row, spec: e }) => {
     const kv = t.getFloat(row, F.KV_USAGE);
     const at = t.getFloat(row, F.METRICS_AT);
     return {
@@ -52,7 +53,6 @@ export function endpointStates(ctx: GatewayContext): EndpointState[] {
       circuit: circuitNames[t.getInt(row, I.CIRCUIT)] ?? "closed",
       gpu_faulted: t.getInt(row, I.GPU_FAULTED) === 1,
       inflight: t.getInt(row, I.INFLIGHT),
-      leased: t.getInt(row, I.LEASED),
       waiting: t.optionalInt(row, I.WAITING) ?? null,
       running: t.optionalInt(row, I.RUNNING) ?? null,
       kv_usage: Number.isNaN(kv) ? null : kv,
@@ -66,19 +66,37 @@ export function endpointStates(ctx: GatewayContext): EndpointState[] {
 
 function readiness(ctx: GatewayContext): { ready: boolean; endpoints_ready: number; endpoints: number } {
   let n = 0;
-  for (let row = 0; row < ctx.table.rows; row++) {
+  const active = ctx.endpoints.active();
+  for (const { index: row } of active) {
     if (ctx.table.getInt(row, I.READY) === 1 && ctx.table.getInt(row, I.CIRCUIT) === CIRCUIT_CLOSED) n++;
   }
-  return { ready: n > 0, endpoints_ready: n, endpoints: ctx.table.rows };
+  return { ready: n > 0, endpoints_ready: n, endpoints: active.length };
+}
+
+/** What the listeners need to know beyond the context. */
+export interface ListenerState {
+  /**
+   * Whether the health worker finished its first round of engine polls. Until
+   * then /metrics answers 503: an empty scrape target looks like a working one.
+   */
+  enginesPolled(): boolean;
+}
+
+/** An unknown path: OpenAI-shaped 404 (Elysia's default is a bare "NOT_FOUND"). */
+function notFound(request: Request): Response {
+  return errorResponse(new LlmgwError("NOT_FOUND", `no route ${request.method} ${new URL(request.url).pathname} on this listener`));
 }
 
 /** /metrics, /healthz, /readyz: shared by the admin and the metrics-only listener. */
-function observability(ctx: GatewayContext) {
+function observability(ctx: GatewayContext, state: ListenerState) {
   return new Elysia({ name: "observability" })
     .get(
       "/metrics",
-      async () => new Response(await ctx.metrics.registry.metrics(), { headers: { "content-type": ctx.metrics.registry.contentType } }),
-      { detail: { summary: "Prometheus metrics" } },
+      async () => {
+        if (!state.enginesPolled()) return errorResponse(new LlmgwError("METRICS_NOT_READY", "metrics not ready: the first engine poll has not completed"));
+        return new Response(await ctx.metrics.registry.metrics(), { headers: { "content-type": ctx.metrics.registry.contentType } });
+      },
+      { detail: { summary: "Prometheus metrics (503 until the first engine poll completed)" } },
     )
     .get("/healthz", () => ({ status: "ok" }), { detail: { summary: "The process is alive" } })
     .get(
@@ -92,21 +110,22 @@ function observability(ctx: GatewayContext) {
     );
 }
 
-export function createAdminApp(ctx: GatewayContext) {
+export function createAdminApp(ctx: GatewayContext, state: ListenerState) {
   return new Elysia()
+    .onError(({ code, request }) => (code === "NOT_FOUND" ? notFound(request) : undefined))
     .use(
       openapi({
         documentation: { info: { title: "llmgw admin API", version: "0.1.0", description: "Management API of an llmgw gateway." } },
         mapJsonSchema: { zod: z.toJSONSchema },
       }),
     )
-    .use(observability(ctx))
+    .use(observability(ctx, state))
     .get("/admin/v1/endpoints", () => ({ endpoints: endpointStates(ctx) }), {
       response: z.object({ endpoints: z.array(endpointStateSchema) }),
       detail: { summary: "Every endpoint with readiness, load and circuit state" },
     });
 }
 
-export function createMetricsApp(ctx: GatewayContext) {
-  return new Elysia().use(observability(ctx));
+export function createMetricsApp(ctx: GatewayContext, state: ListenerState) {
+  return new Elysia().onError(({ code, request }) => (code === "NOT_FOUND" ? notFound(request) : undefined)).use(observability(ctx, state));
 }

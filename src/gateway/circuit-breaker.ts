@@ -27,6 +27,15 @@ export class CircuitBreakers {
     this.timers = new Array(table.rows).fill(undefined);
   }
 
+  /** A new endpoint in this slot: closed, no failures counted. */
+  reset(index: number): void {
+    clearTimeout(this.timers[index]);
+    this.timers[index] = undefined;
+    this.failures[index] = 0;
+    this.multiplier[index] = 1;
+    this.table.setInt(index, I.CIRCUIT, CIRCUIT_CLOSED);
+  }
+
   state(index: number): CircuitStateName {
     return STATE_NAMES[this.table.getInt(index, I.CIRCUIT)] ?? "closed";
   }

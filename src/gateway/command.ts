@@ -5,6 +5,7 @@ import { boolFlag, stringFlag, stringListFlag, UsageError, type CommandSpec, typ
 import { buildConfig, ConfigError } from "../config/load.ts";
 import type { Config } from "../config/types.ts";
 import { flushLogger, initLogger } from "../shared/logger.ts";
+import { openFilesVerdict, readOpenFilesLimit } from "../shared/open-files-limit.ts";
 import { shutdownSignal } from "../shared/signals.ts";
 import { startGateway } from "./gateway.ts";
 
@@ -100,6 +101,8 @@ export const serveCommand: CommandSpec = {
     }
     if (config.endpoints.length === 0) throw new UsageError("no endpoints: give --upstream URL or a --config file with endpoints");
     const log = initLogger({ role: "serve", level: config.logLevel });
+    const files = openFilesVerdict(readOpenFilesLimit(), config.maxOpenStreams);
+    log[files.level](files.fields, files.msg);
     const gw = await startGateway(config, { log });
     await shutdownSignal((signal) => log.info({ signal }, "shutting down"));
     await gw.stop();

@@ -3,19 +3,22 @@ import type { Config } from "../config/types.ts";
 import type { GatewayMetrics } from "../metrics/registry.ts";
 import type { Logger } from "../shared/logger.ts";
 import type { EndpointTable } from "../shared/endpoint-table.ts";
+import type { AdmissionClient } from "./admission-client.ts";
 import type { CircuitBreakers } from "./circuit-breaker.ts";
+import type { EndpointRegistry } from "./endpoints.ts";
 import type { ModelCatalog } from "./model-catalog.ts";
 import type { DialGuard } from "./proxy/dial-guard.ts";
 import type { RetryBudget } from "./retry-budget.ts";
-import type { SchedulerClient } from "./scheduler-client.ts";
 import type { Authenticator } from "./gates/auth.ts";
 import type { QuotaLimiter } from "./gates/quota.ts";
 
 export interface GatewayContext {
   config: Config;
   catalog: ModelCatalog;
+  /** The shared endpoint table (read-only here: the registry and the workers write it). */
   table: EndpointTable;
-  scheduler: SchedulerClient;
+  endpoints: EndpointRegistry;
+  admission: AdmissionClient;
   breakers: CircuitBreakers;
   budget: RetryBudget;
   dial: DialGuard;

@@ -5,24 +5,31 @@
  * stops the workers.
  */
 import type { Server } from "bun";
+import { EndpointChooser } from "../admission/chooser.ts";
+import { EndpointDirectory } from "../admission/endpoint-directory.ts";
 import type { Config } from "../config/types.ts";
+import { DcgmGpuStore, registerGpuCollector } from "../metrics/gpu-collector.ts";
 import { GatewayMetrics } from "../metrics/registry.ts";
-import type { FromHealth, ToHealth } from "../protocol/health-messages.ts";
-import { AdmissionStatsTable, EndpointTable, I } from "../shared/endpoint-table.ts";
 import { OTHER_TENANT } from "../metrics/names.ts";
-import { Authenticator } from "./gates/auth.ts";
-import { QuotaLimiter } from "./gates/quota.ts";
+import type { PolledEndpoint } from "../protocol/health-messages.ts";
+import type { EndpointDescriptor } from "../protocol/scheduler-messages.ts";
+import { PrefixIndex } from "../scheduling/prefix-index.ts";
+import { SchedulingProfile } from "../scheduling/profile.ts";
+import { AdmissionStatsTable, EndpointTable, I, PoolTable, Signals } from "../shared/endpoint-table.ts";
 import { logger, logListening, type Logger } from "../shared/logger.ts";
+import { AdmissionClient } from "./admission-client.ts";
 import { createAdminApp, createMetricsApp } from "./admin.ts";
 import { CircuitBreakers } from "./circuit-breaker.ts";
 import type { GatewayContext } from "./context.ts";
+import { EndpointRegistry, MAX_POOLS } from "./endpoints.ts";
+import { Authenticator } from "./gates/auth.ts";
+import { QuotaLimiter } from "./gates/quota.ts";
+import { HealthClient } from "./health-client.ts";
 import { ModelCatalog } from "./model-catalog.ts";
 import { DialGuard } from "./proxy/dial-guard.ts";
 import { RetryBudget } from "./retry-budget.ts";
-import { SchedulerClient } from "./scheduler-client.ts";
 import { startDataPlane } from "./server.ts";
 
-const HEALTH_WORKER_URL = new URL("../../workers/health.ts", import.meta.url);
 const DRAIN_GRACE_MS = 10_000;
 
 export interface RunningGateway {
@@ -39,50 +46,102 @@ function urlOf(server: { hostname?: string | undefined; port?: number | undefine
 
 export async function startGateway(config: Config, opts: { log?: Logger; defaultMetrics?: boolean } = {}): Promise<RunningGateway> {
   const log = opts.log ?? logger();
-  const table = new EndpointTable(config.endpoints.length);
-  const pools = [...new Set(config.endpoints.map((e) => e.pool))];
-  const bandNames = config.admission.bands.map((b) => b.name);
-  const stats = new AdmissionStatsTable(bandNames.length, pools.length);
-  const catalog = new ModelCatalog(config);
-  const metrics = new GatewayMetrics(
-    table,
-    config.endpoints.map((e) => e.id),
-    { defaultMetrics: opts.defaultMetrics ?? true, stats, bandNames, poolNames: pools },
-  );
   for (const w of config.warnings) log.warn(w);
-  let breakersRef: CircuitBreakers | undefined;
-  const scheduler = new SchedulerClient(
+  const bandNames = config.admission.bands.map((b) => b.name);
+  const table = new EndpointTable(config.maxEndpoints);
+  const pools = new PoolTable(MAX_POOLS, bandNames.length);
+  const stats = new AdmissionStatsTable(bandNames.length, MAX_POOLS);
+  const signals = new Signals();
+  const prefixIndex = new PrefixIndex(config.scheduling.prefixAffinity.lruEntries);
+  const catalog = new ModelCatalog(config);
+  const gpuStore = new DcgmGpuStore(config.health.staleAfterMs);
+  let enginesPolled = false;
+
+  let metricsRef: GatewayMetrics | undefined;
+  const breakers = new CircuitBreakers(table, config.circuitBreaker, (index, state) => {
+    const id = registry.idOf(index) ?? String(index);
+    metricsRef?.circuitTransitions.inc({ endpoint: id, state });
+    log.warn({ endpoint: id, state }, "circuit breaker");
+  });
+  const registry = new EndpointRegistry(table, catalog, new DialGuard(config.maxEndpoints), breakers);
+  for (const e of config.endpoints) registry.add(e);
+  const slots = registry.active().map((e) => e.index);
+  const directory = new EndpointDirectory(slots.map((i) => registry.descriptor(i)).filter((d): d is EndpointDescriptor => d !== undefined));
+  const chooser = new EndpointChooser(table, directory, new SchedulingProfile(config.scheduling, undefined, prefixIndex), config.health.staleAfterMs);
+
+  const admission = new AdmissionClient(
     {
-      buffer: table.buffer,
-      statsBuffer: stats.buffer,
-      endpoints: config.endpoints.map((e, index) => ({ index, id: e.id, pool: e.pool, models: [...(e.models ?? [])] })),
-      pools,
+      endpoints: table.buffer,
+      pools: pools.buffer,
+      stats: stats.buffer,
+      signals: signals.buffer,
+      prefixIndex: prefixIndex.buffer,
+      maxEndpoints: config.maxEndpoints,
+      maxPools: MAX_POOLS,
+      directory: directory.all(),
       scheduling: config.scheduling,
       admission: config.admission,
       staleAfterMs: config.health.staleAfterMs,
     },
-    // A grant for a request whose client already left: return the lease.
+    table,
+    pools,
+    directory,
+    chooser,
+    config.admission,
+    // A grant for a request whose client already left (its claim is already returned): free the probe slot.
     (index, probe) => {
-      table.addInt(index, I.LEASED, -1);
-      if (probe) breakersRef?.abandon(index);
+      if (probe) breakers.abandon(index);
     },
-    () => bandNames.some((_, b) => stats.depth(b) > 0),
   );
-  const breakers = new CircuitBreakers(table, config.circuitBreaker, (index, state) => {
-    const id = config.endpoints[index]?.id ?? String(index);
-    metrics.circuitTransitions.inc({ endpoint: id, state });
-    log.warn({ endpoint: id, state }, "circuit breaker");
+  const health = new HealthClient(
+    {
+      buffer: table.buffer,
+      maxEndpoints: config.maxEndpoints,
+      signals: signals.buffer,
+      endpoints: slots.map((i) => registry.polled(i)).filter((e): e is PolledEndpoint => e !== undefined),
+      health: config.health,
+    },
+    {
+      models(index, models) {
+        if (registry.modelsDiscovered(index, models)) log.info({ endpoint: registry.idOf(index), models }, "endpoint models discovered");
+      },
+      readiness(index, ready, healthy, error) {
+        log.info({ endpoint: registry.idOf(index), ready, healthy, error }, "endpoint readiness");
+      },
+      enginesPolled() {
+        enginesPolled = true;
+      },
+      gpus(report) {
+        gpuStore.update(report);
+      },
+    },
+    log,
+  );
+  registry.attach({
+    setEndpoint: (index, d) => admission.setEndpoint(index, d),
+    setModels: (index, models) => admission.setModels(index, models),
+    pollEndpoint: (index, e) => health.pollEndpoint(index, e),
   });
-  breakersRef = breakers;
+
+  const metrics = new GatewayMetrics(table, () => registry.active(), {
+    defaultMetrics: opts.defaultMetrics ?? true,
+    stats,
+    bandNames,
+    pools: () => registry.pools(),
+    schedulerMessages: () => admission.posted,
+  });
+  metricsRef = metrics;
+  registerGpuCollector(metrics.registry, () => gpuStore.live(Date.now()));
   const tenantNames = new Set(config.tenants.map((t) => t.name));
   const ctx: GatewayContext = {
     config,
     catalog,
     table,
-    scheduler,
+    endpoints: registry,
+    admission,
     breakers,
     budget: new RetryBudget(config.retry.budgetRatio, config.retry.minPerS),
-    dial: new DialGuard(config.endpoints.map((e) => e.url)),
+    dial: registry.dial,
     metrics,
     log,
     usesPrefixHashes: config.scheduling.scorers.some((s) => s.name === "prefix-affinity" && s.weight > 0),
@@ -90,53 +149,12 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     quota: new QuotaLimiter(config.tenants),
     tenantLabel: (tenant) => (tenantNames.has(tenant) ? tenant : OTHER_TENANT),
   };
-
-  const health = new Worker(HEALTH_WORKER_URL.href);
-  const healthReady = new Promise<void>((resolve) => {
-    health.onmessage = (event: MessageEvent<FromHealth>) => {
-      const msg = event.data;
-      switch (msg.type) {
-        case "ready":
-          resolve();
-          return;
-        case "models":
-          if (catalog.setDiscovered(msg.index, msg.models)) {
-            scheduler.setModels(msg.index, msg.models);
-            log.info({ endpoint: config.endpoints[msg.index]?.id, models: msg.models }, "endpoint models discovered");
-          }
-          return;
-        case "readiness":
-          log.info({ endpoint: config.endpoints[msg.index]?.id, ready: msg.ready, healthy: msg.healthy, error: msg.error }, "endpoint readiness");
-          return;
-        case "agent":
-          // Node agent polls feed the fleet manager (FleetManager.onAgentSnapshot) once it is wired in (issue 9).
-          return;
-        default: {
-          const unreachable: never = msg;
-          throw new Error(`unknown health message ${JSON.stringify(unreachable)}`);
-        }
-      }
-    };
-  });
-  health.postMessage({
-    type: "init",
-    buffer: table.buffer,
-    health: config.health,
-    endpoints: config.endpoints.map((e, index) => ({
-      index,
-      id: e.id,
-      url: e.url,
-      engine: e.engine,
-      models: e.models ? [...e.models] : undefined,
-      gpuIds: [...e.gpuIds],
-      dcgmUrl: e.dcgmUrl,
-    })),
-  } satisfies ToHealth);
-  await Promise.all([scheduler.whenReady(), healthReady]);
+  await Promise.all([admission.whenReady(), health.whenReady()]);
 
   const api = startDataPlane(ctx);
-  const admin = createAdminApp(ctx).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
-  const metricsApp = config.metricsListen ? createMetricsApp(ctx).listen({ hostname: config.metricsListen.host, port: config.metricsListen.port }) : undefined;
+  const listenerState = { enginesPolled: () => enginesPolled };
+  const admin = createAdminApp(ctx, listenerState).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
+  const metricsApp = config.metricsListen ? createMetricsApp(ctx, listenerState).listen({ hostname: config.metricsListen.host, port: config.metricsListen.port }) : undefined;
   const adminServer = admin.server as Server<unknown> | null;
   const metricsServer = metricsApp?.server as Server<unknown> | null | undefined;
   const urls = {
@@ -164,10 +182,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       await admin.stop();
       await metricsApp?.stop();
       breakers.stop();
-      health.postMessage({ type: "stop" } satisfies ToHealth);
-      scheduler.terminate();
-      await Bun.sleep(10);
-      health.terminate();
+      admission.terminate();
+      await health.stop();
     })());
   return { ctx, urls, stop };
 }

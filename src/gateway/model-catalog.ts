@@ -1,46 +1,72 @@
 /**
  * Which models the gateway serves: configured models with their aliases and
- * fallbacks, plus models discovered from each endpoint's /v1/models. Resolves
- * a client's model name (or alias) to the canonical name.
+ * fallbacks, plus the models each endpoint serves (its configured list, or
+ * what discovery found in its /v1/models). Resolves a client's model name (or
+ * alias) to the canonical name.
  */
 import type { Config, Deadlines, ModelConfig } from "../config/types.ts";
+
+interface EndpointModels {
+  models: string[];
+  /** Models come from discovery (no configured list). */
+  discovered: boolean;
+}
 
 export class ModelCatalog {
   private readonly configured = new Map<string, ModelConfig>();
   private readonly aliases = new Map<string, string>();
-  /** endpoint row → models it serves (configured list, or what discovery reported). */
-  private readonly endpointModels: string[][];
-  private readonly discovered: boolean[];
+  /** endpoint slot → models it serves. */
+  private readonly endpoints = new Map<number, EndpointModels>();
   private readonly defaultDeadlines: Deadlines;
+  /** Every model some endpoint serves (rebuilt after a change). */
+  private served: Set<string> | undefined;
 
   constructor(config: Config) {
     for (const m of config.models) {
       this.configured.set(m.name, m);
       for (const a of m.aliases) this.aliases.set(a, m.name);
     }
-    this.endpointModels = config.endpoints.map((e) => (e.models ? [...e.models] : []));
-    this.discovered = config.endpoints.map((e) => e.models === undefined);
     this.defaultDeadlines = config.deadlines;
+  }
+
+  /** An endpoint took slot `index`: its configured models, or undefined to learn them by discovery. */
+  addEndpoint(index: number, models: readonly string[] | undefined): void {
+    this.endpoints.set(index, { models: models ? [...models] : [], discovered: models === undefined });
+    this.served = undefined;
+  }
+
+  removeEndpoint(index: number): void {
+    this.endpoints.delete(index);
+    this.served = undefined;
   }
 
   /** Record what discovery found; ignored for endpoints whose models are configured. Returns whether it changed. */
   setDiscovered(index: number, models: readonly string[]): boolean {
-    if (!this.discovered[index]) return false;
-    const current = this.endpointModels[index] ?? [];
-    if (current.length === models.length && current.every((m, i) => m === models[i])) return false;
-    this.endpointModels[index] = [...models];
+    const e = this.endpoints.get(index);
+    if (!e?.discovered) return false;
+    if (e.models.length === models.length && e.models.every((m, i) => m === models[i])) return false;
+    e.models = [...models];
+    this.served = undefined;
     return true;
   }
 
   modelsOf(index: number): readonly string[] {
-    return this.endpointModels[index] ?? [];
+    return this.endpoints.get(index)?.models ?? [];
+  }
+
+  private servedModels(): Set<string> {
+    if (!this.served) {
+      this.served = new Set();
+      for (const e of this.endpoints.values()) for (const m of e.models) this.served.add(m);
+    }
+    return this.served;
   }
 
   /** The canonical model name for a client's model or alias; undefined when nothing serves it. */
   resolve(name: string): string | undefined {
     const canonical = this.aliases.get(name) ?? name;
     if (this.configured.has(canonical)) return canonical;
-    return this.endpointModels.some((ms) => ms.includes(canonical)) ? canonical : undefined;
+    return this.servedModels().has(canonical) ? canonical : undefined;
   }
 
   deadlinesFor(model: string): Deadlines {
@@ -53,7 +79,7 @@ export class ModelCatalog {
 
   /** Models (and their aliases) that at least one endpoint serves, for GET /v1/models. */
   listed(): { id: string; root: string }[] {
-    const served = new Set(this.endpointModels.flat());
+    const served = this.servedModels();
     const out: { id: string; root: string }[] = [];
     for (const name of served) out.push({ id: name, root: name });
     for (const [alias, target] of this.aliases) if (served.has(target)) out.push({ id: alias, root: target });

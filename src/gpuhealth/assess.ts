@@ -1,4 +1,5 @@
 /** Pure verdict on one GPU sample: faulted (keep it out of rotation) and saturated (busy), with reasons. */
+import { GPU_FAULT_KINDS, type GpuFaultKind } from "../protocol/gpu-report.ts";
 import type { GpuSample } from "./dcgm.ts";
 import { FATAL_XIDS } from "./xid.ts";
 
@@ -28,6 +29,8 @@ export interface GpuAssessment {
   faulted: boolean;
   /** Why it is faulted, one line each, stable wording (e.g. "xid 79: GPU has fallen off the bus"). */
   reasons: string[];
+  /** The distinct kinds behind `reasons`, in GPU_FAULT_KINDS order (a closed set, for metric labels). */
+  kinds: GpuFaultKind[];
   saturated: boolean;
 }
 
@@ -48,26 +51,31 @@ function positive(v: number | undefined): v is number {
 export function assessGpu(sample: GpuSample, thresholds: Partial<GpuThresholds> = {}): GpuAssessment {
   const t: GpuThresholds = { ...DEFAULT_GPU_THRESHOLDS, ...thresholds };
   const reasons: string[] = [];
+  const kinds = new Set<GpuFaultKind>();
+  const fault = (kind: GpuFaultKind, reason: string): void => {
+    kinds.add(kind);
+    reasons.push(reason);
+  };
 
   if (sample.lastXid !== undefined && sample.lastXid !== 0) {
     const why = t.fatalXids.get(sample.lastXid);
-    if (why !== undefined) reasons.push(`xid ${sample.lastXid}: ${why}`);
+    if (why !== undefined) fault("xid", `xid ${sample.lastXid}: ${why}`);
   }
   for (const [code, count] of Object.entries(sample.recentXids)) {
     const xid = Number(code);
     const why = t.fatalXids.get(xid);
-    if (why !== undefined && count > 0 && xid !== sample.lastXid) reasons.push(`xid ${xid}: ${why}`);
+    if (why !== undefined && count > 0 && xid !== sample.lastXid) fault("xid", `xid ${xid}: ${why}`);
   }
-  if (positive(sample.eccDbeVolatile)) reasons.push(`uncorrectable ECC errors: ${sample.eccDbeVolatile} since driver load`);
-  if (positive(sample.rowRemapFailure)) reasons.push("row remap failure");
-  if (positive(sample.rowRemapPending)) reasons.push("row remap pending: reset the GPU to apply it");
-  if (positive(sample.retiredPagesPending)) reasons.push("page retirement pending: reset the GPU to apply it");
-  if (sample.tempC !== undefined && sample.tempC >= t.maxTempC) reasons.push(`temperature ${sample.tempC} C >= ${t.maxTempC} C`);
+  if (positive(sample.eccDbeVolatile)) fault("ecc", `uncorrectable ECC errors: ${sample.eccDbeVolatile} since driver load`);
+  if (positive(sample.rowRemapFailure)) fault("row_remap", "row remap failure");
+  if (positive(sample.rowRemapPending)) fault("row_remap", "row remap pending: reset the GPU to apply it");
+  if (positive(sample.retiredPagesPending)) fault("page_retirement", "page retirement pending: reset the GPU to apply it");
+  if (sample.tempC !== undefined && sample.tempC >= t.maxTempC) fault("temperature", `temperature ${sample.tempC} C >= ${t.maxTempC} C`);
   if (sample.memoryTempC !== undefined && sample.memoryTempC >= t.maxMemoryTempC) {
-    reasons.push(`memory temperature ${sample.memoryTempC} C >= ${t.maxMemoryTempC} C`);
+    fault("memory_temperature", `memory temperature ${sample.memoryTempC} C >= ${t.maxMemoryTempC} C`);
   }
 
   const util = sample.utilPct ?? (sample.grEngineActive === undefined ? undefined : sample.grEngineActive * 100);
   const saturated = util !== undefined && util >= t.saturatedUtilPct;
-  return { faulted: reasons.length > 0, reasons, saturated };
+  return { faulted: reasons.length > 0, reasons, kinds: GPU_FAULT_KINDS.filter((k) => kinds.has(k)), saturated };
 }

@@ -1,7 +1,8 @@
 /**
  * Polls node agents: GET /v1/state (bearer token) and, for a node with a
- * dcgm-exporter, its /metrics, concurrently and each under a deadline. The
- * target list changes at run time (agents register themselves). An answer
+ * dcgm-exporter, its /metrics, concurrently and each under a deadline, on the
+ * shared TargetPoller. The target list changes at run time (agents register
+ * themselves). An answer
  * that is not a valid agent state counts as no answer: the last good state
  * is kept with its time, and the control plane decides when a node that
  * stopped answering is NotReady.
@@ -11,9 +12,9 @@ import { parseDcgmExport } from "../gpuhealth/dcgm.ts";
 import { agentStateSchema, type AgentSnapshot, type AgentState, type DcgmVerdicts } from "../protocol/agent-messages.ts";
 import type { PolledAgent } from "../protocol/health-messages.ts";
 import { dcgmScrapeUrl } from "./dcgm-poller.ts";
-import { PollLoop } from "./poll-loop.ts";
 import { probe, type FetchFn, type ProbeResult } from "./probe.ts";
 import { isStale } from "./readiness.ts";
+import { TargetPoller, type PolledTarget } from "./target-poller.ts";
 
 export interface AgentPollerOptions {
   intervalMs: number;
@@ -68,65 +69,63 @@ export function nextAgentSnapshot(prev: Readonly<AgentSnapshot>, parsed: { state
   return { ...prev, ok: false, consecutiveFailures: prev.consecutiveFailures + 1, lastError: parsed.error, dcgm };
 }
 
-export class AgentPoller {
-  private readonly targets = new Map<string, PolledAgent>();
-  private readonly snapshots = new Map<string, AgentSnapshot>();
-  private readonly loop: PollLoop<string>;
-  private readonly fetchFn: FetchFn;
+/** One agent as a poller target; `index` is a slot of this poller, renewed when the agent moves. */
+interface AgentTarget extends PolledTarget, PolledAgent {}
 
-  constructor(
-    private readonly options: AgentPollerOptions,
-    private readonly onSnapshot: OnAgentSnapshot,
-  ) {
-    if (!(options.timeoutMs > 0)) throw new RangeError(`timeoutMs must be > 0, got ${options.timeoutMs}`);
-    this.fetchFn = options.fetch ?? ((url, init) => fetch(url, init));
-    this.loop = new PollLoop(() => [...this.targets.keys()], options.intervalMs, (node, signal) => this.poll(node, signal));
+export class AgentPoller extends TargetPoller<AgentTarget, AgentSnapshot> {
+  /** Node name → its target (and slot). */
+  private readonly byNode = new Map<string, AgentTarget>();
+  private nextIndex = 0;
+  private readonly options: AgentPollerOptions;
+
+  constructor(options: AgentPollerOptions, onSnapshot: OnAgentSnapshot) {
+    // Slots map back to node names; the map exists before any poll can report.
+    const nodeOf = new Map<number, string>();
+    super([], options, INITIAL_AGENT_SNAPSHOT, (index, snap) => {
+      const node = nodeOf.get(index);
+      if (node !== undefined) onSnapshot(node, snap);
+    });
+    this.nodeOf = nodeOf;
+    this.options = { ...options };
   }
 
-  /** Replace the agents polled; a node whose URL or token changed starts afresh. */
+  private readonly nodeOf: Map<number, string>;
+
+  /** Replace the agents polled; a node whose URL, token or exporter changed starts afresh (a new slot). */
   setTargets(agents: readonly PolledAgent[]): void {
     const next = new Map(agents.map((a) => [a.node, a]));
-    for (const [node, old] of this.targets) {
+    for (const [node, old] of this.byNode) {
       const now = next.get(node);
-      if (!now || now.url !== old.url || now.token !== old.token || now.dcgmUrl !== old.dcgmUrl) this.snapshots.delete(node);
+      if (now && now.url === old.url && now.token === old.token && now.dcgmUrl === old.dcgmUrl) continue;
+      this.remove(old.index);
+      this.nodeOf.delete(old.index);
+      this.byNode.delete(node);
     }
-    this.targets.clear();
-    for (const [node, a] of next) this.targets.set(node, a);
+    for (const [node, a] of next) {
+      if (this.byNode.has(node)) continue;
+      const target: AgentTarget = { ...a, index: this.nextIndex++ };
+      this.byNode.set(node, target);
+      this.nodeOf.set(target.index, node);
+      this.add(target);
+    }
   }
 
-  start(): void {
-    this.loop.start();
+  /** The latest poll of a node's agent. */
+  snapshotOf(node: string): AgentSnapshot | undefined {
+    const t = this.byNode.get(node);
+    return t === undefined ? undefined : this.snapshot(t.index);
   }
 
-  stop(): Promise<void> {
-    return this.loop.stop();
-  }
-
-  /** Poll every agent once; resolves after every onSnapshot of this round. */
-  pollOnce(): Promise<void> {
-    return this.loop.pollOnce();
-  }
-
-  snapshot(node: string): AgentSnapshot | undefined {
-    return this.snapshots.get(node);
-  }
-
-  private async poll(node: string, signal: AbortSignal): Promise<void> {
-    const target = this.targets.get(node);
-    if (!target) return;
+  protected async pollTarget(target: AgentTarget, prev: Readonly<AgentSnapshot>, signal: AbortSignal): Promise<AgentSnapshot | undefined> {
     const { timeoutMs } = this.options;
     const startedAt = Date.now();
     const [stateRes, dcgmRes] = await Promise.all([
       probe(this.fetchFn, new URL("/v1/state", target.url).toString(), timeoutMs, signal, "GET /v1/state", { authorization: `Bearer ${target.token}` }),
       target.dcgmUrl === undefined ? undefined : probe(this.fetchFn, dcgmScrapeUrl(target.dcgmUrl), timeoutMs, signal, "GET dcgm /metrics"),
     ]);
-    // Stopped, or the target was replaced while this poll ran: its answer says nothing about the new one.
-    if (signal.aborted || this.targets.get(node) !== target) return;
+    if (signal.aborted) return undefined;
     const finishedAt = Date.now();
-    const prev = this.snapshots.get(node) ?? INITIAL_AGENT_SNAPSHOT;
     const dcgm = dcgmRes === undefined ? undefined : nextDcgmVerdicts(prev.dcgm, dcgmRes, finishedAt, this.options);
-    const next = nextAgentSnapshot(prev, parseAgentState(stateRes), startedAt, finishedAt, dcgm);
-    this.snapshots.set(node, next);
-    this.onSnapshot(node, next);
+    return nextAgentSnapshot(prev, parseAgentState(stateRes), startedAt, finishedAt, dcgm);
   }
 }

@@ -2,16 +2,18 @@
  * The health worker's logic (workers/health.ts is its thin shell): runs the
  * engine and DCGM pollers and writes what they learn into the shared endpoint
  * table — readiness, load, KV usage, metric age, GPU faults — telling the main
- * thread by message only what does not fit in the table (model lists). It
+ * thread by message what does not fit in the table (model lists, the GPUs
+ * each DCGM exporter reports, the end of the first engine poll round). It
  * also polls the fleet's node agents and posts every poll to the main thread.
  */
 import type { Config } from "../config/types.ts";
 import type { AgentPollSettings, FromHealth, PolledAgent, PolledEndpoint } from "../protocol/health-messages.ts";
 import { AgentPoller } from "./agent-poller.ts";
-import { EndpointTable, F, FLAVOR_CODES, I } from "../shared/endpoint-table.ts";
+import { EndpointTable, F, FLAVOR_CODES, I, S, type Signals } from "../shared/endpoint-table.ts";
 import type { AssessedGpu, DcgmSnapshot } from "./dcgm-poller.ts";
 import { DcgmPoller } from "./dcgm-poller.ts";
 import { EndpointPoller, type EndpointSnapshot } from "./endpoint-poller.ts";
+import { gpuReport } from "./gpu-reports.ts";
 
 /** Whether an endpoint watching `gpuIds` ([] = all) has a faulted GPU in this exporter's scrape. */
 export function endpointGpuFaulted(gpus: readonly AssessedGpu[], gpuIds: readonly string[]): boolean {
@@ -37,48 +39,73 @@ export function writeSnapshot(table: EndpointTable, row: number, s: EndpointSnap
 
 export class HealthService {
   private readonly engines: EndpointPoller;
-  private readonly dcgm: DcgmPoller | undefined;
-  private readonly lastModels: (string | undefined)[];
-  private readonly lastReady: (boolean | undefined)[];
+  private readonly dcgm: DcgmPoller;
+  private readonly endpoints = new Map<number, PolledEndpoint>();
+  private readonly lastModels = new Map<number, string>();
+  private readonly lastReady = new Map<number, boolean>();
+  /** dcgm-exporter URL → its poller index, while some endpoint uses it. */
+  private readonly dcgmTargets = new Map<string, number>();
+  private nextDcgmIndex = 0;
+  /** Endpoints not polled yet; "engines-polled" goes out once the first ones all were (the metrics listener answers 503 until then). */
+  private unpolled: number;
+  private polledOnce = false;
   private agents: { poller: AgentPoller; settings: AgentPollSettings } | undefined;
   private started = false;
 
   constructor(
     private readonly table: EndpointTable,
-    private readonly endpoints: readonly PolledEndpoint[],
+    endpoints: readonly PolledEndpoint[],
     private readonly health: Config["health"],
     private readonly post: (msg: FromHealth) => void,
+    /** Bumped after every engine poll written, so the scheduler worker recomputes its flow limits at once. */
+    private readonly signals?: Signals,
   ) {
-    this.lastModels = endpoints.map(() => undefined);
-    this.lastReady = endpoints.map(() => undefined);
     const opts = { intervalMs: health.pollIntervalMs, timeoutMs: health.timeoutMs, staleAfterMs: health.staleAfterMs };
-    this.engines = new EndpointPoller(
-      endpoints.map((e) => ({ index: e.index, id: e.id, url: e.url, engine: e.engine, ...(e.models ? { models: e.models } : {}) })),
-      opts,
-      (row, snap) => this.onEngine(row, snap),
-    );
+    this.engines = new EndpointPoller([], opts, (row, snap) => this.onEngine(row, snap));
+    this.dcgm = new DcgmPoller([], opts, (i, snap) => this.onDcgm(i, snap));
+    for (const e of endpoints) this.add(e);
+    this.unpolled = endpoints.length;
+  }
+
+  /** Start polling an endpoint in its slot (replacing what was there). */
+  add(e: PolledEndpoint): void {
+    this.remove(e.index);
+    this.endpoints.set(e.index, e);
+    this.engines.add({ index: e.index, id: e.id, url: e.url, engine: e.engine, ...(e.models ? { models: e.models } : {}) });
     // One poller target per distinct exporter URL; endpoints sharing a node share its scrape.
-    const urls = [...new Set(endpoints.flatMap((e) => (e.dcgmUrl ? [e.dcgmUrl] : [])))];
-    this.dcgm =
-      urls.length === 0
-        ? undefined
-        : new DcgmPoller(
-            urls.map((url, i) => ({ index: i, id: url, url })),
-            opts,
-            (i, snap) => this.onDcgm(urls[i]!, snap),
-          );
+    if (e.dcgmUrl && !this.dcgmTargets.has(e.dcgmUrl)) {
+      const index = this.nextDcgmIndex++;
+      this.dcgmTargets.set(e.dcgmUrl, index);
+      this.dcgm.add({ index, id: e.dcgmUrl, url: e.dcgmUrl });
+    }
+  }
+
+  /** Stop polling the endpoint of a slot; a poll in flight reports nothing. */
+  remove(index: number): void {
+    const e = this.endpoints.get(index);
+    if (!e) return;
+    this.endpoints.delete(index);
+    this.engines.remove(index);
+    this.lastModels.delete(index);
+    this.lastReady.delete(index);
+    if (e.dcgmUrl && ![...this.endpoints.values()].some((o) => o.dcgmUrl === e.dcgmUrl)) {
+      const i = this.dcgmTargets.get(e.dcgmUrl);
+      if (i !== undefined) this.dcgm.remove(i);
+      this.dcgmTargets.delete(e.dcgmUrl);
+    }
   }
 
   start(): void {
     this.started = true;
+    if (this.unpolled === 0) this.enginesPolled();
     this.engines.start();
-    this.dcgm?.start();
+    this.dcgm.start();
     this.agents?.poller.start();
   }
 
   async stop(): Promise<void> {
     this.started = false;
-    await Promise.all([this.engines.stop(), this.dcgm?.stop(), this.agents?.poller.stop()]);
+    await Promise.all([this.engines.stop(), this.dcgm.stop(), this.agents?.poller.stop()]);
   }
 
   /** Poll these node agents from now on (the list replaces the previous one). */
@@ -86,10 +113,7 @@ export class HealthService {
     const current = this.agents;
     if (!current || current.settings.intervalMs !== settings.intervalMs || current.settings.timeoutMs !== settings.timeoutMs) {
       void current?.poller.stop();
-      const poller = new AgentPoller(
-        { ...settings, staleAfterMs: this.health.staleAfterMs },
-        (node, snapshot) => this.post({ type: "agent", node, snapshot }),
-      );
+      const poller = new AgentPoller({ ...settings, staleAfterMs: this.health.staleAfterMs }, (node, snapshot) => this.post({ type: "agent", node, snapshot }));
       this.agents = { poller, settings: { ...settings } };
       if (this.started) poller.start();
     }
@@ -98,24 +122,37 @@ export class HealthService {
 
   private onEngine(row: number, snap: EndpointSnapshot): void {
     writeSnapshot(this.table, row, snap);
+    this.signals?.bump(S.METRICS_EPOCH);
     if (snap.loadedModels) {
       const key = snap.loadedModels.join("\n");
-      if (key !== this.lastModels[row]) {
-        this.lastModels[row] = key;
+      if (key !== this.lastModels.get(row)) {
+        this.lastModels.set(row, key);
         this.post({ type: "models", index: row, models: [...snap.loadedModels] });
       }
     }
-    if (snap.ready !== this.lastReady[row]) {
-      this.lastReady[row] = snap.ready;
+    const first = !this.lastReady.has(row);
+    if (snap.ready !== this.lastReady.get(row)) {
+      this.lastReady.set(row, snap.ready);
       this.post({ type: "readiness", index: row, ready: snap.ready, healthy: snap.healthy, error: snap.lastError });
     }
+    if (first && !this.polledOnce && --this.unpolled <= 0) this.enginesPolled();
   }
 
-  private onDcgm(url: string, snap: DcgmSnapshot): void {
+  private enginesPolled(): void {
+    this.polledOnce = true;
+    this.post({ type: "engines-polled" });
+  }
+
+  private onDcgm(index: number, snap: DcgmSnapshot): void {
+    // Only fresh scrapes go to the main thread: a failed one changes nothing
+    // there, where the age of the last good one (sampledAt) decides at scrape
+    // time whether its GPUs are still exported.
+    const url = [...this.dcgmTargets].find(([, i]) => i === index)?.[0];
+    if (url !== undefined && snap.ok && snap.sampledAt !== undefined) this.post({ type: "gpus", url, sampledAt: snap.sampledAt, gpus: snap.gpus.map(gpuReport) });
     // A stale scrape is no evidence either way: keep the last verdict until it
     // is stale, then stop holding endpoints out on old news.
-    for (const e of this.endpoints) {
-      if (e.dcgmUrl !== url) continue;
+    for (const e of this.endpoints.values()) {
+      if (e.dcgmUrl === undefined || this.dcgmTargets.get(e.dcgmUrl) !== index) continue;
       const faulted = !snap.stale && endpointGpuFaulted(snap.gpus, e.gpuIds);
       this.table.setInt(e.index, I.GPU_FAULTED, faulted ? 1 : 0);
     }

@@ -2,33 +2,24 @@
  * The timer shared by the pollers: every interval, poll each target that is
  * not still busy with its previous poll (a slow target skips ticks instead of
  * piling up requests), all targets concurrently; stop() aborts what is in flight.
- * Targets are positions 0..count-1, or keys read afresh on every tick (node
- * agents come and go while the loop runs).
  */
 import { logger } from "../shared/logger.ts";
 
-export type PollTargetFn<K = number> = (key: K, signal: AbortSignal) => Promise<void>;
+export type PollTargetFn = (position: number, signal: AbortSignal) => Promise<void>;
 
-function positions(count: number): () => number[] {
-  const all = Array.from({ length: count }, (_, i) => i);
-  return () => all;
-}
-
-export class PollLoop<K = number> {
-  readonly #keys: () => Iterable<K>;
+export class PollLoop {
+  readonly #positions: () => Iterable<number>;
   readonly #intervalMs: number;
-  readonly #pollTarget: PollTargetFn<K>;
-  readonly #inFlight = new Map<K, Promise<void>>();
+  readonly #pollTarget: PollTargetFn;
+  readonly #inFlight = new Map<number, Promise<void>>();
   #timer: ReturnType<typeof setInterval> | undefined;
   #stopper = new AbortController();
   #skipped = 0;
 
-  constructor(count: number, intervalMs: number, pollTarget: PollTargetFn<number>);
-  constructor(keys: () => Iterable<K>, intervalMs: number, pollTarget: PollTargetFn<K>);
-  constructor(keys: number | (() => Iterable<K>), intervalMs: number, pollTarget: PollTargetFn<K>) {
+  /** `targets`: how many (positions 0..n-1), or the live positions, asked at every tick (targets come and go). */
+  constructor(targets: number | (() => Iterable<number>), intervalMs: number, pollTarget: PollTargetFn) {
     if (!(intervalMs > 0)) throw new RangeError(`intervalMs must be > 0, got ${intervalMs}`);
-    // With a count, K is number (the first overload), so the positions are keys.
-    this.#keys = typeof keys === "number" ? (positions(keys) as unknown as () => Iterable<K>) : keys;
+    this.#positions = typeof targets === "number" ? () => Array.from({ length: targets }, (_, i) => i) : targets;
     this.#intervalMs = intervalMs;
     this.#pollTarget = pollTarget;
   }
@@ -62,24 +53,24 @@ export class PollLoop<K = number> {
   async pollOnce(): Promise<void> {
     if (this.#stopper.signal.aborted) this.#stopper = new AbortController();
     const all: Promise<void>[] = [];
-    for (const key of this.#keys()) all.push(this.#inFlight.get(key) ?? this.#launch(key));
+    for (const i of this.#positions()) all.push(this.#inFlight.get(i) ?? this.#launch(i));
     await Promise.all(all);
   }
 
   #tick(): void {
-    for (const key of this.#keys()) {
-      if (this.#inFlight.has(key)) this.#skipped++;
-      else void this.#launch(key);
+    for (const i of this.#positions()) {
+      if (this.#inFlight.has(i)) this.#skipped++;
+      else void this.#launch(i);
     }
   }
 
-  #launch(key: K): Promise<void> {
-    const p = this.#pollTarget(key, this.#stopper.signal)
+  #launch(position: number): Promise<void> {
+    const p = this.#pollTarget(position, this.#stopper.signal)
       // A poll reports probe failures in its snapshot; what lands here is a
       // bug (or a throwing onSnapshot callback). Log it and keep polling.
-      .catch((err: unknown) => logger().error({ err, target: key }, "health poll failed"))
-      .finally(() => this.#inFlight.delete(key));
-    this.#inFlight.set(key, p);
+      .catch((err: unknown) => logger().error({ err, position }, "health poll failed"))
+      .finally(() => this.#inFlight.delete(position));
+    this.#inFlight.set(position, p);
     return p;
   }
 }

@@ -1,7 +1,7 @@
 /**
- * What every poller shares: a fixed list of targets polled on one PollLoop
- * (never twice at once), the latest snapshot of each, and a callback per
- * poll. Subclasses only say how one target is polled.
+ * What every poller shares: a set of targets (added and removed at run time)
+ * polled on one PollLoop (never twice at once), the latest snapshot of each,
+ * and a callback per poll. Subclasses only say how one target is polled.
  */
 import { PollLoop } from "./poll-loop.ts";
 import type { FetchFn } from "./probe.ts";
@@ -11,11 +11,17 @@ export interface PolledTarget {
   index: number;
 }
 
+interface Entry<T, S> {
+  target: T;
+  snapshot: S;
+}
+
 export abstract class TargetPoller<T extends PolledTarget, S> {
-  protected readonly targets: readonly T[];
   protected readonly fetchFn: FetchFn;
-  private readonly snapshots: S[];
+  /** By target index; a removed target's poll in flight finds its entry gone and reports nothing. */
+  private readonly entries = new Map<number, Entry<T, S>>();
   private readonly loop: PollLoop;
+  private readonly initial: Readonly<S>;
 
   constructor(
     targets: readonly T[],
@@ -24,10 +30,20 @@ export abstract class TargetPoller<T extends PolledTarget, S> {
     private readonly onSnapshot: (index: number, snapshot: S) => void,
   ) {
     if (!(options.timeoutMs > 0)) throw new RangeError(`timeoutMs must be > 0, got ${options.timeoutMs}`);
-    this.targets = targets;
     this.fetchFn = options.fetch ?? ((url, init) => fetch(url, init));
-    this.snapshots = targets.map(() => ({ ...initial }));
-    this.loop = new PollLoop(targets.length, options.intervalMs, (position, signal) => this.run(position, signal));
+    this.initial = initial;
+    for (const t of targets) this.add(t);
+    this.loop = new PollLoop(() => this.entries.keys(), options.intervalMs, (index, signal) => this.run(index, signal));
+  }
+
+  /** Start polling a target (replacing one with the same index); its first poll comes with the next tick. */
+  add(target: T): void {
+    this.entries.set(target.index, { target, snapshot: { ...this.initial } });
+  }
+
+  /** Stop polling a target; a poll of it still in flight reports nothing. */
+  remove(index: number): void {
+    this.entries.delete(index);
   }
 
   /**
@@ -36,12 +52,13 @@ export abstract class TargetPoller<T extends PolledTarget, S> {
    */
   protected abstract pollTarget(target: T, previous: Readonly<S>, signal: AbortSignal): Promise<S | undefined>;
 
-  private async run(position: number, signal: AbortSignal): Promise<void> {
-    const target = this.targets[position]!;
-    const next = await this.pollTarget(target, this.snapshots[position]!, signal);
-    if (next === undefined || signal.aborted) return;
-    this.snapshots[position] = next;
-    this.onSnapshot(target.index, next);
+  private async run(index: number, signal: AbortSignal): Promise<void> {
+    const entry = this.entries.get(index);
+    if (!entry) return;
+    const next = await this.pollTarget(entry.target, entry.snapshot, signal);
+    if (next === undefined || signal.aborted || this.entries.get(index) !== entry) return;
+    entry.snapshot = next;
+    this.onSnapshot(index, next);
   }
 
   /** Poll now and then every intervalMs. */
@@ -61,8 +78,7 @@ export abstract class TargetPoller<T extends PolledTarget, S> {
 
   /** The latest snapshot of the target with slot `index`. */
   snapshot(index: number): S | undefined {
-    const position = this.targets.findIndex((t) => t.index === index);
-    return position < 0 ? undefined : this.snapshots[position];
+    return this.entries.get(index)?.snapshot;
   }
 
   /** Ticks skipped because a target's previous poll was still running. */

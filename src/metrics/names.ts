@@ -46,6 +46,51 @@ export type Route = (typeof ROUTES)[number];
 /** Model label for a request whose model is not configured or discovered. */
 export const UNKNOWN_MODEL = "unknown";
 
+/** How a batch line attempt ended, as the batch runner counts it (issue 12). */
+export const BATCH_LINE_OUTCOMES = ["completed", "failed", "retried", "waited"] as const;
+export type BatchLineOutcome = (typeof BATCH_LINE_OUTCOMES)[number];
+
+export const CACHE_RESULTS = ["hit", "miss"] as const;
+
+// ---- Fleet (issue 10). Computed at scrape time from state the gateway holds;
+// a value nobody reported has no series (absent is not zero).
+
+/** Node states as the fleet registry reports them (the `state` label of llmgw_nodes). */
+export const NODE_STATES = ["ready", "not_ready", "cordoned", "draining"] as const;
+export type NodeState = (typeof NODE_STATES)[number];
+
+/** Replica states (the agent's Starting/Loading/Ready/Failed/Stopped, plus draining). */
+export const REPLICA_STATES = ["starting", "loading", "ready", "draining", "failed", "stopped"] as const;
+export type ReplicaState = (typeof REPLICA_STATES)[number];
+
+export { GPU_FAULT_KINDS, type GpuFaultKind } from "../protocol/gpu-report.ts";
+
+/**
+ * Labels of every per-GPU series: the node (for static endpoints the host of
+ * their dcgm_url; the fleet supplies node names), the index on the node, the
+ * UUID, the GPU class (`h100-80g`), and the MIG instance (empty for a whole GPU).
+ */
+export const GPU_LABELS = ["node", "gpu", "uuid", "class", "mig_instance"] as const;
+const FABRIC_LABELS = ["node", "adapter", "port", "link_layer"] as const;
+
+export const FLEET = {
+  nodes: { name: "llmgw_nodes", help: "Nodes by state.", labels: ["state"] },
+  nodeReady: { name: "llmgw_node_ready", help: "1 while the node's agent answers and the node is Ready, 0 when it stopped answering.", labels: ["node"] },
+  gpuMemoryTotal: { name: "llmgw_gpu_memory_total_bytes", help: "GPU framebuffer size.", labels: GPU_LABELS },
+  gpuMemoryUsed: { name: "llmgw_gpu_memory_used_bytes", help: "GPU framebuffer in use.", labels: GPU_LABELS },
+  gpuUtilization: { name: "llmgw_gpu_utilization_ratio", help: "GPU utilisation 0..1 (absent when the driver does not report it).", labels: GPU_LABELS },
+  gpuTemperature: { name: "llmgw_gpu_temperature_celsius", help: "GPU core temperature.", labels: GPU_LABELS },
+  gpuPower: { name: "llmgw_gpu_power_watts", help: "GPU power draw.", labels: GPU_LABELS },
+  gpuHealthy: { name: "llmgw_gpu_healthy", help: "1 when no fault keeps the GPU out of rotation and placement, 0 when one does.", labels: GPU_LABELS },
+  gpuFault: { name: "llmgw_gpu_fault", help: "1 for each kind of fault present on a GPU (xid, ecc, row_remap, page_retirement, temperature, memory_temperature).", labels: [...GPU_LABELS, "kind"] },
+  fabricPortRate: { name: "llmgw_fabric_port_rate_bytes_per_second", help: "Signalling rate of an InfiniBand/RoCE port.", labels: FABRIC_LABELS },
+  fabricPortActive: { name: "llmgw_fabric_port_active", help: "1 when the port's state is ACTIVE.", labels: FABRIC_LABELS },
+  replicas: { name: "llmgw_replicas", help: "Model replicas by model and state.", labels: ["model", "state"] },
+  modelReplicasDesired: { name: "llmgw_model_replicas_desired", help: "Replicas desired per model.", labels: ["model"] },
+  modelReplicasServing: { name: "llmgw_model_replicas_serving", help: "Replicas ready and in rotation per model.", labels: ["model"] },
+  poolQueueDepth: { name: "llmgw_pool_queue_depth", help: "Requests waiting for admission, by pool and band.", labels: ["pool", "band"] },
+} as const;
+
 export const M = {
   requests: { name: "llmgw_requests_total", help: "Requests by model, route and outcome.", labels: ["model", "route", "outcome"] },
   duration: { name: "llmgw_request_duration_seconds", help: "Request duration from arrival to the last byte sent.", labels: ["model", "route", "stream"] },
@@ -66,8 +111,17 @@ export const M = {
   admissionQueueDepth: { name: "llmgw_admission_queue_depth", help: "Requests waiting in each band's admission queue.", labels: ["band"] },
   admissionWait: { name: "llmgw_admission_wait_seconds", help: "Time requests waited for admission, by band (granted or not).", labels: ["band"] },
   admissionRejections: { name: "llmgw_admission_rejections_total", help: "Requests turned away before an engine, by band and reason.", labels: ["band", "reason"] },
+  admissionPath: { name: "llmgw_admission_path_total", help: "Admission decisions by where they were made: fast (the main thread, no message) or queued (through the scheduler worker).", labels: ["path"] },
+  schedulerMessages: { name: "llmgw_scheduler_messages_total", help: "Messages the main thread posted to the scheduler worker, by kind (admit, release and cancel are the slow path).", labels: ["kind"] },
   admissionGrants: { name: "llmgw_admission_grants_total", help: "Requests admitted, by band and tenant (configured tenants; others are 'other').", labels: ["band", "tenant"] },
   poolSaturation: { name: "llmgw_pool_saturation", help: "Pool saturation: the worse of queue pressure and KV occupancy (1 = learned capacity × (1 + headroom)).", labels: ["pool"] },
   endpointCapacity: { name: "llmgw_endpoint_capacity", help: "Learned batch capacity of each endpoint: the high-water mark of its running count, at least the initial guess.", labels: ["endpoint"] },
+  // issue 12: shedding, batch lines, cache, idempotency
+  gpuShed: { name: "llmgw_gpu_shed_total", help: "Requests refused with 429 GPU_SATURATED because their pool's GPUs were saturated (exactly the refusals).", labels: ["pool"] },
+  poolGpuSaturated: { name: "llmgw_pool_gpu_saturated", help: "1 while every healthy GPU of the pool is in sustained saturation (absent without gpu_health).", labels: ["pool"] },
+  batchLines: { name: "llmgw_batch_lines_total", help: "Batch line attempts by outcome: completed, failed (recorded), retried (5xx/transport), waited (saturation or rate limit).", labels: ["outcome"] },
+  cacheLookups: { name: "llmgw_response_cache_lookups_total", help: "Response-cache lookups of cacheable requests, by result.", labels: ["result"] },
+  cacheBytes: { name: "llmgw_response_cache_bytes", help: "Bytes held by the in-process response cache.", labels: [] },
+  idempotentReplays: { name: "llmgw_idempotent_replays_total", help: "Answers replayed from idempotency records instead of running the request.", labels: [] },
   malformedEvents: { name: "llmgw_upstream_malformed_events_total", help: "SSE events from engines that were not valid and were dropped.", labels: ["endpoint"] },
 } as const;

@@ -5,7 +5,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { AdmissionStatsTable, EndpointTable, F, I } from "../shared/endpoint-table.ts";
 import { SCORER_NAMES } from "../config/plugin-names.ts";
-import { M } from "./names.ts";
+import { M, type Outcome } from "./names.ts";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1];
@@ -13,9 +13,27 @@ const ITL_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.25, 0.
 const WAIT_BUCKETS = [0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 const SCORE_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1];
 
-export interface ModelSeries {
-  ttft: { observe(v: number): void };
-  interToken: { observe(v: number): void };
+/**
+ * prom-client's default metrics include three gauges named like counters
+ * (`promtool check metrics`: non-counter metrics should not have "_total"
+ * suffix). Each is only the sum of the same-named gauge without the suffix,
+ * which is labelled by type (`sum(nodejs_active_handles)`), so they go.
+ */
+const MISNAMED_DEFAULT_METRICS = ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"];
+
+interface Observer {
+  observe(v: number): void;
+}
+
+/**
+ * The label-bound series one request of a (model, route) touches, so a
+ * request hashes no label sets: TTFT and inter-token gaps per chunk, and at
+ * its end the outcome, duration and tokens.
+ */
+export interface RequestSeries {
+  ttft: Observer;
+  interToken: Observer;
+  finished(outcome: Outcome, stream: boolean, seconds: number, usage: { prompt_tokens: number; completion_tokens: number } | undefined): void;
 }
 
 export class GatewayMetrics {
@@ -33,20 +51,32 @@ export class GatewayMetrics {
   readonly circuitTransitions;
   readonly overhead;
   readonly malformedEvents;
-  /** Label-bound children of the per-token series, so the relay hashes no labels per event. */
-  private readonly modelSeriesCache = new Map<string, ModelSeries>();
+  private readonly requestSeriesCache = new Map<string, RequestSeries>();
 
   readonly admissionWait;
   readonly admissionRejections;
   readonly admissionGrants;
+  readonly admissionPath;
 
   constructor(
     table: EndpointTable,
-    endpointIds: readonly string[],
-    opts: { defaultMetrics?: boolean; stats?: AdmissionStatsTable; bandNames?: readonly string[]; poolNames?: readonly string[] } = {},
+    /** The live endpoints (slot and id) at scrape time; endpoints come and go. */
+    endpoints: () => Iterable<{ index: number; id: string }>,
+    opts: {
+      defaultMetrics?: boolean;
+      stats?: AdmissionStatsTable;
+      bandNames?: readonly string[];
+      /** The pools (row and name) at scrape time. */
+      pools?: () => Iterable<{ index: number; name: string }>;
+      /** Messages posted to the scheduler worker so far, by kind. */
+      schedulerMessages?: () => Readonly<Record<string, number>>;
+    } = {},
   ) {
     const r = [this.registry];
-    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    if (opts.defaultMetrics ?? true) {
+      collectDefaultMetrics({ register: this.registry });
+      for (const name of MISNAMED_DEFAULT_METRICS) this.registry.removeSingleMetric(name);
+    }
     const counter = <L extends string>(d: { name: string; help: string; labels: readonly L[] }) =>
       new Counter<L>({ name: d.name, help: d.help, labelNames: d.labels, registers: r });
     const histogram = <L extends string>(d: { name: string; help: string; labels: readonly L[] }, buckets: number[]) =>
@@ -68,6 +98,7 @@ export class GatewayMetrics {
     this.admissionWait = histogram(M.admissionWait, WAIT_BUCKETS);
     this.admissionRejections = counter(M.admissionRejections);
     this.admissionGrants = counter(M.admissionGrants);
+    this.admissionPath = counter(M.admissionPath);
 
     for (const scorer of SCORER_NAMES) this.scorerScore.labels({ scorer });
     // Endpoint gauges are read from the shared table when scraped, so they
@@ -80,10 +111,10 @@ export class GatewayMetrics {
         registers: r,
         collect() {
           this.reset();
-          endpointIds.forEach((id, row) => {
-            const v = read(row);
+          for (const { index, id } of endpoints()) {
+            const v = read(index);
             if (v !== undefined) this.set({ endpoint: id }, v);
-          });
+          }
         },
       });
     fromTable(M.endpointCapacity, (row) => {
@@ -93,7 +124,7 @@ export class GatewayMetrics {
     const stats = opts.stats;
     if (stats) {
       const bandNames = opts.bandNames ?? [];
-      const poolNames = opts.poolNames ?? [];
+      const pools = opts.pools ?? (() => []);
       new Gauge<"band">({
         ...M.admissionQueueDepth,
         labelNames: M.admissionQueueDepth.labels,
@@ -108,14 +139,26 @@ export class GatewayMetrics {
         registers: r,
         collect() {
           this.reset();
-          poolNames.forEach((pool, i) => {
-            const v = stats.saturation(i);
-            if (Number.isFinite(v)) this.set({ pool }, v);
-          });
+          for (const { index, name } of pools()) {
+            const v = stats.saturation(index);
+            if (Number.isFinite(v)) this.set({ pool: name }, v);
+          }
         },
       });
     }
-    fromTable(M.endpointInflight, (row) => table.getInt(row, I.INFLIGHT) + table.getInt(row, I.LEASED));
+    fromTable(M.endpointInflight, (row) => table.getInt(row, I.INFLIGHT));
+    const messages = opts.schedulerMessages;
+    if (messages) {
+      new Counter<"kind">({
+        ...M.schedulerMessages,
+        labelNames: M.schedulerMessages.labels,
+        registers: r,
+        collect() {
+          this.reset();
+          for (const [kind, n] of Object.entries(messages())) this.inc({ kind }, n);
+        },
+      });
+    }
     fromTable(M.endpointReady, (row) => table.getInt(row, I.READY));
     fromTable(M.endpointCircuit, (row) => table.getInt(row, I.CIRCUIT));
     fromTable(M.endpointMetricsAge, (row) => {
@@ -124,12 +167,55 @@ export class GatewayMetrics {
     });
   }
 
-  /** The per-token series of one (configured or discovered) model. */
-  modelSeries(model: string): ModelSeries {
-    let m = this.modelSeriesCache.get(model);
+  private readonly scoreChildren = new Map<string, Observer>();
+  private readonly grantChildren = new Map<string, { wait: Observer; grant: { inc(): void }; path: Record<"fast" | "queued", { inc(): void }> }>();
+
+  /** The score histogram of one scorer (bound once: no label hashing per request). */
+  scoreSeries(scorer: string): Observer {
+    let c = this.scoreChildren.get(scorer);
+    if (!c) this.scoreChildren.set(scorer, (c = this.scorerScore.labels({ scorer })));
+    return c;
+  }
+
+  /** What a granted request of (band, tenant label) records, bound once. */
+  grantSeries(band: string, tenant: string): { wait: Observer; grant: { inc(): void }; path: Record<"fast" | "queued", { inc(): void }> } {
+    const key = `${band}\u0000${tenant}`;
+    let c = this.grantChildren.get(key);
+    if (!c) {
+      c = {
+        wait: this.admissionWait.labels({ band }),
+        grant: this.admissionGrants.labels({ band, tenant }),
+        path: { fast: this.admissionPath.labels({ path: "fast" }), queued: this.admissionPath.labels({ path: "queued" }) },
+      };
+      this.grantChildren.set(key, c);
+    }
+    return c;
+  }
+
+  /** The series of one (configured or discovered) model and route, made once and kept. */
+  requestSeries(model: string, route: string): RequestSeries {
+    const key = `${route}\u0000${model}`;
+    let m = this.requestSeriesCache.get(key);
     if (!m) {
-      m = { ttft: this.ttft.labels({ model }), interToken: this.interToken.labels({ model }) };
-      this.modelSeriesCache.set(model, m);
+      const outcomes = new Map<Outcome, { inc(): void }>();
+      const duration = { true: this.duration.labels({ model, route, stream: "true" }), false: this.duration.labels({ model, route, stream: "false" }) };
+      const prompt = this.tokens.labels({ model, kind: "prompt" });
+      const completion = this.tokens.labels({ model, kind: "completion" });
+      m = {
+        ttft: this.ttft.labels({ model }),
+        interToken: this.interToken.labels({ model }),
+        finished: (outcome, stream, seconds, usage) => {
+          let c = outcomes.get(outcome);
+          if (!c) outcomes.set(outcome, (c = this.requests.labels({ model, route, outcome })));
+          c.inc();
+          duration[stream ? "true" : "false"].observe(seconds);
+          if (usage) {
+            prompt.inc(usage.prompt_tokens);
+            completion.inc(usage.completion_tokens);
+          }
+        },
+      };
+      this.requestSeriesCache.set(key, m);
     }
     return m;
   }

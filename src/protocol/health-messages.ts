@@ -1,8 +1,10 @@
 /** Typed messages between the main thread and the health worker (workers/health.ts). */
 import type { Config, EngineFlavor } from "../config/types.ts";
 import type { AgentSnapshot } from "./agent-messages.ts";
+import type { GpuReportMessage } from "./gpu-report.ts";
 
 export interface PolledEndpoint {
+  /** Slot in the shared endpoint table. */
   index: number;
   id: string;
   url: string;
@@ -27,8 +29,19 @@ export interface AgentPollSettings {
 
 /** main → health */
 export type ToHealth =
-  | { type: "init"; buffer: SharedArrayBuffer; endpoints: PolledEndpoint[]; health: Config["health"] }
-  /** The full list of agents to poll (replaces the previous one). */
+  | {
+      type: "init";
+      /** The shared endpoint table and its capacity in slots. */
+      buffer: SharedArrayBuffer;
+      maxEndpoints: number;
+      /** Shared signal words (the metrics epoch the scheduler waits on). */
+      signals: SharedArrayBuffer;
+      endpoints: PolledEndpoint[];
+      health: Config["health"];
+    }
+  /** An endpoint took a slot (poll it) or left it (null: stop). */
+  | { type: "endpoint"; index: number; endpoint: PolledEndpoint | null }
+  /** The full list of node agents to poll (replaces the previous one; fleet manager, issue 9). */
   | { type: "agents"; agents: PolledAgent[]; settings: AgentPollSettings }
   | { type: "stop" };
 
@@ -39,5 +52,9 @@ export type FromHealth =
   | { type: "models"; index: number; models: string[] }
   /** Readiness changed (for logs). */
   | { type: "readiness"; index: number; ready: boolean; healthy: boolean; error: string | undefined }
+  /** Every engine endpoint has been polled at least once (sent once; at start when there are none). */
+  | { type: "engines-polled" }
+  /** A DCGM exporter answered: its GPUs, for the metrics collector. */
+  | GpuReportMessage
   /** One poll of a node agent (every poll: the control plane ages the node by it). */
   | { type: "agent"; node: string; snapshot: AgentSnapshot };

@@ -3,9 +3,12 @@ import type { Config } from "../config/types.ts";
 import type { ErrorCode } from "../shared/errors.ts";
 
 export interface EndpointDescriptor {
+  /** Slot in the shared endpoint table. */
   index: number;
   id: string;
-  pool: string;
+  /** Row of the endpoint's pool in the shared pool table. */
+  pool: number;
+  poolName: string;
   /** Configured models, or [] until discovery reports them. */
   models: string[];
 }
@@ -14,23 +17,27 @@ export interface EndpointDescriptor {
 export type ToScheduler =
   | {
       type: "init";
-      buffer: SharedArrayBuffer;
-      statsBuffer: SharedArrayBuffer;
-      endpoints: EndpointDescriptor[];
-      /** Distinct pool names, in the order of the stats table. */
-      pools: string[];
+      endpoints: SharedArrayBuffer;
+      pools: SharedArrayBuffer;
+      stats: SharedArrayBuffer;
+      signals: SharedArrayBuffer;
+      prefixIndex: SharedArrayBuffer;
+      /** Capacity of the endpoint and pool tables. */
+      maxEndpoints: number;
+      maxPools: number;
+      directory: EndpointDescriptor[];
       scheduling: Config["scheduling"];
       admission: Config["admission"];
       staleAfterMs: number;
     }
+  /** An endpoint took a slot (descriptor) or left it (null). */
+  | { type: "endpoint"; index: number; descriptor: EndpointDescriptor | null }
   | { type: "models"; index: number; models: string[] }
-  /** A new request: admission (may queue), then scoring. */
-  | { type: "admit"; id: number; model: string; band: number; tenant: string; estTokens: number; prefixHashes: number[] }
-  /** A retry of an admitted request: scoring only, excluding endpoints that failed. */
-  | { type: "schedule"; id: number; model: string; prefixHashes: number[]; exclude: number[] }
+  /** A request the main thread could not admit by itself: admission (may queue), then scoring. */
+  | { type: "admit"; id: number; model: string; pool: number; band: number; tenant: string; estTokens: number; prefixHashes: number[] }
   /** The client left while its request was queued. */
   | { type: "cancel"; id: number }
-  /** A request finished: capacity freed, queues may move. */
+  /** A request let go of a pool something waits for: queues may move. */
   | { type: "release" };
 
 /** The chosen endpoint's per-scorer scores and per-filter drops travel back for the metrics. */
@@ -46,5 +53,5 @@ export interface GrantDetail {
 /** scheduler → main */
 export type FromScheduler =
   | { type: "ready" }
-  | ({ type: "grant"; id: number; index: number } & GrantDetail)
+  | ({ type: "grant"; id: number; index: number; pool: number } & GrantDetail)
   | { type: "reject"; id: number; error: { code: ErrorCode; message: string; retryAfterS?: number }; drops: Record<string, number>; waitedMs: number };

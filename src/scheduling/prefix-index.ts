@@ -2,58 +2,109 @@
  * The prefix-affinity index: block hash → the endpoint that block was last
  * routed to, as an LRU with a hard cap on entries. Bounded on purpose: a
  * tree of every prefix ever seen grows until the process runs out of memory.
+ *
+ * It lives in a SharedArrayBuffer so that the gateway's main thread (fast
+ * path) and the scheduler worker (queued requests) read and record the same
+ * ownership. Layout: a fixed pool of `maxEntries` nodes (key, endpoint,
+ * generation, LRU links, bucket chain) and a power-of-two bucket array, all
+ * Int32/Float64 arrays over one buffer. A one-word spin lock guards every
+ * operation; a thread that cannot take it within a few hundred spins skips
+ * the operation (no match, nothing recorded) rather than wait: affinity is
+ * a heuristic, and the main thread must never block on a descheduled worker.
  */
 import type { PrefixIndexReader } from "./types.ts";
 
-/**
- * Endpoint rows the index can address. A stored value packs the endpoint
- * index with the endpoint's generation (bumped by forgetEndpoint) as
- * generation × MAX_ENDPOINTS + index, exact in a double up to 2^33 forgets.
- */
-export const PREFIX_INDEX_MAX_ENDPOINTS = 1 << 20;
+/** Endpoint rows the index can address (forgetEndpoint keeps a generation for each). */
+export const PREFIX_INDEX_MAX_ENDPOINTS = 4096;
+
+/** Header words. */
+const LOCK = 0;
+const SIZE = 1;
+/** Most recently used node, -1 when empty. */
+const MRU = 2;
+/** Least recently used node, -1 when empty. */
+const LRU = 3;
+/** Head of the free-node list (linked through `next`), -1 when full. */
+const FREE = 4;
+/** Bumped on every change, so each thread's per-request memo knows when it is stale. */
+const VERSION = 5;
+const HEADER_WORDS = 8;
+
+const NONE = -1;
+/** Spins before giving up on the lock (a few microseconds). */
+const LOCK_SPINS = 256;
 
 export class PrefixIndex implements PrefixIndexReader {
-  /** hash → packed (generation, endpoint); Map keeps insertion order, which is our LRU order. */
-  private readonly entries = new Map<number, number>();
+  readonly buffer: SharedArrayBuffer;
+  private readonly header: Int32Array;
+  private readonly keys: Float64Array;
+  private readonly owners: Int32Array;
+  private readonly gens: Int32Array;
+  private readonly prev: Int32Array;
+  private readonly next: Int32Array;
+  private readonly chain: Int32Array;
+  private readonly buckets: Int32Array;
   /** Per-endpoint generation; entries stored under an older one are dead. */
-  private readonly generations: number[] = [];
-  /** Bumped on every change, so the per-request memo below knows when it is stale. */
-  private version = 0;
+  private readonly endpointGens: Int32Array;
+  private readonly mask: number;
+
   private memoHashes: readonly number[] | undefined;
   private memoVersion = -1;
   /** endpoint index → deepest matched block count for memoHashes. */
   private readonly memo = new Map<number, number>();
+  /** Operations skipped because the lock was contended (for tests and diagnostics). */
+  skipped = 0;
 
-  constructor(readonly maxEntries: number) {
+  /** A new index with room for `maxEntries`, or a view of one another thread made (pass its `buffer`). */
+  constructor(
+    readonly maxEntries: number,
+    buffer?: SharedArrayBuffer,
+  ) {
     if (!Number.isInteger(maxEntries) || maxEntries < 1) throw new RangeError(`PrefixIndex: maxEntries must be a positive integer, got ${maxEntries}`);
+    let nBuckets = 1;
+    while (nBuckets < maxEntries) nBuckets *= 2;
+    this.mask = nBuckets - 1;
+    const n = maxEntries;
+    // Float64 keys first (8-byte alignment), then every Int32 array.
+    const bytes = n * 8 + (HEADER_WORDS + 5 * n + nBuckets + PREFIX_INDEX_MAX_ENDPOINTS) * 4;
+    this.buffer = buffer ?? new SharedArrayBuffer(bytes);
+    if (this.buffer.byteLength < bytes) throw new RangeError("PrefixIndex: buffer too small for maxEntries");
+    let at = 0;
+    this.keys = new Float64Array(this.buffer, at, n);
+    at += n * 8;
+    const ints = (count: number) => {
+      const a = new Int32Array(this.buffer, at, count);
+      at += count * 4;
+      return a;
+    };
+    this.header = ints(HEADER_WORDS);
+    this.owners = ints(n);
+    this.gens = ints(n);
+    this.prev = ints(n);
+    this.next = ints(n);
+    this.chain = ints(n);
+    this.buckets = ints(nBuckets);
+    this.endpointGens = ints(PREFIX_INDEX_MAX_ENDPOINTS);
+    if (!buffer) this.reset();
   }
 
   /** Live and dead entries together; never above maxEntries. */
   get size(): number {
-    return this.entries.size;
+    return Atomics.load(this.header, SIZE);
   }
 
   /** Records that a request with these chained hashes was routed to `endpointIndex`. O(hashes.length). */
   record(hashes: readonly number[], endpointIndex: number): void {
     if (hashes.length === 0) return;
     checkIndex(endpointIndex);
-    const value = this.pack(endpointIndex);
-    const entries = this.entries;
-    for (const h of hashes) {
-      // delete + set moves the key to the newest end of the insertion order.
-      entries.delete(h);
-      entries.set(h, value);
+    if (!this.lock()) return;
+    try {
+      const gen = this.endpointGens[endpointIndex]!;
+      for (const h of hashes) this.put(h, endpointIndex, gen);
+      Atomics.add(this.header, VERSION, 1);
+    } finally {
+      this.unlock();
     }
-    // Drop the oldest until under the cap; a Map iterator starts at the oldest key.
-    if (entries.size > this.maxEntries) {
-      const keys = entries.keys();
-      while (entries.size > this.maxEntries) {
-        const oldest = keys.next();
-        if (oldest.done === true) break;
-        entries.delete(oldest.value);
-      }
-    }
-    this.version++;
   }
 
   /**
@@ -69,40 +120,138 @@ export class PrefixIndex implements PrefixIndexReader {
    */
   matchedBlocks(hashes: readonly number[], index: number): number {
     if (hashes.length === 0) return 0;
-    if (hashes !== this.memoHashes || this.memoVersion !== this.version) this.fillMemo(hashes);
+    if (hashes !== this.memoHashes || this.memoVersion !== Atomics.load(this.header, VERSION)) this.fillMemo(hashes);
     return this.memo.get(index) ?? 0;
   }
 
   /** Forgets everything routed to an endpoint (removed, or its engine restarted with an empty cache). O(1). */
   forgetEndpoint(index: number): void {
     checkIndex(index);
-    this.generations[index] = (this.generations[index] ?? 0) + 1;
-    this.version++;
+    Atomics.add(this.endpointGens, index, 1);
+    Atomics.add(this.header, VERSION, 1);
   }
 
   /** Forgets everything. */
   clear(): void {
-    this.entries.clear();
+    if (!this.lock()) return;
+    try {
+      this.reset();
+      Atomics.add(this.header, VERSION, 1);
+    } finally {
+      this.unlock();
+    }
     this.memoHashes = undefined;
-    this.version++;
   }
 
-  private pack(index: number): number {
-    return (this.generations[index] ?? 0) * PREFIX_INDEX_MAX_ENDPOINTS + index;
+  private reset(): void {
+    const n = this.maxEntries;
+    this.buckets.fill(NONE);
+    for (let i = 0; i < n; i++) this.next[i] = i + 1 < n ? i + 1 : NONE;
+    this.header[SIZE] = 0;
+    this.header[MRU] = NONE;
+    this.header[LRU] = NONE;
+    this.header[FREE] = 0;
+  }
+
+  private lock(): boolean {
+    for (let i = 0; i < LOCK_SPINS; i++) {
+      if (Atomics.compareExchange(this.header, LOCK, 0, 1) === 0) return true;
+    }
+    this.skipped++;
+    return false;
+  }
+
+  private unlock(): void {
+    Atomics.store(this.header, LOCK, 0);
+  }
+
+  private bucketOf(hash: number): number {
+    // Hashes are 53-bit integers: fold the high part in so both halves count.
+    return ((hash % 0x100000000) ^ Math.floor(hash / 0x100000000)) & this.mask;
+  }
+
+  private find(hash: number, bucket: number): number {
+    for (let i = this.buckets[bucket]!; i !== NONE; i = this.chain[i]!) if (this.keys[i] === hash) return i;
+    return NONE;
+  }
+
+  /** Insert or refresh one hash (under the lock). */
+  private put(hash: number, owner: number, gen: number): void {
+    const bucket = this.bucketOf(hash);
+    let node = this.find(hash, bucket);
+    if (node !== NONE) {
+      this.unlinkLru(node);
+    } else {
+      node = this.header[FREE]!;
+      if (node !== NONE) {
+        this.header[FREE] = this.next[node]!;
+        this.header[SIZE]!++;
+      } else {
+        node = this.header[LRU]!;
+        this.unlinkLru(node);
+        this.unlinkChain(node);
+      }
+      this.keys[node] = hash;
+      this.chain[node] = this.buckets[bucket]!;
+      this.buckets[bucket] = node;
+    }
+    this.owners[node] = owner;
+    this.gens[node] = gen;
+    // Push at the MRU end.
+    const head = this.header[MRU]!;
+    this.prev[node] = NONE;
+    this.next[node] = head;
+    if (head !== NONE) this.prev[head] = node;
+    this.header[MRU] = node;
+    if (this.header[LRU] === NONE) this.header[LRU] = node;
+  }
+
+  private unlinkLru(node: number): void {
+    const p = this.prev[node]!;
+    const n = this.next[node]!;
+    if (p !== NONE) this.next[p] = n;
+    else this.header[MRU] = n;
+    if (n !== NONE) this.prev[n] = p;
+    else this.header[LRU] = p;
+  }
+
+  private unlinkChain(node: number): void {
+    const bucket = this.bucketOf(this.keys[node]!);
+    let i = this.buckets[bucket]!;
+    if (i === node) {
+      this.buckets[bucket] = this.chain[node]!;
+      return;
+    }
+    while (i !== NONE) {
+      const after = this.chain[i]!;
+      if (after === node) {
+        this.chain[i] = this.chain[node]!;
+        return;
+      }
+      i = after;
+    }
   }
 
   private fillMemo(hashes: readonly number[]): void {
     const memo = this.memo;
     memo.clear();
-    for (let k = 0; k < hashes.length; k++) {
-      const value = this.entries.get(hashes[k]!);
-      if (value === undefined) continue;
-      const index = value % PREFIX_INDEX_MAX_ENDPOINTS;
-      // A deeper block overwrites a shallower one: the memo ends with the deepest.
-      if (value === this.pack(index)) memo.set(index, k + 1);
-    }
     this.memoHashes = hashes;
-    this.memoVersion = this.version;
+    if (!this.lock()) {
+      this.memoVersion = -1; // try again next time
+      return;
+    }
+    try {
+      for (let k = 0; k < hashes.length; k++) {
+        const node = this.find(hashes[k]!, this.bucketOf(hashes[k]!));
+        if (node === NONE) continue;
+        const owner = this.owners[node]!;
+        // A deeper block overwrites a shallower one: the memo ends with the deepest.
+        if (this.gens[node] === this.endpointGens[owner]) memo.set(owner, k + 1);
+      }
+      this.memoVersion = this.header[VERSION]!;
+    } finally {
+      this.unlock();
+    }
   }
 }
 

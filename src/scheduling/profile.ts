@@ -29,8 +29,12 @@ export class SchedulingProfile {
   private readonly picker: Picker;
   private readonly ctx: SchedulingContext;
 
-  /** `registry` is for tests that need a misbehaving plugin; production uses the one registry. */
-  constructor(config: SchedulingConfig, registry: SchedulingRegistry = DEFAULT_REGISTRY) {
+  /**
+   * `registry` is for tests that need a misbehaving plugin; production uses the
+   * one registry. `prefixIndex`: the index to share with other threads (a view
+   * of the same SharedArrayBuffer); a private one by default.
+   */
+  constructor(config: SchedulingConfig, registry: SchedulingRegistry = DEFAULT_REGISTRY, prefixIndex?: PrefixIndex) {
     this.filters = config.filters.map((name) => registry.filters[name]);
     this.scorers = config.scorers.map(({ name, weight }) => {
       if (!Number.isFinite(weight) || weight < 0) throw new RangeError(`scheduling.scorers: weight of '${name}' must be a finite number ≥ 0, got ${weight}`);
@@ -38,7 +42,7 @@ export class SchedulingProfile {
     });
     this.picker = registry.pickers[config.picker];
     this.prefixAffinity = Object.freeze({ ...config.prefixAffinity });
-    this.prefixIndex = new PrefixIndex(config.prefixAffinity.lruEntries);
+    this.prefixIndex = prefixIndex ?? new PrefixIndex(config.prefixAffinity.lruEntries);
     this.ctx = { prefixIndex: this.prefixIndex };
   }
 

@@ -1,18 +1,27 @@
 /**
- * The endpoint table: one row per configured endpoint in a SharedArrayBuffer,
- * shared by the main thread, the scheduler worker and the health worker.
- * Each field has one writer (noted below) so no thread waits on another; Int32
- * fields go through Atomics. Float64 fields (KV usage, timestamps) use plain
- * aligned 8-byte stores, which are single-copy atomic on every platform Bun
- * runs on; a stale read there only mis-ranks one decision.
+ * The shared tables of a gateway, each in a SharedArrayBuffer read and written
+ * by the main thread, the scheduler worker and the health worker:
+ *
+ * - EndpointTable: one row (slot) per endpoint, fixed capacity, so endpoints
+ *   come and go at run time without resizing anything another thread holds;
+ * - PoolTable: per pool, the requests it holds, what is queued for it, and the
+ *   flow limit of each admission band (published by the scheduler worker);
+ * - AdmissionStatsTable: queue depth per band and saturation per pool, for the
+ *   metrics collector;
+ * - Signals: a few words threads use to tell each other "something changed".
+ *
+ * Each field has one writer (noted below) unless it is a counter changed with
+ * Atomics.add / compareExchange by several. Float64 fields (KV usage,
+ * timestamps) use plain aligned 8-byte stores, single-copy atomic on every
+ * platform Bun runs on; a stale read there only mis-ranks one decision.
  */
 
-/** Int32 fields of a row, with their writer. */
+/** Int32 fields of an endpoint row, with their writer. */
 export const I = {
-  /** main: dispatched and not yet finished. */
+  /** main and scheduler add 1 when they claim the endpoint for a request; main subtracts 1 when the request lets go. */
   INFLIGHT: 0,
-  /** scheduler adds at grant, main subtracts at dispatch or abandonment. */
-  LEASED: 1,
+  /** main: SLOT_FREE, SLOT_ACTIVE or SLOT_RETIRING. */
+  SLOT: 1,
   /** health: /health up and /v1/models lists the served models. */
   READY: 2,
   /** health: /health answered 2xx. */
@@ -21,9 +30,9 @@ export const I = {
   WAITING: 4,
   /** health: engine running requests, -1 when absent. */
   RUNNING: 5,
-  /** control plane: 1 while draining. */
+  /** main (control plane): 1 while draining. */
   DRAINING: 6,
-  /** main (and scheduler for the probe slot): see CIRCUIT_* below. */
+  /** main (and both claimers for the probe slot): see CIRCUIT_* below. */
   CIRCUIT: 7,
   /** health: a GPU behind the endpoint is faulted. */
   GPU_FAULTED: 8,
@@ -33,6 +42,8 @@ export const I = {
   POLL_FAILURES: 10,
   /** scheduler: the endpoint's learned batch capacity (see src/admission/saturation.ts). */
   CAPACITY: 11,
+  /** main: index of the endpoint's pool in the PoolTable. */
+  POOL: 12,
 } as const;
 const INT_STRIDE = 16;
 
@@ -47,6 +58,13 @@ export const F = {
 } as const;
 const FLOAT_STRIDE = 4;
 
+/** A slot nothing uses. */
+export const SLOT_FREE = 0;
+/** A slot holding a live endpoint. */
+export const SLOT_ACTIVE = 1;
+/** A removed endpoint whose requests are still finishing; reused once none is left. */
+export const SLOT_RETIRING = 2;
+
 export const CIRCUIT_CLOSED = 0;
 export const CIRCUIT_OPEN = 1;
 /** Open period over: the next grant takes the single probe slot (→ PROBING). */
@@ -55,10 +73,10 @@ export const CIRCUIT_HALF_OPEN = 2;
 export const CIRCUIT_PROBING = 3;
 
 export const FLAVOR_CODES = ["unknown", "vllm-v0", "vllm-v1", "sglang"] as const;
-export type FlavorName = (typeof FLAVOR_CODES)[number];
 
 export class EndpointTable {
   readonly buffer: SharedArrayBuffer;
+  /** Capacity in slots (not all need be active). */
   readonly rows: number;
   readonly ints: Int32Array;
   readonly floats: Float64Array;
@@ -71,14 +89,18 @@ export class EndpointTable {
     if (this.buffer.byteLength < floatBytes + intBytes) throw new Error("endpoint table buffer too small");
     this.floats = new Float64Array(this.buffer, 0, rows * FLOAT_STRIDE);
     this.ints = new Int32Array(this.buffer, floatBytes, rows * INT_STRIDE);
-    if (!buffer) {
-      for (let r = 0; r < rows; r++) {
-        this.ints[r * INT_STRIDE + I.WAITING] = -1;
-        this.ints[r * INT_STRIDE + I.RUNNING] = -1;
-        this.floats[r * FLOAT_STRIDE + F.KV_USAGE] = NaN;
-        this.floats[r * FLOAT_STRIDE + F.METRICS_AT] = NaN;
-      }
-    }
+    if (!buffer) for (let r = 0; r < rows; r++) this.resetRow(r);
+  }
+
+  /** Absent engine figures, nothing in flight, closed circuit: the state of a new endpoint (main only, before it is announced). */
+  resetRow(row: number): void {
+    const base = row * INT_STRIDE;
+    for (let f = 0; f < INT_STRIDE; f++) Atomics.store(this.ints, base + f, 0);
+    Atomics.store(this.ints, base + I.WAITING, -1);
+    Atomics.store(this.ints, base + I.RUNNING, -1);
+    this.floats[row * FLOAT_STRIDE + F.KV_USAGE] = NaN;
+    this.floats[row * FLOAT_STRIDE + F.METRICS_AT] = NaN;
+    this.floats[row * FLOAT_STRIDE + F.POLL_MS] = NaN;
   }
 
   getInt(row: number, field: number): number {
@@ -105,6 +127,87 @@ export class EndpointTable {
   optionalInt(row: number, field: number): number | undefined {
     const v = this.getInt(row, field);
     return v < 0 ? undefined : v;
+  }
+}
+
+/**
+ * Int32 fields of a pool row: HELD, then one flow limit per band, then per
+ * band how many requests wait in that band or a higher one.
+ */
+export const P = {
+  /** main and scheduler: requests holding an endpoint of this pool (the sum of its endpoints' INFLIGHT, kept as one counter so a claim is one compare-and-swap). */
+  HELD: 0,
+  /** scheduler: band b may take a request while HELD is below LIMITS + b (0: it may not flow). */
+  LIMITS: 1,
+} as const;
+
+/** The limit of a band that never waits (ceiling above 1), or of every band with admission off. */
+export const UNLIMITED = 0x7fffffff;
+
+export class PoolTable {
+  readonly buffer: SharedArrayBuffer;
+  readonly ints: Int32Array;
+  private readonly stride: number;
+  /** Offset of the queued-ahead counts (scheduler: requests waiting for this pool in band b or higher, at AHEAD + b). */
+  private readonly ahead: number;
+
+  constructor(
+    readonly pools: number,
+    readonly bands: number,
+    buffer?: SharedArrayBuffer,
+  ) {
+    this.ahead = P.LIMITS + bands;
+    this.stride = this.ahead + bands;
+    this.buffer = buffer ?? new SharedArrayBuffer(pools * this.stride * 4);
+    this.ints = new Int32Array(this.buffer, 0, pools * this.stride);
+  }
+
+  held(pool: number): number {
+    return Atomics.load(this.ints, pool * this.stride + P.HELD);
+  }
+  limit(pool: number, band: number): number {
+    return Atomics.load(this.ints, pool * this.stride + P.LIMITS + band);
+  }
+  setLimit(pool: number, band: number, n: number): void {
+    Atomics.store(this.ints, pool * this.stride + P.LIMITS + band, n);
+  }
+  /** Requests waiting for this pool in band `band` or a higher one (lower index). */
+  queuedAhead(pool: number, band: number): number {
+    return Atomics.load(this.ints, pool * this.stride + this.ahead + band);
+  }
+  /** Requests waiting for this pool in any band. */
+  queued(pool: number): number {
+    return this.queuedAhead(pool, this.bands - 1);
+  }
+  /** Publish the queue depths of one pool, per band (the scheduler worker only). */
+  setQueued(pool: number, perBand: readonly number[]): void {
+    let sum = 0;
+    for (let b = 0; b < this.bands; b++) {
+      sum += perBand[b] ?? 0;
+      Atomics.store(this.ints, pool * this.stride + this.ahead + b, sum);
+    }
+  }
+
+  /**
+   * Take one place in the pool for a request of `band` if the band's limit
+   * allows it: a compare-and-swap loop on HELD, so the main thread and the
+   * scheduler worker claiming at once never both pass a limit only one fits
+   * under. `tries` bounds the loop; false means over the limit or contended.
+   */
+  tryClaim(pool: number, band: number, tries = 4): boolean {
+    const at = pool * this.stride;
+    const limit = Atomics.load(this.ints, at + P.LIMITS + band);
+    for (let i = 0; i < tries; i++) {
+      const held = Atomics.load(this.ints, at + P.HELD);
+      if (held >= limit) return false;
+      if (Atomics.compareExchange(this.ints, at + P.HELD, held, held + 1) === held) return true;
+    }
+    return false;
+  }
+
+  /** Take (or with -1 give back) a place whatever the limits: retries of an admitted request, releases. */
+  add(pool: number, delta: number): void {
+    Atomics.add(this.ints, pool * this.stride + P.HELD, delta);
   }
 }
 
@@ -139,5 +242,30 @@ export class AdmissionStatsTable {
   /** NaN until the worker computed it. */
   saturation(pool: number): number {
     return this.values[this.bands + pool] ?? NaN;
+  }
+}
+
+/** Words of the Signals table. */
+export const S = {
+  /** health: bumped (Atomics.add + notify) after each engine poll it wrote, so the scheduler recomputes flow limits at once. */
+  METRICS_EPOCH: 0,
+} as const;
+
+export class Signals {
+  readonly buffer: SharedArrayBuffer;
+  readonly ints: Int32Array;
+
+  constructor(buffer?: SharedArrayBuffer) {
+    this.buffer = buffer ?? new SharedArrayBuffer(4 * 4);
+    this.ints = new Int32Array(this.buffer);
+  }
+
+  bump(word: number): void {
+    Atomics.add(this.ints, word, 1);
+    Atomics.notify(this.ints, word);
+  }
+
+  get(word: number): number {
+    return Atomics.load(this.ints, word);
   }
 }

@@ -42,7 +42,14 @@ export type ErrorCode =
   | "UNAUTHORIZED"
   | "VALIDATION_FAILED"
   | "CONFLICT"
-  | "INTERNAL_ERROR";
+  // observability
+  | "METRICS_NOT_READY"
+  | "INTERNAL_ERROR"
+  // batch, files, idempotency (issue 12)
+  | "INVALID_BATCH_LINE"
+  | "BATCH_NOT_CANCELLABLE"
+  | "IDEMPOTENCY_KEY_IN_USE"
+  | "IDEMPOTENCY_KEY_REUSED";
 
 /** OpenAI's error `type` strings. */
 export type OpenAIErrorType =
@@ -65,6 +72,7 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
     case "CONTEXT_LENGTH_EXCEEDED":
     case "UPSTREAM_REJECTED":
     case "VALIDATION_FAILED":
+    case "INVALID_BATCH_LINE":
       return { status: 400, type: "invalid_request_error" };
     case "INVALID_API_KEY":
     case "UNAUTHORIZED":
@@ -74,10 +82,16 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
       return { status: 404, type: "invalid_request_error" };
     case "METHOD_NOT_ALLOWED":
       return { status: 405, type: "invalid_request_error" };
-    case "CONFLICT":
-      return { status: 409, type: "invalid_request_error" };
     case "BODY_TOO_LARGE":
       return { status: 413, type: "invalid_request_error" };
+    // 409: the resource's state forbids it (a finished batch; a key whose first request still runs).
+    case "BATCH_NOT_CANCELLABLE":
+    case "IDEMPOTENCY_KEY_IN_USE":
+    case "CONFLICT":
+      return { status: 409, type: "invalid_request_error" };
+    // 422: the request is well-formed but its key was used with another body (IETF draft-ietf-httpapi-idempotency-key-header, "Error Scenarios"; it gives 409 for a retry while the first runs).
+    case "IDEMPOTENCY_KEY_REUSED":
+      return { status: 422, type: "invalid_request_error" };
     case "RATE_LIMITED":
     case "GPU_SATURATED":
     case "UPSTREAM_RATE_LIMITED":
@@ -96,6 +110,7 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
     case "ADMISSION_QUEUE_FULL":
     case "RETRY_BUDGET_EXHAUSTED":
     case "ENGINE_DEAD":
+    case "METRICS_NOT_READY":
       return { status: 503, type: "service_unavailable_error" };
     case "ADMISSION_TTL_EXPIRED":
     case "UPSTREAM_HEADERS_TIMEOUT":

@@ -36,11 +36,13 @@ export function writeGatewayConfig(config: Record<string, unknown>): string {
 
 export async function spawnLlmgw(
   args: string[],
-  opts: { waitFor?: number; timeoutMs?: number; env?: Record<string, string>; echo?: boolean; script?: string } = {},
+  opts: { waitFor?: number; timeoutMs?: number; env?: Record<string, string>; echo?: boolean; script?: string; launcher?: string[] } = {},
 ): Promise<LlmgwChild> {
   const { waitFor = 1, timeoutMs = 15_000 } = opts;
-  // `script` runs another entry file (e.g. the bench's bare proxy) the same way.
-  const proc = Bun.spawn([process.execPath, opts.script ?? CLI_PATH, ...args], {
+  // `script` runs another entry file (e.g. the bench's bare proxy) the same way;
+  // `launcher` starts through one of bin/ instead of Bun directly (its tests).
+  const command = opts.launcher ?? [process.execPath, opts.script ?? CLI_PATH];
+  const proc = Bun.spawn([...command, ...args], {
     cwd: REPO_ROOT,
     env: childEnv({ LLMGW_PARENT_PID: String(process.pid), ...opts.env }),
     stdin: "ignore",

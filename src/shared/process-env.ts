@@ -1,10 +1,12 @@
 /**
  * The environment every llmgw process must start with. Bun reads these at
- * process start only, so `src/cli.ts` re-executes itself when they are
- * missing (bin/bun-env.mjs sets the same values for `npm start`/`npm test`).
+ * process start only, so the launcher (bin/bun-env) sets them before Bun
+ * starts, and `src/cli.ts` started some other way re-executes itself with
+ * them (execve: same pid, so a supervisor still sees the serving process).
  */
+import { execve } from "./libc.ts";
 
-/** Outbound fetches in flight per process; Bun's default of 256 silently queues the rest. */
+/** Outbound fetches in flight per process; Bun's default of 256 silently queues the rest. bin/bun-env sets the same value. */
 export const MAX_HTTP_REQUESTS = "16384";
 
 export const REQUIRED_BUN_ENV: Readonly<Record<string, string>> = Object.freeze({
@@ -22,4 +24,14 @@ export function childEnv(extra: Record<string, string> = {}): Record<string, str
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
   for (const [k, v] of Object.entries(REQUIRED_BUN_ENV)) env[k] ??= v;
   return Object.assign(env, extra);
+}
+
+/**
+ * Replace this process with itself under childEnv(): same pid, same
+ * arguments. Returns only when exec is impossible here (no glibc); the
+ * caller then runs a child instead.
+ */
+export function execSelfWithBunEnv(): boolean {
+  const argv = [process.execPath, ...process.execArgv, ...process.argv.slice(1)];
+  return execve(process.execPath, argv, childEnv());
 }

@@ -49,6 +49,8 @@ export interface GpuFaultState {
   eccDbeVolatile: number;
   eccSbeAggregate: number;
   eccDbeAggregate: number;
+  /** false: the exporter sends no DCGM_FI_DEV_GPU_UTIL for this GPU, as on drivers or MIG modes that do not support it. */
+  utilizationReported: boolean;
 }
 
 /** Changeable at run time. */
@@ -67,7 +69,7 @@ export interface SimLiveConfig {
 }
 
 export function newGpuFaultState(): GpuFaultState {
-  return { xidErrors: 0, temperatureC: undefined, eccSbeVolatile: 0, eccDbeVolatile: 0, eccSbeAggregate: 0, eccDbeAggregate: 0 };
+  return { xidErrors: 0, temperatureC: undefined, eccSbeVolatile: 0, eccDbeVolatile: 0, eccSbeAggregate: 0, eccDbeAggregate: 0, utilizationReported: true };
 }
 
 const faultNameSchema = z.string().refine((s) => parseFault(s) !== undefined, { message: "unknown fault type (expected 500, 429, 503, no-headers, no-first-token, stall:N, cut:N, slow:MS)" });
@@ -80,6 +82,7 @@ const gpuPatchSchema = z.strictObject({
   ecc_dbe_volatile_total: z.number().int().min(0).optional(),
   ecc_sbe_aggregate_total: z.number().int().min(0).optional(),
   ecc_dbe_aggregate_total: z.number().int().min(0).optional(),
+  utilization_reported: z.boolean().optional(),
 });
 
 /** The wire form of POST /sim/config: every field optional, unknown fields rejected. */
@@ -117,6 +120,7 @@ export function applyConfigPatch(live: SimLiveConfig, patch: SimConfigPatch): vo
     if (g.ecc_dbe_volatile_total !== undefined) s.eccDbeVolatile = g.ecc_dbe_volatile_total;
     if (g.ecc_sbe_aggregate_total !== undefined) s.eccSbeAggregate = g.ecc_sbe_aggregate_total;
     if (g.ecc_dbe_aggregate_total !== undefined) s.eccDbeAggregate = g.ecc_dbe_aggregate_total;
+    if (g.utilization_reported !== undefined) s.utilizationReported = g.utilization_reported;
   }
 }
 
@@ -139,6 +143,7 @@ export function liveConfigView(live: SimLiveConfig): Record<string, unknown> {
       ecc_dbe_volatile_total: g.eccDbeVolatile,
       ecc_sbe_aggregate_total: g.eccSbeAggregate,
       ecc_dbe_aggregate_total: g.eccDbeAggregate,
+      utilization_reported: g.utilizationReported,
     })),
   };
 }

@@ -3,7 +3,8 @@
  * labels (`gpu`, `UUID`, `device`, `modelName`, `Hostname`, driver version)
  * and HELP strings from etc/default-counters.csv, values following the
  * engine's load (utilisation from running / max-num-seqs, framebuffer from
- * KV occupancy) plus the faults set through POST /sim/config.
+ * KV occupancy) plus the faults set through POST /sim/config (and a GPU
+ * whose utilisation is not reported, as some drivers and MIG modes do).
  *
  * The exporter's counter list is user configuration (a CSV of name, type,
  * help); this one declares the cumulative fields whose names do not end in
@@ -100,7 +101,13 @@ export class SimGpus {
     fam("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", temp);
     fam("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", () => Math.round(power * 1000) / 1000);
     fam("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "gauge", "Total energy consumption since boot (in mJ).", (i) => Math.round(this.energyMj[i]!));
-    fam("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", () => util);
+    // A GPU whose driver does not report utilisation has no sample at all.
+    w.family(
+      "DCGM_FI_DEV_GPU_UTIL",
+      "gauge",
+      "GPU utilization (in %).",
+      gpus.filter((i) => fault(i)?.utilizationReported !== false).map((i) => ({ labels: labels(i), value: util })),
+    );
     fam("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", () => Math.round(util * 0.6));
     fam("DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).", () => 0);
     fam("DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).", () => 0);

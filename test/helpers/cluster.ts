@@ -4,6 +4,8 @@ import { startLlmgw, waitUntil, type Started } from "./processes.ts";
 
 export interface Sim extends Started {
   api: string;
+  /** The DCGM exporter's base URL (with --gpus N --dcgm-port P). */
+  dcgm: string | undefined;
   /** POST /sim/config */
   configure(patch: Record<string, unknown>): Promise<void>;
   state(): Promise<Record<string, unknown>>;
@@ -11,10 +13,12 @@ export interface Sim extends Started {
 }
 
 export async function startSim(args: string[]): Promise<Sim> {
-  const s = await startLlmgw(["sim-engine", "--port", "0", ...args]);
+  // With a DCGM listener the sim logs two listening lines (api, dcgm).
+  const s = await startLlmgw(["sim-engine", "--port", "0", ...args], { waitFor: args.includes("--dcgm-port") ? 2 : 1 });
   const api = s.urls.api ?? s.url;
   return Object.assign(s, {
     api,
+    dcgm: s.urls.dcgm,
     async configure(patch: Record<string, unknown>) {
       const res = await fetch(`${api}/sim/config`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(patch) });
       if (!res.ok) throw new Error(`sim config ${res.status}: ${await res.text()}`);
@@ -37,7 +41,8 @@ export interface Gateway extends Started {
 
 /** Start `llmgw serve` on a config object (listeners on port 0) and wait until `readyEndpoints` endpoints are ready. */
 export async function startGateway(config: Record<string, unknown>, readyEndpoints = 0): Promise<Gateway> {
-  const s = await startLlmgw(["serve", "--config", writeGatewayConfig(config)], { waitFor: 2 });
+  // api and admin, plus the metrics listener when one is configured.
+  const s = await startLlmgw(["serve", "--config", writeGatewayConfig(config)], { waitFor: config.metrics_listen ? 3 : 2 });
   const gw = Object.assign(s, {
     api: s.urls.api!,
     admin: s.urls.admin!,

@@ -48,7 +48,7 @@ export interface TestAgent {
 export async function startAgent(name: string, dir: string, gpus: GpuRow[], extraArgs: string[] = []): Promise<TestAgent> {
   mkdirSync(dir, { recursive: true });
   const nvidiaSmi = writeFakeNvidiaSmi(join(dir, "bin"), { gpus, apps: [] });
-  const args = ["agent", "--listen", "127.0.0.1:0", "--token", AGENT_TOKEN, "--state-dir", join(dir, "state"), "--nvidia-smi", nvidiaSmi, "--sysfs-root", join(dir, "no-infiniband"), "--stop-grace-ms", "2000", "--stop-engines-on-exit", ...extraArgs];
+  const args = ["agent", "--listen", "127.0.0.1:0", "--token", AGENT_TOKEN, "--state-dir", join(dir, "state"), "--nvidia-smi", nvidiaSmi, "--sysfs-root", join(dir, "no-infiniband"), "--stop-grace-ms", "2000", ...extraArgs];
   const child = await startLlmgw(args, { timeoutMs: 20_000 });
   const agent: TestAgent = {
     name,
@@ -64,6 +64,15 @@ export async function startAgent(name: string, dir: string, gpus: GpuRow[], extr
     },
   };
   return agent;
+}
+
+/** Stop every replica an agent runs (DELETE through its API): engines that outlive their agent must not outlive the test. */
+export async function deleteAllReplicas(agent: TestAgent): Promise<void> {
+  const headers = { authorization: `Bearer ${AGENT_TOKEN}` };
+  const res = await fetch(`${agent.url}/v1/state`, { headers }).catch(() => undefined);
+  if (!res?.ok) return;
+  const state = (await res.json()) as { replicas: { id: string }[] };
+  await Promise.all(state.replicas.map((r) => fetch(`${agent.url}/v1/replicas/${encodeURIComponent(r.id)}`, { method: "DELETE", headers })));
 }
 
 export type SinkEvent = { kind: "add"; endpoint: ManagedEndpoint } | { kind: "draining"; id: string; draining: boolean } | { kind: "remove"; id: string };

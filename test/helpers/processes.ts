@@ -9,14 +9,14 @@ export { CLI_PATH as CLI, REPO_ROOT } from "../../src/shared/llmgw-child.ts";
 export type Started = LlmgwChild;
 
 /** Start `llmgw <args>` and resolve once it has logged `waitFor` listening lines. */
-export function startLlmgw(args: string[], opts: { waitFor?: number; timeoutMs?: number; env?: Record<string, string> } = {}): Promise<Started> {
+export function startLlmgw(args: string[], opts: { waitFor?: number; timeoutMs?: number; env?: Record<string, string>; launcher?: string[] } = {}): Promise<Started> {
   return spawnLlmgw(args, { ...opts, env: { LLMGW_LOG_LEVEL: process.env.LLMGW_TEST_LOG_LEVEL ?? "info", ...opts.env } });
 }
 
 /** Stop every process a test started and did not stop itself. */
 export const stopAll = stopAllChildren;
 
-/** Poll `fn` until it returns a truthy value (which it resolves with) or the time is up. */
+/** Poll `fn` until it returns a truthy value or the time is up. */
 export async function waitUntil<T>(fn: () => Promise<T> | T, opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<NonNullable<T>> {
   const { timeoutMs = 10_000, intervalMs = 50, what = "condition" } = opts;
   const deadline = Date.now() + timeoutMs;
@@ -24,7 +24,7 @@ export async function waitUntil<T>(fn: () => Promise<T> | T, opts: { timeoutMs?:
   while (Date.now() < deadline) {
     try {
       const v = await fn();
-      if (v) return v;
+      if (v) return v as NonNullable<T>;
     } catch (err) {
       last = err;
     }

@@ -22,3 +22,38 @@ export function testWithTool(tool: string, name: string, fn: (toolPath: string) 
     test.skip(`${name} (skipped: '${tool}' not installed)`, () => {});
   }
 }
+
+/** Like `testWithTool`, for a test that needs several tools (paths in the same order). */
+export function testWithTools<const T extends readonly string[]>(
+  tools: T,
+  name: string,
+  fn: (toolPaths: { [K in keyof T]: string }) => Promise<void> | void,
+  timeoutMs?: number,
+): void {
+  const paths = tools.map((t) => findTool(t));
+  const missing = tools.filter((_, i) => !paths[i]);
+  if (missing.length === 0) {
+    // Every entry is a path here (none missing), in the order of `tools`.
+    test(name, () => fn(paths as unknown as { [K in keyof T]: string }), timeoutMs);
+  } else if (process.env.LLMGW_REQUIRE_SYSTEM_TESTS === "1") {
+    test(name, () => {
+      throw new Error(`${missing.map((t) => `'${t}'`).join(", ")} required (LLMGW_REQUIRE_SYSTEM_TESTS=1) but not on PATH`);
+    });
+  } else {
+    test.skip(`${name} (skipped: ${missing.map((t) => `'${t}'`).join(", ")} not installed)`, () => {});
+  }
+}
+
+/** A tool's path for a check inside a larger test: null (check skipped) when absent, an error under LLMGW_REQUIRE_SYSTEM_TESTS=1. */
+export function optionalTool(name: string): string | null {
+  const path = findTool(name);
+  if (!path && process.env.LLMGW_REQUIRE_SYSTEM_TESTS === "1") throw new Error(`'${name}' is required (LLMGW_REQUIRE_SYSTEM_TESTS=1) but not on PATH`);
+  return path;
+}
+
+/** Run a tool to completion; its exit code and stdout + stderr together. */
+export async function runTool(bin: string, args: readonly string[], stdin?: string): Promise<{ code: number; out: string }> {
+  const proc = Bun.spawn([bin, ...args], { stdin: stdin === undefined ? "ignore" : new TextEncoder().encode(stdin), stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { code, out: out + err };
+}

@@ -1,6 +1,6 @@
 /**
- * Scenario: an agent launches a (fake) vLLM through its API, is stopped
- * without stopping its engines, and a new agent over the same state
+ * Scenario: an agent run with --keep-engines-on-exit launches a (fake) vLLM
+ * through its API, is stopped (its engine keeps running), and a new agent over the same state
  * directory adopts the still-running engine instead of starting another.
  * The engine got the argv and CUDA_VISIBLE_DEVICES the adapter built.
  */
@@ -25,7 +25,7 @@ beforeAll(() => {
   const h200 = capturedGpuRows(sharedFixture("nvidia-smi-capture__linux-x86_64__nvidia-h200__590.48.01.txt"), "idle")[0]!;
   gpus = [0, 1, 2, 3].map((i) => ({ ...h200, index: String(i), uuid: `GPU-0000000${i}-0000-0000-0000-000000000000` }));
   const nvidiaSmi = writeFakeNvidiaSmi(join(tmp, "bin"), { gpus, apps: [] });
-  args = ["agent", "--listen", "127.0.0.1:0", "--token", TOKEN, "--state-dir", join(tmp, "state"), "--nvidia-smi", nvidiaSmi, "--sysfs-root", join(tmp, "none"), "--vllm", FAKE_VLLM];
+  args = ["agent", "--listen", "127.0.0.1:0", "--token", TOKEN, "--state-dir", join(tmp, "state"), "--nvidia-smi", nvidiaSmi, "--sysfs-root", join(tmp, "none"), "--vllm", FAKE_VLLM, "--keep-engines-on-exit"];
 });
 
 afterAll(async () => {

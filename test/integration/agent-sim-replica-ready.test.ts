@@ -43,7 +43,7 @@ beforeAll(async () => {
   const h100 = capturedGpuRows(sharedFixture("nvidia-smi-capture__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt"), "load")[0]!;
   const nvidiaSmi = writeFakeNvidiaSmi(join(tmp, "bin"), { gpus: [h100, { ...h100, index: "1", uuid: "GPU-11111111-0000-0000-0000-000000000001" }], apps: [] });
   agent = await startLlmgw(
-    ["agent", "--listen", "127.0.0.1:0", "--token", TOKEN, "--state-dir", join(tmp, "state"), "--nvidia-smi", nvidiaSmi, "--sysfs-root", join(tmp, "no-infiniband"), "--stop-engines-on-exit", "--stop-grace-ms", "3000"],
+    ["agent", "--listen", "127.0.0.1:0", "--token", TOKEN, "--state-dir", join(tmp, "state"), "--nvidia-smi", nvidiaSmi, "--sysfs-root", join(tmp, "no-infiniband"), "--stop-grace-ms", "3000"],
     { timeoutMs: 20_000 },
   );
 });

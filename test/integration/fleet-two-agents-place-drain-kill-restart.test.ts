@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isAlive } from "../../src/agent/proc-info.ts";
 import type { AgentState } from "../../src/protocol/agent-messages.ts";
-import { AGENT_TOKEN, capturedGpus, startAgent, startFleet, type TestAgent, type TestFleet } from "../helpers/fleet.ts";
+import { AGENT_TOKEN, capturedGpus, deleteAllReplicas, startAgent, startFleet, type TestAgent, type TestFleet } from "../helpers/fleet.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
 const NOT_READY_AFTER_MS = 1_500;
@@ -53,12 +53,17 @@ function eventIndex(kind: string, id: string): number {
 }
 
 beforeAll(async () => {
-  [a, b] = await Promise.all([startAgent("node-a", join(tmp, "a"), capturedGpus("h200", 2, "aa")), startAgent("node-b", join(tmp, "b"), capturedGpus("h100", 2, "bb"))]);
+  // node-b's engines outlive its agent (--keep-engines-on-exit), so a killed agent leaves them for the next one to adopt.
+  [a, b] = await Promise.all([
+    startAgent("node-a", join(tmp, "a"), capturedGpus("h200", 2, "aa")),
+    startAgent("node-b", join(tmp, "b"), capturedGpus("h100", 2, "bb"), ["--keep-engines-on-exit"]),
+  ]);
   fleet = await startFleet(fleetConfig());
 });
 
 afterAll(async () => {
   await fleet?.stop();
+  await Promise.all([a, b].map(deleteAllReplicas));
   await stopAll();
   rmSync(tmp, { recursive: true, force: true });
 });

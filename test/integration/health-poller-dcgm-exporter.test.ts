@@ -48,7 +48,7 @@ describe("DCGM poller against a fake exporter", () => {
     await poller.pollOnce();
     const faulted = poller.snapshot(5)!.gpus.find((g) => g.sample.uuid === FIRST_T4)!;
     expect(faulted.sample.lastXid).toBe(79);
-    expect(faulted.assessment).toEqual({ faulted: true, reasons: ["xid 79: GPU has fallen off the bus"], saturated: true });
+    expect(faulted.assessment).toEqual({ faulted: true, reasons: ["xid 79: GPU has fallen off the bus"], kinds: ["xid"], saturated: true });
     const goodAt = poller.snapshot(5)!.sampledAt;
 
     exporter.kill();

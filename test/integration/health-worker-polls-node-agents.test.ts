@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FromHealth, ToHealth } from "../../src/protocol/health-messages.ts";
-import { EndpointTable } from "../../src/shared/endpoint-table.ts";
+import { EndpointTable, Signals } from "../../src/shared/endpoint-table.ts";
 import { AGENT_TOKEN, capturedGpus, startAgent, type TestAgent } from "../helpers/fleet.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
@@ -21,8 +21,8 @@ beforeAll(async () => {
   agent = await startAgent("node-a", join(tmp, "a"), capturedGpus("h100", 2, "hw"));
   worker = new Worker(new URL("../../workers/health.ts", import.meta.url).href);
   worker.onmessage = (e: MessageEvent<FromHealth>) => void received.push(e.data);
-  const table = new EndpointTable(0);
-  worker.postMessage({ type: "init", buffer: table.buffer, endpoints: [], health: { pollIntervalMs: 100, timeoutMs: 1_000, staleAfterMs: 2_000 } } satisfies ToHealth);
+  const table = new EndpointTable(1);
+  worker.postMessage({ type: "init", buffer: table.buffer, maxEndpoints: 1, signals: new Signals().buffer, endpoints: [], health: { pollIntervalMs: 100, timeoutMs: 1_000, staleAfterMs: 2_000 } } satisfies ToHealth);
   await waitUntil(() => received.some((m) => m.type === "ready"), { what: "worker ready" });
 });
 

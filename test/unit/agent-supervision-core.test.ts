@@ -42,7 +42,7 @@ describe("restart backoff", () => {
 describe("/proc fingerprints", () => {
   test("stat with spaces and parentheses in the command name", () => {
     const st = parseProcStat("1234 (my (odd) name) S 1 1234 1234 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 98765 0 0");
-    expect(st).toEqual({ pid: 1234, state: "S", pgid: 1234, startTime: 98765 });
+    expect(st).toEqual({ pid: 1234, state: "S", ppid: 1, pgid: 1234, startTime: 98765 });
   });
 
   test("our own process reads back", () => {

@@ -94,4 +94,34 @@ describe("replica validation", () => {
     const roce = validateReplica(replicaSpecSchema.parse({ ...vllm, gpus: [0], fabric: { adapters: ["mlx5_3"] } }), ctx);
     expect(roce).toEqual({ transport: "roce", ports: [{ adapter: "mlx5_3", port: 1, gidIndex: 3, netdev: "eth3" }], socketIfname: undefined });
   });
+
+  test("a model name or option value can never become a flag", () => {
+    expect(refusal({ ...vllm, gpus: [0], model: "--port" })).toBe("model-name: model '--port' starts with '-' and would be read as a flag");
+    expect(refusal({ engine: "sim", model: "-m" })).toStartWith("model-name");
+    expect(refusal({ ...vllm, gpus: [0], model: "m\n--port 1" })).toStartWith("model-name: model contains control characters");
+    expect(refusal({ ...vllm, gpus: [0], quantization: "--host" })).toStartWith("engine-option: quantization '--host'");
+    expect(refusal({ ...vllm, gpus: [0, 1], tensorParallel: 2, multiNode: { nnodes: 2, nodeRank: 1, masterAddr: "--port" } })).toStartWith("multi-node: multiNode.masterAddr");
+    for (const model of ["meta-llama/Llama-3.1-8B-Instruct", "/models/llama 8b", "Qwen/Qwen2.5-7B-Instruct-AWQ"]) {
+      expect(() => validateReplica(replicaSpecSchema.parse({ ...vllm, gpus: [0], model }), ctx)).not.toThrow();
+    }
+  });
+
+  test("extraArgs may not set what the agent owns, in any spelling argparse accepts", () => {
+    const owned = [["--port", "9"], ["--port=9"], ["--po", "9"], ["--host", "0.0.0.0"], ["--tensor_parallel_size", "8"], ["-tp", "8"], ["-tp8"], ["--served-model-name", "x", "--model", "y"]];
+    for (const extraArgs of owned) expect(refusal({ ...vllm, gpus: [0], extraArgs })).toStartWith("engine-args: extraArgs[");
+    expect(refusal({ ...vllm, gpus: [0], extraArgs: ["--port", "9"] })).toBe("engine-args: extraArgs[0] '--port' sets --port, which the agent sets from the spec (host, port, model and GPU layout are the agent's)");
+    expect(refusal({ engine: "sglang", model: "m", gpus: [0], extraArgs: ["--model-path", "other"] })).toStartWith("engine-args: extraArgs[0] '--model-path' sets --model-path");
+    expect(refusal({ engine: "sim", model: "m", extraArgs: ["--startup-ms", "5"] })).toStartWith("engine-args");
+    expect(refusal({ ...vllm, gpus: [0], extraArgs: ["other-model"] })).toStartWith("engine-args: extraArgs[0] 'other-model' is not a flag");
+    expect(refusal({ ...vllm, gpus: [0], extraArgs: ["--x", "a\u0000b"] })).toStartWith("engine-args: extraArgs[1] contains a control character");
+    const fine = ["--max-model-len", "8192", "--enable-lora", "--temperature-offset", "-1", "--served-model-name", "llama", "--portal-url=x"];
+    expect(() => validateReplica(replicaSpecSchema.parse({ ...vllm, gpus: [0], extraArgs: fine }), ctx)).not.toThrow();
+  });
+
+  test("env may not move the GPU assignment or the agent's parent binding", () => {
+    for (const key of ["CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "LLMGW_PARENT_PID"]) {
+      expect(refusal({ ...vllm, gpus: [0], env: { [key]: "0" } })).toStartWith(`engine-env: env ${key} is set by the agent`);
+    }
+    expect(() => validateReplica(replicaSpecSchema.parse({ ...vllm, gpus: [0], env: { NCCL_DEBUG: "INFO", HF_HOME: "/models" } }), ctx)).not.toThrow();
+  });
 });

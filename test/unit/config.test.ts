@@ -1,20 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { applyEnvOverrides, buildConfig, ConfigError, parseConfigText } from "../../src/config/load.ts";
+import { applyEnvOverrides, buildConfig, parseConfigText } from "../../src/config/load.ts";
 import * as D from "../../src/config/defaults.ts";
+import { issuesOf } from "../helpers/config-issues.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
-
-function issuesOf(fn: () => unknown): string[] {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ConfigError) return [...err.issues];
-    throw err;
-  }
-  throw new Error("expected a ConfigError");
-}
 
 describe("config loading", () => {
   test("defaults apply to an empty document and the result is frozen", () => {

@@ -80,7 +80,7 @@ describe("DCGM over the Tesla T4 sample", () => {
   });
 
   test("every GPU of the sample is healthy and idle", () => {
-    for (const g of parsed.gpus) expect(assessGpu(g)).toEqual({ faulted: false, reasons: [], saturated: false });
+    for (const g of parsed.gpus) expect(assessGpu(g)).toEqual({ faulted: false, reasons: [], kinds: [], saturated: false });
   });
 });
 
@@ -97,7 +97,7 @@ describe("DCGM snippets", () => {
     );
     expect(g).toMatchObject({ hostname: "node-a", pciBusId: "00000000:18:00.0", utilPct: 97, eccSbeVolatile: 12, eccDbeVolatile: 0, eccDbeAggregate: 3, lastXid: 13 });
     // XID 13 is an application fault; lifetime DBEs alone do not fault a GPU.
-    expect(assessGpu(g)).toEqual({ faulted: false, reasons: [], saturated: true });
+    expect(assessGpu(g)).toEqual({ faulted: false, reasons: [], kinds: [], saturated: true });
   });
 
   test("MIG instances are separate samples of the same UUID", () => {
@@ -124,6 +124,7 @@ describe("assessGpu", () => {
       const a = assessGpu(only(line("DCGM_FI_DEV_XID_ERRORS", xid)));
       expect(a.faulted).toBe(true);
       expect(a.reasons).toEqual([`xid ${xid}: ${FATAL_XIDS.get(xid)}`]);
+      expect(a.kinds).toEqual(["xid"]);
     }
   });
 
@@ -148,6 +149,7 @@ describe("assessGpu", () => {
         line("DCGM_FI_DEV_MEMORY_TEMP", 96),
       ].join("\n"),
     );
+    expect(assessGpu(g).kinds).toEqual(["ecc", "row_remap", "page_retirement", "temperature", "memory_temperature"]);
     expect(assessGpu(g).reasons).toEqual([
       "uncorrectable ECC errors: 2 since driver load",
       "row remap failure",
@@ -160,8 +162,8 @@ describe("assessGpu", () => {
 
   test("thresholds are overridable; just under a threshold is fine", () => {
     const g = only([line("DCGM_FI_DEV_GPU_TEMP", 89), line("DCGM_FI_DEV_GPU_UTIL", 94)].join("\n"));
-    expect(assessGpu(g)).toEqual({ faulted: false, reasons: [], saturated: false });
-    expect(assessGpu(g, { maxTempC: 85, saturatedUtilPct: 90 })).toEqual({ faulted: true, reasons: ["temperature 89 C >= 85 C"], saturated: true });
+    expect(assessGpu(g)).toEqual({ faulted: false, reasons: [], kinds: [], saturated: false });
+    expect(assessGpu(g, { maxTempC: 85, saturatedUtilPct: 90 })).toEqual({ faulted: true, reasons: ["temperature 89 C >= 85 C"], kinds: ["temperature"], saturated: true });
     expect(assessGpu(only(line("DCGM_FI_DEV_XID_ERRORS", 13)), { fatalXids: new Map([[13, "strict site policy"]]) }).faulted).toBe(true);
     expect(DEFAULT_GPU_THRESHOLDS.saturatedUtilPct).toBe(95);
   });
@@ -172,6 +174,6 @@ describe("assessGpu", () => {
   });
 
   test("a GPU with no readings is neither faulted nor saturated", () => {
-    expect(assessGpu(only(line("DCGM_FI_DEV_SM_CLOCK", 1980)))).toEqual({ faulted: false, reasons: [], saturated: false });
+    expect(assessGpu(only(line("DCGM_FI_DEV_SM_CLOCK", 1980)))).toEqual({ faulted: false, reasons: [], kinds: [], saturated: false });
   });
 });

@@ -107,7 +107,7 @@ describe("fleet config keys", () => {
   };
   test("defaults, token_env resolution and validated models", () => {
     const c = buildConfig({ nodes: [{ name: "n1", url: "http://10.0.0.1:7070/", token_env: "N1_TOKEN" }], fleet: { models: [{ name: "m", engine: "vllm", replicas: 2, tensor_parallel: 4 }] } }, { N1_TOKEN: "secret" });
-    expect(c.dataDir).toBe(".llmgw-data");
+    expect(c.dataDir).toBe("./.llmgw-data");
     expect(c.nodes).toEqual([{ name: "n1", url: "http://10.0.0.1:7070", token: "secret", dcgmUrl: undefined }]);
     expect(c.fleet.models[0]).toMatchObject({ name: "m", engine: "vllm", replicas: 2, tensorParallel: 4, nodesPerReplica: 1, pool: "default", engineArgs: [] });
     expect(c.fleet).toMatchObject({ nodeNotReadyAfterMs: 10_000, drainGraceMs: 120_000, adminToken: undefined });

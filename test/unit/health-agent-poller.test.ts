@@ -74,9 +74,9 @@ describe("AgentPoller", () => {
     const { poller: p } = poller(f.fetch);
     p.setTargets([{ node: "a", url: "http://a:1", token: "t", dcgmUrl: undefined }, { node: "b", url: "http://b:1", token: "t", dcgmUrl: undefined }]);
     await p.pollOnce();
-    expect(p.snapshot("a")?.ok).toBe(true);
+    expect(p.snapshotOf("a")?.ok).toBe(true);
     p.setTargets([{ node: "a", url: "http://a:2", token: "t", dcgmUrl: undefined }]);
-    expect(p.snapshot("a")).toBeUndefined();
+    expect(p.snapshotOf("a")).toMatchObject({ ok: false, state: undefined, answeredAt: undefined });
     f.requests.length = 0;
     await p.pollOnce();
     expect(f.requests.map((r) => r.url)).toEqual(["http://a:2/v1/state"]);

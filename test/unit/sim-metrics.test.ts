@@ -100,4 +100,12 @@ describe("sim metrics text", () => {
     expect(csv).toContain("DCGM_FI_DEV_GPU_UTIL,      gauge, GPU utilization (in %).");
     expect(gpus.render({ utilization: 0, kvUsage: 0 }, faults, 3000)).toContain("# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).");
   });
+
+  test("a GPU whose utilisation is not reported has no DCGM_FI_DEV_GPU_UTIL sample, and the rest of its fields", () => {
+    const gpus = new SimGpus(gpuSpec("NVIDIA H100 80GB HBM3"), 2, "host-a", "seed", 0);
+    const faults = [newGpuFaultState(), { ...newGpuFaultState(), utilizationReported: false }];
+    const samples = parsePrometheusText(gpus.render({ utilization: 0.5, kvUsage: 0 }, faults, 1000)).samples;
+    expect(samples.filter((x) => x.name === "DCGM_FI_DEV_GPU_UTIL").map((x) => x.labels.gpu)).toEqual(["0"]);
+    expect(samples.filter((x) => x.name === "DCGM_FI_DEV_FB_USED").map((x) => x.labels.gpu)).toEqual(["0", "1"]);
+  });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { AttemptDeadlines } from "../../src/gateway/proxy/deadlines.ts";
-import { relayStream, type RelayEnd } from "../../src/gateway/proxy/sse-relay.ts";
+import { relayBody, RELAY_VARIANT_NAMES, type RelayOwner } from "../../src/gateway/proxy/relay.ts";
 import { MAX_EVENT_BYTES, SseScanner } from "../../src/gateway/proxy/sse-scanner.ts";
 import type { OpenStream } from "../../src/gateway/proxy/upstream.ts";
 
@@ -115,25 +115,37 @@ function openStreamOf(chunks: (string | Error)[]): OpenStream {
   };
 }
 
-async function relay(chunks: (string | Error)[], includeUsage: boolean) {
+/** How a relay ended, as its owner (the request's Exchange) heard it. */
+type RelayEnd = { outcome: string; failure?: string | undefined; message?: string | undefined };
+
+/** A RelayOwner that records what the relay reports. */
+function recordingOwner(includeUsage: boolean) {
   const ends: RelayEnd[] = [];
-  let malformed = 0;
-  let usage: unknown;
-  const stream = relayStream(openStreamOf(chunks), {
+  let failure: string | undefined;
+  const owner: RelayOwner & { malformedCount: number; ends: RelayEnd[] } = {
     includeUsage,
-    onEvent() {},
-    onUsage(u) {
-      usage = u;
+    usage: undefined,
+    malformedCount: 0,
+    ends,
+    firstToken() {},
+    tokens() {},
+    malformed() {
+      this.malformedCount++;
     },
-    onMalformed() {
-      malformed++;
+    endAttempt(v) {
+      failure = v.failure;
     },
-    onEnd(e) {
-      ends.push(e);
+    finish(outcome, _status, error) {
+      ends.push(outcome === "ok" || outcome === "cancelled" ? { outcome } : { outcome, failure, message: error });
     },
-  });
-  const text = await new Response(stream).text();
-  return { payloads: text.split("\n\n").filter(Boolean), ends, malformed, usage };
+  };
+  return owner;
+}
+
+async function relay(chunks: (string | Error)[], includeUsage: boolean, variant: (typeof RELAY_VARIANT_NAMES)[number] = "chunk") {
+  const owner = recordingOwner(includeUsage);
+  const text = await new Response(relayBody(owner, openStreamOf(chunks), variant)).text();
+  return { payloads: text.split("\n\n").filter(Boolean), ends: owner.ends, malformed: owner.malformedCount, usage: owner.usage };
 }
 
 describe("SSE relay", () => {
@@ -190,7 +202,7 @@ describe("SSE relay, engine quirks", () => {
       cancelled = true;
       return original(reason);
     };
-    const text = await new Response(relayStream(open, { includeUsage: false, onEvent() {}, onUsage() {}, onMalformed() {}, onEnd() {} })).text();
+    const text = await new Response(relayBody(recordingOwner(false), open, "chunk")).text();
     expect(text).toContain('"code":"UPSTREAM_ERROR"');
     await Bun.sleep(10);
     expect(cancelled).toBe(true);

@@ -1,5 +1,7 @@
 /** Gate 1: Authorization: Bearer <key> → tenant and band (capped at the key's max band), synchronous and allocation-free on the hit path. */
 import type { Config } from "../../config/types.ts";
+import type { GatewayContext } from "../context.ts";
+import type { Exchange } from "../request/exchange.ts";
 import { LlmgwError } from "../../shared/errors.ts";
 
 export interface Principal {
@@ -90,5 +92,15 @@ export class Authenticator {
     const ladder = this.#byDigest.get(Bun.SHA256.hash(key, "hex"));
     if (ladder === undefined) throw new LlmgwError("INVALID_API_KEY", UNKNOWN_KEY_MESSAGE);
     return ladder;
+  }
+}
+
+/** The auth gate: who is asking, from the request's headers (before any body is read). */
+export function authGate(ctx: GatewayContext, x: Exchange, headers: Headers): void {
+  try {
+    x.principal = ctx.auth.authenticate(headers);
+  } catch (err) {
+    if (err instanceof LlmgwError && err.code === "INVALID_API_KEY") ctx.metrics.admissionRejections.inc({ band: "none", reason: "unauthorized" });
+    throw err;
   }
 }

@@ -1,5 +1,8 @@
 /** Gate 2: per-tenant requests-per-minute and tokens-per-minute limits (GCRA token buckets), with OpenAI's x-ratelimit-* headers. */
 import type { Config } from "../../config/types.ts";
+import { walkPrompt, type PromptWalk } from "../../scheduling/prompt-walk.ts";
+import type { GatewayContext } from "../context.ts";
+import type { Exchange } from "../request/exchange.ts";
 import { LlmgwError } from "../../shared/errors.ts";
 
 export interface QuotaDecision {
@@ -21,41 +24,17 @@ const EPSILON_MS = 1e-6;
  * ?? DEFAULT_COMPLETION_TOKENS_ESTIMATE, or 0 for an embeddings body (`input` and no messages/prompt).
  */
 export function estimateTokens(body: unknown): number {
+  return estimateFromWalk(body, walkPrompt(body, 0));
+}
+
+/** estimateTokens over a prompt walk already made (the request path walks a body once). */
+export function estimateFromWalk(body: unknown, walk: PromptWalk): number {
   if (typeof body !== "object" || body === null) return DEFAULT_COMPLETION_TOKENS_ESTIMATE;
   const b = body as Record<string, unknown>;
-  let chars = 0;
-  let tokens = 0;
-  const countPrompt = (p: unknown): void => {
-    if (typeof p === "string") chars += p.length;
-    else if (Array.isArray(p)) {
-      for (const item of p) {
-        if (typeof item === "string") chars += item.length;
-        else if (typeof item === "number") tokens += 1;
-        else if (Array.isArray(item)) tokens += item.length;
-      }
-    }
-  };
-  if (Array.isArray(b.messages)) {
-    for (const m of b.messages) {
-      if (typeof m !== "object" || m === null) continue;
-      const content = (m as Record<string, unknown>).content;
-      if (typeof content === "string") chars += content.length;
-      else if (Array.isArray(content)) {
-        for (const part of content) {
-          if (typeof part === "object" && part !== null) {
-            const text = (part as Record<string, unknown>).text;
-            if (typeof text === "string") chars += text.length;
-          }
-        }
-      }
-    }
-  }
-  countPrompt(b.prompt);
-  countPrompt(b.input);
   const embeddings = b.input !== undefined && b.messages === undefined && b.prompt === undefined;
   const budget = positiveInt(b.max_tokens) ?? positiveInt(b.max_completion_tokens) ?? (embeddings ? 0 : DEFAULT_COMPLETION_TOKENS_ESTIMATE);
   const n = positiveInt(b.n) ?? 1;
-  return Math.ceil(chars / 4) + tokens + budget * n;
+  return Math.ceil(walk.chars / 4) + walk.tokenIds + budget * n;
 }
 
 function positiveInt(v: unknown): number | undefined {
@@ -197,4 +176,15 @@ export function formatResetDuration(ms: number): string {
   if (h > 0) return `${h}h${m}m${s}`;
   if (m > 0) return `${m}m${s}`;
   return s;
+}
+
+/** The quota gate: charge the tenant's request and estimated tokens, or refuse with 429 and Retry-After. */
+export function quotaGate(ctx: GatewayContext, x: Exchange): void {
+  try {
+    x.quotaHeaders = ctx.quota.admit(x.tenant, x.estTokens, Date.now()).headers;
+  } catch (err) {
+    ctx.metrics.admissionRejections.inc({ band: x.bandName, reason: "rate_limited" });
+    x.estTokens = 0; // nothing was charged: nothing to settle
+    throw err;
+  }
 }

@@ -12,14 +12,19 @@ const RECENT_OK_MS = 1_000;
 
 export class DialGuard {
   private readonly lastOkAt: Float64Array;
-  private readonly targets: { hostname: string; port: number }[];
+  private readonly targets: ({ hostname: string; port: number } | undefined)[];
 
-  constructor(urls: readonly string[]) {
-    this.lastOkAt = new Float64Array(urls.length);
-    this.targets = urls.map((u) => {
-      const url = new URL(u);
-      return { hostname: url.hostname.replace(/^\[(.*)\]$/, "$1"), port: Number(url.port || (url.protocol === "https:" ? 443 : 80)) };
-    });
+  /** `slots`: the endpoint table's capacity. */
+  constructor(slots: number) {
+    this.lastOkAt = new Float64Array(slots);
+    this.targets = new Array(slots).fill(undefined);
+  }
+
+  /** The endpoint in slot `index` is at `url` (a new endpoint has not answered yet). */
+  setTarget(index: number, url: string): void {
+    const u = new URL(url);
+    this.targets[index] = { hostname: u.hostname.replace(/^\[(.*)\]$/, "$1"), port: Number(u.port || (u.protocol === "https:" ? 443 : 80)) };
+    this.lastOkAt[index] = 0;
   }
 
   markOk(index: number): void {

@@ -1,14 +1,15 @@
 /**
  * Splits an upstream SSE byte stream into complete events without decoding
- * or re-splitting what was already scanned: each chunk is searched once for
- * blank-line boundaries, and only an incomplete tail is carried to the next
- * chunk. Classifies each event from its leading bytes; JSON is parsed only for
- * the rare events the gateway must read (usage, errors).
+ * or re-splitting what was already scanned: each chunk is searched once (with
+ * the runtime's native byte search) for blank-line boundaries, and only an
+ * incomplete tail is carried to the next chunk. Classifies each event from
+ * its bytes; JSON is parsed only for the rare events the gateway must read
+ * (usage, errors).
  */
 
 export type SseEventKind =
   | "data" // a JSON data event (a token chunk)
-  | "usage" // the final usage chunk (choices: [])
+  | "usage" // the usage chunk: a data event whose choices array is empty
   | "error" // an error object sent in-stream
   | "done" // data: [DONE]
   | "comment" // ": keep-alive" and other comments
@@ -16,15 +17,16 @@ export type SseEventKind =
 
 const LF = 10;
 const CR = 13;
+const SPACE = 32;
+const TAB = 9;
 const enc = new TextEncoder();
-const DATA_OBJECT = enc.encode("data: {");
-const DATA_OBJECT_NOSPACE = enc.encode("data:{");
-// SSE allows "data:" with or without the space (WHATWG HTML, server-sent events).
-const DONE = enc.encode("data: [DONE]");
-const DONE_NOSPACE = enc.encode("data:[DONE]");
-const ERROR_PREFIX = enc.encode('data: {"error"');
-const ERROR_PREFIX_NOSPACE = enc.encode('data:{"error"');
-const EMPTY_CHOICES = enc.encode('"choices":[]');
+const DATA = enc.encode("data:");
+const DONE = enc.encode("[DONE]");
+const ERROR_KEY = enc.encode('"error"');
+const CHOICES_KEY = enc.encode('"choices"');
+
+/** Native byte-sequence search over a Uint8Array (Buffer's indexOf accepts any Uint8Array as `this`). */
+const nativeIndexOf = Buffer.prototype.indexOf as (this: Uint8Array, needle: Uint8Array, from: number) => number;
 
 function startsWith(buf: Uint8Array, start: number, end: number, prefix: Uint8Array): boolean {
   if (end - start < prefix.length) return false;
@@ -32,14 +34,25 @@ function startsWith(buf: Uint8Array, start: number, end: number, prefix: Uint8Ar
   return true;
 }
 
-function indexOfBytes(buf: Uint8Array, start: number, end: number, needle: Uint8Array): number {
-  const first = needle[0];
-  outer: for (let i = start; i <= end - needle.length; i++) {
-    if (buf[i] !== first) continue;
-    for (let j = 1; j < needle.length; j++) if (buf[i + j] !== needle[j]) continue outer;
-    return i;
-  }
-  return -1;
+function skipBlanks(buf: Uint8Array, i: number, end: number): number {
+  while (i < end && (buf[i] === SPACE || buf[i] === TAB || buf[i] === CR || buf[i] === LF)) i++;
+  return i;
+}
+
+/**
+ * Whether the JSON object in buf[start, end) has an empty "choices" array —
+ * the usage chunk vLLM and SGLang send last, whatever whitespace they put
+ * around it. The first "choices" key wins: a nested one would come after it.
+ */
+function hasEmptyChoices(buf: Uint8Array, start: number, end: number): boolean {
+  const at = nativeIndexOf.call(buf, CHOICES_KEY, start);
+  if (at < 0 || at >= end) return false;
+  let i = skipBlanks(buf, at + CHOICES_KEY.length, end);
+  if (buf[i] !== 58 /* ':' */) return false;
+  i = skipBlanks(buf, i + 1, end);
+  if (buf[i] !== 91 /* '[' */) return false;
+  i = skipBlanks(buf, i + 1, end);
+  return buf[i] === 93; /* ']' */
 }
 
 /** Classify the event occupying buf[start, end) (without its trailing blank line). */
@@ -47,16 +60,17 @@ export function classifyEvent(buf: Uint8Array, start: number, end: number): SseE
   while (end > start && (buf[end - 1] === LF || buf[end - 1] === CR)) end--;
   if (end === start) return "comment";
   if (buf[start] === 58 /* ':' */) return "comment";
-  if (startsWith(buf, start, end, DONE) || startsWith(buf, start, end, DONE_NOSPACE)) return "done";
-  if (startsWith(buf, start, end, ERROR_PREFIX) || startsWith(buf, start, end, ERROR_PREFIX_NOSPACE)) return "error";
-  if (startsWith(buf, start, end, DATA_OBJECT) || startsWith(buf, start, end, DATA_OBJECT_NOSPACE)) {
-    // A whole JSON object ends with '}'; anything else was cut or garbled.
-    if (buf[end - 1] !== 125 /* '}' */) return "malformed";
-    // The usage chunk is the one event with an empty choices array.
-    if (indexOfBytes(buf, start, end, EMPTY_CHOICES) >= 0) return "usage";
-    return "data";
-  }
-  return "malformed";
+  // SSE allows "data:" with or without the space (WHATWG HTML, server-sent events).
+  if (!startsWith(buf, start, end, DATA)) return "malformed";
+  let i = start + DATA.length;
+  if (buf[i] === SPACE) i++;
+  if (startsWith(buf, i, end, DONE)) return "done";
+  if (buf[i] !== 123 /* '{' */) return "malformed";
+  // A whole JSON object ends with '}'; anything else was cut or garbled.
+  if (buf[end - 1] !== 125 /* '}' */) return "malformed";
+  const key = skipBlanks(buf, i + 1, end);
+  if (startsWith(buf, key, end, ERROR_KEY)) return "error";
+  return hasEmptyChoices(buf, key, end) ? "usage" : "data";
 }
 
 export interface ScannedEvent {
@@ -109,8 +123,7 @@ export class SseScanner {
     }
     const events: ScannedEvent[] = [];
     let eventStart = 0;
-    for (let i = scanFrom; i < buf.length; i++) {
-      if (buf[i] !== LF) continue;
+    for (let i = buf.indexOf(LF, scanFrom); i >= 0; i = buf.indexOf(LF, i + 1)) {
       // Boundary: "\n\n" or "\n\r\n".
       let end = -1;
       if (buf[i + 1] === LF) end = i + 2;

@@ -1,9 +1,10 @@
 /**
- * One upstream attempt: dial check, POST to the engine under the attempt's
- * deadlines, and — for streams — read up to the first complete SSE event, so
- * that every failure before the first byte reaches the client can still be
- * retried elsewhere. Returns an open stream, a complete JSON answer, or a
- * classified failure; never throws for upstream trouble.
+ * Opens one upstream attempt: dial check, POST to the engine under the
+ * attempt's deadlines, and — for streams — read up to the first complete SSE
+ * event, so that every failure before the first byte reaches the client can
+ * still be retried elsewhere. Returns an open stream (whose reader the relay
+ * then owns), a complete JSON answer, or a classified failure; never throws
+ * for upstream trouble.
  */
 import type { Deadlines } from "../../config/types.ts";
 import type { AttemptFailure } from "../../metrics/names.ts";
@@ -24,15 +25,28 @@ export interface AttemptInput {
   dial: DialGuard;
   /** A non-streaming answer larger than this is refused (failure "too_large"). */
   maxResponseBytes: number;
-  /** Called just before the request is sent (router overhead ends here). */
-  onSend?: () => void;
 }
 
 function defaultReader(body: ReadableStream<Uint8Array>) {
   return body.getReader();
 }
-/** The default reader of a fetch Response body (Bun's type, with readMany). */
+/** The default reader of a fetch Response body. */
 export type BodyReader = ReturnType<typeof defaultReader>;
+
+interface ReadManyResult {
+  done: boolean;
+  value: Uint8Array[];
+}
+
+/**
+ * Every chunk the body has buffered, in one call: Bun's reader.readMany(),
+ * synchronous when something is already there (a promise only when it must
+ * wait). Bun has it on every default reader, but the types this project
+ * compiles against declare only read(), hence the one cast here.
+ */
+export function readMany(reader: BodyReader): ReadManyResult | Promise<ReadManyResult> {
+  return (reader as unknown as { readMany(): ReadManyResult | Promise<ReadManyResult> }).readMany();
+}
 
 export interface OpenStream {
   ok: true;
@@ -120,7 +134,7 @@ function failed(failure: AttemptFailed["failure"], message: string, extra: Parti
   return { ok: false, failure, message, ...extra };
 }
 
-export async function attemptUpstream(input: AttemptInput, path: string): Promise<AttemptResult> {
+export async function openUpstream(input: AttemptInput, path: string): Promise<AttemptResult> {
   const { deadlines: d } = input;
   if (!input.dial.isRecent(input.index)) {
     try {
@@ -145,7 +159,6 @@ export async function attemptUpstream(input: AttemptInput, path: string): Promis
 
   let res: Response;
   try {
-    input.onSend?.();
     res = await fetch(input.url + path, { method: "POST", headers: input.headers, body: input.body, signal });
   } catch (err) {
     return reasonOf(err);

@@ -1,0 +1,63 @@
+/**
+ * Chooses the endpoint for one request and claims it: the scheduling profile
+ * over the live endpoint table (filters → scorers → picker), then the claim in
+ * the table — the half-open circuit's probe slot by compare-and-swap, and the
+ * endpoint's in-flight count by Atomics.add — so a burst sees its own claims.
+ * The main thread (fast path) and the scheduler worker (queued requests) run
+ * this same code over the same shared memory, so they make the same choices.
+ */
+import type { SchedulingProfile } from "../scheduling/profile.ts";
+import type { EndpointView } from "../scheduling/types.ts";
+import { CIRCUIT_HALF_OPEN, CIRCUIT_PROBING, EndpointTable, I } from "../shared/endpoint-table.ts";
+import type { EndpointDirectory } from "./endpoint-directory.ts";
+import { readEndpointView } from "./endpoint-views.ts";
+
+export interface ChooseRequest {
+  model: string;
+  prefixHashes: readonly number[];
+  /** Endpoints the request already tried (retries exclude them). */
+  exclude?: ReadonlySet<number>;
+}
+
+export type Choice =
+  | { ok: true; index: number; pool: number; scores: Readonly<Record<string, number>>; drops: Readonly<Record<string, number>>; probe: boolean }
+  | { ok: false; drops: Readonly<Record<string, number>> };
+
+/** How often a lost probe race is re-decided before giving up (each loss removes one candidate). */
+const MAX_PROBE_RACES = 4;
+
+export class EndpointChooser {
+  constructor(
+    private readonly table: EndpointTable,
+    private readonly directory: EndpointDirectory,
+    private readonly profile: SchedulingProfile,
+    private readonly staleAfterMs: number,
+  ) {}
+
+  /** Choose and claim (in-flight +1) an endpoint serving `req.model`; the caller owns the claim. */
+  choose(req: ChooseRequest, random: () => number = Math.random, now = Date.now()): Choice {
+    const serving = this.directory.serving(req.model);
+    const views: EndpointView[] = new Array<EndpointView>(serving.length);
+    for (let i = 0; i < serving.length; i++) views[i] = readEndpointView(this.table, serving[i]!, now, this.staleAfterMs);
+    let exclude = req.exclude;
+    for (let race = 0; ; race++) {
+      const decision = this.profile.schedule({ model: req.model, prefixHashes: req.prefixHashes, exclude }, views, random);
+      const chosen = decision.endpoint;
+      if (!chosen) return { ok: false, drops: decision.drops };
+      const row = chosen.index;
+      // A half-open circuit admits exactly one probe. The other thread may have
+      // taken it since the view was read: then the endpoint is out for us too.
+      let probe = false;
+      if (this.table.getInt(row, I.CIRCUIT) === CIRCUIT_HALF_OPEN) {
+        probe = this.table.casInt(row, I.CIRCUIT, CIRCUIT_HALF_OPEN, CIRCUIT_PROBING);
+        if (!probe && race < MAX_PROBE_RACES) {
+          exclude = new Set([...(exclude ?? []), row]);
+          continue;
+        }
+        if (!probe) return { ok: false, drops: decision.drops };
+      }
+      this.table.addInt(row, I.INFLIGHT, 1);
+      return { ok: true, index: row, pool: this.directory.get(row)?.pool ?? 0, scores: decision.scores, drops: decision.drops, probe };
+    }
+  }
+}

@@ -1,0 +1,211 @@
+/**
+ * Admission in the scheduler worker: the slow path, for requests the main
+ * thread could not admit by itself. A request flows at once when nothing waits
+ * ahead of it for its pool and its band's limit has room; otherwise it waits
+ * in its band's bounded queue (tenants taking turns) until capacity frees, its
+ * TTL expires (504) or its client leaves. Dispatch across bands is strict
+ * priority per pool. The controller also learns each endpoint's batch
+ * capacity and publishes, per pool, the flow limit of every band and what
+ * waits in it: what the main thread's fast path decides on.
+ */
+import type { Config } from "../config/types.ts";
+import type { FromScheduler, ToScheduler } from "../protocol/scheduler-messages.ts";
+import { AdmissionStatsTable, EndpointTable, F, I, PoolTable, UNLIMITED } from "../shared/endpoint-table.ts";
+import { AdmissionQueues, type BandSpec } from "./admission-queues.ts";
+import type { EndpointChooser } from "./chooser.ts";
+import { DrainRate } from "./drain-rate.ts";
+import type { EndpointDirectory } from "./endpoint-directory.ts";
+import type { Ticket } from "./flow-queues.ts";
+import { bandLimits, CapacityLearner, poolSaturation, type PoolMember } from "./saturation.ts";
+
+type AdmitMessage = Extract<ToScheduler, { type: "admit" }>;
+export type Outcome = Extract<FromScheduler, { type: "grant" | "reject" }>;
+
+interface Waiting {
+  prefixHashes: number[];
+  poolIndex: number;
+}
+
+const ZEROES: readonly number[] = [];
+
+export class AdmissionController {
+  private readonly queues: AdmissionQueues;
+  private readonly learner: CapacityLearner;
+  private readonly drain: DrainRate[];
+  private readonly ceilings: number[];
+  /** What queued requests need when they flow, by ticket id. */
+  private readonly waiting = new Map<number, Waiting>();
+  /** Pools whose published queue depths are not all zero. */
+  private readonly publishedPools = new Set<number>();
+
+  constructor(
+    private readonly table: EndpointTable,
+    private readonly pools: PoolTable,
+    private readonly stats: AdmissionStatsTable,
+    private readonly directory: EndpointDirectory,
+    private readonly chooser: EndpointChooser,
+    private readonly admission: Config["admission"],
+    private readonly staleAfterMs: number,
+  ) {
+    const bands: BandSpec[] = admission.bands.map((b) => ({ name: b.name, ceiling: b.ceiling, queueLimit: b.queueLimit, ttlMs: b.ttlMs }));
+    this.queues = new AdmissionQueues(bands, { fairness: admission.fairness, quantumTokens: admission.quantumTokens });
+    this.learner = new CapacityLearner(table.rows, admission.initialCapacity);
+    this.drain = bands.map(() => new DrainRate());
+    this.ceilings = admission.enabled ? admission.bands.map((b) => b.ceiling) : admission.bands.map(() => 2);
+  }
+
+  private members(pool: number, now: number): PoolMember[] {
+    return this.directory.inPool(pool).map((e) => {
+      const row = e.index;
+      const at = this.table.getFloat(row, F.METRICS_AT);
+      const stale = Number.isNaN(at) || now - at > this.staleAfterMs;
+      const kv = this.table.getFloat(row, F.KV_USAGE);
+      return {
+        index: row,
+        ready: this.table.getInt(row, I.READY) === 1,
+        inflight: this.table.getInt(row, I.INFLIGHT),
+        kvUsage: stale || Number.isNaN(kv) ? undefined : kv,
+        stale,
+      };
+    });
+  }
+
+  /**
+   * Fold the latest engine metrics into the learned capacities, and publish
+   * every pool's band limits and saturation. Cheap (a pass over the
+   * endpoints); run on every engine poll and before each slow-path decision.
+   */
+  refresh(now = Date.now()): void {
+    for (const e of this.directory.all()) {
+      const row = e.index;
+      const at = this.table.getFloat(row, F.METRICS_AT);
+      if (!Number.isNaN(at) && now - at <= this.staleAfterMs) this.learner.observe(row, this.table.optionalInt(row, I.RUNNING));
+      this.table.setInt(row, I.CAPACITY, this.learner.capacity(row));
+    }
+    const capacity = (i: number) => this.learner.capacity(i);
+    for (let pool = 0; pool < this.pools.pools; pool++) {
+      const members = this.members(pool, now);
+      if (members.length === 0) {
+        this.ceilings.forEach((_, b) => this.pools.setLimit(pool, b, 0));
+        continue;
+      }
+      bandLimits(members, capacity, this.admission, this.ceilings, UNLIMITED).forEach((limit, b) => this.pools.setLimit(pool, b, limit));
+      this.stats.setSaturation(pool, poolSaturation(members, capacity, this.admission));
+    }
+  }
+
+  /** An endpoint left its slot: start its capacity afresh if the slot is reused. */
+  forget(index: number): void {
+    this.learner.reset(index);
+  }
+
+  private grant(id: number, model: string, prefixHashes: readonly number[], waitedMs: number): Outcome {
+    const c = this.chooser.choose({ model, prefixHashes });
+    if (c.ok) return { type: "grant", id, index: c.index, pool: c.pool, scores: { ...c.scores }, drops: { ...c.drops }, waitedMs, probe: c.probe };
+    return { type: "reject", id, drops: { ...c.drops }, waitedMs, error: { code: "NO_READY_ENDPOINT", message: `no ready endpoint serves model '${model}'` } };
+  }
+
+  /** Claim a place in the pool, choose an endpoint, and give the place back when none is chosen. */
+  private flow(id: number, model: string, pool: number, prefixHashes: readonly number[], waitedMs: number, claimed: boolean): Outcome {
+    if (!claimed) this.pools.add(pool, 1);
+    const out = this.grant(id, model, prefixHashes, waitedMs);
+    if (out.type === "reject") this.pools.add(pool, -1);
+    return out;
+  }
+
+  /** A new request: an immediate outcome, or undefined when it was queued. */
+  admit(msg: AdmitMessage, now = Date.now()): Outcome | undefined {
+    if (!this.admission.enabled) return this.flow(msg.id, msg.model, msg.pool, msg.prefixHashes, 0, false);
+    this.refresh(now);
+    if (!this.members(msg.pool, now).some((m) => m.ready)) {
+      return { type: "reject", id: msg.id, drops: {}, waitedMs: 0, error: { code: "NO_READY_ENDPOINT", message: `no ready endpoint serves model '${msg.model}'` } };
+    }
+    // Requests already waiting in this band (or above) for this pool go first.
+    if (this.pools.queuedAhead(msg.pool, msg.band) === 0 && this.pools.tryClaim(msg.pool, msg.band, Number.POSITIVE_INFINITY)) {
+      this.drain[msg.band]?.record(now);
+      return this.flow(msg.id, msg.model, msg.pool, msg.prefixHashes, 0, true);
+    }
+    // The queues key pools by name; the row index is that name here.
+    const ticket: Ticket = { id: msg.id, band: msg.band, tenant: msg.tenant, pool: String(msg.pool), model: msg.model, estTokens: msg.estTokens, enqueuedAt: now };
+    if (this.queues.enqueue(ticket) === "full") {
+      const depth = this.queues.depth(msg.band);
+      return {
+        type: "reject",
+        id: msg.id,
+        drops: {},
+        waitedMs: 0,
+        error: {
+          code: "ADMISSION_QUEUE_FULL",
+          message: `the '${this.admission.bands[msg.band]?.name}' queue is full (${depth} waiting)`,
+          retryAfterS: this.drain[msg.band]?.retryAfterSeconds(now, depth) ?? 1,
+        },
+      };
+    }
+    this.waiting.set(msg.id, { prefixHashes: msg.prefixHashes, poolIndex: msg.pool });
+    this.publishQueues();
+    return undefined;
+  }
+
+  /** The client left while queued: gone from the queue at once. */
+  cancel(id: number): boolean {
+    const t = this.queues.cancel(id);
+    this.waiting.delete(id);
+    if (t) this.publishQueues();
+    return t !== undefined;
+  }
+
+  /** Let queued requests flow while their limits allow; expire the old ones. */
+  pump(now = Date.now()): Outcome[] {
+    const out: Outcome[] = [];
+    if (this.queues.total === 0) return out;
+    this.refresh(now);
+    for (const t of this.queues.expire(now)) {
+      this.waiting.delete(t.id);
+      out.push({
+        type: "reject",
+        id: t.id,
+        drops: {},
+        waitedMs: now - t.enqueuedAt,
+        error: { code: "ADMISSION_TTL_EXPIRED", message: `waited ${now - t.enqueuedAt} ms in the '${this.admission.bands[t.band]?.name}' queue without capacity` },
+      });
+    }
+    for (;;) {
+      // The claim is taken inside mayFlow, so a ticket leaves the queue only with its place.
+      const t = this.queues.next((ticket) => {
+        const w = this.waiting.get(ticket.id);
+        return w !== undefined && this.pools.tryClaim(w.poolIndex, ticket.band, Number.POSITIVE_INFINITY);
+      });
+      if (!t) break;
+      const w = this.waiting.get(t.id)!;
+      this.waiting.delete(t.id);
+      this.drain[t.band]?.record(now);
+      out.push(this.flow(t.id, t.model, w.poolIndex, w.prefixHashes, now - t.enqueuedAt, true));
+    }
+    this.publishQueues();
+    return out;
+  }
+
+  get queued(): number {
+    return this.queues.total;
+  }
+
+  private publishQueues(): void {
+    const bands = this.admission.bands;
+    bands.forEach((_, b) => this.stats.setDepth(b, this.queues.depth(b)));
+    const perPool = new Map<number, number[]>();
+    bands.forEach((_, b) => {
+      for (const [pool, n] of this.queues.poolDepths(b)) {
+        const index = Number(pool);
+        let row = perPool.get(index);
+        if (!row) perPool.set(index, (row = bands.map(() => 0)));
+        row[b] = n;
+      }
+    });
+    for (const pool of this.publishedPools) if (!perPool.has(pool)) this.pools.setQueued(pool, ZEROES);
+    this.publishedPools.clear();
+    for (const [pool, row] of perPool) {
+      this.pools.setQueued(pool, row);
+      this.publishedPools.add(pool);
+    }
+  }
+}

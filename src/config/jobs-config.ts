@@ -1,0 +1,77 @@
+/** Resolves the issue-12 config blocks (data_dir, batch, idempotency, response_cache, gpu_health) from the parsed wire form. */
+import type { ParsedConfig } from "./schema.ts";
+import type { BatchConfig, GpuHealthConfig, GpuHealthSource, IdempotencyConfig, ResponseCacheConfig } from "./types.ts";
+
+export interface JobsConfigPart {
+  dataDir: string;
+  batch: BatchConfig;
+  idempotency: IdempotencyConfig;
+  responseCache: ResponseCacheConfig;
+  gpuHealth: GpuHealthConfig | null;
+}
+
+/** Key-path issues across blocks (the band to shed must exist). */
+export function jobsCrossFieldIssues(c: ParsedConfig): string[] {
+  const issues: string[] = [];
+  const g = c.gpu_health;
+  if (g !== undefined && !c.admission.bands.some((b) => b.name === g.shed_band)) {
+    issues.push(`gpu_health.shed_band: unknown band '${g.shed_band}' (expected one of ${c.admission.bands.map((b) => b.name).join(", ")})`);
+  }
+  return issues;
+}
+
+/** Without explicit sources, every endpoint's dcgm_url is watched for that endpoint's pool (one source per url, pool and GPU set). */
+function gpuSources(c: ParsedConfig): GpuHealthSource[] {
+  const explicit = c.gpu_health?.sources ?? [];
+  if (explicit.length > 0) return explicit.map((s) => ({ url: s.url.replace(/\/+$/, ""), pool: s.pool, gpuIds: s.gpu_ids }));
+  const seen = new Map<string, GpuHealthSource>();
+  for (const e of c.endpoints) {
+    if (e.dcgm_url === undefined) continue;
+    const url = e.dcgm_url.replace(/\/+$/, "");
+    const key = `${url}\u0000${e.pool}\u0000${[...e.gpu_ids].sort().join(",")}`;
+    if (!seen.has(key)) seen.set(key, { url, pool: e.pool, gpuIds: e.gpu_ids });
+  }
+  return [...seen.values()];
+}
+
+export function resolveJobsConfig(c: ParsedConfig, warnings: string[]): JobsConfigPart {
+  const g = c.gpu_health;
+  let gpuHealth: GpuHealthConfig | null = null;
+  if (g !== undefined) {
+    const sources = gpuSources(c);
+    if (sources.length === 0) warnings.push("gpu_health: no sources and no endpoint has a dcgm_url, so no GPU is watched and nothing is shed");
+    gpuHealth = {
+      sources,
+      pollIntervalMs: g.poll_interval_ms,
+      staleAfterMs: g.stale_after_ms,
+      sustainedSamples: g.sustained_samples,
+      shedUtilPct: g.shed_util_pct,
+      shedBatch: g.shed_batch,
+      shedBand: c.admission.bands.findIndex((b) => b.name === g.shed_band),
+    };
+  }
+  return {
+    dataDir: c.data_dir,
+    batch: {
+      maxFileBytes: c.batch.max_file_bytes,
+      maxLines: c.batch.max_lines,
+      concurrencyPerBatch: c.batch.concurrency_per_batch,
+      concurrencyPerTenant: c.batch.concurrency_per_tenant,
+      maxAttempts: c.batch.max_attempts,
+      retryBackoffMs: c.batch.retry_backoff_ms,
+      leaseMs: c.batch.lease_ms,
+    },
+    idempotency: {
+      ttlMs: c.idempotency.ttl_s * 1000,
+      waitMs: c.idempotency.wait_ms,
+      maxResponseBytes: c.idempotency.max_response_bytes,
+    },
+    responseCache: {
+      models: c.response_cache.models,
+      maxBytes: c.response_cache.max_bytes,
+      maxEntryBytes: c.response_cache.max_entry_bytes,
+      ttlMs: c.response_cache.ttl_s * 1000,
+    },
+    gpuHealth,
+  };
+}

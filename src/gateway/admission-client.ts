@@ -1,0 +1,193 @@
+/**
+ * The main thread's side of admission and scheduling. The common case costs
+ * no message: while nothing waits ahead for a request's pool and its band's
+ * published limit has room, the main thread claims a place in the pool with
+ * one compare-and-swap and chooses the endpoint itself (the same chooser the
+ * worker runs, over the same shared tables). Only a saturated pool, something
+ * already queued there, or a lost race sends the request to the scheduler
+ * worker, which queues it and answers with a grant or a rejection. A request
+ * whose client leaves while it waits is cancelled in the worker at once; a
+ * grant that raced the cancel has its claim returned.
+ */
+import type { EndpointChooser } from "../admission/chooser.ts";
+import type { EndpointDirectory } from "../admission/endpoint-directory.ts";
+import type { Config } from "../config/types.ts";
+import type { EndpointDescriptor, FromScheduler, GrantDetail, ToScheduler } from "../protocol/scheduler-messages.ts";
+import { EndpointTable, I, PoolTable } from "../shared/endpoint-table.ts";
+import { LlmgwError } from "../shared/errors.ts";
+
+/** An endpoint claimed for a request: its slot and pool, and how the decision was reached. */
+export interface Grant extends GrantDetail {
+  index: number;
+  pool: number;
+  /** "fast": decided on the main thread; "queued": by the scheduler worker. */
+  path: "fast" | "queued";
+}
+
+export interface AdmitRequest {
+  model: string;
+  band: number;
+  tenant: string;
+  estTokens: number;
+  prefixHashes: number[];
+}
+
+/** A rejection from admission, with what the metrics need. */
+export class SchedulerRejection extends LlmgwError {
+  constructor(
+    code: ConstructorParameters<typeof LlmgwError>[0],
+    message: string,
+    readonly waitedMs: number,
+    retryAfterS: number | undefined,
+    readonly drops: Readonly<Record<string, number>> = {},
+  ) {
+    super(code, message, retryAfterS === undefined ? {} : { retryAfterS });
+  }
+}
+
+type Pending = { resolve: (g: Grant) => void; reject: (e: LlmgwError) => void };
+type MessageKind = ToScheduler["type"];
+
+const WORKER_URL = new URL("../../workers/scheduler.ts", import.meta.url);
+
+/** What the worker is started with (the init message without its tag). */
+export type SchedulerInit = Omit<Extract<ToScheduler, { type: "init" }>, "type">;
+
+export class AdmissionClient {
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private readonly ready: Promise<void>;
+  /** Messages posted to the worker, by kind (a metric: the fast path posts none). */
+  readonly posted: Record<MessageKind, number> = { init: 0, endpoint: 0, models: 0, admit: 0, cancel: 0, release: 0 };
+
+  constructor(
+    init: SchedulerInit,
+    private readonly table: EndpointTable,
+    private readonly pools: PoolTable,
+    private readonly directory: EndpointDirectory,
+    private readonly chooser: EndpointChooser,
+    private readonly admission: Config["admission"],
+    /** A grant arrived for a request that was already abandoned (its claim is returned here first). */
+    private readonly onOrphanGrant: (index: number, probe: boolean) => void,
+  ) {
+    this.worker = new Worker(WORKER_URL.href);
+    let markReady: () => void = () => {};
+    this.ready = new Promise((r) => (markReady = r));
+    this.worker.onmessage = (event: MessageEvent<FromScheduler>) => {
+      const msg = event.data;
+      switch (msg.type) {
+        case "ready":
+          markReady();
+          return;
+        case "grant": {
+          const p = this.take(msg.id);
+          if (!p) {
+            this.release(msg.index, msg.pool);
+            this.onOrphanGrant(msg.index, msg.probe);
+            return;
+          }
+          p.resolve({ index: msg.index, pool: msg.pool, scores: msg.scores, drops: msg.drops, waitedMs: msg.waitedMs, probe: msg.probe, path: "queued" });
+          return;
+        }
+        case "reject":
+          this.take(msg.id)?.reject(new SchedulerRejection(msg.error.code, msg.error.message, msg.waitedMs, msg.error.retryAfterS, msg.drops));
+          return;
+        default: {
+          const unreachable: never = msg;
+          throw new Error(`unknown scheduler message ${JSON.stringify(unreachable)}`);
+        }
+      }
+    };
+    this.post({ type: "init", ...init });
+  }
+
+  whenReady(): Promise<void> {
+    return this.ready;
+  }
+
+  private take(id: number): Pending | undefined {
+    const p = this.pending.get(id);
+    this.pending.delete(id);
+    return p;
+  }
+
+  private post(msg: ToScheduler): void {
+    this.posted[msg.type]++;
+    this.worker.postMessage(msg);
+  }
+
+  /** An endpoint took a slot (or left it, with undefined). */
+  setEndpoint(index: number, d: EndpointDescriptor | undefined): void {
+    this.directory.set(index, d);
+    this.post({ type: "endpoint", index, descriptor: d ?? null });
+  }
+
+  setModels(index: number, models: string[]): void {
+    this.directory.setModels(index, models);
+    this.post({ type: "models", index, models });
+  }
+
+  /**
+   * A new request: a grant at once (fast path), or a promise of one from the
+   * scheduler worker. Throws (or rejects with) SchedulerRejection.
+   */
+  admit(req: AdmitRequest, signal: AbortSignal, fastPath = true): Grant | Promise<Grant> {
+    const pool = this.directory.poolOf(req.model);
+    if (pool === undefined) throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${req.model}'`, 0, undefined);
+    if (fastPath && this.pools.queuedAhead(pool, req.band) === 0 && (!this.admission.enabled || this.pools.tryClaim(pool, req.band))) {
+      if (!this.admission.enabled) this.pools.add(pool, 1);
+      const c = this.chooser.choose(req);
+      if (c.ok) return { index: c.index, pool: c.pool, scores: c.scores, drops: c.drops, waitedMs: 0, probe: c.probe, path: "fast" };
+      this.pools.add(pool, -1);
+      // Nothing chosen with room in the pool (all unready, open, faulted…): the worker says the same, with the same drops.
+      throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${req.model}'`, 0, undefined, c.drops);
+    }
+    return this.queue(req, pool, signal);
+  }
+
+  private queue(req: AdmitRequest, pool: number, signal: AbortSignal): Promise<Grant> {
+    const id = this.nextId++;
+    return new Promise<Grant>((resolve, reject) => {
+      if (signal.aborted) return reject(new LlmgwError("INTERNAL_ERROR", "client went away"));
+      const onAbort = () => {
+        if (!this.pending.delete(id)) return;
+        this.post({ type: "cancel", id });
+        reject(new LlmgwError("INTERNAL_ERROR", "client went away"));
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.pending.set(id, {
+        resolve: (g) => {
+          signal.removeEventListener("abort", onAbort);
+          resolve(g);
+        },
+        reject: (e) => {
+          signal.removeEventListener("abort", onAbort);
+          reject(e);
+        },
+      });
+      this.post({ type: "admit", id, model: req.model, pool, band: req.band, tenant: req.tenant, estTokens: req.estTokens, prefixHashes: req.prefixHashes });
+    });
+  }
+
+  /** A retry or fallback of an admitted request: scoring only, on this thread, never queued. */
+  reschedule(model: string, prefixHashes: readonly number[], exclude: ReadonlySet<number>): Grant {
+    const c = this.chooser.choose({ model, prefixHashes, exclude });
+    if (!c.ok) throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${model}'`, 0, undefined, c.drops);
+    this.pools.add(c.pool, 1);
+    return { index: c.index, pool: c.pool, scores: c.scores, drops: c.drops, waitedMs: 0, probe: c.probe, path: "fast" };
+  }
+
+  /** A request let go of its endpoint: the counts go down, and queued requests may move (a message only when something waits). */
+  release(index: number, pool: number): void {
+    this.table.addInt(index, I.INFLIGHT, -1);
+    this.pools.add(pool, -1);
+    if (this.pools.queued(pool) > 0) this.post({ type: "release" });
+  }
+
+  terminate(): void {
+    for (const p of this.pending.values()) p.reject(new LlmgwError("NO_READY_ENDPOINT", "gateway is shutting down"));
+    this.pending.clear();
+    this.worker.terminate();
+  }
+}

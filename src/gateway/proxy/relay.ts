@@ -1,0 +1,326 @@
+/**
+ * Relays an open upstream SSE stream to the client. The relay owns the
+ * upstream reader from here on and ends the request through its Exchange.
+ * Per upstream chunk it scans for complete events (bytes, not strings),
+ * forwards them with backpressure (the upstream is read only when the client
+ * has taken the previous bytes), and observes only what it must: that tokens
+ * flowed (timing, once per chunk), the usage chunk (parsed, passed on only if
+ * the client asked for it), [DONE]. A broken stream never looks finished: a
+ * cut connection, a deadline, an oversized event or an engine error becomes
+ * an explicit SSE error event then [DONE]. A client that leaves cancels the
+ * upstream request at once.
+ *
+ * How the bytes reach Bun's response is a transport (RelayVariant), measured
+ * side by side by `llmgw bench relay`: a direct stream (write + flush, no
+ * queue: the default), a pull stream with one enqueue per upstream chunk, or
+ * one enqueue per event (the earlier design).
+ */
+import type { RelayVariantName } from "../../config/plugin-names.ts";
+import type { AttemptFailure, Outcome } from "../../metrics/names.ts";
+import { errorBody, type ErrorCode } from "../../shared/errors.ts";
+import type { AttemptVerdict, Usage } from "../request/exchange.ts";
+import { ENDPOINT_FAULTS } from "./failures.ts";
+import { eventJson, MAX_EVENT_BYTES, type ScannedEvent } from "./sse-scanner.ts";
+import { readMany, type OpenStream } from "./upstream.ts";
+
+export type RelayVariant = RelayVariantName;
+export { RELAY_VARIANTS as RELAY_VARIANT_NAMES } from "../../config/plugin-names.ts";
+
+/** How long an engine may keep a stream open after [DONE] before we cancel it. */
+const DRAIN_AFTER_DONE_MS = 2_000;
+
+const enc = new TextEncoder();
+const DONE_EVENT = enc.encode("data: [DONE]\n\n");
+
+export function sseErrorEvent(code: ErrorCode, message: string): Uint8Array {
+  return enc.encode(`data: ${JSON.stringify(errorBody(code, message))}\n\n`);
+}
+
+function readUsage(event: ScannedEvent): Usage | undefined {
+  const json = eventJson(event.bytes);
+  const usage = typeof json === "object" && json !== null ? (json as { usage?: unknown }).usage : undefined;
+  if (typeof usage !== "object" || usage === null) return undefined;
+  const u = usage as Record<string, unknown>;
+  return {
+    prompt_tokens: typeof u.prompt_tokens === "number" ? u.prompt_tokens : 0,
+    completion_tokens: typeof u.completion_tokens === "number" ? u.completion_tokens : 0,
+  };
+}
+
+function engineErrorMessage(event: ScannedEvent): string {
+  const msg = (eventJson(event.bytes) as { error?: { message?: unknown } } | undefined)?.error?.message;
+  return typeof msg === "string" ? msg : "engine reported an error mid-stream";
+}
+
+/** What the relay reports to: the request's Exchange (a small interface, so the relay is tested alone). */
+export interface RelayOwner {
+  /** The client asked for stream_options.include_usage. */
+  readonly includeUsage: boolean;
+  usage: Usage | undefined;
+  firstToken(now: number): void;
+  tokens(now: number): void;
+  /** An invalid event was dropped. */
+  malformed(): void;
+  endAttempt(verdict: AttemptVerdict): void;
+  finish(outcome: Outcome, status: number, error?: string): void;
+}
+
+/** The relay's state machine, independent of how bytes reach the client. */
+export class SseRelay {
+  /** Nothing more will come from next(). */
+  over = false;
+  private sawDone = false;
+  private sentToken = false;
+  private first: ScannedEvent[] | undefined;
+
+  constructor(
+    private readonly x: RelayOwner,
+    private readonly open: OpenStream,
+    /** Merge adjacent events of one upstream chunk into one write. */
+    private readonly coalesce: boolean,
+  ) {
+    this.first = open.firstEvents;
+    for (let i = 0; i < open.malformedDropped; i++) x.malformed();
+  }
+
+  /** The next bytes for the client (at least one piece), or undefined once the relay is over. */
+  async next(): Promise<Uint8Array[] | undefined> {
+    if (this.over) return undefined;
+    const out: Uint8Array[] = [];
+    if (this.first) {
+      const first = this.first;
+      this.first = undefined;
+      this.deliver(first, out);
+      if (out.length > 0 || this.over) return out;
+    }
+    const { reader, scanner, deadlines } = this.open;
+    while (!this.over) {
+      let chunks: Uint8Array[];
+      let done: boolean;
+      try {
+        // Everything the upstream has buffered, in one call (synchronous when
+        // something is there): one pass per burst of chunks, not per chunk.
+        const got = readMany(reader);
+        const r = got instanceof Promise ? await got : got;
+        chunks = r.value;
+        done = r.done;
+      } catch {
+        if (this.over) break;
+        if (deadlines.fired === "idle_timeout") this.broken(out, "UPSTREAM_IDLE_TIMEOUT", "idle_timeout", "the engine sent nothing within the inter-token deadline");
+        else if (deadlines.fired === "total_timeout") this.broken(out, "UPSTREAM_TOTAL_TIMEOUT", "total_timeout", "the request exceeded its total deadline");
+        else this.broken(out, "UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine connection broke mid-stream");
+        break;
+      }
+      if (chunks.length > 0) deadlines.touch();
+      for (const chunk of chunks) {
+        if (this.over) break;
+        // Events completed before an overflow still go out, then the error.
+        this.deliver(scanner.push(chunk), out);
+        if (scanner.overflowed && !this.over) this.broken(out, "UPSTREAM_MALFORMED", "malformed", `the engine sent an SSE event over ${MAX_EVENT_BYTES} bytes`);
+      }
+      if (done && !this.over) {
+        if (!this.sawDone) this.broken(out, "UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine ended the stream without [DONE]");
+        break;
+      }
+      if (out.length > 0) break;
+    }
+    return out;
+  }
+
+  /** The client went away. */
+  cancel(): void {
+    if (this.over) return;
+    this.open.deadlines.abort("client went away");
+    void this.open.reader.cancel().catch(() => {});
+    this.end("cancelled", { kind: "neutral" });
+  }
+
+  /** Append what the client should see of these events; ends the relay on [DONE] or an engine error. */
+  private deliver(events: ScannedEvent[], out: Uint8Array[]): void {
+    let tokens = false;
+    for (const e of events) {
+      switch (e.kind) {
+        case "data":
+          tokens = true;
+          this.push(out, e.bytes);
+          break;
+        case "usage": {
+          const usage = readUsage(e);
+          if (usage) this.x.usage = usage;
+          if (this.x.includeUsage) this.push(out, e.bytes);
+          break;
+        }
+        case "comment":
+          this.push(out, e.bytes);
+          break;
+        case "malformed":
+          this.x.malformed();
+          break;
+        case "error": {
+          const message = engineErrorMessage(e);
+          out.push(sseErrorEvent("UPSTREAM_ERROR", message), DONE_EVENT);
+          this.end("stream_error", { kind: "fault", failure: "status_5xx" }, message);
+          return;
+        }
+        case "done":
+          this.sawDone = true;
+          out.push(DONE_EVENT);
+          this.end("ok", { kind: "neutral" });
+          return;
+      }
+    }
+    if (tokens) this.tokensSent();
+  }
+
+  /** Append bytes, merging with the previous piece when they are adjacent in the same buffer. */
+  private push(out: Uint8Array[], bytes: Uint8Array): void {
+    const prev = out[out.length - 1];
+    if (this.coalesce && prev !== undefined && prev.buffer === bytes.buffer && prev.byteOffset + prev.byteLength === bytes.byteOffset) {
+      out[out.length - 1] = new Uint8Array(prev.buffer, prev.byteOffset, prev.byteLength + bytes.byteLength);
+    } else {
+      out.push(bytes);
+    }
+  }
+
+  private tokensSent(): void {
+    const now = performance.now();
+    if (this.sentToken) this.x.tokens(now);
+    else {
+      this.sentToken = true;
+      this.x.firstToken(now);
+    }
+  }
+
+  private broken(out: Uint8Array[], code: ErrorCode, failure: AttemptFailure, message: string): void {
+    out.push(sseErrorEvent(code, message), DONE_EVENT);
+    const outcome: Outcome = failure === "idle_timeout" || failure === "total_timeout" ? "timeout" : "stream_error";
+    this.end(outcome, ENDPOINT_FAULTS.has(failure) ? { kind: "fault", failure } : { kind: "neutral", failure }, message);
+  }
+
+  private end(outcome: Outcome, verdict: AttemptVerdict, error?: string): void {
+    if (this.over) return;
+    this.over = true;
+    this.open.deadlines.dispose();
+    this.x.endAttempt(verdict);
+    this.x.finish(outcome, 200, outcome === "ok" || outcome === "cancelled" ? undefined : error);
+    if (outcome !== "cancelled") this.releaseUpstream();
+  }
+
+  /**
+   * After [DONE], let the upstream body end on its own (so the connection can
+   * be reused) but never wait on it for long; after an engine error, cancel it
+   * so the engine stops generating for a client that already has its error.
+   */
+  private releaseUpstream(): void {
+    const { reader, deadlines } = this.open;
+    if (!this.sawDone) {
+      deadlines.abort("stream finished with an error");
+      void reader.cancel().catch(() => {});
+      return;
+    }
+    drains.add(reader, deadlines);
+  }
+}
+
+/**
+ * Upstream bodies still open after [DONE]: each is read to its end, and one
+ * shared timer (not one per request) cancels those an engine keeps open
+ * longer than DRAIN_AFTER_DONE_MS.
+ */
+class UpstreamDrains {
+  private readonly open = new Map<OpenStream["reader"], { deadlines: OpenStream["deadlines"]; until: number }>();
+  private timer: ReturnType<typeof setInterval> | undefined;
+
+  add(reader: OpenStream["reader"], deadlines: OpenStream["deadlines"]): void {
+    this.open.set(reader, { deadlines, until: performance.now() + DRAIN_AFTER_DONE_MS });
+    void this.drain(reader);
+  }
+
+  private async drain(reader: OpenStream["reader"]): Promise<void> {
+    try {
+      for (;;) {
+        const got = readMany(reader);
+        if ((got instanceof Promise ? await got : got).done) break;
+        this.arm(); // still open: the sweeper watches it
+      }
+    } catch {
+      // the engine closed abruptly after [DONE]: nothing left to deliver
+    } finally {
+      this.open.delete(reader);
+    }
+  }
+
+  private arm(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      const now = performance.now();
+      for (const [reader, d] of this.open) {
+        if (now < d.until) continue;
+        this.open.delete(reader);
+        d.deadlines.abort("engine kept the stream open after [DONE]");
+        void reader.cancel().catch(() => {});
+      }
+      if (this.open.size === 0) {
+        clearInterval(this.timer);
+        this.timer = undefined;
+      }
+    }, DRAIN_AFTER_DONE_MS / 4);
+    this.timer.unref?.();
+  }
+}
+
+const drains = new UpstreamDrains();
+
+/** The client's response body for an open upstream stream, over the chosen transport. */
+export function relayBody(x: RelayOwner, open: OpenStream, variant: RelayVariant): ReadableStream<Uint8Array> {
+  const relay = new SseRelay(x, open, variant !== "event");
+  if (variant === "direct") return directStream(relay);
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        // next() resolves only with bytes or at the end: a pull that enqueued
+        // nothing would not be called again (WHATWG streams).
+        const pieces = await relay.next();
+        if (pieces) for (const p of pieces) controller.enqueue(p);
+        if (relay.over) controller.close();
+      },
+      cancel() {
+        relay.cancel();
+      },
+    },
+    // One chunk of look-ahead: read upstream only after the client took the previous bytes.
+    { highWaterMark: 1 },
+  );
+}
+
+/**
+ * Bun's direct stream: each piece is written straight to the socket and
+ * flushed, with no queue in between; a write that returns a promise is the
+ * socket pushing back, and the relay reads upstream only once it settles.
+ */
+function directStream(relay: SseRelay): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
+    type: "direct",
+    async pull(controller) {
+      try {
+        for (;;) {
+          const pieces = await relay.next();
+          if (!pieces) break;
+          for (const p of pieces) {
+            const w = controller.write(p);
+            if (w instanceof Promise) await w;
+          }
+          controller.flush();
+          if (relay.over) break;
+        }
+        controller.close();
+      } catch {
+        // The client is gone (a write to a closed response): cancel() ends the request.
+        relay.cancel();
+      }
+    },
+    cancel() {
+      relay.cancel();
+    },
+  });
+}

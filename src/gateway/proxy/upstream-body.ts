@@ -1,0 +1,33 @@
+/**
+ * The body sent to the engine: the client's own bytes whenever nothing must
+ * change, otherwise the smallest change — one member spliced in after the
+ * opening brace — rather than re-serialising a (possibly long) prompt.
+ */
+import type { Exchange } from "../request/exchange.ts";
+import type { InferenceBody } from "../request/parse.ts";
+
+const USAGE_MEMBER = new TextEncoder().encode('"stream_options":{"include_usage":true},');
+
+/** What to send for `model` (the request's own, or a fallback's). */
+export function upstreamBody(x: Exchange, model: string): Uint8Array | string {
+  const body = x.body!;
+  const renamed = model !== body.model;
+  // Ask the engine for usage on every stream: token accounting needs it; the
+  // relay drops the usage chunk again if the client did not ask for it.
+  const addUsage = x.stream && !x.includeUsage;
+  if (!renamed && !addUsage) return x.rawBody;
+  if (!renamed && body.stream_options === undefined) {
+    // The body parsed as a JSON object, so its first non-blank byte is '{';
+    // "{}" cannot happen (model is required), so a member follows the comma.
+    const raw = x.rawBody;
+    const at = raw.indexOf(123 /* { */) + 1;
+    const out = new Uint8Array(raw.length + USAGE_MEMBER.length);
+    out.set(raw.subarray(0, at), 0);
+    out.set(USAGE_MEMBER, at);
+    out.set(raw.subarray(at), at + USAGE_MEMBER.length);
+    return out;
+  }
+  const out: InferenceBody = { ...body, model };
+  if (addUsage) out.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
+  return JSON.stringify(out);
+}

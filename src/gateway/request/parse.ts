@@ -1,0 +1,89 @@
+/**
+ * Step 1 of a request: read the body under a size limit, parse JSON, check
+ * the fields the gateway relies on, and compute the prompt-prefix hashes for
+ * affinity. Every failure is an OpenAI-shaped 400/404/413.
+ */
+import { LlmgwError } from "../../shared/errors.ts";
+import type { Route } from "../../metrics/names.ts";
+
+export interface InferenceBody {
+  model: string;
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean } | null;
+  [key: string]: unknown;
+}
+
+/** Read at most `limit` bytes; a larger body is a 413 whether or not it declared its length. */
+export async function readBodyLimited(req: Request, limit: number): Promise<Uint8Array> {
+  const declared = Number(req.headers.get("content-length") ?? NaN);
+  if (declared > limit) throw tooLarge(limit);
+  if (!req.body) return new Uint8Array(0);
+  if (Number.isFinite(declared)) {
+    const buf = new Uint8Array(await req.arrayBuffer());
+    if (buf.byteLength > limit) throw tooLarge(limit);
+    return buf;
+  }
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for await (const chunk of req.body) {
+    total += chunk.byteLength;
+    if (total > limit) throw tooLarge(limit);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, total);
+}
+
+function tooLarge(limit: number): LlmgwError {
+  return new LlmgwError("BODY_TOO_LARGE", `request body exceeds the limit of ${limit} bytes`);
+}
+
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+export function parseInferenceBody(bytes: Uint8Array, route: Route): InferenceBody {
+  let text: string;
+  let body: unknown;
+  try {
+    text = decoder.decode(bytes);
+    body = JSON.parse(text);
+  } catch (err) {
+    throw new LlmgwError("INVALID_JSON", `request body is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw new LlmgwError("INVALID_REQUEST", "request body must be a JSON object");
+  }
+  const b = body as Record<string, unknown>;
+  if (typeof b.model !== "string" || b.model.length === 0) {
+    throw new LlmgwError("INVALID_REQUEST", "you must provide a model parameter", { param: "model" });
+  }
+  if (b.stream !== undefined && b.stream !== null && typeof b.stream !== "boolean") {
+    throw new LlmgwError("INVALID_REQUEST", "'stream' must be a boolean", { param: "stream" });
+  }
+  if (b.stream_options !== undefined && b.stream_options !== null && (typeof b.stream_options !== "object" || Array.isArray(b.stream_options))) {
+    throw new LlmgwError("INVALID_REQUEST", "'stream_options' must be an object", { param: "stream_options" });
+  }
+  switch (route) {
+    case "chat":
+      if (!Array.isArray(b.messages) || b.messages.length === 0) {
+        throw new LlmgwError("INVALID_REQUEST", "'messages' must be a non-empty array", { param: "messages" });
+      }
+      break;
+    case "completions":
+      if (typeof b.prompt !== "string" && !Array.isArray(b.prompt)) {
+        throw new LlmgwError("INVALID_REQUEST", "'prompt' must be a string or an array", { param: "prompt" });
+      }
+      break;
+    case "embeddings":
+      if (typeof b.input !== "string" && !Array.isArray(b.input)) {
+        throw new LlmgwError("INVALID_REQUEST", "'input' must be a string or an array", { param: "input" });
+      }
+      if (b.stream === true) throw new LlmgwError("INVALID_REQUEST", "embeddings cannot stream", { param: "stream" });
+      break;
+  }
+  for (const key of ["max_tokens", "max_completion_tokens", "n"] as const) {
+    const v = b[key];
+    if (v !== undefined && v !== null && (typeof v !== "number" || !Number.isInteger(v) || v < 1)) {
+      throw new LlmgwError("INVALID_REQUEST", `'${key}' must be a positive integer`, { param: key });
+    }
+  }
+  return b as InferenceBody;
+}

@@ -1,0 +1,134 @@
+/** POST/GET /v1/batches, GET /v1/batches/{id}, POST /v1/batches/{id}/cancel, with OpenAI's request checks and object shapes. */
+import { readBodyUpTo } from "../shared/bounded-body.ts";
+import { LlmgwError } from "../shared/errors.ts";
+import { parseBatchInput } from "./batch-input.ts";
+import { noSuchFile } from "./files-routes.ts";
+import { newBatchId } from "./job-ids.ts";
+import { BATCH_ENDPOINTS, isBatchEndpoint, newBatchDoc } from "./job-types.ts";
+import { json, limitParam, type JobsRequest } from "./jobs-http.ts";
+import { UnknownCursorError } from "./jobs-store.ts";
+import { batchObject, listObject } from "./openai-objects.ts";
+
+/** OpenAI accepts only a 24-hour completion window. */
+const COMPLETION_WINDOWS: Record<string, number> = { "24h": 24 * 3600 * 1000 };
+const CREATE_BODY_MAX_BYTES = 64 * 1024;
+const CREATE_KEYS = new Set(["input_file_id", "endpoint", "completion_window", "metadata", "output_expires_after"]);
+/** OpenAI's metadata limits: 16 pairs, keys up to 64 characters, string values up to 512. */
+const METADATA_MAX_PAIRS = 16;
+const METADATA_KEY_MAX = 64;
+const METADATA_VALUE_MAX = 512;
+const BATCHES_PAGE_DEFAULT = 20;
+const BATCHES_PAGE_MAX = 100;
+
+function invalid(message: string, param: string | null = null): LlmgwError {
+  return new LlmgwError("INVALID_REQUEST", message, { param });
+}
+
+function noSuchBatch(id: string): LlmgwError {
+  return new LlmgwError("NOT_FOUND", `No such Batch: ${id}`, { param: "batch_id" });
+}
+
+function parseMetadata(v: unknown): Record<string, string> | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v !== "object" || Array.isArray(v)) throw invalid("metadata must be an object of string values", "metadata");
+  const entries = Object.entries(v as Record<string, unknown>);
+  if (entries.length > METADATA_MAX_PAIRS) throw invalid(`metadata may hold at most ${METADATA_MAX_PAIRS} pairs`, "metadata");
+  for (const [k, val] of entries) {
+    if (k.length > METADATA_KEY_MAX) throw invalid(`metadata keys may be at most ${METADATA_KEY_MAX} characters`, "metadata");
+    if (typeof val !== "string" || val.length > METADATA_VALUE_MAX) {
+      throw invalid(`metadata.${k} must be a string of at most ${METADATA_VALUE_MAX} characters`, "metadata");
+    }
+  }
+  return Object.fromEntries(entries) as Record<string, string>;
+}
+
+async function readCreateBody(req: Request): Promise<Record<string, unknown>> {
+  const raw = await readBodyUpTo(req, CREATE_BODY_MAX_BYTES);
+  if (raw === undefined) throw new LlmgwError("BODY_TOO_LARGE", `request body exceeds the limit of ${CREATE_BODY_MAX_BYTES} bytes`);
+  let body: unknown;
+  try {
+    body = JSON.parse(new TextDecoder().decode(raw));
+  } catch (err) {
+    throw new LlmgwError("INVALID_JSON", `request body is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw invalid("request body must be a JSON object");
+  const b = body as Record<string, unknown>;
+  for (const k of Object.keys(b)) if (!CREATE_KEYS.has(k)) throw invalid(`unrecognized request argument supplied: ${k}`, k);
+  return b;
+}
+
+/**
+ * The input file was validated line by line on upload; here its endpoint
+ * must be the batch's, and its lines are parsed again into the batch (the
+ * model list may have changed since). A refusal stores nothing.
+ */
+export async function createBatch(r: JobsRequest): Promise<Response> {
+  const b = await readCreateBody(r.req);
+  const { input_file_id: fileId, endpoint, completion_window: window } = b;
+  if (typeof fileId !== "string" || fileId === "") throw invalid("input_file_id must be a file id", "input_file_id");
+  if (typeof endpoint !== "string" || !isBatchEndpoint(endpoint)) throw invalid(`endpoint must be one of ${BATCH_ENDPOINTS.join(", ")}`, "endpoint");
+  const windowMs = typeof window === "string" ? COMPLETION_WINDOWS[window] : undefined;
+  if (windowMs === undefined) throw invalid("completion_window must be '24h'", "completion_window");
+  const metadata = parseMetadata(b.metadata);
+  const { store } = r.deps;
+  const file = await store.getFile(r.tenant, fileId);
+  if (!file) throw noSuchFile(fileId, "input_file_id");
+  if (file.purpose !== "batch") throw invalid(`file ${fileId} has purpose '${file.purpose}'; a batch needs a file uploaded with purpose 'batch'`, "input_file_id");
+  if (file.endpoint !== endpoint) {
+    throw new LlmgwError("INVALID_BATCH_LINE", `line 1: url '${file.endpoint}' is not the batch's endpoint '${endpoint}'`, { param: "input_file_id" });
+  }
+  const content = await store.getFileContent(r.tenant, fileId);
+  if (!content) throw noSuchFile(fileId, "input_file_id");
+  const parsed = parseBatchInput(content, { maxLines: r.deps.limits.maxLines, knownModel: r.deps.knownModel });
+  const doc = newBatchDoc({
+    id: newBatchId(),
+    tenant: r.tenant,
+    endpoint,
+    model: parsed.model,
+    inputFileId: fileId,
+    completionWindow: window as string,
+    createdAtMs: r.now,
+    expiresAtMs: r.now + windowMs,
+    metadata,
+  });
+  const batch = await store.createBatch(doc, parsed.lines);
+  r.deps.runner?.wake();
+  return json(batchObject(batch));
+}
+
+export async function getBatch(r: JobsRequest): Promise<Response> {
+  const b = await r.deps.store.getBatch(r.tenant, r.id);
+  if (!b) throw noSuchBatch(r.id);
+  return json(batchObject(b));
+}
+
+export async function listBatches(r: JobsRequest): Promise<Response> {
+  const after = r.url.searchParams.get("after") ?? undefined;
+  const limit = limitParam(r.url, BATCHES_PAGE_DEFAULT, BATCHES_PAGE_MAX);
+  try {
+    return json(listObject(await r.deps.store.listBatches(r.tenant, { after, limit }), batchObject));
+  } catch (err) {
+    if (err instanceof UnknownCursorError) throw invalid(err.message, "after");
+    throw err;
+  }
+}
+
+/**
+ * OpenAI: a validating or in-progress batch goes to `cancelling` (lines
+ * already sent finish and keep their results) and then `cancelled`, with
+ * partial results in the output file. Cancelling twice answers the batch as
+ * it is; a batch that is finalizing or finished cannot be cancelled (409).
+ */
+export async function cancelBatch(r: JobsRequest): Promise<Response> {
+  const { store } = r.deps;
+  const b = await store.getBatch(r.tenant, r.id);
+  if (!b) throw noSuchBatch(r.id);
+  if (b.status === "cancelling" || b.status === "cancelled") return json(batchObject(b));
+  const updated = await store.updateBatch(b.id, ["validating", "in_progress"], { status: "cancelling", cancellingAtMs: r.now, waitingReason: null, waitingSinceMs: null });
+  if (!updated) {
+    const now = (await store.getBatch(r.tenant, r.id)) ?? b;
+    throw new LlmgwError("BATCH_NOT_CANCELLABLE", `batch ${b.id} is ${now.status}; only a validating or in_progress batch can be cancelled`, { param: "batch_id" });
+  }
+  r.deps.runner?.wake();
+  return json(batchObject(updated));
+}

@@ -1,0 +1,88 @@
+/**
+ * Metrics of issue 12's parts (shedding, batch lines, response cache,
+ * idempotent replay) on the gateway's registry. Counts the parts keep are read
+ * at scrape time, so the request path pays nothing; the shed counter is the
+ * one the gateway increments at each GPU_SATURATED refusal.
+ */
+import { Counter, Gauge, type Registry } from "prom-client";
+import { BATCH_LINE_OUTCOMES, CACHE_RESULTS, M, type BatchLineOutcome } from "./names.ts";
+
+/** Where the numbers come from; any part the gateway does not run is left out and its series are absent. */
+export interface JobsMetricSources {
+  pools: readonly string[];
+  /** Per pool; omit without a gpu_health block. */
+  poolSaturated?: (pool: string) => boolean;
+  batchLineStats?: () => Readonly<Record<BatchLineOutcome, number>>;
+  cacheStats?: () => { hits: number; misses: number; bytes: number | undefined };
+  idempotentReplays?: () => number;
+}
+
+export class JobsMetrics {
+  /** Increment once per 429 GPU_SATURATED sent, labelled with the request's pool. */
+  readonly gpuShed: Counter<"pool">;
+
+  constructor(registry: Registry, src: JobsMetricSources) {
+    const registers = [registry];
+    this.gpuShed = new Counter({ name: M.gpuShed.name, help: M.gpuShed.help, labelNames: M.gpuShed.labels, registers });
+    const { poolSaturated, batchLineStats, cacheStats, idempotentReplays } = src;
+    if (poolSaturated) {
+      for (const pool of src.pools) this.gpuShed.labels({ pool });
+      new Gauge({
+        name: M.poolGpuSaturated.name,
+        help: M.poolGpuSaturated.help,
+        labelNames: M.poolGpuSaturated.labels,
+        registers,
+        collect() {
+          for (const pool of src.pools) this.set({ pool }, poolSaturated(pool) ? 1 : 0);
+        },
+      });
+    }
+    if (batchLineStats) {
+      new Counter({
+        name: M.batchLines.name,
+        help: M.batchLines.help,
+        labelNames: M.batchLines.labels,
+        registers,
+        collect() {
+          const stats = batchLineStats();
+          this.reset();
+          for (const outcome of BATCH_LINE_OUTCOMES) this.inc({ outcome }, stats[outcome]);
+        },
+      });
+    }
+    if (cacheStats) {
+      new Counter({
+        name: M.cacheLookups.name,
+        help: M.cacheLookups.help,
+        labelNames: M.cacheLookups.labels,
+        registers,
+        collect() {
+          const s = cacheStats();
+          this.reset();
+          for (const result of CACHE_RESULTS) this.inc({ result }, result === "hit" ? s.hits : s.misses);
+        },
+      });
+      new Gauge({
+        name: M.cacheBytes.name,
+        help: M.cacheBytes.help,
+        registers,
+        collect() {
+          const bytes = cacheStats().bytes;
+          this.reset();
+          if (bytes !== undefined) this.set(bytes);
+        },
+      });
+    }
+    if (idempotentReplays) {
+      new Counter({
+        name: M.idempotentReplays.name,
+        help: M.idempotentReplays.help,
+        registers,
+        collect() {
+          this.reset();
+          this.inc(idempotentReplays());
+        },
+      });
+    }
+  }
+}

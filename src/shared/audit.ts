@@ -1,0 +1,125 @@
+/**
+ * The audit log's record: one JSON line per request and per batch, with a
+ * stable, versioned schema (documented in the README, "Audit log schema").
+ * Builders take plain inputs so every layer can produce a record without
+ * importing the layers above it. Absent is null, never 0.
+ */
+
+import { logger } from "./logger.ts";
+
+export const AUDIT_SCHEMA_VERSION = 1;
+
+export type AuditKind = "request" | "batch";
+
+export interface AuditRecord {
+  /** What the line is about; also the log message, so `grep '"msg":"audit"'` finds them all. */
+  audit: AuditKind;
+  v: typeof AUDIT_SCHEMA_VERSION;
+  /** When it ended, ISO 8601 UTC. */
+  ts: string;
+  request_id: string | null;
+  tenant: string;
+  model: string | null;
+  band: string | null;
+  /** The API route ("/v1/chat/completions"), or the batch's endpoint. */
+  endpoint: string;
+  /** Requests: the `llmgw_requests_total` outcome (ok, client_error, …). Batches: the final status (completed, failed, cancelled, expired). */
+  outcome: string;
+  /** HTTP status sent to the client; null for a batch. */
+  status: number | null;
+  /** The stable llmgw error code, when it ended in one. */
+  error_code: string | null;
+  tokens: { prompt: number | null; completion: number | null };
+  durations_ms: { total: number; queue: number | null; ttft: number | null };
+  /** Response cache: hit, miss, or null when the request was not cacheable. */
+  cache: "hit" | "miss" | null;
+  /** Answered by replaying an idempotent request's recorded response. */
+  replay: boolean;
+  /** The batch a request ran for, or the batch this line is about. */
+  batch_id: string | null;
+  /** Batches only: line counts at the end. */
+  lines: { total: number; completed: number; failed: number } | null;
+}
+
+export interface RequestAuditInput {
+  requestId?: string;
+  tenant: string;
+  model?: string;
+  band?: string;
+  endpoint: string;
+  outcome: string;
+  status: number;
+  errorCode?: string;
+  promptTokens?: number;
+  completionTokens?: number;
+  startedAtMs: number;
+  endedAtMs: number;
+  queueMs?: number;
+  ttftMs?: number;
+  cache?: "hit" | "miss";
+  replay?: boolean;
+  batchId?: string;
+}
+
+export function requestAuditRecord(i: RequestAuditInput): AuditRecord {
+  return {
+    audit: "request",
+    v: AUDIT_SCHEMA_VERSION,
+    ts: new Date(i.endedAtMs).toISOString(),
+    request_id: i.requestId ?? null,
+    tenant: i.tenant,
+    model: i.model ?? null,
+    band: i.band ?? null,
+    endpoint: i.endpoint,
+    outcome: i.outcome,
+    status: i.status,
+    error_code: i.errorCode ?? null,
+    tokens: { prompt: i.promptTokens ?? null, completion: i.completionTokens ?? null },
+    durations_ms: { total: Math.max(0, i.endedAtMs - i.startedAtMs), queue: i.queueMs ?? null, ttft: i.ttftMs ?? null },
+    cache: i.cache ?? null,
+    replay: i.replay ?? false,
+    batch_id: i.batchId ?? null,
+    lines: null,
+  };
+}
+
+/** What a batch audit line needs (a stored batch has all of it). */
+export interface BatchAuditInput {
+  id: string;
+  tenant: string;
+  model: string | null;
+  endpoint: string;
+  status: string;
+  createdAtMs: number;
+  inProgressAtMs: number | null;
+  errors: readonly { code: string }[] | null;
+  counts: { total: number; completed: number; failed: number; promptTokens: number; completionTokens: number };
+}
+
+/** Batches run in the batch band; their queue time is creation to in_progress (validation). */
+export function batchAuditRecord(b: BatchAuditInput, endedAtMs: number, band = "batch"): AuditRecord {
+  return {
+    audit: "batch",
+    v: AUDIT_SCHEMA_VERSION,
+    ts: new Date(endedAtMs).toISOString(),
+    request_id: null,
+    tenant: b.tenant,
+    model: b.model,
+    band,
+    endpoint: b.endpoint,
+    outcome: b.status,
+    status: null,
+    error_code: b.errors?.[0]?.code ?? null,
+    tokens: { prompt: b.counts.promptTokens, completion: b.counts.completionTokens },
+    durations_ms: { total: Math.max(0, endedAtMs - b.createdAtMs), queue: b.inProgressAtMs === null ? null : b.inProgressAtMs - b.createdAtMs, ttft: null },
+    cache: null,
+    replay: false,
+    batch_id: b.id,
+    lines: { total: b.counts.total, completed: b.counts.completed, failed: b.counts.failed },
+  };
+}
+
+/** Write the record to the log as `"msg":"audit"` (pino adds level, time, pid and role around the schema's fields). */
+export function writeAudit(r: AuditRecord): void {
+  logger().info(r, "audit");
+}

@@ -1,0 +1,31 @@
+/** A batch runner's `send` that posts each line straight to an engine (a sim-engine in tests), standing in for the gateway's request path. */
+import type { SendLine } from "../../src/jobs/batch-runner.ts";
+
+export function engineSend(apiBase: string): SendLine {
+  return async (line, signal) => {
+    const res = await fetch(`${apiBase}${line.url}`, {
+      method: line.method,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(line.body),
+      signal,
+    });
+    const text = await res.text();
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = { error: { message: text, type: "server_error", param: null, code: String(res.status) } };
+    }
+    return { status: res.status, body, requestId: res.headers.get("x-request-id") ?? undefined };
+  };
+}
+
+/** A JSONL batch input of `n` chat requests, custom_id `req-<i>`. */
+export function chatBatchJsonl(n: number, model: string, maxTokens = 2): string {
+  let out = "";
+  for (let i = 0; i < n; i++) {
+    const body = { model, max_tokens: maxTokens, messages: [{ role: "user", content: `question ${i}` }] };
+    out += `${JSON.stringify({ custom_id: `req-${i}`, method: "POST", url: "/v1/chat/completions", body })}\n`;
+  }
+  return out;
+}

@@ -1,0 +1,211 @@
+/** The batch runner over the sqlite store with a scripted `send`: concurrency bounds, saturation waits, retries, cancel, expiry, late results. */
+import { Database } from "bun:sqlite";
+import { afterEach, describe, expect, test } from "bun:test";
+import { BatchRunner, type SendLine, type SendResult } from "../../src/jobs/batch-runner.ts";
+import { SqliteJobsStore } from "../../src/jobs/sqlite-jobs-store.ts";
+import type { AuditRecord } from "../../src/shared/audit.ts";
+import { batchDoc, lines } from "../helpers/jobs-store-contract.ts";
+import { waitUntil } from "../helpers/processes.ts";
+
+const OK: SendResult = { status: 200, body: { object: "chat.completion", usage: { prompt_tokens: 4, completion_tokens: 2 } } };
+const LIMITS = { concurrencyPerBatch: 4, concurrencyPerTenant: 8, maxAttempts: 3, retryBackoffMs: 5, leaseMs: 60_000 };
+
+const runners: BatchRunner[] = [];
+afterEach(async () => {
+  await Promise.all(runners.splice(0).map((r) => r.stop()));
+});
+
+function setup(send: SendLine, opts: { limits?: Partial<typeof LIMITS>; saturated?: () => boolean; now?: () => number; knownModel?: (m: string) => boolean } = {}) {
+  const store = new SqliteJobsStore(new Database(":memory:", { strict: true }));
+  const audits: AuditRecord[] = [];
+  const make = (owner: string, reclaimOnStart = false) => {
+    const r = new BatchRunner({ store, send, limits: { ...LIMITS, ...opts.limits }, saturated: opts.saturated, now: opts.now, knownModel: opts.knownModel, tickMs: 10, owner, reclaimOnStart, audit: (a) => audits.push(a) });
+    runners.push(r);
+    return r;
+  };
+  return { store, audits, runner: make("r1"), make };
+}
+
+/** A batch created now (batchDoc's fixed times are long past, so the runner would expire it). */
+function fresh(id: string, tenant: string, extra: Parameters<typeof batchDoc>[2] = {}) {
+  const now = Date.now();
+  return batchDoc(id, tenant, { createdAtMs: now, inProgressAtMs: now, expiresAtMs: now + 86_400_000, ...extra });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function finished(store: SqliteJobsStore, tenant: string, id: string, status = "completed") {
+  return waitUntil(async () => {
+    const b = await store.getBatch(tenant, id);
+    return b?.status === status ? b : undefined;
+  }, { timeoutMs: 10_000, intervalMs: 10, what: `${id} ${status}` });
+}
+
+async function fileText(store: SqliteJobsStore, tenant: string, id: string | null): Promise<string[]> {
+  if (id === null) return [];
+  return new TextDecoder().decode(await store.getFileContent(tenant, id)).trim().split("\n");
+}
+
+describe("batch runner", () => {
+  test("concurrency is bounded per batch and per tenant, and one tenant does not starve another", async () => {
+    const active = new Map<string, number>();
+    const peak = new Map<string, number>();
+    const bump = (k: string, d: number) => {
+      const v = (active.get(k) ?? 0) + d;
+      active.set(k, v);
+      peak.set(k, Math.max(peak.get(k) ?? 0, v));
+    };
+    const { store, runner } = setup(async (_l, _s, meta) => {
+      bump(meta.batchId, 1);
+      bump(meta.tenant, 1);
+      await sleep(3);
+      bump(meta.batchId, -1);
+      bump(meta.tenant, -1);
+      return OK;
+    }, { limits: { concurrencyPerBatch: 3, concurrencyPerTenant: 4 } });
+    await store.createBatch(fresh("a1", "A", { status: "validating", inProgressAtMs: null }), lines(20));
+    await store.createBatch(fresh("a2", "A"), lines(20));
+    await store.createBatch(fresh("b1", "B"), lines(20));
+    await runner.start();
+    for (const [t, id] of [["A", "a1"], ["A", "a2"], ["B", "b1"]] as const) expect((await finished(store, t, id)).counts.completed).toBe(20);
+    expect(Math.max(peak.get("a1")!, peak.get("a2")!, peak.get("b1")!)).toBe(3);
+    expect(peak.get("A")).toBe(4);
+    expect(peak.get("B")).toBe(3);
+  });
+
+  test("under GPU saturation pending lines wait and the batch says why; when it clears they run and nothing failed", async () => {
+    let saturated = true;
+    let sent = 0;
+    const { store, runner } = setup(async () => (sent++, OK), { saturated: () => saturated });
+    await store.createBatch(fresh("b", "t"), lines(10));
+    await runner.start();
+    const waiting = await waitUntil(async () => {
+      const b = await store.getBatch("t", "b");
+      return b?.waitingReason === "gpu_saturated" ? b : undefined;
+    }, { what: "waiting reason" });
+    expect(waiting.status).toBe("in_progress");
+    await sleep(50);
+    expect(sent).toBe(0);
+    saturated = false;
+    const done = await finished(store, "t", "b");
+    expect(done.counts).toMatchObject({ completed: 10, failed: 0, promptTokens: 40, completionTokens: 20 });
+    expect(done.waitingReason).toBeNull();
+  });
+
+  test("a 429 GPU_SATURATED from send puts the line back without spending an attempt", async () => {
+    let refusals = 0;
+    const reasons = new Set<string | null>();
+    const { store, runner } = setup(async () => {
+      if (refusals < 12) {
+        refusals++;
+        return { status: 429, body: { error: { message: "saturated", type: "rate_limit_error", param: null, code: "GPU_SATURATED" } }, retryAfterS: 0.01 };
+      }
+      return OK;
+    }, { limits: { maxAttempts: 1 } });
+    await store.createBatch(fresh("b", "t"), lines(6));
+    await runner.start();
+    const poll = setInterval(async () => reasons.add((await store.getBatch("t", "b"))?.waitingReason ?? null), 2);
+    const done = await finished(store, "t", "b");
+    clearInterval(poll);
+    expect(done.counts).toMatchObject({ completed: 6, failed: 0 });
+    expect(reasons.has("gpu_saturated")).toBe(true);
+    expect(runner.lineStats).toEqual({ completed: 6, failed: 0, retried: 0, waited: 12 });
+  });
+
+  test("5xx and transport failures are retried up to max_attempts, 4xx are recorded at once; all land in the error file", async () => {
+    const calls = new Map<string, number>();
+    const { store, runner } = setup(async (line, _s, meta) => {
+      calls.set(meta.customId, (calls.get(meta.customId) ?? 0) + 1);
+      const n = (line.body as { n: number }).n;
+      if (n === 1) return { status: 500, body: { error: { message: "boom", type: "server_error", param: null, code: "UPSTREAM_ERROR" } } };
+      if (n === 2) return { status: 400, body: { error: { message: "bad", type: "invalid_request_error", param: null, code: "INVALID_REQUEST" } } };
+      if (n === 3) throw new Error("connection reset");
+      if (n === 4 && calls.get(meta.customId) === 1) return { status: 503, body: { error: { message: "none", type: "service_unavailable_error", param: null, code: "NO_READY_ENDPOINT" } } };
+      return OK;
+    });
+    await store.createBatch(fresh("b", "t"), lines(5));
+    await runner.start();
+    const done = await finished(store, "t", "b");
+    expect(done.counts).toMatchObject({ completed: 2, failed: 3 });
+    expect([calls.get("c1"), calls.get("c2"), calls.get("c3"), calls.get("c4"), calls.get("c5")]).toEqual([3, 1, 3, 2, 1]);
+    expect(runner.lineStats).toEqual({ completed: 2, failed: 3, retried: 5, waited: 0 });
+    const errors = (await fileText(store, "t", done.errorFileId)).map((l) => JSON.parse(l) as { custom_id: string; response: { status_code: number } | null; error: { code: string } | null });
+    expect(errors.map((e) => [e.custom_id, e.response?.status_code ?? null, e.error?.code ?? null])).toEqual([["c1", 500, null], ["c2", 400, null], ["c3", null, "request_failed"]]);
+    expect((await fileText(store, "t", done.outputFileId)).length).toBe(2);
+  });
+
+  test("cancel: lines in flight finish and keep their results, the rest never run", async () => {
+    const held: (() => void)[] = [];
+    let sent = 0;
+    const { store, runner, audits } = setup(async () => {
+      sent++;
+      await new Promise<void>((r) => held.push(r));
+      return OK;
+    }, { limits: { concurrencyPerBatch: 2 } });
+    await store.createBatch(fresh("b", "t"), lines(8));
+    await runner.start();
+    await waitUntil(() => held.length === 2, { what: "two lines in flight" });
+    await store.updateBatch("b", ["in_progress"], { status: "cancelling", cancellingAtMs: 5 });
+    runner.wake();
+    await sleep(30);
+    expect((await store.getBatch("t", "b"))?.status).toBe("cancelling");
+    for (const release of held) release();
+    const done = await finished(store, "t", "b", "cancelled");
+    expect(sent).toBe(2);
+    expect(done.counts).toMatchObject({ completed: 2, failed: 0 });
+    expect((await fileText(store, "t", done.outputFileId)).length).toBe(2);
+    const errors = await fileText(store, "t", done.errorFileId);
+    expect(errors.length).toBe(6);
+    expect(errors.every((l) => (JSON.parse(l) as { error: { code: string } }).error.code === "batch_cancelled")).toBe(true);
+    expect(audits.at(-1)).toMatchObject({ audit: "batch", batch_id: "b", outcome: "cancelled" });
+  });
+
+  test("expiry: unfinished lines are cancelled, finished ones are in the output, the rest are batch_expired", async () => {
+    let now = 10_000;
+    let first = true;
+    const { store, runner } = setup(async (_l, signal) => {
+      if (first) return (first = false), OK;
+      await new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
+      return OK;
+    }, { now: () => now, limits: { concurrencyPerBatch: 1 } });
+    await store.createBatch(fresh("b", "t", { expiresAtMs: 20_000 }), lines(4));
+    await runner.start();
+    await waitUntil(async () => (await store.getBatch("t", "b"))?.counts.completed === 1, { what: "one line done" });
+    now = 20_000;
+    const done = await finished(store, "t", "b", "expired");
+    expect(done.expiredAtMs).toBe(20_000);
+    expect((await fileText(store, "t", done.outputFileId)).length).toBe(1);
+    const errors = await fileText(store, "t", done.errorFileId);
+    expect(errors.map((l) => (JSON.parse(l) as { custom_id: string; error: { code: string } }).error.code)).toEqual(["batch_expired", "batch_expired", "batch_expired"]);
+  });
+
+  test("a batch whose model is gone when validation runs fails with the line named", async () => {
+    const { store, runner, audits } = setup(async () => OK, { knownModel: () => false });
+    await store.createBatch(fresh("b", "t", { status: "validating", inProgressAtMs: null }), lines(2));
+    await runner.start();
+    const failed = await finished(store, "t", "b", "failed");
+    expect(failed.errors).toEqual([{ code: "model_not_found", message: "The model 'm' is not served by this gateway.", param: "body.model", line: 1 }]);
+    expect(audits[0]).toMatchObject({ outcome: "failed", error_code: "model_not_found" });
+  });
+
+  test("a restarted runner re-drives lines in flight; a late answer from the old one is not recorded twice", async () => {
+    const held: ((r: SendResult) => void)[] = [];
+    let calls = 0;
+    const { store, runner, make } = setup(async () => {
+      calls++;
+      if (calls <= 3) return new Promise<SendResult>((r) => held.push(r));
+      return OK;
+    }, { limits: { concurrencyPerBatch: 3 } });
+    await store.createBatch(fresh("b", "t"), lines(5));
+    await runner.start();
+    await waitUntil(() => held.length === 3, { what: "three lines in flight" });
+    const second = make("r2", true);
+    await second.start();
+    const done = await finished(store, "t", "b");
+    expect(done.counts.completed).toBe(5);
+    for (const release of held) release(OK);
+    await sleep(30);
+    expect((await store.getBatch("t", "b"))?.counts).toMatchObject({ completed: 5, failed: 0 });
+    expect(calls).toBe(8);
+  });
+});

@@ -1,0 +1,33 @@
+/** The JobsStore contract against the embedded bun:sqlite backend, plus what only it does: state that survives reopening the data directory. */
+import { Database } from "bun:sqlite";
+import { expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SqliteJobsStore } from "../../src/jobs/sqlite-jobs-store.ts";
+import { openStateDatabase } from "../../src/jobs/state-db.ts";
+import { batchDoc, jobsStoreContract, lines, okResult } from "../helpers/jobs-store-contract.ts";
+
+jobsStoreContract("bun:sqlite", () => new SqliteJobsStore(new Database(":memory:", { strict: true })));
+
+test("a reopened data directory has the batches, results and in-flight lines; reclaim re-drives the in-flight ones", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "llmgw-jobs-store-"));
+  try {
+    const db1 = openStateDatabase(dir);
+    expect(db1.query<{ journal_mode: string }, []>("PRAGMA journal_mode").get()?.journal_mode).toBe("wal");
+    const s1 = new SqliteJobsStore(db1);
+    await s1.createBatch(batchDoc("b", "a"), lines(4));
+    await s1.claimLines("b", 3, "dead-runner", 0, Number.MAX_SAFE_INTEGER);
+    await s1.recordResult("b", 1, okResult());
+    db1.close();
+    const s2 = new SqliteJobsStore(openStateDatabase(dir));
+    expect((await s2.getBatch("a", "b"))?.counts.completed).toBe(1);
+    expect(await s2.claimLines("b", 10, "new-runner", 0, 1)).toEqual([
+      expect.objectContaining({ lineNo: 4 }),
+    ]);
+    expect(await s2.reclaimInFlight()).toBe(3); // lines 2 and 3 of the dead runner, and 4 just claimed
+    expect((await s2.claimLines("b", 10, "new-runner", 0, 1)).map((l) => l.lineNo)).toEqual([2, 3, 4]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
