@@ -5,10 +5,9 @@
  * finds the node again). Failures retry with backoff and never stop the agent.
  */
 import { hostname } from "node:os";
-import { agentRegistrationResponseSchema, type AgentRegistration } from "../protocol/agent-messages.ts";
+import { AGENT_REGISTRATION_PATH, agentRegistrationResponseSchema, type AgentRegistration } from "../protocol/agent-messages.ts";
 import type { Logger } from "../shared/logger.ts";
 
-export const REGISTER_PATH = "/admin/v1/fleet/register";
 const RETRY_MIN_MS = 1_000;
 const RETRY_MAX_MS = 30_000;
 const CALL_TIMEOUT_MS = 10_000;
@@ -31,7 +30,7 @@ export function defaultNodeName(): string {
 
 /** One registration; the interval the gateway asks for, or the error. */
 export async function registerOnce(opts: Pick<RegistrationOptions, "gatewayUrl" | "registrationToken" | "registration">): Promise<{ intervalMs: number } | { error: string }> {
-  const url = new URL(REGISTER_PATH, opts.gatewayUrl).toString();
+  const url = new URL(AGENT_REGISTRATION_PATH, opts.gatewayUrl).toString();
   try {
     const res = await fetch(url, {
       method: "POST",

@@ -3,6 +3,9 @@ import { z } from "zod";
 import { fleetModelSchema } from "../config/fleet-schema.ts";
 import { REJECTION_CODES } from "./placement-types.ts";
 
+/** Where the management API lives on the admin listener. */
+export const FLEET_API_PREFIX = "/admin/v1/fleet";
+
 const nodeStates = ["Ready", "NotReady", "Unknown"] as const;
 const phases = ["Pending", "Starting", "Ready", "Missing", "Failed", "Lost"] as const;
 

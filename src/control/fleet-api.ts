@@ -11,7 +11,7 @@
 import { Elysia } from "elysia";
 import { z } from "zod";
 import { fleetModelPatchSchema, fleetModelSchema, toFleetModel } from "../config/fleet-schema.ts";
-import { agentRegistrationResponseSchema, agentRegistrationSchema, type AgentRegistrationResponse } from "../protocol/agent-messages.ts";
+import { AGENT_REGISTRATION_PATH, agentRegistrationResponseSchema, agentRegistrationSchema, type AgentRegistrationResponse } from "../protocol/agent-messages.ts";
 import { bearerToken, tokenMatches } from "../shared/bearer.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../shared/errors.ts";
 import { logger } from "../shared/logger.ts";
@@ -19,8 +19,6 @@ import * as S from "./fleet-api-schemas.ts";
 import type { FleetManager } from "./fleet-manager.ts";
 import { drainProgress, modelsStatus, nodesStatus, placementStatus, replicasStatus } from "./fleet-status.ts";
 
-export const FLEET_API_PREFIX = "/admin/v1/fleet";
-const REGISTER_PATH = `${FLEET_API_PREFIX}/register`;
 
 export interface FleetApiOptions {
   /** Bearer token for writes; undefined: every write is refused. */
@@ -49,7 +47,7 @@ function validationError(error: unknown): LlmgwError {
 
 function checkToken(request: Request, path: string, opts: FleetApiOptions): void {
   const header = request.headers.get("authorization");
-  if (path === REGISTER_PATH) {
+  if (path === AGENT_REGISTRATION_PATH) {
     if (!opts.registrationToken) throw new LlmgwError("UNAUTHORIZED", "agent self-registration is off (set fleet.registration_token)");
     if (!tokenMatches(header, opts.registrationToken)) throw new LlmgwError("UNAUTHORIZED", "missing or wrong registration token");
     return;
@@ -83,7 +81,7 @@ export function fleetApi(manager: FleetManager, opts: FleetApiOptions) {
     return m;
   };
 
-  return new Elysia({ name: "llmgw-fleet-api", prefix: FLEET_API_PREFIX })
+  return new Elysia({ name: "llmgw-fleet-api", prefix: S.FLEET_API_PREFIX })
     .onError(function fleetApiError({ code, error }) {
       // Checked first: Elysia takes an error's own `code` property (ours has NOT_FOUND too) for its lifecycle code.
       if (error instanceof LlmgwError) return error.code === "VALIDATION_FAILED" ? unprocessable(error) : errorResponse(error);

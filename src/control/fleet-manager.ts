@@ -56,6 +56,7 @@ export class FleetManager {
   private ticking: Promise<void> | undefined;
   private again = false;
   private settled = false;
+  private stopped = false;
 
   private constructor(
     private readonly opts: FleetManagerOptions,
@@ -109,6 +110,8 @@ export class FleetManager {
 
   /** Stop planning; wait (bounded) for agent calls in flight. Nothing running is stopped. */
   async stop(): Promise<void> {
+    // Before anything else: an agent call settling or a poll arriving from now on must not plan again.
+    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     await this.ticking;
@@ -119,12 +122,6 @@ export class FleetManager {
   onAgentSnapshot(node: string, snapshot: AgentSnapshot): void {
     this.state.registry.update(node, snapshot);
     this.requestTick();
-  }
-
-  /** Plan and act once now (and once more if something asked meanwhile); resolves when the planning is done. */
-  reconcileNow(): Promise<void> {
-    this.requestTick();
-    return this.ticking ?? Promise.resolve();
   }
 
   pushPollTargets(): void {
@@ -143,6 +140,7 @@ export class FleetManager {
   }
 
   requestTick(): void {
+    if (this.stopped) return;
     if (this.ticking) {
       this.again = true;
       return;

@@ -169,9 +169,12 @@ function planStaying(r: ReplicaView, view: ReconcileView, cordoned: ReadonlySet<
       // A PUT of a shard the agent still runs is a no-op there ("unchanged"), so every shard is sent again.
       return void out.push({ kind: "launch", replica: id, agentIds: r.record.shards.map((s) => s.agentId) });
     }
+    case "Lost":
+      // A node that is no longer registered (removed from the config) will not come back to be asked.
+      if (r.record.shards.some((s) => !view.agents.some((a) => a.node === s.node))) out.push({ kind: "forget", replica: id, reason: "its node is no longer registered" });
+      return;
     case "Pending":
     case "Starting":
-    case "Lost":
       return;
     default: {
       const unreachable: never = r.phase;

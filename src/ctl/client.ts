@@ -6,6 +6,7 @@
  * schemas, so a gateway of another version is an error, not a wrong table.
  */
 import type { z } from "zod";
+import { FLEET_API_PREFIX } from "../control/fleet-api-schemas.ts";
 import { errorBodyMessage } from "../shared/errors.ts";
 
 /** Exit codes of `llmgw ctl` (2 is a usage error, as for every llmgw command). */
@@ -29,7 +30,6 @@ export class CtlError extends Error {
   }
 }
 
-export const FLEET_PATH = "/admin/v1/fleet";
 const CALL_TIMEOUT_MS = 15_000;
 
 
@@ -40,7 +40,7 @@ export class CtlClient {
   ) {}
 
   async call<S extends z.ZodType>(method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE", path: string, schema: S, body?: unknown): Promise<z.output<S>> {
-    const url = new URL(`${FLEET_PATH}${path}`, this.gateway).toString();
+    const url = new URL(`${FLEET_API_PREFIX}${path}`, this.gateway).toString();
     const headers: Record<string, string> = {};
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers["content-type"] = "application/json";

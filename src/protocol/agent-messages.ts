@@ -128,7 +128,10 @@ export interface AgentReplicaSpec {
 /** Node names the control plane uses (config `nodes[].name`, registration `node`). */
 export const NODE_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
-/** POST /admin/v1/fleet/register (agent → gateway, bearer: the shared registration token). */
+/** Where an agent registers on the gateway's admin listener. */
+export const AGENT_REGISTRATION_PATH = "/admin/v1/fleet/register";
+
+/** POST AGENT_REGISTRATION_PATH (agent → gateway, bearer: the shared registration token). */
 export const agentRegistrationSchema = z.strictObject({
   node: z.string().regex(NODE_NAME_RE, { message: "expected a node name of letters, digits, '.', '_' or '-' (at most 63)" }),
   /** The agent's API base URL as the gateway can reach it. */

@@ -36,8 +36,10 @@ function nodes(...names: string[]): PlacementNode[] {
   return names.map((name, i) => ({ name, state: "Ready", cordoned: false, transports: [], gpus: placementGpus("h100", 2, `n${i}`), modelReplicas: {} }));
 }
 
+/** A planner input; agents default to one per node, in the node's state, running no fleet replica. */
 function view(over: Partial<ReconcileView>): ReconcileView {
-  return { now: NOW, models: [model("m", 2)], replicas: [], nodes: nodes("a", "b"), agents: [], drains: [], backoffUntil: {}, drainGraceMs: GRACE, maxLaunchFailures: 3, ...over };
+  const v: ReconcileView = { now: NOW, models: [model("m", 2)], replicas: [], nodes: nodes("a", "b"), agents: [], drains: [], backoffUntil: {}, drainGraceMs: GRACE, maxLaunchFailures: 3, ...over };
+  return over.agents ? v : { ...v, agents: v.nodes.map((n) => ({ node: n.name, state: n.state, fleetIds: [] })) };
 }
 
 const kinds = (actions: Action[]) => actions.map((a) => ("replica" in a ? `${a.kind} ${a.replica}` : a.kind === "create" ? `create ${a.shards.map((s) => s.node).join("+")}` : `${a.kind} ${a.node}`));
@@ -94,6 +96,13 @@ describe("one replica's lifecycle", () => {
     expect(kinds(planReconcile({ ...full, replicas: [missing({ launchFailures: 3 })] }))).toEqual(["fail r1"]);
     const cordoned = nodes("a", "b").map((n) => ({ ...n, cordoned: n.name === "a" }));
     expect(kinds(planReconcile({ ...full, nodes: cordoned, replicas: [missing()] }))).toEqual(["stop r1"]);
+  });
+
+  test("Lost on a node that is no longer registered: forgotten (a NotReady node may come back: kept)", () => {
+    const lost = replica("r1", "gone", { phase: "Lost", handedOff: false });
+    const agents = [{ node: "a", state: "Ready" as const, fleetIds: [] }, { node: "b", state: "NotReady" as const, fleetIds: [] }];
+    expect(kinds(planReconcile(view({ models: [model("m", 0)], agents, replicas: [lost] })))).toEqual(["forget r1"]);
+    expect(kinds(planReconcile(view({ models: [model("m", 0)], agents, replicas: [replica("r2", "b", { phase: "Lost", handedOff: false })] })))).toEqual([]);
   });
 
   test("an agent call in flight: nothing else that calls an agent is planned for that replica", () => {
