@@ -6,6 +6,8 @@ import { EndpointTable, Signals } from "../src/shared/endpoint-table.ts";
 declare const self: Worker;
 
 let service: HealthService | undefined;
+/** Agents announced before init (the gateway sends init first; this keeps the order from mattering). */
+let pendingAgents: Extract<ToHealth, { type: "agents" }> | undefined;
 
 self.onmessage = (event: MessageEvent<ToHealth>) => {
   const msg = event.data;
@@ -14,12 +16,17 @@ self.onmessage = (event: MessageEvent<ToHealth>) => {
       const table = new EndpointTable(msg.maxEndpoints, msg.buffer);
       service = new HealthService(table, msg.endpoints, msg.health, (out: FromHealth) => self.postMessage(out), new Signals(msg.signals));
       service.start();
+      if (pendingAgents) service.setAgents(pendingAgents.agents, pendingAgents.settings);
       self.postMessage({ type: "ready" } satisfies FromHealth);
       return;
     }
     case "endpoint":
       if (msg.endpoint === null) service?.remove(msg.index);
       else service?.add(msg.endpoint);
+      return;
+    case "agents":
+      if (service) service.setAgents(msg.agents, msg.settings);
+      else pendingAgents = msg;
       return;
     case "stop":
       void service?.stop().then(() => self.postMessage({ type: "ready" } satisfies FromHealth));

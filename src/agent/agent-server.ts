@@ -2,23 +2,14 @@
  * The agent's HTTP API on Bun.serve: bearer-token auth, then
  * GET /v1/inventory, GET /v1/state, GET|PUT|DELETE /v1/replicas/{id}.
  * GET /health answers without a token (liveness probes carry none).
- * Every error is OpenAI-shaped through src/shared/errors.ts.
+ * Every error is OpenAI-shaped through src/shared/errors.ts; every answer is
+ * checked against the gateway ↔ agent types in src/protocol/agent-messages.ts.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
+import type { AgentDeleteReplicaResponse, AgentInventory, AgentPutReplicaResponse, AgentReplicaStatus, AgentState } from "../protocol/agent-messages.ts";
+import { tokenMatches } from "../shared/bearer.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../shared/errors.ts";
 import { logger } from "../shared/logger.ts";
 import type { AgentService } from "./agent-service.ts";
-
-function digest(s: string): Buffer {
-  return createHash("sha256").update(s).digest();
-}
-
-/** Constant-time comparison of the presented bearer token with ours. */
-export function tokenMatches(header: string | null, token: string): boolean {
-  const m = header === null ? null : /^Bearer\s+(.+)$/i.exec(header.trim());
-  if (!m?.[1]) return false;
-  return timingSafeEqual(digest(m[1]), digest(token));
-}
 
 function json(body: unknown, status = 200): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
@@ -32,6 +23,8 @@ async function readJson(req: Request): Promise<unknown> {
   }
 }
 
+export { tokenMatches };
+
 const REPLICA_PATH = /^\/v1\/replicas\/([^/]+)$/;
 
 export function createAgentHandler(service: AgentService, token: string): (req: Request) => Promise<Response> {
@@ -44,25 +37,25 @@ export function createAgentHandler(service: AgentService, token: string): (req: 
       }
       if (url.pathname === "/v1/inventory") {
         if (req.method !== "GET") throw new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} not allowed on ${url.pathname}`);
-        return json(await service.inventory());
+        return json((await service.inventory()) satisfies AgentInventory);
       }
       if (url.pathname === "/v1/state") {
         if (req.method !== "GET") throw new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} not allowed on ${url.pathname}`);
-        return json(await service.state());
+        return json((await service.state()) satisfies AgentState);
       }
       const m = REPLICA_PATH.exec(url.pathname);
       if (m?.[1]) {
         const id = decodeURIComponent(m[1]);
         switch (req.method) {
           case "GET":
-            return json(service.status(id));
+            return json(service.status(id) satisfies AgentReplicaStatus);
           case "PUT": {
             const { outcome, replica } = await service.putReplica(id, await readJson(req));
-            return json({ outcome, replica }, outcome === "created" ? 201 : 200);
+            return json({ outcome, replica } satisfies AgentPutReplicaResponse, outcome === "created" ? 201 : 200);
           }
           case "DELETE": {
             if (!(await service.deleteReplica(id))) throw new LlmgwError("NOT_FOUND", `no replica '${id}' on this node`);
-            return json({ id, deleted: true });
+            return json({ id, deleted: true } satisfies AgentDeleteReplicaResponse);
           }
           default:
             throw new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} not allowed on ${url.pathname}`);

@@ -16,6 +16,8 @@ import { collectInventory, formatInventory } from "./inventory.ts";
 import { canBind, findPortHolder, holderText, isLlmgwCommand, shortCommand, type PortHolder } from "./port-holder.ts";
 import { DEFAULT_RESTART_POLICY } from "./replica-state.ts";
 import { DEFAULT_STOP_GRACE_MS, Supervisor } from "./supervisor.ts";
+import { registrationFromFlags, REGISTRATION_OPTIONS, REGISTRATION_USAGE } from "./registration-flags.ts";
+import { startRegistration } from "./registration.ts";
 
 export const DEFAULT_AGENT_LISTEN = "127.0.0.1:7070";
 /** Bun.serve's 10 s idle default would cut a PUT that waits for the old engine to stop. */
@@ -53,6 +55,7 @@ flags:
                             them; a systemd unit then needs KillMode=process. Default: engines
                             stop with the agent (SIGTERM on exit, or from the kernel when the
                             agent dies: setpriv --pdeathsig)
+${REGISTRATION_USAGE}
 
 API (Authorization: Bearer TOKEN): GET /v1/inventory, GET /v1/state,
 GET|PUT|DELETE /v1/replicas/{id}; GET /health needs no token.`;
@@ -74,6 +77,7 @@ const agentOptions = {
   "max-restarts": { type: "string" },
   "stop-grace-ms": { type: "string" },
   "keep-engines-on-exit": { type: "boolean" },
+  ...REGISTRATION_OPTIONS,
 } as const;
 
 async function runInventory(args: ParsedArgs): Promise<number> {
@@ -95,6 +99,7 @@ async function runAgent(args: ParsedArgs): Promise<number> {
   const maxRestarts = numberFlag(args, "max-restarts", DEFAULT_RESTART_POLICY.maxRestarts, { min: 0, integer: true });
   const stopGraceMs = numberFlag(args, "stop-grace-ms", DEFAULT_STOP_GRACE_MS, { min: 0, integer: true });
   const binding = engineBinding(boolFlag(args, "keep-engines-on-exit") ? "detached" : "bound", Bun.which("setpriv"), process.pid);
+  const registration = registrationFromFlags(args, process.env);
   initLogger({ role: "agent" });
   if (binding.warning) logger().warn({ lifetime: binding.lifetime }, binding.warning);
 
@@ -125,11 +130,15 @@ async function runAgent(args: ParsedArgs): Promise<number> {
   logger().info({ gpus: inv.gpus.length, note: inv.nvidiaSmi.note, fabric: inv.fabric.island, stateDir, engines: binding.lifetime, adopted: adoptedIds, refused }, "agent inventory");
   const shownHost = listen.host === "0.0.0.0" ? "127.0.0.1" : listen.host.includes(":") ? `[${listen.host}]` : listen.host;
   logListening(logger(), "agent", `http://${shownHost}:${server.port}`);
+  const registering = registration
+    ? startRegistration({ ...registration.resolve({ token, port: server.port ?? listen.port, host: stringFlag(args, "advertise-host") ?? engineHost }), log: logger() })
+    : undefined;
 
   // Handlers stay installed: a second signal must not kill the agent while it stops its engines.
   const signal = await shutdownSignal();
   const stopEngines = binding.lifetime === "bound";
   logger().info({ signal, stopEngines }, "agent stopping");
+  registering?.stop();
   await server.stop(true);
   await supervisor.close({ stopEngines });
   return 0;

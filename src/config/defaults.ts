@@ -58,6 +58,23 @@ export const DEFAULT_BANDS: readonly { name: string; ceiling: number; queue_limi
   { name: "batch", ceiling: 0.6, queue_limit: 20_000, ttl_ms: 600_000 },
 ];
 
+// Fleet manager (issue 9). The state directory is DEFAULT_DATA_DIR below, shared with the batch store.
+export const DEFAULT_AGENT_POLL_INTERVAL_MS = 1_000;
+/** An agent's GET /v1/state runs nvidia-smi (cached 1 s); allow it more than an engine probe. */
+export const DEFAULT_AGENT_POLL_TIMEOUT_MS = 3_000;
+/** A DELETE waits for the engine's process group to exit (SIGTERM grace + SIGKILL), so agent calls get longer than polls. */
+export const DEFAULT_AGENT_CALL_TIMEOUT_MS = 30_000;
+/** A node that has not answered for this long is NotReady and its replicas leave rotation. */
+export const DEFAULT_NODE_NOT_READY_AFTER_MS = 10_000;
+export const DEFAULT_RECONCILE_INTERVAL_MS = 1_000;
+/** Drain and scale-down stop a replica after this long even with requests still open or no replacement serving. */
+export const DEFAULT_DRAIN_GRACE_MS = 120_000;
+/** A replica not Ready after this long is failed and replaced (weights of a large model take minutes to load). */
+export const DEFAULT_REPLICA_READY_TIMEOUT_MS = 900_000;
+export const DEFAULT_FAILURE_BACKOFF_BASE_MS = 2_000;
+export const DEFAULT_FAILURE_BACKOFF_MAX_MS = 300_000;
+/** How often a self-registered agent is asked to register again. */
+export const DEFAULT_REGISTRATION_INTERVAL_MS = 30_000;
 // Batch and Files API, idempotency, response cache, GPU-saturation shedding (issue 12).
 /** Where the embedded store (bun:sqlite) keeps what must survive a restart. */
 export const DEFAULT_DATA_DIR = "./.llmgw-data";

@@ -9,6 +9,7 @@ import { parse as parseYaml, YAMLParseError } from "yaml";
 import type { z } from "zod";
 import * as D from "./defaults.ts";
 import { configSchema, type ParsedConfig } from "./schema.ts";
+import { fleetConfigIssues, toFleetConfig, toNodeConfigs } from "./fleet-schema.ts";
 import type { Config, Deadlines, Listen } from "./types.ts";
 import { jobsCrossFieldIssues, resolveJobsConfig } from "./jobs-config.ts";
 
@@ -184,7 +185,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
   const result = configSchema.safeParse(withEnv);
   if (!result.success) throw new ConfigError(source, formatZodIssues(result.error.issues));
   const c = result.data;
-  const cross = [...crossFieldIssues(c), ...jobsCrossFieldIssues(c)];
+  const cross = [...crossFieldIssues(c), ...jobsCrossFieldIssues(c), ...fleetConfigIssues(c.nodes, c.fleet, env)];
   if (cross.length > 0) throw new ConfigError(source, cross);
 
   const deadlines = resolveDeadlines(BUILTIN_DEADLINES, c.deadlines);
@@ -267,6 +268,8 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       reserveWindowMs: c.admission.reserve_window_ms,
     },
     ...resolveJobsConfig(c, warnings),
+    nodes: toNodeConfigs(c.nodes, env),
+    fleet: toFleetConfig(c.fleet),
     warnings,
   };
   return deepFreeze(config);

@@ -5,28 +5,14 @@
  */
 import { z } from "zod";
 import * as D from "./defaults.ts";
+import { httpUrl, id } from "./wire-primitives.ts";
+import { FLEET_DEFAULTS, fleetSchema, nodeSchema } from "./fleet-schema.ts";
 import { FILTER_NAMES, PICKER_NAMES, RELAY_VARIANTS, SCORER_NAMES } from "./plugin-names.ts";
 
 const hostPort = z
   .string()
   .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]*):\d{1,5}$/, { message: "expected HOST:PORT, e.g. 127.0.0.1:8080" })
   .refine((s) => Number(s.slice(s.lastIndexOf(":") + 1)) <= 65535, { message: "expected a port of at most 65535" });
-
-const httpUrl = z.string().refine(
-  (s) => {
-    try {
-      const u = new URL(s);
-      return u.protocol === "http:" || u.protocol === "https:";
-    } catch {
-      return false;
-    }
-  },
-  { message: "expected an http(s) URL" },
-);
-
-const id = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, {
-  message: "expected an id of letters, digits, '.', '_' or '-' (at most 63)",
-});
 
 /** Timers above 2^31-1 ms fire at once in Bun (and Node); a day is more than any deadline needs. */
 const positiveMs = z.number().int().positive().max(86_400_000, { message: "expected at most 86400000 (24 h)" });
@@ -280,6 +266,9 @@ export const configSchema = z
     response_cache: responseCacheSchema.default(responseCacheSchema.parse({})),
     /** Absent: no GPU-saturation shedding at all (nothing changes). */
     gpu_health: gpuHealthSchema.optional(),
+    // Fleet manager (issue 9): agents and desired models (state under data_dir above).
+    nodes: z.array(nodeSchema).default([]),
+    fleet: fleetSchema.default(FLEET_DEFAULTS),
   })
   .strict();
 

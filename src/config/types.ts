@@ -76,6 +76,53 @@ export interface AdmissionConfig {
   fastPath: boolean;
 }
 
+// Fleet manager (issue 9).
+export type FleetEngine = "vllm" | "sglang" | "sim";
+
+/** A desired model: what to run and how many replicas. */
+export interface FleetModelSpec {
+  name: string;
+  engine: FleetEngine;
+  replicas: number;
+  /** GPUs per node of one replica (tensor parallel). */
+  tensorParallel: number;
+  /** Nodes one replica spans (pipeline parallel across them). */
+  nodesPerReplica: number;
+  gpuClass: string | undefined;
+  minGpuMemoryGiB: number | undefined;
+  quantization: string | undefined;
+  engineArgs: readonly string[];
+  pool: string;
+  maxNumSeqs: number | undefined;
+  gpuMemoryUtilization: number | undefined;
+  /** sim engine only. */
+  startupMs: number | undefined;
+}
+
+/** A node agent listed in the config (agents may also register themselves). */
+export interface NodeConfig {
+  name: string;
+  url: string;
+  token: string;
+  dcgmUrl: string | undefined;
+}
+
+export interface FleetConfig {
+  models: readonly FleetModelSpec[];
+  adminToken: string | undefined;
+  registrationToken: string | undefined;
+  agentPollIntervalMs: number;
+  agentPollTimeoutMs: number;
+  agentCallTimeoutMs: number;
+  nodeNotReadyAfterMs: number;
+  reconcileIntervalMs: number;
+  drainGraceMs: number;
+  replicaReadyTimeoutMs: number;
+  failureBackoffBaseMs: number;
+  failureBackoffMaxMs: number;
+  registrationIntervalMs: number;
+}
+
 // --- Batch and Files API, idempotency, response cache, GPU-saturation shedding (issue 12) ---
 
 export interface BatchConfig {
@@ -157,13 +204,16 @@ export interface Config {
   tenants: readonly TenantConfig[];
   admission: AdmissionConfig;
   // issue 12
-  /** Directory of the embedded store (batch jobs, files, idempotency records). */
+  /** Directory of the embedded stores (batch jobs, files, idempotency records; fleet desired state, cordons, drains). */
   dataDir: string;
   batch: BatchConfig;
   idempotency: IdempotencyConfig;
   responseCache: ResponseCacheConfig;
   /** null: no gpu_health block, nothing is shed. */
   gpuHealth: GpuHealthConfig | null;
+  // Fleet manager (issue 9).
+  nodes: readonly NodeConfig[];
+  fleet: FleetConfig;
   /** Things worth a warning at start (plaintext keys, auth off); logged by serve. */
   warnings: readonly string[];
 }

@@ -7,7 +7,8 @@
  */
 import type { Config } from "../config/types.ts";
 import type { GpuReportMessage } from "../protocol/gpu-report.ts";
-import type { FromHealth, PolledEndpoint, ToHealth } from "../protocol/health-messages.ts";
+import type { AgentSnapshot } from "../protocol/agent-messages.ts";
+import type { AgentPollSettings, FromHealth, PolledAgent, PolledEndpoint, ToHealth } from "../protocol/health-messages.ts";
 import type { Logger } from "../shared/logger.ts";
 
 const WORKER_URL = new URL("../../workers/health.ts", import.meta.url);
@@ -21,6 +22,8 @@ export interface HealthEvents {
   enginesPolled(): void;
   /** A DCGM exporter answered: its GPUs. */
   gpus(report: GpuReportMessage): void;
+  /** A node agent was polled (fleet manager: FleetManager.onAgentSnapshot). */
+  agent?(node: string, snapshot: AgentSnapshot): void;
 }
 
 export class HealthClient {
@@ -57,6 +60,9 @@ export class HealthClient {
         case "gpus":
           events.gpus(msg);
           return;
+        case "agent":
+          events.agent?.(msg.node, msg.snapshot);
+          return;
         default: {
           const unreachable: never = msg;
           log.error({ msg: unreachable }, "unknown health message");
@@ -77,6 +83,11 @@ export class HealthClient {
   /** Poll the endpoint of a slot from now on (undefined: stop polling it). */
   pollEndpoint(index: number, e: PolledEndpoint | undefined): void {
     this.post({ type: "endpoint", index, endpoint: e ?? null });
+  }
+
+  /** Poll these node agents from now on, replacing the previous list (fleet manager: its pollAgents option). */
+  pollAgents(agents: PolledAgent[], settings: AgentPollSettings): void {
+    this.post({ type: "agents", agents, settings });
   }
 
   /** Stop polling (bounded), then end the worker. */

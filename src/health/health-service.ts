@@ -3,10 +3,12 @@
  * engine and DCGM pollers and writes what they learn into the shared endpoint
  * table — readiness, load, KV usage, metric age, GPU faults — telling the main
  * thread by message what does not fit in the table (model lists, the GPUs
- * each DCGM exporter reports, the end of the first engine poll round).
+ * each DCGM exporter reports, the end of the first engine poll round). It
+ * also polls the fleet's node agents and posts every poll to the main thread.
  */
 import type { Config } from "../config/types.ts";
-import type { FromHealth, PolledEndpoint } from "../protocol/health-messages.ts";
+import type { AgentPollSettings, FromHealth, PolledAgent, PolledEndpoint } from "../protocol/health-messages.ts";
+import { AgentPoller } from "./agent-poller.ts";
 import { EndpointTable, F, FLAVOR_CODES, I, S, type Signals } from "../shared/endpoint-table.ts";
 import type { AssessedGpu, DcgmSnapshot } from "./dcgm-poller.ts";
 import { DcgmPoller } from "./dcgm-poller.ts";
@@ -47,11 +49,13 @@ export class HealthService {
   /** Endpoints not polled yet; "engines-polled" goes out once the first ones all were (the metrics listener answers 503 until then). */
   private unpolled: number;
   private polledOnce = false;
+  private agents: { poller: AgentPoller; settings: AgentPollSettings } | undefined;
+  private started = false;
 
   constructor(
     private readonly table: EndpointTable,
     endpoints: readonly PolledEndpoint[],
-    health: Config["health"],
+    private readonly health: Config["health"],
     private readonly post: (msg: FromHealth) => void,
     /** Bumped after every engine poll written, so the scheduler worker recomputes its flow limits at once. */
     private readonly signals?: Signals,
@@ -92,13 +96,28 @@ export class HealthService {
   }
 
   start(): void {
+    this.started = true;
     if (this.unpolled === 0) this.enginesPolled();
     this.engines.start();
     this.dcgm.start();
+    this.agents?.poller.start();
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.engines.stop(), this.dcgm.stop()]);
+    this.started = false;
+    await Promise.all([this.engines.stop(), this.dcgm.stop(), this.agents?.poller.stop()]);
+  }
+
+  /** Poll these node agents from now on (the list replaces the previous one). */
+  setAgents(agents: readonly PolledAgent[], settings: AgentPollSettings): void {
+    const current = this.agents;
+    if (!current || current.settings.intervalMs !== settings.intervalMs || current.settings.timeoutMs !== settings.timeoutMs) {
+      void current?.poller.stop();
+      const poller = new AgentPoller({ ...settings, staleAfterMs: this.health.staleAfterMs }, (node, snapshot) => this.post({ type: "agent", node, snapshot }));
+      this.agents = { poller, settings: { ...settings } };
+      if (this.started) poller.start();
+    }
+    this.agents!.poller.setTargets(agents);
   }
 
   private onEngine(row: number, snap: EndpointSnapshot): void {

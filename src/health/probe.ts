@@ -14,12 +14,19 @@ export type ProbeResult =
  * (BUN-NOTES.md), so the deadline is our own AbortController, combined with
  * `outer` (the poller's stop signal) so stop() aborts in-flight probes.
  */
-export async function probe(fetchFn: FetchFn, url: string, timeoutMs: number, outer: AbortSignal, label: string): Promise<ProbeResult> {
+export async function probe(
+  fetchFn: FetchFn,
+  url: string,
+  timeoutMs: number,
+  outer: AbortSignal,
+  label: string,
+  headers: Record<string, string> = {},
+): Promise<ProbeResult> {
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(), timeoutMs);
   const signal = AbortSignal.any([outer, deadline.signal]);
   try {
-    const res = await fetchFn(url, { method: "GET", signal, headers: { accept: "text/plain, application/json" } });
+    const res = await fetchFn(url, { method: "GET", signal, headers: { accept: "text/plain, application/json", ...headers } });
     if (res.status < 200 || res.status > 299) {
       // Drop the body so the connection is released; we only need the status.
       await res.body?.cancel().catch(() => undefined);

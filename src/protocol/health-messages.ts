@@ -1,5 +1,6 @@
 /** Typed messages between the main thread and the health worker (workers/health.ts). */
 import type { Config, EngineFlavor } from "../config/types.ts";
+import type { AgentSnapshot } from "./agent-messages.ts";
 import type { GpuReportMessage } from "./gpu-report.ts";
 
 export interface PolledEndpoint {
@@ -11,6 +12,19 @@ export interface PolledEndpoint {
   models: string[] | undefined;
   gpuIds: string[];
   dcgmUrl: string | undefined;
+}
+
+/** A node agent the health worker polls (fleet manager, issue 9). */
+export interface PolledAgent {
+  node: string;
+  url: string;
+  token: string;
+  dcgmUrl: string | undefined;
+}
+
+export interface AgentPollSettings {
+  intervalMs: number;
+  timeoutMs: number;
 }
 
 /** main → health */
@@ -27,6 +41,8 @@ export type ToHealth =
     }
   /** An endpoint took a slot (poll it) or left it (null: stop). */
   | { type: "endpoint"; index: number; endpoint: PolledEndpoint | null }
+  /** The full list of node agents to poll (replaces the previous one; fleet manager, issue 9). */
+  | { type: "agents"; agents: PolledAgent[]; settings: AgentPollSettings }
   | { type: "stop" };
 
 /** health → main */
@@ -39,4 +55,6 @@ export type FromHealth =
   /** Every engine endpoint has been polled at least once (sent once; at start when there are none). */
   | { type: "engines-polled" }
   /** A DCGM exporter answered: its GPUs, for the metrics collector. */
-  | GpuReportMessage;
+  | GpuReportMessage
+  /** One poll of a node agent (every poll: the control plane ages the node by it). */
+  | { type: "agent"; node: string; snapshot: AgentSnapshot };

@@ -41,6 +41,7 @@ export type ErrorCode =
   // agent / control
   | "UNAUTHORIZED"
   | "VALIDATION_FAILED"
+  | "CONFLICT"
   // observability
   | "METRICS_NOT_READY"
   | "INTERNAL_ERROR"
@@ -86,6 +87,7 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
     // 409: the resource's state forbids it (a finished batch; a key whose first request still runs).
     case "BATCH_NOT_CANCELLABLE":
     case "IDEMPOTENCY_KEY_IN_USE":
+    case "CONFLICT":
       return { status: 409, type: "invalid_request_error" };
     // 422: the request is well-formed but its key was used with another body (IETF draft-ietf-httpapi-idempotency-key-header, "Error Scenarios"; it gives 409 for a retry while the first runs).
     case "IDEMPOTENCY_KEY_REUSED":
@@ -166,6 +168,17 @@ export function errorResponse(err: LlmgwError, extraHeaders: Record<string, stri
   const headers: Record<string, string> = { "content-type": "application/json", ...err.headers, ...extraHeaders };
   if (err.retryAfterS !== undefined) headers["retry-after"] = String(Math.max(1, Math.ceil(err.retryAfterS)));
   return new Response(JSON.stringify(err.toBody()), { status: err.status, headers });
+}
+
+/** The message of an OpenAI-shaped error body someone sent us, or the start of the text when it is not one. */
+export function errorBodyMessage(text: string, maxChars = 300): string {
+  try {
+    const body = JSON.parse(text) as { error?: { message?: unknown } };
+    if (typeof body.error?.message === "string") return body.error.message;
+  } catch {
+    // not JSON: the text itself says what happened
+  }
+  return text.slice(0, maxChars) || "(empty body)";
 }
 
 /** Narrow anything thrown to an LlmgwError (unknown failures become INTERNAL_ERROR). */

@@ -37,10 +37,10 @@ describe("llmgw CLI", () => {
     }
   });
 
-  test("a command not built yet says so and does not pretend", async () => {
-    const r = await llmgw(["ctl", "nodes"]);
-    expect(r.code).toBe(3);
-    expect(r.stderr).toContain("not built yet");
+  test("ctl with no gateway to talk to says so and exits 4", async () => {
+    const r = await llmgw(["ctl", "nodes", "--gateway", "http://127.0.0.1:1"]);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain("cannot reach the gateway at http://127.0.0.1:1");
   });
 
   test("serve --check-config names the bad key and exits 1; a good file exits 0", async () => {

@@ -1,0 +1,182 @@
+/**
+ * Wire schemas of the fleet manager's configuration (`data_dir`, `nodes:`,
+ * `fleet:`) and of a desired model, shared by llmgw.yaml and the management
+ * API, plus their conversion to the validated camelCase form.
+ */
+import { z } from "zod";
+import * as D from "./defaults.ts";
+import { httpUrl, id } from "./wire-primitives.ts";
+import type { FleetConfig, FleetModelSpec, NodeConfig } from "./types.ts";
+
+export const FLEET_ENGINES = ["vllm", "sglang", "sim"] as const;
+
+/** Node and pool names: file-name and label safe. */
+export const fleetName = id;
+
+/** A model name becomes an engine argument: no whitespace, and never a leading '-' that an engine would read as a flag. */
+const modelName = z
+  .string()
+  .min(1)
+  .max(256)
+  .regex(/^[^\s-][^\s]*$/, { message: "expected a model name without whitespace that does not start with '-'" });
+
+const ms = (min: number, max: number, fallback: number) => z.number().int().min(min).max(max).default(fallback);
+
+/** The fields of a desired model (without its name), as people write them. */
+const fleetModelFields = {
+  engine: z.enum(FLEET_ENGINES),
+  replicas: z.number().int().min(0).max(1000),
+  /** GPUs of one node a replica uses (tensor parallel within the node). */
+  tensor_parallel: z.number().int().min(1).max(64).default(1),
+  /** Nodes one replica spans (pipeline parallel across them); more than 1 needs a shared fabric. */
+  nodes_per_replica: z.number().int().min(1).max(64).default(1),
+  /** Only GPUs of this class (as the agent reports it, e.g. h100-80g). */
+  gpu_class: z.string().regex(/^[a-z0-9-]+$/, { message: "expected a GPU class such as h100-80g" }).optional(),
+  /** Only GPUs with at least this much memory (GiB as the driver reports it). */
+  min_gpu_memory_gib: z.number().positive().max(100_000).optional(),
+  quantization: z.string().regex(/^[A-Za-z0-9_.-]+$/, { message: "expected a quantization name such as fp8" }).optional(),
+  engine_args: z.array(z.string()).max(200).default([]),
+  pool: fleetName.default("default"),
+  max_num_seqs: z.number().int().min(1).max(1_000_000).optional(),
+  gpu_memory_utilization: z.number().gt(0).max(1).optional(),
+  /** sim engine only: simulated weight loading. */
+  startup_ms: z.number().int().min(0).max(3_600_000).optional(),
+};
+
+export const fleetModelSchema = z.strictObject({ name: modelName, ...fleetModelFields });
+/** A partial change of a desired model (management API PATCH): only the fields given change. */
+export const fleetModelPatchSchema = z.strictObject(fleetModelFields).partial();
+
+export type FleetModelWire = z.output<typeof fleetModelSchema>;
+
+/** Cross-field rules of one model, as `field: message` lines (empty when valid). */
+export function fleetModelIssues(m: FleetModelWire): { path: string; message: string }[] {
+  const issues: { path: string; message: string }[] = [];
+  if (m.startup_ms !== undefined && m.engine !== "sim") issues.push({ path: "startup_ms", message: "applies to engine sim only" });
+  if (m.nodes_per_replica > 1 && m.engine === "sim") issues.push({ path: "nodes_per_replica", message: "the sim engine runs on one node" });
+  return issues;
+}
+
+export function toFleetModel(m: FleetModelWire): FleetModelSpec {
+  return {
+    name: m.name,
+    engine: m.engine,
+    replicas: m.replicas,
+    tensorParallel: m.tensor_parallel,
+    nodesPerReplica: m.nodes_per_replica,
+    gpuClass: m.gpu_class,
+    minGpuMemoryGiB: m.min_gpu_memory_gib,
+    quantization: m.quantization,
+    engineArgs: [...m.engine_args],
+    pool: m.pool,
+    maxNumSeqs: m.max_num_seqs,
+    gpuMemoryUtilization: m.gpu_memory_utilization,
+    startupMs: m.startup_ms,
+  };
+}
+
+/** The wire form of a validated model (what the management API returns and PATCH merges into). */
+export function fleetModelWire(m: FleetModelSpec): FleetModelWire {
+  return {
+    name: m.name,
+    engine: m.engine,
+    replicas: m.replicas,
+    tensor_parallel: m.tensorParallel,
+    nodes_per_replica: m.nodesPerReplica,
+    engine_args: [...m.engineArgs],
+    pool: m.pool,
+    ...(m.gpuClass !== undefined ? { gpu_class: m.gpuClass } : {}),
+    ...(m.minGpuMemoryGiB !== undefined ? { min_gpu_memory_gib: m.minGpuMemoryGiB } : {}),
+    ...(m.quantization !== undefined ? { quantization: m.quantization } : {}),
+    ...(m.maxNumSeqs !== undefined ? { max_num_seqs: m.maxNumSeqs } : {}),
+    ...(m.gpuMemoryUtilization !== undefined ? { gpu_memory_utilization: m.gpuMemoryUtilization } : {}),
+    ...(m.startupMs !== undefined ? { startup_ms: m.startupMs } : {}),
+  };
+}
+
+export const nodeSchema = z
+  .strictObject({
+    name: fleetName,
+    /** The agent's API base URL. */
+    url: httpUrl,
+    /** The agent's bearer token, or the name of the environment variable holding it. */
+    token: z.string().min(1).optional(),
+    token_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: "expected an environment variable name" }).optional(),
+    /** dcgm-exporter of this node: XID, ECC and temperature faults keep its GPUs out of placement. */
+    dcgm_url: httpUrl.optional(),
+  })
+  .refine((n) => (n.token === undefined) !== (n.token_env === undefined), { message: "expected exactly one of token or token_env" });
+
+const secret = z.string().min(16, { message: "expected at least 16 characters" });
+
+export const fleetSchema = z.strictObject({
+  models: z.array(fleetModelSchema).default([]),
+  /** Bearer token for management API writes (also LLMGW_FLEET__ADMIN_TOKEN). Unset: writes are refused. */
+  admin_token: secret.optional(),
+  /** Shared token agents present to register themselves (also LLMGW_FLEET__REGISTRATION_TOKEN). Unset: no self-registration. */
+  registration_token: secret.optional(),
+  agent_poll_interval_ms: ms(50, 600_000, D.DEFAULT_AGENT_POLL_INTERVAL_MS),
+  agent_poll_timeout_ms: ms(50, 600_000, D.DEFAULT_AGENT_POLL_TIMEOUT_MS),
+  agent_call_timeout_ms: ms(100, 3_600_000, D.DEFAULT_AGENT_CALL_TIMEOUT_MS),
+  node_not_ready_after_ms: ms(100, 86_400_000, D.DEFAULT_NODE_NOT_READY_AFTER_MS),
+  reconcile_interval_ms: ms(20, 600_000, D.DEFAULT_RECONCILE_INTERVAL_MS),
+  drain_grace_ms: ms(0, 86_400_000, D.DEFAULT_DRAIN_GRACE_MS),
+  replica_ready_timeout_ms: ms(100, 86_400_000, D.DEFAULT_REPLICA_READY_TIMEOUT_MS),
+  failure_backoff_base_ms: ms(10, 3_600_000, D.DEFAULT_FAILURE_BACKOFF_BASE_MS),
+  failure_backoff_max_ms: ms(10, 86_400_000, D.DEFAULT_FAILURE_BACKOFF_MAX_MS),
+  registration_interval_ms: ms(100, 86_400_000, D.DEFAULT_REGISTRATION_INTERVAL_MS),
+});
+
+/** Defaults of the fleet block, for configSchema's `.default(...)`. */
+export const FLEET_DEFAULTS = fleetSchema.parse({});
+
+type FleetWire = z.output<typeof fleetSchema>;
+type NodeWire = z.output<typeof nodeSchema>;
+
+/** Cross-field issues of `data_dir`, `nodes` and `fleet`, as `path: message` lines. */
+export function fleetConfigIssues(nodes: readonly NodeWire[], fleet: FleetWire, env: Record<string, string | undefined>): string[] {
+  const issues: string[] = [];
+  const names = new Map<string, number>();
+  nodes.forEach((n, i) => {
+    const first = names.get(n.name);
+    if (first !== undefined) issues.push(`nodes[${i}].name: duplicate node '${n.name}' (also nodes[${first}])`);
+    else names.set(n.name, i);
+    if (n.token_env !== undefined && !env[n.token_env]) issues.push(`nodes[${i}].token_env: environment variable ${n.token_env} is not set`);
+  });
+  const models = new Map<string, number>();
+  fleet.models.forEach((m, i) => {
+    const first = models.get(m.name);
+    if (first !== undefined) issues.push(`fleet.models[${i}].name: duplicate model '${m.name}' (also fleet.models[${first}])`);
+    else models.set(m.name, i);
+    for (const issue of fleetModelIssues(m)) issues.push(`fleet.models[${i}].${issue.path}: ${issue.message}`);
+  });
+  if (fleet.node_not_ready_after_ms <= fleet.agent_poll_interval_ms) {
+    issues.push(`fleet.node_not_ready_after_ms: expected more than fleet.agent_poll_interval_ms (${fleet.agent_poll_interval_ms})`);
+  }
+  if (fleet.failure_backoff_max_ms < fleet.failure_backoff_base_ms) {
+    issues.push(`fleet.failure_backoff_max_ms: expected at least fleet.failure_backoff_base_ms (${fleet.failure_backoff_base_ms})`);
+  }
+  return issues;
+}
+
+export function toNodeConfigs(nodes: readonly NodeWire[], env: Record<string, string | undefined>): NodeConfig[] {
+  return nodes.map((n) => ({ name: n.name, url: n.url.replace(/\/+$/, ""), token: n.token ?? env[n.token_env ?? ""] ?? "", dcgmUrl: n.dcgm_url }));
+}
+
+export function toFleetConfig(f: FleetWire): FleetConfig {
+  return {
+    models: f.models.map(toFleetModel),
+    adminToken: f.admin_token,
+    registrationToken: f.registration_token,
+    agentPollIntervalMs: f.agent_poll_interval_ms,
+    agentPollTimeoutMs: f.agent_poll_timeout_ms,
+    agentCallTimeoutMs: f.agent_call_timeout_ms,
+    nodeNotReadyAfterMs: f.node_not_ready_after_ms,
+    reconcileIntervalMs: f.reconcile_interval_ms,
+    drainGraceMs: f.drain_grace_ms,
+    replicaReadyTimeoutMs: f.replica_ready_timeout_ms,
+    failureBackoffBaseMs: f.failure_backoff_base_ms,
+    failureBackoffMaxMs: f.failure_backoff_max_ms,
+    registrationIntervalMs: f.registration_interval_ms,
+  };
+}

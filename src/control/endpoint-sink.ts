@@ -1,0 +1,37 @@
+/**
+ * The seam between the control plane and the gateway's endpoint table: the
+ * fleet manager hands over replicas that are Ready and takes them back; the
+ * gateway implements this over its dynamic endpoint table (issue 9 wiring).
+ */
+
+export interface ManagedEndpoint {
+  /** The replica id (stable across gateway restarts). */
+  id: string;
+  /** The engine's OpenAI base URL (the rank-0 shard's endpoint as its agent advertises it). */
+  url: string;
+  pool: string;
+  models: string[];
+  engine: "auto" | "vllm" | "sglang";
+  /** Node of the rank-0 shard. */
+  node: string;
+  /** UUIDs of the GPUs behind it (all shards), for DCGM fault matching. */
+  gpuIds: string[];
+}
+
+export interface EndpointSink {
+  /** A replica is Ready: start routing to it (idempotent by id). */
+  addEndpoint(e: ManagedEndpoint): void;
+  /** No new requests while draining; open streams finish. */
+  setDraining(id: string, draining: boolean): void;
+  /** Requests currently open on the endpoint (drain waits for 0 or the grace period). */
+  inflight(id: string): number;
+  /** Gone from rotation; requests still open on it finish and release correctly. */
+  removeEndpoint(id: string): void;
+  /**
+   * Optional: whether the gateway's own health poll sees the endpoint ready
+   * (health and models). A drain counts a replacement as serving only then,
+   * so that taking the original out never leaves a gap; without it the
+   * agent's report is taken.
+   */
+  ready?(id: string): boolean;
+}

@@ -1,0 +1,141 @@
+/** The management API's bodies as zod schemas: they validate requests, document every route in OpenAPI, and type the views (snake_case, absent values null). */
+import { z } from "zod";
+import { fleetModelSchema } from "../config/fleet-schema.ts";
+import { REJECTION_CODES } from "./placement-types.ts";
+
+/** Where the management API lives on the admin listener. */
+export const FLEET_API_PREFIX = "/admin/v1/fleet";
+
+const nodeStates = ["Ready", "NotReady", "Unknown"] as const;
+const phases = ["Pending", "Starting", "Ready", "Missing", "Failed", "Lost"] as const;
+
+export const errorSchema = z.object({
+  error: z.object({ message: z.string(), type: z.string(), param: z.string().nullable(), code: z.string() }),
+});
+
+export const gpuStatusSchema = z.object({
+  node: z.string(),
+  index: z.number().int(),
+  uuid: z.string(),
+  name: z.string(),
+  class: z.string(),
+  memory_gib: z.number().nullable(),
+  memory_used_mib: z.number().nullable().describe("null when the driver does not report it"),
+  utilization_pct: z.number().nullable().describe("null when the driver does not report it (never 0 for unknown)"),
+  compute_capability: z.string().nullable(),
+  healthy: z.boolean(),
+  faults: z.array(z.string()).describe("why the GPU is kept out of placement (agent health flags, DCGM XID/ECC/temperature)"),
+  used_by: z.string().nullable().describe("the replica holding it"),
+});
+
+export const drainSummarySchema = z.object({
+  state: z.enum(["running", "done", "cancelled"]),
+  started_at: z.number().int(),
+  grace_ms: z.number().int(),
+  finished_at: z.number().int().nullable(),
+});
+
+export const nodeStatusSchema = z.object({
+  name: z.string(),
+  url: z.string(),
+  source: z.enum(["config", "registered"]),
+  state: z.enum(nodeStates),
+  cordoned: z.boolean(),
+  cordon_reason: z.string().nullable(),
+  drain: drainSummarySchema.nullable(),
+  last_answer_age_ms: z.number().int().nullable().describe("since the agent last answered; null when it never did"),
+  last_error: z.string().nullable().describe("the latest poll or call error of this agent"),
+  agent_hostname: z.string().nullable(),
+  fabric: z.enum(["fabric", "single-node"]).nullable(),
+  gpus: z.array(gpuStatusSchema),
+  replicas: z.array(z.string()),
+});
+
+export const shardStatusSchema = z.object({
+  node: z.string(),
+  agent_id: z.string(),
+  rank: z.number().int(),
+  gpus: z.array(z.number().int()),
+  state: z.string().describe("the agent's replica state, or Pending / Missing / Unreachable"),
+  endpoint: z.string().nullable(),
+  restarts: z.number().int().nullable(),
+  message: z.string().nullable(),
+  log_tail: z.array(z.string()).nullable(),
+});
+
+export const replicaStatusSchema = z.object({
+  id: z.string(),
+  model: z.string(),
+  pool: z.string(),
+  engine: z.string(),
+  phase: z.enum(phases),
+  detail: z.string().nullable(),
+  in_rotation: z.boolean(),
+  leaving: z.object({ reason: z.enum(["drain", "scale-down", "model-removed"]), since: z.number().int() }).nullable(),
+  inflight: z.number().int().nullable().describe("requests open on it in the gateway; null when not in the gateway"),
+  created_at: z.number().int(),
+  last_error: z.string().nullable(),
+  shards: z.array(shardStatusSchema),
+});
+
+export const failedReplicaSchema = z.object({
+  id: z.string(),
+  model: z.string(),
+  nodes: z.array(z.string()),
+  at: z.number().int(),
+  reason: z.string(),
+  log_tail: z.array(z.string()).nullable(),
+});
+
+export const modelStatusSchema = z.object({
+  name: z.string(),
+  source: z.enum(["config", "api"]),
+  desired: z.number().int(),
+  active: z.number().int().describe("placed and not leaving (starting or ready)"),
+  ready: z.number().int(),
+  serving: z.number().int().describe("in the gateway's rotation"),
+  leaving: z.number().int(),
+  failures: z.number().int().describe("consecutive failed replicas (reset when one becomes Ready)"),
+  next_attempt_in_ms: z.number().int().nullable(),
+  spec: fleetModelSchema,
+});
+
+export const candidateSchema = z.object({
+  node: z.string(),
+  gpus: z.array(z.number().int()),
+  gpu_class: z.string().nullable(),
+  verdict: z.enum(["chosen", "eligible", "rejected"]),
+  rank: z.number().int().nullable(),
+  reasons: z.array(z.object({ code: z.enum(REJECTION_CODES), message: z.string() })),
+});
+
+export const placementSchema = z.object({
+  model: z.string(),
+  requested: z.number().int(),
+  placed: z.number().int(),
+  unplaced_reason: z.string().nullable(),
+  candidates: z.array(candidateSchema),
+  placements: z.array(z.array(z.object({ node: z.string(), gpus: z.array(z.number().int()) }))),
+});
+
+export const drainProgressSchema = z.object({
+  node: z.string(),
+  state: z.enum(["running", "done", "cancelled"]),
+  started_at: z.number().int(),
+  grace_ms: z.number().int(),
+  grace_left_ms: z.number().int().nullable(),
+  finished_at: z.number().int().nullable(),
+  replicas: z.array(z.object({ id: z.string(), model: z.string(), phase: z.enum(phases), waiting_for: z.array(z.string()) })),
+  waiting_for: z.array(z.string()).describe("what the drain waits for, one line each; empty when done"),
+});
+
+export const cordonBodySchema = z.strictObject({ reason: z.string().max(500).optional() }).optional();
+export const drainBodySchema = z.strictObject({ grace_ms: z.number().int().min(0).max(86_400_000).optional() }).optional();
+
+export type GpuStatus = z.infer<typeof gpuStatusSchema>;
+export type NodeStatus = z.infer<typeof nodeStatusSchema>;
+export type ReplicaStatus = z.infer<typeof replicaStatusSchema>;
+export type FailedReplicaStatus = z.infer<typeof failedReplicaSchema>;
+export type ModelStatus = z.infer<typeof modelStatusSchema>;
+export type PlacementStatus = z.infer<typeof placementSchema>;
+export type DrainProgress = z.infer<typeof drainProgressSchema>;

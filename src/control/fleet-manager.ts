@@ -1,0 +1,240 @@
+/**
+ * The fleet manager: the shell around the pure planner. It keeps the node
+ * registry, desired models, cordons, drains and replica records (written
+ * through to the store), turns agent polls into replica phases, plans
+ * (reconcile.ts) and performs the actions: agent calls run in the
+ * background, each under its own deadline, so one slow or broken agent never
+ * holds up the others; their errors land on the node and the replica.
+ *
+ * After a restart nothing is planned until every known node has answered
+ * once or turned NotReady: until then the records say what runs, and
+ * replicas that still run are adopted, never launched twice.
+ */
+import type { Config } from "../config/types.ts";
+import type { AgentSnapshot } from "../protocol/agent-messages.ts";
+import type { AgentPollSettings, PolledAgent } from "../protocol/health-messages.ts";
+import { logger, type Logger } from "../shared/logger.ts";
+import { httpAgentClient, type AgentClient } from "./agent-client.ts";
+import { configModelChanges } from "./desired-state.ts";
+import type { EndpointSink } from "./endpoint-sink.ts";
+import { FleetActions } from "./fleet-actions.ts";
+import { FleetState, type ReplicaEntry } from "./fleet-state.ts";
+import { observeNodes, placementNodes, type NodeInput } from "./fleet-view.ts";
+import { NodeRegistry } from "./node-registry.ts";
+import { FleetOperations } from "./fleet-operations.ts";
+import { isActive, placeModel, planReconcile, withModelCounts, type ReconcileView, type ReplicaView } from "./reconcile.ts";
+import { derivePhase } from "./replica-phase.ts";
+import { isFleetAgentId } from "./replica-builder.ts";
+import type { FleetStore } from "./store.ts";
+import type { PlacementResult } from "./placement-types.ts";
+
+/** Relaunches of a missing shard that fail before the replica is given up on. */
+export const MAX_LAUNCH_FAILURES = 3;
+/** How long stop() waits for agent calls in flight. */
+const STOP_WAIT_MS = 5_000;
+
+export interface FleetManagerOptions {
+  config: Pick<Config, "nodes" | "fleet">;
+  store: FleetStore;
+  sink: EndpointSink;
+  /** Tells whoever polls agents (the health worker, or an in-process AgentPoller) which agents to poll. */
+  pollAgents: (agents: PolledAgent[], settings: AgentPollSettings) => void;
+  agentClient?: AgentClient;
+  now?: () => number;
+  random?: () => number;
+  log?: Logger;
+}
+
+export class FleetManager {
+  readonly state: FleetState;
+  /** Operator changes (management API). */
+  readonly ops: FleetOperations;
+  private readonly actions: FleetActions;
+  private readonly log: Logger;
+  private readonly now: () => number;
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private ticking: Promise<void> | undefined;
+  private again = false;
+  private settled = false;
+  private stopped = false;
+
+  private constructor(
+    private readonly opts: FleetManagerOptions,
+    state: FleetState,
+  ) {
+    this.state = state;
+    this.log = opts.log ?? logger();
+    this.now = opts.now ?? Date.now;
+    const client = opts.agentClient ?? httpAgentClient(opts.config.fleet.agentCallTimeoutMs);
+    this.actions = new FleetActions(state, opts.store, opts.sink, client, {
+      log: this.log,
+      now: this.now,
+      random: opts.random ?? Math.random,
+      fleet: opts.config.fleet,
+      onSettled: () => this.requestTick(),
+    });
+    this.ops = new FleetOperations(state, opts.store, {
+      now: this.now,
+      log: this.log,
+      fleet: opts.config.fleet,
+      requestTick: () => this.requestTick(),
+      pushPollTargets: () => this.pushPollTargets(),
+    });
+  }
+
+  /** Load the store, apply the config's desired models, and build the manager (not started). */
+  static async open(opts: FleetManagerOptions): Promise<FleetManager> {
+    const now = (opts.now ?? Date.now)();
+    const log = opts.log ?? logger();
+    const store = opts.store;
+    for (const change of configModelChanges(opts.config.fleet.models, await store.models.list(), now)) {
+      if (change.kind === "put") await store.models.put(change.model.spec.name, change.model);
+      else await store.models.delete(change.name);
+      log.info({ model: change.kind === "put" ? change.model.spec.name : change.name, change: change.kind, why: change.note }, "fleet desired model");
+    }
+    const registry = new NodeRegistry(opts.config.nodes, await store.nodes.list(), now);
+    const state = new FleetState(registry, now);
+    for (const m of await store.models.list()) state.models.set(m.spec.name, m);
+    for (const c of await store.cordons.list()) state.cordons.set(c.node, c);
+    for (const d of await store.drains.list()) state.drains.set(d.node, d);
+    for (const r of await store.replicas.list()) state.adoptRecord(r, now);
+    if (state.replicas.size > 0) log.info({ replicas: [...state.replicas.keys()] }, "fleet: replica records loaded; adopting what still runs");
+    return new FleetManager(opts, state);
+  }
+
+  start(): void {
+    this.pushPollTargets();
+    this.timer ??= setInterval(() => this.requestTick(), this.opts.config.fleet.reconcileIntervalMs);
+    this.requestTick();
+  }
+
+  /** Stop planning; wait (bounded) for agent calls in flight. Nothing running is stopped. */
+  async stop(): Promise<void> {
+    // Before anything else: an agent call settling or a poll arriving from now on must not plan again.
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.ticking;
+    await this.actions.settle(STOP_WAIT_MS);
+  }
+
+  /** A poll of one agent (from the health worker, or an in-process poller). */
+  onAgentSnapshot(node: string, snapshot: AgentSnapshot): void {
+    this.state.registry.update(node, snapshot);
+    this.requestTick();
+  }
+
+  pushPollTargets(): void {
+    const f = this.opts.config.fleet;
+    this.opts.pollAgents(this.state.registry.targets(), { intervalMs: f.agentPollIntervalMs, timeoutMs: f.agentPollTimeoutMs });
+  }
+
+  /** Where `missing` more replicas of a model would go (at least one), with every candidate's verdict. */
+  explain(model: string): (PlacementResult & { requested: number }) | undefined {
+    const spec = this.state.models.get(model)?.spec;
+    if (!spec) return undefined;
+    const { nodes, replicas } = this.view(this.now());
+    const active = replicas.filter((r) => r.record.model === model && isActive(r)).length;
+    const requested = Math.max(1, spec.replicas - active);
+    return { ...placeModel(spec, requested, withModelCounts(nodes, replicas)), requested };
+  }
+
+  requestTick(): void {
+    if (this.stopped) return;
+    if (this.ticking) {
+      this.again = true;
+      return;
+    }
+    this.ticking = this.tick().finally(() => {
+      this.ticking = undefined;
+      if (this.again) {
+        this.again = false;
+        this.requestTick();
+      }
+    });
+  }
+
+  private nodeInputs(now: number): NodeInput[] {
+    const notReadyAfter = this.opts.config.fleet.nodeNotReadyAfterMs;
+    return this.state.registry.list().map((e) => ({
+      name: e.name,
+      state: this.state.registry.state(e.name, now, notReadyAfter)!,
+      cordoned: this.state.cordons.has(e.name),
+      snapshot: e.snapshot,
+    }));
+  }
+
+  /** Phases refreshed from the latest polls, and the planner's input. */
+  view(now: number): ReconcileView {
+    const inputs = this.nodeInputs(now);
+    const observed = observeNodes(inputs);
+    const views: ReplicaView[] = [];
+    for (const entry of this.state.replicas.values()) {
+      entry.verdict = derivePhase(entry.record, observed, entry.runtime, now, this.opts.config.fleet.replicaReadyTimeoutMs);
+      views.push(this.replicaView(entry));
+    }
+    return {
+      now,
+      models: [...this.state.models.values()].map((m) => m.spec),
+      replicas: views,
+      nodes: placementNodes(inputs, [...this.state.replicas.values()].map((e) => e.record)),
+      agents: inputs.map((n) => ({
+        node: n.name,
+        state: n.state,
+        fleetIds: (n.snapshot?.state?.replicas ?? [])
+          .map((r) => r.id)
+          .filter((id) => isFleetAgentId(id) && !this.actions.deletedOrDeleting(n.name, id, n.snapshot?.stateRequestedAt)),
+      })),
+      drains: [...this.state.drains.values()].filter((d) => d.state === "running"),
+      backoffUntil: Object.fromEntries([...this.state.backoff].map(([m, b]) => [m, b.until])),
+      drainGraceMs: this.opts.config.fleet.drainGraceMs,
+      maxLaunchFailures: MAX_LAUNCH_FAILURES,
+    };
+  }
+
+  private replicaView(e: ReplicaEntry): ReplicaView {
+    const sink = this.opts.sink;
+    const handedOff = e.runtime.handedOff;
+    return {
+      record: e.record,
+      phase: e.verdict.phase,
+      busy: e.runtime.busy,
+      handedOff,
+      drainingSignalled: e.runtime.drainingSignalled,
+      inflight: handedOff ? safe(() => sink.inflight(e.record.id), 0) : 0,
+      gatewayReady: handedOff ? safe(() => sink.ready?.(e.record.id) ?? true, false) : false,
+      launchFailures: e.runtime.launchFailures,
+    };
+  }
+
+  private settledNow(now: number): boolean {
+    if (this.settled) return true;
+    const notReadyAfter = this.opts.config.fleet.nodeNotReadyAfterMs;
+    const waiting = this.state.registry.list().filter((e) => this.state.registry.state(e.name, now, notReadyAfter) === "Unknown");
+    if (waiting.length > 0) return false;
+    this.settled = true;
+    this.log.info("fleet: every node answered or is NotReady; reconciling");
+    return true;
+  }
+
+  private async tick(): Promise<void> {
+    const now = this.now();
+    try {
+      const view = this.view(now);
+      if (!this.settledNow(now)) return;
+      for (const action of planReconcile(view)) await this.actions.perform(action, now);
+    } catch (err) {
+      this.log.error({ err }, "fleet reconcile failed");
+    }
+  }
+}
+
+/** A sink that throws must not stop reconciliation: its answer is taken as `fallback`. */
+function safe<T>(fn: () => T, fallback: T): T {
+  try {
+    return fn();
+  } catch (err) {
+    logger().error({ err }, "endpoint sink call failed");
+    return fallback;
+  }
+}

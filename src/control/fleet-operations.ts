@@ -1,0 +1,141 @@
+/**
+ * Operator changes through the management API: desired models, cordon,
+ * uncordon, drain, and agent self-registration. Each is validated, written
+ * to the store, then applied in memory, and asks for a reconcile; a change
+ * refused with an error has changed nothing.
+ */
+import { fleetModelIssues, fleetModelPatchSchema, fleetModelSchema, fleetModelWire, toFleetModel } from "../config/fleet-schema.ts";
+import type { FleetConfig, FleetModelSpec } from "../config/types.ts";
+import type { AgentRegistration } from "../protocol/agent-messages.ts";
+import { LlmgwError } from "../shared/errors.ts";
+import type { Logger } from "../shared/logger.ts";
+import type { FleetState } from "./fleet-state.ts";
+import type { FleetStore } from "./store.ts";
+import type { Cordon, DrainOp, RegisteredNode, StoredModel } from "./types.ts";
+
+export interface OperationHooks {
+  now: () => number;
+  log: Logger;
+  fleet: FleetConfig;
+  requestTick: () => void;
+  pushPollTargets: () => void;
+}
+
+function invalid(path: string, message: string): LlmgwError {
+  return new LlmgwError("VALIDATION_FAILED", `${path}: ${message}`, { param: path });
+}
+
+export class FleetOperations {
+  constructor(
+    private readonly state: FleetState,
+    private readonly store: FleetStore,
+    private readonly hooks: OperationHooks,
+  ) {}
+
+  private node(name: string): void {
+    if (!this.state.registry.get(name)) throw new LlmgwError("NOT_FOUND", `no node '${name}'`, { param: "node" });
+  }
+
+  /** Create or replace a desired model (already schema-checked); cross-field rules are checked here. */
+  async putModel(spec: FleetModelSpec): Promise<StoredModel> {
+    const issue = fleetModelIssues(fleetModelWire(spec))[0];
+    if (issue) throw invalid(issue.path, issue.message);
+    const prev = this.state.models.get(spec.name);
+    // A config model changed through the API stays a config model: a later edit of its config entry still wins.
+    const stored: StoredModel = { spec, source: prev?.source ?? "api", configHash: prev?.configHash ?? null, updatedAt: this.hooks.now() };
+    await this.store.models.put(spec.name, stored);
+    this.state.models.set(spec.name, stored);
+    this.hooks.log.info({ model: spec.name, replicas: spec.replicas }, "desired model set");
+    this.hooks.requestTick();
+    return stored;
+  }
+
+  /** Change some fields of a desired model (`scale` is a patch of `replicas`). */
+  async patchModel(name: string, patch: unknown): Promise<StoredModel> {
+    const current = this.state.models.get(name);
+    if (!current) throw new LlmgwError("NOT_FOUND", `no desired model '${name}'`, { param: "model" });
+    const parsedPatch = fleetModelPatchSchema.safeParse(patch);
+    if (!parsedPatch.success) {
+      const i = parsedPatch.error.issues[0];
+      throw invalid(i?.path.join(".") || "(body)", i?.message ?? "invalid");
+    }
+    const merged = fleetModelSchema.safeParse({ ...fleetModelWire(current.spec), ...parsedPatch.data });
+    if (!merged.success) {
+      const i = merged.error.issues[0];
+      throw invalid(i?.path.join(".") || "(body)", i?.message ?? "invalid");
+    }
+    return this.putModel(toFleetModel(merged.data));
+  }
+
+  async deleteModel(name: string): Promise<void> {
+    if (!this.state.models.has(name)) throw new LlmgwError("NOT_FOUND", `no desired model '${name}'`, { param: "model" });
+    await this.store.models.delete(name);
+    this.state.models.delete(name);
+    this.hooks.log.info({ model: name }, "desired model removed");
+    this.hooks.requestTick();
+  }
+
+  async cordon(node: string, reason: string | null): Promise<Cordon> {
+    this.node(node);
+    const existing = this.state.cordons.get(node);
+    if (existing) return existing;
+    const c: Cordon = { node, reason, at: this.hooks.now() };
+    await this.store.cordons.put(node, c);
+    this.state.cordons.set(node, c);
+    this.hooks.log.info({ node, reason }, "node cordoned");
+    return c;
+  }
+
+  /** Allow placements again; a drain still running is cancelled (its replicas stay). */
+  async uncordon(node: string): Promise<{ cancelledDrain: boolean }> {
+    this.node(node);
+    const op = this.state.drains.get(node);
+    let cancelledDrain = false;
+    if (op?.state === "running") {
+      const cancelled: DrainOp = { ...op, state: "cancelled", finishedAt: this.hooks.now() };
+      await this.store.drains.put(node, cancelled);
+      this.state.drains.set(node, cancelled);
+      for (const e of this.state.replicas.values()) {
+        if (e.record.draining?.reason === "drain" && e.record.shards.some((s) => s.node === node)) {
+          e.record = { ...e.record, draining: null };
+          await this.store.replicas.put(e.record.id, e.record);
+        }
+      }
+      cancelledDrain = true;
+    }
+    await this.store.cordons.delete(node);
+    this.state.cordons.delete(node);
+    this.hooks.log.info({ node, cancelledDrain }, "node uncordoned");
+    this.hooks.requestTick();
+    return { cancelledDrain };
+  }
+
+  /** Cordon and move every replica off (see reconcile.ts); a drain already running is returned as it is. */
+  async drain(node: string, graceMs: number | undefined): Promise<DrainOp> {
+    this.node(node);
+    const running = this.state.drains.get(node);
+    if (running?.state === "running") return running;
+    await this.cordon(node, "drain");
+    const op: DrainOp = { node, startedAt: this.hooks.now(), graceMs: graceMs ?? this.hooks.fleet.drainGraceMs, state: "running", finishedAt: null };
+    await this.store.drains.put(node, op);
+    this.state.drains.set(node, op);
+    this.hooks.log.info({ node, graceMs: op.graceMs }, "drain started");
+    this.hooks.requestTick();
+    return op;
+  }
+
+  /** An agent registering itself (or again); a configured node's name cannot be taken. */
+  async register(reg: AgentRegistration): Promise<RegisteredNode> {
+    if (this.state.registry.isConfigured(reg.node)) {
+      throw new LlmgwError("CONFLICT", `node '${reg.node}' is configured under nodes: in the gateway's config; registration refused`, { param: "node" });
+    }
+    const node: RegisteredNode = { name: reg.node, url: reg.url.replace(/\/+$/, ""), token: reg.token, dcgmUrl: reg.dcgm_url, registeredAt: this.hooks.now() };
+    const known = this.state.registry.get(reg.node);
+    if (known && known.url === node.url && known.token === node.token && known.dcgmUrl === node.dcgmUrl) return { ...node, registeredAt: known.registeredAt ?? node.registeredAt };
+    await this.store.nodes.put(node.name, node);
+    if (this.state.registry.register(node, this.hooks.now())) this.hooks.pushPollTargets();
+    this.hooks.log.info({ node: node.name, url: node.url }, "agent registered");
+    this.hooks.requestTick();
+    return node;
+  }
+}

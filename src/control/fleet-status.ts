@@ -1,0 +1,158 @@
+/** Read views of the fleet for the management API and `llmgw ctl`: nodes with GPUs and faults, replicas with shards, models desired vs serving, drain progress. */
+import { fleetModelWire } from "../config/fleet-schema.ts";
+import type { DrainProgress, FailedReplicaStatus, ModelStatus, NodeStatus, PlacementStatus, ReplicaStatus } from "./fleet-api-schemas.ts";
+import type { FleetManager } from "./fleet-manager.ts";
+import { isActive, isServing, leaveState, type ReconcileView, type ReplicaView } from "./reconcile.ts";
+import { replicaIdOf } from "./replica-builder.ts";
+import type { DrainOp } from "./types.ts";
+
+export function nodesStatus(manager: FleetManager, now: number): NodeStatus[] {
+  const { state } = manager;
+  const view = manager.view(now);
+  return state.registry.list().map((e) => {
+    const placement = view.nodes.find((n) => n.name === e.name);
+    const snap = e.snapshot;
+    const agentGpus = snap?.state?.gpus ?? [];
+    const cordon = state.cordons.get(e.name);
+    const drain = state.drains.get(e.name);
+    const callError = state.nodeErrors.get(e.name);
+    // The newer of the poll error and the last call error.
+    const lastError = snap?.ok === false && snap.lastError ? snap.lastError : (callError?.message ?? null);
+    return {
+      name: e.name,
+      url: e.url,
+      source: e.source,
+      state: placement?.state ?? "Unknown",
+      cordoned: cordon !== undefined,
+      cordon_reason: cordon?.reason ?? null,
+      drain: drain ? { state: drain.state, started_at: drain.startedAt, grace_ms: drain.graceMs, finished_at: drain.finishedAt } : null,
+      last_answer_age_ms: snap?.answeredAt === undefined ? null : Math.max(0, now - snap.answeredAt),
+      last_error: lastError,
+      agent_hostname: snap?.state?.node ?? null,
+      fabric: snap?.state ? snap.state.fabric.island : null,
+      gpus: (placement?.gpus ?? []).map((g) => {
+        const a = agentGpus.find((x) => x.index === g.index);
+        return {
+          node: e.name,
+          index: g.index,
+          uuid: g.uuid,
+          name: a?.name ?? "",
+          class: g.class,
+          memory_gib: g.memoryGiB,
+          memory_used_mib: a?.memoryUsedMiB ?? null,
+          utilization_pct: a?.utilizationPct ?? null,
+          compute_capability: g.computeCapability,
+          healthy: g.faults.length === 0,
+          faults: g.faults,
+          used_by: g.usedBy,
+        };
+      }),
+      replicas: [...new Set((snap?.state?.replicas ?? []).map((r) => replicaIdOf(r.id)))].sort(),
+    };
+  });
+}
+
+function replicaStatus(manager: FleetManager, v: ReplicaView): ReplicaStatus {
+  const entry = manager.state.replicas.get(v.record.id)!;
+  return {
+    id: v.record.id,
+    model: v.record.model,
+    pool: v.record.pool,
+    engine: v.record.engine,
+    phase: v.phase,
+    detail: entry.verdict.detail,
+    in_rotation: v.handedOff && !v.drainingSignalled,
+    leaving: v.record.draining,
+    inflight: v.handedOff ? v.inflight : null,
+    created_at: v.record.createdAt,
+    last_error: entry.runtime.lastError,
+    shards: entry.verdict.shards.map((s) => ({
+      node: s.node,
+      agent_id: s.agentId,
+      rank: s.rank,
+      gpus: s.gpus,
+      state: s.state,
+      endpoint: s.endpoint,
+      restarts: s.restarts,
+      message: s.message,
+      log_tail: s.logTail,
+    })),
+  };
+}
+
+export function replicasStatus(manager: FleetManager, now: number): { replicas: ReplicaStatus[]; failed: FailedReplicaStatus[] } {
+  const view = manager.view(now);
+  return {
+    replicas: view.replicas.map((v) => replicaStatus(manager, v)).sort((a, b) => a.model.localeCompare(b.model) || a.id.localeCompare(b.id)),
+    failed: manager.state.failed.map((f) => ({ id: f.id, model: f.model, nodes: f.nodes, at: f.at, reason: f.reason, log_tail: f.logTail })),
+  };
+}
+
+export function modelsStatus(manager: FleetManager, now: number): ModelStatus[] {
+  const view = manager.view(now);
+  return [...manager.state.models.values()]
+    .sort((a, b) => a.spec.name.localeCompare(b.spec.name))
+    .map((m) => {
+      const mine = view.replicas.filter((r) => r.record.model === m.spec.name);
+      const backoff = manager.state.backoff.get(m.spec.name);
+      return {
+        name: m.spec.name,
+        source: m.source,
+        desired: m.spec.replicas,
+        active: mine.filter(isActive).length,
+        ready: mine.filter((r) => r.phase === "Ready").length,
+        serving: mine.filter((r) => r.record.draining === null && isServing(r)).length,
+        leaving: mine.filter((r) => r.record.draining !== null).length,
+        failures: backoff?.failures ?? 0,
+        next_attempt_in_ms: backoff && backoff.until > now ? backoff.until - now : null,
+        spec: fleetModelWire(m.spec),
+      };
+    });
+}
+
+export function placementStatus(manager: FleetManager, model: string): PlacementStatus | undefined {
+  const r = manager.explain(model);
+  if (!r) return undefined;
+  return {
+    model,
+    requested: r.requested,
+    placed: r.placements.length,
+    unplaced_reason: r.unplacedReason,
+    candidates: r.candidates.map((c) => ({ node: c.node, gpus: c.gpus, gpu_class: c.gpuClass, verdict: c.verdict, rank: c.rank, reasons: c.reasons })),
+    placements: r.placements,
+  };
+}
+
+/** What one leaving replica waits for, in words. */
+export function waitingFor(r: ReplicaView, view: ReconcileView, unplacedReason: string | null): string[] {
+  if (r.record.draining === null) return ["to be marked draining"];
+  const s = leaveState(r, view);
+  const out: string[] = [];
+  if (s.lastServing && s.inRotation) out.push(`stays in rotation: the last replica serving ${r.record.model} until a replacement serves`);
+  if (s.awaitingReplacement) out.push(`a replacement of ${r.record.model} to serve (${s.serving}/${s.desired} serving)${unplacedReason ? `; no place for it: ${unplacedReason}` : ""}`);
+  if (s.inflight > 0) out.push(`${s.inflight} request(s) in flight`);
+  if (out.length > 0 && !s.graceOver) out.push(`or the grace period, ${Math.ceil(s.graceLeftMs / 1000)} s left`);
+  if (out.length === 0 || s.graceOver) out.push(r.busy ? "its agent to stop it" : "to be stopped");
+  return out;
+}
+
+export function drainProgress(manager: FleetManager, op: DrainOp, now: number): DrainProgress {
+  const view = manager.view(now);
+  const unplaced = new Map<string, string | null>();
+  const onNode = view.replicas.filter((r) => r.record.shards.some((s) => s.node === op.node));
+  const replicas = onNode.map((r) => {
+    if (!unplaced.has(r.record.model)) unplaced.set(r.record.model, manager.explain(r.record.model)?.unplacedReason ?? null);
+    return { id: r.record.id, model: r.record.model, phase: r.phase, waiting_for: waitingFor(r, view, unplaced.get(r.record.model) ?? null) };
+  });
+  const running = op.state === "running";
+  return {
+    node: op.node,
+    state: op.state,
+    started_at: op.startedAt,
+    grace_ms: op.graceMs,
+    grace_left_ms: running ? Math.max(0, op.startedAt + op.graceMs - now) : null,
+    finished_at: op.finishedAt,
+    replicas,
+    waiting_for: running ? replicas.flatMap((r) => r.waiting_for.map((w) => `${r.id}: ${w}`)) : [],
+  };
+}

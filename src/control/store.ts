@@ -1,0 +1,35 @@
+/**
+ * The fleet's durable state behind small async interfaces: desired models,
+ * cordons, drain operations, self-registered nodes and the replicas the
+ * control plane launched. The embedded backend is bun:sqlite
+ * (src/control/sqlite-store.ts); a shared backend (Redis, issue 14) implements
+ * the same interfaces, one hash per collection, and passes the same contract
+ * tests (test/unit/fleet-store.test.ts).
+ */
+import type { Cordon, DrainOp, RegisteredNode, ReplicaRecord, StoredModel } from "./types.ts";
+
+/** A keyed collection of JSON records. Writes are atomic per record; `list` returns records ordered by key. */
+export interface Collection<T> {
+  list(): Promise<T[]>;
+  get(key: string): Promise<T | undefined>;
+  put(key: string, value: T): Promise<void>;
+  /** false when there was nothing under the key. */
+  delete(key: string): Promise<boolean>;
+}
+
+export interface FleetStore {
+  /** Keyed by model name. */
+  readonly models: Collection<StoredModel>;
+  /** Keyed by node name. */
+  readonly cordons: Collection<Cordon>;
+  /** Keyed by node name: the latest drain of each node. */
+  readonly drains: Collection<DrainOp>;
+  /** Keyed by node name. */
+  readonly nodes: Collection<RegisteredNode>;
+  /** Keyed by replica id. */
+  readonly replicas: Collection<ReplicaRecord>;
+  close(): Promise<void>;
+}
+
+export const COLLECTIONS = ["models", "cordons", "drains", "nodes", "replicas"] as const;
+export type CollectionName = (typeof COLLECTIONS)[number];

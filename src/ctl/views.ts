@@ -1,0 +1,110 @@
+/** How `llmgw ctl` prints each management API answer for people (scripts use --json). */
+import type { DrainProgress, FailedReplicaStatus, ModelStatus, NodeStatus, PlacementStatus, ReplicaStatus } from "../control/fleet-api-schemas.ts";
+import { age, dash, renderTable, type Cell, type CellInput } from "./table.ts";
+
+function stateCell(state: string): Cell {
+  return { text: state, tint: state === "Ready" ? "green" : state === "NotReady" || state === "Failed" || state === "Lost" ? "red" : "yellow" };
+}
+
+function cordonText(n: NodeStatus): string {
+  if (n.drain?.state === "running") return "draining";
+  if (!n.cordoned) return "-";
+  return n.drain?.state === "done" ? "drained" : "cordoned";
+}
+
+export function formatNodes(nodes: readonly NodeStatus[], colour: boolean): string {
+  if (nodes.length === 0) return "no nodes (list agents under nodes: in the config, or let them register)";
+  const table = renderTable(
+    ["NODE", "STATE", "SCHEDULING", "GPUS", "FREE", "UNHEALTHY", "REPLICAS", "FABRIC", "LAST ANSWER", "ERROR"],
+    nodes.map((n) => [
+      n.name,
+      stateCell(n.state),
+      cordonText(n) === "-" ? { text: "ok", tint: "green" } : { text: cordonText(n), tint: "yellow" },
+      n.gpus.length,
+      n.gpus.filter((g) => g.healthy && g.used_by === null).length,
+      { text: String(n.gpus.filter((g) => !g.healthy).length), ...(n.gpus.some((g) => !g.healthy) ? { tint: "red" as const } : {}) },
+      n.replicas.length,
+      dash(n.fabric),
+      age(n.last_answer_age_ms),
+      n.last_error === null ? "-" : { text: n.last_error, tint: "red" },
+    ]),
+    colour,
+  );
+  const bad = nodes.flatMap((n) => n.gpus.filter((g) => !g.healthy).flatMap((g) => g.faults.map((f) => [n.name, g.index, g.class, { text: f, tint: "red" as const }] as CellInput[])));
+  if (bad.length === 0) return table;
+  return `${table}\n\nGPUs kept out of placement:\n${renderTable(["NODE", "GPU", "CLASS", "REASON"], bad, colour)}`;
+}
+
+function shardsText(r: ReplicaStatus): string {
+  return r.shards.map((s) => `${s.node}:${s.gpus.join(",")}${r.shards.length > 1 ? `(${s.state})` : ""}`).join(" ");
+}
+
+function replicaNote(r: ReplicaStatus): string {
+  const parts = [r.leaving ? `leaving (${r.leaving.reason})` : null, r.detail, r.last_error ? `agent: ${r.last_error}` : null].filter((p): p is string => p !== null);
+  return parts.length === 0 ? "-" : parts.join("; ");
+}
+
+export function formatReplicas(replicas: readonly ReplicaStatus[], failed: readonly FailedReplicaStatus[], colour: boolean): string {
+  const out: string[] = [];
+  out.push(
+    replicas.length === 0
+      ? "no replicas"
+      : renderTable(
+          ["REPLICA", "MODEL", "PHASE", "SHARDS", "ROTATION", "INFLIGHT", "DETAIL"],
+          replicas.map((r) => [r.id, r.model, stateCell(r.phase), shardsText(r), r.in_rotation ? "in" : "out", dash(r.inflight), replicaNote(r)]),
+          colour,
+        ),
+  );
+  for (const r of replicas) {
+    const tail = r.shards.flatMap((s) => (s.log_tail && s.log_tail.length > 0 ? [`--- ${r.id} on ${s.node} (log tail) ---`, ...s.log_tail.slice(-10)] : []));
+    if (tail.length > 0) out.push("", ...tail);
+  }
+  if (failed.length > 0) {
+    out.push("", "Recently failed (replaced):");
+    out.push(renderTable(["REPLICA", "MODEL", "NODES", "AT", "REASON"], failed.map((f) => [f.id, f.model, f.nodes.join(","), new Date(f.at).toISOString(), { text: f.reason, tint: "red" }]), colour));
+    for (const f of failed) if (f.log_tail && f.log_tail.length > 0) out.push(`--- ${f.id} (log tail) ---`, ...f.log_tail.slice(-10));
+  }
+  return out.join("\n");
+}
+
+export function formatModels(models: readonly ModelStatus[], colour: boolean): string {
+  if (models.length === 0) return "no desired models (fleet.models in the config, or PUT one through the management API)";
+  return renderTable(
+    ["MODEL", "ENGINE", "DESIRED", "ACTIVE", "READY", "SERVING", "LEAVING", "FAILURES", "NEXT ATTEMPT"],
+    models.map((m) => [
+      m.name,
+      m.spec.engine,
+      m.desired,
+      m.active,
+      m.ready,
+      { text: String(m.serving), tint: m.serving >= m.desired ? "green" : "yellow" },
+      m.leaving,
+      m.failures === 0 ? "0" : { text: String(m.failures), tint: "red" },
+      m.next_attempt_in_ms === null ? "-" : `in ${Math.ceil(m.next_attempt_in_ms / 1000)} s`,
+    ]),
+    colour,
+  );
+}
+
+export function formatPlacement(p: PlacementStatus, colour: boolean): string {
+  const head =
+    p.placed === p.requested
+      ? `${p.model}: ${p.requested} more replica(s) would go to ${p.placements.map((s) => s.map((x) => `${x.node}:${x.gpus.join(",")}`).join("+")).join(", ")}`
+      : `${p.model}: ${p.placed} of ${p.requested} replica(s) can be placed; ${p.unplaced_reason ?? "no eligible candidate"}`;
+  const rows: CellInput[][] = [];
+  for (const c of p.candidates) {
+    const verdict: Cell =
+      c.verdict === "chosen" ? { text: `chosen (#${c.rank})`, tint: "green" } : c.verdict === "eligible" ? { text: `eligible (#${c.rank})`, tint: "yellow" } : { text: "rejected", tint: "red" };
+    const first = c.reasons[0];
+    rows.push([c.node, dash(c.gpus.join(",")), dash(c.gpu_class), verdict, first ? `${first.code}: ${first.message}` : "-"]);
+    for (const r of c.reasons.slice(1)) rows.push(["", "", "", "", `${r.code}: ${r.message}`]);
+  }
+  return `${head}\n\n${renderTable(["NODE", "GPUS", "CLASS", "VERDICT", "REASONS"], rows, colour)}`;
+}
+
+export function formatDrain(d: DrainProgress): string {
+  if (d.state !== "running") return `${d.node}: drain ${d.state}${d.finished_at !== null ? ` after ${((d.finished_at - d.started_at) / 1000).toFixed(1)} s` : ""}`;
+  const lines = [`${d.node}: draining, ${d.replicas.length} replica(s) left, grace period ${Math.ceil((d.grace_left_ms ?? 0) / 1000)} s left`];
+  for (const w of d.waiting_for) lines.push(`  waiting for ${w}`);
+  return lines.join("\n");
+}
