@@ -49,8 +49,9 @@ export async function timedStream(
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
     if (res.status !== 200 || !res.body) {
-      await res.arrayBuffer().catch(() => undefined);
-      return { ok: false, status: res.status, ttftMs, gapsMs, events, totalMs: performance.now() - start, error: `HTTP ${res.status}` };
+      const text = await res.text().catch(() => "");
+      const code = /"code":"([A-Z_]+)"/.exec(text)?.[1];
+      return { ok: false, status: res.status, ttftMs, gapsMs, events, totalMs: performance.now() - start, error: `HTTP ${res.status}${code ? ` ${code}` : ""}` };
     }
     opts.onOpen?.();
     let prevByte = 0;

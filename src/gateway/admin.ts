@@ -7,6 +7,7 @@
  * and nothing else. Any other path is an OpenAI-shaped 404 on both.
  */
 import { openapi } from "@elysiajs/openapi";
+import { heapStats } from "bun:jsc";
 import { Elysia } from "elysia";
 import { z } from "zod";
 import { CIRCUIT_CLOSED, EndpointTable, F, FLAVOR_CODES, I } from "../shared/endpoint-table.ts";
@@ -123,7 +124,47 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState) {
     .get("/admin/v1/endpoints", () => ({ endpoints: endpointStates(ctx) }), {
       response: z.object({ endpoints: z.array(endpointStateSchema) }),
       detail: { summary: "Every endpoint with readiness, load and circuit state" },
-    });
+    })
+    .get("/admin/v1/diagnostics/memory", () => memoryState(), {
+      response: memoryStateSchema,
+      detail: { summary: "The process's memory: resident set, JavaScript heap, external buffers (bytes)" },
+    })
+    .get(
+      "/admin/v1/diagnostics/heap",
+      () => {
+        const h = heapStats();
+        const top = Object.entries(h.objectTypeCounts)
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 40);
+        return { heap_size: h.heapSize, heap_capacity: h.heapCapacity, extra_memory: h.extraMemorySize, object_count: h.objectCount, object_types: Object.fromEntries(top) };
+      },
+      { detail: { summary: "JavaScript heap: size, capacity, and the 40 most numerous object types (to find what a leak holds)" } },
+    )
+    .post(
+      "/admin/v1/diagnostics/gc",
+      () => {
+        const before = memoryState();
+        Bun.gc(true);
+        return { before, after: memoryState() };
+      },
+      {
+        response: z.object({ before: memoryStateSchema, after: memoryStateSchema }),
+        detail: { summary: "Run a full garbage collection now (for memory measurements; it pauses the gateway for its duration)" },
+      },
+    );
+}
+
+const memoryStateSchema = z.object({
+  rss: z.number().int(),
+  heap_used: z.number().int(),
+  heap_total: z.number().int(),
+  external: z.number().int(),
+  array_buffers: z.number().int(),
+});
+
+function memoryState(): z.infer<typeof memoryStateSchema> {
+  const m = process.memoryUsage();
+  return { rss: m.rss, heap_used: m.heapUsed, heap_total: m.heapTotal, external: m.external, array_buffers: m.arrayBuffers };
 }
 
 export function createMetricsApp(ctx: GatewayContext, state: ListenerState) {

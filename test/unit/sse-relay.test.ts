@@ -208,3 +208,18 @@ describe("SSE relay, engine quirks", () => {
     expect(cancelled).toBe(true);
   });
 });
+
+describe("SSE relay, every transport", () => {
+  for (const variant of RELAY_VARIANT_NAMES) {
+    test(`${variant}: the same bytes reach the client, and a cut stream ends with the explicit error`, async () => {
+      const ok = await relay([TOKEN(0) + TOKEN(1), TOKEN(2) + USAGE, DONE], false, variant);
+      expect(ok.payloads).toEqual([TOKEN(0).trim(), TOKEN(1).trim(), TOKEN(2).trim(), "data: [DONE]"]);
+      expect(ok.usage).toEqual({ prompt_tokens: 7, completion_tokens: 2 });
+      expect(ok.ends).toEqual([{ outcome: "ok" }]);
+      const cut = await relay([TOKEN(0), TOKEN(1).slice(0, 20)], false, variant);
+      expect(cut.payloads.at(-1)).toBe("data: [DONE]");
+      expect(JSON.parse(cut.payloads.at(-2)!.slice(6)).error.code).toBe("UPSTREAM_STREAM_TRUNCATED");
+      expect(cut.payloads).not.toContain(TOKEN(1).slice(0, 20).trim());
+    });
+  }
+});

@@ -20,7 +20,7 @@ import type { AttemptFailure, Outcome } from "../../metrics/names.ts";
 import { errorBody, type ErrorCode } from "../../shared/errors.ts";
 import type { AttemptVerdict, Usage } from "../request/exchange.ts";
 import { ENDPOINT_FAULTS } from "./failures.ts";
-import { eventJson, MAX_EVENT_BYTES, type ScannedEvent } from "./sse-scanner.ts";
+import { eventJson, MAX_EVENT_BYTES, type EventVisitor, type ScannedEvent, type SseEventKind } from "./sse-scanner.ts";
 import { readMany, type OpenStream } from "./upstream.ts";
 
 export type RelayVariant = RelayVariantName;
@@ -36,8 +36,8 @@ export function sseErrorEvent(code: ErrorCode, message: string): Uint8Array {
   return enc.encode(`data: ${JSON.stringify(errorBody(code, message))}\n\n`);
 }
 
-function readUsage(event: ScannedEvent): Usage | undefined {
-  const json = eventJson(event.bytes);
+function readUsage(bytes: Uint8Array): Usage | undefined {
+  const json = eventJson(bytes);
   const usage = typeof json === "object" && json !== null ? (json as { usage?: unknown }).usage : undefined;
   if (typeof usage !== "object" || usage === null) return undefined;
   const u = usage as Record<string, unknown>;
@@ -47,8 +47,8 @@ function readUsage(event: ScannedEvent): Usage | undefined {
   };
 }
 
-function engineErrorMessage(event: ScannedEvent): string {
-  const msg = (eventJson(event.bytes) as { error?: { message?: unknown } } | undefined)?.error?.message;
+function engineErrorMessage(bytes: Uint8Array): string {
+  const msg = (eventJson(bytes) as { error?: { message?: unknown } } | undefined)?.error?.message;
   return typeof msg === "string" ? msg : "engine reported an error mid-stream";
 }
 
@@ -72,6 +72,14 @@ export class SseRelay {
   private sawDone = false;
   private sentToken = false;
   private first: ScannedEvent[] | undefined;
+  /** The bytes for the client from this call of next() (reused: a transport writes them before calling again). */
+  private readonly out: Uint8Array[] = [];
+  /** A run of adjacent forwarded events not yet appended to `out`: buf[runStart, runEnd). */
+  private runBuf: Uint8Array | undefined;
+  private runStart = 0;
+  private runEnd = 0;
+  private tokensInChunk = false;
+  private readonly visit: EventVisitor = (kind, buf, start, end) => this.onEvent(kind, buf, start, end);
 
   constructor(
     private readonly x: RelayOwner,
@@ -86,11 +94,13 @@ export class SseRelay {
   /** The next bytes for the client (at least one piece), or undefined once the relay is over. */
   async next(): Promise<Uint8Array[] | undefined> {
     if (this.over) return undefined;
-    const out: Uint8Array[] = [];
+    const out = this.out;
+    out.length = 0;
     if (this.first) {
       const first = this.first;
       this.first = undefined;
-      this.deliver(first, out);
+      for (const e of first) this.onEvent(e.kind, e.bytes, 0, e.bytes.length);
+      this.endOfChunk();
       if (out.length > 0 || this.over) return out;
     }
     const { reader, scanner, deadlines } = this.open;
@@ -106,20 +116,25 @@ export class SseRelay {
         done = r.done;
       } catch {
         if (this.over) break;
-        if (deadlines.fired === "idle_timeout") this.broken(out, "UPSTREAM_IDLE_TIMEOUT", "idle_timeout", "the engine sent nothing within the inter-token deadline");
-        else if (deadlines.fired === "total_timeout") this.broken(out, "UPSTREAM_TOTAL_TIMEOUT", "total_timeout", "the request exceeded its total deadline");
-        else this.broken(out, "UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine connection broke mid-stream");
+        if (deadlines.clientGone) {
+          this.cancel(); // the client left: its abort cut the upstream read
+          break;
+        }
+        if (deadlines.fired === "idle_timeout") this.broken("UPSTREAM_IDLE_TIMEOUT", "idle_timeout", "the engine sent nothing within the inter-token deadline");
+        else if (deadlines.fired === "total_timeout") this.broken("UPSTREAM_TOTAL_TIMEOUT", "total_timeout", "the request exceeded its total deadline");
+        else this.broken("UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine connection broke mid-stream");
         break;
       }
       if (chunks.length > 0) deadlines.touch();
       for (const chunk of chunks) {
         if (this.over) break;
+        scanner.scan(chunk, this.visit);
+        this.endOfChunk();
         // Events completed before an overflow still go out, then the error.
-        this.deliver(scanner.push(chunk), out);
-        if (scanner.overflowed && !this.over) this.broken(out, "UPSTREAM_MALFORMED", "malformed", `the engine sent an SSE event over ${MAX_EVENT_BYTES} bytes`);
+        if (scanner.overflowed && !this.over) this.broken("UPSTREAM_MALFORMED", "malformed", `the engine sent an SSE event over ${MAX_EVENT_BYTES} bytes`);
       }
       if (done && !this.over) {
-        if (!this.sawDone) this.broken(out, "UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine ended the stream without [DONE]");
+        if (!this.sawDone) this.broken("UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine ended the stream without [DONE]");
         break;
       }
       if (out.length > 0) break;
@@ -135,50 +150,64 @@ export class SseRelay {
     this.end("cancelled", { kind: "neutral" });
   }
 
-  /** Append what the client should see of these events; ends the relay on [DONE] or an engine error. */
-  private deliver(events: ScannedEvent[], out: Uint8Array[]): void {
-    let tokens = false;
-    for (const e of events) {
-      switch (e.kind) {
-        case "data":
-          tokens = true;
-          this.push(out, e.bytes);
-          break;
-        case "usage": {
-          const usage = readUsage(e);
-          if (usage) this.x.usage = usage;
-          if (this.x.includeUsage) this.push(out, e.bytes);
-          break;
-        }
-        case "comment":
-          this.push(out, e.bytes);
-          break;
-        case "malformed":
-          this.x.malformed();
-          break;
-        case "error": {
-          const message = engineErrorMessage(e);
-          out.push(sseErrorEvent("UPSTREAM_ERROR", message), DONE_EVENT);
-          this.end("stream_error", { kind: "fault", failure: "status_5xx" }, message);
-          return;
-        }
-        case "done":
-          this.sawDone = true;
-          out.push(DONE_EVENT);
-          this.end("ok", { kind: "neutral" });
-          return;
+  /** One event from upstream: what the client should see of it; [DONE] or an engine error end the relay. */
+  private onEvent(kind: SseEventKind, buf: Uint8Array, start: number, end: number): void {
+    if (this.over) return; // nothing after [DONE] or an error
+    switch (kind) {
+      case "data":
+        this.tokensInChunk = true;
+        return this.forward(buf, start, end);
+      case "comment":
+        return this.forward(buf, start, end);
+      case "usage": {
+        const usage = readUsage(buf.subarray(start, end));
+        if (usage) this.x.usage = usage;
+        if (this.x.includeUsage) this.forward(buf, start, end);
+        return;
       }
+      case "malformed":
+        this.flushRun();
+        return this.x.malformed();
+      case "error": {
+        this.flushRun();
+        const message = engineErrorMessage(buf.subarray(start, end));
+        this.out.push(sseErrorEvent("UPSTREAM_ERROR", message), DONE_EVENT);
+        return this.end("stream_error", { kind: "fault", failure: "status_5xx" }, message);
+      }
+      case "done":
+        this.flushRun();
+        this.sawDone = true;
+        this.out.push(DONE_EVENT);
+        return this.end("ok", { kind: "neutral" });
     }
-    if (tokens) this.tokensSent();
   }
 
-  /** Append bytes, merging with the previous piece when they are adjacent in the same buffer. */
-  private push(out: Uint8Array[], bytes: Uint8Array): void {
-    const prev = out[out.length - 1];
-    if (this.coalesce && prev !== undefined && prev.buffer === bytes.buffer && prev.byteOffset + prev.byteLength === bytes.byteOffset) {
-      out[out.length - 1] = new Uint8Array(prev.buffer, prev.byteOffset, prev.byteLength + bytes.byteLength);
-    } else {
-      out.push(bytes);
+  /** Forward buf[start, end): extend the current run when adjacent (one write per chunk), else start a new one. */
+  private forward(buf: Uint8Array, start: number, end: number): void {
+    if (this.coalesce && this.runBuf === buf && this.runEnd === start) {
+      this.runEnd = end;
+      return;
+    }
+    this.flushRun();
+    this.runBuf = buf;
+    this.runStart = start;
+    this.runEnd = end;
+    if (!this.coalesce) this.flushRun();
+  }
+
+  private flushRun(): void {
+    const b = this.runBuf;
+    if (!b) return;
+    // The common case, a chunk that is one or more whole events, goes out as the chunk itself.
+    this.out.push(this.runStart === 0 && this.runEnd === b.length ? b : b.subarray(this.runStart, this.runEnd));
+    this.runBuf = undefined;
+  }
+
+  private endOfChunk(): void {
+    this.flushRun();
+    if (this.tokensInChunk) {
+      this.tokensInChunk = false;
+      this.tokensSent();
     }
   }
 
@@ -191,8 +220,9 @@ export class SseRelay {
     }
   }
 
-  private broken(out: Uint8Array[], code: ErrorCode, failure: AttemptFailure, message: string): void {
-    out.push(sseErrorEvent(code, message), DONE_EVENT);
+  private broken(code: ErrorCode, failure: AttemptFailure, message: string): void {
+    this.flushRun();
+    this.out.push(sseErrorEvent(code, message), DONE_EVENT);
     const outcome: Outcome = failure === "idle_timeout" || failure === "total_timeout" ? "timeout" : "stream_error";
     this.end(outcome, ENDPOINT_FAULTS.has(failure) ? { kind: "fault", failure } : { kind: "neutral", failure }, message);
   }

@@ -73,6 +73,9 @@ export function classifyEvent(buf: Uint8Array, start: number, end: number): SseE
   return hasEmptyChoices(buf, key, end) ? "usage" : "data";
 }
 
+/** One complete event: its kind and where it lies in `buf`, blank line included. */
+export type EventVisitor = (kind: SseEventKind, buf: Uint8Array, start: number, end: number) => void;
+
 export interface ScannedEvent {
   kind: SseEventKind;
   /** The event's bytes including its trailing blank line. */
@@ -100,16 +103,29 @@ export class SseScanner {
   /** An event grew past MAX_EVENT_BYTES without its blank line; the stream is broken. */
   overflowed = false;
 
-  /** Complete events in `chunk` (plus any carried tail); keeps an incomplete tail for later. */
+  /** Complete events in `chunk` (plus any carried tail), as objects; keeps an incomplete tail for later. */
   push(chunk: Uint8Array): ScannedEvent[] {
-    if (this.overflowed || chunk.length === 0) return [];
+    const events: ScannedEvent[] = [];
+    this.scan(chunk, (kind, buf, start, end) => events.push({ kind, bytes: buf.subarray(start, end) }));
+    return events;
+  }
+
+  /**
+   * Visit the complete events in `chunk` (plus any carried tail) in order,
+   * allocating nothing per event: `visit` gets each event's kind and its
+   * place in `buf` (the chunk itself, or the carried tail joined to it),
+   * blank line included. Keeps an incomplete tail for later. The relay's hot
+   * path: one upstream chunk usually is one whole event, forwarded as is.
+   */
+  scan(chunk: Uint8Array, visit: EventVisitor): void {
+    if (this.overflowed || chunk.length === 0) return;
     if (this.carryLength > 0 && !this.blankLineEndsIn(chunk)) {
       // The event goes on: keep the chunk as it is (joining now would re-copy
       // the whole tail for every chunk of a long event).
       this.carry.push(chunk);
       this.carryLength += chunk.length;
       if (this.carryLength > MAX_EVENT_BYTES) this.overflow();
-      return [];
+      return;
     }
     let buf = chunk;
     let scanFrom = 0;
@@ -121,7 +137,6 @@ export class SseScanner {
       this.carry = [];
       this.carryLength = 0;
     }
-    const events: ScannedEvent[] = [];
     let eventStart = 0;
     for (let i = buf.indexOf(LF, scanFrom); i >= 0; i = buf.indexOf(LF, i + 1)) {
       // Boundary: "\n\n" or "\n\r\n".
@@ -129,7 +144,7 @@ export class SseScanner {
       if (buf[i + 1] === LF) end = i + 2;
       else if (buf[i + 1] === CR && buf[i + 2] === LF) end = i + 3;
       if (end < 0) continue;
-      events.push({ kind: classifyEvent(buf, eventStart, i), bytes: buf.subarray(eventStart, end) });
+      visit(classifyEvent(buf, eventStart, i), buf, eventStart, end);
       eventStart = end;
       i = end - 1;
     }
@@ -138,7 +153,6 @@ export class SseScanner {
       this.carryLength = buf.length - eventStart;
       if (this.carryLength > MAX_EVENT_BYTES) this.overflow();
     }
-    return events;
   }
 
   /** Whether a blank line ("\n\n" or "\n\r\n") ends inside `chunk`, continuing the carried tail. */

@@ -145,11 +145,11 @@ export async function openUpstream(input: AttemptInput, path: string): Promise<A
   }
   if (input.clientSignal.aborted) return failed("cancelled", "client went away");
 
-  const dl = new AttemptDeadlines(input.totalLeftMs);
+  const dl = new AttemptDeadlines(input.totalLeftMs, input.clientSignal);
   // Engines answer a non-streaming request only when generation is done, so
   // for those the total deadline alone bounds the wait for headers.
   if (input.stream) dl.armHeaders(d.headersMs);
-  const signal = AbortSignal.any([input.clientSignal, dl.signal]);
+  const signal = dl.signal;
   const reasonOf = (err: unknown): AttemptFailed => {
     dl.dispose();
     if (input.clientSignal.aborted) return failed("cancelled", "client went away");
