@@ -3,22 +3,12 @@ import { describe, expect, test } from "bun:test";
 import { parseGenerationRequest } from "../../src/sim/openai-request.ts";
 import { readContext, SimOutput, VOCAB } from "../../src/sim/text-model.ts";
 import { renderChat, textPrompt } from "../../src/sim/tokens.ts";
-import { SimHttpError } from "../../src/sim/vllm-errors.ts";
+import { simErrorOf as err } from "../helpers/sim-http-error.ts";
 
 const limits = { models: ["m"], maxModelLen: 4096, blockSize: 4, outputLen: 40 };
 
 function answerOf(text: string, n: number, seed?: number): string {
   return new SimOutput(textPrompt(text, 4, seed).state).text(n);
-}
-
-function err(fn: () => unknown): SimHttpError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof SimHttpError) return e;
-    throw e;
-  }
-  throw new Error("expected a SimHttpError");
 }
 
 describe("sim text model", () => {

@@ -5,20 +5,10 @@ import { embeddingVector, StreamEncoder } from "../../src/sim/openai-response.ts
 import { countTokenEvents } from "../../src/sim/stream-probe.ts";
 import { SimOutput, VOCAB } from "../../src/sim/text-model.ts";
 import { countTextTokens, renderChat, textPrompt } from "../../src/sim/tokens.ts";
-import { SimHttpError } from "../../src/sim/vllm-errors.ts";
+import { simErrorOf as err } from "../helpers/sim-http-error.ts";
 
 const limits = { models: ["m"], maxModelLen: 100, blockSize: 4, outputLen: 8 };
 const dec = new TextDecoder();
-
-function err(fn: () => unknown): SimHttpError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof SimHttpError) return e;
-    throw e;
-  }
-  throw new Error("expected a SimHttpError");
-}
 
 describe("sim tokens", () => {
   test("4 characters per token; chat rendered with role markers", () => {
