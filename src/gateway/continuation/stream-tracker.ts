@@ -17,7 +17,7 @@ export interface StreamIdentity {
   model: string;
 }
 
-/** Why a broken stream cannot be continued now. */
+/** Why a broken stream cannot be continued now (no_chunk_yet: no data chunk with an id, created and model went out). */
 export type NotResumable = InexactReason | "finished" | "no_chunk_yet";
 
 const decoder = new TextDecoder();
@@ -55,6 +55,8 @@ export class StreamTracker {
   readonly delivery: Delivery;
   /** The original stream's identity, from its first data event; continuation chunks are rewritten to it. */
   identity: StreamIdentity | undefined;
+  /** Parsing for the identity is tried on the first data event only: a stream whose chunks lack one is not parsed per chunk. */
+  private sawData = false;
 
   constructor(route: Route) {
     this.delivery = new Delivery(route);
@@ -63,7 +65,10 @@ export class StreamTracker {
   /** An event of the original stream went to the client (call it for each one the relay forwards). */
   observe(event: ScannedEvent): void {
     if (event.kind !== "data") return;
-    this.identity ??= identityOf(event.bytes);
+    if (!this.sawData) {
+      this.sawData = true;
+      this.identity = identityOf(event.bytes);
+    }
     this.delivery.observe(event.bytes);
   }
 
