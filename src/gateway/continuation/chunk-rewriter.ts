@@ -25,6 +25,8 @@ const decoder = new TextDecoder();
 
 type Json = Record<string, unknown>;
 
+const UNREADABLE = Symbol("unreadable");
+
 function parseEvent(bytes: Uint8Array): Json | undefined {
   const at = dataPayloadAt(bytes);
   if (at < 0) return undefined;
@@ -91,7 +93,10 @@ export class ContinuationRewriter {
       this.seenData = true;
       this.learnEnvelope(bytes);
       // The continuation opens with its own role delta (vLLM and SGLang send it first, alone).
-      if (this.chat && this.hasRole(bytes)) return this.withoutRole(bytes);
+      if (this.chat && this.hasRole(bytes)) {
+        const rest = this.withoutRole(bytes);
+        if (rest !== UNREADABLE) return rest;
+      }
     }
     this.delivery.observe(bytes);
     const cont = this.contEnvelope;
@@ -112,12 +117,12 @@ export class ContinuationRewriter {
     return role >= 0 && bytes[role] === 34; /* a string; SGLang sends "role":null on later chunks */
   }
 
-  /** The role chunk without its role: nothing (the usual `{"role":"assistant","content":""}`), or the rest of it. */
-  private withoutRole(bytes: Uint8Array): Uint8Array | undefined {
+  /** The role chunk without its role: nothing (the usual `{"role":"assistant","content":""}`), or the rest of it; UNREADABLE to treat it as any chunk. */
+  private withoutRole(bytes: Uint8Array): Uint8Array | undefined | typeof UNREADABLE {
     const obj = parseEvent(bytes);
     const choice = obj && Array.isArray(obj.choices) ? (obj.choices[0] as Json | undefined) : undefined;
     const delta = choice && typeof choice.delta === "object" && choice.delta !== null ? (choice.delta as Json) : undefined;
-    if (!obj || !choice || !delta) return bytes;
+    if (!obj || !choice || !delta) return UNREADABLE;
     delete delta.role;
     const carries = Object.entries(delta).some(([k, v]) => v !== null && v !== "" && !(Array.isArray(v) && v.length === 0) && k !== "role");
     if (!carries && (choice.finish_reason === null || choice.finish_reason === undefined)) return undefined;
