@@ -4,7 +4,7 @@
  * input. Pure: body text in, a typed request or a SimHttpError out.
  */
 import { badRequest, SimHttpError } from "./vllm-errors.ts";
-import { countTextTokens, idsPrompt, renderChat, textPrompt, type PromptTokens } from "./tokens.ts";
+import { countTextTokens, idsPrompt, renderChat, textPrompt, type ChatEnding, type PromptTokens } from "./tokens.ts";
 
 export interface GenerationRequest {
   kind: "chat" | "completion";
@@ -65,6 +65,15 @@ function optInt(o: Obj, key: string, min: number): number | undefined {
   return v;
 }
 
+/** vLLM's `seed`: any 64-bit signed integer. */
+function optSeed(o: Obj): number | undefined {
+  const v = o.seed;
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || !Number.isInteger(v)) throw badRequest("seed: Input should be a valid integer", "seed");
+  if (v < -(2 ** 63) || v >= 2 ** 63) throw badRequest("seed: Input should be a 64-bit signed integer", "seed");
+  return v;
+}
+
 function optNumber(o: Obj, key: string): void {
   const v = o[key];
   if (v !== undefined && v !== null && typeof v !== "number") throw badRequest(`${key}: Input should be a valid number`, key);
@@ -86,7 +95,27 @@ function messageText(content: unknown, i: number): string {
   return out;
 }
 
-function chatPrompt(o: Obj, blockSize: number): PromptTokens {
+/**
+ * How the chat template ends, from continue_final_message and
+ * add_generation_prompt, refusing the pair the way vLLM does: both set true
+ * fails its request validator (ChatCompletionRequest.check_generation_prompt);
+ * continue_final_message with add_generation_prompt left at its default
+ * (true) fails in transformers' apply_chat_template. Both are 400s.
+ */
+function chatEnding(o: Obj): ChatEnding {
+  const cont = optBool(o, "continue_final_message") ?? false;
+  const addGen = optBool(o, "add_generation_prompt");
+  if (cont && addGen === true) throw badRequest("Value error, Cannot set both `continue_final_message` and `add_generation_prompt` to True.");
+  if (cont && addGen === undefined) {
+    throw badRequest(
+      "continue_final_message and add_generation_prompt are not compatible. Use continue_final_message when you want the model to continue the final message, and add_generation_prompt when you want to add a header that will prompt it to start a new assistant message instead.",
+    );
+  }
+  if (cont) return "continue-final";
+  return addGen === false ? "none" : "generation-prompt";
+}
+
+function chatPrompt(o: Obj, blockSize: number, seed: number | undefined): PromptTokens {
   const messages = o.messages;
   if (messages === undefined) throw badRequest("messages: Field required", "messages");
   if (!Array.isArray(messages)) throw badRequest("messages: Input should be a valid list", "messages");
@@ -97,18 +126,18 @@ function chatPrompt(o: Obj, blockSize: number): PromptTokens {
     if (typeof role !== "string") throw badRequest(`messages[${i}].role: Field required`, "messages");
     return { role, content: messageText((m as Obj).content, i) };
   });
-  return textPrompt(renderChat(rendered), blockSize);
+  return textPrompt(renderChat(rendered, chatEnding(o)), blockSize, seed);
 }
 
-function completionPrompt(o: Obj, blockSize: number): PromptTokens {
+function completionPrompt(o: Obj, blockSize: number, seed: number | undefined): PromptTokens {
   const p = o.prompt;
   if (p === undefined || p === null) throw badRequest("prompt: Field required", "prompt");
-  if (typeof p === "string") return textPrompt(p, blockSize);
+  if (typeof p === "string") return textPrompt(p, blockSize, seed);
   if (Array.isArray(p)) {
     // One prompt only: a string in a list, or a list of token ids (vLLM also takes batches; the sim does not).
-    if (p.length === 1 && typeof p[0] === "string") return textPrompt(p[0], blockSize);
-    if (p.length > 0 && p.every((t) => typeof t === "number" && Number.isInteger(t) && t >= 0)) return idsPrompt(p as number[], blockSize);
-    if (p.length === 1 && Array.isArray(p[0]) && p[0].every((t: unknown) => typeof t === "number" && Number.isInteger(t))) return idsPrompt(p[0] as number[], blockSize);
+    if (p.length === 1 && typeof p[0] === "string") return textPrompt(p[0], blockSize, seed);
+    if (p.length > 0 && p.every((t) => typeof t === "number" && Number.isInteger(t) && t >= 0)) return idsPrompt(p as number[], blockSize, seed);
+    if (p.length === 1 && Array.isArray(p[0]) && p[0].every((t: unknown) => typeof t === "number" && Number.isInteger(t))) return idsPrompt(p[0] as number[], blockSize, seed);
   }
   throw badRequest("prompt: expected a string, a list with one string, or a list of token ids (the sim-engine serves one prompt per request)", "prompt");
 }
@@ -129,7 +158,8 @@ export function parseGenerationRequest(kind: "chat" | "completion", body: string
   for (const k of ["temperature", "top_p", "presence_penalty", "frequency_penalty"]) optNumber(o, k);
   const ignoreEos = optBool(o, "ignore_eos") ?? false;
   const maxTokens = optInt(o, "max_completion_tokens", 1) ?? optInt(o, "max_tokens", 1);
-  const prompt = kind === "chat" ? chatPrompt(o, limits.blockSize) : completionPrompt(o, limits.blockSize);
+  const seed = optSeed(o);
+  const prompt = kind === "chat" ? chatPrompt(o, limits.blockSize, seed) : completionPrompt(o, limits.blockSize, seed);
 
   const maxLen = limits.maxModelLen;
   if (prompt.count >= maxLen) {
@@ -140,18 +170,22 @@ export function parseGenerationRequest(kind: "chat" | "completion", body: string
       `This model's maximum context length is ${maxLen} tokens. However, you requested ${prompt.count + maxTokens} tokens (${prompt.count} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`,
     );
   }
-  // Without max_tokens vLLM may generate up to the context left; the sim stops at --output-len ("stop").
+  // Without max_tokens vLLM may generate up to the context left; the sim
+  // stops ("stop") once its answer is --output-len tokens long, counting the
+  // tokens of its own it is continuing, so a continuation ends where the
+  // uninterrupted answer would (max_tokens counts new tokens only, as in vLLM).
+  const natural = Math.max(1, limits.outputLen - prompt.continued);
   const room = maxLen - prompt.count;
   let outputTokens: number;
   let finishReason: "stop" | "length";
   if (maxTokens === undefined) {
-    outputTokens = Math.min(limits.outputLen, room);
-    finishReason = outputTokens < limits.outputLen ? "length" : "stop";
-  } else if (ignoreEos || maxTokens <= limits.outputLen) {
+    outputTokens = Math.min(natural, room);
+    finishReason = outputTokens < natural ? "length" : "stop";
+  } else if (ignoreEos || maxTokens <= natural) {
     outputTokens = maxTokens;
     finishReason = "length";
   } else {
-    outputTokens = limits.outputLen;
+    outputTokens = natural;
     finishReason = "stop";
   }
   return { kind, model, stream, includeUsage, prompt, outputTokens: Math.max(1, outputTokens), finishReason };

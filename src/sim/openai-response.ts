@@ -5,7 +5,7 @@
  * per-token tail from a table), so a token costs one small allocation and no
  * JSON.stringify.
  */
-import { outputText, tokenIndex, VOCAB } from "./tokens.ts";
+import { VOCAB, type SimOutput } from "./text-model.ts";
 
 const enc = new TextEncoder();
 
@@ -53,7 +53,7 @@ export class StreamEncoder {
     readonly created: number,
     readonly model: string,
     private readonly includeUsage: boolean,
-    private readonly seed: number,
+    private readonly output: SimOutput,
   ) {
     const object = kind === "chat" ? "chat.completion.chunk" : "text_completion";
     this.envelope = `{"id":"${id}","object":"${object}","created":${created},"model":${JSON.stringify(model)}`;
@@ -69,7 +69,7 @@ export class StreamEncoder {
 
   /** The event for token `index`; the last one carries the finish reason. */
   token(index: number, finish: Finish | null): Uint8Array {
-    const tail = this.tails[finish === null ? 0 : finish === "stop" ? 1 : 2]![tokenIndex(this.seed, index)]!;
+    const tail = this.tails[finish === null ? 0 : finish === "stop" ? 1 : 2]![this.output.tokenIndex(index)]!;
     const out = new Uint8Array(this.head.length + tail.length);
     out.set(this.head, 0);
     out.set(tail, this.head.length);
@@ -95,7 +95,7 @@ function usageObject(prompt: number, completion: number): Record<string, unknown
 }
 
 /** vLLM's non-streaming ChatCompletionResponse. */
-export function chatResponse(id: string, created: number, model: string, seed: number, n: number, finish: Finish, promptTokens: number): Record<string, unknown> {
+export function chatResponse(id: string, created: number, model: string, output: SimOutput, n: number, finish: Finish, promptTokens: number): Record<string, unknown> {
   return {
     id,
     object: "chat.completion",
@@ -104,7 +104,7 @@ export function chatResponse(id: string, created: number, model: string, seed: n
     choices: [
       {
         index: 0,
-        message: { role: "assistant", content: outputText(seed, n), refusal: null, annotations: null, audio: null, function_call: null, tool_calls: [], reasoning_content: null },
+        message: { role: "assistant", content: output.text(n), refusal: null, annotations: null, audio: null, function_call: null, tool_calls: [], reasoning_content: null },
         logprobs: null,
         finish_reason: finish,
         stop_reason: null,
@@ -119,13 +119,13 @@ export function chatResponse(id: string, created: number, model: string, seed: n
 }
 
 /** vLLM's non-streaming CompletionResponse. */
-export function completionResponse(id: string, created: number, model: string, seed: number, n: number, finish: Finish, promptTokens: number): Record<string, unknown> {
+export function completionResponse(id: string, created: number, model: string, output: SimOutput, n: number, finish: Finish, promptTokens: number): Record<string, unknown> {
   return {
     id,
     object: "text_completion",
     created,
     model,
-    choices: [{ index: 0, text: outputText(seed, n), logprobs: null, finish_reason: finish, stop_reason: null, prompt_logprobs: null }],
+    choices: [{ index: 0, text: output.text(n), logprobs: null, finish_reason: finish, stop_reason: null, prompt_logprobs: null }],
     usage: usageObject(promptTokens, n),
     kv_transfer_params: null,
   };

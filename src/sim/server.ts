@@ -13,6 +13,7 @@ import { chooseFault, FAULT_HEADER } from "./faults.ts";
 import { parseEmbeddingRequest, parseGenerationRequest, parseJsonObject, type RequestLimits } from "./openai-request.ts";
 import { embeddingResponse, modelsResponse, randomId, StreamEncoder } from "./openai-response.ts";
 import { JsonSink, SseSink, type Closable } from "./sinks.ts";
+import { SimOutput } from "./text-model.ts";
 import { badRequest, fastapiMethodNotAllowed, fastapiNotFound, SimHttpError, vllmErrorResponse } from "./vllm-errors.ts";
 
 /** Bun's maximum; streams additionally get server.timeout(req, 0) (BUN-NOTES: the 10 s default kills silent streams). */
@@ -138,9 +139,10 @@ export class SimServer {
     const created = Math.floor(Date.now() / 1000);
     const p = parsed.prompt;
     const streaming = parsed.stream && fault?.kind !== "no-headers";
+    const output = new SimOutput(p.state);
     const sink = streaming
-      ? new SseSink(new StreamEncoder(kind, id, created, parsed.model, parsed.includeUsage, p.seed), kind, parsed.finishReason, p.count, this.owner, fault?.kind === "no-first-token")
-      : new JsonSink(kind, id, created, parsed.model, p.seed, p.count, this.owner);
+      ? new SseSink(new StreamEncoder(kind, id, created, parsed.model, parsed.includeUsage, output), kind, parsed.finishReason, p.count, this.owner, fault?.kind === "no-first-token")
+      : new JsonSink(kind, id, created, parsed.model, output, p.count, this.owner);
     this.active.add(sink);
     const seq = this.engine.submit({ prompt: p, outputTokens, finishReason: parsed.finishReason, stallAfter, cutAfter, intervalMs, sink });
     const onGone = () => {

@@ -5,6 +5,7 @@
  */
 import type { SeqSink } from "./engine.ts";
 import { chatResponse, completionResponse, SSE_COMMENT_BYTES, StreamEncoder } from "./openai-response.ts";
+import type { SimOutput } from "./text-model.ts";
 
 export interface SinkOwner {
   /** The stream or response is over (finished, cut, or the client left). */
@@ -112,7 +113,7 @@ export class JsonSink implements SeqSink, Closable {
     private readonly id: string,
     private readonly created: number,
     private readonly model: string,
-    private readonly seed: number,
+    private readonly output: SimOutput,
     private readonly promptTokens: number,
     private readonly owner: SinkOwner,
   ) {
@@ -126,7 +127,7 @@ export class JsonSink implements SeqSink, Closable {
   finish(reason: "stop" | "length"): void {
     if (this.done) return;
     const make = this.kind === "chat" ? chatResponse : completionResponse;
-    const body = make(this.id, this.created, this.model, this.seed, this.generated, reason, this.promptTokens);
+    const body = make(this.id, this.created, this.model, this.output, this.generated, reason, this.promptTokens);
     this.end(new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } }));
   }
 

@@ -1,53 +1,72 @@
 /**
- * The sim-engine's stand-in for a tokenizer, and its deterministic output
- * text. Rule: a text prompt is ceil(chars / 4) tokens (4 characters per
- * token, roughly what BPE tokenizers give for English); chat messages are
- * rendered first as `<|role|>\ncontent\n` per message plus `<|assistant|>\n`,
- * the generation prompt. A prompt of token ids counts one token per id.
+ * The sim-engine's stand-in for a tokenizer and chat template. Rule: a text
+ * prompt is ceil(chars / 4) tokens (4 characters per token, roughly what BPE
+ * tokenizers give for English), except that words the model itself generated
+ * at the end of the context (a continuation's prefill) count one token each,
+ * as they were generated; chat messages are rendered as
+ * `<|role|>\ncontent\n` per message plus `<|assistant|>\n`, the generation
+ * prompt. A prompt of token ids counts one token per id.
  */
+import { readContext, extendState, seedState } from "./text-model.ts";
 
 export const CHARS_PER_TOKEN = 4;
 
-/** A prompt as the engine sees it: its length and its full-block hash chain (for the prefix cache). */
+/** A prompt as the engine sees it: its length, its full-block hash chain (for the prefix cache) and the model state after it. */
 export interface PromptTokens {
   count: number;
   /** Chained hashes of the prompt's full KV blocks, in order (block j's hash covers blocks 0..j). */
   blockHashes: string[];
-  /** Seeds the deterministic output text. */
-  seed: number;
+  /** The text model's state after the prompt: the output follows from it (SimOutput). */
+  state: number;
+  /** Tokens at the end of the prompt the model generated itself (a continuation's delivered text); 0 for a fresh request. */
+  continued: number;
 }
 
 export function countTextTokens(text: string): number {
   return Math.ceil(text.length / CHARS_PER_TOKEN);
 }
 
-/** Chat template stand-in: role markers around each message, then the generation prompt. */
-export function renderChat(messages: readonly { role: string; content: string }[]): string {
+/**
+ * How the chat template ends: with the generation prompt (the default), with
+ * nothing (add_generation_prompt: false), or with the final message left
+ * open so the model continues it (continue_final_message: true).
+ */
+export type ChatEnding = "generation-prompt" | "none" | "continue-final";
+
+/** Chat template stand-in: role markers around each message, then the ending. */
+export function renderChat(messages: readonly { role: string; content: string }[], ending: ChatEnding = "generation-prompt"): string {
   let out = "";
-  for (const m of messages) out += `<|${m.role}|>\n${m.content}\n`;
-  return out + "<|assistant|>\n";
+  const last = messages.length - 1;
+  for (let i = 0; i <= last; i++) {
+    const m = messages[i]!;
+    out += ending === "continue-final" && i === last ? `<|${m.role}|>\n${m.content}` : `<|${m.role}|>\n${m.content}\n`;
+  }
+  return ending === "generation-prompt" ? out + "<|assistant|>\n" : out;
 }
 
 function chainHash(prev: string, content: string): string {
   return Bun.hash(`${prev}\u0000${content}`).toString(36);
 }
 
-/** Tokens and full-block hash chain of a text prompt. */
-export function textPrompt(text: string, blockSize: number): PromptTokens {
-  const count = countTextTokens(text);
+/** Tokens, full-block hash chain and model state of a text prompt. */
+export function textPrompt(text: string, blockSize: number, seed?: number): PromptTokens {
+  const ctx = readContext(text, seed);
+  // The continued words are not re-split into 4-character tokens: they were generated one word per token.
+  const base = text.slice(0, ctx.continuedFrom);
+  const baseCount = countTextTokens(base);
   const blockChars = blockSize * CHARS_PER_TOKEN;
-  const full = Math.floor(count / blockSize);
+  const full = Math.floor(baseCount / blockSize);
   const blockHashes: string[] = [];
   let prev = "";
   for (let j = 0; j < full; j++) {
-    prev = chainHash(prev, text.slice(j * blockChars, (j + 1) * blockChars));
+    prev = chainHash(prev, base.slice(j * blockChars, (j + 1) * blockChars));
     blockHashes.push(prev);
   }
-  return { count, blockHashes, seed: Number(BigInt.asUintN(32, BigInt(Bun.hash(text)))) };
+  return { count: baseCount + ctx.continued, blockHashes, state: ctx.state, continued: ctx.continued };
 }
 
-/** Tokens and full-block hash chain of a prompt given as token ids. */
-export function idsPrompt(ids: readonly number[], blockSize: number): PromptTokens {
+/** Tokens, full-block hash chain and model state of a prompt given as token ids. */
+export function idsPrompt(ids: readonly number[], blockSize: number, seed?: number): PromptTokens {
   const full = Math.floor(ids.length / blockSize);
   const blockHashes: string[] = [];
   let prev = "";
@@ -55,33 +74,5 @@ export function idsPrompt(ids: readonly number[], blockSize: number): PromptToke
     prev = chainHash(prev, ids.slice(j * blockSize, (j + 1) * blockSize).join(","));
     blockHashes.push(prev);
   }
-  return { count: ids.length, blockHashes, seed: Number(BigInt.asUintN(32, BigInt(Bun.hash(ids.join(","))))) };
-}
-
-/**
- * The output vocabulary: plain words with a leading space, JSON-safe as they
- * are, so a chunk can be assembled from pre-encoded bytes without escaping.
- */
-export const VOCAB: readonly string[] = (
-  "the of and to in is was for on that with as by at from his her it an were are which this be or has had " +
-  "not but one their also its they first new after who two been other when time there all into can more " +
-  "only most over may some would such these city than made during she three between through under world year"
-)
-  .split(" ")
-  .map((w) => ` ${w}`);
-
-/** Token `index` of an output seeded by `seed`. */
-export function tokenIndex(seed: number, index: number): number {
-  return (seed + index * 7) % VOCAB.length;
-}
-
-export function tokenText(seed: number, index: number): string {
-  return VOCAB[tokenIndex(seed, index)]!;
-}
-
-/** The whole output text of `n` tokens. */
-export function outputText(seed: number, n: number): string {
-  let s = "";
-  for (let i = 0; i < n; i++) s += tokenText(seed, i);
-  return s;
+  return { count: ids.length, blockHashes, state: extendState(seedState(seed), ids.join(",")), continued: 0 };
 }

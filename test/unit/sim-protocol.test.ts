@@ -3,21 +3,12 @@ import { chooseFault, faultName, parseFault, parseFaultList } from "../../src/si
 import { parseEmbeddingRequest, parseGenerationRequest } from "../../src/sim/openai-request.ts";
 import { embeddingVector, StreamEncoder } from "../../src/sim/openai-response.ts";
 import { countTokenEvents } from "../../src/sim/stream-probe.ts";
-import { countTextTokens, renderChat, textPrompt, tokenText, VOCAB } from "../../src/sim/tokens.ts";
-import { SimHttpError } from "../../src/sim/vllm-errors.ts";
+import { SimOutput, VOCAB } from "../../src/sim/text-model.ts";
+import { countTextTokens, renderChat, textPrompt } from "../../src/sim/tokens.ts";
+import { simErrorOf as err } from "../helpers/sim-http-error.ts";
 
 const limits = { models: ["m"], maxModelLen: 100, blockSize: 4, outputLen: 8 };
 const dec = new TextDecoder();
-
-function err(fn: () => unknown): SimHttpError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof SimHttpError) return e;
-    throw e;
-  }
-  throw new Error("expected a SimHttpError");
-}
 
 describe("sim tokens", () => {
   test("4 characters per token; chat rendered with role markers", () => {
@@ -31,9 +22,10 @@ describe("sim tokens", () => {
     expect(textPrompt("b" + "a".repeat(40), 4).blockHashes[0]).not.toBe(p.blockHashes[0]);
   });
 
-  test("output tokens are JSON-safe and cycle through the whole vocabulary", () => {
+  test("output tokens are JSON-safe and a long answer uses the whole vocabulary", () => {
     for (const w of VOCAB) expect(JSON.stringify(w)).toBe(`"${w}"`);
-    const seen = new Set(Array.from({ length: VOCAB.length }, (_, i) => tokenText(3, i)));
+    const out = new SimOutput(3);
+    const seen = new Set(Array.from({ length: 4_000 }, (_, i) => out.tokenText(i)));
     expect(seen.size).toBe(VOCAB.length);
   });
 });
@@ -89,7 +81,8 @@ describe("sim request parsing", () => {
 
 describe("sim SSE encoder", () => {
   test("chunks are exactly vLLM's JSON, field for field", () => {
-    const e = new StreamEncoder("chat", "chatcmpl-1", 7, "m", true, 0);
+    const out = new SimOutput(0);
+    const e = new StreamEncoder("chat", "chatcmpl-1", 7, "m", true, out);
     const json = (b: Uint8Array) => {
       const s = dec.decode(b);
       expect(s.startsWith("data: ")).toBe(true);
@@ -98,18 +91,18 @@ describe("sim SSE encoder", () => {
     };
     const head = { id: "chatcmpl-1", object: "chat.completion.chunk", created: 7, model: "m" };
     expect(json(e.role())).toEqual({ ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }], usage: null });
-    expect(json(e.token(0, null))).toEqual({ ...head, choices: [{ index: 0, delta: { content: tokenText(0, 0) }, logprobs: null, finish_reason: null }], usage: null });
-    expect(json(e.token(1, "stop"))).toEqual({ ...head, choices: [{ index: 0, delta: { content: tokenText(0, 1) }, logprobs: null, finish_reason: "stop", stop_reason: null }], usage: null });
+    expect(json(e.token(0, null))).toEqual({ ...head, choices: [{ index: 0, delta: { content: out.tokenText(0) }, logprobs: null, finish_reason: null }], usage: null });
+    expect(json(e.token(1, "stop"))).toEqual({ ...head, choices: [{ index: 0, delta: { content: out.tokenText(1) }, logprobs: null, finish_reason: "stop", stop_reason: null }], usage: null });
     const end = dec.decode(e.end(5, 2)).split("\n\n");
     expect(JSON.parse(end[0]!.slice(6))).toEqual({ ...head, choices: [], usage: { prompt_tokens: 5, total_tokens: 7, completion_tokens: 2 } });
     expect(end[1]).toBe("data: [DONE]");
-    const c = new StreamEncoder("completion", "cmpl-1", 7, "m", false, 0);
-    expect(json(c.token(0, "length"))).toEqual({ id: "cmpl-1", object: "text_completion", created: 7, model: "m", choices: [{ index: 0, text: tokenText(0, 0), logprobs: null, finish_reason: "length", stop_reason: null }] });
+    const c = new StreamEncoder("completion", "cmpl-1", 7, "m", false, out);
+    expect(json(c.token(0, "length"))).toEqual({ id: "cmpl-1", object: "text_completion", created: 7, model: "m", choices: [{ index: 0, text: out.tokenText(0), logprobs: null, finish_reason: "length", stop_reason: null }] });
     expect(dec.decode(c.end(1, 1))).toBe("data: [DONE]\n\n");
   });
 
   test("the probe counts token events, not [DONE]", () => {
-    const e = new StreamEncoder("completion", "cmpl-1", 7, "m", false, 0);
+    const e = new StreamEncoder("completion", "cmpl-1", 7, "m", false, new SimOutput(0));
     const all = StreamEncoder.concat([e.token(0, null), e.token(1, "stop"), e.end(1, 2)]);
     expect(countTokenEvents(all)).toBe(2);
   });

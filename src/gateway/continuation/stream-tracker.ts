@@ -1,0 +1,79 @@
+/**
+ * Watches the original stream's events as they go to the client, so that if
+ * the stream breaks the gateway knows what the client already has: the text
+ * and token count (a Delivery), the stream's identity (id, created, model,
+ * read once from its first chunk), and whether a continuation could finish
+ * it exactly. Runs per event on the hot path; see delivery.ts for the cost.
+ */
+import type { Route } from "../../metrics/names.ts";
+import type { ScannedEvent } from "../proxy/sse-scanner.ts";
+import { dataPayloadAt } from "./chunk-bytes.ts";
+import { Delivery, type InexactReason } from "./delivery.ts";
+
+/** What every chunk of one client-visible stream carries, whichever engine wrote it. */
+export interface StreamIdentity {
+  id: string;
+  created: number;
+  model: string;
+}
+
+/** Why a broken stream cannot be continued now (no_chunk_yet: no data chunk with an id, created and model went out). */
+export type NotResumable = InexactReason | "finished" | "no_chunk_yet";
+
+const decoder = new TextDecoder();
+
+/** The id, created and model of a chunk; parsed (once per stream, so JSON is fine here). */
+export function identityOf(event: Uint8Array): StreamIdentity | undefined {
+  const at = dataPayloadAt(event);
+  if (at < 0) return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(decoder.decode(event.subarray(at)));
+  } catch {
+    return undefined;
+  }
+  if (typeof json !== "object" || json === null) return undefined;
+  const { id, created, model } = json as Record<string, unknown>;
+  if (typeof id !== "string" || typeof created !== "number" || typeof model !== "string") return undefined;
+  return { id, created, model };
+}
+
+/** Where a broken answer stands: what to continue from, or why it cannot be continued. */
+export type ResumePoint = { ok: true; text: string; tokens: number } | { ok: false; reason: NotResumable };
+
+/** The resume point of an answer with this delivery and identity. */
+export function resumePointOf(d: Delivery, identity: StreamIdentity | undefined): ResumePoint {
+  if (d.finished) return { ok: false, reason: "finished" };
+  if (d.inexact) return { ok: false, reason: d.inexact };
+  if (!identity) return { ok: false, reason: "no_chunk_yet" };
+  const text = d.text();
+  if (text === undefined) return { ok: false, reason: "unreadable_chunk" };
+  return { ok: true, text, tokens: d.tokens };
+}
+
+export class StreamTracker {
+  readonly delivery: Delivery;
+  /** The original stream's identity, from its first data event; continuation chunks are rewritten to it. */
+  identity: StreamIdentity | undefined;
+  /** Parsing for the identity is tried on the first data event only: a stream whose chunks lack one is not parsed per chunk. */
+  private sawData = false;
+
+  constructor(route: Route) {
+    this.delivery = new Delivery(route);
+  }
+
+  /** An event of the original stream went to the client (call it for each one the relay forwards). */
+  observe(event: ScannedEvent): void {
+    if (event.kind !== "data") return;
+    if (!this.sawData) {
+      this.sawData = true;
+      this.identity = identityOf(event.bytes);
+    }
+    this.delivery.observe(event.bytes);
+  }
+
+  /** The stream broke: what a continuation would start from, or why there is none. */
+  resumePoint(): ResumePoint {
+    return resumePointOf(this.delivery, this.identity);
+  }
+}
