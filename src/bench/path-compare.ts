@@ -35,6 +35,7 @@ export interface PathResult {
   errors: number;
   ttft_p50_ms: number;
   ttft_p99_ms: number;
+  itl_p50_ms: number;
   itl_p99_ms: number;
   rps: number;
   /** Main-thread / whole-process CPU per request, µs (null where not measured). */
@@ -117,6 +118,7 @@ export async function comparePaths(paths: readonly BenchPath[], spec: CaseSpec):
       errors: a.errors,
       ttft_p50_ms: quantile(a.ttft, 0.5),
       ttft_p99_ms: quantile(a.ttft, 0.99),
+      itl_p50_ms: quantile(a.gaps, 0.5),
       itl_p99_ms: quantile(a.gaps, 0.99),
       rps: median(a.rps),
       main_cpu_us_per_req: a.cpuMeasured && a.requests > 0 ? a.cpu.mainNs / 1000 / a.requests : null,
