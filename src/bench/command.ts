@@ -10,6 +10,7 @@ const SCENARIOS: Record<string, { summary: string; load: () => Promise<BenchScen
   sim: { summary: "concurrent streams one sim-engine sustains, and at what CPU cost", load: async () => (await import("./sim-scenario.ts")).simScenario },
   overhead: { summary: "latency and CPU llmgw adds: direct vs nginx vs bare Bun vs llmgw, interleaved", load: async () => (await import("./overhead-scenario.ts")).overheadScenario },
   admission: { summary: "platinum TTFT under bronze load, admission on and off", load: async () => (await import("./admission-scenario.ts")).admissionScenario },
+  fleet: { summary: "a fleet model scaled 1 → 4 → 1 under streaming load: time to ready, requests per replica, errors", load: async () => (await import("./fleet-scenario.ts")).fleetScenario },
 };
 
 function usage(): string {
