@@ -5,7 +5,7 @@
  * for the admin listener. A gateway with no fleet configuration runs none of
  * it and writes nothing to data_dir.
  */
-import { accessSync, constants, existsSync } from "node:fs";
+import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { ConfigError } from "../config/load.ts";
 import type { Config } from "../config/types.ts";
@@ -33,6 +33,7 @@ export function dataDirProblem(dataDir: string): string | undefined {
   let dir = resolve(dataDir);
   // The nearest existing ancestor must be a writable directory (mkdir -p creates the rest).
   while (!existsSync(dir) && dirname(dir) !== dir) dir = dirname(dir);
+  if (!statSync(dir).isDirectory()) return `data_dir: ${resolve(dataDir)} cannot be created: ${dir} is not a directory`;
   try {
     accessSync(dir, constants.W_OK | constants.X_OK);
   } catch (err) {

@@ -54,6 +54,11 @@ describe("a fleet-only gateway over two real agents", () => {
       served.add(res.headers.get("x-llmgw-endpoint")!);
     }
     expect([...served].every((id) => eps.some((e) => e.id === id))).toBe(true);
+    // A gateway that started with no endpoint has a scrape (not a 503 for ever), and it follows the replicas.
+    const metrics = await fetch(`${gw.admin}/metrics`);
+    expect(metrics.status).toBe(200);
+    const text = await metrics.text();
+    for (const e of eps) expect(text).toContain(`llmgw_endpoint_ready{endpoint="${e.id}"} 1`);
   }, 60_000);
 
   test("ctl drain node-a moves its replica to node-b under streaming load: no non-200, no truncated stream, node-a empty", async () => {
