@@ -230,6 +230,8 @@ export class FleetActions {
   }
 
   private async removeRecord(entry: ReplicaEntry, why: string): Promise<void> {
+    // Nothing may stay in the gateway's table once no record knows the replica.
+    this.takeBack(entry, why);
     for (const s of entry.record.shards) this.markGone(s.node, s.agentId);
     await this.store.replicas.delete(entry.record.id);
     this.state.replicas.delete(entry.record.id);

@@ -139,6 +139,11 @@ export class FleetManager {
     return { ...placeModel(spec, requested, withModelCounts(nodes, replicas)), requested };
   }
 
+  /** Every node known at start has answered once or turned NotReady: planning has begun. */
+  isSettled(): boolean {
+    return this.settled;
+  }
+
   requestTick(): void {
     if (this.stopped) return;
     if (this.ticking) {

@@ -147,7 +147,9 @@ function planLeaving(r: ReplicaView, view: ReconcileView, out: Action[]): void {
     return void out.push({ kind: "stop", replica: r.record.id, reason: s.graceOver ? `${leaving.reason}: grace period over` : leaving.reason });
   }
   // A leaving replica still Ready but not in the gateway (the gateway restarted mid-drain) goes back, draining unless it is the last one serving.
-  if (r.phase === "Ready" && !r.handedOff) out.push({ kind: "add-endpoint", replica: r.record.id, draining: !s.lastServing });
+  // Not while busy: that is a stop in progress (taken out of the gateway, DELETE on its way), and
+  // handing it back then would leave an endpoint in the table after its record is gone.
+  if (r.phase === "Ready" && !r.handedOff && !r.busy) out.push({ kind: "add-endpoint", replica: r.record.id, draining: !s.lastServing });
   else if (r.handedOff && !r.drainingSignalled && !s.lastServing) out.push({ kind: "signal-draining", replica: r.record.id, draining: true });
 }
 

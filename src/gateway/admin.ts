@@ -3,8 +3,9 @@
  * listener, on Elysia: they are cold paths. Admin serves the endpoint table
  * as JSON with an OpenAPI description (/openapi, /openapi/json), Prometheus
  * metrics, /healthz (process alive) and /readyz (workers up and at least one
- * endpoint ready). The metrics listener serves /metrics, /healthz and /readyz
- * and nothing else. Any other path is an OpenAI-shaped 404 on both.
+ * endpoint ready), and the fleet's management API when the gateway runs a
+ * fleet. The metrics listener serves /metrics, /healthz and /readyz and
+ * nothing else. Any other path is an OpenAI-shaped 404 on both.
  */
 import { openapi } from "@elysiajs/openapi";
 import { heapStats } from "bun:jsc";
@@ -12,6 +13,7 @@ import { Elysia } from "elysia";
 import { z } from "zod";
 import { CIRCUIT_CLOSED, EndpointTable, F, FLAVOR_CODES, I } from "../shared/endpoint-table.ts";
 import { errorResponse, LlmgwError } from "../shared/errors.ts";
+import type { fleetApi } from "../control/fleet-api.ts";
 import type { GatewayContext } from "./context.ts";
 
 const circuitNames = ["closed", "open", "half_open", "probing"] as const;
@@ -20,6 +22,7 @@ export const endpointStateSchema = z.object({
   id: z.string(),
   url: z.string(),
   pool: z.string(),
+  node: z.string().nullable().describe("the node of a fleet replica; null for a static endpoint"),
   models: z.array(z.string()),
   ready: z.boolean(),
   healthy: z.boolean(),
@@ -47,6 +50,7 @@ export function endpointStates(ctx: GatewayContext): EndpointState[] {
       id: e.id,
       url: e.url,
       pool: e.pool,
+      node: e.node ?? null,
       models: [...ctx.catalog.modelsOf(row)],
       ready: t.getInt(row, I.READY) === 1,
       healthy: t.getInt(row, I.HEALTHY) === 1,
@@ -65,7 +69,9 @@ export function endpointStates(ctx: GatewayContext): EndpointState[] {
   });
 }
 
-function readiness(ctx: GatewayContext): { ready: boolean; endpoints_ready: number; endpoints: number } {
+const readinessSchema = z.object({ ready: z.boolean(), endpoints_ready: z.number().int(), endpoints: z.number().int() });
+
+function readiness(ctx: GatewayContext): z.infer<typeof readinessSchema> {
   let n = 0;
   const active = ctx.endpoints.active();
   for (const { index: row } of active) {
@@ -97,9 +103,17 @@ function observability(ctx: GatewayContext, state: ListenerState) {
         if (!state.enginesPolled()) return errorResponse(new LlmgwError("METRICS_NOT_READY", "metrics not ready: the first engine poll has not completed"));
         return new Response(await ctx.metrics.registry.metrics(), { headers: { "content-type": ctx.metrics.registry.contentType } });
       },
-      { detail: { summary: "Prometheus metrics (503 until the first engine poll completed)" } },
+      {
+        detail: {
+          summary: "Prometheus metrics (503 until the first poll round completed)",
+          responses: {
+            200: { description: "Prometheus text exposition format", content: { "text/plain": { schema: { type: "string" } } } },
+            503: { description: "METRICS_NOT_READY: the first poll round has not completed (OpenAI error shape)" },
+          },
+        },
+      },
     )
-    .get("/healthz", () => ({ status: "ok" }), { detail: { summary: "The process is alive" } })
+    .get("/healthz", () => ({ status: "ok" as const }), { response: z.object({ status: z.literal("ok") }), detail: { summary: "The process is alive" } })
     .get(
       "/readyz",
       ({ set }) => {
@@ -107,12 +121,13 @@ function observability(ctx: GatewayContext, state: ListenerState) {
         if (!r.ready) set.status = 503;
         return r;
       },
-      { detail: { summary: "At least one endpoint is ready to serve" } },
+      { response: { 200: readinessSchema, 503: readinessSchema }, detail: { summary: "At least one endpoint is ready to serve" } },
     );
 }
 
-export function createAdminApp(ctx: GatewayContext, state: ListenerState) {
-  return new Elysia()
+/** `fleet`: the fleet manager's management API (src/control/fleet-api.ts), when the gateway runs one. */
+export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?: ReturnType<typeof fleetApi>) {
+  const app = new Elysia()
     .onError(({ code, request }) => (code === "NOT_FOUND" ? notFound(request) : undefined))
     .use(
       openapi({
@@ -152,6 +167,7 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState) {
         detail: { summary: "Run a full garbage collection now (for memory measurements; it pauses the gateway for its duration)" },
       },
     );
+  return fleet ? app.use(fleet) : app;
 }
 
 const memoryStateSchema = z.object({

@@ -7,16 +7,21 @@ import type { Config } from "../config/types.ts";
 import { flushLogger, initLogger } from "../shared/logger.ts";
 import { openFilesVerdict, readOpenFilesLimit } from "../shared/open-files-limit.ts";
 import { shutdownSignal } from "../shared/signals.ts";
+import { dataDirProblem, fleetEnabled } from "./fleet-control.ts";
 import { startGateway } from "./gateway.ts";
 
 const USAGE = `usage: llmgw serve [--config FILE] [flags]
 
 Runs the gateway: the OpenAI-compatible API, the admin listener (metrics,
-health, endpoint state, OpenAPI docs) and, if set, a metrics-only listener.
+health, endpoint state, OpenAPI docs, the fleet's management API) and, if
+set, a metrics-only listener. It routes to static endpoints (--upstream, or
+endpoints: in the config), to the replicas its fleet manager places (nodes:
+and fleet: in the config), or both.
 
 flags:
   --config FILE            llmgw.yaml (see config/llmgw.example.yaml); also LLMGW_CONFIG
-  --check-config           validate the configuration, print a summary, exit 0 (or 1)
+  --check-config           validate the configuration (and that a fleet's data_dir is
+                           writable), print a summary, exit 0 (or 1)
   --upstream URL           an engine endpoint (repeatable); models are discovered from
                            its /v1/models. Adds to the config file's endpoints.
   --listen HOST:PORT       API listener (default 0.0.0.0:8080)
@@ -67,6 +72,16 @@ export function configFromArgs(args: ParsedArgs, env: Record<string, string | un
   return buildConfig(raw, env, source);
 }
 
+const NOTHING_TO_SERVE = "nothing to serve: give --upstream URL, or a --config file with endpoints or a fleet (nodes:, fleet.models, or a fleet token)";
+
+function fleetSummary(config: Config): string {
+  if (!fleetEnabled(config)) return "fleet off";
+  const f = config.fleet;
+  const writes = f.adminToken ? "management writes on" : "management writes off (no fleet.admin_token)";
+  const registration = f.registrationToken ? "agent self-registration on" : "no self-registration";
+  return `fleet on: ${config.nodes.length} configured node(s), ${f.models.length} desired model(s), ${writes}, ${registration}, state in ${config.dataDir}`;
+}
+
 export const serveCommand: CommandSpec = {
   name: "serve",
   summary: "run the gateway",
@@ -91,19 +106,39 @@ export const serveCommand: CommandSpec = {
       }
       throw err;
     }
+    const fleet = fleetEnabled(config);
     if (boolFlag(args, "check-config")) {
+      const problem = fleet ? dataDirProblem(config.dataDir) : undefined;
+      if (problem) {
+        console.error(problem);
+        return 1;
+      }
+      if (config.endpoints.length === 0 && !fleet) {
+        console.error(NOTHING_TO_SERVE);
+        return 1;
+      }
       for (const w of config.warnings) console.error(`warning: ${w}`);
       console.log(
-        `configuration OK: ${config.endpoints.length} endpoint(s), ${config.models.length} configured model(s); ` +
+        `configuration OK: ${config.endpoints.length} endpoint(s), ${config.models.length} configured model(s); ${fleetSummary(config)}; ` +
           `listen ${config.listen.host}:${config.listen.port}, admin ${config.adminListen.host}:${config.adminListen.port}`,
       );
       return 0;
     }
-    if (config.endpoints.length === 0) throw new UsageError("no endpoints: give --upstream URL or a --config file with endpoints");
+    if (config.endpoints.length === 0 && !fleet) throw new UsageError(NOTHING_TO_SERVE);
     const log = initLogger({ role: "serve", level: config.logLevel });
     const files = openFilesVerdict(readOpenFilesLimit(), config.maxOpenStreams);
     log[files.level](files.fields, files.msg);
-    const gw = await startGateway(config, { log });
+    let gw: Awaited<ReturnType<typeof startGateway>>;
+    try {
+      gw = await startGateway(config, { log });
+    } catch (err) {
+      // An unusable data_dir: the path and why, not a stack trace.
+      if (!(err instanceof ConfigError)) throw err;
+      log.fatal({ issues: err.issues }, "cannot start");
+      await flushLogger();
+      console.error(err.message);
+      return 1;
+    }
     await shutdownSignal((signal) => log.info({ signal }, "shutting down"));
     await gw.stop();
     await flushLogger();

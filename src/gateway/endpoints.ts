@@ -23,6 +23,8 @@ export interface EndpointSpec {
   engine: EngineFlavor;
   gpuIds: readonly string[];
   dcgmUrl: string | undefined;
+  /** The node it runs on, for a fleet replica (undefined for a static endpoint). */
+  node?: string | undefined;
 }
 
 /** Who must hear of a change (the two workers' clients); attached once they exist. */
@@ -37,6 +39,8 @@ export const MAX_POOLS = 64;
 
 export class EndpointRegistry {
   private readonly specs = new Map<number, EndpointSpec>();
+  /** Removed endpoints whose slot is not free yet: a request still holding one may still need its URL and id. */
+  private readonly retiring = new Map<number, EndpointSpec>();
   private readonly slotById = new Map<string, number>();
   private readonly poolRows = new Map<string, number>();
   /** Freed slots, oldest first: reused last, so a stale write from a worker that has not yet heard of the removal lands nowhere live. */
@@ -78,6 +82,7 @@ export class EndpointRegistry {
     const index = this.slotById.get(id);
     if (index === undefined) return;
     this.slotById.delete(id);
+    this.retiring.set(index, this.specs.get(index)!);
     this.specs.delete(index);
     this.catalog.removeEndpoint(index);
     this.table.setInt(index, I.SLOT, SLOT_RETIRING);
@@ -90,6 +95,11 @@ export class EndpointRegistry {
   setDraining(id: string, draining: boolean): void {
     const index = this.slotById.get(id);
     if (index !== undefined) this.table.setInt(index, I.DRAINING, draining ? 1 : 0);
+  }
+
+  /** The slot an endpoint occupies (undefined: unknown or removed). */
+  slotOf(id: string): number | undefined {
+    return this.slotById.get(id);
   }
 
   /** Requests holding the endpoint now; 0 for an unknown id. */
@@ -105,12 +115,13 @@ export class EndpointRegistry {
     return true;
   }
 
+  /** Also for a removed endpoint whose slot is still held: a grant made just before the removal still reaches its engine. */
   idOf(index: number): string | undefined {
-    return this.specs.get(index)?.id;
+    return (this.specs.get(index) ?? this.retiring.get(index))?.id;
   }
 
   urlOf(index: number): string | undefined {
-    return this.specs.get(index)?.url;
+    return (this.specs.get(index) ?? this.retiring.get(index))?.url;
   }
 
   specOf(index: number): EndpointSpec | undefined {
@@ -144,6 +155,7 @@ export class EndpointRegistry {
     for (let i = 0; i < this.nextUnused; i++) {
       if (this.table.getInt(i, I.SLOT) === SLOT_RETIRING && this.table.getInt(i, I.INFLIGHT) === 0) {
         this.table.setInt(i, I.SLOT, SLOT_FREE);
+        this.retiring.delete(i);
         this.free.push(i);
       }
     }

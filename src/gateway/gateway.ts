@@ -1,8 +1,9 @@
 /**
  * Assembles a running gateway from a Config: the endpoint table, the
- * scheduler and health workers, metrics, and the three listeners. stop()
- * closes listeners first, then lets in-flight requests finish (bounded), then
- * stops the workers.
+ * scheduler and health workers, metrics, the fleet manager (when the config
+ * has a fleet) and the three listeners. stop() stops fleet planning, closes
+ * listeners, then lets in-flight requests finish (bounded), then stops the
+ * workers.
  */
 import type { Server } from "bun";
 import { EndpointChooser } from "../admission/chooser.ts";
@@ -20,6 +21,8 @@ import { logger, logListening, type Logger } from "../shared/logger.ts";
 import { AdmissionClient } from "./admission-client.ts";
 import { createAdminApp, createMetricsApp } from "./admin.ts";
 import { CircuitBreakers } from "./circuit-breaker.ts";
+import type { FleetManager } from "../control/fleet-manager.ts";
+import { openGatewayFleet, type GatewayFleet } from "./fleet-control.ts";
 import type { GatewayContext } from "./context.ts";
 import { EndpointRegistry, MAX_POOLS } from "./endpoints.ts";
 import { Authenticator } from "./gates/auth.ts";
@@ -36,6 +39,8 @@ export interface RunningGateway {
   ctx: GatewayContext;
   /** Base URLs of the listeners. */
   urls: { api: string; admin: string; metrics: string | undefined };
+  /** The control plane, when the config has a fleet. */
+  fleet: FleetManager | undefined;
   stop(): Promise<void>;
 }
 
@@ -65,6 +70,9 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   });
   const registry = new EndpointRegistry(table, catalog, new DialGuard(config.maxEndpoints), breakers);
   for (const e of config.endpoints) registry.add(e);
+  // Opened before any worker starts: an unusable data_dir stops the start with nothing to clean up.
+  // pollAgents is first called by fleet.start(), once the health worker below exists.
+  const fleet: GatewayFleet | undefined = await openGatewayFleet(config, { registry, pollAgents: (agents, settings) => health.pollAgents(agents, settings), log });
   const slots = registry.active().map((e) => e.index);
   const directory = new EndpointDirectory(slots.map((i) => registry.descriptor(i)).filter((d): d is EndpointDescriptor => d !== undefined));
   const chooser = new EndpointChooser(table, directory, new SchedulingProfile(config.scheduling, undefined, prefixIndex), config.health.staleAfterMs);
@@ -114,6 +122,9 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       gpus(report) {
         gpuStore.update(report);
       },
+      agent(node, snapshot) {
+        fleet?.onAgentSnapshot(node, snapshot);
+      },
     },
     log,
   );
@@ -150,10 +161,13 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     tenantLabel: (tenant) => (tenantNames.has(tenant) ? tenant : OTHER_TENANT),
   };
   await Promise.all([admission.whenReady(), health.whenReady()]);
+  // Agents are polled by the health worker from here on; replicas join the registry as they turn Ready.
+  fleet?.start();
 
   const api = startDataPlane(ctx);
-  const listenerState = { enginesPolled: () => enginesPolled };
-  const admin = createAdminApp(ctx, listenerState).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
+  // A fleet's scrape waits for its nodes too (each answered once or turned NotReady: bounded by node_not_ready_after_ms).
+  const listenerState = { enginesPolled: () => enginesPolled && (fleet?.manager.isSettled() ?? true) };
+  const admin = createAdminApp(ctx, listenerState, fleet?.api).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
   const metricsApp = config.metricsListen ? createMetricsApp(ctx, listenerState).listen({ hostname: config.metricsListen.host, port: config.metricsListen.port }) : undefined;
   const adminServer = admin.server as Server<unknown> | null;
   const metricsServer = metricsApp?.server as Server<unknown> | null | undefined;
@@ -170,6 +184,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   const stop = () =>
     (stopping ??= (async () => {
       log.info("stopping: no new requests; waiting for in-flight ones");
+      // First: no replica may join or leave the table while it shuts down (nothing running is stopped).
+      await fleet?.stop();
       await api.stop(false);
       const deadline = Date.now() + DRAIN_GRACE_MS;
       const inflight = () => {
@@ -185,5 +201,5 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       admission.terminate();
       await health.stop();
     })());
-  return { ctx, urls, stop };
+  return { ctx, urls, fleet: fleet?.manager, stop };
 }

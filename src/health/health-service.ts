@@ -46,9 +46,14 @@ export class HealthService {
   /** dcgm-exporter URL → its poller index, while some endpoint uses it. */
   private readonly dcgmTargets = new Map<string, number>();
   private nextDcgmIndex = 0;
-  /** Endpoints not polled yet; "engines-polled" goes out once the first ones all were (the metrics listener answers 503 until then). */
-  private unpolled: number;
-  private polledOnce = false;
+  /**
+   * Slots of the endpoints present at start not polled yet; "engines-polled"
+   * goes out once none is left (the metrics listener answers 503 until then),
+   * then this is undefined. An endpoint removed before its first poll is no
+   * longer waited for, or the gateway would answer 503 for ever; endpoints
+   * added later (fleet replicas) are not waited for at all.
+   */
+  private firstRound: Set<number> | undefined;
   private agents: { poller: AgentPoller; settings: AgentPollSettings } | undefined;
   private started = false;
 
@@ -64,7 +69,7 @@ export class HealthService {
     this.engines = new EndpointPoller([], opts, (row, snap) => this.onEngine(row, snap));
     this.dcgm = new DcgmPoller([], opts, (i, snap) => this.onDcgm(i, snap));
     for (const e of endpoints) this.add(e);
-    this.unpolled = endpoints.length;
+    this.firstRound = new Set(endpoints.map((e) => e.index));
   }
 
   /** Start polling an endpoint in its slot (replacing what was there). */
@@ -88,6 +93,7 @@ export class HealthService {
     this.engines.remove(index);
     this.lastModels.delete(index);
     this.lastReady.delete(index);
+    this.polled(index);
     if (e.dcgmUrl && ![...this.endpoints.values()].some((o) => o.dcgmUrl === e.dcgmUrl)) {
       const i = this.dcgmTargets.get(e.dcgmUrl);
       if (i !== undefined) this.dcgm.remove(i);
@@ -97,7 +103,7 @@ export class HealthService {
 
   start(): void {
     this.started = true;
-    if (this.unpolled === 0) this.enginesPolled();
+    if (this.firstRound?.size === 0) this.enginesPolled();
     this.engines.start();
     this.dcgm.start();
     this.agents?.poller.start();
@@ -130,16 +136,21 @@ export class HealthService {
         this.post({ type: "models", index: row, models: [...snap.loadedModels] });
       }
     }
-    const first = !this.lastReady.has(row);
     if (snap.ready !== this.lastReady.get(row)) {
       this.lastReady.set(row, snap.ready);
       this.post({ type: "readiness", index: row, ready: snap.ready, healthy: snap.healthy, error: snap.lastError });
     }
-    if (first && !this.polledOnce && --this.unpolled <= 0) this.enginesPolled();
+    this.polled(row);
+  }
+
+  /** A slot of the first round was polled (or left): maybe the round is over. */
+  private polled(row: number): void {
+    if (!this.firstRound?.delete(row)) return;
+    if (this.firstRound.size === 0 && this.started) this.enginesPolled();
   }
 
   private enginesPolled(): void {
-    this.polledOnce = true;
+    this.firstRound = undefined;
     this.post({ type: "engines-polled" });
   }
 

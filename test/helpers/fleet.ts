@@ -5,6 +5,7 @@
  * replicas to a RecordingSink instead of a gateway.
  */
 import { openapi } from "@elysiajs/openapi";
+import { expect } from "bun:test";
 import { Elysia } from "elysia";
 import { mkdirSync } from "node:fs";
 import { z } from "zod";
@@ -155,4 +156,37 @@ export function serveFleetApi(manager: FleetManager, opts: { adminToken?: string
       await app.stop(true);
     },
   };
+}
+
+/** Every route of the management API, as an OpenAPI document lists it. */
+export const FLEET_API_ROUTES = [
+  "GET /admin/v1/fleet/nodes",
+  "GET /admin/v1/fleet/nodes/{node}",
+  "GET /admin/v1/fleet/gpus",
+  "GET /admin/v1/fleet/replicas",
+  "GET /admin/v1/fleet/models",
+  "GET /admin/v1/fleet/models/{model}/placement",
+  "PUT /admin/v1/fleet/models/{model}",
+  "PATCH /admin/v1/fleet/models/{model}",
+  "DELETE /admin/v1/fleet/models/{model}",
+  "POST /admin/v1/fleet/nodes/{node}/cordon",
+  "POST /admin/v1/fleet/nodes/{node}/uncordon",
+  "POST /admin/v1/fleet/nodes/{node}/drain",
+  "GET /admin/v1/fleet/nodes/{node}/drain",
+  "POST /admin/v1/fleet/register",
+] as const;
+
+/** The routes (`METHOD /path`, sorted) of the OpenAPI document at `url`, after checking it is OpenAPI 3 and every route has a summary and responses. */
+export async function documentedRoutes(url: string): Promise<string[]> {
+  const doc = (await (await fetch(url)).json()) as { openapi: string; paths: Record<string, Record<string, { summary?: string; responses?: Record<string, unknown> }>> };
+  expect(doc.openapi).toMatch(/^3\./);
+  const routes: string[] = [];
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(ops)) {
+      const route = `${method.toUpperCase()} ${path}`;
+      expect({ route, summary: typeof op.summary, responses: Object.keys(op.responses ?? {}).length > 0 }).toEqual({ route, summary: "string", responses: true });
+      routes.push(route);
+    }
+  }
+  return routes.sort();
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CLI, REPO_ROOT } from "../helpers/processes.ts";
@@ -53,6 +53,34 @@ describe("llmgw CLI", () => {
     const ok = await llmgw(["serve", "--config", join(REPO_ROOT, "config", "llmgw.example.yaml"), "--check-config"]);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toContain("configuration OK");
+  });
+
+  test("serve with a fleet and no endpoint: --check-config says the fleet runs; nothing to serve, or an unusable data_dir, exits 1", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "llmgw-cfg-"));
+    const fleetOnly = join(dir, "fleet.yaml");
+    writeFileSync(fleetOnly, `data_dir: ${join(dir, "data")}\nnodes:\n  - { name: gpu-01, url: "http://127.0.0.1:1", token: t }\nfleet:\n  models: [{ name: m, engine: sim, replicas: 1 }]\n`);
+    const ok = await llmgw(["serve", "--config", fleetOnly, "--check-config"]);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toContain("configuration OK: 0 endpoint(s)");
+    expect(ok.stdout).toContain("fleet on: 1 configured node(s), 1 desired model(s), management writes off (no fleet.admin_token)");
+    expect(existsSync(join(dir, "data"))).toBe(false); // checking creates nothing
+
+    const nothing = join(dir, "nothing.yaml");
+    writeFileSync(nothing, "log_level: info\n");
+    const none = await llmgw(["serve", "--config", nothing, "--check-config"]);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain("nothing to serve");
+
+    writeFileSync(join(dir, "a-file"), "");
+    const unusable = join(dir, "unusable.yaml");
+    writeFileSync(unusable, readFileSync(fleetOnly, "utf8").replace(`data_dir: ${join(dir, "data")}`, `data_dir: ${join(dir, "a-file", "data")}`));
+    const check = await llmgw(["serve", "--config", unusable, "--check-config"]);
+    expect(check.code).toBe(1);
+    expect(check.stderr).toContain(`data_dir: ${join(dir, "a-file", "data")} cannot be created: ${join(dir, "a-file")} is not a directory`);
+    const serve = await llmgw(["serve", "--config", unusable, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"]);
+    expect(serve.code).toBe(1);
+    expect(serve.stderr).toContain("is not a directory");
+    rmSync(dir, { recursive: true, force: true });
   });
 
   test("a bad LLMGW_* override fails the check with its key path", async () => {

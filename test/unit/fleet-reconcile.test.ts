@@ -148,6 +148,11 @@ describe("drain", () => {
     expect(planReconcile(view({ models: m2, replicas: [restarted, replica("rb", "b"), loading] }))).toEqual([{ kind: "add-endpoint", replica: "ra", draining: true }]);
   });
 
+  test("a leaving replica being stopped (out of the gateway, DELETE on its way) is not handed back while the engine still answers", () => {
+    const stopping = replica("ra", "a", { handedOff: false, busy: true }, draining(NOW - 100));
+    expect(kinds(planReconcile(view({ replicas: [stopping, replica("rb", "b"), replica("new", "b")] })))).toEqual([]);
+  });
+
   test("the grace period bounds the wait, whatever it waits for", () => {
     const stuck = replica("ra", "a", { drainingSignalled: true, inflight: 7 }, draining(NOW - GRACE));
     expect(kinds(planReconcile(view({ models: [model("m", 1)], replicas: [stuck] })))).toContain("stop ra");

@@ -1,0 +1,78 @@
+/**
+ * A stand-in `nvidia-smi` for simulated GPU nodes (`llmgw bench fleet`):
+ * writes a POSIX sh script that answers the agent's `--query-gpu=…
+ * --format=csv,noheader,nounits` for N identical healthy GPUs, and an empty
+ * `--query-compute-apps`. Pass it to `llmgw agent --nvidia-smi`; the agent
+ * then places sim-engines on "GPUs" a laptop does not have. A field the
+ * script does not know is refused as an old driver refuses it (exit 2).
+ */
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+export interface SimGpus {
+  count: number;
+  /** As the driver names the card, e.g. "NVIDIA H100 80GB HBM3". */
+  name: string;
+  memoryMiB: number;
+  /** e.g. "9.0" */
+  computeCap: string;
+  /** Distinguishes this node's UUIDs from another's (letters and digits). */
+  uuidTag: string;
+}
+
+/** The H100 80GB as nvidia-smi reports it (81,559 MiB: class h100-80g). */
+export const SIM_H100: Omit<SimGpus, "count" | "uuidTag"> = { name: "NVIDIA H100 80GB HBM3", memoryMiB: 81_559, computeCap: "9.0" };
+
+function shellWord(s: string): string {
+  return `'${s.replaceAll("'", `'"'"'`)}'`;
+}
+
+/** The script's text (exported for its test). */
+export function simNvidiaSmiScript(g: SimGpus): string {
+  if (!/^[A-Za-z0-9]+$/.test(g.uuidTag)) throw new RangeError(`uuidTag: letters and digits only, got '${g.uuidTag}'`);
+  return `#!/bin/sh
+# llmgw simulated node: ${g.count} x ${g.name} (written by src/sim/sim-nvidia-smi.ts)
+q=""
+for a in "$@"; do
+  case "$a" in
+    --query-compute-apps=*) exit 0 ;;
+    --query-gpu=*) q="\${a#--query-gpu=}" ;;
+  esac
+done
+if [ -z "$q" ]; then echo "simulated nvidia-smi: only --query-gpu and --query-compute-apps"; exit 0; fi
+i=0
+while [ "$i" -lt ${g.count} ]; do
+  line=""
+  rest="$q,"
+  while [ -n "$rest" ]; do
+    f="\${rest%%,*}"
+    rest="\${rest#*,}"
+    case "$f" in
+      index) v="$i" ;;
+      uuid) v="GPU-${g.uuidTag}-0000-0000-0000-00000000000$i" ;;
+      name) v=${shellWord(g.name)} ;;
+      memory.total) v=${g.memoryMiB} ;;
+      memory.used) v=0 ;;
+      compute_cap) v=${shellWord(g.computeCap)} ;;
+      ecc.errors.uncorrected.volatile.total|ecc.errors.corrected.volatile.total) v=0 ;;
+      mig.mode.current) v=Disabled ;;
+      utilization.gpu) v="[N/A]" ;; # nothing measures a simulated GPU: absent, not 0
+      *) echo "Field \\"$f\\" is not a valid field to query."; echo; exit 2 ;;
+    esac
+    line="\${line:+$line, }$v"
+  done
+  echo "$line"
+  i=$((i + 1))
+done
+`;
+}
+
+/** Write `<dir>/nvidia-smi` for these GPUs; returns its path. */
+export function writeSimNvidiaSmi(dir: string, g: SimGpus): string {
+  if (g.count > 10) throw new RangeError("at most 10 simulated GPUs per node");
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, "nvidia-smi");
+  writeFileSync(path, simNvidiaSmiScript(g));
+  chmodSync(path, 0o755);
+  return path;
+}
