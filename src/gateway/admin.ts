@@ -153,7 +153,16 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?
           .slice(0, 40);
         return { heap_size: h.heapSize, heap_capacity: h.heapCapacity, extra_memory: h.extraMemorySize, object_count: h.objectCount, object_types: Object.fromEntries(top) };
       },
-      { detail: { summary: "JavaScript heap: size, capacity, and the 40 most numerous object types (to find what a leak holds)" } },
+      {
+        response: z.object({
+          heap_size: z.number().int(),
+          heap_capacity: z.number().int(),
+          extra_memory: z.number().int(),
+          object_count: z.number().int(),
+          object_types: z.record(z.string(), z.number().int()),
+        }),
+        detail: { summary: "JavaScript heap: size, capacity, and the 40 most numerous object types (to find what a leak holds)" },
+      },
     )
     .post(
       "/admin/v1/diagnostics/gc",
