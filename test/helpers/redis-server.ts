@@ -1,0 +1,91 @@
+/**
+ * A real redis-server (Debian's package) on a free loopback port for a test
+ * file, with no persistence; stop() and start() again on the same port let a
+ * test take Redis away and bring it back. Tests that need one use
+ * `describeWithRedis` or `testWithTool("redis-server", …)`.
+ */
+import { RedisClient } from "bun";
+import { describe, test } from "bun:test";
+import { findTool } from "./system-tools.ts";
+
+export interface RedisServer {
+  port: number;
+  url: string;
+  /** Stop the server (SIGTERM, nothing saved); its data is gone. */
+  stop(): Promise<void>;
+  /** Start it again on the same port (empty). */
+  start(): Promise<void>;
+  /** Whether it runs now. */
+  readonly running: boolean;
+}
+
+async function freePort(): Promise<number> {
+  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = s.port;
+  s.stop(true);
+  return port;
+}
+
+async function answers(url: string): Promise<boolean> {
+  const c = new RedisClient(url, { autoReconnect: false, enableOfflineQueue: false, connectionTimeout: 200 });
+  try {
+    await c.connect();
+    return (await c.send("PING", [])) === "PONG";
+  } catch {
+    return false;
+  } finally {
+    c.close();
+  }
+}
+
+const servers: RedisServer[] = [];
+
+export async function startRedisServer(bin = findTool("redis-server") ?? "redis-server"): Promise<RedisServer> {
+  const port = await freePort();
+  const url = `redis://127.0.0.1:${port}`;
+  let proc: Bun.Subprocess | undefined;
+  const server: RedisServer = {
+    port,
+    url,
+    get running() {
+      return proc !== undefined && proc.exitCode === null && proc.signalCode === null;
+    },
+    async start() {
+      proc = Bun.spawn([bin, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no", "--loglevel", "warning"], {
+        stdout: "ignore",
+        stderr: "inherit",
+      });
+      const deadline = Date.now() + 10_000;
+      while (!(await answers(url))) {
+        if (Date.now() > deadline || proc.exitCode !== null) throw new Error(`redis-server on port ${port} did not start`);
+        await Bun.sleep(20);
+      }
+    },
+    async stop() {
+      if (!proc) return;
+      proc.kill("SIGTERM");
+      await proc.exited;
+      proc = undefined;
+    },
+  };
+  await server.start();
+  servers.push(server);
+  return server;
+}
+
+/** Stop every server this test file started. */
+export async function stopRedisServers(): Promise<void> {
+  await Promise.all(servers.splice(0).map((s) => s.stop()));
+}
+
+/** `describe` when redis-server is installed; otherwise skipped, or a failing test under LLMGW_REQUIRE_SYSTEM_TESTS=1. */
+export function describeWithRedis(name: string, fn: () => void): void {
+  if (findTool("redis-server")) return describe(name, fn);
+  if (process.env.LLMGW_REQUIRE_SYSTEM_TESTS === "1") {
+    test(name, () => {
+      throw new Error("'redis-server' is required (LLMGW_REQUIRE_SYSTEM_TESTS=1) but not on PATH");
+    });
+  } else {
+    test.skip(`${name} (skipped: 'redis-server' not installed)`, () => {});
+  }
+}
