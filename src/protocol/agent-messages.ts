@@ -174,3 +174,13 @@ export interface DcgmVerdicts {
   lastError: string | undefined;
   gpus: { uuid: string; index: number | undefined; reasons: string[] }[];
 }
+
+/**
+ * Fencing (issue 14): the gateway that holds the reconciler lease sends its
+ * lease's token with every replica PUT and DELETE; an agent remembers the
+ * highest token it has seen (in its state directory) and refuses a lower one
+ * with 409 STALE_FENCING_TOKEN, so a paused old leader cannot act after a new
+ * one took over. A call without the header (a single gateway, no lease) is
+ * not fenced.
+ */
+export const FENCING_TOKEN_HEADER = "x-llmgw-fencing-token";
