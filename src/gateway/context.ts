@@ -10,7 +10,7 @@ import type { ModelCatalog } from "./model-catalog.ts";
 import type { DialGuard } from "./proxy/dial-guard.ts";
 import type { RetryBudget } from "./retry-budget.ts";
 import type { Authenticator } from "./gates/auth.ts";
-import type { QuotaLimiter } from "./gates/quota.ts";
+import type { TenantQuota } from "./gates/quota.ts";
 
 export interface GatewayContext {
   config: Config;
@@ -27,7 +27,7 @@ export interface GatewayContext {
   /** Whether any configured scorer needs prompt-prefix hashes (skip hashing otherwise). */
   usesPrefixHashes: boolean;
   auth: Authenticator;
-  quota: QuotaLimiter;
+  quota: TenantQuota;
   /** A tenant as a metric label: configured tenants by name, others as "other". */
   tenantLabel(tenant: string): string;
 }

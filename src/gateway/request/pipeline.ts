@@ -35,7 +35,8 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
   try {
     authGate(ctx, x, req.headers);
     await readRequest(ctx, x, req, route);
-    quotaGate(ctx, x);
+    const quota = quotaGate(ctx, x);
+    if (quota) await quota; // only a shared quota that had to ask Redis
     // Long prefills send nothing for a while; Bun's idle timeout would cut
     // them. The attempt's own deadlines bound the request instead.
     server.timeout(req, 0);
