@@ -12,7 +12,7 @@ import { configSchema, type ParsedConfig } from "./schema.ts";
 import { fleetConfigIssues, toFleetConfig, toNodeConfigs } from "./fleet-schema.ts";
 import type { Config, Deadlines, Listen } from "./types.ts";
 import { jobsCrossFieldIssues, resolveJobsConfig } from "./jobs-config.ts";
-import { resolveStateConfig, stateCrossFieldIssues } from "./state-config.ts";
+import { effectiveScorers, resolveStateConfig, stateCrossFieldIssues } from "./state-config.ts";
 
 export function sha256Hex(text: string): string {
   return createHash("sha256").update(text).digest("hex");
@@ -225,7 +225,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
     })),
     scheduling: {
       filters: c.scheduling.filters,
-      scorers: c.scheduling.scorers,
+      scorers: effectiveScorers(c, withEnv),
       picker: c.scheduling.picker,
       prefixAffinity: {
         blockChars: c.scheduling.prefix_affinity.block_chars,

@@ -79,3 +79,16 @@ export function resolveStateConfig(c: ParsedConfig): { state: StateConfig } {
     },
   };
 }
+
+/**
+ * The scorers in effect: as configured; or, with backend redis and no
+ * `scheduling.scorers` given, the defaults with `prefix-rendezvous` in place
+ * of `prefix-affinity` — each gateway's own memory of where it sent a prefix
+ * would send it to a different replica from every gateway.
+ */
+export function effectiveScorers(c: ParsedConfig, raw: Record<string, unknown>): ParsedConfig["scheduling"]["scorers"] {
+  const sched = raw.scheduling;
+  const given = typeof sched === "object" && sched !== null && "scorers" in sched;
+  if (given || c.state.backend !== "redis") return c.scheduling.scorers;
+  return c.scheduling.scorers.map((s) => (s.name === "prefix-affinity" ? { ...s, name: "prefix-rendezvous" as const } : s));
+}

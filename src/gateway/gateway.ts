@@ -155,7 +155,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     dial: registry.dial,
     metrics,
     log,
-    usesPrefixHashes: config.scheduling.scorers.some((s) => s.name === "prefix-affinity" && s.weight > 0),
+    usesPrefixHashes: config.scheduling.scorers.some((s) => (s.name === "prefix-affinity" || s.name === "prefix-rendezvous") && s.weight > 0),
     auth: new Authenticator(config.auth, config.admission),
     quota: new QuotaLimiter(config.tenants),
     tenantLabel: (tenant) => (tenantNames.has(tenant) ? tenant : OTHER_TENANT),

@@ -28,6 +28,14 @@ describe("state config", () => {
     expect(buildConfig({}, env).state).toMatchObject({ backend: "redis", redisUrl: "rediss://:secret@cache.internal:6380", leaseMs: 3000 });
   });
 
+  test("with redis and no scorers configured, prefix-rendezvous stands in for prefix-affinity; configured scorers are kept as they are", () => {
+    const names = (raw: Record<string, unknown>) => buildConfig(raw).scheduling.scorers.map((s) => `${s.name}:${s.weight}`);
+    expect(names({})).toEqual(["queue-depth:2", "kv-cache:1", "inflight:2", "prefix-affinity:3"]);
+    const redis = { backend: "redis", redis_url: "redis://127.0.0.1:6379" };
+    expect(names({ state: redis })).toEqual(["queue-depth:2", "kv-cache:1", "inflight:2", "prefix-rendezvous:3"]);
+    expect(names({ state: redis, scheduling: { scorers: [{ name: "prefix-affinity", weight: 1 }] } })).toEqual(["prefix-affinity:1"]);
+  });
+
   test("errors name the key and what was expected", () => {
     expect(issuesOf(() => buildConfig({ state: { backend: "redis" } }))).toEqual(["state.redis_url: required when state.backend is redis (e.g. redis://127.0.0.1:6379/0)"]);
     expect(issuesOf(() => buildConfig({ state: { backend: "redis", redis_url: "http://x:6379" } }))).toEqual([
