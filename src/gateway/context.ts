@@ -11,6 +11,7 @@ import type { DialGuard } from "./proxy/dial-guard.ts";
 import type { RetryBudget } from "./retry-budget.ts";
 import type { Authenticator } from "./gates/auth.ts";
 import type { TenantQuota } from "./gates/quota.ts";
+import type { ClusterStatus } from "../cluster/cluster-runtime.ts";
 
 export interface GatewayContext {
   config: Config;
@@ -30,4 +31,6 @@ export interface GatewayContext {
   quota: TenantQuota;
   /** A tenant as a metric label: configured tenants by name, others as "other". */
   tenantLabel(tenant: string): string;
+  /** Several gateways sharing Redis (issue 14): this one's part; absent with the embedded state. */
+  cluster?: { status(): ClusterStatus };
 }

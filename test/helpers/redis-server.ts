@@ -1,19 +1,23 @@
 /**
  * A real redis-server (Debian's package) on a free loopback port for a test
- * file, with no persistence; stop() and start() again on the same port let a
- * test take Redis away and bring it back. Tests that need one use
+ * file, without persistence unless asked (then an append-only file, synced on
+ * every write, in a temporary directory); stop() and start() again on the
+ * same port let a test take Redis away and bring it back. Tests that need one use
  * `describeWithRedis` or `testWithTool("redis-server", …)`.
  */
 import { RedisClient } from "bun";
 import { describe, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { findTool } from "./system-tools.ts";
 
 export interface RedisServer {
   port: number;
   url: string;
-  /** Stop the server (SIGTERM, nothing saved); its data is gone. */
+  /** Stop the server (SIGTERM); without persistence its data is gone. */
   stop(): Promise<void>;
-  /** Start it again on the same port (empty). */
+  /** Start it again on the same port (empty, or with what it had when persisting). */
   start(): Promise<void>;
   /** Whether it runs now. */
   readonly running: boolean;
@@ -38,10 +42,12 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
-const servers: RedisServer[] = [];
+const servers: { server: RedisServer; dir: string | undefined }[] = [];
 
-export async function startRedisServer(bin = findTool("redis-server") ?? "redis-server"): Promise<RedisServer> {
+export async function startRedisServer(opts: { persist?: boolean } = {}, bin = findTool("redis-server") ?? "redis-server"): Promise<RedisServer> {
   const port = await freePort();
+  const dir = opts.persist ? mkdtempSync(join(tmpdir(), "llmgw-redis-")) : undefined;
+  const storage = dir === undefined ? ["--save", "", "--appendonly", "no"] : ["--dir", dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always"];
   const url = `redis://127.0.0.1:${port}`;
   let proc: Bun.Subprocess | undefined;
   const server: RedisServer = {
@@ -51,7 +57,7 @@ export async function startRedisServer(bin = findTool("redis-server") ?? "redis-
       return proc !== undefined && proc.exitCode === null && proc.signalCode === null;
     },
     async start() {
-      proc = Bun.spawn([bin, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no", "--loglevel", "warning"], {
+      proc = Bun.spawn([bin, "--port", String(port), "--bind", "127.0.0.1", ...storage, "--protected-mode", "no", "--loglevel", "warning"], {
         stdout: "ignore",
         stderr: "inherit",
       });
@@ -69,13 +75,18 @@ export async function startRedisServer(bin = findTool("redis-server") ?? "redis-
     },
   };
   await server.start();
-  servers.push(server);
+  servers.push({ server, dir });
   return server;
 }
 
-/** Stop every server this test file started. */
+/** Stop every server this test file started (and remove their files). */
 export async function stopRedisServers(): Promise<void> {
-  await Promise.all(servers.splice(0).map((s) => s.stop()));
+  await Promise.all(
+    servers.splice(0).map(async ({ server, dir }) => {
+      await server.stop();
+      if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    }),
+  );
 }
 
 /** `describe` when redis-server is installed; otherwise skipped, or a failing test under LLMGW_REQUIRE_SYSTEM_TESTS=1. */
