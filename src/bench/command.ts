@@ -13,6 +13,7 @@ const SCENARIOS: Record<string, { summary: string; load: () => Promise<BenchScen
   scale: { summary: "10,000 open streams through one gateway: memory per stream", load: async () => (await import("./scale-scenario.ts")).scaleScenario },
   admission: { summary: "platinum TTFT under bronze load, admission on and off", load: async () => (await import("./admission-scenario.ts")).admissionScenario },
   fleet: { summary: "a fleet model scaled 1 → 4 → 1 under streaming load: time to ready, requests per replica, errors", load: async () => (await import("./fleet-scenario.ts")).fleetScenario },
+  cluster: { summary: "1 vs 3 gateways, embedded vs sharing Redis: CPU per request, Redis commands per request, quota error", load: async () => (await import("./cluster-scenario.ts")).clusterScenario },
 };
 
 function usage(): string {
