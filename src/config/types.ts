@@ -162,6 +162,8 @@ export interface GpuHealthSource {
 export interface GpuHealthConfig {
   /** Explicit exporters, or (when none is configured) the endpoints' dcgm_url with their pools. */
   sources: readonly GpuHealthSource[];
+  /** No explicit sources: every endpoint's dcgm_url is watched for its pool, fleet replicas joining at run time included. */
+  sourcesFromEndpoints: boolean;
   pollIntervalMs: number;
   staleAfterMs: number;
   sustainedSamples: number;

@@ -138,6 +138,12 @@ export class EndpointRegistry {
     return [...this.poolRows].map(([name, index]) => ({ index, name }));
   }
 
+  /** The name of the pool in a row (undefined: no such row). */
+  poolName(row: number): string | undefined {
+    for (const [name, index] of this.poolRows) if (index === row) return name;
+    return undefined;
+  }
+
   descriptor(index: number): EndpointDescriptor | undefined {
     const spec = this.specs.get(index);
     if (!spec) return undefined;
@@ -147,7 +153,17 @@ export class EndpointRegistry {
   polled(index: number): PolledEndpoint | undefined {
     const spec = this.specs.get(index);
     if (!spec) return undefined;
-    return { index, id: spec.id, url: spec.url, engine: spec.engine, models: spec.models ? [...spec.models] : undefined, gpuIds: [...spec.gpuIds], dcgmUrl: spec.dcgmUrl };
+    return {
+      index,
+      id: spec.id,
+      url: spec.url,
+      engine: spec.engine,
+      models: spec.models ? [...spec.models] : undefined,
+      gpuIds: [...spec.gpuIds],
+      dcgmUrl: spec.dcgmUrl,
+      pool: spec.pool,
+      poolRow: this.poolRow(spec.pool),
+    };
   }
 
   /** Free the slots of removed endpoints nothing holds any more. */

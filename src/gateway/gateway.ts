@@ -17,6 +17,7 @@ import type { EndpointDescriptor } from "../protocol/scheduler-messages.ts";
 import { PrefixIndex } from "../scheduling/prefix-index.ts";
 import { SchedulingProfile } from "../scheduling/profile.ts";
 import { AdmissionStatsTable, EndpointTable, I, PoolTable, Signals } from "../shared/endpoint-table.ts";
+import { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
 import { logger, logListening, type Logger } from "../shared/logger.ts";
 import { AdmissionClient } from "./admission-client.ts";
 import { createAdminApp, createMetricsApp } from "./admin.ts";
@@ -57,6 +58,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   const pools = new PoolTable(MAX_POOLS, bandNames.length);
   const stats = new AdmissionStatsTable(bandNames.length, MAX_POOLS);
   const signals = new Signals();
+  /** Per pool, until when its GPUs are saturated (the health worker writes it with a gpu_health block; all 0 without). */
+  const gpuSaturation = new GpuSaturationTable(MAX_POOLS);
   const prefixIndex = new PrefixIndex(config.scheduling.prefixAffinity.lruEntries);
   const catalog = new ModelCatalog(config);
   const gpuStore = new DcgmGpuStore(config.health.staleAfterMs);
@@ -108,6 +111,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       signals: signals.buffer,
       endpoints: slots.map((i) => registry.polled(i)).filter((e): e is PolledEndpoint => e !== undefined),
       health: config.health,
+      gpuHealth: config.gpuHealth,
+      gpuSaturation: gpuSaturation.buffer,
     },
     {
       models(index, models) {
