@@ -33,6 +33,11 @@ import { ModelCatalog } from "./model-catalog.ts";
 import { DialGuard } from "./proxy/dial-guard.ts";
 import { RetryBudget } from "./retry-budget.ts";
 import { startDataPlane } from "./server.ts";
+import { ResponseCache } from "../cache/response-cache.ts";
+import { JobsMetrics } from "../metrics/jobs-metrics.ts";
+import { batchLineSend } from "./batch-line-send.ts";
+import { GatewayJobs } from "./jobs-service.ts";
+import type { SendLine } from "../jobs/batch-runner.ts";
 
 const DRAIN_GRACE_MS = 10_000;
 
@@ -149,6 +154,35 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   metricsRef = metrics;
   registerGpuCollector(metrics.registry, () => gpuStore.live(Date.now()));
   const tenantNames = new Set(config.tenants.map((t) => t.name));
+  // Issue 12: batch jobs (their lines run through ctx's own request path), idempotency, response cache, shedding.
+  const poolRow = (name: string) => registry.pools().find((p) => p.name === name)?.index;
+  const poolSaturated = (name: string) => {
+    const row = poolRow(name);
+    return row !== undefined && gpuSaturation.saturated(row, Date.now());
+  };
+  let ctxRef: GatewayContext | undefined;
+  let send: SendLine | undefined;
+  const jobs = new GatewayJobs({
+    config,
+    log,
+    // The runner sends only once started, after ctx exists (jobs.resume() below, or a first request).
+    send: (line, signal, meta) => (send ??= batchLineSend(ctxRef!))(line, signal, meta),
+    saturated: poolSaturated,
+    poolOf: (model) => {
+      const canonical = catalog.resolve(model) ?? model;
+      const row = admission.poolOf(canonical);
+      return (row === undefined ? undefined : registry.poolName(row)) ?? "default";
+    },
+    knownModel: (name) => catalog.resolve(name) !== undefined,
+  });
+  const cache = new ResponseCache(config.responseCache);
+  const jobsMetrics = new JobsMetrics(metrics.registry, {
+    pools: () => registry.pools().map((p) => p.name),
+    ...(config.gpuHealth === null ? {} : { poolSaturated }),
+    batchLineStats: () => jobs.lineStats(),
+    ...(cache.off ? {} : { cacheStats: () => cache.stats() }),
+    idempotentReplays: () => jobs.replays(),
+  });
   const ctx: GatewayContext = {
     config,
     catalog,
@@ -164,12 +198,19 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     auth: new Authenticator(config.auth, config.admission),
     quota: new QuotaLimiter(config.tenants),
     tenantLabel: (tenant) => (tenantNames.has(tenant) ? tenant : OTHER_TENANT),
+    jobs,
+    cache,
+    gpuSaturation,
+    jobsMetrics,
   };
+  ctxRef = ctx;
   await Promise.all([admission.whenReady(), health.whenReady()]);
   // Agents are polled by the health worker from here on; replicas join the registry as they turn Ready.
   fleet?.start();
 
   const api = startDataPlane(ctx);
+  // Batches a previous run left resume now (their in-flight lines re-driven), not at the first request.
+  await jobs.resume();
   // A fleet's scrape waits for its nodes too (each answered once or turned NotReady: bounded by node_not_ready_after_ms).
   const listenerState = { enginesPolled: () => enginesPolled && (fleet?.manager.isSettled() ?? true) };
   const admin = createAdminApp(ctx, listenerState, fleet?.api).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
@@ -191,6 +232,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       log.info("stopping: no new requests; waiting for in-flight ones");
       // First: no replica may join or leave the table while it shuts down (nothing running is stopped).
       await fleet?.stop();
+      // Batch lines in flight are aborted and go back to pending: the next start on this data_dir runs them.
+      await jobs.stop();
       await api.stop(false);
       const deadline = Date.now() + DRAIN_GRACE_MS;
       const inflight = () => {
@@ -200,6 +243,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       };
       while (inflight() > 0 && Date.now() < deadline) await Bun.sleep(50);
       await api.stop(true);
+      jobs.close();
       await admin.stop();
       await metricsApp?.stop();
       breakers.stop();

@@ -1,12 +1,14 @@
 /**
  * The data plane on Bun.serve with a plain fetch handler (no framework on the
  * hot path): routes each request to its handler — inference to the request
- * pipeline (request/pipeline.ts). Every error leaves in OpenAI's shape.
+ * pipeline (request/pipeline.ts), files and batches to the jobs handler
+ * (jobs-handler.ts). Every error leaves in OpenAI's shape.
  */
 import type { Server } from "bun";
 import type { Route } from "../metrics/names.ts";
 import { LlmgwError, errorResponse } from "../shared/errors.ts";
 import type { GatewayContext } from "./context.ts";
+import { handleJobs, JOBS_PATH } from "./jobs-handler.ts";
 import { handleInference } from "./request/pipeline.ts";
 
 const ROUTES: Record<string, Route> = {
@@ -38,6 +40,7 @@ export function createFetchHandler(ctx: GatewayContext) {
       return handleModels(ctx);
     }
     if (path === "/health") return new Response(null, { status: 200 });
+    if (JOBS_PATH.test(path)) return handleJobs(ctx, req);
     return errorResponse(new LlmgwError("NOT_FOUND", `no route for ${req.method} ${path}`));
   };
 }

@@ -10,7 +10,8 @@
 import type { AttemptFailure, Outcome, Route } from "../../metrics/names.ts";
 import { UNKNOWN_MODEL } from "../../metrics/names.ts";
 import type { RequestSeries } from "../../metrics/registry.ts";
-import { errorResponse, type LlmgwError } from "../../shared/errors.ts";
+import { requestAuditRecord } from "../../shared/audit.ts";
+import { errorResponse, type ErrorCode, type LlmgwError } from "../../shared/errors.ts";
 import type { Grant } from "../admission-client.ts";
 import type { GatewayContext } from "../context.ts";
 import type { Principal } from "../gates/auth.ts";
@@ -53,6 +54,15 @@ export class Exchange {
   /** The endpoint of the current (or last) attempt. */
   endpointId: string | undefined;
   usage: Usage | undefined;
+  /** Audit: answered from the response cache ("hit") or recorded into it ("miss"); undefined when not cacheable. */
+  cache: "hit" | "miss" | undefined;
+  /** Audit: answered by replaying an idempotency record. */
+  replay = false;
+  /** Audit: the batch this request runs a line of. */
+  batchId: string | undefined;
+  private queueMs: number | undefined;
+  private ttftMs: number | undefined;
+  private errorCode: ErrorCode | undefined;
   private series: RequestSeries | undefined;
   private grant: Grant | undefined;
   private lastTokenAt = 0;
@@ -96,6 +106,7 @@ export class Exchange {
   hold(grant: Grant): void {
     if (this.grant) throw new Error("an exchange holds one endpoint at a time");
     this.grant = grant;
+    this.queueMs ??= grant.waitedMs; // admission's wait: only the first grant is queued
     this.endpointId = this.ctx.endpoints.idOf(grant.index);
     for (const scorer in grant.scores) this.ctx.metrics.scoreSeries(scorer).observe(grant.scores[scorer]!);
   }
@@ -138,7 +149,8 @@ export class Exchange {
   /** The first token went to the client. */
   firstToken(now: number): void {
     this.lastTokenAt = now;
-    this.series?.ttft.observe((now - this.arrivedAt) / 1000);
+    this.ttftMs = now - this.arrivedAt;
+    this.series?.ttft.observe(this.ttftMs / 1000);
   }
 
   /** More tokens went to the client (observed once per upstream chunk). */
@@ -162,14 +174,15 @@ export class Exchange {
 
   /** End the request with an error answer. */
   fail(err: LlmgwError, outcome: Outcome): Response {
-    this.finish(outcome, err.status, err.message);
+    this.finish(outcome, err.status, err.message, err.code);
     return errorResponse(err, this.headers());
   }
 
-  /** Runs once: releases what is still held, settles the quota, records metrics and the audit line. */
-  finish(outcome: Outcome, status: number, error?: string): void {
+  /** Runs once: releases what is still held, settles the quota, records metrics and the audit line (README, "Audit log schema"). */
+  finish(outcome: Outcome, status: number, error?: string, errorCode?: ErrorCode): void {
     if (this.finished) return;
     this.finished = true;
+    this.errorCode = errorCode;
     this.endAttempt({ kind: "neutral" });
     const { ctx } = this;
     const now = Date.now();
@@ -183,25 +196,30 @@ export class Exchange {
     const seconds = (performance.now() - this.arrivedAt) / 1000;
     const series = this.series ?? ctx.metrics.requestSeries(UNKNOWN_MODEL, this.route);
     series.finished(outcome, this.stream, seconds, this.usage);
-    ctx.log.info(
-      {
-        request_id: this.requestId,
-        route: this.route,
-        model: this.model ?? UNKNOWN_MODEL,
-        stream: this.stream,
-        tenant,
-        band: this.bandName,
-        outcome,
-        status,
-        endpoint: this.endpointId,
-        attempts: this.attempts,
-        prompt_tokens: this.usage?.prompt_tokens,
-        completion_tokens: this.usage?.completion_tokens,
-        duration_ms: Math.round(seconds * 1000),
-        error,
-      },
-      "request",
-    );
+    const record = requestAuditRecord({
+      requestId: this.requestId,
+      tenant,
+      model: this.model,
+      band: this.bandName,
+      route: this.path,
+      endpoint: this.endpointId,
+      stream: this.stream,
+      attempts: this.attempts,
+      outcome,
+      status,
+      errorCode: this.errorCode,
+      errorMessage: error,
+      promptTokens: this.usage?.prompt_tokens,
+      completionTokens: this.usage?.completion_tokens,
+      startedAtMs: now - Math.round(seconds * 1000),
+      endedAtMs: now,
+      queueMs: this.queueMs === undefined ? undefined : Math.round(this.queueMs),
+      ttftMs: this.ttftMs === undefined ? undefined : Math.round(this.ttftMs),
+      cache: this.cache,
+      replay: this.replay,
+      batchId: this.batchId,
+    });
+    ctx.log.info(record, "audit");
   }
 }
 
