@@ -61,7 +61,7 @@ function auditLines(): Record<string, unknown>[] {
   return gw
     .output()
     .split("\n")
-    .filter((l) => l.includes('"msg":"audit"'))
+    .filter((l) => l.startsWith("{") && l.includes('"msg":"audit"'))
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
