@@ -9,19 +9,10 @@
  */
 import { expect, test } from "bun:test";
 import type { BatchBenchReport } from "../../src/bench/batch-scenario.ts";
-import { childEnv } from "../../src/shared/process-env.ts";
-import { CLI, REPO_ROOT } from "../helpers/processes.ts";
+import { runBenchJson } from "../helpers/bench-json.ts";
 
 test("interactive TTFT p99 within 1.25x idle while batch is shed; batch lines stop under saturation and resume after", async () => {
-  const proc = Bun.spawn([process.execPath, CLI, "bench", "batch", "--json"], {
-    cwd: REPO_ROOT,
-    env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  expect({ code, err: code === 0 ? "" : err.slice(-2000) }).toEqual({ code: 0, err: "" });
-  const r = JSON.parse(out.trim().split("\n").at(-1)!) as BatchBenchReport;
+  const r = await runBenchJson<BatchBenchReport>(["batch"]);
   console.log(JSON.stringify({ ratio_during: r.ratio_during, ratio_before: r.ratio_before, lines_per_s: [r.before.batch_lines_per_s, r.during.batch_lines_per_s, r.after.batch_lines_per_s], shed: r.during.shed_429s }));
   expect(r.idle.errors + r.before.errors + r.during.errors + r.after.errors).toBe(0);
   expect(r.during.probes).toBeGreaterThan(60);
