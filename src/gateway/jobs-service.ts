@@ -41,6 +41,8 @@ export interface OpenJobs {
   runner: BatchRunner;
 }
 
+const shuttingDown = () => new LlmgwError("NO_READY_ENDPOINT", "the gateway is shutting down");
+
 const NO_LINES: Readonly<Record<BatchLineOutcome, number>> = Object.freeze({ completed: 0, failed: 0, retried: 0, waited: 0 });
 
 export class GatewayJobs {
@@ -53,13 +55,16 @@ export class GatewayJobs {
     this.#deps = deps;
   }
 
-  /** At start: a store left by a previous run is opened now, so its batches resume without waiting for a request. */
-  async resume(): Promise<void> {
-    if (existsSync(join(this.#deps.config.dataDir, STATE_DB_FILE))) await this.opened();
+  /** At start: a store left by a previous run is opened now, so its batches resume without waiting for a request. True when it was. */
+  async resume(): Promise<boolean> {
+    if (!existsSync(join(this.#deps.config.dataDir, STATE_DB_FILE))) return false;
+    await this.opened();
+    return true;
   }
 
-  /** The store and its users, opened on first call. An unusable data_dir is a 500 naming it (and the next call tries again). */
+  /** The store and its users, opened on first call. An unusable data_dir is a 500 naming it (and the next call tries again); once stopping, a 503. */
   opened(): Promise<OpenJobs> {
+    if (this.#stopped) return Promise.reject(shuttingDown());
     this.#opening ??= this.#openNow().catch((err: unknown) => {
       this.#opening = undefined;
       throw err;
@@ -92,7 +97,6 @@ export class GatewayJobs {
 
   async #openNow(): Promise<OpenJobs> {
     const { config, log } = this.#deps;
-    if (this.#stopped) throw new LlmgwError("NO_READY_ENDPOINT", "the gateway is shutting down");
     let db: Database;
     try {
       db = openStateDatabase(config.dataDir);
@@ -115,7 +119,7 @@ export class GatewayJobs {
       // stop() came while this was opening: it waits for this promise, so close here.
       await runner.stop();
       db.close();
-      throw new LlmgwError("NO_READY_ENDPOINT", "the gateway is shutting down");
+      throw shuttingDown();
     }
     this.#open = { routes, idempotency, runner, db };
     log.info({ dataDir: resolve(config.dataDir), idempotencyKeysFreed: freed }, "batch and idempotency store opened");
