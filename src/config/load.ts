@@ -244,7 +244,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       backoffMs: c.retry.backoff_ms,
       maxRetryAfterMs: c.retry.max_retry_after_ms,
     },
-    circuitBreaker: { failureThreshold: c.circuit_breaker.failure_threshold, openMs: c.circuit_breaker.open_ms },
+    circuitBreaker: { failureThreshold: c.circuit_breaker.failure_threshold, openMs: c.circuit_breaker.open_ms, maxOpenMs: Math.max(c.circuit_breaker.open_ms, c.circuit_breaker.max_open_ms) },
     auth: {
       enabled: authEnabled,
       keys: c.auth.keys.map((k) => ({

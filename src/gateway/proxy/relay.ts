@@ -20,7 +20,7 @@ import type { AttemptFailure, Outcome } from "../../metrics/names.ts";
 import { errorBody, type ErrorCode } from "../../shared/errors.ts";
 import type { AttemptVerdict, Usage } from "../request/exchange.ts";
 import { ENDPOINT_FAULTS } from "./failures.ts";
-import { eventJson, MAX_EVENT_BYTES, type EventVisitor, type ScannedEvent, type SseEventKind } from "./sse-scanner.ts";
+import { eventJson, finishedChoices, MAX_EVENT_BYTES, type EventVisitor, type ScannedEvent, type SseEventKind } from "./sse-scanner.ts";
 import { readMany, type OpenStream } from "./upstream.ts";
 
 export type RelayVariant = RelayVariantName;
@@ -56,6 +56,8 @@ function engineErrorMessage(bytes: Uint8Array): string {
 export interface RelayOwner {
   /** The client asked for stream_options.include_usage. */
   readonly includeUsage: boolean;
+  /** Choices the answer has (the request's n): a stream is complete once each has a finish_reason. */
+  readonly choices: number;
   usage: Usage | undefined;
   firstToken(now: number): void;
   tokens(now: number): void;
@@ -71,6 +73,9 @@ export class SseRelay {
   over = false;
   private sawDone = false;
   private sentToken = false;
+  /** Choices that delivered a finish_reason: with all of them (and the usage asked for), an end without [DONE] is a finished answer. */
+  private finished = 0;
+  private sawUsage = false;
   private first: ScannedEvent[] | undefined;
   /** The bytes for the client from this call of next() (reused: a transport writes them before calling again). */
   private readonly out: Uint8Array[] = [];
@@ -134,12 +139,30 @@ export class SseRelay {
         if (scanner.overflowed && !this.over) this.broken("UPSTREAM_MALFORMED", "malformed", `the engine sent an SSE event over ${MAX_EVENT_BYTES} bytes`);
       }
       if (done && !this.over) {
-        if (!this.sawDone) this.broken("UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine ended the stream without [DONE]");
+        if (this.complete()) this.finishWithoutDone();
+        else if (!this.sawDone) this.broken("UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine ended the stream before the answer finished");
         break;
       }
       if (out.length > 0) break;
     }
     return out;
+  }
+
+  /** Every choice delivered its finish_reason, and the usage chunk came if the client asked for it. */
+  private complete(): boolean {
+    return this.finished >= this.x.choices && (this.sawUsage || !this.x.includeUsage);
+  }
+
+  /**
+   * A finished answer whose engine closed the stream cleanly without
+   * data: [DONE] (some servers do): the answer is whole, so the client gets
+   * the [DONE] it expects and the request counts as ok, nothing against the
+   * engine.
+   */
+  private finishWithoutDone(): void {
+    this.flushRun();
+    this.out.push(DONE_EVENT);
+    this.end("ok", { kind: "neutral" });
   }
 
   /** The client went away. */
@@ -156,12 +179,16 @@ export class SseRelay {
     switch (kind) {
       case "data":
         this.tokensInChunk = true;
+        this.finished += finishedChoices(buf, start, end);
         return this.forward(buf, start, end);
       case "comment":
         return this.forward(buf, start, end);
       case "usage": {
         const usage = readUsage(buf.subarray(start, end));
-        if (usage) this.x.usage = usage;
+        if (usage) {
+          this.x.usage = usage;
+          this.sawUsage = true;
+        }
         if (this.x.includeUsage) this.forward(buf, start, end);
         return;
       }
@@ -224,7 +251,8 @@ export class SseRelay {
     this.flushRun();
     this.out.push(sseErrorEvent(code, message), DONE_EVENT);
     const outcome: Outcome = failure === "idle_timeout" || failure === "total_timeout" ? "timeout" : "stream_error";
-    this.end(outcome, ENDPOINT_FAULTS.has(failure) ? { kind: "fault", failure } : { kind: "neutral", failure }, message);
+    const excused = this.open.deadlines.excused;
+    this.end(outcome, ENDPOINT_FAULTS.has(failure) && !excused ? { kind: "fault", failure } : { kind: "neutral", failure, excused }, message);
   }
 
   private end(outcome: Outcome, verdict: AttemptVerdict, error?: string): void {

@@ -79,6 +79,8 @@ export interface AttemptFailed {
   body?: Uint8Array;
   /** The engine's Retry-After, ms. */
   retryAfterMs?: number;
+  /** A silence deadline that fired while the gateway's own loop had stalled (not the engine's failure). */
+  excused?: boolean;
 }
 
 export type AttemptResult = OpenStream | CompleteJson | AttemptFailed;
@@ -153,7 +155,7 @@ export async function openUpstream(input: AttemptInput, path: string): Promise<A
   const reasonOf = (err: unknown): AttemptFailed => {
     dl.dispose();
     if (input.clientSignal.aborted) return failed("cancelled", "client went away");
-    if (dl.fired) return failed(dl.fired, `upstream ${dl.fired.replace("_", " ")} after ${describeDeadline(dl.fired, d, input.totalLeftMs)} ms`);
+    if (dl.fired) return failed(dl.fired, `upstream ${dl.fired.replace("_", " ")} after ${describeDeadline(dl.fired, d, input.totalLeftMs)} ms`, dl.excused ? { excused: true } : {});
     return failed("connect", err instanceof Error ? err.message : String(err));
   };
 
