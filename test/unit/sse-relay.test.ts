@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { AttemptDeadlines } from "../../src/gateway/proxy/deadlines.ts";
-import { relayBody, RELAY_VARIANT_NAMES, type RelayOwner } from "../../src/gateway/proxy/relay.ts";
+import type { RelayOwner } from "../../src/gateway/proxy/relay.ts";
+import { relayBody, RELAY_VARIANT_NAMES } from "../../src/gateway/proxy/sse-response.ts";
 import { MAX_EVENT_BYTES, SseScanner } from "../../src/gateway/proxy/sse-scanner.ts";
 import type { OpenStream } from "../../src/gateway/proxy/upstream.ts";
 

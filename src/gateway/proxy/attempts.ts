@@ -13,7 +13,8 @@ import { SchedulerRejection, type Grant } from "../admission-client.ts";
 import type { GatewayContext } from "../context.ts";
 import type { Exchange } from "../request/exchange.ts";
 import { ENDPOINT_FAULTS, FAILURE_CODE, engineError, isContextLengthError, rejectedResponse } from "./failures.ts";
-import { relayBody } from "./relay.ts";
+import { relayAnswer, usageFromTail } from "./json-answer.ts";
+import { relayBody } from "./sse-response.ts";
 import { openUpstream, type AttemptFailed, type AttemptResult } from "./upstream.ts";
 import { upstreamBody } from "./upstream-body.ts";
 
@@ -21,6 +22,9 @@ import { upstreamBody } from "./upstream-body.ts";
 type Next = "retry" | "next_model" | "give_up";
 
 const CANCELLED = () => new LlmgwError("INTERNAL_ERROR", "client went away");
+
+/** An OpenAI-shaped answer's usage object sits within its last bytes: only they are read (a 200 MB embeddings answer is never parsed). */
+const USAGE_TAIL_BYTES = 16 * 1024;
 
 /** Failures worth another try on the same endpoint when no other is left (transient by nature). */
 const SAME_ENDPOINT_RETRY: ReadonlySet<AttemptFailed["failure"]> = new Set(["connect", "status_5xx", "status_429", "headers_timeout", "first_token_timeout", "truncated", "malformed"]);
@@ -198,10 +202,14 @@ export class AttemptLoop {
     const { ctx, x } = this;
     x.answered();
     if (result.kind === "json") {
-      x.usage = usageOf(result.body);
+      x.usage = usageFromTail(result.body.subarray(-USAGE_TAIL_BYTES));
       x.endAttempt({ kind: "neutral" });
       x.finish("ok", 200);
       return new Response(result.body, { status: 200, headers: { "content-type": result.contentType, ...x.headers(true) } });
+    }
+    if (result.kind === "json-stream") {
+      const body = relayAnswer(x, result.answer, ctx.config.maxResponseBytes);
+      return new Response(body, { status: 200, headers: { "content-type": result.contentType, ...x.headers(true) } });
     }
     const body = relayBody(x, result, ctx.config.relayVariant);
     return new Response(body, { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...x.headers(true) } });
@@ -265,18 +273,5 @@ export class AttemptLoop {
       const n = drops[filter]!;
       if (n > 0) this.ctx.metrics.filterDrops.inc({ filter }, n);
     }
-  }
-}
-
-function usageOf(json: Uint8Array): { prompt_tokens: number; completion_tokens: number } | undefined {
-  try {
-    const u = (JSON.parse(new TextDecoder().decode(json)) as { usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } }).usage;
-    if (!u) return undefined;
-    return {
-      prompt_tokens: typeof u.prompt_tokens === "number" ? u.prompt_tokens : 0,
-      completion_tokens: typeof u.completion_tokens === "number" ? u.completion_tokens : 0,
-    };
-  } catch {
-    return undefined;
   }
 }

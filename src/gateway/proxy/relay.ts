@@ -9,25 +9,15 @@
  * cut connection, a deadline, an oversized event or an engine error becomes
  * an explicit SSE error event then [DONE]. A client that leaves cancels the
  * upstream request at once.
- *
- * How the bytes reach Bun's response is a transport (RelayVariant), measured
- * side by side by `llmgw bench relay`: a direct stream (write + flush, no
- * queue: the default), a pull stream with one enqueue per upstream chunk, or
- * one enqueue per event (the earlier design).
+ * How its bytes reach Bun's response is sse-response.ts's business.
  */
-import type { RelayVariantName } from "../../config/plugin-names.ts";
 import type { AttemptFailure, Outcome } from "../../metrics/names.ts";
 import { errorBody, type ErrorCode } from "../../shared/errors.ts";
 import type { AttemptVerdict, Usage } from "../request/exchange.ts";
 import { ENDPOINT_FAULTS } from "./failures.ts";
 import { eventJson, finishedChoices, MAX_EVENT_BYTES, type EventVisitor, type ScannedEvent, type SseEventKind } from "./sse-scanner.ts";
+import { drains } from "./upstream-drains.ts";
 import { readMany, type OpenStream } from "./upstream.ts";
-
-export type RelayVariant = RelayVariantName;
-export { RELAY_VARIANTS as RELAY_VARIANT_NAMES } from "../../config/plugin-names.ts";
-
-/** How long an engine may keep a stream open after [DONE] before we cancel it. */
-const DRAIN_AFTER_DONE_MS = 2_000;
 
 const enc = new TextEncoder();
 const DONE_EVENT = enc.encode("data: [DONE]\n\n");
@@ -278,107 +268,4 @@ export class SseRelay {
     }
     drains.add(reader, deadlines);
   }
-}
-
-/**
- * Upstream bodies still open after [DONE]: each is read to its end, and one
- * shared timer (not one per request) cancels those an engine keeps open
- * longer than DRAIN_AFTER_DONE_MS.
- */
-class UpstreamDrains {
-  private readonly open = new Map<OpenStream["reader"], { deadlines: OpenStream["deadlines"]; until: number }>();
-  private timer: ReturnType<typeof setInterval> | undefined;
-
-  add(reader: OpenStream["reader"], deadlines: OpenStream["deadlines"]): void {
-    this.open.set(reader, { deadlines, until: performance.now() + DRAIN_AFTER_DONE_MS });
-    void this.drain(reader);
-  }
-
-  private async drain(reader: OpenStream["reader"]): Promise<void> {
-    try {
-      for (;;) {
-        const got = readMany(reader);
-        if ((got instanceof Promise ? await got : got).done) break;
-        this.arm(); // still open: the sweeper watches it
-      }
-    } catch {
-      // the engine closed abruptly after [DONE]: nothing left to deliver
-    } finally {
-      this.open.delete(reader);
-    }
-  }
-
-  private arm(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => {
-      const now = performance.now();
-      for (const [reader, d] of this.open) {
-        if (now < d.until) continue;
-        this.open.delete(reader);
-        d.deadlines.abort("engine kept the stream open after [DONE]");
-        void reader.cancel().catch(() => {});
-      }
-      if (this.open.size === 0) {
-        clearInterval(this.timer);
-        this.timer = undefined;
-      }
-    }, DRAIN_AFTER_DONE_MS / 4);
-    this.timer.unref?.();
-  }
-}
-
-const drains = new UpstreamDrains();
-
-/** The client's response body for an open upstream stream, over the chosen transport. */
-export function relayBody(x: RelayOwner, open: OpenStream, variant: RelayVariant): ReadableStream<Uint8Array> {
-  const relay = new SseRelay(x, open, variant !== "event");
-  if (variant === "direct") return directStream(relay);
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        // next() resolves only with bytes or at the end: a pull that enqueued
-        // nothing would not be called again (WHATWG streams).
-        const pieces = await relay.next();
-        if (pieces) for (const p of pieces) controller.enqueue(p);
-        if (relay.over) controller.close();
-      },
-      cancel() {
-        relay.cancel();
-      },
-    },
-    // One chunk of look-ahead: read upstream only after the client took the previous bytes.
-    { highWaterMark: 1 },
-  );
-}
-
-/**
- * Bun's direct stream: each piece is written straight to the socket and
- * flushed, with no queue in between; a write that returns a promise is the
- * socket pushing back, and the relay reads upstream only once it settles.
- */
-function directStream(relay: SseRelay): ReadableStream<Uint8Array> {
-  return new ReadableStream<Uint8Array>({
-    type: "direct",
-    async pull(controller) {
-      try {
-        for (;;) {
-          const pieces = await relay.next();
-          if (!pieces) break;
-          for (const p of pieces) {
-            const w = controller.write(p);
-            if (w instanceof Promise) await w;
-          }
-          controller.flush();
-          if (relay.over) break;
-        }
-        controller.close();
-      } catch {
-        // The client is gone (a write to a closed response): cancel() ends the request.
-        relay.cancel();
-      }
-    },
-    cancel() {
-      relay.cancel();
-    },
-  });
 }
