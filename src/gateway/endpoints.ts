@@ -20,6 +20,8 @@ export interface EndpointSpec {
   pool: string;
   /** undefined: discovered from the endpoint's /v1/models. */
   models: readonly string[] | undefined;
+  /** The configured models are authoritative: ready on /health alone, whatever /v1/models lists. */
+  modelsSource?: "listed" | "static";
   engine: EngineFlavor;
   gpuIds: readonly string[];
   dcgmUrl: string | undefined;
@@ -148,7 +150,16 @@ export class EndpointRegistry {
   polled(index: number): PolledEndpoint | undefined {
     const spec = this.specs.get(index);
     if (!spec) return undefined;
-    return { index, id: spec.id, url: spec.url, engine: spec.engine, models: spec.models ? [...spec.models] : undefined, gpuIds: [...spec.gpuIds], dcgmUrl: spec.dcgmUrl };
+    return {
+      index,
+      id: spec.id,
+      url: spec.url,
+      engine: spec.engine,
+      models: spec.models ? [...spec.models] : undefined,
+      staticModels: spec.modelsSource === "static",
+      gpuIds: [...spec.gpuIds],
+      dcgmUrl: spec.dcgmUrl,
+    };
   }
 
   /** Free the slots of removed endpoints nothing holds any more. */

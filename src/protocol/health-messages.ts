@@ -10,6 +10,8 @@ export interface PolledEndpoint {
   url: string;
   engine: EngineFlavor;
   models: string[] | undefined;
+  /** The configured models are authoritative (models_source: static). */
+  staticModels: boolean;
   gpuIds: string[];
   dcgmUrl: string | undefined;
 }

@@ -46,6 +46,8 @@ function engineErrorMessage(bytes: Uint8Array): string {
 export interface RelayOwner {
   /** The client asked for stream_options.include_usage. */
   readonly includeUsage: boolean;
+  /** Data events relayed so far (the relay counts them). */
+  delivered: number;
   /** Choices the answer has (the request's n): a stream is complete once each has a finish_reason. */
   readonly choices: number;
   usage: Usage | undefined;
@@ -169,6 +171,7 @@ export class SseRelay {
     switch (kind) {
       case "data":
         this.tokensInChunk = true;
+        this.x.delivered++;
         this.finished += finishedChoices(buf, start, end);
         return this.forward(buf, start, end);
       case "comment":

@@ -49,6 +49,10 @@ export class Exchange {
   prefixHashes: number[] = NO_HASHES;
   principal: Principal | undefined;
   estTokens = 0;
+  /** The prompt's share of the estimate (what a request that generated tokens but reported no usage is charged for its prompt). */
+  promptEstimate = 0;
+  /** Data events relayed to the client (completion tokens, near enough, when the engine reports no usage). */
+  delivered = 0;
   /** x-ratelimit-* headers from the quota gate. */
   quotaHeaders: Record<string, string> = NO_HEADERS;
   /** Requests sent to engines so far. */
@@ -187,11 +191,12 @@ export class Exchange {
     const { ctx } = this;
     const now = Date.now();
     const tenant = this.tenant;
-    // Correct the token estimate with the engine's usage; a request that never
-    // reached an engine gets its tokens back.
+    // Settle the estimate charged at the quota gate with what the engine
+    // reported; with no report, with what reached the client (nothing: every
+    // token back — an engine's 4xx, a failure before the first byte).
     if (this.estTokens > 0) {
-      if (this.usage) ctx.quota.settle(tenant, this.estTokens, this.usage.prompt_tokens + this.usage.completion_tokens, now);
-      else if (this.attempts === 0) ctx.quota.refund(tenant, this.estTokens, now);
+      const actual = this.usage ? this.usage.prompt_tokens + this.usage.completion_tokens : this.delivered > 0 ? this.promptEstimate + this.delivered : 0;
+      ctx.quota.settle(tenant, this.estTokens, actual, now);
     }
     const seconds = (performance.now() - this.arrivedAt) / 1000;
     const series = this.series ?? ctx.metrics.requestSeries(UNKNOWN_MODEL, this.route);
