@@ -9,7 +9,7 @@ import type { Server } from "bun";
 import { EndpointChooser } from "../admission/chooser.ts";
 import { EndpointDirectory } from "../admission/endpoint-directory.ts";
 import type { Config } from "../config/types.ts";
-import { DcgmGpuStore, registerGpuCollector } from "../metrics/gpu-collector.ts";
+import { DcgmGpuStore } from "../metrics/gpu-collector.ts";
 import { GatewayMetrics } from "../metrics/registry.ts";
 import { OTHER_TENANT } from "../metrics/names.ts";
 import type { PolledEndpoint } from "../protocol/health-messages.ts";
@@ -23,6 +23,7 @@ import { createAdminApp, createMetricsApp } from "./admin.ts";
 import { CircuitBreakers } from "./circuit-breaker.ts";
 import type { FleetManager } from "../control/fleet-manager.ts";
 import { openGatewayFleet, type GatewayFleet } from "./fleet-control.ts";
+import { registerFleetMetrics } from "./fleet-metrics.ts";
 import type { GatewayContext } from "./context.ts";
 import { EndpointRegistry, MAX_POOLS } from "./endpoints.ts";
 import { Authenticator } from "./gates/auth.ts";
@@ -142,7 +143,15 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     schedulerMessages: () => admission.posted,
   });
   metricsRef = metrics;
-  registerGpuCollector(metrics.registry, () => gpuStore.live(Date.now()));
+  registerFleetMetrics({
+    registry: metrics.registry,
+    gpuStore,
+    fleet: fleet?.manager,
+    staleAfterMs: config.health.staleAfterMs,
+    pools,
+    bandNames,
+    poolList: () => registry.pools(),
+  });
   const tenantNames = new Set(config.tenants.map((t) => t.name));
   const ctx: GatewayContext = {
     config,
