@@ -24,6 +24,7 @@ import { CircuitBreakers } from "./circuit-breaker.ts";
 import type { FleetManager } from "../control/fleet-manager.ts";
 import { openGatewayFleet, type GatewayFleet } from "./fleet-control.ts";
 import { registerFleetMetrics } from "./fleet-metrics.ts";
+import { dashboardSource } from "./dashboard-source.ts";
 import type { GatewayContext } from "./context.ts";
 import { EndpointRegistry, MAX_POOLS } from "./endpoints.ts";
 import { Authenticator } from "./gates/auth.ts";
@@ -143,7 +144,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     schedulerMessages: () => admission.posted,
   });
   metricsRef = metrics;
-  registerFleetMetrics({
+  const fleetReads = registerFleetMetrics({
     registry: metrics.registry,
     gpuStore,
     fleet: fleet?.manager,
@@ -176,7 +177,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   const api = startDataPlane(ctx);
   // A fleet's scrape waits for its nodes too (each answered once or turned NotReady: bounded by node_not_ready_after_ms).
   const listenerState = { enginesPolled: () => enginesPolled && (fleet?.manager.isSettled() ?? true) };
-  const admin = createAdminApp(ctx, listenerState, fleet?.api).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
+  const dashboard = dashboardSource({ ctx, reads: fleetReads, pools, stats, bandNames, poolList: () => registry.pools() });
+  const admin = createAdminApp(ctx, listenerState, fleet?.api, dashboard).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
   const metricsApp = config.metricsListen ? createMetricsApp(ctx, listenerState).listen({ hostname: config.metricsListen.host, port: config.metricsListen.port }) : undefined;
   const adminServer = admin.server as Server<unknown> | null;
   const metricsServer = metricsApp?.server as Server<unknown> | null | undefined;
