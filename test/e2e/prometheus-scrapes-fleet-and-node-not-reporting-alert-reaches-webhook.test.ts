@@ -13,18 +13,16 @@
  * at the webhook, counts node-b as not_ready and drops its GPU series.
  */
 import { afterAll, expect } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parse as parseYaml } from "yaml";
 import { startSim, type Gateway } from "../helpers/cluster.ts";
 import { capturedGpus, deleteAllReplicas, startAgent, type TestAgent } from "../helpers/fleet.ts";
 import { agentState, fleetGatewayConfig, serving, startFleetGateway } from "../helpers/fleet-gateway.ts";
-import { REPO_ROOT, stopAll, waitUntil } from "../helpers/processes.ts";
-import { promQuery, startAlertmanager, startPrometheus, type Daemon } from "../helpers/prometheus-stack.ts";
+import { stopAll, waitUntil } from "../helpers/processes.ts";
+import { promQuery, shippedPrometheusConfig, startAlertmanager, startPrometheus, type Daemon } from "../helpers/prometheus-stack.ts";
 import { runTool, testWithTools } from "../helpers/system-tools.ts";
 
-const MONITORING = join(REPO_ROOT, "deploy", "monitoring");
 const MODEL = "sim-llama";
 const tmp = mkdtempSync(join(tmpdir(), "prom-fleet-e2e-"));
 const daemons: Daemon[] = [];
@@ -51,29 +49,14 @@ interface WebhookAlert {
   labels: Record<string, string>;
 }
 
-/** A shipped rule file with every `for:` at 0s. */
-function rulesWithoutWaiting(file: string): Record<string, unknown> {
-  const doc = parseYaml(readFileSync(join(MONITORING, file), "utf8")) as { groups: { rules: { for?: string }[] }[] };
-  for (const g of doc.groups) for (const r of g.rules) if (r.for !== undefined) r.for = "0s";
-  return doc as unknown as Record<string, unknown>;
-}
-
 async function startStack(prometheusBin: string, alertmanagerBin: string, target: string, webhookPort: number): Promise<Daemon> {
   const am = await startAlertmanager(alertmanagerBin, {
     route: { receiver: "hook", group_by: ["alertname", "node"], group_wait: "0s", group_interval: "1s", repeat_interval: "1h" },
     receivers: [{ name: "hook", webhook_configs: [{ url: `http://127.0.0.1:${webhookPort}/`, send_resolved: false }] }],
   });
   daemons.push(am);
-  const shipped = parseYaml(readFileSync(join(MONITORING, "prometheus.yml"), "utf8")) as {
-    global: Record<string, string>;
-    rule_files: string[];
-    scrape_configs: { static_configs: { targets: string[] }[] }[];
-    alerting: { alertmanagers: { static_configs: { targets: string[] }[] }[] };
-  };
-  shipped.global = { scrape_interval: "1s", evaluation_interval: "1s" };
-  shipped.scrape_configs[0]!.static_configs = [{ targets: [target] }];
-  shipped.alerting.alertmanagers = [{ static_configs: [{ targets: [new URL(am.url).host] }] }];
-  const prom = await startPrometheus(prometheusBin, shipped as unknown as Record<string, unknown>, Object.fromEntries(shipped.rule_files.map((f) => [f, rulesWithoutWaiting(f)])));
+  const { config, ruleFiles } = shippedPrometheusConfig(target, new URL(am.url).host);
+  const prom = await startPrometheus(prometheusBin, config, ruleFiles);
   daemons.push(prom);
   return prom;
 }
