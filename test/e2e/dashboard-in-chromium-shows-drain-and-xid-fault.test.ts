@@ -2,9 +2,11 @@
  * Scenario (issue 10, "must show"): the live dashboard driven in a real
  * headless Chromium (Debian's, through playwright-core) against a real fleet
  * gateway over two real agents (fake nvidia-smi, sim-engines as engines);
- * node-a's dcgm-exporter is a sim-engine's simulated GPUs. The page loads
+ * node-a's dcgm-exporter is a sim-engine's simulated GPUs; node-b's driver
+ * reports no utilisation and it has no exporter. The page loads
  * with no console error and no request off the admin origin, fits a laptop
- * screen, shows both nodes, their GPUs and replicas; a drain of node-a and
+ * screen, shows both nodes, their GPUs (absent utilisation drawn as absent)
+ * and replicas; a drain of node-a and
  * an XID 79 on its GPU 0 each show within two seconds. Screenshots go to
  * test-artifacts/dashboard/ (gitignored); docs/dashboard.png is the second.
  */
@@ -39,7 +41,8 @@ beforeAll(async () => {
   if (!runs) return;
   [a, b, dcgm] = await Promise.all([
     startAgent("node-a", join(tmp, "a"), capturedGpus("h200", 2, "aa")),
-    startAgent("node-b", join(tmp, "b"), capturedGpus("h100", 2, "bb")),
+    // An old driver: no utilisation from nvidia-smi, and no exporter on node-b.
+    startAgent("node-b", join(tmp, "b"), capturedGpus("h100", 2, "bb"), [], { unknownNvidiaSmiFields: ["utilization.gpu"] }),
     startSim(["--model", "exporter-only", "--gpus", "2", "--gpu-model", "NVIDIA H200", "--dcgm-port", "0"]),
   ]);
   const config = fleetGatewayConfig(join(tmp, "data"), [a, b], { models: [{ name: MODEL, engine: "sim", replicas: 2 }] });
@@ -104,6 +107,12 @@ testWithTool(
     // node-a's GPUs show the exporter's temperature; node-b has no exporter: no temperature, never a made-up one.
     expect(await page.locator('[data-gpu="node-a/0"] .gpu-extra').textContent()).toContain("°C");
     expect(await page.locator('[data-gpu="node-b/0"] .gpu-extra').count()).toBe(0);
+    // node-b's utilisation is reported by nothing: drawn as absent, not as an idle 0%.
+    for (const gpu of ["node-b/0", "node-b/1"]) {
+      const util = page.locator(`[data-gpu="${gpu}"] [data-meter="util"]`);
+      expect({ gpu, cls: await util.getAttribute("class"), text: await util.locator(".num").textContent() }).toEqual({ gpu, cls: "meter absent", text: "not reported" });
+    }
+    expect(await page.locator('[data-gpu="node-a/0"] [data-meter="util"]').getAttribute("class")).toBe("meter");
     const replicaNodes = await page.locator("#replicas tr[data-replica] td:nth-child(4)").allTextContents();
     expect(replicaNodes.map((t) => t.split(":")[0]).sort()).toEqual(["node-a", "node-b"]);
     // Traffic figures once two snapshots saw the requests.
