@@ -13,13 +13,13 @@
  * at the webhook, counts node-b as not_ready and drops its GPU series.
  */
 import { afterAll, expect } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSim, type Gateway } from "../helpers/cluster.ts";
 import { capturedGpus, deleteAllReplicas, startAgent, type TestAgent } from "../helpers/fleet.ts";
 import { agentState, fleetGatewayConfig, serving, startFleetGateway } from "../helpers/fleet-gateway.ts";
-import { stopAll, waitUntil } from "../helpers/processes.ts";
+import { REPO_ROOT, stopAll, waitUntil } from "../helpers/processes.ts";
 import { promQuery, shippedPrometheusConfig, startAlertmanager, startPrometheus, type Daemon } from "../helpers/prometheus-stack.ts";
 import { runTool, testWithTools } from "../helpers/system-tools.ts";
 
@@ -137,6 +137,12 @@ testWithTools(
         "node-a/mlx5_0/1=3125000000",
       ]);
       expect((await q("sum(llmgw_fabric_port_active)"))[0]?.value).toBe(4);
+      // The Grafana dashboard's fleet panels have data here (a query that only evaluates would prove less).
+      const grafana = JSON.parse(readFileSync(join(REPO_ROOT, "deploy", "monitoring", "grafana-dashboard.json"), "utf8")) as { panels: { title: string; targets?: { expr: string }[] }[] };
+      const fleetPanels = ["Nodes by state", "Replicas by state", "Models: desired vs serving", "Fabric ports active", "Queue depth by pool and band", "GPUs healthy / faulted"];
+      for (const p of grafana.panels.filter((x) => fleetPanels.includes(x.title))) {
+        for (const t of p.targets ?? []) if (!t.expr.includes("== 0")) expect({ panel: p.title, expr: t.expr, series: (await q(t.expr)).length > 0 }).toEqual({ panel: p.title, expr: t.expr, series: true });
+      }
 
       // node-b's agent is killed: its engines stay (a restarted agent adopts them); the test stops them at the end.
       for (const r of (await agentState(b)).replicas) if (r.pid !== null) orphanedEngines.push(r.pid);
