@@ -36,6 +36,8 @@ export const DEFAULT_RETRY_MAX_AFTER_MS = 2_000;
 
 export const DEFAULT_CIRCUIT_FAILURE_THRESHOLD = 5;
 export const DEFAULT_CIRCUIT_OPEN_MS = 5_000;
+/** The open period doubles after each failed probe, up to this: a recovered upstream is never kept out for minutes. */
+export const DEFAULT_CIRCUIT_MAX_OPEN_MS = 30_000;
 
 export const DEFAULT_PREFIX_BLOCK_CHARS = 256;
 export const DEFAULT_PREFIX_MAX_BLOCKS = 16;

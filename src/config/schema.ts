@@ -103,6 +103,8 @@ export const circuitSchema = z
   .object({
     failure_threshold: z.number().int().min(1).max(1000).default(D.DEFAULT_CIRCUIT_FAILURE_THRESHOLD),
     open_ms: z.number().int().min(100).max(600_000).default(D.DEFAULT_CIRCUIT_OPEN_MS),
+    /** The longest open period: it doubles after each failed probe up to this. */
+    max_open_ms: z.number().int().min(100).max(3_600_000).default(D.DEFAULT_CIRCUIT_MAX_OPEN_MS),
   })
   .strict();
 

@@ -198,7 +198,7 @@ export interface Config {
   };
   health: { pollIntervalMs: number; timeoutMs: number; staleAfterMs: number };
   retry: { maxAttempts: number; budgetRatio: number; minPerS: number; backoffMs: number; maxRetryAfterMs: number };
-  circuitBreaker: { failureThreshold: number; openMs: number };
+  circuitBreaker: { failureThreshold: number; openMs: number; maxOpenMs: number };
   auth: { enabled: boolean; keys: readonly ApiKeyConfig[] };
   /** Configured tenants (quotas); keys may name tenants without an entry (no quota). */
   tenants: readonly TenantConfig[];

@@ -111,6 +111,7 @@ export class EndpointRegistry {
   /** Discovery found an endpoint's models. */
   modelsDiscovered(index: number, models: string[]): boolean {
     if (!this.specs.has(index) || !this.catalog.setDiscovered(index, models)) return false;
+    this.breakers.resetModels(index);
     this.listeners?.setModels(index, models);
     return true;
   }

@@ -18,6 +18,7 @@ import { PrefixIndex } from "../scheduling/prefix-index.ts";
 import { SchedulingProfile } from "../scheduling/profile.ts";
 import { AdmissionStatsTable, EndpointTable, I, PoolTable, Signals } from "../shared/endpoint-table.ts";
 import { logger, logListening, type Logger } from "../shared/logger.ts";
+import { loopLag } from "../shared/loop-lag.ts";
 import { AdmissionClient } from "./admission-client.ts";
 import { createAdminApp, createMetricsApp } from "./admin.ts";
 import { CircuitBreakers } from "./circuit-breaker.ts";
@@ -65,10 +66,16 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   let enginesPolled = false;
 
   let metricsRef: GatewayMetrics | undefined;
-  const breakers = new CircuitBreakers(table, config.circuitBreaker, (index, state) => {
+  const breakers = new CircuitBreakers(table, config.circuitBreaker, (index, field, state) => {
     const id = registry.idOf(index) ?? String(index);
-    metricsRef?.circuitTransitions.inc({ endpoint: id, state });
-    log.warn({ endpoint: id, state }, "circuit breaker");
+    if (field === I.CIRCUIT) {
+      metricsRef?.circuitTransitions.inc({ endpoint: id, state });
+      log.warn({ endpoint: id, state }, "circuit breaker");
+      return;
+    }
+    const model = registry.descriptor(index)?.models[field - I.MODEL_CIRCUITS] ?? "unknown";
+    metricsRef?.modelCircuitTransitions.inc({ endpoint: id, model, state });
+    log.warn({ endpoint: id, model, state }, "model circuit breaker");
   });
   const registry = new EndpointRegistry(table, catalog, new DialGuard(config.maxEndpoints), breakers);
   for (const e of config.endpoints) registry.add(e);
@@ -99,9 +106,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     chooser,
     config.admission,
     // A grant for a request whose client already left (its claim is already returned): free the probe slot.
-    (index, probe) => {
-      if (probe) breakers.abandon(index);
-    },
+    (index, probe) => breakers.abandon(index, probe),
   );
   const health = new HealthClient(
     {
@@ -144,6 +149,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     schedulerMessages: () => admission.posted,
   });
   metricsRef = metrics;
+  loopLag.onStall = (seconds) => metrics.loopStalls.observe(seconds);
+  loopLag.start();
   const fleetReads = registerFleetMetrics({
     registry: metrics.registry,
     gpuStore,

@@ -153,10 +153,6 @@ export class LlmgwError extends Error {
     return errorBody(this.code, this.message, this.param);
   }
 
-  /** The form that crosses postMessage. */
-  toWire(): { code: ErrorCode; message: string } {
-    return { code: this.code, message: this.message };
-  }
 }
 
 export function errorBody(code: ErrorCode, message: string, param: string | null = null): OpenAIErrorBody {

@@ -41,7 +41,7 @@ describe("circuit breaker", () => {
   test("an engine's Retry-After cools down and returns to closed, not to single-probe mode", async () => {
     const t = new EndpointTable(1);
     const b = new CircuitBreakers(t, { failureThreshold: 5, openMs: 10_000 });
-    b.coolDown(0, 30);
+    b.coolDown(0, I.CIRCUIT, 30);
     expect(b.state(0)).toBe("open");
     await Bun.sleep(50);
     expect(b.state(0)).toBe("closed");

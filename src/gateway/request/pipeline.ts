@@ -59,6 +59,7 @@ async function readRequest(ctx: GatewayContext, x: Exchange, req: Request, route
   x.body = body;
   x.stream = body.stream === true;
   x.includeUsage = body.stream_options?.include_usage === true;
+  x.choices = typeof body.n === "number" ? body.n : 1;
   const model = ctx.catalog.resolve(body.model);
   if (model === undefined) throw new LlmgwError("MODEL_NOT_FOUND", `The model '${body.model}' does not exist`, { param: "model" });
   x.setModel(model);
