@@ -9,7 +9,7 @@ import type { Server } from "bun";
 import { EndpointChooser } from "../admission/chooser.ts";
 import { EndpointDirectory } from "../admission/endpoint-directory.ts";
 import type { Config } from "../config/types.ts";
-import { DcgmGpuStore, registerGpuCollector } from "../metrics/gpu-collector.ts";
+import { DcgmGpuStore } from "../metrics/gpu-collector.ts";
 import { GatewayMetrics } from "../metrics/registry.ts";
 import { OTHER_TENANT } from "../metrics/names.ts";
 import type { PolledEndpoint } from "../protocol/health-messages.ts";
@@ -24,6 +24,8 @@ import { createAdminApp, createMetricsApp } from "./admin.ts";
 import { CircuitBreakers } from "./circuit-breaker.ts";
 import type { FleetManager } from "../control/fleet-manager.ts";
 import { openGatewayFleet, type GatewayFleet } from "./fleet-control.ts";
+import { registerFleetMetrics } from "./fleet-metrics.ts";
+import { dashboardSource } from "./dashboard-source.ts";
 import type { GatewayContext } from "./context.ts";
 import { EndpointRegistry, MAX_POOLS } from "./endpoints.ts";
 import { Authenticator } from "./gates/auth.ts";
@@ -149,7 +151,15 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   metricsRef = metrics;
   loopLag.onStall = (seconds) => metrics.loopStalls.observe(seconds);
   loopLag.start();
-  registerGpuCollector(metrics.registry, () => gpuStore.live(Date.now()));
+  const fleetReads = registerFleetMetrics({
+    registry: metrics.registry,
+    gpuStore,
+    fleet: fleet?.manager,
+    staleAfterMs: config.health.staleAfterMs,
+    pools,
+    bandNames,
+    poolList: () => registry.pools(),
+  });
   const tenantNames = new Set(config.tenants.map((t) => t.name));
   const ctx: GatewayContext = {
     config,
@@ -174,7 +184,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   const api = startDataPlane(ctx);
   // A fleet's scrape waits for its nodes too (each answered once or turned NotReady: bounded by node_not_ready_after_ms).
   const listenerState = { enginesPolled: () => enginesPolled && (fleet?.manager.isSettled() ?? true) };
-  const admin = createAdminApp(ctx, listenerState, fleet?.api).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
+  const dashboard = dashboardSource({ ctx, reads: fleetReads, pools, stats, bandNames, poolList: () => registry.pools() });
+  const admin = createAdminApp(ctx, listenerState, fleet?.api, dashboard).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
   const metricsApp = config.metricsListen ? createMetricsApp(ctx, listenerState).listen({ hostname: config.metricsListen.host, port: config.metricsListen.port }) : undefined;
   const adminServer = admin.server as Server<unknown> | null;
   const metricsServer = metricsApp?.server as Server<unknown> | null | undefined;
