@@ -13,7 +13,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { boolFlag, numberFlag } from "../cli/command.ts";
+import { boolFlag, numberFlag } from "../shared/flags.ts";
 import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
 import { formatTable, median, quantile } from "./report.ts";
 import type { BenchScenario } from "./scenario.ts";

@@ -3,7 +3,7 @@
  * loopback and prints a table (or one JSON object with --json). Each scenario
  * lives in its own module, loaded on demand.
  */
-import { parseCommandArgs, UsageError, type CommandSpec } from "../cli/command.ts";
+import { parseCommandArgs, UsageError, type CommandSpec } from "../shared/flags.ts";
 import type { BenchScenario } from "./scenario.ts";
 
 const SCENARIOS: Record<string, { summary: string; load: () => Promise<BenchScenario> }> = {

@@ -20,6 +20,8 @@ export interface EndpointSpec {
   pool: string;
   /** undefined: discovered from the endpoint's /v1/models. */
   models: readonly string[] | undefined;
+  /** The configured models are authoritative: ready on /health alone, whatever /v1/models lists. */
+  modelsSource?: "listed" | "static";
   engine: EngineFlavor;
   gpuIds: readonly string[];
   dcgmUrl: string | undefined;
@@ -111,6 +113,7 @@ export class EndpointRegistry {
   /** Discovery found an endpoint's models. */
   modelsDiscovered(index: number, models: string[]): boolean {
     if (!this.specs.has(index) || !this.catalog.setDiscovered(index, models)) return false;
+    this.breakers.resetModels(index);
     this.listeners?.setModels(index, models);
     return true;
   }
@@ -159,6 +162,7 @@ export class EndpointRegistry {
       url: spec.url,
       engine: spec.engine,
       models: spec.models ? [...spec.models] : undefined,
+      staticModels: spec.modelsSource === "static",
       gpuIds: [...spec.gpuIds],
       dcgmUrl: spec.dcgmUrl,
       pool: spec.pool,

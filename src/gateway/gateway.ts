@@ -9,7 +9,7 @@ import type { Server } from "bun";
 import { EndpointChooser } from "../admission/chooser.ts";
 import { EndpointDirectory } from "../admission/endpoint-directory.ts";
 import type { Config } from "../config/types.ts";
-import { DcgmGpuStore, registerGpuCollector } from "../metrics/gpu-collector.ts";
+import { DcgmGpuStore } from "../metrics/gpu-collector.ts";
 import { GatewayMetrics } from "../metrics/registry.ts";
 import { OTHER_TENANT } from "../metrics/names.ts";
 import type { PolledEndpoint } from "../protocol/health-messages.ts";
@@ -19,11 +19,14 @@ import { SchedulingProfile } from "../scheduling/profile.ts";
 import { AdmissionStatsTable, EndpointTable, I, PoolTable, Signals } from "../shared/endpoint-table.ts";
 import { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
 import { logger, logListening, type Logger } from "../shared/logger.ts";
+import { loopLag } from "../shared/loop-lag.ts";
 import { AdmissionClient } from "./admission-client.ts";
 import { createAdminApp, createMetricsApp } from "./admin.ts";
 import { CircuitBreakers } from "./circuit-breaker.ts";
 import type { FleetManager } from "../control/fleet-manager.ts";
 import { openGatewayFleet, type GatewayFleet } from "./fleet-control.ts";
+import { registerFleetMetrics } from "./fleet-metrics.ts";
+import { dashboardSource } from "./dashboard-source.ts";
 import type { GatewayContext } from "./context.ts";
 import { EndpointRegistry, MAX_POOLS } from "./endpoints.ts";
 import { Authenticator } from "./gates/auth.ts";
@@ -71,10 +74,16 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   let enginesPolled = false;
 
   let metricsRef: GatewayMetrics | undefined;
-  const breakers = new CircuitBreakers(table, config.circuitBreaker, (index, state) => {
+  const breakers = new CircuitBreakers(table, config.circuitBreaker, (index, field, state) => {
     const id = registry.idOf(index) ?? String(index);
-    metricsRef?.circuitTransitions.inc({ endpoint: id, state });
-    log.warn({ endpoint: id, state }, "circuit breaker");
+    if (field === I.CIRCUIT) {
+      metricsRef?.circuitTransitions.inc({ endpoint: id, state });
+      log.warn({ endpoint: id, state }, "circuit breaker");
+      return;
+    }
+    const model = registry.descriptor(index)?.models[field - I.MODEL_CIRCUITS] ?? "unknown";
+    metricsRef?.modelCircuitTransitions.inc({ endpoint: id, model, state });
+    log.warn({ endpoint: id, model, state }, "model circuit breaker");
   });
   const registry = new EndpointRegistry(table, catalog, new DialGuard(config.maxEndpoints), breakers);
   for (const e of config.endpoints) registry.add(e);
@@ -105,9 +114,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     chooser,
     config.admission,
     // A grant for a request whose client already left (its claim is already returned): free the probe slot.
-    (index, probe) => {
-      if (probe) breakers.abandon(index);
-    },
+    (index, probe) => breakers.abandon(index, probe),
   );
   const health = new HealthClient(
     {
@@ -152,7 +159,17 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     schedulerMessages: () => admission.posted,
   });
   metricsRef = metrics;
-  registerGpuCollector(metrics.registry, () => gpuStore.live(Date.now()));
+  loopLag.onStall = (seconds) => metrics.loopStalls.observe(seconds);
+  loopLag.start();
+  const fleetReads = registerFleetMetrics({
+    registry: metrics.registry,
+    gpuStore,
+    fleet: fleet?.manager,
+    staleAfterMs: config.health.staleAfterMs,
+    pools,
+    bandNames,
+    poolList: () => registry.pools(),
+  });
   const tenantNames = new Set(config.tenants.map((t) => t.name));
   // Issue 12: batch jobs (their lines run through ctx's own request path), idempotency, response cache, shedding.
   const poolRow = (name: string) => registry.pools().find((p) => p.name === name)?.index;
@@ -213,7 +230,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   await jobs.resume();
   // A fleet's scrape waits for its nodes too (each answered once or turned NotReady: bounded by node_not_ready_after_ms).
   const listenerState = { enginesPolled: () => enginesPolled && (fleet?.manager.isSettled() ?? true) };
-  const admin = createAdminApp(ctx, listenerState, fleet?.api).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
+  const dashboard = dashboardSource({ ctx, reads: fleetReads, pools, stats, bandNames, poolList: () => registry.pools() });
+  const admin = createAdminApp(ctx, listenerState, fleet?.api, dashboard).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
   const metricsApp = config.metricsListen ? createMetricsApp(ctx, listenerState).listen({ hostname: config.metricsListen.host, port: config.metricsListen.port }) : undefined;
   const adminServer = admin.server as Server<unknown> | null;
   const metricsServer = metricsApp?.server as Server<unknown> | null | undefined;

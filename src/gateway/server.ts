@@ -6,7 +6,7 @@
  */
 import type { Server } from "bun";
 import type { Route } from "../metrics/names.ts";
-import { LlmgwError, errorResponse } from "../shared/errors.ts";
+import { asLlmgwError, LlmgwError, errorResponse } from "../shared/errors.ts";
 import type { GatewayContext } from "./context.ts";
 import { handleJobs, JOBS_PATH } from "./jobs-handler.ts";
 import { handleInference } from "./request/pipeline.ts";
@@ -37,6 +37,12 @@ export function createFetchHandler(ctx: GatewayContext) {
     }
     if (path === "/v1/models") {
       if (req.method !== "GET") return errorResponse(new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} is not allowed on ${path}; use GET`), { allow: "GET" });
+      // A data route like the others: which models a gateway serves is not public when keys are required.
+      try {
+        ctx.auth.authenticate(req.headers);
+      } catch (err) {
+        return errorResponse(asLlmgwError(err));
+      }
       return handleModels(ctx);
     }
     if (path === "/health") return new Response(null, { status: 200 });
@@ -50,9 +56,9 @@ export function startDataPlane(ctx: GatewayContext): Server<undefined> {
   return Bun.serve({
     hostname: ctx.config.listen.host,
     port: ctx.config.listen.port,
-    // We read bodies ourselves under max_body_bytes to answer 413 in OpenAI's
-    // shape; Bun's own limit is only a backstop far above it.
-    maxRequestBodySize: ctx.config.maxBodyBytes * 4 + 1024 * 1024,
+    // We read bodies ourselves under max_body_bytes (after authentication) to
+    // answer 413 in OpenAI's shape; Bun's own limit must never answer first.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     idleTimeout: 120,
     fetch: fetchHandler,
     error(err) {

@@ -10,6 +10,8 @@ export interface PolledEndpoint {
   url: string;
   engine: EngineFlavor;
   models: string[] | undefined;
+  /** The configured models are authoritative (models_source: static). */
+  staticModels: boolean;
   gpuIds: string[];
   dcgmUrl: string | undefined;
   /** Its pool, and the pool's row in the shared pool tables (GPU saturation is published per pool row). */

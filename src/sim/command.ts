@@ -1,5 +1,5 @@
 /** `llmgw sim-engine`: a simulated vLLM-compatible engine (optionally with DCGM-style GPU metrics). */
-import { numberFlag, stringFlag, stringListFlag, UsageError, type CommandSpec, type ParsedArgs } from "../cli/command.ts";
+import { numberFlag, stringFlag, stringListFlag, UsageError, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
 import { flushLogger, initLogger, logListening } from "../shared/logger.ts";
 import {
   DEFAULT_BATCH_SLOWDOWN,

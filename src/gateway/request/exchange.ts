@@ -8,6 +8,7 @@
  * object down; nothing climbs back up through callbacks to end a request.
  */
 import type { AttemptFailure, Outcome, Route } from "../../metrics/names.ts";
+import { I } from "../../shared/endpoint-table.ts";
 import { UNKNOWN_MODEL } from "../../metrics/names.ts";
 import type { RequestSeries } from "../../metrics/registry.ts";
 import { requestAuditRecord } from "../../shared/audit.ts";
@@ -30,8 +31,8 @@ export type AttemptVerdict =
   | { kind: "fault"; failure: AttemptFailure }
   /** The engine asked us to back off for `ms`. */
   | { kind: "cool_down"; failure: AttemptFailure; ms: number }
-  /** No verdict on the endpoint (the client left, the answer was too large…). */
-  | { kind: "neutral"; failure?: AttemptFailure };
+  /** No verdict on the endpoint (the client left, the answer was too large, the gateway's own loop had stalled…). */
+  | { kind: "neutral"; failure?: AttemptFailure; excused?: boolean };
 
 export class Exchange {
   readonly arrivedAt = performance.now();
@@ -44,9 +45,15 @@ export class Exchange {
   stream = false;
   /** The client asked for stream_options.include_usage. */
   includeUsage = false;
+  /** Choices the answer has (the request's n). */
+  choices = 1;
   prefixHashes: number[] = NO_HASHES;
   principal: Principal | undefined;
   estTokens = 0;
+  /** The prompt's share of the estimate (what a request that generated tokens but reported no usage is charged for its prompt). */
+  promptEstimate = 0;
+  /** Data events relayed to the client (completion tokens, near enough, when the engine reports no usage). */
+  delivered = 0;
   /** x-ratelimit-* headers from the quota gate. */
   quotaHeaders: Record<string, string> = NO_HEADERS;
   /** Requests sent to engines so far. */
@@ -117,9 +124,12 @@ export class Exchange {
     if (this.attempts === 1) this.ctx.metrics.overhead.observe((performance.now() - this.arrivedAt) / 1000);
   }
 
-  /** The engine answered the current attempt: a success for its circuit breaker (a stream may still break later). */
+  /** The engine answered the current attempt: a success for its circuits (a stream may still break later). */
   answered(): void {
-    if (this.grant) this.ctx.breakers.success(this.grant.index);
+    const g = this.grant;
+    if (!g) return;
+    this.ctx.breakers.success(g.index, I.CIRCUIT);
+    if (g.circuit >= 0) this.ctx.breakers.success(g.index, g.circuit);
   }
 
   /** The current attempt is over: let go of the endpoint and tell its circuit breaker what it showed. */
@@ -129,19 +139,26 @@ export class Exchange {
     this.grant = undefined;
     const { breakers, metrics } = this.ctx;
     this.ctx.admission.release(g.index, g.pool, this.band);
+    if (verdict.kind === "neutral" && verdict.excused && verdict.failure !== undefined) metrics.deadlinesExcused.inc({ deadline: verdict.failure });
     if (verdict.failure !== undefined && this.endpointId !== undefined) {
       metrics.attemptFailures.inc({ endpoint: this.endpointId, reason: verdict.failure });
     }
+    // A connect failure is the endpoint's; anything an engine did once it
+    // answered (a 429, a 5xx, a timeout, a broken stream) is the model's.
+    const field = verdict.failure === "connect" || g.circuit < 0 ? I.CIRCUIT : g.circuit;
     switch (verdict.kind) {
       case "healthy":
-        return breakers.success(g.index);
+        breakers.success(g.index, I.CIRCUIT);
+        if (g.circuit >= 0) breakers.success(g.index, g.circuit);
+        return;
       case "fault":
-        return breakers.failure(g.index);
+        if (g.probe >= 0 && g.probe !== field) breakers.abandon(g.index, g.probe);
+        return breakers.failure(g.index, field);
       case "cool_down":
-        if (g.probe) breakers.abandon(g.index);
-        return breakers.coolDown(g.index, verdict.ms);
+        if (g.probe >= 0 && g.probe !== field) breakers.abandon(g.index, g.probe);
+        return breakers.coolDown(g.index, field, verdict.ms);
       case "neutral":
-        if (g.probe) breakers.abandon(g.index); // let another request probe
+        if (g.probe >= 0) breakers.abandon(g.index, g.probe); // let another request probe
         return;
     }
   }
@@ -187,11 +204,12 @@ export class Exchange {
     const { ctx } = this;
     const now = Date.now();
     const tenant = this.tenant;
-    // Correct the token estimate with the engine's usage; a request that never
-    // reached an engine gets its tokens back.
+    // Settle the estimate charged at the quota gate with what the engine
+    // reported; with no report, with what reached the client (nothing: every
+    // token back — an engine's 4xx, a failure before the first byte).
     if (this.estTokens > 0) {
-      if (this.usage) ctx.quota.settle(tenant, this.estTokens, this.usage.prompt_tokens + this.usage.completion_tokens, now);
-      else if (this.attempts === 0) ctx.quota.refund(tenant, this.estTokens, now);
+      const actual = this.usage ? this.usage.prompt_tokens + this.usage.completion_tokens : this.delivered > 0 ? this.promptEstimate + this.delivered : 0;
+      ctx.quota.settle(tenant, this.estTokens, actual, now);
     }
     const seconds = (performance.now() - this.arrivedAt) / 1000;
     const series = this.series ?? ctx.metrics.requestSeries(UNKNOWN_MODEL, this.route);

@@ -80,12 +80,13 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
  * the prompt walked once for both the token estimate and the prefix hashes.
  */
 async function readRequest(ctx: GatewayContext, x: Exchange, req: Request, route: Route): Promise<void> {
-  const raw = withoutBom(await readBodyLimited(req, ctx.config.maxBodyBytes));
+  const raw = withoutBom(await readBodyLimited(req, ctx.config.maxBodyBytes, ctx.config.bodyReadTimeoutMs));
   const body = parseInferenceBody(raw, route);
   x.rawBody = raw;
   x.body = body;
   x.stream = body.stream === true;
   x.includeUsage = body.stream_options?.include_usage === true;
+  x.choices = typeof body.n === "number" ? body.n : 1;
   const model = ctx.catalog.resolve(body.model);
   if (model === undefined) throw new LlmgwError("MODEL_NOT_FOUND", `The model '${body.model}' does not exist`, { param: "model" });
   x.setModel(model);
@@ -93,5 +94,6 @@ async function readRequest(ctx: GatewayContext, x: Exchange, req: Request, route
   const affinity = ctx.config.scheduling.prefixAffinity;
   const walk = walkPrompt(body, hashing ? affinity.blockChars * affinity.maxBlocks : 0);
   x.estTokens = estimateFromWalk(body, walk);
+  x.promptEstimate = Math.ceil(walk.chars / 4) + walk.tokenIds;
   if (hashing) x.prefixHashes = prefixHashes(walk.text, affinity.blockChars, affinity.maxBlocks);
 }
