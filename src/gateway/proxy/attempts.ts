@@ -234,7 +234,7 @@ export class AttemptLoop {
       if (result.status === 404) return "retry";
       const status = result.status ?? 400;
       const response = rejectedResponse(status, result.body, x.headers(true));
-      x.finish("client_error", status, message);
+      x.finish("client_error", status, message, isContextLengthError(message) ? "CONTEXT_LENGTH_EXCEEDED" : "UPSTREAM_REJECTED");
       return response;
     }
     if (failure === "status_429") {

@@ -56,7 +56,7 @@ export interface RelayOwner {
   /** An invalid event was dropped. */
   malformed(): void;
   endAttempt(verdict: AttemptVerdict): void;
-  finish(outcome: Outcome, status: number, error?: string): void;
+  finish(outcome: Outcome, status: number, error?: string, errorCode?: ErrorCode): void;
 }
 
 /** The relay's state machine, independent of how bytes reach the client. */
@@ -192,7 +192,7 @@ export class SseRelay {
         this.flushRun();
         const message = engineErrorMessage(buf.subarray(start, end));
         this.out.push(sseErrorEvent("UPSTREAM_ERROR", message), DONE_EVENT);
-        return this.end("stream_error", { kind: "fault", failure: "status_5xx" }, message);
+        return this.end("stream_error", { kind: "fault", failure: "status_5xx" }, message, "UPSTREAM_ERROR");
       }
       case "done":
         this.flushRun();
@@ -245,15 +245,15 @@ export class SseRelay {
     this.out.push(sseErrorEvent(code, message), DONE_EVENT);
     const outcome: Outcome = failure === "idle_timeout" || failure === "total_timeout" ? "timeout" : "stream_error";
     const excused = this.open.deadlines.excused;
-    this.end(outcome, ENDPOINT_FAULTS.has(failure) && !excused ? { kind: "fault", failure } : { kind: "neutral", failure, excused }, message);
+    this.end(outcome, ENDPOINT_FAULTS.has(failure) && !excused ? { kind: "fault", failure } : { kind: "neutral", failure, excused }, message, code);
   }
 
-  private end(outcome: Outcome, verdict: AttemptVerdict, error?: string): void {
+  private end(outcome: Outcome, verdict: AttemptVerdict, error?: string, code?: ErrorCode): void {
     if (this.over) return;
     this.over = true;
     this.open.deadlines.dispose();
     this.x.endAttempt(verdict);
-    this.x.finish(outcome, 200, outcome === "ok" || outcome === "cancelled" ? undefined : error);
+    this.x.finish(outcome, 200, outcome === "ok" || outcome === "cancelled" ? undefined : error, code);
     if (outcome !== "cancelled") this.releaseUpstream();
   }
 
