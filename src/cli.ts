@@ -5,7 +5,7 @@
  * (see src/shared/process-env.ts), so `bun src/cli.ts …` behaves like `llmgw …`,
  * and stops with the process that started it when LLMGW_PARENT_PID says so.
  */
-import { parseCommandArgs, UsageError, type CommandSpec } from "./cli/command.ts";
+import { parseCommandArgs, UsageError, type CommandSpec } from "./shared/flags.ts";
 import { childEnv, execSelfWithBunEnv, missingBunEnv } from "./shared/process-env.ts";
 import { bindToParent } from "./shared/parent-binding.ts";
 import { flushLogger } from "./shared/logger.ts";

@@ -8,7 +8,7 @@
  */
 import type { SchedulingProfile } from "../scheduling/profile.ts";
 import type { EndpointView } from "../scheduling/types.ts";
-import { CIRCUIT_HALF_OPEN, CIRCUIT_PROBING, EndpointTable, I } from "../shared/endpoint-table.ts";
+import { CIRCUIT_HALF_OPEN, CIRCUIT_PROBING, EndpointTable, I, modelCircuitField } from "../shared/endpoint-table.ts";
 import type { EndpointDirectory } from "./endpoint-directory.ts";
 import { readEndpointView } from "./endpoint-views.ts";
 
@@ -20,7 +20,17 @@ export interface ChooseRequest {
 }
 
 export type Choice =
-  | { ok: true; index: number; pool: number; scores: Readonly<Record<string, number>>; drops: Readonly<Record<string, number>>; probe: boolean }
+  | {
+      ok: true;
+      index: number;
+      pool: number;
+      scores: Readonly<Record<string, number>>;
+      drops: Readonly<Record<string, number>>;
+      /** The circuit field whose single probe slot this request took, or -1. */
+      probe: number;
+      /** The circuit field of the request's model on this endpoint, or -1 (the endpoint's own stands for it). */
+      circuit: number;
+    }
   | { ok: false; drops: Readonly<Record<string, number>> };
 
 /** How often a lost probe race is re-decided before giving up (each loss removes one candidate). */
@@ -38,26 +48,28 @@ export class EndpointChooser {
   choose(req: ChooseRequest, random: () => number = Math.random, now = Date.now()): Choice {
     const serving = this.directory.serving(req.model);
     const views: EndpointView[] = new Array<EndpointView>(serving.length);
-    for (let i = 0; i < serving.length; i++) views[i] = readEndpointView(this.table, serving[i]!, now, this.staleAfterMs);
+    for (let i = 0; i < serving.length; i++) views[i] = readEndpointView(this.table, serving[i]!, now, this.staleAfterMs, req.model);
     let exclude = req.exclude;
     for (let race = 0; ; race++) {
       const decision = this.profile.schedule({ model: req.model, prefixHashes: req.prefixHashes, exclude }, views, random);
       const chosen = decision.endpoint;
       if (!chosen) return { ok: false, drops: decision.drops };
       const row = chosen.index;
-      // A half-open circuit admits exactly one probe. The other thread may have
-      // taken it since the view was read: then the endpoint is out for us too.
-      let probe = false;
-      if (this.table.getInt(row, I.CIRCUIT) === CIRCUIT_HALF_OPEN) {
-        probe = this.table.casInt(row, I.CIRCUIT, CIRCUIT_HALF_OPEN, CIRCUIT_PROBING);
-        if (!probe && race < MAX_PROBE_RACES) {
+      const circuit = modelCircuitField(chosen.models.indexOf(req.model));
+      // A half-open circuit (the endpoint's, or its model's) admits exactly one
+      // probe. The other thread may have taken it since the view was read:
+      // then the endpoint is out for us too.
+      const half = this.table.getInt(row, I.CIRCUIT) === CIRCUIT_HALF_OPEN ? I.CIRCUIT : circuit >= 0 && this.table.getInt(row, circuit) === CIRCUIT_HALF_OPEN ? circuit : -1;
+      let probe = -1;
+      if (half >= 0) {
+        if (this.table.casInt(row, half, CIRCUIT_HALF_OPEN, CIRCUIT_PROBING)) probe = half;
+        else if (race < MAX_PROBE_RACES) {
           exclude = new Set([...(exclude ?? []), row]);
           continue;
-        }
-        if (!probe) return { ok: false, drops: decision.drops };
+        } else return { ok: false, drops: decision.drops };
       }
       this.table.addInt(row, I.INFLIGHT, 1);
-      return { ok: true, index: row, pool: this.directory.get(row)?.pool ?? 0, scores: decision.scores, drops: decision.drops, probe };
+      return { ok: true, index: row, pool: this.directory.get(row)?.pool ?? 0, scores: decision.scores, drops: decision.drops, probe, circuit };
     }
   }
 }

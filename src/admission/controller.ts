@@ -140,7 +140,7 @@ export class AdmissionController {
 
   private grant(id: number, model: string, band: number, prefixHashes: readonly number[], waitedMs: number, now: number): Outcome {
     const c = this.chooser.choose({ model, prefixHashes }, this.random, now);
-    if (c.ok) return { type: "grant", id, index: c.index, pool: c.pool, band, scores: { ...c.scores }, drops: { ...c.drops }, waitedMs, probe: c.probe };
+    if (c.ok) return { type: "grant", id, index: c.index, pool: c.pool, band, scores: { ...c.scores }, drops: { ...c.drops }, waitedMs, probe: c.probe, circuit: c.circuit };
     return { type: "reject", id, drops: { ...c.drops }, waitedMs, error: { code: "NO_READY_ENDPOINT", message: `no ready endpoint serves model '${model}'` } };
   }
 

@@ -1,9 +1,15 @@
 /** Builds the scheduling view of an endpoint from the shared endpoint table, treating stale metrics as absent. */
-import { CIRCUIT_CLOSED, CIRCUIT_HALF_OPEN, EndpointTable, F, I } from "../shared/endpoint-table.ts";
+import { CIRCUIT_CLOSED, CIRCUIT_HALF_OPEN, EndpointTable, F, I, modelCircuitField } from "../shared/endpoint-table.ts";
 import type { EndpointView } from "../scheduling/types.ts";
 import type { EndpointDescriptor } from "../protocol/scheduler-messages.ts";
 
-export function readEndpointView(table: EndpointTable, d: EndpointDescriptor, now: number, staleAfterMs: number): EndpointView {
+/** Whether a circuit state keeps requests out (open, or its single probe already taken). */
+function keepsOut(state: number): boolean {
+  return state !== CIRCUIT_CLOSED && state !== CIRCUIT_HALF_OPEN;
+}
+
+/** The view of endpoint `d` for a request of `model` (its circuit is the endpoint's and that model's). */
+export function readEndpointView(table: EndpointTable, d: EndpointDescriptor, now: number, staleAfterMs: number, model?: string): EndpointView {
   const row = d.index;
   const metricsAt = table.getFloat(row, F.METRICS_AT);
   // Engine metrics lag by a scrape interval at best; past the stale limit they
@@ -11,6 +17,8 @@ export function readEndpointView(table: EndpointTable, d: EndpointDescriptor, no
   const fresh = !Number.isNaN(metricsAt) && now - metricsAt <= staleAfterMs;
   const kv = table.getFloat(row, F.KV_USAGE);
   const circuit = table.getInt(row, I.CIRCUIT);
+  const modelField = model === undefined ? -1 : modelCircuitField(d.models.indexOf(model));
+  const modelCircuit = modelField < 0 ? CIRCUIT_CLOSED : table.getInt(row, modelField);
   return {
     index: row,
     id: d.id,
@@ -18,7 +26,7 @@ export function readEndpointView(table: EndpointTable, d: EndpointDescriptor, no
     models: d.models,
     ready: table.getInt(row, I.READY) === 1,
     draining: table.getInt(row, I.DRAINING) === 1,
-    circuitOpen: circuit !== CIRCUIT_CLOSED && circuit !== CIRCUIT_HALF_OPEN,
+    circuitOpen: keepsOut(circuit) || keepsOut(modelCircuit),
     gpuFaulted: table.getInt(row, I.GPU_FAULTED) === 1,
     waiting: fresh ? table.optionalInt(row, I.WAITING) : undefined,
     running: fresh ? table.optionalInt(row, I.RUNNING) : undefined,

@@ -11,7 +11,7 @@ import type { PoolTable } from "../shared/endpoint-table.ts";
 import type { ChooseRequest, EndpointChooser } from "./chooser.ts";
 
 export type FastOutcome =
-  | { kind: "granted"; index: number; pool: number; scores: Readonly<Record<string, number>>; drops: Readonly<Record<string, number>>; probe: boolean }
+  | { kind: "granted"; index: number; pool: number; scores: Readonly<Record<string, number>>; drops: Readonly<Record<string, number>>; probe: number; circuit: number }
   /** Flowed but nothing could be chosen (unready, open, faulted…): the worker would say the same. */
   | { kind: "no_endpoint"; drops: Readonly<Record<string, number>> }
   /** Saturated, something queued ahead, or a lost race: the scheduler worker decides. */
@@ -35,7 +35,7 @@ export function fastAdmit(
     pools.take(pool, req.band);
   }
   const c = chooser.choose(req, random, now);
-  if (c.ok) return { kind: "granted", index: c.index, pool: c.pool, scores: c.scores, drops: c.drops, probe: c.probe };
+  if (c.ok) return { kind: "granted", index: c.index, pool: c.pool, scores: c.scores, drops: c.drops, probe: c.probe, circuit: c.circuit };
   pools.release(pool, req.band);
   return { kind: "no_endpoint", drops: c.drops };
 }

@@ -4,7 +4,7 @@
  */
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { boolFlag, numberFlag, parseCommandArgs, parseListen, stringFlag, UsageError, type CommandSpec, type ParsedArgs } from "../cli/command.ts";
+import { boolFlag, numberFlag, parseCommandArgs, parseListen, stringFlag, UsageError, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
 import { initLogger, logger, logListening } from "../shared/logger.ts";
 import { shutdownSignal } from "../shared/signals.ts";
 import { createAgentHandler } from "./agent-server.ts";

@@ -1,6 +1,6 @@
 /** The `llmgw agent` flags for self-registration with a gateway, and the registration they describe. */
 import { hostname } from "node:os";
-import { stringFlag, UsageError, type ParsedArgs } from "../cli/command.ts";
+import { stringFlag, UsageError, type ParsedArgs } from "../shared/flags.ts";
 import { NODE_NAME_RE, type AgentRegistration } from "../protocol/agent-messages.ts";
 import { defaultNodeName, type RegistrationOptions } from "./registration.ts";
 

@@ -5,7 +5,7 @@
  * total latency are measured idle, then under continuous bronze load with
  * admission on, then with admission off. ratio = loaded p99 / idle p99.
  */
-import { boolFlag, numberFlag } from "../cli/command.ts";
+import { boolFlag, numberFlag } from "../shared/flags.ts";
 import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
 import type { BenchScenario } from "./scenario.ts";
 import { startClosedLoopLoad, type ClosedLoopLoadCounts } from "./closed-loop-load.ts";

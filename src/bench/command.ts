@@ -3,7 +3,7 @@
  * loopback and prints a table (or one JSON object with --json). Each scenario
  * lives in its own module, loaded on demand.
  */
-import { parseCommandArgs, UsageError, type CommandSpec } from "../cli/command.ts";
+import { parseCommandArgs, UsageError, type CommandSpec } from "../shared/flags.ts";
 import type { BenchScenario } from "./scenario.ts";
 
 const SCENARIOS: Record<string, { summary: string; load: () => Promise<BenchScenario> }> = {
@@ -12,6 +12,7 @@ const SCENARIOS: Record<string, { summary: string; load: () => Promise<BenchScen
   relay: { summary: "the SSE relay's transports side by side: direct, chunk, event, and native pass-through", load: async () => (await import("./relay-scenario.ts")).relayScenario },
   scale: { summary: "10,000 open streams through one gateway: memory per stream", load: async () => (await import("./scale-scenario.ts")).scaleScenario },
   admission: { summary: "platinum TTFT under bronze load, admission on and off", load: async () => (await import("./admission-scenario.ts")).admissionScenario },
+  batch: { summary: "interactive TTFT while batch work is shed under GPU saturation; batch lines/s before, during, after", load: async () => (await import("./batch-scenario.ts")).batchScenario },
   fleet: { summary: "a fleet model scaled 1 → 4 → 1 under streaming load: time to ready, requests per replica, errors", load: async () => (await import("./fleet-scenario.ts")).fleetScenario },
   cluster: { summary: "1 vs 3 gateways, embedded vs sharing Redis: CPU per request, Redis commands per request, quota error", load: async () => (await import("./cluster-scenario.ts")).clusterScenario },
 };

@@ -11,7 +11,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { boolFlag, numberFlag } from "../cli/command.ts";
+import { boolFlag, numberFlag } from "../shared/flags.ts";
 import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
 import { SIM_H100, writeSimNvidiaSmi } from "../sim/sim-nvidia-smi.ts";
 import { startCheckedLoad } from "./checked-stream-load.ts";

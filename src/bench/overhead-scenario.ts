@@ -10,7 +10,7 @@
  * target of issue 8 met or not.
  */
 import { join } from "node:path";
-import { boolFlag, numberFlag, stringFlag, UsageError } from "../cli/command.ts";
+import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
 import { spawnLlmgw, writeGatewayConfig, REPO_ROOT, type LlmgwChild } from "../shared/llmgw-child.ts";
 import { startNginx, type NginxProxy } from "./nginx-proxy.ts";
 import { comparePaths, type BenchPath, type PathResult } from "./path-compare.ts";

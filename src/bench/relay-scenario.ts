@@ -8,7 +8,7 @@
  * bound); only how bytes reach Bun's response differs.
  */
 import { join } from "node:path";
-import { boolFlag, numberFlag } from "../cli/command.ts";
+import { boolFlag, numberFlag } from "../shared/flags.ts";
 import { RELAY_VARIANTS } from "../config/plugin-names.ts";
 import { spawnLlmgw, writeGatewayConfig, REPO_ROOT, type LlmgwChild } from "../shared/llmgw-child.ts";
 import { comparePaths, type BenchPath } from "./path-compare.ts";

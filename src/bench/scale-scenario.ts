@@ -8,7 +8,7 @@
  * report says when that cap applied.
  */
 import { readFileSync } from "node:fs";
-import { boolFlag, numberFlag } from "../cli/command.ts";
+import { boolFlag, numberFlag } from "../shared/flags.ts";
 import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
 import { FD_RESERVE, FDS_PER_STREAM, readOpenFilesLimit } from "../shared/open-files-limit.ts";
 import { concurrentStreams } from "./concurrent-streams.ts";

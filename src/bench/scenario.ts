@@ -1,5 +1,5 @@
 /** The contract of one `llmgw bench <scenario>` (in its own module, so scenarios and the dispatcher import no cycle). */
-import type { CommandSpec, ParsedArgs } from "../cli/command.ts";
+import type { CommandSpec, ParsedArgs } from "../shared/flags.ts";
 
 export interface BenchScenario {
   name: string;

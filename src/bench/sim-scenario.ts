@@ -5,7 +5,7 @@
  * client side (byte scanning, no JSON parsing) and the engine's CPU time
  * from /sim/state before and after.
  */
-import { numberFlag, UsageError, type ParsedArgs } from "../cli/command.ts";
+import { numberFlag, UsageError, type ParsedArgs } from "../shared/flags.ts";
 import { spawnLlmgw } from "../shared/llmgw-child.ts";
 import { observeStream } from "../sim/stream-probe.ts";
 import type { BenchScenario } from "./scenario.ts";

@@ -202,19 +202,12 @@ export class ClusterQuota implements TenantQuota {
     return d;
   }
 
+  /** Correct the charge once usage is known (0 for a request that never reached an engine gives every token back). */
   settle(tenant: string, estTokens: number, actualTokens: number, now: number): void {
     const a = this.#tenants.get(tenant)?.tokens;
     if (a === undefined || actualTokens === estTokens) return;
     a.units -= actualTokens - estTokens;
     this.#fallback?.limiter.settle(tenant, estTokens, actualTokens, now);
-    this.#giveBackExcess(a);
-  }
-
-  refund(tenant: string, estTokens: number, now: number): void {
-    const a = this.#tenants.get(tenant)?.tokens;
-    if (a === undefined) return;
-    a.units += estTokens;
-    this.#fallback?.limiter.refund(tenant, estTokens, now);
     this.#giveBackExcess(a);
   }
 

@@ -93,6 +93,7 @@ function crossFieldIssues(c: ParsedConfig): string[] {
   c.endpoints.forEach((e, i) => {
     const first = seenIds.get(e.id);
     if (first !== undefined) issues.push(`endpoints[${i}].id: duplicate endpoint id '${e.id}' (also endpoints[${first}])`);
+    if (e.models_source === "static" && (e.models === undefined || e.models.length === 0)) issues.push(`endpoints[${i}].models: models_source static needs the models listed here`);
     else seenIds.set(e.id, i);
   });
   const modelNames = new Map<string, number>();
@@ -205,6 +206,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
     maxBodyBytes: c.max_body_bytes,
     maxResponseBytes: c.max_response_bytes,
     maxEndpoints: c.max_endpoints,
+    bodyReadTimeoutMs: c.body_read_timeout_ms,
     relayVariant: c.relay_variant,
     maxOpenStreams: c.max_open_streams,
     deadlines,
@@ -218,6 +220,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       id: e.id,
       url: e.url.replace(/\/+$/, ""),
       models: e.models,
+      modelsSource: e.models_source,
       pool: e.pool,
       engine: e.engine,
       gpuIds: e.gpu_ids,
@@ -245,7 +248,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       backoffMs: c.retry.backoff_ms,
       maxRetryAfterMs: c.retry.max_retry_after_ms,
     },
-    circuitBreaker: { failureThreshold: c.circuit_breaker.failure_threshold, openMs: c.circuit_breaker.open_ms },
+    circuitBreaker: { failureThreshold: c.circuit_breaker.failure_threshold, openMs: c.circuit_breaker.open_ms, maxOpenMs: Math.max(c.circuit_breaker.open_ms, c.circuit_breaker.max_open_ms) },
     auth: {
       enabled: authEnabled,
       keys: c.auth.keys.map((k) => ({
@@ -277,8 +280,8 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
   return deepFreeze(config);
 }
 
-/** Parse YAML text; syntax errors name the line and column. */
-export function parseConfigText(text: string, source: string, env: Record<string, string | undefined> = {}): Config {
+/** The YAML document of `text` as a mapping of keys; syntax errors name the line and column. */
+function parseDocument(text: string, source: string): Record<string, unknown> {
   let raw: unknown;
   try {
     raw = parseYaml(text);
@@ -287,19 +290,40 @@ export function parseConfigText(text: string, source: string, env: Record<string
       const pos = err.linePos?.[0];
       throw new ConfigError(source, [`${pos ? `line ${pos.line}, column ${pos.col}: ` : ""}${err.message.split("\n")[0]}`]);
     }
-    throw err;
+    throw new ConfigError(source, [err instanceof Error ? err.message.split("\n")[0]! : String(err)]);
   }
-  return buildConfig(raw, env, source);
+  if (raw === null || raw === undefined) return {};
+  if (typeof raw !== "object" || Array.isArray(raw)) throw new ConfigError(source, ["(root): expected a mapping of keys"]);
+  return raw as Record<string, unknown>;
 }
 
-/** Load from a file (or no file: defaults plus environment). */
-export function loadConfig(path: string | undefined, env: Record<string, string | undefined> = process.env): Config {
-  if (path === undefined) return buildConfig({}, env, "defaults");
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (err) {
-    throw new ConfigError(path, [`cannot read file: ${err instanceof Error ? err.message : String(err)}`]);
+/** Parse YAML text into a Config; syntax errors name the line and column. */
+export function parseConfigText(text: string, source: string, env: Record<string, string | undefined> = {}): Config {
+  return buildConfig(parseDocument(text, source), env, source);
+}
+
+/**
+ * The one way every command loads its configuration: the YAML file at `path`
+ * (or none: defaults), then `edit` applies the command's flags to the raw
+ * document (so they are validated with it and errors name their keys), then
+ * LLMGW_* environment overrides, defaults and validation.
+ */
+export function loadConfigFile(
+  path: string | undefined,
+  edit: (raw: Record<string, unknown>) => void = () => {},
+  env: Record<string, string | undefined> = process.env,
+  source = path ?? "flags",
+): Config {
+  let raw: Record<string, unknown> = {};
+  if (path !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(path, "utf8");
+    } catch (err) {
+      throw new ConfigError(path, [`cannot read file: ${err instanceof Error ? err.message : String(err)}`]);
+    }
+    raw = parseDocument(text, path);
   }
-  return parseConfigText(text, path, env);
+  edit(raw);
+  return buildConfig(raw, env, source);
 }

@@ -11,6 +11,6 @@ export type FilterName = (typeof FILTER_NAMES)[number];
 export type ScorerName = (typeof SCORER_NAMES)[number];
 export type PickerName = (typeof PICKER_NAMES)[number];
 
-/** How the SSE relay writes to the client (src/gateway/proxy/relay.ts). */
+/** How the SSE relay writes to the client (src/gateway/proxy/sse-response.ts). */
 export const RELAY_VARIANTS = ["direct", "chunk", "event"] as const;
 export type RelayVariantName = (typeof RELAY_VARIANTS)[number];

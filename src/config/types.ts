@@ -26,6 +26,8 @@ export interface EndpointConfig {
   url: string;
   /** undefined: discovered from the endpoint's /v1/models. */
   models: readonly string[] | undefined;
+  /** "static": the configured models are authoritative (ready on /health alone). */
+  modelsSource: "listed" | "static";
   pool: string;
   engine: EngineFlavor;
   gpuIds: readonly string[];
@@ -164,6 +166,8 @@ export interface GpuHealthSource {
 export interface GpuHealthConfig {
   /** Explicit exporters, or (when none is configured) the endpoints' dcgm_url with their pools. */
   sources: readonly GpuHealthSource[];
+  /** No explicit sources: every endpoint's dcgm_url is watched for its pool, fleet replicas joining at run time included. */
+  sourcesFromEndpoints: boolean;
   pollIntervalMs: number;
   staleAfterMs: number;
   sustainedSamples: number;
@@ -183,6 +187,8 @@ export interface Config {
   maxBodyBytes: number;
   /** Largest non-streaming engine answer relayed (larger: 502 UPSTREAM_RESPONSE_TOO_LARGE). */
   maxResponseBytes: number;
+  /** A request body must arrive within this, ms (408 otherwise). */
+  bodyReadTimeoutMs: number;
   /** Slots in the shared endpoint table. */
   maxEndpoints: number;
   relayVariant: RelayVariantName;
@@ -200,7 +206,7 @@ export interface Config {
   };
   health: { pollIntervalMs: number; timeoutMs: number; staleAfterMs: number };
   retry: { maxAttempts: number; budgetRatio: number; minPerS: number; backoffMs: number; maxRetryAfterMs: number };
-  circuitBreaker: { failureThreshold: number; openMs: number };
+  circuitBreaker: { failureThreshold: number; openMs: number; maxOpenMs: number };
   auth: { enabled: boolean; keys: readonly ApiKeyConfig[] };
   /** Configured tenants (quotas); keys may name tenants without an entry (no quota). */
   tenants: readonly TenantConfig[];

@@ -1,6 +1,6 @@
 /** `llmgw ctl`: operator CLI against a gateway's management API (nodes, replicas, models, placement, scale, cordon, drain). */
 import { z } from "zod";
-import { boolFlag, numberFlag, parseCommandArgs, stringFlag, UsageError, type CommandSpec, type ParsedArgs } from "../cli/command.ts";
+import { boolFlag, numberFlag, parseCommandArgs, stringFlag, UsageError, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
 import * as S from "../control/fleet-api-schemas.ts";
 import { CTL_EXIT, CtlClient, CtlError } from "./client.ts";
 import { useColour } from "./table.ts";

@@ -3,17 +3,19 @@
  * listener, on Elysia: they are cold paths. Admin serves the endpoint table
  * as JSON with an OpenAPI description (/openapi, /openapi/json), Prometheus
  * metrics, /healthz (process alive) and /readyz (workers up and at least one
- * endpoint ready), and the fleet's management API when the gateway runs a
- * fleet. The metrics listener serves /metrics, /healthz and /readyz and
+ * endpoint ready), the live dashboard (/dashboard), and the fleet's
+ * management API when the gateway runs a fleet. The metrics listener serves /metrics, /healthz and /readyz and
  * nothing else. Any other path is an OpenAI-shaped 404 on both.
  */
 import { openapi } from "@elysiajs/openapi";
 import { heapStats } from "bun:jsc";
 import { Elysia } from "elysia";
 import { z } from "zod";
-import { CIRCUIT_CLOSED, EndpointTable, F, FLAVOR_CODES, I } from "../shared/endpoint-table.ts";
+import { CIRCUIT_CLOSED, EndpointTable, F, FLAVOR_CODES, I, modelCircuitField } from "../shared/endpoint-table.ts";
 import { errorResponse, LlmgwError } from "../shared/errors.ts";
 import type { fleetApi } from "../control/fleet-api.ts";
+import { dashboardRoutes } from "../dashboard/routes.ts";
+import type { DashboardSnapshot } from "../dashboard/snapshot.ts";
 import type { GatewayContext } from "./context.ts";
 
 const circuitNames = ["closed", "open", "half_open", "probing"] as const;
@@ -28,6 +30,7 @@ export const endpointStateSchema = z.object({
   healthy: z.boolean(),
   draining: z.boolean(),
   circuit: z.enum(circuitNames),
+  model_circuits: z.record(z.string(), z.enum(circuitNames)).describe("circuits of the endpoint's models that are not closed (a 429, 5xx or timeout counts against the model)"),
   gpu_faulted: z.boolean(),
   inflight: z.number().int().describe("requests holding the endpoint (claimed and not yet finished)"),
   waiting: z.number().int().nullable().describe("engine-reported; null when absent"),
@@ -39,6 +42,16 @@ export const endpointStateSchema = z.object({
   poll_failures: z.number().int(),
 });
 export type EndpointState = z.infer<typeof endpointStateSchema>;
+
+function modelCircuits(t: EndpointTable, row: number, models: readonly string[]): Record<string, (typeof circuitNames)[number]> {
+  const out: Record<string, (typeof circuitNames)[number]> = {};
+  models.forEach((model, pos) => {
+    const field = modelCircuitField(pos);
+    const state = field < 0 ? CIRCUIT_CLOSED : t.getInt(row, field);
+    if (state !== CIRCUIT_CLOSED) out[model] = circuitNames[state] ?? "open";
+  });
+  return out;
+}
 
 export function endpointStates(ctx: GatewayContext): EndpointState[] {
   const t: EndpointTable = ctx.table;
@@ -56,6 +69,7 @@ export function endpointStates(ctx: GatewayContext): EndpointState[] {
       healthy: t.getInt(row, I.HEALTHY) === 1,
       draining: t.getInt(row, I.DRAINING) === 1,
       circuit: circuitNames[t.getInt(row, I.CIRCUIT)] ?? "closed",
+      model_circuits: modelCircuits(t, row, ctx.catalog.modelsOf(row)),
       gpu_faulted: t.getInt(row, I.GPU_FAULTED) === 1,
       inflight: t.getInt(row, I.INFLIGHT),
       waiting: t.optionalInt(row, I.WAITING) ?? null,
@@ -150,8 +164,12 @@ function observability(ctx: GatewayContext, state: ListenerState) {
     );
 }
 
-/** `fleet`: the fleet manager's management API (src/control/fleet-api.ts), when the gateway runs one. */
-export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?: ReturnType<typeof fleetApi>) {
+/**
+ * `fleet`: the fleet manager's management API (src/control/fleet-api.ts), when
+ * the gateway runs one; `dashboard`: the snapshot behind /dashboard
+ * (src/gateway/dashboard-source.ts; without it, no dashboard).
+ */
+export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?: ReturnType<typeof fleetApi>, dashboard?: () => Promise<DashboardSnapshot>) {
   const app = new Elysia()
     .onError(({ code, request }) => (code === "NOT_FOUND" ? notFound(request) : undefined))
     .use(
@@ -201,14 +219,15 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?
         detail: { summary: "Run a full garbage collection now (for memory measurements; it pauses the gateway for its duration)" },
       },
     );
+  if (dashboard) app.use(dashboardRoutes(dashboard));
   const cluster = ctx.cluster;
-  const withCluster = cluster
-    ? app.get("/admin/v1/cluster", () => cluster.status(), {
-        response: clusterStatusSchema,
-        detail: { summary: "This gateway among several sharing Redis: its name, Redis reachability and command counts, the reconciler lease, admission shares, quota sources" },
-      })
-    : app;
-  return fleet ? withCluster.use(fleet) : withCluster;
+  if (cluster) {
+    app.get("/admin/v1/cluster", () => cluster.status(), {
+      response: clusterStatusSchema,
+      detail: { summary: "This gateway among several sharing Redis: its name, Redis reachability and command counts, the reconciler lease, admission shares, quota sources" },
+    });
+  }
+  return fleet ? app.use(fleet) : app;
 }
 
 const memoryStateSchema = z.object({

@@ -70,7 +70,7 @@ export class AdmissionClient {
     private readonly chooser: EndpointChooser,
     private readonly admission: Config["admission"],
     /** A grant arrived for a request that was already abandoned (its claim is returned here first). */
-    private readonly onOrphanGrant: (index: number, probe: boolean) => void,
+    private readonly onOrphanGrant: (index: number, probe: number) => void,
   ) {
     this.worker = new Worker(WORKER_URL.href);
     let markReady: () => void = () => {};
@@ -85,10 +85,10 @@ export class AdmissionClient {
           const p = this.take(msg.id);
           if (!p) {
             this.release(msg.index, msg.pool, msg.band);
-            this.onOrphanGrant(msg.index, msg.probe);
+            if (msg.probe >= 0) this.onOrphanGrant(msg.index, msg.probe);
             return;
           }
-          p.resolve({ index: msg.index, pool: msg.pool, scores: msg.scores, drops: msg.drops, waitedMs: msg.waitedMs, probe: msg.probe, path: "queued" });
+          p.resolve({ index: msg.index, pool: msg.pool, scores: msg.scores, drops: msg.drops, waitedMs: msg.waitedMs, probe: msg.probe, circuit: msg.circuit, path: "queued" });
           return;
         }
         case "reject":
@@ -138,7 +138,7 @@ export class AdmissionClient {
     if (pool === undefined) throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${req.model}'`, 0, undefined);
     if (fastPath) {
       const f = fastAdmit(this.pools, this.chooser, this.admission, pool, req);
-      if (f.kind === "granted") return { index: f.index, pool: f.pool, scores: f.scores, drops: f.drops, waitedMs: 0, probe: f.probe, path: "fast" };
+      if (f.kind === "granted") return { index: f.index, pool: f.pool, scores: f.scores, drops: f.drops, waitedMs: 0, probe: f.probe, circuit: f.circuit, path: "fast" };
       // Nothing chosen with room in the pool (all unready, open, faulted…): the worker says the same, with the same drops.
       if (f.kind === "no_endpoint") throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${req.model}'`, 0, undefined, f.drops);
     }
@@ -169,12 +169,17 @@ export class AdmissionClient {
     });
   }
 
+  /** The pool (its row) a model is admitted against; undefined when nothing serves it. */
+  poolOf(model: string): number | undefined {
+    return this.directory.poolOf(model);
+  }
+
   /** A retry or fallback of an admitted request: scoring only, on this thread, never queued. */
   reschedule(model: string, band: number, prefixHashes: readonly number[], exclude: ReadonlySet<number>): Grant {
     const c = this.chooser.choose({ model, prefixHashes, exclude });
     if (!c.ok) throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${model}'`, 0, undefined, c.drops);
     this.pools.take(c.pool, band);
-    return { index: c.index, pool: c.pool, scores: c.scores, drops: c.drops, waitedMs: 0, probe: c.probe, path: "fast" };
+    return { index: c.index, pool: c.pool, scores: c.scores, drops: c.drops, waitedMs: 0, probe: c.probe, circuit: c.circuit, path: "fast" };
   }
 
   /** A request let go of its endpoint: the counts go down, and queued requests may move (a message only when something waits). */

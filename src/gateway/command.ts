@@ -1,8 +1,6 @@
 /** `llmgw serve`: the gateway, from a config file or, for the simple case, from flags. */
-import { parse as parseYaml } from "yaml";
-import { readFileSync } from "node:fs";
-import { boolFlag, stringFlag, stringListFlag, UsageError, type CommandSpec, type ParsedArgs } from "../cli/command.ts";
-import { buildConfig, ConfigError } from "../config/load.ts";
+import { boolFlag, stringFlag, stringListFlag, UsageError, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
+import { ConfigError, loadConfigFile } from "../config/load.ts";
 import type { Config } from "../config/types.ts";
 import { flushLogger, initLogger } from "../shared/logger.ts";
 import { openFilesVerdict, readOpenFilesLimit } from "../shared/open-files-limit.ts";
@@ -36,41 +34,26 @@ one (e.g. LLMGW_HEALTH__POLL_INTERVAL_MS=500).`;
 /** The config file (or none), with flags applied on top, validated as one document. */
 export function configFromArgs(args: ParsedArgs, env: Record<string, string | undefined> = process.env): Config {
   const path = stringFlag(args, "config") ?? env.LLMGW_CONFIG;
-  let raw: Record<string, unknown> = {};
-  const source = path ?? "flags";
-  if (path) {
-    let text: string;
-    try {
-      text = readFileSync(path, "utf8");
-    } catch (err) {
-      throw new ConfigError(path, [`cannot read file: ${err instanceof Error ? err.message : String(err)}`]);
-    }
-    try {
-      const parsed: unknown = parseYaml(text);
-      if (parsed !== null && parsed !== undefined) {
-        if (typeof parsed !== "object" || Array.isArray(parsed)) throw new ConfigError(path, ["(root): expected a mapping of keys"]);
-        raw = parsed as Record<string, unknown>;
+  return loadConfigFile(
+    path,
+    (raw) => {
+      const upstreams = stringListFlag(args, "upstream");
+      if (upstreams.length > 0) {
+        const existing = Array.isArray(raw.endpoints) ? (raw.endpoints as unknown[]) : [];
+        raw.endpoints = [...existing, ...upstreams.map((url, i) => ({ id: `upstream-${existing.length + i + 1}`, url }))];
       }
-    } catch (err) {
-      if (err instanceof ConfigError) throw err;
-      throw new ConfigError(path, [err instanceof Error ? err.message.split("\n")[0]! : String(err)]);
-    }
-  }
-  const upstreams = stringListFlag(args, "upstream");
-  if (upstreams.length > 0) {
-    const existing = Array.isArray(raw.endpoints) ? (raw.endpoints as unknown[]) : [];
-    raw.endpoints = [...existing, ...upstreams.map((url, i) => ({ id: `upstream-${existing.length + i + 1}`, url }))];
-  }
-  for (const [flag, key] of [
-    ["listen", "listen"],
-    ["admin-listen", "admin_listen"],
-    ["metrics-listen", "metrics_listen"],
-    ["log-level", "log_level"],
-  ] as const) {
-    const v = stringFlag(args, flag);
-    if (v !== undefined) raw[key] = v;
-  }
-  return buildConfig(raw, env, source);
+      for (const [flag, key] of [
+        ["listen", "listen"],
+        ["admin-listen", "admin_listen"],
+        ["metrics-listen", "metrics_listen"],
+        ["log-level", "log_level"],
+      ] as const) {
+        const v = stringFlag(args, flag);
+        if (v !== undefined) raw[key] = v;
+      }
+    },
+    env,
+  );
 }
 
 const NOTHING_TO_SERVE = "nothing to serve: give --upstream URL, or a --config file with endpoints or a fleet (nodes:, fleet.models, or a fleet token)";

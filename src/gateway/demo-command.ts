@@ -3,11 +3,9 @@
  * gateway in front of them on config/demo.yaml, ready for traffic, with a
  * curl line and an openai SDK snippet. Ctrl-C stops all of it.
  */
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parse as parseYaml } from "yaml";
-import { numberFlag, stringFlag, type CommandSpec } from "../cli/command.ts";
-import { buildConfig } from "../config/load.ts";
+import { numberFlag, stringFlag, type CommandSpec } from "../shared/flags.ts";
+import { loadConfigFile } from "../config/load.ts";
 import { spawnLlmgw, REPO_ROOT, type LlmgwChild } from "../shared/llmgw-child.ts";
 import { flushLogger, initLogger } from "../shared/logger.ts";
 import { shutdownSignal } from "../shared/signals.ts";
@@ -77,13 +75,13 @@ export const demoCommand: CommandSpec = {
       await stopEngines();
       throw err;
     }
-    const raw = (parseYaml(readFileSync(DEMO_CONFIG, "utf8")) ?? {}) as Record<string, unknown>;
-    raw.endpoints = engines.map((e, i) => ({ id: `sim-${i + 1}`, url: e.urls.api, dcgm_url: e.urls.dcgm ? `${e.urls.dcgm}/metrics` : undefined }));
-    const listen = stringFlag(args, "listen");
-    const adminListen = stringFlag(args, "admin-listen");
-    if (listen) raw.listen = listen;
-    if (adminListen) raw.admin_listen = adminListen;
-    const config = buildConfig(raw, process.env, DEMO_CONFIG);
+    const config = loadConfigFile(DEMO_CONFIG, (raw) => {
+      raw.endpoints = engines.map((e, i) => ({ id: `sim-${i + 1}`, url: e.urls.api, dcgm_url: e.urls.dcgm ? `${e.urls.dcgm}/metrics` : undefined }));
+      const listen = stringFlag(args, "listen");
+      const adminListen = stringFlag(args, "admin-listen");
+      if (listen) raw.listen = listen;
+      if (adminListen) raw.admin_listen = adminListen;
+    });
     let gw: Awaited<ReturnType<typeof startGateway>>;
     try {
       gw = await startGateway(config, { log });

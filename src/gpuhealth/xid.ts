@@ -28,7 +28,3 @@ export const FATAL_XIDS: ReadonlyMap<number, string> = new Map([
   [154, "GPU recovery action changed: reset or reboot required"],
 ]);
 
-/** Description for a fatal XID, or undefined when the code is not fatal (0 = no XID). */
-export function fatalXidReason(xid: number): string | undefined {
-  return FATAL_XIDS.get(xid);
-}

@@ -59,8 +59,12 @@ export const CACHE_RESULTS = ["hit", "miss"] as const;
 export const NODE_STATES = ["ready", "not_ready", "cordoned", "draining"] as const;
 export type NodeState = (typeof NODE_STATES)[number];
 
-/** Replica states (the agent's Starting/Loading/Ready/Failed/Stopped, plus draining). */
-export const REPLICA_STATES = ["starting", "loading", "ready", "draining", "failed", "stopped"] as const;
+/**
+ * Replica states (the agent's Starting/Loading/Ready/Failed/Stopped, plus
+ * draining: leaving rotation, and lost: its node stopped answering or its
+ * agent no longer runs it, so the control plane replaces it).
+ */
+export const REPLICA_STATES = ["starting", "loading", "ready", "draining", "failed", "stopped", "lost"] as const;
 export type ReplicaState = (typeof REPLICA_STATES)[number];
 
 export { GPU_FAULT_KINDS, type GpuFaultKind } from "../protocol/gpu-report.ts";
@@ -91,6 +95,14 @@ export const FLEET = {
   poolQueueDepth: { name: "llmgw_pool_queue_depth", help: "Requests waiting for admission, by pool and band.", labels: ["pool", "band"] },
 } as const;
 
+/**
+ * Outcomes that count as the gateway's or the fleet's failure (the error rate
+ * of the dashboard and of job:llmgw_request_errors:rate5m in
+ * deploy/monitoring/recording.yml): client errors, cancellations and
+ * admission rejections are not among them.
+ */
+export const SERVER_FAULT_OUTCOMES: readonly Outcome[] = ["no_endpoint", "upstream_error", "stream_error", "timeout"];
+
 export const M = {
   requests: { name: "llmgw_requests_total", help: "Requests by model, route and outcome.", labels: ["model", "route", "outcome"] },
   duration: { name: "llmgw_request_duration_seconds", help: "Request duration from arrival to the last byte sent.", labels: ["model", "route", "stream"] },
@@ -98,6 +110,11 @@ export const M = {
   interToken: { name: "llmgw_inter_token_seconds", help: "Gap between consecutive relayed SSE events.", labels: ["model"] },
   tokens: { name: "llmgw_tokens_total", help: "Tokens by model and kind, from the engine's usage report.", labels: ["model", "kind"] },
   retries: { name: "llmgw_retries_total", help: "Upstream retries by the reason the previous attempt failed.", labels: ["model", "reason"] },
+  sameEndpointRetries: {
+    name: "llmgw_same_endpoint_retries_total",
+    help: "Retries sent to the endpoint that just failed because no other endpoint served the model (after max(backoff, Retry-After)).",
+    labels: ["model", "reason"],
+  },
   fallbacks: { name: "llmgw_fallbacks_total", help: "Requests moved to a fallback model.", labels: ["from_model", "to_model"] },
   attemptFailures: { name: "llmgw_upstream_failures_total", help: "Failed upstream attempts by endpoint and reason.", labels: ["endpoint", "reason"] },
   scorerScore: { name: "llmgw_scorer_score", help: "Score in [0,1] each scorer gave the chosen endpoint.", labels: ["scorer"] },
@@ -106,6 +123,11 @@ export const M = {
   endpointReady: { name: "llmgw_endpoint_ready", help: "1 when the endpoint is up and its models are loaded.", labels: ["endpoint"] },
   endpointCircuit: { name: "llmgw_endpoint_circuit_state", help: "Circuit breaker: 0 closed, 1 open, 2 half-open, 3 probing.", labels: ["endpoint"] },
   endpointMetricsAge: { name: "llmgw_endpoint_metrics_age_seconds", help: "Age of the engine metrics the router scores on (absent when never scraped).", labels: ["endpoint"] },
+  modelCircuitTransitions: {
+    name: "llmgw_model_circuit_transitions_total",
+    help: "Circuit breaker state changes of one model on one endpoint (429s, 5xx, timeouts count against the model; connect failures against the endpoint).",
+    labels: ["endpoint", "model", "state"],
+  },
   circuitTransitions: { name: "llmgw_circuit_transitions_total", help: "Circuit breaker state changes by endpoint and new state.", labels: ["endpoint", "state"] },
   overhead: { name: "llmgw_router_overhead_seconds", help: "Time the router adds before the upstream request is sent (parse, gates, scheduling).", labels: [] },
   admissionQueueDepth: { name: "llmgw_admission_queue_depth", help: "Requests waiting in each band's admission queue.", labels: ["band"] },
@@ -123,6 +145,12 @@ export const M = {
   cacheLookups: { name: "llmgw_response_cache_lookups_total", help: "Response-cache lookups of cacheable requests, by result.", labels: ["result"] },
   cacheBytes: { name: "llmgw_response_cache_bytes", help: "Bytes held by the in-process response cache.", labels: [] },
   idempotentReplays: { name: "llmgw_idempotent_replays_total", help: "Answers replayed from idempotency records instead of running the request.", labels: [] },
+  deadlinesExcused: {
+    name: "llmgw_deadlines_excused_total",
+    help: "Silence deadlines (first token, inter-token) that fired while the gateway's own event loop had stalled: the request failed, the engine was not blamed.",
+    labels: ["deadline"],
+  },
+  loopStalls: { name: "llmgw_event_loop_stall_seconds", help: "Stalls of the gateway's main event loop longer than 50 ms.", labels: [] },
   malformedEvents: { name: "llmgw_upstream_malformed_events_total", help: "SSE events from engines that were not valid and were dropped.", labels: ["endpoint"] },
 } as const;
 

@@ -45,12 +45,16 @@ export class GatewayMetrics {
   readonly tokens;
   readonly retries;
   readonly fallbacks;
+  readonly sameEndpointRetries;
   readonly attemptFailures;
   readonly scorerScore;
   readonly filterDrops;
   readonly circuitTransitions;
+  readonly modelCircuitTransitions;
   readonly overhead;
   readonly malformedEvents;
+  readonly deadlinesExcused;
+  readonly loopStalls;
   private readonly requestSeriesCache = new Map<string, RequestSeries>();
 
   readonly admissionWait;
@@ -89,12 +93,16 @@ export class GatewayMetrics {
     this.tokens = counter(M.tokens);
     this.retries = counter(M.retries);
     this.fallbacks = counter(M.fallbacks);
+    this.sameEndpointRetries = counter(M.sameEndpointRetries);
     this.attemptFailures = counter(M.attemptFailures);
     this.scorerScore = histogram(M.scorerScore, SCORE_BUCKETS);
     this.filterDrops = counter(M.filterDrops);
     this.circuitTransitions = counter(M.circuitTransitions);
+    this.modelCircuitTransitions = counter(M.modelCircuitTransitions);
     this.overhead = histogram(M.overhead, OVERHEAD_BUCKETS);
     this.malformedEvents = counter(M.malformedEvents);
+    this.deadlinesExcused = counter(M.deadlinesExcused);
+    this.loopStalls = histogram(M.loopStalls, [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]);
     this.admissionWait = histogram(M.admissionWait, WAIT_BUCKETS);
     this.admissionRejections = counter(M.admissionRejections);
     this.admissionGrants = counter(M.admissionGrants);

@@ -48,8 +48,10 @@ export interface GrantDetail {
   drops: Record<string, number>;
   /** Time spent in the admission queue, ms (0 when it flowed at once). */
   waitedMs: number;
-  /** This grant took a half-open circuit's single probe slot. */
-  probe: boolean;
+  /** The circuit field (endpoint table) whose single half-open probe slot this grant took, or -1. */
+  probe: number;
+  /** The circuit field of the request's model on the endpoint, or -1 (the endpoint's own stands for it). */
+  circuit: number;
 }
 
 /** scheduler → main */

@@ -21,14 +21,22 @@ export interface AuditRecord {
   tenant: string;
   model: string | null;
   band: string | null;
-  /** The API route ("/v1/chat/completions"), or the batch's endpoint. */
-  endpoint: string;
+  /** The API route ("/v1/chat/completions"); for a batch, its endpoint (the route its lines ran on). */
+  route: string;
+  /** The upstream endpoint (its id) that served the request, or the last one tried; null when no engine was reached (a batch: null, its lines name theirs). */
+  endpoint: string | null;
+  /** Whether the answer was an SSE stream; null for a batch. */
+  stream: boolean | null;
+  /** Requests sent to engines (retries included); null for a batch. */
+  attempts: number | null;
   /** Requests: the `llmgw_requests_total` outcome (ok, client_error, …). Batches: the final status (completed, failed, cancelled, expired). */
   outcome: string;
   /** HTTP status sent to the client; null for a batch. */
   status: number | null;
   /** The stable llmgw error code, when it ended in one. */
   error_code: string | null;
+  /** What went wrong, in words (null when nothing did). */
+  error_message: string | null;
   tokens: { prompt: number | null; completion: number | null };
   durations_ms: { total: number; queue: number | null; ttft: number | null };
   /** Response cache: hit, miss, or null when the request was not cacheable. */
@@ -46,10 +54,14 @@ export interface RequestAuditInput {
   tenant: string;
   model?: string;
   band?: string;
-  endpoint: string;
+  route: string;
+  endpoint?: string;
+  stream?: boolean;
+  attempts?: number;
   outcome: string;
   status: number;
   errorCode?: string;
+  errorMessage?: string;
   promptTokens?: number;
   completionTokens?: number;
   startedAtMs: number;
@@ -70,10 +82,14 @@ export function requestAuditRecord(i: RequestAuditInput): AuditRecord {
     tenant: i.tenant,
     model: i.model ?? null,
     band: i.band ?? null,
-    endpoint: i.endpoint,
+    route: i.route,
+    endpoint: i.endpoint ?? null,
+    stream: i.stream ?? false,
+    attempts: i.attempts ?? 0,
     outcome: i.outcome,
     status: i.status,
     error_code: i.errorCode ?? null,
+    error_message: i.errorMessage ?? null,
     tokens: { prompt: i.promptTokens ?? null, completion: i.completionTokens ?? null },
     durations_ms: { total: Math.max(0, i.endedAtMs - i.startedAtMs), queue: i.queueMs ?? null, ttft: i.ttftMs ?? null },
     cache: i.cache ?? null,
@@ -88,6 +104,7 @@ export interface BatchAuditInput {
   id: string;
   tenant: string;
   model: string | null;
+  /** The batch's endpoint (a route). */
   endpoint: string;
   status: string;
   createdAtMs: number;
@@ -106,10 +123,14 @@ export function batchAuditRecord(b: BatchAuditInput, endedAtMs: number, band = "
     tenant: b.tenant,
     model: b.model,
     band,
-    endpoint: b.endpoint,
+    route: b.endpoint,
+    endpoint: null,
+    stream: null,
+    attempts: null,
     outcome: b.status,
     status: null,
     error_code: b.errors?.[0]?.code ?? null,
+    error_message: null,
     tokens: { prompt: b.counts.promptTokens, completion: b.counts.completionTokens },
     durations_ms: { total: Math.max(0, endedAtMs - b.createdAtMs), queue: b.inProgressAtMs === null ? null : b.inProgressAtMs - b.createdAtMs, ttft: null },
     cache: null,

@@ -44,8 +44,22 @@ export const I = {
   CAPACITY: 11,
   /** main: index of the endpoint's pool in the PoolTable. */
   POOL: 12,
+  /**
+   * main (and both claimers for probe slots): the circuit of the endpoint's
+   * p-th served model, at MODEL_CIRCUITS + p (CIRCUIT_* values): a 429, a
+   * 5xx or a timeout counts against the model it happened to, so one model
+   * of a shared URL cooling down leaves the others in rotation.
+   */
+  MODEL_CIRCUITS: 16,
 } as const;
-const INT_STRIDE = 16;
+/** Models of one endpoint with a circuit of their own; beyond them, model failures count against the endpoint. */
+export const MAX_MODEL_CIRCUITS = 16;
+const INT_STRIDE = I.MODEL_CIRCUITS + MAX_MODEL_CIRCUITS;
+
+/** The circuit field of an endpoint's model at position `pos` in its model list, or -1 (the endpoint's own circuit then stands for it). */
+export function modelCircuitField(pos: number): number {
+  return pos >= 0 && pos < MAX_MODEL_CIRCUITS ? I.MODEL_CIRCUITS + pos : -1;
+}
 
 /** Float64 fields of a row, with their writer. */
 export const F = {

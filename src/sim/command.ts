@@ -1,5 +1,5 @@
 /** `llmgw sim-engine`: a simulated vLLM-compatible engine (optionally with DCGM-style GPU metrics). */
-import { numberFlag, stringFlag, stringListFlag, UsageError, type CommandSpec, type ParsedArgs } from "../cli/command.ts";
+import { numberFlag, stringFlag, stringListFlag, UsageError, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
 import { flushLogger, initLogger, logListening } from "../shared/logger.ts";
 import {
   DEFAULT_BATCH_SLOWDOWN,
@@ -97,6 +97,7 @@ function buildConfig(args: ParsedArgs): { fixed: SimStaticConfig; live: SimLiveC
     faultRate: numberFlag(args, "fault-rate", 0, { min: 0, max: 1 }),
     faultTypes,
     dead: false,
+    dcgmDead: false,
     gpus: Array.from({ length: gpus }, newGpuFaultState),
   };
   const port = numberFlag(args, "port", DEFAULT_SIM_PORT, { min: 0, max: 65535, integer: true });

@@ -83,7 +83,7 @@ describeWithRedis("cluster quota", () => {
     const held = a!.quota.held("acme");
     expect(held.requests).toBe(11);
     expect(held.tokens).toBe(110); // 2 % of 6,000 = 120, less the 10 spent
-    a!.quota.refund("acme", 500, Date.now()); // more than two allowances now: the excess goes back
+    a!.quota.settle("acme", 500, 0, Date.now()); // 500 given back: more than two allowances now, the excess goes back
     await Bun.sleep(50);
     expect(a!.quota.held("acme").tokens).toBe(120);
     await a!.quota.tick(Date.now() + 5_000);

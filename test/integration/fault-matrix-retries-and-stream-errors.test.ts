@@ -7,7 +7,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { counterValue, readSse, startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
-import { stopAll } from "../helpers/processes.ts";
+import { stopAll, waitUntil } from "../helpers/processes.ts";
 
 let a: Sim;
 let b: Sim;
@@ -106,15 +106,19 @@ describe("before the first byte: retried on another endpoint", () => {
     });
   }
 
-  test("engine 429 → the endpoint cools down for its Retry-After and the request completes on b", async () => {
+  test("engine 429 → the model cools down on that endpoint for its Retry-After and the request completes on b", async () => {
     await a.configure({ fault_rate: 1, fault_types: ["429"] });
     const r = await chatUntil((x) => x.attempts >= 2);
     expect(r.status).toBe(200);
     expect(r.endpoint).toBe("b");
-    const ep = (await gw.endpoints()).find((e) => e.id === "a")!;
-    expect(ep.circuit).toBe("open");
+    const ep = (await gw.endpoints()).find((e) => e.id === "a")! as unknown as { circuit: string; model_circuits: Record<string, string> };
+    // The 429 counts against model m on a, not against a as a whole.
+    expect(ep.model_circuits.m).toBe("open");
+    expect(ep.circuit).toBe("closed");
     // While cooling down, nothing goes to a.
     for (let i = 0; i < 5; i++) expect((await chat()).endpoint).toBe("b");
+    // The Retry-After (1 s) passes: a is back in rotation for m.
+    await waitUntil(async () => ((await gw.endpoints()).find((e) => e.id === "a") as unknown as { model_circuits: Record<string, string> }).model_circuits.m === undefined, { what: "a's cool-down to end" });
   });
 });
 
@@ -191,7 +195,7 @@ describe("after the first byte: no retry, an explicit SSE error", () => {
 });
 
 describe("circuit breaker", () => {
-  test("an endpoint that keeps failing leaves rotation, is probed, and returns once it answers", async () => {
+  test("a model that keeps failing on an endpoint leaves rotation there, is probed, and returns once it answers", async () => {
     const gw2 = await startGateway(
       {
         deadlines: { headers_ms: 700, first_token_ms: 700, idle_ms: 700 },
@@ -206,15 +210,17 @@ describe("circuit breaker", () => {
     );
     try {
       await a.configure({ fault_rate: 1, fault_types: ["500"] });
-      const state = async () => (await (await fetch(`${gw2.admin}/admin/v1/endpoints`)).json()) as { endpoints: { id: string; circuit: string }[] };
+      // A 5xx counts against the model it happened to (m on a), not against a itself.
+      const state = async () => ((await (await fetch(`${gw2.admin}/admin/v1/endpoints`)).json()) as { endpoints: { id: string; circuit: string; model_circuits: Record<string, string> }[] }).endpoints[0]!;
       const send = () => fetch(`${gw2.api}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "m", max_tokens: 2, messages: [{ role: "user", content: "x" }] }) });
-      for (let i = 0; i < 30 && (await state()).endpoints[0]!.circuit !== "open"; i++) expect((await send()).status).toBe(200);
-      expect((await state()).endpoints[0]!.circuit).toBe("open");
+      for (let i = 0; i < 30 && (await state()).model_circuits.m !== "open"; i++) expect((await send()).status).toBe(200);
+      expect((await state()).model_circuits.m).toBe("open");
+      expect((await state()).circuit).toBe("closed");
       // Healed: after the open period one probe goes through and closes it.
       await a.configure(NO_FAULTS);
       await Bun.sleep(400);
-      for (let i = 0; i < 30 && (await state()).endpoints[0]!.circuit !== "closed"; i++) expect((await send()).status).toBe(200);
-      expect((await state()).endpoints[0]!.circuit).toBe("closed");
+      for (let i = 0; i < 30 && (await state()).model_circuits.m !== undefined; i++) expect((await send()).status).toBe(200);
+      expect((await state()).model_circuits.m).toBeUndefined();
     } finally {
       await gw2.stop();
     }

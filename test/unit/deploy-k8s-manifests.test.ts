@@ -12,7 +12,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse as parseYaml, parseAllDocuments } from "yaml";
 import { agentCommand } from "../../src/agent/command.ts";
-import { parseCommandArgs } from "../../src/cli/command.ts";
+import { parseCommandArgs } from "../../src/shared/flags.ts";
 import { parseConfigText } from "../../src/config/load.ts";
 import { serveCommand } from "../../src/gateway/command.ts";
 import { REPO_ROOT } from "../helpers/processes.ts";

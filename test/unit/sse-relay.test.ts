@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { AttemptDeadlines } from "../../src/gateway/proxy/deadlines.ts";
-import { relayBody, RELAY_VARIANT_NAMES, type RelayOwner } from "../../src/gateway/proxy/relay.ts";
+import type { RelayOwner } from "../../src/gateway/proxy/relay.ts";
+import { relayBody, RELAY_VARIANT_NAMES } from "../../src/gateway/proxy/sse-response.ts";
 import { MAX_EVENT_BYTES, SseScanner } from "../../src/gateway/proxy/sse-scanner.ts";
 import type { OpenStream } from "../../src/gateway/proxy/upstream.ts";
 
@@ -124,6 +125,8 @@ function recordingOwner(includeUsage: boolean) {
   let failure: string | undefined;
   const owner: RelayOwner & { malformedCount: number; ends: RelayEnd[] } = {
     includeUsage,
+    choices: 1,
+    delivered: 0,
     usage: undefined,
     malformedCount: 0,
     ends,
@@ -222,4 +225,35 @@ describe("SSE relay, every transport", () => {
       expect(cut.payloads).not.toContain(TOKEN(1).slice(0, 20).trim());
     });
   }
+});
+
+describe("SSE relay, an answer that finished without [DONE]", () => {
+  const FINAL = `data: {"id":"x","choices":[{"index":0,"delta":{"content":"end"},"finish_reason": "stop"}],"usage":null}\n\n`;
+  const SPACED_USAGE = `data: {"id": "x", "choices": [ ], "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}}\n\n`;
+
+  test("a finish_reason then a clean end is a finished answer: [DONE] is added, the outcome is ok", async () => {
+    const r = await relay([TOKEN(0), FINAL], false);
+    expect(r.payloads).toEqual([TOKEN(0).trim(), FINAL.trim(), "data: [DONE]"]);
+    expect(r.ends).toEqual([{ outcome: "ok" }]);
+  });
+
+  test("usage written with spaces is still the usage chunk: recorded, and hidden unless asked for", async () => {
+    const hidden = await relay([TOKEN(0), FINAL, SPACED_USAGE], false);
+    expect(hidden.usage).toEqual({ prompt_tokens: 7, completion_tokens: 3 });
+    expect(hidden.payloads).toEqual([TOKEN(0).trim(), FINAL.trim(), "data: [DONE]"]);
+    const shown = await relay([TOKEN(0), FINAL, SPACED_USAGE], true);
+    expect(shown.payloads).toEqual([TOKEN(0).trim(), FINAL.trim(), SPACED_USAGE.trim(), "data: [DONE]"]);
+    expect(shown.ends).toEqual([{ outcome: "ok" }]);
+  });
+
+  test("the usage the client asked for never came: truncated", async () => {
+    const r = await relay([TOKEN(0), FINAL], true);
+    expect(JSON.parse(r.payloads.at(-2)!.slice(6)).error.code).toBe("UPSTREAM_STREAM_TRUNCATED");
+    expect(r.ends[0]!.outcome).toBe("stream_error");
+  });
+
+  test("an end before any finish_reason is truncated", async () => {
+    const r = await relay([TOKEN(0), TOKEN(1)], false);
+    expect(JSON.parse(r.payloads.at(-2)!.slice(6)).error.code).toBe("UPSTREAM_STREAM_TRUNCATED");
+  });
 });

@@ -13,7 +13,8 @@ import { SchedulerRejection, type Grant } from "../admission-client.ts";
 import type { GatewayContext } from "../context.ts";
 import type { Exchange } from "../request/exchange.ts";
 import { ENDPOINT_FAULTS, FAILURE_CODE, engineError, isContextLengthError, rejectedResponse } from "./failures.ts";
-import { relayBody } from "./relay.ts";
+import { relayAnswer, usageFromTail } from "./json-answer.ts";
+import { relayBody } from "./sse-response.ts";
 import { openUpstream, type AttemptFailed, type AttemptResult } from "./upstream.ts";
 import { upstreamBody } from "./upstream-body.ts";
 
@@ -22,11 +23,38 @@ type Next = "retry" | "next_model" | "give_up";
 
 const CANCELLED = () => new LlmgwError("INTERNAL_ERROR", "client went away");
 
+/** An OpenAI-shaped answer's usage object sits within its last bytes: only they are read (a 200 MB embeddings answer is never parsed). */
+const USAGE_TAIL_BYTES = 16 * 1024;
+
+/** Failures worth another try on the same endpoint when no other is left (transient by nature). */
+const SAME_ENDPOINT_RETRY: ReadonlySet<AttemptFailed["failure"]> = new Set(["connect", "status_5xx", "status_429", "headers_timeout", "first_token_timeout", "truncated", "malformed"]);
+
+/** Waiting out a cool-down ends this long after it, so the circuit's own timer has closed it. */
+const COOL_DOWN_MARGIN_MS = 5;
+
+/** Sleep `ms`, or less if `signal` aborts; false when it did. */
+function sleepUnless(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
 export class AttemptLoop {
   /** The last failure, reported when every attempt failed. */
   private last: AttemptFailed | LlmgwError | undefined;
   /** Whether the request has been through admission (only its first grant is). */
   private admitted = false;
+  /** The backoff slept before the current attempt, ms (counts toward a Retry-After). */
+  private backedOffMs = 0;
 
   constructor(
     private readonly ctx: GatewayContext,
@@ -56,7 +84,8 @@ export class AttemptLoop {
       if (x.attempts > 0 && !(await this.mayRetry(deadlines.totalMs))) return "give_up";
       const totalLeftMs = x.totalLeftMs(deadlines.totalMs);
       if (totalLeftMs <= 0) return x.fail(new LlmgwError("UPSTREAM_TOTAL_TIMEOUT", "the request exceeded its total deadline before an engine answered"), "timeout");
-      const grant = await this.grant(model, exclude);
+      let grant = await this.grant(model, exclude);
+      if (grant === undefined && exclude.size > 0) grant = await this.sameEndpointAgain(model, exclude, deadlines.totalMs);
       if (grant instanceof Response) return grant;
       if (grant === undefined) return "next_model";
       x.hold(grant);
@@ -97,8 +126,32 @@ export class AttemptLoop {
     // Backoff with full jitter; endpoints that failed are excluded anyway,
     // so this only spaces retries out when the whole pool is struggling.
     const backoff = ctx.config.retry.backoffMs * 2 ** Math.max(0, x.attempts - 1) * Math.random();
+    this.backedOffMs = backoff >= 1 ? backoff : 0;
     if (backoff >= 1) await Bun.sleep(backoff);
     return true;
+  }
+
+  /**
+   * No other endpoint is left for this model: try the one that failed again,
+   * after max(backoff, its Retry-After) — when that wait is within
+   * retry.max_retry_after_ms and the total deadline (a 429 asking for 2 s is
+   * retried about 2 s later, not at once and not never). undefined: fall back.
+   */
+  private async sameEndpointAgain(model: string, exclude: Set<number>, totalMs: number): Promise<Grant | Response | undefined> {
+    const { ctx, x } = this;
+    const last = this.last;
+    if (last === undefined || last instanceof LlmgwError || !SAME_ENDPOINT_RETRY.has(last.failure)) return undefined;
+    // A 429 cools the model down on that endpoint for its Retry-After (or
+    // max_retry_after_ms without one): wait that out, a little past it.
+    const max = ctx.config.retry.maxRetryAfterMs;
+    const retryAfter = last.retryAfterMs ?? (last.failure === "status_429" ? max : 0);
+    if (retryAfter > max) return undefined;
+    const wait = retryAfter > 0 ? Math.max(0, retryAfter - this.backedOffMs) + COOL_DOWN_MARGIN_MS : 0;
+    if (wait >= x.totalLeftMs(totalMs)) return undefined;
+    if (wait >= 1 && !(await sleepUnless(wait, x.signal))) return x.fail(CANCELLED(), "cancelled");
+    exclude.clear();
+    ctx.metrics.sameEndpointRetries.inc({ model: x.model!, reason: last.failure });
+    return this.grant(model, exclude);
   }
 
   /**
@@ -149,10 +202,14 @@ export class AttemptLoop {
     const { ctx, x } = this;
     x.answered();
     if (result.kind === "json") {
-      x.usage = usageOf(result.body);
+      x.usage = usageFromTail(result.body.subarray(-USAGE_TAIL_BYTES));
       x.endAttempt({ kind: "neutral" });
       x.finish("ok", 200);
       return new Response(result.body, { status: 200, headers: { "content-type": result.contentType, ...x.headers(true) } });
+    }
+    if (result.kind === "json-stream") {
+      const body = relayAnswer(x, result.answer, ctx.config.maxResponseBytes);
+      return new Response(body, { status: 200, headers: { "content-type": result.contentType, ...x.headers(true) } });
     }
     const body = relayBody(x, result, ctx.config.relayVariant);
     return new Response(body, { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...x.headers(true) } });
@@ -177,14 +234,14 @@ export class AttemptLoop {
       if (result.status === 404) return "retry";
       const status = result.status ?? 400;
       const response = rejectedResponse(status, result.body, x.headers(true));
-      x.finish("client_error", status, message);
+      x.finish("client_error", status, message, isContextLengthError(message) ? "CONTEXT_LENGTH_EXCEEDED" : "UPSTREAM_REJECTED");
       return response;
     }
     if (failure === "status_429") {
       const max = ctx.config.retry.maxRetryAfterMs;
       x.endAttempt({ kind: "cool_down", failure, ms: Math.min(result.retryAfterMs ?? max, max) });
     } else {
-      x.endAttempt(ENDPOINT_FAULTS.has(failure) ? { kind: "fault", failure } : { kind: "neutral", failure });
+      x.endAttempt(ENDPOINT_FAULTS.has(failure) && !result.excused ? { kind: "fault", failure } : { kind: "neutral", failure, excused: result.excused === true });
     }
     // The whole request is out of time, or its answer is too large for any endpoint: no retry can help.
     return failure === "total_timeout" || failure === "too_large" ? "give_up" : "retry";
@@ -216,18 +273,5 @@ export class AttemptLoop {
       const n = drops[filter]!;
       if (n > 0) this.ctx.metrics.filterDrops.inc({ filter }, n);
     }
-  }
-}
-
-function usageOf(json: Uint8Array): { prompt_tokens: number; completion_tokens: number } | undefined {
-  try {
-    const u = (JSON.parse(new TextDecoder().decode(json)) as { usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } }).usage;
-    if (!u) return undefined;
-    return {
-      prompt_tokens: typeof u.prompt_tokens === "number" ? u.prompt_tokens : 0,
-      completion_tokens: typeof u.completion_tokens === "number" ? u.completion_tokens : 0,
-    };
-  } catch {
-    return undefined;
   }
 }

@@ -9,25 +9,15 @@
  * cut connection, a deadline, an oversized event or an engine error becomes
  * an explicit SSE error event then [DONE]. A client that leaves cancels the
  * upstream request at once.
- *
- * How the bytes reach Bun's response is a transport (RelayVariant), measured
- * side by side by `llmgw bench relay`: a direct stream (write + flush, no
- * queue: the default), a pull stream with one enqueue per upstream chunk, or
- * one enqueue per event (the earlier design).
+ * How its bytes reach Bun's response is sse-response.ts's business.
  */
-import type { RelayVariantName } from "../../config/plugin-names.ts";
 import type { AttemptFailure, Outcome } from "../../metrics/names.ts";
 import { errorBody, type ErrorCode } from "../../shared/errors.ts";
 import type { AttemptVerdict, Usage } from "../request/exchange.ts";
 import { ENDPOINT_FAULTS } from "./failures.ts";
-import { eventJson, MAX_EVENT_BYTES, type EventVisitor, type ScannedEvent, type SseEventKind } from "./sse-scanner.ts";
+import { eventJson, finishedChoices, MAX_EVENT_BYTES, type EventVisitor, type ScannedEvent, type SseEventKind } from "./sse-scanner.ts";
+import { drains } from "./upstream-drains.ts";
 import { readMany, type OpenStream } from "./upstream.ts";
-
-export type RelayVariant = RelayVariantName;
-export { RELAY_VARIANTS as RELAY_VARIANT_NAMES } from "../../config/plugin-names.ts";
-
-/** How long an engine may keep a stream open after [DONE] before we cancel it. */
-const DRAIN_AFTER_DONE_MS = 2_000;
 
 const enc = new TextEncoder();
 const DONE_EVENT = enc.encode("data: [DONE]\n\n");
@@ -56,13 +46,17 @@ function engineErrorMessage(bytes: Uint8Array): string {
 export interface RelayOwner {
   /** The client asked for stream_options.include_usage. */
   readonly includeUsage: boolean;
+  /** Data events relayed so far (the relay counts them). */
+  delivered: number;
+  /** Choices the answer has (the request's n): a stream is complete once each has a finish_reason. */
+  readonly choices: number;
   usage: Usage | undefined;
   firstToken(now: number): void;
   tokens(now: number): void;
   /** An invalid event was dropped. */
   malformed(): void;
   endAttempt(verdict: AttemptVerdict): void;
-  finish(outcome: Outcome, status: number, error?: string): void;
+  finish(outcome: Outcome, status: number, error?: string, errorCode?: ErrorCode): void;
 }
 
 /** The relay's state machine, independent of how bytes reach the client. */
@@ -71,6 +65,9 @@ export class SseRelay {
   over = false;
   private sawDone = false;
   private sentToken = false;
+  /** Choices that delivered a finish_reason: with all of them (and the usage asked for), an end without [DONE] is a finished answer. */
+  private finished = 0;
+  private sawUsage = false;
   private first: ScannedEvent[] | undefined;
   /** The bytes for the client from this call of next() (reused: a transport writes them before calling again). */
   private readonly out: Uint8Array[] = [];
@@ -134,12 +131,30 @@ export class SseRelay {
         if (scanner.overflowed && !this.over) this.broken("UPSTREAM_MALFORMED", "malformed", `the engine sent an SSE event over ${MAX_EVENT_BYTES} bytes`);
       }
       if (done && !this.over) {
-        if (!this.sawDone) this.broken("UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine ended the stream without [DONE]");
+        if (this.complete()) this.finishWithoutDone();
+        else if (!this.sawDone) this.broken("UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine ended the stream before the answer finished");
         break;
       }
       if (out.length > 0) break;
     }
     return out;
+  }
+
+  /** Every choice delivered its finish_reason, and the usage chunk came if the client asked for it. */
+  private complete(): boolean {
+    return this.finished >= this.x.choices && (this.sawUsage || !this.x.includeUsage);
+  }
+
+  /**
+   * A finished answer whose engine closed the stream cleanly without
+   * data: [DONE] (some servers do): the answer is whole, so the client gets
+   * the [DONE] it expects and the request counts as ok, nothing against the
+   * engine.
+   */
+  private finishWithoutDone(): void {
+    this.flushRun();
+    this.out.push(DONE_EVENT);
+    this.end("ok", { kind: "neutral" });
   }
 
   /** The client went away. */
@@ -156,12 +171,17 @@ export class SseRelay {
     switch (kind) {
       case "data":
         this.tokensInChunk = true;
+        this.x.delivered++;
+        this.finished += finishedChoices(buf, start, end);
         return this.forward(buf, start, end);
       case "comment":
         return this.forward(buf, start, end);
       case "usage": {
         const usage = readUsage(buf.subarray(start, end));
-        if (usage) this.x.usage = usage;
+        if (usage) {
+          this.x.usage = usage;
+          this.sawUsage = true;
+        }
         if (this.x.includeUsage) this.forward(buf, start, end);
         return;
       }
@@ -172,7 +192,7 @@ export class SseRelay {
         this.flushRun();
         const message = engineErrorMessage(buf.subarray(start, end));
         this.out.push(sseErrorEvent("UPSTREAM_ERROR", message), DONE_EVENT);
-        return this.end("stream_error", { kind: "fault", failure: "status_5xx" }, message);
+        return this.end("stream_error", { kind: "fault", failure: "status_5xx" }, message, "UPSTREAM_ERROR");
       }
       case "done":
         this.flushRun();
@@ -224,15 +244,16 @@ export class SseRelay {
     this.flushRun();
     this.out.push(sseErrorEvent(code, message), DONE_EVENT);
     const outcome: Outcome = failure === "idle_timeout" || failure === "total_timeout" ? "timeout" : "stream_error";
-    this.end(outcome, ENDPOINT_FAULTS.has(failure) ? { kind: "fault", failure } : { kind: "neutral", failure }, message);
+    const excused = this.open.deadlines.excused;
+    this.end(outcome, ENDPOINT_FAULTS.has(failure) && !excused ? { kind: "fault", failure } : { kind: "neutral", failure, excused }, message, code);
   }
 
-  private end(outcome: Outcome, verdict: AttemptVerdict, error?: string): void {
+  private end(outcome: Outcome, verdict: AttemptVerdict, error?: string, code?: ErrorCode): void {
     if (this.over) return;
     this.over = true;
     this.open.deadlines.dispose();
     this.x.endAttempt(verdict);
-    this.x.finish(outcome, 200, outcome === "ok" || outcome === "cancelled" ? undefined : error);
+    this.x.finish(outcome, 200, outcome === "ok" || outcome === "cancelled" ? undefined : error, code);
     if (outcome !== "cancelled") this.releaseUpstream();
   }
 
@@ -250,107 +271,4 @@ export class SseRelay {
     }
     drains.add(reader, deadlines);
   }
-}
-
-/**
- * Upstream bodies still open after [DONE]: each is read to its end, and one
- * shared timer (not one per request) cancels those an engine keeps open
- * longer than DRAIN_AFTER_DONE_MS.
- */
-class UpstreamDrains {
-  private readonly open = new Map<OpenStream["reader"], { deadlines: OpenStream["deadlines"]; until: number }>();
-  private timer: ReturnType<typeof setInterval> | undefined;
-
-  add(reader: OpenStream["reader"], deadlines: OpenStream["deadlines"]): void {
-    this.open.set(reader, { deadlines, until: performance.now() + DRAIN_AFTER_DONE_MS });
-    void this.drain(reader);
-  }
-
-  private async drain(reader: OpenStream["reader"]): Promise<void> {
-    try {
-      for (;;) {
-        const got = readMany(reader);
-        if ((got instanceof Promise ? await got : got).done) break;
-        this.arm(); // still open: the sweeper watches it
-      }
-    } catch {
-      // the engine closed abruptly after [DONE]: nothing left to deliver
-    } finally {
-      this.open.delete(reader);
-    }
-  }
-
-  private arm(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => {
-      const now = performance.now();
-      for (const [reader, d] of this.open) {
-        if (now < d.until) continue;
-        this.open.delete(reader);
-        d.deadlines.abort("engine kept the stream open after [DONE]");
-        void reader.cancel().catch(() => {});
-      }
-      if (this.open.size === 0) {
-        clearInterval(this.timer);
-        this.timer = undefined;
-      }
-    }, DRAIN_AFTER_DONE_MS / 4);
-    this.timer.unref?.();
-  }
-}
-
-const drains = new UpstreamDrains();
-
-/** The client's response body for an open upstream stream, over the chosen transport. */
-export function relayBody(x: RelayOwner, open: OpenStream, variant: RelayVariant): ReadableStream<Uint8Array> {
-  const relay = new SseRelay(x, open, variant !== "event");
-  if (variant === "direct") return directStream(relay);
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        // next() resolves only with bytes or at the end: a pull that enqueued
-        // nothing would not be called again (WHATWG streams).
-        const pieces = await relay.next();
-        if (pieces) for (const p of pieces) controller.enqueue(p);
-        if (relay.over) controller.close();
-      },
-      cancel() {
-        relay.cancel();
-      },
-    },
-    // One chunk of look-ahead: read upstream only after the client took the previous bytes.
-    { highWaterMark: 1 },
-  );
-}
-
-/**
- * Bun's direct stream: each piece is written straight to the socket and
- * flushed, with no queue in between; a write that returns a promise is the
- * socket pushing back, and the relay reads upstream only once it settles.
- */
-function directStream(relay: SseRelay): ReadableStream<Uint8Array> {
-  return new ReadableStream<Uint8Array>({
-    type: "direct",
-    async pull(controller) {
-      try {
-        for (;;) {
-          const pieces = await relay.next();
-          if (!pieces) break;
-          for (const p of pieces) {
-            const w = controller.write(p);
-            if (w instanceof Promise) await w;
-          }
-          controller.flush();
-          if (relay.over) break;
-        }
-        controller.close();
-      } catch {
-        // The client is gone (a write to a closed response): cancel() ends the request.
-        relay.cancel();
-      }
-    },
-    cancel() {
-      relay.cancel();
-    },
-  });
 }

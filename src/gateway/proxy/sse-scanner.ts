@@ -55,6 +55,24 @@ function hasEmptyChoices(buf: Uint8Array, start: number, end: number): boolean {
   return buf[i] === 93; /* ']' */
 }
 
+const FINISH_KEY = enc.encode('"finish_reason"');
+
+/**
+ * How many choices of the data event in buf[start, end) carry a finish_reason
+ * that is not null (an answer's last chunk). Whitespace-tolerant, one native
+ * search per occurrence; the token chunks in between carry "finish_reason":null.
+ */
+export function finishedChoices(buf: Uint8Array, start: number, end: number): number {
+  let n = 0;
+  for (let at = nativeIndexOf.call(buf, FINISH_KEY, start); at >= 0 && at < end; at = nativeIndexOf.call(buf, FINISH_KEY, at + FINISH_KEY.length)) {
+    let i = skipBlanks(buf, at + FINISH_KEY.length, end);
+    if (buf[i] !== 58 /* ':' */) continue;
+    i = skipBlanks(buf, i + 1, end);
+    if (i < end && buf[i] !== 110 /* 'n'ull */) n++;
+  }
+  return n;
+}
+
 /** Classify the event occupying buf[start, end) (without its trailing blank line). */
 export function classifyEvent(buf: Uint8Array, start: number, end: number): SseEventKind {
   while (end > start && (buf[end - 1] === LF || buf[end - 1] === CR)) end--;

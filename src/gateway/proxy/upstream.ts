@@ -10,6 +10,7 @@ import type { Deadlines } from "../../config/types.ts";
 import type { AttemptFailure } from "../../metrics/names.ts";
 import { AttemptDeadlines } from "./deadlines.ts";
 import type { DialGuard } from "./dial-guard.ts";
+import { readAnswer, type CommittedAnswer } from "./json-answer.ts";
 import { MAX_EVENT_BYTES, SseScanner, type ScannedEvent } from "./sse-scanner.ts";
 
 export interface AttemptInput {
@@ -79,9 +80,19 @@ export interface AttemptFailed {
   body?: Uint8Array;
   /** The engine's Retry-After, ms. */
   retryAfterMs?: number;
+  /** A silence deadline that fired while the gateway's own loop had stalled (not the engine's failure). */
+  excused?: boolean;
 }
 
-export type AttemptResult = OpenStream | CompleteJson | AttemptFailed;
+/** A non-streaming answer too large to hold: it streams through once committed. */
+export interface JsonStream {
+  ok: true;
+  kind: "json-stream";
+  contentType: string;
+  answer: CommittedAnswer;
+}
+
+export type AttemptResult = OpenStream | CompleteJson | JsonStream | AttemptFailed;
 
 /** Bodies of error answers are read only this far (an engine error page is not a payload). */
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
@@ -92,24 +103,6 @@ function parseRetryAfterMs(value: string | null): number | undefined {
   if (Number.isFinite(s)) return Math.max(0, s * 1000);
   const at = Date.parse(value);
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
-}
-
-/** At most `limit` bytes of the body (the rest is cancelled); `over` when there was more. */
-async function readUpTo(res: Response, limit: number): Promise<{ bytes: Uint8Array; over: boolean }> {
-  if (!res.body) return { bytes: new Uint8Array(0), over: false };
-  const reader = defaultReader(res.body);
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return { bytes: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total), over: false };
-    total += value.byteLength;
-    if (total > limit) {
-      await reader.cancel().catch(() => {});
-      return { bytes: new Uint8Array(0), over: true };
-    }
-    chunks.push(value);
-  }
 }
 
 async function readLimited(res: Response, limit: number): Promise<Uint8Array> {
@@ -134,13 +127,52 @@ function failed(failure: AttemptFailed["failure"], message: string, extra: Parti
   return { ok: false, failure, message, ...extra };
 }
 
+/** An error's message without the runtime's advice to its own developers (Bun's "pass `verbose: true` …"). */
+function cleanMessage(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.replace(/\s*For more information, pass `verbose: true`[^.]*\.?/g, "").trim() || "connection failed";
+}
+
+/**
+ * A non-streaming answer (status 200): refused when it is an event stream or
+ * declares more than max_response_bytes, held when complete and small,
+ * committed to stream through otherwise (json-answer.ts). A connection cut
+ * while reading it is a truncated answer, retried elsewhere (nothing reached
+ * the client yet).
+ */
+async function openAnswer(res: Response, dl: AttemptDeadlines, max: number, reasonOf: (err: unknown) => AttemptFailed): Promise<AttemptResult> {
+  const contentType = res.headers.get("content-type") ?? "application/json";
+  const declared = Number(res.headers.get("content-length") ?? NaN);
+  const refuse = (failure: AttemptFailure, message: string): AttemptFailed => {
+    dl.dispose();
+    void res.body?.cancel().catch(() => {});
+    return failed(failure, message);
+  };
+  if (contentType.includes("text/event-stream")) return refuse("malformed", "engine answered a non-streaming request with an event stream");
+  if (declared > max) return refuse("too_large", `engine answer exceeds max_response_bytes (${max} bytes)`);
+  if (!res.body) {
+    dl.dispose();
+    return { ok: true, kind: "json", status: 200, contentType, body: new Uint8Array(0) };
+  }
+  try {
+    const a = await readAnswer(defaultReader(res.body), dl, max);
+    if (a === "too_large") return refuse("too_large", `engine answer exceeds max_response_bytes (${max} bytes)`);
+    if (a.kind === "committed") return { ok: true, kind: "json-stream", contentType, answer: a };
+    dl.dispose();
+    return { ok: true, kind: "json", status: 200, contentType, body: a.body };
+  } catch (err) {
+    const f = reasonOf(err);
+    return f.failure === "connect" ? failed("truncated", "the engine connection broke during the answer") : f;
+  }
+}
+
 export async function openUpstream(input: AttemptInput, path: string): Promise<AttemptResult> {
   const { deadlines: d } = input;
   if (!input.dial.isRecent(input.index)) {
     try {
       await input.dial.check(input.index, d.dialMs);
     } catch (err) {
-      return failed("connect", err instanceof Error ? err.message : String(err));
+      return failed("connect", cleanMessage(err));
     }
   }
   if (input.clientSignal.aborted) return failed("cancelled", "client went away");
@@ -153,8 +185,8 @@ export async function openUpstream(input: AttemptInput, path: string): Promise<A
   const reasonOf = (err: unknown): AttemptFailed => {
     dl.dispose();
     if (input.clientSignal.aborted) return failed("cancelled", "client went away");
-    if (dl.fired) return failed(dl.fired, `upstream ${dl.fired.replace("_", " ")} after ${describeDeadline(dl.fired, d, input.totalLeftMs)} ms`);
-    return failed("connect", err instanceof Error ? err.message : String(err));
+    if (dl.fired) return failed(dl.fired, `upstream ${dl.fired.replace("_", " ")} after ${describeDeadline(dl.fired, d, input.totalLeftMs)} ms`, dl.excused ? { excused: true } : {});
+    return failed("connect", cleanMessage(err));
   };
 
   let res: Response;
@@ -179,27 +211,7 @@ export async function openUpstream(input: AttemptInput, path: string): Promise<A
     return failed(failure, `engine answered ${status}`, { status, body, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
   }
 
-  if (!input.stream) {
-    try {
-      const declared = Number(res.headers.get("content-length") ?? NaN);
-      // A declared length is what the HTTP client reads, so within the limit
-      // one read into one buffer does; without one, read chunk by chunk.
-      const { bytes: body, over } =
-        declared > input.maxResponseBytes
-          ? { bytes: new Uint8Array(0), over: true }
-          : Number.isFinite(declared)
-            ? { bytes: new Uint8Array(await res.arrayBuffer()), over: false }
-            : await readUpTo(res, input.maxResponseBytes);
-      dl.dispose();
-      if (over) {
-        if (declared > input.maxResponseBytes) void res.body?.cancel().catch(() => {});
-        return failed("too_large", `engine answer exceeds max_response_bytes (${input.maxResponseBytes} bytes)`);
-      }
-      return { ok: true, kind: "json", status: 200, contentType: res.headers.get("content-type") ?? "application/json", body };
-    } catch (err) {
-      return reasonOf(err);
-    }
-  }
+  if (!input.stream) return openAnswer(res, dl, input.maxResponseBytes, reasonOf);
 
   if (!res.body) {
     dl.dispose();

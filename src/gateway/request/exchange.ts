@@ -8,9 +8,11 @@
  * object down; nothing climbs back up through callbacks to end a request.
  */
 import type { AttemptFailure, Outcome, Route } from "../../metrics/names.ts";
+import { I } from "../../shared/endpoint-table.ts";
 import { UNKNOWN_MODEL } from "../../metrics/names.ts";
 import type { RequestSeries } from "../../metrics/registry.ts";
-import { errorResponse, type LlmgwError } from "../../shared/errors.ts";
+import { requestAuditRecord } from "../../shared/audit.ts";
+import { errorResponse, type ErrorCode, type LlmgwError } from "../../shared/errors.ts";
 import type { Grant } from "../admission-client.ts";
 import type { GatewayContext } from "../context.ts";
 import type { Principal } from "../gates/auth.ts";
@@ -29,8 +31,8 @@ export type AttemptVerdict =
   | { kind: "fault"; failure: AttemptFailure }
   /** The engine asked us to back off for `ms`. */
   | { kind: "cool_down"; failure: AttemptFailure; ms: number }
-  /** No verdict on the endpoint (the client left, the answer was too large…). */
-  | { kind: "neutral"; failure?: AttemptFailure };
+  /** No verdict on the endpoint (the client left, the answer was too large, the gateway's own loop had stalled…). */
+  | { kind: "neutral"; failure?: AttemptFailure; excused?: boolean };
 
 export class Exchange {
   readonly arrivedAt = performance.now();
@@ -43,9 +45,15 @@ export class Exchange {
   stream = false;
   /** The client asked for stream_options.include_usage. */
   includeUsage = false;
+  /** Choices the answer has (the request's n). */
+  choices = 1;
   prefixHashes: number[] = NO_HASHES;
   principal: Principal | undefined;
   estTokens = 0;
+  /** The prompt's share of the estimate (what a request that generated tokens but reported no usage is charged for its prompt). */
+  promptEstimate = 0;
+  /** Data events relayed to the client (completion tokens, near enough, when the engine reports no usage). */
+  delivered = 0;
   /** x-ratelimit-* headers from the quota gate. */
   quotaHeaders: Record<string, string> = NO_HEADERS;
   /** Requests sent to engines so far. */
@@ -53,6 +61,15 @@ export class Exchange {
   /** The endpoint of the current (or last) attempt. */
   endpointId: string | undefined;
   usage: Usage | undefined;
+  /** Audit: answered from the response cache ("hit") or recorded into it ("miss"); undefined when not cacheable. */
+  cache: "hit" | "miss" | undefined;
+  /** Audit: answered by replaying an idempotency record. */
+  replay = false;
+  /** Audit: the batch this request runs a line of. */
+  batchId: string | undefined;
+  private queueMs: number | undefined;
+  private ttftMs: number | undefined;
+  private errorCode: ErrorCode | undefined;
   private series: RequestSeries | undefined;
   private grant: Grant | undefined;
   private lastTokenAt = 0;
@@ -96,6 +113,7 @@ export class Exchange {
   hold(grant: Grant): void {
     if (this.grant) throw new Error("an exchange holds one endpoint at a time");
     this.grant = grant;
+    this.queueMs ??= grant.waitedMs; // admission's wait: only the first grant is queued
     this.endpointId = this.ctx.endpoints.idOf(grant.index);
     for (const scorer in grant.scores) this.ctx.metrics.scoreSeries(scorer).observe(grant.scores[scorer]!);
   }
@@ -106,9 +124,12 @@ export class Exchange {
     if (this.attempts === 1) this.ctx.metrics.overhead.observe((performance.now() - this.arrivedAt) / 1000);
   }
 
-  /** The engine answered the current attempt: a success for its circuit breaker (a stream may still break later). */
+  /** The engine answered the current attempt: a success for its circuits (a stream may still break later). */
   answered(): void {
-    if (this.grant) this.ctx.breakers.success(this.grant.index);
+    const g = this.grant;
+    if (!g) return;
+    this.ctx.breakers.success(g.index, I.CIRCUIT);
+    if (g.circuit >= 0) this.ctx.breakers.success(g.index, g.circuit);
   }
 
   /** The current attempt is over: let go of the endpoint and tell its circuit breaker what it showed. */
@@ -118,19 +139,26 @@ export class Exchange {
     this.grant = undefined;
     const { breakers, metrics } = this.ctx;
     this.ctx.admission.release(g.index, g.pool, this.band);
+    if (verdict.kind === "neutral" && verdict.excused && verdict.failure !== undefined) metrics.deadlinesExcused.inc({ deadline: verdict.failure });
     if (verdict.failure !== undefined && this.endpointId !== undefined) {
       metrics.attemptFailures.inc({ endpoint: this.endpointId, reason: verdict.failure });
     }
+    // A connect failure is the endpoint's; anything an engine did once it
+    // answered (a 429, a 5xx, a timeout, a broken stream) is the model's.
+    const field = verdict.failure === "connect" || g.circuit < 0 ? I.CIRCUIT : g.circuit;
     switch (verdict.kind) {
       case "healthy":
-        return breakers.success(g.index);
+        breakers.success(g.index, I.CIRCUIT);
+        if (g.circuit >= 0) breakers.success(g.index, g.circuit);
+        return;
       case "fault":
-        return breakers.failure(g.index);
+        if (g.probe >= 0 && g.probe !== field) breakers.abandon(g.index, g.probe);
+        return breakers.failure(g.index, field);
       case "cool_down":
-        if (g.probe) breakers.abandon(g.index);
-        return breakers.coolDown(g.index, verdict.ms);
+        if (g.probe >= 0 && g.probe !== field) breakers.abandon(g.index, g.probe);
+        return breakers.coolDown(g.index, field, verdict.ms);
       case "neutral":
-        if (g.probe) breakers.abandon(g.index); // let another request probe
+        if (g.probe >= 0) breakers.abandon(g.index, g.probe); // let another request probe
         return;
     }
   }
@@ -138,7 +166,8 @@ export class Exchange {
   /** The first token went to the client. */
   firstToken(now: number): void {
     this.lastTokenAt = now;
-    this.series?.ttft.observe((now - this.arrivedAt) / 1000);
+    this.ttftMs = now - this.arrivedAt;
+    this.series?.ttft.observe(this.ttftMs / 1000);
   }
 
   /** More tokens went to the client (observed once per upstream chunk). */
@@ -162,46 +191,53 @@ export class Exchange {
 
   /** End the request with an error answer. */
   fail(err: LlmgwError, outcome: Outcome): Response {
-    this.finish(outcome, err.status, err.message);
+    this.finish(outcome, err.status, err.message, err.code);
     return errorResponse(err, this.headers());
   }
 
-  /** Runs once: releases what is still held, settles the quota, records metrics and the audit line. */
-  finish(outcome: Outcome, status: number, error?: string): void {
+  /** Runs once: releases what is still held, settles the quota, records metrics and the audit line (README, "Audit log schema"). */
+  finish(outcome: Outcome, status: number, error?: string, errorCode?: ErrorCode): void {
     if (this.finished) return;
     this.finished = true;
+    this.errorCode = errorCode;
     this.endAttempt({ kind: "neutral" });
     const { ctx } = this;
     const now = Date.now();
     const tenant = this.tenant;
-    // Correct the token estimate with the engine's usage; a request that never
-    // reached an engine gets its tokens back.
+    // Settle the estimate charged at the quota gate with what the engine
+    // reported; with no report, with what reached the client (nothing: every
+    // token back — an engine's 4xx, a failure before the first byte).
     if (this.estTokens > 0) {
-      if (this.usage) ctx.quota.settle(tenant, this.estTokens, this.usage.prompt_tokens + this.usage.completion_tokens, now);
-      else if (this.attempts === 0) ctx.quota.refund(tenant, this.estTokens, now);
+      const actual = this.usage ? this.usage.prompt_tokens + this.usage.completion_tokens : this.delivered > 0 ? this.promptEstimate + this.delivered : 0;
+      ctx.quota.settle(tenant, this.estTokens, actual, now);
     }
     const seconds = (performance.now() - this.arrivedAt) / 1000;
     const series = this.series ?? ctx.metrics.requestSeries(UNKNOWN_MODEL, this.route);
     series.finished(outcome, this.stream, seconds, this.usage);
-    ctx.log.info(
-      {
-        request_id: this.requestId,
-        route: this.route,
-        model: this.model ?? UNKNOWN_MODEL,
-        stream: this.stream,
-        tenant,
-        band: this.bandName,
-        outcome,
-        status,
-        endpoint: this.endpointId,
-        attempts: this.attempts,
-        prompt_tokens: this.usage?.prompt_tokens,
-        completion_tokens: this.usage?.completion_tokens,
-        duration_ms: Math.round(seconds * 1000),
-        error,
-      },
-      "request",
-    );
+    const record = requestAuditRecord({
+      requestId: this.requestId,
+      tenant,
+      model: this.model,
+      band: this.bandName,
+      route: this.path,
+      endpoint: this.endpointId,
+      stream: this.stream,
+      attempts: this.attempts,
+      outcome,
+      status,
+      errorCode: this.errorCode,
+      errorMessage: error,
+      promptTokens: this.usage?.prompt_tokens,
+      completionTokens: this.usage?.completion_tokens,
+      startedAtMs: now - Math.round(seconds * 1000),
+      endedAtMs: now,
+      queueMs: this.queueMs === undefined ? undefined : Math.round(this.queueMs),
+      ttftMs: this.ttftMs === undefined ? undefined : Math.round(this.ttftMs),
+      cache: this.cache,
+      replay: this.replay,
+      batchId: this.batchId,
+    });
+    ctx.log.info(record, "audit");
   }
 }
 
