@@ -1,98 +1,102 @@
 /**
- * Must-show (issue 14): a 1,000-line batch on the shared Redis store keeps
- * running after the gateway that created it is SIGKILLed: the other two drive
- * it to the end, the dead one's claimed lines are re-driven once their leases
- * lapse, and every line is in the output exactly once. The engine sees at most
- * the lines in flight at the kill twice. (Each "gateway" is the batch part of
- * one — routes, runner, Redis store — in its own process: see
- * test/helpers/cluster-batch-process.ts.)
+ * Must-show (issue 14): three gateways share a redis-server. The real
+ * `openai` client uploads a 1,000-line JSONL and creates a batch on one of
+ * them, which is SIGKILLed mid-batch: the other two drive the batch to the end
+ * (the dead one's claimed lines are claimed again once their leases lapse),
+ * the client — now talking to the survivors — sees it complete and downloads
+ * an output with every custom_id exactly once; the engine saw at most the
+ * lines in flight at the kill twice.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { join } from "node:path";
+import OpenAI, { toFile } from "openai";
 import { RedisConnection } from "../../src/cluster/redis-connection.ts";
-import { RedisJobsStore } from "../../src/cluster/redis-jobs-store.ts";
 import { setLogLevel } from "../../src/shared/logger.ts";
-import { childEnv } from "../../src/shared/process-env.ts";
+import { chatBatchJsonl } from "../helpers/batch-send.ts";
 import { startSim, type Sim } from "../helpers/cluster.ts";
+import { startGatewayCluster, type ClusterGateway } from "../helpers/gateway-cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 import { describeWithRedis, startRedisServer, stopRedisServers, type RedisServer } from "../helpers/redis-server.ts";
 
+const MODEL = "sim-model";
 const LINES = 1_000;
 const CONCURRENCY = 12;
-const PREFIX = "e2e:";
-const SCRIPT = join(import.meta.dir, "..", "helpers", "cluster-batch-process.ts");
+const KEY = "sk-batch-tenant-0";
 let redis: RedisServer;
 let sim: Sim;
+let gws: ClusterGateway[];
 let conn: RedisConnection;
-const children: Bun.Subprocess[] = [];
-
-/** Start one gateway's batch part; resolves with what it printed once its runner started. */
-async function startRunner(name: string, lines?: number): Promise<{ child: Bun.Subprocess<"ignore", "pipe", "inherit">; out: string }> {
-  const args = [process.execPath, SCRIPT, redis.url, PREFIX, sim.api, name, String(CONCURRENCY), ...(lines === undefined ? [] : [String(lines)])];
-  const child = Bun.spawn(args, { env: childEnv(), stdin: "ignore", stdout: "pipe", stderr: "inherit", detached: true });
-  children.push(child);
-  const reader = child.stdout.getReader();
-  let out = "";
-  while (!out.includes("runner started")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`${name} exited before starting: ${out}`);
-    out += new TextDecoder().decode(value);
-  }
-  reader.releaseLock();
-  return { child, out };
-}
 
 describeWithRedis("a batch whose gateway dies", () => {
   beforeAll(async () => {
     setLogLevel("warn");
     redis = await startRedisServer();
-    // ~30 ms a line at 36 in flight: the batch takes a few seconds, so the kill lands mid-way.
-    sim = await startSim(["--model", "sim-model", "--itl-ms", "8", "--prefill-overhead-ms", "5"]);
+    // ~30 ms a line at 36 in flight: a few seconds for the batch, so the kill lands mid-way.
+    sim = await startSim(["--model", MODEL, "--itl-ms", "8", "--prefill-overhead-ms", "5", "--max-num-seqs", "64"]);
+    gws = await startGatewayCluster(
+      redis,
+      3,
+      {
+        log_level: "warn",
+        endpoints: [{ id: "sim-0", url: sim.api, models: [MODEL] }],
+        auth: { keys: [{ key: KEY, tenant: "evals" }] },
+        batch: { concurrency_per_batch: CONCURRENCY, concurrency_per_tenant: CONCURRENCY, lease_ms: 1_500 },
+      },
+      { readyEndpoints: 1, state: { lease_ms: 2_000, sync_interval_ms: 500 } },
+    );
     conn = new RedisConnection(redis.url, { commandTimeoutMs: 2_000 });
     await conn.connect();
-  }, 60_000);
+  }, 90_000);
 
   afterAll(async () => {
-    for (const c of children) {
-      try {
-        process.kill(-c.pid, "SIGKILL");
-      } catch {
-        // gone already
-      }
-    }
     conn?.close();
     await stopAll();
     await stopRedisServers();
   });
 
-  test("SIGKILL the creating gateway mid-batch: the others finish it, every line exactly once", async () => {
-    const store = new RedisJobsStore(conn, PREFIX);
-    const creator = await startRunner("gw-creator", LINES);
-    const batchId = (JSON.parse(creator.out.split("\n").find((l) => l.includes("batch created"))!) as { id: string }).id;
-    await Promise.all([startRunner("gw-b"), startRunner("gw-c")]);
+  test("SIGKILL the gateway that created it: the others finish it, every line exactly once", async () => {
+    const [creator, b, c] = gws as [ClusterGateway, ClusterGateway, ClusterGateway];
+    const client = (gw: ClusterGateway) => new OpenAI({ baseURL: `${gw.api}/v1`, apiKey: KEY, maxRetries: 0 });
+    const file = await client(creator).files.create({ file: await toFile(Buffer.from(chatBatchJsonl(LINES, MODEL, 3)), "evals.jsonl"), purpose: "batch" });
+    const created = await client(creator).batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
+    expect(created.request_counts).toEqual({ total: LINES, completed: 0, failed: 0 });
+    // Another gateway sees the same batch at once.
+    expect((await client(b).batches.retrieve(created.id)).id).toBe(created.id);
 
-    await waitUntil(async () => ((await store.getBatch("acme", batchId))?.counts.completed ?? 0) >= 300, { timeoutMs: 60_000, intervalMs: 20, what: "300 lines done" });
-    process.kill(-creator.child.pid, "SIGKILL");
-    await creator.child.exited;
-    // Claimed by the dead gateway and not recorded: the lines that may reach the engine twice.
-    const owners = (await conn.send("HVALS", [`${PREFIX}jobs:batch:${batchId}:owner`])) as string[];
-    const inFlight = owners.filter((o) => o === "gw-creator").length;
+    await waitUntil(async () => ((await client(b).batches.retrieve(created.id)).request_counts?.completed ?? 0) >= 300, {
+      timeoutMs: 60_000,
+      intervalMs: 20,
+      what: "300 lines done",
+    });
+    await creator.stop("SIGKILL");
+    // Claimed by the dead gateway's runner (owner "runner-<pid>-…") and not recorded: what may reach the engine twice.
+    const owners = (await conn.send("HVALS", [`llmgw:jobs:batch:${created.id}:owner`])) as string[];
+    const inFlight = owners.filter((o) => o.startsWith(`runner-${creator.proc.pid}-`)).length;
     expect(inFlight).toBeGreaterThan(0);
     expect(inFlight).toBeLessThanOrEqual(CONCURRENCY);
-    expect((await store.getBatch("acme", batchId))!.counts.completed).toBeLessThan(LINES);
+    expect((await client(b).batches.retrieve(created.id)).request_counts!.completed).toBeLessThan(LINES);
 
-    const done = await waitUntil(async () => {
-      const b = await store.getBatch("acme", batchId);
-      return b?.status === "completed" ? b : undefined;
-    }, { timeoutMs: 90_000, intervalMs: 50, what: "batch completed by the other gateways" });
-    expect(done.counts).toMatchObject({ total: LINES, completed: LINES, failed: 0 });
-    const output = new TextDecoder().decode(await store.getFileContent("acme", done.outputFileId!)).trim().split("\n");
-    const ids = output.map((l) => (JSON.parse(l) as { custom_id: string }).custom_id);
+    const done = await waitUntil(
+      async () => {
+        const batch = await client(c).batches.retrieve(created.id);
+        return batch.status === "completed" ? batch : undefined;
+      },
+      { timeoutMs: 90_000, intervalMs: 100, what: "batch completed by the other gateways" },
+    );
+    expect(done.request_counts).toEqual({ total: LINES, completed: LINES, failed: 0 });
+    const text = await (await client(b).files.content(done.output_file_id!)).text();
+    const ids = text
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { custom_id: string; response: { status_code: number } })
+      .map((l) => {
+        expect(l.response.status_code).toBe(200);
+        return l.custom_id;
+      });
     expect(ids.length).toBe(LINES);
-    expect(new Set(ids).size).toBe(LINES);
+    expect(new Set(ids)).toEqual(new Set(Array.from({ length: LINES }, (_, i) => `req-${i}`)));
     const engineRequests = Number((await sim.state()).requests_total);
     expect(engineRequests).toBeGreaterThanOrEqual(LINES);
     expect(engineRequests).toBeLessThanOrEqual(LINES + inFlight);
     console.error(`cluster batch e2e: ${inFlight} lines in flight at the kill; the engine saw ${engineRequests} requests for ${LINES} lines`);
-  }, 120_000);
+  }, 150_000);
 });
