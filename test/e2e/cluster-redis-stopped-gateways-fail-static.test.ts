@@ -1,8 +1,9 @@
 /**
  * Must-show (issue 14): Redis stops under three gateways. Interactive
  * traffic through all of them continues with zero errors; each gateway says
- * it is failing static (/readyz detail, metrics) and enforces its share of a
- * tenant's quota; no gateway keeps the reconciler lease. When Redis returns
+ * it is failing static (/readyz detail, metrics), refuses what needs the
+ * store (an idempotent request, the batch API) with 503 STATE_UNAVAILABLE and
+ * enforces its share of a tenant's quota; no gateway keeps the reconciler lease. When Redis returns
  * (with its data), everything converges: Redis reachable everywhere, one
  * leader with a higher token, shares exchanged, quotas shared again.
  */
@@ -77,6 +78,19 @@ describeWithRedis("Redis stops under three gateways", () => {
     for (const gw of gws) expect(counterValue(await gw.metrics(), "llmgw_state_redis_up")).toBe(0);
     // The lease lapses everywhere: nobody acts on the fleet while Redis is away.
     await waitUntil(async () => (await Promise.all(gws.map((g) => g.cluster()))).every((c) => !c.leader.self), { timeoutMs: 3_000, what: "no leader" });
+
+    // What needs the shared store is refused, clearly: an idempotent request, the batch list.
+    const idem = await fetch(`${gws[1]!.api}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${FREE_KEY}`, "idempotency-key": "during-the-outage" },
+      body: JSON.stringify({ model: "m", max_tokens: 1, messages: [{ role: "user", content: "hi" }] }),
+    });
+    const batches = await fetch(`${gws[2]!.api}/v1/batches`, { headers: { authorization: `Bearer ${FREE_KEY}` } });
+    for (const res of [idem, batches]) {
+      expect(res.status).toBe(503);
+      expect(res.headers.get("retry-after")).toBe("1");
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("STATE_UNAVAILABLE");
+    }
 
     // Quota while failing static: this gateway enforces its third of the minute (plus what refills meanwhile).
     let admitted = 0;
