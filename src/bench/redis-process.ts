@@ -5,8 +5,9 @@ export interface RedisProcess {
   stop(): Promise<void>;
 }
 
-async function answers(port: number): Promise<boolean> {
-  const c = new Bun.RedisClient(`redis://127.0.0.1:${port}`, { autoReconnect: false, enableOfflineQueue: false, connectionTimeout: 200 });
+/** Whether a Redis at `url` answers PING now. */
+export async function redisAnswers(url: string): Promise<boolean> {
+  const c = new Bun.RedisClient(url, { autoReconnect: false, enableOfflineQueue: false, connectionTimeout: 200 });
   try {
     await c.connect();
     return (await c.send("PING", [])) === "PONG";
@@ -26,7 +27,7 @@ export async function startRedisProcess(): Promise<RedisProcess> {
   probe.stop(true);
   const proc = Bun.spawn([bin, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"], { stdout: "ignore", stderr: "inherit" });
   const deadline = Date.now() + 10_000;
-  while (!(await answers(port))) {
+  while (!(await redisAnswers(`redis://127.0.0.1:${port}`))) {
     if (Date.now() > deadline || proc.exitCode !== null) {
       proc.kill("SIGKILL");
       throw new Error(`redis-server on port ${port} did not start`);

@@ -4,9 +4,8 @@
  * read-back checks as the embedded backend (src/control/record-schemas.ts).
  * HSET and HDEL are atomic per record, which is all the contract asks.
  */
-import { RECORD_CODECS, type RecordCodec, type RecordTypes } from "../control/record-schemas.ts";
+import { readRecord, RECORD_CODECS, type RecordCodec, type RecordTypes } from "../control/record-schemas.ts";
 import { COLLECTIONS, type Collection, type CollectionName, type FleetStore } from "../control/store.ts";
-import { logger } from "../shared/logger.ts";
 import type { RedisConnection } from "./redis-connection.ts";
 
 class RedisCollection<T> implements Collection<T> {
@@ -18,10 +17,7 @@ class RedisCollection<T> implements Collection<T> {
   ) {}
 
   private decode(key: string, json: string): T | undefined {
-    const r = this.codec.decode(json);
-    if ("value" in r) return r.value;
-    logger().warn({ collection: this.name, key, error: r.error }, "fleet store: unreadable record skipped");
-    return undefined;
+    return readRecord(this.codec, this.name, key, json);
   }
 
   async list(): Promise<T[]> {

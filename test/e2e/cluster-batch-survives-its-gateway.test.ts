@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import OpenAI, { toFile } from "openai";
 import { RedisConnection } from "../../src/cluster/redis-connection.ts";
 import { setLogLevel } from "../../src/shared/logger.ts";
-import { chatBatchJsonl } from "../helpers/batch-send.ts";
+import { chatBatchJsonl, expectEveryLineOnce } from "../helpers/batch-send.ts";
 import { startSim, type Sim } from "../helpers/cluster.ts";
 import { startGatewayCluster, type ClusterGateway } from "../helpers/gateway-cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
@@ -84,16 +84,7 @@ describeWithRedis("a batch whose gateway dies", () => {
     );
     expect(done.request_counts).toEqual({ total: LINES, completed: LINES, failed: 0 });
     const text = await (await client(b).files.content(done.output_file_id!)).text();
-    const ids = text
-      .trim()
-      .split("\n")
-      .map((l) => JSON.parse(l) as { custom_id: string; response: { status_code: number } })
-      .map((l) => {
-        expect(l.response.status_code).toBe(200);
-        return l.custom_id;
-      });
-    expect(ids.length).toBe(LINES);
-    expect(new Set(ids)).toEqual(new Set(Array.from({ length: LINES }, (_, i) => `req-${i}`)));
+    expectEveryLineOnce(text, LINES);
     const engineRequests = Number((await sim.state()).requests_total);
     expect(engineRequests).toBeGreaterThanOrEqual(LINES);
     expect(engineRequests).toBeLessThanOrEqual(LINES + inFlight);

@@ -4,33 +4,19 @@
  * to the same engine whichever gateway it arrives at (prefix-rendezvous).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { startSim } from "../helpers/cluster.ts";
-import { startGatewayCluster, type ClusterGateway } from "../helpers/gateway-cluster.ts";
+import { ACME_KEY, FREE_KEY, startTenantCluster, type ClusterGateway } from "../helpers/gateway-cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 import { describeWithRedis, startRedisServer, stopRedisServers } from "../helpers/redis-server.ts";
 
 const RPM = 600;
 const WINDOW_MS = 15_000;
-const ACME_KEY = "acme-key-0123456789";
-const FREE_KEY = "free-key-0123456789";
 let gws: ClusterGateway[];
 
 describeWithRedis("three gateways, one quota", () => {
   beforeAll(async () => {
     const redis = await startRedisServer();
-    const sims = await Promise.all([0, 1, 2].map(() => startSim(["--model", "m", "--itl-ms", "1", "--prefill-overhead-ms", "1"])));
-    gws = await startGatewayCluster(
-      redis,
-      3,
-      {
-        log_level: "warn",
-        endpoints: sims.map((s, i) => ({ id: `sim-${i}`, url: s.api })),
-        auth: { keys: [{ key: ACME_KEY, tenant: "acme" }, { key: FREE_KEY, tenant: "free" }] },
-        tenants: [{ name: "acme", requests_per_minute: RPM }],
-      },
-      // (N + 1) allowances of 1 % is the most that may sit unspent: 4 % of a minute's quota, under 3 % of this test's.
-      { readyEndpoints: 3, state: { quota_allowance: 0.01, lease_ms: 2_000, sync_interval_ms: 500 } },
-    );
+    // (N + 1) allowances of 1 % is the most that may sit unspent: 4 % of a minute's quota, under 3 % of this test's.
+    gws = await startTenantCluster(redis, RPM, { itlMs: 1, state: { quota_allowance: 0.01, lease_ms: 2_000, sync_interval_ms: 500 } });
   }, 90_000);
 
   afterAll(async () => {

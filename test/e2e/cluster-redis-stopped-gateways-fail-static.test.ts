@@ -8,32 +8,19 @@
  * leader with a higher token, shares exchanged, quotas shared again.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { counterValue, startSim } from "../helpers/cluster.ts";
-import { leaderOf, startGatewayCluster, type ClusterGateway } from "../helpers/gateway-cluster.ts";
+import { counterValue } from "../helpers/cluster.ts";
+import { ACME_KEY, FREE_KEY, leaderOf, startTenantCluster, type ClusterGateway } from "../helpers/gateway-cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 import { describeWithRedis, startRedisServer, stopRedisServers, type RedisServer } from "../helpers/redis-server.ts";
 
 const RPM = 600;
-const ACME_KEY = "acme-key-0123456789";
-const FREE_KEY = "free-key-0123456789";
 let redis: RedisServer;
 let gws: ClusterGateway[];
 
 describeWithRedis("Redis stops under three gateways", () => {
   beforeAll(async () => {
     redis = await startRedisServer({ persist: true });
-    const sims = await Promise.all([0, 1, 2].map(() => startSim(["--model", "m", "--itl-ms", "2", "--prefill-overhead-ms", "1"])));
-    gws = await startGatewayCluster(
-      redis,
-      3,
-      {
-        log_level: "warn",
-        endpoints: sims.map((s, i) => ({ id: `sim-${i}`, url: s.api })),
-        auth: { keys: [{ key: ACME_KEY, tenant: "acme" }, { key: FREE_KEY, tenant: "free" }] },
-        tenants: [{ name: "acme", requests_per_minute: RPM }],
-      },
-      { readyEndpoints: 3, state: { lease_ms: 1_500, sync_interval_ms: 500, command_timeout_ms: 300 } },
-    );
+    gws = await startTenantCluster(redis, RPM, { itlMs: 2, state: { lease_ms: 1_500, sync_interval_ms: 500, command_timeout_ms: 300 } });
   }, 90_000);
 
   afterAll(async () => {

@@ -1,6 +1,6 @@
 /** Several `llmgw serve` processes sharing one redis-server (issue 14), for the cluster end-to-end tests. */
 import type { ClusterStatus } from "../../src/cluster/cluster-runtime.ts";
-import { startGateway, type Gateway } from "./cluster.ts";
+import { startGateway, startSim, type Gateway } from "./cluster.ts";
 import { waitUntil } from "./processes.ts";
 import type { RedisServer } from "./redis-server.ts";
 
@@ -47,4 +47,20 @@ export async function leaderOf(gws: readonly ClusterGateway[], timeoutMs = 15_00
     },
     { timeoutMs, intervalMs: 20, what: "one leader" },
   );
+}
+
+/** The API keys of startTenantCluster: `acme` has a requests-per-minute quota, `free` none. */
+export const ACME_KEY = "acme-key-0123456789";
+export const FREE_KEY = "free-key-0123456789";
+
+/** Three sim-engines (model "m", `itlMs` per token) behind three gateways sharing `redis`, tenant acme limited to `rpm`. */
+export async function startTenantCluster(redis: RedisServer, rpm: number, opts: { itlMs: number; state: Record<string, unknown> }): Promise<ClusterGateway[]> {
+  const sims = await Promise.all([0, 1, 2].map(() => startSim(["--model", "m", "--itl-ms", String(opts.itlMs), "--prefill-overhead-ms", "1"])));
+  const config = {
+    log_level: "warn",
+    endpoints: sims.map((s, i) => ({ id: `sim-${i}`, url: s.api })),
+    auth: { keys: [{ key: ACME_KEY, tenant: "acme" }, { key: FREE_KEY, tenant: "free" }] },
+    tenants: [{ name: "acme", requests_per_minute: rpm }],
+  };
+  return startGatewayCluster(redis, 3, config, { readyEndpoints: 3, state: opts.state });
 }

@@ -5,11 +5,11 @@
  * same port let a test take Redis away and bring it back. Tests that need one use
  * `describeWithRedis` or `testWithTool("redis-server", …)`.
  */
-import { RedisClient } from "bun";
 import { describe, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { redisAnswers } from "../../src/bench/redis-process.ts";
 import { findTool } from "./system-tools.ts";
 
 export interface RedisServer {
@@ -28,18 +28,6 @@ async function freePort(): Promise<number> {
   const port = s.port;
   s.stop(true);
   return port;
-}
-
-async function answers(url: string): Promise<boolean> {
-  const c = new RedisClient(url, { autoReconnect: false, enableOfflineQueue: false, connectionTimeout: 200 });
-  try {
-    await c.connect();
-    return (await c.send("PING", [])) === "PONG";
-  } catch {
-    return false;
-  } finally {
-    c.close();
-  }
 }
 
 const servers: { server: RedisServer; dir: string | undefined }[] = [];
@@ -62,7 +50,7 @@ export async function startRedisServer(opts: { persist?: boolean } = {}, bin = f
         stderr: "inherit",
       });
       const deadline = Date.now() + 10_000;
-      while (!(await answers(url))) {
+      while (!(await redisAnswers(url))) {
         if (Date.now() > deadline || proc.exitCode !== null) throw new Error(`redis-server on port ${port} did not start`);
         await Bun.sleep(20);
       }
