@@ -1,18 +1,19 @@
 /**
  * Fail static (issue 14) for what needs the shared store: with Redis away,
- * uploads, batch creation and reads, and requests with an Idempotency-Key are
- * refused with 503 STATE_UNAVAILABLE (and Retry-After), the response cache is
+ * uploads, batch creation and reads, requests with an Idempotency-Key and
+ * fleet store writes are refused with STATE_UNAVAILABLE (503, Retry-After), the response cache is
  * a plain miss, and all of it works again — with the data — once Redis is back.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { ResponseCache } from "../../src/cache/response-cache.ts";
 import { RedisConnection } from "../../src/cluster/redis-connection.ts";
+import { RedisFleetStore } from "../../src/cluster/redis-fleet-store.ts";
 import { RedisIdempotencyStore } from "../../src/cluster/redis-idempotency-store.ts";
 import { RedisJobsStore } from "../../src/cluster/redis-jobs-store.ts";
 import { RedisResponseCacheStore } from "../../src/cluster/redis-response-cache-store.ts";
 import { handleIdempotently, IdempotencyGate } from "../../src/jobs/idempotency-gate.ts";
 import { createJobsRoutes } from "../../src/jobs/jobs-routes.ts";
-import { asLlmgwError, errorResponse } from "../../src/shared/errors.ts";
+import { asLlmgwError, errorResponse, LlmgwError } from "../../src/shared/errors.ts";
 import { setLogLevel } from "../../src/shared/logger.ts";
 import { chatBatchJsonl } from "../helpers/batch-send.ts";
 import { waitUntil } from "../helpers/processes.ts";
@@ -74,6 +75,10 @@ describeWithRedis("what needs the shared store while Redis is away", () => {
     }
     expect((await cache.check(lookup)).kind).toBe("miss");
     expect(redis.up).toBe(false);
+    // The fleet's management API writes to the store first: refused the same way (its error handler answers 503).
+    const fleetWrite = await new RedisFleetStore(redis, "t:").cordons.put("node-a", { node: "node-a", reason: null, at: 1 }).catch((err: unknown) => err);
+    expect(fleetWrite).toBeInstanceOf(LlmgwError);
+    expect((fleetWrite as LlmgwError).code).toBe("STATE_UNAVAILABLE");
 
     await server.start();
     await waitUntil(() => redis.up, { timeoutMs: 5_000, what: "reconnected" });
