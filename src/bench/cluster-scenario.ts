@@ -177,6 +177,13 @@ export async function runClusterBench(o: ClusterBenchOptions): Promise<ClusterBe
         }
       }
     }
+    // One request through each gateway first: scripts loaded into Redis and the first quota allowance fetched are start-up, not the common path.
+    const warm = JSON.stringify({ model: MODEL, max_tokens: 1, messages: [{ role: "user", content: "warm-up" }] });
+    for (const g of setups.flatMap((s) => s.gws)) {
+      const res = await fetch(`${g.urls.api}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${LOAD_KEY}` }, body: warm });
+      await res.arrayBuffer();
+      if (res.status !== 200) throw new Error(`warm-up request through ${g.urls.api}: HTTP ${res.status}`);
+    }
     log(`idle: ${IDLE_MS} ms with no traffic, every gateway's background CPU`);
     const all = setups.flatMap((s) => s.gws);
     const idleBefore = all.map((g) => cpuSample(g.proc.pid));

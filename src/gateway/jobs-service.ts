@@ -120,7 +120,9 @@ export class GatewayJobs {
     const lockMs = Math.max(config.deadlines.totalMs, ...config.models.map((m) => m.deadlines.totalMs));
     const idempotency = new IdempotencyGate(idempotencyStore, config.idempotency, { lockMs });
     const { send, saturated, poolOf, knownModel } = this.#deps;
-    const runner = new BatchRunner({ store, send, limits: config.batch, saturated, poolOf, knownModel, reclaimOnStart: shared === undefined });
+    // Shared: looking for work costs a Redis call per gateway, so every sync interval (a batch created here wakes it at once).
+    const tickMs = shared === undefined ? undefined : config.state.syncIntervalMs;
+    const runner = new BatchRunner({ store, send, limits: config.batch, saturated, poolOf, knownModel, reclaimOnStart: shared === undefined, tickMs });
     const routes = createJobsRoutes({ store, knownModel, limits: config.batch, runner });
     await runner.start();
     if (this.#stopped) {

@@ -7,7 +7,7 @@ testWithTool(
   "redis-server",
   "1 vs 3 embedded vs 3 Redis gateways: no error, CPU per request of each gateway, < 0.1 Redis commands per request, the quota held",
   async () => {
-    const r = await runClusterBench({ clients: 9, holdMs: 1_000, rounds: 1, maxTokens: 8, quotaMs: 2_000, quotaRpm: 600 });
+    const r = await runClusterBench({ clients: 9, holdMs: 2_000, rounds: 1, maxTokens: 8, quotaMs: 2_000, quotaRpm: 600 });
     expect(r.setups.map((s) => [s.setup, s.gateways, s.errors])).toEqual([
       ["1 gateway", 1, 0],
       ["3 gateways, embedded", 3, 0],
