@@ -58,9 +58,13 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
     }
     await readRequest(ctx, x, req, route);
     quotaGate(ctx, x);
-    const replayed = await idempotentReplayGate(ctx, x, req, answer);
+    // Each gate is a promise only when it applies (a key sent, a model opted
+    // in): the common request awaits nothing here.
+    const replay = idempotentReplayGate(ctx, x, req, answer);
+    const replayed = replay && (await replay);
     if (replayed) return replayed;
-    const cached = await responseCacheGate(ctx, x, answer);
+    const lookup = responseCacheGate(ctx, x, answer);
+    const cached = lookup && (await lookup);
     if (cached) return cached;
     batchShedGate(ctx, x);
     // Long prefills send nothing for a while; Bun's idle timeout would cut
