@@ -55,6 +55,8 @@ export class GatewayMetrics {
   readonly malformedEvents;
   readonly deadlinesExcused;
   readonly loopStalls;
+  readonly streamRecoveries;
+  readonly streamRecoverySeconds;
   private readonly requestSeriesCache = new Map<string, RequestSeries>();
 
   readonly admissionWait;
@@ -103,6 +105,8 @@ export class GatewayMetrics {
     this.malformedEvents = counter(M.malformedEvents);
     this.deadlinesExcused = counter(M.deadlinesExcused);
     this.loopStalls = histogram(M.loopStalls, [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]);
+    this.streamRecoveries = counter(M.streamRecoveries);
+    this.streamRecoverySeconds = histogram(M.streamRecoverySeconds, LATENCY_BUCKETS);
     this.admissionWait = histogram(M.admissionWait, WAIT_BUCKETS);
     this.admissionRejections = counter(M.admissionRejections);
     this.admissionGrants = counter(M.admissionGrants);

@@ -7,7 +7,7 @@
  * line. The request path (pipeline → gates → attempts → relay) hands this
  * object down; nothing climbs back up through callbacks to end a request.
  */
-import type { AttemptFailure, Outcome, Route } from "../../metrics/names.ts";
+import type { AttemptFailure, BreakCause, Outcome, RecoveryResult, Route } from "../../metrics/names.ts";
 import { I } from "../../shared/endpoint-table.ts";
 import { UNKNOWN_MODEL } from "../../metrics/names.ts";
 import type { RequestSeries } from "../../metrics/registry.ts";
@@ -20,6 +20,19 @@ import type { InferenceBody } from "./parse.ts";
 export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
+}
+
+/** One break of a stream after its first byte and how it was handled (issue 13), for the audit line. */
+export interface RecoveryNote {
+  cause: BreakCause;
+  /** The endpoint whose stream broke. */
+  from: string | undefined;
+  result: RecoveryResult;
+  /** Where the continuation runs (recovered), and its model when a fallback took it. */
+  to?: string;
+  model?: string;
+  /** Why it was not continued, in detail (not_continuable, not_resumable: tools, finished …). */
+  reason?: string;
 }
 
 /** What an attempt said about the endpoint it went to (the circuit breaker's input). */
@@ -56,6 +69,8 @@ export class Exchange {
   /** The endpoint of the current (or last) attempt. */
   endpointId: string | undefined;
   usage: Usage | undefined;
+  /** Breaks of the stream after its first byte and how each was handled (issue 13); undefined when none. */
+  recoveries: RecoveryNote[] | undefined;
   private series: RequestSeries | undefined;
   private grant: Grant | undefined;
   private lastTokenAt = 0;
@@ -210,6 +225,7 @@ export class Exchange {
         attempts: this.attempts,
         prompt_tokens: this.usage?.prompt_tokens,
         completion_tokens: this.usage?.completion_tokens,
+        recoveries: this.recoveries,
         duration_ms: Math.round(seconds * 1000),
         error,
       },
