@@ -14,6 +14,7 @@ import OpenAI from "openai";
 import { ssePayloads, transcriptOf, type Transcript } from "../../src/bench/answer-transcript.ts";
 import { auditLine, counterValue, startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
+import { runTool, testWithTool } from "../helpers/system-tools.ts";
 
 type Route = "chat" | "completions";
 const PATH: Record<Route, string> = { chat: "/v1/chat/completions", completions: "/v1/completions" };
@@ -160,4 +161,13 @@ describe("streams broken mid-answer on one of two replicas", () => {
     expect(onFaulty!.done).toBe(1);
     expect(counterValue(await gw.metrics(), "llmgw_stream_recoveries_total", { result: "not_continuable" })).toBe(before + 1);
   });
+});
+
+testWithTool("promtool", "the scrape with recoveries counted and timed passes promtool check metrics", async (bin) => {
+  const text = await gw.metrics();
+  expect(text).toContain('llmgw_stream_recoveries_total{model="m",cause="stall",result="recovered"}');
+  expect(text).toContain("llmgw_stream_recovery_seconds_bucket");
+  const r = await runTool(bin, ["check", "metrics"], text);
+  expect(r.out.trim()).toBe("");
+  expect(r.code).toBe(0);
 });
