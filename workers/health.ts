@@ -2,6 +2,7 @@
 import type { FromHealth, ToHealth } from "../src/protocol/health-messages.ts";
 import { HealthService } from "../src/health/health-service.ts";
 import { EndpointTable, Signals } from "../src/shared/endpoint-table.ts";
+import { GpuSaturationTable } from "../src/shared/gpu-saturation-table.ts";
 
 declare const self: Worker;
 
@@ -14,7 +15,8 @@ self.onmessage = (event: MessageEvent<ToHealth>) => {
   switch (msg.type) {
     case "init": {
       const table = new EndpointTable(msg.maxEndpoints, msg.buffer);
-      service = new HealthService(table, msg.endpoints, msg.health, (out: FromHealth) => self.postMessage(out), new Signals(msg.signals));
+      const gpu = msg.gpuHealth === null ? undefined : { config: msg.gpuHealth, table: new GpuSaturationTable(msg.gpuSaturation.byteLength / 8, msg.gpuSaturation) };
+      service = new HealthService(table, msg.endpoints, msg.health, (out: FromHealth) => self.postMessage(out), new Signals(msg.signals), gpu);
       service.start();
       if (pendingAgents) service.setAgents(pendingAgents.agents, pendingAgents.settings);
       self.postMessage({ type: "ready" } satisfies FromHealth);

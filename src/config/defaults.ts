@@ -4,6 +4,8 @@ export const DEFAULT_LISTEN = "0.0.0.0:8080";
 export const DEFAULT_ADMIN_LISTEN = "127.0.0.1:9090";
 
 export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** A request body must arrive within this. */
+export const DEFAULT_BODY_READ_TIMEOUT_MS = 10_000;
 /** A non-streaming engine answer larger than this is refused (502), never buffered whole. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 /** Endpoint slots: configured endpoints plus the replicas a fleet adds at run time. */

@@ -39,9 +39,13 @@ export function resolveJobsConfig(c: ParsedConfig, warnings: string[]): JobsConf
   let gpuHealth: GpuHealthConfig | null = null;
   if (g !== undefined) {
     const sources = gpuSources(c);
-    if (sources.length === 0) warnings.push("gpu_health: no sources and no endpoint has a dcgm_url, so no GPU is watched and nothing is shed");
+    const fromEndpoints = g.sources.length === 0;
+    // Fleet replicas join at run time with their node's dcgm_url (nodes[], or an agent registering with --dcgm-url).
+    const fleetMayWatch = c.nodes.some((n) => n.dcgm_url !== undefined) || c.fleet.registration_token !== undefined;
+    if (sources.length === 0 && !fleetMayWatch) warnings.push("gpu_health: no sources and no endpoint or node has a dcgm_url, so no GPU is watched and nothing is shed");
     gpuHealth = {
       sources,
+      sourcesFromEndpoints: fromEndpoints,
       pollIntervalMs: g.poll_interval_ms,
       staleAfterMs: g.stale_after_ms,
       sustainedSamples: g.sustained_samples,

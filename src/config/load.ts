@@ -92,6 +92,7 @@ function crossFieldIssues(c: ParsedConfig): string[] {
   c.endpoints.forEach((e, i) => {
     const first = seenIds.get(e.id);
     if (first !== undefined) issues.push(`endpoints[${i}].id: duplicate endpoint id '${e.id}' (also endpoints[${first}])`);
+    if (e.models_source === "static" && (e.models === undefined || e.models.length === 0)) issues.push(`endpoints[${i}].models: models_source static needs the models listed here`);
     else seenIds.set(e.id, i);
   });
   const modelNames = new Map<string, number>();
@@ -204,6 +205,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
     maxBodyBytes: c.max_body_bytes,
     maxResponseBytes: c.max_response_bytes,
     maxEndpoints: c.max_endpoints,
+    bodyReadTimeoutMs: c.body_read_timeout_ms,
     relayVariant: c.relay_variant,
     maxOpenStreams: c.max_open_streams,
     deadlines,
@@ -217,6 +219,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       id: e.id,
       url: e.url.replace(/\/+$/, ""),
       models: e.models,
+      modelsSource: e.models_source,
       pool: e.pool,
       engine: e.engine,
       gpuIds: e.gpu_ids,

@@ -45,6 +45,8 @@ export const endpointSchema = z
     url: httpUrl,
     /** Models this endpoint serves; discovered from its /v1/models when omitted. */
     models: z.array(z.string().min(1)).optional(),
+    /** "listed": ready once /v1/models lists the models; "static": the configured models are authoritative (hosted providers, routers, aliases list other names), ready on /health alone. */
+    models_source: z.enum(["listed", "static"]).default("listed"),
     pool: id.default("default"),
     engine: z.enum(["auto", "vllm", "sglang"]).default("auto"),
     /** GPUs (UUIDs or indices as DCGM labels them) this endpoint runs on; [] = every GPU its exporter reports. */
@@ -263,6 +265,8 @@ export const configSchema = z
     log_level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
     max_body_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(D.DEFAULT_MAX_BODY_BYTES),
     max_response_bytes: z.number().int().min(64 * 1024).max(4 * 1024 * 1024 * 1024).default(D.DEFAULT_MAX_RESPONSE_BYTES),
+    /** A request body must arrive within this (a client that declares a length and sends less is cut with a 408). */
+    body_read_timeout_ms: positiveMs.default(D.DEFAULT_BODY_READ_TIMEOUT_MS),
     /** Endpoint slots in the shared table: static endpoints plus every replica the fleet may add. */
     max_endpoints: z.number().int().min(1).max(4096).default(D.DEFAULT_MAX_ENDPOINTS),
     /** How SSE bytes reach the client: Bun's direct stream (default), or a pull stream with one enqueue per chunk or per event (for `llmgw bench relay`). */

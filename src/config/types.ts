@@ -24,6 +24,8 @@ export interface EndpointConfig {
   url: string;
   /** undefined: discovered from the endpoint's /v1/models. */
   models: readonly string[] | undefined;
+  /** "static": the configured models are authoritative (ready on /health alone). */
+  modelsSource: "listed" | "static";
   pool: string;
   engine: EngineFlavor;
   gpuIds: readonly string[];
@@ -162,6 +164,8 @@ export interface GpuHealthSource {
 export interface GpuHealthConfig {
   /** Explicit exporters, or (when none is configured) the endpoints' dcgm_url with their pools. */
   sources: readonly GpuHealthSource[];
+  /** No explicit sources: every endpoint's dcgm_url is watched for its pool, fleet replicas joining at run time included. */
+  sourcesFromEndpoints: boolean;
   pollIntervalMs: number;
   staleAfterMs: number;
   sustainedSamples: number;
@@ -191,6 +195,8 @@ export interface Config {
   maxBodyBytes: number;
   /** Largest non-streaming engine answer relayed (larger: 502 UPSTREAM_RESPONSE_TOO_LARGE). */
   maxResponseBytes: number;
+  /** A request body must arrive within this, ms (408 otherwise). */
+  bodyReadTimeoutMs: number;
   /** Slots in the shared endpoint table. */
   maxEndpoints: number;
   relayVariant: RelayVariantName;

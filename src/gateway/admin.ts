@@ -3,8 +3,8 @@
  * listener, on Elysia: they are cold paths. Admin serves the endpoint table
  * as JSON with an OpenAPI description (/openapi, /openapi/json), Prometheus
  * metrics, /healthz (process alive) and /readyz (workers up and at least one
- * endpoint ready), and the fleet's management API when the gateway runs a
- * fleet. The metrics listener serves /metrics, /healthz and /readyz and
+ * endpoint ready), the live dashboard (/dashboard), and the fleet's
+ * management API when the gateway runs a fleet. The metrics listener serves /metrics, /healthz and /readyz and
  * nothing else. Any other path is an OpenAI-shaped 404 on both.
  */
 import { openapi } from "@elysiajs/openapi";
@@ -14,6 +14,8 @@ import { z } from "zod";
 import { CIRCUIT_CLOSED, EndpointTable, F, FLAVOR_CODES, I, modelCircuitField } from "../shared/endpoint-table.ts";
 import { errorResponse, LlmgwError } from "../shared/errors.ts";
 import type { fleetApi } from "../control/fleet-api.ts";
+import { dashboardRoutes } from "../dashboard/routes.ts";
+import type { DashboardSnapshot } from "../dashboard/snapshot.ts";
 import type { GatewayContext } from "./context.ts";
 
 const circuitNames = ["closed", "open", "half_open", "probing"] as const;
@@ -137,8 +139,12 @@ function observability(ctx: GatewayContext, state: ListenerState) {
     );
 }
 
-/** `fleet`: the fleet manager's management API (src/control/fleet-api.ts), when the gateway runs one. */
-export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?: ReturnType<typeof fleetApi>) {
+/**
+ * `fleet`: the fleet manager's management API (src/control/fleet-api.ts), when
+ * the gateway runs one; `dashboard`: the snapshot behind /dashboard
+ * (src/gateway/dashboard-source.ts; without it, no dashboard).
+ */
+export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?: ReturnType<typeof fleetApi>, dashboard?: () => Promise<DashboardSnapshot>) {
   const app = new Elysia()
     .onError(({ code, request }) => (code === "NOT_FOUND" ? notFound(request) : undefined))
     .use(
@@ -188,6 +194,7 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?
         detail: { summary: "Run a full garbage collection now (for memory measurements; it pauses the gateway for its duration)" },
       },
     );
+  if (dashboard) app.use(dashboardRoutes(dashboard));
   return fleet ? app.use(fleet) : app;
 }
 

@@ -169,6 +169,11 @@ export class AdmissionClient {
     });
   }
 
+  /** The pool (its row) a model is admitted against; undefined when nothing serves it. */
+  poolOf(model: string): number | undefined {
+    return this.directory.poolOf(model);
+  }
+
   /** A retry or fallback of an admitted request: scoring only, on this thread, never queued. */
   reschedule(model: string, band: number, prefixHashes: readonly number[], exclude: ReadonlySet<number>): Grant {
     const c = this.chooser.choose({ model, prefixHashes, exclude });

@@ -12,6 +12,10 @@ import type { DialGuard } from "./proxy/dial-guard.ts";
 import type { RetryBudget } from "./retry-budget.ts";
 import type { Authenticator } from "./gates/auth.ts";
 import type { QuotaLimiter } from "./gates/quota.ts";
+import type { ResponseCache } from "../cache/response-cache.ts";
+import type { JobsMetrics } from "../metrics/jobs-metrics.ts";
+import type { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
+import type { GatewayJobs } from "./jobs-service.ts";
 
 export interface GatewayContext {
   config: Config;
@@ -33,4 +37,11 @@ export interface GatewayContext {
   continuation: ContinuationPolicy;
   /** A tenant as a metric label: configured tenants by name, others as "other". */
   tenantLabel(tenant: string): string;
+  // issue 12: batch jobs, idempotency, response cache, GPU-saturation shedding
+  /** The Files and Batches API, its runner and the idempotency records (store opened on first use). */
+  jobs: GatewayJobs;
+  cache: ResponseCache;
+  /** Per pool row: sustained GPU saturation, published by the health worker. */
+  gpuSaturation: GpuSaturationTable;
+  jobsMetrics: JobsMetrics;
 }

@@ -21,6 +21,8 @@ export interface EndpointSpec {
   pool: string;
   /** undefined: discovered from the endpoint's /v1/models. */
   models: readonly string[] | undefined;
+  /** The configured models are authoritative: ready on /health alone, whatever /v1/models lists. */
+  modelsSource?: "listed" | "static";
   engine: EngineFlavor;
   gpuIds: readonly string[];
   dcgmUrl: string | undefined;
@@ -152,6 +154,12 @@ export class EndpointRegistry {
     return [...this.poolRows].map(([name, index]) => ({ index, name }));
   }
 
+  /** The name of the pool in a row (undefined: no such row). */
+  poolName(row: number): string | undefined {
+    for (const [name, index] of this.poolRows) if (index === row) return name;
+    return undefined;
+  }
+
   descriptor(index: number): EndpointDescriptor | undefined {
     const spec = this.specs.get(index);
     if (!spec) return undefined;
@@ -161,7 +169,18 @@ export class EndpointRegistry {
   polled(index: number): PolledEndpoint | undefined {
     const spec = this.specs.get(index);
     if (!spec) return undefined;
-    return { index, id: spec.id, url: spec.url, engine: spec.engine, models: spec.models ? [...spec.models] : undefined, gpuIds: [...spec.gpuIds], dcgmUrl: spec.dcgmUrl };
+    return {
+      index,
+      id: spec.id,
+      url: spec.url,
+      engine: spec.engine,
+      models: spec.models ? [...spec.models] : undefined,
+      staticModels: spec.modelsSource === "static",
+      gpuIds: [...spec.gpuIds],
+      dcgmUrl: spec.dcgmUrl,
+      pool: spec.pool,
+      poolRow: this.poolRow(spec.pool),
+    };
   }
 
   /** Free the slots of removed endpoints nothing holds any more. */

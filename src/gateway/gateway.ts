@@ -9,7 +9,7 @@ import type { Server } from "bun";
 import { EndpointChooser } from "../admission/chooser.ts";
 import { EndpointDirectory } from "../admission/endpoint-directory.ts";
 import type { Config } from "../config/types.ts";
-import { DcgmGpuStore, registerGpuCollector } from "../metrics/gpu-collector.ts";
+import { DcgmGpuStore } from "../metrics/gpu-collector.ts";
 import { GatewayMetrics } from "../metrics/registry.ts";
 import { OTHER_TENANT } from "../metrics/names.ts";
 import type { PolledEndpoint } from "../protocol/health-messages.ts";
@@ -17,6 +17,7 @@ import type { EndpointDescriptor } from "../protocol/scheduler-messages.ts";
 import { PrefixIndex } from "../scheduling/prefix-index.ts";
 import { SchedulingProfile } from "../scheduling/profile.ts";
 import { AdmissionStatsTable, EndpointTable, I, PoolTable, Signals } from "../shared/endpoint-table.ts";
+import { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
 import { logger, logListening, type Logger } from "../shared/logger.ts";
 import { loopLag } from "../shared/loop-lag.ts";
 import { AdmissionClient } from "./admission-client.ts";
@@ -25,6 +26,8 @@ import { CircuitBreakers } from "./circuit-breaker.ts";
 import { ContinuationPolicy } from "./continuation/continuation-policy.ts";
 import type { FleetManager } from "../control/fleet-manager.ts";
 import { openGatewayFleet, type GatewayFleet } from "./fleet-control.ts";
+import { registerFleetMetrics } from "./fleet-metrics.ts";
+import { dashboardSource } from "./dashboard-source.ts";
 import type { GatewayContext } from "./context.ts";
 import { EndpointRegistry, MAX_POOLS } from "./endpoints.ts";
 import { Authenticator } from "./gates/auth.ts";
@@ -34,6 +37,11 @@ import { ModelCatalog } from "./model-catalog.ts";
 import { DialGuard } from "./proxy/dial-guard.ts";
 import { RetryBudget } from "./retry-budget.ts";
 import { startDataPlane } from "./server.ts";
+import { ResponseCache } from "../cache/response-cache.ts";
+import { JobsMetrics } from "../metrics/jobs-metrics.ts";
+import { batchLineSend } from "./batch-line-send.ts";
+import { GatewayJobs } from "./jobs-service.ts";
+import type { SendLine } from "../jobs/batch-runner.ts";
 
 const DRAIN_GRACE_MS = 10_000;
 
@@ -59,6 +67,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   const pools = new PoolTable(MAX_POOLS, bandNames.length);
   const stats = new AdmissionStatsTable(bandNames.length, MAX_POOLS);
   const signals = new Signals();
+  /** Per pool, until when its GPUs are saturated (the health worker writes it with a gpu_health block; all 0 without). */
+  const gpuSaturation = new GpuSaturationTable(MAX_POOLS);
   const prefixIndex = new PrefixIndex(config.scheduling.prefixAffinity.lruEntries);
   const catalog = new ModelCatalog(config);
   const gpuStore = new DcgmGpuStore(config.health.staleAfterMs);
@@ -114,6 +124,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       signals: signals.buffer,
       endpoints: slots.map((i) => registry.polled(i)).filter((e): e is PolledEndpoint => e !== undefined),
       health: config.health,
+      gpuHealth: config.gpuHealth,
+      gpuSaturation: gpuSaturation.buffer,
     },
     {
       models(index, models) {
@@ -150,8 +162,45 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   metricsRef = metrics;
   loopLag.onStall = (seconds) => metrics.loopStalls.observe(seconds);
   loopLag.start();
-  registerGpuCollector(metrics.registry, () => gpuStore.live(Date.now()));
+  const fleetReads = registerFleetMetrics({
+    registry: metrics.registry,
+    gpuStore,
+    fleet: fleet?.manager,
+    staleAfterMs: config.health.staleAfterMs,
+    pools,
+    bandNames,
+    poolList: () => registry.pools(),
+  });
   const tenantNames = new Set(config.tenants.map((t) => t.name));
+  // Issue 12: batch jobs (their lines run through ctx's own request path), idempotency, response cache, shedding.
+  const poolRow = (name: string) => registry.pools().find((p) => p.name === name)?.index;
+  const poolSaturated = (name: string) => {
+    const row = poolRow(name);
+    return row !== undefined && gpuSaturation.saturated(row, Date.now());
+  };
+  let ctxRef: GatewayContext | undefined;
+  let send: SendLine | undefined;
+  const jobs = new GatewayJobs({
+    config,
+    log,
+    // The runner sends only once started, after ctx exists (jobs.resume() below, or a first request).
+    send: (line, signal, meta) => (send ??= batchLineSend(ctxRef!))(line, signal, meta),
+    saturated: poolSaturated,
+    poolOf: (model) => {
+      const canonical = catalog.resolve(model) ?? model;
+      const row = admission.poolOf(canonical);
+      return (row === undefined ? undefined : registry.poolName(row)) ?? "default";
+    },
+    knownModel: (name) => catalog.resolve(name) !== undefined,
+  });
+  const cache = new ResponseCache(config.responseCache);
+  const jobsMetrics = new JobsMetrics(metrics.registry, {
+    pools: () => registry.pools().map((p) => p.name),
+    ...(config.gpuHealth === null ? {} : { poolSaturated }),
+    batchLineStats: () => jobs.lineStats(),
+    ...(cache.off ? {} : { cacheStats: () => cache.stats() }),
+    idempotentReplays: () => jobs.replays(),
+  });
   const ctx: GatewayContext = {
     config,
     catalog,
@@ -168,15 +217,23 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     quota: new QuotaLimiter(config.tenants),
     continuation: new ContinuationPolicy(config.continuation),
     tenantLabel: (tenant) => (tenantNames.has(tenant) ? tenant : OTHER_TENANT),
+    jobs,
+    cache,
+    gpuSaturation,
+    jobsMetrics,
   };
+  ctxRef = ctx;
   await Promise.all([admission.whenReady(), health.whenReady()]);
   // Agents are polled by the health worker from here on; replicas join the registry as they turn Ready.
   fleet?.start();
 
   const api = startDataPlane(ctx);
+  // Batches a previous run left resume now (their in-flight lines re-driven), not at the first request.
+  await jobs.resume();
   // A fleet's scrape waits for its nodes too (each answered once or turned NotReady: bounded by node_not_ready_after_ms).
   const listenerState = { enginesPolled: () => enginesPolled && (fleet?.manager.isSettled() ?? true) };
-  const admin = createAdminApp(ctx, listenerState, fleet?.api).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
+  const dashboard = dashboardSource({ ctx, reads: fleetReads, pools, stats, bandNames, poolList: () => registry.pools() });
+  const admin = createAdminApp(ctx, listenerState, fleet?.api, dashboard).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
   const metricsApp = config.metricsListen ? createMetricsApp(ctx, listenerState).listen({ hostname: config.metricsListen.host, port: config.metricsListen.port }) : undefined;
   const adminServer = admin.server as Server<unknown> | null;
   const metricsServer = metricsApp?.server as Server<unknown> | null | undefined;
@@ -195,6 +252,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       log.info("stopping: no new requests; waiting for in-flight ones");
       // First: no replica may join or leave the table while it shuts down (nothing running is stopped).
       await fleet?.stop();
+      // Batch lines in flight are aborted and go back to pending: the next start on this data_dir runs them.
+      await jobs.stop();
       await api.stop(false);
       const deadline = Date.now() + DRAIN_GRACE_MS;
       const inflight = () => {
@@ -204,6 +263,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       };
       while (inflight() > 0 && Date.now() < deadline) await Bun.sleep(50);
       await api.stop(true);
+      jobs.close();
       await admin.stop();
       await metricsApp?.stop();
       breakers.stop();

@@ -33,7 +33,7 @@ export class HealthClient {
   private onStopped: (() => void) | undefined;
 
   constructor(
-    init: { buffer: SharedArrayBuffer; maxEndpoints: number; signals: SharedArrayBuffer; endpoints: PolledEndpoint[]; health: Config["health"] },
+    init: Omit<Extract<ToHealth, { type: "init" }>, "type">,
     events: HealthEvents,
     log: Logger,
   ) {

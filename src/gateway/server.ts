@@ -1,12 +1,14 @@
 /**
  * The data plane on Bun.serve with a plain fetch handler (no framework on the
  * hot path): routes each request to its handler — inference to the request
- * pipeline (request/pipeline.ts). Every error leaves in OpenAI's shape.
+ * pipeline (request/pipeline.ts), files and batches to the jobs handler
+ * (jobs-handler.ts). Every error leaves in OpenAI's shape.
  */
 import type { Server } from "bun";
 import type { Route } from "../metrics/names.ts";
-import { LlmgwError, errorResponse } from "../shared/errors.ts";
+import { asLlmgwError, LlmgwError, errorResponse } from "../shared/errors.ts";
 import type { GatewayContext } from "./context.ts";
+import { handleJobs, JOBS_PATH } from "./jobs-handler.ts";
 import { handleInference } from "./request/pipeline.ts";
 
 const ROUTES: Record<string, Route> = {
@@ -35,9 +37,16 @@ export function createFetchHandler(ctx: GatewayContext) {
     }
     if (path === "/v1/models") {
       if (req.method !== "GET") return errorResponse(new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} is not allowed on ${path}; use GET`), { allow: "GET" });
+      // A data route like the others: which models a gateway serves is not public when keys are required.
+      try {
+        ctx.auth.authenticate(req.headers);
+      } catch (err) {
+        return errorResponse(asLlmgwError(err));
+      }
       return handleModels(ctx);
     }
     if (path === "/health") return new Response(null, { status: 200 });
+    if (JOBS_PATH.test(path)) return handleJobs(ctx, req);
     return errorResponse(new LlmgwError("NOT_FOUND", `no route for ${req.method} ${path}`));
   };
 }
@@ -47,9 +56,9 @@ export function startDataPlane(ctx: GatewayContext): Server<undefined> {
   return Bun.serve({
     hostname: ctx.config.listen.host,
     port: ctx.config.listen.port,
-    // We read bodies ourselves under max_body_bytes to answer 413 in OpenAI's
-    // shape; Bun's own limit is only a backstop far above it.
-    maxRequestBodySize: ctx.config.maxBodyBytes * 4 + 1024 * 1024,
+    // We read bodies ourselves under max_body_bytes (after authentication) to
+    // answer 413 in OpenAI's shape; Bun's own limit must never answer first.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     idleTimeout: 120,
     fetch: fetchHandler,
     error(err) {

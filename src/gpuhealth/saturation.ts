@@ -72,8 +72,14 @@ export interface ScrapedGpu {
 
 interface TrackedGpu {
   pool: string;
+  /** The source that last reported it (its key). */
+  source: string;
   ring: UtilRing;
   healthy: boolean;
+}
+
+function sourceKeyOf(source: SaturationSource): string {
+  return `${source.pool}\u0000${source.url}\u0000${source.gpuIds.join(",")}`;
 }
 
 export interface GpuSaturationView {
@@ -98,19 +104,32 @@ export class PoolSaturationTracker {
 
   /** Take in one scrape of `source`, sampled at `sampledAtMs` (undefined: no good scrape yet, nothing to add). */
   ingest(source: SaturationSource, gpus: readonly ScrapedGpu[], sampledAtMs: number | undefined): void {
-    const sourceKey = `${source.pool}\u0000${source.url}\u0000${source.gpuIds.join(",")}`;
+    const sourceKey = sourceKeyOf(source);
     if (sampledAtMs === undefined || sampledAtMs <= (this.#lastScrapeAt.get(sourceKey) ?? Number.NEGATIVE_INFINITY)) return;
     this.#lastScrapeAt.set(sourceKey, sampledAtMs);
     const wanted = new Set(source.gpuIds);
+    const seen = new Set<string>();
     for (const g of gpus) {
       const s = g.sample;
       if (wanted.size > 0 && !wanted.has(s.uuid) && !(s.gpu !== undefined && wanted.has(String(s.gpu)))) continue;
       const key = `${source.url}#${s.uuid}${s.migInstance === undefined ? "" : `/${s.migInstance}`}`;
+      seen.add(key);
       let t = this.#gpus.get(key);
-      if (!t) this.#gpus.set(key, (t = { pool: source.pool, ring: new UtilRing(this.#rules.sustainedSamples), healthy: true }));
+      if (!t) this.#gpus.set(key, (t = { pool: source.pool, source: sourceKey, ring: new UtilRing(this.#rules.sustainedSamples), healthy: true }));
+      t.pool = source.pool;
+      t.source = sourceKey;
       t.healthy = !g.assessment.faulted;
       t.ring.push(utilisationPct(s), sampledAtMs);
     }
+    // A GPU its exporter no longer reports (reset, MIG reconfigured) is forgotten: its stale ring would hold the pool open for ever.
+    for (const [key, t] of this.#gpus) if (t.source === sourceKey && !seen.has(key)) this.#gpus.delete(key);
+  }
+
+  /** A source nobody watches any more (its endpoints left): forget its GPUs, for the same reason. */
+  forget(source: SaturationSource): void {
+    const sourceKey = sourceKeyOf(source);
+    this.#lastScrapeAt.delete(sourceKey);
+    for (const [key, t] of this.#gpus) if (t.source === sourceKey) this.#gpus.delete(key);
   }
 
   /** Saturated: at least one healthy GPU, and every healthy GPU of the pool saturated. A faulted GPU is out of rotation and does not count. */
@@ -122,6 +141,21 @@ export class PoolSaturationTracker {
       if (!g.ring.saturated(this.#rules, nowMs)) return false;
     }
     return healthy > 0;
+  }
+
+  /**
+   * Until when the pool counts as saturated on what is known now: the moment
+   * its oldest latest sample turns stale (no newer sample can extend it
+   * without being taken in); 0 when it is not saturated. Readers compare it
+   * with their clock, so a writer that stops writing fails open by itself.
+   */
+  saturatedUntil(pool: string, nowMs: number): number {
+    if (!this.saturated(pool, nowMs)) return 0;
+    let until = Number.POSITIVE_INFINITY;
+    for (const g of this.#gpus.values()) {
+      if (g.pool === pool && g.healthy) until = Math.min(until, g.ring.latestAtMs + this.#rules.staleAfterMs);
+    }
+    return until;
   }
 
   /** Every tracked GPU, for the admin API and gauges. */

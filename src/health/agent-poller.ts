@@ -12,6 +12,7 @@ import { parseDcgmExport } from "../gpuhealth/dcgm.ts";
 import { agentStateSchema, type AgentSnapshot, type AgentState, type DcgmVerdicts } from "../protocol/agent-messages.ts";
 import type { PolledAgent } from "../protocol/health-messages.ts";
 import { dcgmScrapeUrl } from "./dcgm-poller.ts";
+import { gpuReport } from "./gpu-reports.ts";
 import { probe, type FetchFn, type ProbeResult } from "./probe.ts";
 import { isStale } from "./readiness.ts";
 import { TargetPoller, type PolledTarget } from "./target-poller.ts";
@@ -58,7 +59,10 @@ export function nextDcgmVerdicts(prev: DcgmVerdicts | undefined, res: ProbeResul
     const sampledAt = prev?.sampledAt;
     return { ok: false, sampledAt, stale: isStale(sampledAt, now, opts.staleAfterMs), lastError: res.error, gpus: prev?.gpus ?? [] };
   }
-  const gpus = parseDcgmExport(res.body).gpus.map((sample) => ({ uuid: sample.uuid, index: sample.gpu, reasons: assessGpu(sample, opts.thresholds).reasons }));
+  const gpus = parseDcgmExport(res.body).gpus.map((sample) => {
+    const assessment = assessGpu(sample, opts.thresholds);
+    return { uuid: sample.uuid, index: sample.gpu, reasons: assessment.reasons, report: gpuReport({ sample, assessment }) };
+  });
   return { ok: true, sampledAt: now, stale: false, lastError: undefined, gpus };
 }
 

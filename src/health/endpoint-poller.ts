@@ -19,6 +19,8 @@ export interface EngineEndpoint {
   engine: EngineHint;
   /** Models that must be listed by /v1/models before the endpoint is ready. */
   models?: readonly string[];
+  /** The configured models are authoritative: ready on /health alone (readiness.ts isReadyStatic). */
+  staticModels?: boolean;
 }
 
 export interface PollerOptions {
@@ -69,9 +71,10 @@ export class EndpointPoller extends TargetPoller<EngineEndpoint, EndpointSnapsho
     }
     return nextSnapshot(
       previous,
-      { healthOk: healthRes.ok, models, metrics, errors, startedAt, finishedAt: Date.now() },
+      { healthOk: healthRes.ok, healthStatus: healthRes.status, models, metrics, errors, startedAt, finishedAt: Date.now() },
       ep.models,
       this.options.staleAfterMs,
+      ep.staticModels === true,
     );
   }
 }

@@ -4,9 +4,11 @@
  * table — readiness, load, KV usage, metric age, GPU faults — telling the main
  * thread by message what does not fit in the table (model lists, the GPUs
  * each DCGM exporter reports, the end of the first engine poll round). It
- * also polls the fleet's node agents and posts every poll to the main thread.
+ * also polls the fleet's node agents and posts every poll to the main thread,
+ * and, with a gpu_health block, keeps the per-GPU saturation rings and
+ * publishes each pool's sustained saturation in shared memory.
  */
-import type { Config } from "../config/types.ts";
+import type { Config, GpuHealthConfig } from "../config/types.ts";
 import type { AgentPollSettings, FromHealth, PolledAgent, PolledEndpoint } from "../protocol/health-messages.ts";
 import { AgentPoller } from "./agent-poller.ts";
 import { EndpointTable, F, FLAVOR_CODES, I, S, type Signals } from "../shared/endpoint-table.ts";
@@ -14,6 +16,8 @@ import type { AssessedGpu, DcgmSnapshot } from "./dcgm-poller.ts";
 import { DcgmPoller } from "./dcgm-poller.ts";
 import { EndpointPoller, type EndpointSnapshot } from "./endpoint-poller.ts";
 import { gpuReport } from "./gpu-reports.ts";
+import { GpuSaturationMonitor } from "./gpu-saturation-monitor.ts";
+import type { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
 
 /** Whether an endpoint watching `gpuIds` ([] = all) has a faulted GPU in this exporter's scrape. */
 export function endpointGpuFaulted(gpus: readonly AssessedGpu[], gpuIds: readonly string[]): boolean {
@@ -56,6 +60,7 @@ export class HealthService {
   private firstRound: Set<number> | undefined;
   private agents: { poller: AgentPoller; settings: AgentPollSettings } | undefined;
   private started = false;
+  private readonly saturation: GpuSaturationMonitor | undefined;
 
   constructor(
     private readonly table: EndpointTable,
@@ -64,8 +69,11 @@ export class HealthService {
     private readonly post: (msg: FromHealth) => void,
     /** Bumped after every engine poll written, so the scheduler worker recomputes its flow limits at once. */
     private readonly signals?: Signals,
+    /** gpu_health: sustained saturation per pool, published into `table`. */
+    gpu?: { config: GpuHealthConfig; table: GpuSaturationTable },
   ) {
     const opts = { intervalMs: health.pollIntervalMs, timeoutMs: health.timeoutMs, staleAfterMs: health.staleAfterMs };
+    this.saturation = gpu === undefined ? undefined : new GpuSaturationMonitor(gpu.config, gpu.table, { timeoutMs: health.timeoutMs });
     this.engines = new EndpointPoller([], opts, (row, snap) => this.onEngine(row, snap));
     this.dcgm = new DcgmPoller([], opts, (i, snap) => this.onDcgm(i, snap));
     for (const e of endpoints) this.add(e);
@@ -76,7 +84,8 @@ export class HealthService {
   add(e: PolledEndpoint): void {
     this.remove(e.index);
     this.endpoints.set(e.index, e);
-    this.engines.add({ index: e.index, id: e.id, url: e.url, engine: e.engine, ...(e.models ? { models: e.models } : {}) });
+    this.engines.add({ index: e.index, id: e.id, url: e.url, engine: e.engine, staticModels: e.staticModels, ...(e.models ? { models: e.models } : {}) });
+    this.saturation?.setEndpoint(e);
     // One poller target per distinct exporter URL; endpoints sharing a node share its scrape.
     if (e.dcgmUrl && !this.dcgmTargets.has(e.dcgmUrl)) {
       const index = this.nextDcgmIndex++;
@@ -91,6 +100,7 @@ export class HealthService {
     if (!e) return;
     this.endpoints.delete(index);
     this.engines.remove(index);
+    this.saturation?.removeEndpoint(index);
     this.lastModels.delete(index);
     this.lastReady.delete(index);
     this.polled(index);
@@ -106,12 +116,13 @@ export class HealthService {
     if (this.firstRound?.size === 0) this.enginesPolled();
     this.engines.start();
     this.dcgm.start();
+    this.saturation?.start();
     this.agents?.poller.start();
   }
 
   async stop(): Promise<void> {
     this.started = false;
-    await Promise.all([this.engines.stop(), this.dcgm.stop(), this.agents?.poller.stop()]);
+    await Promise.all([this.engines.stop(), this.dcgm.stop(), this.saturation?.stop(), this.agents?.poller.stop()]);
   }
 
   /** Poll these node agents from now on (the list replaces the previous one). */

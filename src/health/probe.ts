@@ -22,9 +22,14 @@ export async function probe(
   label: string,
   headers: Record<string, string> = {},
 ): Promise<ProbeResult> {
+  // One controller, the outer signal forwarded with a listener removed at the
+  // end: AbortSignal.any() leaves a composite signal behind per call.
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(), timeoutMs);
-  const signal = AbortSignal.any([outer, deadline.signal]);
+  const onOuter = () => deadline.abort();
+  if (outer.aborted) deadline.abort();
+  else outer.addEventListener("abort", onOuter, { once: true });
+  const signal = deadline.signal;
   try {
     const res = await fetchFn(url, { method: "GET", signal, headers: { accept: "text/plain, application/json", ...headers } });
     if (res.status < 200 || res.status > 299) {
@@ -42,6 +47,7 @@ export async function probe(
     return { ok: false, status: undefined, error: `${label}: ${describeError(err)}`, timedOut: false };
   } finally {
     clearTimeout(timer);
+    outer.removeEventListener("abort", onOuter);
   }
 }
 

@@ -30,6 +30,8 @@ export interface EndpointSnapshot {
 /** What one poll found; `metrics` undefined when /metrics failed. */
 export interface PollOutcome {
   healthOk: boolean;
+  /** The HTTP status /health answered with (undefined: no answer: refused, timed out). */
+  healthStatus?: number | undefined;
   /** Parsed ids, or undefined when /v1/models failed or did not return a model list. */
   models: string[] | undefined;
   metrics: EngineMetrics | undefined;
@@ -78,15 +80,31 @@ export function isStale(metricsAt: number | undefined, now: number, staleAfterMs
   return metricsAt === undefined || now - metricsAt > staleAfterMs;
 }
 
-/** The snapshot after one poll. */
-export function nextSnapshot(prev: Readonly<EndpointSnapshot>, outcome: PollOutcome, configured: readonly string[] | undefined, staleAfterMs: number): EndpointSnapshot {
+/**
+ * Readiness of an endpoint whose configured models are authoritative
+ * (models_source: static — hosted providers, routers and aliases list other
+ * names): /health answering 2xx, or, for an upstream that has no /health
+ * (404, 405), any HTTP answer at all; its model list is not asked.
+ */
+export function isReadyStatic(healthOk: boolean, healthStatus: number | undefined): boolean {
+  return healthOk || healthStatus === 404 || healthStatus === 405;
+}
+
+/** The snapshot after one poll; `staticModels`: the configured models are authoritative (see isReadyStatic). */
+export function nextSnapshot(
+  prev: Readonly<EndpointSnapshot>,
+  outcome: PollOutcome,
+  configured: readonly string[] | undefined,
+  staleAfterMs: number,
+  staticModels = false,
+): EndpointSnapshot {
   const metrics = outcome.metrics ?? prev.metrics;
   // metricsAt is when the scrape succeeded, i.e. when its answer came back.
   const metricsAt = outcome.metrics !== undefined ? outcome.finishedAt : prev.metricsAt;
   return {
     healthy: outcome.healthOk,
     loadedModels: outcome.models,
-    ready: isReady(outcome.healthOk, outcome.models, configured),
+    ready: staticModels ? isReadyStatic(outcome.healthOk, outcome.healthStatus) : isReady(outcome.healthOk, outcome.models, configured),
     metrics,
     metricsAt,
     metricsStale: isStale(metricsAt, outcome.finishedAt, staleAfterMs),

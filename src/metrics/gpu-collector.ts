@@ -15,7 +15,7 @@ export interface NodeGpu {
   gpu: GpuReport;
 }
 
-/** Anything that can list the GPUs to export now (static DCGM targets today, the fleet registry later). */
+/** Anything that can list the GPUs to export now: static DCGM targets and the fleet's nodes, combined (src/gateway/fleet-metrics.ts). */
 export type GpuSource = () => readonly NodeGpu[];
 
 /**
@@ -37,11 +37,15 @@ export class DcgmGpuStore {
     this.byUrl.set(msg.url, msg);
   }
 
-  /** GPUs of exporters whose last good scrape is at most staleAfterMs old at `now`. */
-  live(now: number): NodeGpu[] {
+  /**
+   * GPUs of exporters whose last good scrape is at most staleAfterMs old at
+   * `now`; `exclude`: exporter URLs whose GPUs are exported another way (a
+   * fleet node's, under the node's name).
+   */
+  live(now: number, exclude?: ReadonlySet<string>): NodeGpu[] {
     const out: NodeGpu[] = [];
     for (const [url, msg] of this.byUrl) {
-      if (now - msg.sampledAt > this.staleAfterMs) continue;
+      if (now - msg.sampledAt > this.staleAfterMs || exclude?.has(url)) continue;
       const node = nodeOfDcgmUrl(url);
       for (const gpu of msg.gpus) out.push({ node, gpu });
     }
@@ -80,7 +84,8 @@ export function registerGpuCollector(registry: Registry, source: GpuSource): voi
   gauge(FLEET.gpuUtilization, (g) => g.utilization);
   gauge(FLEET.gpuTemperature, (g) => g.temperatureC);
   gauge(FLEET.gpuPower, (g) => g.powerW);
-  gauge(FLEET.gpuHealthy, (g) => (g.faultKinds.length === 0 ? 1 : 0));
+  // Reasons, not kinds: a fleet GPU can be kept out of placement for what is not a fault kind (MIG mode on).
+  gauge(FLEET.gpuHealthy, (g) => (g.faultReasons.length === 0 ? 1 : 0));
   new Gauge<GpuLabel | "kind">({
     name: FLEET.gpuFault.name,
     help: FLEET.gpuFault.help,

@@ -9,7 +9,8 @@ import { BATCH_LINE_OUTCOMES, CACHE_RESULTS, M, type BatchLineOutcome } from "./
 
 /** Where the numbers come from; any part the gateway does not run is left out and its series are absent. */
 export interface JobsMetricSources {
-  pools: readonly string[];
+  /** The pools at scrape time (fleet pools appear at run time). */
+  pools: () => Iterable<string>;
   /** Per pool; omit without a gpu_health block. */
   poolSaturated?: (pool: string) => boolean;
   batchLineStats?: () => Readonly<Record<BatchLineOutcome, number>>;
@@ -23,17 +24,25 @@ export class JobsMetrics {
 
   constructor(registry: Registry, src: JobsMetricSources) {
     const registers = [registry];
-    this.gpuShed = new Counter({ name: M.gpuShed.name, help: M.gpuShed.help, labelNames: M.gpuShed.labels, registers });
     const { poolSaturated, batchLineStats, cacheStats, idempotentReplays } = src;
+    this.gpuShed = new Counter({
+      name: M.gpuShed.name,
+      help: M.gpuShed.help,
+      labelNames: M.gpuShed.labels,
+      registers,
+      // With gpu_health, every pool has a series from the start (0 until a refusal), so rate() sees the first one.
+      collect() {
+        if (poolSaturated) for (const pool of src.pools()) this.inc({ pool }, 0);
+      },
+    });
     if (poolSaturated) {
-      for (const pool of src.pools) this.gpuShed.labels({ pool });
       new Gauge({
         name: M.poolGpuSaturated.name,
         help: M.poolGpuSaturated.help,
         labelNames: M.poolGpuSaturated.labels,
         registers,
         collect() {
-          for (const pool of src.pools) this.set({ pool }, poolSaturated(pool) ? 1 : 0);
+          for (const pool of src.pools()) this.set({ pool }, poolSaturated(pool) ? 1 : 0);
         },
       });
     }

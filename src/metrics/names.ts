@@ -80,8 +80,12 @@ export const CACHE_RESULTS = ["hit", "miss"] as const;
 export const NODE_STATES = ["ready", "not_ready", "cordoned", "draining"] as const;
 export type NodeState = (typeof NODE_STATES)[number];
 
-/** Replica states (the agent's Starting/Loading/Ready/Failed/Stopped, plus draining). */
-export const REPLICA_STATES = ["starting", "loading", "ready", "draining", "failed", "stopped"] as const;
+/**
+ * Replica states (the agent's Starting/Loading/Ready/Failed/Stopped, plus
+ * draining: leaving rotation, and lost: its node stopped answering or its
+ * agent no longer runs it, so the control plane replaces it).
+ */
+export const REPLICA_STATES = ["starting", "loading", "ready", "draining", "failed", "stopped", "lost"] as const;
 export type ReplicaState = (typeof REPLICA_STATES)[number];
 
 export { GPU_FAULT_KINDS, type GpuFaultKind } from "../protocol/gpu-report.ts";
@@ -111,6 +115,14 @@ export const FLEET = {
   modelReplicasServing: { name: "llmgw_model_replicas_serving", help: "Replicas ready and in rotation per model.", labels: ["model"] },
   poolQueueDepth: { name: "llmgw_pool_queue_depth", help: "Requests waiting for admission, by pool and band.", labels: ["pool", "band"] },
 } as const;
+
+/**
+ * Outcomes that count as the gateway's or the fleet's failure (the error rate
+ * of the dashboard and of job:llmgw_request_errors:rate5m in
+ * deploy/monitoring/recording.yml): client errors, cancellations and
+ * admission rejections are not among them.
+ */
+export const SERVER_FAULT_OUTCOMES: readonly Outcome[] = ["no_endpoint", "upstream_error", "stream_error", "timeout"];
 
 export const M = {
   requests: { name: "llmgw_requests_total", help: "Requests by model, route and outcome.", labels: ["model", "route", "outcome"] },

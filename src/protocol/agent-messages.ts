@@ -7,6 +7,7 @@
  * node, never a crash or a half-read state.
  */
 import { z } from "zod";
+import type { GpuReport } from "./gpu-report.ts";
 
 /** GPU health flags an agent reports (src/agent/gpu-health.ts). */
 export const GPU_HEALTH_REASONS = ["ecc_uncorrected", "foreign_process", "mig_enabled"] as const;
@@ -172,5 +173,6 @@ export interface DcgmVerdicts {
   sampledAt: number | undefined;
   stale: boolean;
   lastError: string | undefined;
-  gpus: { uuid: string; index: number | undefined; reasons: string[] }[];
+  /** `report`: the GPU's figures as the exporter sent them (memory, utilisation, temperature, power), for the fleet's GPU series. */
+  gpus: { uuid: string; index: number | undefined; reasons: string[]; report: GpuReport }[];
 }

@@ -1,5 +1,5 @@
 /** Typed messages between the main thread and the health worker (workers/health.ts). */
-import type { Config, EngineFlavor } from "../config/types.ts";
+import type { Config, EngineFlavor, GpuHealthConfig } from "../config/types.ts";
 import type { AgentSnapshot } from "./agent-messages.ts";
 import type { GpuReportMessage } from "./gpu-report.ts";
 
@@ -10,8 +10,13 @@ export interface PolledEndpoint {
   url: string;
   engine: EngineFlavor;
   models: string[] | undefined;
+  /** The configured models are authoritative (models_source: static). */
+  staticModels: boolean;
   gpuIds: string[];
   dcgmUrl: string | undefined;
+  /** Its pool, and the pool's row in the shared pool tables (GPU saturation is published per pool row). */
+  pool: string;
+  poolRow: number;
 }
 
 /** A node agent the health worker polls (fleet manager, issue 9). */
@@ -38,6 +43,10 @@ export type ToHealth =
       signals: SharedArrayBuffer;
       endpoints: PolledEndpoint[];
       health: Config["health"];
+      /** Sustained GPU saturation (issue 12): null without a gpu_health block. */
+      gpuHealth: GpuHealthConfig | null;
+      /** The GpuSaturationTable the health worker publishes into. */
+      gpuSaturation: SharedArrayBuffer;
     }
   /** An endpoint took a slot (poll it) or left it (null: stop). */
   | { type: "endpoint"; index: number; endpoint: PolledEndpoint | null }

@@ -21,14 +21,22 @@ export interface AuditRecord {
   tenant: string;
   model: string | null;
   band: string | null;
-  /** The API route ("/v1/chat/completions"), or the batch's endpoint. */
-  endpoint: string;
+  /** The API route ("/v1/chat/completions"); for a batch, its endpoint (the route its lines ran on). */
+  route: string;
+  /** The upstream endpoint (its id) that served the request, or the last one tried; null when no engine was reached (a batch: null, its lines name theirs). */
+  endpoint: string | null;
+  /** Whether the answer was an SSE stream; null for a batch. */
+  stream: boolean | null;
+  /** Requests sent to engines (retries included); null for a batch. */
+  attempts: number | null;
   /** Requests: the `llmgw_requests_total` outcome (ok, client_error, …). Batches: the final status (completed, failed, cancelled, expired). */
   outcome: string;
   /** HTTP status sent to the client; null for a batch. */
   status: number | null;
   /** The stable llmgw error code, when it ended in one. */
   error_code: string | null;
+  /** What went wrong, in words (null when nothing did). */
+  error_message: string | null;
   tokens: { prompt: number | null; completion: number | null };
   durations_ms: { total: number; queue: number | null; ttft: number | null };
   /** Response cache: hit, miss, or null when the request was not cacheable. */
@@ -39,6 +47,23 @@ export interface AuditRecord {
   batch_id: string | null;
   /** Batches only: line counts at the end. */
   lines: { total: number; completed: number; failed: number } | null;
+  /** Requests whose stream broke after its first byte: each break and how it was handled (issue 13); null when none. */
+  recoveries: readonly AuditRecovery[] | null;
+}
+
+/** One break of a stream after its first byte (issue 13). */
+export interface AuditRecovery {
+  /** cut, stall, engine_error, drained. */
+  cause: string;
+  /** The endpoint whose stream broke. */
+  from: string | undefined;
+  /** recovered, or why not (the llmgw_stream_recoveries_total result). */
+  result: string;
+  /** Where the continuation ran, and its model when a fallback took it. */
+  to?: string;
+  model?: string;
+  /** Why it was not continued, in detail. */
+  reason?: string;
 }
 
 export interface RequestAuditInput {
@@ -46,10 +71,14 @@ export interface RequestAuditInput {
   tenant: string;
   model?: string;
   band?: string;
-  endpoint: string;
+  route: string;
+  endpoint?: string;
+  stream?: boolean;
+  attempts?: number;
   outcome: string;
   status: number;
   errorCode?: string;
+  errorMessage?: string;
   promptTokens?: number;
   completionTokens?: number;
   startedAtMs: number;
@@ -59,6 +88,7 @@ export interface RequestAuditInput {
   cache?: "hit" | "miss";
   replay?: boolean;
   batchId?: string;
+  recoveries?: readonly AuditRecovery[];
 }
 
 export function requestAuditRecord(i: RequestAuditInput): AuditRecord {
@@ -70,16 +100,21 @@ export function requestAuditRecord(i: RequestAuditInput): AuditRecord {
     tenant: i.tenant,
     model: i.model ?? null,
     band: i.band ?? null,
-    endpoint: i.endpoint,
+    route: i.route,
+    endpoint: i.endpoint ?? null,
+    stream: i.stream ?? false,
+    attempts: i.attempts ?? 0,
     outcome: i.outcome,
     status: i.status,
     error_code: i.errorCode ?? null,
+    error_message: i.errorMessage ?? null,
     tokens: { prompt: i.promptTokens ?? null, completion: i.completionTokens ?? null },
     durations_ms: { total: Math.max(0, i.endedAtMs - i.startedAtMs), queue: i.queueMs ?? null, ttft: i.ttftMs ?? null },
     cache: i.cache ?? null,
     replay: i.replay ?? false,
     batch_id: i.batchId ?? null,
     lines: null,
+    recoveries: i.recoveries ?? null,
   };
 }
 
@@ -88,6 +123,7 @@ export interface BatchAuditInput {
   id: string;
   tenant: string;
   model: string | null;
+  /** The batch's endpoint (a route). */
   endpoint: string;
   status: string;
   createdAtMs: number;
@@ -106,16 +142,21 @@ export function batchAuditRecord(b: BatchAuditInput, endedAtMs: number, band = "
     tenant: b.tenant,
     model: b.model,
     band,
-    endpoint: b.endpoint,
+    route: b.endpoint,
+    endpoint: null,
+    stream: null,
+    attempts: null,
     outcome: b.status,
     status: null,
     error_code: b.errors?.[0]?.code ?? null,
+    error_message: null,
     tokens: { prompt: b.counts.promptTokens, completion: b.counts.completionTokens },
     durations_ms: { total: Math.max(0, endedAtMs - b.createdAtMs), queue: b.inProgressAtMs === null ? null : b.inProgressAtMs - b.createdAtMs, ttft: null },
     cache: null,
     replay: false,
     batch_id: b.id,
     lines: { total: b.counts.total, completed: b.counts.completed, failed: b.counts.failed },
+    recoveries: null,
   };
 }
 

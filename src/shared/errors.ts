@@ -9,6 +9,7 @@ export type ErrorCode =
   | "INVALID_JSON"
   | "INVALID_REQUEST"
   | "BODY_TOO_LARGE"
+  | "BODY_READ_TIMEOUT"
   | "MODEL_NOT_FOUND"
   | "NOT_FOUND"
   | "METHOD_NOT_ALLOWED"
@@ -82,6 +83,8 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
       return { status: 404, type: "invalid_request_error" };
     case "METHOD_NOT_ALLOWED":
       return { status: 405, type: "invalid_request_error" };
+    case "BODY_READ_TIMEOUT":
+      return { status: 408, type: "timeout_error" };
     case "BODY_TOO_LARGE":
       return { status: 413, type: "invalid_request_error" };
     // 409: the resource's state forbids it (a finished batch; a key whose first request still runs).

@@ -99,6 +99,7 @@ function buildConfig(args: ParsedArgs): { fixed: SimStaticConfig; live: SimLiveC
     faultRate: numberFlag(args, "fault-rate", 0, { min: 0, max: 1 }),
     faultTypes,
     dead: false,
+    dcgmDead: false,
     gpus: Array.from({ length: gpus }, newGpuFaultState),
   };
   const port = numberFlag(args, "port", DEFAULT_SIM_PORT, { min: 0, max: 65535, integer: true });

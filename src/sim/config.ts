@@ -53,6 +53,8 @@ export interface GpuFaultState {
   eccDbeAggregate: number;
   /** false: the exporter sends no DCGM_FI_DEV_GPU_UTIL for this GPU, as on drivers or MIG modes that do not support it. */
   utilizationReported: boolean;
+  /** Overrides the load-derived utilisation (percent) when set: sustained saturation on demand, whatever the engine runs. */
+  utilizationPct: number | undefined;
 }
 
 /** Changeable at run time. */
@@ -67,11 +69,13 @@ export interface SimLiveConfig {
   faultRate: number;
   faultTypes: Fault[];
   dead: boolean;
+  /** The DCGM exporter answers 503 (its host engine is gone): the gateway's GPU data goes stale. */
+  dcgmDead: boolean;
   gpus: GpuFaultState[];
 }
 
 export function newGpuFaultState(): GpuFaultState {
-  return { xidErrors: 0, temperatureC: undefined, eccSbeVolatile: 0, eccDbeVolatile: 0, eccSbeAggregate: 0, eccDbeAggregate: 0, utilizationReported: true };
+  return { xidErrors: 0, temperatureC: undefined, eccSbeVolatile: 0, eccDbeVolatile: 0, eccSbeAggregate: 0, eccDbeAggregate: 0, utilizationReported: true, utilizationPct: undefined };
 }
 
 const faultNameSchema = z.string().refine((s) => parseFault(s) !== undefined, { message: "unknown fault type (expected 500, 429, 503, no-headers, no-first-token, stall:N, cut:N, slow:MS)" });
@@ -85,6 +89,7 @@ const gpuPatchSchema = z.strictObject({
   ecc_sbe_aggregate_total: z.number().int().min(0).optional(),
   ecc_dbe_aggregate_total: z.number().int().min(0).optional(),
   utilization_reported: z.boolean().optional(),
+  utilization_pct: z.number().min(0).max(100).nullable().optional(),
 });
 
 /** The wire form of POST /sim/config: every field optional, unknown fields rejected. */
@@ -97,6 +102,7 @@ export const simConfigPatchSchema = z.strictObject({
   fault_rate: z.number().min(0).max(1).optional(),
   fault_types: z.array(faultNameSchema).optional(),
   dead: z.boolean().optional(),
+  dcgm_dead: z.boolean().optional(),
   gpus: z.array(gpuPatchSchema).optional(),
 });
 export type SimConfigPatch = z.infer<typeof simConfigPatchSchema>;
@@ -114,6 +120,7 @@ export function applyConfigPatch(live: SimLiveConfig, patch: SimConfigPatch): vo
   if (patch.fault_rate !== undefined) live.faultRate = patch.fault_rate;
   if (patch.fault_types !== undefined) live.faultTypes = patch.fault_types.map((s) => parseFault(s)).filter((f): f is Fault => f !== undefined);
   if (patch.dead !== undefined) live.dead = patch.dead;
+  if (patch.dcgm_dead !== undefined) live.dcgmDead = patch.dcgm_dead;
   for (const g of patch.gpus ?? []) {
     const s = live.gpus[g.index]!;
     if (g.xid_errors !== undefined) s.xidErrors = g.xid_errors;
@@ -123,6 +130,7 @@ export function applyConfigPatch(live: SimLiveConfig, patch: SimConfigPatch): vo
     if (g.ecc_sbe_aggregate_total !== undefined) s.eccSbeAggregate = g.ecc_sbe_aggregate_total;
     if (g.ecc_dbe_aggregate_total !== undefined) s.eccDbeAggregate = g.ecc_dbe_aggregate_total;
     if (g.utilization_reported !== undefined) s.utilizationReported = g.utilization_reported;
+    if (g.utilization_pct !== undefined) s.utilizationPct = g.utilization_pct ?? undefined;
   }
 }
 
@@ -137,6 +145,7 @@ export function liveConfigView(live: SimLiveConfig): Record<string, unknown> {
     fault_rate: live.faultRate,
     fault_types: live.faultTypes.map(faultName),
     dead: live.dead,
+    dcgm_dead: live.dcgmDead,
     gpus: live.gpus.map((g, index) => ({
       index,
       xid_errors: g.xidErrors,
@@ -146,6 +155,7 @@ export function liveConfigView(live: SimLiveConfig): Record<string, unknown> {
       ecc_sbe_aggregate_total: g.eccSbeAggregate,
       ecc_dbe_aggregate_total: g.eccDbeAggregate,
       utilization_reported: g.utilizationReported,
+      utilization_pct: g.utilizationPct ?? null,
     })),
   };
 }

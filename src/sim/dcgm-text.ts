@@ -4,7 +4,8 @@
  * and HELP strings from etc/default-counters.csv, values following the
  * engine's load (utilisation from running / max-num-seqs, framebuffer from
  * KV occupancy) plus the faults set through POST /sim/config (and a GPU
- * whose utilisation is not reported, as some drivers and MIG modes do).
+ * whose utilisation is not reported, as some drivers and MIG modes do, or is
+ * pinned to a figure, to simulate sustained saturation).
  *
  * The exporter's counter list is user configuration (a CSV of name, type,
  * help); this one declares the cumulative fields whose names do not end in
@@ -75,13 +76,15 @@ export class SimGpus {
 
   render(load: GpuLoad, faults: readonly GpuFaultState[], now: number): string {
     // Any running request keeps the GPU busy: round up so light load never reads as idle.
-    const util = Math.ceil(Math.min(1, Math.max(0, load.utilization)) * 100);
-    const power = this.spec.idlePowerW + (this.spec.maxPowerW - this.spec.idlePowerW) * (util / 100);
+    const loadUtil = Math.ceil(Math.min(1, Math.max(0, load.utilization)) * 100);
+    const fault = (i: number): GpuFaultState | undefined => faults[i];
+    const utilOf = (i: number) => fault(i)?.utilizationPct ?? loadUtil;
+    const powerOf = (i: number) => this.spec.idlePowerW + (this.spec.maxPowerW - this.spec.idlePowerW) * (utilOf(i) / 100);
     const dt = Math.max(0, now - this.lastAt);
     this.lastAt = now;
     const usedMiB = Math.round(this.spec.memoryMiB * (WEIGHTS_FRACTION + KV_FRACTION * Math.min(1, Math.max(0, load.kvUsage))));
     const gpus = Array.from({ length: this.count }, (_, i) => i);
-    for (const i of gpus) this.energyMj[i] = this.energyMj[i]! + power * dt; // W × ms = mJ
+    for (const i of gpus) this.energyMj[i] = this.energyMj[i]! + powerOf(i) * dt; // W × ms = mJ
     const labels = (i: number): Labels => [
       ["gpu", String(i)],
       ["UUID", this.uuid(i)],
@@ -90,25 +93,24 @@ export class SimGpus {
       ["Hostname", this.hostname],
       ["DCGM_FI_DRIVER_VERSION", DRIVER_VERSION],
     ];
-    const fault = (i: number): GpuFaultState | undefined => faults[i];
-    const temp = (i: number) => fault(i)?.temperatureC ?? 32 + Math.round(0.4 * util);
+    const temp = (i: number) => fault(i)?.temperatureC ?? 32 + Math.round(0.4 * utilOf(i));
     const w = new PromWriter();
     const fam = (name: string, type: "gauge" | "counter", help: string, value: (i: number) => number) =>
       w.family(name, type, help, gpus.map((i) => ({ labels: labels(i), value: value(i) })));
-    fam("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", () => (util > 0 ? 1980 : 345));
+    fam("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", (i) => (utilOf(i) > 0 ? 1980 : 345));
     fam("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", () => 2619);
     fam("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).", (i) => temp(i) + 4);
     fam("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", temp);
-    fam("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", () => Math.round(power * 1000) / 1000);
+    fam("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", (i) => Math.round(powerOf(i) * 1000) / 1000);
     fam("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "gauge", "Total energy consumption since boot (in mJ).", (i) => Math.round(this.energyMj[i]!));
     // A GPU whose driver does not report utilisation has no sample at all.
     w.family(
       "DCGM_FI_DEV_GPU_UTIL",
       "gauge",
       "GPU utilization (in %).",
-      gpus.filter((i) => fault(i)?.utilizationReported !== false).map((i) => ({ labels: labels(i), value: util })),
+      gpus.filter((i) => fault(i)?.utilizationReported !== false).map((i) => ({ labels: labels(i), value: utilOf(i) })),
     );
-    fam("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", () => Math.round(util * 0.6));
+    fam("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", (i) => Math.round(utilOf(i) * 0.6));
     fam("DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).", () => 0);
     fam("DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).", () => 0);
     fam("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.", (i) => fault(i)?.xidErrors ?? 0);

@@ -219,6 +219,8 @@ export class SimServer {
   private handleDcgm(req: Request): Response {
     const path = new URL(req.url).pathname;
     if (path !== "/metrics" || !this.gpus) return new Response("404 page not found\n", { status: 404 });
+    // dcgm-exporter answers 503 while it cannot reach the DCGM host engine.
+    if (this.live.dcgmDead) return new Response("DCGM host engine not available\n", { status: 503 });
     const load = { utilization: this.engine.runningCount / Math.max(1, this.fixed.maxNumSeqs), kvUsage: this.engine.kv.usage };
     return new Response(this.gpus.render(load, this.live.gpus, performance.now()), { headers: { "content-type": PROM_CONTENT_TYPE } });
   }

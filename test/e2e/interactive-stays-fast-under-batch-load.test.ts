@@ -15,19 +15,10 @@
  */
 import { expect, test } from "bun:test";
 import type { AdmissionBenchReport } from "../../src/bench/admission-scenario.ts";
-import { CLI, REPO_ROOT } from "../helpers/processes.ts";
-import { childEnv } from "../../src/shared/process-env.ts";
+import { runBenchJson } from "../helpers/bench-json.ts";
 
 test("platinum stays within 1.25x of idle under 500 bronze streams with admission, and degrades past 10x without", async () => {
-  const proc = Bun.spawn([process.execPath, CLI, "bench", "admission", "--bronze", "500", "--json"], {
-    cwd: REPO_ROOT,
-    env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  expect({ code, err: code === 0 ? "" : err.slice(-2000) }).toEqual({ code: 0, err: "" });
-  const r = JSON.parse(out.trim().split("\n").at(-1)!) as AdmissionBenchReport;
+  const r = await runBenchJson<AdmissionBenchReport>(["admission", "--bronze", "500"]);
   console.log(
     JSON.stringify({ ratio_on: r.ratio_on, total_ratio_on: r.total_ratio_on, ratio_off: r.ratio_off, total_ratio_off: r.total_ratio_off, throughput_ratio: r.throughput_ratio, learned: r.learned_capacity }),
   );

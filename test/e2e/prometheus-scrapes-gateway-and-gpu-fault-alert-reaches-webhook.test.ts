@@ -12,10 +12,9 @@
 import { afterAll, expect } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parse as parseYaml } from "yaml";
 import { startGateway, startSim } from "../helpers/cluster.ts";
 import { REPO_ROOT, stopAll, waitUntil } from "../helpers/processes.ts";
-import { promQuery, startAlertmanager, startPrometheus, type Daemon } from "../helpers/prometheus-stack.ts";
+import { promQuery, shippedPrometheusConfig, startAlertmanager, startPrometheus, type Daemon } from "../helpers/prometheus-stack.ts";
 import { testWithTools } from "../helpers/system-tools.ts";
 
 const MONITORING = join(REPO_ROOT, "deploy", "monitoring");
@@ -29,13 +28,6 @@ interface WebhookAlert {
   status: string;
   labels: Record<string, string>;
   annotations: Record<string, string>;
-}
-
-/** The shipped rule file with every `for:` at 0s, so a test need not wait minutes. */
-function rulesWithoutWaiting(file: string): Record<string, unknown> {
-  const doc = parseYaml(readFileSync(join(MONITORING, file), "utf8")) as { groups: { rules: { for?: string }[] }[] };
-  for (const g of doc.groups) for (const r of g.rules) if (r.for !== undefined) r.for = "0s";
-  return doc as unknown as Record<string, unknown>;
 }
 
 testWithTools(
@@ -78,22 +70,9 @@ testWithTools(
       });
       daemons.push(am);
 
-      // The shipped prometheus.yml, with test intervals and loopback addresses.
-      const shipped = parseYaml(readFileSync(join(MONITORING, "prometheus.yml"), "utf8")) as {
-        global: Record<string, string>;
-        rule_files: string[];
-        scrape_configs: { job_name: string; static_configs: { targets: string[] }[] }[];
-        alerting: { alertmanagers: { static_configs: { targets: string[] }[] }[] };
-      };
-      expect(shipped.scrape_configs).toHaveLength(1);
-      shipped.global = { scrape_interval: "1s", evaluation_interval: "1s" };
-      shipped.scrape_configs[0]!.static_configs = [{ targets: [metricsTarget] }];
-      shipped.alerting.alertmanagers = [{ static_configs: [{ targets: [new URL(am.url).host] }] }];
-      const prom = await startPrometheus(
-        prometheusBin,
-        shipped as unknown as Record<string, unknown>,
-        Object.fromEntries(shipped.rule_files.map((f) => [f, rulesWithoutWaiting(f)])),
-      );
+      // The shipped prometheus.yml and rules, with test intervals and loopback addresses.
+      const { config, ruleFiles } = shippedPrometheusConfig(metricsTarget, new URL(am.url).host);
+      const prom = await startPrometheus(prometheusBin, config, ruleFiles);
       daemons.push(prom);
 
       // Traffic: a few streamed and non-streamed requests.

@@ -83,10 +83,10 @@ export async function readSse(res: Response): Promise<string[]> {
     .map((e) => e.slice(5).trim());
 }
 
-/** The gateway's audit line (`"msg":"request"`) of one request, parsed, once its buffered log has been written. */
+/** The gateway's audit line (`"msg":"audit"`) of one request, parsed, once its buffered log has been written. */
 export async function auditLine(gw: Started, requestId: string): Promise<Record<string, unknown>> {
   const line = await waitUntil(
-    () => gw.output().split("\n").find((l) => l.includes('"msg":"request"') && l.includes(`"request_id":"${requestId}"`)),
+    () => gw.output().split("\n").find((l) => l.includes('"msg":"audit"') && l.includes(`"request_id":"${requestId}"`)),
     { what: `the audit line of ${requestId}` },
   );
   return JSON.parse(line) as Record<string, unknown>;

@@ -18,7 +18,7 @@ import { FleetManager } from "../../src/control/fleet-manager.ts";
 import { SqliteFleetStore } from "../../src/control/sqlite-store.ts";
 import { AgentPoller } from "../../src/health/agent-poller.ts";
 import { capturedGpuRows, type GpuRow } from "../fixtures/agent/captures.ts";
-import { writeFakeNvidiaSmi } from "../fixtures/agent/fake-tools.ts";
+import { unpackTtar, writeFakeNvidiaSmi } from "../fixtures/agent/fake-tools.ts";
 import { sharedFixture } from "./fixtures.ts";
 import { startLlmgw, type Started } from "./processes.ts";
 
@@ -45,11 +45,21 @@ export interface TestAgent {
   restart(): Promise<void>;
 }
 
+/** What the node's fake tools show beyond its GPUs. */
+export interface FakeNodeTools {
+  /** nvidia-smi query fields this driver does not know (`utilization.gpu`: an old driver, no utilisation). */
+  unknownNvidiaSmiFields?: string[];
+  /** InfiniBand adapters in sysfs (the shared procfs fixture's); none by default. */
+  infiniband?: boolean;
+}
+
 /** Start `llmgw agent` for node `name` over `gpus`, its state and fake tools under `dir`. */
-export async function startAgent(name: string, dir: string, gpus: GpuRow[], extraArgs: string[] = []): Promise<TestAgent> {
+export async function startAgent(name: string, dir: string, gpus: GpuRow[], extraArgs: string[] = [], tools: FakeNodeTools = {}): Promise<TestAgent> {
   mkdirSync(dir, { recursive: true });
-  const nvidiaSmi = writeFakeNvidiaSmi(join(dir, "bin"), { gpus, apps: [] });
-  const args = ["agent", "--listen", "127.0.0.1:0", "--token", AGENT_TOKEN, "--state-dir", join(dir, "state"), "--nvidia-smi", nvidiaSmi, "--sysfs-root", join(dir, "no-infiniband"), "--stop-grace-ms", "2000", ...extraArgs];
+  const nvidiaSmi = writeFakeNvidiaSmi(join(dir, "bin"), { gpus, apps: [], ...(tools.unknownNvidiaSmiFields ? { unknownFields: tools.unknownNvidiaSmiFields } : {}) });
+  const sysfs = join(dir, tools.infiniband ? "infiniband" : "no-infiniband");
+  if (tools.infiniband) unpackTtar(sharedFixture("sysfs-class-infiniband__procfs-fixtures-excerpt.ttar"), sysfs, "fixtures/sys/class/infiniband");
+  const args = ["agent", "--listen", "127.0.0.1:0", "--token", AGENT_TOKEN, "--state-dir", join(dir, "state"), "--nvidia-smi", nvidiaSmi, "--sysfs-root", sysfs, "--stop-grace-ms", "2000", ...extraArgs];
   const child = await startLlmgw(args, { timeoutMs: 20_000 });
   const agent: TestAgent = {
     name,

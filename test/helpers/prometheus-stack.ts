@@ -3,11 +3,11 @@
  * for end-to-end tests: each in a temp directory with its own storage, found
  * ready through /-/ready, stopped with its process; plus Prometheus' HTTP API.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { stringify as toYaml } from "yaml";
-import { waitUntil } from "./processes.ts";
+import { parse as parseYaml, stringify as toYaml } from "yaml";
+import { REPO_ROOT, waitUntil } from "./processes.ts";
 
 export interface Daemon {
   url: string;
@@ -86,4 +86,32 @@ export async function promQuery(prometheus: string, expr: string): Promise<PromS
   if (body.status !== "success" || !body.data) throw new Error(`query ${expr}: ${body.error ?? res.status}`);
   if (body.data.resultType !== "vector") return [];
   return body.data.result.map((r) => ({ metric: r.metric, value: Number(r.value[1]) }));
+}
+
+const MONITORING = join(REPO_ROOT, "deploy", "monitoring");
+
+/** A shipped rule file with every `for:` at 0s, so a test need not wait minutes. */
+function rulesWithoutWaiting(file: string): Record<string, unknown> {
+  const doc = parseYaml(readFileSync(join(MONITORING, file), "utf8")) as { groups: { rules: { for?: string }[] }[] };
+  for (const g of doc.groups) for (const r of g.rules) if (r.for !== undefined) r.for = "0s";
+  return doc as unknown as Record<string, unknown>;
+}
+
+/**
+ * The shipped deploy/monitoring/prometheus.yml with test settings — 1 s
+ * intervals, its one scrape job aimed at `target` (host:port), alerts to
+ * `alertmanager` (host:port) — and its rule files with `for:` at 0s.
+ */
+export function shippedPrometheusConfig(target: string, alertmanager: string): { config: Record<string, unknown>; ruleFiles: Record<string, unknown> } {
+  const shipped = parseYaml(readFileSync(join(MONITORING, "prometheus.yml"), "utf8")) as {
+    global: Record<string, string>;
+    rule_files: string[];
+    scrape_configs: { static_configs: { targets: string[] }[] }[];
+    alerting: { alertmanagers: { static_configs: { targets: string[] }[] }[] };
+  };
+  if (shipped.scrape_configs.length !== 1) throw new Error(`prometheus.yml: expected one scrape job (one target for the fleet), found ${shipped.scrape_configs.length}`);
+  shipped.global = { scrape_interval: "1s", evaluation_interval: "1s" };
+  shipped.scrape_configs[0]!.static_configs = [{ targets: [target] }];
+  shipped.alerting.alertmanagers = [{ static_configs: [{ targets: [alertmanager] }] }];
+  return { config: shipped as unknown as Record<string, unknown>, ruleFiles: Object.fromEntries(shipped.rule_files.map((f) => [f, rulesWithoutWaiting(f)])) };
 }

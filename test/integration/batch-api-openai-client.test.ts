@@ -1,6 +1,6 @@
 /**
  * The real `openai` npm client against the Files and Batches routes served by
- * a tiny Bun.serve in this test (the handler the gateway will mount), with a
+ * a tiny Bun.serve in this test (the handler the gateway mounts), with a
  * batch runner whose `send` goes to a real sim-engine: a 1,000-line batch
  * completes with every custom_id exactly once; bad files are refused naming
  * the line with nothing stored; tenants never see each other's ids; lists

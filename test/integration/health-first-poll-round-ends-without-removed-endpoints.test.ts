@@ -17,7 +17,7 @@ let engine: Server<unknown>;
 let silent: Server<unknown>;
 
 function endpoint(index: number, url: string): PolledEndpoint {
-  return { index, id: `e${index}`, url, engine: "auto", models: undefined, gpuIds: [], dcgmUrl: undefined };
+  return { index, id: `e${index}`, url, engine: "auto", models: undefined, staticModels: false, gpuIds: [], dcgmUrl: undefined, pool: "default", poolRow: 0 };
 }
 
 function service(endpoints: PolledEndpoint[]): { svc: HealthService; got: FromHealth[] } {

@@ -15,7 +15,7 @@ import { optionalTool, runTool } from "../helpers/system-tools.ts";
 afterAll(stopAll);
 
 /** Paths only the admin listener (or the API) serves, and some nobody serves. */
-const NOT_ON_METRICS_LISTENER = ["/", "/admin/v1/endpoints", "/openapi", "/openapi/json", "/dashboard", "/debug/heap", "/debug/pprof/heap", "/admin/v1/heap-snapshot", "/v1/models", "/metrics/extra"];
+const NOT_ON_METRICS_LISTENER = ["/", "/admin/v1/endpoints", "/openapi", "/openapi/json", "/dashboard", "/dashboard/dashboard.js", "/admin/v1/dashboard", "/debug/heap", "/debug/pprof/heap", "/admin/v1/heap-snapshot", "/v1/models", "/metrics/extra"];
 
 function gpuLines(text: string, name: string): string[] {
   return text.split("\n").filter((l) => l.startsWith(`${name}{`));

@@ -48,3 +48,35 @@ describe("circuit breaker", () => {
     b.stop();
   });
 });
+
+describe("circuit breaker, per model and capped", () => {
+  test("a model's circuit opens and closes on its own, leaving the endpoint's and the other models' alone", async () => {
+    const t = new EndpointTable(1);
+    const b = new CircuitBreakers(t, { failureThreshold: 1, openMs: 30 });
+    const m0 = I.MODEL_CIRCUITS;
+    b.failure(0, m0);
+    expect(b.state(0, m0)).toBe("open");
+    expect(b.state(0)).toBe("closed");
+    expect(b.state(0, m0 + 1)).toBe("closed");
+    await Bun.sleep(45);
+    expect(b.state(0, m0)).toBe("half_open");
+    b.stop();
+  });
+
+  test("the open period doubles after each failed probe, but never past max_open_ms", async () => {
+    const t = new EndpointTable(1);
+    const b = new CircuitBreakers(t, { failureThreshold: 1, openMs: 20, maxOpenMs: 50 });
+    b.failure(0);
+    for (let i = 0; i < 4; i++) {
+      // Each failed probe reopens: 40, then 50 (capped), 50, 50 ms.
+      await Bun.sleep(i === 0 ? 30 : 60);
+      expect(b.state(0)).toBe("half_open");
+      expect(t.casInt(0, I.CIRCUIT, CIRCUIT_HALF_OPEN, CIRCUIT_PROBING)).toBe(true);
+      b.failure(0);
+      expect(b.state(0)).toBe("open");
+    }
+    await Bun.sleep(60); // past the 50 ms cap: never 160 or 320 ms
+    expect(b.state(0)).toBe("half_open");
+    b.stop();
+  });
+});

@@ -40,6 +40,7 @@ describe("issue 12 config blocks", () => {
       ],
       sustainedSamples: 3,
       shedUtilPct: D.DEFAULT_GPU_SHED_UTIL_PCT,
+      sourcesFromEndpoints: true,
       shedBatch: true,
       shedBand: 2, // "batch" in the default bands
     });
@@ -49,6 +50,7 @@ describe("issue 12 config blocks", () => {
     const c = buildConfig({ gpu_health: { sources: [{ url: "http://dcgm:9400/metrics", pool: "p" }], shed_batch: false } });
     expect(c.gpuHealth?.sources).toEqual([{ url: "http://dcgm:9400/metrics", pool: "p", gpuIds: [] }]);
     expect(c.gpuHealth?.shedBatch).toBe(false);
+    expect(c.gpuHealth?.sourcesFromEndpoints).toBe(false);
     expect(buildConfig({ gpu_health: {} }).warnings.some((w) => w.startsWith("gpu_health: no sources"))).toBe(true);
   });
 

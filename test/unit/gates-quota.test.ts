@@ -112,7 +112,7 @@ describe("QuotaLimiter", () => {
     expect(err.retryAfterS!).toBeGreaterThan(60);
     expect(err.retryAfterS!).toBeLessThanOrEqual(60.06 + 1e-6);
     const q2 = new QuotaLimiter([tenant("acme", undefined, 1000)]);
-    q2.refund("acme", 5000, T0);
+    q2.settle("acme", 5000, 0, T0);
     q2.settle("acme", 5000, 0, T0);
     expect(q2.admit("acme", 1, T0).headers["x-ratelimit-remaining-tokens"]).toBe("999");
   });
@@ -121,7 +121,7 @@ describe("QuotaLimiter", () => {
     const q = new QuotaLimiter([tenant("acme", 2, 1000)]);
     q.admit("acme", 800, T0);
     refused(() => q.admit("acme", 800, T0));
-    q.refund("acme", 800, T0);
+    q.settle("acme", 800, 0, T0);
     const h = q.admit("acme", 800, T0).headers;
     expect(h["x-ratelimit-remaining-tokens"]).toBe("200");
     expect(h["x-ratelimit-remaining-requests"]).toBe("0");
@@ -156,7 +156,7 @@ describe("QuotaLimiter", () => {
       q.admit("free", 1_000_000, T0);
     }
     q.settle("other", 1, 1_000_000, T0);
-    q.refund("free", 1, T0);
+    q.settle("free", 1, 0, T0);
     q.admit("acme", 1_000_000_000, T0); // no token limit: any size passes
   });
 

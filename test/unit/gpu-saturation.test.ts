@@ -4,6 +4,7 @@ import { buildConfig } from "../../src/config/load.ts";
 import type { GpuSample } from "../../src/gpuhealth/dcgm.ts";
 import { PoolSaturationTracker, UtilRing, type ScrapedGpu } from "../../src/gpuhealth/saturation.ts";
 import { shedDecision } from "../../src/gpuhealth/shed.ts";
+import { GpuSaturationTable } from "../../src/shared/gpu-saturation-table.ts";
 
 const RULES = { sustainedSamples: 3, shedUtilPct: 95, staleAfterMs: 1_000 };
 
@@ -70,6 +71,29 @@ describe("pool saturation", () => {
     feed(picky, [0, 1, 2].map(() => [gpu("GPU-0", 10), gpu("GPU-1", 99)]), only1);
     expect(picky.saturated("p", 200)).toBe(true);
     expect(picky.view(200).map((g) => [g.key, g.saturated, g.latestUtilPct])).toEqual([["http://dcgm-a/metrics#GPU-1", true, 99]]);
+  });
+
+  test("saturatedUntil: when the oldest latest sample of the pool's healthy GPUs turns stale; 0 when not saturated", () => {
+    const t = new PoolSaturationTracker(RULES);
+    expect(t.saturatedUntil("p", 0)).toBe(0);
+    feed(t, [0, 1, 2].map(() => [gpu("GPU-0", 99)]));
+    const other = { ...src, url: "http://dcgm-b/metrics" };
+    feed(t, [0, 1, 2].map(() => [gpu("GPU-7", 99)]), other, 50);
+    // GPU-0's latest sample (200) is older than GPU-7's (250): it bounds the pool.
+    expect(t.saturatedUntil("p", 250)).toBe(200 + RULES.staleAfterMs);
+    expect(t.saturatedUntil("q", 250)).toBe(0);
+
+    const table = new GpuSaturationTable(4);
+    table.publish(2, t.saturatedUntil("p", 250));
+    expect(table.saturated(2, 1_199)).toBe(true);
+    expect(table.saturated(2, 1_200)).toBe(false); // the writer stopped writing: the flag lapses by itself
+    expect(table.saturated(0, 0)).toBe(false);
+    expect(table.saturated(9, 0)).toBe(false); // no such row
+    const reader = new GpuSaturationTable(4, table.buffer);
+    table.publish(1, 5_000);
+    expect(reader.saturated(1, 4_999)).toBe(true);
+    table.publish(1, 0);
+    expect(reader.saturated(1, 1)).toBe(false);
   });
 
   test("DCGM_FI_PROF_GR_ENGINE_ACTIVE stands in when GPU_UTIL is absent", () => {

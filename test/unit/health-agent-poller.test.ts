@@ -92,7 +92,10 @@ describe("AgentPoller", () => {
     expect(f.requests.map((r) => r.url).sort()).toEqual(["http://a:7070/v1/state", "http://a:9400/metrics"]);
     const first = seen.get("a")!.dcgm!;
     expect(first).toMatchObject({ ok: true, stale: false, lastError: undefined });
-    expect(first.gpus[0]).toEqual({ uuid: "GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e", index: 0, reasons: ["xid 79: GPU has fallen off the bus"] });
+    expect(first.gpus[0]).toMatchObject({ uuid: "GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e", index: 0, reasons: ["xid 79: GPU has fallen off the bus"] });
+    // The exporter's figures ride along for the fleet's GPU series.
+    expect(first.gpus[0]!.report).toMatchObject({ uuid: "GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e", index: 0, gpuClass: "t4-15g", faultKinds: ["xid"] });
+    expect(first.gpus[0]!.report.temperatureC).toBeGreaterThan(0);
     dcgmUp = false;
     await p.pollOnce();
     expect(seen.get("a")!.dcgm).toEqual({ ...first, ok: false, lastError: "GET dcgm /metrics: HTTP 503" });

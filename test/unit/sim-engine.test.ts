@@ -7,7 +7,7 @@ function fixed(over: Partial<SimStaticConfig> = {}): SimStaticConfig {
   return { models: ["m"], maxNumSeqs: 4, numGpuBlocks: 64, blockSize: 4, maxModelLen: 256, outputLen: 8, embeddingDim: 8, startupMs: 0, metricsFlavor: "vllm-v1", gpus: 0, gpuModel: "x", dcgmModelLabel: "DCGM_FI_DEV_NAME", ...over };
 }
 function live(over: Partial<SimLiveConfig> = {}): SimLiveConfig {
-  return { itlMs: 2, prefillOverheadMs: 1, prefillMsPerToken: 0, jitter: 0, batchSlowdown: 0, faultRate: 0, faultTypes: [], dead: false, gpus: [newGpuFaultState()], ...over };
+  return { itlMs: 2, prefillOverheadMs: 1, prefillMsPerToken: 0, jitter: 0, batchSlowdown: 0, faultRate: 0, faultTypes: [], dead: false, dcgmDead: false, gpus: [newGpuFaultState()], ...over };
 }
 
 class Recorder implements SeqSink {

@@ -10,7 +10,7 @@ import { sharedFixture } from "../helpers/fixtures.ts";
 const fixed: SimStaticConfig = { models: ["org/model"], maxNumSeqs: 8, numGpuBlocks: 32, blockSize: 16, maxModelLen: 512, outputLen: 4, embeddingDim: 8, startupMs: 0, metricsFlavor: "vllm-v1", gpus: 1, gpuModel: "NVIDIA H100 80GB HBM3", dcgmModelLabel: "DCGM_FI_DEV_NAME" };
 
 async function busyEngine(): Promise<Engine> {
-  const e = new Engine(fixed, { itlMs: 1, prefillOverheadMs: 0, prefillMsPerToken: 0, jitter: 0, batchSlowdown: 0, faultRate: 0, faultTypes: [], dead: false, gpus: [] });
+  const e = new Engine(fixed, { itlMs: 1, prefillOverheadMs: 0, prefillMsPerToken: 0, jitter: 0, batchSlowdown: 0, faultRate: 0, faultTypes: [], dead: false, dcgmDead: false, gpus: [] });
   let done = () => {};
   const finished = new Promise<void>((r) => (done = r));
   const sink = { token() {}, finish: () => done(), cut() {} };
@@ -107,5 +107,15 @@ describe("sim metrics text", () => {
     const samples = parsePrometheusText(gpus.render({ utilization: 0.5, kvUsage: 0 }, faults, 1000)).samples;
     expect(samples.filter((x) => x.name === "DCGM_FI_DEV_GPU_UTIL").map((x) => x.labels.gpu)).toEqual(["0"]);
     expect(samples.filter((x) => x.name === "DCGM_FI_DEV_FB_USED").map((x) => x.labels.gpu)).toEqual(["0", "1"]);
+  });
+
+  test("a GPU pinned to a utilisation reports it whatever the load; the others follow the load", () => {
+    const gpus = new SimGpus(gpuSpec("NVIDIA H100 80GB HBM3"), 2, "host-a", "seed", 0);
+    const faults = [newGpuFaultState(), { ...newGpuFaultState(), utilizationPct: 97 }];
+    const samples = parsePrometheusText(gpus.render({ utilization: 0, kvUsage: 0 }, faults, 1000)).samples;
+    const util = samples.filter((x) => x.name === "DCGM_FI_DEV_GPU_UTIL").map((x) => [x.labels.gpu, x.value]);
+    expect(util).toEqual([["0", 0], ["1", 97]]);
+    const power = samples.filter((x) => x.name === "DCGM_FI_DEV_POWER_USAGE").map((x) => x.value);
+    expect(power[1]!).toBeGreaterThan(power[0]!);
   });
 });

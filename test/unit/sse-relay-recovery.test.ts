@@ -25,6 +25,7 @@ function owner() {
   const log: string[] = [];
   const o: RelayOwner & { log: string[] } = {
     includeUsage: true,
+    delivered: 0,
     choices: 1,
     usage: undefined,
     log,

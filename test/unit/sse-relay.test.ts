@@ -96,6 +96,7 @@ function recordingOwner(includeUsage: boolean) {
   const owner: RelayOwner & { malformedCount: number; ends: RelayEnd[] } = {
     includeUsage,
     choices: 1,
+    delivered: 0,
     usage: undefined,
     malformedCount: 0,
     ends,

@@ -134,17 +134,13 @@ export class QuotaLimiter {
     return { headers: rateLimitHeaders(q, now) };
   }
 
-  /** Correct the token charge once real usage is known: refund (actual < estimate) or charge the difference. */
+  /** Correct the token charge once real usage is known: refund (actual < estimate; 0 gives every token back) or charge the difference. */
   settle(tenant: string, estTokens: number, actualTokens: number, now: number): void {
     const tokens = this.#tenants.get(tenant)?.tokens;
     if (tokens === undefined || actualTokens === estTokens) return;
     tokens.charge(actualTokens - estTokens, now);
   }
 
-  /** A request that never reached an engine: give its tokens back (the request still counts). */
-  refund(tenant: string, estTokens: number, now: number): void {
-    this.#tenants.get(tenant)?.tokens?.charge(-estTokens, now);
-  }
 }
 
 function rateLimitHeaders(q: TenantBuckets, now: number): Record<string, string> {

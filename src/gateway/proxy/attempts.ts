@@ -243,7 +243,7 @@ export class AttemptLoop {
       if (result.status === 404) return "retry";
       const status = result.status ?? 400;
       const response = rejectedResponse(status, result.body, x.headers(true));
-      x.finish("client_error", status, message);
+      x.finish("client_error", status, message, isContextLengthError(message) ? "CONTEXT_LENGTH_EXCEEDED" : "UPSTREAM_REJECTED");
       return response;
     }
     // The whole request is out of time, or its answer is too large for any endpoint: no retry can help.

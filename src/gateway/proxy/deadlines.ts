@@ -70,18 +70,22 @@ export class AttemptDeadlines {
     clearTimeout(this.phaseTimer);
     const armedAt = performance.now();
     const check = () => {
-      if (!this.waitOutStall(armedAt, check)) this.fire("first_token_timeout");
+      if (!this.waitOutStall(armedAt, ms, check)) this.fire("first_token_timeout");
     };
     this.phaseTimer = setTimeout(check, ms);
   }
 
   /**
-   * A silence measured since `since` is due: if the loop stalled within it,
-   * recheck once shortly (true: deferred), and if it is still due after that,
-   * fire excused.
+   * A silence of `limitMs` measured since `since` is due: if the loop
+   * stalled within it, and without the stall the silence would not have
+   * reached the limit, recheck once shortly (true: deferred); if it is
+   * still due after that, fire excused. An engine silent for the whole limit
+   * besides the stall is still the engine's failure.
    */
-  private waitOutStall(since: number, recheck: () => void): boolean {
-    if (loopLag.stalledWithin(since, performance.now()) < STALL_MS) return false;
+  private waitOutStall(since: number, limitMs: number, recheck: () => void): boolean {
+    const now = performance.now();
+    const stalled = loopLag.stalledWithin(since, now);
+    if (stalled < STALL_MS || now - since - stalled >= limitMs) return false;
     if (!this.deferred) {
       this.deferred = true;
       this.phaseTimer = setTimeout(recheck, STALL_RECHECK_MS);
@@ -99,7 +103,7 @@ export class AttemptDeadlines {
     const check = () => {
       const quiet = performance.now() - this.lastActivity;
       if (quiet < this.idleMs) this.phaseTimer = setTimeout(check, this.idleMs - quiet);
-      else if (!this.waitOutStall(this.lastActivity, check)) this.fire("idle_timeout");
+      else if (!this.waitOutStall(this.lastActivity, this.idleMs, check)) this.fire("idle_timeout");
     };
     this.phaseTimer = setTimeout(check, ms);
   }

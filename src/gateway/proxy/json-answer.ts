@@ -10,6 +10,8 @@
  * put it (absent when it is not there).
  */
 import type { AttemptFailure, Outcome } from "../../metrics/names.ts";
+import type { ErrorCode } from "../../shared/errors.ts";
+import { FAILURE_CODE } from "./failures.ts";
 import type { AttemptVerdict, Usage } from "../request/exchange.ts";
 import type { AttemptDeadlines } from "./deadlines.ts";
 import type { BodyReader } from "./upstream.ts";
@@ -75,7 +77,7 @@ export async function readAnswer(reader: BodyReader, deadlines: AttemptDeadlines
 export interface AnswerOwner {
   usage: Usage | undefined;
   endAttempt(verdict: AttemptVerdict): void;
-  finish(outcome: Outcome, status: number, error?: string): void;
+  finish(outcome: Outcome, status: number, error?: string, errorCode?: ErrorCode): void;
 }
 
 /**
@@ -102,7 +104,7 @@ export function relayAnswer(x: AnswerOwner, a: CommittedAnswer, max: number): Re
     } else {
       void a.reader.cancel().catch(() => {});
       x.endAttempt(failure === "too_large" ? { kind: "neutral", failure } : { kind: "fault", failure });
-      x.finish("stream_error", 200, message);
+      x.finish("stream_error", 200, message, FAILURE_CODE[failure]);
     }
   };
   return new ReadableStream<Uint8Array>({

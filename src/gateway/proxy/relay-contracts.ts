@@ -38,6 +38,8 @@ export function engineErrorMessage(bytes: Uint8Array): string {
 export interface RelayOwner {
   /** The client asked for stream_options.include_usage. */
   readonly includeUsage: boolean;
+  /** Data events relayed so far (the relay counts them). */
+  delivered: number;
   /** Choices the answer has (the request's n): a stream is complete once each has a finish_reason. */
   readonly choices: number;
   usage: Usage | undefined;
@@ -46,7 +48,7 @@ export interface RelayOwner {
   /** An invalid event was dropped. */
   malformed(): void;
   endAttempt(verdict: AttemptVerdict): void;
-  finish(outcome: Outcome, status: number, error?: string): void;
+  finish(outcome: Outcome, status: number, error?: string, errorCode?: ErrorCode): void;
 }
 
 /** A stream's continuation on another replica (continuation/stream-recovery.ts), as the relay sees it. */

@@ -157,7 +157,7 @@ export class SseRelay implements Evictable {
     }
     if (next === undefined) {
       this.out.push(sseErrorEvent(brk.code, brk.message), DONE_EVENT);
-      return this.end(brk.outcome, NEUTRAL, brk.message); // the broken attempt's verdict was given at the break
+      return this.end(brk.outcome, NEUTRAL, brk.message, brk.code); // the broken attempt's verdict was given at the break
     }
     this.open = next;
     this.evicted = false;
@@ -203,6 +203,7 @@ export class SseRelay implements Evictable {
     switch (kind) {
       case "data": {
         this.tokensInChunk = true;
+        this.x.delivered++;
         this.finished += finishedChoices(buf, start, end);
         const w = this.watch;
         if (w !== undefined) {
@@ -309,7 +310,7 @@ export class SseRelay implements Evictable {
       return;
     }
     this.out.push(sseErrorEvent(code, message), DONE_EVENT);
-    this.end(outcome, verdict, message);
+    this.end(outcome, verdict, message, code);
   }
 
   /** evict() cut the upstream: not the engine's failure. */
@@ -317,13 +318,13 @@ export class SseRelay implements Evictable {
     this.broken("UPSTREAM_STREAM_TRUNCATED", undefined, "the endpoint was taken out of service mid-stream", "drained");
   }
 
-  private end(outcome: Outcome, verdict: AttemptVerdict, error?: string): void {
+  private end(outcome: Outcome, verdict: AttemptVerdict, error?: string, code?: ErrorCode): void {
     if (this.over) return;
     this.over = true;
     this.recovery?.close();
     this.open.deadlines.dispose();
     this.x.endAttempt(verdict);
-    this.x.finish(outcome, 200, outcome === "ok" || outcome === "cancelled" ? undefined : error);
+    this.x.finish(outcome, 200, outcome === "ok" || outcome === "cancelled" ? undefined : error, code);
     if (outcome !== "cancelled") this.releaseUpstream();
   }
 

@@ -11,7 +11,8 @@ import type { AttemptFailure, BreakCause, Outcome, RecoveryResult, Route } from 
 import { I } from "../../shared/endpoint-table.ts";
 import { UNKNOWN_MODEL } from "../../metrics/names.ts";
 import type { RequestSeries } from "../../metrics/registry.ts";
-import { errorResponse, type LlmgwError } from "../../shared/errors.ts";
+import { requestAuditRecord, type AuditRecovery } from "../../shared/audit.ts";
+import { errorResponse, type ErrorCode, type LlmgwError } from "../../shared/errors.ts";
 import type { Grant } from "../admission-client.ts";
 import type { GatewayContext } from "../context.ts";
 import type { Principal } from "../gates/auth.ts";
@@ -23,16 +24,9 @@ export interface Usage {
 }
 
 /** One break of a stream after its first byte and how it was handled (issue 13), for the audit line. */
-export interface RecoveryNote {
+export interface RecoveryNote extends AuditRecovery {
   cause: BreakCause;
-  /** The endpoint whose stream broke. */
-  from: string | undefined;
   result: RecoveryResult;
-  /** Where the continuation runs (recovered), and its model when a fallback took it. */
-  to?: string;
-  model?: string;
-  /** Why it was not continued, in detail (not_continuable, not_resumable: tools, finished …). */
-  reason?: string;
 }
 
 /** What an attempt said about the endpoint it went to (the circuit breaker's input). */
@@ -62,6 +56,10 @@ export class Exchange {
   prefixHashes: number[] = NO_HASHES;
   principal: Principal | undefined;
   estTokens = 0;
+  /** The prompt's share of the estimate (what a request that generated tokens but reported no usage is charged for its prompt). */
+  promptEstimate = 0;
+  /** Data events relayed to the client (completion tokens, near enough, when the engine reports no usage). */
+  delivered = 0;
   /** x-ratelimit-* headers from the quota gate. */
   quotaHeaders: Record<string, string> = NO_HEADERS;
   /** Requests sent to engines so far. */
@@ -71,6 +69,15 @@ export class Exchange {
   usage: Usage | undefined;
   /** Breaks of the stream after its first byte and how each was handled (issue 13); undefined when none. */
   recoveries: RecoveryNote[] | undefined;
+  /** Audit: answered from the response cache ("hit") or recorded into it ("miss"); undefined when not cacheable. */
+  cache: "hit" | "miss" | undefined;
+  /** Audit: answered by replaying an idempotency record. */
+  replay = false;
+  /** Audit: the batch this request runs a line of. */
+  batchId: string | undefined;
+  private queueMs: number | undefined;
+  private ttftMs: number | undefined;
+  private errorCode: ErrorCode | undefined;
   private series: RequestSeries | undefined;
   private grant: Grant | undefined;
   private lastTokenAt = 0;
@@ -114,6 +121,7 @@ export class Exchange {
   hold(grant: Grant): void {
     if (this.grant) throw new Error("an exchange holds one endpoint at a time");
     this.grant = grant;
+    this.queueMs ??= grant.waitedMs; // admission's wait: only the first grant is queued
     this.endpointId = this.ctx.endpoints.idOf(grant.index);
     for (const scorer in grant.scores) this.ctx.metrics.scoreSeries(scorer).observe(grant.scores[scorer]!);
   }
@@ -166,7 +174,8 @@ export class Exchange {
   /** The first token went to the client. */
   firstToken(now: number): void {
     this.lastTokenAt = now;
-    this.series?.ttft.observe((now - this.arrivedAt) / 1000);
+    this.ttftMs = now - this.arrivedAt;
+    this.series?.ttft.observe(this.ttftMs / 1000);
   }
 
   /** More tokens went to the client (observed once per upstream chunk). */
@@ -190,47 +199,54 @@ export class Exchange {
 
   /** End the request with an error answer. */
   fail(err: LlmgwError, outcome: Outcome): Response {
-    this.finish(outcome, err.status, err.message);
+    this.finish(outcome, err.status, err.message, err.code);
     return errorResponse(err, this.headers());
   }
 
-  /** Runs once: releases what is still held, settles the quota, records metrics and the audit line. */
-  finish(outcome: Outcome, status: number, error?: string): void {
+  /** Runs once: releases what is still held, settles the quota, records metrics and the audit line (README, "Audit log schema"). */
+  finish(outcome: Outcome, status: number, error?: string, errorCode?: ErrorCode): void {
     if (this.finished) return;
     this.finished = true;
+    this.errorCode = errorCode;
     this.endAttempt({ kind: "neutral" });
     const { ctx } = this;
     const now = Date.now();
     const tenant = this.tenant;
-    // Correct the token estimate with the engine's usage; a request that never
-    // reached an engine gets its tokens back.
+    // Settle the estimate charged at the quota gate with what the engine
+    // reported; with no report, with what reached the client (nothing: every
+    // token back — an engine's 4xx, a failure before the first byte).
     if (this.estTokens > 0) {
-      if (this.usage) ctx.quota.settle(tenant, this.estTokens, this.usage.prompt_tokens + this.usage.completion_tokens, now);
-      else if (this.attempts === 0) ctx.quota.refund(tenant, this.estTokens, now);
+      const actual = this.usage ? this.usage.prompt_tokens + this.usage.completion_tokens : this.delivered > 0 ? this.promptEstimate + this.delivered : 0;
+      ctx.quota.settle(tenant, this.estTokens, actual, now);
     }
     const seconds = (performance.now() - this.arrivedAt) / 1000;
     const series = this.series ?? ctx.metrics.requestSeries(UNKNOWN_MODEL, this.route);
     series.finished(outcome, this.stream, seconds, this.usage);
-    ctx.log.info(
-      {
-        request_id: this.requestId,
-        route: this.route,
-        model: this.model ?? UNKNOWN_MODEL,
-        stream: this.stream,
-        tenant,
-        band: this.bandName,
-        outcome,
-        status,
-        endpoint: this.endpointId,
-        attempts: this.attempts,
-        prompt_tokens: this.usage?.prompt_tokens,
-        completion_tokens: this.usage?.completion_tokens,
-        recoveries: this.recoveries,
-        duration_ms: Math.round(seconds * 1000),
-        error,
-      },
-      "request",
-    );
+    const record = requestAuditRecord({
+      requestId: this.requestId,
+      tenant,
+      model: this.model,
+      band: this.bandName,
+      route: this.path,
+      endpoint: this.endpointId,
+      stream: this.stream,
+      attempts: this.attempts,
+      outcome,
+      status,
+      errorCode: this.errorCode,
+      errorMessage: error,
+      promptTokens: this.usage?.prompt_tokens,
+      completionTokens: this.usage?.completion_tokens,
+      startedAtMs: now - Math.round(seconds * 1000),
+      endedAtMs: now,
+      queueMs: this.queueMs === undefined ? undefined : Math.round(this.queueMs),
+      ttftMs: this.ttftMs === undefined ? undefined : Math.round(this.ttftMs),
+      cache: this.cache,
+      replay: this.replay,
+      batchId: this.batchId,
+      recoveries: this.recoveries,
+    });
+    ctx.log.info(record, "audit");
   }
 }
 

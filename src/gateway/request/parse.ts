@@ -13,10 +13,32 @@ export interface InferenceBody {
   [key: string]: unknown;
 }
 
-/** Read at most `limit` bytes; a larger body is a 413 whether or not it declared its length. */
-export async function readBodyLimited(req: Request, limit: number): Promise<Uint8Array> {
+/**
+ * Read at most `limit` bytes within `timeoutMs`: a larger body is a 413
+ * whether or not it declared its length, and a client that declared a length
+ * and then sends less (or stops) is cut at the deadline with a 408, not held
+ * until the idle timeout.
+ */
+export async function readBodyLimited(req: Request, limit: number, timeoutMs = Number.POSITIVE_INFINITY): Promise<Uint8Array> {
   const declared = Number(req.headers.get("content-length") ?? NaN);
   if (declared > limit) throw tooLarge(limit);
+  if (!req.body) return new Uint8Array(0);
+  if (!Number.isFinite(timeoutMs)) return readAll(req, declared, limit);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const reading = readAll(req, declared, limit);
+  const deadline = new Promise<never>((_, reject) => {
+    // connection: close — the client may still be sending what it declared.
+    timer = setTimeout(() => reject(new LlmgwError("BODY_READ_TIMEOUT", `the request body did not arrive within ${timeoutMs} ms`, { headers: { connection: "close" } })), timeoutMs);
+  });
+  try {
+    return await Promise.race([reading, deadline]);
+  } finally {
+    clearTimeout(timer);
+    reading.catch(() => {}); // a read that lost the race settles later, unobserved
+  }
+}
+
+async function readAll(req: Request, declared: number, limit: number): Promise<Uint8Array> {
   if (!req.body) return new Uint8Array(0);
   if (Number.isFinite(declared)) {
     const buf = new Uint8Array(await req.arrayBuffer());

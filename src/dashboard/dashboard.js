@@ -1,0 +1,161 @@
+/**
+ * The live dashboard: polls the admin listener's JSON snapshot twice a second
+ * and redraws. Everything is built with DOM calls (names and fault reasons
+ * come from agents: never parsed as HTML); nothing is fetched from anywhere
+ * but this origin.
+ */
+import { errorRatio, requestRate, ttftQuantile, windowEnds } from "./traffic.js";
+
+const SNAPSHOT_URL = "/admin/v1/dashboard";
+const POLL_MS = 500;
+const RATE_WINDOW_MS = 10_000;
+/** Snapshots kept for rates (a little over the window). */
+const HISTORY = Math.ceil(RATE_WINDOW_MS / POLL_MS) + 4;
+
+const history = [];
+
+/** Create an element: attributes (`data-*`, `class`, `title`) and children (strings become text). */
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs ?? {})) if (v !== undefined && v !== null) el.setAttribute(k, String(v));
+  for (const c of children.flat()) if (c !== undefined && c !== null && c !== false) el.append(c instanceof Node ? c : String(c));
+  return el;
+}
+
+const NA = "n/a";
+const GIB = 1024 ** 3;
+const pct = (v) => (v === null ? NA : `${(v * 100).toFixed(v < 0.1 && v > 0 ? 1 : 0)}%`);
+const gib = (v) => (v === null ? NA : `${(v / GIB).toFixed(v < 10 * GIB ? 1 : 0)}`);
+const seconds = (v) => (v === null ? "—" : v < 1 ? `${Math.round(v * 1000)} ms` : `${v.toFixed(2)} s`);
+const stateWords = { not_ready: "not ready", ready: "ready", draining: "draining", cordoned: "cordoned" };
+
+/** A labelled bar; `ratio` null draws the bar as absent (hatched, "n/a"), never as an empty 0. */
+function meter(name, ratio, text) {
+  const fill = h("div", { class: ratio !== null && ratio >= 0.9 ? "fill hot" : "fill" });
+  if (ratio !== null) fill.style.setProperty("width", `${Math.max(0, Math.min(1, ratio)) * 100}%`);
+  return h("div", { class: ratio === null ? "meter absent" : "meter", "data-meter": name }, h("span", { class: "name" }, name), h("div", { class: "track" }, fill), h("span", { class: "num" }, text));
+}
+
+function gpuView(g) {
+  const mem = g.memory_total_bytes !== null && g.memory_used_bytes !== null ? g.memory_used_bytes / g.memory_total_bytes : null;
+  const extra = [g.temperature_c === null ? null : `${Math.round(g.temperature_c)} °C`, g.power_w === null ? null : `${Math.round(g.power_w)} W`].filter((x) => x !== null);
+  return h(
+    "div",
+    { class: "gpu", "data-gpu": `${g.node}/${g.index ?? g.uuid}`, "data-healthy": g.healthy },
+    h("div", { class: "gpu-id", title: g.uuid }, `GPU ${g.index ?? "?"}`, h("small", {}, g.class)),
+    h(
+      "div",
+      {},
+      meter("mem", mem, mem === null ? NA : `${gib(g.memory_used_bytes)} / ${gib(g.memory_total_bytes)} GiB`),
+      meter("util", g.utilization, g.utilization === null ? "not reported" : pct(g.utilization)),
+      extra.length > 0 ? h("div", { class: "gpu-extra" }, extra.join(" · ")) : null,
+    ),
+    g.faults.map((f) => h("div", { class: "fault", "data-fault": "" }, `⚠ ${f}`)),
+  );
+}
+
+function nodesView(snap) {
+  const byNode = new Map();
+  for (const g of snap.gpus) {
+    if (!byNode.has(g.node)) byNode.set(g.node, []);
+    byNode.get(g.node).push(g);
+  }
+  // Fleet nodes first (in their order), then hosts of static endpoints' exporters.
+  const cards = snap.nodes.map((n) => ({ name: n.name, node: n, gpus: byNode.get(n.name) ?? [] }));
+  for (const [name, gpus] of byNode) if (!snap.nodes.some((n) => n.name === name)) cards.push({ name, node: null, gpus });
+  if (cards.length === 0) return [h("p", { class: "empty" }, "No nodes or GPUs reported (no fleet, no dcgm_url).")];
+  return cards.map(({ name, node, gpus }) => {
+    const state = node ? node.state : "static";
+    const replicas = snap.replicas.filter((r) => r.shards.some((s) => s.node === name));
+    const note = node && !node.answering ? `no answer${node.last_answer_age_ms === null ? " yet" : ` for ${Math.round(node.last_answer_age_ms / 1000)} s`}` : `${replicas.length} replica(s)`;
+    return h(
+      "div",
+      { class: "node", "data-node": name, "data-state": state },
+      h("div", { class: "node-head" }, h("span", { class: "node-name" }, name), h("span", { class: "node-note" }, node ? note : "static endpoint"), node ? h("span", { class: `badge ${state}` }, stateWords[state] ?? state) : null),
+      node && node.last_error && !node.answering ? h("div", { class: "node-note" }, node.last_error) : null,
+      gpus.length > 0 ? gpus.map(gpuView) : h("p", { class: "empty" }, node && !node.answering ? "GPUs not shown: the node does not answer." : "No GPUs reported."),
+    );
+  });
+}
+
+function rows(tbody, list, empty, row) {
+  tbody.replaceChildren(...(list.length > 0 ? list.map(row) : [h("tr", {}, h("td", { colspan: 4, class: "empty" }, empty))]));
+}
+
+function render(snap) {
+  document.getElementById("nodes").replaceChildren(...nodesView(snap));
+  rows(document.querySelector("#models tbody"), snap.models, snap.fleet ? "No desired models." : "No fleet.", (m) =>
+    h("tr", { "data-model": m.name, class: m.serving < m.desired ? "short" : undefined }, h("td", {}, m.name), h("td", { class: "num" }, `${m.serving} / ${m.desired}`)),
+  );
+  rows(document.querySelector("#replicas tbody"), snap.replicas, snap.fleet ? "No replicas." : "No fleet.", (r) =>
+    h(
+      "tr",
+      { "data-replica": r.id, "data-state": r.state, title: r.detail ?? "" },
+      h("td", {}, r.id),
+      h("td", {}, r.model),
+      h("td", {}, h("span", { class: `badge ${r.state}` }, r.state), r.in_rotation ? "" : " (out of rotation)"),
+      h("td", {}, r.shards.map((s) => `${s.node}:${s.gpus.join(",")}`).join(" ")),
+    ),
+  );
+  document.getElementById("pools").replaceChildren(
+    ...(snap.pools.length > 0
+      ? snap.pools.map((p) =>
+          h(
+            "div",
+            { class: "pool", "data-pool": p.name },
+            h("div", { class: "pool-head" }, h("span", {}, p.name), h("span", {}, `queued ${p.queue_depth.reduce((n, b) => n + b.depth, 0)}`)),
+            meter("sat", p.saturation, p.saturation === null ? NA : pct(p.saturation)),
+            h("div", { class: "bands" }, p.queue_depth.map((b) => h("span", { "data-band": b.band }, `${b.band} `, h("b", {}, String(b.depth))))),
+          ),
+        )
+      : [h("p", { class: "empty" }, "No pools yet.")]),
+  );
+  rows(document.querySelector("#endpoints tbody"), snap.endpoints, "No endpoints.", (e) =>
+    h(
+      "tr",
+      { "data-endpoint": e.id },
+      h("td", {}, e.id),
+      h("td", {}, e.node ?? "—"),
+      h("td", {}, h("span", { class: `badge ${e.gpu_faulted ? "fault" : e.draining ? "draining" : e.ready ? "ok" : "not_ready"}` }, e.gpu_faulted ? "GPU fault" : e.draining ? "draining" : e.ready ? "ready" : "not ready")),
+      h("td", { class: "num" }, String(e.inflight)),
+    ),
+  );
+  const ready = snap.nodes.filter((n) => n.answering).length;
+  document.getElementById("kpi-nodes").textContent = snap.fleet ? `${ready} / ${snap.nodes.length}` : "—";
+  document.getElementById("kpi-gpus").textContent = snap.gpus.length > 0 ? `${snap.gpus.filter((g) => g.healthy).length} / ${snap.gpus.length}` : "—";
+  const ends = windowEnds(history, RATE_WINDOW_MS);
+  const rate = ends ? requestRate(ends.first, ends.last) : null;
+  const errors = ends ? errorRatio(ends.first, ends.last) : null;
+  document.getElementById("kpi-rate").textContent = rate === null ? "—" : rate.toFixed(rate < 10 ? 1 : 0);
+  document.getElementById("kpi-errors").textContent = errors === null ? "—" : pct(errors);
+  document.getElementById("kpi-ttft-p50").textContent = seconds(ends ? ttftQuantile(ends.first, ends.last, 0.5) : null);
+  document.getElementById("kpi-ttft-p99").textContent = seconds(ends ? ttftQuantile(ends.first, ends.last, 0.99) : null);
+}
+
+function setStatus(live, text) {
+  const el = document.getElementById("status");
+  el.dataset.live = String(live);
+  el.textContent = text;
+}
+
+async function poll() {
+  try {
+    const res = await fetch(SNAPSHOT_URL, { cache: "no-store" });
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    const snap = await res.json();
+    // A gateway that restarted counts from 0 again: rates restart with it.
+    const last = history[history.length - 1];
+    if (last && snap.traffic.requests < last.traffic.requests) history.length = 0;
+    history.push(snap);
+    if (history.length > HISTORY) history.shift();
+    render(snap);
+    setStatus(true, `live · ${new Date(snap.at).toLocaleTimeString()}`);
+    document.body.dataset.snapshotAt = String(snap.at);
+  } catch (err) {
+    setStatus(false, `gateway unreachable (${err instanceof Error ? err.message : String(err)}); retrying`);
+  } finally {
+    setTimeout(poll, POLL_MS);
+  }
+}
+
+void poll();

@@ -1,0 +1,23 @@
+/**
+ * Gate 5: batch shed under sustained GPU saturation (after replay and cache,
+ * before admission). While the pool a request would be admitted to is
+ * saturated — the health worker's flag in shared memory, no message — a
+ * request in gpu_health.shed_band gets 429 GPU_SATURATED with Retry-After
+ * (src/gpuhealth/shed.ts), counted in llmgw_gpu_shed_total; every other band
+ * passes, and without a gpu_health block nothing is ever shed.
+ */
+import { shedDecision } from "../../gpuhealth/shed.ts";
+import type { GatewayContext } from "../context.ts";
+import type { Exchange } from "../request/exchange.ts";
+
+export function batchShedGate(ctx: GatewayContext, x: Exchange): void {
+  const cfg = ctx.config.gpuHealth;
+  if (cfg === null || !cfg.shedBatch || x.band !== cfg.shedBand || x.model === undefined) return;
+  const pool = ctx.admission.poolOf(x.model);
+  if (pool === undefined || !ctx.gpuSaturation.saturated(pool, Date.now())) return;
+  const name = ctx.endpoints.poolName(pool) ?? String(pool);
+  const refusal = shedDecision(cfg, x.band, name, true);
+  if (refusal === undefined) return;
+  ctx.jobsMetrics.gpuShed.inc({ pool: name });
+  throw refusal;
+}

@@ -1,0 +1,29 @@
+/**
+ * Gate 3: idempotent replay (after auth and quota, before the cache). A POST
+ * with an Idempotency-Key whose request completed is answered with the
+ * recorded bytes — no GPU, so before the shed check and admission; the same
+ * key with another body is a 422; a duplicate of a request still running
+ * waits for it, then replays or gets a 409 (src/jobs/idempotency-gate.ts).
+ * Otherwise this request's answer is recorded on its way out.
+ */
+import { IDEMPOTENCY_HEADER } from "../../jobs/idempotency-gate.ts";
+import type { GatewayContext } from "../context.ts";
+import type { AnswerRecorders } from "../request/answer-recorders.ts";
+import type { Exchange } from "../request/exchange.ts";
+
+export async function idempotentReplayGate(ctx: GatewayContext, x: Exchange, req: Request, answer: AnswerRecorders): Promise<Response | undefined> {
+  if (!req.headers.has(IDEMPOTENCY_HEADER)) return undefined;
+  const { idempotency } = await ctx.jobs.opened();
+  const check = await idempotency.check(req, x.tenant, x.rawBody, x.signal);
+  if (check.kind === "none") return undefined;
+  if (check.kind === "run") {
+    answer.add(check.record);
+    return undefined;
+  }
+  // Byte for byte as first answered (its x-request-id included); only the quota state is today's.
+  const res = check.response;
+  for (const [k, v] of Object.entries(x.quotaHeaders)) res.headers.set(k, v);
+  x.replay = true;
+  x.finish("ok", res.status);
+  return res;
+}

@@ -1,0 +1,31 @@
+/**
+ * Gate 4: the response cache (after idempotent replay, before the shed check
+ * and admission: a hit uses no GPU). Opt-in per model, deterministic requests
+ * only, keys per tenant (src/cache/). A hit answers with the recorded bytes
+ * and `x-llmgw-cache: hit`; a cacheable miss records its answer on the way
+ * out and says `miss`; anything else passes untouched.
+ */
+import type { GatewayContext } from "../context.ts";
+import type { AnswerRecorders } from "../request/answer-recorders.ts";
+import type { Exchange } from "../request/exchange.ts";
+
+export async function responseCacheGate(ctx: GatewayContext, x: Exchange, answer: AnswerRecorders): Promise<Response | undefined> {
+  if (ctx.cache.off || x.body === undefined || x.model === undefined) return undefined;
+  const check = await ctx.cache.check({ tenant: x.tenant, route: x.route, requestedModel: x.body.model, model: x.model, body: x.body });
+  switch (check.kind) {
+    case "bypass":
+      return undefined;
+    case "miss":
+      x.cache = "miss";
+      answer.add(check.record);
+      return undefined;
+    case "hit": {
+      // The recorded answer, under this request's id and quota state.
+      const res = check.response;
+      for (const [k, v] of Object.entries(x.headers())) res.headers.set(k, v);
+      x.cache = "hit";
+      x.finish("ok", res.status);
+      return res;
+    }
+  }
+}

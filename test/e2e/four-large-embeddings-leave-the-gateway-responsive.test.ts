@@ -1,0 +1,137 @@
+/**
+ * The case that took a gateway from 110 MB to 2.5 GB and blocked its event
+ * loop for seconds: four concurrent embeddings requests of 30,000 short
+ * inputs (about 290 KB each) whose answers are about 240 MB of JSON each.
+ * The answers now stream through (never held whole, never parsed whole), so
+ * while they do: the gateway's resident memory stays within a bound, /health
+ * answers within 50 ms, and healthy streams of other clients on another
+ * engine complete with no error and nothing counted against that engine.
+ *
+ * The large-answer engine is an in-process Bun.serve that writes its JSON as
+ * it goes (it must not hold 1 GB itself); the gateway and the sim-engine are
+ * real processes.
+ */
+import { afterAll, expect, test } from "bun:test";
+import type { Server } from "bun";
+import { readFileSync } from "node:fs";
+import { concurrentStreams } from "../../src/bench/concurrent-streams.ts";
+import { counterValue, startGateway, startSim } from "../helpers/cluster.ts";
+import { startLatencyProber } from "../helpers/latency-prober.ts";
+import { stopAll } from "../helpers/processes.ts";
+
+const INPUTS = 30_000;
+const DIM = 880;
+/** Documented bound (README, Failure handling): what four such answers may add to the gateway's RSS. */
+const RSS_BOUND_MIB = 256;
+
+let engine: Server<undefined>;
+afterAll(async () => {
+  await stopAll();
+  engine?.stop(true);
+});
+
+/** One embeddings answer for `n` inputs, written as it goes: about 8 KB of JSON per input at DIM 880 (240 MB for 30,000). */
+function embeddingsAnswer(n: number): ReadableStream<Uint8Array> {
+  const enc = new TextEncoder();
+  const vector = `[${Array.from({ length: DIM }, (_, i) => (0.000123 * i).toFixed(6)).join(",")}]`;
+  let i = 0;
+  return new ReadableStream<Uint8Array>({
+    start(c) {
+      c.enqueue(enc.encode('{"object":"list","model":"embed","data":['));
+    },
+    pull(c) {
+      if (i >= n) {
+        c.enqueue(enc.encode(`],"usage":{"prompt_tokens":${n},"total_tokens":${n}}}`));
+        c.close();
+        return;
+      }
+      let part = "";
+      for (let k = 0; k < 64 && i < n; k++, i++) part += `${i > 0 ? "," : ""}{"object":"embedding","index":${i},"embedding":${vector}}`;
+      c.enqueue(enc.encode(part));
+    },
+  });
+}
+
+const rssMiB = (pid: number) => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+
+test("four 240 MB embeddings answers stream through: bounded RSS, /health within 50 ms, healthy streams unharmed", async () => {
+  engine = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 0,
+    async fetch(req) {
+      const path = new URL(req.url).pathname;
+      if (path === "/health") return new Response("");
+      if (path === "/v1/models") return Response.json({ object: "list", data: [{ id: "embed", object: "model" }] });
+      if (path !== "/v1/embeddings") return new Response("", { status: 404 });
+      const body = (await req.json()) as { input: string[] };
+      return new Response(embeddingsAnswer(body.input.length), { headers: { "content-type": "application/json" } });
+    },
+  });
+  const sim = await startSim(["--model", "chat", "--itl-ms", "20"]);
+  const gw = await startGateway(
+    {
+      health: { poll_interval_ms: 200 },
+      endpoints: [
+        { id: "embedder", url: `http://127.0.0.1:${engine.port}`, models: ["embed"] },
+        { id: "sim", url: sim.api, models: ["chat"] },
+      ],
+    },
+    2,
+  );
+  const pid = gw.proc.pid;
+  await fetch(`${gw.admin}/admin/v1/diagnostics/gc`, { method: "POST" });
+  const rest = rssMiB(pid);
+
+  // /health latency from a process of its own; RSS sampled here.
+  const prober = startLatencyProber(`${gw.api}/health`);
+  let sampling = true;
+  let peak = rest;
+  const rssSampler = (async () => {
+    while (sampling) {
+      peak = Math.max(peak, rssMiB(pid));
+      await Bun.sleep(20);
+    }
+  })();
+
+  const input = Array.from({ length: INPUTS }, (_, i) => `short input number ${i}`);
+  const big = JSON.stringify({ model: "embed", input });
+  expect(big.length).toBeGreaterThan(250_000);
+  const embeddings = Promise.all(
+    Array.from({ length: 4 }, async () => {
+      const res = await fetch(`${gw.api}/v1/embeddings`, { method: "POST", headers: { "content-type": "application/json" }, body: big });
+      expect(res.status).toBe(200);
+      let bytes = 0;
+      let tail = "";
+      for await (const c of res.body!) {
+        bytes += c.byteLength;
+        tail = (tail + new TextDecoder().decode(c.subarray(-200))).slice(-200);
+      }
+      return { bytes, tail };
+    }),
+  );
+  const streams = concurrentStreams({
+    url: `${gw.api}/v1/chat/completions`,
+    bodies: Array.from({ length: 20 }, (_, i) => JSON.stringify({ model: "chat", stream: true, max_tokens: 40, messages: [{ role: "user", content: `healthy ${i}` }] })),
+  });
+  const [answers, healthy] = await Promise.all([embeddings, streams]);
+  sampling = false;
+  await rssSampler;
+  const health = await prober.stop();
+
+  for (const a of answers) {
+    expect(a.bytes).toBeGreaterThan(230_000_000);
+    expect(a.tail).toContain(`"usage":{"prompt_tokens":${INPUTS}`);
+  }
+  expect(healthy.errors).toBe(0);
+  expect(healthy.ok).toBe(20);
+  const metrics = await gw.metrics();
+  expect(counterValue(metrics, "llmgw_upstream_failures_total", { endpoint: "sim" })).toBe(0);
+  // The usage came from the answers' tails (never parsed whole).
+  expect(counterValue(metrics, "llmgw_tokens_total", { model: "embed", kind: "prompt" })).toBe(4 * INPUTS);
+  console.log(`four large embeddings: RSS rest ${rest.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB; /health worst ${health.worstMs.toFixed(1)} ms, median ${health.medianMs.toFixed(1)} ms over ${health.probes} probes`);
+  expect(peak - rest).toBeLessThan(RSS_BOUND_MIB);
+  expect(health.failures).toBe(0);
+  expect(health.probes).toBeGreaterThan(10);
+  expect(health.worstMs).toBeLessThan(50);
+}, 180_000);
