@@ -62,6 +62,7 @@ class ScriptedRecovery implements RelayRecovery {
   }
   rewrite(kind: "data" | "usage", event: Uint8Array): Uint8Array | undefined {
     if (kind === "usage") this.usage = { prompt_tokens: 4, completion_tokens: 5 };
+    if (dec.decode(event).includes('"role"')) return undefined; // the continuation's own role delta
     return new TextEncoder().encode(dec.decode(event).replace('"id":"y"', '"id":"x"'));
   }
   async resume(cause: BreakCause): Promise<OpenStream | undefined> {
@@ -85,7 +86,8 @@ async function run(relay: SseRelay): Promise<string> {
 describe("a relay with a recovery", () => {
   test("a cut stream goes on with the continuation: one stream, the broken attempt's verdict given at the break", async () => {
     const x = owner();
-    const cont = openStreamOf([TOKEN("c").replace('"x"', '"y"'), TOKEN("d").replace('"x"', '"y"'), USAGE, DONE]);
+    const role = 'data: {"id":"y","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n';
+    const cont = openStreamOf([role, TOKEN("c").replace('"x"', '"y"'), TOKEN("d").replace('"x"', '"y"'), USAGE, DONE]);
     const r = new ScriptedRecovery(async () => cont);
     const text = await run(new SseRelay(x, openStreamOf([TOKEN("a"), TOKEN("b"), new Error("socket closed")]), true, r));
     expect(text).toBe(TOKEN("a") + TOKEN("b") + TOKEN("c") + TOKEN("d") + USAGE.replace('"id":"y"', '"id":"x"') + DONE);
@@ -93,6 +95,7 @@ describe("a relay with a recovery", () => {
     expect(r.causes).toEqual(["cut"]);
     expect(x.log).toEqual(["end fault truncated", "end neutral", "finish ok"]);
     expect(x.usage).toEqual({ prompt_tokens: 4, completion_tokens: 5 }); // the recovery's honest usage, not the segment's
+    expect(x.delivered).toBe(4); // the dropped role delta is not
     expect(r.closed).toBe(true);
   });
 

@@ -203,13 +203,13 @@ export class SseRelay implements Evictable {
     switch (kind) {
       case "data": {
         this.tokensInChunk = true;
-        this.x.delivered++;
         this.finished += finishedChoices(buf, start, end);
         const w = this.watch;
         if (w !== undefined) {
-          if (w.rewriting) return this.forwardCopy(w.rewrite("data", view(buf, start, end)));
+          if (w.rewriting) return this.forwardRewritten(w.rewrite("data", view(buf, start, end)));
           w.observe(view(buf, start, end));
         }
+        this.x.delivered++;
         return this.forward(buf, start, end);
       }
       case "comment":
@@ -265,6 +265,12 @@ export class SseRelay implements Evictable {
     if (bytes === undefined) return;
     this.flushRun();
     this.out.push(bytes);
+  }
+
+  /** A continuation's data event as rewritten (undefined: dropped, as its role delta is: not delivered). */
+  private forwardRewritten(bytes: Uint8Array | undefined): void {
+    if (bytes !== undefined) this.x.delivered++;
+    this.forwardCopy(bytes);
   }
 
   private flushRun(): void {
