@@ -41,6 +41,9 @@ export const DEFAULT_CIRCUIT_OPEN_MS = 5_000;
 /** The open period doubles after each failed probe, up to this: a recovered upstream is never kept out for minutes. */
 export const DEFAULT_CIRCUIT_MAX_OPEN_MS = 30_000;
 
+/** Mid-stream continuations one request may get (issue 13). */
+export const DEFAULT_CONTINUATION_MAX_RECOVERIES = 2;
+
 export const DEFAULT_PREFIX_BLOCK_CHARS = 256;
 export const DEFAULT_PREFIX_MAX_BLOCKS = 16;
 export const DEFAULT_PREFIX_LRU_ENTRIES = 100_000;

@@ -249,6 +249,12 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       maxRetryAfterMs: c.retry.max_retry_after_ms,
     },
     circuitBreaker: { failureThreshold: c.circuit_breaker.failure_threshold, openMs: c.circuit_breaker.open_ms, maxOpenMs: Math.max(c.circuit_breaker.open_ms, c.circuit_breaker.max_open_ms) },
+    continuation: {
+      enabled: c.continuation.enabled,
+      maxRecoveries: c.continuation.max_recoveries,
+      offModels: c.models.filter((m) => !m.continuation).map((m) => m.name),
+      offEndpoints: c.endpoints.filter((e) => !e.continuation).map((e) => e.id),
+    },
     auth: {
       enabled: authEnabled,
       keys: c.auth.keys.map((k) => ({

@@ -35,6 +35,8 @@ export const modelSchema = z
     /** Models tried in order when every endpoint of this one failed before the first byte. */
     fallback: z.array(z.string().min(1)).default([]),
     deadlines: deadlinesSchema.default({}),
+    /** false: this model's streams are never continued on another replica, and it is never a continuation target (issue 13). */
+    continuation: z.boolean().default(true),
   })
   .strict();
 
@@ -52,6 +54,8 @@ export const endpointSchema = z
     gpu_ids: z.array(z.string().min(1)).default([]),
     /** The dcgm-exporter of the node this endpoint runs on; a faulted GPU there takes the endpoint out of rotation. */
     dcgm_url: httpUrl.optional(),
+    /** false: never a continuation target (an upstream that rejects continue_final_message, e.g. a hosted API) (issue 13). */
+    continuation: z.boolean().default(true),
   })
   .strict();
 
@@ -241,6 +245,19 @@ export const gpuHealthSchema = z
 
 // --- end of the issue 12 block ---
 
+// --- Mid-stream continuation on another replica (issue 13) ---
+
+export const continuationSchema = z
+  .object({
+    /** false: a stream that breaks after its first byte ends with its explicit error event, as before. */
+    enabled: z.boolean().default(true),
+    /** Continuations one request may get (each one also takes a retry from the retry budget). */
+    max_recoveries: z.number().int().min(1).max(10).default(D.DEFAULT_CONTINUATION_MAX_RECOVERIES),
+  })
+  .strict();
+
+// --- end of the issue 13 block ---
+
 export const configSchema = z
   .object({
     listen: hostPort.default(D.DEFAULT_LISTEN),
@@ -263,6 +280,7 @@ export const configSchema = z
     health: healthSchema.default(healthSchema.parse({})),
     retry: retrySchema.default(retrySchema.parse({})),
     circuit_breaker: circuitSchema.default(circuitSchema.parse({})),
+    continuation: continuationSchema.default(continuationSchema.parse({})),
     auth: authSchema.default(authSchema.parse({})),
     tenants: z.array(tenantSchema).default([]),
     admission: admissionSchema.default(admissionSchema.parse({})),

@@ -179,6 +179,16 @@ export interface GpuHealthConfig {
 
 // --- end of the issue 12 block ---
 
+/** Mid-stream continuation on another replica (issue 13). */
+export interface ContinuationConfig {
+  enabled: boolean;
+  maxRecoveries: number;
+  /** Models (canonical names) whose streams are never continued and that are never a target. */
+  offModels: readonly string[];
+  /** Endpoint ids that are never a continuation target. */
+  offEndpoints: readonly string[];
+}
+
 export interface Config {
   listen: Listen;
   adminListen: Listen;
@@ -207,6 +217,7 @@ export interface Config {
   health: { pollIntervalMs: number; timeoutMs: number; staleAfterMs: number };
   retry: { maxAttempts: number; budgetRatio: number; minPerS: number; backoffMs: number; maxRetryAfterMs: number };
   circuitBreaker: { failureThreshold: number; openMs: number; maxOpenMs: number };
+  continuation: ContinuationConfig;
   auth: { enabled: boolean; keys: readonly ApiKeyConfig[] };
   /** Configured tenants (quotas); keys may name tenants without an entry (no quota). */
   tenants: readonly TenantConfig[];

@@ -34,4 +34,11 @@ export interface EndpointSink {
    * agent's report is taken.
    */
   ready?(id: string): boolean;
+  /**
+   * Optional: the replica is about to be stopped (a drain past its grace
+   * period, a scale-down, a failure): streams still open on it are moved to
+   * another replica now — continued there (issue 13) — rather than cut by
+   * the stop. Returns how many were moved.
+   */
+  evict?(id: string): number;
 }

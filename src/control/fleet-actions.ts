@@ -213,6 +213,11 @@ export class FleetActions {
     this.ctx.log.info({ replica: entry.record.id, model: entry.record.model, url: endpoint.url, readyAfterMs: now - entry.record.createdAt }, "replica ready: in rotation");
   }
 
+  private evict(entry: ReplicaEntry, why: string): void {
+    const moved = this.sink.evict?.(entry.record.id) ?? 0;
+    if (moved > 0) this.ctx.log.info({ replica: entry.record.id, streams: moved, why }, "open streams moved to other replicas");
+  }
+
   private takeBack(entry: ReplicaEntry, why: string): void {
     if (!entry.runtime.handedOff) return;
     this.sinkCall(() => this.sink.removeEndpoint(entry.record.id));
@@ -247,6 +252,8 @@ export class FleetActions {
   }
 
   private async stop(entry: ReplicaEntry, reason: string): Promise<void> {
+    // Streams still open on it (a drain whose grace period is over) go on elsewhere rather than being cut by the stop.
+    if (entry.runtime.handedOff) this.sinkCall(() => this.evict(entry, reason));
     this.takeBack(entry, reason);
     entry.runtime.busy = true;
     this.background(async () => {

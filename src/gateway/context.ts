@@ -5,6 +5,7 @@ import type { Logger } from "../shared/logger.ts";
 import type { EndpointTable } from "../shared/endpoint-table.ts";
 import type { AdmissionClient } from "./admission-client.ts";
 import type { CircuitBreakers } from "./circuit-breaker.ts";
+import type { ContinuationPolicy } from "./continuation/continuation-policy.ts";
 import type { EndpointRegistry } from "./endpoints.ts";
 import type { ModelCatalog } from "./model-catalog.ts";
 import type { DialGuard } from "./proxy/dial-guard.ts";
@@ -33,6 +34,8 @@ export interface GatewayContext {
   usesPrefixHashes: boolean;
   auth: Authenticator;
   quota: TenantQuota;
+  /** Mid-stream continuation: what may be continued, and where (issue 13). */
+  continuation: ContinuationPolicy;
   /** A tenant as a metric label: configured tenants by name, others as "other". */
   tenantLabel(tenant: string): string;
   // issue 12: batch jobs, idempotency, response cache, GPU-saturation shedding

@@ -11,6 +11,7 @@ import type { PolledEndpoint } from "../protocol/health-messages.ts";
 import type { EngineFlavor } from "../config/types.ts";
 import { EndpointTable, I, SLOT_ACTIVE, SLOT_FREE, SLOT_RETIRING } from "../shared/endpoint-table.ts";
 import type { CircuitBreakers } from "./circuit-breaker.ts";
+import { StreamEvictions } from "./continuation/stream-evictions.ts";
 import type { ModelCatalog } from "./model-catalog.ts";
 import type { DialGuard } from "./proxy/dial-guard.ts";
 
@@ -49,6 +50,8 @@ export class EndpointRegistry {
   private readonly free: number[] = [];
   private nextUnused = 0;
   private listeners: EndpointListeners | undefined;
+  /** Continuable streams open on each slot (issue 13): evict() moves them elsewhere. */
+  readonly evictions = new StreamEvictions();
 
   constructor(
     readonly table: EndpointTable,
@@ -97,6 +100,16 @@ export class EndpointRegistry {
   setDraining(id: string, draining: boolean): void {
     const index = this.slotById.get(id);
     if (index !== undefined) this.table.setInt(index, I.DRAINING, draining ? 1 : 0);
+  }
+
+  /**
+   * The endpoint is going away now (a drain past its grace period, a replica
+   * being stopped): its open streams that can be continued move to another
+   * replica at once instead of being cut. Returns how many were moved.
+   */
+  evict(id: string): number {
+    const index = this.slotById.get(id);
+    return index === undefined ? 0 : this.evictions.evict(index);
   }
 
   /** The slot an endpoint occupies (undefined: unknown or removed). */

@@ -55,6 +55,11 @@ export class RegistryEndpointSink implements EndpointSink {
     this.registry.remove(id);
   }
 
+  /** The replica is being stopped: its continuable streams move to another replica now. */
+  evict(id: string): number {
+    return this.registry.evict(id);
+  }
+
   /** The gateway's health poll found it up with its model loaded. */
   ready(id: string): boolean {
     const slot = this.registry.slotOf(id);

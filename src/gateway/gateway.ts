@@ -23,6 +23,7 @@ import { loopLag } from "../shared/loop-lag.ts";
 import { AdmissionClient } from "./admission-client.ts";
 import { createAdminApp, createMetricsApp } from "./admin.ts";
 import { CircuitBreakers } from "./circuit-breaker.ts";
+import { ContinuationPolicy } from "./continuation/continuation-policy.ts";
 import type { FleetManager } from "../control/fleet-manager.ts";
 import { openGatewayFleet, type GatewayFleet } from "./fleet-control.ts";
 import { registerFleetMetrics } from "./fleet-metrics.ts";
@@ -235,6 +236,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     usesPrefixHashes: config.scheduling.scorers.some((s) => (s.name === "prefix-affinity" || s.name === "prefix-rendezvous") && s.weight > 0),
     auth: new Authenticator(config.auth, config.admission),
     quota: cluster?.quota ?? new QuotaLimiter(config.tenants),
+    continuation: new ContinuationPolicy(config.continuation),
     tenantLabel: (tenant) => (tenantNames.has(tenant) ? tenant : OTHER_TENANT),
     jobs,
     cache,

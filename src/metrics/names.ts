@@ -37,6 +37,27 @@ export type AttemptFailure = (typeof ATTEMPT_FAILURES)[number];
 export const ADMISSION_REJECTIONS = ["queue_full", "ttl_expired", "cancelled", "rate_limited", "unauthorized"] as const;
 export type AdmissionRejection = (typeof ADMISSION_REJECTIONS)[number];
 
+/**
+ * Mid-stream continuation (issue 13). Why a stream broke after its first
+ * byte, for the breaks a continuation may mend (drained: the fleet took its
+ * replica away past the drain's grace period).
+ */
+export const BREAK_CAUSES = ["cut", "stall", "engine_error", "drained"] as const;
+export type BreakCause = (typeof BREAK_CAUSES)[number];
+
+/** How a break of a stream was handled: continued, or why it was not. */
+export const RECOVERY_RESULTS = [
+  "recovered", // a continuation took over the stream
+  "not_continuable", // the request cannot be continued exactly (tools, logprobs, n > 1 …)
+  "not_resumable", // what was delivered cannot be continued exactly (tool-call or reasoning deltas, a finish_reason already out …)
+  "limit", // continuation.max_recoveries reached
+  "retry_budget", // the retry budget had nothing left
+  "deadline", // the total deadline was spent
+  "no_target", // no ready replica (or fallback) could take the continuation
+  "cancelled", // the client left during the recovery
+] as const;
+export type RecoveryResult = (typeof RECOVERY_RESULTS)[number];
+
 /** Tenant label for tenants that are not configured (keys may name any tenant). */
 export const OTHER_TENANT = "other";
 
@@ -151,6 +172,17 @@ export const M = {
     labels: ["deadline"],
   },
   loopStalls: { name: "llmgw_event_loop_stall_seconds", help: "Stalls of the gateway's main event loop longer than 50 ms.", labels: [] },
+  // issue 13: mid-stream continuation
+  streamRecoveries: {
+    name: "llmgw_stream_recoveries_total",
+    help: "Streams broken after their first byte (cut, stall, engine error, drained) by how they were handled: recovered by a continuation on another replica, or why not.",
+    labels: ["model", "cause", "result"],
+  },
+  streamRecoverySeconds: {
+    name: "llmgw_stream_recovery_seconds",
+    help: "From a stream's break to the first token of its continuation relayed to the client (the TTFT of the recovered segment).",
+    labels: ["model"],
+  },
   malformedEvents: { name: "llmgw_upstream_malformed_events_total", help: "SSE events from engines that were not valid and were dropped.", labels: ["endpoint"] },
 } as const;
 

@@ -9,6 +9,8 @@ import { M, type Outcome } from "./names.ts";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1];
+/** A continuation's first token costs a prefill of the prompt and the delivered text: milliseconds to seconds. */
+const RECOVERY_BUCKETS = [0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30];
 const ITL_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 5];
 const WAIT_BUCKETS = [0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 const SCORE_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1];
@@ -55,6 +57,8 @@ export class GatewayMetrics {
   readonly malformedEvents;
   readonly deadlinesExcused;
   readonly loopStalls;
+  readonly streamRecoveries;
+  readonly streamRecoverySeconds;
   private readonly requestSeriesCache = new Map<string, RequestSeries>();
 
   readonly admissionWait;
@@ -103,6 +107,8 @@ export class GatewayMetrics {
     this.malformedEvents = counter(M.malformedEvents);
     this.deadlinesExcused = counter(M.deadlinesExcused);
     this.loopStalls = histogram(M.loopStalls, [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]);
+    this.streamRecoveries = counter(M.streamRecoveries);
+    this.streamRecoverySeconds = histogram(M.streamRecoverySeconds, RECOVERY_BUCKETS);
     this.admissionWait = histogram(M.admissionWait, WAIT_BUCKETS);
     this.admissionRejections = counter(M.admissionRejections);
     this.admissionGrants = counter(M.admissionGrants);

@@ -47,6 +47,23 @@ export interface AuditRecord {
   batch_id: string | null;
   /** Batches only: line counts at the end. */
   lines: { total: number; completed: number; failed: number } | null;
+  /** Requests whose stream broke after its first byte: each break and how it was handled (issue 13); null when none. */
+  recoveries: readonly AuditRecovery[] | null;
+}
+
+/** One break of a stream after its first byte (issue 13). */
+export interface AuditRecovery {
+  /** cut, stall, engine_error, drained. */
+  cause: string;
+  /** The endpoint whose stream broke. */
+  from: string | undefined;
+  /** recovered, or why not (the llmgw_stream_recoveries_total result). */
+  result: string;
+  /** Where the continuation ran, and its model when a fallback took it. */
+  to?: string;
+  model?: string;
+  /** Why it was not continued, in detail. */
+  reason?: string;
 }
 
 export interface RequestAuditInput {
@@ -71,6 +88,7 @@ export interface RequestAuditInput {
   cache?: "hit" | "miss";
   replay?: boolean;
   batchId?: string;
+  recoveries?: readonly AuditRecovery[];
 }
 
 export function requestAuditRecord(i: RequestAuditInput): AuditRecord {
@@ -96,6 +114,7 @@ export function requestAuditRecord(i: RequestAuditInput): AuditRecord {
     replay: i.replay ?? false,
     batch_id: i.batchId ?? null,
     lines: null,
+    recoveries: i.recoveries ?? null,
   };
 }
 
@@ -137,6 +156,7 @@ export function batchAuditRecord(b: BatchAuditInput, endedAtMs: number, band = "
     replay: false,
     batch_id: b.id,
     lines: { total: b.counts.total, completed: b.counts.completed, failed: b.counts.failed },
+    recoveries: null,
   };
 }
 

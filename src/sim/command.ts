@@ -1,5 +1,5 @@
 /** `llmgw sim-engine`: a simulated vLLM-compatible engine (optionally with DCGM-style GPU metrics). */
-import { numberFlag, stringFlag, stringListFlag, UsageError, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
+import { boolFlag, numberFlag, stringFlag, stringListFlag, UsageError, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
 import { flushLogger, initLogger, logListening } from "../shared/logger.ts";
 import {
   DEFAULT_BATCH_SLOWDOWN,
@@ -50,7 +50,8 @@ injectable faults. Control API: GET /sim/state, POST /sim/config.
   --gpus N                    simulated GPUs for the DCGM listener (default 0)
   --gpu-model NAME            GPU model name (default "${DEFAULT_GPU_MODEL}")
   --dcgm-port N               DCGM-exporter /metrics port, 0 = any (needs --gpus)
-  --dcgm-model-label L        DCGM_FI_DEV_NAME (default, promtool-clean) or modelName (as dcgm-exporter)`;
+  --dcgm-model-label L        DCGM_FI_DEV_NAME (default, promtool-clean) or modelName (as dcgm-exporter)
+  --reject-continuation       answer 400 to continue_final_message / add_generation_prompt (an API without chat prefills)`;
 
 function buildConfig(args: ParsedArgs): { fixed: SimStaticConfig; live: SimLiveConfig; host: string; port: number; dcgmPort: number | undefined } {
   const models = stringListFlag(args, "model");
@@ -87,6 +88,7 @@ function buildConfig(args: ParsedArgs): { fixed: SimStaticConfig; live: SimLiveC
     gpus,
     gpuModel: stringFlag(args, "gpu-model") ?? DEFAULT_GPU_MODEL,
     dcgmModelLabel: modelLabel,
+    rejectContinuation: boolFlag(args, "reject-continuation"),
   });
   const live: SimLiveConfig = {
     itlMs: numberFlag(args, "itl-ms", DEFAULT_ITL_MS, { min: 0 }),
@@ -131,6 +133,7 @@ export const simEngineCommand: CommandSpec = {
     "gpu-model": { type: "string" },
     "dcgm-port": { type: "string" },
     "dcgm-model-label": { type: "string" },
+    "reject-continuation": { type: "boolean" },
   },
   async run(args) {
     const { fixed, live, host, port, dcgmPort } = buildConfig(args);

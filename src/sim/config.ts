@@ -38,6 +38,8 @@ export interface SimStaticConfig {
   gpuModel: string;
   /** Label for the GPU model in the DCGM text: lint-clean DCGM_FI_DEV_NAME (default) or the exporter's modelName. */
   dcgmModelLabel: "DCGM_FI_DEV_NAME" | "modelName";
+  /** Refuse chat prefills (continue_final_message, add_generation_prompt) with a 400, as OpenAI's API does (absent: accepted). */
+  rejectContinuation?: boolean;
 }
 
 /** Per-GPU fault state set through POST /sim/config. */

@@ -27,7 +27,12 @@ export interface RequestLimits {
   blockSize: number;
   /** Output length when max_tokens does not cap it. */
   outputLen: number;
+  /** Answer 400 to a chat prefill (continue_final_message, add_generation_prompt), as an API that does not know them does. */
+  rejectContinuation?: boolean;
 }
+
+/** The chat template parameters of vLLM and SGLang that OpenAI's own API does not know. */
+const PREFILL_KEYS = ["continue_final_message", "add_generation_prompt"] as const;
 
 type Obj = Record<string, unknown>;
 
@@ -159,6 +164,11 @@ export function parseGenerationRequest(kind: "chat" | "completion", body: string
   const ignoreEos = optBool(o, "ignore_eos") ?? false;
   const maxTokens = optInt(o, "max_completion_tokens", 1) ?? optInt(o, "max_tokens", 1);
   const seed = optSeed(o);
+  if (kind === "chat" && limits.rejectContinuation) {
+    // OpenAI's wording for a parameter it does not know.
+    const unknown = PREFILL_KEYS.find((k) => o[k] !== undefined);
+    if (unknown !== undefined) throw badRequest(`Unrecognized request argument supplied: ${unknown}`, unknown);
+  }
   const prompt = kind === "chat" ? chatPrompt(o, limits.blockSize, seed) : completionPrompt(o, limits.blockSize, seed);
 
   const maxLen = limits.maxModelLen;

@@ -40,7 +40,7 @@ export class SimServer {
     readonly live: SimLiveConfig,
   ) {
     this.engine = new Engine(fixed, live);
-    this.limits = { models: fixed.models, maxModelLen: fixed.maxModelLen, blockSize: fixed.blockSize, outputLen: fixed.outputLen };
+    this.limits = { models: fixed.models, maxModelLen: fixed.maxModelLen, blockSize: fixed.blockSize, outputLen: fixed.outputLen, rejectContinuation: fixed.rejectContinuation };
     if (fixed.gpus > 0) this.gpus = new SimGpus(gpuSpec(fixed.gpuModel), fixed.gpus, osHostname(), `${osHostname()}/${process.pid}`, performance.now(), fixed.dcgmModelLabel);
   }
 

@@ -82,3 +82,12 @@ export async function readSse(res: Response): Promise<string[]> {
     .filter((e) => e.startsWith("data:"))
     .map((e) => e.slice(5).trim());
 }
+
+/** The gateway's audit line (`"msg":"audit"`) of one request, parsed, once its buffered log has been written. */
+export async function auditLine(gw: Started, requestId: string): Promise<Record<string, unknown>> {
+  const line = await waitUntil(
+    () => gw.output().split("\n").find((l) => l.includes('"msg":"audit"') && l.includes(`"request_id":"${requestId}"`)),
+    { what: `the audit line of ${requestId}` },
+  );
+  return JSON.parse(line) as Record<string, unknown>;
+}

@@ -28,6 +28,8 @@ beforeAll(async () => {
       retry: { max_attempts: 3, min_per_s: 1000, backoff_ms: 0 },
       // Keep the breaker out of the matrix; it has its own test below.
       circuit_breaker: { failure_threshold: 1000, open_ms: 1000 },
+      // Breaks after the first byte end with their explicit error here; continuing them is tested in broken-streams-continue-on-another-replica.
+      continuation: { enabled: false },
       health: { poll_interval_ms: 100 },
       models: [
         { name: "m", fallback: ["m-big"] },

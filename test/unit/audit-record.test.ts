@@ -2,7 +2,7 @@
 import { expect, test } from "bun:test";
 import { AUDIT_SCHEMA_VERSION, batchAuditRecord, requestAuditRecord } from "../../src/shared/audit.ts";
 
-const FIELDS = ["audit", "v", "ts", "request_id", "tenant", "model", "band", "route", "endpoint", "stream", "attempts", "outcome", "status", "error_code", "error_message", "tokens", "durations_ms", "cache", "replay", "batch_id", "lines"];
+const FIELDS = ["audit", "v", "ts", "request_id", "tenant", "model", "band", "route", "endpoint", "stream", "attempts", "outcome", "status", "error_code", "error_message", "tokens", "durations_ms", "cache", "replay", "batch_id", "lines", "recoveries"];
 
 test("a request record: fields in schema order, unknowns null, durations from start and end", () => {
   const minimal = requestAuditRecord({ tenant: "t", route: "/v1/chat/completions", outcome: "rejected", status: 429, errorCode: "GPU_SATURATED", startedAtMs: 1_000, endedAtMs: 1_004 });

@@ -117,3 +117,20 @@ describe("RegistryEndpointSink", () => {
     expect(registry.active().map((e) => e.id)).toEqual(["fl-other"]);
   });
 });
+
+describe("evict (issue 13)", () => {
+  test("tells the streams open on that replica's slot to leave, and no other", () => {
+    sink.addEndpoint(replica);
+    sink.addEndpoint({ ...replica, id: "fl-other", url: "http://127.0.0.1:8102" });
+    const told: string[] = [];
+    const stream = (name: string) => ({ evict: () => void told.push(name) });
+    const [s1, s2, s3] = [stream("s1"), stream("s2"), stream("s3")];
+    registry.evictions.enter(registry.slotOf(replica.id)!, s1);
+    registry.evictions.enter(registry.slotOf(replica.id)!, s2);
+    registry.evictions.enter(registry.slotOf("fl-other")!, s3);
+    registry.evictions.leave(registry.slotOf(replica.id)!, s2); // it ended
+    expect(sink.evict(replica.id)).toBe(1);
+    expect(told).toEqual(["s1"]);
+    expect(sink.evict("fl-unknown")).toBe(0);
+  });
+});

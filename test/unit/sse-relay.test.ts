@@ -1,9 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { AttemptDeadlines } from "../../src/gateway/proxy/deadlines.ts";
 import type { RelayOwner } from "../../src/gateway/proxy/relay.ts";
 import { relayBody, RELAY_VARIANT_NAMES } from "../../src/gateway/proxy/sse-response.ts";
 import { MAX_EVENT_BYTES, SseScanner } from "../../src/gateway/proxy/sse-scanner.ts";
-import type { OpenStream } from "../../src/gateway/proxy/upstream.ts";
+import { openStreamOf } from "../helpers/scripted-stream.ts";
 
 const enc = new TextEncoder();
 const TOKEN = (i: number) => `data: {"id":"x","choices":[{"index":0,"delta":{"content":"t${i}"}}],"usage":null}\n\n`;
@@ -86,35 +85,6 @@ describe("SSE scanner", () => {
     expect(s.pending()).toBe(0);
   });
 });
-
-/** An OpenStream over scripted chunks (an Error entry makes the read fail, as a cut socket does). */
-function openStreamOf(chunks: (string | Error)[]): OpenStream {
-  // The first chunk is what upstream.ts read before the relay starts.
-  const first = chunks[0] as string;
-  let i = 1;
-  const body = new ReadableStream<Uint8Array>({
-    pull(c) {
-      const next = chunks[i++];
-      if (next === undefined) c.close();
-      else if (next instanceof Error) c.error(next);
-      else c.enqueue(enc.encode(next));
-    },
-  });
-  const reader = body.getReader();
-  const scanner = new SseScanner();
-  const deadlines = new AttemptDeadlines(60_000);
-  deadlines.armIdle(60_000);
-  return {
-    ok: true,
-    kind: "stream",
-    response: new Response(null),
-    reader,
-    scanner,
-    deadlines,
-    firstEvents: scanner.push(enc.encode(first)),
-    malformedDropped: 0,
-  };
-}
 
 /** How a relay ended, as its owner (the request's Exchange) heard it. */
 type RelayEnd = { outcome: string; failure?: string | undefined; message?: string | undefined };

@@ -64,12 +64,16 @@ export class StreamTracker {
 
   /** An event of the original stream went to the client (call it for each one the relay forwards). */
   observe(event: ScannedEvent): void {
-    if (event.kind !== "data") return;
+    if (event.kind === "data") this.observeData(event.bytes);
+  }
+
+  /** A data event (its bytes, `data: {…}`) went to the client: the relay's form of observe(), with no event object per chunk. */
+  observeData(bytes: Uint8Array): void {
     if (!this.sawData) {
       this.sawData = true;
-      this.identity = identityOf(event.bytes);
+      this.identity = identityOf(bytes);
     }
-    this.delivery.observe(event.bytes);
+    this.delivery.observe(bytes);
   }
 
   /** The stream broke: what a continuation would start from, or why there is none. */

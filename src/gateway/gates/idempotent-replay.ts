@@ -11,8 +11,13 @@ import type { GatewayContext } from "../context.ts";
 import type { AnswerRecorders } from "../request/answer-recorders.ts";
 import type { Exchange } from "../request/exchange.ts";
 
-export async function idempotentReplayGate(ctx: GatewayContext, x: Exchange, req: Request, answer: AnswerRecorders): Promise<Response | undefined> {
+/** undefined at once for a request without an Idempotency-Key. */
+export function idempotentReplayGate(ctx: GatewayContext, x: Exchange, req: Request, answer: AnswerRecorders): Promise<Response | undefined> | undefined {
   if (!req.headers.has(IDEMPOTENCY_HEADER)) return undefined;
+  return replayOrRecord(ctx, x, req, answer);
+}
+
+async function replayOrRecord(ctx: GatewayContext, x: Exchange, req: Request, answer: AnswerRecorders): Promise<Response | undefined> {
   const { idempotency } = await ctx.jobs.opened();
   const check = await idempotency.check(req, x.tenant, x.rawBody, x.signal);
   if (check.kind === "none") return undefined;

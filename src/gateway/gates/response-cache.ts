@@ -9,9 +9,14 @@ import type { GatewayContext } from "../context.ts";
 import type { AnswerRecorders } from "../request/answer-recorders.ts";
 import type { Exchange } from "../request/exchange.ts";
 
-export async function responseCacheGate(ctx: GatewayContext, x: Exchange, answer: AnswerRecorders): Promise<Response | undefined> {
+/** undefined at once when no model is cached. */
+export function responseCacheGate(ctx: GatewayContext, x: Exchange, answer: AnswerRecorders): Promise<Response | undefined> | undefined {
   if (ctx.cache.off || x.body === undefined || x.model === undefined) return undefined;
-  const check = await ctx.cache.check({ tenant: x.tenant, route: x.route, requestedModel: x.body.model, model: x.model, body: x.body });
+  return lookUp(ctx, x, answer);
+}
+
+async function lookUp(ctx: GatewayContext, x: Exchange, answer: AnswerRecorders): Promise<Response | undefined> {
+  const check = await ctx.cache.check({ tenant: x.tenant, route: x.route, requestedModel: x.body!.model, model: x.model!, body: x.body! });
   switch (check.kind) {
     case "bypass":
       return undefined;

@@ -11,8 +11,10 @@ import type { AdmissionRejection } from "../../metrics/names.ts";
 import { LlmgwError } from "../../shared/errors.ts";
 import { SchedulerRejection, type Grant } from "../admission-client.ts";
 import type { GatewayContext } from "../context.ts";
+import { StreamRecovery } from "../continuation/stream-recovery.ts";
 import type { Exchange } from "../request/exchange.ts";
-import { ENDPOINT_FAULTS, FAILURE_CODE, engineError, isContextLengthError, rejectedResponse } from "./failures.ts";
+import { attemptVerdict } from "./attempt-verdict.ts";
+import { FAILURE_CODE, engineError, isContextLengthError, rejectedResponse } from "./failures.ts";
 import { relayAnswer, usageFromTail } from "./json-answer.ts";
 import { relayBody } from "./sse-response.ts";
 import { openUpstream, type AttemptFailed, type AttemptResult } from "./upstream.ts";
@@ -55,6 +57,9 @@ export class AttemptLoop {
   private admitted = false;
   /** The backoff slept before the current attempt, ms (counts toward a Retry-After). */
   private backedOffMs = 0;
+  /** The model and its fallbacks, in order; the one being tried. */
+  private chain: readonly string[] = [];
+  private at = 0;
 
   constructor(
     private readonly ctx: GatewayContext,
@@ -64,8 +69,10 @@ export class AttemptLoop {
   async run(): Promise<Response> {
     const { ctx, x } = this;
     const chain = [x.model!, ...ctx.catalog.fallbacksOf(x.model!)];
+    this.chain = chain;
     ctx.budget.deposit();
     for (let m = 0; m < chain.length; m++) {
+      this.at = m;
       if (m > 0) ctx.metrics.fallbacks.inc({ from_model: x.model!, to_model: chain[m]! });
       const outcome = await this.tryModel(chain[m]!, m < chain.length - 1);
       if (outcome instanceof Response) return outcome;
@@ -105,7 +112,7 @@ export class AttemptLoop {
         },
         x.path,
       );
-      if (result.ok) return this.answer(result);
+      if (result.ok) return this.answer(result, grant.index);
       const next = this.failed(result, grant, exclude, hasFallback);
       if (next instanceof Response || next !== "retry") return next;
     }
@@ -198,7 +205,7 @@ export class AttemptLoop {
   }
 
   /** The engine answered: a complete JSON body, or a stream for the relay. */
-  private answer(result: Exclude<AttemptResult, AttemptFailed>): Response {
+  private answer(result: Exclude<AttemptResult, AttemptFailed>, slot: number): Response {
     const { ctx, x } = this;
     x.answered();
     if (result.kind === "json") {
@@ -211,7 +218,9 @@ export class AttemptLoop {
       const body = relayAnswer(x, result.answer, ctx.config.maxResponseBytes);
       return new Response(body, { status: 200, headers: { "content-type": result.contentType, ...x.headers(true) } });
     }
-    const body = relayBody(x, result, ctx.config.relayVariant);
+    // A stream that breaks after its first byte may be continued elsewhere (issue 13): on this model, then down the chain.
+    const recovery = ctx.continuation.enabled ? StreamRecovery.for(ctx, x, this.chain.slice(this.at), slot) : undefined;
+    const body = relayBody(x, result, ctx.config.relayVariant, recovery);
     return new Response(body, { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...x.headers(true) } });
   }
 
@@ -225,8 +234,8 @@ export class AttemptLoop {
     this.last = result;
     exclude.add(grant.index);
     const failure = result.failure;
+    x.endAttempt(attemptVerdict(result, ctx.config.retry.maxRetryAfterMs));
     if (failure === "status_4xx") {
-      x.endAttempt({ kind: "healthy", failure }); // the engine is healthy; the request was not
       const { message } = engineError(result.body);
       if (isContextLengthError(message) && hasFallback) return "next_model";
       // 404: this endpoint does not (or no longer) serve the model — its
@@ -236,12 +245,6 @@ export class AttemptLoop {
       const response = rejectedResponse(status, result.body, x.headers(true));
       x.finish("client_error", status, message, isContextLengthError(message) ? "CONTEXT_LENGTH_EXCEEDED" : "UPSTREAM_REJECTED");
       return response;
-    }
-    if (failure === "status_429") {
-      const max = ctx.config.retry.maxRetryAfterMs;
-      x.endAttempt({ kind: "cool_down", failure, ms: Math.min(result.retryAfterMs ?? max, max) });
-    } else {
-      x.endAttempt(ENDPOINT_FAULTS.has(failure) && !result.excused ? { kind: "fault", failure } : { kind: "neutral", failure, excused: result.excused === true });
     }
     // The whole request is out of time, or its answer is too large for any endpoint: no retry can help.
     return failure === "total_timeout" || failure === "too_large" ? "give_up" : "retry";

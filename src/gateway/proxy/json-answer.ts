@@ -21,6 +21,8 @@ import { readMany } from "./upstream.ts";
 export const BUFFER_LIMIT_BYTES = 1024 * 1024;
 /** Bytes every request's buffered answers may hold together. */
 export const BUFFER_BUDGET_BYTES = 256 * 1024 * 1024;
+/** A committed answer gives the event loop a turn after this many bytes. */
+const YIELD_EVERY_BYTES = 256 * 1024;
 /** The usage object sits within this many bytes of an answer's end. */
 const TAIL_BYTES = 16 * 1024;
 
@@ -116,6 +118,7 @@ export function relayAnswer(x: AnswerOwner, a: CommittedAnswer, max: number): Re
           controller.write(c);
         }
         controller.flush();
+        let sinceYield = 0;
         for (;;) {
           const got = readMany(a.reader);
           const r = got instanceof Promise ? await got : got;
@@ -125,9 +128,17 @@ export function relayAnswer(x: AnswerOwner, a: CommittedAnswer, max: number): Re
             keepTail(c);
             const w = controller.write(c);
             if (w instanceof Promise) await w;
+            sinceYield += c.byteLength;
           }
           controller.flush();
           if (r.done) break;
+          // A fast engine and a fast client never push back: without a turn
+          // given up now and then, a 240 MB answer would hold the event loop
+          // (health checks, other streams) for as long as it takes to copy.
+          if (sinceYield >= YIELD_EVERY_BYTES) {
+            sinceYield = 0;
+            await new Promise<void>((resolve) => setImmediate(resolve));
+          }
         }
         end(undefined);
         controller.close();

@@ -7,62 +7,46 @@
  * flowed (timing, once per chunk), the usage chunk (parsed, passed on only if
  * the client asked for it), [DONE]. A broken stream never looks finished: a
  * cut connection, a deadline, an oversized event or an engine error becomes
- * an explicit SSE error event then [DONE]. A client that leaves cancels the
- * upstream request at once.
+ * an explicit SSE error event then [DONE] — unless a recovery (issue 13,
+ * continuation/stream-recovery.ts) opens a continuation on another replica:
+ * then the relay swaps that stream in and goes on, its events rewritten by
+ * the recovery into the one stream the client already has. A client that
+ * leaves cancels the upstream request at once.
  * How its bytes reach Bun's response is sse-response.ts's business.
  */
-import type { AttemptFailure, Outcome } from "../../metrics/names.ts";
-import { errorBody, type ErrorCode } from "../../shared/errors.ts";
-import type { AttemptVerdict, Usage } from "../request/exchange.ts";
+import type { AttemptFailure, BreakCause, Outcome } from "../../metrics/names.ts";
+import type { ErrorCode } from "../../shared/errors.ts";
+import type { Evictable } from "../continuation/stream-evictions.ts";
+import type { AttemptVerdict } from "../request/exchange.ts";
 import { ENDPOINT_FAULTS } from "./failures.ts";
-import { eventJson, finishedChoices, MAX_EVENT_BYTES, type EventVisitor, type ScannedEvent, type SseEventKind } from "./sse-scanner.ts";
+import { abandon, DONE_EVENT, engineErrorMessage, readUsage, sseErrorEvent, view, type RelayOwner, type RelayRecovery } from "./relay-contracts.ts";
+import { finishedChoices, MAX_EVENT_BYTES, type EventVisitor, type ScannedEvent, type SseEventKind } from "./sse-scanner.ts";
 import { drains } from "./upstream-drains.ts";
 import { readMany, type OpenStream } from "./upstream.ts";
 
-const enc = new TextEncoder();
-const DONE_EVENT = enc.encode("data: [DONE]\n\n");
+export type { RelayOwner, RelayRecovery } from "./relay-contracts.ts";
+export { sseErrorEvent } from "./relay-contracts.ts";
 
-export function sseErrorEvent(code: ErrorCode, message: string): Uint8Array {
-  return enc.encode(`data: ${JSON.stringify(errorBody(code, message))}\n\n`);
+/** A break waiting for a continuation: what the client gets if none comes. */
+interface PendingBreak {
+  code: ErrorCode;
+  message: string;
+  outcome: Outcome;
+  cause: BreakCause;
 }
 
-function readUsage(bytes: Uint8Array): Usage | undefined {
-  const json = eventJson(bytes);
-  const usage = typeof json === "object" && json !== null ? (json as { usage?: unknown }).usage : undefined;
-  if (typeof usage !== "object" || usage === null) return undefined;
-  const u = usage as Record<string, unknown>;
-  return {
-    prompt_tokens: typeof u.prompt_tokens === "number" ? u.prompt_tokens : 0,
-    completion_tokens: typeof u.completion_tokens === "number" ? u.completion_tokens : 0,
-  };
-}
-
-function engineErrorMessage(bytes: Uint8Array): string {
-  const msg = (eventJson(bytes) as { error?: { message?: unknown } } | undefined)?.error?.message;
-  return typeof msg === "string" ? msg : "engine reported an error mid-stream";
-}
-
-/** What the relay reports to: the request's Exchange (a small interface, so the relay is tested alone). */
-export interface RelayOwner {
-  /** The client asked for stream_options.include_usage. */
-  readonly includeUsage: boolean;
-  /** Data events relayed so far (the relay counts them). */
-  delivered: number;
-  /** Choices the answer has (the request's n): a stream is complete once each has a finish_reason. */
-  readonly choices: number;
-  usage: Usage | undefined;
-  firstToken(now: number): void;
-  tokens(now: number): void;
-  /** An invalid event was dropped. */
-  malformed(): void;
-  endAttempt(verdict: AttemptVerdict): void;
-  finish(outcome: Outcome, status: number, error?: string, errorCode?: ErrorCode): void;
-}
+const NEUTRAL: AttemptVerdict = { kind: "neutral" };
 
 /** The relay's state machine, independent of how bytes reach the client. */
-export class SseRelay {
+export class SseRelay implements Evictable {
   /** Nothing more will come from next(). */
   over = false;
+  /** A break a continuation may mend, waiting for the next call of next(). */
+  private pending: PendingBreak | undefined;
+  /** evict() cut the upstream on purpose: the fleet is taking its replica away. */
+  private evicted = false;
+  /** The recovery when it tracks what goes out (read per event). */
+  private readonly watch: RelayRecovery | undefined;
   private sawDone = false;
   private sentToken = false;
   /** Choices that delivered a finish_reason: with all of them (and the usage asked for), an end without [DONE] is a finished answer. */
@@ -80,12 +64,18 @@ export class SseRelay {
 
   constructor(
     private readonly x: RelayOwner,
-    private readonly open: OpenStream,
+    /** The upstream stream being relayed (a continuation's, after a recovery). */
+    private open: OpenStream,
     /** Merge adjacent events of one upstream chunk into one write. */
     private readonly coalesce: boolean,
+    private readonly recovery?: RelayRecovery,
   ) {
     this.first = open.firstEvents;
     for (let i = 0; i < open.malformedDropped; i++) x.malformed();
+    if (recovery?.tracking) {
+      this.watch = recovery;
+      recovery.bind(this);
+    }
   }
 
   /** The next bytes for the client (at least one piece), or undefined once the relay is over. */
@@ -93,15 +83,25 @@ export class SseRelay {
     if (this.over) return undefined;
     const out = this.out;
     out.length = 0;
-    if (this.first) {
-      const first = this.first;
-      this.first = undefined;
-      for (const e of first) this.onEvent(e.kind, e.bytes, 0, e.bytes.length);
-      this.endOfChunk();
-      if (out.length > 0 || this.over) return out;
+    for (;;) {
+      // A break waits here until what went out before it has been written.
+      if (this.pending) await this.recover();
+      if (this.first) {
+        const first = this.first;
+        this.first = undefined;
+        for (const e of first) this.onEvent(e.kind, e.bytes, 0, e.bytes.length);
+        this.endOfChunk();
+      }
+      if (out.length === 0 && !this.over && !this.pending) await this.read();
+      if (out.length > 0 || this.over || !this.pending) return out;
     }
+  }
+
+  /** Read and relay upstream chunks until there are bytes for the client, the relay is over, or the stream broke. */
+  private async read(): Promise<void> {
+    const out = this.out;
     const { reader, scanner, deadlines } = this.open;
-    while (!this.over) {
+    while (!this.over && !this.pending) {
       let chunks: Uint8Array[];
       let done: boolean;
       try {
@@ -117,27 +117,59 @@ export class SseRelay {
           this.cancel(); // the client left: its abort cut the upstream read
           break;
         }
-        if (deadlines.fired === "idle_timeout") this.broken("UPSTREAM_IDLE_TIMEOUT", "idle_timeout", "the engine sent nothing within the inter-token deadline");
-        else if (deadlines.fired === "total_timeout") this.broken("UPSTREAM_TOTAL_TIMEOUT", "total_timeout", "the request exceeded its total deadline");
-        else this.broken("UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine connection broke mid-stream");
+        if (this.evicted) this.drained();
+        else if (deadlines.fired === "idle_timeout") this.broken("UPSTREAM_IDLE_TIMEOUT", "idle_timeout", "the engine sent nothing within the inter-token deadline", "stall");
+        else if (deadlines.fired === "total_timeout") this.broken("UPSTREAM_TOTAL_TIMEOUT", "total_timeout", "the request exceeded its total deadline", undefined);
+        else this.broken("UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine connection broke mid-stream", "cut");
         break;
       }
       if (chunks.length > 0) deadlines.touch();
       for (const chunk of chunks) {
-        if (this.over) break;
+        if (this.over || this.pending) break;
         scanner.scan(chunk, this.visit);
         this.endOfChunk();
         // Events completed before an overflow still go out, then the error.
-        if (scanner.overflowed && !this.over) this.broken("UPSTREAM_MALFORMED", "malformed", `the engine sent an SSE event over ${MAX_EVENT_BYTES} bytes`);
+        if (scanner.overflowed && !this.over && !this.pending) this.broken("UPSTREAM_MALFORMED", "malformed", `the engine sent an SSE event over ${MAX_EVENT_BYTES} bytes`, undefined);
       }
-      if (done && !this.over) {
+      if (done && !this.over && !this.pending) {
         if (this.complete()) this.finishWithoutDone();
-        else if (!this.sawDone) this.broken("UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine ended the stream before the answer finished");
+        else if (this.evicted) this.drained();
+        else if (!this.sawDone) this.broken("UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine ended the stream before the answer finished", "cut");
         break;
       }
       if (out.length > 0) break;
     }
-    return out;
+  }
+
+  /**
+   * A break the recovery may mend: a continuation is swapped in (its first
+   * events go out next), or the client gets the break's own error event —
+   * never the error of a continuation that failed.
+   */
+  private async recover(): Promise<void> {
+    const brk = this.pending!;
+    const next = await this.recovery!.resume(brk.cause);
+    this.pending = undefined;
+    if (this.over) {
+      // The client left while the continuation was being opened.
+      if (next) abandon(next);
+      return;
+    }
+    if (next === undefined) {
+      this.out.push(sseErrorEvent(brk.code, brk.message), DONE_EVENT);
+      return this.end(brk.outcome, NEUTRAL, brk.message, brk.code); // the broken attempt's verdict was given at the break
+    }
+    this.open = next;
+    this.evicted = false;
+    this.first = next.firstEvents;
+    for (let i = 0; i < next.malformedDropped; i++) this.x.malformed();
+  }
+
+  /** The fleet is taking this stream's replica away (past its drain's grace period): cut the upstream now, to go on as a continuation elsewhere. */
+  evict(): void {
+    if (this.over || this.pending) return;
+    this.evicted = true;
+    this.open.deadlines.abort("the endpoint is being taken out of service");
   }
 
   /** Every choice delivered its finish_reason, and the usage chunk came if the client asked for it. */
@@ -167,16 +199,33 @@ export class SseRelay {
 
   /** One event from upstream: what the client should see of it; [DONE] or an engine error end the relay. */
   private onEvent(kind: SseEventKind, buf: Uint8Array, start: number, end: number): void {
-    if (this.over) return; // nothing after [DONE] or an error
+    if (this.over || this.pending) return; // nothing after [DONE], an error or a break
     switch (kind) {
-      case "data":
+      case "data": {
         this.tokensInChunk = true;
-        this.x.delivered++;
         this.finished += finishedChoices(buf, start, end);
+        const w = this.watch;
+        if (w !== undefined) {
+          if (w.rewriting) return this.forwardRewritten(w.rewrite("data", view(buf, start, end)));
+          w.observe(view(buf, start, end));
+        }
+        this.x.delivered++;
         return this.forward(buf, start, end);
+      }
       case "comment":
         return this.forward(buf, start, end);
       case "usage": {
+        const w = this.watch;
+        if (w?.rewriting) {
+          // The continuation's usage becomes the whole answer's (prompt of the original, every token delivered).
+          const bytes = w.rewrite("usage", view(buf, start, end));
+          if (w.usage) {
+            this.x.usage = w.usage;
+            this.sawUsage = true;
+          }
+          if (this.x.includeUsage) this.forwardCopy(bytes);
+          return;
+        }
         const usage = readUsage(buf.subarray(start, end));
         if (usage) {
           this.x.usage = usage;
@@ -188,12 +237,8 @@ export class SseRelay {
       case "malformed":
         this.flushRun();
         return this.x.malformed();
-      case "error": {
-        this.flushRun();
-        const message = engineErrorMessage(buf.subarray(start, end));
-        this.out.push(sseErrorEvent("UPSTREAM_ERROR", message), DONE_EVENT);
-        return this.end("stream_error", { kind: "fault", failure: "status_5xx" }, message, "UPSTREAM_ERROR");
-      }
+      case "error":
+        return this.broken("UPSTREAM_ERROR", "status_5xx", engineErrorMessage(buf.subarray(start, end)), "engine_error");
       case "done":
         this.flushRun();
         this.sawDone = true;
@@ -213,6 +258,19 @@ export class SseRelay {
     this.runStart = start;
     this.runEnd = end;
     if (!this.coalesce) this.flushRun();
+  }
+
+  /** Forward bytes of our own (a rewritten event); undefined: nothing to send. */
+  private forwardCopy(bytes: Uint8Array | undefined): void {
+    if (bytes === undefined) return;
+    this.flushRun();
+    this.out.push(bytes);
+  }
+
+  /** A continuation's data event as rewritten (undefined: dropped, as its role delta is: not delivered). */
+  private forwardRewritten(bytes: Uint8Array | undefined): void {
+    if (bytes !== undefined) this.x.delivered++;
+    this.forwardCopy(bytes);
   }
 
   private flushRun(): void {
@@ -240,17 +298,36 @@ export class SseRelay {
     }
   }
 
-  private broken(code: ErrorCode, failure: AttemptFailure, message: string): void {
+  /**
+   * The stream broke after its first byte. With a `cause` a continuation may
+   * mend it: the broken attempt ends now (its verdict counts against its
+   * endpoint and model) and the recovery is tried at the next call of next().
+   * Otherwise the client gets the explicit error event, then [DONE].
+   */
+  private broken(code: ErrorCode, failure: AttemptFailure | undefined, message: string, cause: BreakCause | undefined): void {
     this.flushRun();
-    this.out.push(sseErrorEvent(code, message), DONE_EVENT);
     const outcome: Outcome = failure === "idle_timeout" || failure === "total_timeout" ? "timeout" : "stream_error";
     const excused = this.open.deadlines.excused;
-    this.end(outcome, ENDPOINT_FAULTS.has(failure) && !excused ? { kind: "fault", failure } : { kind: "neutral", failure, excused }, message, code);
+    const verdict: AttemptVerdict = failure !== undefined && ENDPOINT_FAULTS.has(failure) && !excused ? { kind: "fault", failure } : { kind: "neutral", failure, excused };
+    if (this.recovery !== undefined && cause !== undefined) {
+      abandon(this.open);
+      this.x.endAttempt(verdict);
+      this.pending = { code, message, outcome, cause };
+      return;
+    }
+    this.out.push(sseErrorEvent(code, message), DONE_EVENT);
+    this.end(outcome, verdict, message, code);
+  }
+
+  /** evict() cut the upstream: not the engine's failure. */
+  private drained(): void {
+    this.broken("UPSTREAM_STREAM_TRUNCATED", undefined, "the endpoint was taken out of service mid-stream", "drained");
   }
 
   private end(outcome: Outcome, verdict: AttemptVerdict, error?: string, code?: ErrorCode): void {
     if (this.over) return;
     this.over = true;
+    this.recovery?.close();
     this.open.deadlines.dispose();
     this.x.endAttempt(verdict);
     this.x.finish(outcome, 200, outcome === "ok" || outcome === "cancelled" ? undefined : error, code);

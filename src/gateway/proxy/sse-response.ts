@@ -5,15 +5,15 @@
  * or one per event (the earlier design).
  */
 import type { RelayVariantName } from "../../config/plugin-names.ts";
-import { SseRelay, type RelayOwner } from "./relay.ts";
+import { SseRelay, type RelayOwner, type RelayRecovery } from "./relay.ts";
 import type { OpenStream } from "./upstream.ts";
 
 export type RelayVariant = RelayVariantName;
 export { RELAY_VARIANTS as RELAY_VARIANT_NAMES } from "../../config/plugin-names.ts";
 
-/** The client's response body for an open upstream stream, over the chosen transport. */
-export function relayBody(x: RelayOwner, open: OpenStream, variant: RelayVariant): ReadableStream<Uint8Array> {
-  const relay = new SseRelay(x, open, variant !== "event");
+/** The client's response body for an open upstream stream, over the chosen transport; `recovery`: its continuation on another replica if it breaks (issue 13). */
+export function relayBody(x: RelayOwner, open: OpenStream, variant: RelayVariant, recovery?: RelayRecovery): ReadableStream<Uint8Array> {
+  const relay = new SseRelay(x, open, variant !== "event", recovery);
   if (variant === "direct") return directStream(relay);
   return new ReadableStream<Uint8Array>(
     {

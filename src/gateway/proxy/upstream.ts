@@ -212,7 +212,15 @@ export async function openUpstream(input: AttemptInput, path: string): Promise<A
   }
 
   if (!input.stream) return openAnswer(res, dl, input.maxResponseBytes, reasonOf);
+  return openStream(res, dl, d, reasonOf);
+}
 
+/**
+ * A stream (status 200): read up to its first complete event, so that every
+ * failure before the first byte reaches the client can still be retried
+ * elsewhere; from there the relay owns the reader.
+ */
+async function openStream(res: Response, dl: AttemptDeadlines, d: Deadlines, reasonOf: (err: unknown) => AttemptFailed): Promise<AttemptResult> {
   if (!res.body) {
     dl.dispose();
     return failed("truncated", "engine sent a stream with no body");
@@ -221,29 +229,23 @@ export async function openUpstream(input: AttemptInput, path: string): Promise<A
   const reader = defaultReader(res.body);
   const scanner = new SseScanner();
   let malformedDropped = 0;
+  const giveUp = (failure: AttemptFailure, message: string): AttemptFailed => {
+    dl.dispose();
+    void reader.cancel().catch(() => {});
+    return failed(failure, message);
+  };
   try {
     for (;;) {
       const { done, value } = await reader.read();
-      if (done) {
-        dl.dispose();
-        return failed("truncated", "engine closed the stream before the first event");
-      }
+      if (done) return giveUp("truncated", "engine closed the stream before the first event");
       const pushed = scanner.push(value);
-      if (scanner.overflowed) {
-        dl.dispose();
-        void reader.cancel().catch(() => {});
-        return failed("malformed", `engine sent an SSE event over ${MAX_EVENT_BYTES} bytes`);
-      }
+      if (scanner.overflowed) return giveUp("malformed", `engine sent an SSE event over ${MAX_EVENT_BYTES} bytes`);
       const events = pushed.filter((e) => {
         if (e.kind === "malformed") malformedDropped++;
         return e.kind !== "malformed" && e.kind !== "comment";
       });
       if (events.length === 0) continue;
-      if (events[0]!.kind === "error") {
-        dl.dispose();
-        void reader.cancel().catch(() => {});
-        return failed("status_5xx", `engine sent an error event before the first token: ${new TextDecoder().decode(events[0]!.bytes).trim().slice(0, 300)}`);
-      }
+      if (events[0]!.kind === "error") return giveUp("status_5xx", `engine sent an error event before the first token: ${new TextDecoder().decode(events[0]!.bytes).trim().slice(0, 300)}`);
       dl.armIdle(d.idleMs);
       return { ok: true, kind: "stream", response: res, reader, scanner, deadlines: dl, firstEvents: events, malformedDropped };
     }

@@ -7,11 +7,11 @@
  * line. The request path (pipeline → gates → attempts → relay) hands this
  * object down; nothing climbs back up through callbacks to end a request.
  */
-import type { AttemptFailure, Outcome, Route } from "../../metrics/names.ts";
+import type { AttemptFailure, BreakCause, Outcome, RecoveryResult, Route } from "../../metrics/names.ts";
 import { I } from "../../shared/endpoint-table.ts";
 import { UNKNOWN_MODEL } from "../../metrics/names.ts";
 import type { RequestSeries } from "../../metrics/registry.ts";
-import { requestAuditRecord } from "../../shared/audit.ts";
+import { requestAuditRecord, type AuditRecovery } from "../../shared/audit.ts";
 import { errorResponse, type ErrorCode, type LlmgwError } from "../../shared/errors.ts";
 import type { Grant } from "../admission-client.ts";
 import type { GatewayContext } from "../context.ts";
@@ -21,6 +21,12 @@ import type { InferenceBody } from "./parse.ts";
 export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
+}
+
+/** One break of a stream after its first byte and how it was handled (issue 13), for the audit line. */
+export interface RecoveryNote extends AuditRecovery {
+  cause: BreakCause;
+  result: RecoveryResult;
 }
 
 /** What an attempt said about the endpoint it went to (the circuit breaker's input). */
@@ -61,6 +67,8 @@ export class Exchange {
   /** The endpoint of the current (or last) attempt. */
   endpointId: string | undefined;
   usage: Usage | undefined;
+  /** Breaks of the stream after its first byte and how each was handled (issue 13); undefined when none. */
+  recoveries: RecoveryNote[] | undefined;
   /** Audit: answered from the response cache ("hit") or recorded into it ("miss"); undefined when not cacheable. */
   cache: "hit" | "miss" | undefined;
   /** Audit: answered by replaying an idempotency record. */
@@ -236,6 +244,7 @@ export class Exchange {
       cache: this.cache,
       replay: this.replay,
       batchId: this.batchId,
+      recoveries: this.recoveries,
     });
     ctx.log.info(record, "audit");
   }

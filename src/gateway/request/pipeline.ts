@@ -57,11 +57,15 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
       x.batchId = origin.batchId;
     }
     await readRequest(ctx, x, req, route);
+    // Each gate is a promise only when it must wait (a shared quota asking
+    // Redis, a key sent, a model opted in): the common request awaits nothing here.
     const quota = quotaGate(ctx, x);
-    if (quota) await quota; // only a shared quota that had to ask Redis
-    const replayed = await idempotentReplayGate(ctx, x, req, answer);
+    if (quota) await quota;
+    const replay = idempotentReplayGate(ctx, x, req, answer);
+    const replayed = replay && (await replay);
     if (replayed) return replayed;
-    const cached = await responseCacheGate(ctx, x, answer);
+    const lookup = responseCacheGate(ctx, x, answer);
+    const cached = lookup && (await lookup);
     if (cached) return cached;
     batchShedGate(ctx, x);
     // Long prefills send nothing for a while; Bun's idle timeout would cut

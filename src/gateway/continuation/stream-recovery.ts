@@ -1,0 +1,258 @@
+/**
+ * One stream's way past a broken engine (issue 13). While the answer goes
+ * to the client it tracks what was delivered (a StreamTracker on the
+ * original stream, a ContinuationRewriter on each continuation). When the
+ * stream breaks after its first byte — cut, stalled, an engine error, its
+ * replica drained — resume() opens a continuation through the request's own
+ * Exchange (hold / sending / endAttempt): on another ready replica of the
+ * model that was serving, then down its fallback chain in order; never on an
+ * endpoint that broke or failed in this request, that the config keeps out,
+ * or that refused a prefill before (a 400 teaches that, and is never what
+ * the client sees). Bounded by continuation.max_recoveries, the total
+ * deadline, retry.max_attempts per break and the retry budget (one retry per
+ * continuation attempt). The relay calls it; it never calls back up.
+ */
+import type { BreakCause, RecoveryResult } from "../../metrics/names.ts";
+import type { Grant } from "../admission-client.ts";
+import type { GatewayContext } from "../context.ts";
+import { attemptVerdict } from "../proxy/attempt-verdict.ts";
+import { engineError, isContextLengthError } from "../proxy/failures.ts";
+import { abandon, type RelayRecovery } from "../proxy/relay-contracts.ts";
+import { openUpstream, type AttemptFailed, type OpenStream } from "../proxy/upstream.ts";
+import type { Exchange, RecoveryNote, Usage } from "../request/exchange.ts";
+import { ContinuationRewriter } from "./chunk-rewriter.ts";
+import { continuable, continuationBody } from "./continuation-body.ts";
+import type { Evictable } from "./stream-evictions.ts";
+import { StreamTracker } from "./stream-tracker.ts";
+
+/** Why a break was not continued (the metric's result, and a detail for the audit line). */
+interface Refusal {
+  ok: false;
+  result: Exclude<RecoveryResult, "recovered">;
+  reason?: string;
+}
+
+function refusal(result: Refusal["result"], reason?: string): Refusal {
+  return reason === undefined ? { ok: false, result } : { ok: false, result, reason };
+}
+
+/** A continuation that opened: its stream, where, and what it continues from. */
+interface Opened {
+  ok: true;
+  stream: OpenStream;
+  slot: number;
+  at: number;
+  before: { text: string; tokens: number };
+}
+
+/** Engine answers to a chat continuation that mean "no prefill here" (vLLM's and OpenAI's validation errors). */
+const REFUSAL_STATUSES: ReadonlySet<number | undefined> = new Set([400, 422]);
+
+export class StreamRecovery implements RelayRecovery {
+  readonly tracking: boolean;
+  rewriting = false;
+  private readonly tracker: StreamTracker | undefined;
+  private rewriter: ContinuationRewriter | undefined;
+  private stream: Evictable | undefined;
+  private recoveries = 0;
+  /** Slots whose stream broke, or whose continuation attempt failed, in this request: never tried again for it. */
+  private readonly spent = new Set<number>();
+  /** Index into the chain of the model now serving. */
+  private at = 0;
+  private closed = false;
+  /** When the stream broke, until its continuation's first token went out (NaN: nothing waiting). */
+  private brokeAt = Number.NaN;
+
+  private constructor(
+    private readonly ctx: GatewayContext,
+    private readonly x: Exchange,
+    /** The model serving the stream, then the rest of its fallback chain, in order. */
+    private readonly chain: readonly string[],
+    /** The endpoint slot serving the stream. */
+    private slot: number,
+    /** Why the request cannot be continued exactly (undefined: it can). */
+    private readonly notContinuable: string | undefined,
+  ) {
+    this.tracking = notContinuable === undefined;
+    this.tracker = this.tracking ? new StreamTracker(x.route) : undefined;
+  }
+
+  /** The recovery of a stream just opened on `slot` for chain[0]; undefined when continuation is off for that model. */
+  static for(ctx: GatewayContext, x: Exchange, chain: readonly string[], slot: number): StreamRecovery | undefined {
+    if (!ctx.continuation.modelOn(chain[0]!) || x.body === undefined) return undefined;
+    const c = continuable(x.body, x.route);
+    return new StreamRecovery(ctx, x, chain, slot, c.ok ? undefined : c.reason);
+  }
+
+  get usage(): Usage | undefined {
+    return this.rewriter?.usage;
+  }
+
+  bind(stream: Evictable): void {
+    this.stream = stream;
+    this.ctx.endpoints.evictions.enter(this.slot, stream);
+  }
+
+  observe(event: Uint8Array): void {
+    this.tracker!.observeData(event);
+  }
+
+  rewrite(kind: "data" | "usage", event: Uint8Array): Uint8Array | undefined {
+    const out = this.rewriter!.rewrite({ kind, bytes: event });
+    if (out !== undefined && kind === "data" && !Number.isNaN(this.brokeAt)) {
+      this.ctx.metrics.streamRecoverySeconds.observe({ model: this.x.model! }, (performance.now() - this.brokeAt) / 1000);
+      this.brokeAt = Number.NaN;
+    }
+    return out;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.leave();
+  }
+
+  async resume(cause: BreakCause): Promise<OpenStream | undefined> {
+    const { ctx, x } = this;
+    const brokeAt = performance.now();
+    const from = x.endpointId;
+    this.leave();
+    this.spent.add(this.slot);
+    const got = await this.continuation();
+    const note: RecoveryNote = { cause, from, result: got.ok ? "recovered" : got.result };
+    if (!got.ok && got.reason !== undefined) note.reason = got.reason;
+    (x.recoveries ??= []).push(note);
+    ctx.metrics.streamRecoveries.inc({ model: x.model!, cause, result: note.result });
+    if (!got.ok) return undefined;
+    note.to = x.endpointId;
+    if (got.at > 0) note.model = this.chain[got.at];
+    this.recoveries++;
+    this.slot = got.slot;
+    this.at = got.at;
+    this.rewriter = new ContinuationRewriter(x.route, this.tracker!.identity!, got.before);
+    this.rewriting = true;
+    this.brokeAt = brokeAt;
+    if (this.stream) ctx.endpoints.evictions.enter(this.slot, this.stream);
+    return got.stream;
+  }
+
+  private leave(): void {
+    if (this.stream) this.ctx.endpoints.evictions.leave(this.slot, this.stream);
+  }
+
+  /** A continuation opened on the first target that takes it, or why there is none. */
+  private async continuation(): Promise<Opened | Refusal> {
+    const { ctx, x } = this;
+    if (this.closed || x.signal.aborted) return refusal("cancelled");
+    if (this.notContinuable !== undefined) return refusal("not_continuable", this.notContinuable);
+    const point = (this.rewriter ?? this.tracker!).resumePoint();
+    if (!point.ok) return refusal("not_resumable", point.reason);
+    if (this.recoveries >= ctx.continuation.maxRecoveries) return refusal("limit");
+    const before = { text: point.text, tokens: point.tokens };
+    let tries = 0;
+    for (let at = this.at; at < this.chain.length; at++) {
+      const model = this.chain[at]!;
+      if (!ctx.continuation.modelOn(model)) continue;
+      const body = continuationBody(x.body!, x.route, point.text, point.tokens, model);
+      if (body === undefined) return refusal("not_resumable", "token_limit_spent");
+      const totalMs = ctx.catalog.deadlinesFor(model).totalMs;
+      const exclude = this.excluded(model);
+      for (;;) {
+        if (tries >= ctx.config.retry.maxAttempts) return refusal("no_target");
+        const leftMs = x.totalLeftMs(totalMs);
+        if (leftMs <= 0) return refusal("deadline");
+        const grant = this.grant(model, exclude);
+        if (grant === undefined) break; // nothing (else) ready for this model: the next one in the chain
+        if (!ctx.budget.tryWithdraw()) {
+          this.release(grant);
+          return refusal("retry_budget");
+        }
+        tries++;
+        const stream = await this.open(grant, model, body, leftMs);
+        if (!("failure" in stream)) return { ok: true, stream, slot: grant.index, at, before };
+        if (stream.failure === "cancelled") return refusal("cancelled");
+        if (stream.failure === "total_timeout") return refusal("deadline");
+        exclude.add(grant.index);
+        this.spent.add(grant.index);
+      }
+    }
+    return refusal("no_target");
+  }
+
+  /** Slots that may not take this continuation of `model`: spent in this request, kept out by the config, or known to refuse a prefill. */
+  private excluded(model: string): Set<number> {
+    const exclude = new Set(this.spent);
+    for (const e of this.ctx.endpoints.active()) if (!this.ctx.continuation.target(e.id, model)) exclude.add(e.index);
+    return exclude;
+  }
+
+  /** Another ready endpoint of `model` by scoring alone (the request was admitted once); undefined: none. */
+  private grant(model: string, exclude: ReadonlySet<number>): Grant | undefined {
+    try {
+      return this.ctx.admission.reschedule(model, this.x.band, this.x.prefixHashes, exclude);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Give back a grant that will not be used (what Exchange.endAttempt does for a neutral verdict). */
+  private release(grant: Grant): void {
+    this.ctx.admission.release(grant.index, grant.pool, this.x.band);
+    if (grant.probe >= 0) this.ctx.breakers.abandon(grant.index, grant.probe);
+  }
+
+  /** Send the continuation to the granted endpoint through the request's Exchange; the open stream, or the failure (its verdict given). */
+  private async open(grant: Grant, model: string, body: string, leftMs: number): Promise<OpenStream | AttemptFailed> {
+    const { ctx, x } = this;
+    if (this.closed || x.signal.aborted) {
+      this.release(grant);
+      return { ok: false, failure: "cancelled", message: "client went away" };
+    }
+    x.hold(grant);
+    x.sending();
+    const result = await openUpstream(
+      {
+        index: grant.index,
+        url: ctx.endpoints.urlOf(grant.index)!,
+        body,
+        headers: { "content-type": "application/json", accept: "text/event-stream", "x-request-id": x.requestId },
+        stream: true,
+        deadlines: ctx.catalog.deadlinesFor(model),
+        totalLeftMs: leftMs,
+        clientSignal: x.signal,
+        dial: ctx.dial,
+        maxResponseBytes: ctx.config.maxResponseBytes,
+      },
+      x.path,
+    );
+    if (result.ok && result.kind === "stream") {
+      if (!this.closed) {
+        x.answered();
+        return result;
+      }
+      abandon(result); // the client left while it opened
+    }
+    // (A JSON answer cannot come back: openUpstream reads one only for a request that is not a stream.)
+    const failed: AttemptFailed = !result.ok ? result : { ok: false, failure: "cancelled", message: "the relay ended while the continuation opened" };
+    x.endAttempt(attemptVerdict(failed, ctx.config.retry.maxRetryAfterMs));
+    if (failed.failure === "status_4xx") this.refused(grant, model, failed);
+    return failed;
+  }
+
+  /**
+   * An engine rejected a chat continuation (not for its length): it cannot
+   * take a prefill (continue_final_message is unknown to it), so it is never
+   * a target for this model again. Raw completions are plain prompts: a
+   * rejection there says nothing about the endpoint.
+   */
+  private refused(grant: Grant, model: string, failed: AttemptFailed): void {
+    const { ctx, x } = this;
+    if (x.route !== "chat" || !REFUSAL_STATUSES.has(failed.status)) return;
+    const { message } = engineError(failed.body);
+    if (isContextLengthError(message)) return;
+    const id = ctx.endpoints.idOf(grant.index);
+    if (id !== undefined && ctx.continuation.learnRefusal(id, model)) {
+      ctx.log.warn({ endpoint: id, model, status: failed.status, error: message }, "endpoint refused a continuation: no longer a continuation target for this model");
+    }
+  }
+}
