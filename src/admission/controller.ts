@@ -11,6 +11,7 @@
 import type { Config } from "../config/types.ts";
 import type { FromScheduler, ToScheduler } from "../protocol/scheduler-messages.ts";
 import { AdmissionStatsTable, EndpointTable, F, I, PoolTable, UNLIMITED } from "../shared/endpoint-table.ts";
+import { scaleLimit } from "../shared/pool-shares.ts";
 import { AdmissionQueues, type BandSpec } from "./admission-queues.ts";
 import type { EndpointChooser } from "./chooser.ts";
 import { DrainRate } from "./drain-rate.ts";
@@ -58,6 +59,8 @@ export class AdmissionController {
     private readonly staleAfterMs: number,
     /** Tie-breaks among equally scored endpoints (seeded in tests). */
     private readonly random: () => number = Math.random,
+    /** Several gateways (issue 14): this gateway's share of each pool; the published limits are scaled by it. */
+    private readonly shares?: { get(pool: number): number },
   ) {
     const bands: BandSpec[] = admission.bands.map((b) => ({ name: b.name, ceiling: b.ceiling, queueLimit: b.queueLimit, ttlMs: b.ttlMs }));
     this.queues = new AdmissionQueues(bands, { fairness: admission.fairness, quantumTokens: admission.quantumTokens });
@@ -124,7 +127,8 @@ export class AdmissionController {
         this.ceilings.forEach((_, b) => this.pools.setLimit(pool, b, 0));
         continue;
       }
-      bandLimits(members, capacity, this.admission, this.ceilings, UNLIMITED, this.reserves(pool, now)).forEach((limit, b) => this.pools.setLimit(pool, b, limit));
+      const share = this.shares?.get(pool) ?? 1;
+      bandLimits(members, capacity, this.admission, this.ceilings, UNLIMITED, this.reserves(pool, now)).forEach((limit, b) => this.pools.setLimit(pool, b, scaleLimit(limit, share, UNLIMITED)));
       this.stats.setSaturation(pool, poolSaturation(members, capacity, this.admission));
     }
   }

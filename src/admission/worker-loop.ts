@@ -10,6 +10,7 @@ import type { FromScheduler, ToScheduler } from "../protocol/scheduler-messages.
 import { SchedulingProfile } from "../scheduling/profile.ts";
 import { PrefixIndex } from "../scheduling/prefix-index.ts";
 import { AdmissionStatsTable, EndpointTable, PoolTable, S, Signals } from "../shared/endpoint-table.ts";
+import { PoolShareTable } from "../shared/pool-shares.ts";
 import { EndpointChooser } from "./chooser.ts";
 import { AdmissionController } from "./controller.ts";
 import { EndpointDirectory } from "./endpoint-directory.ts";
@@ -37,7 +38,8 @@ export class SchedulerWorkerLoop {
     this.directory = new EndpointDirectory(init.directory);
     const prefixIndex = new PrefixIndex(init.scheduling.prefixAffinity.lruEntries, init.prefixIndex);
     const chooser = new EndpointChooser(table, this.directory, new SchedulingProfile(init.scheduling, undefined, prefixIndex), init.staleAfterMs);
-    this.admission = new AdmissionController(table, pools, stats, this.directory, chooser, init.admission, init.staleAfterMs);
+    const shares = init.shares ? new PoolShareTable(init.maxPools, init.shares) : undefined;
+    this.admission = new AdmissionController(table, pools, stats, this.directory, chooser, init.admission, init.staleAfterMs, undefined, shares);
     this.admission.refresh();
     this.arm();
     void this.followEngineMetrics();

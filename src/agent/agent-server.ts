@@ -1,15 +1,17 @@
 /**
  * The agent's HTTP API on Bun.serve: bearer-token auth, then
- * GET /v1/inventory, GET /v1/state, GET|PUT|DELETE /v1/replicas/{id}.
+ * GET /v1/inventory, GET /v1/state, GET|PUT|DELETE /v1/replicas/{id}
+ * (PUT and DELETE checked against the reconciler's fencing token first).
  * GET /health answers without a token (liveness probes carry none).
  * Every error is OpenAI-shaped through src/shared/errors.ts; every answer is
  * checked against the gateway ↔ agent types in src/protocol/agent-messages.ts.
  */
-import type { AgentDeleteReplicaResponse, AgentInventory, AgentPutReplicaResponse, AgentReplicaStatus, AgentState } from "../protocol/agent-messages.ts";
+import { FENCING_TOKEN_HEADER, type AgentDeleteReplicaResponse, type AgentInventory, type AgentPutReplicaResponse, type AgentReplicaStatus, type AgentState } from "../protocol/agent-messages.ts";
 import { tokenMatches } from "../shared/bearer.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../shared/errors.ts";
 import { logger } from "../shared/logger.ts";
 import type { AgentService } from "./agent-service.ts";
+import type { FencingGuard } from "./fencing.ts";
 
 function json(body: unknown, status = 200): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
@@ -27,7 +29,7 @@ export { tokenMatches };
 
 const REPLICA_PATH = /^\/v1\/replicas\/([^/]+)$/;
 
-export function createAgentHandler(service: AgentService, token: string): (req: Request) => Promise<Response> {
+export function createAgentHandler(service: AgentService, token: string, fencing?: FencingGuard): (req: Request) => Promise<Response> {
   return async function agentHandler(req: Request): Promise<Response> {
     const url = new URL(req.url);
     try {
@@ -46,6 +48,7 @@ export function createAgentHandler(service: AgentService, token: string): (req: 
       const m = REPLICA_PATH.exec(url.pathname);
       if (m?.[1]) {
         const id = decodeURIComponent(m[1]);
+        if (req.method === "PUT" || req.method === "DELETE") fencing?.check(req.headers.get(FENCING_TOKEN_HEADER));
         switch (req.method) {
           case "GET":
             return json(service.status(id) satisfies AgentReplicaStatus);

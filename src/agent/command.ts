@@ -8,6 +8,7 @@ import { boolFlag, numberFlag, parseCommandArgs, parseListen, stringFlag, UsageE
 import { initLogger, logger, logListening } from "../shared/logger.ts";
 import { shutdownSignal } from "../shared/signals.ts";
 import { createAgentHandler } from "./agent-server.ts";
+import { FencingGuard } from "./fencing.ts";
 import { AgentService } from "./agent-service.ts";
 import { DEFAULT_SYSFS_INFINIBAND } from "./fabric.ts";
 import { DEFAULT_NVIDIA_SMI } from "./gpu-discovery.ts";
@@ -42,7 +43,8 @@ engine replicas (vLLM, SGLang, sim-engine) and serves its HTTP API.
 flags:
   --listen HOST:PORT        API listener (default ${DEFAULT_AGENT_LISTEN}; port 0 picks one)
   --token TOKEN             bearer token clients must present (or LLMGW_AGENT_TOKEN; required)
-  --state-dir DIR           pid files and engine logs (default $XDG_STATE_HOME/llmgw/agent)
+  --state-dir DIR           pid files, engine logs and the highest reconciler fencing
+                            token seen (default $XDG_STATE_HOME/llmgw/agent)
   --nvidia-smi PATH         nvidia-smi to run (default ${DEFAULT_NVIDIA_SMI}; missing = zero GPUs)
   --sysfs-root DIR          InfiniBand sysfs root (default ${DEFAULT_SYSFS_INFINIBAND})
   --engine-host HOST        interface engines bind (default: the --listen host)
@@ -115,7 +117,7 @@ async function runAgent(args: ParsedArgs): Promise<number> {
     portCheck,
   });
   // The port first: an agent that cannot serve must not adopt engines an earlier agent still runs.
-  const handler = createAgentHandler(service, token);
+  const handler = createAgentHandler(service, token, new FencingGuard(stateDir));
   let adopted: Promise<unknown> = Promise.resolve();
   const afterAdoption = async (req: Request): Promise<Response> => {
     await adopted; // a PUT must not race the adoption of the same replica id

@@ -110,3 +110,12 @@ export const DEFAULT_GPU_HEALTH_STALE_AFTER_MS = 5_000;
 export const DEFAULT_GPU_SUSTAINED_SAMPLES = 5;
 export const DEFAULT_GPU_SHED_UTIL_PCT = 95;
 export const DEFAULT_GPU_SHED_BAND = "batch";
+// Shared state across gateways (issue 14): the `state` block.
+export const DEFAULT_STATE_KEY_PREFIX = "llmgw:";
+/** A dead leader is replaced within this; renewed every third of it. */
+export const DEFAULT_STATE_LEASE_MS = 5_000;
+/** Demand exchange and follower refresh: "about once a second" (issue 14). */
+export const DEFAULT_STATE_SYNC_INTERVAL_MS = 1_000;
+/** 2 % of a per-minute limit per fetch: with 3 gateways at most 6 % of a minute's quota sits unspent in allowances. */
+export const DEFAULT_STATE_QUOTA_ALLOWANCE = 0.02;
+export const DEFAULT_STATE_COMMAND_TIMEOUT_MS = 1_000;

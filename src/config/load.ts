@@ -12,6 +12,7 @@ import { configSchema, type ParsedConfig } from "./schema.ts";
 import { fleetConfigIssues, toFleetConfig, toNodeConfigs } from "./fleet-schema.ts";
 import type { Config, Deadlines, Listen } from "./types.ts";
 import { jobsCrossFieldIssues, resolveJobsConfig } from "./jobs-config.ts";
+import { effectiveScorers, resolveStateConfig, stateCrossFieldIssues } from "./state-config.ts";
 
 export function sha256Hex(text: string): string {
   return createHash("sha256").update(text).digest("hex");
@@ -186,7 +187,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
   const result = configSchema.safeParse(withEnv);
   if (!result.success) throw new ConfigError(source, formatZodIssues(result.error.issues));
   const c = result.data;
-  const cross = [...crossFieldIssues(c), ...jobsCrossFieldIssues(c), ...fleetConfigIssues(c.nodes, c.fleet, env)];
+  const cross = [...crossFieldIssues(c), ...jobsCrossFieldIssues(c), ...fleetConfigIssues(c.nodes, c.fleet, env), ...stateCrossFieldIssues(c)];
   if (cross.length > 0) throw new ConfigError(source, cross);
 
   const deadlines = resolveDeadlines(BUILTIN_DEADLINES, c.deadlines);
@@ -227,7 +228,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
     })),
     scheduling: {
       filters: c.scheduling.filters,
-      scorers: c.scheduling.scorers,
+      scorers: effectiveScorers(c, withEnv),
       picker: c.scheduling.picker,
       prefixAffinity: {
         blockChars: c.scheduling.prefix_affinity.block_chars,
@@ -279,6 +280,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
     ...resolveJobsConfig(c, warnings),
     nodes: toNodeConfigs(c.nodes, env),
     fleet: toFleetConfig(c.fleet),
+    ...resolveStateConfig(c),
     warnings,
   };
   return deepFreeze(config);

@@ -8,6 +8,7 @@ import * as D from "./defaults.ts";
 import { httpUrl, id } from "./wire-primitives.ts";
 import { FLEET_DEFAULTS, fleetSchema, nodeSchema } from "./fleet-schema.ts";
 import { FILTER_NAMES, PICKER_NAMES, RELAY_VARIANTS, SCORER_NAMES } from "./plugin-names.ts";
+import { STATE_DEFAULTS, stateSchema } from "./state-config.ts";
 
 const hostPort = z
   .string()
@@ -293,6 +294,8 @@ export const configSchema = z
     // Fleet manager (issue 9): agents and desired models (state under data_dir above).
     nodes: z.array(nodeSchema).default([]),
     fleet: fleetSchema.default(FLEET_DEFAULTS),
+    // Shared state across gateways (issue 14): sqlite (default, one process) or redis.
+    state: stateSchema.default(STATE_DEFAULTS),
   })
   .strict();
 

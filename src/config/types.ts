@@ -1,6 +1,8 @@
 /** The validated, frozen configuration the rest of llmgw reads (defaults applied). */
 import type { FilterName, PickerName, RelayVariantName, ScorerName } from "./plugin-names.ts";
 import type { LogLevel } from "../shared/logger.ts";
+import type { StateConfig } from "./state-config.ts";
+export type { StateConfig } from "./state-config.ts";
 
 export interface Deadlines {
   dialMs: number;
@@ -231,6 +233,8 @@ export interface Config {
   // Fleet manager (issue 9).
   nodes: readonly NodeConfig[];
   fleet: FleetConfig;
+  // Shared state across gateways (issue 14).
+  state: StateConfig;
   /** Things worth a warning at start (plaintext keys, auth off); logged by serve. */
   warnings: readonly string[];
 }

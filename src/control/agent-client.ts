@@ -6,9 +6,10 @@
  * (the agent's problem: shown on the node, retried).
  */
 import { errorBodyMessage } from "../shared/errors.ts";
-import { agentDeleteReplicaResponseSchema, agentPutReplicaResponseSchema, type AgentPutReplicaResponse, type AgentReplicaSpec } from "../protocol/agent-messages.ts";
+import { agentDeleteReplicaResponseSchema, agentPutReplicaResponseSchema, FENCING_TOKEN_HEADER, type AgentPutReplicaResponse, type AgentReplicaSpec } from "../protocol/agent-messages.ts";
 
-export type AgentCallFailure = "refused" | "unauthorized" | "unreachable" | "timeout" | "garbage" | "server-error";
+/** `fenced`: the agent has seen a newer reconciler's token; this gateway is no longer the leader and must not act. */
+export type AgentCallFailure = "refused" | "unauthorized" | "unreachable" | "timeout" | "garbage" | "server-error" | "fenced";
 
 export class AgentCallError extends Error {
   constructor(
@@ -34,19 +35,36 @@ export interface AgentClient {
 
 type FetchFn = (url: string, init: RequestInit) => Promise<Response>;
 
+function errorCodeOf(text: string): string | undefined {
+  try {
+    const code = (JSON.parse(text) as { error?: { code?: unknown } }).error?.code;
+    return typeof code === "string" ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
-export function httpAgentClient(timeoutMs: number, fetchFn: FetchFn = (url, init) => fetch(url, init)): AgentClient {
+/**
+ * `fencingToken`: the reconciler lease's token, sent with every PUT and
+ * DELETE (issue 14); undefined (a single gateway) sends none.
+ */
+export function httpAgentClient(timeoutMs: number, fetchFn: FetchFn = (url, init) => fetch(url, init), fencingToken: () => number | undefined = () => undefined): AgentClient {
   async function call(agent: AgentAddress, method: "PUT" | "DELETE", agentId: string, body?: unknown): Promise<{ status: number; json: unknown }> {
     const url = new URL(`/v1/replicas/${encodeURIComponent(agentId)}`, agent.url).toString();
     const label = `${method} ${url}`;
     const deadline = AbortSignal.timeout(timeoutMs);
     let res: Response;
     let text: string;
+    const fence = fencingToken();
     try {
       res = await fetchFn(url, {
         method,
         signal: deadline,
-        headers: { authorization: `Bearer ${agent.token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        headers: {
+          authorization: `Bearer ${agent.token}`,
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+          ...(fence === undefined ? {} : { [FENCING_TOKEN_HEADER]: String(fence) }),
+        },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
       text = await res.text();
@@ -57,6 +75,7 @@ export function httpAgentClient(timeoutMs: number, fetchFn: FetchFn = (url, init
     if (res.status === 401 || res.status === 403) throw new AgentCallError("unauthorized", `${label}: the agent refused the token (${res.status})`, res.status);
     if (res.status >= 500) throw new AgentCallError("server-error", `${label}: HTTP ${res.status}: ${errorBodyMessage(text)}`, res.status);
     if (method === "DELETE" && res.status === 404) return { status: 404, json: null };
+    if (res.status === 409 && errorCodeOf(text) === "STALE_FENCING_TOKEN") throw new AgentCallError("fenced", `${label}: ${errorBodyMessage(text)}`, res.status);
     // 400 is the agent's validation refusal (the message names the rule); other 4xx mean this is not an agent's API.
     if (res.status === 400 || res.status === 409 || res.status === 422) throw new AgentCallError("refused", errorBodyMessage(text), res.status);
     if (res.status >= 300) throw new AgentCallError("garbage", `${label}: unexpected HTTP ${res.status}: ${errorBodyMessage(text)}`, res.status);

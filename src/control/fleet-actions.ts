@@ -20,6 +20,8 @@ export interface ActionContext {
   fleet: FleetConfig;
   /** An agent call settled: plan again. */
   onSettled: () => void;
+  /** An agent refused this gateway's fencing token: another gateway leads now (issue 14). */
+  onFenced?: () => void;
 }
 
 /** How long a deleted agent replica is remembered (longer than any poll takes). */
@@ -133,6 +135,12 @@ export class FleetActions {
 
   private agentError(entry: ReplicaEntry | undefined, node: string, err: unknown): void {
     const message = describe(err);
+    if (err instanceof AgentCallError && err.kind === "fenced") {
+      // Not the replica's or the node's fault: this gateway's lease is gone.
+      this.ctx.log.warn({ node, replica: entry?.record.id, err: message }, "agent refused a stale fencing token: another gateway reconciles now");
+      this.ctx.onFenced?.();
+      return;
+    }
     if (entry) entry.runtime.lastError = message;
     this.state.nodeErrors.set(node, { at: this.ctx.now(), message });
     this.ctx.log.warn({ node, replica: entry?.record.id, err: message }, "agent call failed");
@@ -166,7 +174,7 @@ export class FleetActions {
               } catch (err) {
                 this.agentError(entry, s.node, err);
                 if (err instanceof AgentCallError && err.kind === "refused") entry.runtime.failure = `launch refused by ${s.node}: ${err.message}`;
-                else entry.runtime.launchFailures++;
+                else if (!(err instanceof AgentCallError && err.kind === "fenced")) entry.runtime.launchFailures++;
               }
             }),
         );

@@ -9,6 +9,12 @@
  * After a restart nothing is planned until every known node has answered
  * once or turned NotReady: until then the records say what runs, and
  * replicas that still run are adopted, never launched twice.
+ *
+ * With several gateways on one store (issue 14) only the lease holder acts
+ * on agents and writes replica records; the others follow: they re-read the
+ * store, hand Ready replicas to their own gateway and take them back, and
+ * serve the management API (its writes go to the store, where the leader
+ * finds them). A gateway that becomes the leader re-reads everything first.
  */
 import type { Config } from "../config/types.ts";
 import type { AgentSnapshot } from "../protocol/agent-messages.ts";
@@ -25,6 +31,7 @@ import { FleetOperations } from "./fleet-operations.ts";
 import { isActive, placeModel, planReconcile, withModelCounts, type ReconcileView, type ReplicaView } from "./reconcile.ts";
 import { derivePhase } from "./replica-phase.ts";
 import { isFleetAgentId } from "./replica-builder.ts";
+import { applySnapshot, readSnapshot } from "./fleet-sync.ts";
 import type { FleetStore } from "./store.ts";
 import type { PlacementResult } from "./placement-types.ts";
 
@@ -33,6 +40,22 @@ export const MAX_LAUNCH_FAILURES = 3;
 /** How long stop() waits for agent calls in flight. */
 const STOP_WAIT_MS = 5_000;
 
+/** What a follower does of a plan: its own gateway's table; never agents or replica records. */
+const FOLLOWER_ACTIONS: ReadonlySet<string> = new Set(["add-endpoint", "remove-endpoint", "signal-draining"]);
+
+/**
+ * Several gateways (issue 14): whether this one holds the reconciler lease
+ * now, and the lease's fencing token for agent calls.
+ */
+export interface FleetLeadership {
+  isLeader(): boolean;
+  fencingToken(): number | undefined;
+  /** An agent has seen a newer leader's token: this gateway lost the lease, whatever it believed. */
+  fenced(): void;
+  /** How often to re-read the shared store. */
+  refreshEveryMs: number;
+}
+
 export interface FleetManagerOptions {
   config: Pick<Config, "nodes" | "fleet">;
   store: FleetStore;
@@ -40,6 +63,8 @@ export interface FleetManagerOptions {
   /** Tells whoever polls agents (the health worker, or an in-process AgentPoller) which agents to poll. */
   pollAgents: (agents: PolledAgent[], settings: AgentPollSettings) => void;
   agentClient?: AgentClient;
+  /** Absent: one gateway, always the leader, the store is its own. */
+  leadership?: FleetLeadership;
   now?: () => number;
   random?: () => number;
   log?: Logger;
@@ -57,6 +82,9 @@ export class FleetManager {
   private again = false;
   private settled = false;
   private stopped = false;
+  private refreshTimer: ReturnType<typeof setInterval> | undefined;
+  /** Leader at the last tick (a change to leader re-reads the store first). */
+  private leading: boolean;
 
   private constructor(
     private readonly opts: FleetManagerOptions,
@@ -65,13 +93,16 @@ export class FleetManager {
     this.state = state;
     this.log = opts.log ?? logger();
     this.now = opts.now ?? Date.now;
-    const client = opts.agentClient ?? httpAgentClient(opts.config.fleet.agentCallTimeoutMs);
+    this.leading = opts.leadership === undefined;
+    const lead = opts.leadership;
+    const client = opts.agentClient ?? httpAgentClient(opts.config.fleet.agentCallTimeoutMs, undefined, () => lead?.fencingToken());
     this.actions = new FleetActions(state, opts.store, opts.sink, client, {
       log: this.log,
       now: this.now,
       random: opts.random ?? Math.random,
       fleet: opts.config.fleet,
       onSettled: () => this.requestTick(),
+      onFenced: () => lead?.fenced(),
     });
     this.ops = new FleetOperations(state, opts.store, {
       now: this.now,
@@ -105,7 +136,35 @@ export class FleetManager {
   start(): void {
     this.pushPollTargets();
     this.timer ??= setInterval(() => this.requestTick(), this.opts.config.fleet.reconcileIntervalMs);
+    const lead = this.opts.leadership;
+    if (lead) this.refreshTimer ??= setInterval(() => void this.refresh(), lead.refreshEveryMs);
     this.requestTick();
+  }
+
+  /** Whether this gateway reconciles (one gateway: always). */
+  isLeader(): boolean {
+    return this.opts.leadership?.isLeader() ?? true;
+  }
+
+  /**
+   * Re-read the shared store (several gateways): everything for a follower,
+   * what operators change for the leader. A store that cannot be read keeps
+   * the last state (fail static) and is tried again at the next refresh.
+   */
+  async refresh(replicas = !this.isLeader()): Promise<boolean> {
+    if (this.stopped) return false;
+    try {
+      const snap = await readSnapshot(this.opts.store);
+      const applied = applySnapshot(this.state, snap, { replicas, now: this.now() });
+      for (const e of applied.removed) if (e.runtime.handedOff) safe(() => this.opts.sink.removeEndpoint(e.record.id), undefined);
+      for (const r of applied.rewritten) await this.opts.store.replicas.put(r.id, r);
+      if (applied.pollTargetsChanged) this.pushPollTargets();
+      this.requestTick();
+      return true;
+    } catch (err) {
+      this.log.warn({ err: err instanceof Error ? err.message : String(err) }, "fleet: cannot read the shared store; keeping the last state");
+      return false;
+    }
   }
 
   /** Stop planning; wait (bounded) for agent calls in flight. Nothing running is stopped. */
@@ -113,7 +172,9 @@ export class FleetManager {
     // Before anything else: an agent call settling or a poll arriving from now on must not plan again.
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    if (this.refreshTimer) clearInterval(this.refreshTimer);
     this.timer = undefined;
+    this.refreshTimer = undefined;
     await this.ticking;
     await this.actions.settle(STOP_WAIT_MS);
   }
@@ -223,11 +284,23 @@ export class FleetManager {
   }
 
   private async tick(): Promise<void> {
-    const now = this.now();
     try {
+      const leader = this.isLeader();
+      if (leader && !this.leading) {
+        // Just elected: what the last leader placed and what operators changed are in the store, not in memory.
+        if (!(await this.refresh(true))) return;
+        this.log.info({ replicas: this.state.replicas.size }, "fleet: this gateway holds the reconciler lease now");
+      } else if (!leader && this.leading) {
+        this.log.warn("fleet: this gateway no longer holds the reconciler lease; following");
+      }
+      this.leading = leader;
+      const now = this.now();
       const view = this.view(now);
       if (!this.settledNow(now)) return;
-      for (const action of planReconcile(view)) await this.actions.perform(action, now);
+      for (const action of planReconcile(view)) {
+        if (leader && !this.isLeader()) return; // the lease lapsed mid-plan: stop acting at once
+        if (leader || FOLLOWER_ACTIONS.has(action.kind)) await this.actions.perform(action, now);
+      }
     } catch (err) {
       this.log.error({ err }, "fleet reconcile failed");
     }

@@ -7,6 +7,7 @@
 import { z } from "zod";
 import { fleetModelSchema, fleetModelWire, toFleetModel } from "../config/fleet-schema.ts";
 import { AGENT_ENGINES } from "../protocol/agent-messages.ts";
+import { logger } from "../shared/logger.ts";
 import type { CollectionName } from "./store.ts";
 import type { Cordon, DrainOp, RegisteredNode, ReplicaRecord, StoredModel } from "./types.ts";
 
@@ -54,6 +55,14 @@ const replica = z.object({
   createdAt: z.number(),
   draining: z.object({ since: z.number(), reason: z.enum(["drain", "scale-down", "model-removed"]), graceMs: z.number().int().min(0) }).nullable(),
 });
+
+/** A stored record read back, or undefined (logged) when it is not a valid one: every backend skips such a record the same way. */
+export function readRecord<T>(codec: RecordCodec<T>, collection: CollectionName, key: string, text: string): T | undefined {
+  const r = codec.decode(text);
+  if ("value" in r) return r.value;
+  logger().warn({ collection, key, error: r.error }, "fleet store: unreadable record skipped");
+  return undefined;
+}
 
 /** A record as JSON text, and back (undefined plus the reason when the text is not a valid record). */
 export interface RecordCodec<T> {

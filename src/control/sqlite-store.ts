@@ -9,8 +9,7 @@
 import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { logger } from "../shared/logger.ts";
-import { RECORD_CODECS, type RecordCodec, type RecordTypes } from "./record-schemas.ts";
+import { readRecord, RECORD_CODECS, type RecordCodec, type RecordTypes } from "./record-schemas.ts";
 import { type Collection, type CollectionName, type FleetStore } from "./store.ts";
 
 export const FLEET_DB_FILE = "fleet.sqlite";
@@ -38,10 +37,7 @@ class SqliteCollection<T> implements Collection<T> {
   }
 
   private decode(key: string, json: string): T | undefined {
-    const r = this.codec.decode(json);
-    if ("value" in r) return r.value;
-    logger().warn({ collection: this.name, key, error: r.error }, "fleet store: unreadable record skipped");
-    return undefined;
+    return readRecord(this.codec, this.name, key, json);
   }
 
   async list(): Promise<T[]> {

@@ -83,7 +83,18 @@ export function endpointStates(ctx: GatewayContext): EndpointState[] {
   });
 }
 
-const readinessSchema = z.object({ ready: z.boolean(), endpoints_ready: z.number().int(), endpoints: z.number().int() });
+const stateReadinessSchema = z
+  .object({
+    backend: z.literal("redis"),
+    redis_up: z.boolean(),
+    fail_static: z.boolean().describe("Redis cannot be reached: serving with the last shares and local quota shares; uploads, batches and idempotent requests get 503"),
+    down_since_ms: z.number().nullable(),
+    leader: z.boolean().describe("this gateway holds the reconciler lease"),
+    gateways: z.number().int(),
+  })
+  .describe("several gateways sharing Redis (state.backend: redis); absent with the embedded state");
+
+const readinessSchema = z.object({ ready: z.boolean(), endpoints_ready: z.number().int(), endpoints: z.number().int(), state: stateReadinessSchema.optional() });
 
 function readiness(ctx: GatewayContext): z.infer<typeof readinessSchema> {
   let n = 0;
@@ -91,8 +102,22 @@ function readiness(ctx: GatewayContext): z.infer<typeof readinessSchema> {
   for (const { index: row } of active) {
     if (ctx.table.getInt(row, I.READY) === 1 && ctx.table.getInt(row, I.CIRCUIT) === CIRCUIT_CLOSED) n++;
   }
-  return { ready: n > 0, endpoints_ready: n, endpoints: active.length };
+  const out: z.infer<typeof readinessSchema> = { ready: n > 0, endpoints_ready: n, endpoints: active.length };
+  // Redis away does not make the gateway unready: a load balancer that drained every gateway for it would defeat failing static.
+  const c = ctx.cluster?.status();
+  if (c) out.state = { backend: "redis", redis_up: c.redis.up, fail_static: !c.redis.up, down_since_ms: c.redis.down_since_ms, leader: c.leader.self, gateways: c.gateways };
+  return out;
 }
+
+const clusterStatusSchema = z.object({
+  gateway: z.string(),
+  redis: z.object({ target: z.string(), up: z.boolean(), down_since_ms: z.number().nullable(), last_error: z.string().nullable(), commands: z.number().int(), failures: z.number().int() }),
+  leader: z.object({ self: z.boolean(), token: z.number().int().nullable(), holder: z.string().nullable(), holder_token: z.number().int().nullable() }),
+  gateways: z.number().int(),
+  shares: z.record(z.string(), z.number()),
+  shares_at_ms: z.number().nullable(),
+  quota: z.object({ local: z.number().int(), fetched: z.number().int(), fail_static: z.number().int(), fetches: z.number().int() }),
+});
 
 /** What the listeners need to know beyond the context. */
 export interface ListenerState {
@@ -195,6 +220,13 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?
       },
     );
   if (dashboard) app.use(dashboardRoutes(dashboard));
+  const cluster = ctx.cluster;
+  if (cluster) {
+    app.get("/admin/v1/cluster", () => cluster.status(), {
+      response: clusterStatusSchema,
+      detail: { summary: "This gateway among several sharing Redis: its name, Redis reachability and command counts, the reconciler lease, admission shares, quota sources" },
+    });
+  }
   return fleet ? app.use(fleet) : app;
 }
 

@@ -7,6 +7,7 @@ import { openFilesVerdict, readOpenFilesLimit } from "../shared/open-files-limit
 import { shutdownSignal } from "../shared/signals.ts";
 import { dataDirProblem, fleetEnabled } from "./fleet-control.ts";
 import { startGateway } from "./gateway.ts";
+import { describeState } from "../cluster/state-backend.ts";
 
 const USAGE = `usage: llmgw serve [--config FILE] [flags]
 
@@ -62,7 +63,8 @@ function fleetSummary(config: Config): string {
   const f = config.fleet;
   const writes = f.adminToken ? "management writes on" : "management writes off (no fleet.admin_token)";
   const registration = f.registrationToken ? "agent self-registration on" : "no self-registration";
-  return `fleet on: ${config.nodes.length} configured node(s), ${f.models.length} desired model(s), ${writes}, ${registration}, state in ${config.dataDir}`;
+  const where = config.state.backend === "redis" ? "state in Redis" : `state in ${config.dataDir}`;
+  return `fleet on: ${config.nodes.length} configured node(s), ${f.models.length} desired model(s), ${writes}, ${registration}, ${where}`;
 }
 
 export const serveCommand: CommandSpec = {
@@ -91,7 +93,8 @@ export const serveCommand: CommandSpec = {
     }
     const fleet = fleetEnabled(config);
     if (boolFlag(args, "check-config")) {
-      const problem = fleet ? dataDirProblem(config.dataDir) : undefined;
+      // With shared state the fleet's store is Redis (reached at start), not a file in data_dir.
+      const problem = fleet && config.state.backend === "sqlite" ? dataDirProblem(config.dataDir) : undefined;
       if (problem) {
         console.error(problem);
         return 1;
@@ -102,7 +105,7 @@ export const serveCommand: CommandSpec = {
       }
       for (const w of config.warnings) console.error(`warning: ${w}`);
       console.log(
-        `configuration OK: ${config.endpoints.length} endpoint(s), ${config.models.length} configured model(s); ${fleetSummary(config)}; ` +
+        `configuration OK: ${config.endpoints.length} endpoint(s), ${config.models.length} configured model(s); ${fleetSummary(config)}; ${describeState(config)}; ` +
           `listen ${config.listen.host}:${config.listen.port}, admin ${config.adminListen.host}:${config.adminListen.port}`,
       );
       return 0;

@@ -11,7 +11,8 @@ import type { ModelCatalog } from "./model-catalog.ts";
 import type { DialGuard } from "./proxy/dial-guard.ts";
 import type { RetryBudget } from "./retry-budget.ts";
 import type { Authenticator } from "./gates/auth.ts";
-import type { QuotaLimiter } from "./gates/quota.ts";
+import type { TenantQuota } from "./gates/quota.ts";
+import type { ClusterStatus } from "../cluster/cluster-runtime.ts";
 import type { ResponseCache } from "../cache/response-cache.ts";
 import type { JobsMetrics } from "../metrics/jobs-metrics.ts";
 import type { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
@@ -32,7 +33,7 @@ export interface GatewayContext {
   /** Whether any configured scorer needs prompt-prefix hashes (skip hashing otherwise). */
   usesPrefixHashes: boolean;
   auth: Authenticator;
-  quota: QuotaLimiter;
+  quota: TenantQuota;
   /** Mid-stream continuation: what may be continued, and where (issue 13). */
   continuation: ContinuationPolicy;
   /** A tenant as a metric label: configured tenants by name, others as "other". */
@@ -44,4 +45,6 @@ export interface GatewayContext {
   /** Per pool row: sustained GPU saturation, published by the health worker. */
   gpuSaturation: GpuSaturationTable;
   jobsMetrics: JobsMetrics;
+  /** Several gateways sharing Redis (issue 14): this one's part; absent with the embedded state. */
+  cluster?: { status(): ClusterStatus };
 }

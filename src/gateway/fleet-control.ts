@@ -10,8 +10,9 @@ import { dirname, join, resolve } from "node:path";
 import { ConfigError } from "../config/load.ts";
 import type { Config } from "../config/types.ts";
 import { fleetApi } from "../control/fleet-api.ts";
-import { FleetManager } from "../control/fleet-manager.ts";
+import { FleetManager, type FleetLeadership } from "../control/fleet-manager.ts";
 import { FLEET_DB_FILE, SqliteFleetStore } from "../control/sqlite-store.ts";
+import type { FleetStore } from "../control/store.ts";
 import type { AgentSnapshot } from "../protocol/agent-messages.ts";
 import type { AgentPollSettings, PolledAgent } from "../protocol/health-messages.ts";
 import type { Logger } from "../shared/logger.ts";
@@ -67,29 +68,26 @@ export interface GatewayFleetDeps {
   /** The health worker's agent list (HealthClient.pollAgents). */
   pollAgents: (agents: PolledAgent[], settings: AgentPollSettings) => void;
   log: Logger;
+  /** A shared store (state.backend: redis); absent: the embedded one in data_dir. Not closed here. */
+  store?: FleetStore;
+  /** Several gateways: lead (hold the lease) or follow. */
+  leadership?: FleetLeadership;
 }
 
 /** Open the control plane of a gateway; undefined when the config has no fleet. Throws ConfigError when data_dir is unusable. */
 export async function openGatewayFleet(config: Config, deps: GatewayFleetDeps): Promise<GatewayFleet | undefined> {
   if (!fleetEnabled(config)) return undefined;
-  const problem = dataDirProblem(config.dataDir);
-  if (problem) throw new ConfigError("data_dir", [problem]);
-  let store: SqliteFleetStore;
-  try {
-    store = new SqliteFleetStore(config.dataDir);
-  } catch (err) {
-    throw new ConfigError("data_dir", [`data_dir: cannot open the fleet store in ${resolve(config.dataDir)}: ${err instanceof Error ? err.message : String(err)}`]);
-  }
+  const store = deps.store ?? openEmbeddedStore(config.dataDir);
   let manager: FleetManager | undefined;
   const sink = new RegistryEndpointSink(deps.registry, (node) => manager?.state.registry.get(node)?.dcgmUrl);
-  manager = await FleetManager.open({ config, store, sink, pollAgents: deps.pollAgents, log: deps.log });
+  manager = await FleetManager.open({ config, store, sink, pollAgents: deps.pollAgents, log: deps.log, leadership: deps.leadership });
   const opened = manager;
   const api = fleetApi(opened, {
     adminToken: config.fleet.adminToken,
     registrationToken: config.fleet.registrationToken,
     registrationIntervalMs: config.fleet.registrationIntervalMs,
   });
-  deps.log.info({ nodes: opened.state.registry.list().length, models: opened.state.models.size, dataDir: resolve(config.dataDir) }, "fleet manager opened");
+  deps.log.info({ nodes: opened.state.registry.list().length, models: opened.state.models.size, store: deps.store ? "shared" : resolve(config.dataDir) }, "fleet manager opened");
   return {
     manager: opened,
     api,
@@ -101,7 +99,18 @@ export async function openGatewayFleet(config: Config, deps: GatewayFleetDeps): 
     },
     async stop() {
       await opened.stop();
-      await store.close();
+      if (!deps.store) await store.close();
     },
   };
+}
+
+/** The embedded fleet store in data_dir; ConfigError naming data_dir when it cannot be used. */
+function openEmbeddedStore(dataDir: string): SqliteFleetStore {
+  const problem = dataDirProblem(dataDir);
+  if (problem) throw new ConfigError("data_dir", [problem]);
+  try {
+    return new SqliteFleetStore(dataDir);
+  } catch (err) {
+    throw new ConfigError("data_dir", [`data_dir: cannot open the fleet store in ${resolve(dataDir)}: ${err instanceof Error ? err.message : String(err)}`]);
+  }
 }

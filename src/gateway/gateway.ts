@@ -42,6 +42,10 @@ import { JobsMetrics } from "../metrics/jobs-metrics.ts";
 import { batchLineSend } from "./batch-line-send.ts";
 import { GatewayJobs } from "./jobs-service.ts";
 import type { SendLine } from "../jobs/batch-runner.ts";
+import { ClusterRuntime } from "../cluster/cluster-runtime.ts";
+import { openStateBackend, type StateBackend } from "../cluster/state-backend.ts";
+import { registerClusterMetrics } from "../metrics/cluster-metrics.ts";
+import { PoolShareTable } from "../shared/pool-shares.ts";
 
 const DRAIN_GRACE_MS = 10_000;
 
@@ -51,6 +55,9 @@ export interface RunningGateway {
   urls: { api: string; admin: string; metrics: string | undefined };
   /** The control plane, when the config has a fleet. */
   fleet: FleetManager | undefined;
+  /** Where shared state lives (state.backend), and this gateway's part in a cluster (redis only). */
+  state: StateBackend;
+  cluster: ClusterRuntime | undefined;
   stop(): Promise<void>;
 }
 
@@ -88,9 +95,21 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   });
   const registry = new EndpointRegistry(table, catalog, new DialGuard(config.maxEndpoints), breakers);
   for (const e of config.endpoints) registry.add(e);
-  // Opened before any worker starts: an unusable data_dir stops the start with nothing to clean up.
+  // Opened before any worker starts: an unusable data_dir, or a Redis that does not answer, stops the start with nothing to clean up.
+  const state = await openStateBackend(config);
+  // Several gateways (state.backend: redis): lease, demand exchange and shared quotas; the pool table's rows are the registry's pools.
+  const shares = new PoolShareTable(MAX_POOLS);
+  const cluster = state.redis
+    ? new ClusterRuntime(config, state.redis, { shares, demand: { pools: () => registry.pools(), demand: (pool) => pools.held(pool) + pools.queued(pool) } })
+    : undefined;
   // pollAgents is first called by fleet.start(), once the health worker below exists.
-  const fleet: GatewayFleet | undefined = await openGatewayFleet(config, { registry, pollAgents: (agents, settings) => health.pollAgents(agents, settings), log });
+  const fleet: GatewayFleet | undefined = await openGatewayFleet(config, {
+    registry,
+    pollAgents: (agents, settings) => health.pollAgents(agents, settings),
+    log,
+    store: state.shared?.fleet,
+    leadership: cluster?.leadership(),
+  });
   const slots = registry.active().map((e) => e.index);
   const directory = new EndpointDirectory(slots.map((i) => registry.descriptor(i)).filter((d): d is EndpointDescriptor => d !== undefined));
   const chooser = new EndpointChooser(table, directory, new SchedulingProfile(config.scheduling, undefined, prefixIndex), config.health.staleAfterMs);
@@ -102,6 +121,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       stats: stats.buffer,
       signals: signals.buffer,
       prefixIndex: prefixIndex.buffer,
+      shares: cluster ? shares.buffer : undefined,
       maxEndpoints: config.maxEndpoints,
       maxPools: MAX_POOLS,
       directory: directory.all(),
@@ -192,8 +212,9 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       return (row === undefined ? undefined : registry.poolName(row)) ?? "default";
     },
     knownModel: (name) => catalog.resolve(name) !== undefined,
+    shared: state.shared,
   });
-  const cache = new ResponseCache(config.responseCache);
+  const cache = new ResponseCache(config.responseCache, state.shared?.responseCache);
   const jobsMetrics = new JobsMetrics(metrics.registry, {
     pools: () => registry.pools().map((p) => p.name),
     ...(config.gpuHealth === null ? {} : { poolSaturated }),
@@ -212,19 +233,22 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     dial: registry.dial,
     metrics,
     log,
-    usesPrefixHashes: config.scheduling.scorers.some((s) => s.name === "prefix-affinity" && s.weight > 0),
+    usesPrefixHashes: config.scheduling.scorers.some((s) => (s.name === "prefix-affinity" || s.name === "prefix-rendezvous") && s.weight > 0),
     auth: new Authenticator(config.auth, config.admission),
-    quota: new QuotaLimiter(config.tenants),
+    quota: cluster?.quota ?? new QuotaLimiter(config.tenants),
     continuation: new ContinuationPolicy(config.continuation),
     tenantLabel: (tenant) => (tenantNames.has(tenant) ? tenant : OTHER_TENANT),
     jobs,
     cache,
     gpuSaturation,
     jobsMetrics,
+    cluster,
   };
   ctxRef = ctx;
+  if (cluster) registerClusterMetrics(metrics.registry, () => cluster.status());
   await Promise.all([admission.whenReady(), health.whenReady()]);
   // Agents are polled by the health worker from here on; replicas join the registry as they turn Ready.
+  cluster?.start();
   fleet?.start();
 
   const api = startDataPlane(ctx);
@@ -252,8 +276,10 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       log.info("stopping: no new requests; waiting for in-flight ones");
       // First: no replica may join or leave the table while it shuts down (nothing running is stopped).
       await fleet?.stop();
-      // Batch lines in flight are aborted and go back to pending: the next start on this data_dir runs them.
+      // Batch lines in flight are aborted and go back to pending: the next start on this data_dir (or another gateway on Redis) runs them.
       await jobs.stop();
+      // The lease goes to another gateway at once; this one's demand stops counting.
+      await cluster?.stop();
       await api.stop(false);
       const deadline = Date.now() + DRAIN_GRACE_MS;
       const inflight = () => {
@@ -269,6 +295,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       breakers.stop();
       admission.terminate();
       await health.stop();
+      await state.close();
     })());
-  return { ctx, urls, fleet: fleet?.manager, stop };
+  return { ctx, urls, fleet: fleet?.manager, state, cluster, stop };
 }

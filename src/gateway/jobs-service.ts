@@ -5,9 +5,12 @@
  * lines it had in flight are re-driven and the keys it held are freed — or
  * else on first use, so a gateway that never sees a batch or an
  * Idempotency-Key leaves data_dir alone (a read-only working directory stays
- * fine, as with the fleet manager).
+ * fine, as with the fleet manager). With shared stores (state.backend:
+ * redis) it opens at start and frees nothing: other gateways may be running
+ * those lines and holding those keys; a dead gateway's lapse with their leases.
  */
 import type { Database } from "bun:sqlite";
+import type { SharedStores } from "../cluster/state-backend.ts";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Config } from "../config/types.ts";
@@ -32,6 +35,8 @@ export interface GatewayJobsDeps {
   poolOf: (model: string) => string;
   /** Whether the gateway serves a model (name or alias). */
   knownModel: (name: string) => boolean;
+  /** Several gateways (issue 14): the stores they share; absent, the embedded one in data_dir. */
+  shared?: Pick<SharedStores, "jobs" | "idempotency">;
 }
 
 /** The store and what runs over it, once open. */
@@ -48,7 +53,7 @@ const NO_LINES: Readonly<Record<BatchLineOutcome, number>> = Object.freeze({ com
 export class GatewayJobs {
   readonly #deps: GatewayJobsDeps;
   #opening: Promise<OpenJobs> | undefined;
-  #open: (OpenJobs & { db: Database }) | undefined;
+  #open: (OpenJobs & { db: Database | undefined }) | undefined;
   #stopped = false;
 
   constructor(deps: GatewayJobsDeps) {
@@ -57,7 +62,8 @@ export class GatewayJobs {
 
   /** At start: a store left by a previous run is opened now, so its batches resume without waiting for a request. True when it was. */
   async resume(): Promise<boolean> {
-    if (!existsSync(join(this.#deps.config.dataDir, STATE_DB_FILE))) return false;
+    // Shared: batches other gateways created may be waiting for hands.
+    if (this.#deps.shared === undefined && !existsSync(join(this.#deps.config.dataDir, STATE_DB_FILE))) return false;
     await this.opened();
     return true;
   }
@@ -81,7 +87,7 @@ export class GatewayJobs {
 
   /** Close the store, once requests still finishing (their answers recorded for idempotency) are done. */
   close(): void {
-    this.#open?.db.close();
+    this.#open?.db?.close();
     this.#open = undefined;
   }
 
@@ -96,33 +102,37 @@ export class GatewayJobs {
   }
 
   async #openNow(): Promise<OpenJobs> {
-    const { config, log } = this.#deps;
-    let db: Database;
-    try {
-      db = openStateDatabase(config.dataDir);
-    } catch (err) {
-      log.error({ err: err instanceof Error ? err.message : String(err), dataDir: resolve(config.dataDir) }, "cannot open the batch store");
-      throw new LlmgwError("INTERNAL_ERROR", `the batch and idempotency store cannot be opened in data_dir (${resolve(config.dataDir)}); see the gateway's log`);
+    const { config, log, shared } = this.#deps;
+    let db: Database | undefined;
+    if (shared === undefined) {
+      try {
+        db = openStateDatabase(config.dataDir);
+      } catch (err) {
+        log.error({ err: err instanceof Error ? err.message : String(err), dataDir: resolve(config.dataDir) }, "cannot open the batch store");
+        throw new LlmgwError("INTERNAL_ERROR", `the batch and idempotency store cannot be opened in data_dir (${resolve(config.dataDir)}); see the gateway's log`);
+      }
     }
-    const store = new SqliteJobsStore(db);
-    const idempotencyStore = new SqliteIdempotencyStore(db);
-    // One process per data directory: keys this gateway held when it died are free again.
-    const freed = await idempotencyStore.releaseAllRunning();
+    const store = shared?.jobs ?? new SqliteJobsStore(db!);
+    const idempotencyStore = shared?.idempotency ?? new SqliteIdempotencyStore(db!);
+    // One process per data directory: keys this gateway held when it died are free again (shared keys lapse with their locks).
+    const freed = shared === undefined ? await idempotencyStore.releaseAllRunning() : 0;
     // A key is locked at most as long as a request may take (the longest total deadline).
     const lockMs = Math.max(config.deadlines.totalMs, ...config.models.map((m) => m.deadlines.totalMs));
     const idempotency = new IdempotencyGate(idempotencyStore, config.idempotency, { lockMs });
     const { send, saturated, poolOf, knownModel } = this.#deps;
-    const runner = new BatchRunner({ store, send, limits: config.batch, saturated, poolOf, knownModel, reclaimOnStart: true });
+    // Shared: looking for work costs a Redis call per gateway, so every sync interval (a batch created here wakes it at once).
+    const tickMs = shared === undefined ? undefined : config.state.syncIntervalMs;
+    const runner = new BatchRunner({ store, send, limits: config.batch, saturated, poolOf, knownModel, reclaimOnStart: shared === undefined, tickMs });
     const routes = createJobsRoutes({ store, knownModel, limits: config.batch, runner });
     await runner.start();
     if (this.#stopped) {
       // stop() came while this was opening: it waits for this promise, so close here.
       await runner.stop();
-      db.close();
+      db?.close();
       throw shuttingDown();
     }
     this.#open = { routes, idempotency, runner, db };
-    log.info({ dataDir: resolve(config.dataDir), idempotencyKeysFreed: freed }, "batch and idempotency store opened");
+    log.info({ store: shared === undefined ? resolve(config.dataDir) : "shared (redis)", idempotencyKeysFreed: freed }, "batch and idempotency store opened");
     return this.#open;
   }
 }

@@ -185,3 +185,19 @@ export const M = {
   },
   malformedEvents: { name: "llmgw_upstream_malformed_events_total", help: "SSE events from engines that were not valid and were dropped.", labels: ["endpoint"] },
 } as const;
+
+// ---- Several gateways sharing Redis (issue 14). Present only with state.backend: redis.
+
+/** Where a quota decision came from: the local allowance, a fetch from Redis, or the local share while Redis is away. */
+export const QUOTA_SOURCES = ["local", "fetched", "fail_static"] as const;
+export type QuotaSource = (typeof QUOTA_SOURCES)[number];
+
+export const CLUSTER = {
+  redisUp: { name: "llmgw_state_redis_up", help: "1 while Redis (the shared state) answers; 0 while this gateway fails static.", labels: [] },
+  redisCommands: { name: "llmgw_state_redis_commands_total", help: "Commands this gateway sent to Redis (a script counts once).", labels: [] },
+  redisFailures: { name: "llmgw_state_redis_failures_total", help: "Redis commands that failed for want of Redis (unreachable or no answer in time).", labels: [] },
+  leader: { name: "llmgw_cluster_leader", help: "1 while this gateway holds the reconciler lease.", labels: [] },
+  gateways: { name: "llmgw_cluster_gateways", help: "Gateways seen in the last demand exchange, this one included.", labels: [] },
+  poolShare: { name: "llmgw_cluster_pool_share", help: "This gateway's share of each pool's admission capacity (0..1).", labels: ["pool"] },
+  quotaDecisions: { name: "llmgw_quota_decisions_total", help: "Shared-quota admissions by source: local allowance, fetched from Redis, or fail-static local share.", labels: ["source"] },
+} as const;

@@ -176,3 +176,13 @@ export interface DcgmVerdicts {
   /** `report`: the GPU's figures as the exporter sent them (memory, utilisation, temperature, power), for the fleet's GPU series. */
   gpus: { uuid: string; index: number | undefined; reasons: string[]; report: GpuReport }[];
 }
+
+/**
+ * Fencing (issue 14): the gateway that holds the reconciler lease sends its
+ * lease's token with every replica PUT and DELETE; an agent remembers the
+ * highest token it has seen (in its state directory) and refuses a lower one
+ * with 409 STALE_FENCING_TOKEN, so a paused old leader cannot act after a new
+ * one took over. A call without the header (a single gateway, no lease) is
+ * not fenced.
+ */
+export const FENCING_TOKEN_HEADER = "x-llmgw-fencing-token";

@@ -22,6 +22,8 @@ export type ToScheduler =
       stats: SharedArrayBuffer;
       signals: SharedArrayBuffer;
       prefixIndex: SharedArrayBuffer;
+      /** Several gateways (issue 14): this gateway's share of each pool (src/shared/pool-shares.ts); absent: 1. */
+      shares?: SharedArrayBuffer;
       /** Capacity of the endpoint and pool tables. */
       maxEndpoints: number;
       maxPools: number;

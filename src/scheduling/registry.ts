@@ -13,6 +13,7 @@ import { servesModel } from "./filters/serves-model.ts";
 import { inflight } from "./scorers/inflight.ts";
 import { kvCache } from "./scorers/kv-cache.ts";
 import { prefixAffinity } from "./scorers/prefix-affinity.ts";
+import { prefixRendezvous } from "./scorers/prefix-rendezvous.ts";
 import { queueDepth } from "./scorers/queue-depth.ts";
 import { maxScore } from "./pickers/max-score.ts";
 import { randomPicker } from "./pickers/random.ts";
@@ -30,6 +31,7 @@ export const SCORERS: Readonly<Record<ScorerName, Scorer>> = Object.freeze({
   "kv-cache": kvCache,
   inflight,
   "prefix-affinity": prefixAffinity,
+  "prefix-rendezvous": prefixRendezvous,
 });
 
 export const PICKERS: Readonly<Record<PickerName, Picker>> = Object.freeze({

@@ -50,7 +50,10 @@ export type ErrorCode =
   | "INVALID_BATCH_LINE"
   | "BATCH_NOT_CANCELLABLE"
   | "IDEMPOTENCY_KEY_IN_USE"
-  | "IDEMPOTENCY_KEY_REUSED";
+  | "IDEMPOTENCY_KEY_REUSED"
+  // shared state across gateways (issue 14)
+  | "STATE_UNAVAILABLE"
+  | "STALE_FENCING_TOKEN";
 
 /** OpenAI's error `type` strings. */
 export type OpenAIErrorType =
@@ -91,6 +94,8 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
     case "BATCH_NOT_CANCELLABLE":
     case "IDEMPOTENCY_KEY_IN_USE":
     case "CONFLICT":
+    // An agent call from a reconciler whose lease a newer leader has taken (its fencing token is lower than one already seen).
+    case "STALE_FENCING_TOKEN":
       return { status: 409, type: "invalid_request_error" };
     // 422: the request is well-formed but its key was used with another body (IETF draft-ietf-httpapi-idempotency-key-header, "Error Scenarios"; it gives 409 for a retry while the first runs).
     case "IDEMPOTENCY_KEY_REUSED":
@@ -114,6 +119,8 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
     case "RETRY_BUDGET_EXHAUSTED":
     case "ENGINE_DEAD":
     case "METRICS_NOT_READY":
+    // The shared store (Redis) cannot be reached: what needs it is refused, the rest is served (fail static).
+    case "STATE_UNAVAILABLE":
       return { status: 503, type: "service_unavailable_error" };
     case "ADMISSION_TTL_EXPIRED":
     case "UPSTREAM_HEADERS_TIMEOUT":

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI, { toFile } from "openai";
 import { openStateDatabase } from "../../src/jobs/state-db.ts";
-import { chatBatchJsonl } from "../helpers/batch-send.ts";
+import { chatBatchJsonl, expectEveryLineOnce } from "../helpers/batch-send.ts";
 import { startGateway, startSim, type Sim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
@@ -77,16 +77,7 @@ test("1,000 lines through the gateway with the openai client; SIGKILL mid-batch,
   );
   expect(done.request_counts).toEqual({ total: LINES, completed: LINES, failed: 0 });
   const text = await (await client.files.content(done.output_file_id!)).text();
-  const ids = text
-    .trim()
-    .split("\n")
-    .map((l) => (JSON.parse(l) as { custom_id: string; response: { status_code: number } }))
-    .map((l) => {
-      expect(l.response.status_code).toBe(200);
-      return l.custom_id;
-    });
-  expect(ids.length).toBe(LINES);
-  expect(new Set(ids)).toEqual(new Set(Array.from({ length: LINES }, (_, i) => `req-${i}`)));
+  expectEveryLineOnce(text, LINES);
   // Engine side: every line once, plus at most the lines in flight when the gateway died.
   const engineRequests = Number((await sim.state()).requests_total);
   expect(engineRequests).toBeGreaterThanOrEqual(LINES);

@@ -1,4 +1,5 @@
 /** A batch runner's `send` that posts each line straight to an engine (a sim-engine in tests), standing in for the gateway's request path. */
+import { expect } from "bun:test";
 import type { SendLine } from "../../src/jobs/batch-runner.ts";
 
 export function engineSend(apiBase: string): SendLine {
@@ -28,4 +29,15 @@ export function chatBatchJsonl(n: number, model: string, maxTokens = 2): string 
     out += `${JSON.stringify({ custom_id: `req-${i}`, method: "POST", url: "/v1/chat/completions", body })}\n`;
   }
   return out;
+}
+
+/** Check a batch output file of chatBatchJsonl(n) lines: every line answered 200, every custom_id `req-<i>` exactly once. */
+export function expectEveryLineOnce(outputText: string, n: number): void {
+  const lines = outputText
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { custom_id: string; response: { status_code: number } });
+  expect(lines.filter((l) => l.response.status_code !== 200)).toEqual([]);
+  expect(lines.length).toBe(n);
+  expect(new Set(lines.map((l) => l.custom_id))).toEqual(new Set(Array.from({ length: n }, (_, i) => `req-${i}`)));
 }

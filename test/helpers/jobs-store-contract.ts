@@ -1,7 +1,7 @@
 /**
  * The JobsStore contract as one suite, run against every backend (bun:sqlite
- * now; Redis with issue 14): tenant isolation, pagination, compare-and-set,
- * claims with leases, results recorded once.
+ * and Redis): tenant isolation, pagination, compare-and-set, claims with
+ * leases, results recorded once.
  */
 import { describe, expect, test } from "bun:test";
 import { newBatchDoc, type BatchDoc, type BatchLine, type LineResult, type StoredFile } from "../../src/jobs/job-types.ts";
@@ -92,9 +92,9 @@ export function jobsStoreContract(backend: string, open: () => JobsStore): void 
       expect(await s.recordResult("b", 1, okResult({ body: '{"second":true}' }))).toBe(false);
       expect(await s.recordResult("b", 2, okResult({ ok: false, statusCode: 400, promptTokens: 0, completionTokens: 0 }))).toBe(true);
       expect((await s.getBatch("a", "b"))?.counts).toEqual({ total: 3, completed: 1, failed: 1, promptTokens: 3, completionTokens: 2 });
-      // A recorded line is never claimed again, even after a reclaim.
+      // A recorded line is never claimed again, even after a reclaim (embedded) or once the leases have lapsed (shared).
       await s.reclaimInFlight();
-      expect((await s.claimLines("b", 3, "r2", 0, 1_000)).map((l) => l.lineNo)).toEqual([3]);
+      expect((await s.claimLines("b", 3, "r2", 2_000, 3_000)).map((l) => l.lineNo)).toEqual([3]);
       const outcomes = await s.lineOutcomes("b");
       expect(outcomes.map((o) => [o.lineNo, o.customId, o.result?.statusCode ?? null])).toEqual([[1, "c1", 200], [2, "c2", 400], [3, "c3", null]]);
       expect(outcomes[0]!.result!.body).toBe('{"object":"chat.completion"}');

@@ -10,6 +10,16 @@ export interface QuotaDecision {
   headers: Record<string, string>;
 }
 
+/**
+ * What the quota gate charges: the in-process QuotaLimiter (one gateway), or
+ * quotas shared by several gateways through Redis (src/cluster/cluster-quota.ts),
+ * whose admit answers later when it has to ask Redis (rarely: see there).
+ */
+export interface TenantQuota {
+  admit(tenant: string, estTokens: number, now: number): QuotaDecision | Promise<QuotaDecision>;
+  settle(tenant: string, estTokens: number, actualTokens: number, now: number): void;
+}
+
 /** Completion tokens assumed when a request names no max_tokens / max_completion_tokens. */
 export const DEFAULT_COMPLETION_TOKENS_ESTIMATE = 256;
 /** The limits are per minute. */
@@ -88,7 +98,7 @@ interface TenantBuckets {
  * minute at once and then proceeds at the steady rate. Tenants without an entry, or without a limit
  * kind, are unlimited for that kind. All methods are O(1) and take the time as `now` (ms).
  */
-export class QuotaLimiter {
+export class QuotaLimiter implements TenantQuota {
   readonly #tenants = new Map<string, TenantBuckets>();
 
   constructor(tenants: Config["tenants"]) {
@@ -174,13 +184,22 @@ export function formatResetDuration(ms: number): string {
   return s;
 }
 
-/** The quota gate: charge the tenant's request and estimated tokens, or refuse with 429 and Retry-After. */
-export function quotaGate(ctx: GatewayContext, x: Exchange): void {
-  try {
-    x.quotaHeaders = ctx.quota.admit(x.tenant, x.estTokens, Date.now()).headers;
-  } catch (err) {
+/**
+ * The quota gate: charge the tenant's request and estimated tokens, or refuse with 429 and Retry-After.
+ * Synchronous unless a shared quota has to ask Redis (then a promise: await it).
+ */
+export function quotaGate(ctx: GatewayContext, x: Exchange): void | Promise<void> {
+  const refused = (err: unknown): never => {
     ctx.metrics.admissionRejections.inc({ band: x.bandName, reason: "rate_limited" });
     x.estTokens = 0; // nothing was charged: nothing to settle
     throw err;
+  };
+  let decision: QuotaDecision | Promise<QuotaDecision>;
+  try {
+    decision = ctx.quota.admit(x.tenant, x.estTokens, Date.now());
+  } catch (err) {
+    return refused(err);
   }
+  if (decision instanceof Promise) return decision.then((d) => void (x.quotaHeaders = d.headers), refused);
+  x.quotaHeaders = decision.headers;
 }

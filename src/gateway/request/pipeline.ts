@@ -57,9 +57,10 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
       x.batchId = origin.batchId;
     }
     await readRequest(ctx, x, req, route);
-    quotaGate(ctx, x);
-    // Each gate is a promise only when it applies (a key sent, a model opted
-    // in): the common request awaits nothing here.
+    // Each gate is a promise only when it must wait (a shared quota asking
+    // Redis, a key sent, a model opted in): the common request awaits nothing here.
+    const quota = quotaGate(ctx, x);
+    if (quota) await quota;
     const replay = idempotentReplayGate(ctx, x, req, answer);
     const replayed = replay && (await replay);
     if (replayed) return replayed;

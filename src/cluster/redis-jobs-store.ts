@@ -1,0 +1,183 @@
+/**
+ * The Files and Batches store on Redis, shared by every gateway: any gateway
+ * may drive any batch. Batch lines are a work queue with visibility timeouts
+ * (a claimed line moves from `pending` to `running` with a lease end; a line
+ * whose runner died is claimed again once its lease ends), and a result is
+ * written once per (batch, line) and counted in the same atomic step. The key
+ * layout and the scripts are in redis-jobs-scripts.ts.
+ */
+import { ACTIVE_STATUSES, type Batch, type BatchDoc, type BatchLine, type BatchStatus, type ClaimedLine, type LineOutcome, type LineResult, type StoredFile } from "../jobs/job-types.ts";
+import { UnknownCursorError, type JobsStore, type Page, type PageQuery } from "../jobs/jobs-store.ts";
+import type { RedisConnection } from "./redis-connection.ts";
+import { CLAIM_LINES, CREATE_BATCH, DELETE_FILE, LIST_PAGE, PUT_FILE, RECORD_RESULT, RELEASE_LINE, RENEW_LEASES, UPDATE_BATCH } from "./redis-jobs-scripts.ts";
+
+/** A compare-and-set that keeps losing to other writers gives up after this many reads (it never should). */
+const MAX_CAS_TRIES = 50;
+
+type Hash = Record<string, string>;
+
+function asHash(v: unknown): Hash | undefined {
+  if (v === null || v === undefined) return undefined;
+  if (Array.isArray(v)) {
+    if (v.length === 0) return undefined;
+    const h: Hash = {};
+    for (let i = 0; i + 1 < v.length; i += 2) h[String(v[i])] = String(v[i + 1]);
+    return h;
+  }
+  const h = v as Hash;
+  return Object.keys(h).length === 0 ? undefined : h;
+}
+
+function toBatch(h: Hash): Batch {
+  const doc = JSON.parse(h.doc!) as BatchDoc;
+  return {
+    ...doc,
+    counts: { total: Number(h.total), completed: Number(h.completed), failed: Number(h.failed), promptTokens: Number(h.pt), completionTokens: Number(h.ct) },
+  };
+}
+
+interface LineJson {
+  c: string;
+  u: ClaimedLine["url"];
+  b: string;
+}
+
+export class RedisJobsStore implements JobsStore {
+  readonly #r: RedisConnection;
+  readonly #p: string;
+
+  /** `prefix`: state.key_prefix (with its trailing separator). */
+  constructor(redis: RedisConnection, prefix: string) {
+    this.#r = redis;
+    this.#p = `${prefix}jobs:`;
+  }
+
+  #file(id: string): string {
+    return `${this.#p}file:${id}`;
+  }
+  #batch(id: string, part = ""): string {
+    return `${this.#p}batch:${id}${part}`;
+  }
+  #owner(owner: string): string {
+    return `${this.#p}owner:${owner}`;
+  }
+
+  async putFile(file: StoredFile, content: Uint8Array): Promise<void> {
+    // Content first: a file whose metadata is visible always has its bytes.
+    await this.#r.setBytes(`${this.#file(file.id)}:content`, content);
+    await this.#r.eval(PUT_FILE, [this.#file(file.id), `${this.#p}files:${file.tenant}`, `${this.#p}seq`], [file.tenant, file.purpose, JSON.stringify(file), file.id]);
+  }
+
+  async getFile(tenant: string, id: string): Promise<StoredFile | undefined> {
+    const [owner, meta] = (await this.#r.send("HMGET", [this.#file(id), "tenant", "meta"])) as (string | null)[];
+    return owner === tenant && meta ? (JSON.parse(meta) as StoredFile) : undefined;
+  }
+
+  async getFileContent(tenant: string, id: string): Promise<Uint8Array | undefined> {
+    if ((await this.#r.send("HGET", [this.#file(id), "tenant"])) !== tenant) return undefined;
+    return this.#r.getBytes(`${this.#file(id)}:content`);
+  }
+
+  async deleteFile(tenant: string, id: string): Promise<boolean> {
+    return Number(await this.#r.eval(DELETE_FILE, [this.#file(id), `${this.#file(id)}:content`, `${this.#p}files:${tenant}`], [tenant, id])) === 1;
+  }
+
+  async listFiles(tenant: string, q: PageQuery & { order: "asc" | "desc"; purpose?: string }): Promise<Page<StoredFile>> {
+    const ids = await this.#page(`${this.#p}files:${tenant}`, q.after, q.limit + 1, q.order, `${this.#p}file:`, q.purpose === undefined ? "" : "purpose", q.purpose ?? "");
+    const metas = await Promise.all(ids.slice(0, q.limit).map((id) => this.#r.send("HGET", [this.#file(id), "meta"]) as Promise<string | null>));
+    return { items: metas.flatMap((m) => (m ? [JSON.parse(m) as StoredFile] : [])), hasMore: ids.length > q.limit };
+  }
+
+  async #page(index: string, after: string | undefined, want: number, order: "asc" | "desc", recordPrefix: string, field: string, value: string): Promise<string[]> {
+    const out = await this.#r.eval(LIST_PAGE, [index], [after ?? "", want, order, recordPrefix, field, value]);
+    if (out === -1) throw new UnknownCursorError(after ?? "");
+    return (out as string[] | null) ?? [];
+  }
+
+  async createBatch(doc: BatchDoc, lines: readonly BatchLine[]): Promise<Batch> {
+    const args: (string | number)[] = [doc.id, doc.tenant, doc.status, JSON.stringify(doc), lines.length, ACTIVE_STATUSES.includes(doc.status) ? 1 : 0];
+    for (const l of lines) args.push(l.lineNo, JSON.stringify({ c: l.customId, u: l.url, b: l.body } satisfies LineJson));
+    const keys = [this.#batch(doc.id), this.#batch(doc.id, ":lines"), this.#batch(doc.id, ":pending"), `${this.#p}batches:${doc.tenant}`, `${this.#p}batches:active`, `${this.#p}seq`];
+    await this.#r.eval(CREATE_BATCH, keys, args);
+    return { ...doc, counts: { total: lines.length, completed: 0, failed: 0, promptTokens: 0, completionTokens: 0 } };
+  }
+
+  async #read(id: string): Promise<Hash | undefined> {
+    return asHash(await this.#r.send("HGETALL", [this.#batch(id)]));
+  }
+
+  async getBatch(tenant: string, id: string): Promise<Batch | undefined> {
+    const h = await this.#read(id);
+    return h !== undefined && h.tenant === tenant ? toBatch(h) : undefined;
+  }
+
+  async listBatches(tenant: string, q: PageQuery): Promise<Page<Batch>> {
+    const ids = await this.#page(`${this.#p}batches:${tenant}`, q.after, q.limit + 1, "desc", "", "", "");
+    const hashes = await Promise.all(ids.slice(0, q.limit).map((id) => this.#read(id)));
+    return { items: hashes.flatMap((h) => (h ? [toBatch(h)] : [])), hasMore: ids.length > q.limit };
+  }
+
+  async activeBatches(): Promise<Batch[]> {
+    const ids = (await this.#r.send("ZRANGE", [`${this.#p}batches:active`, "0", "-1"])) as string[];
+    const hashes = await Promise.all(ids.map((id) => this.#read(id)));
+    return hashes.flatMap((h) => (h ? [toBatch(h)] : []));
+  }
+
+  async updateBatch(id: string, from: readonly BatchStatus[], patch: Partial<Omit<BatchDoc, "id" | "tenant">>): Promise<Batch | undefined> {
+    for (let i = 0; i < MAX_CAS_TRIES; i++) {
+      const h = await this.#read(id);
+      if (h === undefined) return undefined;
+      const current = toBatch(h);
+      if (!from.includes(current.status)) return undefined;
+      const { counts, ...doc } = { ...current, ...patch };
+      const active = ACTIVE_STATUSES.includes(doc.status) ? 1 : 0;
+      const done = Number(await this.#r.eval(UPDATE_BATCH, [this.#batch(id), `${this.#p}batches:active`], [h.ver ?? "0", doc.status, JSON.stringify(doc), active, id]));
+      if (done === -1) return undefined;
+      if (done === 1) return { ...doc, counts };
+    }
+    throw new Error(`batch ${id}: the update kept losing to concurrent writers`);
+  }
+
+  async claimLines(batchId: string, max: number, owner: string, nowMs: number, leaseUntilMs: number): Promise<ClaimedLine[]> {
+    if (max <= 0) return [];
+    const b = (part: string) => this.#batch(batchId, part);
+    const flat = (await this.#r.eval(CLAIM_LINES, [b(":pending"), b(":running"), b(":owner"), b(":attempts"), b(":lines"), this.#owner(owner)], [max, owner, nowMs, leaseUntilMs, batchId])) as string[];
+    const out: ClaimedLine[] = [];
+    for (let i = 0; i + 2 < flat.length; i += 3) {
+      const line = JSON.parse(flat[i + 1]!) as LineJson;
+      out.push({ batchId, lineNo: Number(flat[i]), customId: line.c, method: "POST", url: line.u, body: line.b, attempts: Number(flat[i + 2]) });
+    }
+    return out;
+  }
+
+  async renewLeases(owner: string, leaseUntilMs: number): Promise<void> {
+    await this.#r.eval(RENEW_LEASES, [this.#owner(owner)], [owner, leaseUntilMs, this.#p]);
+  }
+
+  async releaseLine(batchId: string, lineNo: number, owner: string, notBeforeMs: number, failedAttempt: boolean): Promise<void> {
+    const b = (part: string) => this.#batch(batchId, part);
+    await this.#r.eval(RELEASE_LINE, [b(":pending"), b(":running"), b(":owner"), b(":attempts"), this.#owner(owner)], [lineNo, owner, notBeforeMs, failedAttempt ? 1 : 0, batchId]);
+  }
+
+  async recordResult(batchId: string, lineNo: number, res: LineResult): Promise<boolean> {
+    const b = (part: string) => this.#batch(batchId, part);
+    const keys = [b(":results"), b(":pending"), b(":running"), b(":owner"), b("")];
+    return Number(await this.#r.eval(RECORD_RESULT, keys, [lineNo, JSON.stringify(res), res.ok ? 1 : 0, res.promptTokens, res.completionTokens])) === 1;
+  }
+
+  /** Nothing to do: a line whose runner died is claimed again when its lease ends (any gateway may be driving it now). */
+  async reclaimInFlight(): Promise<number> {
+    return 0;
+  }
+
+  async lineOutcomes(batchId: string): Promise<LineOutcome[]> {
+    const [lines, results] = await Promise.all([this.#r.send("HGETALL", [this.#batch(batchId, ":lines")]), this.#r.send("HGETALL", [this.#batch(batchId, ":results")])]);
+    const res = asHash(results) ?? {};
+    return Object.entries(asHash(lines) ?? {})
+      .map(([no, json]) => {
+        const r = res[no];
+        return { lineNo: Number(no), customId: (JSON.parse(json) as LineJson).c, result: r === undefined ? null : (JSON.parse(r) as LineResult) };
+      })
+      .sort((a, b) => a.lineNo - b.lineNo);
+  }
+}

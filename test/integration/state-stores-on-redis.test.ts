@@ -1,0 +1,34 @@
+/** The store contracts (fleet, jobs, idempotency, response cache) against a real redis-server: the same suites the embedded backend passes. */
+import { afterAll, beforeAll } from "bun:test";
+import { RedisConnection } from "../../src/cluster/redis-connection.ts";
+import { RedisFleetStore } from "../../src/cluster/redis-fleet-store.ts";
+import { RedisIdempotencyStore } from "../../src/cluster/redis-idempotency-store.ts";
+import { RedisJobsStore } from "../../src/cluster/redis-jobs-store.ts";
+import { RedisResponseCacheStore } from "../../src/cluster/redis-response-cache-store.ts";
+import { fleetStoreContract } from "../helpers/fleet-store-contract.ts";
+import { idempotencyStoreContract } from "../helpers/idempotency-store-contract.ts";
+import { jobsStoreContract } from "../helpers/jobs-store-contract.ts";
+import { responseCacheStoreContract } from "../helpers/response-cache-store-contract.ts";
+import { describeWithRedis, startRedisServer, stopRedisServers } from "../helpers/redis-server.ts";
+
+let redis: RedisConnection;
+let n = 0;
+/** Each store gets its own key prefix: a fresh, empty namespace on the one server. */
+const freshPrefix = () => `t${n++}:`;
+
+describeWithRedis("state stores on redis", () => {
+  beforeAll(async () => {
+    const server = await startRedisServer();
+    redis = new RedisConnection(server.url, { commandTimeoutMs: 2_000 });
+    if (!(await redis.connect())) throw new Error("redis did not answer");
+  });
+  afterAll(async () => {
+    redis?.close();
+    await stopRedisServers();
+  });
+
+  fleetStoreContract("redis", freshPrefix, (prefix) => new RedisFleetStore(redis, prefix));
+  jobsStoreContract("redis", () => new RedisJobsStore(redis, freshPrefix()));
+  idempotencyStoreContract("redis", () => new RedisIdempotencyStore(redis, freshPrefix()));
+  responseCacheStoreContract("redis", () => new RedisResponseCacheStore(redis, freshPrefix()));
+});
