@@ -1,7 +1,8 @@
 /**
  * Byte-level reads of one OpenAI stream chunk (`data: {json}`) without
  * decoding or parsing it: where a key's value starts, where a JSON string
- * ends, a small integer. Pure; every search is the runtime's native one.
+ * ends, a small integer. Pure; every search is the runtime's native one
+ * (the generic byte helpers are in src/shared/bytes.ts).
  *
  * Why a key pattern such as `"content"` cannot match inside a string value:
  * a JSON string holds `"` only escaped (`\"`), so the pattern's closing quote
@@ -9,42 +10,13 @@
  * followed by `:` is therefore a key (a value is followed by `,` `}` or `]`).
  */
 
-const SPACE = 32;
-const TAB = 9;
-const LF = 10;
-const CR = 13;
-const QUOTE = 34;
-const BACKSLASH = 92;
-const COLON = 58;
-
-/** Native byte-sequence search over a Uint8Array (Buffer's indexOf accepts any Uint8Array as `this`). */
-const nativeIndexOf = Buffer.prototype.indexOf as (this: Uint8Array, needle: Uint8Array | number, from: number) => number;
+import { BACKSLASH, COLON, QUOTE, SPACE, bytesAt, nativeIndexOf, skipBlanks } from "../../shared/bytes.ts";
 
 const enc = new TextEncoder();
 
 /** The bytes of a JSON key pattern, quotes included: keyBytes("content") is `"content"`. */
 export function keyBytes(name: string): Uint8Array {
   return enc.encode(JSON.stringify(name));
-}
-
-export function skipBlanks(buf: Uint8Array, i: number): number {
-  let j = i;
-  while (j < buf.length && (buf[j] === SPACE || buf[j] === TAB || buf[j] === LF || buf[j] === CR)) j++;
-  return j;
-}
-
-/** Index of the last non-blank byte at or before `i` (-1 when none). */
-export function lastNonBlank(buf: Uint8Array, i: number): number {
-  let j = i;
-  while (j >= 0 && (buf[j] === SPACE || buf[j] === TAB || buf[j] === LF || buf[j] === CR)) j--;
-  return j;
-}
-
-/** Whether `bytes` sit in buf at `at`. */
-export function bytesAt(buf: Uint8Array, at: number, bytes: Uint8Array): boolean {
-  if (at + bytes.length > buf.length) return false;
-  for (let i = 0; i < bytes.length; i++) if (buf[at + i] !== bytes[i]) return false;
-  return true;
 }
 
 /** Index where the key's first occurrence at or after `from` is, or -1. */

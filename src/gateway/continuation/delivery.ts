@@ -7,7 +7,8 @@
  * continuation is built.
  */
 import type { Route } from "../../metrics/names.ts";
-import { bytesAt, isNull, keyAt, keyBytes, lastNonBlank, readUint, skipBlanks, stringEnd, valueAt } from "./chunk-bytes.ts";
+import { bytesAt, lastNonBlank, skipBlanks } from "../../shared/bytes.ts";
+import { isNull, keyAt, keyBytes, readUint, stringEnd, valueAt } from "./chunk-bytes.ts";
 
 const CHOICES = keyBytes("choices");
 const CONTENT = keyBytes("content");

@@ -15,29 +15,13 @@ export type SseEventKind =
   | "comment" // ": keep-alive" and other comments
   | "malformed";
 
-const LF = 10;
-const CR = 13;
-const SPACE = 32;
-const TAB = 9;
+import { CR, LF, SPACE, bytesAt, nativeIndexOf, skipBlanks } from "../../shared/bytes.ts";
+
 const enc = new TextEncoder();
 const DATA = enc.encode("data:");
 const DONE = enc.encode("[DONE]");
 const ERROR_KEY = enc.encode('"error"');
 const CHOICES_KEY = enc.encode('"choices"');
-
-/** Native byte-sequence search over a Uint8Array (Buffer's indexOf accepts any Uint8Array as `this`). */
-const nativeIndexOf = Buffer.prototype.indexOf as (this: Uint8Array, needle: Uint8Array, from: number) => number;
-
-function startsWith(buf: Uint8Array, start: number, end: number, prefix: Uint8Array): boolean {
-  if (end - start < prefix.length) return false;
-  for (let i = 0; i < prefix.length; i++) if (buf[start + i] !== prefix[i]) return false;
-  return true;
-}
-
-function skipBlanks(buf: Uint8Array, i: number, end: number): number {
-  while (i < end && (buf[i] === SPACE || buf[i] === TAB || buf[i] === CR || buf[i] === LF)) i++;
-  return i;
-}
 
 /**
  * Whether the JSON object in buf[start, end) has an empty "choices" array —
@@ -79,15 +63,15 @@ export function classifyEvent(buf: Uint8Array, start: number, end: number): SseE
   if (end === start) return "comment";
   if (buf[start] === 58 /* ':' */) return "comment";
   // SSE allows "data:" with or without the space (WHATWG HTML, server-sent events).
-  if (!startsWith(buf, start, end, DATA)) return "malformed";
+  if (!bytesAt(buf, start, DATA, end)) return "malformed";
   let i = start + DATA.length;
   if (buf[i] === SPACE) i++;
-  if (startsWith(buf, i, end, DONE)) return "done";
+  if (bytesAt(buf, i, DONE, end)) return "done";
   if (buf[i] !== 123 /* '{' */) return "malformed";
   // A whole JSON object ends with '}'; anything else was cut or garbled.
   if (buf[end - 1] !== 125 /* '}' */) return "malformed";
   const key = skipBlanks(buf, i + 1, end);
-  if (startsWith(buf, key, end, ERROR_KEY)) return "error";
+  if (bytesAt(buf, key, ERROR_KEY, end)) return "error";
   return hasEmptyChoices(buf, key, end) ? "usage" : "data";
 }
 
