@@ -13,7 +13,14 @@ import { formatTable, quantile } from "./report.ts";
 import { timedStream } from "./stream-client.ts";
 
 const MODEL = "bench-model";
-const RESERVE_WINDOW_MS = 4_000;
+/**
+ * Shorter than the 30 s default so the capacity warm-up's platinum bursts are
+ * forgotten soon, but well over the gap between an idle probe block and the
+ * loaded one after it (3 s of load start-up, more on a busy machine): with a
+ * 4 s window that gap sometimes outlived platinum's peak, bronze was lent the
+ * whole pool, and the first loaded probes waited a bronze wave (p99 ~8×).
+ */
+const RESERVE_WINDOW_MS = 10_000;
 export const PLATINUM_KEY = "platinum-key-for-bench";
 export const BRONZE_KEY = "bronze-key-for-bench";
 
