@@ -44,6 +44,8 @@ export interface LatencySummary {
   total_p50_ms: number;
   total_p99_ms: number;
   errors: number;
+  /** The three slowest probes by TTFT: which block, and how far into it each started (where a tail comes from). */
+  slowest: { ttft_ms: number; block: string; at_ms: number }[];
 }
 
 export interface AdmissionBenchReport {
@@ -74,6 +76,7 @@ function summarize(samples: ProbeSample[]): LatencySummary {
     total_p50_ms: quantile(ok.map((s) => s.total), 0.5),
     total_p99_ms: quantile(ok.map((s) => s.total), 0.99),
     errors: samples.length - ok.length,
+    slowest: [...ok].sort((a, b) => b.ttft - a.ttft).slice(0, 3).map((p) => ({ ttft_ms: p.ttft, block: p.block, at_ms: Math.round(p.at) })),
   };
 }
 
@@ -92,7 +95,7 @@ const PROBE_TOKENS = 10;
 
 const body = (maxTokens: number, content: string) => JSON.stringify({ model: MODEL, stream: true, max_tokens: maxTokens, messages: [{ role: "user", content }] });
 
-type ProbeSample = { ttft: number; total: number; ok: boolean };
+type ProbeSample = { ttft: number; total: number; ok: boolean; block: string; at: number };
 
 /**
  * `n` platinum requests from `clients` sequential clients (each pauses 20 ms
@@ -103,12 +106,14 @@ type ProbeSample = { ttft: number; total: number; ok: boolean };
  */
 async function platinumProbes(api: string, n: number, clients: number, tag: string): Promise<ProbeSample[]> {
   const out: ProbeSample[] = [];
+  const t0 = performance.now();
   let next = 0;
   const client = async () => {
     while (next < n) {
       const i = next++;
+      const at = performance.now() - t0;
       const r = await timedStream(`${api}/v1/chat/completions`, body(PROBE_TOKENS, `interactive question ${tag}-${i}`), { headers: { authorization: `Bearer ${PLATINUM_KEY}` } });
-      out.push({ ttft: r.ttftMs, total: r.totalMs, ok: r.ok && r.events > 0 });
+      out.push({ ttft: r.ttftMs, total: r.totalMs, ok: r.ok && r.events > 0, block: tag, at });
       if (clients < n) await Bun.sleep(20);
     }
   };
@@ -307,7 +312,9 @@ export const admissionScenario: BenchScenario = {
         ],
       }),
     );
-    console.log(`\nlearned capacity per engine: ${r.learned_capacity.join(", ")}; bronze completed on/off: ${r.on.bronze_completed}/${r.off.bronze_completed}`);
+    const slow = (s: LatencySummary) => s.slowest.map((p) => `${p.ttft_ms.toFixed(0)} ms (${p.block}, ${p.at_ms} ms in)`).join(", ");
+    console.log(`\nslowest platinum probes: idle ${slow(r.idle)}; loaded ${slow(r.on)}`);
+    console.log(`learned capacity per engine: ${r.learned_capacity.join(", ")}; bronze completed on/off: ${r.on.bronze_completed}/${r.off.bronze_completed}`);
     console.log(
       `bronze output: ${r.bronze_tokens_per_s_on.toFixed(0)} tokens/s with admission, ${r.bronze_tokens_per_s_off.toFixed(0)} without: throughput_ratio ${r.throughput_ratio.toFixed(3)}`,
     );
