@@ -3,7 +3,12 @@
  * can do — fetch the upstream (round-robin) and return its body. No parsing,
  * no deadlines, no retries, no metrics.
  * Usage: bun src/bench/bare-proxy.ts <port> <upstream-url>...
+ * Like every child of a bench, it stops when the bench does (LLMGW_PARENT_PID),
+ * even one killed by a timeout.
  */
+import { bindToParent } from "../shared/parent-binding.ts";
+
+bindToParent();
 const [portArg, ...upstreams] = process.argv.slice(2);
 let next = 0;
 const server = Bun.serve({

@@ -4,9 +4,11 @@
  * it gets against single-threaded Bun), keep-alive to the engines, no
  * buffering (SSE). Undefined when nginx is not installed.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+
+const SETPRIV = "/usr/bin/setpriv";
 
 export interface NginxProxy {
   url: string;
@@ -64,7 +66,10 @@ ${servers}
 }
 `;
   writeFileSync(join(dir, "nginx.conf"), conf);
-  const proc = Bun.spawn([bin, "-p", dir, "-c", join(dir, "nginx.conf")], { stdout: "ignore", stderr: "pipe" });
+  // nginx cannot watch its parent itself: util-linux's setpriv asks the kernel to
+  // SIGTERM it (a fast shutdown) when the bench dies, even by SIGKILL or a timeout.
+  const pdeath = existsSync(SETPRIV) ? [SETPRIV, "--pdeathsig", "TERM"] : [];
+  const proc = Bun.spawn([...pdeath, bin, "-p", dir, "-c", join(dir, "nginx.conf")], { stdout: "ignore", stderr: "pipe" });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 100; i++) {
     try {
