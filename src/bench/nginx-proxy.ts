@@ -4,11 +4,10 @@
  * it gets against single-threaded Bun), keep-alive to the engines, no
  * buffering (SSE). Undefined when nginx is not installed.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-
-const SETPRIV = "/usr/bin/setpriv";
+import { diesWithParent } from "../shared/parent-binding.ts";
 
 export interface NginxProxy {
   url: string;
@@ -66,10 +65,8 @@ ${servers}
 }
 `;
   writeFileSync(join(dir, "nginx.conf"), conf);
-  // nginx cannot watch its parent itself: util-linux's setpriv asks the kernel to
-  // SIGTERM it (a fast shutdown) when the bench dies, even by SIGKILL or a timeout.
-  const pdeath = existsSync(SETPRIV) ? [SETPRIV, "--pdeathsig", "TERM"] : [];
-  const proc = Bun.spawn([...pdeath, bin, "-p", dir, "-c", join(dir, "nginx.conf")], { stdout: "ignore", stderr: "pipe" });
+  // SIGTERM (nginx's fast shutdown) when the bench dies, even by SIGKILL or a timeout.
+  const proc = Bun.spawn(diesWithParent([bin, "-p", dir, "-c", join(dir, "nginx.conf")]), { stdout: "ignore", stderr: "pipe" });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 100; i++) {
     try {

@@ -6,6 +6,7 @@
  * rest (no glibc, a parent further up, a parent that died before we asked).
  * Either way we get SIGTERM and shut down as gracefully as on any SIGTERM.
  */
+import { existsSync } from "node:fs";
 import { constants } from "node:os";
 import { setParentDeathSignal } from "./libc.ts";
 
@@ -45,4 +46,17 @@ export function bindToParent(env: Record<string, string | undefined> = process.e
     process.kill(process.pid, "SIGTERM");
   }, PARENT_POLL_MS);
   timer.unref();
+}
+
+const SETPRIV = "/usr/bin/setpriv";
+
+/**
+ * The command line for a child that is not an llmgw process (nginx,
+ * redis-server, prometheus) and so cannot watch its parent itself: run
+ * under util-linux's setpriv, which asks the kernel to SIGTERM it when the
+ * process that spawned it dies — even by SIGKILL or a timeout. Unchanged
+ * where setpriv is not installed.
+ */
+export function diesWithParent(argv: readonly string[]): string[] {
+  return existsSync(SETPRIV) ? [SETPRIV, "--pdeathsig", "TERM", ...argv] : [...argv];
 }

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
 import { REPO_ROOT, waitUntil } from "./processes.ts";
+import { diesWithParent } from "../../src/shared/parent-binding.ts";
 
 export interface Daemon {
   url: string;
@@ -28,7 +29,7 @@ async function startDaemon(bin: string, args: (dir: string, port: number) => str
   const dir = mkdtempSync(join(tmpdir(), "llmgw-prom-"));
   for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), typeof content === "string" ? content : toYaml(content));
   const port = freePort();
-  const proc = Bun.spawn([bin, ...args(dir, port)], { cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn(diesWithParent([bin, ...args(dir, port)]), { cwd: dir, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   let out = "";
   const pump = async (s: ReadableStream<Uint8Array>) => {
     for await (const chunk of s) out = (out + new TextDecoder().decode(chunk)).slice(-20_000);

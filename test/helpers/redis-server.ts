@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { redisAnswers } from "../../src/bench/redis-process.ts";
+import { diesWithParent } from "../../src/shared/parent-binding.ts";
 import { findTool } from "./system-tools.ts";
 
 export interface RedisServer {
@@ -45,7 +46,7 @@ export async function startRedisServer(opts: { persist?: boolean } = {}, bin = f
       return proc !== undefined && proc.exitCode === null && proc.signalCode === null;
     },
     async start() {
-      proc = Bun.spawn([bin, "--port", String(port), "--bind", "127.0.0.1", ...storage, "--protected-mode", "no", "--loglevel", "warning"], {
+      proc = Bun.spawn(diesWithParent([bin, "--port", String(port), "--bind", "127.0.0.1", ...storage, "--protected-mode", "no", "--loglevel", "warning"]), {
         stdout: "ignore",
         stderr: "inherit",
       });
