@@ -5,13 +5,13 @@
  * same port let a test take Redis away and bring it back. Tests that need one use
  * `describeWithRedis` or `testWithTool("redis-server", …)`.
  */
-import { describe, test } from "bun:test";
+import { describe } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { redisAnswers } from "../../src/bench/redis-process.ts";
 import { diesWithParent } from "../../src/shared/parent-binding.ts";
-import { findTool } from "./system-tools.ts";
+import { findTool, missingToolsTest } from "./system-tools.ts";
 
 export interface RedisServer {
   port: number;
@@ -80,12 +80,6 @@ export async function stopRedisServers(): Promise<void> {
 
 /** `describe` when redis-server is installed; otherwise skipped, or a failing test under LLMGW_REQUIRE_SYSTEM_TESTS=1. */
 export function describeWithRedis(name: string, fn: () => void): void {
-  if (findTool("redis-server")) return describe(name, fn);
-  if (process.env.LLMGW_REQUIRE_SYSTEM_TESTS === "1") {
-    test(name, () => {
-      throw new Error("'redis-server' is required (LLMGW_REQUIRE_SYSTEM_TESTS=1) but not on PATH");
-    });
-  } else {
-    test.skip(`${name} (skipped: 'redis-server' not installed)`, () => {});
-  }
+  if (findTool("redis-server")) describe(name, fn);
+  else missingToolsTest(name, ["redis-server"]);
 }

@@ -9,18 +9,23 @@ export function findTool(name: string): string | null {
   return Bun.which(name);
 }
 
+/** The stand-in for a test whose tools are missing: a failing test under LLMGW_REQUIRE_SYSTEM_TESTS=1, a skipped one otherwise. */
+export function missingToolsTest(name: string, missing: readonly string[]): void {
+  const list = missing.map((t) => `'${t}'`).join(", ");
+  if (process.env.LLMGW_REQUIRE_SYSTEM_TESTS === "1") {
+    test(name, () => {
+      throw new Error(`${list} required (LLMGW_REQUIRE_SYSTEM_TESTS=1) but not on PATH`);
+    });
+  } else {
+    test.skip(`${name} (skipped: ${list} not installed)`, () => {});
+  }
+}
+
 /** Like `test`, but only when `tool` is on PATH (or fail under LLMGW_REQUIRE_SYSTEM_TESTS=1). */
 export function testWithTool(tool: string, name: string, fn: (toolPath: string) => Promise<void> | void, timeoutMs?: number): void {
   const path = findTool(tool);
-  if (path) {
-    test(name, () => fn(path), timeoutMs);
-  } else if (process.env.LLMGW_REQUIRE_SYSTEM_TESTS === "1") {
-    test(name, () => {
-      throw new Error(`'${tool}' is required (LLMGW_REQUIRE_SYSTEM_TESTS=1) but not on PATH`);
-    });
-  } else {
-    test.skip(`${name} (skipped: '${tool}' not installed)`, () => {});
-  }
+  if (path) test(name, () => fn(path), timeoutMs);
+  else missingToolsTest(name, [tool]);
 }
 
 /** Like `testWithTool`, for a test that needs several tools (paths in the same order). */
@@ -32,16 +37,9 @@ export function testWithTools<const T extends readonly string[]>(
 ): void {
   const paths = tools.map((t) => findTool(t));
   const missing = tools.filter((_, i) => !paths[i]);
-  if (missing.length === 0) {
-    // Every entry is a path here (none missing), in the order of `tools`.
-    test(name, () => fn(paths as unknown as { [K in keyof T]: string }), timeoutMs);
-  } else if (process.env.LLMGW_REQUIRE_SYSTEM_TESTS === "1") {
-    test(name, () => {
-      throw new Error(`${missing.map((t) => `'${t}'`).join(", ")} required (LLMGW_REQUIRE_SYSTEM_TESTS=1) but not on PATH`);
-    });
-  } else {
-    test.skip(`${name} (skipped: ${missing.map((t) => `'${t}'`).join(", ")} not installed)`, () => {});
-  }
+  // Every entry is a path when none is missing, in the order of `tools`.
+  if (missing.length === 0) test(name, () => fn(paths as unknown as { [K in keyof T]: string }), timeoutMs);
+  else missingToolsTest(name, missing);
 }
 
 /** A tool's path for a check inside a larger test: null (check skipped) when absent, an error under LLMGW_REQUIRE_SYSTEM_TESTS=1. */
