@@ -18,6 +18,7 @@ import { concurrentStreams } from "../../src/bench/concurrent-streams.ts";
 import { counterValue, startGateway, startSim } from "../helpers/cluster.ts";
 import { startLatencyProber } from "../helpers/latency-prober.ts";
 import { stopAll } from "../helpers/processes.ts";
+import { startRogueEngine } from "../helpers/rogue-engine.ts";
 
 const INPUTS = 30_000;
 const DIM = 880;
@@ -55,18 +56,10 @@ function embeddingsAnswer(n: number): ReadableStream<Uint8Array> {
 const rssMiB = (pid: number) => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
 
 test("four 240 MB embeddings answers stream through: bounded RSS, /health within 50 ms, healthy streams unharmed", async () => {
-  engine = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    idleTimeout: 0,
-    async fetch(req) {
-      const path = new URL(req.url).pathname;
-      if (path === "/health") return new Response("");
-      if (path === "/v1/models") return Response.json({ object: "list", data: [{ id: "embed", object: "model" }] });
-      if (path !== "/v1/embeddings") return new Response("", { status: 404 });
-      const body = (await req.json()) as { input: string[] };
-      return new Response(embeddingsAnswer(body.input.length), { headers: { "content-type": "application/json" } });
-    },
+  engine = startRogueEngine(["embed"], async (req, path) => {
+    if (path !== "/v1/embeddings") return new Response("", { status: 404 });
+    const body = (await req.json()) as { input: string[] };
+    return new Response(embeddingsAnswer(body.input.length), { headers: { "content-type": "application/json" } });
   });
   const sim = await startSim(["--model", "chat", "--itl-ms", "20"]);
   const gw = await startGateway(

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Server } from "bun";
 import { counterValue, readSse, startGateway, type Gateway } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
+import { startRogueEngine } from "../helpers/rogue-engine.ts";
 
 let rogue: Server<undefined>;
 let provider: Server<undefined>;
@@ -27,40 +28,31 @@ const chunk = (content: string, finish: string | null = null) =>
 const spacedUsage = `data: {"id": "c", "object": "chat.completion.chunk", "choices": [ ], "usage": {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}}\n\n`;
 
 beforeAll(async () => {
-  rogue = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    idleTimeout: 0,
-    async fetch(req) {
-      const path = new URL(req.url).pathname;
-      if (path === "/health") return new Response("");
-      if (path === "/metrics") return new Response("", { status: 404 });
-      if (path === "/v1/models") return Response.json({ object: "list", data: ["busy", "free", "once", "nodone", "sse", "cut", "bad"].map((id) => ({ id, object: "model" })) });
-      const body = (await req.json()) as { model: string; stream?: boolean };
-      seen[body.model] = (seen[body.model] ?? 0) + 1;
-      const next = script[body.model]?.shift();
-      if (next === "429") return Response.json({ error: { message: "slow down", type: "rate_limit_error" } }, { status: 429, headers: { "retry-after": "1" } });
-      if (next === "500") return Response.json({ error: { message: "transient" } }, { status: 500 });
-      if (body.model === "bad") return Response.json({ error: { message: "unsupported parameter", type: "invalid_request_error" } }, { status: 400 });
-      if (body.model === "sse" && !body.stream) return new Response(chunk("x") + "data: [DONE]\n\n", { headers: { "content-type": "text/event-stream" } });
-      if (next === "cut" || body.model === "cut") {
-        // A non-streaming answer whose connection dies half-way (declared longer than sent).
-        const part = '{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hal';
-        return new Response(
-          new ReadableStream({
-            start(c) {
-              c.enqueue(new TextEncoder().encode(part));
-              setTimeout(() => c.error(new Error("engine died")), 20);
-            },
-          }),
-          { headers: { "content-type": "application/json", "content-length": "4000" } },
-        );
-      }
-      const sse = { "content-type": "text/event-stream" };
-      // A finished answer, its usage written with spaces; "nodone" never sends [DONE].
-      if (body.stream) return new Response(chunk("hi") + chunk("!", "stop") + spacedUsage + (body.model === "nodone" ? "" : "data: [DONE]\n\n"), { headers: sse });
-      return Response.json({ id: "c", object: "chat.completion", model: body.model, choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }], usage: { prompt_tokens: 11, completion_tokens: 2, total_tokens: 13 } });
-    },
+  rogue = startRogueEngine(["busy", "free", "once", "nodone", "sse", "cut", "bad"], async (req) => {
+    const body = (await req.json()) as { model: string; stream?: boolean };
+    seen[body.model] = (seen[body.model] ?? 0) + 1;
+    const next = script[body.model]?.shift();
+    if (next === "429") return Response.json({ error: { message: "slow down", type: "rate_limit_error" } }, { status: 429, headers: { "retry-after": "1" } });
+    if (next === "500") return Response.json({ error: { message: "transient" } }, { status: 500 });
+    if (body.model === "bad") return Response.json({ error: { message: "unsupported parameter", type: "invalid_request_error" } }, { status: 400 });
+    if (body.model === "sse" && !body.stream) return new Response(chunk("x") + "data: [DONE]\n\n", { headers: { "content-type": "text/event-stream" } });
+    if (next === "cut" || body.model === "cut") {
+      // A non-streaming answer whose connection dies half-way (declared longer than sent).
+      const part = '{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hal';
+      return new Response(
+        new ReadableStream({
+          start(c) {
+            c.enqueue(new TextEncoder().encode(part));
+            setTimeout(() => c.error(new Error("engine died")), 20);
+          },
+        }),
+        { headers: { "content-type": "application/json", "content-length": "4000" } },
+      );
+    }
+    const sse = { "content-type": "text/event-stream" };
+    // A finished answer, its usage written with spaces; "nodone" never sends [DONE].
+    if (body.stream) return new Response(chunk("hi") + chunk("!", "stop") + spacedUsage + (body.model === "nodone" ? "" : "data: [DONE]\n\n"), { headers: sse });
+    return Response.json({ id: "c", object: "chat.completion", model: body.model, choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }], usage: { prompt_tokens: 11, completion_tokens: 2, total_tokens: 13 } });
   });
   // A hosted provider: no /health, and /v1/models lists its own names, not ours.
   provider = Bun.serve({

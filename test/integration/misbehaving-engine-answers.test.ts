@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Server } from "bun";
 import { counterValue, readSse, startGateway, type Gateway } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
+import { startRogueEngine } from "../helpers/rogue-engine.ts";
 
 const MAX_RESPONSE_BYTES = 100_000;
 const enc = new TextEncoder();
@@ -42,30 +43,21 @@ function endless(head: string, total: number): ReadableStream<Uint8Array> {
 }
 
 beforeAll(async () => {
-  rogue = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    idleTimeout: 0,
-    async fetch(req) {
-      const path = new URL(req.url).pathname;
-      if (path === "/health") return new Response("");
-      if (path === "/v1/models") return Response.json({ object: "list", data: [{ id: "m", object: "model", owned_by: "rogue", max_model_len: 4096 }] });
-      if (path === "/metrics") return new Response("", { status: 404 });
-      const raw = new Uint8Array(await req.arrayBuffer());
-      const body = JSON.parse(new TextDecoder().decode(raw)) as { input?: string; stream?: boolean; messages?: { content: string }[] };
-      if (path === "/v1/embeddings") {
-        const n = body.input === "small" ? 100 : 40_000; // ~2 KB vs ~800 KB of JSON
-        const json = JSON.stringify({ object: "list", data: [{ object: "embedding", index: 0, embedding: Array.from({ length: n }, (_, i) => i / n) }], model: "m", usage: { prompt_tokens: 1, total_tokens: 1 } });
-        if (body.input === "chunked") return new Response(new Blob([json]).stream(), { headers: { "content-type": "application/json" } });
-        return new Response(json, { headers: { "content-type": "application/json" } });
-      }
-      lastChatBody = raw;
-      const what = body.messages?.[0]?.content ?? "";
-      const sse = { "content-type": "text/event-stream" };
-      if (what === "endless-first") return new Response(endless('data: {"id":"c","choices":[{"delta":{"content":"', 20 * 1024 * 1024), { headers: sse });
-      if (what === "endless-later") return new Response(endless(chunk("hello") + 'data: {"id":"c","choices":[{"delta":{"content":"', 20 * 1024 * 1024), { headers: sse });
-      return new Response(chunk("ok") + "data: [DONE]\n\n", { headers: sse });
-    },
+  rogue = startRogueEngine([{ id: "m", owned_by: "rogue", max_model_len: 4096 }], async (req, path) => {
+    const raw = new Uint8Array(await req.arrayBuffer());
+    const body = JSON.parse(new TextDecoder().decode(raw)) as { input?: string; stream?: boolean; messages?: { content: string }[] };
+    if (path === "/v1/embeddings") {
+      const n = body.input === "small" ? 100 : 40_000; // ~2 KB vs ~800 KB of JSON
+      const json = JSON.stringify({ object: "list", data: [{ object: "embedding", index: 0, embedding: Array.from({ length: n }, (_, i) => i / n) }], model: "m", usage: { prompt_tokens: 1, total_tokens: 1 } });
+      if (body.input === "chunked") return new Response(new Blob([json]).stream(), { headers: { "content-type": "application/json" } });
+      return new Response(json, { headers: { "content-type": "application/json" } });
+    }
+    lastChatBody = raw;
+    const what = body.messages?.[0]?.content ?? "";
+    const sse = { "content-type": "text/event-stream" };
+    if (what === "endless-first") return new Response(endless('data: {"id":"c","choices":[{"delta":{"content":"', 20 * 1024 * 1024), { headers: sse });
+    if (what === "endless-later") return new Response(endless(chunk("hello") + 'data: {"id":"c","choices":[{"delta":{"content":"', 20 * 1024 * 1024), { headers: sse });
+    return new Response(chunk("ok") + "data: [DONE]\n\n", { headers: sse });
   });
   gw = await startGateway(
     {
