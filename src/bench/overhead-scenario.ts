@@ -9,6 +9,7 @@
  * (main thread and whole process), scheduler messages per request, and each
  * target of issue 8 met or not.
  */
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
 import { spawnLlmgw, writeGatewayConfig, REPO_ROOT, type LlmgwChild } from "../shared/llmgw-child.ts";
@@ -28,7 +29,7 @@ const CASES = {
 } as const;
 type CaseName = keyof typeof CASES;
 
-const USAGE = `usage: llmgw bench overhead [--cases c10,c50,sat] [--rounds N] [--requests N] [--engines N] [--json]
+const USAGE = `usage: llmgw bench overhead [--cases c10,c50,sat] [--rounds N] [--requests N] [--engines N] [--baseline DIR] [--json]
 
 The same sim-engines reached directly, through nginx (if installed), a bare
 Bun pass-through, llmgw (default config) and llmgw with API keys and a tenant
@@ -45,6 +46,10 @@ flags:
   --rounds N       interleaved rounds per case (default 5)
   --requests N     requests per path per round (default 400)
   --engines N      sim-engines (default 3)
+  --baseline DIR   another llmgw checkout (e.g. a git worktree of an older
+                   commit, with its node_modules): its gateway, default
+                   config, runs as one more row, "baseline", in the same
+                   rounds against the same engines — before vs after
   --json           print one JSON object instead of the tables`;
 
 interface Started {
@@ -53,7 +58,14 @@ interface Started {
   stop(): Promise<void>;
 }
 
-async function startPaths(engines: number, say: (s: string) => void): Promise<Started> {
+/** The gateway of another llmgw checkout (`--baseline`), with the default config. */
+async function startBaseline(dir: string, config: string): Promise<LlmgwChild> {
+  const cli = join(dir, "src", "cli.ts");
+  if (!existsSync(cli)) throw new UsageError(`--baseline: ${dir} is not an llmgw checkout (no src/cli.ts)`);
+  return spawnLlmgw(["serve", "--config", config], { script: cli, waitFor: 2 });
+}
+
+async function startPaths(engines: number, say: (s: string) => void, baselineDir?: string): Promise<Started> {
   const children: LlmgwChild[] = [];
   let nginx: NginxProxy | undefined;
   const stop = async () => {
@@ -87,7 +99,9 @@ async function startPaths(engines: number, say: (s: string) => void): Promise<St
       { waitFor: 2 },
     );
     children.push(gwKeys);
-    for (const g of [gw, gwKeys]) {
+    const baseline = baselineDir === undefined ? undefined : await startBaseline(baselineDir, writeGatewayConfig(base));
+    if (baseline) children.push(baseline);
+    for (const g of baseline ? [gw, gwKeys, baseline] : [gw, gwKeys]) {
       for (let i = 0; i < 100; i++) {
         const r = (await (await fetch(`${g.urls.admin}/readyz`)).json()) as { endpoints_ready: number };
         if (r.endpoints_ready === engines) break;
@@ -108,6 +122,8 @@ async function startPaths(engines: number, say: (s: string) => void): Promise<St
         pid: gwKeys.proc.pid,
         adminUrl: gwKeys.urls.admin!,
       },
+      // No adminUrl: an older gateway may not count its scheduler messages (its row shows none rather than a false 0).
+      ...(baseline ? [{ name: "baseline", url: () => `${baseline.urls.api}/v1/chat/completions`, pid: baseline.proc.pid }] : []),
     );
     return { sims, paths, stop };
   } catch (err) {
@@ -145,7 +161,7 @@ export const overheadScenario: BenchScenario = {
   name: "overhead",
   summary: "latency and CPU llmgw adds: direct vs nginx vs bare Bun vs llmgw, interleaved",
   usage: USAGE,
-  options: { cases: { type: "string" }, rounds: { type: "string" }, requests: { type: "string" }, engines: { type: "string" } },
+  options: { cases: { type: "string" }, rounds: { type: "string" }, requests: { type: "string" }, engines: { type: "string" }, baseline: { type: "string" } },
   async run(args) {
     const names = (stringFlag(args, "cases") ?? "c10,c50,sat").split(",").map((s) => s.trim());
     for (const n of names) if (!(n in CASES)) throw new UsageError(`--cases: unknown case '${n}' (expected ${Object.keys(CASES).join(", ")})`);
@@ -157,7 +173,8 @@ export const overheadScenario: BenchScenario = {
       if (!json) console.error(s);
     };
     say(`starting ${engines} sim-engines, nginx, a bare Bun proxy and two gateways…`);
-    const started = await startPaths(engines, say);
+    const baselineDir = stringFlag(args, "baseline");
+    const started = await startPaths(engines, say, baselineDir);
     try {
       const report: Record<string, unknown> = { scenario: "overhead", engines, rounds, requests_per_round: requests, cases: {} as Record<string, unknown> };
       const checks: [string, boolean, string][] = [];

@@ -27,7 +27,9 @@ const OTHER_DELTAS: readonly [Uint8Array, InexactReason][] = [
 /** Why delivered output cannot be continued exactly. */
 export type InexactReason = "tool_calls" | "reasoning" | "unreadable_chunk";
 
-const INITIAL_BYTES = 1024;
+/** The text buffer is made at the first text (many answers are short; some carry none), then doubles. */
+const INITIAL_BYTES = 64;
+const NO_BYTES = new Uint8Array(0);
 const SMALL_COPY = 32;
 const decoder = new TextDecoder();
 
@@ -41,7 +43,7 @@ export class Delivery {
   private readonly textKey: Uint8Array;
   private readonly chat: boolean;
   /** JSON string bodies of the delivered text, concatenated (a valid JSON string body itself). */
-  private buf = new Uint8Array(INITIAL_BYTES);
+  private buf = NO_BYTES;
   private len = 0;
   private choicesKeyAt = -1;
 
@@ -130,7 +132,7 @@ export class Delivery {
   private append(src: Uint8Array, from: number, to: number): void {
     const n = to - from;
     if (this.len + n > this.buf.length) {
-      const grown = new Uint8Array(Math.max(this.buf.length * 2, this.len + n));
+      const grown = new Uint8Array(Math.max(INITIAL_BYTES, this.buf.length * 2, this.len + n));
       grown.set(this.buf.subarray(0, this.len));
       this.buf = grown;
     }

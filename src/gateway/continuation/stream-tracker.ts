@@ -7,7 +7,8 @@
  */
 import type { Route } from "../../metrics/names.ts";
 import type { ScannedEvent } from "../proxy/sse-scanner.ts";
-import { dataPayloadAt } from "./chunk-bytes.ts";
+import { skipBlanks } from "../../shared/bytes.ts";
+import { dataPayloadAt, keyAt, keyBytes, readUint, stringEnd, valueAt } from "./chunk-bytes.ts";
 import { Delivery, type InexactReason } from "./delivery.ts";
 
 /** What every chunk of one client-visible stream carries, whichever engine wrote it. */
@@ -22,13 +23,57 @@ export type NotResumable = InexactReason | "finished" | "no_chunk_yet";
 
 const decoder = new TextDecoder();
 
-/** The id, created and model of a chunk; parsed (once per stream, so JSON is fine here). */
+const ID = keyBytes("id");
+const CREATED = keyBytes("created");
+const MODEL = keyBytes("model");
+const CHOICES = keyBytes("choices");
+
+/**
+ * A string value that is plain ASCII with no escape, decoded; undefined
+ * otherwise (the caller then parses the chunk).
+ */
+function plainString(event: Uint8Array, v: number, before: number): string | undefined {
+  if (v < 0 || v >= before || event[v] !== 34 /* " */) return undefined;
+  const end = stringEnd(event, v + 1);
+  if (end < 0 || end >= before) return undefined;
+  for (let i = v + 1; i < end; i++) if (event[i] === 92 /* \ */ || event[i]! > 127) return undefined;
+  return decoder.decode(event.subarray(v + 1, end));
+}
+
+/** A non-negative integer value ending at a `,` `}` or blank (not 1.5 or 1e9), or undefined. */
+function plainInteger(event: Uint8Array, v: number, before: number): number | undefined {
+  if (v < 0 || v >= before) return undefined;
+  const n = readUint(event, v);
+  if (n === undefined) return undefined;
+  let end = v;
+  while (event[end]! >= 48 && event[end]! <= 57) end++;
+  const next = event[skipBlanks(event, end)];
+  return next === 44 /* , */ || next === 125 /* } */ ? n : undefined;
+}
+
+/**
+ * The id, created and model of a chunk, once per stream. Read as bytes when
+ * all three stand before "choices" (the envelope vLLM and SGLang write first,
+ * so a nested "id" of a tool call cannot be taken for it) as plain strings
+ * and an integer; parsed as JSON otherwise.
+ */
 export function identityOf(event: Uint8Array): StreamIdentity | undefined {
   const at = dataPayloadAt(event);
   if (at < 0) return undefined;
+  const choices = keyAt(event, CHOICES, at);
+  if (choices >= 0) {
+    const id = plainString(event, valueAt(event, ID, at), choices);
+    const model = plainString(event, valueAt(event, MODEL, at), choices);
+    const created = plainInteger(event, valueAt(event, CREATED, at), choices);
+    if (id !== undefined && model !== undefined && created !== undefined) return { id, created, model };
+  }
+  return parsedIdentity(event.subarray(at));
+}
+
+function parsedIdentity(payload: Uint8Array): StreamIdentity | undefined {
   let json: unknown;
   try {
-    json = JSON.parse(decoder.decode(event.subarray(at)));
+    json = JSON.parse(decoder.decode(payload));
   } catch {
     return undefined;
   }
