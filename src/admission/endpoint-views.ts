@@ -8,6 +8,10 @@ function keepsOut(state: number): boolean {
   return state !== CIRCUIT_CLOSED && state !== CIRCUIT_HALF_OPEN;
 }
 
+function capacityOf(capacity: number): { capacity?: number } {
+  return capacity > 0 ? { capacity } : {};
+}
+
 /** The view of endpoint `d` for a request of `model` (its circuit is the endpoint's and that model's). */
 export function readEndpointView(table: EndpointTable, d: EndpointDescriptor, now: number, staleAfterMs: number, model?: string): EndpointView {
   const row = d.index;
@@ -32,5 +36,6 @@ export function readEndpointView(table: EndpointTable, d: EndpointDescriptor, no
     running: fresh ? table.optionalInt(row, I.RUNNING) : undefined,
     kvUsage: fresh && !Number.isNaN(kv) ? kv : undefined,
     inflight: table.getInt(row, I.INFLIGHT),
+    ...capacityOf(table.getInt(row, I.CAPACITY)),
   };
 }

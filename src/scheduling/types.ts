@@ -27,6 +27,8 @@ export interface EndpointView {
   readonly kvUsage: number | undefined;
   /** The router's own in-flight count for this endpoint (dispatched + leased), never stale. */
   readonly inflight: number;
+  /** The batch capacity learned for this endpoint (the most requests it runs at once); absent when unknown. */
+  readonly capacity?: number;
 }
 
 /** What scheduling knows of the request. */

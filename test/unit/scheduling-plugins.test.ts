@@ -70,6 +70,22 @@ describe("inflight", () => {
     expect(s.score(req, [endpoint(0), endpoint(1)], ctx())).toEqual([1, 1]);
     expect(s.score(req, [endpoint(0, { inflight: 7 }), endpoint(1, { inflight: 7 })], ctx())).toEqual([1, 1]);
   });
+  test("a mix of endpoints with and without a free batch slot: every free one outscores every full one", () => {
+    // 30 and 31 of 32 have a slot; 32 of 32 has none; 40 of 64 has many.
+    const fleet = [endpoint(0, { inflight: 32, capacity: 32 }), endpoint(1, { inflight: 31, capacity: 32 }), endpoint(2, { inflight: 30, capacity: 32 }), endpoint(3, { inflight: 40, capacity: 64 })];
+    const [full, almost, less, big] = s.score(req, fleet, ctx()) as [number, number, number, number];
+    expect(full).toBeLessThan(0.5);
+    for (const free of [almost, less, big]) expect(free).toBeGreaterThanOrEqual(0.5);
+    expect(less).toBeGreaterThan(almost);
+    // The plain formula, halved: 32 of 32 against min 30, max 40.
+    expect(full).toBeCloseTo((1 - 2 / 41) / 2, 10);
+  });
+  test("all free, all full, or capacity unknown: the plain formula", () => {
+    const plain = s.score(req, [endpoint(0, { inflight: 4 }), endpoint(1, { inflight: 1 })], ctx());
+    expect(s.score(req, [endpoint(0, { inflight: 4, capacity: 8 }), endpoint(1, { inflight: 1, capacity: 8 })], ctx())).toEqual(plain);
+    expect(s.score(req, [endpoint(0, { inflight: 4, capacity: 2 }), endpoint(1, { inflight: 1, capacity: 1 })], ctx())).toEqual(plain);
+    expect(s.score(req, [endpoint(0, { inflight: 4, capacity: 4 }), endpoint(1, { inflight: 1 })], ctx())).toEqual([(1 - 3 / 5) / 2, 0.5 + 1 / 2]);
+  });
 });
 
 describe("prefix-affinity", () => {
