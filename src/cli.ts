@@ -13,12 +13,12 @@ import { flushLogger } from "./shared/logger.ts";
 type Loader = () => Promise<CommandSpec>;
 
 const COMMANDS: Record<string, { summary: string; load: Loader }> = {
-  serve: { summary: "run the gateway (OpenAI API, admin and metrics listeners)", load: async () => (await import("./gateway/command.ts")).serveCommand },
+  serve: { summary: "run the gateway (OpenAI API, admin and metrics listeners)", load: async () => (await import("./serve/serve-command.ts")).serveCommand },
   agent: { summary: "run the node agent (GPU discovery, engine supervision)", load: async () => (await import("./agent/command.ts")).agentCommand },
   ctl: { summary: "operator CLI against a gateway's admin listener", load: async () => (await import("./ctl/command.ts")).ctlCommand },
   "sim-engine": { summary: "run a simulated vLLM-compatible engine", load: async () => (await import("./sim/command.ts")).simEngineCommand },
   bench: { summary: "run a benchmark scenario and print a report", load: async () => (await import("./bench/command.ts")).benchCommand },
-  demo: { summary: "gateway plus three sim-engines on the embedded config", load: async () => (await import("./gateway/demo-command.ts")).demoCommand },
+  demo: { summary: "gateway plus three sim-engines on the embedded config", load: async () => (await import("./serve/demo-command.ts")).demoCommand },
 };
 
 export function mainUsage(): string {

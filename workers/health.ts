@@ -1,6 +1,6 @@
-/** The health worker: a thin shell over src/health/health-service.ts. */
+/** The health worker: a thin shell over src/polling/health-service.ts. */
 import type { FromHealth, ToHealth } from "../src/protocol/health-messages.ts";
-import { HealthService } from "../src/health/health-service.ts";
+import { HealthService } from "../src/polling/health-service.ts";
 import { EndpointTable, Signals } from "../src/shared/endpoint-table.ts";
 import { GpuSaturationTable } from "../src/shared/gpu-saturation-table.ts";
 

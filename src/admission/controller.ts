@@ -17,7 +17,7 @@ import type { EndpointChooser } from "./chooser.ts";
 import { DrainRate } from "./drain-rate.ts";
 import type { EndpointDirectory } from "./endpoint-directory.ts";
 import type { Ticket } from "./flow-queues.ts";
-import { bandLimits, CapacityLearner, poolSaturation, type PoolMember } from "./saturation.ts";
+import { bandLimits, CapacityLearner, poolSaturation, type PoolMember } from "./pool-saturation.ts";
 
 type AdmitMessage = Extract<ToScheduler, { type: "admit" }>;
 export type Outcome = Extract<FromScheduler, { type: "grant" | "reject" }>;

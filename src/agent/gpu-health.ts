@@ -10,7 +10,7 @@
  * foreign; run the agent in the host pid namespace.
  */
 import type { ComputeApp, GpuRecord } from "./nvidia-smi-csv.ts";
-import { gpuClass, memoryGiB } from "./gpu-class.ts";
+import { gpuClass, memoryGiB } from "../shared/gpu-class.ts";
 
 export type GpuHealthReason = "ecc_uncorrected" | "foreign_process" | "mig_enabled";
 

@@ -1,6 +1,6 @@
 /** What the scheduler sees of this node: GPUs (with class and health) and fabric adapters, plus the table people read. */
 import { hostname } from "node:os";
-import { formatTable } from "../bench/report.ts";
+import { renderTable } from "../shared/text-table.ts";
 import { discoverFabric, type Fabric } from "./fabric.ts";
 import { discoverGpus } from "./gpu-discovery.ts";
 import { gpuHealth, gpuView, type GpuView } from "./gpu-health.ts";
@@ -41,10 +41,9 @@ export function formatInventory(inv: Inventory): string {
     out.push(`GPUs: none (${inv.nvidiaSmi.note ?? "nvidia-smi listed no GPU"})`);
   } else {
     out.push(
-      formatTable({
-        title: "GPUs",
-        columns: ["gpu", "class", "name", "memory", "used MiB", "cc", "util %", "ecc unc.", "health"],
-        rows: inv.gpus.map((g) => [
+      renderTable(
+        ["gpu", "class", "name", "memory", "used MiB", "cc", "util %", "ecc unc.", "health"],
+        inv.gpus.map((g) => [
           String(g.index),
           g.class,
           g.name,
@@ -55,7 +54,8 @@ export function formatInventory(inv: Inventory): string {
           orDash(g.eccUncorrectedVolatile),
           g.health.ok ? "ok" : g.health.reasons.join(","),
         ]),
-      }),
+        { title: "GPUs", align: "right", rule: true },
+      ),
     );
     if (inv.nvidiaSmi.droppedFields.length > 0) out.push(`(driver rejected ${inv.nvidiaSmi.droppedFields.join(", ")}: shown as -)`);
   }
@@ -65,11 +65,11 @@ export function formatInventory(inv: Inventory): string {
     out.push("fabric: none (single-node island)");
   } else {
     out.push(
-      formatTable({
-        title: "fabric",
-        columns: ["adapter", "port", "state", "rate", "link layer", "transport", "gid index"],
-        rows: ports.map(({ a, p }) => [a.name, String(p.port), orDash(p.state), orDash(p.rate), orDash(p.linkLayer), p.transport, orDash(p.roceGidIndex)]),
-      }),
+      renderTable(
+        ["adapter", "port", "state", "rate", "link layer", "transport", "gid index"],
+        ports.map(({ a, p }) => [a.name, String(p.port), orDash(p.state), orDash(p.rate), orDash(p.linkLayer), p.transport, orDash(p.roceGidIndex)]),
+        { title: "fabric", align: "right", rule: true },
+      ),
     );
     if (inv.fabric.island === "single-node") out.push("(no ACTIVE port: single-node island)");
   }

@@ -7,7 +7,7 @@
 import { LlmgwError } from "../shared/errors.ts";
 import type { Fabric, FabricPort } from "./fabric.ts";
 import { OWNED_FLAGS } from "./engine-adapters.ts";
-import { computeCapabilityAtLeast } from "./gpu-class.ts";
+import { computeCapabilityAtLeast } from "../shared/gpu-class.ts";
 import { BLOCKING_HEALTH_REASONS, type GpuView } from "./gpu-health.ts";
 import type { ResolvedFabric } from "./nccl-env.ts";
 import { worldSize, type ReplicaSpec } from "./replica-spec.ts";

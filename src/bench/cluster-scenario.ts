@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { boolFlag, numberFlag } from "../shared/flags.ts";
-import type { ClusterStatus } from "../cluster/cluster-runtime.ts";
+import type { ClusterStatus } from "../protocol/cluster-status.ts";
 import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
 import { startClosedLoopLoad } from "./closed-loop-load.ts";
 import { cpuDelta, cpuSample } from "./proc-cpu.ts";

@@ -1,4 +1,5 @@
 /** Shared output of every bench scenario: a text table for people, one JSON object with --json. */
+import { renderTable } from "../shared/text-table.ts";
 
 export interface Table {
   title: string;
@@ -6,11 +7,10 @@ export interface Table {
   rows: (string | number)[][];
 }
 
+/** A bench table: numbers formatted, right-aligned under a title and a rule. */
 export function formatTable(t: Table): string {
-  const cells = [t.columns, ...t.rows.map((r) => r.map((c) => (typeof c === "number" ? formatNumber(c) : c)))];
-  const widths = t.columns.map((_, i) => Math.max(...cells.map((r) => String(r[i] ?? "").length)));
-  const line = (r: (string | number)[]) => r.map((c, i) => String(c).padStart(widths[i]!)).join("  ");
-  return [t.title, line(cells[0]!), widths.map((w) => "-".repeat(w)).join("  "), ...cells.slice(1).map(line)].join("\n");
+  const rows = t.rows.map((r) => r.map((c) => (typeof c === "number" ? formatNumber(c) : c)));
+  return renderTable(t.columns, rows, { align: "right", title: t.title, rule: true });
 }
 
 export function formatNumber(n: number): string {

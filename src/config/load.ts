@@ -12,7 +12,7 @@ import { configSchema, type ParsedConfig } from "./schema.ts";
 import { fleetConfigIssues, toFleetConfig, toNodeConfigs } from "./fleet-schema.ts";
 import type { Config, Deadlines, Listen } from "./types.ts";
 import { jobsCrossFieldIssues, resolveJobsConfig } from "./jobs-config.ts";
-import { effectiveScorers, resolveStateConfig, stateCrossFieldIssues } from "./state-config.ts";
+import { effectiveScorers, resolveStateConfig, stateCrossFieldIssues } from "./state-resolve.ts";
 
 export function sha256Hex(text: string): string {
   return createHash("sha256").update(text).digest("hex");

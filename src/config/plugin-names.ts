@@ -1,6 +1,6 @@
 /**
  * The names of the scheduling plugins config may refer to. The registry in
- * src/scheduling/registry.ts is typed as a Record over these unions, so a
+ * src/scheduling/plugin-registry.ts is typed as a Record over these unions, so a
  * plugin added there without a name here (or the reverse) fails to compile.
  */
 export const FILTER_NAMES = ["serves-model", "ready", "not-draining", "circuit-closed", "gpu-healthy"] as const;

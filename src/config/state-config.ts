@@ -5,10 +5,9 @@
  */
 import { z } from "zod";
 import * as D from "./defaults.ts";
-import type { ParsedConfig } from "./schema.ts";
+import type { StateBackendName } from "./types.ts";
 
-export const STATE_BACKENDS = ["sqlite", "redis"] as const;
-export type StateBackendName = (typeof STATE_BACKENDS)[number];
+export const STATE_BACKENDS = ["sqlite", "redis"] as const satisfies readonly StateBackendName[];
 
 /** Bun's RedisClient takes redis://, rediss:// (TLS) and valkey:// URLs; a path selects the database number. */
 function isRedisUrl(s: string): boolean {
@@ -40,55 +39,4 @@ export const stateSchema = z
   })
   .strict();
 
-export interface StateConfig {
-  backend: StateBackendName;
-  /** Set when backend is redis. */
-  redisUrl: string | undefined;
-  keyPrefix: string;
-  /** undefined: the gateway names itself (host and pid). */
-  gatewayId: string | undefined;
-  leaseMs: number;
-  syncIntervalMs: number;
-  quotaAllowance: number;
-  commandTimeoutMs: number;
-}
-
 export const STATE_DEFAULTS = stateSchema.parse({});
-
-export function stateCrossFieldIssues(c: ParsedConfig): string[] {
-  const s = c.state;
-  const issues: string[] = [];
-  if (s.backend === "redis" && s.redis_url === undefined) issues.push("state.redis_url: required when state.backend is redis (e.g. redis://127.0.0.1:6379/0)");
-  if (s.backend === "sqlite" && s.redis_url !== undefined) issues.push("state.redis_url: set, but state.backend is sqlite (set backend: redis to share state through it)");
-  if (s.lease_ms < 2 * s.sync_interval_ms) issues.push(`state.lease_ms: expected at least twice state.sync_interval_ms (${s.sync_interval_ms}), so a live leader renews in time`);
-  return issues;
-}
-
-export function resolveStateConfig(c: ParsedConfig): { state: StateConfig } {
-  const s = c.state;
-  return {
-    state: {
-      backend: s.backend,
-      redisUrl: s.redis_url,
-      keyPrefix: s.key_prefix,
-      gatewayId: s.gateway_id,
-      leaseMs: s.lease_ms,
-      syncIntervalMs: s.sync_interval_ms,
-      quotaAllowance: s.quota_allowance,
-      commandTimeoutMs: s.command_timeout_ms,
-    },
-  };
-}
-
-/**
- * The scorers in effect: as configured; or, with backend redis and no
- * `scheduling.scorers` given, the defaults with `prefix-rendezvous` in place
- * of `prefix-affinity` — each gateway's own memory of where it sent a prefix
- * would send it to a different replica from every gateway.
- */
-export function effectiveScorers(c: ParsedConfig, raw: Record<string, unknown>): ParsedConfig["scheduling"]["scorers"] {
-  const sched = raw.scheduling;
-  const given = typeof sched === "object" && sched !== null && "scorers" in sched;
-  if (given || c.state.backend !== "redis") return c.scheduling.scorers;
-  return c.scheduling.scorers.map((s) => (s.name === "prefix-affinity" ? { ...s, name: "prefix-rendezvous" as const } : s));
-}

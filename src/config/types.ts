@@ -1,8 +1,23 @@
 /** The validated, frozen configuration the rest of llmgw reads (defaults applied). */
 import type { FilterName, PickerName, RelayVariantName, ScorerName } from "./plugin-names.ts";
 import type { LogLevel } from "../shared/logger.ts";
-import type { StateConfig } from "./state-config.ts";
-export type { StateConfig } from "./state-config.ts";
+
+/** Where state shared by gateways lives: the embedded bun:sqlite store, or Redis shared by several gateways. */
+export type StateBackendName = "sqlite" | "redis";
+
+/** The `state` block, validated (src/config/state-config.ts has the wire form). */
+export interface StateConfig {
+  backend: StateBackendName;
+  /** Set when backend is redis. */
+  redisUrl: string | undefined;
+  keyPrefix: string;
+  /** undefined: the gateway names itself (host and pid). */
+  gatewayId: string | undefined;
+  leaseMs: number;
+  syncIntervalMs: number;
+  quotaAllowance: number;
+  commandTimeoutMs: number;
+}
 
 export interface Deadlines {
   dialMs: number;

@@ -17,7 +17,7 @@ import { asLlmgwError, errorResponse, LlmgwError } from "../shared/errors.ts";
 import { logger } from "../shared/logger.ts";
 import * as S from "./fleet-api-schemas.ts";
 import type { FleetManager } from "./fleet-manager.ts";
-import { drainProgress, modelsStatus, nodesStatus, placementStatus, replicasStatus } from "./fleet-status.ts";
+import { drainProgress, modelsStatus, nodesStatus, placementStatus, replicasStatus } from "./api-views.ts";
 
 
 export interface FleetApiOptions {

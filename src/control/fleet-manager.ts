@@ -25,7 +25,7 @@ import { configModelChanges } from "./desired-state.ts";
 import type { EndpointSink } from "./endpoint-sink.ts";
 import { FleetActions } from "./fleet-actions.ts";
 import { FleetState, type ReplicaEntry } from "./fleet-state.ts";
-import { observeNodes, placementNodes, type NodeInput } from "./fleet-view.ts";
+import { observeNodes, placementNodes, type NodeInput } from "./placement-inputs.ts";
 import { NodeRegistry } from "./node-registry.ts";
 import { FleetOperations } from "./fleet-operations.ts";
 import { isActive, placeModel, planReconcile, withModelCounts, type ReconcileView, type ReplicaView } from "./reconcile.ts";

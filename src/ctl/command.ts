@@ -3,7 +3,7 @@ import { z } from "zod";
 import { boolFlag, numberFlag, parseCommandArgs, stringFlag, UsageError, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
 import * as S from "../control/fleet-api-schemas.ts";
 import { CTL_EXIT, CtlClient, CtlError } from "./client.ts";
-import { useColour } from "./table.ts";
+import { useColour } from "../shared/text-table.ts";
 import { formatDrain, formatModels, formatNodes, formatPlacement, formatReplicas } from "./views.ts";
 
 export const DEFAULT_CTL_GATEWAY = "http://127.0.0.1:9090";

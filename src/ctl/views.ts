@@ -1,6 +1,7 @@
 /** How `llmgw ctl` prints each management API answer for people (scripts use --json). */
 import type { DrainProgress, FailedReplicaStatus, ModelStatus, NodeStatus, PlacementStatus, ReplicaStatus } from "../control/fleet-api-schemas.ts";
-import { age, dash, renderTable, type Cell, type CellInput } from "./table.ts";
+import { renderTable, type Cell, type CellInput } from "../shared/text-table.ts";
+import { age, dash } from "./format.ts";
 
 function stateCell(state: string): Cell {
   return { text: state, tint: state === "Ready" ? "green" : state === "NotReady" || state === "Failed" || state === "Lost" ? "red" : "yellow" };
@@ -28,11 +29,11 @@ export function formatNodes(nodes: readonly NodeStatus[], colour: boolean): stri
       age(n.last_answer_age_ms),
       n.last_error === null ? "-" : { text: n.last_error, tint: "red" },
     ]),
-    colour,
+    { colour },
   );
   const bad = nodes.flatMap((n) => n.gpus.filter((g) => !g.healthy).flatMap((g) => g.faults.map((f) => [n.name, g.index, g.class, { text: f, tint: "red" as const }] as CellInput[])));
   if (bad.length === 0) return table;
-  return `${table}\n\nGPUs kept out of placement:\n${renderTable(["NODE", "GPU", "CLASS", "REASON"], bad, colour)}`;
+  return `${table}\n\nGPUs kept out of placement:\n${renderTable(["NODE", "GPU", "CLASS", "REASON"], bad, { colour })}`;
 }
 
 function shardsText(r: ReplicaStatus): string {
@@ -52,7 +53,7 @@ export function formatReplicas(replicas: readonly ReplicaStatus[], failed: reado
       : renderTable(
           ["REPLICA", "MODEL", "PHASE", "SHARDS", "ROTATION", "INFLIGHT", "DETAIL"],
           replicas.map((r) => [r.id, r.model, stateCell(r.phase), shardsText(r), r.in_rotation ? "in" : "out", dash(r.inflight), replicaNote(r)]),
-          colour,
+          { colour },
         ),
   );
   for (const r of replicas) {
@@ -61,7 +62,7 @@ export function formatReplicas(replicas: readonly ReplicaStatus[], failed: reado
   }
   if (failed.length > 0) {
     out.push("", "Recently failed (replaced):");
-    out.push(renderTable(["REPLICA", "MODEL", "NODES", "AT", "REASON"], failed.map((f) => [f.id, f.model, f.nodes.join(","), new Date(f.at).toISOString(), { text: f.reason, tint: "red" }]), colour));
+    out.push(renderTable(["REPLICA", "MODEL", "NODES", "AT", "REASON"], failed.map((f) => [f.id, f.model, f.nodes.join(","), new Date(f.at).toISOString(), { text: f.reason, tint: "red" }]), { colour }));
     for (const f of failed) if (f.log_tail && f.log_tail.length > 0) out.push(`--- ${f.id} (log tail) ---`, ...f.log_tail.slice(-10));
   }
   return out.join("\n");
@@ -82,7 +83,7 @@ export function formatModels(models: readonly ModelStatus[], colour: boolean): s
       m.failures === 0 ? "0" : { text: String(m.failures), tint: "red" },
       m.next_attempt_in_ms === null ? "-" : `in ${Math.ceil(m.next_attempt_in_ms / 1000)} s`,
     ]),
-    colour,
+    { colour },
   );
 }
 
@@ -99,7 +100,7 @@ export function formatPlacement(p: PlacementStatus, colour: boolean): string {
     rows.push([c.node, dash(c.gpus.join(",")), dash(c.gpu_class), verdict, first ? `${first.code}: ${first.message}` : "-"]);
     for (const r of c.reasons.slice(1)) rows.push(["", "", "", "", `${r.code}: ${r.message}`]);
   }
-  return `${head}\n\n${renderTable(["NODE", "GPUS", "CLASS", "VERDICT", "REASONS"], rows, colour)}`;
+  return `${head}\n\n${renderTable(["NODE", "GPUS", "CLASS", "VERDICT", "REASONS"], rows, { colour })}`;
 }
 
 export function formatDrain(d: DrainProgress): string {

@@ -5,18 +5,18 @@ import type { Logger } from "../shared/logger.ts";
 import type { EndpointTable } from "../shared/endpoint-table.ts";
 import type { AdmissionClient } from "./admission-client.ts";
 import type { CircuitBreakers } from "./circuit-breaker.ts";
-import type { ContinuationPolicy } from "./continuation/continuation-policy.ts";
+import type { ContinuationPolicy } from "./continuation-policy.ts";
 import type { EndpointRegistry } from "./endpoints.ts";
 import type { ModelCatalog } from "./model-catalog.ts";
-import type { DialGuard } from "./proxy/dial-guard.ts";
+import type { DialGuard } from "./dial-guard.ts";
 import type { RetryBudget } from "./retry-budget.ts";
-import type { Authenticator } from "./gates/auth.ts";
-import type { TenantQuota } from "./gates/quota.ts";
-import type { ClusterStatus } from "../cluster/cluster-runtime.ts";
-import type { ResponseCache } from "../cache/response-cache.ts";
+import type { Authenticator } from "./api-keys.ts";
+import type { TenantQuota } from "../admission/tenant-quota.ts";
+import type { ClusterStatus } from "../protocol/cluster-status.ts";
+import type { ResponseCache } from "../cache/response-cache-store.ts";
 import type { JobsMetrics } from "../metrics/jobs-metrics.ts";
 import type { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
-import type { GatewayJobs } from "./jobs-service.ts";
+import type { GatewayJobs } from "../jobs/jobs-service.ts";
 
 export interface GatewayContext {
   config: Config;

@@ -11,9 +11,9 @@ import type { PolledEndpoint } from "../protocol/health-messages.ts";
 import type { EngineFlavor } from "../config/types.ts";
 import { EndpointTable, I, SLOT_ACTIVE, SLOT_FREE, SLOT_RETIRING } from "../shared/endpoint-table.ts";
 import type { CircuitBreakers } from "./circuit-breaker.ts";
-import { StreamEvictions } from "./continuation/stream-evictions.ts";
+import { StreamEvictions } from "./stream-evictions.ts";
 import type { ModelCatalog } from "./model-catalog.ts";
-import type { DialGuard } from "./proxy/dial-guard.ts";
+import type { DialGuard } from "./dial-guard.ts";
 
 export interface EndpointSpec {
   id: string;

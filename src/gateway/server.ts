@@ -8,8 +8,8 @@ import type { Server } from "bun";
 import type { Route } from "../metrics/names.ts";
 import { asLlmgwError, LlmgwError, errorResponse } from "../shared/errors.ts";
 import type { GatewayContext } from "./context.ts";
-import { handleJobs, JOBS_PATH } from "./jobs-handler.ts";
-import { handleInference } from "./request/pipeline.ts";
+import { handleJobs, JOBS_PATH } from "./pipeline/jobs-handler.ts";
+import { handleInference } from "./pipeline/pipeline.ts";
 
 const ROUTES: Record<string, Route> = {
   "/v1/chat/completions": "chat",

@@ -4,7 +4,7 @@
  * path. Registered only with state.backend: redis (absent otherwise).
  */
 import { Counter, Gauge, type Registry } from "prom-client";
-import type { ClusterStatus } from "../cluster/cluster-runtime.ts";
+import type { ClusterStatus } from "../protocol/cluster-status.ts";
 import { CLUSTER, QUOTA_SOURCES } from "./names.ts";
 
 export function registerClusterMetrics(registry: Registry, status: () => ClusterStatus): void {

@@ -1,7 +1,7 @@
 /**
  * The fleet series (nodes by state, node readiness, fabric ports, replicas by
  * model and state, models desired vs serving), each computed when Prometheus
- * scrapes from one read of the fleet (src/control/fleet-figures.ts): no gauge
+ * scrapes from one read of the fleet (src/control/metric-figures.ts): no gauge
  * is kept current by a ticker. A gateway without a fleet exports none of
  * them; the per-GPU series have their own collector (gpu-collector.ts).
  */

@@ -15,7 +15,7 @@ export interface NodeGpu {
   gpu: GpuReport;
 }
 
-/** Anything that can list the GPUs to export now: static DCGM targets and the fleet's nodes, combined (src/gateway/fleet-metrics.ts). */
+/** Anything that can list the GPUs to export now: static DCGM targets and the fleet's nodes, combined (src/admin/fleet-collectors.ts). */
 export type GpuSource = () => readonly NodeGpu[];
 
 /**

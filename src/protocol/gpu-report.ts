@@ -14,7 +14,7 @@ export interface GpuReport {
   index: number | undefined;
   /** MIG GPU instance id when the exporter reports per instance (several reports then share a uuid). */
   migInstance: string | undefined;
-  /** `<family>-<GiB>g`, the same rule as the agent's inventory (src/agent/gpu-class.ts). */
+  /** `<family>-<GiB>g`, the same rule as the agent's inventory (src/shared/gpu-class.ts). */
   gpuClass: string;
   memoryTotalBytes: number | undefined;
   memoryUsedBytes: number | undefined;

@@ -8,7 +8,7 @@ import type { Config } from "../config/types.ts";
 import type { Decision, EndpointView, Filter, Picker, RequestView, Scorer, SchedulingContext } from "./types.ts";
 import { EXCLUDE_FILTER_NAME, excludeTried } from "./filters/exclude.ts";
 import { PrefixIndex } from "./prefix-index.ts";
-import { FILTERS, PICKERS, SCORERS, type SchedulingRegistry } from "./registry.ts";
+import { FILTERS, PICKERS, SCORERS, type SchedulingRegistry } from "./plugin-registry.ts";
 
 export type SchedulingConfig = Config["scheduling"];
 

@@ -40,7 +40,7 @@ export const I = {
   FLAVOR: 9,
   /** health: consecutive failed polls. */
   POLL_FAILURES: 10,
-  /** scheduler: the endpoint's learned batch capacity (see src/admission/saturation.ts). */
+  /** scheduler: the endpoint's learned batch capacity (see src/admission/pool-saturation.ts). */
   CAPACITY: 11,
   /** main: index of the endpoint's pool in the PoolTable. */
   POOL: 12,

@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import OpenAI, { toFile } from "openai";
-import { RedisConnection } from "../../src/cluster/redis-connection.ts";
+import { RedisConnection } from "../../src/shared-state/redis-connection.ts";
 import { setLogLevel } from "../../src/shared/logger.ts";
 import { chatBatchJsonl, expectEveryLineOnce } from "../helpers/batch-send.ts";
 import { startSim, type Sim } from "../helpers/cluster.ts";

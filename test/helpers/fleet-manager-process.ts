@@ -9,7 +9,7 @@ import { buildConfig } from "../../src/config/load.ts";
 import type { EndpointSink } from "../../src/control/endpoint-sink.ts";
 import { FleetManager } from "../../src/control/fleet-manager.ts";
 import { SqliteFleetStore } from "../../src/control/sqlite-store.ts";
-import { AgentPoller } from "../../src/health/agent-poller.ts";
+import { AgentPoller } from "../../src/polling/agent-poller.ts";
 import { initLogger, logListening } from "../../src/shared/logger.ts";
 import { serveFleetApi } from "./fleet.ts";
 

@@ -16,7 +16,7 @@ import type { EndpointSink, ManagedEndpoint } from "../../src/control/endpoint-s
 import { fleetApi } from "../../src/control/fleet-api.ts";
 import { FleetManager } from "../../src/control/fleet-manager.ts";
 import { SqliteFleetStore } from "../../src/control/sqlite-store.ts";
-import { AgentPoller } from "../../src/health/agent-poller.ts";
+import { AgentPoller } from "../../src/polling/agent-poller.ts";
 import { capturedGpuRows, type GpuRow } from "../fixtures/agent/captures.ts";
 import { unpackTtar, writeFakeNvidiaSmi } from "../fixtures/agent/fake-tools.ts";
 import { sharedFixture } from "./fixtures.ts";

@@ -1,5 +1,5 @@
 /** Several `llmgw serve` processes sharing one redis-server (issue 14), for the cluster end-to-end tests. */
-import type { ClusterStatus } from "../../src/cluster/cluster-runtime.ts";
+import type { ClusterStatus } from "../../src/protocol/cluster-status.ts";
 import { startGateway, startSim, type Gateway } from "./cluster.ts";
 import { waitUntil } from "./processes.ts";
 import type { RedisServer } from "./redis-server.ts";

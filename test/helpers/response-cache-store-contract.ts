@@ -1,6 +1,6 @@
-/** The ResponseCacheStore contract (src/cache/response-cache.ts) as one suite, run against the in-process store and Redis. */
+/** The ResponseCacheStore contract (src/cache/response-cache-store.ts) as one suite, run against the in-process store and Redis. */
 import { describe, expect, test } from "bun:test";
-import type { ResponseCacheStore } from "../../src/cache/response-cache.ts";
+import type { ResponseCacheStore } from "../../src/cache/response-cache-store.ts";
 
 export function responseCacheStoreContract(backend: string, open: () => ResponseCacheStore): void {
   describe(`ResponseCacheStore contract: ${backend}`, () => {

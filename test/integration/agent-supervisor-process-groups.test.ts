@@ -129,6 +129,8 @@ describe("supervisor over real processes", () => {
     // A pid file whose process is some other program now (pid reuse).
     const unrelated = Bun.spawn(["sleep", "1000"], { stdio: ["ignore", "ignore", "ignore"], detached: true });
     strays.push(unrelated.pid);
+    // Until it has exec'd, /proc shows the spawning child (or nothing) and adoption would call it gone.
+    await execDone(unrelated.pid, ["sleep", "1000"]);
     const fake = desired("ghost", ["sh", "-c", "my-engine --port 9; exit 0"]);
     writePidFile(dir, {
       version: 1, id: "ghost", pid: unrelated.pid, pgid: unrelated.pid, startTime: readStat(unrelated.pid)?.startTime ?? null, argv: fake.plan.argv, env: {},

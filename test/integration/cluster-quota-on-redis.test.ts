@@ -6,10 +6,10 @@
  * its share.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { ClusterQuota } from "../../src/cluster/cluster-quota.ts";
+import { ClusterQuota } from "../../src/shared-state/cluster-quota.ts";
 import type { TenantConfig } from "../../src/config/types.ts";
-import { RedisConnection } from "../../src/cluster/redis-connection.ts";
-import type { QuotaDecision } from "../../src/gateway/gates/quota.ts";
+import { RedisConnection } from "../../src/shared-state/redis-connection.ts";
+import type { QuotaDecision } from "../../src/admission/tenant-quota.ts";
 import { LlmgwError } from "../../src/shared/errors.ts";
 import { setLogLevel } from "../../src/shared/logger.ts";
 import { describeWithRedis, startRedisServer, stopRedisServers, type RedisServer } from "../helpers/redis-server.ts";

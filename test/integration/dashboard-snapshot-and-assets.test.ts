@@ -7,8 +7,8 @@
  * traffic counted.
  */
 import { afterAll, expect, test } from "bun:test";
-import { DASHBOARD_CSP } from "../../src/dashboard/routes.ts";
-import { dashboardSnapshotSchema } from "../../src/dashboard/snapshot.ts";
+import { DASHBOARD_CSP } from "../../src/admin/dashboard/routes.ts";
+import { dashboardSnapshotSchema } from "../../src/admin/dashboard/snapshot.ts";
 import { startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { buildConfig } from "../../src/config/load.ts";
 import { FleetManager, type FleetLeadership } from "../../src/control/fleet-manager.ts";
 import { SqliteFleetStore } from "../../src/control/sqlite-store.ts";
-import { AgentPoller } from "../../src/health/agent-poller.ts";
+import { AgentPoller } from "../../src/polling/agent-poller.ts";
 import { setLogLevel } from "../../src/shared/logger.ts";
 import { agentGpus } from "../fixtures/fleet/gpus.ts";
 import { startFakeAgent, type FakeAgent } from "../helpers/fake-agent.ts";

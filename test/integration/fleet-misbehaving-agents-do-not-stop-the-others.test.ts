@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FleetManager } from "../../src/control/fleet-manager.ts";
-import { modelsStatus, nodesStatus, replicasStatus } from "../../src/control/fleet-status.ts";
+import { modelsStatus, nodesStatus, replicasStatus } from "../../src/control/api-views.ts";
 import { setLogLevel } from "../../src/shared/logger.ts";
 import { agentGpus } from "../fixtures/fleet/gpus.ts";
 import { startFakeAgent, type FakeAgent } from "../helpers/fake-agent.ts";

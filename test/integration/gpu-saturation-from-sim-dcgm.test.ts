@@ -7,9 +7,9 @@
  */
 import { afterAll, expect, test } from "bun:test";
 import { buildConfig } from "../../src/config/load.ts";
-import { PoolSaturationTracker } from "../../src/gpuhealth/saturation.ts";
+import { PoolSaturationTracker } from "../../src/gpuhealth/gpu-saturation.ts";
 import { shedDecision } from "../../src/gpuhealth/shed.ts";
-import { DcgmPoller } from "../../src/health/dcgm-poller.ts";
+import { DcgmPoller } from "../../src/polling/dcgm-poller.ts";
 import { startLlmgw, stopAll, waitUntil } from "../helpers/processes.ts";
 
 afterAll(stopAll);

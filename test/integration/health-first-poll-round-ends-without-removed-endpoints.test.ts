@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Server } from "bun";
-import { HealthService } from "../../src/health/health-service.ts";
+import { HealthService } from "../../src/polling/health-service.ts";
 import type { FromHealth, PolledEndpoint } from "../../src/protocol/health-messages.ts";
 import { EndpointTable } from "../../src/shared/endpoint-table.ts";
 import { waitUntil } from "../helpers/processes.ts";

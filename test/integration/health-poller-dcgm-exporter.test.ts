@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { sharedFixture as fixture } from "../helpers/fixtures.ts";
-import { DcgmPoller, type DcgmSnapshot } from "../../src/health/dcgm-poller.ts";
+import { DcgmPoller, type DcgmSnapshot } from "../../src/polling/dcgm-poller.ts";
 
 const T4 = fixture("dcgm-exporter-metrics__tesla-t4__datadog-fixture.txt");
 const FIRST_T4 = "GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e";

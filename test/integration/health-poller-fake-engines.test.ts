@@ -6,8 +6,8 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { sharedFixture as fixture } from "../helpers/fixtures.ts";
-import { EndpointPoller, type EngineEndpoint, type PollerOptions } from "../../src/health/endpoint-poller.ts";
-import type { EndpointSnapshot } from "../../src/health/readiness.ts";
+import { EndpointPoller, type EngineEndpoint, type PollerOptions } from "../../src/polling/endpoint-poller.ts";
+import type { EndpointSnapshot } from "../../src/polling/readiness.ts";
 
 interface FakeEngine {
   url: string;

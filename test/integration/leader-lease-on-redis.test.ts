@@ -5,8 +5,8 @@
  * Redis stepping down by the time another may take over.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { LeaderLease } from "../../src/cluster/leader-lease.ts";
-import { RedisConnection } from "../../src/cluster/redis-connection.ts";
+import { LeaderLease } from "../../src/shared-state/leader-lease.ts";
+import { RedisConnection } from "../../src/shared-state/redis-connection.ts";
 import { setLogLevel } from "../../src/shared/logger.ts";
 import { waitUntil } from "../helpers/processes.ts";
 import { describeWithRedis, startRedisServer, stopRedisServers, type RedisServer } from "../helpers/redis-server.ts";

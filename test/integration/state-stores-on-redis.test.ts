@@ -1,10 +1,10 @@
 /** The store contracts (fleet, jobs, idempotency, response cache) against a real redis-server: the same suites the embedded backend passes. */
 import { afterAll, beforeAll } from "bun:test";
-import { RedisConnection } from "../../src/cluster/redis-connection.ts";
-import { RedisFleetStore } from "../../src/cluster/redis-fleet-store.ts";
-import { RedisIdempotencyStore } from "../../src/cluster/redis-idempotency-store.ts";
-import { RedisJobsStore } from "../../src/cluster/redis-jobs-store.ts";
-import { RedisResponseCacheStore } from "../../src/cluster/redis-response-cache-store.ts";
+import { RedisConnection } from "../../src/shared-state/redis-connection.ts";
+import { RedisFleetStore } from "../../src/shared-state/redis-fleet-store.ts";
+import { RedisIdempotencyStore } from "../../src/shared-state/redis-idempotency-store.ts";
+import { RedisJobsStore } from "../../src/shared-state/redis-jobs-store.ts";
+import { RedisResponseCacheStore } from "../../src/shared-state/redis-response-cache-store.ts";
 import { fleetStoreContract } from "../helpers/fleet-store-contract.ts";
 import { idempotencyStoreContract } from "../helpers/idempotency-store-contract.ts";
 import { jobsStoreContract } from "../helpers/jobs-store-contract.ts";

@@ -5,12 +5,12 @@
  * a plain miss, and all of it works again — with the data — once Redis is back.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { ResponseCache } from "../../src/cache/response-cache.ts";
-import { RedisConnection } from "../../src/cluster/redis-connection.ts";
-import { RedisFleetStore } from "../../src/cluster/redis-fleet-store.ts";
-import { RedisIdempotencyStore } from "../../src/cluster/redis-idempotency-store.ts";
-import { RedisJobsStore } from "../../src/cluster/redis-jobs-store.ts";
-import { RedisResponseCacheStore } from "../../src/cluster/redis-response-cache-store.ts";
+import { ResponseCache } from "../../src/cache/response-cache-store.ts";
+import { RedisConnection } from "../../src/shared-state/redis-connection.ts";
+import { RedisFleetStore } from "../../src/shared-state/redis-fleet-store.ts";
+import { RedisIdempotencyStore } from "../../src/shared-state/redis-idempotency-store.ts";
+import { RedisJobsStore } from "../../src/shared-state/redis-jobs-store.ts";
+import { RedisResponseCacheStore } from "../../src/shared-state/redis-response-cache-store.ts";
 import { handleIdempotently, IdempotencyGate } from "../../src/jobs/idempotency-gate.ts";
 import { createJobsRoutes } from "../../src/jobs/jobs-routes.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../../src/shared/errors.ts";

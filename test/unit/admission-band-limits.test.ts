@@ -1,6 +1,6 @@
 /** Band flow limits from pool saturation: the static ceiling, and work-conserving lending of room the higher bands leave unused. */
 import { describe, expect, test } from "bun:test";
-import { bandLimits, CapacityLearner, poolSaturation, type PoolMember } from "../../src/admission/saturation.ts";
+import { bandLimits, CapacityLearner, poolSaturation, type PoolMember } from "../../src/admission/pool-saturation.ts";
 import { PoolTable, UNLIMITED } from "../../src/shared/endpoint-table.ts";
 
 const opts = { headroom: 0, staleMetrics: "ignore" as const };

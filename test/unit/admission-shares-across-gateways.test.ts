@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { EndpointChooser } from "../../src/admission/chooser.ts";
 import { AdmissionController } from "../../src/admission/controller.ts";
 import { EndpointDirectory } from "../../src/admission/endpoint-directory.ts";
-import { computeShares, DEMAND_FLOOR, type GatewayDemand } from "../../src/cluster/demand-shares.ts";
+import { computeShares, DEMAND_FLOOR, type GatewayDemand } from "../../src/shared-state/demand-shares.ts";
 import { buildConfig } from "../../src/config/load.ts";
 import { SchedulingProfile } from "../../src/scheduling/profile.ts";
 import { AdmissionStatsTable, EndpointTable, F, I, PoolTable, UNLIMITED } from "../../src/shared/endpoint-table.ts";

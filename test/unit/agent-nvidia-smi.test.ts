@@ -6,7 +6,7 @@ import { sharedFixture } from "../helpers/fixtures.ts";
 import { capturedGpuRows, queryGpuOutput, type GpuRow } from "../fixtures/agent/captures.ts";
 import { writeFakeNvidiaSmi } from "../fixtures/agent/fake-tools.ts";
 import { OPTIONAL_GPU_FIELDS, parseGpuCsv, rejectedFields, REQUIRED_GPU_FIELDS, parseComputeAppsCsv } from "../../src/agent/nvidia-smi-csv.ts";
-import { computeCapabilityAtLeast, gpuClass, gpuFamily } from "../../src/agent/gpu-class.ts";
+import { computeCapabilityAtLeast, gpuClass, gpuFamily } from "../../src/shared/gpu-class.ts";
 import { discoverGpus } from "../../src/agent/gpu-discovery.ts";
 import { gpuHealth } from "../../src/agent/gpu-health.ts";
 

@@ -1,7 +1,7 @@
 /** Which streams may be continued and where (issue 13): the config's switches and the refusals learned at run time. */
 import { describe, expect, test } from "bun:test";
 import { buildConfig } from "../../src/config/load.ts";
-import { ContinuationPolicy } from "../../src/gateway/continuation/continuation-policy.ts";
+import { ContinuationPolicy } from "../../src/gateway/continuation-policy.ts";
 
 function policy(raw: Record<string, unknown>): ContinuationPolicy {
   return new ContinuationPolicy(buildConfig(raw, {}, "test").continuation);

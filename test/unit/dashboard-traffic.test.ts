@@ -6,8 +6,8 @@
  */
 import { describe, expect, test } from "bun:test";
 import { Counter, Histogram, Registry } from "prom-client";
-import { errorRatio, requestRate, ttftQuantile, windowEnds, type TrafficSample } from "../../src/dashboard/traffic.js";
-import { trafficTotals } from "../../src/gateway/dashboard-source.ts";
+import { errorRatio, requestRate, ttftQuantile, windowEnds, type TrafficSample } from "../../src/admin/dashboard/traffic.js";
+import { trafficTotals } from "../../src/admin/dashboard/dashboard-source.ts";
 
 function sample(at: number, requests: number, errors: number, buckets: [number, number][], count = buckets.at(-1)?.[1] ?? 0): TrafficSample {
   return { at, traffic: { requests, errors, ttft: { count, sum: 0, buckets: buckets.map(([le, n]) => ({ le, count: n })) } } };

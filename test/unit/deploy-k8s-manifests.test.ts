@@ -14,7 +14,7 @@ import { parse as parseYaml, parseAllDocuments } from "yaml";
 import { agentCommand } from "../../src/agent/command.ts";
 import { parseCommandArgs } from "../../src/shared/flags.ts";
 import { parseConfigText } from "../../src/config/load.ts";
-import { serveCommand } from "../../src/gateway/command.ts";
+import { serveCommand } from "../../src/serve/serve-command.ts";
 import { REPO_ROOT } from "../helpers/processes.ts";
 
 const DIR = join(REPO_ROOT, "deploy", "k8s");

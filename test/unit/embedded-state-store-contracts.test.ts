@@ -1,6 +1,6 @@
 /** The idempotency and response-cache store contracts against the embedded backends (bun:sqlite, in-process LRU); Redis runs the same suites in test/integration/state-stores-on-redis.test.ts. */
 import { Database } from "bun:sqlite";
-import { MemoryResponseCacheStore } from "../../src/cache/response-cache.ts";
+import { MemoryResponseCacheStore } from "../../src/cache/response-cache-store.ts";
 import { SqliteIdempotencyStore } from "../../src/jobs/idempotency-store.ts";
 import { idempotencyStoreContract } from "../helpers/idempotency-store-contract.ts";
 import { responseCacheStoreContract } from "../helpers/response-cache-store-contract.ts";

@@ -1,9 +1,9 @@
 /** Placement rule by rule, over literal nodes built from the shared nvidia-smi and DCGM captures. */
 import { describe, expect, test } from "bun:test";
-import { gpuFaults } from "../../src/control/fleet-view.ts";
+import { gpuFaults } from "../../src/control/placement-inputs.ts";
 import { place } from "../../src/control/placement.ts";
 import type { PlacementGpu, PlacementNode, PlacementRequest } from "../../src/control/placement-types.ts";
-import { nextDcgmVerdicts } from "../../src/health/agent-poller.ts";
+import { nextDcgmVerdicts } from "../../src/polling/agent-poller.ts";
 import { agentGpus, placementGpus } from "../fixtures/fleet/gpus.ts";
 import { sharedFixture } from "../helpers/fixtures.ts";
 

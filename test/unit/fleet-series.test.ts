@@ -8,7 +8,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { Registry } from "prom-client";
-import { fabricPorts, fleetGpuReport, nodeStateLabel, replicaStateLabel } from "../../src/control/fleet-figures.ts";
+import { fabricPorts, fleetGpuReport, nodeStateLabel, replicaStateLabel } from "../../src/control/metric-figures.ts";
 import { registerFleetCollector, replicaCounts, type FleetSeriesInput } from "../../src/metrics/fleet-collector.ts";
 import { DcgmGpuStore } from "../../src/metrics/gpu-collector.ts";
 import { bandDepths, registerPoolCollector } from "../../src/metrics/pool-collector.ts";

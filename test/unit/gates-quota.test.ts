@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { TenantConfig } from "../../src/config/types.ts";
-import { DEFAULT_COMPLETION_TOKENS_ESTIMATE, estimateTokens, formatResetDuration, QuotaLimiter } from "../../src/gateway/gates/quota.ts";
+import { formatResetDuration, QuotaLimiter } from "../../src/admission/tenant-quota.ts";
+import { DEFAULT_COMPLETION_TOKENS_ESTIMATE, estimateTokens } from "../../src/gateway/request/token-estimate.ts";
 import { errorResponse, LlmgwError } from "../../src/shared/errors.ts";
 
 const T0 = 1_700_000_000_000;

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildConfig } from "../../src/config/load.ts";
-import { GatewayJobs } from "../../src/gateway/jobs-service.ts";
+import { GatewayJobs } from "../../src/jobs/jobs-service.ts";
 import { STATE_DB_FILE } from "../../src/jobs/state-db.ts";
 import { logger } from "../../src/shared/logger.ts";
 import { LlmgwError } from "../../src/shared/errors.ts";

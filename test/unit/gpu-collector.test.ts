@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { Registry } from "prom-client";
 import { assessGpu } from "../../src/gpuhealth/assess.ts";
 import { parseDcgmMetrics } from "../../src/gpuhealth/dcgm.ts";
-import { framebufferTotalMiB, gpuReport } from "../../src/health/gpu-reports.ts";
+import { framebufferTotalMiB, gpuReport } from "../../src/polling/gpu-reports.ts";
 import { DcgmGpuStore, nodeOfDcgmUrl, registerGpuCollector, type NodeGpu } from "../../src/metrics/gpu-collector.ts";
 import { GatewayMetrics } from "../../src/metrics/registry.ts";
 import type { GpuReport } from "../../src/protocol/gpu-report.ts";

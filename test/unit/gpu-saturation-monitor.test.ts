@@ -8,8 +8,8 @@
 import { expect, test } from "bun:test";
 import { buildConfig } from "../../src/config/load.ts";
 import type { GpuHealthConfig } from "../../src/config/types.ts";
-import { GpuSaturationMonitor, type SaturationEndpoint } from "../../src/health/gpu-saturation-monitor.ts";
-import type { FetchFn } from "../../src/health/probe.ts";
+import { GpuSaturationMonitor, type SaturationEndpoint } from "../../src/polling/gpu-saturation-monitor.ts";
+import type { FetchFn } from "../../src/polling/probe.ts";
 import { GpuSaturationTable } from "../../src/shared/gpu-saturation-table.ts";
 import { newGpuFaultState } from "../../src/sim/config.ts";
 import { gpuSpec, SimGpus } from "../../src/sim/dcgm-text.ts";

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { buildConfig } from "../../src/config/load.ts";
 import type { GpuSample } from "../../src/gpuhealth/dcgm.ts";
-import { PoolSaturationTracker, UtilRing, type ScrapedGpu } from "../../src/gpuhealth/saturation.ts";
+import { PoolSaturationTracker, UtilRing, type ScrapedGpu } from "../../src/gpuhealth/gpu-saturation.ts";
 import { shedDecision } from "../../src/gpuhealth/shed.ts";
 import { GpuSaturationTable } from "../../src/shared/gpu-saturation-table.ts";
 

@@ -1,7 +1,7 @@
 /** The agent poller over an injected fetch: valid states, garbage, timeouts, kept last state, changing targets, DCGM verdicts. */
 import { describe, expect, test } from "bun:test";
-import { AgentPoller } from "../../src/health/agent-poller.ts";
-import type { FetchFn } from "../../src/health/probe.ts";
+import { AgentPoller } from "../../src/polling/agent-poller.ts";
+import type { FetchFn } from "../../src/polling/probe.ts";
 import type { AgentSnapshot, AgentState } from "../../src/protocol/agent-messages.ts";
 import { agentGpus } from "../fixtures/fleet/gpus.ts";
 import { sharedFixture } from "../helpers/fixtures.ts";

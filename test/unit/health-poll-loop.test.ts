@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { setLogLevel } from "../../src/shared/logger.ts";
-import { PollLoop } from "../../src/health/poll-loop.ts";
-import { EndpointPoller } from "../../src/health/endpoint-poller.ts";
-import type { EndpointSnapshot } from "../../src/health/readiness.ts";
-import { probe, originPath, type FetchFn } from "../../src/health/probe.ts";
+import { PollLoop } from "../../src/polling/poll-loop.ts";
+import { EndpointPoller } from "../../src/polling/endpoint-poller.ts";
+import type { EndpointSnapshot } from "../../src/polling/readiness.ts";
+import { probe, originPath, type FetchFn } from "../../src/polling/probe.ts";
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { INITIAL_SNAPSHOT, isReady, nextSnapshot, parseModelIds, type PollOutcome } from "../../src/health/readiness.ts";
+import { INITIAL_SNAPSHOT, isReady, nextSnapshot, parseModelIds, type PollOutcome } from "../../src/polling/readiness.ts";
 import type { EngineMetrics } from "../../src/engines/engine-metrics.ts";
 
 const METRICS: EngineMetrics = { flavor: "vllm-v1", running: 2, waiting: 1, kvUsage: 0.5, malformedLines: 0 };

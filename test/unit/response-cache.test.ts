@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { canonicalJson, isDeterministic, responseCacheKey } from "../../src/cache/cache-key.ts";
 import { LruByteCache } from "../../src/cache/lru-byte-cache.ts";
-import { CACHE_HEADER, ResponseCache, type CacheLookup } from "../../src/cache/response-cache.ts";
+import { CACHE_HEADER, ResponseCache, type CacheLookup } from "../../src/cache/response-cache-store.ts";
 
 const CFG = { models: ["m"], maxBytes: 64 * 1024, maxEntryBytes: 8 * 1024, ttlMs: 60_000 };
 const chat = (extra: Record<string, unknown> = {}) => ({ model: "m", messages: [{ role: "user", content: "hi" }], temperature: 0, ...extra });

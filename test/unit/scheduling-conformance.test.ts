@@ -3,7 +3,7 @@ import { endpoint, seeded } from "../helpers/scheduling.ts";
 import { FILTER_NAMES, PICKER_NAMES, SCORER_NAMES } from "../../src/config/plugin-names.ts";
 import { excludeTried } from "../../src/scheduling/filters/exclude.ts";
 import { PrefixIndex } from "../../src/scheduling/prefix-index.ts";
-import { FILTERS, PICKERS, SCORERS } from "../../src/scheduling/registry.ts";
+import { FILTERS, PICKERS, SCORERS } from "../../src/scheduling/plugin-registry.ts";
 import type { EndpointView, RequestView, SchedulingContext } from "../../src/scheduling/types.ts";
 
 

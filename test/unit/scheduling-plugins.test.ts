@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { endpoint } from "../helpers/scheduling.ts";
 import { PrefixIndex } from "../../src/scheduling/prefix-index.ts";
-import { FILTERS, PICKERS, SCORERS } from "../../src/scheduling/registry.ts";
+import { FILTERS, PICKERS, SCORERS } from "../../src/scheduling/plugin-registry.ts";
 import type { EndpointView, RequestView, SchedulingContext } from "../../src/scheduling/types.ts";
 
 

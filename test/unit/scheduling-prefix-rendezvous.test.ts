@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { PrefixIndex } from "../../src/scheduling/prefix-index.ts";
 import { prefixHashes } from "../../src/scheduling/prefix-hash.ts";
 import { SchedulingProfile } from "../../src/scheduling/profile.ts";
-import { SCORERS } from "../../src/scheduling/registry.ts";
+import { SCORERS } from "../../src/scheduling/plugin-registry.ts";
 import type { EndpointView } from "../../src/scheduling/types.ts";
 import { endpoint, seeded } from "../helpers/scheduling.ts";
 

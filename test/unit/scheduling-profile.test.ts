@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { endpoint, seeded } from "../helpers/scheduling.ts";
 import { prefixHashes } from "../../src/scheduling/prefix-hash.ts";
 import { SchedulingProfile, type SchedulingConfig } from "../../src/scheduling/profile.ts";
-import { FILTERS, PICKERS, SCORERS } from "../../src/scheduling/registry.ts";
+import { FILTERS, PICKERS, SCORERS } from "../../src/scheduling/plugin-registry.ts";
 import type { RequestView, Scorer } from "../../src/scheduling/types.ts";
 
 

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { gpuClass } from "../../src/agent/gpu-class.ts";
+import { gpuClass } from "../../src/shared/gpu-class.ts";
 import { discoverGpus } from "../../src/agent/gpu-discovery.ts";
 import { streamDefect, summarize } from "../../src/bench/checked-stream-load.ts";
 import { SIM_H100, simNvidiaSmiScript, writeSimNvidiaSmi } from "../../src/sim/sim-nvidia-smi.ts";

@@ -9,7 +9,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { BreakCause } from "../../src/metrics/names.ts";
-import type { Evictable } from "../../src/gateway/continuation/stream-evictions.ts";
+import type { Evictable } from "../../src/gateway/stream-evictions.ts";
 import type { RelayOwner, RelayRecovery } from "../../src/gateway/proxy/relay.ts";
 import { SseRelay } from "../../src/gateway/proxy/relay.ts";
 import type { OpenStream } from "../../src/gateway/proxy/upstream.ts";

@@ -10,19 +10,17 @@
  * or that refused a prefill before (a 400 teaches that, and is never what
  * the client sees). Bounded by continuation.max_recoveries, the total
  * deadline, retry.max_attempts per break and the retry budget (one retry per
- * continuation attempt). The relay calls it; it never calls back up.
+ * continuation attempt). The relay calls it; it never calls back up, and it
+ * opens upstreams only through the OpenContinuation the attempt loop gives it.
  */
 import type { BreakCause, RecoveryResult } from "../../metrics/names.ts";
 import type { Grant } from "../admission-client.ts";
 import type { GatewayContext } from "../context.ts";
-import { attemptVerdict } from "../proxy/attempt-verdict.ts";
-import { engineError, isContextLengthError } from "../proxy/failures.ts";
-import { abandon, type RelayRecovery } from "../proxy/relay-contracts.ts";
-import { openUpstream, type AttemptFailed, type OpenStream } from "../proxy/upstream.ts";
+import { abandon, type ContinuationFailed, type OpenContinuation, type OpenStream, type RelayRecovery } from "../proxy/relay-contracts.ts";
 import type { Exchange, RecoveryNote, Usage } from "../request/exchange.ts";
 import { ContinuationRewriter } from "./chunk-rewriter.ts";
 import { continuable, continuationBody } from "./continuation-body.ts";
-import type { Evictable } from "./stream-evictions.ts";
+import type { Evictable } from "../stream-evictions.ts";
 import { StreamTracker } from "./stream-tracker.ts";
 
 /** Why a break was not continued (the metric's result, and a detail for the audit line). */
@@ -45,9 +43,6 @@ interface Opened {
   before: { text: string; tokens: number };
 }
 
-/** Engine answers to a chat continuation that mean "no prefill here" (vLLM's and OpenAI's validation errors). */
-const REFUSAL_STATUSES: ReadonlySet<number | undefined> = new Set([400, 422]);
-
 export class StreamRecovery implements RelayRecovery {
   readonly tracking: boolean;
   rewriting = false;
@@ -66,6 +61,7 @@ export class StreamRecovery implements RelayRecovery {
   private constructor(
     private readonly ctx: GatewayContext,
     private readonly x: Exchange,
+    private readonly openAttempt: OpenContinuation,
     /** The model serving the stream, then the rest of its fallback chain, in order. */
     private readonly chain: readonly string[],
     /** The endpoint slot serving the stream. */
@@ -78,10 +74,10 @@ export class StreamRecovery implements RelayRecovery {
   }
 
   /** The recovery of a stream just opened on `slot` for chain[0]; undefined when continuation is off for that model. */
-  static for(ctx: GatewayContext, x: Exchange, chain: readonly string[], slot: number): StreamRecovery | undefined {
+  static for(ctx: GatewayContext, x: Exchange, open: OpenContinuation, chain: readonly string[], slot: number): StreamRecovery | undefined {
     if (!ctx.continuation.modelOn(chain[0]!) || x.body === undefined) return undefined;
     const c = continuable(x.body, x.route);
-    return new StreamRecovery(ctx, x, chain, slot, c.ok ? undefined : c.reason);
+    return new StreamRecovery(ctx, x, open, chain, slot, c.ok ? undefined : c.reason);
   }
 
   get usage(): Usage | undefined {
@@ -201,58 +197,37 @@ export class StreamRecovery implements RelayRecovery {
     if (grant.probe >= 0) this.ctx.breakers.abandon(grant.index, grant.probe);
   }
 
-  /** Send the continuation to the granted endpoint through the request's Exchange; the open stream, or the failure (its verdict given). */
-  private async open(grant: Grant, model: string, body: string, leftMs: number): Promise<OpenStream | AttemptFailed> {
-    const { ctx, x } = this;
+  /** Send the continuation to the granted endpoint through the attempt loop's opener; the open stream, or the failure (its verdict given). */
+  private async open(grant: Grant, model: string, body: string, leftMs: number): Promise<OpenStream | ContinuationFailed> {
+    const { x } = this;
     if (this.closed || x.signal.aborted) {
       this.release(grant);
-      return { ok: false, failure: "cancelled", message: "client went away" };
+      return { ok: false, failure: "cancelled" };
     }
-    x.hold(grant);
-    x.sending();
-    const result = await openUpstream(
-      {
-        index: grant.index,
-        url: ctx.endpoints.urlOf(grant.index)!,
-        body,
-        headers: { "content-type": "application/json", accept: "text/event-stream", "x-request-id": x.requestId },
-        stream: true,
-        deadlines: ctx.catalog.deadlinesFor(model),
-        totalLeftMs: leftMs,
-        clientSignal: x.signal,
-        dial: ctx.dial,
-        maxResponseBytes: ctx.config.maxResponseBytes,
-      },
-      x.path,
-    );
-    if (result.ok && result.kind === "stream") {
-      if (!this.closed) {
-        x.answered();
-        return result;
-      }
-      abandon(result); // the client left while it opened
+    const result = await this.openAttempt({ grant, model, body, leftMs });
+    if (!result.ok) {
+      if (result.refusedPrefill !== undefined) this.refused(grant, model, result.refusedPrefill);
+      return result;
     }
-    // (A JSON answer cannot come back: openUpstream reads one only for a request that is not a stream.)
-    const failed: AttemptFailed = !result.ok ? result : { ok: false, failure: "cancelled", message: "the relay ended while the continuation opened" };
-    x.endAttempt(attemptVerdict(failed, ctx.config.retry.maxRetryAfterMs));
-    if (failed.failure === "status_4xx") this.refused(grant, model, failed);
-    return failed;
+    if (!this.closed) {
+      x.answered();
+      return result;
+    }
+    abandon(result); // the client left while it opened
+    x.endAttempt({ kind: "neutral" });
+    return { ok: false, failure: "cancelled" };
   }
 
   /**
    * An engine rejected a chat continuation (not for its length): it cannot
    * take a prefill (continue_final_message is unknown to it), so it is never
-   * a target for this model again. Raw completions are plain prompts: a
-   * rejection there says nothing about the endpoint.
+   * a target for this model again.
    */
-  private refused(grant: Grant, model: string, failed: AttemptFailed): void {
-    const { ctx, x } = this;
-    if (x.route !== "chat" || !REFUSAL_STATUSES.has(failed.status)) return;
-    const { message } = engineError(failed.body);
-    if (isContextLengthError(message)) return;
+  private refused(grant: Grant, model: string, refusal: { status: number; message: string }): void {
+    const { ctx } = this;
     const id = ctx.endpoints.idOf(grant.index);
     if (id !== undefined && ctx.continuation.learnRefusal(id, model)) {
-      ctx.log.warn({ endpoint: id, model, status: failed.status, error: message }, "endpoint refused a continuation: no longer a continuation target for this model");
+      ctx.log.warn({ endpoint: id, model, status: refusal.status, error: refusal.message }, "endpoint refused a continuation: no longer a continuation target for this model");
     }
   }
 }

@@ -14,8 +14,7 @@ import type { ErrorCode } from "../../shared/errors.ts";
 import { FAILURE_CODE } from "./failures.ts";
 import type { AttemptVerdict, Usage } from "../request/exchange.ts";
 import type { AttemptDeadlines } from "./deadlines.ts";
-import type { BodyReader } from "./upstream.ts";
-import { readMany } from "./upstream.ts";
+import { readMany, type BodyReader } from "./body-reader.ts";
 
 /** Answers up to this size are held until complete (retriable); larger ones stream through. */
 export const BUFFER_LIMIT_BYTES = 1024 * 1024;

@@ -1,15 +1,20 @@
 /**
  * What the SSE relay (relay.ts) talks to — the request's Exchange as a
  * RelayOwner, a stream's recovery (issue 13) as a RelayRecovery: small
- * interfaces, so the relay is tested alone — and the few event reads and
- * writes it shares.
+ * interfaces, so the relay is tested alone — the few event reads and writes
+ * it shares, and how a recovery opens a continuation (OpenContinuation,
+ * given to it by the attempt loop: continuation/ never opens an upstream
+ * itself).
  */
-import type { BreakCause, Outcome } from "../../metrics/names.ts";
+import type { AttemptFailure, BreakCause, Outcome } from "../../metrics/names.ts";
 import { errorBody, type ErrorCode } from "../../shared/errors.ts";
-import type { Evictable } from "../continuation/stream-evictions.ts";
+import type { Evictable } from "../stream-evictions.ts";
 import type { AttemptVerdict, Usage } from "../request/exchange.ts";
 import { eventJson } from "./sse-scanner.ts";
+import type { Grant } from "../admission-client.ts";
 import type { OpenStream } from "./upstream.ts";
+
+export type { OpenStream };
 
 const enc = new TextEncoder();
 export const DONE_EVENT = enc.encode("data: [DONE]\n\n");
@@ -70,6 +75,29 @@ export interface RelayRecovery {
   /** The relay is over. */
   close(): void;
 }
+
+/** One continuation attempt: the granted endpoint, the model, the body to send, and the request's time left. */
+export interface ContinuationAttempt {
+  grant: Grant;
+  model: string;
+  body: string;
+  leftMs: number;
+}
+
+/** A continuation attempt that failed; its verdict already went to the request's Exchange. */
+export interface ContinuationFailed {
+  ok: false;
+  failure: AttemptFailure | "cancelled";
+  /** The engine rejected the prefill itself (a chat continuation it cannot take; not a length error): why, in its words. */
+  refusedPrefill?: { status: number; message: string };
+}
+
+/**
+ * Sends a continuation through the request's Exchange (hold, sending) and
+ * judges a failure; an open stream comes back unjudged and not yet
+ * answered(): the recovery decides whether it is still wanted.
+ */
+export type OpenContinuation = (attempt: ContinuationAttempt) => Promise<OpenStream | ContinuationFailed>;
 
 /** The event buf[start, end) as one array (the chunk itself when it is the whole event, the usual case). */
 export function view(buf: Uint8Array, start: number, end: number): Uint8Array {

@@ -16,13 +16,14 @@
  */
 import type { AttemptFailure, BreakCause, Outcome } from "../../metrics/names.ts";
 import type { ErrorCode } from "../../shared/errors.ts";
-import type { Evictable } from "../continuation/stream-evictions.ts";
+import type { Evictable } from "../stream-evictions.ts";
 import type { AttemptVerdict } from "../request/exchange.ts";
 import { ENDPOINT_FAULTS } from "./failures.ts";
 import { abandon, DONE_EVENT, engineErrorMessage, readUsage, sseErrorEvent, view, type RelayOwner, type RelayRecovery } from "./relay-contracts.ts";
 import { finishedChoices, MAX_EVENT_BYTES, type EventVisitor, type ScannedEvent, type SseEventKind } from "./sse-scanner.ts";
 import { drains } from "./upstream-drains.ts";
-import { readMany, type OpenStream } from "./upstream.ts";
+import { readMany } from "./body-reader.ts";
+import type { OpenStream } from "./upstream.ts";
 
 export type { RelayOwner, RelayRecovery } from "./relay-contracts.ts";
 export { sseErrorEvent } from "./relay-contracts.ts";

@@ -3,7 +3,8 @@
  * connection goes back to the pool, and one shared timer (not one per
  * request) cancels those an engine keeps open longer than DRAIN_AFTER_DONE_MS.
  */
-import { readMany, type OpenStream } from "./upstream.ts";
+import { readMany } from "./body-reader.ts";
+import type { OpenStream } from "./upstream.ts";
 
 /** How long an engine may keep a stream open after [DONE] before we cancel it. */
 const DRAIN_AFTER_DONE_MS = 2_000;

@@ -9,8 +9,9 @@
 import type { Deadlines } from "../../config/types.ts";
 import type { AttemptFailure } from "../../metrics/names.ts";
 import { AttemptDeadlines } from "./deadlines.ts";
-import type { DialGuard } from "./dial-guard.ts";
+import type { DialGuard } from "../dial-guard.ts";
 import { readAnswer, type CommittedAnswer } from "./json-answer.ts";
+import { defaultReader, type BodyReader } from "./body-reader.ts";
 import { MAX_EVENT_BYTES, SseScanner, type ScannedEvent } from "./sse-scanner.ts";
 
 export interface AttemptInput {
@@ -26,27 +27,6 @@ export interface AttemptInput {
   dial: DialGuard;
   /** A non-streaming answer larger than this is refused (failure "too_large"). */
   maxResponseBytes: number;
-}
-
-function defaultReader(body: ReadableStream<Uint8Array>) {
-  return body.getReader();
-}
-/** The default reader of a fetch Response body. */
-export type BodyReader = ReturnType<typeof defaultReader>;
-
-interface ReadManyResult {
-  done: boolean;
-  value: Uint8Array[];
-}
-
-/**
- * Every chunk the body has buffered, in one call: Bun's reader.readMany(),
- * synchronous when something is already there (a promise only when it must
- * wait). Bun has it on every default reader, but the types this project
- * compiles against declare only read(), hence the one cast here.
- */
-export function readMany(reader: BodyReader): ReadManyResult | Promise<ReadManyResult> {
-  return (reader as unknown as { readMany(): ReadManyResult | Promise<ReadManyResult> }).readMany();
 }
 
 export interface OpenStream {

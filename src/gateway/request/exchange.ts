@@ -15,7 +15,7 @@ import { requestAuditRecord, type AuditRecovery } from "../../shared/audit.ts";
 import { errorResponse, type ErrorCode, type LlmgwError } from "../../shared/errors.ts";
 import type { Grant } from "../admission-client.ts";
 import type { GatewayContext } from "../context.ts";
-import type { Principal } from "../gates/auth.ts";
+import type { Principal } from "../api-keys.ts";
 import type { InferenceBody } from "./parse.ts";
 
 export interface Usage {

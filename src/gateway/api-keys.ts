@@ -1,0 +1,94 @@
+/** API keys → principals: Authorization: Bearer <key> → tenant and band (capped at the key's max band), synchronous and allocation-free on the hit path. */
+import type { Config } from "../config/types.ts";
+import { LlmgwError } from "../shared/errors.ts";
+
+export interface Principal {
+  /** "anonymous" when auth is off. */
+  readonly tenant: string;
+  /** Index into config.admission.bands of the band this request gets. */
+  readonly band: number;
+  /** The band's name (for logs/metrics). */
+  readonly bandName: string;
+}
+
+export const ANONYMOUS_TENANT = "anonymous";
+export const PRIORITY_HEADER = "x-llmgw-priority";
+
+const MISSING_KEY_MESSAGE =
+  "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).";
+const MALFORMED_MESSAGE = "The Authorization header must use Bearer auth (i.e. Authorization: Bearer YOUR_KEY).";
+// Never echo the key (OpenAI shows a masked one; a gateway log line or a proxy error page is no place for even that).
+const UNKNOWN_KEY_MESSAGE = "Incorrect API key provided. Check the key this gateway's operator gave you.";
+
+/**
+ * Principals are built once per (tenant's max band, requested band), frozen and shared, so a request
+ * allocates nothing here beyond the key's digest string.
+ *
+ * Band choice: a key may use its max band or any lower one (higher index). `x-llmgw-priority` asking for
+ * a band above the key's max is not an error: it is capped at the max band, so a client that always
+ * sends "interactive" keeps working under a key that only allows "standard". An unknown band name is a 400.
+ * With auth off the anonymous tenant's max band is admission.defaultBand, with the same rule.
+ */
+export class Authenticator {
+  readonly #enabled: boolean;
+  /** sha256 hex of the key → principals indexed by band (entries below the key's max band hold the capped one). */
+  readonly #byDigest = new Map<string, readonly Principal[]>();
+  readonly #anonymous: readonly Principal[];
+  readonly #bandIndex = new Map<string, number>();
+  readonly #bandNames: string;
+
+  constructor(auth: Config["auth"], admission: Config["admission"]) {
+    this.#enabled = auth.enabled;
+    admission.bands.forEach((b, i) => this.#bandIndex.set(b.name, i));
+    this.#bandNames = admission.bands.map((b) => b.name).join(", ");
+    const byMax = new Map<string, readonly Principal[]>();
+    const ladder = (tenant: string, maxBand: number): readonly Principal[] => {
+      const k = `${maxBand}\u0000${tenant}`;
+      let out = byMax.get(k);
+      if (out === undefined) {
+        out = Object.freeze(
+          admission.bands.map((_, i) => {
+            const band = Math.max(i, maxBand);
+            return Object.freeze({ tenant, band, bandName: admission.bands[band]!.name });
+          }),
+        );
+        byMax.set(k, out);
+      }
+      return out;
+    };
+    for (const key of auth.keys) {
+      // load.ts resolves a missing max_band to the default band; guard a hand-built config all the same.
+      const maxBand = key.maxBand >= 0 && key.maxBand < admission.bands.length ? key.maxBand : admission.defaultBand;
+      this.#byDigest.set(key.sha256.toLowerCase(), ladder(key.tenant, maxBand));
+    }
+    this.#anonymous = ladder(ANONYMOUS_TENANT, admission.defaultBand);
+  }
+
+  /** Throws INVALID_API_KEY (401) for a missing, malformed or unknown key; INVALID_REQUEST (400) for an unknown band name. */
+  authenticate(headers: Headers): Principal {
+    const ladder = this.#enabled ? this.#keyLadder(headers.get("authorization")) : this.#anonymous;
+    const wanted = headers.get(PRIORITY_HEADER);
+    if (wanted === null) return ladder[0]!;
+    // Band names are lowercase by schema, so matching case-insensitively is exact.
+    const idx = this.#bandIndex.get(wanted.trim().toLowerCase());
+    if (idx === undefined) {
+      throw new LlmgwError("INVALID_REQUEST", `${PRIORITY_HEADER} must name a band: one of ${this.#bandNames}`, { param: PRIORITY_HEADER });
+    }
+    return ladder[idx]!;
+  }
+
+  #keyLadder(header: string | null): readonly Principal[] {
+    if (header === null) throw new LlmgwError("INVALID_API_KEY", MISSING_KEY_MESSAGE);
+    const h = header.trim();
+    // "Bearer" alone: header values arrive trimmed, so "Bearer " with an empty key looks like this.
+    if (h.length === 0 || h.toLowerCase() === "bearer") throw new LlmgwError("INVALID_API_KEY", MISSING_KEY_MESSAGE);
+    // RFC 9110 §11.1: the scheme is case-insensitive.
+    if (h.length < 8 || h.slice(0, 7).toLowerCase() !== "bearer ") throw new LlmgwError("INVALID_API_KEY", MALFORMED_MESSAGE);
+    const key = h.slice(7).trim();
+    // A Map lookup on the key's sha256 leaks nothing about the key through timing (the attacker controls the
+    // input, not the digest). Bun.SHA256.hash measured ~170 ns vs ~650 ns for node:crypto createHash.
+    const ladder = this.#byDigest.get(Bun.SHA256.hash(key, "hex"));
+    if (ladder === undefined) throw new LlmgwError("INVALID_API_KEY", UNKNOWN_KEY_MESSAGE);
+    return ladder;
+  }
+}

@@ -1,0 +1,281 @@
+/**
+ * The attempt loop of one admitted request: take an endpoint, open the
+ * upstream, and until the first byte has reached the client move a failed
+ * attempt to another endpoint (excluding those that failed), then down the
+ * model's fallback chain — within the retry budget and the attempt limit,
+ * with jittered backoff, honouring an engine's Retry-After, never repeating a
+ * request the engine rejected as invalid. A stream that opened is handed to
+ * the relay, which owns it from then on.
+ */
+import type { AdmissionRejection } from "../../metrics/names.ts";
+import { LlmgwError } from "../../shared/errors.ts";
+import { SchedulerRejection, type Grant } from "../admission-client.ts";
+import type { GatewayContext } from "../context.ts";
+import { StreamRecovery } from "../continuation/stream-recovery.ts";
+import type { Exchange } from "../request/exchange.ts";
+import { attemptVerdict } from "../proxy/attempt-verdict.ts";
+import { FAILURE_CODE, engineError, isContextLengthError, rejectedResponse } from "../proxy/failures.ts";
+import { relayAnswer, usageFromTail } from "../proxy/json-answer.ts";
+import { relayBody } from "../proxy/sse-response.ts";
+import { openUpstream, type AttemptFailed, type AttemptResult } from "../proxy/upstream.ts";
+import { continuationOpener } from "./continuation-attempt.ts";
+import { upstreamBody } from "./upstream-body.ts";
+
+/** What to do after a failed attempt. */
+type Next = "retry" | "next_model" | "give_up";
+
+const CANCELLED = () => new LlmgwError("INTERNAL_ERROR", "client went away");
+
+/** An OpenAI-shaped answer's usage object sits within its last bytes: only they are read (a 200 MB embeddings answer is never parsed). */
+const USAGE_TAIL_BYTES = 16 * 1024;
+
+/** Failures worth another try on the same endpoint when no other is left (transient by nature). */
+const SAME_ENDPOINT_RETRY: ReadonlySet<AttemptFailed["failure"]> = new Set(["connect", "status_5xx", "status_429", "headers_timeout", "first_token_timeout", "truncated", "malformed"]);
+
+/** Waiting out a cool-down ends this long after it, so the circuit's own timer has closed it. */
+const COOL_DOWN_MARGIN_MS = 5;
+
+/** Sleep `ms`, or less if `signal` aborts; false when it did. */
+function sleepUnless(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+export class AttemptLoop {
+  /** The last failure, reported when every attempt failed. */
+  private last: AttemptFailed | LlmgwError | undefined;
+  /** Whether the request has been through admission (only its first grant is). */
+  private admitted = false;
+  /** The backoff slept before the current attempt, ms (counts toward a Retry-After). */
+  private backedOffMs = 0;
+  /** The model and its fallbacks, in order; the one being tried. */
+  private chain: readonly string[] = [];
+  private at = 0;
+
+  constructor(
+    private readonly ctx: GatewayContext,
+    private readonly x: Exchange,
+  ) {}
+
+  async run(): Promise<Response> {
+    const { ctx, x } = this;
+    const chain = [x.model!, ...ctx.catalog.fallbacksOf(x.model!)];
+    this.chain = chain;
+    ctx.budget.deposit();
+    for (let m = 0; m < chain.length; m++) {
+      this.at = m;
+      if (m > 0) ctx.metrics.fallbacks.inc({ from_model: x.model!, to_model: chain[m]! });
+      const outcome = await this.tryModel(chain[m]!, m < chain.length - 1);
+      if (outcome instanceof Response) return outcome;
+      if (outcome === "give_up") break;
+    }
+    return this.giveUp();
+  }
+
+  /** Up to max_attempts on one model's endpoints; a Response, or where to go next. */
+  private async tryModel(model: string, hasFallback: boolean): Promise<Response | Next> {
+    const { ctx, x } = this;
+    const deadlines = ctx.catalog.deadlinesFor(model);
+    const exclude = new Set<number>();
+    for (let a = 0; a < ctx.config.retry.maxAttempts; a++) {
+      if (x.signal.aborted) return x.fail(CANCELLED(), "cancelled");
+      if (x.attempts > 0 && !(await this.mayRetry(deadlines.totalMs))) return "give_up";
+      const totalLeftMs = x.totalLeftMs(deadlines.totalMs);
+      if (totalLeftMs <= 0) return x.fail(new LlmgwError("UPSTREAM_TOTAL_TIMEOUT", "the request exceeded its total deadline before an engine answered"), "timeout");
+      let grant = await this.grant(model, exclude);
+      if (grant === undefined && exclude.size > 0) grant = await this.sameEndpointAgain(model, exclude, deadlines.totalMs);
+      if (grant instanceof Response) return grant;
+      if (grant === undefined) return "next_model";
+      x.hold(grant);
+      x.sending();
+      const result = await openUpstream(
+        {
+          index: grant.index,
+          url: ctx.endpoints.urlOf(grant.index)!,
+          body: upstreamBody(x, model),
+          headers: { "content-type": "application/json", accept: x.stream ? "text/event-stream" : "application/json", "x-request-id": x.requestId },
+          stream: x.stream,
+          deadlines,
+          totalLeftMs,
+          clientSignal: x.signal,
+          dial: ctx.dial,
+          maxResponseBytes: ctx.config.maxResponseBytes,
+        },
+        x.path,
+      );
+      if (result.ok) return this.answer(result, grant.index);
+      const next = this.failed(result, grant, exclude, hasFallback);
+      if (next instanceof Response || next !== "retry") return next;
+    }
+    return "next_model";
+  }
+
+  /** Before a retry: the deadline, the retry budget, then backoff. */
+  private async mayRetry(totalMs: number): Promise<boolean> {
+    const { ctx, x } = this;
+    if (x.totalLeftMs(totalMs) <= 0) return false;
+    if (!ctx.budget.tryWithdraw()) {
+      this.last ??= new LlmgwError("RETRY_BUDGET_EXHAUSTED", "retry budget exhausted");
+      return false;
+    }
+    const last = this.last;
+    const reason = last === undefined || last instanceof LlmgwError || last.failure === "cancelled" ? "connect" : last.failure;
+    ctx.metrics.retries.inc({ model: x.model!, reason });
+    // Backoff with full jitter; endpoints that failed are excluded anyway,
+    // so this only spaces retries out when the whole pool is struggling.
+    const backoff = ctx.config.retry.backoffMs * 2 ** Math.max(0, x.attempts - 1) * Math.random();
+    this.backedOffMs = backoff >= 1 ? backoff : 0;
+    if (backoff >= 1) await Bun.sleep(backoff);
+    return true;
+  }
+
+  /**
+   * No other endpoint is left for this model: try the one that failed again,
+   * after max(backoff, its Retry-After) — when that wait is within
+   * retry.max_retry_after_ms and the total deadline (a 429 asking for 2 s is
+   * retried about 2 s later, not at once and not never). undefined: fall back.
+   */
+  private async sameEndpointAgain(model: string, exclude: Set<number>, totalMs: number): Promise<Grant | Response | undefined> {
+    const { ctx, x } = this;
+    const last = this.last;
+    if (last === undefined || last instanceof LlmgwError || !SAME_ENDPOINT_RETRY.has(last.failure)) return undefined;
+    // A 429 cools the model down on that endpoint for its Retry-After (or
+    // max_retry_after_ms without one): wait that out, a little past it.
+    const max = ctx.config.retry.maxRetryAfterMs;
+    const retryAfter = last.retryAfterMs ?? (last.failure === "status_429" ? max : 0);
+    if (retryAfter > max) return undefined;
+    const wait = retryAfter > 0 ? Math.max(0, retryAfter - this.backedOffMs) + COOL_DOWN_MARGIN_MS : 0;
+    if (wait >= x.totalLeftMs(totalMs)) return undefined;
+    if (wait >= 1 && !(await sleepUnless(wait, x.signal))) return x.fail(CANCELLED(), "cancelled");
+    exclude.clear();
+    ctx.metrics.sameEndpointRetries.inc({ model: x.model!, reason: last.failure });
+    return this.grant(model, exclude);
+  }
+
+  /**
+   * An endpoint for the next attempt: through admission the first time (it
+   * may wait in its band's queue), by scoring alone afterwards. undefined:
+   * nothing (else) is ready for this model.
+   */
+  private async grant(model: string, exclude: ReadonlySet<number>): Promise<Grant | Response | undefined> {
+    const { ctx, x } = this;
+    const first = !this.admitted;
+    try {
+      let grant: Grant;
+      if (first) {
+        this.admitted = true;
+        const g = ctx.admission.admit({ model, band: x.band, tenant: x.tenant, estTokens: x.estTokens, prefixHashes: x.prefixHashes }, x.signal, ctx.config.admission.fastPath);
+        grant = g instanceof Promise ? await g : g;
+        const series = ctx.metrics.grantSeries(x.bandName, ctx.tenantLabel(x.tenant));
+        series.wait.observe(grant.waitedMs / 1000);
+        series.grant.inc();
+        series.path[grant.path].inc();
+      } else {
+        grant = ctx.admission.reschedule(model, x.band, x.prefixHashes, exclude);
+      }
+      this.observeDrops(grant.drops);
+      if (x.signal.aborted) {
+        x.hold(grant);
+        return x.fail(CANCELLED(), "cancelled");
+      }
+      return grant;
+    } catch (err) {
+      if (err instanceof SchedulerRejection) this.observeDrops(err.drops);
+      if (x.signal.aborted) {
+        if (first) this.rejectedAdmission(performance.now() - x.arrivedAt, "cancelled");
+        return x.fail(CANCELLED(), "cancelled");
+      }
+      if (err instanceof SchedulerRejection && (err.code === "ADMISSION_QUEUE_FULL" || err.code === "ADMISSION_TTL_EXPIRED")) {
+        this.rejectedAdmission(err.waitedMs, err.code === "ADMISSION_QUEUE_FULL" ? "queue_full" : "ttl_expired");
+        return x.fail(err, err.code === "ADMISSION_QUEUE_FULL" ? "rejected" : "timeout");
+      }
+      // Nothing (else) ready for this model: an engine's own failure stays the one to report.
+      if (!(this.last !== undefined && !(this.last instanceof LlmgwError))) this.last = err instanceof LlmgwError ? err : new LlmgwError("NO_READY_ENDPOINT", String(err));
+      return undefined;
+    }
+  }
+
+  /** The engine answered: a complete JSON body, or a stream for the relay. */
+  private answer(result: Exclude<AttemptResult, AttemptFailed>, slot: number): Response {
+    const { ctx, x } = this;
+    x.answered();
+    if (result.kind === "json") {
+      x.usage = usageFromTail(result.body.subarray(-USAGE_TAIL_BYTES));
+      x.endAttempt({ kind: "neutral" });
+      x.finish("ok", 200);
+      return new Response(result.body, { status: 200, headers: { "content-type": result.contentType, ...x.headers(true) } });
+    }
+    if (result.kind === "json-stream") {
+      const body = relayAnswer(x, result.answer, ctx.config.maxResponseBytes);
+      return new Response(body, { status: 200, headers: { "content-type": result.contentType, ...x.headers(true) } });
+    }
+    // A stream that breaks after its first byte may be continued elsewhere (issue 13): on this model, then down the chain.
+    const recovery = ctx.continuation.enabled ? StreamRecovery.for(ctx, x, continuationOpener(ctx, x), this.chain.slice(this.at), slot) : undefined;
+    const body = relayBody(x, result, ctx.config.relayVariant, recovery);
+    return new Response(body, { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...x.headers(true) } });
+  }
+
+  /** Record a failed attempt against its endpoint and decide where the request goes next. */
+  private failed(result: AttemptFailed, grant: Grant, exclude: Set<number>, hasFallback: boolean): Response | Next {
+    const { ctx, x } = this;
+    if (result.failure === "cancelled") {
+      x.endAttempt({ kind: "neutral" });
+      return x.fail(CANCELLED(), "cancelled");
+    }
+    this.last = result;
+    exclude.add(grant.index);
+    const failure = result.failure;
+    x.endAttempt(attemptVerdict(result, ctx.config.retry.maxRetryAfterMs));
+    if (failure === "status_4xx") {
+      const { message } = engineError(result.body);
+      if (isContextLengthError(message) && hasFallback) return "next_model";
+      // 404: this endpoint does not (or no longer) serve the model — its
+      // model list changed since the last poll. Another endpoint may.
+      if (result.status === 404) return "retry";
+      const status = result.status ?? 400;
+      const response = rejectedResponse(status, result.body, x.headers(true));
+      x.finish("client_error", status, message, isContextLengthError(message) ? "CONTEXT_LENGTH_EXCEEDED" : "UPSTREAM_REJECTED");
+      return response;
+    }
+    // The whole request is out of time, or its answer is too large for any endpoint: no retry can help.
+    return failure === "total_timeout" || failure === "too_large" ? "give_up" : "retry";
+  }
+
+  /** Every attempt failed: the last failure, in our error shape. */
+  private giveUp(): Response {
+    const { x } = this;
+    const last = this.last;
+    if (last === undefined) return x.fail(new LlmgwError("NO_READY_ENDPOINT", `no ready endpoint serves model '${x.model}'`), "no_endpoint");
+    if (last instanceof LlmgwError) return x.fail(last, last.code === "NO_READY_ENDPOINT" ? "no_endpoint" : "upstream_error");
+    const failure = last.failure === "cancelled" ? "connect" : last.failure;
+    const retryAfterS = last.retryAfterMs !== undefined ? last.retryAfterMs / 1000 : undefined;
+    const detail = failure === "status_5xx" || failure === "status_429" ? `: ${engineError(last.body).message}` : "";
+    const err = new LlmgwError(FAILURE_CODE[failure], `all ${x.attempts} attempt(s) failed; last: ${last.message}${detail}`, retryAfterS === undefined ? {} : { retryAfterS });
+    return x.fail(err, failure.endsWith("timeout") ? "timeout" : "upstream_error");
+  }
+
+  /** Admission metrics of a request turned away at its first scheduling decision. */
+  private rejectedAdmission(waitedMs: number, reason: AdmissionRejection): void {
+    const { ctx, x } = this;
+    const band = x.bandName;
+    ctx.metrics.admissionWait.observe({ band }, waitedMs / 1000);
+    ctx.metrics.admissionRejections.inc({ band, reason });
+  }
+
+  private observeDrops(drops: Readonly<Record<string, number>>): void {
+    for (const filter in drops) {
+      const n = drops[filter]!;
+      if (n > 0) this.ctx.metrics.filterDrops.inc({ filter }, n);
+    }
+  }
+}

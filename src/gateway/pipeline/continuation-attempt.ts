@@ -1,0 +1,49 @@
+/**
+ * How a stream's recovery (continuation/stream-recovery.ts) opens a
+ * continuation: through the request's Exchange and the same upstream
+ * opening and failure judgement as every other attempt. Given to the
+ * recovery by the attempt loop, so continuation/ depends on proxy's
+ * contracts only.
+ */
+import type { GatewayContext } from "../context.ts";
+import { attemptVerdict } from "../proxy/attempt-verdict.ts";
+import { engineError, isContextLengthError } from "../proxy/failures.ts";
+import type { ContinuationFailed, OpenContinuation } from "../proxy/relay-contracts.ts";
+import { openUpstream } from "../proxy/upstream.ts";
+import type { Exchange } from "../request/exchange.ts";
+
+/** Engine answers to a chat continuation that mean "no prefill here" (vLLM's and OpenAI's validation errors). */
+const REFUSAL_STATUSES: ReadonlySet<number | undefined> = new Set([400, 422]);
+
+export function continuationOpener(ctx: GatewayContext, x: Exchange): OpenContinuation {
+  return async function openContinuation({ grant, model, body, leftMs }) {
+    x.hold(grant);
+    x.sending();
+    const result = await openUpstream(
+      {
+        index: grant.index,
+        url: ctx.endpoints.urlOf(grant.index)!,
+        body,
+        headers: { "content-type": "application/json", accept: "text/event-stream", "x-request-id": x.requestId },
+        stream: true,
+        deadlines: ctx.catalog.deadlinesFor(model),
+        totalLeftMs: leftMs,
+        clientSignal: x.signal,
+        dial: ctx.dial,
+        maxResponseBytes: ctx.config.maxResponseBytes,
+      },
+      x.path,
+    );
+    if (result.ok && result.kind === "stream") return result;
+    // (A JSON answer cannot come back: openUpstream reads one only for a request that is not a stream.)
+    const failed = !result.ok ? result : ({ ok: false, failure: "cancelled", message: "a continuation answered with JSON" } as const);
+    x.endAttempt(attemptVerdict(failed, ctx.config.retry.maxRetryAfterMs));
+    const out: ContinuationFailed = { ok: false, failure: failed.failure };
+    // Raw completions are plain prompts: a rejection there says nothing about the endpoint.
+    if (failed.failure === "status_4xx" && x.route === "chat" && REFUSAL_STATUSES.has(failed.status)) {
+      const { message } = engineError(failed.body);
+      if (!isContextLengthError(message)) out.refusedPrefill = { status: failed.status!, message };
+    }
+    return out;
+  };
+}

@@ -1,0 +1,38 @@
+/**
+ * The data plane's Files and Batches routes (/v1/files…, /v1/batches…):
+ * authenticated like every data route, POSTs idempotent like inference
+ * (Idempotency-Key: batch creation runs once), then the jobs routes
+ * (src/jobs/), each tenant seeing only its own files and batches.
+ */
+import { handleIdempotently } from "../../jobs/idempotency-gate.ts";
+import { asLlmgwError, errorResponse, LlmgwError } from "../../shared/errors.ts";
+import type { GatewayContext } from "../context.ts";
+import type { Principal } from "../api-keys.ts";
+
+/** Room for the multipart boundaries and part headers around an uploaded file. */
+const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
+
+export const JOBS_PATH = /^\/v1\/(files|batches)(\/|$)/;
+
+export async function handleJobs(ctx: GatewayContext, req: Request): Promise<Response> {
+  let principal: Principal;
+  try {
+    principal = ctx.auth.authenticate(req.headers);
+  } catch (err) {
+    const e = asLlmgwError(err);
+    if (e.code === "INVALID_API_KEY") ctx.metrics.admissionRejections.inc({ band: "none", reason: "unauthorized" });
+    return errorResponse(e);
+  }
+  try {
+    const jobs = await ctx.jobs.opened();
+    const bodyLimit = ctx.config.batch.maxFileBytes + MULTIPART_OVERHEAD_BYTES;
+    return await handleIdempotently(jobs.idempotency, req, principal.tenant, bodyLimit, async (r) => {
+      const res = await jobs.routes(r, principal);
+      return res ?? errorResponse(new LlmgwError("NOT_FOUND", `no route for ${r.method} ${new URL(r.url).pathname}`));
+    });
+  } catch (err) {
+    const e = asLlmgwError(err);
+    if (e.code === "INTERNAL_ERROR") ctx.log.error({ err: e.message, path: new URL(req.url).pathname }, "files/batches request failed");
+    return errorResponse(e);
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * The fleet manager's EndpointSink over the gateway's EndpointRegistry: a
+ * Ready replica becomes an endpoint (its model list configured, so the
+ * catalog serves the model at once), draining and removal go straight to the
+ * registry, and "ready" is the gateway's own health poll (the table's READY
+ * flag), so a drain counts a replacement as serving only once this gateway
+ * routes to it.
+ */
+import type { EndpointSink, ManagedEndpoint } from "../control/endpoint-sink.ts";
+import { I } from "../shared/endpoint-table.ts";
+import type { EndpointRegistry, EndpointSpec } from "../gateway/endpoints.ts";
+
+/** The registry's form of a replica's endpoint; `dcgmUrl`: its node's exporter, so GPU faults take it out of rotation. */
+export function managedEndpointSpec(e: ManagedEndpoint, dcgmUrl: string | undefined): EndpointSpec {
+  return { id: e.id, url: e.url, pool: e.pool, models: [...e.models], engine: e.engine, gpuIds: [...e.gpuIds], dcgmUrl, node: e.node };
+}
+
+function sameSpec(a: EndpointSpec, b: EndpointSpec): boolean {
+  const same = (x: readonly string[] | undefined, y: readonly string[] | undefined) => x === y || (x !== undefined && y !== undefined && x.length === y.length && x.every((v, i) => v === y[i]));
+  return a.url === b.url && a.pool === b.pool && a.engine === b.engine && a.dcgmUrl === b.dcgmUrl && a.node === b.node && same(a.models, b.models) && same(a.gpuIds, b.gpuIds);
+}
+
+export class RegistryEndpointSink implements EndpointSink {
+  constructor(
+    private readonly registry: EndpointRegistry,
+    /** The dcgm-exporter of a node, when it has one (the fleet's node registry). */
+    private readonly dcgmUrlOf: (node: string) => string | undefined = () => undefined,
+  ) {}
+
+  /**
+   * Idempotent by id: the same endpoint again changes nothing (its slot, its
+   * health and in-flight count stay). A changed one (the agent moved the
+   * engine to another URL) takes a new slot; requests open on the old one
+   * finish there, and a draining mark carries over.
+   */
+  addEndpoint(e: ManagedEndpoint): void {
+    const spec = managedEndpointSpec(e, this.dcgmUrlOf(e.node));
+    const slot = this.registry.slotOf(e.id);
+    const current = slot === undefined ? undefined : this.registry.specOf(slot);
+    if (current && sameSpec(current, spec)) return;
+    const draining = slot !== undefined && this.registry.table.getInt(slot, I.DRAINING) === 1;
+    this.registry.add(spec);
+    if (draining) this.registry.setDraining(e.id, true);
+  }
+
+  setDraining(id: string, draining: boolean): void {
+    this.registry.setDraining(id, draining);
+  }
+
+  inflight(id: string): number {
+    return this.registry.inflight(id);
+  }
+
+  removeEndpoint(id: string): void {
+    this.registry.remove(id);
+  }
+
+  /** The replica is being stopped: its continuable streams move to another replica now. */
+  evict(id: string): number {
+    return this.registry.evict(id);
+  }
+
+  /** The gateway's health poll found it up with its model loaded. */
+  ready(id: string): boolean {
+    const slot = this.registry.slotOf(id);
+    return slot !== undefined && this.registry.table.getInt(slot, I.READY) === 1;
+  }
+}

@@ -1,0 +1,133 @@
+/** `llmgw serve`: the gateway, from a config file or, for the simple case, from flags. */
+import { boolFlag, stringFlag, stringListFlag, UsageError, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
+import { ConfigError, loadConfigFile } from "../config/load.ts";
+import type { Config } from "../config/types.ts";
+import { flushLogger, initLogger } from "../shared/logger.ts";
+import { openFilesVerdict, readOpenFilesLimit } from "../shared/open-files-limit.ts";
+import { shutdownSignal } from "../shared/signals.ts";
+import { dataDirProblem, fleetEnabled } from "./fleet-wiring.ts";
+import { startGateway } from "./start-gateway.ts";
+import { describeState } from "../shared-state/state-backend.ts";
+
+const USAGE = `usage: llmgw serve [--config FILE] [flags]
+
+Runs the gateway: the OpenAI-compatible API, the admin listener (metrics,
+health, endpoint state, OpenAPI docs, the fleet's management API) and, if
+set, a metrics-only listener. It routes to static endpoints (--upstream, or
+endpoints: in the config), to the replicas its fleet manager places (nodes:
+and fleet: in the config), or both.
+
+flags:
+  --config FILE            llmgw.yaml (see config/llmgw.example.yaml); also LLMGW_CONFIG
+  --check-config           validate the configuration (and that a fleet's data_dir is
+                           writable), print a summary, exit 0 (or 1)
+  --upstream URL           an engine endpoint (repeatable); models are discovered from
+                           its /v1/models. Adds to the config file's endpoints.
+  --listen HOST:PORT       API listener (default 0.0.0.0:8080)
+  --admin-listen HOST:PORT admin listener (default 127.0.0.1:9090)
+  --metrics-listen HOST:PORT  metrics-only listener (default off)
+  --log-level LEVEL        trace|debug|info|warn|error|fatal|silent
+
+Environment: LLMGW_<KEY>=value overrides a top-level key, LLMGW_<A>__<B> a nested
+one (e.g. LLMGW_HEALTH__POLL_INTERVAL_MS=500).`;
+
+/** The config file (or none), with flags applied on top, validated as one document. */
+export function configFromArgs(args: ParsedArgs, env: Record<string, string | undefined> = process.env): Config {
+  const path = stringFlag(args, "config") ?? env.LLMGW_CONFIG;
+  return loadConfigFile(
+    path,
+    (raw) => {
+      const upstreams = stringListFlag(args, "upstream");
+      if (upstreams.length > 0) {
+        const existing = Array.isArray(raw.endpoints) ? (raw.endpoints as unknown[]) : [];
+        raw.endpoints = [...existing, ...upstreams.map((url, i) => ({ id: `upstream-${existing.length + i + 1}`, url }))];
+      }
+      for (const [flag, key] of [
+        ["listen", "listen"],
+        ["admin-listen", "admin_listen"],
+        ["metrics-listen", "metrics_listen"],
+        ["log-level", "log_level"],
+      ] as const) {
+        const v = stringFlag(args, flag);
+        if (v !== undefined) raw[key] = v;
+      }
+    },
+    env,
+  );
+}
+
+const NOTHING_TO_SERVE = "nothing to serve: give --upstream URL, or a --config file with endpoints or a fleet (nodes:, fleet.models, or a fleet token)";
+
+function fleetSummary(config: Config): string {
+  if (!fleetEnabled(config)) return "fleet off";
+  const f = config.fleet;
+  const writes = f.adminToken ? "management writes on" : "management writes off (no fleet.admin_token)";
+  const registration = f.registrationToken ? "agent self-registration on" : "no self-registration";
+  const where = config.state.backend === "redis" ? "state in Redis" : `state in ${config.dataDir}`;
+  return `fleet on: ${config.nodes.length} configured node(s), ${f.models.length} desired model(s), ${writes}, ${registration}, ${where}`;
+}
+
+export const serveCommand: CommandSpec = {
+  name: "serve",
+  summary: "run the gateway",
+  usage: USAGE,
+  options: {
+    config: { type: "string" },
+    "check-config": { type: "boolean" },
+    upstream: { type: "string", multiple: true },
+    listen: { type: "string" },
+    "admin-listen": { type: "string" },
+    "metrics-listen": { type: "string" },
+    "log-level": { type: "string" },
+  },
+  async run(args) {
+    let config: Config;
+    try {
+      config = configFromArgs(args);
+    } catch (err) {
+      if (err instanceof ConfigError) {
+        console.error(err.message);
+        return 1;
+      }
+      throw err;
+    }
+    const fleet = fleetEnabled(config);
+    if (boolFlag(args, "check-config")) {
+      // With shared state the fleet's store is Redis (reached at start), not a file in data_dir.
+      const problem = fleet && config.state.backend === "sqlite" ? dataDirProblem(config.dataDir) : undefined;
+      if (problem) {
+        console.error(problem);
+        return 1;
+      }
+      if (config.endpoints.length === 0 && !fleet) {
+        console.error(NOTHING_TO_SERVE);
+        return 1;
+      }
+      for (const w of config.warnings) console.error(`warning: ${w}`);
+      console.log(
+        `configuration OK: ${config.endpoints.length} endpoint(s), ${config.models.length} configured model(s); ${fleetSummary(config)}; ${describeState(config)}; ` +
+          `listen ${config.listen.host}:${config.listen.port}, admin ${config.adminListen.host}:${config.adminListen.port}`,
+      );
+      return 0;
+    }
+    if (config.endpoints.length === 0 && !fleet) throw new UsageError(NOTHING_TO_SERVE);
+    const log = initLogger({ role: "serve", level: config.logLevel });
+    const files = openFilesVerdict(readOpenFilesLimit(), config.maxOpenStreams);
+    log[files.level](files.fields, files.msg);
+    let gw: Awaited<ReturnType<typeof startGateway>>;
+    try {
+      gw = await startGateway(config, { log });
+    } catch (err) {
+      // An unusable data_dir: the path and why, not a stack trace.
+      if (!(err instanceof ConfigError)) throw err;
+      log.fatal({ issues: err.issues }, "cannot start");
+      await flushLogger();
+      console.error(err.message);
+      return 1;
+    }
+    await shutdownSignal((signal) => log.info({ signal }, "shutting down"));
+    await gw.stop();
+    await flushLogger();
+    return 0;
+  },
+};
