@@ -43,17 +43,22 @@ describe("SSE scanner", () => {
     const scan = (mib: number): number => {
       const s = new SseScanner();
       s.push(enc.encode("data: {"));
+      let early = 0;
       const t0 = performance.now();
-      for (let i = 0; i < mib * 1024; i++) expect(s.push(chunk).length).toBe(0);
+      for (let i = 0; i < mib * 1024; i++) early += s.push(chunk).length;
       const ms = performance.now() - t0;
+      expect(early).toBe(0);
       expect(s.pending()).toBe(mib * 1024 * 1024 + 7);
       const events = s.push(enc.encode("\n"));
       expect(events.map((e) => e.bytes.length)).toEqual([mib * 1024 * 1024 + 8]);
       return ms;
     };
+    // The fastest of several runs each: a stall of this shared machine can
+    // lengthen a run, never shorten one, so the minimum is the scanner's cost.
+    const fastest = (mib: number, runs: number): number => Math.min(...Array.from({ length: runs }, () => scan(mib)));
     scan(1); // warm-up
-    const one = Math.max(scan(1), 0.5);
-    const eight = scan(8);
+    const one = Math.max(fastest(1, 7), 0.5);
+    const eight = fastest(8, 3);
     // Linear: ~8×. Re-copying the tail on every chunk (as before): ~64×.
     expect(eight / one).toBeLessThan(24);
   });
