@@ -1,7 +1,8 @@
 /**
  * Every relative link in README.md and docs/*.md leads somewhere: the file
  * (or folder) exists, and a #anchor names a heading of the page it points to.
- * External links (http, https, mailto) are not fetched.
+ * External links (http, https, mailto) are not fetched. The README, the map,
+ * links every page of the manual.
  */
 import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
@@ -52,6 +53,12 @@ describe("the manual's links", () => {
     expect(brokenBecause({ page: "README.md", line: 1, target: "docs/no-such-page.md" })).toContain("does not exist");
     expect(brokenBecause({ page: "README.md", line: 1, target: "docs/architecture.md#no-such-heading" })).toContain("no heading");
     expect(brokenBecause({ page: "docs/architecture.md", line: 1, target: "#layout" })).toBeNull();
+  });
+
+  test("the README links every page of docs/", () => {
+    const linked = new Set(linksOf("README.md").map((l) => l.target.split("#")[0]));
+    const unlinked = manualPages().filter((page) => page !== "README.md" && !linked.has(page));
+    expect(unlinked).toEqual([]);
   });
 
   for (const page of manualPages()) {
