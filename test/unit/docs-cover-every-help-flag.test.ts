@@ -61,7 +61,8 @@ function documents(text: string, flag: string): boolean {
 /**
  * The part of a page that documents `invocation`: the sections (level 2 and
  * below) whose heading names it, with their subsections; the whole page when
- * no heading does.
+ * no heading does, except the README, a map of every command, which counts
+ * only through such a section.
  */
 function documentation(page: string, invocation: string): string {
   const lines = readPage(page).split("\n");
@@ -82,7 +83,8 @@ function documentation(page: string, invocation: string): string {
     }
     if (level !== 0) kept.push(lines[i]!);
   });
-  return matched ? kept.join("\n") : lines.join("\n");
+  if (matched) return kept.join("\n");
+  return page === "README.md" ? "" : lines.join("\n");
 }
 
 interface HelpPage {
