@@ -195,7 +195,7 @@ export const overheadScenario: BenchScenario = {
       report.targets = checks.map(([what, met, detail]) => ({ what, met, detail }));
       if (json) console.log(JSON.stringify(report));
       else {
-        console.log("\ntargets (issue 8):");
+        console.log("\ntargets:");
         for (const [what, met, detail] of checks) console.log(`  ${met ? "met    " : "NOT MET"}  ${what}: ${detail}`);
       }
       return 0;
