@@ -14,7 +14,7 @@ import { DEFAULT_SYSFS_INFINIBAND } from "./fabric.ts";
 import { DEFAULT_NVIDIA_SMI } from "./gpu-discovery.ts";
 import { engineBinding } from "./engine-lifetime.ts";
 import { collectInventory, formatInventory } from "./inventory.ts";
-import { canBind, findPortHolder, holderText, isLlmgwCommand, shortCommand, type PortHolder } from "./port-holder.ts";
+import { canBind, findPortHolder, holderText, listenRefusal as refusal, type PortHolder } from "../shared/port-holder.ts";
 import { DEFAULT_RESTART_POLICY } from "./replica-state.ts";
 import { DEFAULT_STOP_GRACE_MS, Supervisor } from "./supervisor.ts";
 import { registrationFromFlags, REGISTRATION_OPTIONS, REGISTRATION_USAGE } from "./registration-flags.ts";
@@ -161,13 +161,7 @@ function serveOrExplain(listen: { host: string; port: number }, fetch: (req: Req
 
 /** Why the agent cannot listen on `port`, and what to do about it. */
 export function listenRefusal(port: number, holder: PortHolder | "unknown" | null): string {
-  if (holder !== null && holder !== "unknown" && isLlmgwCommand(holder.argv, "agent")) {
-    return (
-      `port ${port} is held by an earlier llmgw agent, pid ${holder.pid} (${shortCommand(holder.argv)}). ` +
-      `Stop it first (kill ${holder.pid}; under systemd: systemctl stop llmgw-agent), or give this one another --listen port`
-    );
-  }
-  return `port ${port} is ${holderText(holder)}; free it or give the agent another --listen port`;
+  return refusal(port, holder, { command: "agent", unit: "llmgw-agent", flag: "--listen" });
 }
 
 async function dispatchAgent(argv: string[]): Promise<number> {
