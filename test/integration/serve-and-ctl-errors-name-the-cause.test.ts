@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { writeGatewayConfig } from "../../src/shared/llmgw-child.ts";
+import { readOpenFilesLimit } from "../../src/shared/open-files-limit.ts";
 import { childEnv } from "../../src/shared/process-env.ts";
 import { CLI, REPO_ROOT, startLlmgw, stopAll } from "../helpers/processes.ts";
 
@@ -153,18 +154,22 @@ describe("serve names the cause", () => {
 
   test("open files: a default start under a low limit is sized to it without a warning; an operator's figure it cannot hold is warned about; SIGTERM ends with 'stopped'", async () => {
     const config = writeGatewayConfig({ data_dir: join(tmp, "nofile-data"), endpoints: [{ id: "e", url: "http://127.0.0.1:1" }] });
-    const lowLimit = ["/bin/sh", "-c", 'ulimit -n 4096 && exec "$0" "$@"', process.execPath, CLI];
+    // A limit below what 10000 streams need (lowering it needs no privilege; never above this machine's hard limit).
+    const hard = readOpenFilesLimit()?.hard ?? 4096;
+    const limit = Math.min(4096, hard);
+    const streams = Math.floor((limit - 256) / 2);
+    const lowLimit = ["/bin/sh", "-c", `ulimit -n ${limit} && exec "$0" "$@"`, process.execPath, CLI];
     const sized = await startLlmgw(["serve", "--config", config], { launcher: lowLimit, waitFor: 2 });
     const lines = sized.output().split("\n").filter((l) => l.includes("open files"));
     expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 30, hard: 4096, maxOpenStreams: 1920, needed: 4096, msg: expect.stringContaining("max_open_streams not set, sized to 1920") });
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 30, hard: limit, maxOpenStreams: streams, needed: 2 * streams + 256, msg: expect.stringContaining(`max_open_streams not set, sized to ${streams}`) });
     expect(await sized.stop("SIGTERM")).toBe(0);
     const last = sized.output().trim().split("\n").at(-1)!;
     expect(JSON.parse(last)).toMatchObject({ msg: "stopped", signal: "SIGTERM" });
 
     const chosen = await startLlmgw(["serve", "--config", config], { launcher: lowLimit, waitFor: 2, env: { LLMGW_MAX_OPEN_STREAMS: "10000" } });
     const warned = chosen.output().split("\n").find((l) => l.includes("open files"))!;
-    expect(JSON.parse(warned)).toMatchObject({ level: 40, maxOpenStreams: 10_000, msg: expect.stringContaining("the hard limit 4096 cannot hold max_open_streams 10000") });
+    expect(JSON.parse(warned)).toMatchObject({ level: 40, maxOpenStreams: 10_000, msg: expect.stringContaining(`the hard limit ${limit} cannot hold max_open_streams 10000`) });
     await chosen.stop();
   }, 60_000);
 });
