@@ -18,7 +18,7 @@ const COMMANDS: Record<string, { summary: string; load: Loader }> = {
   ctl: { summary: "operator CLI against a gateway's admin listener", load: async () => (await import("./ctl/command.ts")).ctlCommand },
   "sim-engine": { summary: "run a simulated vLLM-compatible engine", load: async () => (await import("./sim/command.ts")).simEngineCommand },
   bench: { summary: "run a benchmark scenario and print a report", load: async () => (await import("./bench/command.ts")).benchCommand },
-  demo: { summary: "gateway plus three sim-engines on the embedded config", load: async () => (await import("./serve/demo-command.ts")).demoCommand },
+  demo: { summary: "gateway plus three sim-engines; --fleet: the fleet manager on simulated GPUs", load: async () => (await import("./serve/demo-command.ts")).demoCommand },
 };
 
 export function mainUsage(): string {

@@ -15,6 +15,7 @@ import { CIRCUIT_CLOSED, EndpointTable, F, FLAVOR_CODES, I, modelCircuitField } 
 import { errorResponse, LlmgwError } from "../shared/errors.ts";
 import type { fleetApi } from "../control/fleet-api.ts";
 import { dashboardRoutes } from "./dashboard/routes.ts";
+import { noFleetApi } from "./no-fleet-api.ts";
 import type { DashboardSnapshot } from "./dashboard/snapshot.ts";
 import type { GatewayContext } from "../gateway/context.ts";
 
@@ -171,7 +172,8 @@ function observability(ctx: GatewayContext, state: ListenerState) {
  */
 export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?: ReturnType<typeof fleetApi>, dashboard?: () => Promise<DashboardSnapshot>) {
   const app = new Elysia()
-    .onError(({ code, request }) => (code === "NOT_FOUND" ? notFound(request) : undefined))
+    // An LlmgwError has a `code` too (NOT_FOUND for "no model named …"): it is the route's own answer, not a missing route.
+    .onError(({ code, error, request }) => (code === "NOT_FOUND" && !(error instanceof LlmgwError) ? notFound(request) : undefined))
     .use(
       openapi({
         documentation: { info: { title: "llmgw admin API", version: "0.1.0", description: "Management API of an llmgw gateway." } },
@@ -227,7 +229,7 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?
       detail: { summary: "This gateway among several sharing Redis: its name, Redis reachability and command counts, the reconciler lease, admission shares, quota sources" },
     });
   }
-  return fleet ? app.use(fleet) : app;
+  return fleet ? app.use(fleet) : app.use(noFleetApi());
 }
 
 const memoryStateSchema = z.object({

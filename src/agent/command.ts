@@ -14,10 +14,11 @@ import { DEFAULT_SYSFS_INFINIBAND } from "./fabric.ts";
 import { DEFAULT_NVIDIA_SMI } from "./gpu-discovery.ts";
 import { engineBinding } from "./engine-lifetime.ts";
 import { collectInventory, formatInventory } from "./inventory.ts";
-import { canBind, findPortHolder, holderText, isLlmgwCommand, shortCommand, type PortHolder } from "./port-holder.ts";
+import { canBind, findPortHolder, holderText, listenRefusal as refusal, type PortHolder } from "../shared/port-holder.ts";
 import { DEFAULT_RESTART_POLICY } from "./replica-state.ts";
 import { DEFAULT_STOP_GRACE_MS, Supervisor } from "./supervisor.ts";
 import { registrationFromFlags, REGISTRATION_OPTIONS, REGISTRATION_USAGE } from "./registration-flags.ts";
+import { MAX_SIM_GPUS, SIM_H100, simUuidTag, writeSimNvidiaSmi } from "./sim-nvidia-smi.ts";
 import { startRegistration } from "./registration.ts";
 
 export const DEFAULT_AGENT_LISTEN = "127.0.0.1:7070";
@@ -46,6 +47,9 @@ flags:
   --state-dir DIR           pid files, engine logs and the highest reconciler fencing
                             token seen (default $XDG_STATE_HOME/llmgw/agent)
   --nvidia-smi PATH         nvidia-smi to run (default ${DEFAULT_NVIDIA_SMI}; missing = zero GPUs)
+  --sim-gpus N              simulate N idle ${SIM_H100.name} GPUs (1-${MAX_SIM_GPUS}) with a stand-in
+                            nvidia-smi written under --state-dir, for trying the fleet manager
+                            without GPUs (place engine: sim models there); not with --nvidia-smi
   --sysfs-root DIR          InfiniBand sysfs root (default ${DEFAULT_SYSFS_INFINIBAND})
   --engine-host HOST        interface engines bind (default: the --listen host)
   --advertise-host HOST     host put in endpoint URLs (default: engine host)
@@ -79,6 +83,7 @@ const agentOptions = {
   "max-restarts": { type: "string" },
   "stop-grace-ms": { type: "string" },
   "keep-engines-on-exit": { type: "boolean" },
+  "sim-gpus": { type: "string" },
   ...REGISTRATION_OPTIONS,
 } as const;
 
@@ -102,13 +107,14 @@ async function runAgent(args: ParsedArgs): Promise<number> {
   const stopGraceMs = numberFlag(args, "stop-grace-ms", DEFAULT_STOP_GRACE_MS, { min: 0, integer: true });
   const binding = engineBinding(boolFlag(args, "keep-engines-on-exit") ? "detached" : "bound", Bun.which("setpriv"), process.pid);
   const registration = registrationFromFlags(args, process.env);
+  const nvidiaSmi = nvidiaSmiOf(args, stateDir);
   initLogger({ role: "agent" });
   if (binding.warning) logger().warn({ lifetime: binding.lifetime }, binding.warning);
 
   const portCheck = async (port: number) => ((await canBind(engineHost, port)) ? null : `port ${port} is ${holderText(findPortHolder(port))}`);
   const supervisor = new Supervisor({ stateDir, stopGraceMs, restart: { maxRestarts }, binding, portCheck });
   const service = new AgentService({
-    nvidiaSmi: stringFlag(args, "nvidia-smi") ?? DEFAULT_NVIDIA_SMI,
+    nvidiaSmi,
     sysfsRoot: stringFlag(args, "sysfs-root") ?? DEFAULT_SYSFS_INFINIBAND,
     engineHost,
     advertiseHost: stringFlag(args, "advertise-host") ?? engineHost,
@@ -146,6 +152,15 @@ async function runAgent(args: ParsedArgs): Promise<number> {
   return 0;
 }
 
+/** The nvidia-smi the agent runs: --nvidia-smi, a simulated one (--sim-gpus), or the default. */
+function nvidiaSmiOf(args: ParsedArgs, stateDir: string): string {
+  const given = stringFlag(args, "nvidia-smi");
+  if (args.values["sim-gpus"] === undefined) return given ?? DEFAULT_NVIDIA_SMI;
+  if (given !== undefined) throw new UsageError("--sim-gpus and --nvidia-smi exclude each other: the simulated GPUs answer as nvidia-smi");
+  const count = numberFlag(args, "sim-gpus", 0, { min: 1, max: MAX_SIM_GPUS, integer: true });
+  return writeSimNvidiaSmi(join(stateDir, "sim-gpus"), { ...SIM_H100, count, uuidTag: simUuidTag(stateDir) });
+}
+
 /** The API listener; null when the port is taken, after saying who holds it (other errors are thrown). */
 function serveOrExplain(listen: { host: string; port: number }, fetch: (req: Request) => Promise<Response>): ReturnType<typeof Bun.serve> | null {
   try {
@@ -161,13 +176,7 @@ function serveOrExplain(listen: { host: string; port: number }, fetch: (req: Req
 
 /** Why the agent cannot listen on `port`, and what to do about it. */
 export function listenRefusal(port: number, holder: PortHolder | "unknown" | null): string {
-  if (holder !== null && holder !== "unknown" && isLlmgwCommand(holder.argv, "agent")) {
-    return (
-      `port ${port} is held by an earlier llmgw agent, pid ${holder.pid} (${shortCommand(holder.argv)}). ` +
-      `Stop it first (kill ${holder.pid}; under systemd: systemctl stop llmgw-agent), or give this one another --listen port`
-    );
-  }
-  return `port ${port} is ${holderText(holder)}; free it or give the agent another --listen port`;
+  return refusal(port, holder, { command: "agent", unit: "llmgw-agent", flag: "--listen" });
 }
 
 async function dispatchAgent(argv: string[]): Promise<number> {

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { boolFlag, numberFlag } from "../shared/flags.ts";
 import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
-import { SIM_H100, writeSimNvidiaSmi } from "../sim/sim-nvidia-smi.ts";
+import { SIM_H100, writeSimNvidiaSmi } from "../agent/sim-nvidia-smi.ts";
 import { startCheckedLoad } from "./checked-stream-load.ts";
 import { formatTable } from "./report.ts";
 import type { BenchScenario } from "./scenario.ts";

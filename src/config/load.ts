@@ -45,6 +45,46 @@ function formatZodIssues(issues: readonly z.core.$ZodIssue[]): string[] {
   });
 }
 
+/**
+ * Where a value that is not in the config file came from, by key path
+ * (`retry.max_attempts` → `LLMGW_RETRY__MAX_ATTEMPTS`, `listen` → `--listen`),
+ * so an error about it names what the operator actually typed. Values are
+ * never repeated: a token set by a variable must not land in a log.
+ */
+export type ConfigOrigins = Map<string, string>;
+
+/** The origin of the longest recorded path that `path` starts with (`endpoints[2]` covers `endpoints[2].url`). */
+function originOf(path: string, origins: ConfigOrigins): string | undefined {
+  let best: string | undefined;
+  let bestLength = -1;
+  for (const [key, origin] of origins) {
+    const covers = path === key || path.startsWith(`${key}.`) || path.startsWith(`${key}[`);
+    if (covers && key.length > bestLength) {
+      best = origin;
+      bestLength = key.length;
+    }
+  }
+  return best;
+}
+
+/** `path: message` issues with `(set by ORIGIN)` added where the value came from a flag or a variable; and the source to name for them all. */
+function attribute(issues: string[], origins: ConfigOrigins, source: string): { issues: string[]; source: string } {
+  if (origins.size === 0) return { issues, source };
+  const named = new Set<string>();
+  let unattributed = 0;
+  const out = issues.map((issue) => {
+    const origin = originOf(issue.slice(0, issue.indexOf(":")), origins);
+    if (origin === undefined) {
+      unattributed++;
+      return issue;
+    }
+    named.add(origin);
+    return `${issue} (set by ${origin})`;
+  });
+  // Only what the operator set outside the file is wrong: name that, not the file or "flags".
+  return { issues: out, source: unattributed === 0 ? [...named].join(", ") : source };
+}
+
 const ENV_PREFIX = "LLMGW_";
 /**
  * Only variables naming a top-level config key are overrides; other LLMGW_*
@@ -54,16 +94,37 @@ const ENV_PREFIX = "LLMGW_";
 const CONFIG_KEYS: ReadonlySet<string> = new Set(Object.keys(configSchema.shape));
 
 /**
+ * Variables that name a key by a shorter name than LLMGW_<A>__<B>: the admin
+ * token is LLMGW_ADMIN_TOKEN for `serve` (fleet.admin_token) and for `ctl`
+ * (its --token) alike.
+ */
+export const ENV_ALIASES: Readonly<Record<string, readonly string[]>> = { LLMGW_ADMIN_TOKEN: ["fleet", "admin_token"] };
+
+/** Environment variables that set config keys, as [variable, key path], aliases first so the long form wins where both are set. */
+function envSettings(env: Record<string, string | undefined>): [string, string[], string][] {
+  const out: [string, string[], string][] = [];
+  for (const [name, path] of Object.entries(ENV_ALIASES)) {
+    const value = env[name];
+    if (value !== undefined) out.push([name, [...path], value]);
+  }
+  for (const [name, value] of Object.entries(env)) {
+    if (!name.startsWith(ENV_PREFIX) || value === undefined || name in ENV_ALIASES) continue;
+    const path = name.slice(ENV_PREFIX.length).toLowerCase().split("__");
+    if (CONFIG_KEYS.has(path[0]!)) out.push([name, path, value]);
+  }
+  return out;
+}
+
+/**
  * LLMGW_LISTEN=… sets `listen`; a double underscore descends:
  * LLMGW_HEALTH__POLL_INTERVAL_MS=500 sets `health.poll_interval_ms`. Values are
  * read as YAML scalars, so numbers, booleans and `null` keep their types.
+ * `origins` records which variable set each path.
  */
-export function applyEnvOverrides(raw: Record<string, unknown>, env: Record<string, string | undefined>): Record<string, unknown> {
+export function applyEnvOverrides(raw: Record<string, unknown>, env: Record<string, string | undefined>, origins: ConfigOrigins = new Map()): Record<string, unknown> {
   const out = structuredClone(raw);
-  for (const [name, value] of Object.entries(env)) {
-    if (!name.startsWith(ENV_PREFIX) || value === undefined) continue;
-    const path = name.slice(ENV_PREFIX.length).toLowerCase().split("__");
-    if (!CONFIG_KEYS.has(path[0]!)) continue;
+  for (const [name, path, value] of envSettings(env)) {
+    origins.set(path.join("."), name);
     let node: Record<string, unknown> = out;
     for (const key of path.slice(0, -1)) {
       const next = node[key];
@@ -178,17 +239,37 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** Validate an already-parsed document (YAML object) plus environment. */
-export function buildConfig(raw: unknown, env: Record<string, string | undefined> = {}, source = "config"): Config {
+/** A ConfigError whose issues name the flag or variable that set each bad value, where one did. */
+function configError(source: string, issues: string[], origins: ConfigOrigins): ConfigError {
+  const a = attribute(issues, origins, source);
+  return new ConfigError(a.source, a.issues);
+}
+
+/** The two spellings of the admin token must agree where both are set (one of them would be silently ignored). */
+function aliasIssues(env: Record<string, string | undefined>): string[] {
+  const short = env.LLMGW_ADMIN_TOKEN;
+  const long = env.LLMGW_FLEET__ADMIN_TOKEN;
+  if (short === undefined || long === undefined || short === long) return [];
+  return ["fleet.admin_token: LLMGW_ADMIN_TOKEN and LLMGW_FLEET__ADMIN_TOKEN are both set and differ; set one"];
+}
+
+/**
+ * Validate an already-parsed document (YAML object) plus environment.
+ * `origins`: paths the command's flags set (see loadConfigFile); errors about
+ * them name the flag, and errors about LLMGW_* values name the variable.
+ */
+export function buildConfig(raw: unknown, env: Record<string, string | undefined> = {}, source = "config", flagOrigins: ConfigOrigins = new Map()): Config {
   if (raw !== null && raw !== undefined && (typeof raw !== "object" || Array.isArray(raw))) {
     throw new ConfigError(source, ["(root): expected a mapping of keys"]);
   }
-  const withEnv = applyEnvOverrides((raw ?? {}) as Record<string, unknown>, env);
+  const origins: ConfigOrigins = new Map(flagOrigins);
+  const withEnv = applyEnvOverrides((raw ?? {}) as Record<string, unknown>, env, origins);
   const result = configSchema.safeParse(withEnv);
-  if (!result.success) throw new ConfigError(source, formatZodIssues(result.error.issues));
+  if (!result.success) throw configError(source, formatZodIssues(result.error.issues), origins);
   const c = result.data;
-  const cross = [...crossFieldIssues(c), ...jobsCrossFieldIssues(c), ...fleetConfigIssues(c.nodes, c.fleet, env), ...stateCrossFieldIssues(c)];
-  if (cross.length > 0) throw new ConfigError(source, cross);
+  const cross = [...aliasIssues(env), ...crossFieldIssues(c), ...jobsCrossFieldIssues(c), ...fleetConfigIssues(c.nodes, c.fleet, env), ...stateCrossFieldIssues(c)];
+  if (cross.length > 0) throw configError(source, cross, origins);
+  const scorers = effectiveScorers(c, withEnv);
 
   const deadlines = resolveDeadlines(BUILTIN_DEADLINES, c.deadlines);
   const bands = c.admission.bands.map((b) => ({ name: b.name, ceiling: b.ceiling, queueLimit: b.queue_limit, ttlMs: b.ttl_ms }));
@@ -228,7 +309,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
     })),
     scheduling: {
       filters: c.scheduling.filters,
-      scorers: effectiveScorers(c, withEnv),
+      scorers,
       picker: c.scheduling.picker,
       prefixAffinity: {
         blockChars: c.scheduling.prefix_affinity.block_chars,
@@ -282,6 +363,14 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
     fleet: toFleetConfig(c.fleet),
     ...resolveStateConfig(c),
     warnings,
+    // What is in effect where the wire form leaves a key to be derived: the deadlines, auth on or off, the scorers (max_open_streams stays in place for serve to size).
+    document: {
+      ...c,
+      max_open_streams: c.max_open_streams,
+      deadlines: { dial_ms: deadlines.dialMs, headers_ms: deadlines.headersMs, first_token_ms: deadlines.firstTokenMs, idle_ms: deadlines.idleMs, total_ms: deadlines.totalMs },
+      scheduling: { ...c.scheduling, scorers },
+      auth: { ...c.auth, enabled: authEnabled },
+    },
   };
   return deepFreeze(config);
 }
@@ -311,12 +400,13 @@ export function parseConfigText(text: string, source: string, env: Record<string
 /**
  * The one way every command loads its configuration: the YAML file at `path`
  * (or none: defaults), then `edit` applies the command's flags to the raw
- * document (so they are validated with it and errors name their keys), then
- * LLMGW_* environment overrides, defaults and validation.
+ * document (so they are validated with it and errors name their keys; it
+ * records in `origins` which flag set which path), then LLMGW_* environment
+ * overrides, defaults and validation.
  */
 export function loadConfigFile(
   path: string | undefined,
-  edit: (raw: Record<string, unknown>) => void = () => {},
+  edit: (raw: Record<string, unknown>, origins: ConfigOrigins) => void = () => {},
   env: Record<string, string | undefined> = process.env,
   source = path ?? "flags",
 ): Config {
@@ -330,6 +420,7 @@ export function loadConfigFile(
     }
     raw = parseDocument(text, path);
   }
-  edit(raw);
-  return buildConfig(raw, env, source);
+  const origins: ConfigOrigins = new Map();
+  edit(raw, origins);
+  return buildConfig(raw, env, source, origins);
 }

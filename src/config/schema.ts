@@ -10,10 +10,11 @@ import { FLEET_DEFAULTS, fleetSchema, nodeSchema } from "./fleet-schema.ts";
 import { FILTER_NAMES, PICKER_NAMES, RELAY_VARIANTS, SCORER_NAMES } from "./plugin-names.ts";
 import { STATE_DEFAULTS, stateSchema } from "./state-config.ts";
 
-const hostPort = z
-  .string()
-  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]*):\d{1,5}$/, { message: "expected HOST:PORT, e.g. 127.0.0.1:8080" })
-  .refine((s) => Number(s.slice(s.lastIndexOf(":") + 1)) <= 65535, { message: "expected a port of at most 65535" });
+/** One check, so a malformed value gets one message (a regex and a port check side by side would both fire). */
+const hostPort = z.string().superRefine((s, ctx) => {
+  if (!/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]*):\d{1,5}$/.test(s)) ctx.addIssue({ code: "custom", message: `expected HOST:PORT, e.g. 127.0.0.1:8080, got '${s}'` });
+  else if (Number(s.slice(s.lastIndexOf(":") + 1)) > 65535) ctx.addIssue({ code: "custom", message: "expected a port of at most 65535" });
+});
 
 /** Timers above 2^31-1 ms fire at once in Bun (and Node); a day is more than any deadline needs. */
 const positiveMs = z.number().int().positive().max(86_400_000, { message: "expected at most 86400000 (24 h)" });
@@ -272,7 +273,8 @@ export const configSchema = z
     max_endpoints: z.number().int().min(1).max(4096).default(D.DEFAULT_MAX_ENDPOINTS),
     /** How SSE bytes reach the client: Bun's direct stream (default), or a pull stream with one enqueue per chunk or per event (for `llmgw bench relay`). */
     relay_variant: z.enum(RELAY_VARIANTS).default("direct"),
-    max_open_streams: z.number().int().min(1).max(10_000_000).default(D.DEFAULT_MAX_OPEN_STREAMS),
+    /** Absent: sized at start to what the open-files limit holds, at most DEFAULT_MAX_OPEN_STREAMS. */
+    max_open_streams: z.number().int().min(1).max(10_000_000).optional(),
     deadlines: deadlinesSchema.default({}),
     models: z.array(modelSchema).default([]),
     endpoints: z.array(endpointSchema).default([]),

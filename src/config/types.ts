@@ -217,8 +217,12 @@ export interface Config {
   /** Slots in the shared endpoint table. */
   maxEndpoints: number;
   relayVariant: RelayVariantName;
-  /** Concurrent streams the gateway is sized for: checked against the open-files limit at start. */
-  maxOpenStreams: number;
+  /**
+   * Concurrent streams the gateway is sized for, as the operator set it:
+   * checked against the open-files limit at start. undefined: not set, sized
+   * at start to what the limit holds (at most DEFAULT_MAX_OPEN_STREAMS).
+   */
+  maxOpenStreams: number | undefined;
   /** Deadlines for models not listed under `models` (and the base for those that are). */
   deadlines: Deadlines;
   models: readonly ModelConfig[];
@@ -252,4 +256,10 @@ export interface Config {
   state: StateConfig;
   /** Things worth a warning at start (plaintext keys, auth off); logged by serve. */
   warnings: readonly string[];
+  /**
+   * The validated document in its wire form (snake_case keys, defaults
+   * applied, the scorers in effect): what `serve --print-config` prints,
+   * secrets masked there. Holds secrets: never log it as it is.
+   */
+  document: Readonly<Record<string, unknown>>;
 }

@@ -55,7 +55,7 @@ function checkToken(request: Request, path: string, opts: FleetApiOptions): void
   const presented = bearerToken(header) !== null;
   const write = request.method !== "GET" && request.method !== "HEAD";
   if (!presented && !write) return;
-  if (!opts.adminToken) throw new LlmgwError("UNAUTHORIZED", "management writes are off: no admin token is configured (fleet.admin_token)");
+  if (!opts.adminToken) throw new LlmgwError("UNAUTHORIZED", "management writes are off: no admin token is configured (fleet.admin_token, or LLMGW_ADMIN_TOKEN in the gateway's environment)");
   if (!tokenMatches(header, opts.adminToken)) throw new LlmgwError("UNAUTHORIZED", presented ? "wrong admin token" : "this change needs the admin token (Authorization: Bearer …)");
 }
 
@@ -77,7 +77,7 @@ export function fleetApi(manager: FleetManager, opts: FleetApiOptions) {
   };
   const model = (name: string) => {
     const m = modelsStatus(manager, now()).find((x) => x.name === name);
-    if (!m) throw new LlmgwError("NOT_FOUND", `no desired model '${name}'`, { param: "model" });
+    if (!m) throw new LlmgwError("NOT_FOUND", `no model named '${name}'`, { param: "model" });
     return m;
   };
 
@@ -125,7 +125,7 @@ export function fleetApi(manager: FleetManager, opts: FleetApiOptions) {
       "/models/:model/placement",
       ({ params }) => {
         const p = placementStatus(manager, params.model);
-        if (!p) throw new LlmgwError("NOT_FOUND", `no desired model '${params.model}'`, { param: "model" });
+        if (!p) throw new LlmgwError("NOT_FOUND", `no model named '${params.model}'`, { param: "model" });
         return p;
       },
       {

@@ -53,7 +53,7 @@ export class FleetOperations {
   /** Change some fields of a desired model (`scale` is a patch of `replicas`). */
   async patchModel(name: string, patch: unknown): Promise<StoredModel> {
     const current = this.state.models.get(name);
-    if (!current) throw new LlmgwError("NOT_FOUND", `no desired model '${name}'`, { param: "model" });
+    if (!current) throw new LlmgwError("NOT_FOUND", `no model named '${name}'`, { param: "model" });
     const parsedPatch = fleetModelPatchSchema.safeParse(patch);
     if (!parsedPatch.success) {
       const i = parsedPatch.error.issues[0];
@@ -68,7 +68,7 @@ export class FleetOperations {
   }
 
   async deleteModel(name: string): Promise<void> {
-    if (!this.state.models.has(name)) throw new LlmgwError("NOT_FOUND", `no desired model '${name}'`, { param: "model" });
+    if (!this.state.models.has(name)) throw new LlmgwError("NOT_FOUND", `no model named '${name}'`, { param: "model" });
     await this.store.models.delete(name);
     this.state.models.delete(name);
     this.hooks.log.info({ model: name }, "desired model removed");

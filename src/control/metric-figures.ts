@@ -24,6 +24,8 @@ export interface NodeFigure {
   answering: boolean;
   lastAnswerAgeMs: number | null;
   lastError: string | null;
+  /** Why the node takes no new replicas, as given to cordon (a drain's is "drain"); null when not cordoned or given none. */
+  cordonReason: string | null;
 }
 
 export interface FabricPortFigure {
@@ -157,6 +159,7 @@ export function fleetFigures(manager: FleetManager, now: number, staleAfterMs: n
       lastAnswerAgeMs: snap?.answeredAt === undefined ? null : Math.max(0, now - snap.answeredAt),
       // As `llmgw ctl nodes` words it (fleet-status.ts): the poll's error while polls fail, else the last call's.
       lastError: snap?.ok === false && snap.lastError ? snap.lastError : (state.nodeErrors.get(entry.name)?.message ?? null),
+      cordonReason: state.cordons.get(entry.name)?.reason ?? null,
     });
     // A node that stopped answering has no GPU or fabric figures: its last answer is not the present.
     if (!answering || !snap?.state) continue;

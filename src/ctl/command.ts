@@ -26,11 +26,12 @@ commands:
 
 flags:
   --gateway URL    admin listener (default $LLMGW_GATEWAY or ${DEFAULT_CTL_GATEWAY})
-  --token TOKEN    admin token for changes (default $LLMGW_ADMIN_TOKEN)
+  --token TOKEN    admin token for changes (default $LLMGW_ADMIN_TOKEN, the variable
+                   llmgw serve reads for fleet.admin_token)
   --json           print the API's JSON answer instead of a table
 
 exit codes: 0 ok, 1 other error, 2 usage, 4 gateway unreachable, 5 token refused,
-6 no such node or model, 7 change refused (invalid).`;
+6 no such node or model (or a gateway that runs no fleet manager), 7 change refused (invalid).`;
 
 const OPTIONS = {
   gateway: { type: "string" },
@@ -95,7 +96,9 @@ async function drainAndWait(client: CtlClient, node: string, args: ParsedArgs, i
 
 async function run(args: ParsedArgs, io: CtlIo): Promise<number> {
   const { command, params } = checkArgs(args);
-  const client = new CtlClient(stringFlag(args, "gateway") ?? io.env.LLMGW_GATEWAY ?? DEFAULT_CTL_GATEWAY, stringFlag(args, "token") ?? io.env.LLMGW_ADMIN_TOKEN);
+  // The gateway's own long form (LLMGW_FLEET__ADMIN_TOKEN) works too: on the gateway's host, one exported variable serves both.
+  const token = stringFlag(args, "token") ?? io.env.LLMGW_ADMIN_TOKEN ?? io.env.LLMGW_FLEET__ADMIN_TOKEN;
+  const client = new CtlClient(stringFlag(args, "gateway") ?? io.env.LLMGW_GATEWAY ?? DEFAULT_CTL_GATEWAY, token);
   const json = boolFlag(args, "json");
   const colour = useColour(io.isTty, io.env);
   const show = (value: unknown, text: () => string) => io.out(json ? JSON.stringify(value, null, 2) : text());

@@ -31,9 +31,13 @@ export function formatNodes(nodes: readonly NodeStatus[], colour: boolean): stri
     ]),
     { colour },
   );
+  const out = [table];
   const bad = nodes.flatMap((n) => n.gpus.filter((g) => !g.healthy).flatMap((g) => g.faults.map((f) => [n.name, g.index, g.class, { text: f, tint: "red" as const }] as CellInput[])));
-  if (bad.length === 0) return table;
-  return `${table}\n\nGPUs kept out of placement:\n${renderTable(["NODE", "GPU", "CLASS", "REASON"], bad, { colour })}`;
+  if (bad.length > 0) out.push("", `GPUs kept out of placement:\n${renderTable(["NODE", "GPU", "CLASS", "REASON"], bad, { colour })}`);
+  // Why each node takes no new replicas, as the operator who cordoned it said.
+  const cordoned = nodes.filter((n) => n.cordoned).map((n) => [n.name, { text: cordonText(n), tint: "yellow" as const }, n.cordon_reason ?? "(no reason given)"] as CellInput[]);
+  if (cordoned.length > 0) out.push("", `Cordoned nodes:\n${renderTable(["NODE", "SCHEDULING", "REASON"], cordoned, { colour })}`);
+  return out.join("\n");
 }
 
 function shardsText(r: ReplicaStatus): string {

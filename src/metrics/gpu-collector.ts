@@ -13,6 +13,8 @@ import { FLEET, GPU_LABELS } from "./names.ts";
 export interface NodeGpu {
   node: string;
   gpu: GpuReport;
+  /** The exporter URL a static endpoint's GPU was read from (undefined for a fleet node's, which its agent reports); not a label. */
+  exporter?: string;
 }
 
 /** Anything that can list the GPUs to export now: static DCGM targets and the fleet's nodes, combined (src/admin/fleet-collectors.ts). */
@@ -47,7 +49,7 @@ export class DcgmGpuStore {
     for (const [url, msg] of this.byUrl) {
       if (now - msg.sampledAt > this.staleAfterMs || exclude?.has(url)) continue;
       const node = nodeOfDcgmUrl(url);
-      for (const gpu of msg.gpus) out.push({ node, gpu });
+      for (const gpu of msg.gpus) out.push({ node, gpu, exporter: url });
     }
     return out;
   }

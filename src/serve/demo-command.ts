@@ -1,27 +1,36 @@
 /**
  * `llmgw demo` (what `npm start` runs): three sim-engines on loopback and a
  * gateway in front of them on config/demo.yaml, ready for traffic, with a
- * curl line and an openai SDK snippet. Ctrl-C stops all of it.
+ * curl line and an openai SDK snippet; with --fleet, the fleet manager over
+ * two node agents on simulated GPUs instead (demo-fleet.ts). Ctrl-C stops
+ * all of it.
  */
 import { join } from "node:path";
-import { numberFlag, stringFlag, type CommandSpec } from "../shared/flags.ts";
-import { loadConfigFile } from "../config/load.ts";
+import { boolFlag, numberFlag, stringFlag, UsageError, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
+import { ConfigError, loadConfigFile } from "../config/load.ts";
 import { spawnLlmgw, REPO_ROOT, type LlmgwChild } from "../shared/llmgw-child.ts";
 import { flushLogger, initLogger } from "../shared/logger.ts";
+import { PortInUseError } from "../shared/port-holder.ts";
 import { shutdownSignal } from "../shared/signals.ts";
+import { DEMO_FLEET_NODES, DEMO_SIM_GPUS, runFleetDemo } from "./demo-fleet.ts";
 import { startGateway } from "./start-gateway.ts";
 
 const DEMO_CONFIG = join(REPO_ROOT, "config", "demo.yaml");
 const DEMO_MODEL = "sim-llama-8b";
 
 const USAGE = `usage: llmgw demo [--engines N] [--listen HOST:PORT] [--admin-listen HOST:PORT]
+       llmgw demo --fleet [--listen HOST:PORT] [--admin-listen HOST:PORT]
 
 Starts three sim-engines (simulated vLLM servers on loopback, each with one
 simulated GPU) and a gateway in front of them, using config/demo.yaml.
+With --fleet: a gateway running the fleet manager (config/demo-fleet.yaml)
+and ${DEMO_FLEET_NODES.length} node agents on ${DEMO_SIM_GPUS} simulated GPUs each; replicas are placed on
+them, and the banner prints the dashboard and the llmgw ctl lines to try.
 Ctrl-C stops everything.
 
 flags:
-  --engines N              number of sim-engines (default 3)
+  --engines N              number of sim-engines (default 3; not with --fleet)
+  --fleet                  the fleet manager over node agents on simulated GPUs
   --listen HOST:PORT       gateway API listener (default 127.0.0.1:8080)
   --admin-listen HOST:PORT admin listener (default 127.0.0.1:9090)`;
 
@@ -53,48 +62,71 @@ Press Ctrl-C to stop.
 
 export const demoCommand: CommandSpec = {
   name: "demo",
-  summary: "gateway plus three sim-engines on the embedded config",
+  summary: "gateway plus three sim-engines on the embedded config (--fleet: a fleet on simulated GPUs)",
   usage: USAGE,
-  options: { engines: { type: "string" }, listen: { type: "string" }, "admin-listen": { type: "string" } },
+  options: { engines: { type: "string" }, fleet: { type: "boolean" }, listen: { type: "string" }, "admin-listen": { type: "string" } },
   async run(args) {
-    const n = numberFlag(args, "engines", 3, { min: 1, max: 16, integer: true });
-    const log = initLogger({ role: "demo", level: "warn" });
-    const engines: LlmgwChild[] = [];
-    const stopEngines = () => Promise.all(engines.map((e) => e.stop()));
     try {
-      for (let i = 0; i < n; i++) {
-        engines.push(
-          await spawnLlmgw(["sim-engine", "--port", "0", "--model", DEMO_MODEL, "--gpus", "1", "--dcgm-port", "0"], {
-            // "info": the listening lines carry the ports; output is not echoed.
-            waitFor: 2,
-            env: { LLMGW_LOG_LEVEL: "info" },
-          }),
-        );
-      }
+      return await (boolFlag(args, "fleet") ? fleetDemo(args) : plainDemo(args));
     } catch (err) {
-      await stopEngines();
-      throw err;
+      // A taken port or a bad --listen: the cause, not a stack trace.
+      if (err instanceof PortInUseError) console.error(`llmgw demo: ${err.message}`);
+      else if (err instanceof ConfigError) console.error(err.message);
+      else throw err;
+      await flushLogger();
+      return 1;
     }
-    const config = loadConfigFile(DEMO_CONFIG, (raw) => {
+  },
+};
+
+async function fleetDemo(args: ParsedArgs): Promise<number> {
+  if (args.values.engines !== undefined) throw new UsageError("--engines applies to the plain demo; --fleet places replicas on node agents instead");
+  const log = initLogger({ role: "demo", level: "warn" });
+  const code = await runFleetDemo({ listen: stringFlag(args, "listen"), adminListen: stringFlag(args, "admin-listen"), log });
+  await flushLogger();
+  return code;
+}
+
+async function plainDemo(args: ParsedArgs): Promise<number> {
+  const n = numberFlag(args, "engines", 3, { min: 1, max: 16, integer: true });
+  const log = initLogger({ role: "demo", level: "warn" });
+  const engines: LlmgwChild[] = [];
+  const stopEngines = () => Promise.all(engines.map((e) => e.stop()));
+  try {
+    for (let i = 0; i < n; i++) {
+      engines.push(
+        await spawnLlmgw(["sim-engine", "--port", "0", "--model", DEMO_MODEL, "--gpus", "1", "--dcgm-port", "0"], {
+          // "info": the listening lines carry the ports; output is not echoed.
+          waitFor: 2,
+          env: { LLMGW_LOG_LEVEL: "info" },
+        }),
+      );
+    }
+  } catch (err) {
+    await stopEngines();
+    throw err;
+  }
+  let gw: Awaited<ReturnType<typeof startGateway>>;
+  try {
+    const config = loadConfigFile(DEMO_CONFIG, (raw, origins) => {
       raw.endpoints = engines.map((e, i) => ({ id: `sim-${i + 1}`, url: e.urls.api, dcgm_url: e.urls.dcgm ? `${e.urls.dcgm}/metrics` : undefined }));
       const listen = stringFlag(args, "listen");
       const adminListen = stringFlag(args, "admin-listen");
       if (listen) raw.listen = listen;
       if (adminListen) raw.admin_listen = adminListen;
+      if (listen) origins.set("listen", "--listen");
+      if (adminListen) origins.set("admin_listen", "--admin-listen");
     });
-    let gw: Awaited<ReturnType<typeof startGateway>>;
-    try {
-      gw = await startGateway(config, { log });
-    } catch (err) {
-      await stopEngines();
-      throw err;
-    }
-    console.log(banner(gw.urls.api, gw.urls.admin, engines.map((e) => e.urls.api ?? e.url)));
-    await shutdownSignal();
-    console.log("\nstopping the gateway and the sim-engines…");
-    await gw.stop();
+    gw = await startGateway(config, { log });
+  } catch (err) {
     await stopEngines();
-    await flushLogger();
-    return 0;
-  },
-};
+    throw err;
+  }
+  console.log(banner(gw.urls.api, gw.urls.admin, engines.map((e) => e.urls.api ?? e.url)));
+  await shutdownSignal();
+  console.log("\nstopping the gateway and the sim-engines…");
+  await gw.stop();
+  await stopEngines();
+  await flushLogger();
+  return 0;
+}

@@ -1,9 +1,12 @@
 /** `llmgw serve`: the gateway, from a config file or, for the simple case, from flags. */
 import { boolFlag, stringFlag, stringListFlag, UsageError, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
 import { ConfigError, loadConfigFile } from "../config/load.ts";
+import { DEFAULT_MAX_OPEN_STREAMS } from "../config/defaults.ts";
+import { effectiveConfigYaml } from "../config/print-config.ts";
 import type { Config } from "../config/types.ts";
 import { flushLogger, initLogger } from "../shared/logger.ts";
-import { openFilesVerdict, readOpenFilesLimit } from "../shared/open-files-limit.ts";
+import { openFilesAtStart, readOpenFilesLimit, type OpenFilesLimit } from "../shared/open-files-limit.ts";
+import { PortInUseError } from "../shared/port-holder.ts";
 import { shutdownSignal } from "../shared/signals.ts";
 import { dataDirProblem, fleetEnabled } from "./fleet-wiring.ts";
 import { startGateway } from "./start-gateway.ts";
@@ -21,6 +24,8 @@ flags:
   --config FILE            llmgw.yaml (see config/llmgw.example.yaml); also LLMGW_CONFIG
   --check-config           validate the configuration (and that a fleet's data_dir is
                            writable), print a summary, exit 0 (or 1)
+  --print-config           print the effective configuration (file, flags, LLMGW_*
+                           environment and defaults merged; secrets masked) as YAML, exit 0
   --upstream URL           an engine endpoint (repeatable); models are discovered from
                            its /v1/models. Adds to the config file's endpoints.
   --listen HOST:PORT       API listener (default 0.0.0.0:8080)
@@ -29,18 +34,20 @@ flags:
   --log-level LEVEL        trace|debug|info|warn|error|fatal|silent
 
 Environment: LLMGW_<KEY>=value overrides a top-level key, LLMGW_<A>__<B> a nested
-one (e.g. LLMGW_HEALTH__POLL_INTERVAL_MS=500).`;
+one (e.g. LLMGW_HEALTH__POLL_INTERVAL_MS=500). LLMGW_ADMIN_TOKEN is the admin
+token (fleet.admin_token), the same variable llmgw ctl reads.`;
 
 /** The config file (or none), with flags applied on top, validated as one document. */
 export function configFromArgs(args: ParsedArgs, env: Record<string, string | undefined> = process.env): Config {
   const path = stringFlag(args, "config") ?? env.LLMGW_CONFIG;
   return loadConfigFile(
     path,
-    (raw) => {
+    (raw, origins) => {
       const upstreams = stringListFlag(args, "upstream");
       if (upstreams.length > 0) {
         const existing = Array.isArray(raw.endpoints) ? (raw.endpoints as unknown[]) : [];
         raw.endpoints = [...existing, ...upstreams.map((url, i) => ({ id: `upstream-${existing.length + i + 1}`, url }))];
+        upstreams.forEach((_, i) => origins.set(`endpoints[${existing.length + i}]`, "--upstream"));
       }
       for (const [flag, key] of [
         ["listen", "listen"],
@@ -49,7 +56,10 @@ export function configFromArgs(args: ParsedArgs, env: Record<string, string | un
         ["log-level", "log_level"],
       ] as const) {
         const v = stringFlag(args, flag);
-        if (v !== undefined) raw[key] = v;
+        if (v !== undefined) {
+          raw[key] = v;
+          origins.set(key, `--${flag}`);
+        }
       }
     },
     env,
@@ -57,6 +67,16 @@ export function configFromArgs(args: ParsedArgs, env: Record<string, string | un
 }
 
 const NOTHING_TO_SERVE = "nothing to serve: give --upstream URL, or a --config file with endpoints or a fleet (nodes:, fleet.models, or a fleet token)";
+
+/** `--print-config`: the merged document, with max_open_streams as this start would size it. */
+function printConfig(config: Config, source: string | undefined, limit: OpenFilesLimit | undefined): string {
+  const sized = openFilesAtStart(limit, config.maxOpenStreams, DEFAULT_MAX_OPEN_STREAMS).maxOpenStreams;
+  const header = [
+    `llmgw serve: the effective configuration (${source ?? "no config file"}, flags, LLMGW_* environment and defaults merged); secrets masked.`,
+    ...(config.maxOpenStreams === undefined ? [`max_open_streams is not set: sized to ${sized} from the open-files limit at start.`] : []),
+  ];
+  return effectiveConfigYaml({ ...config.document, max_open_streams: sized }, header);
+}
 
 function fleetSummary(config: Config): string {
   if (!fleetEnabled(config)) return "fleet off";
@@ -74,6 +94,7 @@ export const serveCommand: CommandSpec = {
   options: {
     config: { type: "string" },
     "check-config": { type: "boolean" },
+    "print-config": { type: "boolean" },
     upstream: { type: "string", multiple: true },
     listen: { type: "string" },
     "admin-listen": { type: "string" },
@@ -92,6 +113,11 @@ export const serveCommand: CommandSpec = {
       throw err;
     }
     const fleet = fleetEnabled(config);
+    const limit = readOpenFilesLimit();
+    if (boolFlag(args, "print-config")) {
+      process.stdout.write(printConfig(config, stringFlag(args, "config") ?? process.env.LLMGW_CONFIG, limit));
+      return 0;
+    }
     if (boolFlag(args, "check-config")) {
       // With shared state the fleet's store is Redis (reached at start), not a file in data_dir.
       const problem = fleet && config.state.backend === "sqlite" ? dataDirProblem(config.dataDir) : undefined;
@@ -112,21 +138,30 @@ export const serveCommand: CommandSpec = {
     }
     if (config.endpoints.length === 0 && !fleet) throw new UsageError(NOTHING_TO_SERVE);
     const log = initLogger({ role: "serve", level: config.logLevel });
-    const files = openFilesVerdict(readOpenFilesLimit(), config.maxOpenStreams);
+    const files = openFilesAtStart(limit, config.maxOpenStreams, DEFAULT_MAX_OPEN_STREAMS);
     log[files.level](files.fields, files.msg);
     let gw: Awaited<ReturnType<typeof startGateway>>;
     try {
       gw = await startGateway(config, { log });
     } catch (err) {
-      // An unusable data_dir: the path and why, not a stack trace.
-      if (!(err instanceof ConfigError)) throw err;
-      log.fatal({ issues: err.issues }, "cannot start");
-      await flushLogger();
-      console.error(err.message);
-      return 1;
+      // An unusable data_dir, or a port someone holds: the cause in one line, not a stack trace.
+      if (err instanceof ConfigError) {
+        log.fatal({ issues: err.issues }, "cannot start");
+        await flushLogger();
+        console.error(err.message);
+        return 1;
+      }
+      if (err instanceof PortInUseError) {
+        log.fatal({ port: err.port }, err.message);
+        await flushLogger();
+        console.error(`llmgw serve: ${err.message}`);
+        return 1;
+      }
+      throw err;
     }
-    await shutdownSignal((signal) => log.info({ signal }, "shutting down"));
+    const signal = await shutdownSignal((sig) => log.info({ signal: sig }, "shutting down"));
     await gw.stop();
+    log.info({ signal }, "stopped");
     await flushLogger();
     return 0;
   },

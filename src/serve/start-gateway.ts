@@ -17,6 +17,7 @@ import { GatewayMetrics } from "../metrics/registry.ts";
 import { I } from "../shared/endpoint-table.ts";
 import { logger, logListening, type Logger } from "../shared/logger.ts";
 import { loopLag } from "../shared/loop-lag.ts";
+import { bindExplained, ensurePortsFree, type ListenerSpec } from "../shared/port-holder.ts";
 import { createAdminApp, createMetricsApp, type ListenerState } from "../admin/admin-listener.ts";
 import type { GatewayContext } from "../gateway/context.ts";
 import { ContinuationPolicy } from "../gateway/continuation-policy.ts";
@@ -50,11 +51,34 @@ function urlOf(server: { hostname?: string | undefined; port?: number | undefine
   return `http://${host.includes(":") ? `[${host}]` : host}:${server.port}`;
 }
 
+const GATEWAY = { command: "serve", unit: "llmgw" } as const;
+
+/** The gateway's listeners with the flags that move them (serve's and demo's alike). */
+function listenerSpecs(config: Config): { api: ListenerSpec; admin: ListenerSpec; metrics: ListenerSpec | undefined } {
+  return {
+    api: { what: "API listener", ...config.listen, flag: "--listen" },
+    admin: { what: "admin listener", ...config.adminListen, flag: "--admin-listen" },
+    metrics: config.metricsListen ? { what: "metrics listener", ...config.metricsListen, flag: "--metrics-listen" } : undefined,
+  };
+}
+
+/**
+ * Throws PortInUseError (one line: the port, its holder where /proc says,
+ * the flag that moves the listener) when a listener's port is taken: checked
+ * before anything starts, so there is nothing to stop.
+ */
+export async function ensureListenersFree(config: Config): Promise<void> {
+  const l = listenerSpecs(config);
+  await ensurePortsFree([l.api, l.admin, ...(l.metrics ? [l.metrics] : [])], GATEWAY);
+}
+
 /** The admin listener (management API, dashboard, /metrics) and the optional metrics-only one. */
 function startAdminListeners(ctx: GatewayContext, state: ListenerState, fleetApi: GatewayFleet["api"] | undefined, dashboard: ReturnType<typeof dashboardSource>) {
   const { config, log } = ctx;
-  const admin = createAdminApp(ctx, state, fleetApi, dashboard).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
-  const metricsApp = config.metricsListen ? createMetricsApp(ctx, state).listen({ hostname: config.metricsListen.host, port: config.metricsListen.port }) : undefined;
+  const specs = listenerSpecs(config);
+  const admin = bindExplained(specs.admin, GATEWAY, () => createAdminApp(ctx, state, fleetApi, dashboard).listen({ hostname: config.adminListen.host, port: config.adminListen.port }));
+  const metricsSpec = specs.metrics;
+  const metricsApp = metricsSpec ? bindExplained(metricsSpec, GATEWAY, () => createMetricsApp(ctx, state).listen({ hostname: metricsSpec.host, port: metricsSpec.port })) : undefined;
   const adminServer = admin.server as Server<unknown> | null;
   const metricsServer = metricsApp?.server as Server<unknown> | null | undefined;
   const urls = {
@@ -68,6 +92,7 @@ function startAdminListeners(ctx: GatewayContext, state: ListenerState, fleetApi
 
 export async function startGateway(config: Config, opts: { log?: Logger; defaultMetrics?: boolean } = {}): Promise<RunningGateway> {
   const log = opts.log ?? logger();
+  await ensureListenersFree(config);
   for (const w of config.warnings) log.warn(w);
   const bandNames = config.admission.bands.map((b) => b.name);
   const t = sharedTables(config);
@@ -151,7 +176,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   cluster?.start();
   fleet?.start();
 
-  const api = startDataPlane(ctx);
+  const api = bindExplained(listenerSpecs(config).api, GATEWAY, () => startDataPlane(ctx));
   // Batches a previous run left resume now (their in-flight lines re-driven), not at the first request.
   await services.jobs.resume();
   // A fleet's scrape waits for its nodes too (each answered once or turned NotReady: bounded by node_not_ready_after_ms).

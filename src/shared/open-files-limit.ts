@@ -3,7 +3,9 @@
  * each open stream holds two sockets (client and engine), plus a reserve for
  * listeners, workers, logs and health polling. The launcher raises the soft
  * limit to the hard one; only root (or LimitNOFILE= in a systemd unit) can
- * raise the hard one, so the gateway says at start when it is too low.
+ * raise the hard one, so the gateway says at start when it is too low for
+ * the max_open_streams the operator set, and sizes itself to the limit when
+ * they set none.
  */
 import { readFileSync } from "node:fs";
 
@@ -70,4 +72,29 @@ export function openFilesVerdict(limit: OpenFilesLimit | undefined, maxOpenStrea
     };
   }
   return { level: "info", msg: "open files limit", fields };
+}
+
+/** The streams `limit`'s hard limit holds (two sockets each, after the reserve), at most `cap`, at least 1; `cap` when the limit is unknown or unlimited. */
+export function streamsTheLimitHolds(limit: OpenFilesLimit | undefined, cap: number): number {
+  if (!limit || !Number.isFinite(limit.hard)) return cap;
+  return Math.max(1, Math.min(cap, Math.floor((limit.hard - FD_RESERVE) / FDS_PER_STREAM)));
+}
+
+/**
+ * What to log at start, and the figure the gateway is sized for. A
+ * max_open_streams the operator set is checked against the limit (a warning
+ * when the limit cannot hold it); one left unset is sized to what the hard
+ * limit holds, at most `defaultStreams`, so a default start does not warn
+ * about a figure nobody chose. The soft-limit warning stays in both cases:
+ * it means the process was started without the launcher that raises it.
+ */
+export function openFilesAtStart(limit: OpenFilesLimit | undefined, configured: number | undefined, defaultStreams: number): OpenFilesVerdict & { maxOpenStreams: number } {
+  if (configured !== undefined) return { ...openFilesVerdict(limit, configured), maxOpenStreams: configured };
+  const sized = streamsTheLimitHolds(limit, defaultStreams);
+  const verdict = openFilesVerdict(limit, sized);
+  const msg =
+    verdict.level === "info" && sized < defaultStreams && limit
+      ? `open files limit: max_open_streams not set, sized to ${sized} (what the hard limit ${limit.hard} holds; the default is ${defaultStreams})`
+      : verdict.msg;
+  return { ...verdict, msg, maxOpenStreams: sized };
 }

@@ -7,7 +7,10 @@
  * with no console error and no request off the admin origin, fits a laptop
  * screen, shows both nodes, their GPUs (absent utilisation drawn as absent)
  * and replicas; a drain of node-a and
- * an XID 79 on its GPU 0 each show within two seconds. Screenshots go to
+ * an XID 79 on its GPU 0 each show within two seconds. Then: each GPU
+ * names the replica on it, a cordon's reason shows on its node's card within
+ * two seconds, and a page whose polls never answer still draws the fleet
+ * from the snapshot it was served with. Screenshots go to
  * test-artifacts/dashboard/ (gitignored); docs/dashboard.png is the second.
  */
 import { afterAll, beforeAll, expect } from "bun:test";
@@ -150,4 +153,61 @@ testWithTool(
     expect(requested.some((u) => u.startsWith(`${origin}/admin/v1/dashboard`))).toBe(true);
   },
   120_000,
+);
+
+testWithTool(
+  "chromium",
+  "the dashboard in Chromium: each GPU names its replica, a cordon's reason shows, and the page draws the fleet before its first poll answers",
+  async (chromiumPath) => {
+    browser ??= await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "dashboard-chromium-")), {
+      executablePath: chromiumPath,
+      headless: true,
+      args: CHROMIUM_FLAGS,
+      viewport: { width: LAPTOP.width, height: LAPTOP.height },
+    });
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on("console", (m) => {
+      if (m.type() === "error") problems.push(`console: ${m.text()}`);
+    });
+    page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+    await page.goto(`${gw.admin}/dashboard`);
+
+    // Each GPU a replica runs on names it; a GPU nothing runs on says it is free.
+    const { json } = await fleetCall(gw, "GET", "/replicas");
+    const running = (json.replicas as { id: string; shards: { node: string; gpus: number[] }[] }[]).flatMap((r) => r.shards.flatMap((s) => s.gpus.map((g) => ({ gpu: `${s.node}/${g}`, replica: r.id }))));
+    expect(running.length).toBeGreaterThan(0);
+    for (const { gpu, replica } of running) await page.waitForSelector(`[data-gpu="${gpu}"] .gpu-serves[data-serves="${replica}"]`, { timeout: SHOWN_WITHIN_MS });
+    const used = new Set(running.map((r) => r.gpu));
+    const free = ["node-a/0", "node-a/1", "node-b/0", "node-b/1"].filter((g) => !used.has(g));
+    for (const gpu of free) expect(await page.locator(`[data-gpu="${gpu}"] .gpu-serves`).textContent()).toBe("free");
+
+    // A cordon with a reason: on its node's card within two seconds.
+    expect((await fleetCall(gw, "POST", "/nodes/node-b/cordon", { reason: "maintenance window" })).status).toBe(200);
+    const cordonMs = await shownWithin(page, '[data-node="node-b"][data-state="cordoned"] [data-cordon-reason="maintenance window"]', SHOWN_WITHIN_MS);
+    expect(await page.locator('[data-node="node-b"] [data-cordon-reason]').textContent()).toBe("cordoned: maintenance window");
+    console.error(`dashboard e2e: cordon reason shown after ${cordonMs} ms`);
+    await page.screenshot({ path: join(ARTIFACTS, "4-cordon-reason.png"), fullPage: true });
+
+    // Polls that never answer: the page still shows the nodes, their GPUs and the replicas it was served with.
+    const held = await browser.newPage();
+    held.on("pageerror", (err) => problems.push(`page error (held): ${err.message}`));
+    let polls = 0;
+    await held.route("**/admin/v1/dashboard", () => {
+      polls++; // never answered
+    });
+    await held.goto(`${gw.admin}/dashboard`);
+    await held.waitForSelector('[data-node="node-b"][data-state="cordoned"] [data-cordon-reason="maintenance window"]', { timeout: SHOWN_WITHIN_MS });
+    await waitUntil(async () => polls > 0, { what: "the page's first poll sent" });
+    expect(await held.locator("[data-gpu]").count()).toBe(4);
+    expect(await held.locator("#replicas tr[data-replica]").count()).toBe((json.replicas as unknown[]).length);
+    expect(await held.locator("#status").textContent()).toMatch(/^as of .+ · connecting…$/);
+    expect(await held.locator("body").getAttribute("data-snapshot-at")).toBeNull();
+    await held.screenshot({ path: join(ARTIFACTS, "5-before-first-poll.png"), fullPage: true });
+    await held.close();
+
+    await fleetCall(gw, "POST", "/nodes/node-b/uncordon");
+    expect(problems).toEqual([]);
+  },
+  60_000,
 );

@@ -68,3 +68,35 @@ test("page, assets and snapshot on the admin listener; absent figures are null",
   expect(faulted.faults).toEqual(["xid 79: GPU has fallen off the bus"]);
   await gw.stop();
 }, 60_000);
+
+test("static GPUs are tied to the endpoints whose dcgm_url and gpu_ids name them; the page is served with the snapshot", async () => {
+  const sim = await startSim(["--model", "m", "--itl-ms", "2", "--gpus", "2", "--dcgm-port", "0"]);
+  const dcgmUrl = `${sim.dcgm}/metrics`;
+  // One machine's exporter, its two GPUs split between two endpoints (as two engines on one node would be).
+  const gw = await startGateway(
+    {
+      health: { poll_interval_ms: 100 },
+      endpoints: [
+        { id: "left", url: sim.api, dcgm_url: dcgmUrl, gpu_ids: ["0"] },
+        { id: "right", url: sim.api, dcgm_url: dcgmUrl, gpu_ids: ["1"] },
+      ],
+    },
+    2,
+  );
+  const snap = await waitUntil(async () => {
+    const s = dashboardSnapshotSchema.parse(await (await fetch(`${gw.admin}/admin/v1/dashboard`)).json());
+    return s.gpus.length === 2 ? s : null;
+  }, { what: "two GPUs in the snapshot" });
+  expect(snap.gpus.map((g) => ({ index: g.index, exporter: g.exporter, serves: g.serves })).sort((a, b) => a.index! - b.index!)).toEqual([
+    { index: 0, exporter: dcgmUrl, serves: ["left"] },
+    { index: 1, exporter: dcgmUrl, serves: ["right"] },
+  ]);
+
+  const html = await (await fetch(`${gw.admin}/dashboard`)).text();
+  const block = /<script type="application\/json" id="initial-snapshot">([^<]*)<\/script>/.exec(html);
+  expect(block).not.toBeNull();
+  const embedded = dashboardSnapshotSchema.parse(JSON.parse(block![1]!));
+  expect(embedded.endpoints.map((e) => e.id).sort()).toEqual(["left", "right"]);
+  expect(embedded.gpus).toHaveLength(2);
+  await gw.stop();
+}, 60_000);

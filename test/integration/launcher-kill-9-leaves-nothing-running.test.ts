@@ -12,7 +12,7 @@ import { mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../../src/agent/agent-service.ts";
-import { findPortHolder } from "../../src/agent/port-holder.ts";
+import { findPortHolder } from "../../src/shared/port-holder.ts";
 import { groupMembers, isAlive, readStat } from "../../src/agent/proc-info.ts";
 import { writeGatewayConfig } from "../../src/shared/llmgw-child.ts";
 import { parseOpenFilesLimit } from "../../src/shared/open-files-limit.ts";

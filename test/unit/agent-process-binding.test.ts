@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { listenRefusal } from "../../src/agent/command.ts";
 import { engineBinding, engineEnv } from "../../src/agent/engine-lifetime.ts";
-import { isLlmgwCommand, listeningInodes } from "../../src/agent/port-holder.ts";
+import { isLlmgwCommand, listeningInodes } from "../../src/shared/port-holder.ts";
 
 // Port 7070 = 0x1B9E. Row 1 listens on 127.0.0.1:7070, row 2 is an established connection to it, row 3 another port.
 const TCP = `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode

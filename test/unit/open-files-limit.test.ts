@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { fdsNeeded, openFilesVerdict, parseOpenFilesLimit } from "../../src/shared/open-files-limit.ts";
+import { fdsNeeded, openFilesAtStart, openFilesVerdict, parseOpenFilesLimit, streamsTheLimitHolds } from "../../src/shared/open-files-limit.ts";
 
 const LIMITS = `Limit                     Soft Limit           Hard Limit           Units
 Max processes             unlimited            unlimited            processes
@@ -30,5 +30,21 @@ describe("open files limit", () => {
     expect(openFilesVerdict({ soft: Infinity, hard: Infinity }, 10_000).fields).toMatchObject({ soft: "unlimited", hard: "unlimited" });
     expect(openFilesVerdict(undefined, 10).fields).toMatchObject({ soft: null, hard: null });
     expect(openFilesVerdict(undefined, 10).level).toBe("info");
+  });
+
+  test("an unset max_open_streams is sized to the hard limit without a warning; one the operator set is checked", () => {
+    expect(streamsTheLimitHolds({ soft: 20_000, hard: 20_000 }, 10_000)).toBe(9_872);
+    expect(streamsTheLimitHolds({ soft: 65536, hard: 65536 }, 10_000)).toBe(10_000);
+    expect(streamsTheLimitHolds({ soft: Infinity, hard: Infinity }, 10_000)).toBe(10_000);
+    expect(streamsTheLimitHolds(undefined, 10_000)).toBe(10_000);
+    expect(streamsTheLimitHolds({ soft: 100, hard: 100 }, 10_000)).toBe(1);
+    const sized = openFilesAtStart({ soft: 20_000, hard: 20_000 }, undefined, 10_000);
+    expect(sized).toMatchObject({ level: "info", maxOpenStreams: 9_872, fields: { needed: 20_000, maxOpenStreams: 9_872 } });
+    expect(sized.msg).toBe("open files limit: max_open_streams not set, sized to 9872 (what the hard limit 20000 holds; the default is 10000)");
+    expect(openFilesAtStart({ soft: 65536, hard: 65536 }, undefined, 10_000)).toMatchObject({ level: "info", msg: "open files limit", maxOpenStreams: 10_000 });
+    // The operator's own figure: warned about as before.
+    expect(openFilesAtStart({ soft: 20_000, hard: 20_000 }, 10_000, 10_000)).toMatchObject({ level: "warn", maxOpenStreams: 10_000 });
+    // A soft limit below what the sized figure needs still says to start through the launcher.
+    expect(openFilesAtStart({ soft: 1024, hard: 524288 }, undefined, 10_000).level).toBe("warn");
   });
 });

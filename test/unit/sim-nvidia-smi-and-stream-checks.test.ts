@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { gpuClass } from "../../src/shared/gpu-class.ts";
 import { discoverGpus } from "../../src/agent/gpu-discovery.ts";
 import { streamDefect, summarize } from "../../src/bench/checked-stream-load.ts";
-import { SIM_H100, simNvidiaSmiScript, writeSimNvidiaSmi } from "../../src/sim/sim-nvidia-smi.ts";
+import { SIM_H100, simNvidiaSmiScript, writeSimNvidiaSmi } from "../../src/agent/sim-nvidia-smi.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "sim-nvidia-smi-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));

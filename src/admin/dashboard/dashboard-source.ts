@@ -60,6 +60,10 @@ export function dashboardSource(deps: DashboardSourceDeps): () => Promise<Dashbo
       at: now(),
       fleet,
       gpus: deps.reads.gpus(fleet),
+      statics: deps.ctx.endpoints
+        .active()
+        .filter(({ spec }) => spec.node === undefined)
+        .map(({ spec }) => ({ id: spec.id, dcgmUrl: spec.dcgmUrl, gpuIds: spec.gpuIds })),
       endpoints: endpointStates(deps.ctx).map((e) => ({ id: e.id, node: e.node, pool: e.pool, ready: e.ready, draining: e.draining, gpu_faulted: e.gpu_faulted, inflight: e.inflight })),
       pools: [...deps.poolList()].map(({ index, name }) => {
         const saturation = deps.stats.saturation(index);

@@ -1,8 +1,9 @@
 /**
- * The live dashboard: polls the admin listener's JSON snapshot twice a second
- * and redraws. Everything is built with DOM calls (names and fault reasons
- * come from agents: never parsed as HTML); nothing is fetched from anywhere
- * but this origin.
+ * The live dashboard: draws the snapshot the page was served with at once,
+ * then polls the admin listener's JSON snapshot twice a second and redraws.
+ * Everything is built with DOM calls (names and fault reasons come from
+ * agents: never parsed as HTML); nothing is fetched from anywhere but this
+ * origin.
  */
 import { errorRatio, requestRate, ttftQuantile, windowEnds } from "./traffic.js";
 
@@ -36,16 +37,23 @@ function meter(name, ratio, text) {
   return h("div", { class: ratio === null ? "meter absent" : "meter", "data-meter": name }, h("span", { class: "name" }, name), h("div", { class: "track" }, fill), h("span", { class: "num" }, text));
 }
 
-function gpuView(g) {
+/** What runs on the GPU: its endpoints (static) or replicas (fleet), or that nothing does. */
+function servesView(g) {
+  if (g.serves.length > 0) return h("div", { class: "gpu-serves", "data-serves": g.serves.join(" ") }, `→ ${g.serves.join(", ")}`);
+  return h("div", { class: "gpu-serves none", "data-serves": "" }, g.exporter === null ? "free" : "no endpoint lists it");
+}
+
+function gpuView(card, g) {
   const mem = g.memory_total_bytes !== null && g.memory_used_bytes !== null ? g.memory_used_bytes / g.memory_total_bytes : null;
   const extra = [g.temperature_c === null ? null : `${Math.round(g.temperature_c)} °C`, g.power_w === null ? null : `${Math.round(g.power_w)} W`].filter((x) => x !== null);
   return h(
     "div",
-    { class: "gpu", "data-gpu": `${g.node}/${g.index ?? g.uuid}`, "data-healthy": g.healthy },
+    { class: "gpu", "data-gpu": `${card}/${g.index ?? g.uuid}`, "data-healthy": g.healthy },
     h("div", { class: "gpu-id", title: g.uuid }, `GPU ${g.index ?? "?"}`, h("small", {}, g.class)),
     h(
       "div",
       {},
+      servesView(g),
       meter("mem", mem, mem === null ? NA : `${gib(g.memory_used_bytes)} / ${gib(g.memory_total_bytes)} GiB`),
       meter("util", g.utilization, g.utilization === null ? "not reported" : pct(g.utilization)),
       extra.length > 0 ? h("div", { class: "gpu-extra" }, extra.join(" · ")) : null,
@@ -54,26 +62,49 @@ function gpuView(g) {
   );
 }
 
-function nodesView(snap) {
-  const byNode = new Map();
+/**
+ * The card a GPU belongs on: its fleet node, or for a static endpoint's GPU
+ * the machine its exporter runs on — the host, or host:port where several
+ * exporters share a host (sim-engines on one laptop are separate machines).
+ */
+function cardNames(snap) {
+  const exportersByHost = new Map();
   for (const g of snap.gpus) {
-    if (!byNode.has(g.node)) byNode.set(g.node, []);
-    byNode.get(g.node).push(g);
+    if (g.exporter === null) continue;
+    if (!exportersByHost.has(g.node)) exportersByHost.set(g.node, new Set());
+    exportersByHost.get(g.node).add(g.exporter);
   }
-  // Fleet nodes first (in their order), then hosts of static endpoints' exporters.
-  const cards = snap.nodes.map((n) => ({ name: n.name, node: n, gpus: byNode.get(n.name) ?? [] }));
-  for (const [name, gpus] of byNode) if (!snap.nodes.some((n) => n.name === name)) cards.push({ name, node: null, gpus });
+  return (g) => (g.exporter !== null && exportersByHost.get(g.node).size > 1 ? new URL(g.exporter).host : g.node);
+}
+
+function nodesView(snap) {
+  const cardOf = cardNames(snap);
+  const byCard = new Map();
+  for (const g of snap.gpus) {
+    const card = cardOf(g);
+    if (!byCard.has(card)) byCard.set(card, []);
+    byCard.get(card).push(g);
+  }
+  // Fleet nodes first (in their order), then the machines of static endpoints' exporters, in the order of their endpoints.
+  const cards = snap.nodes.map((n) => ({ name: n.name, node: n, gpus: byCard.get(n.name) ?? [] }));
+  const endpointOrder = (gpus) => Math.min(...gpus.flatMap((g) => g.serves.map((id) => snap.endpoints.findIndex((e) => e.id === id))).filter((i) => i >= 0), Infinity);
+  const statics = [...byCard].filter(([name]) => !snap.nodes.some((n) => n.name === name)).map(([name, gpus]) => ({ name, node: null, gpus, order: endpointOrder(gpus) }));
+  statics.sort((a, b) => a.order - b.order || a.name.localeCompare(b.name));
+  cards.push(...statics);
   if (cards.length === 0) return [h("p", { class: "empty" }, "No nodes or GPUs reported (no fleet, no dcgm_url).")];
   return cards.map(({ name, node, gpus }) => {
     const state = node ? node.state : "static";
     const replicas = snap.replicas.filter((r) => r.shards.some((s) => s.node === name));
     const note = node && !node.answering ? `no answer${node.last_answer_age_ms === null ? " yet" : ` for ${Math.round(node.last_answer_age_ms / 1000)} s`}` : `${replicas.length} replica(s)`;
+    const endpoints = [...new Set(gpus.flatMap((g) => g.serves))];
+    const staticNote = endpoints.length === 0 ? "static endpoint" : `static endpoint${endpoints.length > 1 ? "s" : ""} ${endpoints.join(", ")}`;
     return h(
       "div",
       { class: "node", "data-node": name, "data-state": state },
-      h("div", { class: "node-head" }, h("span", { class: "node-name" }, name), h("span", { class: "node-note" }, node ? note : "static endpoint"), node ? h("span", { class: `badge ${state}` }, stateWords[state] ?? state) : null),
+      h("div", { class: "node-head" }, h("span", { class: "node-name" }, name), h("span", { class: "node-note" }, node ? note : staticNote), node ? h("span", { class: `badge ${state}` }, stateWords[state] ?? state) : null),
+      node && node.cordon_reason !== null ? h("div", { class: "node-note cordon", "data-cordon-reason": node.cordon_reason }, `cordoned: ${node.cordon_reason}`) : null,
       node && node.last_error && !node.answering ? h("div", { class: "node-note" }, node.last_error) : null,
-      gpus.length > 0 ? gpus.map(gpuView) : h("p", { class: "empty" }, node && !node.answering ? "GPUs not shown: the node does not answer." : "No GPUs reported."),
+      gpus.length > 0 ? gpus.map((g) => gpuView(name, g)) : h("p", { class: "empty" }, node && !node.answering ? "GPUs not shown: the node does not answer." : "No GPUs reported."),
     );
   });
 }
@@ -138,17 +169,21 @@ function setStatus(live, text) {
   el.textContent = text;
 }
 
+function show(snap) {
+  // A gateway that restarted counts from 0 again: rates restart with it.
+  const last = history[history.length - 1];
+  if (last && snap.traffic.requests < last.traffic.requests) history.length = 0;
+  history.push(snap);
+  if (history.length > HISTORY) history.shift();
+  render(snap);
+}
+
 async function poll() {
   try {
     const res = await fetch(SNAPSHOT_URL, { cache: "no-store" });
     if (!res.ok) throw new Error(`HTTP ${res.status}`);
     const snap = await res.json();
-    // A gateway that restarted counts from 0 again: rates restart with it.
-    const last = history[history.length - 1];
-    if (last && snap.traffic.requests < last.traffic.requests) history.length = 0;
-    history.push(snap);
-    if (history.length > HISTORY) history.shift();
-    render(snap);
+    show(snap);
     setStatus(true, `live · ${new Date(snap.at).toLocaleTimeString()}`);
     document.body.dataset.snapshotAt = String(snap.at);
   } catch (err) {
@@ -158,4 +193,18 @@ async function poll() {
   }
 }
 
+/** The snapshot the page was served with: drawn before the first poll has answered. */
+function showInitial() {
+  const block = document.getElementById("initial-snapshot");
+  if (!block) return;
+  try {
+    const snap = JSON.parse(block.textContent ?? "");
+    show(snap);
+    setStatus("initial", `as of ${new Date(snap.at).toLocaleTimeString()} · connecting…`);
+  } catch {
+    // A page without a usable snapshot simply waits for its first poll.
+  }
+}
+
+showInitial();
 void poll();

@@ -1,8 +1,10 @@
 /**
  * The dashboard on the admin listener: the page (/dashboard), its stylesheet
  * and scripts served as they are from this folder (no build step), and the
- * JSON snapshot it polls (/admin/v1/dashboard). The page's Content-Security-
- * Policy allows this origin only, so it can fetch nothing from elsewhere.
+ * JSON snapshot it polls (/admin/v1/dashboard). The page is served with the
+ * snapshot of that moment in a JSON data block, so it draws the fleet before
+ * its first poll completes. The page's Content-Security-Policy allows this
+ * origin only, so it can fetch nothing from elsewhere.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -30,13 +32,37 @@ function asset(body: string, contentType: string, csp = false): Response {
   return new Response(body, { headers });
 }
 
+const SNAPSHOT_SLOT = "<!--llmgw:snapshot-->";
+export const INITIAL_SNAPSHOT_ID = "initial-snapshot";
+
+/**
+ * The page with `snap` in a `<script type="application/json">` block: a data
+ * block, which the browser never runs (so the CSP's script-src does not
+ * apply), with every `<` escaped so no string in it can end the block.
+ */
+export function pageWithSnapshot(page: string, snap: DashboardSnapshot | undefined): string {
+  if (snap === undefined) return page.replace(SNAPSHOT_SLOT, "");
+  const json = JSON.stringify(snap).replaceAll("<", "\\u003c");
+  return page.replace(SNAPSHOT_SLOT, () => `<script type="application/json" id="${INITIAL_SNAPSHOT_ID}">${json}</script>`);
+}
+
 const textDoc = (summary: string, type: string) => ({ summary, responses: { 200: { description: summary, content: { [type]: { schema: { type: "string" as const } } } } } });
 
 /** `snapshot`: the fleet, GPUs, pools and traffic now. */
 export function dashboardRoutes(snapshot: () => Promise<DashboardSnapshot> | DashboardSnapshot) {
   const { page, assets } = loadAssets();
   const app = new Elysia({ name: "dashboard" })
-    .get("/dashboard", () => asset(page, "text/html; charset=utf-8", true), { detail: textDoc("The live dashboard (HTML; polls /admin/v1/dashboard)", "text/html") })
+    .get(
+      "/dashboard",
+      async () => {
+        // A snapshot that fails must not take the page with it: it then draws at its first poll.
+        const snap = await Promise.resolve()
+          .then(snapshot)
+          .catch(() => undefined);
+        return asset(pageWithSnapshot(page, snap), "text/html; charset=utf-8", true);
+      },
+      { detail: textDoc("The live dashboard (HTML with the current snapshot; polls /admin/v1/dashboard)", "text/html") },
+    )
     .get("/admin/v1/dashboard", () => snapshot(), {
       response: dashboardSnapshotSchema,
       detail: { summary: "The dashboard's snapshot: nodes, GPUs, replicas, models, endpoints, pools and cumulative traffic counters" },

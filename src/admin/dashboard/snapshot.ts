@@ -22,6 +22,7 @@ export const dashboardSnapshotSchema = z.object({
       answering: z.boolean(),
       last_answer_age_ms: nullable(z.number().int(), "since the agent last answered"),
       last_error: z.string().nullable(),
+      cordon_reason: z.string().nullable().describe("why the node takes no new replicas, as given to cordon (a drain's is \"drain\"); null when not cordoned or given none"),
     }),
   ),
   gpus: z.array(
@@ -38,6 +39,8 @@ export const dashboardSnapshotSchema = z.object({
       power_w: nullable(z.number(), "power draw"),
       healthy: z.boolean(),
       faults: z.array(z.string()).describe("why the GPU is kept out of rotation and placement"),
+      exporter: z.string().nullable().describe("the dcgm_url a static endpoint's GPU is read from; null for a fleet node's GPU (its agent reports it)"),
+      serves: z.array(z.string()).describe("what runs on the GPU: the static endpoints whose dcgm_url and gpu_ids name it, or the fleet replicas with a shard on it"),
     }),
   ),
   replicas: z.array(
@@ -83,11 +86,21 @@ export const dashboardSnapshotSchema = z.object({
 });
 export type DashboardSnapshot = z.infer<typeof dashboardSnapshotSchema>;
 
+/** A static endpoint as far as its GPUs go (the registry's spec). */
+export interface StaticEndpointGpus {
+  id: string;
+  dcgmUrl: string | undefined;
+  /** UUIDs or indices as the exporter labels them; empty: every GPU of its exporter. */
+  gpuIds: readonly string[];
+}
+
 /** What the snapshot is made of, each read once per snapshot. */
 export interface DashboardInputs {
   at: number;
   fleet: FleetFigures | undefined;
   gpus: readonly NodeGpu[];
+  /** The static endpoints (fleet replicas are found through fleet.replicas). */
+  statics: readonly StaticEndpointGpus[];
   endpoints: DashboardSnapshot["endpoints"];
   pools: DashboardSnapshot["pools"];
   traffic: DashboardSnapshot["traffic"];
@@ -95,26 +108,47 @@ export interface DashboardInputs {
 
 const orNull = (v: number | undefined) => (v === undefined || !Number.isFinite(v) ? null : v);
 
+/**
+ * What runs on one GPU: for a static endpoint's (read from an exporter), the
+ * endpoints with that dcgm_url whose gpu_ids name it by UUID or index (or
+ * that name none: every GPU of the exporter); for a fleet node's, the
+ * replicas with a shard on that node and index.
+ */
+export function gpuServes(g: NodeGpu, statics: readonly StaticEndpointGpus[], replicas: FleetFigures["replicas"]): string[] {
+  if (g.exporter !== undefined) {
+    const index = g.gpu.index === undefined ? undefined : String(g.gpu.index);
+    return statics.filter((e) => e.dcgmUrl === g.exporter && (e.gpuIds.length === 0 || e.gpuIds.includes(g.gpu.uuid) || (index !== undefined && e.gpuIds.includes(index)))).map((e) => e.id);
+  }
+  const index = g.gpu.index;
+  if (index === undefined) return [];
+  return replicas.filter((r) => r.shards.some((s) => s.node === g.node && s.gpus.includes(index))).map((r) => r.id);
+}
+
+function gpuView({ node, gpu: g, exporter }: NodeGpu): Omit<DashboardSnapshot["gpus"][number], "serves"> {
+  return {
+    node,
+    index: g.index ?? null,
+    uuid: g.uuid,
+    class: g.gpuClass,
+    mig_instance: g.migInstance ?? null,
+    memory_total_bytes: orNull(g.memoryTotalBytes),
+    memory_used_bytes: orNull(g.memoryUsedBytes),
+    utilization: orNull(g.utilization),
+    temperature_c: orNull(g.temperatureC),
+    power_w: orNull(g.powerW),
+    healthy: g.faultReasons.length === 0,
+    faults: [...g.faultReasons],
+    exporter: exporter ?? null,
+  };
+}
+
 export function dashboardSnapshot(i: DashboardInputs): DashboardSnapshot {
   const f = i.fleet;
   return {
     at: i.at,
     fleet: f !== undefined,
-    nodes: (f?.nodes ?? []).map((n) => ({ name: n.name, state: n.state, answering: n.answering, last_answer_age_ms: n.lastAnswerAgeMs, last_error: n.lastError })),
-    gpus: i.gpus.map(({ node, gpu: g }) => ({
-      node,
-      index: g.index ?? null,
-      uuid: g.uuid,
-      class: g.gpuClass,
-      mig_instance: g.migInstance ?? null,
-      memory_total_bytes: orNull(g.memoryTotalBytes),
-      memory_used_bytes: orNull(g.memoryUsedBytes),
-      utilization: orNull(g.utilization),
-      temperature_c: orNull(g.temperatureC),
-      power_w: orNull(g.powerW),
-      healthy: g.faultReasons.length === 0,
-      faults: [...g.faultReasons],
-    })),
+    nodes: (f?.nodes ?? []).map((n) => ({ name: n.name, state: n.state, answering: n.answering, last_answer_age_ms: n.lastAnswerAgeMs, last_error: n.lastError, cordon_reason: n.cordonReason })),
+    gpus: i.gpus.map((ng) => ({ ...gpuView(ng), serves: gpuServes(ng, i.statics, f?.replicas ?? []) })),
     replicas: (f?.replicas ?? []).map((r) => ({ id: r.id, model: r.model, state: r.state, shards: r.shards, in_rotation: r.inRotation, detail: r.detail })),
     models: (f?.models ?? []).map((m) => ({ ...m })),
     endpoints: i.endpoints,

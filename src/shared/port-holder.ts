@@ -1,13 +1,13 @@
 /**
  * Who holds a TCP port: the listening socket's inode from /proc/net/tcp{,6},
- * then the process with that inode among its fds. Lets the agent say "port
- * 7070 is held by pid 1234 (an earlier llmgw agent)" instead of a bare
- * EADDRINUSE, and refuse a replica whose port someone else holds.
+ * then the process with that inode among its fds. Lets the agent and the
+ * gateway say "port 7070 is held by pid 1234 (an earlier llmgw agent)"
+ * instead of a bare EADDRINUSE, and the agent refuse a replica whose port
+ * someone else holds.
  */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { createServer } from "node:net";
 import { basename } from "node:path";
-import { readCmdline } from "./proc-info.ts";
 
 /** /proc/net/tcp `st` column for a listening socket (TCP_LISTEN in include/net/tcp_states.h). */
 const TCP_LISTEN = "0A";
@@ -77,7 +77,9 @@ export function findPortHolder(port: number, procRoot = "/proc"): PortHolder | "
   if (inodes.size === 0) return null;
   const pid = ownerOf(inodes, procRoot);
   if (pid === null) return "unknown";
-  return { pid, argv: readCmdline(pid) ?? [] };
+  // NUL-separated; empty for a zombie or a kernel thread.
+  const cmdline = readText(`${procRoot}/${pid}/cmdline`).replace(/\0$/, "");
+  return { pid, argv: cmdline === "" ? [] : cmdline.split("\0") };
 }
 
 /** Whether `argv` runs `llmgw <command>` (through src/cli.ts or the llmgw launcher). */
@@ -98,6 +100,28 @@ export function holderText(holder: PortHolder | "unknown" | null): string {
   return `held by another process, pid ${holder.pid}${holder.argv.length > 0 ? ` (${shortCommand(holder.argv)})` : ""}`;
 }
 
+/** What to say about the llmgw command an operator starts, when its port is taken. */
+export interface ListenerOwner {
+  /** `agent`, `serve`: an earlier one of these is named as such. */
+  command: string;
+  /** The systemd unit that runs it, for the remedy. */
+  unit: string;
+  /** The flag that moves it to another port. */
+  flag: string;
+}
+
+/** Why `owner` cannot listen on `port`, and what to do about it, in one line. */
+export function listenRefusal(port: number, holder: PortHolder | "unknown" | null, owner: ListenerOwner): string {
+  const { command, unit, flag } = owner;
+  if (holder !== null && holder !== "unknown" && isLlmgwCommand(holder.argv, command)) {
+    return (
+      `port ${port} is held by an earlier llmgw ${command}, pid ${holder.pid} (${shortCommand(holder.argv)}). ` +
+      `Stop it first (kill ${holder.pid}; under systemd: systemctl stop ${unit}), or give this one another ${flag} port`
+    );
+  }
+  return `port ${port} is ${holderText(holder)}; free it or give the ${command === "agent" ? "agent" : "gateway"} another ${flag} port`;
+}
+
 /** Whether `host:port` can be bound now (what the engine is about to try). */
 export function canBind(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -105,4 +129,42 @@ export function canBind(host: string, port: number): Promise<boolean> {
     srv.once("error", () => resolve(false));
     srv.listen({ host, port, exclusive: true }, () => srv.close(() => resolve(true)));
   });
+}
+
+/** A listener that cannot bind because its port is taken; the message names the port and, where /proc says, the holder. */
+export class PortInUseError extends Error {
+  constructor(
+    readonly port: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = "PortInUseError";
+  }
+}
+
+/** One listener of a command: what it is called, where it binds, which flag moves it. */
+export interface ListenerSpec {
+  what: string;
+  host: string;
+  port: number;
+  flag: string;
+}
+
+function inUse(l: ListenerSpec, owner: Omit<ListenerOwner, "flag">): PortInUseError {
+  return new PortInUseError(l.port, `cannot start the ${l.what} on ${l.host}:${l.port}: ${listenRefusal(l.port, findPortHolder(l.port), { ...owner, flag: l.flag })}`);
+}
+
+/** Throws PortInUseError for the first listener whose (fixed) port cannot be bound now; port 0 always can. */
+export async function ensurePortsFree(listeners: readonly ListenerSpec[], owner: Omit<ListenerOwner, "flag">): Promise<void> {
+  for (const l of listeners) if (l.port !== 0 && !(await canBind(l.host, l.port))) throw inUse(l, owner);
+}
+
+/** `bind()`, with EADDRINUSE (taken since ensurePortsFree looked) turned into a PortInUseError naming the holder. */
+export function bindExplained<T>(l: ListenerSpec, owner: Omit<ListenerOwner, "flag">, bind: () => T): T {
+  try {
+    return bind();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") throw inUse(l, owner);
+    throw err;
+  }
 }

@@ -1,11 +1,13 @@
 /**
- * A stand-in `nvidia-smi` for simulated GPU nodes (`llmgw bench fleet`):
- * writes a POSIX sh script that answers the agent's `--query-gpu=…
- * --format=csv,noheader,nounits` for N identical healthy GPUs, and an empty
- * `--query-compute-apps`. Pass it to `llmgw agent --nvidia-smi`; the agent
- * then places sim-engines on "GPUs" a laptop does not have. A field the
- * script does not know is refused as an old driver refuses it (exit 2).
+ * A stand-in `nvidia-smi` for simulated GPU nodes (`llmgw agent --sim-gpus`,
+ * `llmgw demo --fleet`, `llmgw bench fleet`): writes a POSIX sh script that
+ * answers the agent's `--query-gpu=… --format=csv,noheader,nounits` for N
+ * identical healthy GPUs, and an empty `--query-compute-apps`. The agent
+ * runs it like the real one and then places sim-engines on "GPUs" a laptop
+ * does not have. A field the script does not know is refused as an old
+ * driver refuses it (exit 2).
  */
+import { createHash } from "node:crypto";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -31,7 +33,7 @@ function shellWord(s: string): string {
 export function simNvidiaSmiScript(g: SimGpus): string {
   if (!/^[A-Za-z0-9]+$/.test(g.uuidTag)) throw new RangeError(`uuidTag: letters and digits only, got '${g.uuidTag}'`);
   return `#!/bin/sh
-# llmgw simulated node: ${g.count} x ${g.name} (written by src/sim/sim-nvidia-smi.ts)
+# llmgw simulated node: ${g.count} x ${g.name} (written by src/agent/sim-nvidia-smi.ts)
 q=""
 for a in "$@"; do
   case "$a" in
@@ -69,10 +71,18 @@ done
 
 /** Write `<dir>/nvidia-smi` for these GPUs; returns its path. */
 export function writeSimNvidiaSmi(dir: string, g: SimGpus): string {
-  if (g.count > 10) throw new RangeError("at most 10 simulated GPUs per node");
+  if (g.count > MAX_SIM_GPUS) throw new RangeError(`at most ${MAX_SIM_GPUS} simulated GPUs per node`);
   mkdirSync(dir, { recursive: true });
   const path = join(dir, "nvidia-smi");
   writeFileSync(path, simNvidiaSmiScript(g));
   chmodSync(path, 0o755);
   return path;
+}
+
+/** Most simulated GPUs one node may have (the script numbers UUIDs with one digit). */
+export const MAX_SIM_GPUS = 10;
+
+/** A UUID tag that differs between nodes: from the agent's state directory, one per node. */
+export function simUuidTag(stateDir: string): string {
+  return createHash("sha256").update(stateDir).digest("hex").slice(0, 8);
 }
