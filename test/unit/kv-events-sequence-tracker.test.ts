@@ -72,7 +72,8 @@ describe("with a replay endpoint", () => {
     t.replayBatch(2, 2, p("new2"));
     t.replayBatch(2, 3, p("new3"));
     t.replayEnd(2);
-    expect(take()).toEqual(["replay#2 from 2", "reset:publisher-restarted", "replay#3 from 0"]);
+    // The rest of replay #2 is abandoned as soon as its first batch differs.
+    expect(take()).toEqual(["replay#2 from 2", "cancel#2", "reset:publisher-restarted", "replay#3 from 0"]);
     for (const s of [0, 1, 2, 3]) t.replayBatch(3, s, p(`new${s}`));
     t.replayEnd(3);
     expect(take()).toEqual(["replay:0:new0", "replay:1:new1", "replay:2:new2", "replay:3:new3"]);
@@ -101,7 +102,7 @@ describe("with a replay endpoint", () => {
     t.connected();
     t.replayBatch(2, 5, p("b5"));
     t.replayEnd(2);
-    expect(take()).toEqual(["replay#2 from 0", "reset:replay-incomplete", "replay#3 from 0"]);
+    expect(take()).toEqual(["replay#2 from 0", "cancel#2", "reset:replay-incomplete", "replay#3 from 0"]);
     t.replayBatch(3, 5, p("b5"));
     t.replayBatch(3, 6, p("b6"));
     t.replayEnd(3);
@@ -141,7 +142,31 @@ describe("with a replay endpoint", () => {
     t.replayEnd(1);
     t.replayBatch(2, 1, p("b1"));
     t.replayBatch(2, 0, p("b0"));
-    expect(take()).toEqual(["replay#1 from 0", "cancel#1", "replay#2 from 0", "cancel#2"]);
+    expect(take()).toEqual(["replay#1 from 0", "cancel#1", "replay#2 from 0", "replay:1:b1", "cancel#2", "reset:replay-failed"]);
+  });
+
+  test("replayed batches are delivered as they arrive, not held until the end", () => {
+    const { t, take } = tracker({ replayAvailable: true });
+    t.connected();
+    t.replayBatch(1, 0, p("b0"));
+    t.replayBatch(1, 1, p("b1"));
+    expect(take()).toEqual(["replay#1 from 0", "replay:0:b0", "replay:1:b1"]);
+    t.live(2, p("b2"));
+    expect(take()).toEqual([]);
+    t.replayEnd(1);
+    expect(take()).toEqual(["live:2:b2"]);
+  });
+
+  test("a hole inside a replay fails it", () => {
+    const { t, take } = tracker({ replayAvailable: true });
+    t.connected();
+    t.replayBatch(1, 0, p("b0"));
+    t.replayBatch(1, 2, p("b2"));
+    t.live(3, p("b3"));
+    // After the reset the live stream is a fresh start.
+    expect(take()).toEqual(["replay#1 from 0", "replay:0:b0", "cancel#1", "reset:replay-failed", "live:3:b3"]);
+    t.live(4, p("b4"));
+    expect(take()).toEqual(["live:4:b4"]);
   });
 
   test("a gap among the batches that waited starts another replay", () => {

@@ -5,7 +5,9 @@
  * report and carries out the effects it asks for.
  *
  * - A gap in the live sequence, or a new connection, starts a replay from the
- *   last delivered sequence; live batches wait meanwhile (bounded).
+ *   last delivered sequence. Replayed batches are delivered as they arrive;
+ *   live ones wait until the replay ends (bounded), so nothing unbounded is
+ *   held whatever the publisher's buffer size.
  * - Continuity is proven, not assumed: the replay is asked to start *at* the
  *   last delivered batch, and its payload must equal the one delivered. A
  *   publisher that restarted counts from 0 again and, once past our last
@@ -15,8 +17,9 @@
  *   then a replay from 0 for the new publisher's history.
  * - The last delivered batch no longer buffered: reset, then a replay from 0
  *   for what the publisher still has.
- * - A replay that times out or fails, too many live batches waiting, or a
- *   gap with no replay socket: reset, and carry on from the live stream.
+ * - A replay that times out, fails, or has a hole or a sequence out of
+ *   order, too many live batches waiting, or a gap with no replay socket:
+ *   reset, and carry on from the live stream.
  * - Without state (first connection, or after a reset) there is nothing to
  *   prove: a fresh start asks for the whole buffer (from 0) once.
  */
@@ -52,9 +55,11 @@ interface Applied {
 
 interface Replay {
   id: number;
-  /** The batch the replay must begin with, when continuity is to be proven. */
+  /** The batch the replay must begin with, until its first batch has been checked against it. */
   anchor: Applied | undefined;
-  items: Applied[];
+  /** The last sequence this replay brought, to refuse one out of order. */
+  lastSeq: number | undefined;
+  /** Live batches that arrived meanwhile. */
   pending: Applied[];
 }
 
@@ -120,47 +125,42 @@ export class SequenceTracker {
     }
   }
 
+  /** A replayed batch: checked against the anchor if it is the first, otherwise delivered at once (nothing is held but live batches). */
   replayBatch(id: number, seq: number, payload: Uint8Array): void {
     const r = this.replay;
     if (r === undefined || r.id !== id) return;
-    const prev = r.items[r.items.length - 1];
-    if (prev !== undefined && seq <= prev.seq) {
+    if (r.lastSeq !== undefined && seq <= r.lastSeq) {
       this.failReplay(id, "replay-failed");
       return;
     }
-    r.items.push({ seq, payload });
+    r.lastSeq = seq;
+    const anchor = r.anchor;
+    if (anchor !== undefined) {
+      r.anchor = undefined;
+      // The anchor gone (evicted, or a restarted publisher not yet that far)
+      // or different (a restarted publisher past it): batches were missed.
+      if (seq !== anchor.seq) this.restartFromZero(r, "replay-incomplete");
+      else if (!sameBytes(payload, anchor.payload)) this.restartFromZero(r, "publisher-restarted");
+      return;
+    }
+    const last = this.applied;
+    if (last !== undefined && seq !== last.seq + 1) {
+      // A hole inside a replay: vLLM's buffer is contiguous, so this is not vLLM.
+      this.failReplay(id, "replay-failed");
+      return;
+    }
+    this.apply({ seq, payload }, "replay");
   }
 
   replayEnd(id: number): void {
     const r = this.replay;
     if (r === undefined || r.id !== id) return;
-    this.replay = undefined;
-    let items = r.items;
     if (r.anchor !== undefined) {
-      const first = items[0];
-      if (first === undefined || first.seq !== r.anchor.seq) {
-        // The anchor is gone: evicted, or a restarted publisher has not yet
-        // reached that sequence. Either way batches were missed.
-        this.resetState("replay-incomplete");
-        this.startReplay(undefined, r.pending);
-        return;
-      }
-      if (!sameBytes(first.payload, r.anchor.payload)) {
-        this.resetState("publisher-restarted");
-        this.startReplay(undefined, r.pending);
-        return;
-      }
-      items = items.slice(1);
+      // Nothing at all from the anchor on.
+      this.restartFromZero(r, "replay-incomplete");
+      return;
     }
-    for (const item of items) {
-      const last = this.applied;
-      if (last !== undefined && item.seq !== last.seq + 1) {
-        // A hole inside a replay: the buffer is contiguous, so this is not vLLM.
-        this.failedWith("replay-failed", r.pending);
-        return;
-      }
-      this.apply(item, "replay");
-    }
+    this.replay = undefined;
     this.drainPending(r.pending);
   }
 
@@ -201,8 +201,16 @@ export class SequenceTracker {
 
   private startReplay(anchor: Applied | undefined, pending: Applied[]): void {
     const id = this.nextReplayId++;
-    this.replay = { id, anchor, items: [], pending };
+    this.replay = { id, anchor, lastSeq: undefined, pending };
     this.effects.requestReplay(id, anchor?.seq ?? 0);
+  }
+
+  /** Continuity is lost: abandon this replay, reset, and fetch the publisher's whole buffer. */
+  private restartFromZero(r: Replay, reason: ResetReason): void {
+    this.replay = undefined;
+    this.effects.cancelReplay(r.id);
+    this.resetState(reason);
+    this.startReplay(undefined, r.pending);
   }
 
   private cancelCurrentReplay(): void {
