@@ -142,9 +142,14 @@ export class ZmtpConnection {
 
   /** Queue a multipart message; "over-hwm" means it was dropped, whole. */
   send(frames: readonly Uint8Array[]): EnqueueResult | "not-ready" {
+    return this.sendEncoded(encodeMessage(frames));
+  }
+
+  /** Queue a message already encoded with `encodeMessage` (a PUB encodes once for all its subscribers). */
+  sendEncoded(message: Uint8Array): EnqueueResult | "not-ready" {
     if (this.phase === "closed") return "closed";
     if (this.phase !== "ready") return "not-ready";
-    return this.outbound.enqueueMessage(encodeMessage(frames));
+    return this.outbound.enqueueMessage(message);
   }
 
   /** Queue a command frame (SUBSCRIBE, CANCEL…); commands pass the high-water mark. */

@@ -8,6 +8,7 @@
  */
 import type { ZmtpConnection, ZmtpConnectionOptions } from "./connection.ts";
 import type { ZmtpCloseReason } from "./errors.ts";
+import { encodeMessage } from "./frames.ts";
 import { ZmtpListener } from "./listener.ts";
 import { Subscriptions } from "./subscriptions.ts";
 
@@ -83,9 +84,11 @@ export class PubSocket {
     if (first === undefined) throw new RangeError("a message has at least one frame");
     let delivered = 0;
     let dropped = 0;
+    let encoded: Uint8Array | undefined;
     for (const [conn, subs] of this.peers) {
       if (!subs.matches(first)) continue;
-      const r = conn.send(frames);
+      encoded ??= encodeMessage(frames);
+      const r = conn.sendEncoded(encoded);
       if (r === "queued") delivered++;
       else if (r === "over-hwm") dropped++;
     }
