@@ -55,3 +55,29 @@ export async function runTool(bin: string, args: readonly string[], stdin?: stri
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, out: out + err };
 }
+
+/**
+ * Debian's /usr/bin/python3 when it can import every module (python3-zmq
+ * provides `zmq`, python3-msgpack `msgpack`), else null. The `python3` on
+ * PATH may be another interpreter without Debian's packages, so this one is
+ * named by path.
+ */
+export function systemPythonWith(modules: readonly string[]): string | null {
+  const python = "/usr/bin/python3";
+  const probe = Bun.spawnSync([python, "-c", modules.map((m) => `import ${m}`).join("; ")], { stdout: "ignore", stderr: "ignore" });
+  return probe.success ? python : null;
+}
+
+/** Like `testWithTool`, for a test that needs Debian's python3 with some modules: `packages` maps each module to its Debian package. */
+export function testWithSystemPython(packages: Readonly<Record<string, string>>, name: string, fn: (python: string) => Promise<void> | void, timeoutMs?: number): void {
+  let python: string | null = null;
+  try {
+    python = systemPythonWith(Object.keys(packages));
+  } catch {
+    // No /usr/bin/python3 at all: the same as missing packages.
+  }
+  if (python) {
+    const found = python;
+    test(name, () => fn(found), timeoutMs);
+  } else missingToolsTest(name, Object.values(packages));
+}
