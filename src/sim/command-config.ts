@@ -140,7 +140,11 @@ export function buildSimConfig(args: ParsedArgs): SimCommandConfig {
     derived: p.cost,
     flatDecode,
     flatPrefill,
-    frontendMs: p.frontendMs,
+    frontend: {
+      latencyMs: numberFlag(args, "frontend-latency-ms", p.frontend.latencyMs, { min: 0 }),
+      serviceMs: numberFlag(args, "frontend-service-ms", p.frontend.serviceMs, { min: 0 }),
+    },
+    frontendExplicit: has(args, "frontend-latency-ms") || has(args, "frontend-service-ms"),
   };
   const port = numberFlag(args, "port", DEFAULT_SIM_PORT, { min: 0, max: 65535, integer: true });
   return { fixed, live, host: stringFlag(args, "host") ?? "127.0.0.1", port, dcgmPort };

@@ -40,6 +40,8 @@ Timing overrides (each replaces its part of the derived step model):
   --prefill-overhead-ms MS    flat prefill: fixed cost of a step with prefill (default 5)
   --prefill-ms-per-token MS   flat prefill: cost per prefill token (default 0.05)
   --jitter F                  ±fraction of random step-time noise (default 0)
+  --frontend-latency-ms MS    the API server's time per request before the engine sees it (profile: 10)
+  --frontend-service-ms MS    of which one request at a time: a burst queues for it (profile: 2)
 
 Answers:
   --output-len N              natural answer length, fixed (= --output-len-dist fixed:N)
@@ -105,6 +107,8 @@ export const simEngineCommand: CommandSpec = {
     "prefill-overhead-ms": { type: "string" },
     "prefill-ms-per-token": { type: "string" },
     jitter: { type: "string" },
+    "frontend-latency-ms": { type: "string" },
+    "frontend-service-ms": { type: "string" },
     "batch-slowdown": { type: "string" },
     "output-len": { type: "string" },
     "output-len-dist": { type: "string" },

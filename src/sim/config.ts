@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { faultName, parseFault, type Fault } from "./faults.ts";
 import type { LengthDistribution } from "./output-length.ts";
-import { loneDecodeMs, type StepCostModel, type StepTiming } from "./step-time.ts";
+import { loneDecodeMs, NO_FRONTEND, type Frontend, type StepCostModel, type StepTiming } from "./step-time.ts";
 
 export const DEFAULT_SIM_PORT = 8001;
 export const DEFAULT_MAX_NUM_SEQS = 256;
@@ -99,8 +99,10 @@ export interface SimLiveConfig {
   flatDecode?: boolean;
   /** With `derived`: the prefill part follows the prefill fields instead (--prefill-* given). */
   flatPrefill?: boolean;
-  /** With `derived`: the API server's time per request before the engine sees it (ms, before scaling). */
-  frontendMs?: number;
+  /** With `derived`: the API server's time per request before the engine sees it (before scaling). */
+  frontend?: Frontend;
+  /** The frontend was set by flags: it applies whatever decides the prefill part. */
+  frontendExplicit?: boolean;
 }
 
 /**
@@ -108,15 +110,16 @@ export interface SimLiveConfig {
  * a lone decode step: the derived clock is scaled so that one takes itlMs
  * (the profile's own figure when --itl-ms is not given).
  */
-export function stepTimingOf(live: SimLiveConfig, maxNumSeqs: number): { timing: StepTiming; frontendMs: number } {
+export function stepTimingOf(live: SimLiveConfig, maxNumSeqs: number): { timing: StepTiming; frontend: Frontend } {
   const flatDecode = { itlMs: live.itlMs, batchSlowdown: live.batchSlowdown, maxNumSeqs };
   const flatPrefill = { overheadMs: live.prefillOverheadMs, msPerToken: live.prefillMsPerToken };
   const m = live.derived;
-  if (!m) return { timing: { derived: undefined, derivedScale: 1, flatDecode, flatPrefill }, frontendMs: 0 };
+  if (!m) return { timing: { derived: undefined, derivedScale: 1, flatDecode, flatPrefill }, frontend: live.frontendExplicit && live.frontend ? live.frontend : NO_FRONTEND };
   const scale = live.itlMs / loneDecodeMs(m);
   return {
     timing: { derived: m, derivedScale: scale, flatDecode: live.flatDecode ? flatDecode : undefined, flatPrefill: live.flatPrefill ? flatPrefill : undefined },
-    frontendMs: live.flatPrefill ? 0 : (live.frontendMs ?? 0) * scale,
+    // The flat prefill of the older flags included the API server's time; explicit frontend flags apply as given.
+    frontend: !live.frontend || (live.flatPrefill && !live.frontendExplicit) ? NO_FRONTEND : live.frontendExplicit ? live.frontend : { latencyMs: live.frontend.latencyMs * scale, serviceMs: live.frontend.serviceMs * scale },
   };
 }
 

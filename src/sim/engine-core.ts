@@ -11,7 +11,7 @@ import { EngineStats } from "./engine-stats.ts";
 import { KvCache } from "./kv-cache.ts";
 import { Sequence, type SeqRequest } from "./sequence.ts";
 import { planStep, type PlannerHost, type StepPlan } from "./step-planner.ts";
-import { stepMs, type StepComposition, type StepTiming } from "./step-time.ts";
+import { stepMs, type Frontend, type StepComposition, type StepTiming } from "./step-time.ts";
 import { WaitQueue } from "./wait-queue.ts";
 
 export interface CoreConfig {
@@ -27,8 +27,8 @@ export interface CoreTiming {
   timing: StepTiming;
   /** ± fraction of uniform noise on each step. */
   jitter: number;
-  /** The API server's time per request before the engine sees it (ms). */
-  frontendMs: number;
+  /** The API server's time per request before the engine sees it. */
+  frontend: Frontend;
 }
 
 export class EngineCore implements PlannerHost {
@@ -50,6 +50,7 @@ export class EngineCore implements PlannerHost {
   private finishing = false;
   /** Something changed while no step ran: look at the queue at this time (as vLLM's next schedule() would). */
   private kickAt = Infinity;
+  private frontendFreeAt = -Infinity;
 
   constructor(
     private readonly config: CoreConfig,
@@ -84,7 +85,10 @@ export class EngineCore implements PlannerHost {
   submit(req: SeqRequest, now: number): Sequence {
     const s = new Sequence(req, now);
     this.stats.requestsTotal++;
-    s.readyAt = now + Math.max(0, this.live.frontendMs);
+    const f = this.live.frontend;
+    // The API server handles requests one at a time (one Python process): a burst queues.
+    this.frontendFreeAt = Math.max(now, this.frontendFreeAt) + Math.max(0, f.serviceMs);
+    s.readyAt = this.frontendFreeAt + Math.max(0, f.latencyMs);
     if (s.readyAt <= now) this.enqueue(s);
     else this.pending.push(s);
     this.kick(now);

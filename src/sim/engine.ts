@@ -40,8 +40,8 @@ export class Engine {
       get jitter() {
         return live.jitter;
       },
-      get frontendMs() {
-        return stepTimingOf(live, fixed.maxNumSeqs).frontendMs;
+      get frontend() {
+        return stepTimingOf(live, fixed.maxNumSeqs).frontend;
       },
     };
     const config = { maxNumSeqs: fixed.maxNumSeqs, maxNumBatchedTokens: fixed.maxNumBatchedTokens ?? DEFAULT_MAX_NUM_BATCHED_TOKENS, numGpuBlocks: fixed.numGpuBlocks, blockSize: fixed.blockSize, maxModelLen: fixed.maxModelLen };

@@ -15,6 +15,16 @@
  * chunks add to it.
  */
 
+/** The API server in front of the engine: what a request costs before the engine core sees it. */
+export interface Frontend {
+  /** In parallel for every request (ms). */
+  latencyMs: number;
+  /** One request at a time: arrivals in a burst queue for it (ms). */
+  serviceMs: number;
+}
+
+export const NO_FRONTEND: Frontend = Object.freeze({ latencyMs: 0, serviceMs: 0 });
+
 /** What one step computes. */
 export interface StepComposition {
   /** Sequences scheduled in the step. */

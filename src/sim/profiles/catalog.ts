@@ -2,6 +2,7 @@
 import { loneDecodeMs, stepMs, type StepComposition } from "../step-time.ts";
 import { GPUS, findGpu, type Dtype } from "./gpu-facts.ts";
 import { ARCHS, findArch } from "./model-facts.ts";
+import type { EfficiencyConstants } from "./efficiency.ts";
 import { deriveProfile, ProfileError, type DerivedProfile } from "./profile.ts";
 
 export interface NamedProfile {
@@ -47,7 +48,7 @@ export interface ProfileChoice {
 }
 
 /** `--profile` names a pair; `--gpu`, `--arch`, `--tp`, `--dtype` override its parts; nothing given is the default profile. */
-export function resolveProfile(c: ProfileChoice): { name: string; profile: DerivedProfile } {
+export function resolveProfile(c: ProfileChoice, efficiency?: EfficiencyConstants): { name: string; profile: DerivedProfile } {
   const base = findProfile(c.profile ?? DEFAULT_PROFILE);
   if (!base) throw new ProfileError(`--profile: unknown profile '${c.profile}' (llmgw sim-engine --list-profiles shows them)`);
   const gpu = findGpu(c.gpu ?? base.gpu);
@@ -61,6 +62,7 @@ export function resolveProfile(c: ProfileChoice): { name: string; profile: Deriv
     gpu, arch, tp, dtype,
     gpuMemoryUtilization: c.gpuMemoryUtilization ?? (same ? base.gpuMemoryUtilization : undefined),
     maxModelLen: same ? base.maxModelLen : undefined,
+    efficiency,
   });
   const name = same && tp === base.tp && dtype === base.dtype ? base.name : `${gpu.id}${tp > 1 ? `x${tp}` : ""}-${arch.id}${dtype === "fp8" ? "-fp8" : ""}`;
   return { name, profile };

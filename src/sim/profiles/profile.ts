@@ -5,7 +5,7 @@
  * configure on that hardware (max_num_seqs, max_num_batched_tokens, KV
  * blocks, max_model_len) and the step cost model.
  */
-import type { StepCostModel } from "../step-time.ts";
+import type { Frontend, StepCostModel } from "../step-time.ts";
 import { FITTED, type EfficiencyConstants } from "./efficiency.ts";
 import { GIB, MIB, type Dtype, type GpuFacts } from "./gpu-facts.ts";
 import { kvBytesPerToken, matmulParams, totalParams, type ModelArch } from "./model-facts.ts";
@@ -44,7 +44,7 @@ export interface DerivedProfile {
   kvBytesPerTokenPerGpu: number;
   /** Framebuffer vLLM holds per GPU from start (gpu_memory_utilization × total), MiB. */
   reservedMiB: number;
-  frontendMs: number;
+  frontend: Frontend;
   cost: StepCostModel;
 }
 
@@ -121,7 +121,7 @@ export function deriveProfile(input: ProfileInput): DerivedProfile {
     maxModelLen,
     weightBytes, kvBytesPerTokenPerGpu,
     reservedMiB: Math.round(gpu.memoryMiB * gmu),
-    frontendMs: eff.frontendMs,
+    frontend: { latencyMs: eff.frontendLatencyMs, serviceMs: eff.frontendServiceMs },
     cost,
   };
 }
