@@ -37,7 +37,7 @@ Scheduler and KV cache (defaults from the profile):
 Timing overrides (each replaces its part of the derived step model):
   --itl-ms MS                 a lone decode step; scales the whole derived clock
   --batch-slowdown F          decode step = itl × (1 + F × running/max-num-seqs)
-  --prefill-overhead-ms MS    flat prefill: fixed cost of a step with prefill (default 5)
+  --prefill-overhead-ms MS    flat prefill: a request's fixed latency before the engine sees it (default 5)
   --prefill-ms-per-token MS   flat prefill: cost per prefill token (default 0.05)
   --jitter F                  ±fraction of random step-time noise (default 0)
   --frontend-latency-ms MS    the API server's time per request before the engine sees it (profile: 10)

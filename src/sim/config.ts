@@ -112,14 +112,17 @@ export interface SimLiveConfig {
  */
 export function stepTimingOf(live: SimLiveConfig, maxNumSeqs: number): { timing: StepTiming; frontend: Frontend } {
   const flatDecode = { itlMs: live.itlMs, batchSlowdown: live.batchSlowdown, maxNumSeqs };
-  const flatPrefill = { overheadMs: live.prefillOverheadMs, msPerToken: live.prefillMsPerToken };
+  const flatPrefill = { msPerToken: live.prefillMsPerToken };
+  const explicit = live.frontendExplicit && live.frontend ? live.frontend : NO_FRONTEND;
+  // The flat prefill's fixed cost is the request's own latency before the engine sees it (in parallel, as the older sim had it).
+  const flatFrontend = { latencyMs: explicit.latencyMs + live.prefillOverheadMs, serviceMs: explicit.serviceMs };
   const m = live.derived;
-  if (!m) return { timing: { derived: undefined, derivedScale: 1, flatDecode, flatPrefill }, frontend: live.frontendExplicit && live.frontend ? live.frontend : NO_FRONTEND };
+  if (!m) return { timing: { derived: undefined, derivedScale: 1, flatDecode, flatPrefill }, frontend: flatFrontend };
   const scale = live.itlMs / loneDecodeMs(m);
+  const derivedFrontend = live.frontendExplicit || !live.frontend ? explicit : { latencyMs: live.frontend.latencyMs * scale, serviceMs: live.frontend.serviceMs * scale };
   return {
     timing: { derived: m, derivedScale: scale, flatDecode: live.flatDecode ? flatDecode : undefined, flatPrefill: live.flatPrefill ? flatPrefill : undefined },
-    // The flat prefill of the older flags included the API server's time; explicit frontend flags apply as given.
-    frontend: !live.frontend || (live.flatPrefill && !live.frontendExplicit) ? NO_FRONTEND : live.frontendExplicit ? live.frontend : { latencyMs: live.frontend.latencyMs * scale, serviceMs: live.frontend.serviceMs * scale },
+    frontend: live.flatPrefill ? flatFrontend : derivedFrontend,
   };
 }
 

@@ -41,6 +41,7 @@ export class EngineCore implements PlannerHost {
   private readonly waiting = new WaitQueue();
   private pending: Sequence[] = [];
   private pendingHead = 0;
+  private pendingLive = 0;
   private paced: Sequence[] = [];
   private step: StepPlan | undefined;
   private stepEndsAt = Infinity;
@@ -69,8 +70,9 @@ export class EngineCore implements PlannerHost {
     return this.runningLive;
   }
 
+  /** Requests not yet running: in the scheduler's queue, or still in the API server's hands. */
   get waitingCount(): number {
-    return this.waiting.live;
+    return this.waiting.live + this.pendingLive;
   }
 
   /** Duration of the step in flight (or the last one), simulated ms. */
@@ -90,7 +92,10 @@ export class EngineCore implements PlannerHost {
     this.frontendFreeAt = Math.max(now, this.frontendFreeAt) + Math.max(0, f.serviceMs);
     s.readyAt = this.frontendFreeAt + Math.max(0, f.latencyMs);
     if (s.readyAt <= now) this.enqueue(s);
-    else this.pending.push(s);
+    else {
+      this.pending.push(s);
+      this.pendingLive++;
+    }
     this.kick(now);
     return s;
   }
@@ -101,6 +106,7 @@ export class EngineCore implements PlannerHost {
     if (disconnect) this.stats.disconnects++;
     this.stats.success.abort++;
     if (s.phase === "waiting") this.waiting.forget();
+    else if (s.phase === "pending") this.pendingLive--;
     else this.leaveBatch(s);
     s.phase = "done";
     this.kick(now);
@@ -171,6 +177,7 @@ export class EngineCore implements PlannerHost {
       }
       if (s.readyAt > t) break;
       this.pendingHead++;
+      this.pendingLive--;
       this.enqueue(s);
     }
     if (this.pendingHead > 256 && this.pendingHead * 2 > this.pending.length) {

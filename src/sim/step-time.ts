@@ -9,7 +9,9 @@
  * where bytes = weights + KV read by attention and flops = 2 × params × tokens + attention.
  * Flat model (the sim's older flags, still honoured):
  *   decode part  = itl_ms × (1 + batch_slowdown × running / max_num_seqs)   when the step has decodes
- *   prefill part = prefill_overhead_ms + prefill_ms_per_token × prefill tokens   when it has prefill
+ *   prefill part = prefill_ms_per_token × prefill tokens
+ * (prefill_overhead_ms is a request's own latency before the engine sees it,
+ * in parallel, as it always was: it holds no step; see config.stepTimingOf).
  * Either part may be flat while the other is derived: the derived decode part
  * is the step of the decodes alone, the derived prefill part what the prefill
  * chunks add to it.
@@ -93,7 +95,6 @@ export interface FlatDecode {
 }
 
 export interface FlatPrefill {
-  overheadMs: number;
   msPerToken: number;
 }
 
@@ -118,7 +119,7 @@ export function stepMs(t: StepTiming, c: StepComposition): number {
   const m = t.derived;
   if (t.flatDecode) decode = c.decodeSeqs > 0 ? t.flatDecode.itlMs * (1 + t.flatDecode.batchSlowdown * (c.running / Math.max(1, t.flatDecode.maxNumSeqs))) : 0;
   else if (m) decode = t.derivedScale * derivedDecodeMs(m, c);
-  if (t.flatPrefill) prefill = c.prefillTokens > 0 ? t.flatPrefill.overheadMs + t.flatPrefill.msPerToken * c.prefillTokens : 0;
+  if (t.flatPrefill) prefill = t.flatPrefill.msPerToken * c.prefillTokens;
   else if (m && c.prefillTokens > 0) prefill = t.derivedScale * (derivedStepMs(m, c) - derivedDecodeMs(m, c));
   return Math.max(MIN_STEP_MS, decode + prefill);
 }
