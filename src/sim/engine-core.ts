@@ -8,6 +8,7 @@
  */
 import { BusyTracker } from "./busy-tracker.ts";
 import { EngineStats } from "./engine-stats.ts";
+import { FrontendQueue } from "./frontend-queue.ts";
 import { KvCache } from "./kv-cache.ts";
 import { Sequence, type SeqRequest } from "./sequence.ts";
 import { planStep, type PlannerHost, type StepPlan } from "./step-planner.ts";
@@ -39,9 +40,7 @@ export class EngineCore implements PlannerHost {
   private running: Sequence[] = [];
   private runningLive = 0;
   private readonly waiting = new WaitQueue();
-  private pending: Sequence[] = [];
-  private pendingHead = 0;
-  private pendingLive = 0;
+  private readonly frontend = new FrontendQueue();
   private paced: Sequence[] = [];
   private step: StepPlan | undefined;
   private stepEndsAt = Infinity;
@@ -51,7 +50,6 @@ export class EngineCore implements PlannerHost {
   private finishing = false;
   /** Something changed while no step ran: look at the queue at this time (as vLLM's next schedule() would). */
   private kickAt = Infinity;
-  private frontendFreeAt = -Infinity;
 
   constructor(
     private readonly config: CoreConfig,
@@ -72,7 +70,7 @@ export class EngineCore implements PlannerHost {
 
   /** Requests not yet running: in the scheduler's queue, or still in the API server's hands. */
   get waitingCount(): number {
-    return this.waiting.live + this.pendingLive;
+    return this.waiting.live + this.frontend.live;
   }
 
   /** Duration of the step in flight (or the last one), simulated ms. */
@@ -87,15 +85,7 @@ export class EngineCore implements PlannerHost {
   submit(req: SeqRequest, now: number): Sequence {
     const s = new Sequence(req, now);
     this.stats.requestsTotal++;
-    const f = this.live.frontend;
-    // The API server handles requests one at a time (one Python process): a burst queues.
-    this.frontendFreeAt = Math.max(now, this.frontendFreeAt) + Math.max(0, f.serviceMs);
-    s.readyAt = this.frontendFreeAt + Math.max(0, f.latencyMs);
-    if (s.readyAt <= now) this.enqueue(s);
-    else {
-      this.pending.push(s);
-      this.pendingLive++;
-    }
+    if (this.frontend.admit(s, now, this.live.frontend) <= now) this.enqueue(s);
     this.kick(now);
     return s;
   }
@@ -106,7 +96,7 @@ export class EngineCore implements PlannerHost {
     if (disconnect) this.stats.disconnects++;
     this.stats.success.abort++;
     if (s.phase === "waiting") this.waiting.forget();
-    else if (s.phase === "pending") this.pendingLive--;
+    else if (s.phase === "pending") this.frontend.forget();
     else this.leaveBatch(s);
     s.phase = "done";
     this.kick(now);
@@ -115,8 +105,7 @@ export class EngineCore implements PlannerHost {
   /** The next time anything is due (a step's end, a request reaching the engine, a paced token); Infinity when idle. */
   nextEventAt(): number {
     let t = Math.min(this.stepEndsAt, this.kickAt);
-    const p = this.pending[this.pendingHead];
-    if (p && p.readyAt < t) t = p.readyAt;
+    t = Math.min(t, this.frontend.nextAt());
     for (const s of this.paced) if (s.phase === "paced" && s.nextAt < t) t = s.nextAt;
     return t;
   }
@@ -169,35 +158,16 @@ export class EngineCore implements PlannerHost {
   }
 
   private releasePending(t: number): void {
-    while (this.pendingHead < this.pending.length) {
-      const s = this.pending[this.pendingHead]!;
-      if (s.phase === "done") {
-        this.pendingHead++;
-        continue;
-      }
-      if (s.readyAt > t) break;
-      this.pendingHead++;
-      this.pendingLive--;
-      this.enqueue(s);
-    }
-    if (this.pendingHead > 256 && this.pendingHead * 2 > this.pending.length) {
-      this.pending = this.pending.slice(this.pendingHead);
-      this.pendingHead = 0;
-    }
+    this.frontend.release(t, (s) => this.enqueue(s));
   }
 
   private startIfIdle(at: number): void {
     if (this.step || this.finishing) return;
     const plan = planStep(this.running, this.waiting, this.kv, this.config, this);
     for (const s of plan.admitted) {
-      if (s.scheduledAt >= 0) continue;
+      if (s.scheduledAt >= 0) continue; // a preempted request coming back
       s.scheduledAt = at;
-      const st = this.stats;
-      st.queue.observe((at - s.arrivedAt) / 1000);
-      st.prefixQueries += s.req.prompt.count;
-      st.prefixHits += s.cachedTokens;
-      st.promptTokens += s.req.prompt.count;
-      st.promptLen.observe(s.req.prompt.count);
+      this.stats.noteScheduled(at - s.arrivedAt, s.req.prompt.count, s.cachedTokens);
     }
     if (plan.preempted.length > 0 || plan.admitted.length > 0) this.compactRunning();
     if (plan.seqs.length === 0) {
