@@ -27,3 +27,17 @@ test("a 20× clock: wall-clock gaps shrink 20×, the engine's histograms stay in
   const state = (await (await fetch(`${sim.url}/sim/state`)).json()) as { config: { time_scale: number } };
   expect(state.config.time_scale).toBe(20);
 });
+
+test("the served engine keeps the derived clock: a lone decode on the L4 × Qwen2.5-0.5B profile takes the profile's step time", async () => {
+  const { resolveProfile } = await import("../../src/sim/profiles/catalog.ts");
+  const { loneDecodeMs } = await import("../../src/sim/step-time.ts");
+  const want = loneDecodeMs(resolveProfile({ profile: "l4-qwen2.5-0.5b" }).profile.cost);
+  const sim = await startLlmgw(["sim-engine", "--port", "0", "--model", "m", "--profile", "l4-qwen2.5-0.5b"]);
+  const res = await fetch(`${sim.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", prompt: "x", max_tokens: 150, ignore_eos: true }) });
+  await res.json();
+  const samples = parsePrometheusText(await (await fetch(`${sim.url}/metrics`)).text()).samples;
+  const tpot = samples.find((s) => s.name === "vllm:request_time_per_output_token_seconds_sum")!.value * 1000;
+  // The engine reports its own clock: timer lateness starts the next step late but never stretches a step.
+  expect(tpot).toBeGreaterThan(want * 0.98);
+  expect(tpot).toBeLessThan(want * 1.25);
+});
