@@ -34,7 +34,7 @@ export interface SweepCalibration {
 export function calibrateSweep(sweep: PublishedSweep, efficiency?: EfficiencyConstants): SweepCalibration {
   const { name, profile: p } = resolveProfile(sweep.profile, efficiency);
   const config = { maxNumSeqs: p.maxNumSeqs, maxNumBatchedTokens: p.maxNumBatchedTokens, numGpuBlocks: p.numGpuBlocks, blockSize: p.blockSize, maxModelLen: p.maxModelLen };
-  const timing = { timing: { derived: p.cost, derivedScale: 1, flatDecode: undefined, flatPrefill: undefined }, jitter: 0, frontend: p.frontend };
+  const timing = { timing: { derived: p.cost, derivedScale: 1, flatDecode: undefined, flatPrefill: undefined }, jitter: 0, frontend: p.frontend, firstTokenDelayMs: 0 };
   const rows: CalibrationRow[] = [];
   let firstTokS = NaN;
   let preemptions = 0;

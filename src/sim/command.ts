@@ -35,9 +35,9 @@ Scheduler and KV cache (defaults from the profile):
   --max-model-len N           context length (at most blocks × block size)
 
 Timing overrides (each replaces its part of the derived step model):
-  --itl-ms MS                 a lone decode step; scales the whole derived clock
+  --itl-ms MS                 a lone decode step; scales every derived step
   --batch-slowdown F          decode step = itl × (1 + F × running/max-num-seqs)
-  --prefill-overhead-ms MS    flat prefill: a request's fixed latency before the engine sees it (default 5)
+  --prefill-overhead-ms MS    flat prefill: a request's own fixed prefill time, in parallel (default 5)
   --prefill-ms-per-token MS   flat prefill: cost per prefill token (default 0.05)
   --jitter F                  ±fraction of random step-time noise (default 0)
   --frontend-latency-ms MS    the API server's time per request before the engine sees it (profile: 10)

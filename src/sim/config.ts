@@ -110,19 +110,20 @@ export interface SimLiveConfig {
  * a lone decode step: the derived clock is scaled so that one takes itlMs
  * (the profile's own figure when --itl-ms is not given).
  */
-export function stepTimingOf(live: SimLiveConfig, maxNumSeqs: number): { timing: StepTiming; frontend: Frontend } {
+export function stepTimingOf(live: SimLiveConfig, maxNumSeqs: number): { timing: StepTiming; frontend: Frontend; firstTokenDelayMs: number } {
   const flatDecode = { itlMs: live.itlMs, batchSlowdown: live.batchSlowdown, maxNumSeqs };
   const flatPrefill = { msPerToken: live.prefillMsPerToken };
   const explicit = live.frontendExplicit && live.frontend ? live.frontend : NO_FRONTEND;
-  // The flat prefill's fixed cost is the request's own latency before the engine sees it (in parallel, as the older sim had it).
-  const flatFrontend = { latencyMs: explicit.latencyMs + live.prefillOverheadMs, serviceMs: explicit.serviceMs };
   const m = live.derived;
-  if (!m) return { timing: { derived: undefined, derivedScale: 1, flatDecode, flatPrefill }, frontend: flatFrontend };
+  // The flat prefill's fixed cost is per request and in parallel, as the older sim had it: the
+  // first token comes that long after the prompt's last chunk, the request holding its slot.
+  if (!m) return { timing: { derived: undefined, derivedScale: 1, flatDecode, flatPrefill }, frontend: explicit, firstTokenDelayMs: live.prefillOverheadMs };
   const scale = live.itlMs / loneDecodeMs(m);
-  const derivedFrontend = live.frontendExplicit || !live.frontend ? explicit : { latencyMs: live.frontend.latencyMs * scale, serviceMs: live.frontend.serviceMs * scale };
   return {
     timing: { derived: m, derivedScale: scale, flatDecode: live.flatDecode ? flatDecode : undefined, flatPrefill: live.flatPrefill ? flatPrefill : undefined },
-    frontend: live.flatPrefill ? flatFrontend : derivedFrontend,
+    // The API server's time is the host's: --itl-ms, which scales the GPU's steps, leaves it alone.
+    frontend: live.flatPrefill ? explicit : (live.frontend ?? NO_FRONTEND),
+    firstTokenDelayMs: live.flatPrefill ? live.prefillOverheadMs : 0,
   };
 }
 

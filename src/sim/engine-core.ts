@@ -30,6 +30,8 @@ export interface CoreTiming {
   jitter: number;
   /** The API server's time per request before the engine sees it. */
   frontend: Frontend;
+  /** The flat model's fixed prefill time: a prompt's first token comes this long after its last chunk, the request holding its slot (ms). */
+  firstTokenDelayMs: number;
 }
 
 export class EngineCore implements PlannerHost {
@@ -68,9 +70,9 @@ export class EngineCore implements PlannerHost {
     return this.runningLive;
   }
 
-  /** Requests not yet running: in the scheduler's queue, or still in the API server's hands. */
+  /** Requests in the scheduler's queue (not those still in the API server's hands: vLLM's gauge does not count them either). */
   get waitingCount(): number {
-    return this.waiting.live + this.frontend.live;
+    return this.waiting.live;
   }
 
   /** Duration of the step in flight (or the last one), simulated ms. */
@@ -106,7 +108,7 @@ export class EngineCore implements PlannerHost {
   nextEventAt(): number {
     let t = Math.min(this.stepEndsAt, this.kickAt);
     t = Math.min(t, this.frontend.nextAt());
-    for (const s of this.paced) if (s.phase === "paced" && s.nextAt < t) t = s.nextAt;
+    for (const s of this.paced) if ((s.phase === "paced" || s.phase === "prefilled") && s.nextAt < t) t = s.nextAt;
     return t;
   }
 
@@ -206,10 +208,16 @@ export class EngineCore implements PlannerHost {
       s.computed += plan.tokens[i]!;
       const hashes = s.req.prompt.blockHashes;
       for (let j = Math.floor(before / bs); j < Math.floor(s.computed / bs) && j < hashes.length; j++) this.kv.register(s.blocks[j]!, hashes[j]!);
-      if (s.computed >= s.totalTokens) {
-        this.produce(s, t);
-        generated++;
+      if (s.computed < s.totalTokens) continue;
+      const delay = this.live.firstTokenDelayMs;
+      if (s.generated === 0 && delay > 0) {
+        s.phase = "prefilled";
+        s.nextAt = t + delay;
+        this.paced.push(s);
+        continue;
       }
+      this.produce(s, t);
+      generated++;
     }
     this.stats.noteStepTokens(t, generated);
   }
@@ -236,6 +244,11 @@ export class EngineCore implements PlannerHost {
   private pacedTokens(t: number): void {
     if (this.paced.length === 0) return;
     for (const s of this.paced) {
+      if (s.phase === "prefilled" && s.nextAt <= t) {
+        s.phase = "running";
+        this.produce(s, t);
+        continue;
+      }
       if (s.phase !== "paced" || s.nextAt > t) continue;
       const need = this.kv.blocksFor(s.totalTokens + 1);
       while (s.blocks.length < need) {
@@ -246,7 +259,7 @@ export class EngineCore implements PlannerHost {
       this.emit(s, t);
       s.nextAt = t + s.req.intervalMs;
     }
-    this.paced = this.paced.filter((s) => s.phase === "paced");
+    this.paced = this.paced.filter((s) => s.phase === "paced" || s.phase === "prefilled");
   }
 
   private emit(s: Sequence, t: number): void {
@@ -302,7 +315,7 @@ export class EngineCore implements PlannerHost {
   }
 
   private leaveBatch(s: Sequence): void {
-    if (s.phase === "running" || s.phase === "stalled" || s.phase === "paced") {
+    if (s.phase === "running" || s.phase === "stalled" || s.phase === "paced" || s.phase === "prefilled") {
       this.runningLive--;
       this.kv.release(s.blocks);
       s.blocks = [];
@@ -314,7 +327,7 @@ export class EngineCore implements PlannerHost {
     const run = this.running;
     for (let r = 0; r < run.length; r++) {
       const s = run[r]!;
-      if (s.phase === "running" || s.phase === "stalled" || s.phase === "paced") run[w++] = s;
+      if (s.phase === "running" || s.phase === "stalled" || s.phase === "paced" || s.phase === "prefilled") run[w++] = s;
     }
     run.length = w;
   }

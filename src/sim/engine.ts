@@ -43,6 +43,9 @@ export class Engine {
       get frontend() {
         return stepTimingOf(live, fixed.maxNumSeqs).frontend;
       },
+      get firstTokenDelayMs() {
+        return stepTimingOf(live, fixed.maxNumSeqs).firstTokenDelayMs;
+      },
     };
     const config = { maxNumSeqs: fixed.maxNumSeqs, maxNumBatchedTokens: fixed.maxNumBatchedTokens ?? DEFAULT_MAX_NUM_BATCHED_TOKENS, numGpuBlocks: fixed.numGpuBlocks, blockSize: fixed.blockSize, maxModelLen: fixed.maxModelLen };
     // On a real-time clock a step lasts at least a millisecond: one step per timer callback, as the engine's own loop would.

@@ -27,10 +27,11 @@ export interface SeqRequest {
 /**
  * pending: in the API server, not yet handed to the engine; waiting: in the
  * scheduler's queue; running: holds a batch slot and is scheduled each step
- * (prefill chunks, then one token per step); stalled and paced hold their
+ * (prefill chunks, then one token per step); prefilled holds its slot while
+ * the flat model's fixed prefill time passes; stalled and paced hold their
  * slot but leave the steps (faults stall:N, slow:MS).
  */
-export type SeqPhase = "pending" | "waiting" | "running" | "stalled" | "paced" | "done";
+export type SeqPhase = "pending" | "waiting" | "running" | "prefilled" | "stalled" | "paced" | "done";
 
 export class Sequence {
   phase: SeqPhase = "pending";
@@ -44,7 +45,7 @@ export class Sequence {
   lastTokenAt = -1;
   /** When it reaches the engine (arrival + the API server's own time). */
   readyAt = 0;
-  /** paced: when its next token is due. */
+  /** paced: when its next token is due; prefilled: when its first token is. */
   nextAt = 0;
   constructor(
     readonly req: SeqRequest,

@@ -68,7 +68,7 @@ function addToComposition(c: StepComposition, s: Sequence, n: number): void {
 function lastPreemptible(running: Sequence[], from: number): number {
   for (let i = running.length - 1; i >= from; i--) {
     const p = running[i]!.phase;
-    if (p === "running" || p === "stalled") return i;
+    if (p === "running" || p === "stalled" || p === "prefilled") return i;
   }
   return -1;
 }

@@ -10,8 +10,9 @@
  * Flat model (the sim's older flags, still honoured):
  *   decode part  = itl_ms × (1 + batch_slowdown × running / max_num_seqs)   when the step has decodes
  *   prefill part = prefill_ms_per_token × prefill tokens
- * (prefill_overhead_ms is a request's own latency before the engine sees it,
- * in parallel, as it always was: it holds no step; see config.stepTimingOf).
+ * (prefill_overhead_ms stays what it was, a request's own fixed prefill time
+ * in parallel: its first token comes that long after its last chunk, the
+ * request holding its slot but no step; see engine-core.ts).
  * Either part may be flat while the other is derived: the derived decode part
  * is the step of the decodes alone, the derived prefill part what the prefill
  * chunks add to it.
