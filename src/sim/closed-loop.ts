@@ -31,7 +31,7 @@ export interface ClosedLoopResult {
 const MAX_EVENTS = 50_000_000;
 
 export function runClosedLoop(config: CoreConfig, timing: CoreTiming, spec: ClosedLoopSpec): ClosedLoopResult {
-  const core = new EngineCore(config, timing, () => 0.5, 0);
+  const core = new EngineCore(config, timing, () => 0.5);
   const out: ClosedLoopResult = { ttftMs: [], itlMs: [], tpotMs: [], e2eMs: [], outputTokens: 0, durationMs: 0, preemptions: 0 };
   let now = 0;
   let sent = 0;

@@ -57,8 +57,6 @@ export class EngineCore implements PlannerHost {
     private readonly config: CoreConfig,
     private readonly live: CoreTiming,
     private readonly random: () => number = Math.random,
-    /** A step whose end was noticed later than this starts the next one at the notice, not at its end: no bursts. */
-    private readonly catchUpMs = 2,
     /** Step ends one advance() may process: 1 keeps a real-time engine from sending two steps' tokens in one go. */
     private readonly stepsPerAdvance = Infinity,
   ) {
@@ -121,8 +119,7 @@ export class EngineCore implements PlannerHost {
       if (this.step && this.stepEndsAt === t) {
         if (steps++ >= this.stepsPerAdvance) break;
         this.finishStep(t);
-        // A late notice starts the next step now; a timely one keeps the cadence.
-        this.startIfIdle(now - t <= this.catchUpMs ? t : now);
+        this.startIfIdle(t, now);
         continue;
       }
       if (this.kickAt <= t) this.kickAt = Infinity;
@@ -163,13 +160,20 @@ export class EngineCore implements PlannerHost {
     this.frontend.release(t, (s) => this.enqueue(s));
   }
 
-  private startIfIdle(at: number): void {
+  /**
+   * Plan and start a step at `at`. A driver that noticed the last step's end
+   * late (`now` > `at`) keeps the cadence — the step still ends at `at` +
+   * its length — unless that end has passed too: then it starts now, so a
+   * late timer never sends two steps' tokens in a burst.
+   */
+  private startIfIdle(at: number, now = at): void {
     if (this.step || this.finishing) return;
     const plan = planStep(this.running, this.waiting, this.kv, this.config, this);
     for (const s of plan.admitted) {
       if (s.scheduledAt >= 0) continue; // a preempted request coming back
-      s.scheduledAt = at;
-      this.stats.noteScheduled(at - s.arrivedAt, s.req.prompt.count, s.cachedTokens);
+      // A step kept on cadence may start a little before a late-noticed arrival: never before it.
+      s.scheduledAt = Math.max(at, s.arrivedAt);
+      this.stats.noteScheduled(s.scheduledAt - s.arrivedAt, s.req.prompt.count, s.cachedTokens);
     }
     if (plan.preempted.length > 0 || plan.admitted.length > 0) this.compactRunning();
     if (plan.seqs.length === 0) {
@@ -178,6 +182,7 @@ export class EngineCore implements PlannerHost {
     }
     const j = this.live.jitter;
     const ms = stepMs(this.live.timing, plan.composition) * (j > 0 ? 1 + j * (2 * this.random() - 1) : 1);
+    if (at + ms <= now) at = now;
     this.step = plan;
     this.stepEndsAt = at + ms;
     this.lastStepMs = ms;

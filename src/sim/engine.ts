@@ -14,8 +14,6 @@ import { stepShares } from "./step-time.ts";
 
 export { Sequence, type SeqPhase, type SeqRequest, type SeqSink } from "./sequence.ts";
 
-/** How late (wall ms) a timer may fire before the next step starts at the notice rather than at the last one's end. */
-const CATCH_UP_WALL_MS = 2;
 /** DCGM's utilisation window: NVML samples over up to a second. */
 export const UTILIZATION_WINDOW_MS = 1_000;
 
@@ -49,7 +47,7 @@ export class Engine {
     };
     const config = { maxNumSeqs: fixed.maxNumSeqs, maxNumBatchedTokens: fixed.maxNumBatchedTokens ?? DEFAULT_MAX_NUM_BATCHED_TOKENS, numGpuBlocks: fixed.numGpuBlocks, blockSize: fixed.blockSize, maxModelLen: fixed.maxModelLen };
     // On a real-time clock a step lasts at least a millisecond: one step per timer callback, as the engine's own loop would.
-    this.core = new EngineCore(config, view, random, CATCH_UP_WALL_MS * this.scale, this.scale <= 1 ? 1 : Infinity);
+    this.core = new EngineCore(config, view, random, this.scale <= 1 ? 1 : Infinity);
   }
 
   get kv(): KvCache {
