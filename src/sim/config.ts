@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { faultName, parseFault, type Fault } from "./faults.ts";
 import type { LengthDistribution } from "./output-length.ts";
-import { loneDecodeMs, NO_FRONTEND, type Frontend, type StepCostModel, type StepTiming } from "./step-time.ts";
+import { loneDecodeMs, NO_FRONTEND, stepMs, type Frontend, type StepCostModel, type StepTiming } from "./step-time.ts";
 
 export const DEFAULT_SIM_PORT = 8001;
 export const DEFAULT_MAX_NUM_SEQS = 256;
@@ -125,6 +125,18 @@ export function stepTimingOf(live: SimLiveConfig, maxNumSeqs: number): { timing:
     frontend: live.flatPrefill ? explicit : (live.frontend ?? NO_FRONTEND),
     firstTokenDelayMs: live.flatPrefill ? live.prefillOverheadMs : 0,
   };
+}
+
+/** An embeddings request's time (simulated ms): its prefill, in budget-sized chunks, plus the frontend. */
+export function embeddingMs(live: SimLiveConfig, fixed: SimStaticConfig, tokens: number): number {
+  const { timing, frontend, firstTokenDelayMs } = stepTimingOf(live, fixed.maxNumSeqs);
+  const budget = fixed.maxNumBatchedTokens ?? DEFAULT_MAX_NUM_BATCHED_TOKENS;
+  let ms = frontend.latencyMs + frontend.serviceMs + firstTokenDelayMs;
+  for (let done = 0; done < tokens; done += budget) {
+    const n = Math.min(budget, tokens - done);
+    ms += stepMs(timing, { seqs: 1, tokens: n, decodeSeqs: 0, decodeContext: 0, prefillTokens: n, prefillSeqs: 1, prefillContext: done + n, prefillPairs: n * done + (n * (n + 1)) / 2, running: 1 });
+  }
+  return ms;
 }
 
 export function newGpuFaultState(): GpuFaultState {

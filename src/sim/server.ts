@@ -5,7 +5,7 @@
  * the engine, request/response and metrics modules; this file wires them.
  */
 import { hostname as osHostname } from "node:os";
-import { applyConfigPatch, liveConfigView, simConfigPatchSchema, type SimLiveConfig, type SimStaticConfig } from "./config.ts";
+import { applyConfigPatch, embeddingMs, liveConfigView, simConfigPatchSchema, type SimLiveConfig, type SimStaticConfig } from "./config.ts";
 import { gpuSpec, SimGpus } from "./dcgm-text.ts";
 import { Engine } from "./engine.ts";
 import { renderEngineMetrics } from "./engine-metrics-text.ts";
@@ -177,7 +177,8 @@ export class SimServer {
     const parsed = parseEmbeddingRequest(await req.text(), this.limits);
     const tokens = parsed.inputs.reduce((a, b) => a + b.tokens, 0);
     this.engine.stats.promptTokens += tokens;
-    await Bun.sleep(this.live.prefillOverheadMs + this.live.prefillMsPerToken * tokens);
+    // Embeddings do not go through the generation steps here: they take what their prefill would, on the engine's clock.
+    await Bun.sleep(embeddingMs(this.live, this.fixed, tokens) / (this.fixed.timeScale ?? 1));
     return Response.json(embeddingResponse(parsed.model, Math.floor(Date.now() / 1000), parsed.inputs, this.fixed.embeddingDim));
   }
 
