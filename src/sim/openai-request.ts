@@ -41,6 +41,9 @@ export interface RequestLimits {
   rejectContinuation?: boolean;
 }
 
+/** Choices per request (n × prompts) the sim accepts. */
+const MAX_CHOICES = 128;
+
 /** The chat template parameters of vLLM and SGLang that OpenAI's own API does not know. */
 const PREFILL_KEYS = ["continue_final_message", "add_generation_prompt"] as const;
 
@@ -178,6 +181,8 @@ export function parseGenerationRequest(kind: "chat" | "completion", body: string
     includeUsage = optBool(so as Obj, "include_usage") ?? false;
   }
   const n = optInt(o, "n", 1) ?? 1;
+  // vLLM bounds n only by what the engine can hold; the sim keeps one request from flooding its loop.
+  if (n > MAX_CHOICES) throw badRequest(`n: the sim-engine serves at most ${MAX_CHOICES} choices per request, got ${n}`, "n");
   for (const k of ["temperature", "top_p", "presence_penalty", "frequency_penalty"]) optNumber(o, k);
   const ignoreEos = optBool(o, "ignore_eos") ?? false;
   const maxTokens = optInt(o, "max_completion_tokens", 1) ?? optInt(o, "max_tokens", 1);
@@ -192,6 +197,7 @@ export function parseGenerationRequest(kind: "chat" | "completion", body: string
   const stop = stopStrings(o);
   const includeStopStr = optBool(o, "include_stop_str_in_output") ?? false;
   const prompts = kind === "chat" ? [chatPrompt(o, limits.blockSize, seed)] : completionPrompts(o, limits.blockSize, seed);
+  if (prompts.length * n > MAX_CHOICES) throw badRequest(`the sim-engine serves at most ${MAX_CHOICES} choices per request (prompts × n), got ${prompts.length * n}`, "n");
   for (const prompt of prompts) checkLength(prompt, maxTokens, limits.maxModelLen);
   const choices = planChoices(prompts, { maxTokens, ignoreEos, minTokens, stop, includeStopStr, n }, limits);
   const first = choices[0]!;
