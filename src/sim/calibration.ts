@@ -40,7 +40,7 @@ export function calibrateSweep(sweep: PublishedSweep, efficiency?: EfficiencyCon
   let preemptions = 0;
   for (const point of sweep.points) {
     const c = point.concurrency;
-    const r = runClosedLoop(config, timing, { concurrency: c, requests: sweep.requests(c), inputTokens: sweep.inputTokens, outputTokens: sweep.outputTokens });
+    const r = runClosedLoop(config, timing, { concurrency: c, requests: sweep.requests(c), inputTokens: sweep.inputTokens, outputTokens: sweep.outputTokens, outputSpread: sweep.outputSpread });
     preemptions += r.preemptions;
     const tokS = (r.outputTokens / r.durationMs) * 1000;
     if (Number.isNaN(firstTokS)) firstTokS = tokS;

@@ -2,7 +2,7 @@
  * A closed-loop load on the engine core with a virtual clock (pure, no
  * timers): `concurrency` requests in flight until `requests` were sent, each
  * a fresh prompt of `inputTokens` (no prefix shared) answering exactly
- * `outputTokens` (ignore_eos), as `vllm bench serve --max-concurrency C
+ * `outputTokens` (ignore_eos; or lengths spread around it, as a dataset's turns), as `vllm bench serve --max-concurrency C
  * --request-rate inf --ignore-eos` drives a server. Measures what that
  * client reports: TTFT, ITL (every gap between tokens), TPOT per request,
  * end-to-end latency and output tokens per second over the run.
@@ -15,6 +15,8 @@ export interface ClosedLoopSpec {
   requests: number;
   inputTokens: number;
   outputTokens: number;
+  /** Answers vary uniformly within ± this fraction of outputTokens (from a fixed seed); 0 or absent: all equal. */
+  outputSpread?: number;
 }
 
 export interface ClosedLoopResult {
@@ -37,8 +39,16 @@ export function runClosedLoop(config: CoreConfig, timing: CoreTiming, spec: Clos
   let sent = 0;
   let done = 0;
   const queue: number[] = [];
+  let seed = 0x2545f491;
+  /** A fixed-seed LCG: the same run every time. */
+  const unit = () => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return seed / 0x100000000;
+  };
+  const spread = spec.outputSpread ?? 0;
   const send = (at: number) => {
     const sentAt = at;
+    const outputTokens = spread > 0 ? Math.max(2, Math.round(spec.outputTokens * (1 - spread + 2 * spread * unit()))) : spec.outputTokens;
     let first = -1;
     let last = -1;
     const sink: SeqSink = {
@@ -52,13 +62,13 @@ export function runClosedLoop(config: CoreConfig, timing: CoreTiming, spec: Clos
       },
       finish: () => {
         out.e2eMs.push(now - sentAt);
-        if (spec.outputTokens > 1) out.tpotMs.push((last - first) / (spec.outputTokens - 1));
+        if (outputTokens > 1) out.tpotMs.push((last - first) / (outputTokens - 1));
         done++;
         if (sent < spec.requests) queue.push(now);
       },
       cut: () => {},
     };
-    core.submit({ prompt: { count: spec.inputTokens, blockHashes: [], state: sent, continued: 0 }, outputTokens: spec.outputTokens, finishReason: "length", stallAfter: -1, cutAfter: -1, intervalMs: 0, sink }, at);
+    core.submit({ prompt: { count: spec.inputTokens, blockHashes: [], state: sent, continued: 0 }, outputTokens, finishReason: "length", stallAfter: -1, cutAfter: -1, intervalMs: 0, sink }, at);
     sent++;
   };
   for (let i = 0; i < Math.min(spec.concurrency, spec.requests); i++) send(0);

@@ -29,6 +29,8 @@ export interface PublishedSweep {
   outputTokens: number;
   /** How the lengths were chosen when the source does not state them. */
   lengthsNote?: string;
+  /** Answers vary uniformly within ± this fraction of outputTokens (a dataset's turns, not ignore_eos); absent: fixed. */
+  outputSpread?: number;
   /** Requests per point: the closed loop keeps `concurrency` in flight until this many have been sent. */
   requests: (concurrency: number) => number;
   /** Whether the efficiency constants were fitted to this table (false: a prediction). */
@@ -70,7 +72,8 @@ export const PUBLISHED_SWEEPS: readonly PublishedSweep[] = [
     profile: { profile: "h100-llama-3.1-8b" },
     inputTokens: 200,
     outputTokens: 64,
-    lengthsNote: "not published (\"short chat turns\"); 200 in / 64 out chosen from the table's own Little's-law consistency at c=4 (about 53–64 output tokens per request)",
+    outputSpread: 0.5,
+    lengthsNote: "not published (\"short chat turns\" from a chat dataset, so of varying length); 200 in and 32–96 out (mean 64) chosen from the table's own Little's-law consistency at c=4 (about 53–64 output tokens per request)",
     requests: (c) => Math.max(50, 20 * c),
     fitted: true,
     points: [
