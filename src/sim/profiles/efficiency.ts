@@ -26,8 +26,10 @@ export interface EfficiencyConstants {
 }
 
 /**
- * Fitted with `llmgw bench calibrate --fit` to the two fitted tables
- * (L4 × Qwen2.5-0.5B, H100 × Llama-3.1-8B), rounded. The decode figures fix
+ * Found with `llmgw bench calibrate --fit` (a local search from physically
+ * derived starting values) on the two fitted tables (L4 × Qwen2.5-0.5B,
+ * H100 × Llama-3.1-8B) and rounded; a rerun moves them by a few percent
+ * without changing any table's verdict. The decode figures fix
  * bandwidth and step overhead (a lone decode reads the weights once: 5.1 ms
  * on the L4, 6.5 ms on the H100); the growth of ITL with the batch fixes the
  * per-sequence cost; TTFT under load fixes compute efficiency and the API
