@@ -124,7 +124,11 @@ export class Engine {
     this.timer = undefined;
     this.timerAt = Infinity;
     if (this.stopped) return;
-    this.core.advance(this.now());
-    this.schedule();
+    try {
+      this.core.advance(this.now());
+    } finally {
+      // Whatever a sink did, the next event keeps its timer.
+      this.schedule();
+    }
   };
 }
