@@ -171,7 +171,8 @@ export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<Ad
     for (let i = 0; i < 3; i++) {
       const sim = await spawnLlmgw([
         "sim-engine", "--port", "0", "--model", MODEL, "--max-num-seqs", String(opts.maxNumSeqs),
-        "--itl-ms", "20", "--prefill-overhead-ms", "100", "--batch-slowdown", "0.2", "--jitter", "0",
+        // --output-len 32: bronze asks for 60 tokens and ends at 32, as this bench was sized (answers' natural length is otherwise drawn per prompt).
+        "--itl-ms", "20", "--prefill-overhead-ms", "100", "--batch-slowdown", "0.2", "--jitter", "0", "--output-len", "32",
       ]);
       sims.push(sim);
       children.push(sim);

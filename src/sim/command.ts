@@ -1,109 +1,85 @@
 /** `llmgw sim-engine`: a simulated vLLM-compatible engine (optionally with DCGM-style GPU metrics). */
-import { boolFlag, numberFlag, stringFlag, stringListFlag, UsageError, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
+import { boolFlag, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
 import { flushLogger, initLogger, logListening } from "../shared/logger.ts";
-import {
-  DEFAULT_BATCH_SLOWDOWN,
-  DEFAULT_BLOCK_SIZE_TOKENS,
-  DEFAULT_EMBEDDING_DIM,
-  DEFAULT_GPU_MODEL,
-  DEFAULT_ITL_MS,
-  DEFAULT_MAX_MODEL_LEN_TOKENS,
-  DEFAULT_MAX_NUM_SEQS,
-  DEFAULT_NUM_GPU_BLOCKS,
-  DEFAULT_OUTPUT_LEN_TOKENS,
-  DEFAULT_PREFILL_MS_PER_TOKEN,
-  DEFAULT_PREFILL_OVERHEAD_MS,
-  DEFAULT_SIM_PORT,
-  METRICS_FLAVORS,
-  newGpuFaultState,
-  type MetricsFlavor,
-  type SimLiveConfig,
-  type SimStaticConfig,
-} from "./config.ts";
-import { parseFaultList } from "./faults.ts";
+import { DEFAULT_SIM_PORT } from "./config.ts";
+import { buildSimConfig } from "./command-config.ts";
+import { DEFAULT_PROFILE, listProfiles } from "./profiles/catalog.ts";
+import { GPUS } from "./profiles/gpu-facts.ts";
+import { ARCHS } from "./profiles/model-facts.ts";
 import { SimServer } from "./server.ts";
 
 const USAGE = `usage: llmgw sim-engine --model NAME [--model NAME2 …] [flags]
+       llmgw sim-engine --list-profiles
 
-A simulated vLLM OpenAI server: continuous batching over a paged KV cache
-with a prefix cache, vLLM's SSE format, /metrics and error shapes, and
-injectable faults. Control API: GET /sim/state, POST /sim/config.
+A simulated vLLM OpenAI server that steps like vLLM's V1 scheduler: each
+step decodes the running requests and fills the rest of the token budget
+with prefill chunks; its duration follows from what it computes, derived
+from a GPU's and a model's public figures. Control API: GET /sim/state,
+POST /sim/config.
 
+Profile (default ${DEFAULT_PROFILE}; vLLM's defaults for that GPU follow):
+  --profile NAME              a named GPU × model pair (--list-profiles)
+  --gpu NAME                  ${GPUS.map((g) => g.id).join(", ")}
+  --arch NAME                 ${ARCHS.map((a) => a.id).join(", ")}
+  --tp N                      tensor-parallel GPUs (default 1)
+  --dtype bf16|fp8            weight dtype (default bf16)
+  --gpu-memory-utilization F  vLLM's share of GPU memory (default 0.9)
+  --list-profiles             print the profiles with their derived figures and exit
+  --time-scale X              the engine's clock runs X times faster (default 1)
+
+Scheduler and KV cache (defaults from the profile):
+  --max-num-seqs N            batch slots
+  --max-num-batched-tokens N  token budget per step
+  --num-gpu-blocks N          KV cache blocks
+  --block-size N              tokens per KV block (default 16)
+  --max-model-len N           context length (at most blocks × block size)
+
+Timing overrides (each replaces its part of the derived step model):
+  --itl-ms MS                 a lone decode step; scales every derived step
+  --batch-slowdown F          decode step = itl × (1 + F × running/max-num-seqs)
+  --prefill-overhead-ms MS    flat prefill: a request's own fixed prefill time, in parallel (default 5)
+  --prefill-ms-per-token MS   flat prefill: cost per prefill token (default 0.05)
+  --jitter F                  ±fraction of random step-time noise (default 0)
+  --frontend-latency-ms MS    the API server's time per request before the engine sees it (profile: 10)
+  --frontend-service-ms MS    of which one request at a time: a burst queues for it (profile: 2)
+
+Answers:
+  --output-len N              natural answer length, fixed (= --output-len-dist fixed:N)
+  --output-len-dist SPEC      fixed:N | lognormal:MEDIAN:SIGMA | uniform:MIN:MAX (default lognormal:129:0.94)
+  --embedding-dim N           embedding vector size (default 384)
+
+Server:
   --host HOST                 listen address (default 127.0.0.1)
   --port N                    API port, 0 = any free port (default ${DEFAULT_SIM_PORT})
   --model NAME                served model name (repeatable; the first labels metrics)
-  --max-num-seqs N            batch slots (default ${DEFAULT_MAX_NUM_SEQS})
-  --num-gpu-blocks N          KV cache blocks (default ${DEFAULT_NUM_GPU_BLOCKS})
-  --block-size N              tokens per KV block (default ${DEFAULT_BLOCK_SIZE_TOKENS})
-  --max-model-len N           context length in tokens (default ${DEFAULT_MAX_MODEL_LEN_TOKENS}, at most blocks × block size)
-  --itl-ms MS                 decode step time at an empty batch (default ${DEFAULT_ITL_MS})
-  --prefill-overhead-ms MS    fixed prefill cost (default ${DEFAULT_PREFILL_OVERHEAD_MS})
-  --prefill-ms-per-token MS   prefill cost per uncached prompt token (default ${DEFAULT_PREFILL_MS_PER_TOKEN})
-  --jitter F                  ±fraction of random step-time noise (default 0)
-  --batch-slowdown F          step time × (1 + F × running/max-num-seqs) (default ${DEFAULT_BATCH_SLOWDOWN})
-  --output-len N              tokens generated when max_tokens does not cap (default ${DEFAULT_OUTPUT_LEN_TOKENS})
-  --embedding-dim N           embedding vector size (default ${DEFAULT_EMBEDDING_DIM})
-  --startup-ms MS             "loading weights": /health 200, API 503 until then (default 0)
+  --startup-ms MS             "loading weights" this long (default 0)
+  --startup-answers MODE      while loading: held (default, as vLLM: requests wait, answered once loaded)
+                              or split (/health 200 at once, /v1/models and the API 503)
   --metrics-flavor F          vllm-v1 | vllm-v0 | sglang (default vllm-v1)
   --fault-rate P              probability of injecting a fault per request (default 0)
   --fault-types LIST          500,429,503,no-headers,no-first-token,stall:N,cut:N,slow:MS
-  --gpus N                    simulated GPUs for the DCGM listener (default 0)
-  --gpu-model NAME            GPU model name (default "${DEFAULT_GPU_MODEL}")
-  --dcgm-port N               DCGM-exporter /metrics port, 0 = any (needs --gpus)
-  --dcgm-model-label L        DCGM_FI_DEV_NAME (default, promtool-clean) or modelName (as dcgm-exporter)
-  --reject-continuation       answer 400 to continue_final_message / add_generation_prompt (an API without chat prefills)`;
+  --reject-continuation       answer 400 to continue_final_message / add_generation_prompt
 
-function buildConfig(args: ParsedArgs): { fixed: SimStaticConfig; live: SimLiveConfig; host: string; port: number; dcgmPort: number | undefined } {
-  const models = stringListFlag(args, "model");
-  if (models.length === 0) throw new UsageError("--model is required");
-  const flavor = stringFlag(args, "metrics-flavor") ?? "vllm-v1";
-  if (!METRICS_FLAVORS.includes(flavor as MetricsFlavor)) throw new UsageError(`--metrics-flavor: expected ${METRICS_FLAVORS.join(", ")}, got '${flavor}'`);
-  const numGpuBlocks = numberFlag(args, "num-gpu-blocks", DEFAULT_NUM_GPU_BLOCKS, { min: 1, integer: true });
-  const blockSize = numberFlag(args, "block-size", DEFAULT_BLOCK_SIZE_TOKENS, { min: 1, max: 1024, integer: true });
-  const capacity = numGpuBlocks * blockSize;
-  const maxModelLen = numberFlag(args, "max-model-len", Math.min(DEFAULT_MAX_MODEL_LEN_TOKENS, capacity), { min: 2, integer: true });
-  if (maxModelLen > capacity) throw new UsageError(`--max-model-len ${maxModelLen} exceeds the KV cache (${numGpuBlocks} blocks × ${blockSize} = ${capacity} tokens)`);
-  const gpus = numberFlag(args, "gpus", 0, { min: 0, max: 64, integer: true });
-  const dcgmRaw = stringFlag(args, "dcgm-port");
-  const dcgmPort = dcgmRaw === undefined ? undefined : numberFlag(args, "dcgm-port", 0, { min: 0, max: 65535, integer: true });
-  if (dcgmPort !== undefined && gpus === 0) throw new UsageError("--dcgm-port needs --gpus N (N ≥ 1)");
-  const modelLabel = stringFlag(args, "dcgm-model-label") ?? "DCGM_FI_DEV_NAME";
-  if (modelLabel !== "DCGM_FI_DEV_NAME" && modelLabel !== "modelName") throw new UsageError(`--dcgm-model-label: expected DCGM_FI_DEV_NAME or modelName, got '${modelLabel}'`);
-  let faultTypes;
-  try {
-    faultTypes = parseFaultList(stringListFlag(args, "fault-types"));
-  } catch (err) {
-    throw new UsageError(`--fault-types: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  const fixed: SimStaticConfig = Object.freeze({
-    models: Object.freeze([...new Set(models)]),
-    maxNumSeqs: numberFlag(args, "max-num-seqs", DEFAULT_MAX_NUM_SEQS, { min: 1, integer: true }),
-    numGpuBlocks,
-    blockSize,
-    maxModelLen,
-    outputLen: numberFlag(args, "output-len", DEFAULT_OUTPUT_LEN_TOKENS, { min: 1, integer: true }),
-    embeddingDim: numberFlag(args, "embedding-dim", DEFAULT_EMBEDDING_DIM, { min: 1, max: 65536, integer: true }),
-    startupMs: numberFlag(args, "startup-ms", 0, { min: 0 }),
-    metricsFlavor: flavor as MetricsFlavor,
-    gpus,
-    gpuModel: stringFlag(args, "gpu-model") ?? DEFAULT_GPU_MODEL,
-    dcgmModelLabel: modelLabel,
-    rejectContinuation: boolFlag(args, "reject-continuation"),
-  });
-  const live: SimLiveConfig = {
-    itlMs: numberFlag(args, "itl-ms", DEFAULT_ITL_MS, { min: 0 }),
-    prefillOverheadMs: numberFlag(args, "prefill-overhead-ms", DEFAULT_PREFILL_OVERHEAD_MS, { min: 0 }),
-    prefillMsPerToken: numberFlag(args, "prefill-ms-per-token", DEFAULT_PREFILL_MS_PER_TOKEN, { min: 0 }),
-    jitter: numberFlag(args, "jitter", 0, { min: 0, max: 1 }),
-    batchSlowdown: numberFlag(args, "batch-slowdown", DEFAULT_BATCH_SLOWDOWN, { min: 0 }),
-    faultRate: numberFlag(args, "fault-rate", 0, { min: 0, max: 1 }),
-    faultTypes,
-    dead: false,
-    dcgmDead: false,
-    gpus: Array.from({ length: gpus }, newGpuFaultState),
-  };
-  const port = numberFlag(args, "port", DEFAULT_SIM_PORT, { min: 0, max: 65535, integer: true });
-  return { fixed, live, host: stringFlag(args, "host") ?? "127.0.0.1", port, dcgmPort };
+DCGM exporter:
+  --gpus N                    simulated GPUs for the DCGM listener (default 0)
+  --gpu-model NAME            GPU name in the DCGM text (default the profile's GPU)
+  --dcgm-port N               DCGM-exporter /metrics port, 0 = any (needs --gpus)
+  --dcgm-model-label L        modelName (default, as dcgm-exporter) or DCGM_FI_DEV_NAME (promtool-clean text)`;
+
+/** Columns padded to their widest cell (the sim sits below bench's report module, so it prints its own). */
+function table(title: string, columns: string[], rows: string[][]): string {
+  const widths = columns.map((c, i) => Math.max(c.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  return [title, line(columns), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
+}
+
+function printProfiles(): void {
+  const rows = listProfiles().map((r) => [
+    r.name, r.gpu, r.arch, String(r.tp), r.dtype, String(r.maxNumSeqs), String(r.maxNumBatchedTokens),
+    String(r.numGpuBlocks), String(r.kvTokens), r.stepBatch1Ms.toFixed(2), r.stepDecode256Ms.toFixed(1), r.stepBudgetMs.toFixed(1), r.what,
+  ]);
+  const columns = ["profile", "gpu", "arch", "tp", "dtype", "max seqs", "budget", "KV blocks", "KV tokens", "step b=1", "step b=256", "step budget", "what"];
+  console.log(table("sim-engine profiles (derived step times in ms: a lone decode, 256 decodes of 1k-token contexts, one prefill chunk filling the budget)", columns, rows));
 }
 
 export const simEngineCommand: CommandSpec = {
@@ -114,7 +90,16 @@ export const simEngineCommand: CommandSpec = {
     host: { type: "string" },
     port: { type: "string" },
     model: { type: "string", multiple: true },
+    profile: { type: "string" },
+    gpu: { type: "string" },
+    arch: { type: "string" },
+    tp: { type: "string" },
+    dtype: { type: "string" },
+    "gpu-memory-utilization": { type: "string" },
+    "list-profiles": { type: "boolean" },
+    "time-scale": { type: "string" },
     "max-num-seqs": { type: "string" },
+    "max-num-batched-tokens": { type: "string" },
     "num-gpu-blocks": { type: "string" },
     "block-size": { type: "string" },
     "max-model-len": { type: "string" },
@@ -122,10 +107,14 @@ export const simEngineCommand: CommandSpec = {
     "prefill-overhead-ms": { type: "string" },
     "prefill-ms-per-token": { type: "string" },
     jitter: { type: "string" },
+    "frontend-latency-ms": { type: "string" },
+    "frontend-service-ms": { type: "string" },
     "batch-slowdown": { type: "string" },
     "output-len": { type: "string" },
+    "output-len-dist": { type: "string" },
     "embedding-dim": { type: "string" },
     "startup-ms": { type: "string" },
+    "startup-answers": { type: "string" },
     "metrics-flavor": { type: "string" },
     "fault-rate": { type: "string" },
     "fault-types": { type: "string", multiple: true },
@@ -135,14 +124,21 @@ export const simEngineCommand: CommandSpec = {
     "dcgm-model-label": { type: "string" },
     "reject-continuation": { type: "boolean" },
   },
-  async run(args) {
-    const { fixed, live, host, port, dcgmPort } = buildConfig(args);
+  async run(args: ParsedArgs) {
+    if (boolFlag(args, "list-profiles")) {
+      printProfiles();
+      return 0;
+    }
+    const { fixed, live, host, port, dcgmPort } = buildSimConfig(args);
     const log = initLogger({ role: "sim-engine" });
     const sim = new SimServer(fixed, live);
     const urls = sim.listen(host, port, dcgmPort);
     logListening(log, "api", urls.api);
     if (urls.dcgm) logListening(log, "dcgm", urls.dcgm);
-    log.info({ models: fixed.models, max_num_seqs: fixed.maxNumSeqs, num_gpu_blocks: fixed.numGpuBlocks, itl_ms: live.itlMs, metrics_flavor: fixed.metricsFlavor }, "sim-engine ready");
+    log.info(
+      { models: fixed.models, profile: fixed.profile, max_num_seqs: fixed.maxNumSeqs, max_num_batched_tokens: fixed.maxNumBatchedTokens, num_gpu_blocks: fixed.numGpuBlocks, itl_ms: live.itlMs, time_scale: fixed.timeScale, metrics_flavor: fixed.metricsFlavor },
+      "sim-engine ready",
+    );
     await new Promise<void>((resolve) => {
       let stopping = false;
       // Handlers stay installed: a second signal (e.g. the re-exec wrapper forwarding the group's SIGTERM) must not kill us mid-shutdown.

@@ -5,6 +5,8 @@
  */
 import { z } from "zod";
 import { faultName, parseFault, type Fault } from "./faults.ts";
+import type { LengthDistribution } from "./output-length.ts";
+import { loneDecodeMs, NO_FRONTEND, stepMs, type Frontend, type StepCostModel, type StepTiming } from "./step-time.ts";
 
 export const DEFAULT_SIM_PORT = 8001;
 export const DEFAULT_MAX_NUM_SEQS = 256;
@@ -18,6 +20,8 @@ export const DEFAULT_OUTPUT_LEN_TOKENS = 32;
 export const DEFAULT_BATCH_SLOWDOWN = 0.5;
 export const DEFAULT_EMBEDDING_DIM = 384;
 export const DEFAULT_GPU_MODEL = "NVIDIA H100 80GB HBM3";
+/** vLLM's max_num_batched_tokens on GPUs under 70 GiB (and A100s): the budget when no profile says otherwise. */
+export const DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048;
 
 export type MetricsFlavor = "vllm-v1" | "vllm-v0" | "sglang";
 export const METRICS_FLAVORS: readonly MetricsFlavor[] = ["vllm-v1", "vllm-v0", "sglang"];
@@ -30,7 +34,10 @@ export interface SimStaticConfig {
   numGpuBlocks: number;
   blockSize: number;
   maxModelLen: number;
+  /** The natural answer length when --output-len fixes it (or the distribution's median). */
   outputLen: number;
+  /** Natural answer lengths (absent: always outputLen). */
+  outputLenDist?: LengthDistribution;
   embeddingDim: number;
   startupMs: number;
   metricsFlavor: MetricsFlavor;
@@ -40,6 +47,20 @@ export interface SimStaticConfig {
   dcgmModelLabel: "DCGM_FI_DEV_NAME" | "modelName";
   /** Refuse chat prefills (continue_final_message, add_generation_prompt) with a 400, as OpenAI's API does (absent: accepted). */
   rejectContinuation?: boolean;
+  /** The per-step token budget (vLLM's max_num_batched_tokens; absent: 2048). */
+  maxNumBatchedTokens?: number;
+  /** The engine's clock runs this many times faster than the wall clock (absent: 1). */
+  timeScale?: number;
+  /** Framebuffer the engine reserves per GPU from start (DCGM FB_USED), MiB; absent: 0.9 of the GPU's memory. */
+  reservedMiB?: number;
+  /** The profile the engine was derived from, for /sim/state and the startup log. */
+  profile?: string;
+  /**
+   * While loading (--startup-ms): "held", as vLLM (the port is bound, every
+   * request is answered once the weights are loaded), or "split" (/health 200
+   * at once, /v1/models and the API 503 until loaded). Absent: held.
+   */
+  startupAnswers?: "held" | "split";
 }
 
 /** Per-GPU fault state set through POST /sim/config. */
@@ -72,6 +93,50 @@ export interface SimLiveConfig {
   /** The DCGM exporter answers 503 (its host engine is gone): the gateway's GPU data goes stale. */
   dcgmDead: boolean;
   gpus: GpuFaultState[];
+  /** The step cost model derived from a GPU and a model (absent: the flat model of itlMs, batchSlowdown and the prefill fields). */
+  derived?: StepCostModel;
+  /** With `derived`: the decode part follows itlMs and batchSlowdown instead (--batch-slowdown given). */
+  flatDecode?: boolean;
+  /** With `derived`: the prefill part follows the prefill fields instead (--prefill-* given). */
+  flatPrefill?: boolean;
+  /** With `derived`: the API server's time per request before the engine sees it (before scaling). */
+  frontend?: Frontend;
+  /** The frontend was set by flags: it applies whatever decides the prefill part. */
+  frontendExplicit?: boolean;
+}
+
+/**
+ * The step timing the live settings mean. With a derived model, itlMs names
+ * a lone decode step: the derived clock is scaled so that one takes itlMs
+ * (the profile's own figure when --itl-ms is not given).
+ */
+export function stepTimingOf(live: SimLiveConfig, maxNumSeqs: number): { timing: StepTiming; frontend: Frontend; firstTokenDelayMs: number } {
+  const flatDecode = { itlMs: live.itlMs, batchSlowdown: live.batchSlowdown, maxNumSeqs };
+  const flatPrefill = { msPerToken: live.prefillMsPerToken };
+  const explicit = live.frontendExplicit && live.frontend ? live.frontend : NO_FRONTEND;
+  const m = live.derived;
+  // The flat prefill's fixed cost is per request and in parallel, as the older sim had it: the
+  // first token comes that long after the prompt's last chunk, the request holding its slot.
+  if (!m) return { timing: { derived: undefined, derivedScale: 1, flatDecode, flatPrefill }, frontend: explicit, firstTokenDelayMs: live.prefillOverheadMs };
+  const scale = live.itlMs / loneDecodeMs(m);
+  return {
+    timing: { derived: m, derivedScale: scale, flatDecode: live.flatDecode ? flatDecode : undefined, flatPrefill: live.flatPrefill ? flatPrefill : undefined },
+    // The API server's time is the host's: --itl-ms, which scales the GPU's steps, leaves it alone.
+    frontend: live.flatPrefill ? explicit : (live.frontend ?? NO_FRONTEND),
+    firstTokenDelayMs: live.flatPrefill ? live.prefillOverheadMs : 0,
+  };
+}
+
+/** An embeddings request's time (simulated ms): its prefill, in budget-sized chunks, plus the frontend. */
+export function embeddingMs(live: SimLiveConfig, fixed: SimStaticConfig, tokens: number): number {
+  const { timing, frontend, firstTokenDelayMs } = stepTimingOf(live, fixed.maxNumSeqs);
+  const budget = fixed.maxNumBatchedTokens ?? DEFAULT_MAX_NUM_BATCHED_TOKENS;
+  let ms = frontend.latencyMs + frontend.serviceMs + firstTokenDelayMs;
+  for (let done = 0; done < tokens; done += budget) {
+    const n = Math.min(budget, tokens - done);
+    ms += stepMs(timing, { seqs: 1, tokens: n, decodeSeqs: 0, decodeContext: 0, prefillTokens: n, prefillSeqs: 1, prefillContext: done + n, prefillPairs: n * done + (n * (n + 1)) / 2, running: 1 });
+  }
+  return ms;
 }
 
 export function newGpuFaultState(): GpuFaultState {
@@ -113,10 +178,20 @@ export function applyConfigPatch(live: SimLiveConfig, patch: SimConfigPatch): vo
     if (g.index >= live.gpus.length) throw new Error(`gpus[].index ${g.index} out of range (this engine has ${live.gpus.length} GPUs)`);
   }
   if (patch.itl_ms !== undefined) live.itlMs = patch.itl_ms;
-  if (patch.prefill_overhead_ms !== undefined) live.prefillOverheadMs = patch.prefill_overhead_ms;
-  if (patch.prefill_ms_per_token !== undefined) live.prefillMsPerToken = patch.prefill_ms_per_token;
+  // Setting a flat part on a derived engine switches that part to the flat model, as the flags do.
+  if (patch.prefill_overhead_ms !== undefined) {
+    live.prefillOverheadMs = patch.prefill_overhead_ms;
+    live.flatPrefill = true;
+  }
+  if (patch.prefill_ms_per_token !== undefined) {
+    live.prefillMsPerToken = patch.prefill_ms_per_token;
+    live.flatPrefill = true;
+  }
   if (patch.jitter !== undefined) live.jitter = patch.jitter;
-  if (patch.batch_slowdown !== undefined) live.batchSlowdown = patch.batch_slowdown;
+  if (patch.batch_slowdown !== undefined) {
+    live.batchSlowdown = patch.batch_slowdown;
+    live.flatDecode = true;
+  }
   if (patch.fault_rate !== undefined) live.faultRate = patch.fault_rate;
   if (patch.fault_types !== undefined) live.faultTypes = patch.fault_types.map((s) => parseFault(s)).filter((f): f is Fault => f !== undefined);
   if (patch.dead !== undefined) live.dead = patch.dead;
@@ -142,6 +217,7 @@ export function liveConfigView(live: SimLiveConfig): Record<string, unknown> {
     prefill_ms_per_token: live.prefillMsPerToken,
     jitter: live.jitter,
     batch_slowdown: live.batchSlowdown,
+    step_model: live.derived ? { decode: live.flatDecode ? "flat" : "derived", prefill: live.flatPrefill ? "flat" : "derived" } : { decode: "flat", prefill: "flat" },
     fault_rate: live.faultRate,
     fault_types: live.faultTypes.map(faultName),
     dead: live.dead,

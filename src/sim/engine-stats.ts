@@ -31,6 +31,15 @@ export class EngineStats {
     this.generationLen = new Histogram(buckets125(maxModelLen));
   }
 
+  /** A request was scheduled for the first time after `queuedMs` in the queue, with `cached` of its prompt tokens in the prefix cache. */
+  noteScheduled(queuedMs: number, promptTokens: number, cached: number): void {
+    this.queue.observe(queuedMs / 1000);
+    this.prefixQueries += promptTokens;
+    this.prefixHits += cached;
+    this.promptTokens += promptTokens;
+    this.promptLen.observe(promptTokens);
+  }
+
   /** Record a decode step's tokens (for the generation throughput gauge). */
   noteStepTokens(now: number, tokens: number): void {
     if (tokens === 0) return;

@@ -57,34 +57,55 @@ export class KvCache {
    * nothing taken) when the free blocks do not suffice.
    */
   allocatePrompt(hashes: readonly string[], totalBlocks: number, maxHitBlocks: number): PromptAllocation | null {
+    const hits = this.lookupPrefix(hashes, Math.min(maxHitBlocks, totalBlocks));
+    const blocks = this.allocateAfter(hits, totalBlocks - hits.length);
+    if (!blocks) return null;
+    for (let j = hits.length; j < blocks.length; j++) {
+      const h = hashes[j];
+      if (h !== undefined) this.register(blocks[j]!, h);
+    }
+    return { blocks, hitBlocks: hits.length };
+  }
+
+  /** The leading cached blocks of a prompt whose full blocks hash to `hashes` (at most `maxHitBlocks`); nothing is taken. */
+  lookupPrefix(hashes: readonly string[], maxHitBlocks: number): number[] {
     const hits: number[] = [];
-    let hitsFree = 0;
-    const limit = Math.min(hashes.length, maxHitBlocks, totalBlocks);
+    const limit = Math.min(hashes.length, maxHitBlocks);
     for (let j = 0; j < limit; j++) {
       const b = this.byHash.get(hashes[j]!);
       if (b === undefined) break;
       hits.push(b);
-      if (this.refCount[b] === 0) hitsFree++;
     }
-    const needNew = totalBlocks - hits.length;
-    if (needNew > this.free - hitsFree) return null;
+    return hits;
+  }
+
+  /** Take the prefix hits plus `newBlocks` fresh blocks; null (and nothing taken) when the free blocks do not suffice. */
+  allocateAfter(hits: readonly number[], newBlocks: number): number[] | null {
+    let hitsFree = 0;
+    for (const b of hits) if (this.refCount[b] === 0) hitsFree++;
+    if (newBlocks > this.free - hitsFree) return null;
     const blocks: number[] = [];
     for (const b of hits) {
       this.ref(b);
       blocks.push(b);
     }
-    for (let k = 0; k < needNew; k++) {
+    for (let k = 0; k < newBlocks; k++) {
       const b = this.takeFree();
       this.ref(b);
-      const j = hits.length + k;
-      const h = hashes[j];
-      if (h !== undefined && !this.byHash.has(h)) {
-        this.byHash.set(h, b);
-        this.blockHash[b] = h;
-      }
       blocks.push(b);
     }
-    return { blocks, hitBlocks: hits.length };
+    return blocks;
+  }
+
+  /**
+   * A block filled with computed prompt tokens joins the prefix cache under
+   * its chained hash (vLLM caches a block once it is full and computed,
+   * block_pool.cache_full_blocks); a hash already cached keeps its block.
+   */
+  register(block: number, hash: string): void {
+    if (this.byHash.has(hash) || this.blockHash[block] !== undefined) return;
+    this.byHash.set(hash, block);
+    this.blockHash[block] = hash;
   }
 
   /** One more block for a growing sequence; -1 when none is free. */

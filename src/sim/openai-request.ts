@@ -3,6 +3,8 @@
  * completions, embeddings), with vLLM's status codes and messages for bad
  * input. Pure: body text in, a typed request or a SimHttpError out.
  */
+import { planChoices, type ChoicePlan } from "./answer-plan.ts";
+import type { LengthDistribution } from "./output-length.ts";
 import { badRequest, SimHttpError } from "./vllm-errors.ts";
 import { countTextTokens, idsPrompt, renderChat, textPrompt, type ChatEnding, type PromptTokens } from "./tokens.ts";
 
@@ -11,9 +13,15 @@ export interface GenerationRequest {
   model: string;
   stream: boolean;
   includeUsage: boolean;
+  /** The (first) prompt. */
   prompt: PromptTokens;
+  /** Every prompt: a completion may carry a batch of them. */
+  prompts: PromptTokens[];
+  /** The first choice's answer (what n = 1 gives). */
   outputTokens: number;
   finishReason: "stop" | "length";
+  /** One per prompt × n, in `index` order. */
+  choices: ChoicePlan[];
 }
 
 export interface EmbeddingRequest {
@@ -25,11 +33,16 @@ export interface RequestLimits {
   models: readonly string[];
   maxModelLen: number;
   blockSize: number;
-  /** Output length when max_tokens does not cap it. */
+  /** Output length when max_tokens does not cap it (when no distribution is given). */
   outputLen: number;
+  /** Natural output lengths, drawn per prompt (absent: always outputLen). */
+  outputLenDist?: LengthDistribution;
   /** Answer 400 to a chat prefill (continue_final_message, add_generation_prompt), as an API that does not know them does. */
   rejectContinuation?: boolean;
 }
+
+/** Choices per request (n × prompts) the sim accepts. */
+const MAX_CHOICES = 128;
 
 /** The chat template parameters of vLLM and SGLang that OpenAI's own API does not know. */
 const PREFILL_KEYS = ["continue_final_message", "add_generation_prompt"] as const;
@@ -134,17 +147,26 @@ function chatPrompt(o: Obj, blockSize: number, seed: number | undefined): Prompt
   return textPrompt(renderChat(rendered, chatEnding(o)), blockSize, seed);
 }
 
-function completionPrompt(o: Obj, blockSize: number, seed: number | undefined): PromptTokens {
+/** vLLM takes a string, a list of strings, a list of token ids or a list of such lists (a batch: one set of choices per prompt). */
+function completionPrompts(o: Obj, blockSize: number, seed: number | undefined): PromptTokens[] {
   const p = o.prompt;
   if (p === undefined || p === null) throw badRequest("prompt: Field required", "prompt");
-  if (typeof p === "string") return textPrompt(p, blockSize, seed);
-  if (Array.isArray(p)) {
-    // One prompt only: a string in a list, or a list of token ids (vLLM also takes batches; the sim does not).
-    if (p.length === 1 && typeof p[0] === "string") return textPrompt(p[0], blockSize, seed);
-    if (p.length > 0 && p.every((t) => typeof t === "number" && Number.isInteger(t) && t >= 0)) return idsPrompt(p as number[], blockSize, seed);
-    if (p.length === 1 && Array.isArray(p[0]) && p[0].every((t: unknown) => typeof t === "number" && Number.isInteger(t))) return idsPrompt(p[0] as number[], blockSize, seed);
+  if (typeof p === "string") return [textPrompt(p, blockSize, seed)];
+  const isIds = (v: unknown): v is number[] => Array.isArray(v) && v.length > 0 && v.every((t) => typeof t === "number" && Number.isInteger(t) && t >= 0);
+  if (Array.isArray(p) && p.length > 0) {
+    if (isIds(p)) return [idsPrompt(p, blockSize, seed)];
+    if (p.every((x) => typeof x === "string")) return (p as string[]).map((x) => textPrompt(x, blockSize, seed));
+    if (p.every(isIds)) return (p as number[][]).map((ids) => idsPrompt(ids, blockSize, seed));
   }
-  throw badRequest("prompt: expected a string, a list with one string, or a list of token ids (the sim-engine serves one prompt per request)", "prompt");
+  throw badRequest("prompt: expected a string, a list of strings, a list of token ids or a list of such lists", "prompt");
+}
+
+function stopStrings(o: Obj): string[] {
+  const v = o.stop;
+  if (v === undefined || v === null) return [];
+  if (typeof v === "string") return v === "" ? [] : [v];
+  if (Array.isArray(v) && v.every((x) => typeof x === "string")) return (v as string[]).filter((x) => x !== "");
+  throw badRequest("stop: Input should be a valid string or a list of strings", "stop");
 }
 
 export function parseGenerationRequest(kind: "chat" | "completion", body: string, limits: RequestLimits): GenerationRequest {
@@ -158,8 +180,9 @@ export function parseGenerationRequest(kind: "chat" | "completion", body: string
     if (!stream) throw badRequest("Stream options can only be defined when `stream=True`.", "stream_options");
     includeUsage = optBool(so as Obj, "include_usage") ?? false;
   }
-  const n = optInt(o, "n", 1);
-  if (n !== undefined && n !== 1) throw badRequest("n: the sim-engine generates one choice per request (n must be 1)", "n");
+  const n = optInt(o, "n", 1) ?? 1;
+  // vLLM bounds n only by what the engine can hold; the sim keeps one request from flooding its loop.
+  if (n > MAX_CHOICES) throw badRequest(`n: the sim-engine serves at most ${MAX_CHOICES} choices per request, got ${n}`, "n");
   for (const k of ["temperature", "top_p", "presence_penalty", "frequency_penalty"]) optNumber(o, k);
   const ignoreEos = optBool(o, "ignore_eos") ?? false;
   const maxTokens = optInt(o, "max_completion_tokens", 1) ?? optInt(o, "max_tokens", 1);
@@ -169,9 +192,19 @@ export function parseGenerationRequest(kind: "chat" | "completion", body: string
     const unknown = PREFILL_KEYS.find((k) => o[k] !== undefined);
     if (unknown !== undefined) throw badRequest(`Unrecognized request argument supplied: ${unknown}`, unknown);
   }
-  const prompt = kind === "chat" ? chatPrompt(o, limits.blockSize, seed) : completionPrompt(o, limits.blockSize, seed);
+  const minTokens = optInt(o, "min_tokens", 0) ?? 0;
+  if (maxTokens !== undefined && minTokens > maxTokens) throw badRequest(`min_tokens must be less than or equal to max_tokens=${maxTokens}, got ${minTokens}.`, "min_tokens");
+  const stop = stopStrings(o);
+  const includeStopStr = optBool(o, "include_stop_str_in_output") ?? false;
+  const prompts = kind === "chat" ? [chatPrompt(o, limits.blockSize, seed)] : completionPrompts(o, limits.blockSize, seed);
+  if (prompts.length * n > MAX_CHOICES) throw badRequest(`the sim-engine serves at most ${MAX_CHOICES} choices per request (prompts × n), got ${prompts.length * n}`, "n");
+  for (const prompt of prompts) checkLength(prompt, maxTokens, limits.maxModelLen);
+  const choices = planChoices(prompts, { maxTokens, ignoreEos, minTokens, stop, includeStopStr, n }, limits);
+  const first = choices[0]!;
+  return { kind, model, stream, includeUsage, prompt: prompts[0]!, prompts, outputTokens: first.outputTokens, finishReason: first.finishReason, choices };
+}
 
-  const maxLen = limits.maxModelLen;
+function checkLength(prompt: PromptTokens, maxTokens: number | undefined, maxLen: number): void {
   if (prompt.count >= maxLen) {
     throw badRequest(`This model's maximum context length is ${maxLen} tokens. However, your request has ${prompt.count} input tokens. Please reduce the length of the input messages.`);
   }
@@ -180,25 +213,6 @@ export function parseGenerationRequest(kind: "chat" | "completion", body: string
       `This model's maximum context length is ${maxLen} tokens. However, you requested ${prompt.count + maxTokens} tokens (${prompt.count} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`,
     );
   }
-  // Without max_tokens vLLM may generate up to the context left; the sim
-  // stops ("stop") once its answer is --output-len tokens long, counting the
-  // tokens of its own it is continuing, so a continuation ends where the
-  // uninterrupted answer would (max_tokens counts new tokens only, as in vLLM).
-  const natural = Math.max(1, limits.outputLen - prompt.continued);
-  const room = maxLen - prompt.count;
-  let outputTokens: number;
-  let finishReason: "stop" | "length";
-  if (maxTokens === undefined) {
-    outputTokens = Math.min(natural, room);
-    finishReason = outputTokens < natural ? "length" : "stop";
-  } else if (ignoreEos || maxTokens <= natural) {
-    outputTokens = maxTokens;
-    finishReason = "length";
-  } else {
-    outputTokens = natural;
-    finishReason = "stop";
-  }
-  return { kind, model, stream, includeUsage, prompt, outputTokens: Math.max(1, outputTokens), finishReason };
 }
 
 export function parseEmbeddingRequest(body: string, limits: RequestLimits): EmbeddingRequest {

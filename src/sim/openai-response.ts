@@ -41,11 +41,12 @@ const TAILS: Record<Kind, [Uint8Array[][], Uint8Array[][]]> = {
   completion: [buildTails("completion", false), buildTails("completion", true)],
 };
 
-/** Encodes one request's SSE events. */
+/** Encodes one choice's SSE events (choice `index` of its request). */
 export class StreamEncoder {
   private readonly head: Uint8Array;
   private readonly tails: Uint8Array[][];
   private readonly envelope: string;
+  private readonly headText: string;
 
   constructor(
     private readonly kind: Kind,
@@ -54,10 +55,12 @@ export class StreamEncoder {
     readonly model: string,
     private readonly includeUsage: boolean,
     private readonly output: SimOutput,
+    readonly index = 0,
   ) {
     const object = kind === "chat" ? "chat.completion.chunk" : "text_completion";
     this.envelope = `{"id":"${id}","object":"${object}","created":${created},"model":${JSON.stringify(model)}`;
-    this.head = enc.encode(`data: ${this.envelope},"choices":[{"index":0,${kind === "chat" ? '"delta":' : '"text":"'}`);
+    this.headText = `data: ${this.envelope},"choices":[{"index":${index},`;
+    this.head = enc.encode(this.headText + (kind === "chat" ? '"delta":' : '"text":"'));
     this.tails = TAILS[kind][includeUsage ? 1 : 0];
   }
 
@@ -74,6 +77,18 @@ export class StreamEncoder {
     out.set(this.head, 0);
     out.set(tail, this.head.length);
     return out;
+  }
+
+  /** A token whose visible text is not its own word (stop strings hold text back and cut it), or whose stop_reason is a string. */
+  tokenText(text: string, finish: Finish | null, stopReason: string | null): Uint8Array {
+    const u = this.includeUsage ? ',"usage":null' : "";
+    const f = finish === null ? "null" : `"${finish}"`;
+    const sr = `,"stop_reason":${JSON.stringify(stopReason)}`;
+    const body =
+      this.kind === "chat"
+        ? `"delta":{"content":${JSON.stringify(text)}},"logprobs":null,"finish_reason":${f}${finish === null ? "" : sr}}]${u}}\n\n`
+        : `"text":${JSON.stringify(text)},"logprobs":null,"finish_reason":${f}${sr}}]${u}}\n\n`;
+    return enc.encode(this.headText + body);
   }
 
   /** The closing events: the usage chunk (when asked for) and [DONE]. */
@@ -94,39 +109,46 @@ function usageObject(prompt: number, completion: number): Record<string, unknown
   return { prompt_tokens: prompt, total_tokens: prompt + completion, completion_tokens: completion, prompt_tokens_details: null };
 }
 
+/** One finished choice of a non-streaming answer. */
+export interface FinishedChoice {
+  index: number;
+  text: string;
+  finish: Finish;
+  stopReason: string | null;
+  tokens: number;
+}
+
 /** vLLM's non-streaming ChatCompletionResponse. */
-export function chatResponse(id: string, created: number, model: string, output: SimOutput, n: number, finish: Finish, promptTokens: number): Record<string, unknown> {
+export function chatResponse(id: string, created: number, model: string, choices: readonly FinishedChoice[], promptTokens: number): Record<string, unknown> {
   return {
     id,
     object: "chat.completion",
     created,
     model,
-    choices: [
-      {
-        index: 0,
-        message: { role: "assistant", content: output.text(n), refusal: null, annotations: null, audio: null, function_call: null, tool_calls: [], reasoning_content: null },
-        logprobs: null,
-        finish_reason: finish,
-        stop_reason: null,
-      },
-    ],
+    choices: choices.map((c) => ({
+      index: c.index,
+      message: { role: "assistant", content: c.text, refusal: null, annotations: null, audio: null, function_call: null, tool_calls: [], reasoning_content: null },
+      logprobs: null,
+      finish_reason: c.finish,
+      stop_reason: c.stopReason,
+    })),
     service_tier: null,
     system_fingerprint: null,
-    usage: usageObject(promptTokens, n),
+    usage: usageObject(promptTokens, choices.reduce((a, c) => a + c.tokens, 0)),
     prompt_logprobs: null,
     kv_transfer_params: null,
   };
 }
 
 /** vLLM's non-streaming CompletionResponse. */
-export function completionResponse(id: string, created: number, model: string, output: SimOutput, n: number, finish: Finish, promptTokens: number): Record<string, unknown> {
+export function completionResponse(id: string, created: number, model: string, choices: readonly FinishedChoice[], promptTokens: number): Record<string, unknown> {
   return {
     id,
     object: "text_completion",
     created,
     model,
-    choices: [{ index: 0, text: output.text(n), logprobs: null, finish_reason: finish, stop_reason: null, prompt_logprobs: null }],
-    usage: usageObject(promptTokens, n),
+    choices: choices.map((c) => ({ index: c.index, text: c.text, logprobs: null, finish_reason: c.finish, stop_reason: c.stopReason, prompt_logprobs: null })),
+    usage: usageObject(promptTokens, choices.reduce((a, c) => a + c.tokens, 0)),
     kv_transfer_params: null,
   };
 }

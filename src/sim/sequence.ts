@@ -24,21 +24,37 @@ export interface SeqRequest {
   sink: SeqSink;
 }
 
-export type SeqPhase = "waiting" | "prefill" | "decode" | "stalled" | "done";
+/**
+ * pending: in the API server, not yet handed to the engine; waiting: in the
+ * scheduler's queue; running: holds a batch slot and is scheduled each step
+ * (prefill chunks, then one token per step); prefilled holds its slot while
+ * the flat model's fixed prefill time passes; stalled and paced hold their
+ * slot but leave the steps (faults stall:N, slow:MS).
+ */
+export type SeqPhase = "pending" | "waiting" | "running" | "prefilled" | "stalled" | "paced" | "done";
 
 export class Sequence {
-  phase: SeqPhase = "waiting";
+  phase: SeqPhase = "pending";
   generated = 0;
+  /** Tokens whose KV is computed (vLLM's num_computed_tokens). */
+  computed = 0;
   blocks: number[] = [];
   cachedTokens = 0;
   scheduledAt = -1;
-  prefillDoneAt = 0;
   firstTokenAt = -1;
   lastTokenAt = -1;
+  /** When it reaches the engine (arrival + the API server's own time). */
+  readyAt = 0;
+  /** paced: when its next token is due; prefilled: when its first token is. */
   nextAt = 0;
   constructor(
     readonly req: SeqRequest,
     readonly arrivedAt: number,
   ) {}
-}
 
+  /** Tokens the sequence holds in its context: the prompt and what it generated. */
+  get totalTokens(): number {
+    // An empty prompt still computes one position (the BOS a tokenizer would add).
+    return Math.max(1, this.req.prompt.count + this.generated);
+  }
+}

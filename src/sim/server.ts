@@ -5,15 +5,14 @@
  * the engine, request/response and metrics modules; this file wires them.
  */
 import { hostname as osHostname } from "node:os";
-import { applyConfigPatch, liveConfigView, simConfigPatchSchema, type SimLiveConfig, type SimStaticConfig } from "./config.ts";
+import { applyConfigPatch, embeddingMs, liveConfigView, simConfigPatchSchema, type SimLiveConfig, type SimStaticConfig } from "./config.ts";
 import { gpuSpec, SimGpus } from "./dcgm-text.ts";
 import { Engine } from "./engine.ts";
 import { renderEngineMetrics } from "./engine-metrics-text.ts";
 import { chooseFault, FAULT_HEADER } from "./faults.ts";
 import { parseEmbeddingRequest, parseGenerationRequest, parseJsonObject, type RequestLimits } from "./openai-request.ts";
-import { embeddingResponse, modelsResponse, randomId, StreamEncoder } from "./openai-response.ts";
+import { embeddingResponse, modelsResponse, randomId } from "./openai-response.ts";
 import { JsonSink, SseSink, type Closable } from "./sinks.ts";
-import { SimOutput } from "./text-model.ts";
 import { badRequest, fastapiMethodNotAllowed, fastapiNotFound, SimHttpError, vllmErrorResponse } from "./vllm-errors.ts";
 
 /** Bun's maximum; streams additionally get server.timeout(req, 0) (BUN-NOTES: the 10 s default kills silent streams). */
@@ -40,8 +39,8 @@ export class SimServer {
     readonly live: SimLiveConfig,
   ) {
     this.engine = new Engine(fixed, live);
-    this.limits = { models: fixed.models, maxModelLen: fixed.maxModelLen, blockSize: fixed.blockSize, outputLen: fixed.outputLen, rejectContinuation: fixed.rejectContinuation };
-    if (fixed.gpus > 0) this.gpus = new SimGpus(gpuSpec(fixed.gpuModel), fixed.gpus, osHostname(), `${osHostname()}/${process.pid}`, performance.now(), fixed.dcgmModelLabel);
+    this.limits = { models: fixed.models, maxModelLen: fixed.maxModelLen, blockSize: fixed.blockSize, outputLen: fixed.outputLen, outputLenDist: fixed.outputLenDist, rejectContinuation: fixed.rejectContinuation };
+    if (fixed.gpus > 0) this.gpus = new SimGpus(gpuSpec(fixed.gpuModel), fixed.gpus, osHostname(), `${osHostname()}/${process.pid}`, performance.now(), fixed.dcgmModelLabel, fixed.reservedMiB);
   }
 
   listen(host: string, port: number, dcgmPort: number | undefined): { api: string; dcgm?: string } {
@@ -70,6 +69,13 @@ export class SimServer {
 
   private async handle(req: Request, server: BunServer): Promise<Response> {
     const path = new URL(req.url).pathname;
+    // vLLM binds its port before it builds the engine and serves HTTP only once
+    // the weights are loaded (api_server.run_server, vllm-project/vllm#8204):
+    // a request made while loading is accepted and answered when ready.
+    if (this.fixed.startupAnswers !== "split" && this.loading && !path.startsWith("/sim/")) {
+      server.timeout(req, 0);
+      await Bun.sleep(Math.max(0, this.startedAt + this.fixed.startupMs - Date.now()));
+    }
     try {
       switch (path) {
         case "/v1/chat/completions":
@@ -100,7 +106,7 @@ export class SimServer {
     }
   }
 
-  /** 503 while "loading weights" (--startup-ms) or when marked dead. */
+  /** 503 when marked dead, or while "loading weights" with --startup-answers split. */
   private notReady(): Response | undefined {
     if (this.live.dead) return vllmErrorResponse(new SimHttpError(503, "ServiceUnavailableError", "The engine is dead (sim-engine: dead=true)."));
     if (this.loading) return vllmErrorResponse(new SimHttpError(503, "ServiceUnavailableError", "The model is still loading (sim-engine --startup-ms)."));
@@ -133,26 +139,36 @@ export class SimServer {
     else if (fault?.kind === "cut") cutAfter = fault.tokens;
     else if (fault?.kind === "slow") intervalMs = fault.intervalMs;
     const faultTokens = Math.max(stallAfter, cutAfter);
-    const outputTokens = faultTokens >= 0 ? Math.max(parsed.outputTokens, faultTokens + 1) : parsed.outputTokens;
 
-    const id = randomId(kind === "chat" ? "chatcmpl-" : "cmpl-");
-    const created = Math.floor(Date.now() / 1000);
-    const p = parsed.prompt;
-    const streaming = parsed.stream && fault?.kind !== "no-headers";
-    const output = new SimOutput(p.state);
-    const sink = streaming
-      ? new SseSink(new StreamEncoder(kind, id, created, parsed.model, parsed.includeUsage, output), kind, parsed.finishReason, p.count, this.owner, fault?.kind === "no-first-token")
-      : new JsonSink(kind, id, created, parsed.model, output, p.count, this.owner);
-    this.active.add(sink);
-    const seq = this.engine.submit({ prompt: p, outputTokens, finishReason: parsed.finishReason, stallAfter, cutAfter, intervalMs, sink });
-    const onGone = () => {
-      this.engine.abort(seq, true);
-      sink.shutdown();
+    const head = {
+      kind,
+      id: randomId(kind === "chat" ? "chatcmpl-" : "cmpl-"),
+      created: Math.floor(Date.now() / 1000),
+      model: parsed.model,
+      promptTokens: parsed.prompts.reduce((a, p) => a + p.count, 0),
     };
-    if (sink instanceof SseSink) sink.onCancel = onGone;
+    const streaming = parsed.stream && fault?.kind !== "no-headers";
+    const answer = streaming ? new SseSink(head, parsed.choices, parsed.includeUsage, this.owner) : new JsonSink(head, parsed.choices, this.owner);
+    this.active.add(answer);
+    const seqs = parsed.choices.map((plan, k) =>
+      this.engine.submit({
+        prompt: plan.prompt,
+        outputTokens: faultTokens >= 0 ? Math.max(plan.outputTokens, faultTokens + 1) : plan.outputTokens,
+        finishReason: plan.finishReason,
+        stallAfter,
+        cutAfter,
+        intervalMs,
+        sink: answer.sink(k),
+      }),
+    );
+    const onGone = () => {
+      for (const seq of seqs) this.engine.abort(seq, true);
+      answer.shutdown();
+    };
+    if (answer instanceof SseSink) answer.onCancel = onGone;
     req.signal.addEventListener("abort", onGone, { once: true });
-    if (sink instanceof SseSink) return new Response(sink.stream, { headers: SSE_HEADERS });
-    return await sink.response;
+    if (answer instanceof SseSink) return new Response(answer.stream, { headers: SSE_HEADERS });
+    return await answer.response;
   }
 
   private async embeddings(req: Request): Promise<Response> {
@@ -161,7 +177,8 @@ export class SimServer {
     const parsed = parseEmbeddingRequest(await req.text(), this.limits);
     const tokens = parsed.inputs.reduce((a, b) => a + b.tokens, 0);
     this.engine.stats.promptTokens += tokens;
-    await Bun.sleep(this.live.prefillOverheadMs + this.live.prefillMsPerToken * tokens);
+    // Embeddings do not go through the generation steps here: they take what their prefill would, on the engine's clock.
+    await Bun.sleep(embeddingMs(this.live, this.fixed, tokens) / (this.fixed.timeScale ?? 1));
     return Response.json(embeddingResponse(parsed.model, Math.floor(Date.now() / 1000), parsed.inputs, this.fixed.embeddingDim));
   }
 
@@ -198,11 +215,15 @@ export class SimServer {
       preemptions: e.stats.preemptions,
       open_responses: this.active.size,
       step_ms: e.stepMs(),
+      gpu_utilization: e.utilization(),
       dead: this.live.dead,
       loading: this.loading,
       config: {
         ...liveConfigView(this.live),
+        profile: this.fixed.profile ?? null,
+        time_scale: this.fixed.timeScale ?? 1,
         max_num_seqs: this.fixed.maxNumSeqs,
+        max_num_batched_tokens: this.fixed.maxNumBatchedTokens ?? null,
         num_gpu_blocks: this.fixed.numGpuBlocks,
         block_size: this.fixed.blockSize,
         max_model_len: this.fixed.maxModelLen,
@@ -221,7 +242,8 @@ export class SimServer {
     if (path !== "/metrics" || !this.gpus) return new Response("404 page not found\n", { status: 404 });
     // dcgm-exporter answers 503 while it cannot reach the DCGM host engine.
     if (this.live.dcgmDead) return new Response("DCGM host engine not available\n", { status: 503 });
-    const load = { utilization: this.engine.runningCount / Math.max(1, this.fixed.maxNumSeqs), kvUsage: this.engine.kv.usage };
+    const shares = this.engine.lastStepShares();
+    const load = { utilization: this.engine.utilization(), computeShare: shares?.compute, memoryShare: shares?.memory };
     return new Response(this.gpus.render(load, this.live.gpus, performance.now()), { headers: { "content-type": PROM_CONTENT_TYPE } });
   }
 }

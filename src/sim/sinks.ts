@@ -1,11 +1,12 @@
 /**
- * Transports for engine sequences: an SSE stream (a ReadableStream whose
- * controller the engine loop feeds directly, one enqueue per event batch)
- * and a pending JSON response for non-streaming requests.
+ * Transports for engine sequences: one HTTP answer (an SSE stream, or a
+ * pending JSON response) fed by the sequences of its choices (n > 1 and
+ * batched prompts give several). The engine loop feeds them directly.
  */
+import type { ChoicePlan } from "./answer-plan.ts";
 import type { SeqSink } from "./engine.ts";
-import { chatResponse, completionResponse, SSE_COMMENT_BYTES, StreamEncoder } from "./openai-response.ts";
-import type { SimOutput } from "./text-model.ts";
+import { chatResponse, completionResponse, SSE_COMMENT_BYTES, StreamEncoder, type FinishedChoice } from "./openai-response.ts";
+import { SimOutput } from "./text-model.ts";
 
 export interface SinkOwner {
   /** The stream or response is over (finished, cut, or the client left). */
@@ -28,26 +29,46 @@ export class InjectedCutError extends Error {
   }
 }
 
-export class SseSink implements SeqSink, Closable {
+/** What both transports know of the request. */
+export interface AnswerHead {
+  kind: "chat" | "completion";
+  id: string;
+  created: number;
+  model: string;
+  /** Prompt tokens over every prompt of the request (usage counts them once). */
+  promptTokens: number;
+}
+
+/** The visible text of a choice's first `n` tokens. */
+function choiceText(plan: ChoicePlan, output: SimOutput, n: number): string {
+  return plan.texts ? plan.texts.slice(0, n).join("") : output.text(n);
+}
+
+export class SseSink implements Closable {
   readonly stream: ReadableStream<Uint8Array>;
   private controller: ReadableStreamDefaultController<Uint8Array> | undefined;
   private done = false;
-  private generated = 0;
+  private rolesSent = false;
+  private left: number;
+  private readonly generated: number[];
+  private readonly encoders: StreamEncoder[];
   onCancel: () => void = () => {};
 
   constructor(
-    private readonly encoder: StreamEncoder,
-    private readonly kind: "chat" | "completion",
-    private readonly finishReason: "stop" | "length",
-    private readonly promptTokens: number,
+    private readonly head: AnswerHead,
+    private readonly plans: readonly ChoicePlan[],
+    includeUsage: boolean,
     private readonly owner: SinkOwner,
-    /** Send an SSE comment at once so Bun flushes the headers (fault no-first-token). */
-    flushHeadersNow: boolean,
   ) {
+    this.encoders = plans.map((p) => new StreamEncoder(head.kind, head.id, head.created, head.model, includeUsage, new SimOutput(p.state), p.index));
+    this.left = plans.length;
+    this.generated = plans.map(() => 0);
     this.stream = new ReadableStream<Uint8Array>({
       start: (c) => {
         this.controller = c;
-        if (flushHeadersNow) c.enqueue(SSE_COMMENT_BYTES);
+        // vLLM sends the response headers at once; Bun sends them only with the
+        // first body bytes (oven-sh/bun PR #33660), so an SSE comment goes first.
+        c.enqueue(SSE_COMMENT_BYTES);
       },
       cancel: () => {
         this.markDone();
@@ -56,19 +77,31 @@ export class SseSink implements SeqSink, Closable {
     });
   }
 
-  token(index: number, last: boolean): void {
-    const c = this.controller;
-    if (this.done || !c) return;
-    this.generated = index + 1;
-    const chunk = this.encoder.token(index, last ? this.finishReason : null);
-    if (index === 0 && this.kind === "chat") c.enqueue(StreamEncoder.concat([this.encoder.role(), chunk]));
-    else c.enqueue(chunk);
+  /** The engine-facing sink of choice `k`. */
+  sink(k: number): SeqSink {
+    return { token: (index, last) => this.token(k, index, last), finish: () => this.finishChoice(), cut: () => this.cut() };
   }
 
-  finish(): void {
+  private token(k: number, index: number, last: boolean): void {
     const c = this.controller;
     if (this.done || !c) return;
-    c.enqueue(this.encoder.end(this.promptTokens, this.generated));
+    this.generated[k] = index + 1;
+    const plan = this.plans[k]!;
+    const enc = this.encoders[k]!;
+    const finish = last ? plan.finishReason : null;
+    const chunk = plan.texts || (last && plan.stopReason !== null) ? enc.tokenText(plan.texts?.[index] ?? "", finish, last ? plan.stopReason : null) : enc.token(index, finish);
+    if (!this.rolesSent && this.head.kind === "chat") {
+      // vLLM's first iteration sends the role chunk of every choice (serving_chat.py).
+      this.rolesSent = true;
+      c.enqueue(StreamEncoder.concat([...this.encoders.map((e) => e.role()), chunk]));
+    } else c.enqueue(chunk);
+  }
+
+  private finishChoice(): void {
+    const c = this.controller;
+    if (this.done || !c) return;
+    if (--this.left > 0) return;
+    c.enqueue(this.encoders[0]!.end(this.head.promptTokens, this.generated.reduce((a, b) => a + b, 0)));
     c.close();
     this.markDone();
   }
@@ -101,40 +134,43 @@ export class SseSink implements SeqSink, Closable {
   }
 }
 
-/** A non-streaming request: resolves its Response when the engine finishes (or cuts) it. */
-export class JsonSink implements SeqSink, Closable {
+/** A non-streaming request: resolves its Response when every choice has finished (or one is cut). */
+export class JsonSink implements Closable {
   readonly response: Promise<Response>;
   private resolve: (r: Response) => void = () => {};
   private done = false;
-  private generated = 0;
+  private left: number;
+  private readonly generated: number[];
 
   constructor(
-    private readonly kind: "chat" | "completion",
-    private readonly id: string,
-    private readonly created: number,
-    private readonly model: string,
-    private readonly output: SimOutput,
-    private readonly promptTokens: number,
+    private readonly head: AnswerHead,
+    private readonly plans: readonly ChoicePlan[],
     private readonly owner: SinkOwner,
   ) {
     this.response = new Promise((r) => (this.resolve = r));
+    this.left = plans.length;
+    this.generated = plans.map(() => 0);
   }
 
-  token(index: number): void {
-    this.generated = index + 1;
+  sink(k: number): SeqSink {
+    return { token: (index) => void (this.generated[k] = index + 1), finish: () => this.finishChoice(), cut: () => this.cut() };
   }
 
-  finish(reason: "stop" | "length"): void {
-    if (this.done) return;
-    const make = this.kind === "chat" ? chatResponse : completionResponse;
-    const body = make(this.id, this.created, this.model, this.output, this.generated, reason, this.promptTokens);
+  private finishChoice(): void {
+    if (this.done || --this.left > 0) return;
+    const choices: FinishedChoice[] = this.plans.map((p, k) => {
+      const n = this.generated[k]!;
+      return { index: p.index, text: choiceText(p, new SimOutput(p.state), n), finish: p.finishReason, stopReason: p.stopReason, tokens: n };
+    });
+    const make = this.head.kind === "chat" ? chatResponse : completionResponse;
+    const body = make(this.head.id, this.head.created, this.head.model, choices, this.head.promptTokens);
     this.end(new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } }));
   }
 
   cut(): void {
     if (this.done) return;
     // Headers and the start of the JSON, then the connection breaks.
-    const head = new TextEncoder().encode(`{"id":"${this.id}",`);
+    const head = new TextEncoder().encode(`{"id":"${this.head.id}",`);
     const body = new ReadableStream<Uint8Array>({
       start: (c) => {
         c.enqueue(head);

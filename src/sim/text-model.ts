@@ -102,6 +102,8 @@ export interface ContextState {
   continued: number;
   /** Where those tokens start in the text (text.length when there are none). */
   continuedFrom: number;
+  /** The state before the continued tokens (= state when there are none): what the answer's natural length is drawn from. */
+  baseState: number;
 }
 
 /**
@@ -127,11 +129,15 @@ export function readContext(text: string, seed: number | undefined): ContextStat
   let state = extendState(seedState(seed), text, 0, end);
   let continued = 0;
   let continuedFrom = text.length;
+  let baseState = state;
   for (let w = starts.length - 1; w >= 0; w--) {
     const from = starts[w]!;
     const to = w > 0 ? starts[w - 1]! : text.length;
     if (nextToken(state) === VOCAB_INDEX.get(text.slice(from, to))) {
-      if (continued === 0) continuedFrom = from;
+      if (continued === 0) {
+        continuedFrom = from;
+        baseState = state;
+      }
       continued++;
     } else {
       continued = 0;
@@ -139,5 +145,5 @@ export function readContext(text: string, seed: number | undefined): ContextStat
     }
     state = extendState(state, text, from, to);
   }
-  return { state, continued, continuedFrom };
+  return { state, continued, continuedFrom, baseState: continued > 0 ? baseState : state };
 }

@@ -20,6 +20,8 @@ export interface PromptTokens {
   state: number;
   /** Tokens at the end of the prompt the model generated itself (a continuation's delivered text); 0 for a fresh request. */
   continued: number;
+  /** The model state before those continued tokens: the answer's natural length is drawn from it, so a continuation ends where the answer would. */
+  baseState?: number;
 }
 
 export function countTextTokens(text: string): number {
@@ -62,7 +64,7 @@ export function textPrompt(text: string, blockSize: number, seed?: number): Prom
     prev = chainHash(prev, base.slice(j * blockChars, (j + 1) * blockChars));
     blockHashes.push(prev);
   }
-  return { count: baseCount + ctx.continued, blockHashes, state: ctx.state, continued: ctx.continued };
+  return { count: baseCount + ctx.continued, blockHashes, state: ctx.state, continued: ctx.continued, baseState: ctx.baseState };
 }
 
 /** Tokens, full-block hash chain and model state of a prompt given as token ids. */
@@ -74,5 +76,6 @@ export function idsPrompt(ids: readonly number[], blockSize: number, seed?: numb
     prev = chainHash(prev, ids.slice(j * blockSize, (j + 1) * blockSize).join(","));
     blockHashes.push(prev);
   }
-  return { count: ids.length, blockHashes, state: extendState(seedState(seed), ids.join(",")), continued: 0 };
+  const state = extendState(seedState(seed), ids.join(","));
+  return { count: ids.length, blockHashes, state, continued: 0, baseState: state };
 }

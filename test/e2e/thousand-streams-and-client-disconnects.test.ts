@@ -15,7 +15,8 @@ let sims: Sim[];
 let gw: Gateway;
 
 beforeAll(async () => {
-  sims = await Promise.all([0, 1, 2].map(() => startSim(["--model", "m", "--itl-ms", "40", "--max-num-seqs", "400"])));
+  // --output-len 32 restated (the sim's former default): answers now end at a length drawn per prompt, and this test counts exactly 30 tokens a stream.
+  sims = await Promise.all([0, 1, 2].map(() => startSim(["--model", "m", "--itl-ms", "40", "--max-num-seqs", "400", "--output-len", "32"])));
   // initial_capacity: the sims' batch size, as an operator would set it (learning is tested elsewhere).
   gw = await startGateway({ log_level: "warn", admission: { initial_capacity: 400 }, endpoints: sims.map((s, i) => ({ id: `sim-${i}`, url: s.api })) }, 3);
 }, 60_000);

@@ -93,7 +93,8 @@ describe("llmgw agent API", () => {
   test(
     "a sim-engine replica is Ready only after its startup time; the same PUT is a no-op; DELETE stops it",
     async () => {
-      const spec = { engine: "sim", model: "sim-llama", startupMs: STARTUP_MS, gpus: [0] };
+      // --startup-answers split restated: the sim now holds requests while loading, as vLLM does, and this test watches /health answer first.
+      const spec = { engine: "sim", model: "sim-llama", startupMs: STARTUP_MS, gpus: [0], extraArgs: ["--startup-answers", "split"] };
       const t0 = Date.now();
       const created = await put("r1", spec);
       expect(created.status).toBe(201);

@@ -91,6 +91,7 @@ interface Seen {
 function readClientStream(sse: string[], route: Route): Seen {
   const seen: Seen = { text: "", ids: new Set(), roles: 0, finishes: [], usages: [], done: 0 };
   for (const event of sse) {
+    if (event.startsWith(":")) continue; // the comment a sim-engine stream opens with, to send its headers at once
     const payload = event.trim().slice("data: ".length);
     if (payload === "[DONE]") {
       seen.done++;

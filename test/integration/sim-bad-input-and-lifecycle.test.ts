@@ -36,8 +36,23 @@ test("malformed JSON, missing model, unknown model, bad types and a too-long pro
   expect(sim.proc.exitCode).toBeNull();
 });
 
-test("--startup-ms: /health 200 but /v1/models and completions 503 while loading, then ready", async () => {
+test("--startup-ms held (as vLLM): every request made while loading is answered once the weights are loaded", async () => {
   const sim = await startLlmgw(["sim-engine", "--port", "0", "--model", "m", "--startup-ms", "1500"]);
+  const t0 = performance.now();
+  const [health, models, done] = await Promise.all([
+    fetch(`${sim.url}/health`).then((r) => [r.status, performance.now() - t0]),
+    fetch(`${sim.url}/v1/models`).then((r) => [r.status, performance.now() - t0]),
+    post(sim.url, "/v1/completions", JSON.stringify({ model: "m", prompt: "x", max_tokens: 1 })).then((r) => [r.status, performance.now() - t0]),
+  ]);
+  for (const [status, ms] of [health!, models!, done!]) {
+    expect(status).toBe(200);
+    expect(ms).toBeGreaterThan(1_000);
+  }
+  expect((await fetch(`${sim.url}/health`)).status).toBe(200);
+});
+
+test("--startup-ms split: /health 200 but /v1/models and completions 503 while loading, then ready", async () => {
+  const sim = await startLlmgw(["sim-engine", "--port", "0", "--model", "m", "--startup-ms", "1500", "--startup-answers", "split"]);
   expect((await fetch(`${sim.url}/health`)).status).toBe(200);
   const models = await fetch(`${sim.url}/v1/models`);
   expect(models.status).toBe(503);

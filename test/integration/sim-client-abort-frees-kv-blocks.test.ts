@@ -39,11 +39,22 @@ async function expectAllFreed(disconnects: number): Promise<void> {
   expect(await metric("llmgw_sim_client_disconnects_total")).toBe(disconnects);
 }
 
+/** Read until the first `data:` event: the stream opens with a comment that flushes the headers. */
+async function readFirstData(reader: { read(): Promise<{ value?: Uint8Array; done: boolean }> }): Promise<void> {
+  let seen = "";
+  const dec = new TextDecoder();
+  while (!seen.includes("data: ")) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    seen += dec.decode(value, { stream: true });
+  }
+}
+
 test("abort mid-stream frees the request's KV blocks and counts a disconnect", async () => {
   const { ac, res } = start("short prompt");
   const r = await res;
   const reader = r.body!.getReader();
-  await reader.read(); // first token arrived: the request is decoding
+  await readFirstData(reader); // first token arrived: the request is decoding
   expect(await metric("vllm:num_requests_running")).toBe(1);
   expect(await metric("vllm:kv_cache_usage_perc")).toBeGreaterThan(0);
   ac.abort();

@@ -42,6 +42,17 @@ const messages = [
   { role: "user", content: "Tell me about the city" },
 ];
 
+/** Read until the first `data:` event: the stream opens with a comment that flushes the headers. */
+async function readFirstData(reader: { read(): Promise<{ value?: Uint8Array; done: boolean }> }): Promise<void> {
+  let seen = "";
+  const dec = new TextDecoder();
+  while (!seen.includes("data: ")) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    seen += dec.decode(value, { stream: true });
+  }
+}
+
 describe("sim-engine continuation", () => {
   test("chat prefill with continue_final_message continues the answer exactly; usage counts the prefill as prompt", async () => {
     const whole = await answer("/v1/chat/completions", { model: "m", messages, max_tokens: 30, seed: 11 });
@@ -77,7 +88,7 @@ describe("sim-engine continuation", () => {
         const t0 = performance.now();
         const res = await post("/v1/chat/completions", { ...body, stream: true, max_tokens: 1 });
         const reader = res.body!.getReader();
-        await reader.read();
+        await readFirstData(reader);
         const ms = performance.now() - t0;
         await reader.cancel();
         return ms;

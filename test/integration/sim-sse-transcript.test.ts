@@ -4,7 +4,8 @@ import { startLlmgw, stopAll, type Started } from "../helpers/processes.ts";
 
 let sim: Started;
 beforeAll(async () => {
-  sim = await startLlmgw(["sim-engine", "--port", "0", "--model", "sim-a", "--model", "sim-b", "--itl-ms", "5"]);
+  // --max-model-len and --output-len restated: the defaults now follow the profile (Llama-3.1-8B: 131072) and a length distribution.
+  sim = await startLlmgw(["sim-engine", "--port", "0", "--model", "sim-a", "--model", "sim-b", "--itl-ms", "5", "--max-model-len", "8192", "--output-len", "32"]);
 });
 afterAll(stopAll);
 
@@ -12,11 +13,12 @@ async function post(path: string, body: unknown): Promise<Response> {
   return fetch(`${sim.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 }
 
-/** Split an SSE body into its `data:` payloads, checking the framing as we go. */
+/** Split an SSE body into its `data:` payloads, checking the framing as we go (after the comment that flushes the headers). */
 function events(text: string): string[] {
+  expect(text.startsWith(": \n\n")).toBe(true);
   expect(text.endsWith("\n\n")).toBe(true);
   return text
-    .slice(0, -2)
+    .slice(4, -2)
     .split("\n\n")
     .map((e) => {
       expect(e.startsWith("data: ")).toBe(true);

@@ -21,7 +21,7 @@ function exporters() {
     const e = state.get(url);
     if (!e || e.down) return new Response("unavailable", { status: 503 });
     const faults = [0, 1].map(() => ({ ...newGpuFaultState(), utilizationPct: e.util }));
-    return new Response(e.gpus.render({ utilization: 0, kvUsage: 0 }, faults, 0));
+    return new Response(e.gpus.render({ utilization: 0 }, faults, 0));
   };
   const set = (url: string, util: number, down = false) => {
     const prev = state.get(url);

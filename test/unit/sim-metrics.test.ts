@@ -75,36 +75,47 @@ describe("sim metrics text", () => {
     e.stop();
   });
 
-  test("DCGM text follows load and per-GPU faults, with dcgm-exporter's labels", () => {
-    const gpus = new SimGpus(gpuSpec("NVIDIA H100 80GB HBM3"), 2, "host-a", "seed", 0);
+  test("DCGM text follows load and per-GPU faults, with dcgm-exporter's labels, counter set and a flat framebuffer", () => {
+    const gpus = new SimGpus(gpuSpec("NVIDIA H100 80GB HBM3"), 2, "host-a", "seed", 0, "modelName", 73_403);
     const faults = [newGpuFaultState(), { ...newGpuFaultState(), xidErrors: 79, temperatureC: 95 }];
-    const idle = parsePrometheusText(gpus.render({ utilization: 0, kvUsage: 0 }, faults, 1000)).samples;
-    const busy = parsePrometheusText(gpus.render({ utilization: 1, kvUsage: 1 }, faults, 2000)).samples;
+    const idle = parsePrometheusText(gpus.render({ utilization: 0 }, faults, 1000)).samples;
+    const busy = parsePrometheusText(gpus.render({ utilization: 1 }, faults, 2000)).samples;
     const val = (s: typeof idle, n: string, gpu: string) => s.find((x) => x.name === n && x.labels.gpu === gpu)!.value;
     expect(val(idle, "DCGM_FI_DEV_GPU_UTIL", "0")).toBe(0);
     expect(val(busy, "DCGM_FI_DEV_GPU_UTIL", "0")).toBe(100);
-    expect(val(busy, "DCGM_FI_DEV_FB_USED", "0")).toBeGreaterThan(val(idle, "DCGM_FI_DEV_FB_USED", "0"));
-    expect(val(busy, "DCGM_FI_DEV_FB_USED", "0") + val(busy, "DCGM_FI_DEV_FB_FREE", "0")).toBe(81559);
+    // vLLM reserves its memory at start: the framebuffer does not follow the load.
+    expect(val(busy, "DCGM_FI_DEV_FB_USED", "0")).toBe(73_403);
+    expect(val(idle, "DCGM_FI_DEV_FB_USED", "0")).toBe(73_403);
+    expect(val(busy, "DCGM_FI_DEV_FB_USED", "0") + val(busy, "DCGM_FI_DEV_FB_FREE", "0") + val(busy, "DCGM_FI_DEV_FB_RESERVED", "0")).toBe(81559);
     expect(val(idle, "DCGM_FI_DEV_XID_ERRORS", "1")).toBe(79);
     expect(val(idle, "DCGM_FI_DEV_GPU_TEMP", "1")).toBe(95);
     expect(val(idle, "DCGM_FI_DEV_XID_ERRORS", "0")).toBe(0);
     const labels = idle.find((x) => x.name === "DCGM_FI_DEV_GPU_UTIL")!.labels;
-    expect(Object.keys(labels).slice(0, 5)).toEqual(["gpu", "UUID", "device", "DCGM_FI_DEV_NAME", "Hostname"]);
-    expect(labels.DCGM_FI_DEV_NAME).toBe("NVIDIA H100 80GB HBM3");
-    const exporterStyle = new SimGpus(gpuSpec("NVIDIA H100 80GB HBM3"), 1, "host-a", "seed", 0, "modelName").render({ utilization: 0, kvUsage: 0 }, faults, 1);
-    expect(exporterStyle).toContain('modelName="NVIDIA H100 80GB HBM3"');
+    expect(Object.keys(labels)).toEqual(["gpu", "UUID", "pci_bus_id", "device", "modelName", "hostname", "DCGM_FI_DRIVER_VERSION"]);
+    expect(labels.modelName).toBe("NVIDIA H100 80GB HBM3");
+    expect(labels.pci_bus_id).toMatch(/^[0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.[0-7]$/);
     expect(labels.UUID).toMatch(/^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     expect(labels.device).toBe("nvidia0");
-    // HELP strings match the exporter's default counter list.
+    // Every field of the exporter's default counter list, with its HELP string and type.
     const csv = sharedFixture("dcgm-exporter-default-counters.csv");
-    expect(csv).toContain("DCGM_FI_DEV_GPU_UTIL,      gauge, GPU utilization (in %).");
-    expect(gpus.render({ utilization: 0, kvUsage: 0 }, faults, 3000)).toContain("# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).");
+    const text = gpus.render({ utilization: 0 }, faults, 3000);
+    for (const line of csv.split("\n")) {
+      const m = /^(DCGM_\w+)\s*,\s*(gauge|counter)\s*,\s*(.+)$/.exec(line.trim());
+      if (!m) continue;
+      expect(text).toContain(`# HELP ${m[1]} ${m[3]!.trim()}`);
+      expect(text).toContain(`# TYPE ${m[1]} ${m[2]}`);
+    }
+    // The promtool-clean variant: DCGM_FI_DEV_NAME carries the model, cumulative fields without _total are gauges.
+    const clean = new SimGpus(gpuSpec("NVIDIA H100 80GB HBM3"), 1, "host-a", "seed", 0, "DCGM_FI_DEV_NAME").render({ utilization: 0 }, faults, 1);
+    expect(clean).toContain('DCGM_FI_DEV_NAME="NVIDIA H100 80GB HBM3"');
+    expect(clean).not.toContain("modelName=");
+    expect(clean).toContain("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION gauge");
   });
 
   test("a GPU whose utilisation is not reported has no DCGM_FI_DEV_GPU_UTIL sample, and the rest of its fields", () => {
     const gpus = new SimGpus(gpuSpec("NVIDIA H100 80GB HBM3"), 2, "host-a", "seed", 0);
     const faults = [newGpuFaultState(), { ...newGpuFaultState(), utilizationReported: false }];
-    const samples = parsePrometheusText(gpus.render({ utilization: 0.5, kvUsage: 0 }, faults, 1000)).samples;
+    const samples = parsePrometheusText(gpus.render({ utilization: 0.5 }, faults, 1000)).samples;
     expect(samples.filter((x) => x.name === "DCGM_FI_DEV_GPU_UTIL").map((x) => x.labels.gpu)).toEqual(["0"]);
     expect(samples.filter((x) => x.name === "DCGM_FI_DEV_FB_USED").map((x) => x.labels.gpu)).toEqual(["0", "1"]);
   });
@@ -112,7 +123,7 @@ describe("sim metrics text", () => {
   test("a GPU pinned to a utilisation reports it whatever the load; the others follow the load", () => {
     const gpus = new SimGpus(gpuSpec("NVIDIA H100 80GB HBM3"), 2, "host-a", "seed", 0);
     const faults = [newGpuFaultState(), { ...newGpuFaultState(), utilizationPct: 97 }];
-    const samples = parsePrometheusText(gpus.render({ utilization: 0, kvUsage: 0 }, faults, 1000)).samples;
+    const samples = parsePrometheusText(gpus.render({ utilization: 0 }, faults, 1000)).samples;
     const util = samples.filter((x) => x.name === "DCGM_FI_DEV_GPU_UTIL").map((x) => [x.labels.gpu, x.value]);
     expect(util).toEqual([["0", 0], ["1", 97]]);
     const power = samples.filter((x) => x.name === "DCGM_FI_DEV_POWER_USAGE").map((x) => x.value);

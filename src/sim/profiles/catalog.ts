@@ -1,0 +1,133 @@
+/** Named GPU × model profiles (`--profile NAME`), the default one, and the table `--list-profiles` prints. */
+import { loneDecodeMs, stepMs, type StepComposition } from "../step-time.ts";
+import { GPUS, findGpu, type Dtype } from "./gpu-facts.ts";
+import { ARCHS, findArch } from "./model-facts.ts";
+import type { EfficiencyConstants } from "./efficiency.ts";
+import { deriveProfile, ProfileError, type DerivedProfile } from "./profile.ts";
+
+export interface NamedProfile {
+  name: string;
+  gpu: string;
+  arch: string;
+  tp: number;
+  dtype: Dtype;
+  /** Set where the published run set it. */
+  gpuMemoryUtilization?: number;
+  maxModelLen?: number;
+  what: string;
+}
+
+export const NAMED_PROFILES: readonly NamedProfile[] = [
+  { name: "h100-llama-3.1-8b", gpu: "h100", arch: "llama-3.1-8b", tp: 1, dtype: "bf16", what: "the default; fitted to InferenceBench's H100 sweep" },
+  { name: "l4-qwen2.5-0.5b", gpu: "l4", arch: "qwen2.5-0.5b", tp: 1, dtype: "bf16", gpuMemoryUtilization: 0.6, maxModelLen: 8192, what: "fitted to the L4 sweep (its --gpu-memory-utilization 0.6 --max-model-len 8192)" },
+  { name: "h100-qwen3-8b", gpu: "h100", arch: "qwen3-8b", tp: 1, dtype: "bf16", what: "predicted, no constant fitted to it (GPUStack's ShareGPT runs)" },
+  { name: "a100-40gb-llama-3.1-8b", gpu: "a100-40gb", arch: "llama-3.1-8b", tp: 1, dtype: "bf16", what: "predicted, no constant fitted to it (an A100 40GB sweep)" },
+  { name: "a100-80gb-llama-3.1-8b", gpu: "a100-80gb", arch: "llama-3.1-8b", tp: 1, dtype: "bf16", what: "derived" },
+  { name: "l40s-qwen3-8b", gpu: "l40s", arch: "qwen3-8b", tp: 1, dtype: "bf16", what: "derived" },
+  { name: "h200-llama-3.1-8b", gpu: "h200", arch: "llama-3.1-8b", tp: 1, dtype: "bf16", what: "derived" },
+  { name: "h100x2-qwen3-32b", gpu: "h100", arch: "qwen3-32b", tp: 2, dtype: "bf16", what: "derived" },
+  { name: "h100-qwen3-32b-fp8", gpu: "h100", arch: "qwen3-32b", tp: 1, dtype: "fp8", what: "derived" },
+  { name: "h100x4-llama-3.1-70b", gpu: "h100", arch: "llama-3.1-70b", tp: 4, dtype: "bf16", what: "derived (the llm-d 37-capacity pods' model)" },
+  { name: "h200x2-llama-3.1-70b", gpu: "h200", arch: "llama-3.1-70b", tp: 2, dtype: "bf16", what: "derived" },
+  { name: "b200-llama-3.1-70b", gpu: "b200", arch: "llama-3.1-70b", tp: 1, dtype: "bf16", what: "derived" },
+];
+
+export const DEFAULT_PROFILE = "h100-llama-3.1-8b";
+
+export function findProfile(name: string): NamedProfile | undefined {
+  return NAMED_PROFILES.find((p) => p.name === name.toLowerCase());
+}
+
+export interface ProfileChoice {
+  profile?: string;
+  gpu?: string;
+  arch?: string;
+  tp?: number;
+  dtype?: Dtype;
+  gpuMemoryUtilization?: number;
+}
+
+/** `--profile` names a pair; `--gpu`, `--arch`, `--tp`, `--dtype` override its parts; nothing given is the default profile. */
+export function resolveProfile(c: ProfileChoice, efficiency?: EfficiencyConstants): { name: string; profile: DerivedProfile } {
+  const base = findProfile(c.profile ?? DEFAULT_PROFILE);
+  if (!base) throw new ProfileError(`--profile: unknown profile '${c.profile}' (llmgw sim-engine --list-profiles shows them)`);
+  const gpu = findGpu(c.gpu ?? base.gpu);
+  if (!gpu) throw new ProfileError(`--gpu: unknown GPU '${c.gpu}' (expected one of ${GPUS.map((g) => g.id).join(", ")})`);
+  const arch = findArch(c.arch ?? base.arch);
+  if (!arch) throw new ProfileError(`--arch: unknown model '${c.arch}' (expected one of ${ARCHS.map((a) => a.id).join(", ")})`);
+  const same = gpu.id === base.gpu && arch.id === base.arch;
+  const tp = c.tp ?? (same ? base.tp : 1);
+  const dtype = c.dtype ?? (same ? base.dtype : "bf16");
+  const profile = deriveProfile({
+    gpu, arch, tp, dtype,
+    gpuMemoryUtilization: c.gpuMemoryUtilization ?? (same ? base.gpuMemoryUtilization : undefined),
+    maxModelLen: same ? base.maxModelLen : undefined,
+    efficiency,
+  });
+  const name = same && tp === base.tp && dtype === base.dtype ? base.name : `${gpu.id}${tp > 1 ? `x${tp}` : ""}-${arch.id}${dtype === "fp8" ? "-fp8" : ""}`;
+  return { name, profile };
+}
+
+/** A step that fills the token budget with one prefill chunk at the start of its prompt. */
+function budgetPrefill(p: DerivedProfile): StepComposition {
+  const n = p.maxNumBatchedTokens;
+  return { seqs: 1, tokens: n, decodeSeqs: 0, decodeContext: 0, prefillTokens: n, prefillSeqs: 1, prefillContext: n, prefillPairs: (n * (n + 1)) / 2, running: 1 };
+}
+
+/** A step decoding a full batch of 1k-token contexts. */
+function fullDecode(p: DerivedProfile, seqs: number): StepComposition {
+  return { seqs, tokens: seqs, decodeSeqs: seqs, decodeContext: seqs * 1024, prefillTokens: 0, prefillSeqs: 0, prefillContext: 0, prefillPairs: 0, running: seqs };
+}
+
+export interface ProfileRow {
+  name: string;
+  gpu: string;
+  arch: string;
+  tp: number;
+  dtype: Dtype;
+  maxNumSeqs: number;
+  maxNumBatchedTokens: number;
+  numGpuBlocks: number;
+  kvTokens: number;
+  stepBatch1Ms: number;
+  stepBudgetMs: number;
+  stepDecode256Ms: number;
+  what: string;
+}
+
+export function profileRow(name: string, p: DerivedProfile, what: string): ProfileRow {
+  const t = { derived: p.cost, derivedScale: 1, flatDecode: undefined, flatPrefill: undefined };
+  return {
+    name, gpu: p.gpu.id, arch: p.arch.id, tp: p.tp, dtype: p.dtype,
+    maxNumSeqs: p.maxNumSeqs, maxNumBatchedTokens: p.maxNumBatchedTokens,
+    numGpuBlocks: p.numGpuBlocks, kvTokens: p.numGpuBlocks * p.blockSize,
+    stepBatch1Ms: loneDecodeMs(p.cost),
+    stepBudgetMs: stepMs(t, budgetPrefill(p)),
+    stepDecode256Ms: stepMs(t, fullDecode(p, Math.min(256, p.maxNumSeqs))),
+    what,
+  };
+}
+
+/** Every named profile, then every GPU × model at the smallest tensor-parallel degree that holds it (bf16). */
+export function listProfiles(): ProfileRow[] {
+  const rows: ProfileRow[] = [];
+  for (const n of NAMED_PROFILES) {
+    const { name, profile } = resolveProfile({ profile: n.name });
+    rows.push(profileRow(name, profile, n.what));
+  }
+  for (const gpu of GPUS) {
+    for (const arch of ARCHS) {
+      for (const tp of [1, 2, 4, 8]) {
+        if (arch.attentionHeads % tp !== 0) continue;
+        try {
+          const { name, profile } = resolveProfile({ gpu: gpu.id, arch: arch.id, tp });
+          if (!rows.some((r) => r.name === name)) rows.push(profileRow(name, profile, "derived"));
+          break;
+        } catch (err) {
+          if (!(err instanceof ProfileError)) throw err;
+        }
+      }
+    }
+  }
+  return rows;
+}

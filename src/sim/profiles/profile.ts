@@ -1,0 +1,127 @@
+/**
+ * A sim-engine profile derived from public facts (pure): a GPU's memory,
+ * bandwidth and FLOPs, a model's config.json, the tensor-parallel degree and
+ * dtype, and the fitted efficiency constants. It yields what vLLM would
+ * configure on that hardware (max_num_seqs, max_num_batched_tokens, KV
+ * blocks, max_model_len) and the step cost model.
+ */
+import type { Frontend, StepCostModel } from "../step-time.ts";
+import { FITTED, type EfficiencyConstants } from "./efficiency.ts";
+import { GIB, MIB, type Dtype, type GpuFacts } from "./gpu-facts.ts";
+import { kvBytesPerToken, matmulParams, totalParams, type ModelArch } from "./model-facts.ts";
+
+export const BLOCK_SIZE_TOKENS = 16;
+export const DEFAULT_GPU_MEMORY_UTILIZATION = 0.9;
+/** Activations and logits are kept in the model dtype (bf16) and fp32 respectively. */
+const ACTIVATION_BYTES = 2;
+const LOGIT_BYTES = 4;
+/** vLLM's KV cache dtype "auto" follows the model's activation dtype (bf16), also for fp8 weights. */
+const KV_DTYPE_BYTES = 2;
+
+export interface ProfileInput {
+  gpu: GpuFacts;
+  arch: ModelArch;
+  tp: number;
+  dtype: Dtype;
+  gpuMemoryUtilization?: number;
+  maxModelLen?: number;
+  efficiency?: EfficiencyConstants;
+}
+
+export interface DerivedProfile {
+  gpu: GpuFacts;
+  arch: ModelArch;
+  tp: number;
+  dtype: Dtype;
+  gpuMemoryUtilization: number;
+  maxNumSeqs: number;
+  maxNumBatchedTokens: number;
+  numGpuBlocks: number;
+  blockSize: number;
+  maxModelLen: number;
+  /** Per GPU. */
+  weightBytes: number;
+  kvBytesPerTokenPerGpu: number;
+  /** Framebuffer vLLM holds per GPU from start (gpu_memory_utilization × total), MiB. */
+  reservedMiB: number;
+  frontend: Frontend;
+  cost: StepCostModel;
+}
+
+export class ProfileError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ProfileError";
+  }
+}
+
+/**
+ * vLLM's scheduler defaults for the OpenAI server by device
+ * (vllm/engine/arg_utils.py, EngineArgs._set_default_args / get_batch_defaults):
+ * ≥ 70 GiB and not an A100 → max_num_batched_tokens 8192, max_num_seqs 1024;
+ * otherwise 2048 and 256 (the A100 exception: a larger budget cost it throughput, vLLM PR #17885).
+ */
+export function schedulerDefaults(gpu: GpuFacts): { maxNumSeqs: number; maxNumBatchedTokens: number } {
+  const large = gpu.memoryMiB * MIB >= 70 * GIB && !gpu.dcgmName.toLowerCase().includes("a100");
+  return large ? { maxNumSeqs: 1024, maxNumBatchedTokens: 8192 } : { maxNumSeqs: 256, maxNumBatchedTokens: 2048 };
+}
+
+function peakTflops(gpu: GpuFacts, dtype: Dtype): number {
+  // fp8 weights on a GPU without fp8 tensor cores run as W8A16 (Marlin): bf16 math, 1-byte weights.
+  return dtype === "fp8" ? (gpu.denseTflops.fp8 ?? gpu.denseTflops.bf16) : gpu.denseTflops.bf16;
+}
+
+export function deriveProfile(input: ProfileInput): DerivedProfile {
+  const { gpu, arch, tp, dtype } = input;
+  const eff = input.efficiency ?? FITTED;
+  const gmu = input.gpuMemoryUtilization ?? DEFAULT_GPU_MEMORY_UTILIZATION;
+  if (!Number.isInteger(tp) || tp < 1 || tp > 8) throw new ProfileError(`--tp: expected 1 to 8, got ${tp}`);
+  if (arch.attentionHeads % tp !== 0) throw new ProfileError(`--tp ${tp}: ${arch.id} has ${arch.attentionHeads} attention heads, not divisible by ${tp}`);
+  const { maxNumSeqs, maxNumBatchedTokens } = schedulerDefaults(gpu);
+  const weightBytesPerParam = dtype === "fp8" ? 1 : 2;
+  const weightBytes = (totalParams(arch) * weightBytesPerParam) / tp;
+  // KV heads are split across the group; with fewer KV heads than GPUs each GPU keeps a copy of one.
+  const kvBytesPerTokenPerGpu = kvBytesPerToken(arch, KV_DTYPE_BYTES) / Math.min(tp, arch.kvHeads);
+  // vLLM's profile run (gpu_worker.determine_available_memory): the budget is
+  // gpu_memory_utilization × total; weights, the peak activations of a
+  // max_num_batched_tokens forward pass, the sampler's logits and non-torch
+  // memory come off it; the rest is KV cache in blocks of 16 tokens
+  // (kv_cache_utils.get_num_blocks: available // page size // layers).
+  const budget = gpu.memoryMiB * MIB * gmu;
+  const activations = maxNumBatchedTokens * (4 * arch.hiddenSize + (2 * arch.intermediateSize) / tp) * ACTIVATION_BYTES;
+  const logits = maxNumSeqs * arch.vocabSize * LOGIT_BYTES;
+  const available = budget - weightBytes - activations - logits - eff.nonTorchGiB * GIB;
+  const numGpuBlocks = Math.floor(available / (kvBytesPerTokenPerGpu * BLOCK_SIZE_TOKENS));
+  if (numGpuBlocks < 1) {
+    throw new ProfileError(
+      `${arch.id} (${dtype}) does not fit ${tp} × ${gpu.id}: ${(weightBytes / GIB).toFixed(1)} GiB of weights per GPU against a budget of ${(budget / GIB).toFixed(1)} GiB (gpu_memory_utilization ${gmu}); try a larger --tp or --dtype fp8`,
+    );
+  }
+  const capacity = numGpuBlocks * BLOCK_SIZE_TOKENS;
+  const maxModelLen = Math.min(input.maxModelLen ?? arch.maxPositionEmbeddings, capacity);
+  const hiddenBytes = arch.hiddenSize * ACTIVATION_BYTES;
+  const cost: StepCostModel = {
+    weightBytes: (matmulParams(arch) * weightBytesPerParam) / tp,
+    kvBytesPerToken: kvBytesPerTokenPerGpu,
+    flopsPerToken: (2 * matmulParams(arch)) / tp,
+    attnFlopsPerPair: (4 * arch.layers * arch.attentionHeads * arch.headDim) / tp,
+    bytesPerMs: (gpu.bandwidthGBs * 1e9 * eff.bandwidthEfficiency) / 1000,
+    flopsPerMs: (peakTflops(gpu, dtype) * 1e12 * eff.computeEfficiency) / 1000,
+    stepOverheadMs: eff.stepOverheadMs,
+    perSeqOverheadMs: eff.perSeqOverheadMs,
+    // Two all-reduces per layer (after attention and after the MLP), a ring moving 2(tp-1)/tp of the activations.
+    commMsPerStep: tp > 1 ? 2 * arch.layers * eff.allReduceLatencyMs : 0,
+    commMsPerToken: tp > 1 ? (2 * arch.layers * hiddenBytes * ((2 * (tp - 1)) / tp)) / ((gpu.interconnectGBs * 1e9) / 1000) : 0,
+  };
+  return {
+    gpu, arch, tp, dtype,
+    gpuMemoryUtilization: gmu,
+    maxNumSeqs, maxNumBatchedTokens, numGpuBlocks,
+    blockSize: BLOCK_SIZE_TOKENS,
+    maxModelLen,
+    weightBytes, kvBytesPerTokenPerGpu,
+    reservedMiB: Math.round(gpu.memoryMiB * gmu),
+    frontend: { latencyMs: eff.frontendLatencyMs, serviceMs: eff.frontendServiceMs },
+    cost,
+  };
+}

@@ -1,0 +1,139 @@
+/**
+ * How long one engine step takes, from what it computes (pure). A vLLM V1
+ * step is one forward pass over every token the scheduler gave it — one per
+ * running decode plus the prefill chunks — so its time follows its
+ * composition, not a per-request timer.
+ *
+ * Derived model (a roofline with host overhead):
+ *   step = step_overhead + per_seq × seqs + max(bytes / bandwidth, flops / peak) + TP all-reduces
+ * where bytes = weights + KV read by attention and flops = 2 × params × tokens + attention.
+ * Flat model (the sim's older flags, still honoured):
+ *   decode part  = itl_ms × (1 + batch_slowdown × running / max_num_seqs)   when the step has decodes
+ *   prefill part = prefill_ms_per_token × prefill tokens
+ * (prefill_overhead_ms stays what it was, a request's own fixed prefill time
+ * in parallel: its first token comes that long after its last chunk, the
+ * request holding its slot but no step; see engine-core.ts).
+ * Either part may be flat while the other is derived: the derived decode part
+ * is the step of the decodes alone, the derived prefill part what the prefill
+ * chunks add to it.
+ */
+
+/** The API server in front of the engine: what a request costs before the engine core sees it. */
+export interface Frontend {
+  /** In parallel for every request (ms). */
+  latencyMs: number;
+  /** One request at a time: arrivals in a burst queue for it (ms). */
+  serviceMs: number;
+}
+
+export const NO_FRONTEND: Frontend = Object.freeze({ latencyMs: 0, serviceMs: 0 });
+
+/** What one step computes. */
+export interface StepComposition {
+  /** Sequences scheduled in the step. */
+  seqs: number;
+  /** Tokens computed in the step (decodes + prefill chunks). */
+  tokens: number;
+  /** Sequences scheduled for one new token each. */
+  decodeSeqs: number;
+  /** Context the decodes' attention reads (Σ tokens already in their KV cache). */
+  decodeContext: number;
+  /** Tokens of prefill chunks. */
+  prefillTokens: number;
+  /** Sequences with a prefill chunk. */
+  prefillSeqs: number;
+  /** KV entries the prefill chunks' attention reads (Σ chunk end positions). */
+  prefillContext: number;
+  /** Causal attention pairs of the prefill chunks (Σ over their tokens of the position). */
+  prefillPairs: number;
+  /** Requests holding a batch slot (the flat model's load). */
+  running: number;
+}
+
+export function emptyComposition(): StepComposition {
+  return { seqs: 0, tokens: 0, decodeSeqs: 0, decodeContext: 0, prefillTokens: 0, prefillSeqs: 0, prefillContext: 0, prefillPairs: 0, running: 0 };
+}
+
+/** The hardware-and-model numbers the derived model needs, per GPU of a tensor-parallel group. */
+export interface StepCostModel {
+  weightBytes: number;
+  kvBytesPerToken: number;
+  flopsPerToken: number;
+  /** FLOPs per (query token, key position) pair of attention: 4 × layers × heads × head_dim, per GPU. */
+  attnFlopsPerPair: number;
+  /** Effective bandwidth, bytes per ms. */
+  bytesPerMs: number;
+  /** Effective compute, FLOPs per ms. */
+  flopsPerMs: number;
+  stepOverheadMs: number;
+  perSeqOverheadMs: number;
+  /** Tensor parallelism: all-reduce cost per token (ms) and per step (ms); 0 at tp 1. */
+  commMsPerToken: number;
+  commMsPerStep: number;
+}
+
+function derivedMs(m: StepCostModel, seqs: number, tokens: number, context: number, pairs: number): number {
+  if (seqs === 0) return 0;
+  const memMs = (m.weightBytes + context * m.kvBytesPerToken) / m.bytesPerMs;
+  const computeMs = (tokens * m.flopsPerToken + pairs * m.attnFlopsPerPair) / m.flopsPerMs;
+  return m.stepOverheadMs + m.perSeqOverheadMs * seqs + Math.max(memMs, computeMs) + m.commMsPerStep + m.commMsPerToken * tokens;
+}
+
+/** The whole step, derived. */
+export function derivedStepMs(m: StepCostModel, c: StepComposition): number {
+  return derivedMs(m, c.seqs, c.tokens, c.decodeContext + c.prefillContext, c.decodeContext + c.prefillPairs);
+}
+
+/** The step of its decodes alone, derived. */
+export function derivedDecodeMs(m: StepCostModel, c: StepComposition): number {
+  return derivedMs(m, c.decodeSeqs, c.decodeSeqs, c.decodeContext, c.decodeContext);
+}
+
+export interface FlatDecode {
+  itlMs: number;
+  batchSlowdown: number;
+  maxNumSeqs: number;
+}
+
+export interface FlatPrefill {
+  msPerToken: number;
+}
+
+/** Which model decides each part of a step. */
+export interface StepTiming {
+  /** Absent: both parts are flat. */
+  derived: StepCostModel | undefined;
+  /** Multiplies the derived parts (--itl-ms rescales a profile's clock). */
+  derivedScale: number;
+  /** Present: the decode part is flat. */
+  flatDecode: FlatDecode | undefined;
+  /** Present: the prefill part is flat. */
+  flatPrefill: FlatPrefill | undefined;
+}
+
+/** A step never takes less: a busy engine yields to its event loop between steps. */
+export const MIN_STEP_MS = 1;
+
+export function stepMs(t: StepTiming, c: StepComposition): number {
+  let decode = 0;
+  let prefill = 0;
+  const m = t.derived;
+  if (t.flatDecode) decode = c.decodeSeqs > 0 ? t.flatDecode.itlMs * (1 + t.flatDecode.batchSlowdown * (c.running / Math.max(1, t.flatDecode.maxNumSeqs))) : 0;
+  else if (m) decode = t.derivedScale * derivedDecodeMs(m, c);
+  if (t.flatPrefill) prefill = t.flatPrefill.msPerToken * c.prefillTokens;
+  else if (m && c.prefillTokens > 0) prefill = t.derivedScale * (derivedStepMs(m, c) - derivedDecodeMs(m, c));
+  return Math.max(MIN_STEP_MS, decode + prefill);
+}
+
+/** A lone decode with a short context: what --itl-ms names. */
+export function loneDecodeMs(m: StepCostModel): number {
+  return derivedMs(m, 1, 1, 128, 128);
+}
+
+/** Of a derived step, the shares its memory reads and its matmuls take of the roofline part, 0..1 (for DCGM's DRAM and tensor activity). */
+export function stepShares(m: StepCostModel, c: StepComposition): { memory: number; compute: number } {
+  const memMs = (m.weightBytes + (c.decodeContext + c.prefillContext) * m.kvBytesPerToken) / m.bytesPerMs;
+  const computeMs = (c.tokens * m.flopsPerToken + (c.decodeContext + c.prefillPairs) * m.attnFlopsPerPair) / m.flopsPerMs;
+  const total = derivedStepMs(m, c);
+  return total > 0 ? { memory: Math.min(1, memMs / total), compute: Math.min(1, computeMs / total) } : { memory: 0, compute: 0 };
+}
