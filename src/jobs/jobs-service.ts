@@ -21,6 +21,7 @@ import type { JobsStore } from "./jobs-store.ts";
 import { SqliteJobsStore } from "./sqlite-jobs-store.ts";
 import { openStateDatabase, STATE_DB_FILE } from "./state-db.ts";
 import type { BatchLineOutcome } from "../metrics/names.ts";
+import { WAIT_REASONS, type WaitReason } from "./job-types.ts";
 import { LlmgwError } from "../shared/errors.ts";
 import type { Logger } from "../shared/logger.ts";
 
@@ -35,6 +36,8 @@ export interface GatewayJobsDeps {
   poolOf: (model: string) => string;
   /** Whether the gateway serves a model (name or alias). */
   knownModel: (name: string) => boolean;
+  /** Resolves once the gateway knows what it serves (every endpoint polled once, a fleet settled): the runner claims nothing before. Default: at once. */
+  discovered?: () => Promise<void>;
   /** Several gateways (issue 14): the stores they share; absent, the embedded one in data_dir. */
   shared?: { jobs: JobsStore; idempotency: IdempotencyStore };
 }
@@ -49,6 +52,7 @@ export interface OpenJobs {
 const shuttingDown = () => new LlmgwError("NO_READY_ENDPOINT", "the gateway is shutting down");
 
 const NO_LINES: Readonly<Record<BatchLineOutcome, number>> = Object.freeze({ completed: 0, failed: 0, retried: 0, waited: 0 });
+const NO_WAITS: Readonly<Record<WaitReason, number>> = Object.freeze(Object.fromEntries(WAIT_REASONS.map((r) => [r, 0])) as Record<WaitReason, number>);
 
 export class GatewayJobs {
   readonly #deps: GatewayJobsDeps;
@@ -96,6 +100,11 @@ export class GatewayJobs {
     return this.#open?.runner.lineStats ?? NO_LINES;
   }
 
+  /** Batch lines put back to wait or retry since start, by reason (llmgw_batch_line_waits_total). */
+  waitStats(): Readonly<Record<WaitReason, number>> {
+    return this.#open?.runner.waitStats ?? NO_WAITS;
+  }
+
   /** Answers replayed from idempotency records since start. */
   replays(): number {
     return this.#open?.idempotency.replays ?? 0;
@@ -119,18 +128,18 @@ export class GatewayJobs {
     // A key is locked at most as long as a request may take (the longest total deadline).
     const lockMs = Math.max(config.deadlines.totalMs, ...config.models.map((m) => m.deadlines.totalMs));
     const idempotency = new IdempotencyGate(idempotencyStore, config.idempotency, { lockMs });
-    const { send, saturated, poolOf, knownModel } = this.#deps;
+    const { send, saturated, poolOf, knownModel, discovered } = this.#deps;
     // Shared: looking for work costs a Redis call per gateway, so every sync interval (a batch created here wakes it at once).
     const tickMs = shared === undefined ? undefined : config.state.syncIntervalMs;
-    const runner = new BatchRunner({ store, send, limits: config.batch, saturated, poolOf, knownModel, reclaimOnStart: shared === undefined, tickMs });
+    const runner = new BatchRunner({ store, send, limits: config.batch, saturated, poolOf, knownModel, reclaimOnStart: shared === undefined, tickMs, whenReady: discovered });
     const routes = createJobsRoutes({ store, knownModel, limits: config.batch, runner });
-    await runner.start();
     if (this.#stopped) {
       // stop() came while this was opening: it waits for this promise, so close here.
-      await runner.stop();
       db?.close();
       throw shuttingDown();
     }
+    // The routes answer at once; the runner starts once the gateway knows what it serves (a restart's lines are not sent into a model list still empty).
+    runner.start().catch((err: unknown) => log.error({ err: err instanceof Error ? err.message : String(err) }, "the batch runner could not start"));
     this.#open = { routes, idempotency, runner, db };
     log.info({ store: shared === undefined ? resolve(config.dataDir) : "shared (redis)", idempotencyKeysFreed: freed }, "batch and idempotency store opened");
     return this.#open;

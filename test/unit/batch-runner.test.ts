@@ -112,7 +112,7 @@ describe("batch runner", () => {
     expect(runner.lineStats).toEqual({ completed: 6, failed: 0, retried: 0, waited: 12 });
   });
 
-  test("5xx and transport failures are retried up to max_attempts, 4xx are recorded at once; all land in the error file", async () => {
+  test("engine 5xx and transport failures are retried up to max_attempts, 4xx are recorded at once; all land in the error file", async () => {
     const calls = new Map<string, number>();
     const { store, runner } = setup(async (line, _s, meta) => {
       calls.set(meta.customId, (calls.get(meta.customId) ?? 0) + 1);
@@ -128,10 +128,48 @@ describe("batch runner", () => {
     const done = await finished(store, "t", "b");
     expect(done.counts).toMatchObject({ completed: 2, failed: 3 });
     expect([calls.get("c1"), calls.get("c2"), calls.get("c3"), calls.get("c4"), calls.get("c5")]).toEqual([3, 1, 3, 2, 1]);
-    expect(runner.lineStats).toEqual({ completed: 2, failed: 3, retried: 5, waited: 0 });
+    // c4's 503 NO_READY_ENDPOINT is a wait, not an attempt.
+    expect(runner.lineStats).toEqual({ completed: 2, failed: 3, retried: 4, waited: 1 });
+    expect(runner.waitStats).toMatchObject({ engine_error: 4, no_ready_endpoint: 1 });
     const errors = (await fileText(store, "t", done.errorFileId)).map((l) => JSON.parse(l) as { custom_id: string; response: { status_code: number } | null; error: { code: string } | null });
     expect(errors.map((e) => [e.custom_id, e.response?.status_code ?? null, e.error?.code ?? null])).toEqual([["c1", 500, null], ["c2", 400, null], ["c3", null, "request_failed"]]);
     expect((await fileText(store, "t", done.outputFileId)).length).toBe(2);
+  });
+
+  test("no ready endpoint, a model not yet discovered, an unreachable engine: lines wait past max_attempts and every line ends once", async () => {
+    const refuse = (status: number, code: string): SendResult => ({ status, body: { error: { message: code, type: "service_unavailable_error", param: null, code } } });
+    const answers = [refuse(503, "NO_READY_ENDPOINT"), refuse(404, "MODEL_NOT_FOUND"), refuse(502, "UPSTREAM_CONNECT_FAILED"), refuse(429, "GPU_SATURATED"), refuse(503, "ADMISSION_QUEUE_FULL")];
+    let refused = 0;
+    const calls = new Map<string, number>();
+    const { store, runner } = setup(async (_l, _s, meta) => {
+      calls.set(meta.customId, (calls.get(meta.customId) ?? 0) + 1);
+      if (refused < 25) return answers[refused++ % answers.length]!;
+      return OK;
+    }, { limits: { maxAttempts: 1, retryBackoffMs: 1 } });
+    await store.createBatch(fresh("b", "t"), lines(6));
+    await runner.start();
+    const done = await finished(store, "t", "b");
+    expect(done.counts).toMatchObject({ total: 6, completed: 6, failed: 0 });
+    expect(runner.lineStats).toEqual({ completed: 6, failed: 0, retried: 0, waited: 25 });
+    expect(runner.waitStats).toMatchObject({ no_ready_endpoint: 15, gpu_saturated: 5, queue_full: 5, engine_error: 0 });
+    const out = (await fileText(store, "t", done.outputFileId)).map((l) => (JSON.parse(l) as { custom_id: string }).custom_id);
+    expect(out.sort()).toEqual(["c1", "c2", "c3", "c4", "c5", "c6"]);
+    expect(done.errorFileId).toBeNull();
+  });
+
+  test("nothing is claimed before whenReady resolves (the gateway has discovered what it serves)", async () => {
+    let sent = 0;
+    let ready: () => void = () => {};
+    const store = new SqliteJobsStore(new Database(":memory:", { strict: true }));
+    const runner = new BatchRunner({ store, send: async () => (sent++, OK), limits: LIMITS, tickMs: 10, audit: () => {}, whenReady: () => new Promise<void>((r) => (ready = r)) });
+    runners.push(runner);
+    await store.createBatch(fresh("b", "t"), lines(3));
+    const started = runner.start();
+    await sleep(60);
+    expect(sent).toBe(0);
+    ready();
+    await started;
+    expect((await finished(store, "t", "b")).counts.completed).toBe(3);
   });
 
   test("cancel: lines in flight finish and keep their results, the rest never run", async () => {
