@@ -12,6 +12,7 @@
 import type { BatchConfig } from "../config/types.ts";
 import { batchAuditRecord, writeAudit, type AuditRecord } from "../shared/audit.ts";
 import { logger } from "../shared/logger.ts";
+import { isStorageFull } from "./storage-errors.ts";
 import { finalizeBatch } from "./batch-finalize.ts";
 import type { BatchEnd } from "./batch-output.ts";
 import { WAIT_REASONS, type Batch, type BatchStatus, type ClaimedLine, type LineResult, type WaitReason } from "./job-types.ts";
@@ -67,6 +68,8 @@ export class BatchRunner {
   readonly #paused = new Map<string, { untilMs: number; streak: number }>();
   /** Line attempts by outcome since start (the llmgw_batch_lines_total counter reads them). */
   readonly lineStats = { completed: 0, failed: 0, retried: 0, waited: 0 };
+  /** Results the store could not take (a full disk), kept here and written first once it can: the line is not run again. */
+  readonly #unrecorded: { b: Batch; lineNo: number; result: LineResult }[] = [];
   /** Lines put back to wait or retry, by reason (llmgw_batch_line_waits_total). */
   readonly waitStats: Record<WaitReason, number> = Object.fromEntries(WAIT_REASONS.map((r) => [r, 0])) as Record<WaitReason, number>;
 
@@ -127,6 +130,8 @@ export class BatchRunner {
   }
 
   async #pump(): Promise<void> {
+    // A full disk: nothing new is sent until the results already in hand are written (checked at every tick).
+    if (!(await this.#flushUnrecorded())) return;
     const batches = await this.#o.store.activeBatches();
     if (batches.length === 0) return;
     // Start each pass at another batch, so tenants and batches take turns at free slots.
@@ -242,7 +247,7 @@ export class BatchRunner {
       completionTokens: usage.completion,
     };
     if (verdict.kind === "retry") return this.#retry(b, line, result);
-    if (await store.recordResult(b.id, line.lineNo, result)) this.lineStats[ok ? "completed" : "failed"]++;
+    await this.#record(b, line.lineNo, result);
     if (ok) {
       this.#paused.delete(b.id);
       if (b.waitingReason !== null) await this.#markWaiting(b, null);
@@ -273,15 +278,44 @@ export class BatchRunner {
   /** The engine failed the line (a 5xx, a broken answer, a deadline): run it again after a backoff, or record the failure once attempts are spent. */
   async #retry(b: Batch, line: ClaimedLine, result: LineResult): Promise<void> {
     const attempts = line.attempts + 1;
-    if (attempts >= this.#o.limits.maxAttempts) {
-      if (await this.#o.store.recordResult(b.id, line.lineNo, result)) this.lineStats.failed++;
-      return;
-    }
+    if (attempts >= this.#o.limits.maxAttempts) return this.#record(b, line.lineNo, result);
     this.lineStats.retried++;
     this.waitStats.engine_error++;
     const backoff = Math.min(MAX_BACKOFF_MS, this.#o.limits.retryBackoffMs * 2 ** (attempts - 1));
     await this.#o.store.releaseLine(b.id, line.lineNo, this.#owner, this.#now() + backoff, true);
     await this.#markWaiting(b, "engine_error");
+  }
+
+  /** Record a line's result once; on a full disk keep it in hand (the batch says storage_full) and write it when room returns. */
+  async #record(b: Batch, lineNo: number, result: LineResult): Promise<void> {
+    try {
+      if (await this.#o.store.recordResult(b.id, lineNo, result)) this.lineStats[result.ok ? "completed" : "failed"]++;
+    } catch (err) {
+      if (!isStorageFull(err)) throw err;
+      if (this.#unrecorded.length === 0) logger().warn({ batch: b.id }, "the disk is full: batch results are held in memory and no new line is sent until they can be written");
+      this.#unrecorded.push({ b, lineNo, result });
+      this.waitStats.storage_full++;
+      await this.#markWaiting(b, "storage_full").catch(() => {});
+    }
+  }
+
+  /** Write the results held for a full disk; true when none is left. */
+  async #flushUnrecorded(): Promise<boolean> {
+    while (this.#unrecorded.length > 0) {
+      const { b, lineNo, result } = this.#unrecorded[0]!;
+      try {
+        if (await this.#o.store.recordResult(b.id, lineNo, result)) this.lineStats[result.ok ? "completed" : "failed"]++;
+      } catch (err) {
+        if (isStorageFull(err)) return false;
+        throw err;
+      }
+      this.#unrecorded.shift();
+      if (this.#unrecorded.length === 0) {
+        logger().info("room on disk again: held batch results written, lines are sent again");
+        await this.#markWaiting(b, null).catch(() => {});
+      }
+    }
+    return true;
   }
 
   async #markWaiting(b: Batch, reason: WaitReason | null): Promise<void> {

@@ -19,7 +19,9 @@ import { SqliteIdempotencyStore, type IdempotencyStore } from "./idempotency-sto
 import { createJobsRoutes, type JobsRouteHandler } from "./jobs-routes.ts";
 import type { JobsStore } from "./jobs-store.ts";
 import { SqliteJobsStore } from "./sqlite-jobs-store.ts";
-import { openStateDatabase, STATE_DB_FILE } from "./state-db.ts";
+import { filesDirOf, openStateDatabase, STATE_DB_FILE } from "./state-db.ts";
+import { UploadBudget } from "./file-upload.ts";
+import { isStoreCorrupt } from "./storage-errors.ts";
 import type { BatchLineOutcome } from "../metrics/names.ts";
 import { WAIT_REASONS, type WaitReason } from "./job-types.ts";
 import { LlmgwError } from "../shared/errors.ts";
@@ -59,22 +61,47 @@ export class GatewayJobs {
   #opening: Promise<OpenJobs> | undefined;
   #open: (OpenJobs & { db: Database | undefined }) | undefined;
   #stopped = false;
+  /** Set once the store was found corrupt: files, batches and idempotency keys answer this until a restart. */
+  #disabled: LlmgwError | undefined;
+  /** Bytes all uploads may hold in memory, gateway-wide. */
+  readonly #budget: UploadBudget;
 
   constructor(deps: GatewayJobsDeps) {
     this.#deps = deps;
+    this.#budget = new UploadBudget(deps.config.batch.uploadMemoryBytes);
   }
 
-  /** At start: a store left by a previous run is opened now, so its batches resume without waiting for a request. True when it was. */
+  /**
+   * At start: a store left by a previous run is opened now, so its batches
+   * resume without waiting for a request. True when it was. A store that
+   * cannot be opened does not stop the gateway: inference is served, jobs
+   * answer 503 (see opened()).
+   */
   async resume(): Promise<boolean> {
     // Shared: batches other gateways created may be waiting for hands.
     if (this.#deps.shared === undefined && !existsSync(join(this.#deps.config.dataDir, STATE_DB_FILE))) return false;
-    await this.opened();
-    return true;
+    try {
+      await this.opened();
+      return true;
+    } catch {
+      return false; // logged where it failed
+    }
   }
 
-  /** The store and its users, opened on first call. An unusable data_dir is a 500 naming it (and the next call tries again); once stopping, a 503. */
+  /** Whether the batch store is usable (llmgw_jobs_store_available): false once it was found corrupt. */
+  get available(): boolean {
+    return this.#disabled === undefined;
+  }
+
+  /**
+   * The store and its users, opened on first call. An unusable data_dir is a
+   * 500 naming it (and the next call tries again); a corrupt database a 503
+   * JOBS_UNAVAILABLE until the gateway is restarted on a repaired one; once
+   * stopping, a 503.
+   */
   opened(): Promise<OpenJobs> {
     if (this.#stopped) return Promise.reject(shuttingDown());
+    if (this.#disabled !== undefined) return Promise.reject(this.#disabled);
     this.#opening ??= this.#openNow().catch((err: unknown) => {
       this.#opening = undefined;
       throw err;
@@ -105,6 +132,11 @@ export class GatewayJobs {
     return this.#open?.runner.waitStats ?? NO_WAITS;
   }
 
+  /** Bytes uploads in progress hold in memory (llmgw_upload_memory_bytes). */
+  uploadBytesHeld(): number {
+    return this.#budget.held;
+  }
+
   /** Answers replayed from idempotency records since start. */
   replays(): number {
     return this.#open?.idempotency.replays ?? 0;
@@ -113,15 +145,27 @@ export class GatewayJobs {
   async #openNow(): Promise<OpenJobs> {
     const { config, log, shared } = this.#deps;
     let db: Database | undefined;
+    let store: JobsStore;
     if (shared === undefined) {
       try {
         db = openStateDatabase(config.dataDir);
+        store = new SqliteJobsStore(db, filesDirOf(config.dataDir));
       } catch (err) {
-        log.error({ err: err instanceof Error ? err.message : String(err), dataDir: resolve(config.dataDir) }, "cannot open the batch store");
+        db?.close();
+        const why = err instanceof Error ? err.message : String(err);
+        const path = join(resolve(config.dataDir), STATE_DB_FILE);
+        if (isStoreCorrupt(err)) {
+          log.error(
+            { err: why, store: path },
+            "THE BATCH STORE IS CORRUPT: files, batches and Idempotency-Key requests are refused with 503 JOBS_UNAVAILABLE; inference is served. To recover, stop the gateway, move the file aside (and its -wal and -shm files) and start again (see docs/jobs.md)",
+          );
+          this.#disabled = new LlmgwError("JOBS_UNAVAILABLE", `the batch store (${path}) cannot be read: ${why}; files, batches and idempotency keys are off until it is repaired`, { retryAfterS: 60 });
+          throw this.#disabled;
+        }
+        log.error({ err: why, dataDir: resolve(config.dataDir) }, "cannot open the batch store");
         throw new LlmgwError("INTERNAL_ERROR", `the batch and idempotency store cannot be opened in data_dir (${resolve(config.dataDir)}); see the gateway's log`);
       }
-    }
-    const store = shared?.jobs ?? new SqliteJobsStore(db!);
+    } else store = shared.jobs;
     const idempotencyStore = shared?.idempotency ?? new SqliteIdempotencyStore(db!);
     // One process per data directory: keys this gateway held when it died are free again (shared keys lapse with their locks).
     const freed = shared === undefined ? await idempotencyStore.releaseAllRunning() : 0;
@@ -132,7 +176,7 @@ export class GatewayJobs {
     // Shared: looking for work costs a Redis call per gateway, so every sync interval (a batch created here wakes it at once).
     const tickMs = shared === undefined ? undefined : config.state.syncIntervalMs;
     const runner = new BatchRunner({ store, send, limits: config.batch, saturated, poolOf, knownModel, reclaimOnStart: shared === undefined, tickMs, whenReady: discovered });
-    const routes = createJobsRoutes({ store, knownModel, limits: config.batch, runner });
+    const routes = createJobsRoutes({ store, knownModel, limits: config.batch, runner, budget: this.#budget, bodyReadTimeoutMs: config.bodyReadTimeoutMs, idempotency });
     if (this.#stopped) {
       // stop() came while this was opening: it waits for this promise, so close here.
       db?.close();

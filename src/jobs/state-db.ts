@@ -21,3 +21,8 @@ export function openStateDatabase(dataDir: string): Database {
   db.run("PRAGMA busy_timeout = 5000");
   return db;
 }
+
+/** Where the embedded store keeps file bytes. */
+export function filesDirOf(dataDir: string): string {
+  return join(dataDir, "files");
+}

@@ -15,6 +15,10 @@ export interface JobsMetricSources {
   poolSaturated?: (pool: string) => boolean;
   batchLineStats?: () => Readonly<Record<BatchLineOutcome, number>>;
   batchLineWaits?: () => Readonly<Record<WaitReason, number>>;
+  /** Whether the batch store is usable (false once found corrupt). */
+  jobsStoreAvailable?: () => boolean;
+  /** Bytes uploads hold in memory now. */
+  uploadBytesHeld?: () => number;
   cacheStats?: () => { hits: number; misses: number; bytes: number | undefined };
   idempotentReplays?: () => number;
 }
@@ -25,7 +29,27 @@ export class JobsMetrics {
 
   constructor(registry: Registry, src: JobsMetricSources) {
     const registers = [registry];
-    const { poolSaturated, batchLineStats, batchLineWaits, cacheStats, idempotentReplays } = src;
+    const { poolSaturated, batchLineStats, batchLineWaits, jobsStoreAvailable, uploadBytesHeld, cacheStats, idempotentReplays } = src;
+    if (jobsStoreAvailable) {
+      new Gauge({
+        name: M.jobsStoreAvailable.name,
+        help: M.jobsStoreAvailable.help,
+        registers,
+        collect() {
+          this.set(jobsStoreAvailable() ? 1 : 0);
+        },
+      });
+    }
+    if (uploadBytesHeld) {
+      new Gauge({
+        name: M.uploadBytesHeld.name,
+        help: M.uploadBytesHeld.help,
+        registers,
+        collect() {
+          this.set(uploadBytesHeld());
+        },
+      });
+    }
     this.gpuShed = new Counter({
       name: M.gpuShed.name,
       help: M.gpuShed.help,

@@ -195,6 +195,8 @@ export function openBatchServices(
     ...(config.gpuHealth === null ? {} : { poolSaturated }),
     batchLineStats: () => jobs.lineStats(),
     batchLineWaits: () => jobs.waitStats(),
+    jobsStoreAvailable: () => jobs.available,
+    uploadBytesHeld: () => jobs.uploadBytesHeld(),
     ...(cache.off ? {} : { cacheStats: () => cache.stats() }),
     idempotentReplays: () => jobs.replays(),
   });

@@ -4,7 +4,16 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { BatchRunner, type SendLine, type SendResult } from "../../src/jobs/batch-runner.ts";
 import { SqliteJobsStore } from "../../src/jobs/sqlite-jobs-store.ts";
 import type { AuditRecord } from "../../src/shared/audit.ts";
-import { batchDoc, lines } from "../helpers/jobs-store-contract.ts";
+import { batchDoc, contentText, lines } from "../helpers/jobs-store-contract.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll } from "bun:test";
+
+const root = mkdtempSync(join(tmpdir(), "llmgw-runner-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+let dirs = 0;
+const filesDir = () => join(root, `files-${dirs++}`);
 import { waitUntil } from "../helpers/processes.ts";
 
 const OK: SendResult = { status: 200, body: { object: "chat.completion", usage: { prompt_tokens: 4, completion_tokens: 2 } } };
@@ -16,7 +25,7 @@ afterEach(async () => {
 });
 
 function setup(send: SendLine, opts: { limits?: Partial<typeof LIMITS>; saturated?: () => boolean; now?: () => number; knownModel?: (m: string) => boolean } = {}) {
-  const store = new SqliteJobsStore(new Database(":memory:", { strict: true }));
+  const store = new SqliteJobsStore(new Database(":memory:", { strict: true }), filesDir());
   const audits: AuditRecord[] = [];
   const make = (owner: string, reclaimOnStart = false) => {
     const r = new BatchRunner({ store, send, limits: { ...LIMITS, ...opts.limits }, saturated: opts.saturated, now: opts.now, knownModel: opts.knownModel, tickMs: 10, owner, reclaimOnStart, audit: (a) => audits.push(a) });
@@ -43,7 +52,7 @@ async function finished(store: SqliteJobsStore, tenant: string, id: string, stat
 
 async function fileText(store: SqliteJobsStore, tenant: string, id: string | null): Promise<string[]> {
   if (id === null) return [];
-  return new TextDecoder().decode(await store.getFileContent(tenant, id)).trim().split("\n");
+  return (await contentText(store, tenant, id))!.trim().split("\n");
 }
 
 describe("batch runner", () => {
@@ -63,9 +72,9 @@ describe("batch runner", () => {
       bump(meta.tenant, -1);
       return OK;
     }, { limits: { concurrencyPerBatch: 3, concurrencyPerTenant: 4 } });
-    await store.createBatch(fresh("a1", "A", { status: "validating", inProgressAtMs: null }), lines(20));
-    await store.createBatch(fresh("a2", "A"), lines(20));
-    await store.createBatch(fresh("b1", "B"), lines(20));
+    await store.createBatch(fresh("a1", "A", { status: "validating", inProgressAtMs: null }), [lines(20)]);
+    await store.createBatch(fresh("a2", "A"), [lines(20)]);
+    await store.createBatch(fresh("b1", "B"), [lines(20)]);
     await runner.start();
     for (const [t, id] of [["A", "a1"], ["A", "a2"], ["B", "b1"]] as const) expect((await finished(store, t, id)).counts.completed).toBe(20);
     expect(Math.max(peak.get("a1")!, peak.get("a2")!, peak.get("b1")!)).toBe(3);
@@ -77,7 +86,7 @@ describe("batch runner", () => {
     let saturated = true;
     let sent = 0;
     const { store, runner } = setup(async () => (sent++, OK), { saturated: () => saturated });
-    await store.createBatch(fresh("b", "t"), lines(10));
+    await store.createBatch(fresh("b", "t"), [lines(10)]);
     await runner.start();
     const waiting = await waitUntil(async () => {
       const b = await store.getBatch("t", "b");
@@ -102,7 +111,7 @@ describe("batch runner", () => {
       }
       return OK;
     }, { limits: { maxAttempts: 1 } });
-    await store.createBatch(fresh("b", "t"), lines(6));
+    await store.createBatch(fresh("b", "t"), [lines(6)]);
     await runner.start();
     const poll = setInterval(async () => reasons.add((await store.getBatch("t", "b"))?.waitingReason ?? null), 2);
     const done = await finished(store, "t", "b");
@@ -123,7 +132,7 @@ describe("batch runner", () => {
       if (n === 4 && calls.get(meta.customId) === 1) return { status: 503, body: { error: { message: "none", type: "service_unavailable_error", param: null, code: "NO_READY_ENDPOINT" } } };
       return OK;
     });
-    await store.createBatch(fresh("b", "t"), lines(5));
+    await store.createBatch(fresh("b", "t"), [lines(5)]);
     await runner.start();
     const done = await finished(store, "t", "b");
     expect(done.counts).toMatchObject({ completed: 2, failed: 3 });
@@ -146,7 +155,7 @@ describe("batch runner", () => {
       if (refused < 25) return answers[refused++ % answers.length]!;
       return OK;
     }, { limits: { maxAttempts: 1, retryBackoffMs: 1 } });
-    await store.createBatch(fresh("b", "t"), lines(6));
+    await store.createBatch(fresh("b", "t"), [lines(6)]);
     await runner.start();
     const done = await finished(store, "t", "b");
     expect(done.counts).toMatchObject({ total: 6, completed: 6, failed: 0 });
@@ -160,10 +169,10 @@ describe("batch runner", () => {
   test("nothing is claimed before whenReady resolves (the gateway has discovered what it serves)", async () => {
     let sent = 0;
     let ready: () => void = () => {};
-    const store = new SqliteJobsStore(new Database(":memory:", { strict: true }));
+    const store = new SqliteJobsStore(new Database(":memory:", { strict: true }), filesDir());
     const runner = new BatchRunner({ store, send: async () => (sent++, OK), limits: LIMITS, tickMs: 10, audit: () => {}, whenReady: () => new Promise<void>((r) => (ready = r)) });
     runners.push(runner);
-    await store.createBatch(fresh("b", "t"), lines(3));
+    await store.createBatch(fresh("b", "t"), [lines(3)]);
     const started = runner.start();
     await sleep(60);
     expect(sent).toBe(0);
@@ -180,7 +189,7 @@ describe("batch runner", () => {
       await new Promise<void>((r) => held.push(r));
       return OK;
     }, { limits: { concurrencyPerBatch: 2 } });
-    await store.createBatch(fresh("b", "t"), lines(8));
+    await store.createBatch(fresh("b", "t"), [lines(8)]);
     await runner.start();
     await waitUntil(() => held.length === 2, { what: "two lines in flight" });
     await store.updateBatch("b", ["in_progress"], { status: "cancelling", cancellingAtMs: 5 });
@@ -206,7 +215,7 @@ describe("batch runner", () => {
       await new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
       return OK;
     }, { now: () => now, limits: { concurrencyPerBatch: 1 } });
-    await store.createBatch(fresh("b", "t", { expiresAtMs: 20_000 }), lines(4));
+    await store.createBatch(fresh("b", "t", { expiresAtMs: 20_000 }), [lines(4)]);
     await runner.start();
     await waitUntil(async () => (await store.getBatch("t", "b"))?.counts.completed === 1, { what: "one line done" });
     now = 20_000;
@@ -219,7 +228,7 @@ describe("batch runner", () => {
 
   test("a batch whose model is gone when validation runs fails with the line named", async () => {
     const { store, runner, audits } = setup(async () => OK, { knownModel: () => false });
-    await store.createBatch(fresh("b", "t", { status: "validating", inProgressAtMs: null }), lines(2));
+    await store.createBatch(fresh("b", "t", { status: "validating", inProgressAtMs: null }), [lines(2)]);
     await runner.start();
     const failed = await finished(store, "t", "b", "failed");
     expect(failed.errors).toEqual([{ code: "model_not_found", message: "The model 'm' is not served by this gateway.", param: "body.model", line: 1 }]);
@@ -234,7 +243,7 @@ describe("batch runner", () => {
       if (calls <= 3) return new Promise<SendResult>((r) => held.push(r));
       return OK;
     }, { limits: { concurrencyPerBatch: 3 } });
-    await store.createBatch(fresh("b", "t"), lines(5));
+    await store.createBatch(fresh("b", "t"), [lines(5)]);
     await runner.start();
     await waitUntil(() => held.length === 3, { what: "three lines in flight" });
     const second = make("r2", true);
