@@ -18,6 +18,8 @@ export interface BatchInputRules {
   maxLineBytes: number;
   /** Deepest nesting of objects and arrays in a line (batch.max_line_depth). */
   maxDepth: number;
+  /** Whether the lines' bodies are wanted (creating a batch) or only checked (an upload): an upload then makes no copy of them. */
+  bodies?: boolean;
 }
 
 export interface ParsedBatchInput {
@@ -166,7 +168,7 @@ export class BatchInputValidator {
     const required = REQUIRED_FIELD[url];
     if (!required.test(body[required.key])) throw lineError(lineNo, `body.${required.key} must be ${required.expected}`);
     this.#lines++;
-    return { lineNo: this.#lines, customId, method: "POST", url, body: JSON.stringify(body) };
+    return { lineNo: this.#lines, customId, method: "POST", url, body: this.#rules.bodies === false ? "" : JSON.stringify(body) };
   }
 }
 

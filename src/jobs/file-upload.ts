@@ -145,7 +145,7 @@ export async function receiveUpload(u: UploadContext): Promise<UploadedFile & { 
 
 /** The file part: checked as JSONL and written to storage as it arrives, within the memory budget and the tenant's room. */
 async function storeFile(u: UploadContext, stream: Readable, filename: string, roomBytes: number): Promise<{ filename: string; input: ParsedBatchInput; content: ContentWriter }> {
-  const validator = new BatchInputValidator({ maxLines: u.limits.maxLines, knownModel: u.knownModel, maxLineBytes: u.limits.maxLineBytes, maxDepth: u.limits.maxLineDepth });
+  const validator = new BatchInputValidator({ maxLines: u.limits.maxLines, knownModel: u.knownModel, maxLineBytes: u.limits.maxLineBytes, maxDepth: u.limits.maxLineDepth, bodies: false });
   let truncated = false;
   stream.on("limit", () => (truncated = true));
   const content = await u.store.openContent(u.fileId);
