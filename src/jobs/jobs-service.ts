@@ -22,6 +22,7 @@ import { SqliteJobsStore } from "./sqlite-jobs-store.ts";
 import { filesDirOf, openStateDatabase, STATE_DB_FILE } from "./state-db.ts";
 import { UploadBudget } from "./file-upload.ts";
 import { isStoreCorrupt } from "./storage-errors.ts";
+import { WalCheckpointer } from "./wal-checkpoint.ts";
 import type { BatchLineOutcome } from "../metrics/names.ts";
 import { WAIT_REASONS, type WaitReason } from "./job-types.ts";
 import { LlmgwError } from "../shared/errors.ts";
@@ -59,7 +60,7 @@ const NO_WAITS: Readonly<Record<WaitReason, number>> = Object.freeze(Object.from
 export class GatewayJobs {
   readonly #deps: GatewayJobsDeps;
   #opening: Promise<OpenJobs> | undefined;
-  #open: (OpenJobs & { db: Database | undefined }) | undefined;
+  #open: (OpenJobs & { db: Database | undefined; checkpointer: WalCheckpointer | undefined }) | undefined;
   #stopped = false;
   /** Set once the store was found corrupt: files, batches and idempotency keys answer this until a restart. */
   #disabled: LlmgwError | undefined;
@@ -114,6 +115,7 @@ export class GatewayJobs {
     this.#stopped = true;
     if (this.#open === undefined) await this.#opening?.catch(() => undefined);
     await this.#open?.runner.stop();
+    await this.#open?.checkpointer?.stop();
   }
 
   /** Close the store, once requests still finishing (their answers recorded for idempotency) are done. */
@@ -145,13 +147,16 @@ export class GatewayJobs {
   async #openNow(): Promise<OpenJobs> {
     const { config, log, shared } = this.#deps;
     let db: Database | undefined;
+    let checkpointer: WalCheckpointer | undefined;
     let store: JobsStore;
     if (shared === undefined) {
       try {
-        db = openStateDatabase(config.dataDir);
+        db = openStateDatabase(config.dataDir, { checkpointElsewhere: true });
         store = new SqliteJobsStore(db, filesDirOf(config.dataDir));
+        checkpointer = new WalCheckpointer(join(config.dataDir, STATE_DB_FILE));
       } catch (err) {
         db?.close();
+        void checkpointer?.stop();
         const why = err instanceof Error ? err.message : String(err);
         const path = join(resolve(config.dataDir), STATE_DB_FILE);
         if (isStoreCorrupt(err)) {
@@ -179,12 +184,13 @@ export class GatewayJobs {
     const routes = createJobsRoutes({ store, knownModel, limits: config.batch, runner, budget: this.#budget, bodyReadTimeoutMs: config.bodyReadTimeoutMs, idempotency });
     if (this.#stopped) {
       // stop() came while this was opening: it waits for this promise, so close here.
+      await checkpointer?.stop();
       db?.close();
       throw shuttingDown();
     }
     // The routes answer at once; the runner starts once the gateway knows what it serves (a restart's lines are not sent into a model list still empty).
     runner.start().catch((err: unknown) => log.error({ err: err instanceof Error ? err.message : String(err) }, "the batch runner could not start"));
-    this.#open = { routes, idempotency, runner, db };
+    this.#open = { routes, idempotency, runner, db, checkpointer };
     log.info({ store: shared === undefined ? resolve(config.dataDir) : "shared (redis)", idempotencyKeysFreed: freed }, "batch and idempotency store opened");
     return this.#open;
   }

@@ -308,14 +308,16 @@ export class SqliteJobsStore implements JobsStore {
     // One statement, so a claim is atomic even with a second process on the
     // file. Each branch walks the (batch, state, line) index from its start and
     // stops at `max` hits: only small rows are read, whatever the batch's size.
+    // INDEXED BY: without statistics the planner walks the primary key instead,
+    // every line of the batch per claim (measured: 2.4 ms a claim at 10,000 lines).
     const claimed = this.#db
       .query<{ line_no: number; custom_id: string; attempts: number }, [string, string, number, number, number]>(
         `UPDATE batch_lines SET state = 'running', owner = ?2, lease_until_ms = ?5
          WHERE batch_id = ?1 AND line_no IN (
            SELECT line_no FROM (
-             SELECT line_no FROM (SELECT line_no FROM batch_lines WHERE batch_id = ?1 AND state = 'pending' AND not_before_ms <= ?3 ORDER BY line_no LIMIT ?4)
+             SELECT line_no FROM (SELECT line_no FROM batch_lines INDEXED BY batch_lines_by_state WHERE batch_id = ?1 AND state = 'pending' AND not_before_ms <= ?3 ORDER BY line_no LIMIT ?4)
              UNION ALL
-             SELECT line_no FROM (SELECT line_no FROM batch_lines WHERE batch_id = ?1 AND state = 'running' AND lease_until_ms < ?3 ORDER BY line_no LIMIT ?4)
+             SELECT line_no FROM (SELECT line_no FROM batch_lines INDEXED BY batch_lines_by_state WHERE batch_id = ?1 AND state = 'running' AND lease_until_ms < ?3 ORDER BY line_no LIMIT ?4)
            ) ORDER BY line_no LIMIT ?4)
          RETURNING line_no, custom_id, attempts`,
       )

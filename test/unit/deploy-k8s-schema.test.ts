@@ -153,10 +153,10 @@ describe("deploy/k8s against the Kubernetes API's documented fields", () => {
   });
 
   test("the schema catches what it should (a missing image, a misspelt key, a bad quantity)", () => {
-    const gw = structuredClone(docs.find((d) => d.doc.kind === "Deployment")!.doc) as { spec: { template: { spec: { containers: Record<string, unknown>[] } } } };
+    const gw = structuredClone(docs.find((d) => d.doc.kind === "Deployment")!.doc) as unknown as { spec: { template: { spec: { containers: Record<string, unknown>[] } } } };
     delete gw.spec.template.spec.containers[0]!.image;
     expect(deployment.safeParse(gw).success).toBe(false);
-    const claim = structuredClone(docs.find((d) => d.doc.kind === "PersistentVolumeClaim")!.doc) as { spec: Record<string, unknown> };
+    const claim = structuredClone(docs.find((d) => d.doc.kind === "PersistentVolumeClaim")!.doc) as unknown as { spec: Record<string, unknown> };
     expect(pvc.safeParse({ ...claim, spec: { ...claim.spec, acessModes: ["ReadWriteOnce"] } }).success).toBe(false);
     expect(pvc.safeParse({ ...claim, spec: { ...claim.spec, resources: { requests: { storage: "fifty gigs" } } } }).success).toBe(false);
   });
