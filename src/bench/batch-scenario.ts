@@ -13,11 +13,12 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { boolFlag, numberFlag } from "../shared/flags.ts";
+import { boolFlag, numberFlag, UsageError } from "../shared/flags.ts";
 import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
 import { formatTable, median, quantile } from "./report.ts";
 import type { BenchScenario } from "./scenario.ts";
 import { timedStream } from "./stream-client.ts";
+import { runEmbeddingsBatchBench, type EmbeddingsBatchReport } from "./batch-embeddings-scenario.ts";
 
 const MODEL = "bench-model";
 export const INTERACTIVE_KEY = "interactive-key-for-bench";
@@ -252,8 +253,10 @@ export async function runBatchBench(opts: BatchBenchOptions): Promise<BatchBench
   }
 }
 
-const USAGE = `usage: llmgw bench batch [--engines N] [--phase-ms MS] [--rounds N] [--lines N] [--concurrency N]
-                         [--shed-clients N] [--json]
+const USAGE = `usage: llmgw bench batch [--case shed|embeddings] [--engines N] [--phase-ms MS] [--rounds N] [--lines N]
+                         [--concurrency N] [--shed-clients N] [--line-bytes N] [--json]
+
+--case shed (the default):
 
 Sim-engines with one simulated GPU each (100 ms prefill, 20 ms a token)
 behind a gateway with gpu_health. A batch job runs while three interactive
@@ -265,22 +268,60 @@ during p99 / idle p99 (target ≤ 1.25), and batch lines/s per phase. The
 four phases repeat --rounds times, each round with a new batch job, so a noisy
 spell on a shared machine falls on every phase.
 
+--case embeddings: an embeddings batch (--lines, default 10000, of
+--line-bytes, default 8192, of input each) through the Files and Batches
+API while three interactive clients stream; reports TTFT and the gateway's
+event-loop stalls over 50 ms with no batch (idle, --phase-ms) and while the
+batch runs (until it ends), ratio = batch p99 / idle p99 (target ≤ 1.25, and
+no stall added), and the batch's lines/s.
+
 flags:
+  --case C           shed (default) or embeddings
   --engines N        sim-engines (default 2)
   --phase-ms MS      length of each phase in each round (default 3000)
   --rounds N         rounds of the four phases (default 2)
   --lines N          lines of each round's batch job (default 4000: more than a round finishes)
   --concurrency N    batch lines in flight (batch.concurrency_per_batch, default 32)
   --shed-clients N   batch-band HTTP clients during saturation, honouring Retry-After (default 8)
+  --line-bytes N     embeddings case: input bytes of each line (default 8192)
   --json             one JSON object instead of the table`;
+
+async function runEmbeddingsCase(args: Parameters<BenchScenario["run"]>[0], json: boolean): Promise<number> {
+  const r = await runEmbeddingsBatchBench({
+    engines: numberFlag(args, "engines", 2, { min: 1, max: 16, integer: true }),
+    lines: numberFlag(args, "lines", 10_000, { min: 100, max: 50_000, integer: true }),
+    lineBytes: numberFlag(args, "line-bytes", 8_192, { min: 16, max: 1_000_000, integer: true }),
+    concurrency: numberFlag(args, "concurrency", 32, { min: 1, max: 1_000, integer: true }),
+    phaseMs: numberFlag(args, "phase-ms", 5_000, { min: 500, max: 600_000, integer: true }),
+    maxBatchMs: 600_000,
+    log: json ? undefined : (l) => console.error(l),
+  });
+  if (json) {
+    console.log(JSON.stringify(r));
+    return 0;
+  }
+  const row = (name: string, w: EmbeddingsBatchReport["idle"], ratio: number) => [name, w.ttft_p50_ms, w.ttft_p99_ms, ratio, w.probes, w.errors, w.stalls, w.stalled_ms, w.seconds];
+  console.log(
+    formatTable({
+      title: `llmgw bench batch --case embeddings — ${r.lines} lines of ${r.line_bytes} bytes; interactive TTFT (ms; ratio = p99 / idle p99), event-loop stalls over 50 ms`,
+      columns: ["window", "ttft p50", "ttft p99", "ratio", "probes", "errors", "stalls", "stalled ms", "seconds"],
+      rows: [row("idle", r.idle, 1), row("embeddings batch runs", r.batch, r.ratio)],
+    }),
+  );
+  console.log(`\nbatch ${r.batch.status}: ${r.batch.completed} completed, ${r.batch.failed} failed, ${r.batch.lines_per_s.toFixed(0)} lines/s; upload and create took ${r.batch.upload_s.toFixed(1)} s`);
+  return 0;
+}
 
 export const batchScenario: BenchScenario = {
   name: "batch",
   summary: "interactive TTFT while batch work is shed under GPU saturation, and batch lines/s before, during, after",
   usage: USAGE,
-  options: { engines: { type: "string" }, "phase-ms": { type: "string" }, rounds: { type: "string" }, lines: { type: "string" }, concurrency: { type: "string" }, "shed-clients": { type: "string" } },
+  options: { case: { type: "string" }, "line-bytes": { type: "string" }, engines: { type: "string" }, "phase-ms": { type: "string" }, rounds: { type: "string" }, lines: { type: "string" }, concurrency: { type: "string" }, "shed-clients": { type: "string" } },
   async run(args) {
     const json = boolFlag(args, "json");
+    const which = args.values.case ?? "shed";
+    if (which === "embeddings") return runEmbeddingsCase(args, json);
+    if (which !== "shed") throw new UsageError(`--case must be shed or embeddings, not '${String(which)}'`);
     const r = await runBatchBench({
       engines: numberFlag(args, "engines", 2, { min: 1, max: 16, integer: true }),
       phaseMs: numberFlag(args, "phase-ms", 3_000, { min: 500, max: 600_000, integer: true }),

@@ -96,6 +96,17 @@ export const DEFAULT_BATCH_MAX_ATTEMPTS = 3;
 export const DEFAULT_BATCH_RETRY_BACKOFF_MS = 1_000;
 /** A claimed line whose runner stopped renewing its lease for this long is re-driven by another. */
 export const DEFAULT_BATCH_LEASE_MS = 60_000;
+/** Longest line of an input file: far above any request a batch endpoint takes, far below what would strain memory. */
+export const DEFAULT_BATCH_MAX_LINE_BYTES = 4 * 1024 * 1024;
+/** Deepest nesting of a line's JSON: messages with content parts and tool schemas stay well within it. */
+export const DEFAULT_BATCH_MAX_LINE_DEPTH = 64;
+/** Bytes all uploads together may hold in memory (each holds its line still open and the chunk in hand). */
+export const DEFAULT_BATCH_UPLOAD_MEMORY_BYTES = 64 * 1024 * 1024;
+/** An upload slower than this on average (after body_read_timeout_ms) is cut with 408: a drip holds a connection for nothing. */
+export const DEFAULT_BATCH_UPLOAD_MIN_BYTES_PER_S = 64 * 1024;
+/** Per tenant: bytes of stored files (uploads and batch outputs) and their number. */
+export const DEFAULT_BATCH_TENANT_MAX_BYTES = 10 * 1024 * 1024 * 1024;
+export const DEFAULT_BATCH_TENANT_MAX_FILES = 10_000;
 /** Stripe and OpenAI keep idempotency keys for 24 hours. */
 export const DEFAULT_IDEMPOTENCY_TTL_S = 86_400;
 /** A retry that arrives while the first request runs waits this long for it, then gets 409. */

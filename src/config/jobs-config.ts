@@ -64,6 +64,12 @@ export function resolveJobsConfig(c: ParsedConfig, warnings: string[]): JobsConf
       maxAttempts: c.batch.max_attempts,
       retryBackoffMs: c.batch.retry_backoff_ms,
       leaseMs: c.batch.lease_ms,
+      maxLineBytes: c.batch.max_line_bytes,
+      maxLineDepth: c.batch.max_line_depth,
+      uploadMemoryBytes: c.batch.upload_memory_bytes,
+      uploadMinBytesPerS: c.batch.upload_min_bytes_per_s,
+      tenantMaxBytes: c.batch.tenant_max_bytes,
+      tenantMaxFiles: c.batch.tenant_max_files,
     },
     idempotency: {
       ttlMs: c.idempotency.ttl_s * 1000,

@@ -196,6 +196,12 @@ export const batchSchema = z
     max_attempts: z.number().int().min(1).max(100).default(D.DEFAULT_BATCH_MAX_ATTEMPTS),
     retry_backoff_ms: z.number().int().min(1).max(600_000).default(D.DEFAULT_BATCH_RETRY_BACKOFF_MS),
     lease_ms: z.number().int().min(1_000).max(86_400_000).default(D.DEFAULT_BATCH_LEASE_MS),
+    max_line_bytes: z.number().int().min(1024).max(256 * 1024 * 1024).default(D.DEFAULT_BATCH_MAX_LINE_BYTES),
+    max_line_depth: z.number().int().min(4).max(1_000).default(D.DEFAULT_BATCH_MAX_LINE_DEPTH),
+    upload_memory_bytes: z.number().int().min(1024 * 1024).max(16 * 1024 * 1024 * 1024).default(D.DEFAULT_BATCH_UPLOAD_MEMORY_BYTES),
+    upload_min_bytes_per_s: z.number().int().min(1).max(1024 * 1024 * 1024).default(D.DEFAULT_BATCH_UPLOAD_MIN_BYTES_PER_S),
+    tenant_max_bytes: z.number().int().min(1024).max(Number.MAX_SAFE_INTEGER).default(D.DEFAULT_BATCH_TENANT_MAX_BYTES),
+    tenant_max_files: z.number().int().min(1).max(100_000_000).default(D.DEFAULT_BATCH_TENANT_MAX_FILES),
   })
   .strict();
 

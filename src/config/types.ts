@@ -154,6 +154,17 @@ export interface BatchConfig {
   retryBackoffMs: number;
   /** Visibility timeout of a claimed line (renewed while its runner lives). */
   leaseMs: number;
+  /** Longest line of an input file (400 beyond). */
+  maxLineBytes: number;
+  /** Deepest JSON nesting of a line (400 beyond). */
+  maxLineDepth: number;
+  /** Bytes all uploads together may hold in memory (503 UPLOAD_BUDGET_EXHAUSTED beyond). */
+  uploadMemoryBytes: number;
+  /** Slowest average upload rate once past body_read_timeout_ms (408 below). */
+  uploadMinBytesPerS: number;
+  /** Per tenant: stored bytes and files (403 STORAGE_QUOTA_EXCEEDED beyond). */
+  tenantMaxBytes: number;
+  tenantMaxFiles: number;
 }
 
 export interface IdempotencyConfig {

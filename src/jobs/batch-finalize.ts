@@ -1,8 +1,23 @@
-/** The end of a batch: write its output and error files, then enter the final status (through finalizing on the way to completed). */
-import { renderBatchFiles, type BatchEnd } from "./batch-output.ts";
+/**
+ * The end of a batch: write its output and error files, then enter the final
+ * status (through finalizing on the way to completed). The files are written
+ * as the lines are read, a page at a time, straight to storage: a batch of
+ * any size costs a page of memory, and the event loop gets a turn between
+ * pages.
+ */
+import { renderOutcome, type BatchEnd } from "./batch-output.ts";
 import { batchFileId } from "./job-ids.ts";
 import type { Batch, BatchStatus } from "./job-types.ts";
-import type { JobsStore } from "./jobs-store.ts";
+import type { ContentWriter, JobsStore } from "./jobs-store.ts";
+
+/** Lines read per page (and rendered into one write per file). */
+const PAGE_LINES = 256;
+
+interface OutFile {
+  kind: "output" | "error";
+  writer: ContentWriter | undefined;
+  lines: number;
+}
 
 /**
  * `from` are the statuses the batch may be in. Output file ids are derived
@@ -16,17 +31,39 @@ export async function finalizeBatch(store: JobsStore, b: Batch, end: BatchEnd, f
     if (!f) return undefined;
     from = ["finalizing"];
   }
-  const files = renderBatchFiles(b.id, await store.lineOutcomes(b.id), end);
-  const put = async (kind: "output" | "error", text: string, lines: number): Promise<string | null> => {
-    if (lines === 0) return null;
-    const id = batchFileId(b.id, kind);
-    const content = new TextEncoder().encode(text);
-    const filename = `${b.id}_${kind}.jsonl`;
-    await store.putFile({ id, tenant: b.tenant, filename, purpose: "batch_output", bytes: content.byteLength, createdAtMs: now, endpoint: null, model: null, lineCount: lines }, content);
-    return id;
-  };
-  const outputFileId = await put("output", files.output, files.outputLines);
-  const errorFileId = await put("error", files.errors, files.errorLines);
-  const stamp = end === "completed" ? { completedAtMs: now } : end === "cancelled" ? { cancelledAtMs: now } : { expiredAtMs: now };
-  return store.updateBatch(b.id, from, { status: end, ...stamp, outputFileId, errorFileId, waitingReason: null, waitingSinceMs: null });
+  const files: Record<"output" | "error", OutFile> = { output: { kind: "output", writer: undefined, lines: 0 }, error: { kind: "error", writer: undefined, lines: 0 } };
+  const encoder = new TextEncoder();
+  try {
+    for (let after = 0; ; ) {
+      const page = await store.lineOutcomes(b.id, after, PAGE_LINES);
+      if (page.length === 0) break;
+      const text: Record<"output" | "error", string> = { output: "", error: "" };
+      for (const o of page) {
+        const { kind, line } = renderOutcome(b.id, o, end);
+        text[kind] += line;
+        files[kind].lines++;
+      }
+      for (const f of Object.values(files)) {
+        if (text[f.kind] === "") continue;
+        f.writer ??= await store.openContent(batchFileId(b.id, f.kind));
+        await f.writer.write(encoder.encode(text[f.kind]));
+      }
+      after = page.at(-1)!.lineNo;
+      await new Promise<void>((r) => setImmediate(r));
+    }
+    const put = async (f: OutFile): Promise<string | null> => {
+      if (f.writer === undefined) return null;
+      const id = batchFileId(b.id, f.kind);
+      const filename = `${b.id}_${f.kind}.jsonl`;
+      await store.putFile({ id, tenant: b.tenant, filename, purpose: "batch_output", bytes: f.writer.bytes, createdAtMs: now, endpoint: null, model: null, lineCount: f.lines }, f.writer);
+      f.writer = undefined;
+      return id;
+    };
+    const outputFileId = await put(files.output);
+    const errorFileId = await put(files.error);
+    const stamp = end === "completed" ? { completedAtMs: now } : end === "cancelled" ? { cancelledAtMs: now } : { expiredAtMs: now };
+    return await store.updateBatch(b.id, from, { status: end, ...stamp, outputFileId, errorFileId, waitingReason: null, waitingSinceMs: null });
+  } finally {
+    for (const f of Object.values(files)) await f.writer?.abort();
+  }
 }

@@ -12,34 +12,18 @@ const UNRUN: Record<BatchEnd, { code: string; message: string }> = {
   expired: { code: "batch_expired", message: "This request could not be executed before the completion window expired." },
 };
 
-export interface RenderedBatchFiles {
-  /** Lines that got a 2xx answer. */
-  output: string;
-  outputLines: number;
-  /** Lines with a non-2xx answer, a failure without one, or no run at all. */
-  errors: string;
-  errorLines: number;
-}
-
 const json = JSON.stringify;
 
 /**
- * Bodies are stored as JSON text and spliced in as they are (not parsed and
- * re-serialised): the output carries exactly what the engine answered.
+ * One line of the output (2xx) or error file. Bodies are stored as JSON text
+ * and spliced in as they are (not parsed and re-serialised): the output
+ * carries exactly what the engine answered.
  */
-export function renderBatchFiles(batchId: string, outcomes: readonly LineOutcome[], end: BatchEnd): RenderedBatchFiles {
-  const out: string[] = [];
-  const err: string[] = [];
-  for (const o of outcomes) {
-    const head = `{"id":${json(batchRequestId(batchId, o.lineNo))},"custom_id":${json(o.customId)}`;
-    const r = o.result;
-    if (r === null) {
-      err.push(`${head},"response":null,"error":${json(UNRUN[end])}}\n`);
-      continue;
-    }
-    const response = r.statusCode === null ? "null" : `{"status_code":${r.statusCode},"request_id":${json(r.requestId)},"body":${r.body ?? "null"}}`;
-    const error = r.errorCode === null ? "null" : json({ code: r.errorCode, message: r.errorMessage ?? "" });
-    (r.ok ? out : err).push(`${head},"response":${response},"error":${error}}\n`);
-  }
-  return { output: out.join(""), outputLines: out.length, errors: err.join(""), errorLines: err.length };
+export function renderOutcome(batchId: string, o: LineOutcome, end: BatchEnd): { kind: "output" | "error"; line: string } {
+  const head = `{"id":${json(batchRequestId(batchId, o.lineNo))},"custom_id":${json(o.customId)}`;
+  const r = o.result;
+  if (r === null) return { kind: "error", line: `${head},"response":null,"error":${json(UNRUN[end])}}\n` };
+  const response = r.statusCode === null ? "null" : `{"status_code":${r.statusCode},"request_id":${json(r.requestId)},"body":${r.body ?? "null"}}`;
+  const error = r.errorCode === null ? "null" : json({ code: r.errorCode, message: r.errorMessage ?? "" });
+  return { kind: r.ok ? "output" : "error", line: `${head},"response":${response},"error":${error}}\n` };
 }

@@ -2,17 +2,22 @@
  * Drives batch lines through an injected `send` (the gateway's own request
  * path, in the batch band): bounded concurrency per batch and per tenant,
  * leases renewed while a line runs, results recorded once per (batch, line),
- * waits (never failures) under GPU saturation and rate limits, cancel and
- * expiry as OpenAI documents them, and output files at the end.
+ * waits (never failures) while the capacity to run a line is not there
+ * (saturation, rate limits, no ready endpoint), retries with backoff when an
+ * engine fails, cancel and expiry as OpenAI documents them, and output files
+ * at the end. It starts only once the gateway knows what it serves
+ * (`whenReady`): lines resumed after a restart are not sent before the
+ * endpoints' models are discovered.
  */
 import type { BatchConfig } from "../config/types.ts";
 import { batchAuditRecord, writeAudit, type AuditRecord } from "../shared/audit.ts";
 import { logger } from "../shared/logger.ts";
+import { isStorageFull } from "./storage-errors.ts";
 import { finalizeBatch } from "./batch-finalize.ts";
 import type { BatchEnd } from "./batch-output.ts";
-import type { Batch, BatchStatus, ClaimedLine, LineResult, WaitReason } from "./job-types.ts";
+import { WAIT_REASONS, type Batch, type BatchStatus, type ClaimedLine, type LineResult, type WaitReason } from "./job-types.ts";
 import type { JobsStore } from "./jobs-store.ts";
-import { usageOf, waitReasonOf, type SendLine, type SendResult } from "./line-send.ts";
+import { lineVerdict, usageOf, type SendLine, type SendResult } from "./line-send.ts";
 
 export type { BatchLineRequest, SendLine, SendMeta, SendResult } from "./line-send.ts";
 
@@ -35,10 +40,14 @@ export interface BatchRunnerOptions {
   tickMs?: number;
   /** Embedded store (one process per data directory): re-drive every running line at start. */
   reclaimOnStart?: boolean;
+  /** Resolves once the gateway knows what it serves (every endpoint polled once, a fleet settled): nothing is claimed before. */
+  whenReady?: () => Promise<void>;
 }
 
 const DEFAULT_TICK_MS = 200;
 const MAX_BACKOFF_MS = 60_000;
+/** A batch waiting for capacity looks again at least this often (an engine back from a restart is used within seconds). */
+const MAX_WAIT_MS = 10_000;
 
 export class BatchRunner {
   readonly #o: BatchRunnerOptions;
@@ -54,8 +63,15 @@ export class BatchRunner {
   #rotation = 0;
   #timers: ReturnType<typeof setInterval>[] = [];
   #running = false;
+  #stopped = false;
+  /** batch id → until when it sends nothing (a line was told "not now"), and how many waits in a row (the backoff grows with them). */
+  readonly #paused = new Map<string, { untilMs: number; streak: number }>();
   /** Line attempts by outcome since start (the llmgw_batch_lines_total counter reads them). */
   readonly lineStats = { completed: 0, failed: 0, retried: 0, waited: 0 };
+  /** Results the store could not take (a full disk), kept here and written first once it can: the line is not run again. */
+  readonly #unrecorded: { b: Batch; lineNo: number; result: LineResult }[] = [];
+  /** Lines put back to wait or retry, by reason (llmgw_batch_line_waits_total). */
+  readonly waitStats: Record<WaitReason, number> = Object.fromEntries(WAIT_REASONS.map((r) => [r, 0])) as Record<WaitReason, number>;
 
   constructor(opts: BatchRunnerOptions) {
     this.#o = opts;
@@ -64,8 +80,11 @@ export class BatchRunner {
     this.#audit = opts.audit ?? writeAudit;
   }
 
+  /** Resolves once running: after `whenReady`, and after the reclaim of an embedded store. */
   async start(): Promise<void> {
-    if (this.#running) return;
+    if (this.#running || this.#stopped) return;
+    await this.#o.whenReady?.();
+    if (this.#running || this.#stopped) return;
     this.#running = true;
     if (this.#o.reclaimOnStart) {
       const n = await this.#o.store.reclaimInFlight();
@@ -79,6 +98,7 @@ export class BatchRunner {
   /** Stop claiming, abort what runs (those lines go back to pending) and wait until every line is settled. */
   async stop(): Promise<void> {
     this.#running = false;
+    this.#stopped = true;
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
     for (const lines of this.#inflight.values()) for (const ac of lines.values()) ac.abort(new Error("batch runner stopping"));
@@ -110,6 +130,8 @@ export class BatchRunner {
   }
 
   async #pump(): Promise<void> {
+    // A full disk: nothing new is sent until the results already in hand are written (checked at every tick).
+    if (!(await this.#flushUnrecorded())) return;
     const batches = await this.#o.store.activeBatches();
     if (batches.length === 0) return;
     // Start each pass at another batch, so tenants and batches take turns at free slots.
@@ -149,6 +171,8 @@ export class BatchRunner {
       await this.#markWaiting(b, "gpu_saturated");
       return;
     }
+    const paused = this.#paused.get(b.id);
+    if (paused !== undefined && now < paused.untilMs) return;
     const free = Math.min(this.#o.limits.concurrencyPerBatch - running, this.#o.limits.concurrencyPerTenant - (this.#tenantInflight.get(b.tenant) ?? 0));
     if (free <= 0) return;
     const claimed = await this.#o.store.claimLines(b.id, free, this.#owner, now, now + this.#o.limits.leaseMs);
@@ -205,16 +229,11 @@ export class BatchRunner {
       // Aborted (expiry, shutdown): not the line's fault, and it may run again.
       if (signal.aborted) return store.releaseLine(b.id, line.lineNo, this.#owner, this.#now(), false);
       const message = err instanceof Error ? err.message : String(err);
-      return this.#transientFailure(b, line, { ok: false, statusCode: null, body: null, requestId: null, errorCode: "request_failed", errorMessage: message, promptTokens: 0, completionTokens: 0 });
+      return this.#retry(b, line, { ok: false, statusCode: null, body: null, requestId: null, errorCode: "request_failed", errorMessage: message, promptTokens: 0, completionTokens: 0 });
     }
-    const wait = waitReasonOf(res);
-    if (wait !== undefined) {
-      // Saturation and rate limits are transient: the line waits, the batch says why, nothing fails.
-      const delay = res.retryAfterS !== undefined ? res.retryAfterS * 1000 : this.#o.limits.retryBackoffMs;
-      await store.releaseLine(b.id, line.lineNo, this.#owner, this.#now() + delay, false);
-      this.lineStats.waited++;
-      return this.#markWaiting(b, wait);
-    }
+    if (signal.aborted) return store.releaseLine(b.id, line.lineNo, this.#owner, this.#now(), false);
+    const verdict = lineVerdict(res);
+    if (verdict.kind === "wait") return this.#wait(b, line, verdict.reason, res.retryAfterS);
     const usage = usageOf(res.body);
     const ok = res.status >= 200 && res.status < 300;
     const result: LineResult = {
@@ -227,25 +246,81 @@ export class BatchRunner {
       promptTokens: usage.prompt,
       completionTokens: usage.completion,
     };
-    if (res.status >= 500) return this.#transientFailure(b, line, result);
-    if (await store.recordResult(b.id, line.lineNo, result)) this.lineStats[ok ? "completed" : "failed"]++;
-    if (ok && b.waitingReason !== null) await this.#markWaiting(b, null);
+    if (verdict.kind === "retry") return this.#retry(b, line, result);
+    await this.#record(b, line.lineNo, result);
+    if (ok) {
+      this.#paused.delete(b.id);
+      if (b.waitingReason !== null) await this.#markWaiting(b, null);
+    }
   }
 
-  /** A 5xx or transport failure: run the line again after a backoff, or record the failure once attempts are spent. */
-  async #transientFailure(b: Batch, line: ClaimedLine, result: LineResult): Promise<void> {
+  /**
+   * Not now (saturation, a rate limit, no ready endpoint): the line goes back
+   * without spending an attempt and the whole batch holds off — its other
+   * lines would only be refused the same way — for Retry-After, or a backoff
+   * that doubles with each wait in a row (at most MAX_WAIT_MS). The batch
+   * says why.
+   */
+  async #wait(b: Batch, line: ClaimedLine, reason: WaitReason, retryAfterS: number | undefined): Promise<void> {
+    // Lines refused together (the same pause) count as one wait in the streak.
+    const prev = this.#paused.get(b.id);
+    const streak = prev === undefined ? 1 : this.#now() < prev.untilMs ? prev.streak : prev.streak + 1;
+    const backoff = Math.min(MAX_WAIT_MS, this.#o.limits.retryBackoffMs * 2 ** Math.min(streak - 1, 16));
+    const delay = retryAfterS !== undefined ? Math.min(MAX_WAIT_MS, retryAfterS * 1000) : backoff;
+    const untilMs = this.#now() + delay;
+    this.#paused.set(b.id, { untilMs: Math.max(untilMs, prev?.untilMs ?? 0), streak });
+    await this.#o.store.releaseLine(b.id, line.lineNo, this.#owner, untilMs, false);
+    this.lineStats.waited++;
+    this.waitStats[reason]++;
+    await this.#markWaiting(b, reason);
+  }
+
+  /** The engine failed the line (a 5xx, a broken answer, a deadline): run it again after a backoff, or record the failure once attempts are spent. */
+  async #retry(b: Batch, line: ClaimedLine, result: LineResult): Promise<void> {
     const attempts = line.attempts + 1;
-    if (attempts >= this.#o.limits.maxAttempts) {
-      if (await this.#o.store.recordResult(b.id, line.lineNo, result)) this.lineStats.failed++;
-      return;
-    }
+    if (attempts >= this.#o.limits.maxAttempts) return this.#record(b, line.lineNo, result);
     this.lineStats.retried++;
+    this.waitStats.engine_error++;
     const backoff = Math.min(MAX_BACKOFF_MS, this.#o.limits.retryBackoffMs * 2 ** (attempts - 1));
     await this.#o.store.releaseLine(b.id, line.lineNo, this.#owner, this.#now() + backoff, true);
+    await this.#markWaiting(b, "engine_error");
+  }
+
+  /** Record a line's result once; on a full disk keep it in hand (the batch says storage_full) and write it when room returns. */
+  async #record(b: Batch, lineNo: number, result: LineResult): Promise<void> {
+    try {
+      if (await this.#o.store.recordResult(b.id, lineNo, result)) this.lineStats[result.ok ? "completed" : "failed"]++;
+    } catch (err) {
+      if (!isStorageFull(err)) throw err;
+      if (this.#unrecorded.length === 0) logger().warn({ batch: b.id }, "the disk is full: batch results are held in memory and no new line is sent until they can be written");
+      this.#unrecorded.push({ b, lineNo, result });
+      this.waitStats.storage_full++;
+      await this.#markWaiting(b, "storage_full").catch(() => {});
+    }
+  }
+
+  /** Write the results held for a full disk; true when none is left. */
+  async #flushUnrecorded(): Promise<boolean> {
+    while (this.#unrecorded.length > 0) {
+      const { b, lineNo, result } = this.#unrecorded[0]!;
+      try {
+        if (await this.#o.store.recordResult(b.id, lineNo, result)) this.lineStats[result.ok ? "completed" : "failed"]++;
+      } catch (err) {
+        if (isStorageFull(err)) return false;
+        throw err;
+      }
+      this.#unrecorded.shift();
+      if (this.#unrecorded.length === 0) {
+        logger().info("room on disk again: held batch results written, lines are sent again");
+        await this.#markWaiting(b, null).catch(() => {});
+      }
+    }
+    return true;
   }
 
   async #markWaiting(b: Batch, reason: WaitReason | null): Promise<void> {
     if (b.waitingReason === reason) return;
+    if (reason === null) this.#paused.delete(b.id);
     const updated = await this.#o.store.updateBatch(b.id, ["in_progress"], { waitingReason: reason, waitingSinceMs: reason === null ? null : this.#now() });
     // The pump's copy is stale until the next pass; keep it current so a burst of refusals writes once.
     if (updated) b.waitingReason = reason;

@@ -1,17 +1,20 @@
 /** POST/GET /v1/batches, GET /v1/batches/{id}, POST /v1/batches/{id}/cancel, with OpenAI's request checks and object shapes. */
 import { readBodyUpTo } from "../shared/bounded-body.ts";
 import { LlmgwError } from "../shared/errors.ts";
-import { parseBatchInput } from "./batch-input.ts";
+import { BatchInputValidator } from "./batch-input.ts";
 import { noSuchFile } from "./files-routes.ts";
 import { newBatchId } from "./job-ids.ts";
-import { BATCH_ENDPOINTS, isBatchEndpoint, newBatchDoc } from "./job-types.ts";
+import { BATCH_ENDPOINTS, isBatchEndpoint, newBatchDoc, type BatchLine } from "./job-types.ts";
 import { json, limitParam, type JobsRequest } from "./jobs-http.ts";
 import { UnknownCursorError } from "./jobs-store.ts";
 import { batchObject, listObject } from "./openai-objects.ts";
+import { asStorageError } from "./storage-errors.ts";
 
 /** OpenAI accepts only a 24-hour completion window. */
 const COMPLETION_WINDOWS: Record<string, number> = { "24h": 24 * 3600 * 1000 };
 const CREATE_BODY_MAX_BYTES = 64 * 1024;
+/** Lines stored per step when a batch is created (each step one short transaction). */
+const CREATE_CHUNK_LINES = 500;
 const CREATE_KEYS = new Set(["input_file_id", "endpoint", "completion_window", "metadata", "output_expires_after"]);
 /** OpenAI's metadata limits: 16 pairs, keys up to 64 characters, string values up to 512. */
 const METADATA_MAX_PAIRS = 16;
@@ -42,8 +45,8 @@ function parseMetadata(v: unknown): Record<string, string> | null {
   return Object.fromEntries(entries) as Record<string, string>;
 }
 
-async function readCreateBody(req: Request): Promise<Record<string, unknown>> {
-  const raw = await readBodyUpTo(req, CREATE_BODY_MAX_BYTES);
+async function readCreateBody(req: Request, idleMs: number): Promise<Record<string, unknown>> {
+  const raw = await readBodyUpTo(req, CREATE_BODY_MAX_BYTES, { idleMs });
   if (raw === undefined) throw new LlmgwError("BODY_TOO_LARGE", `request body exceeds the limit of ${CREATE_BODY_MAX_BYTES} bytes`);
   let body: unknown;
   try {
@@ -63,7 +66,7 @@ async function readCreateBody(req: Request): Promise<Record<string, unknown>> {
  * model list may have changed since). A refusal stores nothing.
  */
 export async function createBatch(r: JobsRequest): Promise<Response> {
-  const b = await readCreateBody(r.req);
+  const b = await readCreateBody(r.req, r.deps.bodyReadTimeoutMs);
   const { input_file_id: fileId, endpoint, completion_window: window } = b;
   if (typeof fileId !== "string" || fileId === "") throw invalid("input_file_id must be a file id", "input_file_id");
   if (typeof endpoint !== "string" || !isBatchEndpoint(endpoint)) throw invalid(`endpoint must be one of ${BATCH_ENDPOINTS.join(", ")}`, "endpoint");
@@ -79,21 +82,47 @@ export async function createBatch(r: JobsRequest): Promise<Response> {
   }
   const content = await store.getFileContent(r.tenant, fileId);
   if (!content) throw noSuchFile(fileId, "input_file_id");
-  const parsed = parseBatchInput(content, { maxLines: r.deps.limits.maxLines, knownModel: r.deps.knownModel });
+  const { limits } = r.deps;
+  const validator = new BatchInputValidator({ maxLines: limits.maxLines, knownModel: r.deps.knownModel, maxLineBytes: limits.maxLineBytes, maxDepth: limits.maxLineDepth });
+  // The model of line 1, before any line is stored (the batch carries it).
+  const model = file.model;
+  if (model === null) throw invalid(`file ${fileId} holds no requests`, "input_file_id");
   const doc = newBatchDoc({
     id: newBatchId(),
     tenant: r.tenant,
     endpoint,
-    model: parsed.model,
+    model,
     inputFileId: fileId,
     completionWindow: window as string,
     createdAtMs: r.now,
     expiresAtMs: r.now + windowMs,
     metadata,
   });
-  const batch = await store.createBatch(doc, parsed.lines);
+  let batch;
+  try {
+    batch = await store.createBatch(doc, linesOf(content.body, validator));
+  } catch (err) {
+    throw asStorageError(err, "creating the batch");
+  }
   r.deps.runner?.wake();
   return json(batchObject(batch));
+}
+
+/** Lines of the stored input file, checked again as they are read, in chunks of at most CREATE_CHUNK_LINES. */
+async function* linesOf(body: Blob | ReadableStream<Uint8Array>, validator: BatchInputValidator): AsyncGenerator<BatchLine[]> {
+  const stream = body instanceof Blob ? body.stream() : body;
+  let chunk: BatchLine[] = [];
+  for await (const bytes of stream) {
+    for (const line of validator.push(bytes)) {
+      chunk.push(line);
+      if (chunk.length >= CREATE_CHUNK_LINES) {
+        yield chunk;
+        chunk = [];
+      }
+    }
+  }
+  chunk.push(...validator.end().lines);
+  if (chunk.length > 0) yield chunk;
 }
 
 export async function getBatch(r: JobsRequest): Promise<Response> {

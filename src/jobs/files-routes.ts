@@ -1,14 +1,12 @@
 /** POST/GET /v1/files, GET/DELETE /v1/files/{id}, GET /v1/files/{id}/content: batch input files (validated on upload) and batch output files. */
-import { readBodyUpTo } from "../shared/bounded-body.ts";
 import { LlmgwError } from "../shared/errors.ts";
-import { parseBatchInput } from "./batch-input.ts";
+import { receiveUpload } from "./file-upload.ts";
 import { newFileId } from "./job-ids.ts";
 import { UnknownCursorError } from "./jobs-store.ts";
 import { json, limitParam, type JobsRequest } from "./jobs-http.ts";
 import { fileObject, listObject } from "./openai-objects.ts";
+import { asStorageError } from "./storage-errors.ts";
 
-/** Room for the multipart boundaries and part headers around the file itself. */
-const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 /** OpenAI's default and maximum page size for GET /v1/files. */
 const FILES_PAGE_MAX = 10_000;
 
@@ -16,42 +14,50 @@ export function noSuchFile(id: string, param = "file_id"): LlmgwError {
   return new LlmgwError("NOT_FOUND", `No such File object: ${id}`, { param });
 }
 
-function tooLarge(limit: number): LlmgwError {
-  return new LlmgwError("BODY_TOO_LARGE", `the file exceeds the limit of ${limit} bytes (batch.max_file_bytes)`, { param: "file" });
-}
-
+/** The upload streams to storage (file-upload.ts); it becomes a file only once whole, checked, within quota and (with Idempotency-Key) not a replay. */
 export async function uploadFile(r: JobsRequest): Promise<Response> {
-  const { maxFileBytes, maxLines } = r.deps.limits;
-  const type = r.req.headers.get("content-type") ?? "";
-  if (!type.toLowerCase().startsWith("multipart/form-data")) {
-    throw new LlmgwError("INVALID_REQUEST", "expected a multipart/form-data upload with the fields 'file' and 'purpose'");
-  }
-  const raw = await readBodyUpTo(r.req, maxFileBytes + MULTIPART_OVERHEAD_BYTES);
-  if (raw === undefined) throw tooLarge(maxFileBytes);
-  const form = await new Response(raw, { headers: { "content-type": type } }).formData().catch(() => undefined);
-  if (form === undefined) throw new LlmgwError("INVALID_REQUEST", "the multipart/form-data body could not be parsed");
-  const purpose = form.get("purpose");
-  if (purpose !== "batch") {
-    throw new LlmgwError("INVALID_REQUEST", "purpose must be 'batch' (the only purpose llmgw stores)", { param: "purpose" });
-  }
-  const file = form.get("file");
-  if (!(file instanceof Blob)) throw new LlmgwError("INVALID_REQUEST", "a 'file' field with the JSONL content is required", { param: "file" });
-  if (file.size > maxFileBytes) throw tooLarge(maxFileBytes);
-  const content = new Uint8Array(await file.arrayBuffer());
-  const parsed = parseBatchInput(content, { maxLines, knownModel: r.deps.knownModel });
-  const stored = {
-    id: newFileId(),
+  const { deps } = r;
+  const fileId = newFileId();
+  const up = await receiveUpload({
+    req: r.req,
     tenant: r.tenant,
-    filename: file instanceof File && file.name !== "" ? file.name : "upload.jsonl",
-    purpose: "batch" as const,
-    bytes: content.byteLength,
-    createdAtMs: r.now,
-    endpoint: parsed.endpoint,
-    model: parsed.model,
-    lineCount: parsed.lines.length,
-  };
-  await r.deps.store.putFile(stored, content);
-  return json(fileObject(stored));
+    store: deps.store,
+    limits: deps.limits,
+    budget: deps.budget,
+    knownModel: deps.knownModel,
+    bodyReadTimeoutMs: deps.bodyReadTimeoutMs,
+    fileId,
+  });
+  let kept = false;
+  try {
+    if (up.purpose !== "batch") {
+      throw new LlmgwError("INVALID_REQUEST", "purpose must be 'batch' (the only purpose llmgw stores)", { param: "purpose" });
+    }
+    const check = deps.idempotency ? await deps.idempotency.checkFingerprint(r.req, r.tenant, up.fingerprint, r.req.signal) : { kind: "none" as const };
+    if (check.kind === "replay") return check.response;
+    const stored = {
+      id: fileId,
+      tenant: r.tenant,
+      filename: up.filename,
+      purpose: "batch" as const,
+      bytes: up.content.bytes,
+      createdAtMs: r.now,
+      endpoint: up.input.endpoint,
+      model: up.input.model,
+      lineCount: up.input.lineCount,
+    };
+    try {
+      await deps.store.putFile(stored, up.content);
+      kept = true;
+    } catch (err) {
+      if (check.kind === "run") await check.abandon();
+      throw asStorageError(err, "storing the upload");
+    }
+    const res = json(fileObject(stored));
+    return check.kind === "run" ? check.record(res) : res;
+  } finally {
+    if (!kept) await up.content.abort();
+  }
 }
 
 export async function listFiles(r: JobsRequest): Promise<Response> {
@@ -78,7 +84,8 @@ export async function getFile(r: JobsRequest): Promise<Response> {
 export async function getFileContent(r: JobsRequest): Promise<Response> {
   const content = await r.deps.store.getFileContent(r.tenant, r.id);
   if (!content) throw noSuchFile(r.id);
-  return new Response(content, { headers: { "content-type": "application/octet-stream" } });
+  // A Blob (a file on disk) is sent by the kernel; a stream is pulled as the client reads it.
+  return new Response(content.body, { headers: { "content-type": "application/octet-stream", "content-length": String(content.size) } });
 }
 
 export async function deleteFile(r: JobsRequest): Promise<Response> {

@@ -15,6 +15,7 @@ import { LlmgwError } from "../shared/errors.ts";
 import { logger } from "../shared/logger.ts";
 import { recordResponse, replayResponse } from "../shared/recorded-response.ts";
 import type { IdempotencyStore } from "./idempotency-store.ts";
+import { asStorageError } from "./storage-errors.ts";
 
 export const IDEMPOTENCY_HEADER = "idempotency-key";
 /** Set on every replayed answer. */
@@ -63,12 +64,28 @@ export class IdempotencyGate {
     if (!KEY_RE.test(key)) {
       throw new LlmgwError("INVALID_REQUEST", "Idempotency-Key must be 1 to 255 printable ASCII characters", { param: "Idempotency-Key" });
     }
+    return this.checkFingerprint(req, tenant, createHash("sha256").update(`${req.method}\u0000${new URL(req.url).pathname}\u0000`).update(body).digest("hex"), signal);
+  }
+
+  /**
+   * The same check for a handler that hashed the body as it streamed
+   * (uploads: sha256 of method, NUL, path, NUL, body — as check() computes
+   * it), run once the body is in and before anything is made visible.
+   */
+  async checkFingerprint(req: Request, tenant: string, fingerprint: string, signal?: AbortSignal): Promise<IdempotencyCheck> {
+    const key = req.headers.get(IDEMPOTENCY_HEADER);
+    if (key === null || req.method !== "POST") return { kind: "none" };
+    if (!KEY_RE.test(key)) {
+      throw new LlmgwError("INVALID_REQUEST", "Idempotency-Key must be 1 to 255 printable ASCII characters", { param: "Idempotency-Key" });
+    }
     this.#maybePurge();
-    const fingerprint = createHash("sha256").update(`${req.method}\u0000${new URL(req.url).pathname}\u0000`).update(body).digest("hex");
     const deadline = this.#now() + this.#cfg.waitMs;
     for (;;) {
       const now = this.#now();
-      const held = await this.#store.begin(tenant, key, fingerprint, now, now + this.#lockMs);
+      const held = await this.#store.begin(tenant, key, fingerprint, now, now + this.#lockMs).catch((err: unknown) => {
+        // A full disk: the key cannot be held, so the request must not run (it could run twice); say why.
+        throw asStorageError(err, "recording the Idempotency-Key");
+      });
       if (held.kind === "started") return this.#run(tenant, key, held.token);
       if (held.fingerprint !== fingerprint) {
         throw new LlmgwError("IDEMPOTENCY_KEY_REUSED", "This Idempotency-Key was used with a different request (body or route); use a new key for a new request.", {
@@ -111,6 +128,11 @@ export class IdempotencyGate {
   }
 }
 
+/** Uploads (POST /v1/files) stream their body to storage and run the gate themselves with the fingerprint they hashed on the way. */
+function streamsItsBody(req: Request): boolean {
+  return new URL(req.url).pathname === "/v1/files";
+}
+
 /**
  * For handlers that read the request themselves (the Files and Batches
  * routes): read the body once (at most `maxBodyBytes`), run the gate, and
@@ -124,7 +146,7 @@ export async function handleIdempotently(
   maxBodyBytes: number,
   handler: (req: Request) => Promise<Response>,
 ): Promise<Response> {
-  if (req.method !== "POST" || !req.headers.has(IDEMPOTENCY_HEADER)) return handler(req);
+  if (req.method !== "POST" || !req.headers.has(IDEMPOTENCY_HEADER) || streamsItsBody(req)) return handler(req);
   const body = await readBodyUpTo(req, maxBodyBytes);
   if (body === undefined) throw new LlmgwError("BODY_TOO_LARGE", `request body exceeds the limit of ${maxBodyBytes} bytes`);
   const check = await gate.check(req, tenant, body, req.signal);

@@ -33,9 +33,9 @@ export interface StoredFile {
   lineCount: number;
 }
 
-/** Why a batch with pending lines is not sending them right now (the `llmgw.waiting_reason` extension field). */
-export const WAIT_REASONS = ["gpu_saturated", "rate_limited", "queue_full"] as const;
-export type WaitReason = (typeof WAIT_REASONS)[number];
+/** Why a batch with pending lines is not sending them right now (the `llmgw.waiting_reason` extension field; the closed set is a metric label too). */
+import type { WaitReason } from "../metrics/names.ts";
+export { WAIT_REASONS, type WaitReason } from "../metrics/names.ts";
 
 export interface BatchError {
   code: string;

@@ -1,6 +1,8 @@
 /** Shared pieces of the Files and Batches routes: their dependencies, the per-request context, JSON answers and query parameters. */
 import type { BatchConfig } from "../config/types.ts";
 import { LlmgwError } from "../shared/errors.ts";
+import type { UploadBudget, UploadLimits } from "./file-upload.ts";
+import type { IdempotencyGate } from "./idempotency-gate.ts";
 import type { JobsStore } from "./jobs-store.ts";
 
 /** Who is asking: the gateway's authenticated principal (only the tenant matters here). */
@@ -12,7 +14,13 @@ export interface JobsRoutesDeps {
   store: JobsStore;
   /** Whether the gateway serves a model (name or alias), for upload validation. */
   knownModel: (name: string) => boolean;
-  limits: Pick<BatchConfig, "maxFileBytes" | "maxLines">;
+  limits: UploadLimits & Pick<BatchConfig, "maxLines" | "maxLineBytes" | "maxLineDepth">;
+  /** Bytes all uploads may hold in memory at once. */
+  budget: UploadBudget;
+  /** Deadline for each chunk of an upload (body_read_timeout_ms). */
+  bodyReadTimeoutMs: number;
+  /** Idempotency-Key on uploads, checked once the body is in (uploads stream theirs, so the data plane's wrapper does not read it). */
+  idempotency?: IdempotencyGate;
   /** Told when a batch is created or cancelled, so it acts at once rather than at its next tick. */
   runner?: { wake(): void };
   now?: () => number;

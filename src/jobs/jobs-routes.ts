@@ -9,6 +9,7 @@ import { logger } from "../shared/logger.ts";
 import { cancelBatch, createBatch, getBatch, listBatches } from "./batches-routes.ts";
 import { deleteFile, getFile, getFileContent, listFiles, uploadFile } from "./files-routes.ts";
 import type { JobsPrincipal, JobsRequest, JobsRoutesDeps } from "./jobs-http.ts";
+import { asStorageError } from "./storage-errors.ts";
 
 export type { JobsPrincipal, JobsRoutesDeps } from "./jobs-http.ts";
 
@@ -56,7 +57,7 @@ export function createJobsRoutes(deps: JobsRoutesDeps): JobsRouteHandler {
       try {
         return await handler({ req, url, tenant: principal.tenant, id, deps, now: now() });
       } catch (err) {
-        const e = asLlmgwError(err);
+        const e = asLlmgwError(asStorageError(err, `${req.method} ${path}`));
         if (e.code === "INTERNAL_ERROR") logger().error({ err: e.message, path }, "jobs route failed");
         return errorResponse(e);
       }

@@ -1,8 +1,11 @@
 /**
  * The store behind the Files and Batches API, as small async interfaces so
- * that the embedded backend (bun:sqlite) and a shared one (Redis, issue 14)
- * are interchangeable. Every read takes the tenant: another tenant's id is
- * simply absent. Every method is atomic on its own.
+ * that the embedded backend (bun:sqlite, file bytes on disk) and a shared one
+ * (Redis) are interchangeable. Every read takes the tenant: another tenant's
+ * id is simply absent. Every method is atomic on its own. Nothing here holds
+ * a whole file or a whole batch in memory: file bytes are written and read
+ * as streams, batch lines arrive in chunks, results are read in pages, and a
+ * claim touches only the lines it claims.
  */
 import type { Batch, BatchDoc, BatchLine, BatchStatus, ClaimedLine, LineOutcome, LineResult, StoredFile } from "./job-types.ts";
 
@@ -25,24 +28,59 @@ export class UnknownCursorError extends Error {
   }
 }
 
+/** Bytes of a new file on their way to storage. Nothing is visible until FileStore.putFile names it; abort() drops it. */
+export interface ContentWriter {
+  /** Resolves once the chunk is with storage (await each: that is the backpressure). STORAGE_FULL when there is no room. */
+  write(chunk: Uint8Array): Promise<void>;
+  /** Bytes written so far. */
+  readonly bytes: number;
+  abort(): Promise<void>;
+}
+
+/** A stored file's bytes, to send as a response body: a Blob (a file on disk, sent without passing through memory) or a stream. */
+export interface FileContent {
+  size: number;
+  body: Blob | ReadableStream<Uint8Array>;
+}
+
+/** What a tenant stores (per-tenant quotas). */
+export interface StorageUsage {
+  bytes: number;
+  files: number;
+}
+
 export interface FileStore {
-  /** Store a file with its content; an existing id is replaced (output files are written again after a crash mid-finalisation). */
-  putFile(file: StoredFile, content: Uint8Array): Promise<void>;
+  /** Start writing the bytes of file `id`. */
+  openContent(id: string): Promise<ContentWriter>;
+  /** Store a file whose bytes `content` (from openContent(file.id)) holds; an existing id is replaced (output files are written again after a crash mid-finalisation). */
+  putFile(file: StoredFile, content: ContentWriter): Promise<void>;
   getFile(tenant: string, id: string): Promise<StoredFile | undefined>;
-  getFileContent(tenant: string, id: string): Promise<Uint8Array | undefined>;
-  /** true when it existed (and belonged to the tenant). */
+  getFileContent(tenant: string, id: string): Promise<FileContent | undefined>;
+  /** true when it existed (and belonged to the tenant). Frees its bytes first, so it works on a full disk. */
   deleteFile(tenant: string, id: string): Promise<boolean>;
   /** Newest first, or oldest first with order "asc". */
   listFiles(tenant: string, query: PageQuery & { order: "asc" | "desc"; purpose?: string }): Promise<Page<StoredFile>>;
+  /** Bytes and files the tenant stores now. */
+  usage(tenant: string): Promise<StorageUsage>;
 }
 
 export interface BatchStore {
-  /** The batch and all its lines, in one step: nothing partial is ever visible. */
-  createBatch(doc: BatchDoc, lines: readonly BatchLine[]): Promise<Batch>;
+  /**
+   * The batch and its lines, which arrive in chunks (written as they come,
+   * each chunk a short step so no writer waits long); the batch becomes
+   * visible only with the last one, so nothing partial is ever seen. Lines
+   * left by a create that did not finish are never visible.
+   */
+  createBatch(doc: BatchDoc, lines: AsyncIterable<readonly BatchLine[]> | Iterable<readonly BatchLine[]>): Promise<Batch>;
   getBatch(tenant: string, id: string): Promise<Batch | undefined>;
   /** Newest first. */
   listBatches(tenant: string, query: PageQuery): Promise<Page<Batch>>;
-  /** Batches the runner has work in (validating, in_progress, finalizing, cancelling), oldest first, any tenant. */
+  /**
+   * Batches the runner has work in (validating, in_progress, finalizing,
+   * cancelling), oldest first, any tenant. A record that cannot be read
+   * (corrupt) is marked failed with BATCH_RECORD_CORRUPT and left out: one
+   * bad row fails its batch and no other.
+   */
   activeBatches(): Promise<Batch[]>;
   /**
    * Compare-and-set: apply `patch` only while the status is one of `from`.
@@ -70,8 +108,8 @@ export interface BatchStore {
    * lease expiry instead and returns 0.
    */
   reclaimInFlight(): Promise<number>;
-  /** Every line with its result (or null), by line number, for the output files. */
-  lineOutcomes(batchId: string): Promise<LineOutcome[]>;
+  /** Up to `limit` lines after line `afterLineNo`, with their results (or null), by line number, for the output files. */
+  lineOutcomes(batchId: string, afterLineNo: number, limit: number): Promise<LineOutcome[]>;
 }
 
 export interface JobsStore extends FileStore, BatchStore {}

@@ -27,12 +27,50 @@ export interface SendResult {
 /** The gateway's request path for one line; `signal` aborts it (expiry, shutdown). */
 export type SendLine = (line: BatchLineRequest, signal: AbortSignal, meta: SendMeta) => Promise<SendResult>;
 
-/** Error codes of llmgw refusals that mean "not now", with the reason a batch shows while its lines wait. */
-export function waitReasonOf(res: SendResult): WaitReason | undefined {
+/**
+ * What the runner does with an answer:
+ * - `done`: record it (a 2xx, or a 4xx that is the request's own fault — the
+ *   engine rejected it, or the gateway found it malformed);
+ * - `wait`: nothing is wrong with the line, the capacity to run it is not
+ *   there now (saturation, a rate limit, a full queue, no ready endpoint for
+ *   the model — not yet discovered after a restart, or its engine down or
+ *   unreachable). The line runs again after a backoff, as often as the
+ *   batch's window allows, without spending an attempt;
+ * - `retry`: the engine answered with a failure of its own (a 5xx, a broken
+ *   or malformed answer, a deadline): again after a backoff, each one an
+ *   attempt, up to batch.max_attempts.
+ */
+export type LineVerdict = { kind: "done" } | { kind: "wait"; reason: WaitReason } | { kind: "retry" };
+
+/** llmgw's own refusals that mean "not now", with the reason the batch shows while its lines wait. */
+const WAIT_CODES: Readonly<Record<string, WaitReason>> = {
+  GPU_SATURATED: "gpu_saturated",
+  RATE_LIMITED: "rate_limited",
+  UPSTREAM_RATE_LIMITED: "rate_limited",
+  ENGINE_OVERLOADED: "rate_limited",
+  ADMISSION_QUEUE_FULL: "queue_full",
+  ADMISSION_TTL_EXPIRED: "queue_full",
+  // The model was served when the batch was created: after a restart it may
+  // not be discovered yet, and an endpoint that is down or restarting comes back.
+  MODEL_NOT_FOUND: "no_ready_endpoint",
+  NO_READY_ENDPOINT: "no_ready_endpoint",
+  ENGINE_DEAD: "no_ready_endpoint",
+  UPSTREAM_CONNECT_FAILED: "no_ready_endpoint",
+  UPSTREAM_HEADERS_TIMEOUT: "no_ready_endpoint",
+  UPSTREAM_STREAM_TRUNCATED: "no_ready_endpoint",
+  RETRY_BUDGET_EXHAUSTED: "no_ready_endpoint",
+  STATE_UNAVAILABLE: "no_ready_endpoint",
+  METRICS_NOT_READY: "no_ready_endpoint",
+};
+
+export function lineVerdict(res: SendResult): LineVerdict {
+  if (res.status >= 200 && res.status < 300) return { kind: "done" };
   const code = errorCodeOf(res.body);
-  if (res.status === 429) return code === "GPU_SATURATED" ? "gpu_saturated" : "rate_limited";
-  if (res.status === 503 && code === "ADMISSION_QUEUE_FULL") return "queue_full";
-  return undefined;
+  const reason = code === undefined ? undefined : WAIT_CODES[code];
+  if (reason !== undefined) return { kind: "wait", reason };
+  if (res.status === 429) return { kind: "wait", reason: "rate_limited" };
+  if (res.status >= 500 || res.status === 408) return { kind: "retry" };
+  return { kind: "done" };
 }
 
 function errorCodeOf(body: unknown): string | undefined {

@@ -13,11 +13,18 @@ export const STATE_DB_FILE = "llmgw.sqlite";
  * "Performance Considerations"). busy_timeout covers a second process (a CLI,
  * a test) reading the same file.
  */
-export function openStateDatabase(dataDir: string): Database {
+export function openStateDatabase(dataDir: string, opts: { checkpointElsewhere?: boolean } = {}): Database {
   mkdirSync(dataDir, { recursive: true });
   const db = new Database(join(dataDir, STATE_DB_FILE), { create: true, strict: true });
   db.run("PRAGMA journal_mode = WAL");
   db.run("PRAGMA synchronous = NORMAL");
   db.run("PRAGMA busy_timeout = 5000");
+  // The gateway checkpoints in a worker (wal-checkpoint.ts): a checkpoint on this connection would block the event loop.
+  if (opts.checkpointElsewhere) db.run("PRAGMA wal_autocheckpoint = 0");
   return db;
+}
+
+/** Where the embedded store keeps file bytes. */
+export function filesDirOf(dataDir: string): string {
+  return join(dataDir, "files");
 }

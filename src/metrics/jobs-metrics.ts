@@ -5,7 +5,7 @@
  * one the gateway increments at each GPU_SATURATED refusal.
  */
 import { Counter, Gauge, type Registry } from "prom-client";
-import { BATCH_LINE_OUTCOMES, CACHE_RESULTS, M, type BatchLineOutcome } from "./names.ts";
+import { BATCH_LINE_OUTCOMES, CACHE_RESULTS, M, WAIT_REASONS, type BatchLineOutcome, type WaitReason } from "./names.ts";
 
 /** Where the numbers come from; any part the gateway does not run is left out and its series are absent. */
 export interface JobsMetricSources {
@@ -14,6 +14,11 @@ export interface JobsMetricSources {
   /** Per pool; omit without a gpu_health block. */
   poolSaturated?: (pool: string) => boolean;
   batchLineStats?: () => Readonly<Record<BatchLineOutcome, number>>;
+  batchLineWaits?: () => Readonly<Record<WaitReason, number>>;
+  /** Whether the batch store is usable (false once found corrupt). */
+  jobsStoreAvailable?: () => boolean;
+  /** Bytes uploads hold in memory now. */
+  uploadBytesHeld?: () => number;
   cacheStats?: () => { hits: number; misses: number; bytes: number | undefined };
   idempotentReplays?: () => number;
 }
@@ -24,7 +29,27 @@ export class JobsMetrics {
 
   constructor(registry: Registry, src: JobsMetricSources) {
     const registers = [registry];
-    const { poolSaturated, batchLineStats, cacheStats, idempotentReplays } = src;
+    const { poolSaturated, batchLineStats, batchLineWaits, jobsStoreAvailable, uploadBytesHeld, cacheStats, idempotentReplays } = src;
+    if (jobsStoreAvailable) {
+      new Gauge({
+        name: M.jobsStoreAvailable.name,
+        help: M.jobsStoreAvailable.help,
+        registers,
+        collect() {
+          this.set(jobsStoreAvailable() ? 1 : 0);
+        },
+      });
+    }
+    if (uploadBytesHeld) {
+      new Gauge({
+        name: M.uploadBytesHeld.name,
+        help: M.uploadBytesHeld.help,
+        registers,
+        collect() {
+          this.set(uploadBytesHeld());
+        },
+      });
+    }
     this.gpuShed = new Counter({
       name: M.gpuShed.name,
       help: M.gpuShed.help,
@@ -56,6 +81,19 @@ export class JobsMetrics {
           const stats = batchLineStats();
           this.reset();
           for (const outcome of BATCH_LINE_OUTCOMES) this.inc({ outcome }, stats[outcome]);
+        },
+      });
+    }
+    if (batchLineWaits) {
+      new Counter({
+        name: M.batchLineWaits.name,
+        help: M.batchLineWaits.help,
+        labelNames: M.batchLineWaits.labels,
+        registers,
+        collect() {
+          const waits = batchLineWaits();
+          this.reset();
+          for (const reason of WAIT_REASONS) this.inc({ reason }, waits[reason]);
         },
       });
     }

@@ -71,6 +71,16 @@ export const UNKNOWN_MODEL = "unknown";
 export const BATCH_LINE_OUTCOMES = ["completed", "failed", "retried", "waited"] as const;
 export type BatchLineOutcome = (typeof BATCH_LINE_OUTCOMES)[number];
 
+/**
+ * Why batch lines were put back to run later (the `reason` of
+ * llmgw_batch_line_waits_total, and the batch object's `llmgw.waiting_reason`):
+ * GPU saturation, a rate limit, a full admission queue, no ready endpoint for
+ * the model (not yet discovered, engine down or restarting), an engine
+ * failing with a 5xx (retried with backoff), a full disk where results are kept.
+ */
+export const WAIT_REASONS = ["gpu_saturated", "rate_limited", "queue_full", "no_ready_endpoint", "engine_error", "storage_full"] as const;
+export type WaitReason = (typeof WAIT_REASONS)[number];
+
 export const CACHE_RESULTS = ["hit", "miss"] as const;
 
 // ---- Fleet (issue 10). Computed at scrape time from state the gateway holds;
@@ -163,6 +173,17 @@ export const M = {
   gpuShed: { name: "llmgw_gpu_shed_total", help: "Requests refused with 429 GPU_SATURATED because their pool's GPUs were saturated (exactly the refusals).", labels: ["pool"] },
   poolGpuSaturated: { name: "llmgw_pool_gpu_saturated", help: "1 while every healthy GPU of the pool is in sustained saturation (absent without gpu_health).", labels: ["pool"] },
   batchLines: { name: "llmgw_batch_lines_total", help: "Batch line attempts by outcome: completed, failed (recorded), retried (5xx/transport), waited (saturation or rate limit).", labels: ["outcome"] },
+  batchLineWaits: {
+    name: "llmgw_batch_line_waits_total",
+    help: "Batch lines put back to run again later, by reason: waits for capacity (no attempt spent) and engine failures retried with backoff (engine_error).",
+    labels: ["reason"],
+  },
+  jobsStoreAvailable: {
+    name: "llmgw_jobs_store_available",
+    help: "1 while the batch store (files, batches, idempotency records) can be used; 0 once it was found corrupt (jobs refused with 503 JOBS_UNAVAILABLE, inference served).",
+    labels: [],
+  },
+  uploadBytesHeld: { name: "llmgw_upload_memory_bytes", help: "Bytes that uploads in progress hold in memory (bounded by batch.upload_memory_bytes).", labels: [] },
   cacheLookups: { name: "llmgw_response_cache_lookups_total", help: "Response-cache lookups of cacheable requests, by result.", labels: ["result"] },
   cacheBytes: { name: "llmgw_response_cache_bytes", help: "Bytes held by the in-process response cache.", labels: [] },
   idempotentReplays: { name: "llmgw_idempotent_replays_total", help: "Answers replayed from idempotency records instead of running the request.", labels: [] },

@@ -157,7 +157,18 @@ export interface BatchServices {
  */
 export function openBatchServices(
   config: Config,
-  deps: { log: Logger; state: StateBackend; catalog: ModelCatalog; registry: EndpointRegistry; admission: AdmissionClient; gpuSaturation: GpuSaturationTable; metrics: GatewayMetrics; ctx: () => GatewayContext },
+  deps: {
+    log: Logger;
+    state: StateBackend;
+    catalog: ModelCatalog;
+    registry: EndpointRegistry;
+    admission: AdmissionClient;
+    gpuSaturation: GpuSaturationTable;
+    metrics: GatewayMetrics;
+    ctx: () => GatewayContext;
+    /** Resolves once every endpoint was polled once (and a fleet settled): batch lines wait for it. */
+    discovered: () => Promise<void>;
+  },
 ): BatchServices {
   const { registry } = deps;
   const poolSaturated = (name: string) => {
@@ -175,6 +186,7 @@ export function openBatchServices(
       return (row === undefined ? undefined : registry.poolName(row)) ?? "default";
     },
     knownModel: (name) => deps.catalog.resolve(name) !== undefined,
+    discovered: deps.discovered,
     shared: deps.state.shared,
   });
   const cache = new ResponseCache(config.responseCache, deps.state.shared?.responseCache);
@@ -182,6 +194,9 @@ export function openBatchServices(
     pools: () => registry.pools().map((p) => p.name),
     ...(config.gpuHealth === null ? {} : { poolSaturated }),
     batchLineStats: () => jobs.lineStats(),
+    batchLineWaits: () => jobs.waitStats(),
+    jobsStoreAvailable: () => jobs.available,
+    uploadBytesHeld: () => jobs.uploadBytesHeld(),
     ...(cache.off ? {} : { cacheStats: () => cache.stats() }),
     idempotentReplays: () => jobs.replays(),
   });

@@ -150,7 +150,11 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     poolList: () => registry.pools(),
   });
   if (cluster) registerClusterMetrics(metrics.registry, () => cluster.status());
-  const services = openBatchServices(config, { log, state, catalog, registry, admission, gpuSaturation: t.gpuSaturation, metrics, ctx: () => ctx });
+  // What the gateway serves is known once every endpoint was polled once (its models discovered) and a fleet has settled.
+  const discovered = async () => {
+    while (!(enginesPolled && (fleet?.manager.isSettled() ?? true))) await Bun.sleep(50);
+  };
+  const services = openBatchServices(config, { log, state, catalog, registry, admission, gpuSaturation: t.gpuSaturation, metrics, ctx: () => ctx, discovered });
   const tenantNames = new Set(config.tenants.map((tenant) => tenant.name));
   const ctx: GatewayContext = {
     config,

@@ -129,14 +129,20 @@ export class RedisConnection {
    * is rethrown as it is (INTERNAL_ERROR upstream: a bug, not an outage).
    */
   async send(command: string, args: string[]): Promise<unknown> {
+    return this.#timed(() => this.#client.send(command, args));
+  }
+
+  /** A command under the command timeout: a hung Redis (SIGSTOP: connected, silent) fails fast like an unreachable one. */
+  async #timed<T>(fn: () => Promise<T>): Promise<T> {
     if (this.#closed) throw new LlmgwError("STATE_UNAVAILABLE", "the shared state store is closed");
     this.commands++;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${this.#opts.commandTimeoutMs} ms`)), this.#opts.commandTimeoutMs);
     });
+    const call = fn();
     try {
-      return await Promise.race([this.#client.send(command, args), timeout]);
+      return await Promise.race([call, timeout]);
     } catch (err) {
       if (isServerError(err)) throw err;
       this.failures++;
@@ -147,6 +153,7 @@ export class RedisConnection {
       throw new LlmgwError("STATE_UNAVAILABLE", `the shared state store (Redis at ${this.#display}) is unavailable: ${why}`, { retryAfterS: 1, cause: err });
     } finally {
       clearTimeout(timer);
+      call.catch(() => {}); // a call that lost the race settles later, unobserved
     }
   }
 
@@ -161,26 +168,15 @@ export class RedisConnection {
     }
   }
 
-  /** Binary-safe value write (file contents). */
-  async setBytes(key: string, value: Uint8Array): Promise<void> {
-    await this.#guard(() => this.#client.set(key, value));
+  /** Binary-safe value write (file contents), expiring after `pxMs` when given; under the command timeout. */
+  async setBytes(key: string, value: Uint8Array, pxMs?: number): Promise<void> {
+    await this.#timed(() => (pxMs === undefined ? this.#client.set(key, value) : this.#client.set(key, value, "PX", pxMs)));
   }
 
-  /** Binary-safe value read. */
+  /** Binary-safe value read, under the command timeout. */
   async getBytes(key: string): Promise<Uint8Array | undefined> {
-    const v = await this.#guard(() => this.#client.getBuffer(key));
+    const v = await this.#timed(() => this.#client.getBuffer(key));
     return v === null ? undefined : new Uint8Array(v);
-  }
-
-  async #guard<T>(fn: () => Promise<T>): Promise<T> {
-    this.commands++;
-    try {
-      return await fn();
-    } catch (err) {
-      if (isServerError(err)) throw err;
-      this.failures++;
-      throw new LlmgwError("STATE_UNAVAILABLE", `the shared state store (Redis at ${this.#display}) is unavailable: ${errorText(err)}`, { retryAfterS: 1, cause: err });
-    }
   }
 
   close(): void {

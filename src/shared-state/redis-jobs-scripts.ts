@@ -4,12 +4,15 @@
  * prefix P, for a batch B:
  *
  *   P:seq                 insertion counter (files and batches share it)
- *   P:file:ID             hash: tenant, seq, purpose, meta (StoredFile JSON)
- *   P:file:ID:content     the file's bytes
+ *   P:file:ID             hash: tenant, seq, purpose, meta (StoredFile JSON), blob, chunks, bytes
+ *   P:blob:BLOB:N         the file's bytes, in chunks of 1 MiB (N from 0); written with an
+ *                         expiry that the file's creation lifts (an upload that died leaves nothing)
  *   P:files:TENANT        zset of file ids by seq
+ *   P:usage:TENANT        hash: bytes, files (the tenant's quota)
  *   P:batch:B             hash: tenant, status, seq, ver, doc (BatchDoc JSON), total, completed, failed, pt, ct
  *   P:batches:TENANT      zset of batch ids by seq;  P:batches:active  the same for active ones
- *   P:batch:B:lines       hash line → {"c","u","b"} (custom_id, url, body)
+ *   P:batch:B:lines       hash line → {"c","u","b"} (custom_id, url, body), deleted once the line has a result
+ *   P:batch:B:cids        hash line → custom_id (the output files)
  *   P:batch:B:pending     zset line → not-before ms (the work queue)
  *   P:batch:B:running     zset line → lease end ms (the visibility timeout)
  *   P:batch:B:owner       hash line → runner;  P:batch:B:attempts  hash line → failed attempts
@@ -18,23 +21,35 @@
  */
 import { RedisScript } from "./redis-connection.ts";
 
-/** KEYS: file hash, tenant index, seq. ARGV: tenant, purpose, meta JSON, id. Keeps the seq of an id written again. */
+/**
+ * KEYS: file hash, tenant index, seq, usage. ARGV: tenant, purpose, meta JSON,
+ * id, blob, chunks, bytes. Keeps the seq of an id written again; returns the
+ * blob and chunk count it replaced ('' and 0 for a new file).
+ */
 export const PUT_FILE = new RedisScript(
   "put-file",
-  `local seq = redis.call('HGET', KEYS[1], 'seq')
-if not seq then seq = redis.call('INCR', KEYS[3]) end
-redis.call('HSET', KEYS[1], 'tenant', ARGV[1], 'seq', seq, 'purpose', ARGV[2], 'meta', ARGV[3])
+  `local old = redis.call('HMGET', KEYS[1], 'seq', 'bytes', 'blob', 'chunks')
+local seq = old[1]
+if not seq then
+  seq = redis.call('INCR', KEYS[3])
+  redis.call('HINCRBY', KEYS[4], 'files', 1)
+end
+redis.call('HINCRBY', KEYS[4], 'bytes', tonumber(ARGV[7]) - tonumber(old[2] or '0'))
+redis.call('HSET', KEYS[1], 'tenant', ARGV[1], 'seq', seq, 'purpose', ARGV[2], 'meta', ARGV[3], 'blob', ARGV[5], 'chunks', ARGV[6], 'bytes', ARGV[7])
 redis.call('ZADD', KEYS[2], seq, ARGV[4])
-return seq`,
+return {old[3] or '', old[4] or '0'}`,
 );
 
-/** KEYS: file hash, content, tenant index. ARGV: tenant, id. 1 when deleted. */
+/** KEYS: file hash, tenant index, usage. ARGV: tenant, id. {1, blob, chunks} when deleted, {0} otherwise. */
 export const DELETE_FILE = new RedisScript(
   "delete-file",
-  `if redis.call('HGET', KEYS[1], 'tenant') ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('ZREM', KEYS[3], ARGV[2])
-return 1`,
+  `local h = redis.call('HMGET', KEYS[1], 'tenant', 'bytes', 'blob', 'chunks')
+if h[1] ~= ARGV[1] then return {0} end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[2])
+redis.call('HINCRBY', KEYS[3], 'files', -1)
+redis.call('HINCRBY', KEYS[3], 'bytes', -tonumber(h[2] or '0'))
+return {1, h[3] or '', h[4] or '0'}`,
 );
 
 /**
@@ -71,19 +86,30 @@ return out`,
 );
 
 /**
- * KEYS: batch hash, lines, pending, tenant index, active index, seq.
- * ARGV: id, tenant, status, doc JSON, total, active (1|0), then line number and line JSON pairs.
+ * One chunk of a batch's lines, before the batch exists (nothing names them
+ * yet). KEYS: lines, pending, cids. ARGV: line number, line JSON, custom_id triples.
+ */
+export const ADD_LINES = new RedisScript(
+  "add-lines",
+  `for i = 1, #ARGV, 3 do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  redis.call('ZADD', KEYS[2], 0, ARGV[i])
+  redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 2])
+end
+return #ARGV / 3`,
+);
+
+/**
+ * The batch itself, once its lines are in: from here on it is visible.
+ * KEYS: batch hash, tenant index, active index, seq.
+ * ARGV: id, tenant, status, doc JSON, total, active (1|0).
  */
 export const CREATE_BATCH = new RedisScript(
   "create-batch",
-  `local seq = redis.call('INCR', KEYS[6])
+  `local seq = redis.call('INCR', KEYS[4])
 redis.call('HSET', KEYS[1], 'tenant', ARGV[2], 'status', ARGV[3], 'seq', seq, 'ver', 0, 'doc', ARGV[4], 'total', ARGV[5], 'completed', 0, 'failed', 0, 'pt', 0, 'ct', 0)
-redis.call('ZADD', KEYS[4], seq, ARGV[1])
-if ARGV[6] == '1' then redis.call('ZADD', KEYS[5], seq, ARGV[1]) end
-for i = 7, #ARGV, 2 do
-  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
-  redis.call('ZADD', KEYS[3], 0, ARGV[i])
-end
+redis.call('ZADD', KEYS[2], seq, ARGV[1])
+if ARGV[6] == '1' then redis.call('ZADD', KEYS[3], seq, ARGV[1]) end
 return seq`,
 );
 
@@ -163,9 +189,10 @@ return 1`,
 );
 
 /**
- * Record a result once (HSETNX) and count it in the same step. KEYS: results,
- * pending, running, owner, batch hash. ARGV: line, result JSON, ok (1|0),
- * prompt tokens, completion tokens. 1 when this call recorded it.
+ * Record a result once (HSETNX) and count it in the same step; the line's
+ * body is not needed any more. KEYS: results, pending, running, owner, batch
+ * hash, lines. ARGV: line, result JSON, ok (1|0), prompt tokens, completion
+ * tokens. 1 when this call recorded it.
  */
 export const RECORD_RESULT = new RedisScript(
   "record-result",
@@ -173,6 +200,7 @@ export const RECORD_RESULT = new RedisScript(
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[4], ARGV[1])
+redis.call('HDEL', KEYS[6], ARGV[1])
 if ARGV[3] == '1' then redis.call('HINCRBY', KEYS[5], 'completed', 1) else redis.call('HINCRBY', KEYS[5], 'failed', 1) end
 redis.call('HINCRBY', KEYS[5], 'pt', ARGV[4])
 redis.call('HINCRBY', KEYS[5], 'ct', ARGV[5])

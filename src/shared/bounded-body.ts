@@ -1,21 +1,91 @@
 /**
- * A request body read under a byte limit, for handlers below the gateway
- * (the Files and Batches routes, the idempotency wrapper) that must not
- * import it. Undefined means "too large"; the caller names the limit in its
- * own 413.
+ * Request bodies read under limits, for handlers below the gateway (the
+ * Files and Batches routes, the idempotency wrapper) that must not import
+ * it: a byte limit, and deadlines — nothing for `idleMs` (a declared length
+ * never sent), or an average rate below `minBytesPerS` once `graceMs` have
+ * passed (a drip that would hold the connection for hours) — both a 408
+ * BODY_READ_TIMEOUT with `connection: close`.
  */
+import { LlmgwError } from "./errors.ts";
 
-export async function readBodyUpTo(req: Request, limit: number): Promise<Uint8Array | undefined> {
-  // A declared length over the limit is refused before a byte is read.
-  if (Number(req.headers.get("content-length") ?? NaN) > limit) return undefined;
-  if (!req.body) return new Uint8Array(0);
+export interface BodyDeadlines {
+  /** Longest wait for the next chunk. */
+  idleMs: number;
+  /** Slowest average rate, enforced once `graceMs` have passed since the read began. */
+  minBytesPerS?: number;
+  graceMs?: number;
+}
+
+function timedOut(message: string): LlmgwError {
+  return new LlmgwError("BODY_READ_TIMEOUT", message, { headers: { connection: "close" } });
+}
+
+/**
+ * The body's chunks as they arrive, each read awaited (the caller's pace is
+ * the backpressure). Throws `tooLarge()` past `limit` bytes (a declared
+ * length over it before a byte is read) and BODY_READ_TIMEOUT past a deadline.
+ */
+export async function* readBodyChunks(req: Request, limit: number, tooLarge: () => Error, deadlines?: BodyDeadlines): AsyncGenerator<Uint8Array> {
+  if (Number(req.headers.get("content-length") ?? NaN) > limit) throw tooLarge();
+  if (!req.body) return;
+  const reader = req.body.getReader();
+  const start = performance.now();
+  let total = 0;
+  try {
+    for (;;) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const read = reader.read();
+      let next: Awaited<typeof read>;
+      if (deadlines === undefined) next = await read;
+      else {
+        const elapsed = performance.now() - start;
+        const grace = deadlines.graceMs ?? deadlines.idleMs;
+        // When the average would fall below the minimum if nothing more came.
+        const rateDue = deadlines.minBytesPerS === undefined ? Number.POSITIVE_INFINITY : grace + (total / deadlines.minBytesPerS) * 1000 - elapsed;
+        const wait = Math.max(0, Math.min(deadlines.idleMs, rateDue));
+        const idle = wait === deadlines.idleMs;
+        const expired = new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () =>
+              reject(
+                idle
+                  ? timedOut(`the request body stopped arriving for ${deadlines.idleMs} ms`)
+                  : timedOut(`the request body arrived slower than ${deadlines.minBytesPerS} bytes/s on average`),
+              ),
+            wait,
+          );
+        });
+        try {
+          next = await Promise.race([read, expired]);
+        } finally {
+          clearTimeout(timer);
+          read.catch(() => {}); // a read that lost the race settles later, unobserved
+        }
+      }
+      if (next.done) return;
+      total += next.value.byteLength;
+      if (total > limit) throw tooLarge();
+      yield next.value;
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
+
+/** The whole body under a byte limit; undefined means "too large" (the caller names the limit in its own 413). */
+export async function readBodyUpTo(req: Request, limit: number, deadlines?: BodyDeadlines): Promise<Uint8Array | undefined> {
+  const tooLarge = new Error("too large");
   const chunks: Uint8Array[] = [];
   let total = 0;
-  // Streamed whether or not a length was declared: a client may declare less than it sends.
-  for await (const chunk of req.body) {
-    total += chunk.byteLength;
-    if (total > limit) return undefined;
-    chunks.push(chunk);
+  try {
+    // Streamed whether or not a length was declared: a client may declare less than it sends.
+    for await (const chunk of readBodyChunks(req, limit, () => tooLarge, deadlines)) {
+      chunks.push(chunk);
+      total += chunk.byteLength;
+    }
+  } catch (err) {
+    if (err === tooLarge) return undefined;
+    throw err;
   }
   return Buffer.concat(chunks, total);
 }

@@ -51,6 +51,11 @@ export type ErrorCode =
   | "BATCH_NOT_CANCELLABLE"
   | "IDEMPOTENCY_KEY_IN_USE"
   | "IDEMPOTENCY_KEY_REUSED"
+  // storage of files and batches (issue 21)
+  | "STORAGE_FULL"
+  | "STORAGE_QUOTA_EXCEEDED"
+  | "UPLOAD_BUDGET_EXHAUSTED"
+  | "JOBS_UNAVAILABLE"
   // shared state across gateways (issue 14)
   | "STATE_UNAVAILABLE"
   | "STALE_FENCING_TOKEN";
@@ -105,9 +110,15 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
     case "UPSTREAM_RATE_LIMITED":
     case "ENGINE_OVERLOADED":
       return { status: 429, type: "rate_limit_error" };
+    // A tenant's stored bytes or files at its limit (batch.tenant_max_bytes, batch.tenant_max_files): deleting files makes room.
+    case "STORAGE_QUOTA_EXCEEDED":
+      return { status: 403, type: "invalid_request_error" };
     case "INTERNAL_ERROR":
     case "INJECTED_FAULT":
       return { status: 500, type: "server_error" };
+    // RFC 4918 §11.5, 507 Insufficient Storage: the disk under data_dir is full; reads and deletes still work.
+    case "STORAGE_FULL":
+      return { status: 507, type: "server_error" };
     case "UPSTREAM_CONNECT_FAILED":
     case "UPSTREAM_ERROR":
     case "UPSTREAM_STREAM_TRUNCATED":
@@ -121,6 +132,10 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
     case "METRICS_NOT_READY":
     // The shared store (Redis) cannot be reached: what needs it is refused, the rest is served (fail static).
     case "STATE_UNAVAILABLE":
+    // Uploads hold more bytes in memory than the gateway allows (batch.upload_memory_bytes): retry shortly.
+    case "UPLOAD_BUDGET_EXHAUSTED":
+    // The batch store cannot be opened or read (a corrupt database): files, batches and idempotency keys are off, inference is served.
+    case "JOBS_UNAVAILABLE":
       return { status: 503, type: "service_unavailable_error" };
     case "ADMISSION_TTL_EXPIRED":
     case "UPSTREAM_HEADERS_TIMEOUT":

@@ -6,7 +6,7 @@
  */
 import { BatchRunner } from "../../src/jobs/batch-runner.ts";
 import { SqliteJobsStore } from "../../src/jobs/sqlite-jobs-store.ts";
-import { openStateDatabase } from "../../src/jobs/state-db.ts";
+import { filesDirOf, openStateDatabase } from "../../src/jobs/state-db.ts";
 import { engineSend } from "./batch-send.ts";
 
 const [dataDir, engine, concurrency] = process.argv.slice(2);
@@ -16,7 +16,7 @@ if (!dataDir || !engine || !concurrency) {
 }
 const n = Number(concurrency);
 const runner = new BatchRunner({
-  store: new SqliteJobsStore(openStateDatabase(dataDir)),
+  store: new SqliteJobsStore(openStateDatabase(dataDir), filesDirOf(dataDir)),
   send: engineSend(engine),
   limits: { concurrencyPerBatch: n, concurrencyPerTenant: n, maxAttempts: 3, retryBackoffMs: 50, leaseMs: 30_000 },
   reclaimOnStart: true,

@@ -25,16 +25,47 @@ function file(id: string, tenant: string, createdAtMs = 1): StoredFile {
   return { id, tenant, filename: `${id}.jsonl`, purpose: "batch", bytes: 3, createdAtMs, endpoint: "/v1/chat/completions", model: "m", lineCount: 1 };
 }
 
-export function jobsStoreContract(backend: string, open: () => JobsStore): void {
+/** Store a file with these bytes, written through the store's content writer in two chunks. */
+export async function putBytes(s: JobsStore, f: StoredFile, bytes: Uint8Array): Promise<void> {
+  const w = await s.openContent(f.id);
+  await w.write(bytes.subarray(0, 1));
+  await w.write(bytes.subarray(1));
+  await s.putFile({ ...f, bytes: w.bytes }, w);
+}
+
+/** A stored file's bytes as text (undefined when the tenant has no such file). */
+export async function contentText(s: JobsStore, tenant: string, id: string): Promise<string | undefined> {
+  const c = await s.getFileContent(tenant, id);
+  return c === undefined ? undefined : await new Response(c.body).text();
+}
+
+/** Every line outcome of a batch, read in pages of 2. */
+async function allOutcomes(s: JobsStore, batchId: string) {
+  const out = [];
+  for (let after = 0; ; ) {
+    const page = await s.lineOutcomes(batchId, after, 2);
+    if (page.length === 0) return out;
+    out.push(...page);
+    after = page.at(-1)!.lineNo;
+  }
+}
+
+/** Each backend says how to damage a batch's stored record (invalid JSON where its document is). */
+let corrupt: (s: JobsStore, batchId: string) => Promise<void> = async () => {};
+
+export function jobsStoreContract(backend: string, open: () => JobsStore, corruptRecord: (s: JobsStore, batchId: string) => Promise<void>): void {
+  corrupt = corruptRecord;
   describe(`JobsStore contract: ${backend}`, () => {
     test("files: put, get, content, list by tenant with cursor and order, delete", async () => {
       const s = open();
-      for (const id of ["f1", "f2", "f3"]) await s.putFile(file(id, "a"), new TextEncoder().encode(id));
-      await s.putFile(file("g1", "b"), new Uint8Array([1]));
+      for (const id of ["f1", "f2", "f3"]) await putBytes(s, file(id, "a"), new TextEncoder().encode(id));
+      await putBytes(s, file("g1", "b"), new Uint8Array([1, 2]));
       expect((await s.getFile("a", "f2"))?.filename).toBe("f2.jsonl");
       expect(await s.getFile("b", "f2")).toBeUndefined();
-      expect(new TextDecoder().decode(await s.getFileContent("a", "f3"))).toBe("f3");
+      expect(await contentText(s, "a", "f3")).toBe("f3");
+      expect((await s.getFileContent("a", "f3"))?.size).toBe(2);
       expect(await s.getFileContent("b", "f3")).toBeUndefined();
+      expect(await s.usage("a")).toEqual({ bytes: 6, files: 3 });
       const desc = await s.listFiles("a", { limit: 2, order: "desc" });
       expect(desc.items.map((f) => f.id)).toEqual(["f3", "f2"]);
       expect(desc.hasMore).toBe(true);
@@ -44,13 +75,34 @@ export function jobsStoreContract(backend: string, open: () => JobsStore): void 
       expect(await s.deleteFile("b", "f1")).toBe(false);
       expect(await s.deleteFile("a", "f1")).toBe(true);
       expect(await s.getFile("a", "f1")).toBeUndefined();
+      expect(await s.getFileContent("a", "f1")).toBeUndefined();
+      expect(await s.usage("a")).toEqual({ bytes: 4, files: 2 });
+      expect(await s.usage("b")).toEqual({ bytes: 2, files: 1 });
+    });
+
+    test("file bytes: large content streams back whole, a replaced file keeps one copy, an aborted write leaves nothing", async () => {
+      const s = open();
+      const big = new Uint8Array(2_500_000).map((_, i) => i % 251);
+      const w = await s.openContent("big");
+      for (let off = 0; off < big.length; off += 300_000) await w.write(big.subarray(off, off + 300_000));
+      await s.putFile({ ...file("big", "a"), bytes: w.bytes }, w);
+      const back = new Uint8Array(await new Response((await s.getFileContent("a", "big"))!.body).arrayBuffer());
+      expect(back.length).toBe(big.length);
+      expect(Buffer.compare(back, big)).toBe(0);
+      await putBytes(s, { ...file("big", "a") }, new TextEncoder().encode("small"));
+      expect(await contentText(s, "a", "big")).toBe("small");
+      expect(await s.usage("a")).toEqual({ bytes: 5, files: 1 });
+      const dropped = await s.openContent("never");
+      await dropped.write(new Uint8Array(10));
+      await dropped.abort();
+      expect(await s.getFile("a", "never")).toBeUndefined();
     });
 
     test("batches: created whole, listed newest first per tenant, compare-and-set updates", async () => {
       const s = open();
-      await s.createBatch(batchDoc("b1", "a"), lines(3));
-      await s.createBatch(batchDoc("b2", "a", { status: "validating" }), lines(1));
-      await s.createBatch(batchDoc("b3", "other"), lines(1));
+      await s.createBatch(batchDoc("b1", "a"), [lines(2), lines(3).slice(2)]);
+      await s.createBatch(batchDoc("b2", "a", { status: "validating" }), [lines(1)]);
+      await s.createBatch(batchDoc("b3", "other"), [lines(1)]);
       const got = await s.getBatch("a", "b1");
       expect(got?.counts).toEqual({ total: 3, completed: 0, failed: 0, promptTokens: 0, completionTokens: 0 });
       expect(await s.getBatch("other", "b1")).toBeUndefined();
@@ -68,7 +120,7 @@ export function jobsStoreContract(backend: string, open: () => JobsStore): void 
 
     test("claims: lowest lines first, never twice while leased, lapsed leases are re-claimed, releases back off", async () => {
       const s = open();
-      await s.createBatch(batchDoc("b", "a"), lines(5));
+      await s.createBatch(batchDoc("b", "a"), [lines(5)]);
       const first = await s.claimLines("b", 2, "r1", 100, 1_100);
       expect(first.map((l) => [l.lineNo, l.customId, l.attempts])).toEqual([[1, "c1", 0], [2, "c2", 0]]);
       expect(first[0]!.body).toBe('{"model":"m","n":1}');
@@ -86,7 +138,7 @@ export function jobsStoreContract(backend: string, open: () => JobsStore): void 
 
     test("results are recorded once per (batch, line), counted once, and listed for the output files", async () => {
       const s = open();
-      await s.createBatch(batchDoc("b", "a"), lines(3));
+      await s.createBatch(batchDoc("b", "a"), [lines(3)]);
       await s.claimLines("b", 3, "r1", 0, 1_000);
       expect(await s.recordResult("b", 1, okResult())).toBe(true);
       expect(await s.recordResult("b", 1, okResult({ body: '{"second":true}' }))).toBe(false);
@@ -95,9 +147,27 @@ export function jobsStoreContract(backend: string, open: () => JobsStore): void 
       // A recorded line is never claimed again, even after a reclaim (embedded) or once the leases have lapsed (shared).
       await s.reclaimInFlight();
       expect((await s.claimLines("b", 3, "r2", 2_000, 3_000)).map((l) => l.lineNo)).toEqual([3]);
-      const outcomes = await s.lineOutcomes("b");
+      const outcomes = await allOutcomes(s, "b");
       expect(outcomes.map((o) => [o.lineNo, o.customId, o.result?.statusCode ?? null])).toEqual([[1, "c1", 200], [2, "c2", 400], [3, "c3", null]]);
       expect(outcomes[0]!.result!.body).toBe('{"object":"chat.completion"}');
+    });
+
+    test("a batch whose creation did not finish is never visible; one whose record is corrupt fails alone", async () => {
+      const s = open();
+      async function* failing() {
+        yield lines(2);
+        throw new Error("the input could not be read");
+      }
+      await expect(s.createBatch(batchDoc("half", "a"), failing())).rejects.toThrow("could not be read");
+      expect(await s.getBatch("a", "half")).toBeUndefined();
+      expect((await s.activeBatches()).map((b) => b.id)).not.toContain("half");
+      await s.createBatch(batchDoc("good", "a"), [lines(1)]);
+      await s.createBatch(batchDoc("bad", "a"), [lines(1)]);
+      await corrupt(s, "bad");
+      expect((await s.activeBatches()).map((b) => b.id)).toEqual(["good"]);
+      const bad = await s.getBatch("a", "bad");
+      expect(bad).toMatchObject({ id: "bad", status: "failed", errors: [{ code: "batch_record_corrupt" }] });
+      expect((await s.activeBatches()).map((b) => b.id)).toEqual(["good"]);
     });
   });
 }

@@ -22,6 +22,8 @@ export interface RedisServer {
   start(): Promise<void>;
   /** Whether it runs now. */
   readonly running: boolean;
+  /** Send the server a signal (SIGSTOP: hung, connections open; SIGCONT: back). */
+  signal(sig: NodeJS.Signals): void;
 }
 
 async function freePort(): Promise<number> {
@@ -55,6 +57,9 @@ export async function startRedisServer(opts: { persist?: boolean } = {}, bin = f
         if (Date.now() > deadline || proc.exitCode !== null) throw new Error(`redis-server on port ${port} did not start`);
         await Bun.sleep(20);
       }
+    },
+    signal(sig: NodeJS.Signals) {
+      proc?.kill(sig);
     },
     async stop() {
       if (!proc) return;

@@ -16,7 +16,8 @@ import { handleIdempotently, IdempotencyGate, REPLAY_HEADER } from "../../src/jo
 import { SqliteIdempotencyStore } from "../../src/jobs/idempotency-store.ts";
 import { createJobsRoutes } from "../../src/jobs/jobs-routes.ts";
 import { SqliteJobsStore } from "../../src/jobs/sqlite-jobs-store.ts";
-import { openStateDatabase } from "../../src/jobs/state-db.ts";
+import { filesDirOf, openStateDatabase } from "../../src/jobs/state-db.ts";
+import { routesDeps } from "../helpers/jobs-routes-deps.ts";
 import type { AuditRecord } from "../../src/shared/audit.ts";
 import { asLlmgwError, errorResponse } from "../../src/shared/errors.ts";
 import { chatBatchJsonl, engineSend } from "../helpers/batch-send.ts";
@@ -41,7 +42,7 @@ beforeAll(async () => {
   sim = await startSim(["--model", MODEL, "--itl-ms", "1", "--prefill-overhead-ms", "1"]);
   dataDir = mkdtempSync(join(tmpdir(), "llmgw-batch-api-"));
   const db = openStateDatabase(dataDir);
-  const store = new SqliteJobsStore(db);
+  const store = new SqliteJobsStore(db, filesDirOf(dataDir));
   const gate = new IdempotencyGate(new SqliteIdempotencyStore(db), { ttlMs: 3_600_000, waitMs: 1_000, maxResponseBytes: 1024 * 1024 }, { lockMs: 60_000 });
   runner = new BatchRunner({
     store,
@@ -52,7 +53,7 @@ beforeAll(async () => {
     audit: (r) => audits.push(r),
   });
   await runner.start();
-  const handle = createJobsRoutes({ store, knownModel: (m) => m === MODEL, limits: { maxFileBytes: MAX_FILE_BYTES, maxLines: 5_000 }, runner });
+  const handle = createJobsRoutes(routesDeps({ store, knownModel: (m) => m === MODEL, limits: { maxFileBytes: MAX_FILE_BYTES, maxLines: 5_000 }, runner, idempotency: gate }));
   server = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",

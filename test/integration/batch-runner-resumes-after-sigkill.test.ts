@@ -10,7 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseBatchInput } from "../../src/jobs/batch-input.ts";
 import { SqliteJobsStore } from "../../src/jobs/sqlite-jobs-store.ts";
-import { openStateDatabase } from "../../src/jobs/state-db.ts";
+import { filesDirOf, openStateDatabase } from "../../src/jobs/state-db.ts";
+import { contentText } from "../helpers/jobs-store-contract.ts";
 import { childEnv } from "../../src/shared/process-env.ts";
 import { chatBatchJsonl } from "../helpers/batch-send.ts";
 import { startSim, type Sim } from "../helpers/cluster.ts";
@@ -60,10 +61,10 @@ async function startRunner(): Promise<Bun.Subprocess<"ignore", "pipe", "inherit"
 
 test("SIGKILL mid-batch, restart: the batch completes with nothing lost or duplicated", async () => {
   const db = openStateDatabase(dataDir);
-  const store = new SqliteJobsStore(db);
-  const parsed = parseBatchInput(new TextEncoder().encode(chatBatchJsonl(LINES, MODEL, 3)), { maxLines: LINES, knownModel: () => true });
+  const store = new SqliteJobsStore(db, filesDirOf(dataDir));
+  const parsed = parseBatchInput(new TextEncoder().encode(chatBatchJsonl(LINES, MODEL, 3)), { maxLines: LINES, knownModel: () => true, maxLineBytes: 1 << 20, maxDepth: 64 });
   const now = Date.now();
-  await store.createBatch(batchDoc("batch_restart", "t", { createdAtMs: now, inProgressAtMs: now, expiresAtMs: now + 86_400_000 }), parsed.lines);
+  await store.createBatch(batchDoc("batch_restart", "t", { createdAtMs: now, inProgressAtMs: now, expiresAtMs: now + 86_400_000 }), [parsed.lines]);
 
   const first = await startRunner();
   await waitUntil(async () => ((await store.getBatch("t", "batch_restart"))?.counts.completed ?? 0) >= 300, { timeoutMs: 60_000, intervalMs: 20, what: "300 lines done" });
@@ -84,7 +85,7 @@ test("SIGKILL mid-batch, restart: the batch completes with nothing lost or dupli
   process.kill(-second.pid, "SIGKILL");
 
   expect(done.counts).toMatchObject({ total: LINES, completed: LINES, failed: 0 });
-  const output = new TextDecoder().decode(await store.getFileContent("t", done.outputFileId!)).trim().split("\n");
+  const output = (await contentText(store, "t", done.outputFileId!))!.trim().split("\n");
   const ids = output.map((l) => (JSON.parse(l) as { custom_id: string }).custom_id);
   expect(ids.length).toBe(LINES);
   expect(new Set(ids).size).toBe(LINES);

@@ -1,5 +1,6 @@
 /** The store contracts (fleet, jobs, idempotency, response cache) against a real redis-server: the same suites the embedded backend passes. */
 import { afterAll, beforeAll } from "bun:test";
+import type { JobsStore } from "../../src/jobs/jobs-store.ts";
 import { RedisConnection } from "../../src/shared-state/redis-connection.ts";
 import { RedisFleetStore } from "../../src/shared-state/redis-fleet-store.ts";
 import { RedisIdempotencyStore } from "../../src/shared-state/redis-idempotency-store.ts";
@@ -28,7 +29,17 @@ describeWithRedis("state stores on redis", () => {
   });
 
   fleetStoreContract("redis", freshPrefix, (prefix) => new RedisFleetStore(redis, prefix));
-  jobsStoreContract("redis", () => new RedisJobsStore(redis, freshPrefix()));
+  const prefixes = new Map<JobsStore, string>();
+  jobsStoreContract(
+    "redis",
+    () => {
+      const prefix = freshPrefix();
+      const s = new RedisJobsStore(redis, prefix);
+      prefixes.set(s, prefix);
+      return s;
+    },
+    async (s, id) => void (await redis.send("HSET", [`${prefixes.get(s)}jobs:batch:${id}`, "doc", "{not json"])),
+  );
   idempotencyStoreContract("redis", () => new RedisIdempotencyStore(redis, freshPrefix()));
   responseCacheStoreContract("redis", () => new RedisResponseCacheStore(redis, freshPrefix()));
 });

@@ -16,6 +16,7 @@ import { createJobsRoutes } from "../../src/jobs/jobs-routes.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../../src/shared/errors.ts";
 import { setLogLevel } from "../../src/shared/logger.ts";
 import { chatBatchJsonl } from "../helpers/batch-send.ts";
+import { routesDeps } from "../helpers/jobs-routes-deps.ts";
 import { waitUntil } from "../helpers/processes.ts";
 import { describeWithRedis, startRedisServer, stopRedisServers, type RedisServer } from "../helpers/redis-server.ts";
 
@@ -36,7 +37,7 @@ describeWithRedis("what needs the shared store while Redis is away", () => {
   });
 
   test("503 STATE_UNAVAILABLE for uploads, batches and idempotent requests; the cache misses; all back, with the data, when Redis returns", async () => {
-    const jobs = createJobsRoutes({ store: new RedisJobsStore(redis, "t:"), knownModel: () => true, limits: { maxFileBytes: 1 << 20, maxLines: 100 } });
+    const jobs = createJobsRoutes(routesDeps({ store: new RedisJobsStore(redis, "t:"), knownModel: () => true, limits: { maxFileBytes: 1 << 20, maxLines: 100 } }));
     const gate = new IdempotencyGate(new RedisIdempotencyStore(redis, "t:"), { ttlMs: 60_000, waitMs: 100, maxResponseBytes: 1 << 20 }, { lockMs: 30_000 });
     const cache = new ResponseCache({ models: ["m"], maxBytes: 1 << 20, maxEntryBytes: 1 << 16, ttlMs: 60_000 }, new RedisResponseCacheStore(redis, "t:"));
     const principal = { tenant: "acme" };

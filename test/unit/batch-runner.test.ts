@@ -4,7 +4,16 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { BatchRunner, type SendLine, type SendResult } from "../../src/jobs/batch-runner.ts";
 import { SqliteJobsStore } from "../../src/jobs/sqlite-jobs-store.ts";
 import type { AuditRecord } from "../../src/shared/audit.ts";
-import { batchDoc, lines } from "../helpers/jobs-store-contract.ts";
+import { batchDoc, contentText, lines } from "../helpers/jobs-store-contract.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll } from "bun:test";
+
+const root = mkdtempSync(join(tmpdir(), "llmgw-runner-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+let dirs = 0;
+const filesDir = () => join(root, `files-${dirs++}`);
 import { waitUntil } from "../helpers/processes.ts";
 
 const OK: SendResult = { status: 200, body: { object: "chat.completion", usage: { prompt_tokens: 4, completion_tokens: 2 } } };
@@ -16,7 +25,7 @@ afterEach(async () => {
 });
 
 function setup(send: SendLine, opts: { limits?: Partial<typeof LIMITS>; saturated?: () => boolean; now?: () => number; knownModel?: (m: string) => boolean } = {}) {
-  const store = new SqliteJobsStore(new Database(":memory:", { strict: true }));
+  const store = new SqliteJobsStore(new Database(":memory:", { strict: true }), filesDir());
   const audits: AuditRecord[] = [];
   const make = (owner: string, reclaimOnStart = false) => {
     const r = new BatchRunner({ store, send, limits: { ...LIMITS, ...opts.limits }, saturated: opts.saturated, now: opts.now, knownModel: opts.knownModel, tickMs: 10, owner, reclaimOnStart, audit: (a) => audits.push(a) });
@@ -43,7 +52,7 @@ async function finished(store: SqliteJobsStore, tenant: string, id: string, stat
 
 async function fileText(store: SqliteJobsStore, tenant: string, id: string | null): Promise<string[]> {
   if (id === null) return [];
-  return new TextDecoder().decode(await store.getFileContent(tenant, id)).trim().split("\n");
+  return (await contentText(store, tenant, id))!.trim().split("\n");
 }
 
 describe("batch runner", () => {
@@ -63,9 +72,9 @@ describe("batch runner", () => {
       bump(meta.tenant, -1);
       return OK;
     }, { limits: { concurrencyPerBatch: 3, concurrencyPerTenant: 4 } });
-    await store.createBatch(fresh("a1", "A", { status: "validating", inProgressAtMs: null }), lines(20));
-    await store.createBatch(fresh("a2", "A"), lines(20));
-    await store.createBatch(fresh("b1", "B"), lines(20));
+    await store.createBatch(fresh("a1", "A", { status: "validating", inProgressAtMs: null }), [lines(20)]);
+    await store.createBatch(fresh("a2", "A"), [lines(20)]);
+    await store.createBatch(fresh("b1", "B"), [lines(20)]);
     await runner.start();
     for (const [t, id] of [["A", "a1"], ["A", "a2"], ["B", "b1"]] as const) expect((await finished(store, t, id)).counts.completed).toBe(20);
     expect(Math.max(peak.get("a1")!, peak.get("a2")!, peak.get("b1")!)).toBe(3);
@@ -77,7 +86,7 @@ describe("batch runner", () => {
     let saturated = true;
     let sent = 0;
     const { store, runner } = setup(async () => (sent++, OK), { saturated: () => saturated });
-    await store.createBatch(fresh("b", "t"), lines(10));
+    await store.createBatch(fresh("b", "t"), [lines(10)]);
     await runner.start();
     const waiting = await waitUntil(async () => {
       const b = await store.getBatch("t", "b");
@@ -102,7 +111,7 @@ describe("batch runner", () => {
       }
       return OK;
     }, { limits: { maxAttempts: 1 } });
-    await store.createBatch(fresh("b", "t"), lines(6));
+    await store.createBatch(fresh("b", "t"), [lines(6)]);
     await runner.start();
     const poll = setInterval(async () => reasons.add((await store.getBatch("t", "b"))?.waitingReason ?? null), 2);
     const done = await finished(store, "t", "b");
@@ -112,7 +121,7 @@ describe("batch runner", () => {
     expect(runner.lineStats).toEqual({ completed: 6, failed: 0, retried: 0, waited: 12 });
   });
 
-  test("5xx and transport failures are retried up to max_attempts, 4xx are recorded at once; all land in the error file", async () => {
+  test("engine 5xx and transport failures are retried up to max_attempts, 4xx are recorded at once; all land in the error file", async () => {
     const calls = new Map<string, number>();
     const { store, runner } = setup(async (line, _s, meta) => {
       calls.set(meta.customId, (calls.get(meta.customId) ?? 0) + 1);
@@ -123,15 +132,53 @@ describe("batch runner", () => {
       if (n === 4 && calls.get(meta.customId) === 1) return { status: 503, body: { error: { message: "none", type: "service_unavailable_error", param: null, code: "NO_READY_ENDPOINT" } } };
       return OK;
     });
-    await store.createBatch(fresh("b", "t"), lines(5));
+    await store.createBatch(fresh("b", "t"), [lines(5)]);
     await runner.start();
     const done = await finished(store, "t", "b");
     expect(done.counts).toMatchObject({ completed: 2, failed: 3 });
     expect([calls.get("c1"), calls.get("c2"), calls.get("c3"), calls.get("c4"), calls.get("c5")]).toEqual([3, 1, 3, 2, 1]);
-    expect(runner.lineStats).toEqual({ completed: 2, failed: 3, retried: 5, waited: 0 });
+    // c4's 503 NO_READY_ENDPOINT is a wait, not an attempt.
+    expect(runner.lineStats).toEqual({ completed: 2, failed: 3, retried: 4, waited: 1 });
+    expect(runner.waitStats).toMatchObject({ engine_error: 4, no_ready_endpoint: 1 });
     const errors = (await fileText(store, "t", done.errorFileId)).map((l) => JSON.parse(l) as { custom_id: string; response: { status_code: number } | null; error: { code: string } | null });
     expect(errors.map((e) => [e.custom_id, e.response?.status_code ?? null, e.error?.code ?? null])).toEqual([["c1", 500, null], ["c2", 400, null], ["c3", null, "request_failed"]]);
     expect((await fileText(store, "t", done.outputFileId)).length).toBe(2);
+  });
+
+  test("no ready endpoint, a model not yet discovered, an unreachable engine: lines wait past max_attempts and every line ends once", async () => {
+    const refuse = (status: number, code: string): SendResult => ({ status, body: { error: { message: code, type: "service_unavailable_error", param: null, code } } });
+    const answers = [refuse(503, "NO_READY_ENDPOINT"), refuse(404, "MODEL_NOT_FOUND"), refuse(502, "UPSTREAM_CONNECT_FAILED"), refuse(429, "GPU_SATURATED"), refuse(503, "ADMISSION_QUEUE_FULL")];
+    let refused = 0;
+    const calls = new Map<string, number>();
+    const { store, runner } = setup(async (_l, _s, meta) => {
+      calls.set(meta.customId, (calls.get(meta.customId) ?? 0) + 1);
+      if (refused < 25) return answers[refused++ % answers.length]!;
+      return OK;
+    }, { limits: { maxAttempts: 1, retryBackoffMs: 1 } });
+    await store.createBatch(fresh("b", "t"), [lines(6)]);
+    await runner.start();
+    const done = await finished(store, "t", "b");
+    expect(done.counts).toMatchObject({ total: 6, completed: 6, failed: 0 });
+    expect(runner.lineStats).toEqual({ completed: 6, failed: 0, retried: 0, waited: 25 });
+    expect(runner.waitStats).toMatchObject({ no_ready_endpoint: 15, gpu_saturated: 5, queue_full: 5, engine_error: 0 });
+    const out = (await fileText(store, "t", done.outputFileId)).map((l) => (JSON.parse(l) as { custom_id: string }).custom_id);
+    expect(out.sort()).toEqual(["c1", "c2", "c3", "c4", "c5", "c6"]);
+    expect(done.errorFileId).toBeNull();
+  });
+
+  test("nothing is claimed before whenReady resolves (the gateway has discovered what it serves)", async () => {
+    let sent = 0;
+    let ready: () => void = () => {};
+    const store = new SqliteJobsStore(new Database(":memory:", { strict: true }), filesDir());
+    const runner = new BatchRunner({ store, send: async () => (sent++, OK), limits: LIMITS, tickMs: 10, audit: () => {}, whenReady: () => new Promise<void>((r) => (ready = r)) });
+    runners.push(runner);
+    await store.createBatch(fresh("b", "t"), [lines(3)]);
+    const started = runner.start();
+    await sleep(60);
+    expect(sent).toBe(0);
+    ready();
+    await started;
+    expect((await finished(store, "t", "b")).counts.completed).toBe(3);
   });
 
   test("cancel: lines in flight finish and keep their results, the rest never run", async () => {
@@ -142,7 +189,7 @@ describe("batch runner", () => {
       await new Promise<void>((r) => held.push(r));
       return OK;
     }, { limits: { concurrencyPerBatch: 2 } });
-    await store.createBatch(fresh("b", "t"), lines(8));
+    await store.createBatch(fresh("b", "t"), [lines(8)]);
     await runner.start();
     await waitUntil(() => held.length === 2, { what: "two lines in flight" });
     await store.updateBatch("b", ["in_progress"], { status: "cancelling", cancellingAtMs: 5 });
@@ -168,7 +215,7 @@ describe("batch runner", () => {
       await new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
       return OK;
     }, { now: () => now, limits: { concurrencyPerBatch: 1 } });
-    await store.createBatch(fresh("b", "t", { expiresAtMs: 20_000 }), lines(4));
+    await store.createBatch(fresh("b", "t", { expiresAtMs: 20_000 }), [lines(4)]);
     await runner.start();
     await waitUntil(async () => (await store.getBatch("t", "b"))?.counts.completed === 1, { what: "one line done" });
     now = 20_000;
@@ -181,7 +228,7 @@ describe("batch runner", () => {
 
   test("a batch whose model is gone when validation runs fails with the line named", async () => {
     const { store, runner, audits } = setup(async () => OK, { knownModel: () => false });
-    await store.createBatch(fresh("b", "t", { status: "validating", inProgressAtMs: null }), lines(2));
+    await store.createBatch(fresh("b", "t", { status: "validating", inProgressAtMs: null }), [lines(2)]);
     await runner.start();
     const failed = await finished(store, "t", "b", "failed");
     expect(failed.errors).toEqual([{ code: "model_not_found", message: "The model 'm' is not served by this gateway.", param: "body.model", line: 1 }]);
@@ -196,7 +243,7 @@ describe("batch runner", () => {
       if (calls <= 3) return new Promise<SendResult>((r) => held.push(r));
       return OK;
     }, { limits: { concurrencyPerBatch: 3 } });
-    await store.createBatch(fresh("b", "t"), lines(5));
+    await store.createBatch(fresh("b", "t"), [lines(5)]);
     await runner.start();
     await waitUntil(() => held.length === 3, { what: "three lines in flight" });
     const second = make("r2", true);

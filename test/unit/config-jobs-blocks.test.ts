@@ -16,6 +16,12 @@ describe("issue 12 config blocks", () => {
       maxAttempts: D.DEFAULT_BATCH_MAX_ATTEMPTS,
       retryBackoffMs: D.DEFAULT_BATCH_RETRY_BACKOFF_MS,
       leaseMs: D.DEFAULT_BATCH_LEASE_MS,
+      maxLineBytes: D.DEFAULT_BATCH_MAX_LINE_BYTES,
+      maxLineDepth: D.DEFAULT_BATCH_MAX_LINE_DEPTH,
+      uploadMemoryBytes: D.DEFAULT_BATCH_UPLOAD_MEMORY_BYTES,
+      uploadMinBytesPerS: D.DEFAULT_BATCH_UPLOAD_MIN_BYTES_PER_S,
+      tenantMaxBytes: D.DEFAULT_BATCH_TENANT_MAX_BYTES,
+      tenantMaxFiles: D.DEFAULT_BATCH_TENANT_MAX_FILES,
     });
     expect(c.idempotency).toEqual({ ttlMs: D.DEFAULT_IDEMPOTENCY_TTL_S * 1000, waitMs: D.DEFAULT_IDEMPOTENCY_WAIT_MS, maxResponseBytes: D.DEFAULT_IDEMPOTENCY_MAX_RESPONSE_BYTES });
     expect(c.responseCache.models).toEqual([]);

@@ -1,14 +1,16 @@
 /** The jobs routes in process, without a socket: which paths are theirs, methods, malformed ids, and the create-batch request checks. */
 import { Database } from "bun:sqlite";
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { routesDeps } from "../helpers/jobs-routes-deps.ts";
 import { createJobsRoutes } from "../../src/jobs/jobs-routes.ts";
 import { SqliteJobsStore } from "../../src/jobs/sqlite-jobs-store.ts";
 
-const handle = createJobsRoutes({
-  store: new SqliteJobsStore(new Database(":memory:", { strict: true })),
-  knownModel: () => true,
-  limits: { maxFileBytes: 1024, maxLines: 10 },
-});
+const root = mkdtempSync(join(tmpdir(), "llmgw-jobs-routes-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const handle = createJobsRoutes(routesDeps({ store: new SqliteJobsStore(new Database(":memory:", { strict: true }), root), knownModel: () => true, limits: { maxFileBytes: 1024, maxLines: 10 } }));
 const principal = { tenant: "t" };
 
 async function call(method: string, path: string, body?: unknown): Promise<{ status: number; json: { error?: { code: string; param: string | null; message: string } } } | undefined> {
