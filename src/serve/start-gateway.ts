@@ -53,8 +53,9 @@ function urlOf(server: { hostname?: string | undefined; port?: number | undefine
 /** The admin listener (management API, dashboard, /metrics) and the optional metrics-only one. */
 function startAdminListeners(ctx: GatewayContext, state: ListenerState, fleetApi: GatewayFleet["api"] | undefined, dashboard: ReturnType<typeof dashboardSource>) {
   const { config, log } = ctx;
-  const admin = createAdminApp(ctx, state, fleetApi, dashboard).listen({ hostname: config.adminListen.host, port: config.adminListen.port });
-  const metricsApp = config.metricsListen ? createMetricsApp(ctx, state).listen({ hostname: config.metricsListen.host, port: config.metricsListen.port }) : undefined;
+  // Elysia's listen turns SO_REUSEPORT on: two gateways would then share a held port silently. A held port must fail the start.
+  const admin = createAdminApp(ctx, state, fleetApi, dashboard).listen({ hostname: config.adminListen.host, port: config.adminListen.port, reusePort: false });
+  const metricsApp = config.metricsListen ? createMetricsApp(ctx, state).listen({ hostname: config.metricsListen.host, port: config.metricsListen.port, reusePort: false }) : undefined;
   const adminServer = admin.server as Server<unknown> | null;
   const metricsServer = metricsApp?.server as Server<unknown> | null | undefined;
   const urls = {
