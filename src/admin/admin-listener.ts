@@ -14,6 +14,8 @@ import { z } from "zod";
 import { CIRCUIT_CLOSED, EndpointTable, F, FLAVOR_CODES, I, modelCircuitField } from "../shared/endpoint-table.ts";
 import { errorResponse, LlmgwError } from "../shared/errors.ts";
 import type { fleetApi } from "../control/fleet-api.ts";
+import { AGENT_REGISTRATION_PATH } from "../protocol/agent-messages.ts";
+import { adminRequestGuard } from "./request-guard.ts";
 import { dashboardRoutes } from "./dashboard/routes.ts";
 import type { DashboardSnapshot } from "./dashboard/snapshot.ts";
 import type { GatewayContext } from "../gateway/context.ts";
@@ -130,7 +132,8 @@ export interface ListenerState {
 
 /** An unknown path: OpenAI-shaped 404 (Elysia's default is a bare "NOT_FOUND"). */
 function notFound(request: Request): Response {
-  return errorResponse(new LlmgwError("NOT_FOUND", `no route ${request.method} ${new URL(request.url).pathname} on this listener`));
+  // A request without Host (HTTP/1.0) has a relative URL: the base stands in for the missing authority.
+  return errorResponse(new LlmgwError("NOT_FOUND", `no route ${request.method} ${new URL(request.url, "http://host.invalid").pathname} on this listener`));
 }
 
 /** /metrics, /healthz, /readyz: shared by the admin and the metrics-only listener. */
@@ -170,8 +173,17 @@ function observability(ctx: GatewayContext, state: ListenerState) {
  * (src/admin/dashboard/dashboard-source.ts; without it, no dashboard).
  */
 export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?: ReturnType<typeof fleetApi>, dashboard?: () => Promise<DashboardSnapshot>) {
+  const door = adminRequestGuard({
+    token: ctx.config.admin.token,
+    allowedHosts: ctx.config.admin.allowedHosts,
+    listenHost: ctx.config.adminListen.host,
+    ownCredentialPaths: [AGENT_REGISTRATION_PATH],
+    onRefusal: (reason) => ctx.metrics.adminRefusals.inc({ reason }),
+  });
   const app = new Elysia()
-    .onError(({ code, request }) => (code === "NOT_FOUND" ? notFound(request) : undefined))
+    .onRequest(({ request }) => door(request))
+    // An LlmgwError first: Elysia takes its own `code` (NOT_FOUND for "no node 'x'") for a missing route.
+    .onError(({ code, error, request }) => (error instanceof LlmgwError ? errorResponse(error) : code === "NOT_FOUND" ? notFound(request) : undefined))
     .use(
       openapi({
         documentation: { info: { title: "llmgw admin API", version: "0.1.0", description: "Management API of an llmgw gateway." } },
@@ -216,7 +228,7 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?
       },
       {
         response: z.object({ before: memoryStateSchema, after: memoryStateSchema }),
-        detail: { summary: "Run a full garbage collection now (for memory measurements; it pauses the gateway for its duration)" },
+        detail: { summary: "Run a full garbage collection now (for memory measurements; it pauses the gateway for its duration)", description: "Needs `Authorization: Bearer <admin token>`." },
       },
     );
   if (dashboard) app.use(dashboardRoutes(dashboard));
