@@ -16,6 +16,9 @@ import { errorResponse, LlmgwError } from "../shared/errors.ts";
 import type { fleetApi } from "../control/fleet-api.ts";
 import { AGENT_REGISTRATION_PATH } from "../protocol/agent-messages.ts";
 import { adminRequestGuard } from "./request-guard.ts";
+import { API_REFERENCE_PATH, apiReferenceRoutes } from "./api-reference.ts";
+
+const ADMIN_API_TITLE = "llmgw admin API";
 import { dashboardRoutes } from "./dashboard/routes.ts";
 import type { DashboardSnapshot } from "./dashboard/snapshot.ts";
 import type { GatewayContext } from "../gateway/context.ts";
@@ -186,10 +189,13 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?
     .onError(({ code, error, request }) => (error instanceof LlmgwError ? errorResponse(error) : code === "NOT_FOUND" ? notFound(request) : undefined))
     .use(
       openapi({
-        documentation: { info: { title: "llmgw admin API", version: "0.1.0", description: "Management API of an llmgw gateway." } },
+        documentation: { info: { title: ADMIN_API_TITLE, version: "0.1.0", description: "Management API of an llmgw gateway." } },
         mapJsonSchema: { zod: z.toJSONSchema },
+        // The plugin's page loads Scalar from a CDN: the page is ours (api-reference.ts), the document the plugin's.
+        provider: null,
       }),
     )
+    .use(apiReferenceRoutes({ title: ADMIN_API_TITLE, specPath: `${API_REFERENCE_PATH}/json` }))
     .use(observability(ctx, state))
     .get("/admin/v1/endpoints", () => ({ endpoints: endpointStates(ctx) }), {
       response: z.object({ endpoints: z.array(endpointStateSchema) }),
