@@ -57,7 +57,9 @@ export type ErrorCode =
   // the admin listener's door (src/admin/request-guard.ts)
   | "HOST_NOT_ALLOWED"
   | "CROSS_ORIGIN_REFUSED"
-  | "UNSUPPORTED_MEDIA_TYPE";
+  | "UNSUPPORTED_MEDIA_TYPE"
+  // a node name bound to another agent (src/control/node-binding.ts)
+  | "NODE_NAME_BOUND";
 
 /** OpenAI's error `type` strings. */
 export type OpenAIErrorType =
@@ -103,6 +105,8 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
     case "CONFLICT":
     // An agent call from a reconciler whose lease a newer leader has taken (its fencing token is lower than one already seen).
     case "STALE_FENCING_TOKEN":
+    // A registration under a node name another agent holds, without that agent's node credential.
+    case "NODE_NAME_BOUND":
       return { status: 409, type: "invalid_request_error" };
     // RFC 9110 15.5.16: a body in a media type the route does not take (the admin listener takes JSON only).
     case "UNSUPPORTED_MEDIA_TYPE":
