@@ -5,7 +5,9 @@
  * metrics, /healthz (process alive) and /readyz (workers up and at least one
  * endpoint ready), the live dashboard (/dashboard), and the fleet's
  * management API when the gateway runs a fleet. The metrics listener serves /metrics, /healthz and /readyz and
- * nothing else. Any other path is an OpenAI-shaped 404 on both.
+ * nothing else. Any other path is an OpenAI-shaped 404 on both. Every
+ * request to the admin listener passes its door first (request-guard.ts:
+ * Host, and for changes Origin, media type and the admin token).
  */
 import { openapi } from "@elysiajs/openapi";
 import { heapStats } from "bun:jsc";
@@ -17,11 +19,11 @@ import type { fleetApi } from "../control/fleet-api.ts";
 import { AGENT_REGISTRATION_PATH } from "../protocol/agent-messages.ts";
 import { adminRequestGuard } from "./request-guard.ts";
 import { API_REFERENCE_PATH, apiReferenceRoutes } from "./api-reference.ts";
-
-const ADMIN_API_TITLE = "llmgw admin API";
 import { dashboardRoutes } from "./dashboard/routes.ts";
 import type { DashboardSnapshot } from "./dashboard/snapshot.ts";
 import type { GatewayContext } from "../gateway/context.ts";
+
+const ADMIN_API_TITLE = "llmgw admin API";
 
 const circuitNames = ["closed", "open", "half_open", "probing"] as const;
 
