@@ -5,7 +5,9 @@
  * metrics, /healthz (process alive) and /readyz (workers up and at least one
  * endpoint ready), the live dashboard (/dashboard), and the fleet's
  * management API when the gateway runs a fleet. The metrics listener serves /metrics, /healthz and /readyz and
- * nothing else. Any other path is an OpenAI-shaped 404 on both.
+ * nothing else. Any other path is an OpenAI-shaped 404 on both. Every
+ * request to the admin listener passes its door first (request-guard.ts:
+ * Host, and for changes Origin, media type and the admin token).
  */
 import { openapi } from "@elysiajs/openapi";
 import { heapStats } from "bun:jsc";
@@ -14,10 +16,15 @@ import { z } from "zod";
 import { CIRCUIT_CLOSED, EndpointTable, F, FLAVOR_CODES, I, modelCircuitField } from "../shared/endpoint-table.ts";
 import { errorResponse, LlmgwError } from "../shared/errors.ts";
 import type { fleetApi } from "../control/fleet-api.ts";
+import { AGENT_REGISTRATION_PATH } from "../protocol/agent-messages.ts";
+import { adminRequestGuard } from "./request-guard.ts";
+import { API_REFERENCE_PATH, apiReferenceRoutes } from "./api-reference/routes.ts";
 import { dashboardRoutes } from "./dashboard/routes.ts";
 import { noFleetApi } from "./no-fleet-api.ts";
 import type { DashboardSnapshot } from "./dashboard/snapshot.ts";
 import type { GatewayContext } from "../gateway/context.ts";
+
+const ADMIN_API_TITLE = "llmgw admin API";
 
 const circuitNames = ["closed", "open", "half_open", "probing"] as const;
 
@@ -131,7 +138,8 @@ export interface ListenerState {
 
 /** An unknown path: OpenAI-shaped 404 (Elysia's default is a bare "NOT_FOUND"). */
 function notFound(request: Request): Response {
-  return errorResponse(new LlmgwError("NOT_FOUND", `no route ${request.method} ${new URL(request.url).pathname} on this listener`));
+  // A request without Host (HTTP/1.0) has a relative URL: the base stands in for the missing authority.
+  return errorResponse(new LlmgwError("NOT_FOUND", `no route ${request.method} ${new URL(request.url, "http://host.invalid").pathname} on this listener`));
 }
 
 /** /metrics, /healthz, /readyz: shared by the admin and the metrics-only listener. */
@@ -171,15 +179,26 @@ function observability(ctx: GatewayContext, state: ListenerState) {
  * (src/admin/dashboard/dashboard-source.ts; without it, no dashboard).
  */
 export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?: ReturnType<typeof fleetApi>, dashboard?: () => Promise<DashboardSnapshot>) {
+  const door = adminRequestGuard({
+    token: ctx.config.admin.token,
+    allowedHosts: ctx.config.admin.allowedHosts,
+    listenHost: ctx.config.adminListen.host,
+    ownCredentialPaths: [AGENT_REGISTRATION_PATH],
+    onRefusal: (reason) => ctx.metrics.adminRefusals.inc({ reason }),
+  });
   const app = new Elysia()
-    // An LlmgwError has a `code` too (NOT_FOUND for "no model named …"): it is the route's own answer, not a missing route.
-    .onError(({ code, error, request }) => (code === "NOT_FOUND" && !(error instanceof LlmgwError) ? notFound(request) : undefined))
+    .onRequest(({ request }) => door(request))
+    // An LlmgwError first: Elysia takes its own `code` (NOT_FOUND for "no node 'x'") for a missing route.
+    .onError(({ code, error, request }) => (error instanceof LlmgwError ? errorResponse(error) : code === "NOT_FOUND" ? notFound(request) : undefined))
     .use(
       openapi({
-        documentation: { info: { title: "llmgw admin API", version: "0.1.0", description: "Management API of an llmgw gateway." } },
+        documentation: { info: { title: ADMIN_API_TITLE, version: "0.1.0", description: "Management API of an llmgw gateway." } },
         mapJsonSchema: { zod: z.toJSONSchema },
+        // The plugin's page loads Scalar from a CDN: the page is ours (api-reference/), the document the plugin's.
+        provider: null,
       }),
     )
+    .use(apiReferenceRoutes({ title: ADMIN_API_TITLE, specPath: `${API_REFERENCE_PATH}/json` }))
     .use(observability(ctx, state))
     .get("/admin/v1/endpoints", () => ({ endpoints: endpointStates(ctx) }), {
       response: z.object({ endpoints: z.array(endpointStateSchema) }),
@@ -218,7 +237,7 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?
       },
       {
         response: z.object({ before: memoryStateSchema, after: memoryStateSchema }),
-        detail: { summary: "Run a full garbage collection now (for memory measurements; it pauses the gateway for its duration)" },
+        detail: { summary: "Run a full garbage collection now (for memory measurements; it pauses the gateway for its duration)", description: "Needs `Authorization: Bearer <admin token>`." },
       },
     );
   if (dashboard) app.use(dashboardRoutes(dashboard));

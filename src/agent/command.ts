@@ -20,6 +20,7 @@ import { DEFAULT_STOP_GRACE_MS, Supervisor } from "./supervisor.ts";
 import { registrationFromFlags, REGISTRATION_OPTIONS, REGISTRATION_USAGE } from "./registration-flags.ts";
 import { MAX_SIM_GPUS, SIM_H100, simUuidTag, writeSimNvidiaSmi } from "./sim-nvidia-smi.ts";
 import { startRegistration } from "./registration.ts";
+import { loadOrCreateNodeKey } from "./node-key.ts";
 
 export const DEFAULT_AGENT_LISTEN = "127.0.0.1:7070";
 /** Bun.serve's 10 s idle default would cut a PUT that waits for the old engine to stop. */
@@ -44,8 +45,9 @@ engine replicas (vLLM, SGLang, sim-engine) and serves its HTTP API.
 flags:
   --listen HOST:PORT        API listener (default ${DEFAULT_AGENT_LISTEN}; port 0 picks one)
   --token TOKEN             bearer token clients must present (or LLMGW_AGENT_TOKEN; required)
-  --state-dir DIR           pid files, engine logs and the highest reconciler fencing
-                            token seen (default $XDG_STATE_HOME/llmgw/agent)
+  --state-dir DIR           pid files, engine logs, the highest reconciler fencing
+                            token seen and, with --register, the node key that holds
+                            the node's name (default $XDG_STATE_HOME/llmgw/agent)
   --nvidia-smi PATH         nvidia-smi to run (default ${DEFAULT_NVIDIA_SMI}; missing = zero GPUs)
   --sim-gpus N              simulate N idle ${SIM_H100.name} GPUs (1-${MAX_SIM_GPUS}) with a stand-in
                             nvidia-smi written under --state-dir, for trying the fleet manager
@@ -109,6 +111,8 @@ async function runAgent(args: ParsedArgs): Promise<number> {
   const registration = registrationFromFlags(args, process.env);
   const nvidiaSmi = nvidiaSmiOf(args, stateDir);
   initLogger({ role: "agent" });
+  // Before listening: an agent whose key file is unreadable must not start and register without it.
+  const nodeKey = registration ? loadOrCreateNodeKey(stateDir) : undefined;
   if (binding.warning) logger().warn({ lifetime: binding.lifetime }, binding.warning);
 
   const portCheck = async (port: number) => ((await canBind(engineHost, port)) ? null : `port ${port} is ${holderText(findPortHolder(port))}`);
@@ -138,9 +142,10 @@ async function runAgent(args: ParsedArgs): Promise<number> {
   logger().info({ gpus: inv.gpus.length, note: inv.nvidiaSmi.note, fabric: inv.fabric.island, stateDir, engines: binding.lifetime, adopted: adoptedIds, refused }, "agent inventory");
   const shownHost = listen.host === "0.0.0.0" ? "127.0.0.1" : listen.host.includes(":") ? `[${listen.host}]` : listen.host;
   logListening(logger(), "agent", `http://${shownHost}:${server.port}`);
-  const registering = registration
-    ? startRegistration({ ...registration.resolve({ token, port: server.port ?? listen.port, host: stringFlag(args, "advertise-host") ?? engineHost }), log: logger() })
-    : undefined;
+  const registering =
+    registration && nodeKey !== undefined
+      ? startRegistration({ ...registration.resolve({ token, port: server.port ?? listen.port, host: stringFlag(args, "advertise-host") ?? engineHost, nodeKey }), log: logger() })
+      : undefined;
 
   // Handlers stay installed: a second signal must not kill the agent while it stops its engines.
   const signal = await shutdownSignal();

@@ -32,7 +32,7 @@ function httpUrl(value: string, flag: string): string {
 export function registrationFromFlags(
   args: ParsedArgs,
   env: Record<string, string | undefined>,
-): { resolve(agent: { token: string; port: number; host: string }): Omit<RegistrationOptions, "log"> } | null {
+): { resolve(agent: { token: string; port: number; host: string; nodeKey: string }): Omit<RegistrationOptions, "log"> } | null {
   const gateway = stringFlag(args, "register");
   if (gateway === undefined) {
     for (const f of ["registration-token", "node-name", "advertise-url", "dcgm-url"]) if (stringFlag(args, f) !== undefined) throw new UsageError(`--${f} needs --register URL`);
@@ -48,11 +48,11 @@ export function registrationFromFlags(
   const dcgmUrl = stringFlag(args, "dcgm-url");
   if (dcgmUrl !== undefined) httpUrl(dcgmUrl, "--dcgm-url");
   return {
-    resolve({ token, port, host }) {
+    resolve({ token, port, host, nodeKey }) {
       // An agent bound to every interface is reached by its host name, not by 0.0.0.0.
       const reachable = host === "0.0.0.0" || host === "::" || host === "" ? hostname() : host;
       const url = advertiseUrl ?? `http://${reachable.includes(":") ? `[${reachable}]` : reachable}:${port}`;
-      const registration: AgentRegistration = { node, url, token, ...(dcgmUrl !== undefined ? { dcgm_url: dcgmUrl } : {}) };
+      const registration: AgentRegistration = { node, url, token, node_key: nodeKey, ...(dcgmUrl !== undefined ? { dcgm_url: dcgmUrl } : {}) };
       return { gatewayUrl, registrationToken, registration };
     },
   };

@@ -1,6 +1,6 @@
 /**
- * Agent self-registration: POST the node's name, API URL and token to the
- * gateway's admin listener with the shared registration token, then again
+ * Agent self-registration: POST the node's name, API URL, token and node key
+ * (node-key.ts) to the gateway's admin listener with the shared registration token, then again
  * every interval the gateway names (a restarted gateway, or one that moved,
  * finds the node again). Failures retry with backoff and never stop the agent.
  */
@@ -28,6 +28,17 @@ export function defaultNodeName(): string {
   return name === "" ? "node" : name;
 }
 
+/** What a refusal says: the code and message of an OpenAI-shaped error (a 409 NODE_NAME_BOUND says what to do), else the start of the text. */
+function refusal(text: string): string {
+  try {
+    const e = (JSON.parse(text) as { error?: { code?: unknown; message?: unknown } }).error;
+    if (typeof e?.code === "string" && typeof e.message === "string") return `${e.code}: ${e.message}`;
+  } catch {
+    // not JSON: the text itself
+  }
+  return text.slice(0, 300);
+}
+
 /** One registration; the interval the gateway asks for, or the error. */
 export async function registerOnce(opts: Pick<RegistrationOptions, "gatewayUrl" | "registrationToken" | "registration">): Promise<{ intervalMs: number } | { error: string }> {
   const url = new URL(AGENT_REGISTRATION_PATH, opts.gatewayUrl).toString();
@@ -39,7 +50,7 @@ export async function registerOnce(opts: Pick<RegistrationOptions, "gatewayUrl" 
       body: JSON.stringify(opts.registration),
     });
     const text = await res.text();
-    if (!res.ok) return { error: `POST ${url}: HTTP ${res.status}: ${text.slice(0, 300)}` };
+    if (!res.ok) return { error: `POST ${url}: HTTP ${res.status}: ${refusal(text)}` };
     const parsed = agentRegistrationResponseSchema.safeParse(JSON.parse(text));
     if (!parsed.success) return { error: `POST ${url}: not a registration answer` };
     return { intervalMs: parsed.data.reregister_interval_ms };

@@ -45,9 +45,13 @@ function rssOf(pid: number): number {
   }
 }
 
+/** The bench's gateway needs its admin token for the full collection before each RSS reading. */
+const ADMIN_TOKEN = "scale-bench-admin-token";
+
 /** A full collection in the gateway (admin diagnostics), then its RSS once things settle. */
 async function settledRss(gw: LlmgwChild): Promise<number> {
-  await fetch(`${gw.urls.admin}/admin/v1/diagnostics/gc`, { method: "POST" });
+  const res = await fetch(`${gw.urls.admin}/admin/v1/diagnostics/gc`, { method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  if (!res.ok) throw new Error(`admin gc: HTTP ${res.status}: ${await res.text()}`);
   await Bun.sleep(500);
   return rssOf(gw.proc.pid);
 }
@@ -94,6 +98,7 @@ export async function runScaleBench(opts: { streams: number; tokens: number; itl
         "serve",
         "--config",
         writeGatewayConfig({
+          admin: { token: ADMIN_TOKEN },
           max_open_streams: streams,
           health: { poll_interval_ms: 500 },
           admission: { initial_capacity: perEngine },

@@ -10,6 +10,7 @@ import type { z } from "zod";
 import * as D from "./defaults.ts";
 import { configSchema, type ParsedConfig } from "./schema.ts";
 import { fleetConfigIssues, toFleetConfig, toNodeConfigs } from "./fleet-schema.ts";
+import { adminConfigIssues, toAdminConfig } from "./admin-config.ts";
 import type { Config, Deadlines, Listen } from "./types.ts";
 import { jobsCrossFieldIssues, resolveJobsConfig } from "./jobs-config.ts";
 import { effectiveScorers, resolveStateConfig, stateCrossFieldIssues } from "./state-resolve.ts";
@@ -267,7 +268,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
   const result = configSchema.safeParse(withEnv);
   if (!result.success) throw configError(source, formatZodIssues(result.error.issues), origins);
   const c = result.data;
-  const cross = [...aliasIssues(env), ...crossFieldIssues(c), ...jobsCrossFieldIssues(c), ...fleetConfigIssues(c.nodes, c.fleet, env), ...stateCrossFieldIssues(c)];
+  const cross = [...aliasIssues(env), ...crossFieldIssues(c), ...jobsCrossFieldIssues(c), ...fleetConfigIssues(c.nodes, c.fleet, env), ...stateCrossFieldIssues(c), ...adminConfigIssues(c.admin, c.fleet.admin_token)];
   if (cross.length > 0) throw configError(source, cross, origins);
   const scorers = effectiveScorers(c, withEnv);
 
@@ -282,6 +283,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
   const config: Config = {
     listen: parseListen(c.listen),
     adminListen: parseListen(c.admin_listen),
+    admin: toAdminConfig(c.admin, c.fleet.admin_token),
     metricsListen: c.metrics_listen === null ? null : parseListen(c.metrics_listen),
     logLevel: c.log_level,
     maxBodyBytes: c.max_body_bytes,

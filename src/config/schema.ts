@@ -7,6 +7,7 @@ import { z } from "zod";
 import * as D from "./defaults.ts";
 import { httpUrl, id } from "./wire-primitives.ts";
 import { FLEET_DEFAULTS, fleetSchema, nodeSchema } from "./fleet-schema.ts";
+import { ADMIN_DEFAULTS, adminSchema } from "./admin-config.ts";
 import { FILTER_NAMES, PICKER_NAMES, RELAY_VARIANTS, SCORER_NAMES } from "./plugin-names.ts";
 import { STATE_DEFAULTS, stateSchema } from "./state-config.ts";
 
@@ -269,6 +270,7 @@ export const configSchema = z
   .object({
     listen: hostPort.default(D.DEFAULT_LISTEN),
     admin_listen: hostPort.default(D.DEFAULT_ADMIN_LISTEN),
+    admin: adminSchema.default(ADMIN_DEFAULTS),
     metrics_listen: hostPort.nullable().default(null),
     log_level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
     max_body_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(D.DEFAULT_MAX_BODY_BYTES),

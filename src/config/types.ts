@@ -215,9 +215,18 @@ export interface ContinuationConfig {
   offEndpoints: readonly string[];
 }
 
+/** The admin listener's door (src/config/admin-config.ts). */
+export interface AdminConfig {
+  /** Needed by every state-changing admin request (admin.token, else fleet.admin_token); undefined: every change is refused. */
+  token: string | undefined;
+  /** Lower-case host names the admin listener answers to besides its own address. */
+  allowedHosts: readonly string[];
+}
+
 export interface Config {
   listen: Listen;
   adminListen: Listen;
+  admin: AdminConfig;
   metricsListen: Listen | null;
   logLevel: LogLevel;
   maxBodyBytes: number;

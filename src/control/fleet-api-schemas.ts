@@ -139,3 +139,9 @@ export type FailedReplicaStatus = z.infer<typeof failedReplicaSchema>;
 export type ModelStatus = z.infer<typeof modelStatusSchema>;
 export type PlacementStatus = z.infer<typeof placementSchema>;
 export type DrainProgress = z.infer<typeof drainProgressSchema>;
+
+/** POST /nodes/{node}/rebind */
+export const rebindSchema = z.object({
+  node: z.string(),
+  was_bound: z.boolean().describe("the name was bound to an agent's node key (false: an agent without a key held it, or it was already open)"),
+});

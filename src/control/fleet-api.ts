@@ -207,6 +207,21 @@ export function fleetApi(manager: FleetManager, opts: FleetApiOptions) {
         detail: { tags, summary: "Drain: cordon, then move every replica off (replacement first, bounded by a grace period)", description: writeNote },
       },
     )
+    .post(
+      "/nodes/:node/rebind",
+      async ({ params }) => {
+        const { wasBound } = await manager.ops.approveRebind(params.node);
+        return { node: params.node, was_bound: wasBound };
+      },
+      {
+        response: { 200: S.rebindSchema, 401: S.errorSchema, 404: S.errorSchema, 409: S.errorSchema },
+        detail: {
+          tags,
+          summary: "Approve moving a self-registered node's name to another agent: its binding to the agent's node key is dropped, and the next registration under the name binds it anew",
+          description: writeNote,
+        },
+      },
+    )
     .get("/nodes/:node/drain", ({ params }) => drainOf(params.node), {
       response: { 200: S.drainProgressSchema, 404: S.errorSchema },
       detail: { tags, summary: "Progress of the node's latest drain, and what it waits for" },
@@ -220,7 +235,11 @@ export function fleetApi(manager: FleetManager, opts: FleetApiOptions) {
       {
         body: agentRegistrationSchema,
         response: { 200: agentRegistrationResponseSchema, 401: S.errorSchema, 409: S.errorSchema, 422: S.errorSchema },
-        detail: { tags, summary: "An agent registers itself (Authorization: Bearer <registration token>)" },
+        detail: {
+          tags,
+          summary: "An agent registers itself (Authorization: Bearer <registration token>)",
+          description: "The first registration with a `node_key` binds the node's name to that key; a later one under the name without the same key is 409 NODE_NAME_BOUND until an operator approves a re-bind.",
+        },
       },
     );
 }

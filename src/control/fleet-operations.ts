@@ -11,7 +11,8 @@ import { LlmgwError } from "../shared/errors.ts";
 import type { Logger } from "../shared/logger.ts";
 import type { FleetState } from "./fleet-state.ts";
 import type { FleetStore } from "./store.ts";
-import type { Cordon, DrainOp, RegisteredNode, StoredModel } from "./types.ts";
+import { keyMatches, keySha256 } from "./node-binding.ts";
+import type { Cordon, DrainOp, NodeBinding, RegisteredNode, StoredModel } from "./types.ts";
 
 export interface OperationHooks {
   now: () => number;
@@ -19,6 +20,15 @@ export interface OperationHooks {
   fleet: FleetConfig;
   requestTick: () => void;
   pushPollTargets: () => void;
+}
+
+function nameBound(reg: AgentRegistration, bound: NodeBinding): LlmgwError {
+  const why = reg.node_key === undefined ? "this registration presents no node key" : "this registration presents another node key";
+  return new LlmgwError(
+    "NODE_NAME_BOUND",
+    `node name '${reg.node}' is bound to the agent that registered it from ${bound.url}; ${why}. If the node moved to this agent (or its agent lost its state directory), an operator approves the re-bind: bin/llmgw ctl rebind ${reg.node}`,
+    { param: "node" },
+  );
 }
 
 function invalid(path: string, message: string): LlmgwError {
@@ -124,11 +134,16 @@ export class FleetOperations {
     return op;
   }
 
-  /** An agent registering itself (or again); a configured node's name cannot be taken. */
+  /**
+   * An agent registering itself (or again). A configured node's name cannot
+   * be taken, nor a name bound to another agent's node key
+   * (node-binding.ts); a first registration with a key binds the name.
+   */
   async register(reg: AgentRegistration): Promise<RegisteredNode> {
     if (this.state.registry.isConfigured(reg.node)) {
       throw new LlmgwError("CONFLICT", `node '${reg.node}' is configured under nodes: in the gateway's config; registration refused`, { param: "node" });
     }
+    await this.checkBinding(reg);
     const node: RegisteredNode = { name: reg.node, url: reg.url.replace(/\/+$/, ""), token: reg.token, dcgmUrl: reg.dcgm_url, registeredAt: this.hooks.now() };
     const known = this.state.registry.get(reg.node);
     if (known && known.url === node.url && known.token === node.token && known.dcgmUrl === node.dcgmUrl) return { ...node, registeredAt: known.registeredAt ?? node.registeredAt };
@@ -137,5 +152,44 @@ export class FleetOperations {
     this.hooks.log.info({ node: node.name, url: node.url }, "agent registered");
     this.hooks.requestTick();
     return node;
+  }
+
+  /** The name's binding: held by this registration's key, bound to it now, or refused. The store decides, so every gateway sharing it agrees. */
+  private async checkBinding(reg: AgentRegistration): Promise<void> {
+    const bound = await this.store.bindings.get(reg.node);
+    if (bound) {
+      if (keyMatches(bound, reg.node_key)) return;
+      throw nameBound(reg, bound);
+    }
+    if (reg.node_key === undefined) {
+      // An agent older than bindings: served as before, its name unbound (and so open to whoever registers it with a key).
+      this.hooks.log.warn({ node: reg.node, url: reg.url }, "agent registered without a node key: its name is not bound to it (update the agent)");
+      return;
+    }
+    const binding: NodeBinding = { node: reg.node, keySha256: keySha256(reg.node_key), url: reg.url.replace(/\/+$/, ""), boundAt: this.hooks.now() };
+    if (await this.store.bindings.putIfAbsent(reg.node, binding)) {
+      this.hooks.log.info({ node: reg.node, url: binding.url }, "node name bound to the registering agent's key");
+      return;
+    }
+    // Another registration (maybe on another gateway) bound it a moment ago.
+    const winner = await this.store.bindings.get(reg.node);
+    if (winner && keyMatches(winner, reg.node_key)) return;
+    throw nameBound(reg, winner ?? binding);
+  }
+
+  /**
+   * An operator's approval to move a node's name to another agent: its
+   * binding is dropped, and the next registration under the name binds it to
+   * its own key. The node's current address stays until then.
+   */
+  async approveRebind(node: string): Promise<{ wasBound: boolean }> {
+    if (this.state.registry.isConfigured(node)) {
+      throw new LlmgwError("CONFLICT", `node '${node}' is configured under nodes: in the gateway's config; its name is not registered, so there is nothing to re-bind`, { param: "node" });
+    }
+    const bound = await this.store.bindings.get(node);
+    if (!bound && !this.state.registry.get(node)) throw new LlmgwError("NOT_FOUND", `no node '${node}'`, { param: "node" });
+    const wasBound = await this.store.bindings.delete(node);
+    this.hooks.log.warn({ node, previousUrl: bound?.url ?? null }, "node re-bind approved: the next registration under this name binds it");
+    return { wasBound };
   }
 }

@@ -9,7 +9,7 @@ import { fleetModelSchema, fleetModelWire, toFleetModel } from "../config/fleet-
 import { AGENT_ENGINES } from "../protocol/agent-messages.ts";
 import { logger } from "../shared/logger.ts";
 import type { CollectionName } from "./store.ts";
-import type { Cordon, DrainOp, RegisteredNode, ReplicaRecord, StoredModel } from "./types.ts";
+import type { Cordon, DrainOp, NodeBinding, RegisteredNode, ReplicaRecord, StoredModel } from "./types.ts";
 
 const storedModelWire = z.object({
   spec: fleetModelSchema,
@@ -29,6 +29,8 @@ const drain = z.object({
 });
 
 const registeredNode = z.object({ name: z.string(), url: z.string(), token: z.string(), dcgmUrl: z.string().optional(), registeredAt: z.number() });
+
+const binding = z.object({ node: z.string(), keySha256: z.string().regex(/^[0-9a-f]{64}$/), url: z.string(), boundAt: z.number() });
 
 const agentSpec = z.object({
   engine: z.enum(AGENT_ENGINES),
@@ -97,6 +99,7 @@ export interface RecordTypes {
   drains: DrainOp;
   nodes: RegisteredNode;
   replicas: ReplicaRecord;
+  bindings: NodeBinding;
 }
 
 export const RECORD_CODECS: { [K in CollectionName]: RecordCodec<RecordTypes[K]> } = {
@@ -109,4 +112,5 @@ export const RECORD_CODECS: { [K in CollectionName]: RecordCodec<RecordTypes[K]>
   drains: codec(drain, (p): DrainOp => p),
   nodes: codec(registeredNode, (p): RegisteredNode => ({ ...p, dcgmUrl: p.dcgmUrl })),
   replicas: codec(replica, (p): ReplicaRecord => p),
+  bindings: codec(binding, (p): NodeBinding => p),
 };

@@ -21,6 +21,7 @@ class SqliteCollection<T> implements Collection<T> {
   private readonly listQ;
   private readonly getQ;
   private readonly putQ;
+  private readonly insertQ;
   private readonly deleteQ;
 
   constructor(
@@ -33,6 +34,7 @@ class SqliteCollection<T> implements Collection<T> {
     this.putQ = db.query<unknown, [string, string, string, number]>(
       "INSERT INTO fleet_records (collection, key, json, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (collection, key) DO UPDATE SET json = excluded.json, updated_at = excluded.updated_at",
     );
+    this.insertQ = db.query<unknown, [string, string, string, number]>("INSERT INTO fleet_records (collection, key, json, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (collection, key) DO NOTHING");
     this.deleteQ = db.query<unknown, [string, string]>("DELETE FROM fleet_records WHERE collection = ? AND key = ?");
   }
 
@@ -56,6 +58,10 @@ class SqliteCollection<T> implements Collection<T> {
     this.putQ.run(this.name, key, this.codec.encode(value), Date.now());
   }
 
+  async putIfAbsent(key: string, value: T): Promise<boolean> {
+    return this.insertQ.run(this.name, key, this.codec.encode(value), Date.now()).changes > 0;
+  }
+
   async delete(key: string): Promise<boolean> {
     return this.deleteQ.run(this.name, key).changes > 0;
   }
@@ -67,6 +73,7 @@ export class SqliteFleetStore implements FleetStore {
   readonly drains: Collection<RecordTypes["drains"]>;
   readonly nodes: Collection<RecordTypes["nodes"]>;
   readonly replicas: Collection<RecordTypes["replicas"]>;
+  readonly bindings: Collection<RecordTypes["bindings"]>;
   private readonly db: Database;
 
   /** Open (creating) the store in `dataDir`; ":memory:" for tests that need no file. */
@@ -85,6 +92,7 @@ export class SqliteFleetStore implements FleetStore {
     this.drains = new SqliteCollection(this.db, "drains", RECORD_CODECS.drains);
     this.nodes = new SqliteCollection(this.db, "nodes", RECORD_CODECS.nodes);
     this.replicas = new SqliteCollection(this.db, "replicas", RECORD_CODECS.replicas);
+    this.bindings = new SqliteCollection(this.db, "bindings", RECORD_CODECS.bindings);
   }
 
   /** The journal mode SQLite actually uses ("wal"; "memory" for an in-memory database). */

@@ -26,6 +26,20 @@ export interface RegisteredNode {
   registeredAt: number;
 }
 
+/**
+ * A node name bound to the agent that registered it first: only a
+ * registration presenting that agent's node key may use the name again,
+ * until an operator approves a re-bind (src/control/node-binding.ts).
+ */
+export interface NodeBinding {
+  node: string;
+  /** sha-256 (hex) of the agent's node key; the key itself is never stored. */
+  keySha256: string;
+  /** The agent URL that bound the name (for the operator's eyes). */
+  url: string;
+  boundAt: number;
+}
+
 export interface Cordon {
   node: string;
   reason: string | null;

@@ -1,4 +1,4 @@
-/** `llmgw ctl`: operator CLI against a gateway's management API (nodes, replicas, models, placement, scale, cordon, drain). */
+/** `llmgw ctl`: operator CLI against a gateway's management API (nodes, replicas, models, placement, scale, cordon, drain, rebind). */
 import { z } from "zod";
 import { boolFlag, numberFlag, parseCommandArgs, stringFlag, UsageError, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
 import * as S from "../control/fleet-api-schemas.ts";
@@ -23,6 +23,8 @@ commands:
   uncordon NODE               allow placements again (cancels a drain still running)
   drain NODE [--grace-ms MS] [--no-wait]
                               cordon NODE and move its replicas elsewhere; waits and shows progress
+  rebind NODE                 let the next agent that registers as NODE take the name (the node
+                              moved, or its agent lost its state directory and so its node key)
 
 flags:
   --gateway URL    admin listener (default $LLMGW_GATEWAY or ${DEFAULT_CTL_GATEWAY})
@@ -59,6 +61,7 @@ const ARITY: Record<string, { args: string[]; flags: string[] }> = {
   cordon: { args: ["NODE"], flags: ["reason"] },
   uncordon: { args: ["NODE"], flags: [] },
   drain: { args: ["NODE"], flags: ["grace-ms", "no-wait"] },
+  rebind: { args: ["NODE"], flags: [] },
 };
 
 function checkArgs(args: ParsedArgs): { command: string; params: string[] } {
@@ -143,6 +146,11 @@ async function run(args: ParsedArgs, io: CtlIo): Promise<number> {
     }
     case "drain":
       return drainAndWait(client, a, args, io, json);
+    case "rebind": {
+      const r = await client.call("POST", `/nodes/${enc(a)}/rebind`, S.rebindSchema);
+      show(r, () => `${r.node}: re-bind approved; the next agent that registers as ${r.node} binds the name to its own node key`);
+      return CTL_EXIT.ok;
+    }
     default:
       throw new UsageError(`unknown command '${command}'`);
   }

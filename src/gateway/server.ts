@@ -17,6 +17,22 @@ const ROUTES: Record<string, Route> = {
   "/v1/embeddings": "embeddings",
 };
 
+/**
+ * Bun gives a relative URL ("/health") to an HTTP/1.0 request without a Host
+ * header (or with an unusable one), which `new URL()` alone refuses; the base
+ * only stands in for the missing authority.
+ */
+const NO_HOST_BASE = "http://host.invalid";
+
+/** A refusal's answer closes the connection: a client refused must not hold the socket (nor send a body Bun would drain). */
+const CLOSE = { connection: "close" } as const;
+
+/** Whether the request declared a body (one the handler has not read when it answers at once). */
+function declaresBody(req: Request): boolean {
+  const length = req.headers.get("content-length");
+  return (length !== null && length !== "0") || req.headers.has("transfer-encoding");
+}
+
 function json(body: unknown, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { headers: { "content-type": "application/json", ...headers } });
 }
@@ -29,25 +45,25 @@ export function handleModels(ctx: GatewayContext): Response {
 
 export function createFetchHandler(ctx: GatewayContext) {
   return async function gatewayFetch(req: Request, server: Server<undefined>): Promise<Response> {
-    const path = new URL(req.url).pathname;
+    const path = new URL(req.url, NO_HOST_BASE).pathname;
     const route = ROUTES[path];
     if (route) {
-      if (req.method !== "POST") return errorResponse(new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} is not allowed on ${path}; use POST`), { allow: "POST" });
+      if (req.method !== "POST") return errorResponse(new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} is not allowed on ${path}; use POST`), declaresBody(req) ? { allow: "POST", ...CLOSE } : { allow: "POST" });
       return handleInference(ctx, req, server, route, path);
     }
     if (path === "/v1/models") {
-      if (req.method !== "GET") return errorResponse(new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} is not allowed on ${path}; use GET`), { allow: "GET" });
+      if (req.method !== "GET") return errorResponse(new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} is not allowed on ${path}; use GET`), declaresBody(req) ? { allow: "GET", ...CLOSE } : { allow: "GET" });
       // A data route like the others: which models a gateway serves is not public when keys are required.
       try {
         ctx.auth.authenticate(req.headers);
       } catch (err) {
-        return errorResponse(asLlmgwError(err));
+        return errorResponse(asLlmgwError(err), CLOSE);
       }
       return handleModels(ctx);
     }
     if (path === "/health") return new Response(null, { status: 200 });
-    if (JOBS_PATH.test(path)) return handleJobs(ctx, req);
-    return errorResponse(new LlmgwError("NOT_FOUND", `no route for ${req.method} ${path}`));
+    if (JOBS_PATH.test(path)) return handleJobs(ctx, req.url.charCodeAt(0) === 47 ? new Request(new URL(req.url, NO_HOST_BASE).href, req) : req);
+    return errorResponse(new LlmgwError("NOT_FOUND", `no route for ${req.method} ${path}`), declaresBody(req) ? CLOSE : {});
   };
 }
 

@@ -37,6 +37,15 @@ export type AttemptFailure = (typeof ATTEMPT_FAILURES)[number];
 export const ADMISSION_REJECTIONS = ["queue_full", "ttl_expired", "cancelled", "rate_limited", "unauthorized"] as const;
 export type AdmissionRejection = (typeof ADMISSION_REJECTIONS)[number];
 
+/** Why the admin listener refused a request before any route ran (src/admin/request-guard.ts). */
+export const ADMIN_REFUSALS = [
+  "host", // a Host that is not the listener's (DNS rebinding): 421
+  "origin", // a state-changing request from another origin: 403
+  "media_type", // a state-changing request with a body that is not JSON (a form): 415
+  "token", // a state-changing request without the admin token: 401
+] as const;
+export type AdminRefusal = (typeof ADMIN_REFUSALS)[number];
+
 /**
  * Mid-stream continuation (issue 13). Why a stream broke after its first
  * byte, for the breaks a continuation may mend (drained: the fleet took its
@@ -163,6 +172,7 @@ export const M = {
   overhead: { name: "llmgw_router_overhead_seconds", help: "Time the router adds before the upstream request is sent (parse, gates, scheduling).", labels: [] },
   admissionQueueDepth: { name: "llmgw_admission_queue_depth", help: "Requests waiting in each band's admission queue.", labels: ["band"] },
   admissionWait: { name: "llmgw_admission_wait_seconds", help: "Time requests waited for admission, by band (granted or not).", labels: ["band"] },
+  adminRefusals: { name: "llmgw_admin_refusals_total", help: "Requests the admin listener refused before any route ran, by reason (host, origin, media_type, token).", labels: ["reason"] },
   admissionRejections: { name: "llmgw_admission_rejections_total", help: "Requests turned away before an engine, by band and reason.", labels: ["band", "reason"] },
   admissionPath: { name: "llmgw_admission_path_total", help: "Admission decisions by where they were made: fast (the main thread, no message) or queued (through the scheduler worker).", labels: ["path"] },
   schedulerMessages: { name: "llmgw_scheduler_messages_total", help: "Messages the main thread posted to the scheduler worker, by kind (admit, release and cancel are the slow path).", labels: ["kind"] },

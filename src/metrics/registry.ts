@@ -5,7 +5,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { AdmissionStatsTable, EndpointTable, F, I } from "../shared/endpoint-table.ts";
 import { SCORER_NAMES } from "../config/plugin-names.ts";
-import { M, type Outcome } from "./names.ts";
+import { ADMIN_REFUSALS, M, type Outcome } from "./names.ts";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1];
@@ -63,6 +63,7 @@ export class GatewayMetrics {
 
   readonly admissionWait;
   readonly admissionRejections;
+  readonly adminRefusals;
   readonly admissionGrants;
   readonly admissionPath;
 
@@ -111,10 +112,12 @@ export class GatewayMetrics {
     this.streamRecoverySeconds = histogram(M.streamRecoverySeconds, RECOVERY_BUCKETS);
     this.admissionWait = histogram(M.admissionWait, WAIT_BUCKETS);
     this.admissionRejections = counter(M.admissionRejections);
+    this.adminRefusals = counter(M.adminRefusals);
     this.admissionGrants = counter(M.admissionGrants);
     this.admissionPath = counter(M.admissionPath);
 
     for (const scorer of SCORER_NAMES) this.scorerScore.labels({ scorer });
+    for (const reason of ADMIN_REFUSALS) this.adminRefusals.labels({ reason });
     // Endpoint gauges are read from the shared table when scraped, so they
     // cost nothing on the request path.
     const fromTable = (d: { name: string; help: string }, read: (row: number) => number | undefined) =>

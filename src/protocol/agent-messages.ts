@@ -141,6 +141,13 @@ export const agentRegistrationSchema = z.strictObject({
   token: z.string().min(1).max(4096),
   /** The node's dcgm-exporter, if any. */
   dcgm_url: z.url({ protocol: /^https?$/, message: "expected an http(s) URL" }).optional(),
+  /**
+   * The agent's own node key (random, kept in its state directory): the first
+   * registration with a key binds the node's name to it, and every later one
+   * under that name must present the same key (src/control/node-binding.ts).
+   * Absent from agents older than the binding: their names stay unbound.
+   */
+  node_key: z.string().min(32, { message: "expected a node key of at least 32 characters" }).max(256).optional(),
 });
 export type AgentRegistration = z.infer<typeof agentRegistrationSchema>;
 

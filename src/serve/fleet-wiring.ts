@@ -83,7 +83,7 @@ export async function openGatewayFleet(config: Config, deps: GatewayFleetDeps): 
   manager = await FleetManager.open({ config, store, sink, pollAgents: deps.pollAgents, log: deps.log, leadership: deps.leadership });
   const opened = manager;
   const api = fleetApi(opened, {
-    adminToken: config.fleet.adminToken,
+    adminToken: config.admin.token,
     registrationToken: config.fleet.registrationToken,
     registrationIntervalMs: config.fleet.registrationIntervalMs,
   });

@@ -81,7 +81,7 @@ function printConfig(config: Config, source: string | undefined, limit: OpenFile
 function fleetSummary(config: Config): string {
   if (!fleetEnabled(config)) return "fleet off";
   const f = config.fleet;
-  const writes = f.adminToken ? "management writes on" : "management writes off (no fleet.admin_token)";
+  const writes = config.admin.token ? "management writes on" : "management writes off (no admin.token or fleet.admin_token)";
   const registration = f.registrationToken ? "agent self-registration on" : "no self-registration";
   const where = config.state.backend === "redis" ? "state in Redis" : `state in ${config.dataDir}`;
   return `fleet on: ${config.nodes.length} configured node(s), ${f.models.length} desired model(s), ${writes}, ${registration}, ${where}`;

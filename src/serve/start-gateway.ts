@@ -76,9 +76,10 @@ export async function ensureListenersFree(config: Config): Promise<void> {
 function startAdminListeners(ctx: GatewayContext, state: ListenerState, fleetApi: GatewayFleet["api"] | undefined, dashboard: ReturnType<typeof dashboardSource>) {
   const { config, log } = ctx;
   const specs = listenerSpecs(config);
-  const admin = bindExplained(specs.admin, GATEWAY, () => createAdminApp(ctx, state, fleetApi, dashboard).listen({ hostname: config.adminListen.host, port: config.adminListen.port }));
+  // Elysia's listen turns SO_REUSEPORT on: two gateways would then share a held port silently. A held port must fail the start.
+  const admin = bindExplained(specs.admin, GATEWAY, () => createAdminApp(ctx, state, fleetApi, dashboard).listen({ hostname: config.adminListen.host, port: config.adminListen.port, reusePort: false }));
   const metricsSpec = specs.metrics;
-  const metricsApp = metricsSpec ? bindExplained(metricsSpec, GATEWAY, () => createMetricsApp(ctx, state).listen({ hostname: metricsSpec.host, port: metricsSpec.port })) : undefined;
+  const metricsApp = metricsSpec ? bindExplained(metricsSpec, GATEWAY, () => createMetricsApp(ctx, state).listen({ hostname: metricsSpec.host, port: metricsSpec.port, reusePort: false })) : undefined;
   const adminServer = admin.server as Server<unknown> | null;
   const metricsServer = metricsApp?.server as Server<unknown> | null | undefined;
   const urls = {

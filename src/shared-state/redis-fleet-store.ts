@@ -2,7 +2,7 @@
  * The fleet store on Redis: one hash per collection (`<prefix>fleet:<name>`,
  * field = key, value = the record's JSON), the same records and the same
  * read-back checks as the embedded backend (src/control/record-schemas.ts).
- * HSET and HDEL are atomic per record, which is all the contract asks.
+ * HSET, HSETNX and HDEL are atomic per record, which is all the contract asks.
  */
 import { readRecord, RECORD_CODECS, type RecordCodec, type RecordTypes } from "../control/record-schemas.ts";
 import { COLLECTIONS, type Collection, type CollectionName, type FleetStore } from "../control/store.ts";
@@ -39,6 +39,10 @@ class RedisCollection<T> implements Collection<T> {
     await this.redis.send("HSET", [this.key, key, this.codec.encode(value)]);
   }
 
+  async putIfAbsent(key: string, value: T): Promise<boolean> {
+    return Number(await this.redis.send("HSETNX", [this.key, key, this.codec.encode(value)])) === 1;
+  }
+
   async delete(key: string): Promise<boolean> {
     return Number(await this.redis.send("HDEL", [this.key, key])) > 0;
   }
@@ -57,6 +61,7 @@ export class RedisFleetStore implements FleetStore {
   readonly drains: Collection<RecordTypes["drains"]>;
   readonly nodes: Collection<RecordTypes["nodes"]>;
   readonly replicas: Collection<RecordTypes["replicas"]>;
+  readonly bindings: Collection<RecordTypes["bindings"]>;
 
   /** `prefix` namespaces the keys (state.key_prefix); the connection is shared and not closed here. */
   constructor(redis: RedisConnection, prefix: string) {
@@ -66,6 +71,7 @@ export class RedisFleetStore implements FleetStore {
     this.drains = c("drains");
     this.nodes = c("nodes");
     this.replicas = c("replicas");
+    this.bindings = c("bindings");
   }
 
   /** The keys this store uses (for tests and operators). */

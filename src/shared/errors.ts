@@ -58,7 +58,13 @@ export type ErrorCode =
   | "JOBS_UNAVAILABLE"
   // shared state across gateways (issue 14)
   | "STATE_UNAVAILABLE"
-  | "STALE_FENCING_TOKEN";
+  | "STALE_FENCING_TOKEN"
+  // the admin listener's door (src/admin/request-guard.ts)
+  | "HOST_NOT_ALLOWED"
+  | "CROSS_ORIGIN_REFUSED"
+  | "UNSUPPORTED_MEDIA_TYPE"
+  // a node name bound to another agent (src/control/node-binding.ts)
+  | "NODE_NAME_BOUND";
 
 /** OpenAI's error `type` strings. */
 export type OpenAIErrorType =
@@ -91,6 +97,9 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
       return { status: 404, type: "invalid_request_error" };
     case "METHOD_NOT_ALLOWED":
       return { status: 405, type: "invalid_request_error" };
+    // A state-changing admin request from a page of another origin (Origin, Sec-Fetch-Site).
+    case "CROSS_ORIGIN_REFUSED":
+      return { status: 403, type: "invalid_request_error" };
     case "BODY_READ_TIMEOUT":
       return { status: 408, type: "timeout_error" };
     case "BODY_TOO_LARGE":
@@ -101,7 +110,15 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
     case "CONFLICT":
     // An agent call from a reconciler whose lease a newer leader has taken (its fencing token is lower than one already seen).
     case "STALE_FENCING_TOKEN":
+    // A registration under a node name another agent holds, without that agent's node credential.
+    case "NODE_NAME_BOUND":
       return { status: 409, type: "invalid_request_error" };
+    // RFC 9110 15.5.16: a body in a media type the route does not take (the admin listener takes JSON only).
+    case "UNSUPPORTED_MEDIA_TYPE":
+      return { status: 415, type: "invalid_request_error" };
+    // RFC 9110 15.5.20: the request was directed at a host this listener does not answer for (DNS rebinding).
+    case "HOST_NOT_ALLOWED":
+      return { status: 421, type: "invalid_request_error" };
     // 422: the request is well-formed but its key was used with another body (IETF draft-ietf-httpapi-idempotency-key-header, "Error Scenarios"; it gives 409 for a retry while the first runs).
     case "IDEMPOTENCY_KEY_REUSED":
       return { status: 422, type: "invalid_request_error" };

@@ -45,10 +45,12 @@ export class SimServer {
 
   listen(host: string, port: number, dcgmPort: number | undefined): { api: string; dcgm?: string } {
     // development: false — no HTML error pages, and a deliberately errored stream (cut:N) is not printed as a crash.
-    this.api = Bun.serve({ hostname: host, port, idleTimeout: IDLE_TIMEOUT_S, development: false, fetch: (req, server) => this.handle(req, server) });
+    // reusePort: false — Bun turns SO_REUSEPORT on with development: false, and a second sim-engine on a held
+    // port would then share it silently (a gateway polling the port flips between their model lists).
+    this.api = Bun.serve({ hostname: host, port, idleTimeout: IDLE_TIMEOUT_S, development: false, reusePort: false, fetch: (req, server) => this.handle(req, server) });
     const out: { api: string; dcgm?: string } = { api: `http://${host}:${this.api.port}` };
     if (this.gpus && dcgmPort !== undefined) {
-      this.dcgm = Bun.serve({ hostname: host, port: dcgmPort, development: false, fetch: (req) => this.handleDcgm(req) });
+      this.dcgm = Bun.serve({ hostname: host, port: dcgmPort, development: false, reusePort: false, fetch: (req) => this.handleDcgm(req) });
       out.dcgm = `http://${host}:${this.dcgm.port}`;
     }
     return out;

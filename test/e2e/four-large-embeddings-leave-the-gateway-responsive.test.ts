@@ -20,6 +20,8 @@ import { startLatencyProber } from "../helpers/latency-prober.ts";
 import { stopAll } from "../helpers/processes.ts";
 import { startRogueEngine } from "../helpers/rogue-engine.ts";
 
+/** The gateway's admin token: the full collection before the RSS reading is a change that needs it. */
+const ADMIN_TOKEN = "embeddings-test-admin-token";
 const INPUTS = 30_000;
 const DIM = 880;
 /** Documented bound (README, Failure handling): what four such answers may add to the gateway's RSS. */
@@ -64,6 +66,7 @@ test("four 240 MB embeddings answers stream through: bounded RSS, /health within
   const sim = await startSim(["--model", "chat", "--itl-ms", "20"]);
   const gw = await startGateway(
     {
+      admin: { token: ADMIN_TOKEN },
       health: { poll_interval_ms: 200 },
       endpoints: [
         { id: "embedder", url: `http://127.0.0.1:${engine.port}`, models: ["embed"] },
@@ -73,7 +76,7 @@ test("four 240 MB embeddings answers stream through: bounded RSS, /health within
     2,
   );
   const pid = gw.proc.pid;
-  await fetch(`${gw.admin}/admin/v1/diagnostics/gc`, { method: "POST" });
+  expect((await fetch(`${gw.admin}/admin/v1/diagnostics/gc`, { method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).status).toBe(200);
   const rest = rssMiB(pid);
 
   // /health latency from a process of its own; RSS sampled here.

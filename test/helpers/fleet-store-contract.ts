@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { FleetStore } from "../../src/control/store.ts";
-import type { Cordon, DrainOp, RegisteredNode, ReplicaRecord, StoredModel } from "../../src/control/types.ts";
+import type { Cordon, DrainOp, NodeBinding, RegisteredNode, ReplicaRecord, StoredModel } from "../../src/control/types.ts";
 import { toFleetModel, fleetModelSchema } from "../../src/config/fleet-schema.ts";
 
 export const SAMPLE_MODEL: StoredModel = {
@@ -53,6 +53,21 @@ export function fleetStoreContract(backend: string, fresh: () => string, open: (
       expect(await store.replicas.delete(SAMPLE_REPLICA.id)).toBe(true);
       expect(await store.replicas.delete(SAMPLE_REPLICA.id)).toBe(false);
       expect(await store.replicas.list()).toEqual([]);
+      await store.close();
+    });
+
+    test("putIfAbsent writes only where nothing is, and says whether it did (how a node name is bound once across gateways)", async () => {
+      const store = open(fresh());
+      const first: NodeBinding = { node: "node-b", keySha256: "a".repeat(64), url: "http://10.0.0.2:7070", boundAt: 7_000 };
+      const second: NodeBinding = { ...first, keySha256: "b".repeat(64), url: "http://10.6.6.6:7070" };
+      const raced = await Promise.all([store.bindings.putIfAbsent("node-b", first), store.bindings.putIfAbsent("node-b", second)]);
+      expect(raced.filter(Boolean).length).toBe(1);
+      const held = await store.bindings.get("node-b");
+      expect(held).toEqual(raced[0] ? first : second);
+      expect(await store.bindings.putIfAbsent("node-b", second)).toBe(false);
+      expect(await store.bindings.delete("node-b")).toBe(true);
+      expect(await store.bindings.putIfAbsent("node-b", second)).toBe(true);
+      expect(await store.bindings.get("node-b")).toEqual(second);
       await store.close();
     });
 

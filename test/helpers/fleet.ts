@@ -183,6 +183,7 @@ export const FLEET_API_ROUTES = [
   "POST /admin/v1/fleet/nodes/{node}/uncordon",
   "POST /admin/v1/fleet/nodes/{node}/drain",
   "GET /admin/v1/fleet/nodes/{node}/drain",
+  "POST /admin/v1/fleet/nodes/{node}/rebind",
   "POST /admin/v1/fleet/register",
 ] as const;
 

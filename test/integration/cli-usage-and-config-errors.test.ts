@@ -62,7 +62,7 @@ describe("llmgw CLI", () => {
     const ok = await llmgw(["serve", "--config", fleetOnly, "--check-config"]);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toContain("configuration OK: 0 endpoint(s)");
-    expect(ok.stdout).toContain("fleet on: 1 configured node(s), 1 desired model(s), management writes off (no fleet.admin_token)");
+    expect(ok.stdout).toContain("fleet on: 1 configured node(s), 1 desired model(s), management writes off (no admin.token or fleet.admin_token)");
     expect(existsSync(join(dir, "data"))).toBe(false); // checking creates nothing
 
     const nothing = join(dir, "nothing.yaml");

@@ -21,7 +21,8 @@ export async function handleJobs(ctx: GatewayContext, req: Request): Promise<Res
   } catch (err) {
     const e = asLlmgwError(err);
     if (e.code === "INVALID_API_KEY") ctx.metrics.admissionRejections.inc({ band: "none", reason: "unauthorized" });
-    return errorResponse(e);
+    // Refused before the body (an upload, maybe large) was read: close rather than drain it.
+    return errorResponse(e, { connection: "close" });
   }
   try {
     const jobs = await ctx.jobs.opened();

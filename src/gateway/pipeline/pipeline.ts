@@ -52,6 +52,7 @@ const REJECTIONS = new Set(["INVALID_API_KEY", "RATE_LIMITED", "GPU_SATURATED"])
 export async function handleInference(ctx: GatewayContext, req: Request, server: Server<undefined> | undefined, route: Route, path: string, origin?: InProcessOrigin): Promise<Response> {
   const x = new Exchange(ctx, route, path, requestIdOf(req), req.signal);
   const answer = new AnswerRecorders();
+  let bodyRead = false;
   try {
     if (origin === undefined) authGate(ctx, x, req.headers);
     else {
@@ -59,6 +60,7 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
       x.batchId = origin.batchId;
     }
     await readRequest(ctx, x, req, route);
+    bodyRead = true;
     // Each gate is a promise only when it must wait (a shared quota asking
     // Redis, a key sent, a model opted in): the common request awaits nothing here.
     const quota = quotaGate(ctx, x);
@@ -78,7 +80,11 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
     if (req.signal.aborted) return answer.wrap(x.fail(new LlmgwError("INTERNAL_ERROR", "client went away while sending the body"), "cancelled"));
     const e = asLlmgwError(err);
     if (e.code === "INTERNAL_ERROR") ctx.log.error({ err, request_id: x.requestId }, "request failed");
-    return answer.wrap(x.fail(e, REJECTIONS.has(e.code) ? "rejected" : e.status < 500 ? "client_error" : "upstream_error"));
+    const res = answer.wrap(x.fail(e, REJECTIONS.has(e.code) ? "rejected" : e.status < 500 ? "client_error" : "upstream_error"));
+    // Refused before its body was read (no key, too large): close the connection rather than let Bun drain
+    // a declared length a byte at a time — a client without a key must not be able to hold sockets open.
+    if (!bodyRead && origin === undefined) res.headers.set("connection", "close");
+    return res;
   }
 }
 
