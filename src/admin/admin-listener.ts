@@ -16,6 +16,7 @@ import { z } from "zod";
 import { CIRCUIT_CLOSED, EndpointTable, F, FLAVOR_CODES, I, modelCircuitField } from "../shared/endpoint-table.ts";
 import { errorResponse, LlmgwError } from "../shared/errors.ts";
 import type { fleetApi } from "../control/fleet-api.ts";
+import { FLEET_API_PREFIX } from "../control/fleet-api-schemas.ts";
 import { AGENT_REGISTRATION_PATH } from "../protocol/agent-messages.ts";
 import { adminRequestGuard } from "./request-guard.ts";
 import { API_REFERENCE_PATH, apiReferenceRoutes } from "./api-reference/routes.ts";
@@ -184,6 +185,7 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?
     allowedHosts: ctx.config.admin.allowedHosts,
     listenHost: ctx.config.adminListen.host,
     ownCredentialPaths: [AGENT_REGISTRATION_PATH],
+    inertPrefixes: fleet ? [] : [FLEET_API_PREFIX],
     onRefusal: (reason) => ctx.metrics.adminRefusals.inc({ reason }),
   });
   const app = new Elysia()

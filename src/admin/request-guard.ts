@@ -32,6 +32,12 @@ export interface AdminDoorOptions {
   listenHost: string;
   /** Paths whose writes carry another credential the route checks itself (agent registration). */
   ownCredentialPaths: readonly string[];
+  /**
+   * Path prefixes answered only with what is missing (the management API on a
+   * gateway that runs no fleet manager): nothing can change there, so no
+   * token is asked for and the caller learns what is really wrong.
+   */
+  inertPrefixes?: readonly string[];
   /** Told each refusal (the refusals counter). */
   onRefusal?: (reason: AdminRefusal) => void;
   /** The machine's host name (tests); default os.hostname(). */
@@ -136,7 +142,9 @@ export function adminRequestGuard(opts: AdminDoorOptions): (request: Request) =>
     if ((contentType !== null && mediaType(contentType) !== "application/json") || (contentType === null && declaresBody(headers))) {
       return refuse("media_type", "UNSUPPORTED_MEDIA_TYPE", "the admin listener takes JSON bodies only (Content-Type: application/json)");
     }
-    if (opts.ownCredentialPaths.includes(pathOf(request.url))) return undefined;
+    const path = pathOf(request.url);
+    if (opts.ownCredentialPaths.includes(path)) return undefined;
+    if (opts.inertPrefixes?.some((prefix) => path === prefix || path.startsWith(`${prefix}/`))) return undefined;
     if (opts.token === undefined) return refuse("token", "UNAUTHORIZED", "admin changes are off: no admin token is configured (admin.token or fleet.admin_token)");
     const authorization = headers.get("authorization");
     if (!tokenMatches(authorization, opts.token)) {

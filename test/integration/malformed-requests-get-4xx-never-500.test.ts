@@ -141,7 +141,7 @@ test("the admin listener answers every malformed request with a 4xx, never a 500
 test("a management change of something missing says what is missing, not that the route is", async () => {
   const r = await rawExchange(gw.admin, adminWrite("PATCH", "/admin/v1/fleet/models/absent-model", '{"replicas":1}'), { expect: 1 });
   expect(r.responses[0]?.status).toBe(404);
-  expect(JSON.parse(r.responses[0]!.body).error.message).toBe("no desired model 'absent-model'");
+  expect(JSON.parse(r.responses[0]!.body).error.message).toBe("no model named 'absent-model'");
 });
 
 test("none of it is logged as an error, and the gateway still serves", async () => {

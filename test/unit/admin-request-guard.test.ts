@@ -76,6 +76,17 @@ describe("the door", () => {
     expect(await verdict(closed(req("POST", { host: "127.0.0.1:9090", ...auth })))).toBe("401 UNAUTHORIZED");
   });
 
+  test("an inert prefix (the management API of a gateway with no fleet) asks no token, but keeps the Host, origin and media rules", async () => {
+    const noFleet = adminRequestGuard({ token: undefined, allowedHosts: [], listenHost: "127.0.0.1", ownCredentialPaths: [], inertPrefixes: ["/admin/v1/fleet"] });
+    const host = { host: "127.0.0.1:9090", "content-type": "application/json" };
+    expect(await verdict(noFleet(req("PATCH", host, "/admin/v1/fleet/models/m")))).toBe("pass");
+    expect(await verdict(noFleet(req("POST", host, "/admin/v1/fleet")))).toBe("pass");
+    expect(await verdict(noFleet(req("POST", host, "/admin/v1/fleetX")))).toBe("401 UNAUTHORIZED");
+    expect(await verdict(noFleet(req("POST", host, "/admin/v1/diagnostics/gc")))).toBe("401 UNAUTHORIZED");
+    expect(await verdict(noFleet(req("PATCH", { ...host, origin: "http://attacker.example" }, "/admin/v1/fleet/models/m")))).toBe("403 CROSS_ORIGIN_REFUSED");
+    expect(await verdict(noFleet(req("PATCH", { ...host, host: "attacker.example" }, "/admin/v1/fleet/models/m")))).toBe("421 HOST_NOT_ALLOWED");
+  });
+
   test("each refusal is reported with its reason", () => {
     const seen: string[] = [];
     const counted = adminRequestGuard({ token: TOKEN, allowedHosts: [], listenHost: "127.0.0.1", ownCredentialPaths: [], onRefusal: (r) => seen.push(r) });
