@@ -15,6 +15,7 @@ const SCENARIOS: Record<string, { summary: string; load: () => Promise<BenchScen
   batch: { summary: "interactive TTFT while batch work is shed under GPU saturation; batch lines/s before, during, after", load: async () => (await import("./batch-scenario.ts")).batchScenario },
   chaos: { summary: "one of 2-3 sim-engines killed and restarted under streaming load: streams intact, recovered, failed", load: async () => (await import("./chaos-scenario.ts")).chaosScenario },
   fleet: { summary: "a fleet model scaled 1 → 4 → 1 under streaming load: time to ready, requests per replica, errors", load: async () => (await import("./fleet-scenario.ts")).fleetScenario },
+  replay: { summary: "a production trace (Azure 2023, Mooncake) replayed open-loop onto sim-engines behind llmgw: TTFT/ITL/E2E, goodput, per-endpoint load", load: async () => (await import("./replay-scenario.ts")).replayScenario },
   cluster: { summary: "1 vs 3 gateways, embedded vs sharing Redis: CPU per request, Redis commands per request, quota error", load: async () => (await import("./cluster-scenario.ts")).clusterScenario },
 };
 
