@@ -132,6 +132,7 @@ export async function runReplay(o: ReplayOptions): Promise<ReplayReport> {
         date: new Date().toISOString(),
         ...(commit === undefined ? {} : { commit }),
       },
+      load_process: { cpu_s: Math.round(result.cpuS * 100) / 100, cpu_share: result.wallMs > 0 ? Math.round((result.cpuS / (result.wallMs / 1000)) * 1000) / 1000 : NaN },
       ...summary,
       endpoints,
       timeline: timeline(result.records, { speedup: o.speedup, startS: o.startS, durationS: Math.min(o.durationS, o.trace.spanMs / 1000 - o.startS) }),

@@ -67,9 +67,11 @@ export interface OpenLoopResult {
   itl: LogHistogramData;
   /** Run start → last answer ended, ms. */
   wallMs: number;
+  /** CPU the load process used (user + system), s: with wallMs, whether it had room to keep pace. */
+  cpuS: number;
 }
 
-type Message = { type: "progress"; progress: OpenLoopProgress } | { type: "record"; record: RequestRecord } | { type: "end"; itl: LogHistogramData; wallMs: number };
+type Message = { type: "progress"; progress: OpenLoopProgress } | { type: "record"; record: RequestRecord } | { type: "end"; itl: LogHistogramData; wallMs: number; cpuS: number };
 
 const PROGRESS_EVERY_MS = 1_000;
 /** Prompts are built this far ahead of their send time. */
@@ -156,7 +158,8 @@ async function run(o: OpenLoopOptions, stopped: Promise<void>, emit: (m: Message
   for (let i = next; i < o.requests.length; i++) {
     emit({ type: "record", record: { id: i, atMs: o.requests[i]!.atMs, lateMs: 0, status: 0, durationMs: 0, outputTokens: 0, error: "unsent: the run was stopped first" } });
   }
-  emit({ type: "end", itl: gaps.toJSON(), wallMs: lastEnd - t0 });
+  const cpu = process.cpuUsage();
+  emit({ type: "end", itl: gaps.toJSON(), wallMs: lastEnd - t0, cpuS: (cpu.user + cpu.system) / 1e6 });
 }
 
 export interface OpenLoopRun {
@@ -179,7 +182,7 @@ export function startOpenLoop(o: OpenLoopOptions, onProgress: (p: OpenLoopProgre
   const err = new Response(proc.stderr).text();
   const done = (async (): Promise<OpenLoopResult> => {
     const records: RequestRecord[] = [];
-    let end: { itl: LogHistogramData; wallMs: number } | undefined;
+    let end: { itl: LogHistogramData; wallMs: number; cpuS: number } | undefined;
     const decoder = new TextDecoder();
     let buf = "";
     for await (const chunk of proc.stdout) {
@@ -198,7 +201,7 @@ export function startOpenLoop(o: OpenLoopOptions, onProgress: (p: OpenLoopProgre
             records.push(m.record);
             break;
           case "end":
-            end = { itl: m.itl, wallMs: m.wallMs };
+            end = { itl: m.itl, wallMs: m.wallMs, cpuS: m.cpuS };
             break;
           default: {
             const never: never = m;

@@ -42,6 +42,8 @@ export interface EndpointReport extends EndpointLoad {
 export interface ReplayReport extends Omit<ReplaySummary, "endpoints"> {
   scenario: "replay";
   run: ReplayRun;
+  /** CPU the load process used, s, and as a share of one core over the run. */
+  load_process: { cpu_s: number; cpu_share: number };
   endpoints: EndpointReport[];
   timeline: Timeline;
 }
@@ -70,6 +72,7 @@ export function summaryRows(r: ReplayReport): [string, string][] {
     [`goodput (TTFT ≤ ${g.slo_ttft_ms} ms and ITL ≤ ${g.slo_itl_ms} ms): requests`, `${g.requests} (${pct(g.fraction)})`],
     ["goodput: req/s, output tok/s", `${formatNumber(g.requests_per_s)}, ${formatNumber(g.output_tokens_per_s)}`],
     ["arrival lateness p50 / p99 / max (ms)", `${ms(r.arrival_lateness_ms.p50)} / ${ms(r.arrival_lateness_ms.p99)} / ${ms(r.arrival_lateness_ms.max)}`],
+    ["load process CPU (s, share of a core)", `${formatNumber(Math.round(r.load_process.cpu_s * 10) / 10)}, ${pct(r.load_process.cpu_share)}`],
     ["run (s)", formatNumber(Math.round(r.wall_s * 10) / 10)],
   ];
 }
