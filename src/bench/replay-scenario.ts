@@ -21,7 +21,7 @@ import { traceSegments } from "./replay/prompt-text.ts";
 import { formatReplayText, type EndpointReport, type ReplayReport } from "./replay/replay-report.ts";
 import { summarize } from "./replay/summary.ts";
 import { timeline } from "./replay/timeline.ts";
-import { traceWindow, type Trace, type WindowRequest } from "./replay/trace.ts";
+import { tracePrefixShare, traceWindow, type Trace, type WindowRequest } from "./replay/trace.ts";
 import { loadTrace, SHIPPED_TRACES, tracePath } from "./replay/trace-files.ts";
 import type { BenchScenario } from "./scenario.ts";
 import { engineCounters, splitArgs, startSimFleet } from "./sim-fleet.ts";
@@ -109,6 +109,7 @@ export async function runReplay(o: ReplayOptions): Promise<ReplayReport> {
     o.progress?.(`replay: done in ${(result.wallMs / 1000).toFixed(1)} s, ${result.records.length} requests`, true);
 
     const commit = gitCommit();
+    const share = tracePrefixShare(window);
     const counters = await Promise.all(fleet.engines.map(async (e) => ({ id: e.id, c: await engineCounters(e.url) })));
     const summary = summarize(result.records, result.itl, result.wallMs, o.slo, (id) => requests[id]!.maxTokens);
     const endpoints: EndpointReport[] = summary.endpoints.map((e) => {
@@ -126,6 +127,7 @@ export async function runReplay(o: ReplayOptions): Promise<ReplayReport> {
         duration_s: o.durationS,
         speedup: o.speedup,
         requests_in_window: window.length,
+        ...(share === undefined ? {} : { trace_prefix_share: Math.round(share * 10_000) / 10_000 }),
         engines: o.engines,
         engine_args: engineArgs,
         ...(o.gatewayConfigPath === undefined ? {} : { gateway_config: o.gatewayConfigPath }),

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { parseAzureCsv, azureTimestampMs } from "../../src/bench/replay/azure-trace.ts";
 import { parseMooncakeJsonl } from "../../src/bench/replay/mooncake-trace.ts";
 import { keyText, PromptTextCache, segmentTokens, traceSegments } from "../../src/bench/replay/prompt-text.ts";
-import { traceWindow, TraceFormatError, type Trace } from "../../src/bench/replay/trace.ts";
+import { tracePrefixShare, traceWindow, TraceFormatError, type Trace } from "../../src/bench/replay/trace.ts";
 import { parseTraceText, SHIPPED_TRACES, TRACES_DIR } from "../../src/bench/replay/trace-files.ts";
 import { schedule } from "../../src/bench/replay-scenario.ts";
 import { parseGenerationRequest } from "../../src/sim/openai-request.ts";
@@ -125,6 +125,16 @@ test("a window keeps the arrivals in it, relative to its start, with each reques
   ]);
   expect(traceWindow(t, 2, 5).map((r) => [r.index, r.atMs])).toEqual([[2, 1000]]);
   expect(schedule(traceWindow(t, 0, 10), 4).map((s) => s.atMs)).toEqual([0, 0, 750]);
+});
+
+test("the trace's own prefix sharing: tokens in blocks whose whole chain an earlier request had", () => {
+  const t = parseMooncakeJsonl(MOONCAKE);
+  // Request 2 reuses block 0 of request 1 (512 tokens); request 3 reuses blocks 0 and 1 of request 1 (1024).
+  expect(tracePrefixShare(t.requests)).toBeCloseTo((512 + 1024) / (6758 + 7322 + 1100), 9);
+  // A block id seen before, but after a different block, is not a prefix hit.
+  const moved = parseMooncakeJsonl('{"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]}\n{"timestamp": 1, "input_length": 1024, "output_length": 1, "hash_ids": [3, 2]}');
+  expect(tracePrefixShare(moved.requests)).toBe(0);
+  expect(tracePrefixShare(parseAzureCsv(AZURE).requests)).toBeUndefined();
 });
 
 describe("prompts from block ids", () => {

@@ -15,6 +15,8 @@ export interface ReplayRun {
   speedup: number;
   /** Requests of the trace in the window (all of them are accounted for in `requests`). */
   requests_in_window: number;
+  /** The window's own prefix sharing: the hit rate one engine with an unbounded cache would see (traces with block ids). */
+  trace_prefix_share?: number;
   engines: number;
   /** The flags every sim-engine got (the bench's, then --engine-args). */
   engine_args: string[];
@@ -71,10 +73,23 @@ export function summaryRows(r: ReplayReport): [string, string][] {
     ["throughput: req/s, output tok/s, prompt tok/s", `${formatNumber(r.throughput.requests_per_s)}, ${formatNumber(r.throughput.output_tokens_per_s)}, ${formatNumber(r.throughput.prompt_tokens_per_s)}`],
     [`goodput (TTFT ≤ ${g.slo_ttft_ms} ms and ITL ≤ ${g.slo_itl_ms} ms): requests`, `${g.requests} (${pct(g.fraction)})`],
     ["goodput: req/s, output tok/s", `${formatNumber(g.requests_per_s)}, ${formatNumber(g.output_tokens_per_s)}`],
+    ["prefix-cache hits: engines / the trace's own sharing", `${pct(engineHitRate(r))} / ${pct(r.run.trace_prefix_share ?? NaN)}`],
     ["arrival lateness p50 / p99 / max (ms)", `${ms(r.arrival_lateness_ms.p50)} / ${ms(r.arrival_lateness_ms.p99)} / ${ms(r.arrival_lateness_ms.max)}`],
     ["load process CPU (s, share of a core)", `${formatNumber(Math.round(r.load_process.cpu_s * 10) / 10)}, ${pct(r.load_process.cpu_share)}`],
     ["run (s)", formatNumber(Math.round(r.wall_s * 10) / 10)],
   ];
+}
+
+/** Prompt tokens the engines found in their prefix caches / prompt tokens, over all engines; NaN when none reported. */
+export function engineHitRate(r: ReplayReport): number {
+  let hits = 0;
+  let tokens = 0;
+  for (const e of r.endpoints) {
+    if (e.engine?.prefix_cache_hit_tokens === undefined || e.engine.prompt_tokens === undefined) continue;
+    hits += e.engine.prefix_cache_hit_tokens;
+    tokens += e.engine.prompt_tokens;
+  }
+  return tokens > 0 ? hits / tokens : NaN;
 }
 
 export function endpointRows(r: ReplayReport): string[][] {

@@ -76,3 +76,30 @@ export function traceWindow(trace: Trace, startS: number, durationS: number): Wi
   });
   return out;
 }
+
+/**
+ * The share of a window's prompt tokens that sit in blocks an earlier
+ * request already had, as a chain from the start (prefix caching reuses a
+ * block only after the same blocks before it): the hit rate of one engine
+ * with an unbounded prefix cache, the most any routing can get out of the
+ * trace's sharing. undefined for a trace without block ids.
+ */
+export function tracePrefixShare(requests: readonly TraceRequest[]): number | undefined {
+  if (requests.length === 0 || requests.some((r) => r.blockIds === undefined)) return undefined;
+  const seen = new Set<string>();
+  let shared = 0;
+  let total = 0;
+  for (const r of requests) {
+    const ids = r.blockIds!;
+    let chain = "";
+    let reused = true;
+    ids.forEach((id, j) => {
+      chain += `${id},`;
+      if (reused && seen.has(chain)) shared += Math.min(MOONCAKE_BLOCK_TOKENS, r.inputTokens - j * MOONCAKE_BLOCK_TOKENS);
+      else reused = false;
+      seen.add(chain);
+    });
+    total += r.inputTokens;
+  }
+  return shared / total;
+}
