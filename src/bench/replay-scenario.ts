@@ -96,7 +96,9 @@ export async function runReplay(o: ReplayOptions): Promise<ReplayReport> {
   const engineArgs = [...replayEngineDefaults(window), ...o.engineArgs];
   const gatewayConfig = o.gatewayConfigPath === undefined ? {} : readGatewayConfig(o.gatewayConfigPath);
   const requests = schedule(window, o.speedup);
-  const fleet = await startSimFleet({ engines: o.engines, model: MODEL, engineArgs, gatewayConfig });
+  const fleet = await startSimFleet({ engines: o.engines, model: MODEL, engineArgs, gatewayConfig }).catch((err: unknown) => {
+    throw err instanceof UsageError && o.gatewayConfigPath !== undefined && err.message.startsWith("the gateway refused") ? new UsageError(`--gateway-config ${o.gatewayConfigPath}: ${err.message}`) : err;
+  });
   try {
     const runS = requests[requests.length - 1]!.atMs / 1000;
     const load = startOpenLoop(
@@ -112,7 +114,9 @@ export async function runReplay(o: ReplayOptions): Promise<ReplayReport> {
     const share = tracePrefixShare(window);
     const counters = await Promise.all(fleet.engines.map(async (e) => ({ id: e.id, c: await engineCounters(e.url) })));
     const summary = summarize(result.records, result.itl, result.wallMs, o.slo, (id) => requests[id]!.maxTokens);
-    const endpoints: EndpointReport[] = summary.endpoints.map((e) => {
+    // An engine the gateway sent nothing to is a row too (0 requests says something about routing).
+    const unused = fleet.engines.filter((e) => !summary.endpoints.some((x) => x.id === e.id)).map((e) => ({ id: e.id, requests: 0, errors: 0, prompt_tokens: 0, output_tokens: 0 }));
+    const endpoints: EndpointReport[] = [...summary.endpoints, ...unused].map((e) => {
       const c = counters.find((x) => x.id === e.id)?.c;
       if (!c) return e;
       const hitRate = c.prefixCacheQueries !== undefined && c.prefixCacheQueries > 0 && c.prefixCacheHits !== undefined ? c.prefixCacheHits / c.prefixCacheQueries : undefined;

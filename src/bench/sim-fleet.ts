@@ -100,7 +100,15 @@ export async function startBenchGateway(engines: readonly SimEngine[], model: st
     endpoints: engines.map((e) => ({ id: e.id, url: e.url, models: [model] })),
   });
   // The launcher waits for the "listening" lines, which are logged at info.
-  const child = await spawnLlmgw(["serve", "--config", path, "--log-level", "info"], { waitFor: 2 });
+  let child: LlmgwChild;
+  try {
+    child = await spawnLlmgw(["serve", "--config", path, "--log-level", "info"], { waitFor: 2 });
+  } catch (err) {
+    // A config the gateway refuses: its own message names the key and what was expected.
+    const why = err instanceof Error ? err.message : String(err);
+    const refused = /invalid configuration[^\n]*\n((?:  [^\n]*\n?)+)/.exec(why)?.[1];
+    throw refused ? new UsageError(`the gateway refused its config: ${refused.trim().replace(/\n\s*/g, "; ")}`) : err;
+  }
   const gw = { child, api: child.urls.api!, admin: child.urls.admin! };
   try {
     await waitAllReady(gw.admin, engines.length);

@@ -12,10 +12,12 @@ async function replay(args: string[]): Promise<{ code: number; stderr: string }>
   return { code, stderr: stderr.split("\n")[0]! };
 }
 
-test("no trace, an unknown one, a malformed file, an empty window, a flag the sim-engine refuses", async () => {
+test("no trace, an unknown one, a malformed file, an empty window, a flag the sim-engine refuses, a gateway config the gateway refuses", async () => {
   const dir = mkdtempSync(join(tmpdir(), "replay-bad-"));
   const bad = join(dir, "bad.jsonl");
   writeFileSync(bad, '{"timestamp": 0, "input_length": 600, "output_length": 3, "hash_ids": [1]}\n');
+  const config = join(dir, "llmgw.yaml");
+  writeFileSync(config, "admission:\n  enabled: maybe\n");
   try {
     const cases: [string[], string][] = [
       [[], "--trace is required"],
@@ -24,6 +26,7 @@ test("no trace, an unknown one, a malformed file, an empty window, a flag the si
       [["--trace", "mooncake-synthetic", "--start", "5000"], "no requests in mooncake-synthetic between 5000 s and 5300 s"],
       [["--trace", "azure-code", "--speedup", "0"], "--speedup: expected a number"],
       [["--trace", "azure-code", "--duration", "1", "--engine-args=--no-such-flag 1"], "sim-engine refused its flags"],
+      [["--trace", "azure-code", "--duration", "1", "--gateway-config", config], "the gateway refused its config: admission.enabled: Invalid input: expected boolean"],
     ];
     for (const [args, message] of cases) {
       const r = await replay(args);
