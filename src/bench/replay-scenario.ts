@@ -1,0 +1,255 @@
+/**
+ * `llmgw bench replay`: a production trace (Azure LLM inference 2023, or
+ * Mooncake's with prefix-block hashes) replayed open-loop at its recorded
+ * arrival times onto sim-engines behind one llmgw gateway. Streaming
+ * /v1/completions: the trace records raw token counts, and a raw prompt is
+ * exactly as many tokens as the trace says (a chat template would add its
+ * own) and keeps each Mooncake block on the engine's block boundaries.
+ * Reports TTFT, ITL and E2E percentiles, goodput under an SLO, the load
+ * each endpoint took, errors, how late the sends were; --report writes a
+ * self-contained HTML page with charts over time.
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { parse as parseYaml } from "yaml";
+import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
+import { REPO_ROOT } from "../shared/llmgw-child.ts";
+import { DEFAULT_BLOCK_SIZE_TOKENS } from "../sim/config.ts";
+import { renderReplayHtml } from "./replay/html-report.ts";
+import { startOpenLoop, type OpenLoopProgress, type ScheduledRequest } from "./replay/open-loop-driver.ts";
+import { traceSegments } from "./replay/prompt-text.ts";
+import { formatReplayText, type EndpointReport, type ReplayReport } from "./replay/replay-report.ts";
+import { summarize } from "./replay/summary.ts";
+import { timeline } from "./replay/timeline.ts";
+import { tracePrefixShare, traceWindow, type Trace, type WindowRequest } from "./replay/trace.ts";
+import { loadTrace, SHIPPED_TRACES, tracePath } from "./replay/trace-files.ts";
+import type { BenchScenario } from "./scenario.ts";
+import { engineCounters, splitArgs, startSimFleet } from "./sim-fleet.ts";
+
+const MODEL = "replay-model";
+export const DEFAULT_SPEEDUP = 1;
+export const DEFAULT_DURATION_S = 300;
+export const DEFAULT_ENGINES = 4;
+export const DEFAULT_SLO_TTFT_MS = 2_000;
+export const DEFAULT_SLO_ITL_MS = 100;
+export const DEFAULT_DRAIN_S = 60;
+/**
+ * The KV cache every engine gets unless --engine-args says otherwise: about
+ * what vLLM allocates for an 8B model in bf16 on an 80 GB GPU (~56 GB for
+ * KV at 128 KiB a token ≈ 460k tokens), in 16-token blocks.
+ */
+export const DEFAULT_ENGINE_KV_BLOCKS = 28_672;
+/** A context long enough for Llama 3.1's 128k; raised to fit a window's longest request. */
+export const DEFAULT_ENGINE_MAX_MODEL_LEN = 131_072;
+
+export interface ReplayOptions {
+  trace: Trace;
+  startS: number;
+  durationS: number;
+  speedup: number;
+  engines: number;
+  /** Passed to every sim-engine after the bench's own flags (so they win). */
+  engineArgs: string[];
+  gatewayConfigPath?: string;
+  slo: { ttftMs: number; itlMs: number };
+  drainS: number;
+  progress?: (line: string, final: boolean) => void;
+}
+
+/** The flags every engine gets before --engine-args: a KV cache and context that hold the window's requests. */
+export function replayEngineDefaults(requests: readonly WindowRequest[]): string[] {
+  let longest = 0;
+  for (const r of requests) longest = Math.max(longest, r.inputTokens + r.outputTokens);
+  const blockSize = DEFAULT_BLOCK_SIZE_TOKENS;
+  const maxModelLen = Math.max(DEFAULT_ENGINE_MAX_MODEL_LEN, Math.ceil((longest + 1) / blockSize) * blockSize);
+  const blocks = Math.max(DEFAULT_ENGINE_KV_BLOCKS, maxModelLen / blockSize);
+  return ["--num-gpu-blocks", String(blocks), "--max-model-len", String(maxModelLen)];
+}
+
+export function schedule(requests: readonly WindowRequest[], speedup: number): ScheduledRequest[] {
+  return requests.map((r) => ({ atMs: r.atMs / speedup, segments: traceSegments(r, r.index), maxTokens: r.outputTokens }));
+}
+
+function gitCommit(): string | undefined {
+  const r = Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: REPO_ROOT, stdout: "pipe", stderr: "ignore" });
+  return r.exitCode === 0 ? r.stdout.toString().trim() : undefined;
+}
+
+function readGatewayConfig(path: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = parseYaml(readFileSync(path, "utf8"));
+  } catch (err) {
+    throw new UsageError(`--gateway-config ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new UsageError(`--gateway-config ${path}: expected a YAML mapping`);
+  return v as Record<string, unknown>;
+}
+
+function progressLine(p: OpenLoopProgress, total: number, runS: number): string {
+  return `replay: ${(p.elapsedMs / 1000).toFixed(0)} s (last send at ${runS.toFixed(0)} s)  sent ${p.sent}/${total}  done ${p.done}  in flight ${p.inFlight}  errors ${p.errors}`;
+}
+
+export async function runReplay(o: ReplayOptions): Promise<ReplayReport> {
+  const window = traceWindow(o.trace, o.startS, o.durationS);
+  if (window.length === 0) throw new UsageError(`no requests in ${o.trace.name} between ${o.startS} s and ${o.startS + o.durationS} s (the trace spans ${(o.trace.spanMs / 1000).toFixed(0)} s)`);
+  const engineArgs = [...replayEngineDefaults(window), ...o.engineArgs];
+  const gatewayConfig = o.gatewayConfigPath === undefined ? {} : readGatewayConfig(o.gatewayConfigPath);
+  const requests = schedule(window, o.speedup);
+  const fleet = await startSimFleet({ engines: o.engines, model: MODEL, engineArgs, gatewayConfig }).catch((err: unknown) => {
+    throw err instanceof UsageError && o.gatewayConfigPath !== undefined && err.message.startsWith("the gateway refused") ? new UsageError(`--gateway-config ${o.gatewayConfigPath}: ${err.message}`) : err;
+  });
+  try {
+    const runS = requests[requests.length - 1]!.atMs / 1000;
+    const load = startOpenLoop(
+      { url: `${fleet.gateway.api}/v1/completions`, model: MODEL, requests, drainMs: o.drainS * 1000 },
+      (p) => o.progress?.(progressLine(p, requests.length, runS), false),
+    );
+    const onSigint = () => load.stop();
+    process.on("SIGINT", onSigint);
+    const result = await load.done.finally(() => process.off("SIGINT", onSigint));
+    o.progress?.(`replay: done in ${(result.wallMs / 1000).toFixed(1)} s, ${result.records.length} requests`, true);
+
+    const commit = gitCommit();
+    const share = tracePrefixShare(window);
+    const counters = await Promise.all(fleet.engines.map(async (e) => ({ id: e.id, c: await engineCounters(e.url) })));
+    const summary = summarize(result.records, result.itl, result.wallMs, o.slo, (id) => requests[id]!.maxTokens);
+    // An engine the gateway sent nothing to is a row too (0 requests says something about routing).
+    const unused = fleet.engines.filter((e) => !summary.endpoints.some((x) => x.id === e.id)).map((e) => ({ id: e.id, requests: 0, errors: 0, prompt_tokens: 0, output_tokens: 0 }));
+    const endpoints: EndpointReport[] = [...summary.endpoints, ...unused].map((e) => {
+      const c = counters.find((x) => x.id === e.id)?.c;
+      if (!c) return e;
+      const hitRate = c.prefixCacheQueries !== undefined && c.prefixCacheQueries > 0 && c.prefixCacheHits !== undefined ? c.prefixCacheHits / c.prefixCacheQueries : undefined;
+      return { ...e, engine: { requests: c.requests, prompt_tokens: c.promptTokens, generation_tokens: c.generationTokens, prefix_cache_hit_tokens: c.prefixCacheHits, prefix_cache_hit_rate: hitRate } };
+    });
+    return {
+      scenario: "replay",
+      run: {
+        trace: o.trace.name,
+        format: o.trace.format,
+        start_s: o.startS,
+        duration_s: o.durationS,
+        speedup: o.speedup,
+        requests_in_window: window.length,
+        ...(share === undefined ? {} : { trace_prefix_share: Math.round(share * 10_000) / 10_000 }),
+        engines: o.engines,
+        engine_args: engineArgs,
+        ...(o.gatewayConfigPath === undefined ? {} : { gateway_config: o.gatewayConfigPath }),
+        date: new Date().toISOString(),
+        ...(commit === undefined ? {} : { commit }),
+      },
+      load_process: { cpu_s: Math.round(result.cpuS * 100) / 100, cpu_share: result.wallMs > 0 ? Math.round((result.cpuS / (result.wallMs / 1000)) * 1000) / 1000 : NaN },
+      ...summary,
+      endpoints,
+      timeline: timeline(result.records, { speedup: o.speedup, startS: o.startS, durationS: Math.min(o.durationS, o.trace.spanMs / 1000 - o.startS) }),
+    };
+  } finally {
+    await fleet.stop();
+  }
+}
+
+const NAMES = Object.keys(SHIPPED_TRACES).join(", ");
+
+const USAGE = `usage: llmgw bench replay --trace NAME|FILE [--speedup X] [--start S] [--duration S] [--engines N]
+                          [--engine-args=FLAGS] [--gateway-config FILE] [--slo-ttft-ms MS] [--slo-itl-ms MS]
+                          [--drain-s S] [--report FILE.html] [--json]
+
+Replays a production trace open-loop: every request is sent at its recorded
+arrival time (divided by --speedup) whether or not earlier ones have been
+answered, from a load process of its own, onto sim-engines behind one llmgw
+gateway. Requests are streaming /v1/completions with max_tokens = the
+trace's output length and ignore_eos, so each answer is as long as it was.
+A Mooncake request's prompt is built block by block from its hash_ids (the
+same id, the same 512 tokens of text), so prefix sharing is the trace's; an
+Azure request gets a prompt of its own. Reports TTFT, ITL and E2E
+percentiles, goodput under the SLO, each endpoint's load and prefix-cache
+hit rate, errors, and how late the sends were.
+
+flags:
+  --trace NAME|FILE      a shipped trace — ${Object.keys(SHIPPED_TRACES).slice(0, 2).join(", ")},
+                         ${Object.keys(SHIPPED_TRACES).slice(2).join(", ")} (bench/traces/README.md) —
+                         or a file: Azure CSV, or Mooncake JSON lines (.jsonl)
+  --speedup X            replay X times faster than recorded (default ${DEFAULT_SPEEDUP})
+  --start S              window start, s of trace time (default 0)
+  --duration S           window length, s of trace time (default ${DEFAULT_DURATION_S})
+  --engines N            sim-engines behind the gateway (default ${DEFAULT_ENGINES})
+  --engine-args=FLAGS    sim-engine flags for every engine, after the bench's own
+                         (--num-gpu-blocks ${DEFAULT_ENGINE_KV_BLOCKS} --max-model-len ${DEFAULT_ENGINE_MAX_MODEL_LEN}, the
+                         context raised to fit the window's longest request); a flag
+                         given here wins. Write it with '=': --engine-args='--itl-ms 10'
+  --gateway-config FILE  a gateway config (YAML) to replay through; its listeners
+                         and endpoints are replaced by the bench's (default: defaults)
+  --slo-ttft-ms MS       goodput SLO on time to first token (default ${DEFAULT_SLO_TTFT_MS})
+  --slo-itl-ms MS        goodput SLO on a request's mean inter-token latency (default ${DEFAULT_SLO_ITL_MS})
+  --drain-s S            after the last send, wait this long for open answers, then
+                         abort them and count them unfinished (default ${DEFAULT_DRAIN_S})
+  --report FILE.html     also write a self-contained HTML report with charts over time
+  --json                 one JSON object instead of the tables`;
+
+export const replayScenario: BenchScenario = {
+  name: "replay",
+  summary: "a production trace (Azure 2023, Mooncake) replayed open-loop onto sim-engines behind llmgw: TTFT/ITL/E2E, goodput, per-endpoint load",
+  usage: USAGE,
+  options: {
+    trace: { type: "string" },
+    speedup: { type: "string" },
+    start: { type: "string" },
+    duration: { type: "string" },
+    engines: { type: "string" },
+    "engine-args": { type: "string" },
+    "gateway-config": { type: "string" },
+    "slo-ttft-ms": { type: "string" },
+    "slo-itl-ms": { type: "string" },
+    "drain-s": { type: "string" },
+    report: { type: "string" },
+  },
+  async run(args) {
+    const traceArg = stringFlag(args, "trace");
+    if (traceArg === undefined) throw new UsageError(`--trace is required (${NAMES}, or a file)`);
+    const path = tracePath(traceArg);
+    if (path === undefined) throw new UsageError(`--trace: '${traceArg}' is neither a shipped trace (${NAMES}) nor a file`);
+    const gatewayConfigPath = stringFlag(args, "gateway-config");
+    const report = stringFlag(args, "report");
+    const o: Omit<ReplayOptions, "trace"> = {
+      speedup: numberFlag(args, "speedup", DEFAULT_SPEEDUP, { min: 0.01, max: 10_000 }),
+      startS: numberFlag(args, "start", 0, { min: 0 }),
+      durationS: numberFlag(args, "duration", DEFAULT_DURATION_S, { min: 0.001 }),
+      engines: numberFlag(args, "engines", DEFAULT_ENGINES, { min: 1, max: 64, integer: true }),
+      engineArgs: splitArgs(stringFlag(args, "engine-args") ?? ""),
+      ...(gatewayConfigPath === undefined ? {} : { gatewayConfigPath: resolve(gatewayConfigPath) }),
+      slo: { ttftMs: numberFlag(args, "slo-ttft-ms", DEFAULT_SLO_TTFT_MS, { min: 0 }), itlMs: numberFlag(args, "slo-itl-ms", DEFAULT_SLO_ITL_MS, { min: 0 }) },
+      drainS: numberFlag(args, "drain-s", DEFAULT_DRAIN_S, { min: 0, max: 86_400 }),
+      progress: progressPrinter(),
+    };
+    let trace: Trace;
+    try {
+      trace = loadTrace(traceArg, path);
+    } catch (err) {
+      throw new UsageError(`--trace: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    const r = await runReplay({ ...o, trace });
+    if (report !== undefined) writeFileSync(report, renderReplayHtml(r));
+    if (boolFlag(args, "json")) console.log(JSON.stringify(r));
+    else {
+      console.log(formatReplayText(r));
+      if (report !== undefined) console.log(`\nreport: ${resolve(report)}`);
+    }
+    return 0;
+  },
+};
+
+/** The progress line on stderr: rewritten in place on a terminal, a line every 5 s otherwise. */
+function progressPrinter(): (line: string, final: boolean) => void {
+  const tty = process.stderr.isTTY === true;
+  let lastAt = 0;
+  return (line, final) => {
+    if (tty) {
+      process.stderr.write(`\r\u001b[K${line}${final ? "\n" : ""}`);
+      return;
+    }
+    const now = performance.now();
+    if (!final && now - lastAt < 5_000) return;
+    lastAt = now;
+    process.stderr.write(`${line}\n`);
+  };
+}
