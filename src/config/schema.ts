@@ -9,6 +9,7 @@ import { httpUrl, id } from "./wire-primitives.ts";
 import { FLEET_DEFAULTS, fleetSchema, nodeSchema } from "./fleet-schema.ts";
 import { FILTER_NAMES, PICKER_NAMES, RELAY_VARIANTS, SCORER_NAMES } from "./plugin-names.ts";
 import { STATE_DEFAULTS, stateSchema } from "./state-config.ts";
+import { SAME_ENDPOINT_POLICIES, type SameEndpointFailure } from "./retry-policy.ts";
 
 const hostPort = z
   .string()
@@ -96,6 +97,21 @@ export const healthSchema = z
   })
   .strict();
 
+const sameEndpointPolicy = z.enum(SAME_ENDPOINT_POLICIES);
+
+/** Per failure class, when it is retried on the same (endpoint, model); classes left out keep their default. */
+const sameEndpointSchema = z
+  .object({
+    connect: sameEndpointPolicy.default(D.DEFAULT_RETRY_SAME_ENDPOINT.connect),
+    status_5xx: sameEndpointPolicy.default(D.DEFAULT_RETRY_SAME_ENDPOINT.status_5xx),
+    status_429: sameEndpointPolicy.default(D.DEFAULT_RETRY_SAME_ENDPOINT.status_429),
+    headers_timeout: sameEndpointPolicy.default(D.DEFAULT_RETRY_SAME_ENDPOINT.headers_timeout),
+    first_token_timeout: sameEndpointPolicy.default(D.DEFAULT_RETRY_SAME_ENDPOINT.first_token_timeout),
+    truncated: sameEndpointPolicy.default(D.DEFAULT_RETRY_SAME_ENDPOINT.truncated),
+    malformed: sameEndpointPolicy.default(D.DEFAULT_RETRY_SAME_ENDPOINT.malformed),
+  } satisfies Record<SameEndpointFailure, z.ZodDefault<typeof sameEndpointPolicy>>)
+  .strict();
+
 export const retrySchema = z
   .object({
     max_attempts: z.number().int().min(1).max(10).default(D.DEFAULT_RETRY_MAX_ATTEMPTS),
@@ -103,6 +119,7 @@ export const retrySchema = z
     min_per_s: z.number().min(0).default(D.DEFAULT_RETRY_MIN_PER_S),
     backoff_ms: z.number().int().min(0).max(60_000).default(D.DEFAULT_RETRY_BACKOFF_MS),
     max_retry_after_ms: z.number().int().min(0).max(600_000).default(D.DEFAULT_RETRY_MAX_AFTER_MS),
+    same_endpoint: sameEndpointSchema.default(sameEndpointSchema.parse({})),
   })
   .strict();
 

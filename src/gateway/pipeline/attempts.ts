@@ -7,6 +7,7 @@
  * request the engine rejected as invalid. A stream that opened is handed to
  * the relay, which owns it from then on.
  */
+import type { SameEndpointPolicy } from "../../config/retry-policy.ts";
 import type { AdmissionRejection } from "../../metrics/names.ts";
 import { LlmgwError } from "../../shared/errors.ts";
 import { SchedulerRejection, type Grant } from "../admission-client.ts";
@@ -29,8 +30,11 @@ const CANCELLED = () => new LlmgwError("INTERNAL_ERROR", "client went away");
 /** An OpenAI-shaped answer's usage object sits within its last bytes: only they are read (a 200 MB embeddings answer is never parsed). */
 const USAGE_TAIL_BYTES = 16 * 1024;
 
-/** Failures worth another try on the same endpoint when no other is left (transient by nature). */
-const SAME_ENDPOINT_RETRY: ReadonlySet<AttemptFailed["failure"]> = new Set(["connect", "status_5xx", "status_429", "headers_timeout", "first_token_timeout", "truncated", "malformed"]);
+/** When a failure is retried on the endpoint that failed (retry.same_endpoint); classes not listed never are. */
+function sameEndpointPolicy(ctx: GatewayContext, failure: AttemptFailed["failure"]): SameEndpointPolicy {
+  const policies: Readonly<Record<string, SameEndpointPolicy>> = ctx.config.retry.sameEndpoint;
+  return policies[failure] ?? "never";
+}
 
 /** Waiting out a cool-down ends this long after it, so the circuit's own timer has closed it. */
 const COOL_DOWN_MARGIN_MS = 5;
@@ -93,7 +97,7 @@ export class AttemptLoop {
       const totalLeftMs = x.totalLeftMs(deadlines.totalMs);
       if (totalLeftMs <= 0) return x.fail(new LlmgwError("UPSTREAM_TOTAL_TIMEOUT", "the request exceeded its total deadline before an engine answered"), "timeout");
       let grant = await this.grant(model, exclude);
-      if (grant === undefined && exclude.size > 0) grant = await this.sameEndpointAgain(model, exclude, deadlines.totalMs);
+      if (grant === undefined && exclude.size > 0) grant = await this.sameEndpointAgain(model, exclude, deadlines.totalMs, hasFallback);
       if (grant instanceof Response) return grant;
       if (grant === undefined) return "next_model";
       x.hold(grant);
@@ -141,14 +145,18 @@ export class AttemptLoop {
 
   /**
    * No other endpoint is left for this model: try the one that failed again,
-   * after max(backoff, its Retry-After) — when that wait is within
+   * as its failure class allows (retry.same_endpoint: before the fallback, or
+   * only when no fallback is left — a headers or first-token timeout moves on
+   * at once), after max(backoff, its Retry-After) — when that wait is within
    * retry.max_retry_after_ms and the total deadline (a 429 asking for 2 s is
    * retried about 2 s later, not at once and not never). undefined: fall back.
    */
-  private async sameEndpointAgain(model: string, exclude: Set<number>, totalMs: number): Promise<Grant | Response | undefined> {
+  private async sameEndpointAgain(model: string, exclude: Set<number>, totalMs: number, hasFallback: boolean): Promise<Grant | Response | undefined> {
     const { ctx, x } = this;
     const last = this.last;
-    if (last === undefined || last instanceof LlmgwError || !SAME_ENDPOINT_RETRY.has(last.failure)) return undefined;
+    if (last === undefined || last instanceof LlmgwError) return undefined;
+    const policy = sameEndpointPolicy(ctx, last.failure);
+    if (policy === "never" || (policy === "last_resort" && hasFallback)) return undefined;
     // A 429 cools the model down on that endpoint for its Retry-After (or
     // max_retry_after_ms without one): wait that out, a little past it.
     const max = ctx.config.retry.maxRetryAfterMs;
