@@ -55,8 +55,14 @@ export const DEFAULT_RETRY_SAME_ENDPOINT = {
 
 export const DEFAULT_CIRCUIT_FAILURE_THRESHOLD = 5;
 export const DEFAULT_CIRCUIT_OPEN_MS = 5_000;
-/** The open period doubles after each failed probe, up to this: a recovered upstream is never kept out for minutes. */
+/** Without active probing: the open period doubles after each failed probe request, up to this. */
 export const DEFAULT_CIRCUIT_MAX_OPEN_MS = 30_000;
+/** An open circuit is probed by the gateway itself (a one-token request), not by a client's request. */
+export const DEFAULT_CIRCUIT_PROBE_ENABLED = true;
+/** Between active probes of a circuit still open: a recovery is noticed within about this (plus the probe itself). */
+export const DEFAULT_CIRCUIT_PROBE_INTERVAL_MS = 2_000;
+/** An active probe's own deadline (dial, headers, first token and total together). */
+export const DEFAULT_CIRCUIT_PROBE_TIMEOUT_MS = 5_000;
 
 /** Mid-stream continuations one request may get (issue 13). */
 export const DEFAULT_CONTINUATION_MAX_RECOVERIES = 2;

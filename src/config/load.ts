@@ -253,6 +253,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       failureThreshold: c.circuit_breaker.failure_threshold,
       openMs: c.circuit_breaker.open_ms,
       maxOpenMs: Math.max(c.circuit_breaker.open_ms, c.circuit_breaker.max_open_ms),
+      probe: { enabled: c.circuit_breaker.probe.enabled, intervalMs: c.circuit_breaker.probe.interval_ms, timeoutMs: c.circuit_breaker.probe.timeout_ms },
     },
     continuation: {
       enabled: c.continuation.enabled,

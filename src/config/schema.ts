@@ -123,12 +123,22 @@ export const retrySchema = z
   })
   .strict();
 
+export const probeSchema = z
+  .object({
+    enabled: z.boolean().default(D.DEFAULT_CIRCUIT_PROBE_ENABLED),
+    interval_ms: z.number().int().min(100).max(600_000).default(D.DEFAULT_CIRCUIT_PROBE_INTERVAL_MS),
+    timeout_ms: z.number().int().min(100).max(600_000).default(D.DEFAULT_CIRCUIT_PROBE_TIMEOUT_MS),
+  })
+  .strict();
+
 export const circuitSchema = z
   .object({
     failure_threshold: z.number().int().min(1).max(1000).default(D.DEFAULT_CIRCUIT_FAILURE_THRESHOLD),
     open_ms: z.number().int().min(100).max(600_000).default(D.DEFAULT_CIRCUIT_OPEN_MS),
     /** The longest open period: it doubles after each failed probe up to this. */
     max_open_ms: z.number().int().min(100).max(3_600_000).default(D.DEFAULT_CIRCUIT_MAX_OPEN_MS),
+    /** Active probing of open circuits by one-token requests of the gateway's own. */
+    probe: probeSchema.default(probeSchema.parse({})),
   })
   .strict();
 

@@ -37,8 +37,12 @@ export interface ModelConfig {
 
 export interface CircuitBreakerConfig {
   failureThreshold: number;
+  /** Open this long before the first active probe (or, without probing, before half-open). */
   openMs: number;
+  /** Without probing: the open period doubles after a failed probe request up to this. */
   maxOpenMs: number;
+  /** Active probing of open circuits: one-token requests of the gateway's own. */
+  probe: { enabled: boolean; intervalMs: number; timeoutMs: number };
 }
 
 export type EngineFlavor = "auto" | "vllm" | "sglang";

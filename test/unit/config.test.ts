@@ -39,6 +39,12 @@ describe("config loading", () => {
     expect(issuesOf(() => buildConfig({ retry: { same_endpoint: { idle_timeout: "never" } } })).some((i) => i.includes("idle_timeout"))).toBe(true);
   });
 
+  test("circuit_breaker.probe: on by default, every 2 s, 5 s deadline; a bad value names the key", () => {
+    expect(buildConfig({}).circuitBreaker.probe).toEqual({ enabled: true, intervalMs: D.DEFAULT_CIRCUIT_PROBE_INTERVAL_MS, timeoutMs: D.DEFAULT_CIRCUIT_PROBE_TIMEOUT_MS });
+    expect(buildConfig({ circuit_breaker: { probe: { enabled: false } } }).circuitBreaker.probe.enabled).toBe(false);
+    expect(issuesOf(() => buildConfig({ circuit_breaker: { probe: { interval_ms: 5 } } })).some((i) => i.startsWith("circuit_breaker.probe.interval_ms:"))).toBe(true);
+  });
+
   test("a bad endpoint URL names the key path and what was expected", () => {
     const issues = issuesOf(() =>
       buildConfig({ endpoints: [{ id: "a", url: "http://x:1" }, { id: "b", url: "http://y:1" }, { id: "c", url: "ftp://nope" }] }),

@@ -159,7 +159,7 @@ export class StreamRecovery implements RelayRecovery {
         if (tries >= ctx.config.retry.maxAttempts) return refusal("no_target");
         const leftMs = x.totalLeftMs(totalMs);
         if (leftMs <= 0) return refusal("deadline");
-        const grant = this.grant(model, exclude);
+        const grant = this.grant(model, exclude, at === this.chain.length - 1);
         if (grant === undefined) break; // nothing (else) ready for this model: the next one in the chain
         if (!ctx.budget.tryWithdraw()) {
           this.release(grant);
@@ -190,10 +190,10 @@ export class StreamRecovery implements RelayRecovery {
     return exclude;
   }
 
-  /** Another ready endpoint of `model` by scoring alone (the request was admitted once); undefined: none. */
-  private grant(model: string, exclude: ReadonlySet<number>): Grant | undefined {
+  /** Another ready endpoint of `model` by scoring alone (the request was admitted once); undefined: none. `lastResort`: the chain's last model. */
+  private grant(model: string, exclude: ReadonlySet<number>, lastResort: boolean): Grant | undefined {
     try {
-      return this.ctx.admission.reschedule(model, this.x.band, this.x.prefixHashes, exclude);
+      return this.ctx.admission.reschedule(model, this.x.band, this.x.prefixHashes, exclude, lastResort);
     } catch {
       return undefined;
     }

@@ -96,11 +96,11 @@ export class AttemptLoop {
       if (x.attempts > 0 && !(await this.mayRetry(deadlines.totalMs))) return "give_up";
       const totalLeftMs = x.totalLeftMs(deadlines.totalMs);
       if (totalLeftMs <= 0) return x.fail(new LlmgwError("UPSTREAM_TOTAL_TIMEOUT", "the request exceeded its total deadline before an engine answered"), "timeout");
-      let grant = await this.grant(model, exclude);
+      let grant = await this.grant(model, exclude, !hasFallback);
       if (grant === undefined && exclude.size > 0) grant = await this.sameEndpointAgain(model, exclude, deadlines.totalMs, hasFallback);
       if (grant instanceof Response) return grant;
       if (grant === undefined) return "next_model";
-      x.hold(grant);
+      x.hold(grant, model);
       x.sending();
       const result = await openUpstream(
         {
@@ -167,15 +167,17 @@ export class AttemptLoop {
     if (wait >= 1 && !(await sleepUnless(wait, x.signal))) return x.fail(CANCELLED(), "cancelled");
     exclude.clear();
     ctx.metrics.sameEndpointRetries.inc({ model: x.model!, reason: last.failure });
-    return this.grant(model, exclude);
+    return this.grant(model, exclude, !hasFallback);
   }
 
   /**
    * An endpoint for the next attempt: through admission the first time (it
    * may wait in its band's queue), by scoring alone afterwards. undefined:
-   * nothing (else) is ready for this model.
+   * nothing (else) is ready for this model. `lastResort`: no fallback is
+   * left, so a half-open circuit another request is probing takes this one
+   * too rather than turning it away.
    */
-  private async grant(model: string, exclude: ReadonlySet<number>): Promise<Grant | Response | undefined> {
+  private async grant(model: string, exclude: ReadonlySet<number>, lastResort: boolean): Promise<Grant | Response | undefined> {
     const { ctx, x } = this;
     const first = !this.admitted;
     try {
@@ -189,11 +191,11 @@ export class AttemptLoop {
         series.grant.inc();
         series.path[grant.path].inc();
       } else {
-        grant = ctx.admission.reschedule(model, x.band, x.prefixHashes, exclude);
+        grant = ctx.admission.reschedule(model, x.band, x.prefixHashes, exclude, lastResort);
       }
       this.observeDrops(grant.drops);
       if (x.signal.aborted) {
-        x.hold(grant);
+        x.hold(grant, model);
         return x.fail(CANCELLED(), "cancelled");
       }
       return grant;
@@ -207,8 +209,24 @@ export class AttemptLoop {
         this.rejectedAdmission(err.waitedMs, err.code === "ADMISSION_QUEUE_FULL" ? "queue_full" : "ttl_expired");
         return x.fail(err, err.code === "ADMISSION_QUEUE_FULL" ? "rejected" : "timeout");
       }
+      // Admission found nothing free for this model: as a last resort, a probed half-open circuit.
+      if (first && lastResort && err instanceof SchedulerRejection && err.code === "NO_READY_ENDPOINT") {
+        const joined = this.joinProbed(model, exclude);
+        if (joined !== undefined) return joined;
+      }
       // Nothing (else) ready for this model: an engine's own failure stays the one to report.
       if (!(this.last !== undefined && !(this.last instanceof LlmgwError))) this.last = err instanceof LlmgwError ? err : new LlmgwError("NO_READY_ENDPOINT", String(err));
+      return undefined;
+    }
+  }
+
+  /** A first admission that found only half-open circuits being probed: join one (undefined: none). */
+  private joinProbed(model: string, exclude: ReadonlySet<number>): Grant | undefined {
+    try {
+      const grant = this.ctx.admission.reschedule(model, this.x.band, this.x.prefixHashes, exclude, true);
+      this.observeDrops(grant.drops);
+      return grant;
+    } catch {
       return undefined;
     }
   }

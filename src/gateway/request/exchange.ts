@@ -80,6 +80,8 @@ export class Exchange {
   private errorCode: ErrorCode | undefined;
   private series: RequestSeries | undefined;
   private grant: Grant | undefined;
+  /** The model the current attempt asks for (the request's, or a fallback's). */
+  private attemptModel: string | undefined;
   private lastTokenAt = 0;
   private finished = false;
 
@@ -117,10 +119,11 @@ export class Exchange {
     return totalMs - (performance.now() - this.arrivedAt);
   }
 
-  /** Take ownership of a claimed endpoint for the next attempt. */
-  hold(grant: Grant): void {
+  /** Take ownership of a claimed endpoint for the next attempt, which asks it for `model`. */
+  hold(grant: Grant, model: string): void {
     if (this.grant) throw new Error("an exchange holds one endpoint at a time");
     this.grant = grant;
+    this.attemptModel = model;
     this.queueMs ??= grant.waitedMs; // admission's wait: only the first grant is queued
     this.endpointId = this.ctx.endpoints.idOf(grant.index);
     for (const scorer in grant.scores) this.ctx.metrics.scoreSeries(scorer).observe(grant.scores[scorer]!);
@@ -161,7 +164,8 @@ export class Exchange {
         return;
       case "fault":
         if (g.probe >= 0 && g.probe !== field) breakers.abandon(g.index, g.probe);
-        return breakers.failure(g.index, field);
+        // What failed is what an active probe of the circuit imitates.
+        return breakers.failure(g.index, field, this.attemptModel === undefined ? undefined : { route: this.route, model: this.attemptModel });
       case "cool_down":
         if (g.probe >= 0 && g.probe !== field) breakers.abandon(g.index, g.probe);
         return breakers.coolDown(g.index, field, verdict.ms);
