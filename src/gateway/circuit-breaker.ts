@@ -37,8 +37,12 @@ export interface ProbeTarget {
   model: string;
 }
 
-/** An active probe's verdict; `retryAfterMs`: the engine asked for a pause (a 429) before the next one. */
-export type ProbeVerdict = { ok: true } | { ok: false; retryAfterMs?: number };
+/**
+ * An active probe's verdict; `retryAfterMs`: the engine asked for a pause (a
+ * 429) before the next one; `gone`: the endpoint left the registry, nothing
+ * more to probe.
+ */
+export type ProbeVerdict = { ok: true } | { ok: false; retryAfterMs?: number; gone?: true };
 
 /** Sends one active probe of circuit `field` of endpoint `index`; never throws. */
 export type ProbeSender = (index: number, field: number, target: ProbeTarget) => Promise<ProbeVerdict>;
@@ -202,6 +206,7 @@ export class CircuitBreakers {
       c.inFlight = false;
     }
     if (c.generation !== generation || this.stopped) return; // the circuit started afresh meanwhile
+    if (!verdict.ok && verdict.gone) return;
     const interval = this.opts.probe!.intervalMs;
     const s = this.table.getInt(index, field);
     if (s === CIRCUIT_CLOSED) return;

@@ -86,8 +86,9 @@ export function openRegistry(
   // and a probe is a single small fetch every interval per open circuit.
   let probes = 0;
   const probe: ProbeSender = async (index, field, target) => {
-    const url = registry.urlOf(index);
-    if (url === undefined) return { ok: false };
+    // A removed endpoint (its slot still retiring) is not probed any more.
+    const url = registry.specOf(index)?.url;
+    if (url === undefined) return { ok: false, gone: true };
     // A model circuit probes its own model; the endpoint's probes the model whose request failed there.
     const model = field === I.CIRCUIT ? target.model : (modelOf(index, field) ?? target.model);
     const verdict = await sendProbe(url, { route: target.route, model }, config.circuitBreaker.probe.timeoutMs, `llmgw-probe-${++probes}`);
