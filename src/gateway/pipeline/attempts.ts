@@ -36,6 +36,19 @@ function sameEndpointPolicy(ctx: GatewayContext, failure: AttemptFailed["failure
   return policies[failure] ?? "never";
 }
 
+/**
+ * Retry-After of a 503 NO_READY_ENDPOINT, s: the model is configured or
+ * expected but nothing ready serves it now (not discovered yet, upstream
+ * unreachable, circuits open); the health poll and the circuit probes
+ * notice a change within about this.
+ */
+export const NO_READY_RETRY_AFTER_S = 1;
+
+/** 503 NO_READY_ENDPOINT for `model`, with Retry-After; `why` is appended to the stable message. */
+export function noReadyEndpoint(model: string, why?: string): LlmgwError {
+  return new LlmgwError("NO_READY_ENDPOINT", `no ready endpoint serves model '${model}'${why === undefined ? "" : `: ${why}`}`, { retryAfterS: NO_READY_RETRY_AFTER_S });
+}
+
 /** Waiting out a cool-down ends this long after it, so the circuit's own timer has closed it. */
 const COOL_DOWN_MARGIN_MS = 5;
 
@@ -281,8 +294,12 @@ export class AttemptLoop {
   private giveUp(): Response {
     const { x } = this;
     const last = this.last;
-    if (last === undefined) return x.fail(new LlmgwError("NO_READY_ENDPOINT", `no ready endpoint serves model '${x.model}'`), "no_endpoint");
-    if (last instanceof LlmgwError) return x.fail(last, last.code === "NO_READY_ENDPOINT" ? "no_endpoint" : "upstream_error");
+    if (last === undefined) return x.fail(noReadyEndpoint(x.model!), "no_endpoint");
+    if (last instanceof LlmgwError) {
+      if (last.code !== "NO_READY_ENDPOINT") return x.fail(last, "upstream_error");
+      // The scheduler's message names the model it last tried; the client is told of the one it asked for.
+      return x.fail(last.retryAfterS === undefined ? noReadyEndpoint(x.model!) : last, "no_endpoint");
+    }
     const failure = last.failure === "cancelled" ? "connect" : last.failure;
     const retryAfterS = last.retryAfterMs !== undefined ? last.retryAfterMs / 1000 : undefined;
     const detail = failure === "status_5xx" || failure === "status_429" ? `: ${engineError(last.body).message}` : "";
