@@ -252,7 +252,9 @@ export class AttemptLoop {
       x.usage = usageFromTail(result.body.subarray(-USAGE_TAIL_BYTES));
       x.endAttempt({ kind: "neutral" });
       x.finish("ok", 200);
-      return new Response(result.body, { status: 200, headers: { "content-type": result.contentType, ...x.headers(true) } });
+      // A held answer is small: its model reads as the client's name. (A committed large one streams through as it is.)
+      const body = x.modelRename === undefined ? result.body : x.modelRename.apply(result.body);
+      return new Response(body, { status: 200, headers: { "content-type": result.contentType, ...x.headers(true) } });
     }
     if (result.kind === "json-stream") {
       const body = relayAnswer(x, result.answer, ctx.config.maxResponseBytes);
