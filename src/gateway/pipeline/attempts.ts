@@ -20,6 +20,7 @@ import { relayAnswer, usageFromTail } from "../proxy/json-answer.ts";
 import { relayBody } from "../proxy/sse-response.ts";
 import { openUpstream, type AttemptFailed, type AttemptResult } from "../proxy/upstream.ts";
 import { continuationOpener } from "./continuation-attempt.ts";
+import { noReadyEndpoint } from "./no-ready-endpoint.ts";
 import { upstreamBody } from "./upstream-body.ts";
 
 /** What to do after a failed attempt. */
@@ -34,19 +35,6 @@ const USAGE_TAIL_BYTES = 16 * 1024;
 function sameEndpointPolicy(ctx: GatewayContext, failure: AttemptFailed["failure"]): SameEndpointPolicy {
   const policies: Readonly<Record<string, SameEndpointPolicy>> = ctx.config.retry.sameEndpoint;
   return policies[failure] ?? "never";
-}
-
-/**
- * Retry-After of a 503 NO_READY_ENDPOINT, s: the model is configured or
- * expected but nothing ready serves it now (not discovered yet, upstream
- * unreachable, circuits open); the health poll and the circuit probes
- * notice a change within about this.
- */
-export const NO_READY_RETRY_AFTER_S = 1;
-
-/** 503 NO_READY_ENDPOINT for `model`, with Retry-After; `why` is appended to the stable message. */
-export function noReadyEndpoint(model: string, why?: string): LlmgwError {
-  return new LlmgwError("NO_READY_ENDPOINT", `no ready endpoint serves model '${model}'${why === undefined ? "" : `: ${why}`}`, { retryAfterS: NO_READY_RETRY_AFTER_S });
 }
 
 /** Waiting out a cool-down ends this long after it, so the circuit's own timer has closed it. */
