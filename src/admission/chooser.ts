@@ -17,6 +17,12 @@ export interface ChooseRequest {
   prefixHashes: readonly number[];
   /** Endpoints the request already tried (retries exclude them). */
   exclude?: ReadonlySet<number>;
+  /**
+   * Nothing else is left for the request (no fallback model after this one):
+   * when the only candidates are half-open circuits whose single probe is
+   * taken, it goes to one of them too rather than being turned away.
+   */
+  lastResort?: boolean;
 }
 
 export type Choice =
@@ -44,11 +50,23 @@ export class EndpointChooser {
     private readonly staleAfterMs: number,
   ) {}
 
-  /** Choose and claim (in-flight +1) an endpoint serving `req.model`; the caller owns the claim. */
+  /**
+   * Choose and claim (in-flight +1) an endpoint serving `req.model`; the
+   * caller owns the claim. A half-open circuit takes one request at a time
+   * (its probe); the others go to another candidate, or — a last resort —
+   * join it.
+   */
   choose(req: ChooseRequest, random: () => number = Math.random, now = Date.now()): Choice {
+    const c = this.chooseAmong(req, false, random, now);
+    if (c.ok || req.lastResort !== true) return c;
+    const joined = this.chooseAmong(req, true, random, now);
+    return joined.ok ? joined : c;
+  }
+
+  private chooseAmong(req: ChooseRequest, joinProbing: boolean, random: () => number, now: number): Choice {
     const serving = this.directory.serving(req.model);
     const views: EndpointView[] = new Array<EndpointView>(serving.length);
-    for (let i = 0; i < serving.length; i++) views[i] = readEndpointView(this.table, serving[i]!, now, this.staleAfterMs, req.model);
+    for (let i = 0; i < serving.length; i++) views[i] = readEndpointView(this.table, serving[i]!, now, this.staleAfterMs, req.model, joinProbing);
     let exclude = req.exclude;
     for (let race = 0; ; race++) {
       const decision = this.profile.schedule({ model: req.model, prefixHashes: req.prefixHashes, exclude }, views, random);
@@ -63,6 +81,7 @@ export class EndpointChooser {
       let probe = -1;
       if (half >= 0) {
         if (this.table.casInt(row, half, CIRCUIT_HALF_OPEN, CIRCUIT_PROBING)) probe = half;
+        else if (joinProbing && this.table.getInt(row, half) === CIRCUIT_PROBING) probe = -1; // joins the request probing it
         else if (race < MAX_PROBE_RACES) {
           exclude = new Set([...(exclude ?? []), row]);
           continue;

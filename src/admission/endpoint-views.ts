@@ -1,11 +1,15 @@
 /** Builds the scheduling view of an endpoint from the shared endpoint table, treating stale metrics as absent. */
-import { CIRCUIT_CLOSED, CIRCUIT_HALF_OPEN, EndpointTable, F, I, modelCircuitField } from "../shared/endpoint-table.ts";
+import { CIRCUIT_CLOSED, CIRCUIT_HALF_OPEN, CIRCUIT_PROBING, EndpointTable, F, I, modelCircuitField } from "../shared/endpoint-table.ts";
 import type { EndpointView } from "../scheduling/types.ts";
 import type { EndpointDescriptor } from "../protocol/scheduler-messages.ts";
 
-/** Whether a circuit state keeps requests out (open, or its single probe already taken). */
-function keepsOut(state: number): boolean {
-  return state !== CIRCUIT_CLOSED && state !== CIRCUIT_HALF_OPEN;
+/**
+ * Whether a circuit state keeps requests out: open, or half-open with its
+ * single probe already taken — unless the request joins a probed circuit
+ * (nothing else is left for it: turning it away would help no one).
+ */
+function keepsOut(state: number, joinProbing: boolean): boolean {
+  return state !== CIRCUIT_CLOSED && state !== CIRCUIT_HALF_OPEN && !(joinProbing && state === CIRCUIT_PROBING);
 }
 
 function capacityOf(capacity: number): { capacity?: number } {
@@ -13,7 +17,7 @@ function capacityOf(capacity: number): { capacity?: number } {
 }
 
 /** The view of endpoint `d` for a request of `model` (its circuit is the endpoint's and that model's). */
-export function readEndpointView(table: EndpointTable, d: EndpointDescriptor, now: number, staleAfterMs: number, model?: string): EndpointView {
+export function readEndpointView(table: EndpointTable, d: EndpointDescriptor, now: number, staleAfterMs: number, model?: string, joinProbing = false): EndpointView {
   const row = d.index;
   const metricsAt = table.getFloat(row, F.METRICS_AT);
   // Engine metrics lag by a scrape interval at best; past the stale limit they
@@ -30,7 +34,7 @@ export function readEndpointView(table: EndpointTable, d: EndpointDescriptor, no
     models: d.models,
     ready: table.getInt(row, I.READY) === 1,
     draining: table.getInt(row, I.DRAINING) === 1,
-    circuitOpen: keepsOut(circuit) || keepsOut(modelCircuit),
+    circuitOpen: keepsOut(circuit, joinProbing) || keepsOut(modelCircuit, joinProbing),
     gpuFaulted: table.getInt(row, I.GPU_FAULTED) === 1,
     waiting: fresh ? table.optionalInt(row, I.WAITING) : undefined,
     running: fresh ? table.optionalInt(row, I.RUNNING) : undefined,

@@ -34,7 +34,7 @@ export function countEventBoundaries(chunk: Uint8Array, prevLastByte: number): n
 export async function timedStream(
   url: string,
   body: string,
-  opts: { signal?: AbortSignal; headers?: Record<string, string>; onOpen?: () => void } = {},
+  opts: { signal?: AbortSignal; headers?: Record<string, string>; onOpen?: (res: Response) => void; onFirstEvent?: () => void } = {},
 ): Promise<StreamTiming> {
   const start = performance.now();
   const gapsMs: number[] = [];
@@ -53,15 +53,17 @@ export async function timedStream(
       const code = /"code":"([A-Z_]+)"/.exec(text)?.[1];
       return { ok: false, status: res.status, ttftMs, gapsMs, events, totalMs: performance.now() - start, error: `HTTP ${res.status}${code ? ` ${code}` : ""}` };
     }
-    opts.onOpen?.();
+    opts.onOpen?.(res);
     let prevByte = 0;
     for await (const chunk of res.body) {
       const n = countEventBoundaries(chunk, prevByte);
       prevByte = chunk[chunk.length - 1] ?? prevByte;
       if (n === 0) continue;
       const now = performance.now();
-      if (events === 0) ttftMs = now - start;
-      else gapsMs.push(now - last);
+      if (events === 0) {
+        ttftMs = now - start;
+        opts.onFirstEvent?.();
+      } else gapsMs.push(now - last);
       last = now;
       events += n;
     }

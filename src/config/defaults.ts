@@ -35,11 +35,34 @@ export const DEFAULT_RETRY_MIN_PER_S = 10;
 export const DEFAULT_RETRY_BACKOFF_MS = 25;
 /** The longest engine Retry-After honoured before giving up on that endpoint. */
 export const DEFAULT_RETRY_MAX_AFTER_MS = 2_000;
+/**
+ * When a failure before the first byte is retried on the same (endpoint,
+ * model), once no other endpoint of the model is left: "before_fallback"
+ * (transient by nature: a 429 after its Retry-After, a single 500, a refused
+ * connection), "last_resort" (only when no fallback model is left either: a
+ * timeout is not a blip, and waiting it out again costs the client another
+ * full deadline), or "never".
+ */
+export const DEFAULT_RETRY_SAME_ENDPOINT = {
+  connect: "before_fallback",
+  status_5xx: "before_fallback",
+  status_429: "before_fallback",
+  headers_timeout: "last_resort",
+  first_token_timeout: "last_resort",
+  truncated: "before_fallback",
+  malformed: "before_fallback",
+} as const;
 
 export const DEFAULT_CIRCUIT_FAILURE_THRESHOLD = 5;
 export const DEFAULT_CIRCUIT_OPEN_MS = 5_000;
-/** The open period doubles after each failed probe, up to this: a recovered upstream is never kept out for minutes. */
+/** Without active probing: the open period doubles after each failed probe request, up to this. */
 export const DEFAULT_CIRCUIT_MAX_OPEN_MS = 30_000;
+/** An open circuit is probed by the gateway itself (a one-token request), not by a client's request. */
+export const DEFAULT_CIRCUIT_PROBE_ENABLED = true;
+/** Between active probes of a circuit still open: a recovery is noticed within about this (plus the probe itself). */
+export const DEFAULT_CIRCUIT_PROBE_INTERVAL_MS = 2_000;
+/** An active probe's own deadline (dial, headers, first token and total together). */
+export const DEFAULT_CIRCUIT_PROBE_TIMEOUT_MS = 5_000;
 
 /** Mid-stream continuations one request may get (issue 13). */
 export const DEFAULT_CONTINUATION_MAX_RECOVERIES = 2;

@@ -330,8 +330,14 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       minPerS: c.retry.min_per_s,
       backoffMs: c.retry.backoff_ms,
       maxRetryAfterMs: c.retry.max_retry_after_ms,
+      sameEndpoint: { ...c.retry.same_endpoint },
     },
-    circuitBreaker: { failureThreshold: c.circuit_breaker.failure_threshold, openMs: c.circuit_breaker.open_ms, maxOpenMs: Math.max(c.circuit_breaker.open_ms, c.circuit_breaker.max_open_ms) },
+    circuitBreaker: {
+      failureThreshold: c.circuit_breaker.failure_threshold,
+      openMs: c.circuit_breaker.open_ms,
+      maxOpenMs: Math.max(c.circuit_breaker.open_ms, c.circuit_breaker.max_open_ms),
+      probe: { enabled: c.circuit_breaker.probe.enabled, intervalMs: c.circuit_breaker.probe.interval_ms, timeoutMs: c.circuit_breaker.probe.timeout_ms },
+    },
     continuation: {
       enabled: c.continuation.enabled,
       maxRecoveries: c.continuation.max_recoveries,

@@ -10,6 +10,7 @@ import { FLEET_DEFAULTS, fleetSchema, nodeSchema } from "./fleet-schema.ts";
 import { ADMIN_DEFAULTS, adminSchema } from "./admin-config.ts";
 import { FILTER_NAMES, PICKER_NAMES, RELAY_VARIANTS, SCORER_NAMES } from "./plugin-names.ts";
 import { STATE_DEFAULTS, stateSchema } from "./state-config.ts";
+import { SAME_ENDPOINT_POLICIES, type SameEndpointFailure } from "./retry-policy.ts";
 
 /** One check, so a malformed value gets one message (a regex and a port check side by side would both fire). */
 const hostPort = z.string().superRefine((s, ctx) => {
@@ -98,6 +99,21 @@ export const healthSchema = z
   })
   .strict();
 
+const sameEndpointPolicy = z.enum(SAME_ENDPOINT_POLICIES);
+
+/** Per failure class, when it is retried on the same (endpoint, model); classes left out keep their default. */
+const sameEndpointSchema = z
+  .object({
+    connect: sameEndpointPolicy.default(D.DEFAULT_RETRY_SAME_ENDPOINT.connect),
+    status_5xx: sameEndpointPolicy.default(D.DEFAULT_RETRY_SAME_ENDPOINT.status_5xx),
+    status_429: sameEndpointPolicy.default(D.DEFAULT_RETRY_SAME_ENDPOINT.status_429),
+    headers_timeout: sameEndpointPolicy.default(D.DEFAULT_RETRY_SAME_ENDPOINT.headers_timeout),
+    first_token_timeout: sameEndpointPolicy.default(D.DEFAULT_RETRY_SAME_ENDPOINT.first_token_timeout),
+    truncated: sameEndpointPolicy.default(D.DEFAULT_RETRY_SAME_ENDPOINT.truncated),
+    malformed: sameEndpointPolicy.default(D.DEFAULT_RETRY_SAME_ENDPOINT.malformed),
+  } satisfies Record<SameEndpointFailure, z.ZodDefault<typeof sameEndpointPolicy>>)
+  .strict();
+
 export const retrySchema = z
   .object({
     max_attempts: z.number().int().min(1).max(10).default(D.DEFAULT_RETRY_MAX_ATTEMPTS),
@@ -105,6 +121,15 @@ export const retrySchema = z
     min_per_s: z.number().min(0).default(D.DEFAULT_RETRY_MIN_PER_S),
     backoff_ms: z.number().int().min(0).max(60_000).default(D.DEFAULT_RETRY_BACKOFF_MS),
     max_retry_after_ms: z.number().int().min(0).max(600_000).default(D.DEFAULT_RETRY_MAX_AFTER_MS),
+    same_endpoint: sameEndpointSchema.default(sameEndpointSchema.parse({})),
+  })
+  .strict();
+
+export const probeSchema = z
+  .object({
+    enabled: z.boolean().default(D.DEFAULT_CIRCUIT_PROBE_ENABLED),
+    interval_ms: z.number().int().min(100).max(600_000).default(D.DEFAULT_CIRCUIT_PROBE_INTERVAL_MS),
+    timeout_ms: z.number().int().min(100).max(600_000).default(D.DEFAULT_CIRCUIT_PROBE_TIMEOUT_MS),
   })
   .strict();
 
@@ -114,6 +139,8 @@ export const circuitSchema = z
     open_ms: z.number().int().min(100).max(600_000).default(D.DEFAULT_CIRCUIT_OPEN_MS),
     /** The longest open period: it doubles after each failed probe up to this. */
     max_open_ms: z.number().int().min(100).max(3_600_000).default(D.DEFAULT_CIRCUIT_MAX_OPEN_MS),
+    /** Active probing of open circuits by one-token requests of the gateway's own. */
+    probe: probeSchema.default(probeSchema.parse({})),
   })
   .strict();
 

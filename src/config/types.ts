@@ -1,6 +1,7 @@
 /** The validated, frozen configuration the rest of llmgw reads (defaults applied). */
 import type { FilterName, PickerName, RelayVariantName, ScorerName } from "./plugin-names.ts";
 import type { LogLevel } from "../shared/logger.ts";
+import type { SameEndpointFailure, SameEndpointPolicy } from "./retry-policy.ts";
 
 /** Where state shared by gateways lives: the embedded bun:sqlite store, or Redis shared by several gateways. */
 export type StateBackendName = "sqlite" | "redis";
@@ -32,6 +33,16 @@ export interface ModelConfig {
   aliases: readonly string[];
   fallback: readonly string[];
   deadlines: Deadlines;
+}
+
+export interface CircuitBreakerConfig {
+  failureThreshold: number;
+  /** Open this long before the first active probe (or, without probing, before half-open). */
+  openMs: number;
+  /** Without probing: the open period doubles after a failed probe request up to this. */
+  maxOpenMs: number;
+  /** Active probing of open circuits: one-token requests of the gateway's own. */
+  probe: { enabled: boolean; intervalMs: number; timeoutMs: number };
 }
 
 export type EngineFlavor = "auto" | "vllm" | "sglang";
@@ -254,8 +265,16 @@ export interface Config {
     prefixAffinity: { blockChars: number; maxBlocks: number; lruEntries: number };
   };
   health: { pollIntervalMs: number; timeoutMs: number; staleAfterMs: number };
-  retry: { maxAttempts: number; budgetRatio: number; minPerS: number; backoffMs: number; maxRetryAfterMs: number };
-  circuitBreaker: { failureThreshold: number; openMs: number; maxOpenMs: number };
+  retry: {
+    maxAttempts: number;
+    budgetRatio: number;
+    minPerS: number;
+    backoffMs: number;
+    maxRetryAfterMs: number;
+    /** Per failure class, when it is retried on the same (endpoint, model). */
+    sameEndpoint: Readonly<Record<SameEndpointFailure, SameEndpointPolicy>>;
+  };
+  circuitBreaker: CircuitBreakerConfig;
   continuation: ContinuationConfig;
   auth: { enabled: boolean; keys: readonly ApiKeyConfig[] };
   /** Configured tenants (quotas); keys may name tenants without an entry (no quota). */

@@ -174,9 +174,13 @@ export class AdmissionClient {
     return this.directory.poolOf(model);
   }
 
-  /** A retry or fallback of an admitted request: scoring only, on this thread, never queued. */
-  reschedule(model: string, band: number, prefixHashes: readonly number[], exclude: ReadonlySet<number>): Grant {
-    const c = this.chooser.choose({ model, prefixHashes, exclude });
+  /**
+   * A retry or fallback of an admitted request: scoring only, on this thread,
+   * never queued. `lastResort`: nothing is left after this model, so a
+   * half-open circuit already probed by another request takes it too.
+   */
+  reschedule(model: string, band: number, prefixHashes: readonly number[], exclude: ReadonlySet<number>, lastResort = false): Grant {
+    const c = this.chooser.choose({ model, prefixHashes, exclude, lastResort });
     if (!c.ok) throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${model}'`, 0, undefined, c.drops);
     this.pools.take(c.pool, band);
     return { index: c.index, pool: c.pool, scores: c.scores, drops: c.drops, waitedMs: 0, probe: c.probe, circuit: c.circuit, path: "fast" };

@@ -5,36 +5,80 @@
  * shared URL does says nothing about the others). State lives in the
  * endpoint table (field I.CIRCUIT, or a model's field from
  * modelCircuitField) so both threads' choosers read it without a message:
- * closed → open after `failureThreshold` consecutive failures → half-open
- * after the open period, when a chooser takes exactly one probe (half-open →
- * probing) → closed on the probe's success, open again on failure for twice
- * as long, up to `maxOpenMs`: a recovered upstream is never kept out for
- * minutes.
+ * closed → open after `failureThreshold` consecutive failures.
+ *
+ * With active probing (the default) an open circuit is tested by the gateway
+ * itself, never by a client's request: `openMs` after opening, then every
+ * `probe.intervalMs` while it fails, a one-token request of the route and
+ * model that failed (circuit-probe.ts). Its success makes the circuit
+ * half-open: the next request takes its single probe slot (half-open →
+ * probing) and closes it on success; if no request comes, the next active
+ * probe closes it. Recovery is noticed within an interval or so whatever the
+ * outage's length, and does not depend on a client's request landing in a
+ * window. A request that fails as the probe reopens it, probed again after
+ * an interval.
+ *
+ * Without probing (or before a failure said what to probe with), the open
+ * period ends by itself in half-open, and a failed probe request reopens it
+ * for twice as long, up to `maxOpenMs`.
  */
+import type { CircuitBreakerConfig } from "../config/types.ts";
 import { DEFAULT_CIRCUIT_MAX_OPEN_MS } from "../config/defaults.ts";
+import type { Route } from "../metrics/names.ts";
 import { CIRCUIT_CLOSED, CIRCUIT_HALF_OPEN, CIRCUIT_OPEN, CIRCUIT_PROBING, EndpointTable, I, MAX_MODEL_CIRCUITS } from "../shared/endpoint-table.ts";
 
 const STATE_NAMES = ["closed", "open", "half_open", "probing"] as const;
 const MODEL_FIELDS = Array.from({ length: MAX_MODEL_CIRCUITS }, (_, p) => I.MODEL_CIRCUITS + p);
 export type CircuitStateName = (typeof STATE_NAMES)[number];
 
+/** What an active probe imitates: the route and model of the failure that counted last. */
+export interface ProbeTarget {
+  route: Route;
+  model: string;
+}
+
+/**
+ * An active probe's verdict; `retryAfterMs`: the engine asked for a pause (a
+ * 429) before the next one; `gone`: the endpoint left the registry, nothing
+ * more to probe.
+ */
+export type ProbeVerdict = { ok: true } | { ok: false; retryAfterMs?: number; gone?: true };
+
+/** Sends one active probe of circuit `field` of endpoint `index`; never throws. */
+export type ProbeSender = (index: number, field: number, target: ProbeTarget) => Promise<ProbeVerdict>;
+
+export type CircuitOptions = Pick<CircuitBreakerConfig, "failureThreshold" | "openMs"> & Partial<Pick<CircuitBreakerConfig, "maxOpenMs" | "probe">>;
+
 /** One circuit's own bookkeeping (the state itself is in the table). */
 interface Circuit {
   failures: number;
-  /** The next open period, ms: doubles on a failed probe, capped at maxOpenMs. */
+  /** Without probing, the next open period, ms: doubles on a failed probe, capped at maxOpenMs. */
   openMs: number;
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** What an active probe sends (undefined: nothing failed with a route yet; the open period just ends). */
+  target: ProbeTarget | undefined;
+  /** Bumped whenever the circuit starts afresh: a probe that returns after that says nothing. */
+  generation: number;
+  /** An active probe is on its way: its return schedules the next; no second one starts meanwhile. */
+  inFlight: boolean;
 }
 
 export class CircuitBreakers {
   private readonly circuits = new Map<number, Circuit>();
+  private stopped = false;
 
   constructor(
     private readonly table: EndpointTable,
-    private readonly opts: { failureThreshold: number; openMs: number; maxOpenMs?: number },
+    private readonly opts: CircuitOptions,
     /** `field`: I.CIRCUIT for the endpoint's own circuit, else its model's. */
     private readonly onTransition: (index: number, field: number, state: CircuitStateName) => void = () => {},
+    /** Active probes; without one (or with probing off) open circuits half-open by the clock. */
+    private readonly sendProbe?: ProbeSender,
   ) {}
+
+  private get probing(): boolean {
+    return this.sendProbe !== undefined && this.opts.probe?.enabled === true;
+  }
 
   private key(index: number, field: number): number {
     return index * (I.MODEL_CIRCUITS + MAX_MODEL_CIRCUITS) + field;
@@ -43,7 +87,7 @@ export class CircuitBreakers {
   private circuit(index: number, field: number): Circuit {
     const k = this.key(index, field);
     let c = this.circuits.get(k);
-    if (!c) this.circuits.set(k, (c = { failures: 0, openMs: this.opts.openMs, timer: undefined }));
+    if (!c) this.circuits.set(k, (c = { failures: 0, openMs: this.opts.openMs, timer: undefined, target: undefined, generation: 0, inFlight: false }));
     return c;
   }
 
@@ -61,7 +105,10 @@ export class CircuitBreakers {
     for (const field of fields) {
       const k = this.key(index, field);
       const c = this.circuits.get(k);
-      if (c) clearTimeout(c.timer);
+      if (c) {
+        clearTimeout(c.timer);
+        c.generation++;
+      }
       this.circuits.delete(k);
       this.table.setInt(index, field, CIRCUIT_CLOSED);
     }
@@ -75,19 +122,22 @@ export class CircuitBreakers {
     const c = this.circuit(index, field);
     c.failures = 0;
     const s = this.table.getInt(index, field);
-    if (s === CIRCUIT_PROBING || s === CIRCUIT_HALF_OPEN) {
-      c.openMs = this.opts.openMs;
-      this.set(index, field, CIRCUIT_CLOSED);
-    }
+    if (s === CIRCUIT_PROBING || s === CIRCUIT_HALF_OPEN) this.close(index, field, c);
   }
 
-  failure(index: number, field: number = I.CIRCUIT): void {
+  /** A failure that counts against the circuit; `target`: what an active probe of it should send. */
+  failure(index: number, field: number = I.CIRCUIT, target?: ProbeTarget): void {
     const c = this.circuit(index, field);
     c.failures++;
+    if (target !== undefined) c.target = target;
     const s = this.table.getInt(index, field);
     if (s === CIRCUIT_PROBING) {
-      c.openMs = Math.min(this.opts.maxOpenMs ?? DEFAULT_CIRCUIT_MAX_OPEN_MS, c.openMs * 2);
-      this.open(index, field, c.openMs);
+      // With active probing the next probe comes after an interval, never later: no doubling.
+      if (this.probing && c.target !== undefined) this.open(index, field, this.opts.probe!.intervalMs);
+      else {
+        c.openMs = Math.min(this.opts.maxOpenMs ?? DEFAULT_CIRCUIT_MAX_OPEN_MS, c.openMs * 2);
+        this.open(index, field, c.openMs);
+      }
     } else if (s === CIRCUIT_CLOSED && c.failures >= this.opts.failureThreshold) {
       this.open(index, field, c.openMs);
     }
@@ -109,15 +159,80 @@ export class CircuitBreakers {
     this.open(index, field, ms, CIRCUIT_CLOSED);
   }
 
+  private close(index: number, field: number, c: Circuit): void {
+    clearTimeout(c.timer);
+    c.timer = undefined;
+    c.failures = 0;
+    c.openMs = this.opts.openMs;
+    this.set(index, field, CIRCUIT_CLOSED);
+  }
+
+  /** Open for `ms`; then `after` by the clock (a cool-down), or an active probe decides (a failing circuit, when probing). */
   private open(index: number, field: number, ms: number, after: number = CIRCUIT_HALF_OPEN): void {
     const c = this.circuit(index, field);
     this.set(index, field, CIRCUIT_OPEN);
+    const probe = after === CIRCUIT_HALF_OPEN && this.probing && c.target !== undefined;
+    this.schedule(c, ms, () => {
+      if (this.table.getInt(index, field) !== CIRCUIT_OPEN) return;
+      if (probe) void this.probe(index, field, c);
+      else this.set(index, field, after);
+    });
+  }
+
+  private schedule(c: Circuit, ms: number, run: () => void): void {
     clearTimeout(c.timer);
+    if (this.stopped) return;
     c.timer = setTimeout(() => {
       c.timer = undefined;
-      if (this.table.getInt(index, field) === CIRCUIT_OPEN) this.set(index, field, after);
+      run();
     }, ms);
     c.timer.unref?.();
+  }
+
+  /**
+   * One active probe of an open or half-open circuit. Open: success makes it
+   * half-open (a request confirms it; or the next probe closes it), failure
+   * keeps it open. Half-open with nobody probing: success closes it, failure
+   * reopens it. A request probing it now decides instead.
+   */
+  private async probe(index: number, field: number, c: Circuit): Promise<void> {
+    if (c.inFlight) return;
+    const generation = c.generation;
+    c.inFlight = true;
+    let verdict: ProbeVerdict;
+    try {
+      verdict = await this.sendProbe!(index, field, c.target!);
+    } finally {
+      c.inFlight = false;
+    }
+    if (c.generation !== generation || this.stopped) return; // the circuit started afresh meanwhile
+    if (!verdict.ok && verdict.gone) return;
+    const interval = this.opts.probe!.intervalMs;
+    const s = this.table.getInt(index, field);
+    if (s === CIRCUIT_CLOSED) return;
+    if (verdict.ok) {
+      if (s === CIRCUIT_OPEN) this.set(index, field, CIRCUIT_HALF_OPEN);
+      else if (this.table.casInt(index, field, CIRCUIT_HALF_OPEN, CIRCUIT_CLOSED)) return this.closed(index, field, c);
+    } else if (s !== CIRCUIT_PROBING) {
+      if (s === CIRCUIT_HALF_OPEN) this.set(index, field, CIRCUIT_OPEN);
+      const wait = Math.max(interval, verdict.retryAfterMs ?? 0);
+      return this.schedule(c, wait, () => this.probeIfWaiting(index, field, c));
+    }
+    this.schedule(c, interval, () => this.probeIfWaiting(index, field, c));
+  }
+
+  /** The next probe, unless the circuit closed (a request succeeded) or reopened with its own timer. */
+  private probeIfWaiting(index: number, field: number, c: Circuit): void {
+    const s = this.table.getInt(index, field);
+    if (s === CIRCUIT_OPEN || s === CIRCUIT_HALF_OPEN) void this.probe(index, field, c);
+    else if (s === CIRCUIT_PROBING) this.schedule(c, this.opts.probe!.intervalMs, () => this.probeIfWaiting(index, field, c));
+  }
+
+  /** A compare-and-swap closed it: the bookkeeping and the transition. */
+  private closed(index: number, field: number, c: Circuit): void {
+    c.failures = 0;
+    c.openMs = this.opts.openMs;
+    this.onTransition(index, field, "closed");
   }
 
   private set(index: number, field: number, state: number): void {
@@ -126,6 +241,7 @@ export class CircuitBreakers {
   }
 
   stop(): void {
+    this.stopped = true;
     for (const c of this.circuits.values()) clearTimeout(c.timer);
   }
 }

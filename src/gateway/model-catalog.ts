@@ -2,7 +2,10 @@
  * Which models the gateway serves: configured models with their aliases and
  * fallbacks, plus the models each endpoint serves (its configured list, or
  * what discovery found in its /v1/models). Resolves a client's model name (or
- * alias) to the canonical name.
+ * alias) to the canonical name, and tells a model nobody serves (a 404) from
+ * one that may be served soon (a 503 with Retry-After): an endpoint has not
+ * listed its models yet — the gateway just started, or the upstream is
+ * unreachable — or the fleet wants replicas of it.
  */
 import type { Config, Deadlines, ModelConfig } from "../config/types.ts";
 
@@ -10,6 +13,8 @@ interface EndpointModels {
   models: string[];
   /** Models come from discovery (no configured list). */
   discovered: boolean;
+  /** Discovery has listed them at least once (always true for a configured list). */
+  listed: boolean;
 }
 
 export class ModelCatalog {
@@ -20,6 +25,10 @@ export class ModelCatalog {
   private readonly defaultDeadlines: Deadlines;
   /** Every model some endpoint serves (rebuilt after a change). */
   private served: Set<string> | undefined;
+  /** Endpoints whose models come from discovery that have not listed them yet. */
+  private unlisted = 0;
+  /** Models the fleet wants replicas of (set once the fleet manager exists). */
+  private desired: (name: string) => boolean = () => false;
 
   constructor(config: Config) {
     for (const m of config.models) {
@@ -31,19 +40,32 @@ export class ModelCatalog {
 
   /** An endpoint took slot `index`: its configured models, or undefined to learn them by discovery. */
   addEndpoint(index: number, models: readonly string[] | undefined): void {
-    this.endpoints.set(index, { models: models ? [...models] : [], discovered: models === undefined });
+    this.removeEndpoint(index);
+    this.endpoints.set(index, { models: models ? [...models] : [], discovered: models === undefined, listed: models !== undefined });
+    if (models === undefined) this.unlisted++;
     this.served = undefined;
   }
 
   removeEndpoint(index: number): void {
+    const e = this.endpoints.get(index);
+    if (e && !e.listed) this.unlisted--;
     this.endpoints.delete(index);
     this.served = undefined;
+  }
+
+  /** The fleet manager's desired models: a model it wants replicas of is expected, not unknown. */
+  expectDesired(desired: (name: string) => boolean): void {
+    this.desired = desired;
   }
 
   /** Record what discovery found; ignored for endpoints whose models are configured. Returns whether it changed. */
   setDiscovered(index: number, models: readonly string[]): boolean {
     const e = this.endpoints.get(index);
     if (!e?.discovered) return false;
+    if (!e.listed) {
+      e.listed = true;
+      this.unlisted--;
+    }
     if (e.models.length === models.length && e.models.every((m, i) => m === models[i])) return false;
     e.models = [...models];
     this.served = undefined;
@@ -67,6 +89,16 @@ export class ModelCatalog {
     const canonical = this.aliases.get(name) ?? name;
     if (this.configured.has(canonical)) return canonical;
     return this.servedModels().has(canonical) ? canonical : undefined;
+  }
+
+  /**
+   * A name resolve() does not know that may still be served soon: some
+   * endpoint has not listed its models yet (starting, or its upstream
+   * unreachable since the gateway started), or the fleet wants replicas of
+   * it. Such a request is answered 503 NO_READY_ENDPOINT, not 404.
+   */
+  awaited(name: string): boolean {
+    return this.unlisted > 0 || this.desired(this.aliases.get(name) ?? name);
   }
 
   deadlinesFor(model: string): Deadlines {

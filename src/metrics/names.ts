@@ -67,6 +67,10 @@ export const RECOVERY_RESULTS = [
 ] as const;
 export type RecoveryResult = (typeof RECOVERY_RESULTS)[number];
 
+/** How an active probe of an open circuit ended: the engine answered (ok) or not (failed). */
+export const PROBE_RESULTS = ["ok", "failed"] as const;
+export type ProbeResult = (typeof PROBE_RESULTS)[number];
+
 /** Tenant label for tenants that are not configured (keys may name any tenant). */
 export const OTHER_TENANT = "other";
 
@@ -169,6 +173,11 @@ export const M = {
     labels: ["endpoint", "model", "state"],
   },
   circuitTransitions: { name: "llmgw_circuit_transitions_total", help: "Circuit breaker state changes by endpoint and new state.", labels: ["endpoint", "state"] },
+  circuitProbes: {
+    name: "llmgw_circuit_probes_total",
+    help: "Active probes of open circuits (one-token requests of the gateway's own, never a client's) by endpoint and result.",
+    labels: ["endpoint", "result"],
+  },
   overhead: { name: "llmgw_router_overhead_seconds", help: "Time the router adds before the upstream request is sent (parse, gates, scheduling).", labels: [] },
   admissionQueueDepth: { name: "llmgw_admission_queue_depth", help: "Requests waiting in each band's admission queue.", labels: ["band"] },
   admissionWait: { name: "llmgw_admission_wait_seconds", help: "Time requests waited for admission, by band (granted or not).", labels: ["band"] },

@@ -53,6 +53,7 @@ export class GatewayMetrics {
   readonly filterDrops;
   readonly circuitTransitions;
   readonly modelCircuitTransitions;
+  readonly circuitProbes;
   readonly overhead;
   readonly malformedEvents;
   readonly deadlinesExcused;
@@ -104,6 +105,7 @@ export class GatewayMetrics {
     this.filterDrops = counter(M.filterDrops);
     this.circuitTransitions = counter(M.circuitTransitions);
     this.modelCircuitTransitions = counter(M.modelCircuitTransitions);
+    this.circuitProbes = counter(M.circuitProbes);
     this.overhead = histogram(M.overhead, OVERHEAD_BUCKETS);
     this.malformedEvents = counter(M.malformedEvents);
     this.deadlinesExcused = counter(M.deadlinesExcused);

@@ -23,7 +23,8 @@ import type { Logger } from "../shared/logger.ts";
 import { PoolShareTable } from "../shared/pool-shares.ts";
 import { AdmissionClient } from "../gateway/admission-client.ts";
 import { batchLineSend } from "./batch-line-send.ts";
-import { CircuitBreakers } from "../gateway/circuit-breaker.ts";
+import { CircuitBreakers, type CircuitStateName, type ProbeSender } from "../gateway/circuit-breaker.ts";
+import { sendProbe } from "../gateway/circuit-probe.ts";
 import type { GatewayContext } from "../gateway/context.ts";
 import { EndpointRegistry, MAX_POOLS } from "../gateway/endpoints.ts";
 import { HealthClient, type HealthEvents } from "./health-client.ts";
@@ -68,17 +69,35 @@ export function openRegistry(
   log: Logger,
   metrics: () => GatewayMetrics | undefined,
 ): { registry: EndpointRegistry; breakers: CircuitBreakers } {
-  const breakers = new CircuitBreakers(t.table, config.circuitBreaker, (index, field, state) => {
+  const modelOf = (index: number, field: number) => registry.descriptor(index)?.models[field - I.MODEL_CIRCUITS];
+  const onTransition = (index: number, field: number, state: CircuitStateName) => {
     const id = registry.idOf(index) ?? String(index);
     if (field === I.CIRCUIT) {
       metrics()?.circuitTransitions.inc({ endpoint: id, state });
       log.warn({ endpoint: id, state }, "circuit breaker");
       return;
     }
-    const model = registry.descriptor(index)?.models[field - I.MODEL_CIRCUITS] ?? "unknown";
+    const model = modelOf(index, field) ?? "unknown";
     metrics()?.modelCircuitTransitions.inc({ endpoint: id, model, state });
     log.warn({ endpoint: id, model, state }, "model circuit breaker");
-  });
+  };
+  // Probes run here, on the main thread, beside the breakers they feed: the
+  // breakers own the circuit fields and their timers (one writer per field),
+  // and a probe is a single small fetch every interval per open circuit.
+  let probes = 0;
+  const probe: ProbeSender = async (index, field, target) => {
+    // A removed endpoint (its slot still retiring) is not probed any more.
+    const url = registry.specOf(index)?.url;
+    if (url === undefined) return { ok: false, gone: true };
+    // A model circuit probes its own model; the endpoint's probes the model whose request failed there.
+    const model = field === I.CIRCUIT ? target.model : (modelOf(index, field) ?? target.model);
+    const verdict = await sendProbe(url, { route: target.route, model }, config.circuitBreaker.probe.timeoutMs, `llmgw-probe-${++probes}`);
+    const id = registry.idOf(index) ?? String(index);
+    metrics()?.circuitProbes.inc({ endpoint: id, result: verdict.ok ? "ok" : "failed" });
+    log.debug({ endpoint: id, model, route: target.route, ok: verdict.ok }, "circuit probe");
+    return verdict;
+  };
+  const breakers = new CircuitBreakers(t.table, config.circuitBreaker, onTransition, probe);
   const registry = new EndpointRegistry(t.table, catalog, new DialGuard(config.maxEndpoints), breakers);
   for (const e of config.endpoints) registry.add(e);
   return { registry, breakers };

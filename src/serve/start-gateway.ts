@@ -116,13 +116,17 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     store: state.shared?.fleet,
     leadership: cluster?.leadership(),
   });
+  // A model the fleet wants replicas of is answered 503 while none is ready, not 404.
+  if (fleet) catalog.expectDesired((name) => fleet.manager.state.models.has(name));
   let enginesPolled = false;
   const events: HealthEvents = {
     models(index, models) {
       if (registry.modelsDiscovered(index, models)) log.info({ endpoint: registry.idOf(index), models }, "endpoint models discovered");
     },
     readiness(index, ready, healthy, error) {
-      log.info({ endpoint: registry.idOf(index), ready, healthy, error }, "endpoint readiness");
+      // An upstream that cannot be reached (or whose /health fails) is an operator's business: warn.
+      if (!healthy) log.warn({ endpoint: registry.idOf(index), url: registry.urlOf(index), ready, healthy, error }, "endpoint unreachable or unhealthy");
+      else log.info({ endpoint: registry.idOf(index), ready, healthy, error }, "endpoint readiness");
     },
     enginesPolled: () => (enginesPolled = true),
     gpus: (report) => gpuStore.update(report),

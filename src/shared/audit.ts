@@ -49,6 +49,8 @@ export interface AuditRecord {
   lines: { total: number; completed: number; failed: number } | null;
   /** Requests whose stream broke after its first byte: each break and how it was handled (issue 13); null when none. */
   recoveries: readonly AuditRecovery[] | null;
+  /** Requests: the models whose engines wrote the answer, in order (a fallback's, a continuation's on another model); null when none answered, and for a batch. */
+  models: readonly string[] | null;
 }
 
 /** One break of a stream after its first byte (issue 13). */
@@ -89,6 +91,7 @@ export interface RequestAuditInput {
   replay?: boolean;
   batchId?: string;
   recoveries?: readonly AuditRecovery[];
+  models?: readonly string[];
 }
 
 export function requestAuditRecord(i: RequestAuditInput): AuditRecord {
@@ -115,6 +118,7 @@ export function requestAuditRecord(i: RequestAuditInput): AuditRecord {
     batch_id: i.batchId ?? null,
     lines: null,
     recoveries: i.recoveries ?? null,
+    models: i.models !== undefined && i.models.length > 0 ? [...i.models] : null,
   };
 }
 
@@ -157,6 +161,7 @@ export function batchAuditRecord(b: BatchAuditInput, endedAtMs: number, band = "
     batch_id: b.id,
     lines: { total: b.counts.total, completed: b.counts.completed, failed: b.counts.failed },
     recoveries: null,
+    models: null,
   };
 }
 

@@ -2,7 +2,7 @@
 import { expect, test } from "bun:test";
 import { AUDIT_SCHEMA_VERSION, batchAuditRecord, requestAuditRecord } from "../../src/shared/audit.ts";
 
-const FIELDS = ["audit", "v", "ts", "request_id", "tenant", "model", "band", "route", "endpoint", "stream", "attempts", "outcome", "status", "error_code", "error_message", "tokens", "durations_ms", "cache", "replay", "batch_id", "lines", "recoveries"];
+const FIELDS = ["audit", "v", "ts", "request_id", "tenant", "model", "band", "route", "endpoint", "stream", "attempts", "outcome", "status", "error_code", "error_message", "tokens", "durations_ms", "cache", "replay", "batch_id", "lines", "recoveries", "models"];
 
 test("a request record: fields in schema order, unknowns null, durations from start and end", () => {
   const minimal = requestAuditRecord({ tenant: "t", route: "/v1/chat/completions", outcome: "rejected", status: 429, errorCode: "GPU_SATURATED", startedAtMs: 1_000, endedAtMs: 1_004 });
@@ -24,6 +24,7 @@ test("a request record: fields in schema order, unknowns null, durations from st
     replay: false,
     batch_id: null,
     lines: null,
+    models: null, // no engine wrote
   });
   const full = requestAuditRecord({
     requestId: "r1",
@@ -45,8 +46,9 @@ test("a request record: fields in schema order, unknowns null, durations from st
     cache: "hit",
     replay: true,
     batchId: "batch_1",
+    models: ["m", "m-fallback"],
   });
-  expect(full).toMatchObject({ endpoint: "engine-2", stream: true, attempts: 2, tokens: { prompt: 0, completion: 7 }, durations_ms: { total: 50, queue: 3, ttft: 12 }, cache: "hit", replay: true, batch_id: "batch_1", band: "batch" });
+  expect(full).toMatchObject({ models: ["m", "m-fallback"], endpoint: "engine-2", stream: true, attempts: 2, tokens: { prompt: 0, completion: 7 }, durations_ms: { total: 50, queue: 3, ttft: 12 }, cache: "hit", replay: true, batch_id: "batch_1", band: "batch" });
   expect(JSON.parse(JSON.stringify(full))).toEqual(full);
 });
 

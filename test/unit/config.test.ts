@@ -27,6 +27,24 @@ describe("config loading", () => {
     expect(c.models[0]!.deadlines.idleMs).toBe(c.deadlines.idleMs);
   });
 
+  test("retry.same_endpoint: timeouts move on by default, each class overridable, a bad value names the key", () => {
+    const c = buildConfig({});
+    expect(c.retry.sameEndpoint.headers_timeout).toBe("last_resort");
+    expect(c.retry.sameEndpoint.first_token_timeout).toBe("last_resort");
+    expect(c.retry.sameEndpoint.status_5xx).toBe("before_fallback");
+    const set = buildConfig({ retry: { same_endpoint: { headers_timeout: "before_fallback", status_429: "never" } } });
+    expect([set.retry.sameEndpoint.headers_timeout, set.retry.sameEndpoint.status_429, set.retry.sameEndpoint.connect]).toEqual(["before_fallback", "never", "before_fallback"]);
+    const issues = issuesOf(() => buildConfig({ retry: { same_endpoint: { headers_timeout: "sometimes" } } }));
+    expect(issues.some((i) => i.startsWith("retry.same_endpoint.headers_timeout:"))).toBe(true);
+    expect(issuesOf(() => buildConfig({ retry: { same_endpoint: { idle_timeout: "never" } } })).some((i) => i.includes("idle_timeout"))).toBe(true);
+  });
+
+  test("circuit_breaker.probe: on by default, every 2 s, 5 s deadline; a bad value names the key", () => {
+    expect(buildConfig({}).circuitBreaker.probe).toEqual({ enabled: true, intervalMs: D.DEFAULT_CIRCUIT_PROBE_INTERVAL_MS, timeoutMs: D.DEFAULT_CIRCUIT_PROBE_TIMEOUT_MS });
+    expect(buildConfig({ circuit_breaker: { probe: { enabled: false } } }).circuitBreaker.probe.enabled).toBe(false);
+    expect(issuesOf(() => buildConfig({ circuit_breaker: { probe: { interval_ms: 5 } } })).some((i) => i.startsWith("circuit_breaker.probe.interval_ms:"))).toBe(true);
+  });
+
   test("a bad endpoint URL names the key path and what was expected", () => {
     const issues = issuesOf(() =>
       buildConfig({ endpoints: [{ id: "a", url: "http://x:1" }, { id: "b", url: "http://y:1" }, { id: "c", url: "ftp://nope" }] }),

@@ -20,6 +20,18 @@ const DEFAULTS: SchedulingConfig = {
 };
 
 describe("SchedulingProfile", () => {
+  test("load alone never sends a request to an engine whose slots are all taken while another has one free, whatever a poll-old queue depth says", () => {
+    const p = new SchedulingProfile(DEFAULTS);
+    // Seen under bench admission: sim-1 and sim-2 at 33 of 32 in flight, sim-3 at 27 of 32 but its last poll
+    // (taken while a wave of requests was being admitted) said 6 waiting and more KV in use.
+    const fleet = [
+      endpoint(0, { inflight: 33, capacity: 32, waiting: 0, kvUsage: 0.016 }),
+      endpoint(1, { inflight: 33, capacity: 32, waiting: 0, kvUsage: 0.012 }),
+      endpoint(2, { inflight: 27, capacity: 32, waiting: 6, kvUsage: 0.4 }),
+    ];
+    for (let seed = 1; seed <= 5; seed++) expect(p.schedule({ model: "m", prefixHashes: [] }, fleet, seeded(seed)).endpoint?.id).toBe("e2");
+  });
+
   test("exclude runs first, then each filter's drops are counted", () => {
     const p = new SchedulingProfile(DEFAULTS);
     const fleet = [endpoint(0), endpoint(1, { ready: false }), endpoint(2, { models: ["x"] }), endpoint(3, { gpuFaulted: true }), endpoint(4), endpoint(5)];

@@ -6,8 +6,10 @@
  * replica drained — resume() opens a continuation through the request's own
  * Exchange (hold / sending / endAttempt): on another ready replica of the
  * model that was serving, then down its fallback chain in order; never on an
- * endpoint that broke or failed in this request, that the config keeps out,
- * or that refused a prefill before (a 400 teaches that, and is never what
+ * (endpoint, model) that broke or failed in this request — the same URL may
+ * well serve the fallback (a hosted provider, an engine with several models
+ * or LoRA adapters), as circuits are kept per (endpoint, model) — nor on an
+ * endpoint the config keeps out, or that refused a prefill before (a 400 teaches that, and is never what
  * the client sees). Bounded by continuation.max_recoveries, the total
  * deadline, retry.max_attempts per break and the retry budget (one retry per
  * continuation attempt). The relay calls it; it never calls back up, and it
@@ -50,8 +52,8 @@ export class StreamRecovery implements RelayRecovery {
   private rewriter: ContinuationRewriter | undefined;
   private stream: Evictable | undefined;
   private recoveries = 0;
-  /** Slots whose stream broke, or whose continuation attempt failed, in this request: never tried again for it. */
-  private readonly spent = new Set<number>();
+  /** Per model, the slots whose stream of it broke, or whose continuation attempt of it failed, in this request: never tried again for it. */
+  private readonly spent = new Map<string, Set<number>>();
   /** Index into the chain of the model now serving. */
   private at = 0;
   private closed = false;
@@ -113,7 +115,7 @@ export class StreamRecovery implements RelayRecovery {
     const brokeAt = performance.now();
     const from = x.endpointId;
     this.leave();
-    this.spent.add(this.slot);
+    this.spend(this.slot, this.chain[this.at]!);
     const got = await this.continuation();
     const note: RecoveryNote = { cause, from, result: got.ok ? "recovered" : got.result };
     if (!got.ok && got.reason !== undefined) note.reason = got.reason;
@@ -157,7 +159,7 @@ export class StreamRecovery implements RelayRecovery {
         if (tries >= ctx.config.retry.maxAttempts) return refusal("no_target");
         const leftMs = x.totalLeftMs(totalMs);
         if (leftMs <= 0) return refusal("deadline");
-        const grant = this.grant(model, exclude);
+        const grant = this.grant(model, exclude, at === this.chain.length - 1);
         if (grant === undefined) break; // nothing (else) ready for this model: the next one in the chain
         if (!ctx.budget.tryWithdraw()) {
           this.release(grant);
@@ -169,23 +171,29 @@ export class StreamRecovery implements RelayRecovery {
         if (stream.failure === "cancelled") return refusal("cancelled");
         if (stream.failure === "total_timeout") return refusal("deadline");
         exclude.add(grant.index);
-        this.spent.add(grant.index);
+        this.spend(grant.index, model);
       }
     }
     return refusal("no_target");
   }
 
-  /** Slots that may not take this continuation of `model`: spent in this request, kept out by the config, or known to refuse a prefill. */
+  private spend(slot: number, model: string): void {
+    let slots = this.spent.get(model);
+    if (slots === undefined) this.spent.set(model, (slots = new Set()));
+    slots.add(slot);
+  }
+
+  /** Slots that may not take this continuation of `model`: spent for it in this request, kept out by the config, or known to refuse a prefill. */
   private excluded(model: string): Set<number> {
-    const exclude = new Set(this.spent);
+    const exclude = new Set(this.spent.get(model));
     for (const e of this.ctx.endpoints.active()) if (!this.ctx.continuation.target(e.id, model)) exclude.add(e.index);
     return exclude;
   }
 
-  /** Another ready endpoint of `model` by scoring alone (the request was admitted once); undefined: none. */
-  private grant(model: string, exclude: ReadonlySet<number>): Grant | undefined {
+  /** Another ready endpoint of `model` by scoring alone (the request was admitted once); undefined: none. `lastResort`: the chain's last model. */
+  private grant(model: string, exclude: ReadonlySet<number>, lastResort: boolean): Grant | undefined {
     try {
-      return this.ctx.admission.reschedule(model, this.x.band, this.x.prefixHashes, exclude);
+      return this.ctx.admission.reschedule(model, this.x.band, this.x.prefixHashes, exclude, lastResort);
     } catch {
       return undefined;
     }

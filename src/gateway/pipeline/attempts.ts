@@ -7,6 +7,7 @@
  * request the engine rejected as invalid. A stream that opened is handed to
  * the relay, which owns it from then on.
  */
+import type { SameEndpointPolicy } from "../../config/retry-policy.ts";
 import type { AdmissionRejection } from "../../metrics/names.ts";
 import { LlmgwError } from "../../shared/errors.ts";
 import { SchedulerRejection, type Grant } from "../admission-client.ts";
@@ -19,6 +20,7 @@ import { relayAnswer, usageFromTail } from "../proxy/json-answer.ts";
 import { relayBody } from "../proxy/sse-response.ts";
 import { openUpstream, type AttemptFailed, type AttemptResult } from "../proxy/upstream.ts";
 import { continuationOpener } from "./continuation-attempt.ts";
+import { noReadyEndpoint } from "./no-ready-endpoint.ts";
 import { upstreamBody } from "./upstream-body.ts";
 
 /** What to do after a failed attempt. */
@@ -29,8 +31,11 @@ const CANCELLED = () => new LlmgwError("INTERNAL_ERROR", "client went away");
 /** An OpenAI-shaped answer's usage object sits within its last bytes: only they are read (a 200 MB embeddings answer is never parsed). */
 const USAGE_TAIL_BYTES = 16 * 1024;
 
-/** Failures worth another try on the same endpoint when no other is left (transient by nature). */
-const SAME_ENDPOINT_RETRY: ReadonlySet<AttemptFailed["failure"]> = new Set(["connect", "status_5xx", "status_429", "headers_timeout", "first_token_timeout", "truncated", "malformed"]);
+/** When a failure is retried on the endpoint that failed (retry.same_endpoint); classes not listed never are. */
+function sameEndpointPolicy(ctx: GatewayContext, failure: AttemptFailed["failure"]): SameEndpointPolicy {
+  const policies: Readonly<Record<string, SameEndpointPolicy>> = ctx.config.retry.sameEndpoint;
+  return policies[failure] ?? "never";
+}
 
 /** Waiting out a cool-down ends this long after it, so the circuit's own timer has closed it. */
 const COOL_DOWN_MARGIN_MS = 5;
@@ -92,11 +97,11 @@ export class AttemptLoop {
       if (x.attempts > 0 && !(await this.mayRetry(deadlines.totalMs))) return "give_up";
       const totalLeftMs = x.totalLeftMs(deadlines.totalMs);
       if (totalLeftMs <= 0) return x.fail(new LlmgwError("UPSTREAM_TOTAL_TIMEOUT", "the request exceeded its total deadline before an engine answered"), "timeout");
-      let grant = await this.grant(model, exclude);
-      if (grant === undefined && exclude.size > 0) grant = await this.sameEndpointAgain(model, exclude, deadlines.totalMs);
+      let grant = await this.grant(model, exclude, !hasFallback);
+      if (grant === undefined && exclude.size > 0) grant = await this.sameEndpointAgain(model, exclude, deadlines.totalMs, hasFallback);
       if (grant instanceof Response) return grant;
       if (grant === undefined) return "next_model";
-      x.hold(grant);
+      x.hold(grant, model);
       x.sending();
       const result = await openUpstream(
         {
@@ -141,14 +146,18 @@ export class AttemptLoop {
 
   /**
    * No other endpoint is left for this model: try the one that failed again,
-   * after max(backoff, its Retry-After) — when that wait is within
+   * as its failure class allows (retry.same_endpoint: before the fallback, or
+   * only when no fallback is left — a headers or first-token timeout moves on
+   * at once), after max(backoff, its Retry-After) — when that wait is within
    * retry.max_retry_after_ms and the total deadline (a 429 asking for 2 s is
    * retried about 2 s later, not at once and not never). undefined: fall back.
    */
-  private async sameEndpointAgain(model: string, exclude: Set<number>, totalMs: number): Promise<Grant | Response | undefined> {
+  private async sameEndpointAgain(model: string, exclude: Set<number>, totalMs: number, hasFallback: boolean): Promise<Grant | Response | undefined> {
     const { ctx, x } = this;
     const last = this.last;
-    if (last === undefined || last instanceof LlmgwError || !SAME_ENDPOINT_RETRY.has(last.failure)) return undefined;
+    if (last === undefined || last instanceof LlmgwError) return undefined;
+    const policy = sameEndpointPolicy(ctx, last.failure);
+    if (policy === "never" || (policy === "last_resort" && hasFallback)) return undefined;
     // A 429 cools the model down on that endpoint for its Retry-After (or
     // max_retry_after_ms without one): wait that out, a little past it.
     const max = ctx.config.retry.maxRetryAfterMs;
@@ -159,15 +168,17 @@ export class AttemptLoop {
     if (wait >= 1 && !(await sleepUnless(wait, x.signal))) return x.fail(CANCELLED(), "cancelled");
     exclude.clear();
     ctx.metrics.sameEndpointRetries.inc({ model: x.model!, reason: last.failure });
-    return this.grant(model, exclude);
+    return this.grant(model, exclude, !hasFallback);
   }
 
   /**
    * An endpoint for the next attempt: through admission the first time (it
    * may wait in its band's queue), by scoring alone afterwards. undefined:
-   * nothing (else) is ready for this model.
+   * nothing (else) is ready for this model. `lastResort`: no fallback is
+   * left, so a half-open circuit another request is probing takes this one
+   * too rather than turning it away.
    */
-  private async grant(model: string, exclude: ReadonlySet<number>): Promise<Grant | Response | undefined> {
+  private async grant(model: string, exclude: ReadonlySet<number>, lastResort: boolean): Promise<Grant | Response | undefined> {
     const { ctx, x } = this;
     const first = !this.admitted;
     try {
@@ -181,11 +192,11 @@ export class AttemptLoop {
         series.grant.inc();
         series.path[grant.path].inc();
       } else {
-        grant = ctx.admission.reschedule(model, x.band, x.prefixHashes, exclude);
+        grant = ctx.admission.reschedule(model, x.band, x.prefixHashes, exclude, lastResort);
       }
       this.observeDrops(grant.drops);
       if (x.signal.aborted) {
-        x.hold(grant);
+        x.hold(grant, model);
         return x.fail(CANCELLED(), "cancelled");
       }
       return grant;
@@ -199,8 +210,24 @@ export class AttemptLoop {
         this.rejectedAdmission(err.waitedMs, err.code === "ADMISSION_QUEUE_FULL" ? "queue_full" : "ttl_expired");
         return x.fail(err, err.code === "ADMISSION_QUEUE_FULL" ? "rejected" : "timeout");
       }
+      // Admission found nothing free for this model: as a last resort, a probed half-open circuit.
+      if (first && lastResort && err instanceof SchedulerRejection && err.code === "NO_READY_ENDPOINT") {
+        const joined = this.joinProbed(model, exclude);
+        if (joined !== undefined) return joined;
+      }
       // Nothing (else) ready for this model: an engine's own failure stays the one to report.
       if (!(this.last !== undefined && !(this.last instanceof LlmgwError))) this.last = err instanceof LlmgwError ? err : new LlmgwError("NO_READY_ENDPOINT", String(err));
+      return undefined;
+    }
+  }
+
+  /** A first admission that found only half-open circuits being probed: join one (undefined: none). */
+  private joinProbed(model: string, exclude: ReadonlySet<number>): Grant | undefined {
+    try {
+      const grant = this.ctx.admission.reschedule(model, this.x.band, this.x.prefixHashes, exclude, true);
+      this.observeDrops(grant.drops);
+      return grant;
+    } catch {
       return undefined;
     }
   }
@@ -213,7 +240,9 @@ export class AttemptLoop {
       x.usage = usageFromTail(result.body.subarray(-USAGE_TAIL_BYTES));
       x.endAttempt({ kind: "neutral" });
       x.finish("ok", 200);
-      return new Response(result.body, { status: 200, headers: { "content-type": result.contentType, ...x.headers(true) } });
+      // A held answer is small: its model reads as the client's name. (A committed large one streams through as it is.)
+      const body = x.modelRename === undefined ? result.body : x.modelRename.apply(result.body);
+      return new Response(body, { status: 200, headers: { "content-type": result.contentType, ...x.headers(true) } });
     }
     if (result.kind === "json-stream") {
       const body = relayAnswer(x, result.answer, ctx.config.maxResponseBytes);
@@ -255,8 +284,12 @@ export class AttemptLoop {
   private giveUp(): Response {
     const { x } = this;
     const last = this.last;
-    if (last === undefined) return x.fail(new LlmgwError("NO_READY_ENDPOINT", `no ready endpoint serves model '${x.model}'`), "no_endpoint");
-    if (last instanceof LlmgwError) return x.fail(last, last.code === "NO_READY_ENDPOINT" ? "no_endpoint" : "upstream_error");
+    if (last === undefined) return x.fail(noReadyEndpoint(x.model!), "no_endpoint");
+    if (last instanceof LlmgwError) {
+      if (last.code !== "NO_READY_ENDPOINT") return x.fail(last, "upstream_error");
+      // The scheduler's message names the model it last tried; the client is told of the one it asked for.
+      return x.fail(last.retryAfterS === undefined ? noReadyEndpoint(x.model!) : last, "no_endpoint");
+    }
     const failure = last.failure === "cancelled" ? "connect" : last.failure;
     const retryAfterS = last.retryAfterMs !== undefined ? last.retryAfterMs / 1000 : undefined;
     const detail = failure === "status_5xx" || failure === "status_429" ? `: ${engineError(last.body).message}` : "";

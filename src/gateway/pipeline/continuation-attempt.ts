@@ -17,7 +17,7 @@ const REFUSAL_STATUSES: ReadonlySet<number | undefined> = new Set([400, 422]);
 
 export function continuationOpener(ctx: GatewayContext, x: Exchange): OpenContinuation {
   return async function openContinuation({ grant, model, body, leftMs }) {
-    x.hold(grant);
+    x.hold(grant, model);
     x.sending();
     const result = await openUpstream(
       {

@@ -23,6 +23,7 @@ import { quotaGate } from "../gates/quota.ts";
 import { estimateFromWalk } from "../request/token-estimate.ts";
 import { responseCacheGate } from "../gates/response-cache.ts";
 import { AttemptLoop } from "./attempts.ts";
+import { noReadyEndpoint } from "./no-ready-endpoint.ts";
 import { AnswerRecorders } from "../request/answer-recorders.ts";
 import { Exchange } from "../request/exchange.ts";
 import { parseInferenceBody, readBodyLimited } from "../request/parse.ts";
@@ -80,7 +81,7 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
     if (req.signal.aborted) return answer.wrap(x.fail(new LlmgwError("INTERNAL_ERROR", "client went away while sending the body"), "cancelled"));
     const e = asLlmgwError(err);
     if (e.code === "INTERNAL_ERROR") ctx.log.error({ err, request_id: x.requestId }, "request failed");
-    const res = answer.wrap(x.fail(e, REJECTIONS.has(e.code) ? "rejected" : e.status < 500 ? "client_error" : "upstream_error"));
+    const res = answer.wrap(x.fail(e, REJECTIONS.has(e.code) ? "rejected" : e.code === "NO_READY_ENDPOINT" ? "no_endpoint" : e.status < 500 ? "client_error" : "upstream_error"));
     // Refused before its body was read (no key, too large): close the connection rather than let Bun drain
     // a declared length a byte at a time — a client without a key must not be able to hold sockets open.
     if (!bodyRead && origin === undefined) res.headers.set("connection", "close");
@@ -101,7 +102,11 @@ async function readRequest(ctx: GatewayContext, x: Exchange, req: Request, route
   x.includeUsage = body.stream_options?.include_usage === true;
   x.choices = typeof body.n === "number" ? body.n : 1;
   const model = ctx.catalog.resolve(body.model);
-  if (model === undefined) throw new LlmgwError("MODEL_NOT_FOUND", `The model '${body.model}' does not exist`, { param: "model" });
+  if (model === undefined) {
+    // 404 only for a model nobody serves: an upstream that has not listed its models yet may serve it.
+    if (ctx.catalog.awaited(body.model)) throw noReadyEndpoint(body.model, "its upstream has not listed its models yet (starting, or unreachable)");
+    throw new LlmgwError("MODEL_NOT_FOUND", `The model '${body.model}' does not exist`, { param: "model" });
+  }
   x.setModel(model);
   const hashing = ctx.usesPrefixHashes && route !== "embeddings";
   const affinity = ctx.config.scheduling.prefixAffinity;

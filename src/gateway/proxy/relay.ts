@@ -18,6 +18,7 @@ import type { AttemptFailure, BreakCause, Outcome } from "../../metrics/names.ts
 import type { ErrorCode } from "../../shared/errors.ts";
 import type { Evictable } from "../stream-evictions.ts";
 import type { AttemptVerdict } from "../request/exchange.ts";
+import type { ModelRename } from "../request/model-rename.ts";
 import { ENDPOINT_FAULTS } from "./failures.ts";
 import { abandon, DONE_EVENT, engineErrorMessage, readUsage, sseErrorEvent, view, type RelayOwner, type RelayRecovery } from "./relay-contracts.ts";
 import { finishedChoices, MAX_EVENT_BYTES, type EventVisitor, type ScannedEvent, type SseEventKind } from "./sse-scanner.ts";
@@ -61,6 +62,8 @@ export class SseRelay implements Evictable {
   private runStart = 0;
   private runEnd = 0;
   private tokensInChunk = false;
+  /** The answer's `model` rewritten to the client's name (undefined, the usual case: the engine's bytes go as they are). */
+  private readonly rename: ModelRename | undefined;
   private readonly visit: EventVisitor = (kind, buf, start, end) => this.onEvent(kind, buf, start, end);
 
   constructor(
@@ -72,6 +75,7 @@ export class SseRelay implements Evictable {
     private readonly recovery?: RelayRecovery,
   ) {
     this.first = open.firstEvents;
+    this.rename = x.modelRename;
     for (let i = 0; i < open.malformedDropped; i++) x.malformed();
     if (recovery?.tracking) {
       this.watch = recovery;
@@ -211,6 +215,7 @@ export class SseRelay implements Evictable {
           w.observe(view(buf, start, end));
         }
         this.x.delivered++;
+        if (this.rename !== undefined) return this.forwardCopy(this.rename.apply(view(buf, start, end)));
         return this.forward(buf, start, end);
       }
       case "comment":
@@ -224,7 +229,7 @@ export class SseRelay implements Evictable {
             this.x.usage = w.usage;
             this.sawUsage = true;
           }
-          if (this.x.includeUsage) this.forwardCopy(bytes);
+          if (this.x.includeUsage) this.forwardCopy(this.renamed(bytes));
           return;
         }
         const usage = readUsage(buf.subarray(start, end));
@@ -232,8 +237,9 @@ export class SseRelay implements Evictable {
           this.x.usage = usage;
           this.sawUsage = true;
         }
-        if (this.x.includeUsage) this.forward(buf, start, end);
-        return;
+        if (!this.x.includeUsage) return;
+        if (this.rename !== undefined) return this.forwardCopy(this.rename.apply(view(buf, start, end)));
+        return this.forward(buf, start, end);
       }
       case "malformed":
         this.flushRun();
@@ -271,7 +277,11 @@ export class SseRelay implements Evictable {
   /** A continuation's data event as rewritten (undefined: dropped, as its role delta is: not delivered). */
   private forwardRewritten(bytes: Uint8Array | undefined): void {
     if (bytes !== undefined) this.x.delivered++;
-    this.forwardCopy(bytes);
+    this.forwardCopy(this.renamed(bytes));
+  }
+
+  private renamed(bytes: Uint8Array | undefined): Uint8Array | undefined {
+    return bytes === undefined || this.rename === undefined ? bytes : this.rename.apply(bytes);
   }
 
   private flushRun(): void {

@@ -16,6 +16,7 @@ import { errorResponse, type ErrorCode, type LlmgwError } from "../../shared/err
 import type { Grant } from "../admission-client.ts";
 import type { GatewayContext } from "../context.ts";
 import type { Principal } from "../api-keys.ts";
+import { ModelRename } from "./model-rename.ts";
 import type { InferenceBody } from "./parse.ts";
 
 export interface Usage {
@@ -67,6 +68,10 @@ export class Exchange {
   /** The endpoint of the current (or last) attempt. */
   endpointId: string | undefined;
   usage: Usage | undefined;
+  /** Models whose engines wrote (part of) the answer, in order: a fallback's, a continuation's on another model. */
+  readonly wrote: string[] = [];
+  /** The answer's `model` is rewritten to the client's name: an engine was asked for another (an alias, a fallback). */
+  modelRename: ModelRename | undefined;
   /** Breaks of the stream after its first byte and how each was handled (issue 13); undefined when none. */
   recoveries: RecoveryNote[] | undefined;
   /** Audit: answered from the response cache ("hit") or recorded into it ("miss"); undefined when not cacheable. */
@@ -80,6 +85,8 @@ export class Exchange {
   private errorCode: ErrorCode | undefined;
   private series: RequestSeries | undefined;
   private grant: Grant | undefined;
+  /** The model the current attempt asks for (the request's, or a fallback's). */
+  private attemptModel: string | undefined;
   private lastTokenAt = 0;
   private finished = false;
 
@@ -117,10 +124,11 @@ export class Exchange {
     return totalMs - (performance.now() - this.arrivedAt);
   }
 
-  /** Take ownership of a claimed endpoint for the next attempt. */
-  hold(grant: Grant): void {
+  /** Take ownership of a claimed endpoint for the next attempt, which asks it for `model`. */
+  hold(grant: Grant, model: string): void {
     if (this.grant) throw new Error("an exchange holds one endpoint at a time");
     this.grant = grant;
+    this.attemptModel = model;
     this.queueMs ??= grant.waitedMs; // admission's wait: only the first grant is queued
     this.endpointId = this.ctx.endpoints.idOf(grant.index);
     for (const scorer in grant.scores) this.ctx.metrics.scoreSeries(scorer).observe(grant.scores[scorer]!);
@@ -136,6 +144,12 @@ export class Exchange {
   answered(): void {
     const g = this.grant;
     if (!g) return;
+    const model = this.attemptModel;
+    if (model !== undefined && this.wrote[this.wrote.length - 1] !== model) {
+      // The first answer sets what the client reads as `model`; a continuation keeps the first answer's identity anyway.
+      if (this.wrote.length === 0 && this.body !== undefined && this.body.model !== model) this.modelRename = new ModelRename(this.body.model);
+      this.wrote.push(model);
+    }
     this.ctx.breakers.success(g.index, I.CIRCUIT);
     if (g.circuit >= 0) this.ctx.breakers.success(g.index, g.circuit);
   }
@@ -161,7 +175,8 @@ export class Exchange {
         return;
       case "fault":
         if (g.probe >= 0 && g.probe !== field) breakers.abandon(g.index, g.probe);
-        return breakers.failure(g.index, field);
+        // What failed is what an active probe of the circuit imitates.
+        return breakers.failure(g.index, field, this.attemptModel === undefined ? undefined : { route: this.route, model: this.attemptModel });
       case "cool_down":
         if (g.probe >= 0 && g.probe !== field) breakers.abandon(g.index, g.probe);
         return breakers.coolDown(g.index, field, verdict.ms);
@@ -194,6 +209,8 @@ export class Exchange {
     const h: Record<string, string> = { ...this.quotaHeaders, "x-request-id": this.requestId };
     if (this.attempts > 0) h["x-llmgw-attempts"] = String(this.attempts);
     if (answered && this.endpointId !== undefined) h["x-llmgw-endpoint"] = this.endpointId;
+    // The models that wrote the answer so far (at the first byte: the one that answered; a continuation's is in the audit line).
+    if (answered && this.wrote.length > 0) h["x-llmgw-model"] = this.wrote.join(",");
     return h;
   }
 
@@ -245,6 +262,7 @@ export class Exchange {
       replay: this.replay,
       batchId: this.batchId,
       recoveries: this.recoveries,
+      models: this.wrote,
     });
     ctx.log.info(record, "audit");
   }

@@ -12,20 +12,14 @@
  * Capacity-aware when the candidates are a mix of endpoints with a free
  * batch slot (inflight below their learned capacity) and endpoints without
  * one: the free ones score in [0.5, 1] and the full ones in [0, 0.5), each
- * by the same relative formula. Otherwise 30 vs 32 in flight differ by 2/33,
- * too little against metrics a poll old, and a request could be sent to
- * queue inside an engine while another has a slot free. When all are free
- * or all are full, the plain formula is the score.
+ * by the same relative formula (free-slot-tiers.ts, shared with the other
+ * load scorers). Otherwise 30 vs 32 in flight differ by 2/33, too little
+ * against metrics a poll old, and a request could be sent to queue inside an
+ * engine while another has a slot free. When all are free or all are full,
+ * the plain formula is the score.
  */
+import { tierByFreeSlot } from "../free-slot-tiers.ts";
 import type { EndpointView, RequestView, Scorer, SchedulingContext } from "../types.ts";
-
-/** The most a full endpoint scores in a mix: below 0.5, the least a free one scores. */
-const FULL_BELOW = 0.499;
-
-/** In flight below the learned batch capacity (unknown capacity: counted free, as before it was learned). */
-function hasFreeSlot(e: EndpointView): boolean {
-  return e.capacity === undefined || e.inflight < e.capacity;
-}
 
 export const inflight: Scorer = {
   name: "inflight",
@@ -37,17 +31,12 @@ export const inflight: Scorer = {
       if (n > max) max = n;
       if (n < min) min = n;
     }
-    let free = 0;
-    for (const e of endpoints) if (hasFreeSlot(e)) free++;
-    const tiered = free > 0 && free < endpoints.length;
     const out = new Array<number>(endpoints.length);
     for (let i = 0; i < endpoints.length; i++) {
-      const e = endpoints[i]!;
-      const n = e.inflight;
-      let s = 1 - ((n > 0 ? n : 0) - min) / (max + 1);
-      if (tiered) s = hasFreeSlot(e) ? 0.5 + s / 2 : Math.min(s / 2, FULL_BELOW);
+      const n = endpoints[i]!.inflight;
+      const s = 1 - ((n > 0 ? n : 0) - min) / (max + 1);
       out[i] = s === s ? s : 0; // Infinity counts give NaN: worst, not best
     }
-    return out;
+    return tierByFreeSlot(endpoints, out);
   },
 };

@@ -6,8 +6,11 @@
  * absolute formula, not relative to the other candidates: 90% full is
  * nearly out of room however full the others are. Absent or stale usage
  * scores 0, as if full, so an endpoint nothing has reported never wins on
- * this scorer over one known to have room.
+ * this scorer over one known to have room. Tiered by free batch slot like
+ * every load scorer (free-slot-tiers.ts) when the candidates mix endpoints
+ * with and without one.
  */
+import { tierByFreeSlot } from "../free-slot-tiers.ts";
 import type { EndpointView, RequestView, Scorer, SchedulingContext } from "../types.ts";
 
 /** Score given to an endpoint whose engine has not reported KV usage. */
@@ -22,6 +25,6 @@ export const kvCache: Scorer = {
       if (u === undefined || !Number.isFinite(u)) out[i] = KV_CACHE_ABSENT_SCORE;
       else out[i] = u <= 0 ? 1 : u >= 1 ? 0 : 1 - u;
     }
-    return out;
+    return tierByFreeSlot(endpoints, out);
   },
 };

@@ -9,8 +9,11 @@
  * endpoint above 0. An endpoint whose `waiting` is absent or stale scores 0,
  * below every known one: a replica nothing has reported must never look
  * like the idlest in the fleet (the `inflight` scorer still spreads load
- * among such endpoints).
+ * among such endpoints). Tiered by free batch slot like every load scorer
+ * (free-slot-tiers.ts): a waiting count a poll old does not send a request
+ * to an engine whose slots are all taken while another has one free.
  */
+import { tierByFreeSlot } from "../free-slot-tiers.ts";
 import type { EndpointView, RequestView, Scorer, SchedulingContext } from "../types.ts";
 
 /** Score given to an endpoint whose engine has not reported a queue depth. */
@@ -34,6 +37,6 @@ export const queueDepth: Scorer = {
       if (w === undefined || !Number.isFinite(w)) out[i] = QUEUE_DEPTH_ABSENT_SCORE;
       else out[i] = 1 - ((w > 0 ? w : 0) - min) / (max + 1);
     }
-    return out;
+    return tierByFreeSlot(endpoints, out);
   },
 };
