@@ -39,6 +39,7 @@ function banner(api: string, admin: string, engines: string[]): string {
 llmgw demo is running: a gateway in front of ${engines.length} simulated vLLM engines.
 
   OpenAI API     ${api}/v1        (model "${DEMO_MODEL}", alias "llama")
+  Dashboard      ${admin}/dashboard
   Admin          ${admin}/admin/v1/endpoints   ${admin}/metrics   ${admin}/openapi
   Sim-engines    ${engines.join("  ")}
 
