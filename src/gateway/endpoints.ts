@@ -8,6 +8,7 @@
  */
 import type { EndpointDescriptor } from "../protocol/scheduler-messages.ts";
 import type { PolledEndpoint } from "../protocol/health-messages.ts";
+import type { KvEventsSource } from "../protocol/kv-events-messages.ts";
 import type { EngineFlavor } from "../config/types.ts";
 import { EndpointTable, I, SLOT_ACTIVE, SLOT_FREE, SLOT_RETIRING } from "../shared/endpoint-table.ts";
 import type { CircuitBreakers } from "./circuit-breaker.ts";
@@ -28,6 +29,8 @@ export interface EndpointSpec {
   dcgmUrl: string | undefined;
   /** The node it runs on, for a fleet replica (undefined for a static endpoint). */
   node?: string | undefined;
+  /** Where its engine publishes KV-cache events (config `kv_events`, or the replica's report); absent: none. */
+  kvEvents?: KvEventsSource | undefined;
 }
 
 /** Who must hear of a change (the two workers' clients); attached once they exist. */
