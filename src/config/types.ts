@@ -1,4 +1,5 @@
 /** The validated, frozen configuration the rest of llmgw reads (defaults applied). */
+import type { KvEventsConfig, KvEventsSource } from "./kv-events-config.ts";
 import type { FilterName, PickerName, RelayVariantName, ScorerName } from "./plugin-names.ts";
 import type { LogLevel } from "../shared/logger.ts";
 
@@ -48,6 +49,8 @@ export interface EndpointConfig {
   gpuIds: readonly string[];
   /** dcgm-exporter URL of the endpoint's node, if GPU health is watched. */
   dcgmUrl: string | undefined;
+  /** Where its engine publishes KV-cache events; undefined: none configured. */
+  kvEvents: KvEventsSource | undefined;
 }
 
 export interface Listen {
@@ -232,7 +235,11 @@ export interface Config {
     scorers: readonly { name: ScorerName; weight: number }[];
     picker: PickerName;
     prefixAffinity: { blockChars: number; maxBlocks: number; lruEntries: number };
+    /** What stands in for precise-prefix where an engine's event stream is stale or absent: the gateway's own estimate (absent: it), or rendezvous hashing with several gateways (state.backend redis). */
+    preciseStandIn?: "prefix-affinity" | "prefix-rendezvous";
   };
+  /** The gateway's side of engines' KV-cache events. */
+  kvEvents: KvEventsConfig;
   health: { pollIntervalMs: number; timeoutMs: number; staleAfterMs: number };
   retry: { maxAttempts: number; budgetRatio: number; minPerS: number; backoffMs: number; maxRetryAfterMs: number };
   circuitBreaker: { failureThreshold: number; openMs: number; maxOpenMs: number };

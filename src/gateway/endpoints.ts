@@ -38,6 +38,8 @@ export interface EndpointListeners {
   setEndpoint(index: number, d: EndpointDescriptor | undefined): void;
   setModels(index: number, models: string[]): void;
   pollEndpoint(index: number, e: PolledEndpoint | undefined): void;
+  /** Follow the KV-cache events of the endpoint in a slot (undefined: it publishes none, or left). */
+  followKvEvents?(index: number, id: string, source: KvEventsSource | undefined): void;
 }
 
 /** Pools the shared pool table has rows for. */
@@ -82,6 +84,7 @@ export class EndpointRegistry {
     this.slotById.set(spec.id, index);
     this.listeners?.setEndpoint(index, this.descriptor(index));
     this.listeners?.pollEndpoint(index, this.polled(index));
+    if (spec.kvEvents) this.listeners?.followKvEvents?.(index, spec.id, spec.kvEvents);
     return index;
   }
 
@@ -96,6 +99,7 @@ export class EndpointRegistry {
     this.table.setInt(index, I.SLOT, SLOT_RETIRING);
     this.listeners?.setEndpoint(index, undefined);
     this.listeners?.pollEndpoint(index, undefined);
+    this.listeners?.followKvEvents?.(index, id, undefined);
     this.sweep();
   }
 

@@ -185,7 +185,7 @@ export class StreamRecovery implements RelayRecovery {
   /** Another ready endpoint of `model` by scoring alone (the request was admitted once); undefined: none. */
   private grant(model: string, exclude: ReadonlySet<number>): Grant | undefined {
     try {
-      return this.ctx.admission.reschedule(model, this.x.band, this.x.prefixHashes, exclude);
+      return this.ctx.admission.reschedule(model, this.x.band, this.x.routingKeys(), exclude);
     } catch {
       return undefined;
     }

@@ -174,14 +174,14 @@ export class AttemptLoop {
       let grant: Grant;
       if (first) {
         this.admitted = true;
-        const g = ctx.admission.admit({ model, band: x.band, tenant: x.tenant, estTokens: x.estTokens, prefixHashes: x.prefixHashes }, x.signal, ctx.config.admission.fastPath);
+        const g = ctx.admission.admit({ model, band: x.band, tenant: x.tenant, estTokens: x.estTokens, ...x.routingKeys() }, x.signal, ctx.config.admission.fastPath);
         grant = g instanceof Promise ? await g : g;
         const series = ctx.metrics.grantSeries(x.bandName, ctx.tenantLabel(x.tenant));
         series.wait.observe(grant.waitedMs / 1000);
         series.grant.inc();
         series.path[grant.path].inc();
       } else {
-        grant = ctx.admission.reschedule(model, x.band, x.prefixHashes, exclude);
+        grant = ctx.admission.reschedule(model, x.band, x.routingKeys(), exclude);
       }
       this.observeDrops(grant.drops);
       if (x.signal.aborted) {
