@@ -37,7 +37,7 @@ type Keys = readonly number[];
 
 interface Candidate {
   key: string;
-  body: Record<string, unknown>;
+  body: () => Record<string, unknown>;
 }
 
 export interface TokenizeTarget {
@@ -136,7 +136,7 @@ export class PromptTokenizer {
       const res = await fetch(`${url}/tokenize`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify(c.body),
+        body: JSON.stringify(c.body()),
         signal: AbortSignal.timeout(this.config.timeoutMs * ABANDON_AFTER_TIMEOUTS),
       });
       const answer: unknown = res.ok ? await res.json() : undefined;
@@ -165,29 +165,51 @@ export class PromptTokenizer {
 
   /** What may be tokenized for this request, the whole prompt first; undefined when it is not one text (a batch, odd content). */
   private candidates(body: Record<string, unknown>, route: Route, model: string): Candidate[] | undefined {
-    const cuts = (text: string, make: (head: string) => Record<string, unknown>): Candidate[] => {
+    const root = wyhash(model, 0n);
+    const cuts = (text: string, seed: bigint, make: (head: string) => Record<string, unknown>): Candidate[] => {
       const out: Candidate[] = [];
-      for (let c = this.config.cutChars; c < text.length; c *= 2) out.unshift(candidate(make(text.slice(0, c))));
+      for (let c = this.config.cutChars; c < text.length; c *= 2) out.unshift(candidate(wyhash(`cut:${c}`, wyhash(text.slice(0, c), seed)), () => make(text.slice(0, c))));
       return out;
     };
     if (route === "completions") {
-      if (typeof body.prompt !== "string") return undefined;
-      return [candidate({ model, prompt: body.prompt }), ...cuts(body.prompt, (head) => ({ model, prompt: head }))];
+      const prompt = body.prompt;
+      if (typeof prompt !== "string") return undefined;
+      const seed = wyhash("completion", root);
+      return [candidate(wyhash(prompt, seed), () => ({ model, prompt })), ...cuts(prompt, seed, (head) => ({ model, prompt: head }))];
     }
     const messages = body.messages;
     if (!Array.isArray(messages) || messages.length === 0) return undefined;
     const template: Record<string, unknown> = {};
-    for (const f of TEMPLATE_FIELDS) if (body[f] !== undefined) template[f] = body[f];
     const flags: Record<string, unknown> = {};
+    // The key chains each message's role and content (one pass over the prompt, no serialising): the history's key is a step of the whole's.
+    let seed = wyhash("chat", root);
+    for (const f of TEMPLATE_FIELDS) {
+      if (body[f] === undefined) continue;
+      template[f] = body[f];
+      seed = wyhash(`${f}=${JSON.stringify(body[f])}`, seed);
+    }
+    let history = seed;
+    for (let i = 0; i < messages.length; i++) {
+      if (i === messages.length - 1) history = seed;
+      const m: unknown = messages[i];
+      if (typeof m !== "object" || m === null) return undefined;
+      const { role, content } = m as Record<string, unknown>;
+      seed = wyhash(typeof content === "string" ? content : JSON.stringify(content ?? null), wyhash(`${String(role)}\u0000`, seed));
+    }
     for (const f of ["add_generation_prompt", "continue_final_message"] as const) if (body[f] !== undefined) flags[f] = body[f];
-    const whole = candidate({ model, messages, ...flags, ...template });
-    if (messages.length > 1) return [whole, candidate({ model, messages: messages.slice(0, -1), add_generation_prompt: false, ...template })];
-    const only = messages[0] as Record<string, unknown> | null;
-    if (typeof only !== "object" || only === null || typeof only.content !== "string") return [whole];
-    return [whole, ...cuts(only.content, (head) => ({ model, messages: [{ ...only, content: head }], add_generation_prompt: false, continue_final_message: true, ...template }))];
+    const whole = candidate(wyhash(JSON.stringify(flags), seed), () => ({ model, messages, ...flags, ...template }));
+    if (messages.length > 1) return [whole, candidate(wyhash("history", history), () => ({ model, messages: messages.slice(0, -1), add_generation_prompt: false, ...template }))];
+    const only = messages[0] as Record<string, unknown>;
+    if (typeof only.content !== "string") return [whole];
+    return [whole, ...cuts(only.content, wyhash(`${String(only.role)}\u0000`, history), (head) => ({ model, messages: [{ ...only, content: head }], add_generation_prompt: false, continue_final_message: true, ...template }))];
   }
 }
 
-function candidate(body: Record<string, unknown>): Candidate {
-  return { key: Bun.hash.wyhash(JSON.stringify(body)).toString(36), body };
+function wyhash(text: string, seed: bigint): bigint {
+  return Bun.hash.wyhash(text, seed);
+}
+
+/** A cache key (a chained hash of what would be tokenized) and the /tokenize body, built only when asked for. */
+function candidate(hash: bigint, body: () => Record<string, unknown>): Candidate {
+  return { key: hash.toString(36), body };
 }
