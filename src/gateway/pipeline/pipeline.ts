@@ -59,8 +59,6 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
       x.batchId = origin.batchId;
     }
     await readRequest(ctx, x, req, route);
-    // Started now, awaited just before admission (it may ask an engine for the prompt's token ids, within a time limit).
-    const tokenizing = ctx.promptTokens.keysFor(x.body!, route, x.model!, x.promptEstimate);
     // Each gate is a promise only when it must wait (a shared quota asking
     // Redis, a key sent, a model opted in): the common request awaits nothing here.
     const quota = quotaGate(ctx, x);
@@ -75,6 +73,9 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
     // Long prefills send nothing for a while; Bun's idle timeout would cut
     // them. The attempt's own deadlines bound the request instead.
     server?.timeout(req, 0);
+    // The prompt's token ids for precise-prefix routing: cached, or asked of an engine within a time limit
+    // (after the gates, so a replayed, cached or refused request asks for nothing).
+    const tokenizing = ctx.promptTokens.keysFor(x.body!, route, x.model!, x.promptEstimate);
     x.tokenBlockKeys = tokenizing instanceof Promise ? await tokenizing : tokenizing;
     return answer.wrap(await new AttemptLoop(ctx, x).run());
   } catch (err) {
