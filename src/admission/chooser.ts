@@ -12,9 +12,14 @@ import { CIRCUIT_HALF_OPEN, CIRCUIT_PROBING, EndpointTable, I, modelCircuitField
 import type { EndpointDirectory } from "./endpoint-directory.ts";
 import { readEndpointView } from "./endpoint-views.ts";
 
-export interface ChooseRequest {
-  model: string;
+/** What scoring reads of a request's prompt: prefix hashes of its text, and token-block keys of its token ids when it was tokenized. */
+export interface RoutingKeys {
   prefixHashes: readonly number[];
+  tokenBlockKeys?: readonly number[];
+}
+
+export interface ChooseRequest extends RoutingKeys {
+  model: string;
   /** Endpoints the request already tried (retries exclude them). */
   exclude?: ReadonlySet<number>;
   /**
@@ -69,7 +74,11 @@ export class EndpointChooser {
     for (let i = 0; i < serving.length; i++) views[i] = readEndpointView(this.table, serving[i]!, now, this.staleAfterMs, req.model, joinProbing);
     let exclude = req.exclude;
     for (let race = 0; ; race++) {
-      const decision = this.profile.schedule({ model: req.model, prefixHashes: req.prefixHashes, exclude }, views, random);
+      const decision = this.profile.schedule(
+        req.tokenBlockKeys === undefined ? { model: req.model, prefixHashes: req.prefixHashes, exclude } : { model: req.model, prefixHashes: req.prefixHashes, exclude, tokenBlockKeys: req.tokenBlockKeys },
+        views,
+        random,
+      );
       const chosen = decision.endpoint;
       if (!chosen) return { ok: false, drops: decision.drops };
       const row = chosen.index;

@@ -8,7 +8,9 @@
  */
 import type { FromScheduler, ToScheduler } from "../protocol/scheduler-messages.ts";
 import { SchedulingProfile } from "../scheduling/profile.ts";
+import { KvBlockIndex } from "../scheduling/kv-block-index.ts";
 import { PrefixIndex } from "../scheduling/prefix-index.ts";
+import { KvEventStats } from "../shared/kv-event-stats.ts";
 import { AdmissionStatsTable, EndpointTable, PoolTable, S, Signals } from "../shared/endpoint-table.ts";
 import { PoolShareTable } from "../shared/pool-shares.ts";
 import { EndpointChooser } from "./chooser.ts";
@@ -37,7 +39,8 @@ export class SchedulerWorkerLoop {
     this.signals = new Signals(init.signals);
     this.directory = new EndpointDirectory(init.directory);
     const prefixIndex = new PrefixIndex(init.scheduling.prefixAffinity.lruEntries, init.prefixIndex);
-    const chooser = new EndpointChooser(table, this.directory, new SchedulingProfile(init.scheduling, undefined, prefixIndex), init.staleAfterMs);
+    const kvIndex = new KvBlockIndex(init.kvIndexCapacity, new KvEventStats(init.maxEndpoints, init.kvStats), init.kvIndex);
+    const chooser = new EndpointChooser(table, this.directory, new SchedulingProfile(init.scheduling, undefined, prefixIndex, kvIndex), init.staleAfterMs);
     const shares = init.shares ? new PoolShareTable(init.maxPools, init.shares) : undefined;
     this.admission = new AdmissionController(table, pools, stats, this.directory, chooser, init.admission, init.staleAfterMs, undefined, shares);
     this.admission.refresh();

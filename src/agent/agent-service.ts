@@ -6,11 +6,11 @@
  */
 import { createServer } from "node:net";
 import { LlmgwError } from "../shared/errors.ts";
-import { buildLaunchPlan, type EngineBinaries } from "./engine-adapters.ts";
+import { buildLaunchPlan, type EngineBinaries, type KvEventsPorts } from "./engine-adapters.ts";
 import { collectInventory, type Inventory } from "./inventory.ts";
 import { readStat } from "./proc-info.ts";
-import { REPLICA_ID_RE, replicaSpecSchema, specFingerprint } from "./replica-spec.ts";
-import type { ReplicaStatus, Supervisor } from "./supervisor.ts";
+import { publishesKvEvents, REPLICA_ID_RE, replicaSpecSchema, specFingerprint, type ReplicaSpec } from "./replica-spec.ts";
+import type { ReplicaKvEvents, ReplicaStatus, Supervisor } from "./supervisor.ts";
 import { validateReplica, type OtherReplica } from "./validation.ts";
 
 export const INVENTORY_TTL_MS = 1_000;
@@ -50,6 +50,15 @@ export async function freePort(host: string, avoid: ReadonlySet<number>): Promis
     if (port > 0 && !avoid.has(port)) return port;
   }
   throw new LlmgwError("INTERNAL_ERROR", "no free port found");
+}
+
+/** The ports a replica's KV-event sockets hold (from their reported addresses). */
+function kvEventPorts(kv: ReplicaKvEvents | null): number[] {
+  if (kv === null) return [];
+  return [kv.endpoint, kv.replayEndpoint].flatMap((e) => {
+    const m = e === null ? null : /:(\d+)$/.exec(e);
+    return m ? [Number(m[1])] : [];
+  });
 }
 
 function urlHost(host: string): string {
@@ -102,15 +111,18 @@ export class AgentService {
       const fingerprint = specFingerprint(spec);
       const current = sup.desired(id);
       if (current?.fingerprint === fingerprint) return { outcome: "unchanged" as const, replica: this.status(id) };
-      const others: OtherReplica[] = sup
-        .list()
-        .filter((r) => r.id !== id && r.state !== "Stopped")
-        .map((r) => ({ id: r.id, gpus: r.gpus, port: r.port }));
+      const running = sup.list().filter((r) => r.id !== id && r.state !== "Stopped");
+      const others: OtherReplica[] = running.map((r) => ({ id: r.id, gpus: r.gpus, port: r.port }));
       const inv = await this.inventory(0);
       const fabric = validateReplica(spec, { gpus: inv.gpus, fabric: inv.fabric, others });
       if (spec.port !== undefined) await this.checkPortFree(id, spec.port);
-      const port = spec.port ?? (await freePort(this.opts.engineHost, new Set(others.map((o) => o.port).filter((p): p is number => p !== null))));
-      const plan = buildLaunchPlan({ spec, port, host: this.opts.engineHost, fabric, bins: this.opts.bins });
+      // Every port our replicas hold, their KV-event sockets included, is off limits for a new one.
+      const taken = new Set(others.map((o) => o.port).filter((p): p is number => p !== null));
+      for (const r of running) for (const p of kvEventPorts(r.kvEvents)) taken.add(p);
+      const port = spec.port ?? (await freePort(this.opts.engineHost, taken));
+      taken.add(port);
+      const kv = await this.allocateKvEvents(id, spec, taken);
+      const plan = buildLaunchPlan({ spec, port, host: this.opts.engineHost, fabric, bins: this.opts.bins, ...(kv ? { kvEvents: kv.ports } : {}) });
       const outcome = await sup.apply({
         id,
         spec,
@@ -119,9 +131,29 @@ export class AgentService {
         endpoint: `http://${urlHost(this.opts.advertiseHost)}:${port}`,
         probeUrl: `http://${urlHost(probeHost(this.opts.engineHost))}:${port}`,
         plan,
+        ...(kv ? { kvEvents: kv.report } : {}),
       });
       return { outcome, replica: this.status(id) };
     });
+  }
+
+  /**
+   * Two free ports for the engine's KV-event PUB and replay sockets, and
+   * their addresses as the control plane reaches them (the engine binds them
+   * on every interface: vLLM binds only a wildcard endpoint). The topic
+   * names the replica and its model, as llm-d's `kv@pod@model`.
+   */
+  private async allocateKvEvents(id: string, spec: ReplicaSpec, taken: Set<number>): Promise<{ ports: KvEventsPorts; report: ReplicaKvEvents } | undefined> {
+    if (!publishesKvEvents(spec)) return undefined;
+    // The engine binds them on every interface (tcp://*:port): they must be free there.
+    const host = "0.0.0.0";
+    const port = await freePort(host, taken);
+    taken.add(port);
+    const replayPort = await freePort(host, taken);
+    taken.add(replayPort);
+    const topic = `kv@${id}@${spec.model}`;
+    const advertised = urlHost(this.opts.advertiseHost);
+    return { ports: { port, replayPort, topic }, report: { endpoint: `tcp://${advertised}:${port}`, replayEndpoint: `tcp://${advertised}:${replayPort}`, topic } };
   }
 
   /** Refuse a port another process holds (the engine could only crash-loop on it); the replica's own running engine may hold it. */

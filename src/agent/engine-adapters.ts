@@ -6,6 +6,8 @@
  * ranks other than 0, per vLLM's distributed serving docs); SGLang
  * `python -m sglang.launch_server` (`--tp` counts GPUs across nodes,
  * `--dist-init-addr host:port`); the bundled sim-engine through `src/cli.ts`.
+ * vLLM and the sim-engine publish KV-cache events on ports the agent
+ * allocates (`--kv-events-config`), so the gateway can index them.
  */
 import { ncclEnv, type ResolvedFabric } from "./nccl-env.ts";
 import type { EngineKind, ReplicaSpec } from "./replica-spec.ts";
@@ -23,8 +25,17 @@ export interface EngineBinaries {
   cli: string;
 }
 
+/** Where the engine publishes its KV-cache events: the ports the agent allocated (bound on every interface, as vLLM binds a wildcard). */
+export interface KvEventsPorts {
+  port: number;
+  replayPort: number;
+  topic: string;
+}
+
 export interface LaunchInput {
   spec: ReplicaSpec;
+  /** Publish KV-cache events on these ports (vLLM and the sim-engine); absent: none. */
+  kvEvents?: KvEventsPorts;
   /** The port the engine serves its OpenAI API on (resolved: spec.port or an auto-assigned one). */
   port: number;
   /** Interface the engine binds. */
@@ -41,6 +52,19 @@ export interface LaunchPlan {
 
 function opt(flag: string, value: string | number | undefined): string[] {
   return value === undefined ? [] : [flag, String(value)];
+}
+
+/**
+ * vLLM's --kv-events-config (vllm/config/kv_events.py): PUB and replay
+ * ROUTER on the allocated ports. A wildcard endpoint makes vLLM bind (any
+ * other it would connect to); the sim-engine takes the same flag.
+ */
+export function kvEventsConfigArg(k: KvEventsPorts): string {
+  return JSON.stringify({ enable_kv_cache_events: true, publisher: "zmq", endpoint: `tcp://*:${k.port}`, replay_endpoint: `tcp://*:${k.replayPort}`, topic: k.topic });
+}
+
+function kvEventsFlag(input: LaunchInput): string[] {
+  return input.kvEvents === undefined ? [] : ["--kv-events-config", kvEventsConfigArg(input.kvEvents)];
 }
 
 function vllmArgv(input: LaunchInput): string[] {
@@ -64,6 +88,7 @@ function vllmArgv(input: LaunchInput): string[] {
     ...(mn && mn.nnodes > 1
       ? [...opt("--nnodes", mn.nnodes), ...opt("--node-rank", mn.nodeRank), ...opt("--master-addr", mn.masterAddr), ...opt("--master-port", mn.masterPort), ...(mn.nodeRank > 0 ? ["--headless"] : [])]
       : []),
+    ...kvEventsFlag(input),
     ...spec.extraArgs,
   ];
 }
@@ -108,6 +133,7 @@ function simArgv(input: LaunchInput): string[] {
     spec.model,
     ...opt("--startup-ms", spec.startupMs),
     ...(spec.gpus.length > 0 ? ["--gpus", String(spec.gpus.length)] : []),
+    ...kvEventsFlag(input),
     ...spec.extraArgs,
   ];
 }
@@ -122,12 +148,13 @@ export const OWNED_FLAGS: Record<EngineKind, readonly string[]> = {
   vllm: [
     "--model", "--host", "--port", "--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp", "--data-parallel-size", "-dp",
     "--max-num-seqs", "--gpu-memory-utilization", "--quantization", "--nnodes", "--node-rank", "--master-addr", "--master-port", "--headless",
+    "--kv-events-config",
   ],
   sglang: [
     "--model-path", "--model", "--host", "--port", "--tp", "--tp-size", "--tensor-parallel-size", "--pp-size", "--pipeline-parallel-size",
     "--dp", "--dp-size", "--data-parallel-size", "--max-running-requests", "--mem-fraction-static", "--quantization", "--nnodes", "--node-rank", "--dist-init-addr",
   ],
-  sim: ["--model", "--host", "--port", "--startup-ms", "--gpus"],
+  sim: ["--model", "--host", "--port", "--startup-ms", "--gpus", "--kv-events-config"],
 };
 
 const ARGV: Record<EngineKind, (input: LaunchInput) => string[]> = { vllm: vllmArgv, sglang: sglangArgv, sim: simArgv };

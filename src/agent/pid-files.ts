@@ -25,6 +25,8 @@ export const pidFileSchema = z.object({
   probeUrl: z.string(),
   startedAtMs: z.number(),
   restarts: z.int(),
+  /** Where the engine publishes KV-cache events (absent in files written before agents allocated them). */
+  kvEvents: z.object({ endpoint: z.string(), replayEndpoint: z.string().nullable(), topic: z.string() }).optional(),
 });
 
 export type PidFile = z.infer<typeof pidFileSchema>;

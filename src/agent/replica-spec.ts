@@ -36,6 +36,11 @@ export const replicaSpecSchema = z.strictObject({
       socketIfname: z.string().min(1).optional(),
     })
     .optional(),
+  /**
+   * vLLM and sim-engine: publish KV-cache events on ports the agent
+   * allocates and reports with the replica. Absent: on (SGLang: never).
+   */
+  kvEvents: z.boolean().optional(),
   /** sim-engine only: simulated weight-loading time. */
   startupMs: z.int().min(0).optional(),
   extraArgs: z.array(z.string()).default([]),
@@ -65,4 +70,10 @@ export function specFingerprint(spec: ReplicaSpec): string {
 /** Total GPUs across nodes the parallel layout asks for. */
 export function worldSize(spec: ReplicaSpec): number {
   return spec.tensorParallel * spec.pipelineParallel;
+}
+
+/** Whether a replica publishes KV-cache events: vLLM and the sim-engine unless turned off, on the rank that serves (a headless vLLM rank runs no scheduler). */
+export function publishesKvEvents(spec: ReplicaSpec): boolean {
+  if (spec.engine === "sglang" || spec.kvEvents === false) return false;
+  return spec.multiNode === undefined || spec.multiNode.nodeRank === 0;
 }

@@ -35,6 +35,17 @@ export interface DesiredReplica {
   /** URL the agent probes (loopback when the engine binds every interface). */
   probeUrl: string;
   plan: LaunchPlan;
+  /** Where the engine publishes its KV-cache events, as the control plane reaches them; absent: it publishes none. */
+  kvEvents?: ReplicaKvEvents;
+}
+
+/** A replica's KV-event sockets as reported to the control plane. */
+export interface ReplicaKvEvents {
+  /** The PUB socket: `tcp://host:port`. */
+  endpoint: string;
+  /** The replay ROUTER. */
+  replayEndpoint: string | null;
+  topic: string;
 }
 
 export interface ReplicaStatus {
@@ -54,6 +65,8 @@ export interface ReplicaStatus {
   nextRestartInMs: number | null;
   /** Last lines of stdout+stderr, only when Failed. */
   logTail: string[] | null;
+  /** Where the engine publishes KV-cache events; null when it publishes none. */
+  kvEvents: ReplicaKvEvents | null;
 }
 
 export interface SupervisorOptions {
@@ -174,7 +187,7 @@ export class Supervisor {
     for (const rec of records) {
       if (this.entries.has(rec.id)) continue;
       const reason = adoptionRefusal(rec);
-      const entry = this.newEntry({ id: rec.id, spec: rec.spec, fingerprint: rec.fingerprint, port: rec.port, endpoint: rec.endpoint, probeUrl: rec.probeUrl, plan: { argv: rec.argv, env: rec.env } });
+      const entry = this.newEntry({ id: rec.id, spec: rec.spec, fingerprint: rec.fingerprint, port: rec.port, endpoint: rec.endpoint, probeUrl: rec.probeUrl, plan: { argv: rec.argv, env: rec.env }, ...(rec.kvEvents ? { kvEvents: rec.kvEvents } : {}) });
       entry.restarts = rec.restarts;
       entry.startedAtMs = rec.startedAtMs;
       this.entries.set(rec.id, entry);
@@ -232,6 +245,7 @@ export class Supervisor {
     writePidFile(this.opts.stateDir, {
       version: 1, id: e.desired.id, pid: proc.pid, pgid: proc.pid, startTime: e.startTime, argv, env, spec: e.desired.spec, fingerprint: e.desired.fingerprint,
       port: e.desired.port, endpoint: e.desired.endpoint, probeUrl: e.desired.probeUrl, startedAtMs: e.startedAtMs, restarts: e.restarts,
+      ...(e.desired.kvEvents ? { kvEvents: e.desired.kvEvents } : {}),
     });
     logger().info({ replica: e.desired.id, pid: proc.pid, argv }, "engine started");
     void proc.exited.then((code) => this.afterExit(e, gen, code, proc.signalCode === null ? null : String(proc.signalCode), null, true));
@@ -327,6 +341,7 @@ export class Supervisor {
       restarts: e.restarts, adopted: e.adopted, exitCode: e.exitCode, exitSignal: e.exitSignal, message: e.message,
       nextRestartInMs: e.nextRestartAt === null ? null : Math.max(0, e.nextRestartAt - Date.now()),
       logTail: e.state === "Failed" ? e.logTail : null,
+      kvEvents: d.kvEvents ?? null,
     };
   }
 }

@@ -3,8 +3,10 @@
  * the floor of its runtime and a native proxy. The same sim-engines are
  * reached directly (round-robin), through nginx (when installed), through a
  * bare Bun pass-through, through llmgw with its default configuration
- * (admission and all four scorers on), and through llmgw with API keys and a
- * tenant quota — in interleaved rounds per case. Reports TTFT p50/p99 added
+ * (admission and all four scorers on), through llmgw following the engines'
+ * KV-cache events (precise-prefix routing: each request's prompt tokenized
+ * or found in the cache), and through llmgw with API keys and a tenant
+ * quota — in interleaved rounds per case. Reports TTFT p50/p99 added
  * over direct and over bare Bun, throughput, the proxies' CPU per request
  * (main thread and whole process), scheduler messages per request, and each
  * target of issue 8 met or not.
@@ -21,19 +23,25 @@ import type { BenchScenario } from "./scenario.ts";
 const MODEL = "bench-model";
 const BENCH_KEY = "bench-overhead-key-0001";
 
-/** The cases of issue 8's table: concurrency and what the engine does. */
+/** The cases: concurrency, what the engine does, and (kv) a prompt long enough to be tokenized for precise-prefix routing. */
 const CASES = {
-  c10: { concurrency: 10, prefillMs: 0, itlMs: 0, tokens: 8, what: "c=10, zero-latency engine" },
-  c50: { concurrency: 50, prefillMs: 20, itlMs: 2, tokens: 8, what: "c=50, engine with 20 ms TTFT" },
-  sat: { concurrency: 256, prefillMs: 0, itlMs: 0, tokens: 8, what: "saturation: c=256, zero-latency engine" },
+  c10: { concurrency: 10, prefillMs: 0, itlMs: 0, tokens: 8, longPrompt: false, what: "c=10, zero-latency engine" },
+  c50: { concurrency: 50, prefillMs: 20, itlMs: 2, tokens: 8, longPrompt: false, what: "c=50, engine with 20 ms TTFT" },
+  sat: { concurrency: 256, prefillMs: 0, itlMs: 0, tokens: 8, longPrompt: false, what: "saturation: c=256, zero-latency engine" },
+  kv: { concurrency: 10, prefillMs: 0, itlMs: 0, tokens: 8, longPrompt: true, what: "c=10, zero-latency engine, a shared ~2k-token system prompt and a question of each request's own" },
 } as const;
+
+/** The kv case's shared system prompt (~8,000 characters: ~2,000 tokens, 125 blocks of 16). */
+const SHARED_SYSTEM = "You are the support assistant of a large hardware store; answer briefly, cite the aisle. ".repeat(90);
 type CaseName = keyof typeof CASES;
 
-const USAGE = `usage: llmgw bench overhead [--cases c10,c50,sat] [--rounds N] [--requests N] [--engines N] [--baseline DIR] [--json]
+const USAGE = `usage: llmgw bench overhead [--cases c10,c50,sat,kv] [--rounds N] [--requests N] [--engines N] [--baseline DIR] [--json]
 
-The same sim-engines reached directly, through nginx (if installed), a bare
-Bun pass-through, llmgw (default config) and llmgw with API keys and a tenant
-quota, interleaved in rounds. Prints TTFT p50/p99 and their added cost over
+The same sim-engines (publishing KV-cache events) reached directly, through
+nginx (if installed), a bare Bun pass-through, llmgw (default config),
+llmgw following the engines' KV-cache events (llmgw+kv: precise-prefix,
+prompts tokenized) and llmgw with API keys and a tenant quota, interleaved
+in rounds. Prints TTFT p50/p99 and their added cost over
 direct and over bare Bun, throughput, CPU per request of each proxy (main
 thread / whole process), scheduler messages per request, and the targets.
 
@@ -42,7 +50,7 @@ cases: ${Object.entries(CASES)
   .join(", ")}
 
 flags:
-  --cases LIST     which cases (default c10,c50,sat)
+  --cases LIST     which cases (default c10,c50,sat,kv)
   --rounds N       interleaved rounds per case (default 5)
   --requests N     requests per path per round (default 400)
   --engines N      sim-engines (default 3)
@@ -73,8 +81,9 @@ async function startPaths(engines: number, say: (s: string) => void, baselineDir
     await nginx?.stop();
   };
   try {
+    const kvConfig = JSON.stringify({ enable_kv_cache_events: true, publisher: "zmq", endpoint: "tcp://*:0", replay_endpoint: "tcp://*:0", topic: "kv" });
     for (let i = 0; i < engines; i++) {
-      children.push(await spawnLlmgw(["sim-engine", "--port", "0", "--model", MODEL, "--jitter", "0", "--max-num-seqs", "1024", "--batch-slowdown", "0"], { waitFor: 1 }));
+      children.push(await spawnLlmgw(["sim-engine", "--port", "0", "--model", MODEL, "--jitter", "0", "--max-num-seqs", "1024", "--batch-slowdown", "0", "--kv-events-config", kvConfig], { waitFor: 3 }));
     }
     const sims = [...children];
     const simUrls = sims.map((s) => s.urls.api ?? s.url);
@@ -85,6 +94,10 @@ async function startPaths(engines: number, say: (s: string) => void, baselineDir
     const base = { log_level: "info", admission: { initial_capacity: 1024 }, endpoints };
     const gw = await spawnLlmgw(["serve", "--config", writeGatewayConfig(base)], { waitFor: 2 });
     children.push(gw);
+    // The same engines, their KV-cache events followed: precise-prefix routes on them, prompts long enough are tokenized.
+    const kvEndpoints = sims.map((s, i) => ({ ...endpoints[i]!, kv_events: { endpoint: s.urls["kv-events"]!, replay_endpoint: s.urls["kv-replay"]!, topic: "kv" } }));
+    const gwKv = await spawnLlmgw(["serve", "--config", writeGatewayConfig({ ...base, endpoints: kvEndpoints })], { waitFor: 2 });
+    children.push(gwKv);
     const gwKeys = await spawnLlmgw(
       [
         "serve",
@@ -101,12 +114,17 @@ async function startPaths(engines: number, say: (s: string) => void, baselineDir
     children.push(gwKeys);
     const baseline = baselineDir === undefined ? undefined : await startBaseline(baselineDir, writeGatewayConfig(base));
     if (baseline) children.push(baseline);
-    for (const g of baseline ? [gw, gwKeys, baseline] : [gw, gwKeys]) {
+    for (const g of baseline ? [gw, gwKv, gwKeys, baseline] : [gw, gwKv, gwKeys]) {
       for (let i = 0; i < 100; i++) {
         const r = (await (await fetch(`${g.urls.admin}/readyz`)).json()) as { endpoints_ready: number };
         if (r.endpoints_ready === engines) break;
         await Bun.sleep(100);
       }
+    }
+    for (let i = 0; i < 100; i++) {
+      const text = await (await fetch(`${gwKv.urls.admin}/metrics`)).text();
+      if (text.split("\n").filter((l) => l.startsWith("llmgw_kv_events_stream_state{") && l.includes('state="live"') && l.endsWith(" 1")).length === engines) break;
+      await Bun.sleep(100);
     }
     nginx = await startNginx(simUrls);
     if (!nginx) say("nginx is not installed: its row is left out (apt-get install nginx)");
@@ -115,6 +133,7 @@ async function startPaths(engines: number, say: (s: string) => void, baselineDir
     paths.push(
       { name: "bare", url: () => `${bare.urls.api}/v1/chat/completions`, pid: bare.proc.pid },
       { name: "llmgw", url: () => `${gw.urls.api}/v1/chat/completions`, pid: gw.proc.pid, adminUrl: gw.urls.admin! },
+      { name: "llmgw+kv", url: () => `${gwKv.urls.api}/v1/chat/completions`, pid: gwKv.proc.pid, adminUrl: gwKv.urls.admin! },
       {
         name: "llmgw+keys",
         url: () => `${gwKeys.urls.api}/v1/chat/completions`,
@@ -145,9 +164,14 @@ function targets(name: CaseName, r: Record<string, PathResult>): [string, boolea
   } else if (name === "c50") {
     out.push(["c50 TTFT p50 within 1 ms of bare", dp50 <= 1, `${dp50.toFixed(2)} ms`]);
     out.push(["c50 TTFT p99 within 5 ms of bare", dp99 <= 5, `${dp99.toFixed(2)} ms`]);
-  } else {
+  } else if (name === "sat") {
     const ratio = gw.rps / bare.rps;
     out.push(["saturation throughput ≥ 0.95 × bare", ratio >= 0.95, `${ratio.toFixed(3)}×`]);
+  }
+  const kv = r["llmgw+kv"];
+  if (kv && name !== "sat") {
+    const added = kv.ttft_p50_ms - gw.ttft_p50_ms;
+    out.push([`${name} precise-prefix (llmgw+kv) TTFT p50 within 1 ms of llmgw`, added <= 1, `${added.toFixed(2)} ms`]);
   }
   if (gw.main_cpu_us_per_req !== null && bare.main_cpu_us_per_req !== null) {
     const ratio = gw.main_cpu_us_per_req / bare.main_cpu_us_per_req;
@@ -163,7 +187,7 @@ export const overheadScenario: BenchScenario = {
   usage: USAGE,
   options: { cases: { type: "string" }, rounds: { type: "string" }, requests: { type: "string" }, engines: { type: "string" }, baseline: { type: "string" } },
   async run(args) {
-    const names = (stringFlag(args, "cases") ?? "c10,c50,sat").split(",").map((s) => s.trim());
+    const names = (stringFlag(args, "cases") ?? "c10,c50,sat,kv").split(",").map((s) => s.trim());
     for (const n of names) if (!(n in CASES)) throw new UsageError(`--cases: unknown case '${n}' (expected ${Object.keys(CASES).join(", ")})`);
     const rounds = numberFlag(args, "rounds", 5, { min: 1, max: 100, integer: true });
     const requests = numberFlag(args, "requests", 400, { min: 10, max: 100_000, integer: true });
@@ -172,7 +196,7 @@ export const overheadScenario: BenchScenario = {
     const say = (s: string) => {
       if (!json) console.error(s);
     };
-    say(`starting ${engines} sim-engines, nginx, a bare Bun proxy and two gateways…`);
+    say(`starting ${engines} sim-engines, nginx, a bare Bun proxy and three gateways…`);
     const baselineDir = stringFlag(args, "baseline");
     const started = await startPaths(engines, say, baselineDir);
     try {
@@ -185,7 +209,9 @@ export const overheadScenario: BenchScenario = {
             fetch(`${s.urls.api}/sim/config`, { method: "POST", body: JSON.stringify({ itl_ms: c.itlMs, prefill_overhead_ms: c.prefillMs, prefill_ms_per_token: 0 }) }),
           ),
         );
-        const body = JSON.stringify({ model: MODEL, stream: true, max_tokens: c.tokens, messages: [{ role: "user", content: "Say something short." }] });
+        const body = c.longPrompt
+          ? (i: number) => JSON.stringify({ model: MODEL, stream: true, max_tokens: c.tokens, messages: [{ role: "system", content: SHARED_SYSTEM }, { role: "user", content: `Where are the hinges? (${i})` }] })
+          : JSON.stringify({ model: MODEL, stream: true, max_tokens: c.tokens, messages: [{ role: "user", content: "Say something short." }] });
         say(`  ${c.what}…`);
         const r = await comparePaths(started.paths, { concurrency: c.concurrency, requestsPerRound: Math.max(requests, c.concurrency * 2), rounds, body });
         (report.cases as Record<string, unknown>)[name] = { ...c, paths: r };

@@ -27,7 +27,8 @@ export interface CaseSpec {
   /** Requests per path per round (spread over the concurrent clients). */
   requestsPerRound: number;
   rounds: number;
-  body: string;
+  /** The request body, or the i-th request's (the same i for every path). */
+  body: string | ((i: number) => string);
 }
 
 export interface PathResult {
@@ -62,7 +63,10 @@ async function round(path: BenchPath, spec: CaseSpec): Promise<{ timings: Stream
   const start = performance.now();
   await Promise.all(
     Array.from({ length: spec.concurrency }, async () => {
-      for (let k = 0; k < perWorker; k++) timings.push(await timedStream(path.url(seq++), spec.body, path.headers ? { headers: path.headers } : {}));
+      for (let k = 0; k < perWorker; k++) {
+        const i = seq++;
+        timings.push(await timedStream(path.url(i), typeof spec.body === "string" ? spec.body : spec.body(i), path.headers ? { headers: path.headers } : {}));
+      }
     }),
   );
   return { timings, seconds: (performance.now() - start) / 1000 };

@@ -3,6 +3,7 @@
  * validation → cross-field checks → a frozen, typed Config. Every failure is a
  * ConfigError listing each offending key path and what was expected.
  */
+import { resolveKvEventsConfig } from "./kv-events-resolve.ts";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml, YAMLParseError } from "yaml";
@@ -308,6 +309,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       engine: e.engine,
       gpuIds: e.gpu_ids,
       dcgmUrl: e.dcgm_url,
+      kvEvents: e.kv_events === undefined ? undefined : { endpoint: e.kv_events.endpoint, replayEndpoint: e.kv_events.replay_endpoint ?? null, topic: e.kv_events.topic },
     })),
     scheduling: {
       filters: c.scheduling.filters,
@@ -318,7 +320,10 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
         maxBlocks: c.scheduling.prefix_affinity.max_blocks,
         lruEntries: c.scheduling.prefix_affinity.lru_entries,
       },
+      // Several gateways share no estimate: each would send a prefix elsewhere. Rendezvous hashing agrees without sharing.
+      preciseStandIn: c.state.backend === "redis" ? "prefix-rendezvous" : "prefix-affinity",
     },
+    ...resolveKvEventsConfig(c),
     health: {
       pollIntervalMs: c.health.poll_interval_ms,
       timeoutMs: c.health.timeout_ms,

@@ -11,6 +11,7 @@ import { ADMIN_DEFAULTS, adminSchema } from "./admin-config.ts";
 import { FILTER_NAMES, PICKER_NAMES, RELAY_VARIANTS, SCORER_NAMES } from "./plugin-names.ts";
 import { STATE_DEFAULTS, stateSchema } from "./state-config.ts";
 import { SAME_ENDPOINT_POLICIES, type SameEndpointFailure } from "./retry-policy.ts";
+import { endpointKvEventsSchema, KV_EVENTS_DEFAULTS, kvEventsSchema } from "./kv-events-config.ts";
 
 /** One check, so a malformed value gets one message (a regex and a port check side by side would both fire). */
 const hostPort = z.string().superRefine((s, ctx) => {
@@ -59,6 +60,8 @@ export const endpointSchema = z
     dcgm_url: httpUrl.optional(),
     /** false: never a continuation target (an upstream that rejects continue_final_message, e.g. a hosted API) (issue 13). */
     continuation: z.boolean().default(true),
+    /** Where this endpoint's engine publishes vLLM's KV-cache events: the gateway indexes what it holds (precise-prefix scorer). */
+    kv_events: endpointKvEventsSchema.optional(),
   })
   .strict();
 
@@ -73,7 +76,7 @@ export const schedulingSchema = z
       { name: "queue-depth", weight: 2 },
       { name: "kv-cache", weight: 1 },
       { name: "inflight", weight: 2 },
-      { name: "prefix-affinity", weight: 3 },
+      { name: "precise-prefix", weight: 3 },
     ]),
     picker: z.enum(PICKER_NAMES).default("max-score"),
     prefix_affinity: z
@@ -333,6 +336,8 @@ export const configSchema = z
     fleet: fleetSchema.default(FLEET_DEFAULTS),
     // Shared state across gateways (issue 14): sqlite (default, one process) or redis.
     state: stateSchema.default(STATE_DEFAULTS),
+    /** The gateway's side of engines' KV-cache events: block index, staleness, tokenization. */
+    kv_events: kvEventsSchema.default(KV_EVENTS_DEFAULTS),
   })
   .strict();
 

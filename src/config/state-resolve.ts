@@ -30,8 +30,11 @@ export function resolveStateConfig(c: ParsedConfig): { state: StateConfig } {
 /**
  * The scorers in effect: as configured; or, with backend redis and no
  * `scheduling.scorers` given, the defaults with `prefix-rendezvous` in place
- * of `prefix-affinity` — each gateway's own memory of where it sent a prefix
- * would send it to a different replica from every gateway.
+ * of any `prefix-affinity` — each gateway's own memory of where it sent a
+ * prefix would send it to a different replica from every gateway. (The
+ * defaults' precise-prefix reads the engines' own events, the same for
+ * every gateway; where it has none, rendezvous stands in for it too:
+ * scheduling.preciseStandIn.)
  */
 export function effectiveScorers(c: ParsedConfig, raw: Record<string, unknown>): ParsedConfig["scheduling"]["scorers"] {
   const sched = raw.scheduling;

@@ -1,4 +1,5 @@
 /** The validated, frozen configuration the rest of llmgw reads (defaults applied). */
+import type { KvEventsConfig, KvEventsSource } from "./kv-events-config.ts";
 import type { FilterName, PickerName, RelayVariantName, ScorerName } from "./plugin-names.ts";
 import type { LogLevel } from "../shared/logger.ts";
 import type { SameEndpointFailure, SameEndpointPolicy } from "./retry-policy.ts";
@@ -59,6 +60,8 @@ export interface EndpointConfig {
   gpuIds: readonly string[];
   /** dcgm-exporter URL of the endpoint's node, if GPU health is watched. */
   dcgmUrl: string | undefined;
+  /** Where its engine publishes KV-cache events; undefined: none configured. */
+  kvEvents: KvEventsSource | undefined;
 }
 
 export interface Listen {
@@ -263,7 +266,11 @@ export interface Config {
     scorers: readonly { name: ScorerName; weight: number }[];
     picker: PickerName;
     prefixAffinity: { blockChars: number; maxBlocks: number; lruEntries: number };
+    /** What stands in for precise-prefix where an engine's event stream is stale or absent: the gateway's own estimate (absent: it), or rendezvous hashing with several gateways (state.backend redis). */
+    preciseStandIn?: "prefix-affinity" | "prefix-rendezvous";
   };
+  /** The gateway's side of engines' KV-cache events. */
+  kvEvents: KvEventsConfig;
   health: { pollIntervalMs: number; timeoutMs: number; staleAfterMs: number };
   retry: {
     maxAttempts: number;

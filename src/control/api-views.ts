@@ -76,6 +76,7 @@ function replicaStatus(manager: FleetManager, v: ReplicaView): ReplicaStatus {
       restarts: s.restarts,
       message: s.message,
       log_tail: s.logTail,
+      kv_events: s.kvEvents === null ? null : { endpoint: s.kvEvents.endpoint, replay_endpoint: s.kvEvents.replayEndpoint, topic: s.kvEvents.topic },
     })),
   };
 }

@@ -3,6 +3,7 @@
  * fleet manager hands over replicas that are Ready and takes them back; the
  * gateway implements this over its dynamic endpoint table (issue 9 wiring).
  */
+import type { KvEventsSource } from "../protocol/kv-events-messages.ts";
 
 export interface ManagedEndpoint {
   /** The replica id (stable across gateway restarts). */
@@ -16,6 +17,8 @@ export interface ManagedEndpoint {
   node: string;
   /** UUIDs of the GPUs behind it (all shards), for DCGM fault matching. */
   gpuIds: string[];
+  /** Where its engine publishes KV-cache events (the rank-0 shard's, as its agent reports); absent: none. */
+  kvEvents?: KvEventsSource;
 }
 
 export interface EndpointSink {

@@ -200,6 +200,8 @@ export class FleetActions {
       engine: entry.record.engine === "sim" ? "auto" : entry.record.engine,
       node: rank0.node,
       gpuIds,
+      // The gateway subscribes to it and indexes what the engine holds, with no configuration.
+      ...(rank0.kvEvents ? { kvEvents: rank0.kvEvents } : {}),
     };
     this.sinkCall(() => this.sink.addEndpoint(endpoint));
     entry.runtime.handedOff = true;

@@ -61,6 +61,10 @@ export const shardStatusSchema = z.object({
   restarts: z.number().int().nullable(),
   message: z.string().nullable(),
   log_tail: z.array(z.string()).nullable(),
+  kv_events: z
+    .object({ endpoint: z.string(), replay_endpoint: z.string().nullable(), topic: z.string() })
+    .nullable()
+    .describe("where the engine publishes its KV-cache events (ZMQ), as its agent reports; null when it publishes none"),
 });
 
 export const replicaStatusSchema = z.object({

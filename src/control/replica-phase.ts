@@ -4,6 +4,7 @@
  * requested after the shard was last launched: an answer already on its way
  * when the PUT went out says nothing about it.
  */
+import type { KvEventsSource } from "../protocol/kv-events-messages.ts";
 import type { AgentReplicaState, AgentReplicaStatus } from "../protocol/agent-messages.ts";
 import type { NodeState, ReplicaPhase, ReplicaRecord } from "./types.ts";
 
@@ -39,6 +40,8 @@ export interface ShardView {
   restarts: number | null;
   message: string | null;
   logTail: string[] | null;
+  /** Where the shard's engine publishes KV-cache events, as its agent reports (null: none, or not reported). */
+  kvEvents: KvEventsSource | null;
 }
 
 export interface PhaseVerdict {
@@ -54,15 +57,15 @@ function shardView(record: ReplicaRecord, i: number, nodes: ReadonlyMap<string, 
   const status = node?.replicas.get(s.agentId);
   const base = { node: s.node, agentId: s.agentId, rank: s.rank, gpus: s.gpus };
   if (!node || node.state !== "Ready") {
-    return { ...base, state: node?.state === "Unknown" ? "Pending" : "Unreachable", endpoint: status?.endpoint ?? null, restarts: status?.restarts ?? null, message: null, logTail: null };
+    return { ...base, state: node?.state === "Unknown" ? "Pending" : "Unreachable", endpoint: status?.endpoint ?? null, restarts: status?.restarts ?? null, message: null, logTail: null, kvEvents: status?.kvEvents ?? null };
   }
   if (status && status.state !== "Stopped") {
-    return { ...base, state: status.state, endpoint: status.endpoint, restarts: status.restarts, message: status.message, logTail: status.logTail };
+    return { ...base, state: status.state, endpoint: status.endpoint, restarts: status.restarts, message: status.message, logTail: status.logTail, kvEvents: status.kvEvents ?? null };
   }
   const launched = runtime.launchedAt[s.agentId];
   const answeredSince = node.stateRequestedAt !== undefined && (launched === undefined || node.stateRequestedAt > launched);
   const state: ShardState = runtime.busy || !answeredSince ? "Pending" : "Missing";
-  return { ...base, state, endpoint: null, restarts: null, message: null, logTail: null };
+  return { ...base, state, endpoint: null, restarts: null, message: null, logTail: null, kvEvents: null };
 }
 
 export function derivePhase(record: ReplicaRecord, nodes: ReadonlyMap<string, NodeObservation>, runtime: ReplicaRuntime, now: number, readyTimeoutMs: number): PhaseVerdict {

@@ -9,7 +9,7 @@
  * whose client leaves while it waits is cancelled in the worker at once; a
  * grant that raced the cancel has its claim returned.
  */
-import type { EndpointChooser } from "../admission/chooser.ts";
+import type { EndpointChooser, RoutingKeys } from "../admission/chooser.ts";
 import type { EndpointDirectory } from "../admission/endpoint-directory.ts";
 import { fastAdmit } from "../admission/fast-path.ts";
 import type { Config } from "../config/types.ts";
@@ -30,7 +30,9 @@ export interface AdmitRequest {
   band: number;
   tenant: string;
   estTokens: number;
-  prefixHashes: number[];
+  prefixHashes: readonly number[];
+  /** Token-block keys of the prompt, when it was tokenized (precise-prefix). */
+  tokenBlockKeys?: readonly number[];
 }
 
 /** A rejection from admission, with what the metrics need. */
@@ -165,7 +167,17 @@ export class AdmissionClient {
           reject(e);
         },
       });
-      this.post({ type: "admit", id, model: req.model, pool, band: req.band, tenant: req.tenant, estTokens: req.estTokens, prefixHashes: req.prefixHashes });
+      this.post({
+        type: "admit",
+        id,
+        model: req.model,
+        pool,
+        band: req.band,
+        tenant: req.tenant,
+        estTokens: req.estTokens,
+        prefixHashes: req.prefixHashes,
+        ...(req.tokenBlockKeys === undefined ? {} : { tokenBlockKeys: req.tokenBlockKeys }),
+      });
     });
   }
 
@@ -179,8 +191,8 @@ export class AdmissionClient {
    * never queued. `lastResort`: nothing is left after this model, so a
    * half-open circuit already probed by another request takes it too.
    */
-  reschedule(model: string, band: number, prefixHashes: readonly number[], exclude: ReadonlySet<number>, lastResort = false): Grant {
-    const c = this.chooser.choose({ model, prefixHashes, exclude, lastResort });
+  reschedule(model: string, band: number, keys: RoutingKeys, exclude: ReadonlySet<number>, lastResort = false): Grant {
+    const c = this.chooser.choose({ model, ...keys, exclude, lastResort });
     if (!c.ok) throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${model}'`, 0, undefined, c.drops);
     this.pools.take(c.pool, band);
     return { index: c.index, pool: c.pool, scores: c.scores, drops: c.drops, waitedMs: 0, probe: c.probe, circuit: c.circuit, path: "fast" };

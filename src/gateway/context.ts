@@ -17,6 +17,7 @@ import type { ResponseCache } from "../cache/response-cache-store.ts";
 import type { JobsMetrics } from "../metrics/jobs-metrics.ts";
 import type { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
 import type { GatewayJobs } from "../jobs/jobs-service.ts";
+import type { PromptTokenizer } from "./prompt-tokens.ts";
 
 export interface GatewayContext {
   config: Config;
@@ -45,6 +46,8 @@ export interface GatewayContext {
   /** Per pool row: sustained GPU saturation, published by the health worker. */
   gpuSaturation: GpuSaturationTable;
   jobsMetrics: JobsMetrics;
+  /** The prompt's token ids for precise-prefix routing (asked only where an endpoint of the model publishes KV events). */
+  promptTokens: PromptTokenizer;
   /** Several gateways sharing Redis (issue 14): this one's part; absent with the embedded state. */
   cluster?: { status(): ClusterStatus };
 }

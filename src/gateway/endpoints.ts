@@ -8,6 +8,7 @@
  */
 import type { EndpointDescriptor } from "../protocol/scheduler-messages.ts";
 import type { PolledEndpoint } from "../protocol/health-messages.ts";
+import type { KvEventsSource } from "../protocol/kv-events-messages.ts";
 import type { EngineFlavor } from "../config/types.ts";
 import { EndpointTable, I, SLOT_ACTIVE, SLOT_FREE, SLOT_RETIRING } from "../shared/endpoint-table.ts";
 import type { CircuitBreakers } from "./circuit-breaker.ts";
@@ -28,6 +29,8 @@ export interface EndpointSpec {
   dcgmUrl: string | undefined;
   /** The node it runs on, for a fleet replica (undefined for a static endpoint). */
   node?: string | undefined;
+  /** Where its engine publishes KV-cache events (config `kv_events`, or the replica's report); absent: none. */
+  kvEvents?: KvEventsSource | undefined;
 }
 
 /** Who must hear of a change (the two workers' clients); attached once they exist. */
@@ -35,6 +38,8 @@ export interface EndpointListeners {
   setEndpoint(index: number, d: EndpointDescriptor | undefined): void;
   setModels(index: number, models: string[]): void;
   pollEndpoint(index: number, e: PolledEndpoint | undefined): void;
+  /** Follow the KV-cache events of the endpoint in a slot (undefined: it publishes none, or left). */
+  followKvEvents?(index: number, id: string, source: KvEventsSource | undefined): void;
 }
 
 /** Pools the shared pool table has rows for. */
@@ -79,6 +84,7 @@ export class EndpointRegistry {
     this.slotById.set(spec.id, index);
     this.listeners?.setEndpoint(index, this.descriptor(index));
     this.listeners?.pollEndpoint(index, this.polled(index));
+    if (spec.kvEvents) this.listeners?.followKvEvents?.(index, spec.id, spec.kvEvents);
     return index;
   }
 
@@ -93,6 +99,7 @@ export class EndpointRegistry {
     this.table.setInt(index, I.SLOT, SLOT_RETIRING);
     this.listeners?.setEndpoint(index, undefined);
     this.listeners?.pollEndpoint(index, undefined);
+    this.listeners?.followKvEvents?.(index, id, undefined);
     this.sweep();
   }
 

@@ -241,3 +241,30 @@ export const CLUSTER = {
   poolShare: { name: "llmgw_cluster_pool_share", help: "This gateway's share of each pool's admission capacity (0..1).", labels: ["pool"] },
   quotaDecisions: { name: "llmgw_quota_decisions_total", help: "Shared-quota admissions by source: local allowance, fetched from Redis, or fail-static local share.", labels: ["source"] },
 } as const;
+
+// ---- Engines' KV-cache events and precise prefix routing. Per endpoint that
+// publishes events (absent for the others); read from shared memory at scrape time.
+
+/** KV-cache event types as the `event` label of llmgw_kv_events_total. */
+export const KV_EVENT_TYPES = ["block_stored", "block_removed", "all_blocks_cleared"] as const;
+/** How a request's token ids were found: in the tokenize cache (hit), from the engine's /tokenize (miss), or not at all and why. */
+export const TOKENIZE_RESULTS = ["hit", "miss", "timeout", "error", "busy"] as const;
+export type TokenizeResult = (typeof TOKENIZE_RESULTS)[number];
+/** Why a request was not tokenized. */
+export const TOKENIZE_SKIPS = ["short", "no_live_stream", "not_text"] as const;
+export type TokenizeSkip = (typeof TOKENIZE_SKIPS)[number];
+
+export const KV = {
+  events: { name: "llmgw_kv_events_total", help: "KV-cache events received from each endpoint's engine, by type.", labels: ["endpoint", "event"] },
+  indexBlocks: { name: "llmgw_kv_index_blocks", help: "Blocks of 16 tokens the gateway's KV-block index holds for each endpoint.", labels: ["endpoint"] },
+  streamLive: { name: "llmgw_kv_events_stream_state", help: "Each endpoint's KV-event stream: 1 for its current state (syncing, live, stale), 0 for the others.", labels: ["endpoint", "state"] },
+  staleness: { name: "llmgw_kv_events_staleness_seconds", help: "Time since the endpoint's event publisher last sent anything, heartbeat replies included (absent until it has).", labels: ["endpoint"] },
+  replays: { name: "llmgw_kv_events_replays_total", help: "Replays asked of the endpoint's replay socket (on every connection and on every gap in the sequence).", labels: ["endpoint"] },
+  drops: { name: "llmgw_kv_index_drops_total", help: "Times the endpoint's whole index was dropped, by reason: the publisher restarted, a replay could not fill a gap, the engine cleared its cache.", labels: ["endpoint", "reason"] },
+  evicted: { name: "llmgw_kv_index_evicted_blocks_total", help: "Blocks the index let go, oldest first, to stay under kv_events.index_blocks.", labels: ["endpoint"] },
+  skipped: { name: "llmgw_kv_index_skipped_blocks_total", help: "Stored blocks not indexed: unknown parent, no token ids, a LoRA adapter or extra keys, another medium or block size.", labels: ["endpoint"] },
+  invalid: { name: "llmgw_kv_events_invalid_batches_total", help: "Event batches from the endpoint that did not decode (dropped).", labels: ["endpoint"] },
+  tokenize: { name: "llmgw_tokenize_requests_total", help: "Requests that needed their prompt's token ids for precise-prefix routing, by how they got them: hit (tokenize cache), miss (the engine's /tokenize in time), timeout, error or busy (routed without).", labels: ["result"] },
+  tokenizeSkipped: { name: "llmgw_tokenize_skipped_total", help: "Requests not tokenized: prompt too short, no endpoint of the model with a live event stream, or a prompt that is not text (token ids are used as they are).", labels: ["reason"] },
+  tokenizeSeconds: { name: "llmgw_tokenize_duration_seconds", help: "Round trip of the gateway's calls to an engine's /tokenize, by outcome (ok, error; the request may have gone on without it).", labels: ["outcome"] },
+} as const;

@@ -79,6 +79,8 @@ export const agentReplicaStatusSchema = z.object({
   /** null when no restart is pending: a Failed replica with null here stays Failed. */
   nextRestartInMs: z.number().nullable(),
   logTail: z.array(z.string()).nullable(),
+  /** Where the engine publishes vLLM's KV-cache events (ZMQ); null or absent (older agents) when it publishes none. */
+  kvEvents: z.object({ endpoint: z.string(), replayEndpoint: z.string().nullable(), topic: z.string() }).nullable().optional(),
 });
 export type AgentReplicaStatus = z.infer<typeof agentReplicaStatusSchema>;
 
@@ -122,6 +124,8 @@ export interface AgentReplicaSpec {
   multiNode?: { nnodes: number; nodeRank: number; masterAddr: string; masterPort?: number };
   fabric?: { adapters: string[]; socketIfname?: string };
   startupMs?: number;
+  /** false: no KV-cache events (absent: the agent has vLLM and the sim-engine publish them). */
+  kvEvents?: boolean;
   extraArgs: string[];
   env?: Record<string, string>;
 }

@@ -15,6 +15,7 @@ import { kvCache } from "./scorers/kv-cache.ts";
 import { prefixAffinity } from "./scorers/prefix-affinity.ts";
 import { prefixRendezvous } from "./scorers/prefix-rendezvous.ts";
 import { queueDepth } from "./scorers/queue-depth.ts";
+import { precisePrefix } from "./scorers/precise-prefix.ts";
 import { maxScore } from "./pickers/max-score.ts";
 import { randomPicker } from "./pickers/random.ts";
 
@@ -32,6 +33,7 @@ export const SCORERS: Readonly<Record<ScorerName, Scorer>> = Object.freeze({
   inflight,
   "prefix-affinity": prefixAffinity,
   "prefix-rendezvous": prefixRendezvous,
+  "precise-prefix": precisePrefix,
 });
 
 export const PICKERS: Readonly<Record<PickerName, Picker>> = Object.freeze({

@@ -8,6 +8,7 @@ import type { Config } from "../config/types.ts";
 import type { Decision, EndpointView, Filter, Picker, RequestView, Scorer, SchedulingContext } from "./types.ts";
 import { EXCLUDE_FILTER_NAME, excludeTried } from "./filters/exclude.ts";
 import { PrefixIndex } from "./prefix-index.ts";
+import type { KvBlockIndexReader } from "./types.ts";
 import { FILTERS, PICKERS, SCORERS, type SchedulingRegistry } from "./plugin-registry.ts";
 
 export type SchedulingConfig = Config["scheduling"];
@@ -21,6 +22,9 @@ interface WeightedScorer {
 
 const NO_SCORES: Readonly<Record<string, number>> = Object.freeze({});
 
+/** No engine publishes KV events: precise-prefix's stand-in decides everywhere. */
+const NO_KV_INDEX: KvBlockIndexReader = Object.freeze({ live: () => false, matchedBlocks: () => 0 });
+
 export class SchedulingProfile {
   readonly prefixIndex: PrefixIndex;
   readonly prefixAffinity: Readonly<SchedulingConfig["prefixAffinity"]>;
@@ -32,9 +36,11 @@ export class SchedulingProfile {
   /**
    * `registry` is for tests that need a misbehaving plugin; production uses the
    * one registry. `prefixIndex`: the index to share with other threads (a view
-   * of the same SharedArrayBuffer); a private one by default.
+   * of the same SharedArrayBuffer); a private one by default. `kvIndex`: what
+   * the engines' KV-cache events say (a view of the KV-events worker's
+   * index); by default none is live.
    */
-  constructor(config: SchedulingConfig, registry: SchedulingRegistry = DEFAULT_REGISTRY, prefixIndex?: PrefixIndex) {
+  constructor(config: SchedulingConfig, registry: SchedulingRegistry = DEFAULT_REGISTRY, prefixIndex?: PrefixIndex, kvIndex: KvBlockIndexReader = NO_KV_INDEX) {
     this.filters = config.filters.map((name) => registry.filters[name]);
     this.scorers = config.scorers.map(({ name, weight }) => {
       if (!Number.isFinite(weight) || weight < 0) throw new RangeError(`scheduling.scorers: weight of '${name}' must be a finite number ≥ 0, got ${weight}`);
@@ -43,7 +49,7 @@ export class SchedulingProfile {
     this.picker = registry.pickers[config.picker];
     this.prefixAffinity = Object.freeze({ ...config.prefixAffinity });
     this.prefixIndex = prefixIndex ?? new PrefixIndex(config.prefixAffinity.lruEntries);
-    this.ctx = { prefixIndex: this.prefixIndex };
+    this.ctx = { prefixIndex: this.prefixIndex, kvIndex, preciseStandIn: config.preciseStandIn ?? "prefix-affinity" };
   }
 
   /**

@@ -39,11 +39,29 @@ export interface RequestView {
   readonly prefixHashes: readonly number[];
   /** Endpoints already tried for this request (retries exclude them). */
   readonly exclude?: ReadonlySet<number>;
+  /**
+   * Token-block keys of the prompt's leading tokens (see token-blocks.ts),
+   * from the engine's own /tokenize; absent when the prompt was not
+   * tokenized (too short, no endpoint publishes KV events, or the time
+   * limit passed).
+   */
+  readonly tokenBlockKeys?: readonly number[];
 }
 
 /** Shared, mutable state plugins may read while scoring (owned by the profile). */
 export interface SchedulingContext {
   readonly prefixIndex: PrefixIndexReader;
+  /** What the engines' KV-cache events say they hold. */
+  readonly kvIndex: KvBlockIndexReader;
+  /** What stands in for precise-prefix where an endpoint's event stream is not live. */
+  readonly preciseStandIn: "prefix-affinity" | "prefix-rendezvous";
+}
+
+export interface KvBlockIndexReader {
+  /** Whether endpoint `index`'s event stream is live: its index is what its engine holds. */
+  live(index: number): boolean;
+  /** How many leading keys of `keys` endpoint `index` holds, stopping at the first it does not (0..keys.length). */
+  matchedBlocks(keys: readonly number[], index: number): number;
 }
 
 export interface PrefixIndexReader {

@@ -15,7 +15,9 @@ import { JobsMetrics } from "../metrics/jobs-metrics.ts";
 import type { GatewayMetrics } from "../metrics/registry.ts";
 import type { PolledEndpoint } from "../protocol/health-messages.ts";
 import type { EndpointDescriptor } from "../protocol/scheduler-messages.ts";
+import { KvBlockIndex } from "../scheduling/kv-block-index.ts";
 import { PrefixIndex } from "../scheduling/prefix-index.ts";
+import { KvEventStats } from "../shared/kv-event-stats.ts";
 import { SchedulingProfile } from "../scheduling/profile.ts";
 import { AdmissionStatsTable, EndpointTable, I, PoolTable, Signals } from "../shared/endpoint-table.ts";
 import { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
@@ -28,6 +30,7 @@ import { sendProbe } from "../gateway/circuit-probe.ts";
 import type { GatewayContext } from "../gateway/context.ts";
 import { EndpointRegistry, MAX_POOLS } from "../gateway/endpoints.ts";
 import { HealthClient, type HealthEvents } from "./health-client.ts";
+import { KvEventsClient } from "./kv-events-client.ts";
 import { GatewayJobs } from "../jobs/jobs-service.ts";
 import type { ModelCatalog } from "../gateway/model-catalog.ts";
 import { DialGuard } from "../gateway/dial-guard.ts";
@@ -41,12 +44,20 @@ export interface SharedTables {
   /** Per pool, until when its GPUs are saturated (the health worker writes it with a gpu_health block; all 0 without). */
   gpuSaturation: GpuSaturationTable;
   prefixIndex: PrefixIndex;
+  /** Per endpoint slot, its KV-event stream's state and counts (the KV-events worker writes it). */
+  kvStats: KvEventStats;
+  /** What the engines' KV-cache events say they hold (the KV-events worker writes it; both choosers read it). */
+  kvIndex: KvBlockIndex;
   /** Each pool's share of the cluster's demand (state.backend: redis; unused otherwise). */
   shares: PoolShareTable;
 }
 
 export function sharedTables(config: Config): SharedTables {
+  const kvStats = new KvEventStats(config.maxEndpoints);
   return {
+    kvStats,
+    // Sized to its ceiling now (other threads hold views); pages nobody writes are never touched.
+    kvIndex: new KvBlockIndex(config.kvEvents.indexBlocks, kvStats),
     table: new EndpointTable(config.maxEndpoints),
     pools: new PoolTable(MAX_POOLS, config.admission.bands.length),
     stats: new AdmissionStatsTable(config.admission.bands.length, MAX_POOLS),
@@ -106,6 +117,10 @@ export function openRegistry(
 export interface Workers {
   admission: AdmissionClient;
   health: HealthClient;
+  /** The KV-events worker's client (the worker starts with the first endpoint that publishes events). */
+  kvEvents: KvEventsClient;
+  /** Which endpoint serves which model (the main thread's copy). */
+  directory: EndpointDirectory;
 }
 
 /**
@@ -116,7 +131,7 @@ export interface Workers {
 export async function startWorkers(config: Config, t: SharedTables, registry: EndpointRegistry, opts: { breakers: CircuitBreakers; clustered: boolean; events: HealthEvents; log: Logger }): Promise<Workers> {
   const slots = registry.active().map((e) => e.index);
   const directory = new EndpointDirectory(slots.map((i) => registry.descriptor(i)).filter((d): d is EndpointDescriptor => d !== undefined));
-  const chooser = new EndpointChooser(t.table, directory, new SchedulingProfile(config.scheduling, undefined, t.prefixIndex), config.health.staleAfterMs);
+  const chooser = new EndpointChooser(t.table, directory, new SchedulingProfile(config.scheduling, undefined, t.prefixIndex, t.kvIndex), config.health.staleAfterMs);
   const admission = new AdmissionClient(
     {
       endpoints: t.table.buffer,
@@ -124,6 +139,9 @@ export async function startWorkers(config: Config, t: SharedTables, registry: En
       stats: t.stats.buffer,
       signals: t.signals.buffer,
       prefixIndex: t.prefixIndex.buffer,
+      kvIndex: t.kvIndex.buffer,
+      kvIndexCapacity: t.kvIndex.capacity,
+      kvStats: t.kvStats.buffer,
       shares: opts.clustered ? t.shares.buffer : undefined,
       maxEndpoints: config.maxEndpoints,
       maxPools: MAX_POOLS,
@@ -153,13 +171,17 @@ export async function startWorkers(config: Config, t: SharedTables, registry: En
     opts.events,
     opts.log,
   );
+  const kvEvents = new KvEventsClient({ index: t.kvIndex, stats: t.kvStats }, config.kvEvents, opts.log);
   registry.attach({
     setEndpoint: (index, d) => admission.setEndpoint(index, d),
     setModels: (index, models) => admission.setModels(index, models),
     pollEndpoint: (index, e) => health.pollEndpoint(index, e),
+    followKvEvents: (index, id, source) => kvEvents.follow(index, id, source),
   });
+  // The endpoints present before the listeners were attached (the config's).
+  for (const e of registry.active()) if (e.spec.kvEvents) kvEvents.follow(e.index, e.id, e.spec.kvEvents);
   await Promise.all([admission.whenReady(), health.whenReady()]);
-  return { admission, health };
+  return { admission, health, kvEvents, directory };
 }
 
 export interface BatchServices {

@@ -31,6 +31,9 @@ import type { HealthEvents } from "./health-client.ts";
 import { ModelCatalog } from "../gateway/model-catalog.ts";
 import { RetryBudget } from "../gateway/retry-budget.ts";
 import { startDataPlane } from "../gateway/server.ts";
+import { NO_TOKENIZE_TARGET, PromptTokenizer } from "../gateway/prompt-tokens.ts";
+import { registerKvEventsMetrics } from "../metrics/kv-events-metrics.ts";
+import { tokenizeTarget } from "./tokenize-target.ts";
 
 const DRAIN_GRACE_MS = 10_000;
 
@@ -133,7 +136,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     agent: (node, snapshot) => fleet?.onAgentSnapshot(node, snapshot),
   };
   workers = await startWorkers(config, t, registry, { breakers, clustered: cluster !== undefined, events, log });
-  const { admission, health } = workers;
+  const { admission, health, kvEvents } = workers;
 
   metrics = new GatewayMetrics(t.table, () => registry.active(), {
     defaultMetrics: opts.defaultMetrics ?? true,
@@ -155,6 +158,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     poolList: () => registry.pools(),
   });
   if (cluster) registerClusterMetrics(metrics.registry, () => cluster.status());
+  const kvMetrics = registerKvEventsMetrics(metrics.registry, t.kvStats, () => registry.active());
   // What the gateway serves is known once every endpoint was polled once (its models discovered) and a fleet has settled.
   const discovered = async () => {
     while (!(enginesPolled && (fleet?.manager.isSettled() ?? true))) await Bun.sleep(50);
@@ -172,7 +176,13 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     dial: registry.dial,
     metrics,
     log,
-    usesPrefixHashes: config.scheduling.scorers.some((s) => (s.name === "prefix-affinity" || s.name === "prefix-rendezvous") && s.weight > 0),
+    usesPrefixHashes: config.scheduling.scorers.some((s) => (s.name === "prefix-affinity" || s.name === "prefix-rendezvous" || s.name === "precise-prefix") && s.weight > 0),
+    promptTokens: new PromptTokenizer(
+      config.kvEvents.tokenize,
+      // Without a precise-prefix scorer nothing reads token ids: never ask for them.
+      config.scheduling.scorers.some((s) => s.name === "precise-prefix" && s.weight > 0) ? tokenizeTarget(kvEvents, workers.directory, t.table, t.kvStats, (i) => registry.urlOf(i)) : NO_TOKENIZE_TARGET,
+      kvMetrics,
+    ),
     auth: new Authenticator(config.auth, config.admission),
     quota: cluster?.quota ?? new QuotaLimiter(config.tenants),
     continuation: new ContinuationPolicy(config.continuation),
@@ -220,7 +230,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       await metricsApp?.stop();
       breakers.stop();
       admission.terminate();
-      await health.stop();
+      await Promise.all([health.stop(), kvEvents.stop()]);
       await state.close();
     })());
   return { ctx, urls, fleet: fleet?.manager, state, cluster, stop };

@@ -10,6 +10,9 @@
 import { EngineCore, type CoreConfig, type CoreTiming } from "./engine-core.ts";
 import type { SeqSink } from "./sequence.ts";
 
+/** The calibration sweeps have no prefix sharing: only the prompt's length matters. */
+const NO_IDS = new Int32Array(0);
+
 export interface ClosedLoopSpec {
   concurrency: number;
   requests: number;
@@ -68,7 +71,7 @@ export function runClosedLoop(config: CoreConfig, timing: CoreTiming, spec: Clos
       },
       cut: () => {},
     };
-    core.submit({ prompt: { count: spec.inputTokens, blockHashes: [], state: sent, continued: 0 }, outputTokens, finishReason: "length", stallAfter: -1, cutAfter: -1, intervalMs: 0, sink }, at);
+    core.submit({ prompt: { count: spec.inputTokens, ids: NO_IDS, blockHashes: [], state: sent, continued: 0 }, outputTokens, finishReason: "length", stallAfter: -1, cutAfter: -1, intervalMs: 0, sink }, at);
     sent++;
   };
   for (let i = 0; i < Math.min(spec.concurrency, spec.requests); i++) send(0);

@@ -18,11 +18,13 @@ import {
   type SimStaticConfig,
 } from "./config.ts";
 import { parseFaultList } from "./faults.ts";
+import { parseKvEventsConfig, type SimKvEventsConfig } from "./kv-events-config.ts";
 import { DEFAULT_LENGTH_DISTRIBUTION, parseLengthDistribution, type LengthDistribution } from "./output-length.ts";
 import { resolveProfile } from "./profiles/catalog.ts";
 import type { Dtype } from "./profiles/gpu-facts.ts";
 import { ProfileError } from "./profiles/profile.ts";
 import { loneDecodeMs } from "./step-time.ts";
+import { blockHashRoot } from "./tokens.ts";
 
 export interface SimCommandConfig {
   fixed: SimStaticConfig;
@@ -58,6 +60,16 @@ function lengthDistribution(args: ParsedArgs): { outputLen: number; dist: Length
     }
   }
   return { outputLen: dist.kind === "fixed" ? dist.tokens : dist.kind === "lognormal" ? Math.round(dist.median) : dist.min, dist };
+}
+
+function kvEventsFlag(args: ParsedArgs): SimKvEventsConfig | undefined {
+  const json = stringFlag(args, "kv-events-config");
+  if (json === undefined) return undefined;
+  try {
+    return parseKvEventsConfig(json);
+  } catch (err) {
+    throw new UsageError(`--kv-events-config: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }
 
 export function buildSimConfig(args: ParsedArgs): SimCommandConfig {
@@ -123,6 +135,8 @@ export function buildSimConfig(args: ParsedArgs): SimCommandConfig {
     // A GPU named by --gpu-model that is not the profile's keeps vLLM's 0.9 of its own memory.
     reservedMiB: gpuModelFlag === undefined || gpuModelFlag === p.gpu.dcgmName ? p.reservedMiB : undefined,
     profile: resolved.name,
+    kvEvents: kvEventsFlag(args),
+    blockHashRoot: blockHashRoot(process.env.PYTHONHASHSEED),
   });
   const flatDecode = has(args, "batch-slowdown");
   const flatPrefill = has(args, "prefill-overhead-ms") || has(args, "prefill-ms-per-token");

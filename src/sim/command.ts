@@ -59,6 +59,9 @@ Server:
   --fault-rate P              probability of injecting a fault per request (default 0)
   --fault-types LIST          500,429,503,no-headers,no-first-token,stall:N,cut:N,slow:MS
   --reject-continuation       answer 400 to continue_final_message / add_generation_prompt
+  --kv-events-config JSON     publish vLLM's KV-cache events over ZMQ, as vLLM's flag: e.g.
+                              '{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557",
+                              "replay_endpoint":"tcp://*:5558","topic":"kv"}' (the endpoint must be a wildcard one)
 
 DCGM exporter:
   --gpus N                    simulated GPUs for the DCGM listener (default 0)
@@ -123,6 +126,7 @@ export const simEngineCommand: CommandSpec = {
     "dcgm-port": { type: "string" },
     "dcgm-model-label": { type: "string" },
     "reject-continuation": { type: "boolean" },
+    "kv-events-config": { type: "string" },
   },
   async run(args: ParsedArgs) {
     if (boolFlag(args, "list-profiles")) {
@@ -135,6 +139,8 @@ export const simEngineCommand: CommandSpec = {
     const urls = sim.listen(host, port, dcgmPort);
     logListening(log, "api", urls.api);
     if (urls.dcgm) logListening(log, "dcgm", urls.dcgm);
+    if (urls.kvEvents) logListening(log, "kv-events", urls.kvEvents);
+    if (urls.kvReplay) logListening(log, "kv-replay", urls.kvReplay);
     log.info(
       { models: fixed.models, profile: fixed.profile, max_num_seqs: fixed.maxNumSeqs, max_num_batched_tokens: fixed.maxNumBatchedTokens, num_gpu_blocks: fixed.numGpuBlocks, itl_ms: live.itlMs, time_scale: fixed.timeScale, metrics_flavor: fixed.metricsFlavor },
       "sim-engine ready",

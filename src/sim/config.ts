@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { faultName, parseFault, type Fault } from "./faults.ts";
+import type { SimKvEventsConfig } from "./kv-events-config.ts";
 import type { LengthDistribution } from "./output-length.ts";
 import { loneDecodeMs, NO_FRONTEND, stepMs, type Frontend, type StepCostModel, type StepTiming } from "./step-time.ts";
 
@@ -61,6 +62,10 @@ export interface SimStaticConfig {
    * at once, /v1/models and the API 503 until loaded). Absent: held.
    */
   startupAnswers?: "held" | "split";
+  /** Publish vLLM's KV-cache events (--kv-events-config); absent: none. */
+  kvEvents?: SimKvEventsConfig;
+  /** The root of the prefix cache's block-hash chain (vLLM's NONE_HASH: random per process unless PYTHONHASHSEED); absent: 0. */
+  blockHashRoot?: bigint;
 }
 
 /** Per-GPU fault state set through POST /sim/config. */

@@ -21,6 +21,8 @@ export interface CoreConfig {
   numGpuBlocks: number;
   blockSize: number;
   maxModelLen: number;
+  /** Record vLLM's KV-cache events (the served engine publishes them after each step). */
+  kvEvents?: boolean;
 }
 
 /** What the core reads each step (live: POST /sim/config may change it). */
@@ -60,7 +62,7 @@ export class EngineCore implements PlannerHost {
     /** Step ends one advance() may process: 1 keeps a real-time engine from sending two steps' tokens in one go. */
     private readonly stepsPerAdvance = Infinity,
   ) {
-    this.kv = new KvCache(config.numGpuBlocks, config.blockSize);
+    this.kv = new KvCache(config.numGpuBlocks, config.blockSize, { events: config.kvEvents === true });
     this.stats = new EngineStats(config.maxModelLen);
   }
 
@@ -211,8 +213,10 @@ export class EngineCore implements PlannerHost {
       if (s.phase !== "running") continue; // aborted while the step ran
       const before = s.computed;
       s.computed += plan.tokens[i]!;
-      const hashes = s.req.prompt.blockHashes;
-      for (let j = Math.floor(before / bs); j < Math.floor(s.computed / bs) && j < hashes.length; j++) this.kv.register(s.blocks[j]!, hashes[j]!);
+      const prompt = s.req.prompt;
+      const upTo = Math.min(Math.floor(s.computed / bs), prompt.blockHashes.length);
+      const from = Math.floor(before / bs);
+      if (from < upTo) this.kv.registerRun(s.blocks, prompt.blockHashes, prompt.ids, from, upTo);
       if (s.computed < s.totalTokens) continue;
       const delay = this.live.firstTokenDelayMs;
       if (s.generated === 0 && delay > 0) {

@@ -5,6 +5,7 @@
  * /metrics histograms, /sim/state) is in simulated milliseconds, while a
  * step of S simulated ms takes S / scale on the wall.
  */
+import type { KvCacheEvent } from "../engines/kv-events/model.ts";
 import { DEFAULT_MAX_NUM_BATCHED_TOKENS, stepTimingOf, type SimLiveConfig, type SimStaticConfig } from "./config.ts";
 import { EngineCore, type CoreTiming } from "./engine-core.ts";
 import type { EngineStats } from "./engine-stats.ts";
@@ -23,6 +24,8 @@ export class Engine {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private timerAt = Infinity;
   private stopped = false;
+  /** Where each step's KV-cache events go (the ZMQ publisher), when the engine records them. */
+  onKvEvents: ((events: KvCacheEvent[]) => void) | undefined;
 
   constructor(
     private readonly fixed: SimStaticConfig,
@@ -45,7 +48,7 @@ export class Engine {
         return stepTimingOf(live, fixed.maxNumSeqs).firstTokenDelayMs;
       },
     };
-    const config = { maxNumSeqs: fixed.maxNumSeqs, maxNumBatchedTokens: fixed.maxNumBatchedTokens ?? DEFAULT_MAX_NUM_BATCHED_TOKENS, numGpuBlocks: fixed.numGpuBlocks, blockSize: fixed.blockSize, maxModelLen: fixed.maxModelLen };
+    const config = { maxNumSeqs: fixed.maxNumSeqs, maxNumBatchedTokens: fixed.maxNumBatchedTokens ?? DEFAULT_MAX_NUM_BATCHED_TOKENS, numGpuBlocks: fixed.numGpuBlocks, blockSize: fixed.blockSize, maxModelLen: fixed.maxModelLen, kvEvents: fixed.kvEvents !== undefined };
     // On a real-time clock a step lasts at least a millisecond: one step per timer callback, as the engine's own loop would.
     this.core = new EngineCore(config, view, random, this.scale <= 1 ? 1 : Infinity);
   }
@@ -84,6 +87,13 @@ export class Engine {
     this.schedule();
   }
 
+  /** vLLM's reset_prefix_cache: false (nothing done) while requests hold blocks. */
+  resetPrefixCache(): boolean {
+    const done = this.core.kv.resetPrefixCache();
+    this.flushKvEvents();
+    return done;
+  }
+
   stop(): void {
     this.stopped = true;
     if (this.timer !== undefined) clearTimeout(this.timer);
@@ -106,6 +116,12 @@ export class Engine {
     return c && this.live.derived ? stepShares(this.live.derived, c) : undefined;
   }
 
+  /** One batch per step, as vLLM's scheduler publishes what its block pool queued during the step. */
+  private flushKvEvents(): void {
+    const events = this.core.kv.takeEvents();
+    if (events.length > 0) this.onKvEvents?.(events);
+  }
+
   private schedule(): void {
     if (this.stopped) return;
     const at = this.core.nextEventAt();
@@ -126,6 +142,7 @@ export class Engine {
     if (this.stopped) return;
     try {
       this.core.advance(this.now());
+      this.flushKvEvents();
     } finally {
       // Whatever a sink did, the next event keeps its timer.
       this.schedule();

@@ -4,7 +4,14 @@
  * (vllm/v1/core/block_pool.py): full prompt blocks are known by a chained
  * hash, blocks no request holds stay cached until evicted, oldest-freed
  * first (LRU). Blocks without a hash are reused before any cached one.
+ *
+ * With events on, it records what vLLM's BlockPool queues for its KV-event
+ * publisher: a BlockStored per run of blocks a request caches (their
+ * hashes, the hash of the block before them, their token ids), a
+ * BlockRemoved per cached block evicted for reuse, and AllBlocksCleared when
+ * the prefix cache is reset. The engine drains them once per step.
  */
+import { blockStored, type KvCacheEvent } from "../engines/kv-events/model.ts";
 
 export interface PromptAllocation {
   blocks: number[];
@@ -16,20 +23,23 @@ export class KvCache {
   readonly numBlocks: number;
   readonly blockSize: number;
   private readonly refCount: Int32Array;
-  private readonly blockHash: (string | undefined)[];
-  private readonly byHash = new Map<string, number>();
+  private readonly blockHash: (bigint | undefined)[];
+  private readonly byHash = new Map<bigint, number>();
   /** Free blocks that still hold a cached prefix, oldest-freed first (Map keeps insertion order). */
   private readonly freeCached = new Map<number, true>();
   /** Free blocks with nothing cached in them. */
   private readonly freeClean: number[] = [];
   private usedBlocks = 0;
+  /** Events since the last drain; undefined when events are off. */
+  private events: KvCacheEvent[] | undefined;
 
-  constructor(numBlocks: number, blockSize: number) {
+  constructor(numBlocks: number, blockSize: number, opts: { events?: boolean } = {}) {
     this.numBlocks = numBlocks;
     this.blockSize = blockSize;
     this.refCount = new Int32Array(numBlocks);
-    this.blockHash = new Array<string | undefined>(numBlocks).fill(undefined);
+    this.blockHash = new Array<bigint | undefined>(numBlocks).fill(undefined);
     for (let b = numBlocks - 1; b >= 0; b--) this.freeClean.push(b);
+    if (opts.events) this.events = [];
   }
 
   /** Blocks held by at least one request. */
@@ -39,6 +49,11 @@ export class KvCache {
 
   get free(): number {
     return this.freeClean.length + this.freeCached.size;
+  }
+
+  /** Blocks in the prefix cache (held or free). */
+  get cached(): number {
+    return this.byHash.size;
   }
 
   /** Fraction of blocks held, 0..1 (vLLM's kv_cache_usage_perc). */
@@ -51,12 +66,20 @@ export class KvCache {
     return Math.ceil(tokens / this.blockSize);
   }
 
+  /** The events recorded since the last call (empty when none, or events are off). */
+  takeEvents(): KvCacheEvent[] {
+    const out = this.events;
+    if (out === undefined || out.length === 0) return [];
+    this.events = [];
+    return out;
+  }
+
   /**
    * Take `totalBlocks` blocks for a prompt whose full blocks hash to
    * `hashes`, reusing at most `maxHitBlocks` leading cached ones. Null (and
    * nothing taken) when the free blocks do not suffice.
    */
-  allocatePrompt(hashes: readonly string[], totalBlocks: number, maxHitBlocks: number): PromptAllocation | null {
+  allocatePrompt(hashes: readonly bigint[], totalBlocks: number, maxHitBlocks: number): PromptAllocation | null {
     const hits = this.lookupPrefix(hashes, Math.min(maxHitBlocks, totalBlocks));
     const blocks = this.allocateAfter(hits, totalBlocks - hits.length);
     if (!blocks) return null;
@@ -68,7 +91,7 @@ export class KvCache {
   }
 
   /** The leading cached blocks of a prompt whose full blocks hash to `hashes` (at most `maxHitBlocks`); nothing is taken. */
-  lookupPrefix(hashes: readonly string[], maxHitBlocks: number): number[] {
+  lookupPrefix(hashes: readonly bigint[], maxHitBlocks: number): number[] {
     const hits: number[] = [];
     const limit = Math.min(hashes.length, maxHitBlocks);
     for (let j = 0; j < limit; j++) {
@@ -101,11 +124,44 @@ export class KvCache {
    * A block filled with computed prompt tokens joins the prefix cache under
    * its chained hash (vLLM caches a block once it is full and computed,
    * block_pool.cache_full_blocks); a hash already cached keeps its block.
+   * True when the block was cached now.
    */
-  register(block: number, hash: string): void {
-    if (this.byHash.has(hash) || this.blockHash[block] !== undefined) return;
+  register(block: number, hash: bigint): boolean {
+    if (this.byHash.has(hash) || this.blockHash[block] !== undefined) return false;
     this.byHash.set(hash, block);
     this.blockHash[block] = hash;
+    return true;
+  }
+
+  /**
+   * Cache a request's blocks `from`..`to`-1 (its `blocks`, whose full-block
+   * hashes are `hashes` and tokens `ids`), as cache_full_blocks does, with
+   * one BlockStored per run of blocks cached now (a block whose hash another
+   * block already holds is skipped, and splits the run).
+   */
+  registerRun(blocks: readonly number[], hashes: readonly bigint[], ids: Int32Array, from: number, to: number): void {
+    let runStart = -1;
+    const flush = (end: number) => {
+      if (runStart < 0) return;
+      if (this.events) {
+        const bs = this.blockSize;
+        this.events.push(
+          blockStored({
+            blockHashes: hashes.slice(runStart, end),
+            parentBlockHash: runStart > 0 ? hashes[runStart - 1]! : null,
+            tokenIds: Array.from(ids.subarray(runStart * bs, end * bs)),
+            blockSize: bs,
+          }),
+        );
+      }
+      runStart = -1;
+    };
+    for (let j = from; j < to; j++) {
+      if (this.register(blocks[j]!, hashes[j]!)) {
+        if (runStart < 0) runStart = j;
+      } else flush(j);
+    }
+    flush(to);
   }
 
   /** One more block for a growing sequence; -1 when none is free. */
@@ -126,6 +182,23 @@ export class KvCache {
     }
   }
 
+  /**
+   * vLLM's reset_prefix_cache: forget every cached block, and say so with
+   * AllBlocksCleared. Refused (false, nothing changed) while any block is
+   * held by a request, as vLLM refuses it.
+   */
+  resetPrefixCache(): boolean {
+    if (this.usedBlocks > 0) return false;
+    for (const b of this.freeCached.keys()) {
+      this.blockHash[b] = undefined;
+      this.freeClean.push(b);
+    }
+    this.freeCached.clear();
+    this.byHash.clear();
+    this.events?.push({ type: "AllBlocksCleared" });
+    return true;
+  }
+
   private ref(b: number): void {
     if (this.refCount[b] === 0) {
       this.usedBlocks++;
@@ -143,7 +216,10 @@ export class KvCache {
     const b = oldest.value;
     this.freeCached.delete(b);
     const h = this.blockHash[b];
-    if (h !== undefined && this.byHash.get(h) === b) this.byHash.delete(h);
+    if (h !== undefined && this.byHash.get(h) === b) {
+      this.byHash.delete(h);
+      this.events?.push({ type: "BlockRemoved", blockHashes: [h], medium: "GPU", groupIdx: null });
+    }
     this.blockHash[b] = undefined;
     return b;
   }

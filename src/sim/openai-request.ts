@@ -6,7 +6,7 @@
 import { planChoices, type ChoicePlan } from "./answer-plan.ts";
 import type { LengthDistribution } from "./output-length.ts";
 import { badRequest, SimHttpError } from "./vllm-errors.ts";
-import { countTextTokens, idsPrompt, renderChat, textPrompt, type ChatEnding, type PromptTokens } from "./tokens.ts";
+import { countTextTokens, idsPrompt, renderChat, textPrompt, tokenText, VOCAB_END, type ChatEnding, type PromptTokens } from "./tokens.ts";
 
 export interface GenerationRequest {
   kind: "chat" | "completion";
@@ -39,6 +39,8 @@ export interface RequestLimits {
   outputLenDist?: LengthDistribution;
   /** Answer 400 to a chat prefill (continue_final_message, add_generation_prompt), as an API that does not know them does. */
   rejectContinuation?: boolean;
+  /** The root of the block-hash chain (vLLM's NONE_HASH); absent: 0. */
+  hashRoot?: bigint;
 }
 
 /** Choices per request (n × prompts) the sim accepts. */
@@ -133,7 +135,7 @@ function chatEnding(o: Obj): ChatEnding {
   return addGen === false ? "none" : "generation-prompt";
 }
 
-function chatPrompt(o: Obj, blockSize: number, seed: number | undefined): PromptTokens {
+function chatPrompt(o: Obj, limits: RequestLimits, seed: number | undefined): PromptTokens {
   const messages = o.messages;
   if (messages === undefined) throw badRequest("messages: Field required", "messages");
   if (!Array.isArray(messages)) throw badRequest("messages: Input should be a valid list", "messages");
@@ -144,19 +146,28 @@ function chatPrompt(o: Obj, blockSize: number, seed: number | undefined): Prompt
     if (typeof role !== "string") throw badRequest(`messages[${i}].role: Field required`, "messages");
     return { role, content: messageText((m as Obj).content, i) };
   });
-  return textPrompt(renderChat(rendered, chatEnding(o)), blockSize, seed);
+  return textPrompt(renderChat(rendered, chatEnding(o)), limits.blockSize, seed, limits.hashRoot);
 }
 
 /** vLLM takes a string, a list of strings, a list of token ids or a list of such lists (a batch: one set of choices per prompt). */
-function completionPrompts(o: Obj, blockSize: number, seed: number | undefined): PromptTokens[] {
+/** vLLM refuses a prompt id past its vocabulary (vllm/v1/engine/processor.py, _validate_model_input). */
+function checkVocab(ids: readonly number[]): number[] {
+  let max = -1;
+  for (const t of ids) if (t > max) max = t;
+  if (max >= VOCAB_END) throw badRequest(`Token id ${max} is out of vocabulary`, "prompt");
+  return ids as number[];
+}
+
+function completionPrompts(o: Obj, limits: RequestLimits, seed: number | undefined): PromptTokens[] {
+  const { blockSize, hashRoot } = limits;
   const p = o.prompt;
   if (p === undefined || p === null) throw badRequest("prompt: Field required", "prompt");
-  if (typeof p === "string") return [textPrompt(p, blockSize, seed)];
+  if (typeof p === "string") return [textPrompt(p, blockSize, seed, hashRoot)];
   const isIds = (v: unknown): v is number[] => Array.isArray(v) && v.length > 0 && v.every((t) => typeof t === "number" && Number.isInteger(t) && t >= 0);
   if (Array.isArray(p) && p.length > 0) {
-    if (isIds(p)) return [idsPrompt(p, blockSize, seed)];
-    if (p.every((x) => typeof x === "string")) return (p as string[]).map((x) => textPrompt(x, blockSize, seed));
-    if (p.every(isIds)) return (p as number[][]).map((ids) => idsPrompt(ids, blockSize, seed));
+    if (isIds(p)) return [idsPrompt(checkVocab(p), blockSize, seed, hashRoot)];
+    if (p.every((x) => typeof x === "string")) return (p as string[]).map((x) => textPrompt(x, blockSize, seed, hashRoot));
+    if (p.every(isIds)) return (p as number[][]).map((ids) => idsPrompt(checkVocab(ids), blockSize, seed, hashRoot));
   }
   throw badRequest("prompt: expected a string, a list of strings, a list of token ids or a list of such lists", "prompt");
 }
@@ -196,7 +207,7 @@ export function parseGenerationRequest(kind: "chat" | "completion", body: string
   if (maxTokens !== undefined && minTokens > maxTokens) throw badRequest(`min_tokens must be less than or equal to max_tokens=${maxTokens}, got ${minTokens}.`, "min_tokens");
   const stop = stopStrings(o);
   const includeStopStr = optBool(o, "include_stop_str_in_output") ?? false;
-  const prompts = kind === "chat" ? [chatPrompt(o, limits.blockSize, seed)] : completionPrompts(o, limits.blockSize, seed);
+  const prompts = kind === "chat" ? [chatPrompt(o, limits, seed)] : completionPrompts(o, limits, seed);
   if (prompts.length * n > MAX_CHOICES) throw badRequest(`the sim-engine serves at most ${MAX_CHOICES} choices per request (prompts × n), got ${prompts.length * n}`, "n");
   for (const prompt of prompts) checkLength(prompt, maxTokens, limits.maxModelLen);
   const choices = planChoices(prompts, { maxTokens, ignoreEos, minTokens, stop, includeStopStr, n }, limits);
@@ -233,4 +244,47 @@ export function parseEmbeddingRequest(body: string, limits: RequestLimits): Embe
     }
   }
   return { model, inputs: items };
+}
+
+export interface TokenizeRequest {
+  prompt: PromptTokens;
+  /** return_token_strs: answer each token's text too. */
+  tokenStrs: boolean;
+}
+
+/**
+ * vLLM's /tokenize body (vllm/entrypoints/openai/protocol.py,
+ * TokenizeCompletionRequest | TokenizeChatRequest): `messages` makes it a
+ * chat request, tokenized through the chat template with
+ * add_generation_prompt (default true) and continue_final_message (default
+ * false), refused together as vLLM refuses them; otherwise `prompt`, a
+ * string. `model` may be left out. The ids are the ones the same prompt gets
+ * in a generation request.
+ */
+export function parseTokenizeRequest(body: string, limits: RequestLimits): TokenizeRequest {
+  const o = parseJsonObject(body);
+  if (o.model !== undefined && o.model !== null) checkModel(o, limits);
+  optBool(o, "add_special_tokens");
+  const tokenStrs = optBool(o, "return_token_strs") ?? false;
+  if (o.messages !== undefined) return { prompt: chatPrompt(o, limits, undefined), tokenStrs };
+  const p = o.prompt;
+  if (p === undefined || p === null) throw badRequest("prompt: Field required (or messages, for a chat request)", "prompt");
+  if (typeof p !== "string") throw badRequest("prompt: Input should be a valid string", "prompt");
+  return { prompt: textPrompt(p, limits.blockSize, undefined, limits.hashRoot), tokenStrs };
+}
+
+/** vLLM's /detokenize body: `tokens`, a list of token ids; `model` may be left out. The ids' text, or a 400 for one the sim never produces. */
+export function parseDetokenizeRequest(body: string, limits: RequestLimits): string {
+  const o = parseJsonObject(body);
+  if (o.model !== undefined && o.model !== null) checkModel(o, limits);
+  const t = o.tokens;
+  if (t === undefined || t === null) throw badRequest("tokens: Field required", "tokens");
+  if (!Array.isArray(t) || !t.every((x) => typeof x === "number" && Number.isInteger(x))) throw badRequest("tokens: Input should be a valid list of integers", "tokens");
+  let text = "";
+  for (const id of t as number[]) {
+    const piece = tokenText(id);
+    if (piece === undefined) throw badRequest(`Token id ${id} is out of vocabulary`, "tokens");
+    text += piece;
+  }
+  return text;
 }

@@ -10,7 +10,10 @@ import { gpuSpec, SimGpus } from "./dcgm-text.ts";
 import { Engine } from "./engine.ts";
 import { renderEngineMetrics } from "./engine-metrics-text.ts";
 import { chooseFault, FAULT_HEADER } from "./faults.ts";
-import { parseEmbeddingRequest, parseGenerationRequest, parseJsonObject, type RequestLimits } from "./openai-request.ts";
+import { KvEventPublisher } from "../engines/kv-events/publisher.ts";
+import { parseDetokenizeRequest, parseEmbeddingRequest, parseGenerationRequest, parseJsonObject, parseTokenizeRequest, type RequestLimits } from "./openai-request.ts";
+import { tokenText } from "./tokens.ts";
+import { logger } from "../shared/logger.ts";
 import { embeddingResponse, modelsResponse, randomId } from "./openai-response.ts";
 import { JsonSink, SseSink, type Closable } from "./sinks.ts";
 import { badRequest, fastapiMethodNotAllowed, fastapiNotFound, SimHttpError, vllmErrorResponse } from "./vllm-errors.ts";
@@ -33,22 +36,32 @@ export class SimServer {
   private requestsTotal = 0;
   private api: BunServer | undefined;
   private dcgm: BunServer | undefined;
+  private kvPublisher: KvEventPublisher | undefined;
 
   constructor(
     readonly fixed: SimStaticConfig,
     readonly live: SimLiveConfig,
   ) {
     this.engine = new Engine(fixed, live);
-    this.limits = { models: fixed.models, maxModelLen: fixed.maxModelLen, blockSize: fixed.blockSize, outputLen: fixed.outputLen, outputLenDist: fixed.outputLenDist, rejectContinuation: fixed.rejectContinuation };
+    this.limits = { models: fixed.models, maxModelLen: fixed.maxModelLen, blockSize: fixed.blockSize, outputLen: fixed.outputLen, outputLenDist: fixed.outputLenDist, rejectContinuation: fixed.rejectContinuation, hashRoot: fixed.blockHashRoot };
     if (fixed.gpus > 0) this.gpus = new SimGpus(gpuSpec(fixed.gpuModel), fixed.gpus, osHostname(), `${osHostname()}/${process.pid}`, performance.now(), fixed.dcgmModelLabel, fixed.reservedMiB);
   }
 
-  listen(host: string, port: number, dcgmPort: number | undefined): { api: string; dcgm?: string } {
+  /** The publisher's endpoints as a subscriber reaches them (a wildcard bind is reached over loopback). */
+  listen(host: string, port: number, dcgmPort: number | undefined): { api: string; dcgm?: string; kvEvents?: string; kvReplay?: string } {
     // development: false — no HTML error pages, and a deliberately errored stream (cut:N) is not printed as a crash.
     // reusePort: false — Bun turns SO_REUSEPORT on with development: false, and a second sim-engine on a held
     // port would then share it silently (a gateway polling the port flips between their model lists).
     this.api = Bun.serve({ hostname: host, port, idleTimeout: IDLE_TIMEOUT_S, development: false, reusePort: false, fetch: (req, server) => this.handle(req, server) });
-    const out: { api: string; dcgm?: string } = { api: `http://${host}:${this.api.port}` };
+    const out: { api: string; dcgm?: string; kvEvents?: string; kvReplay?: string } = { api: `http://${host}:${this.api.port}` };
+    const kv = this.fixed.kvEvents;
+    if (kv) {
+      const publisher = new KvEventPublisher({ endpoint: kv.endpoint, replayEndpoint: kv.replayEndpoint, topic: kv.topic, bufferSteps: kv.bufferSteps, hwmMessages: kv.hwm });
+      this.kvPublisher = publisher;
+      this.engine.onKvEvents = (events) => publisher.publish(events);
+      out.kvEvents = reachable(publisher.endpoint);
+      if (publisher.replayEndpoint !== undefined) out.kvReplay = reachable(publisher.replayEndpoint);
+    }
     if (this.gpus && dcgmPort !== undefined) {
       this.dcgm = Bun.serve({ hostname: host, port: dcgmPort, development: false, reusePort: false, fetch: (req) => this.handleDcgm(req) });
       out.dcgm = `http://${host}:${this.dcgm.port}`;
@@ -61,6 +74,7 @@ export class SimServer {
     const stopping = [this.api?.stop(false), this.dcgm?.stop(true)];
     for (const s of [...this.active]) s.shutdown();
     this.engine.stop();
+    this.kvPublisher?.close();
     await Promise.race([Promise.all(stopping), Bun.sleep(2_000)]);
     await this.api?.stop(true);
   }
@@ -92,6 +106,12 @@ export class SimServer {
           return new Response(null, { status: this.live.dead ? 503 : 200 });
         case "/metrics":
           return new Response(renderEngineMetrics(this.fixed.metricsFlavor, this.engine, this.fixed, performance.now()), { headers: { "content-type": PROM_CONTENT_TYPE } });
+        case "/tokenize":
+          return req.method === "POST" ? this.notReady() ?? this.tokenize(await req.text()) : fastapiMethodNotAllowed("POST");
+        case "/detokenize":
+          return req.method === "POST" ? this.notReady() ?? Response.json({ prompt: parseDetokenizeRequest(await req.text(), this.limits) }) : fastapiMethodNotAllowed("POST");
+        case "/reset_prefix_cache":
+          return req.method === "POST" ? this.resetPrefixCache() : fastapiMethodNotAllowed("POST");
         case "/version":
           return Response.json({ version: "0.11.0+llmgw-sim" });
         case "/sim/state":
@@ -173,6 +193,19 @@ export class SimServer {
     return await answer.response;
   }
 
+  /** vLLM's TokenizeResponse: the ids a generation request with the same prompt computes. */
+  private tokenize(body: string): Response {
+    const { prompt, tokenStrs } = parseTokenizeRequest(body, this.limits);
+    const tokens = Array.from(prompt.ids);
+    return Response.json({ count: prompt.count, max_model_len: this.fixed.maxModelLen, tokens, token_strs: tokenStrs ? tokens.map((t) => tokenText(t) ?? "") : null });
+  }
+
+  /** vLLM answers 200 whether or not the reset happened (it logs the refusal while requests hold blocks). */
+  private resetPrefixCache(): Response {
+    if (!this.engine.resetPrefixCache()) logger().warn({ used_blocks: this.engine.kv.used }, "prefix cache not reset: requests still hold KV blocks");
+    return new Response(null, { status: 200 });
+  }
+
   private async embeddings(req: Request): Promise<Response> {
     const blocked = this.notReady();
     if (blocked) return blocked;
@@ -213,7 +246,8 @@ export class SimServer {
       requests_total: this.requestsTotal,
       prompt_tokens_total: e.stats.promptTokens,
       generation_tokens_total: e.stats.generationTokens,
-      prefix_cache: { queries: e.stats.prefixQueries, hits: e.stats.prefixHits },
+      prefix_cache: { queries: e.stats.prefixQueries, hits: e.stats.prefixHits, cached_blocks: e.kv.cached },
+      kv_events: this.kvPublisher ? this.kvPublisher.stats() : null,
       preemptions: e.stats.preemptions,
       open_responses: this.active.size,
       step_ms: e.stepMs(),
@@ -248,4 +282,9 @@ export class SimServer {
     const load = { utilization: this.engine.utilization(), computeShare: shares?.compute, memoryShare: shares?.memory };
     return new Response(this.gpus.render(load, this.live.gpus, performance.now()), { headers: { "content-type": PROM_CONTENT_TYPE } });
   }
+}
+
+/** A wildcard bind (tcp://0.0.0.0:P, tcp://[::]:P) as a local subscriber dials it. */
+function reachable(endpoint: string): string {
+  return endpoint.replace("tcp://0.0.0.0:", "tcp://127.0.0.1:").replace("tcp://[::]:", "tcp://[::1]:");
 }

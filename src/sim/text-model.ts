@@ -24,7 +24,7 @@ export const VOCAB: readonly string[] = (
   .split(" ")
   .map((w) => ` ${w}`);
 
-const VOCAB_INDEX: ReadonlyMap<string, number> = new Map(VOCAB.map((w, i) => [w, i]));
+export const VOCAB_INDEX: ReadonlyMap<string, number> = new Map(VOCAB.map((w, i) => [w, i]));
 
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;

@@ -3,7 +3,9 @@
  * node-b with 2× H100, each a fake nvidia-smi from the shared captures,
  * launching real sim-engines — and one real `llmgw serve` with a fleet and
  * no static endpoint. A model with 2 replicas is placed one per node, turns
- * Ready and serves through the OpenAI API. `llmgw ctl drain node-a` (the real
+ * Ready and serves through the OpenAI API; the gateway follows each
+ * replica's KV-cache events with no configuration (the agents started them
+ * publishing and reported where). `llmgw ctl drain node-a` (the real
  * CLI) then moves node-a's replica to node-b while continuous streaming
  * traffic runs: no non-200 answer, no stream without [DONE] or with an error
  * event, and node-a ends with no replica. Then: explain-placement for a model
@@ -16,7 +18,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startCheckedLoad } from "../../src/bench/checked-stream-load.ts";
-import type { Gateway } from "../helpers/cluster.ts";
+import { counterValue, type Gateway } from "../helpers/cluster.ts";
 import { capturedGpus, documentedRoutes, FLEET_API_ROUTES, startAgent, type TestAgent } from "../helpers/fleet.ts";
 import { agentState, ctl, endpointRows, fleetCall, fleetGatewayConfig, serving, startFleetGateway } from "../helpers/fleet-gateway.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
@@ -59,6 +61,16 @@ describe("a fleet-only gateway over two real agents", () => {
     expect(metrics.status).toBe(200);
     const text = await metrics.text();
     for (const e of eps) expect(text).toContain(`llmgw_endpoint_ready{endpoint="${e.id}"} 1`);
+    // Each replica's KV-cache events are followed, and what a long prompt leaves in an engine's cache is indexed.
+    const kvText = () => fetch(`${gw.admin}/metrics`).then((r) => r.text());
+    await waitUntil(async () => {
+      const t = await kvText();
+      return eps.every((e) => t.includes(`llmgw_kv_events_stream_state{endpoint="${e.id}",state="live"} 1`));
+    }, { what: "both replicas' event streams live" });
+    const long = await fetch(`${gw.api}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: MODEL, max_tokens: 2, messages: [{ role: "system", content: "Answer as the fleet's test assistant. ".repeat(40) }, { role: "user", content: "hi" }] }) });
+    expect(long.status).toBe(200);
+    const holder = long.headers.get("x-llmgw-endpoint")!;
+    await waitUntil(async () => counterValue(await kvText(), "llmgw_kv_index_blocks", { endpoint: holder }) > 0, { what: "the prompt's blocks indexed" });
   }, 60_000);
 
   test("ctl drain node-a moves its replica to node-b under streaming load: no non-200, no truncated stream, node-a empty", async () => {

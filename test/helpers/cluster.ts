@@ -6,6 +6,9 @@ export interface Sim extends Started {
   api: string;
   /** The DCGM exporter's base URL (with --gpus N --dcgm-port P). */
   dcgm: string | undefined;
+  /** Its KV-event PUB and replay sockets (with --kv-events-config). */
+  kvEvents: string | undefined;
+  kvReplay: string | undefined;
   /** POST /sim/config */
   configure(patch: Record<string, unknown>): Promise<void>;
   state(): Promise<Record<string, unknown>>;
@@ -13,12 +16,16 @@ export interface Sim extends Started {
 }
 
 export async function startSim(args: string[]): Promise<Sim> {
-  // With a DCGM listener the sim logs two listening lines (api, dcgm).
-  const s = await startLlmgw(["sim-engine", "--port", "0", ...args], { waitFor: args.includes("--dcgm-port") ? 2 : 1 });
+  // A listening line each: api, then dcgm with a DCGM listener, kv-events (and kv-replay) with --kv-events-config.
+  const kv = args.indexOf("--kv-events-config");
+  const kvLines = kv < 0 ? 0 : (JSON.parse(args[kv + 1]!) as { replay_endpoint?: string }).replay_endpoint ? 2 : 1;
+  const s = await startLlmgw(["sim-engine", "--port", "0", ...args], { waitFor: 1 + (args.includes("--dcgm-port") ? 1 : 0) + kvLines });
   const api = s.urls.api ?? s.url;
   return Object.assign(s, {
     api,
     dcgm: s.urls.dcgm,
+    kvEvents: s.urls["kv-events"],
+    kvReplay: s.urls["kv-replay"],
     async configure(patch: Record<string, unknown>) {
       const res = await fetch(`${api}/sim/config`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(patch) });
       if (!res.ok) throw new Error(`sim config ${res.status}: ${await res.text()}`);
@@ -59,6 +66,9 @@ export async function startGateway(config: Record<string, unknown>, readyEndpoin
   }
   return gw;
 }
+
+/** vLLM's --kv-events-config for a sim on loopback: PUB and replay sockets on free ports. */
+export const SIM_KV_EVENTS = JSON.stringify({ enable_kv_cache_events: true, publisher: "zmq", endpoint: "tcp://*:0", replay_endpoint: "tcp://*:0", topic: "kv" });
 
 /** Sum of a counter's samples whose labels include `match`, from /metrics text (0 when absent). */
 export function counterValue(text: string, name: string, match: Record<string, string> = {}): number {

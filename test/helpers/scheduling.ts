@@ -31,3 +31,24 @@ export function endpoint(index: number, over: Partial<EndpointView> = {}): Endpo
     ...over,
   };
 }
+
+import { KvBlockIndex } from "../../src/scheduling/kv-block-index.ts";
+import { PrefixIndex } from "../../src/scheduling/prefix-index.ts";
+import type { SchedulingContext } from "../../src/scheduling/types.ts";
+import { KV_STREAM, KvEventStats } from "../../src/shared/kv-event-stats.ts";
+
+/** A real KV-block index holding `held` (endpoint → its token-block keys) with the `live` endpoints' streams live. */
+export function kvIndexWith(held: Record<number, readonly number[]>, live: readonly number[] = Object.keys(held).map(Number)): KvBlockIndex {
+  const stats = new KvEventStats(64);
+  for (const e of live) stats.setState(e, KV_STREAM.LIVE);
+  const index = new KvBlockIndex(1024, stats);
+  index.write(() => {
+    for (const [endpoint, keys] of Object.entries(held)) for (const k of keys) index.insert(k, Number(endpoint));
+  });
+  return index;
+}
+
+/** A scheduling context over a prefix index (and a KV-block index: none live by default). */
+export function schedulingContext(prefixIndex = new PrefixIndex(64), kvIndex = kvIndexWith({}), preciseStandIn: SchedulingContext["preciseStandIn"] = "prefix-affinity"): SchedulingContext & { prefixIndex: PrefixIndex } {
+  return { prefixIndex, kvIndex, preciseStandIn };
+}

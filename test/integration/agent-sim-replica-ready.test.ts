@@ -4,7 +4,9 @@
  * refuses invalid specs, and launches a real sim-engine replica through
  * PUT /v1/replicas/{id} that reaches Ready only once the sim-engine's
  * --startup-ms has passed (observed through GET /v1/state: Loading first).
- * The same PUT again changes nothing; DELETE stops the engine.
+ * It publishes vLLM's KV-cache events on ports the agent allocated and
+ * reports with the replica. The same PUT again changes nothing; DELETE
+ * stops the engine.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -15,6 +17,7 @@ import { startLlmgw, stopAll, waitUntil, type Started } from "../helpers/process
 import { capturedGpuRows } from "../fixtures/agent/captures.ts";
 import { writeFakeNvidiaSmi } from "../fixtures/agent/fake-tools.ts";
 import { isAlive } from "../../src/agent/proc-info.ts";
+import { KvEventSubscriber } from "../../src/engines/kv-events/subscriber.ts";
 
 const TOKEN = "agent-test-token";
 const STARTUP_MS = 2_000;
@@ -27,6 +30,7 @@ interface ReplicaView {
   pid: number | null;
   endpoint: string;
   restarts: number;
+  kvEvents: { endpoint: string; replayEndpoint: string | null; topic: string } | null;
 }
 
 function call(path: string, init: RequestInit = {}, token: string | null = TOKEN): Promise<Response> {
@@ -118,6 +122,22 @@ describe("llmgw agent API", () => {
       expect(seen.indexOf("Loading")).toBeLessThan(seen.indexOf("Ready"));
       const models = (await (await fetch(`${replica!.endpoint}/v1/models`)).json()) as { data: { id: string }[] };
       expect(models.data.map((m) => m.id)).toContain("sim-llama");
+
+      // The engine publishes its KV-cache events where the replica's report says.
+      const kv = replica!.kvEvents!;
+      expect(kv.endpoint).toMatch(/^tcp:\/\/127\.0\.0\.1:\d+$/);
+      expect(kv.replayEndpoint).toMatch(/^tcp:\/\/127\.0\.0\.1:\d+$/);
+      expect(kv.topic).toBe("kv@r1@sim-llama");
+      let stored = 0;
+      const sub = new KvEventSubscriber({ endpoint: kv.endpoint, replayEndpoint: kv.replayEndpoint!, topic: kv.topic }, { batch: (b) => (stored += b.events.filter((e) => e.type === "BlockStored").length), reset: () => {} });
+      try {
+        await waitUntil(() => sub.stats().connected && sub.stats().replayRequests > 0, { what: "subscribed to the replica's events" });
+        const done = await fetch(`${replica!.endpoint}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "sim-llama", prompt: "z".repeat(400), max_tokens: 1 }) });
+        expect(done.status).toBe(200);
+        await waitUntil(() => stored > 0, { what: "BlockStored from the replica" });
+      } finally {
+        sub.close();
+      }
 
       const again = await put("r1", spec);
       expect(again.status).toBe(200);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { buildLaunchPlan, type LaunchInput } from "../../src/agent/engine-adapters.ts";
 import { ncclEnv, type ResolvedFabric } from "../../src/agent/nccl-env.ts";
-import { replicaSpecSchema, specFingerprint } from "../../src/agent/replica-spec.ts";
+import { publishesKvEvents, replicaSpecSchema, specFingerprint } from "../../src/agent/replica-spec.ts";
 
 const bins = { vllm: "vllm", python: "python3", bun: "/opt/bun", cli: "/repo/src/cli.ts" };
 
@@ -107,5 +107,30 @@ describe("replica spec", () => {
     expect(replicaSpecSchema.safeParse({ engine: "trt", model: "m" }).success).toBe(false);
     expect(replicaSpecSchema.safeParse({ engine: "vllm", model: "m", gpus: [-1] }).success).toBe(false);
     expect(replicaSpecSchema.safeParse({ engine: "vllm", model: "m", gpuMemoryUtilization: 1.5 }).success).toBe(false);
+  });
+});
+
+describe("KV-cache events", () => {
+  const kvEvents = { port: 5557, replayPort: 5558, topic: "kv@r1@m" };
+  const config = '{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557","replay_endpoint":"tcp://*:5558","topic":"kv@r1@m"}';
+
+  test("vLLM and the sim-engine get --kv-events-config on the allocated ports, bound on every interface", () => {
+    const vllm = buildLaunchPlan(input({ engine: "vllm", model: "m", gpus: [0], extraArgs: ["--max-model-len", "8192"] }, { kvEvents }));
+    expect(vllm.argv.slice(-4)).toEqual(["--kv-events-config", config, "--max-model-len", "8192"]);
+    const sim = buildLaunchPlan(input({ engine: "sim", model: "m" }, { kvEvents }));
+    expect(sim.argv.slice(-2)).toEqual(["--kv-events-config", config]);
+    expect(buildLaunchPlan(input({ engine: "vllm", model: "m", gpus: [0] })).argv).not.toContain("--kv-events-config");
+  });
+
+  test("published by vLLM and the sim unless turned off; not by SGLang, nor by a headless vLLM rank", () => {
+    expect(publishesKvEvents(replicaSpecSchema.parse({ engine: "vllm", model: "m" }))).toBe(true);
+    expect(publishesKvEvents(replicaSpecSchema.parse({ engine: "sim", model: "m" }))).toBe(true);
+    expect(publishesKvEvents(replicaSpecSchema.parse({ engine: "sim", model: "m", kvEvents: false }))).toBe(false);
+    expect(publishesKvEvents(replicaSpecSchema.parse({ engine: "sglang", model: "m" }))).toBe(false);
+    const mn = { nnodes: 2, nodeRank: 1, masterAddr: "10.0.0.1" };
+    expect(publishesKvEvents(replicaSpecSchema.parse({ engine: "vllm", model: "m", multiNode: mn }))).toBe(false);
+    expect(publishesKvEvents(replicaSpecSchema.parse({ engine: "vllm", model: "m", multiNode: { ...mn, nodeRank: 0 } }))).toBe(true);
+    // A spec without the field keeps the fingerprint it had before the field existed.
+    expect(specFingerprint(replicaSpecSchema.parse({ engine: "vllm", model: "m" }))).not.toContain("kvEvents");
   });
 });

@@ -25,6 +25,23 @@ describe("config loading", () => {
     expect(c.models[0]!.deadlines.firstTokenMs).toBe(30_000);
     // model deadlines inherit the top-level ones they do not override
     expect(c.models[0]!.deadlines.idleMs).toBe(c.deadlines.idleMs);
+    expect(c.endpoints[0]!.kvEvents).toEqual({ endpoint: "tcp://10.0.0.11:5557", replayEndpoint: "tcp://10.0.0.11:5558", topic: "" });
+    expect(c.endpoints[1]!.kvEvents).toBeUndefined();
+    // The example states the defaults.
+    expect(c.kvEvents).toEqual(buildConfig({}).kvEvents);
+    expect(c.scheduling.scorers).toEqual(buildConfig({}).scheduling.scorers);
+  });
+
+  test("kv_events: an endpoint's sockets, the gateway's block; bad values name the key", () => {
+    const c = buildConfig({ endpoints: [{ id: "a", url: "http://h:1", kv_events: { endpoint: "tcp://h:5557" } }], kv_events: { index_blocks: 4096, tokenize: { timeout_ms: 5 } } });
+    expect(c.endpoints[0]!.kvEvents).toEqual({ endpoint: "tcp://h:5557", replayEndpoint: null, topic: "" });
+    expect(c.kvEvents.indexBlocks).toBe(4096);
+    expect(c.kvEvents.tokenize).toMatchObject({ timeoutMs: 5, minPromptTokens: 128 });
+    const issues = issuesOf(() => buildConfig({ endpoints: [{ id: "a", url: "http://h:1", kv_events: { endpoint: "tcp://*:5557", replay_endpoint: "http://h:1" } }], kv_events: { index_blocks: 10, tokenize: { nope: 1 } } }));
+    expect(issues).toContain("endpoints[0].kv_events.endpoint: expected a ZMQ address tcp://HOST:PORT, e.g. tcp://10.0.0.5:5557, got 'tcp://*:5557'");
+    expect(issues.some((i) => i.startsWith("endpoints[0].kv_events.replay_endpoint: expected a ZMQ address"))).toBe(true);
+    expect(issues.some((i) => i.startsWith("kv_events.index_blocks:"))).toBe(true);
+    expect(issues.some((i) => i.startsWith("kv_events.tokenize: unknown key(s) 'nope'"))).toBe(true);
   });
 
   test("retry.same_endpoint: timeouts move on by default, each class overridable, a bad value names the key", () => {

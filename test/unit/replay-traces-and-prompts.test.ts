@@ -167,7 +167,7 @@ describe("prompts from block ids", () => {
     const ha = textPrompt(pa, 16).blockHashes;
     const hb = textPrompt(pb, 16).blockHashes;
     const hc = textPrompt(pc, 16).blockHashes;
-    const shared = (x: string[], y: string[]) => x.findIndex((h, i) => h !== y[i]);
+    const shared = (x: readonly bigint[], y: readonly bigint[]) => x.findIndex((h, i) => h !== y[i]);
     expect(shared(ha, hb)).toBe(32);
     expect(shared(ha, hc)).toBe(64);
   });

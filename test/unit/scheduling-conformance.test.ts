@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { endpoint, seeded } from "../helpers/scheduling.ts";
+import { endpoint, kvIndexWith, schedulingContext, seeded } from "../helpers/scheduling.ts";
 import { FILTER_NAMES, PICKER_NAMES, SCORER_NAMES } from "../../src/config/plugin-names.ts";
 import { excludeTried } from "../../src/scheduling/filters/exclude.ts";
 import { PrefixIndex } from "../../src/scheduling/prefix-index.ts";
@@ -33,13 +33,16 @@ function context(): SchedulingContext {
   const prefixIndex = new PrefixIndex(64);
   prefixIndex.record([11, 12, 13], 2);
   prefixIndex.record([11], 0);
-  return { prefixIndex };
+  // Endpoints 0 and 2 publish KV events (2 holds more of the prompt); 7 holds blocks but its stream is not live.
+  return schedulingContext(prefixIndex, kvIndexWith({ 0: [21], 2: [21, 22], 7: [21, 22, 23] }, [0, 2, 5]));
 }
 
 const requests: Record<string, RequestView> = {
   "no hashes": { model: "m", prefixHashes: [] },
   "with hashes": { model: "m", prefixHashes: [11, 12, 13, 14] },
   "with exclude": { model: "m", prefixHashes: [11], exclude: new Set([0, 3]) },
+  "with token ids": { model: "m", prefixHashes: [11, 12], tokenBlockKeys: [21, 22, 23, 24] },
+  "token ids, no hashes": { model: "m", prefixHashes: [], tokenBlockKeys: [21] },
 };
 
 describe("registry", () => {

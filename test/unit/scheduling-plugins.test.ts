@@ -1,12 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { endpoint } from "../helpers/scheduling.ts";
+import { endpoint, schedulingContext } from "../helpers/scheduling.ts";
 import { PrefixIndex } from "../../src/scheduling/prefix-index.ts";
 import { FILTERS, PICKERS, SCORERS } from "../../src/scheduling/plugin-registry.ts";
 import type { EndpointView, RequestView, SchedulingContext } from "../../src/scheduling/types.ts";
 
 
 const req: RequestView = { model: "m", prefixHashes: [] };
-const ctx = (): SchedulingContext & { prefixIndex: PrefixIndex } => ({ prefixIndex: new PrefixIndex(64) });
+const ctx = (): SchedulingContext & { prefixIndex: PrefixIndex } => schedulingContext(new PrefixIndex(64));
 const ids = (es: readonly EndpointView[]) => es.map((e) => e.id);
 
 describe("filters", () => {

@@ -5,10 +5,10 @@ import { prefixHashes } from "../../src/scheduling/prefix-hash.ts";
 import { SchedulingProfile } from "../../src/scheduling/profile.ts";
 import { SCORERS } from "../../src/scheduling/plugin-registry.ts";
 import type { EndpointView } from "../../src/scheduling/types.ts";
-import { endpoint, seeded } from "../helpers/scheduling.ts";
+import { endpoint, schedulingContext, seeded } from "../helpers/scheduling.ts";
 
 const s = SCORERS["prefix-rendezvous"];
-const ctx = { prefixIndex: new PrefixIndex(64) };
+const ctx = schedulingContext(new PrefixIndex(64));
 const replicas = (ids: string[], firstIndex = 0): EndpointView[] => ids.map((id, i) => endpoint(firstIndex + i, { id }));
 const winner = (hash: number, es: EndpointView[]) => es[s.score({ model: "m", prefixHashes: [hash, 7, 8] }, es, ctx).indexOf(1)]!.id;
 const hashes = Array.from({ length: 3_000 }, (_, i) => prefixHashes(`system prompt number ${i} `.repeat(20), 64, 2)[0]!);

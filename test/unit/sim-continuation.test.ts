@@ -31,7 +31,9 @@ describe("sim text model", () => {
     const delivered = new SimOutput(p.state).text(12);
     const c = textPrompt(chat + delivered, 4);
     expect([c.count, c.continued]).toEqual([p.count + 12, 12]);
-    expect(c.blockHashes).toEqual(p.blockHashes); // the prefix cache still finds the original prompt
+    // The prefix cache still finds the original prompt: its ids, then one id per continued word.
+    expect(Array.from(c.ids.subarray(0, p.count))).toEqual(Array.from(p.ids));
+    expect(c.blockHashes.slice(0, p.blockHashes.length)).toEqual(p.blockHashes);
   });
 
   test("text that is not the model's own answer is not counted as continued", () => {

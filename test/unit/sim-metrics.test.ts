@@ -14,9 +14,9 @@ async function busyEngine(): Promise<Engine> {
   let done = () => {};
   const finished = new Promise<void>((r) => (done = r));
   const sink = { token() {}, finish: () => done(), cut() {} };
-  e.submit({ prompt: { count: 40, blockHashes: ["a", "b"], state: 1, continued: 0 }, outputTokens: 4, finishReason: "length", stallAfter: -1, cutAfter: -1, intervalMs: 0, sink });
+  e.submit({ prompt: { count: 40, ids: new Int32Array(40), blockHashes: [1n, 2n], state: 1, continued: 0 }, outputTokens: 4, finishReason: "length", stallAfter: -1, cutAfter: -1, intervalMs: 0, sink });
   await finished;
-  e.submit({ prompt: { count: 40, blockHashes: ["a", "b"], state: 1, continued: 0 }, outputTokens: 100, finishReason: "length", stallAfter: 0, cutAfter: -1, intervalMs: 0, sink });
+  e.submit({ prompt: { count: 40, ids: new Int32Array(40), blockHashes: [1n, 2n], state: 1, continued: 0 }, outputTokens: 100, finishReason: "length", stallAfter: 0, cutAfter: -1, intervalMs: 0, sink });
   await Bun.sleep(5);
   return e;
 }

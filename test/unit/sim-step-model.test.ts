@@ -39,8 +39,8 @@ function run(core: EngineCore, clock: { t: number }, until = Infinity): void {
   }
 }
 
-function req(sink: SeqSink, promptTokens: number, outputTokens: number, hashes: string[] = []) {
-  return { prompt: { count: promptTokens, blockHashes: hashes, state: promptTokens, continued: 0 }, outputTokens, finishReason: "length" as const, stallAfter: -1, cutAfter: -1, intervalMs: 0, sink };
+function req(sink: SeqSink, promptTokens: number, outputTokens: number, hashes: bigint[] = []) {
+  return { prompt: { count: promptTokens, ids: new Int32Array(promptTokens), blockHashes: hashes, state: promptTokens, continued: 0 }, outputTokens, finishReason: "length" as const, stallAfter: -1, cutAfter: -1, intervalMs: 0, sink };
 }
 
 describe("sim step model", () => {

@@ -63,6 +63,8 @@ export interface KvEventSubscriberHandlers {
 
 export interface KvEventSubscriberStats {
   connected: boolean;
+  /** A replay is in flight: batches before the live ones are still arriving (on every connection, the publisher's whole buffer at first). */
+  replaying: boolean;
   /** TCP connection attempts to the PUB socket. */
   dialAttempts: number;
   /** Last sequence delivered since the last reset. */
@@ -151,6 +153,7 @@ export class KvEventSubscriber {
   stats(): KvEventSubscriberStats {
     return {
       connected: this.sub.connected,
+      replaying: this.tracker.replaying,
       dialAttempts: this.sub.dialAttempts,
       lastSequence: this.tracker.lastSequence,
       lastBatchAtMs: this.lastBatchAt,

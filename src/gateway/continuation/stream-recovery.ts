@@ -193,7 +193,7 @@ export class StreamRecovery implements RelayRecovery {
   /** Another ready endpoint of `model` by scoring alone (the request was admitted once); undefined: none. `lastResort`: the chain's last model. */
   private grant(model: string, exclude: ReadonlySet<number>, lastResort: boolean): Grant | undefined {
     try {
-      return this.ctx.admission.reschedule(model, this.x.band, this.x.prefixHashes, exclude, lastResort);
+      return this.ctx.admission.reschedule(model, this.x.band, this.x.routingKeys(), exclude, lastResort);
     } catch {
       return undefined;
     }

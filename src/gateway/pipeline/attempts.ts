@@ -185,14 +185,14 @@ export class AttemptLoop {
       let grant: Grant;
       if (first) {
         this.admitted = true;
-        const g = ctx.admission.admit({ model, band: x.band, tenant: x.tenant, estTokens: x.estTokens, prefixHashes: x.prefixHashes }, x.signal, ctx.config.admission.fastPath);
+        const g = ctx.admission.admit({ model, band: x.band, tenant: x.tenant, estTokens: x.estTokens, ...x.routingKeys() }, x.signal, ctx.config.admission.fastPath);
         grant = g instanceof Promise ? await g : g;
         const series = ctx.metrics.grantSeries(x.bandName, ctx.tenantLabel(x.tenant));
         series.wait.observe(grant.waitedMs / 1000);
         series.grant.inc();
         series.path[grant.path].inc();
       } else {
-        grant = ctx.admission.reschedule(model, x.band, x.prefixHashes, exclude, lastResort);
+        grant = ctx.admission.reschedule(model, x.band, x.routingKeys(), exclude, lastResort);
       }
       this.observeDrops(grant.drops);
       if (x.signal.aborted) {
@@ -224,7 +224,7 @@ export class AttemptLoop {
   /** A first admission that found only half-open circuits being probed: join one (undefined: none). */
   private joinProbed(model: string, exclude: ReadonlySet<number>): Grant | undefined {
     try {
-      const grant = this.ctx.admission.reschedule(model, this.x.band, this.x.prefixHashes, exclude, true);
+      const grant = this.ctx.admission.reschedule(model, this.x.band, this.x.routingKeys(), exclude, true);
       this.observeDrops(grant.drops);
       return grant;
     } catch {

@@ -76,6 +76,10 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
     // Long prefills send nothing for a while; Bun's idle timeout would cut
     // them. The attempt's own deadlines bound the request instead.
     server?.timeout(req, 0);
+    // The prompt's token ids for precise-prefix routing: cached, or asked of an engine within a time limit
+    // (after the gates, so a replayed, cached or refused request asks for nothing).
+    const tokenizing = ctx.promptTokens.keysFor(x.body!, route, x.model!, x.promptEstimate);
+    x.tokenBlockKeys = tokenizing instanceof Promise ? await tokenizing : tokenizing;
     return answer.wrap(await new AttemptLoop(ctx, x).run());
   } catch (err) {
     if (req.signal.aborted) return answer.wrap(x.fail(new LlmgwError("INTERNAL_ERROR", "client went away while sending the body"), "cancelled"));

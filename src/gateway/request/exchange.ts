@@ -55,6 +55,8 @@ export class Exchange {
   /** Choices the answer has (the request's n). */
   choices = 1;
   prefixHashes: number[] = NO_HASHES;
+  /** Token-block keys of the prompt's token ids (precise-prefix); undefined when it was not tokenized. */
+  tokenBlockKeys: readonly number[] | undefined;
   principal: Principal | undefined;
   estTokens = 0;
   /** The prompt's share of the estimate (what a request that generated tokens but reported no usage is charged for its prompt). */
@@ -80,6 +82,11 @@ export class Exchange {
   replay = false;
   /** Audit: the batch this request runs a line of. */
   batchId: string | undefined;
+  /** What scoring reads of the prompt. */
+  routingKeys(): { prefixHashes: readonly number[]; tokenBlockKeys?: readonly number[] } {
+    return this.tokenBlockKeys === undefined ? { prefixHashes: this.prefixHashes } : { prefixHashes: this.prefixHashes, tokenBlockKeys: this.tokenBlockKeys };
+  }
+
   private queueMs: number | undefined;
   private ttftMs: number | undefined;
   private errorCode: ErrorCode | undefined;

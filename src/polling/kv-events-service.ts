@@ -1,0 +1,131 @@
+/**
+ * The KV-events worker's work (workers/kv-events.ts is its shell): one
+ * KvEventSubscriber per endpoint whose engine publishes vLLM's KV-cache
+ * events, their batches applied to the shared block index (kv-block-tracker.ts),
+ * and each stream's state published for the scorers: SYNCING while its
+ * history replays, LIVE while connected and heard from (heartbeat replies
+ * count), STALE when disconnected or silent past stale_after_ms. A stream
+ * the subscriber cannot keep whole (restart, lost replay) drops the
+ * endpoint's index and says why, in the stats and to the main thread.
+ *
+ * It runs off the main thread because applying a batch costs: decoding and
+ * indexing the 512 blocks an 8k-token prefill stores takes ~1.3 ms here, a
+ * stall the request path would take at every long prefill of every engine.
+ */
+import type { ResetReason } from "../engines/kv-events/subscriber.ts";
+import { KvEventSubscriber } from "../engines/kv-events/subscriber.ts";
+import type { KvEventsSettings, KvEventsSource, StreamNote } from "../protocol/kv-events-messages.ts";
+import type { KvBlockIndex } from "../scheduling/kv-block-index.ts";
+import { KV_COUNTER, KV_STREAM, type KvEventStats, type KvStreamState } from "../shared/kv-event-stats.ts";
+import { KvBlockTracker } from "./kv-block-tracker.ts";
+
+/** How often stream states are re-derived (staleness is a matter of time, not of events). */
+const MAX_TICK_MS = 1_000;
+
+interface Followed {
+  id: string;
+  source: KvEventsSource;
+  sub: KvEventSubscriber;
+  replaysCounted: number;
+}
+
+export class KvEventsService {
+  private readonly tracker: KvBlockTracker;
+  private readonly followed = new Map<number, Followed>();
+  private timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(
+    index: KvBlockIndex,
+    private readonly stats: KvEventStats,
+    private readonly settings: KvEventsSettings,
+    private readonly note: (n: StreamNote) => void,
+  ) {
+    this.tracker = new KvBlockTracker(index, stats);
+  }
+
+  start(): void {
+    this.timer ??= setInterval(() => {
+      for (const slot of this.followed.keys()) this.refresh(slot);
+    }, Math.min(MAX_TICK_MS, Math.max(10, Math.floor(this.settings.staleAfterMs / 4))));
+  }
+
+  /** Subscribe to an endpoint's events (again, if its source changed); what was indexed for the slot before is dropped. */
+  follow(slot: number, id: string, source: KvEventsSource): void {
+    const current = this.followed.get(slot);
+    if (current && current.id === id && sameSource(current.source, source)) return;
+    this.unfollow(slot);
+    this.stats.reset(slot, KV_STREAM.STALE);
+    const sub = new KvEventSubscriber(
+      {
+        endpoint: source.endpoint,
+        ...(source.replayEndpoint !== null ? { replayEndpoint: source.replayEndpoint } : {}),
+        topic: source.topic,
+        replayTimeoutMs: this.settings.replayTimeoutMs,
+        heartbeatIntervalMs: this.settings.heartbeatIntervalMs,
+        heartbeatTimeoutMs: Math.max(this.settings.heartbeatIntervalMs * 3, this.settings.staleAfterMs),
+      },
+      {
+        batch: (batch) => {
+          this.tracker.apply(slot, batch);
+          this.refresh(slot);
+        },
+        reset: (reason: ResetReason) => {
+          this.tracker.drop(slot, reason);
+          this.note({ slot, id, event: "dropped", detail: reason });
+        },
+        invalidBatch: (_seq, error) => {
+          this.stats.add(slot, KV_COUNTER.INVALID);
+          this.note({ slot, id, event: "invalid-batch", detail: error });
+        },
+        connected: () => {
+          this.note({ slot, id, event: "connected", detail: source.endpoint });
+          queueMicrotask(() => this.refresh(slot));
+        },
+        disconnected: (reason, detail) => {
+          this.note({ slot, id, event: "disconnected", detail: `${reason}: ${detail}` });
+          queueMicrotask(() => this.refresh(slot));
+        },
+      },
+    );
+    this.followed.set(slot, { id, source, sub, replaysCounted: 0 });
+  }
+
+  /** Stop following an endpoint and forget its index. */
+  unfollow(slot: number): void {
+    const f = this.followed.get(slot);
+    if (!f) return;
+    f.sub.close();
+    this.followed.delete(slot);
+    this.tracker.forget(slot);
+    this.stats.reset(slot, KV_STREAM.NONE);
+  }
+
+  stop(): void {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    for (const slot of [...this.followed.keys()]) this.unfollow(slot);
+  }
+
+  /** Re-derive a stream's state and publish its heartbeat time and replay count. */
+  private refresh(slot: number): void {
+    const f = this.followed.get(slot);
+    if (!f) return;
+    const st = f.sub.stats();
+    this.stats.setLastHeardAt(slot, st.lastHeardAtMs);
+    if (st.replayRequests > f.replaysCounted) {
+      this.stats.add(slot, KV_COUNTER.REPLAYS, st.replayRequests - f.replaysCounted);
+      f.replaysCounted = st.replayRequests;
+    }
+    const heard = st.lastHeardAtMs !== undefined && Date.now() - st.lastHeardAtMs <= this.settings.staleAfterMs;
+    const state: KvStreamState = !st.connected || !heard ? KV_STREAM.STALE : st.replaying ? KV_STREAM.SYNCING : KV_STREAM.LIVE;
+    const before = this.stats.state(slot);
+    if (state === before) return;
+    this.stats.setState(slot, state);
+    if (state === KV_STREAM.LIVE) this.note({ slot, id: f.id, event: "live", detail: `${this.tracker.blocksOf(slot)} blocks indexed` });
+    else if (state === KV_STREAM.STALE && before === KV_STREAM.LIVE) this.note({ slot, id: f.id, event: "stale", detail: st.connected ? "silent" : "disconnected" });
+  }
+}
+
+function sameSource(a: KvEventsSource, b: KvEventsSource): boolean {
+  return a.endpoint === b.endpoint && a.replayEndpoint === b.replayEndpoint && a.topic === b.topic;
+}

@@ -1,0 +1,63 @@
+/**
+ * `--kv-events-config`: vLLM's KVEventsConfig (vllm/config/kv_events.py) as
+ * JSON, with its keys and defaults. The publisher is "zmq" when events are
+ * enabled and none is named, "null" (nothing published) otherwise. vLLM
+ * binds its PUB socket when the endpoint has a wildcard (`*` or `::`) and
+ * connects to any other; the sim binds only, so it refuses an endpoint vLLM
+ * would connect with, rather than bind where vLLM would not. Pure.
+ */
+import { z } from "zod";
+import { parseTcpEndpoint } from "../engines/zmq/endpoint.ts";
+
+/** vLLM's defaults. */
+export const DEFAULT_KV_EVENTS_ENDPOINT = "tcp://*:5557";
+export const DEFAULT_KV_EVENTS_BUFFER_STEPS = 10_000;
+export const DEFAULT_KV_EVENTS_HWM = 100_000;
+export const DEFAULT_KV_EVENTS_MAX_QUEUE_SIZE = 100_000;
+
+export const kvEventsConfigSchema = z.strictObject({
+  enable_kv_cache_events: z.boolean().default(false),
+  publisher: z.enum(["null", "zmq"]).nullable().default(null),
+  endpoint: z.string().default(DEFAULT_KV_EVENTS_ENDPOINT),
+  replay_endpoint: z.string().nullable().default(null),
+  buffer_steps: z.int().min(1).max(10_000_000).default(DEFAULT_KV_EVENTS_BUFFER_STEPS),
+  hwm: z.int().min(1).max(100_000_000).default(DEFAULT_KV_EVENTS_HWM),
+  max_queue_size: z.int().min(1).default(DEFAULT_KV_EVENTS_MAX_QUEUE_SIZE),
+  topic: z.string().default(""),
+});
+
+/** What the sim publishes with, once enabled and with the zmq publisher. */
+export interface SimKvEventsConfig {
+  endpoint: string;
+  replayEndpoint: string | undefined;
+  bufferSteps: number;
+  hwm: number;
+  topic: string;
+}
+
+/** The flag's value → the publisher's settings, or undefined when nothing is published; throws Error with the key at fault. */
+export function parseKvEventsConfig(json: string): SimKvEventsConfig | undefined {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch (err) {
+    throw new Error(`not JSON: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const r = kvEventsConfigSchema.safeParse(raw);
+  if (!r.success) throw new Error(r.error.issues.map((i) => `${i.path.join(".") || "(value)"}: ${i.message}`).join("; "));
+  const c = r.data;
+  const publisher = c.publisher ?? (c.enable_kv_cache_events ? "zmq" : "null");
+  if (!c.enable_kv_cache_events || publisher === "null") return undefined;
+  if (!c.endpoint.includes("*") && !c.endpoint.includes("::")) {
+    throw new Error(`endpoint: vLLM connects its publisher to ${c.endpoint} (it binds only an endpoint with a wildcard); the sim-engine binds only: give tcp://*:PORT`);
+  }
+  for (const [key, value] of [["endpoint", c.endpoint], ["replay_endpoint", c.replay_endpoint]] as const) {
+    if (value === null) continue;
+    try {
+      parseTcpEndpoint(value);
+    } catch (err) {
+      throw new Error(`${key}: ${err instanceof Error ? err.message : String(err)} (the sim-engine speaks tcp:// only)`);
+    }
+  }
+  return { endpoint: c.endpoint, replayEndpoint: c.replay_endpoint ?? undefined, bufferSteps: c.buffer_steps, hwm: c.hwm, topic: c.topic };
+}
