@@ -1,8 +1,8 @@
 /**
  * A cheap streaming client for benchmarks: sends one OpenAI streaming request
- * and timestamps the first SSE event and every later one by scanning bytes for
- * event boundaries (no decoding, no JSON), so the client is not what limits
- * the measurement.
+ * and timestamps the first SSE data event and every later one by scanning
+ * bytes for event boundaries (no decoding, no JSON), so the client is not what
+ * limits the measurement.
  */
 
 export interface StreamTiming {
@@ -18,17 +18,43 @@ export interface StreamTiming {
 }
 
 const LF = 10;
+const COLON = 58;
 
-/** Count "\n\n" event boundaries in a chunk (a boundary split across chunks is counted once, in the later chunk). */
-export function countEventBoundaries(chunk: Uint8Array, prevLastByte: number): number {
-  let n = 0;
-  let prev = prevLastByte;
-  for (let i = 0; i < chunk.length; i++) {
-    const b = chunk[i]!;
-    if (b === LF && prev === LF) n++;
-    prev = b;
+/**
+ * Counts the SSE events that carry something (every event but a comment: an
+ * event whose first line starts with ':'), a chunk at a time; state carries
+ * across chunks, so a boundary or an event split between chunks counts once.
+ * Comments do not count: an engine that opens its stream with one (the
+ * sim-engine sends `: ` so the headers leave at once, and llmgw drops it) has
+ * not produced a token yet, and counting it would time TTFT to the headers.
+ */
+export class SseEventCounter {
+  private prev = LF;
+  private atStart = true;
+  private comment = false;
+
+  push(chunk: Uint8Array): number {
+    let n = 0;
+    let prev = this.prev;
+    let atStart = this.atStart;
+    let comment = this.comment;
+    for (let i = 0; i < chunk.length; i++) {
+      const b = chunk[i]!;
+      if (b === LF && prev === LF) {
+        if (!atStart && !comment) n++;
+        atStart = true;
+        comment = false;
+      } else if (atStart && b !== LF) {
+        atStart = false;
+        comment = b === COLON;
+      }
+      prev = b;
+    }
+    this.prev = prev;
+    this.atStart = atStart;
+    this.comment = comment;
+    return n;
   }
-  return n;
 }
 
 export async function timedStream(
@@ -54,10 +80,9 @@ export async function timedStream(
       return { ok: false, status: res.status, ttftMs, gapsMs, events, totalMs: performance.now() - start, error: `HTTP ${res.status}${code ? ` ${code}` : ""}` };
     }
     opts.onOpen?.(res);
-    let prevByte = 0;
+    const counter = new SseEventCounter();
     for await (const chunk of res.body) {
-      const n = countEventBoundaries(chunk, prevByte);
-      prevByte = chunk[chunk.length - 1] ?? prevByte;
+      const n = counter.push(chunk);
       if (n === 0) continue;
       const now = performance.now();
       if (events === 0) {
