@@ -1,6 +1,10 @@
 /** The validated, frozen configuration the rest of llmgw reads (defaults applied). */
 import type { FilterName, PickerName, RelayVariantName, ScorerName } from "./plugin-names.ts";
 import type { LogLevel } from "../shared/logger.ts";
+import type { RouteName as Route } from "./plugin-names.ts";
+import type { ResponsesConfig } from "./responses-config.ts";
+
+export type { ResponsesConfig };
 
 /** Where state shared by gateways lives: the embedded bun:sqlite store, or Redis shared by several gateways. */
 export type StateBackendName = "sqlite" | "redis";
@@ -48,6 +52,8 @@ export interface EndpointConfig {
   gpuIds: readonly string[];
   /** dcgm-exporter URL of the endpoint's node, if GPU health is watched. */
   dcgmUrl: string | undefined;
+  /** The routes it serves; undefined: every route, less those it answers with a 404 for the path (learned). */
+  routes?: readonly Route[];
 }
 
 export interface Listen {
@@ -210,6 +216,8 @@ export interface Config {
   metricsListen: Listen | null;
   logLevel: LogLevel;
   maxBodyBytes: number;
+  /** Largest transcription upload (multipart). */
+  maxAudioBytes: number;
   /** Largest non-streaming engine answer relayed (larger: 502 UPSTREAM_RESPONSE_TOO_LARGE). */
   maxResponseBytes: number;
   /** A request body must arrive within this, ms (408 otherwise). */
@@ -254,6 +262,8 @@ export interface Config {
   fleet: FleetConfig;
   // Shared state across gateways (issue 14).
   state: StateConfig;
+  /** The Responses API's stored state and background responses. */
+  responses: ResponsesConfig;
   /** Things worth a warning at start (plaintext keys, auth off); logged by serve. */
   warnings: readonly string[];
   /**

@@ -31,6 +31,7 @@ export function continuationOpener(ctx: GatewayContext, x: Exchange): OpenContin
         clientSignal: x.signal,
         dial: ctx.dial,
         maxResponseBytes: ctx.config.maxResponseBytes,
+        route: x.route,
       },
       x.path,
     );

@@ -53,6 +53,12 @@ export class Exchange {
   includeUsage = false;
   /** Choices the answer has (the request's n). */
   choices = 1;
+  /** The body's media type, sent to the engine as is (a transcription's multipart form with its boundary). */
+  contentType = "application/json";
+  /** The request offered tools (and did not turn them off with tool_choice "none"): the answer's tool calls are counted. */
+  offersTools = false;
+  /** Tool calls the answer started (llmgw_tool_calls_total). */
+  toolCalls = 0;
   prefixHashes: number[] = NO_HASHES;
   principal: Principal | undefined;
   estTokens = 0;
@@ -222,6 +228,7 @@ export class Exchange {
     const seconds = (performance.now() - this.arrivedAt) / 1000;
     const series = this.series ?? ctx.metrics.requestSeries(UNKNOWN_MODEL, this.route);
     series.finished(outcome, this.stream, seconds, this.usage);
+    if (this.toolCalls > 0) ctx.metrics.toolCalls.inc({ model: this.model ?? UNKNOWN_MODEL, route: this.route }, this.toolCalls);
     const record = requestAuditRecord({
       requestId: this.requestId,
       tenant,
