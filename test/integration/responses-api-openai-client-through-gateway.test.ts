@@ -7,7 +7,8 @@
  * inputItems.list and delete; another tenant's id is a 404 (and a 400 as a
  * previous_response_id); a background response polled to completion and
  * one cancelled; a stream cut after its first events ends with the API's
- * own error and response.failed events.
+ * own error and response.failed events where it cannot be continued, and
+ * is continued seamlessly on the other replica where it can.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -206,6 +207,48 @@ describe("the Responses API through llmgw (openai client)", () => {
       expect(audit.outcome).toBe("stream_error");
     } finally {
       await Promise.all(sims.map((s) => s.configure({ fault_rate: 0, fault_types: [] })));
+    }
+  });
+});
+
+describe("a broken Responses stream continued on the other replica", () => {
+  test("the client reads one whole stream, the text and usage of the unbroken answer, its events numbered in order", async () => {
+    const [faulty, healthy] = sims as [Sim, Sim];
+    await faulty.configure({ fault_rate: 1, fault_types: ["cut:3"] });
+    try {
+      let recovered = 0;
+      for (let i = 0; i < 20 && recovered < 2; i++) {
+        const body = { model: "m", input: [{ role: "user", content: `Tell story ${i}` }], max_output_tokens: 10, stream: true };
+        const direct = await fetch(`${healthy.api}/v1/responses`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+        const reference = (await direct.text()).split("\n\n").filter((e) => e.includes("response.completed"))[0]!;
+        const expected = JSON.parse(reference.slice(reference.indexOf("data:") + 5)) as { response: { output: { content: { text: string }[] }[]; usage: { input_tokens: number; output_tokens: number } } };
+        const { data: stream, response } = await a.responses.create(body as OpenAI.Responses.ResponseCreateParamsStreaming).withResponse();
+        const events: { type: string; sequence_number: number; delta?: string; response?: OpenAI.Responses.Response }[] = [];
+        for await (const ev of stream) events.push(ev as unknown as (typeof events)[number]);
+        const types = events.map((e) => e.type);
+        expect(types.filter((t) => t === "response.created").length).toBe(1);
+        expect(types.at(-1)).toBe("response.completed");
+        expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, k) => k));
+        const text = events.filter((e) => e.type === "response.output_text.delta").map((e) => e.delta).join("");
+        const final = events.at(-1)!.response!;
+        expect(text).toBe(expected.response.output[0]!.content[0]!.text);
+        expect((final.output[0] as { content: { text: string }[] }).content[0]!.text).toBe(text);
+        expect(final.id).toBe((events[0] as unknown as { response: { id: string } }).response.id);
+        expect(final.usage!.input_tokens).toBe(expected.response.usage.input_tokens);
+        expect(final.usage!.output_tokens).toBe(expected.response.usage.output_tokens);
+        const audit = await auditLine(gw, response.headers.get("x-request-id")!);
+        const notes = (audit.recoveries as { result: string }[] | null) ?? [];
+        if (notes.length > 0) {
+          expect(notes[0]!.result).toBe("recovered");
+          expect((audit.tokens as { completion: number }).completion).toBe(expected.response.usage.output_tokens);
+          // The stored response is the whole answer too.
+          expect((await a.responses.retrieve(final.id)).output_text).toBe(text);
+          recovered++;
+        }
+      }
+      expect(recovered).toBeGreaterThan(0);
+    } finally {
+      await faulty.configure({ fault_rate: 0, fault_types: [] });
     }
   });
 });

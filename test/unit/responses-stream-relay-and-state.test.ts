@@ -1,9 +1,11 @@
 /**
  * The Responses API's stream as the relay reads it (classification by the
  * event line, usage from response.completed, a break ended with the API's
- * own error and response.failed events), which routes an endpoint serves
- * (configured, learned from route-missing 404s), and the pure conversation
- * state: expansion of a follow-up, listed input items and their pages.
+ * own error and response.failed events), its continuation (what can be
+ * continued, the body, the tracker and the rewriter), which routes an
+ * endpoint serves (configured, learned from route-missing 404s), and the
+ * pure conversation state: expansion of a follow-up, listed input items and
+ * their pages.
  */
 import { describe, expect, test } from "bun:test";
 import type { RelayOwner } from "../../src/gateway/proxy/relay.ts";
@@ -14,6 +16,7 @@ import { usageFromTail } from "../../src/gateway/proxy/json-answer.ts";
 import { RouteSupport, routeMissing } from "../../src/gateway/route-support.ts";
 import { expandedInput, inputItemsPage, listedItems, type StoredResponse } from "../../src/jobs/responses-objects.ts";
 import { openStreamOf } from "../helpers/scripted-stream.ts";
+import { responsesContinuable, responsesContinuationBody, ResponsesTracker } from "../../src/gateway/continuation/responses-continuation.ts";
 
 const enc = new TextEncoder();
 const ev = (type: string, body: Record<string, unknown> = {}) => `event: ${type}\ndata: ${JSON.stringify({ ...body, type })}\n\n`;
@@ -172,5 +175,57 @@ describe("conversation state", () => {
     expect(rest.data).toEqual([items[0]]);
     expect(rest.has_more).toBe(false);
     expect(inputItemsPage(items, { limit: 2, order: "asc", after: "msg_nope" })).toBeUndefined();
+  });
+});
+
+describe("continuing a Responses stream", () => {
+  const body = { model: "m", input: "Tell me", stream: true, max_output_tokens: 10 };
+
+  test("what can be continued: a text stream; not tools, logprobs, structured output or a non-stream", () => {
+    expect(responsesContinuable(body)).toEqual({ ok: true });
+    expect(responsesContinuable({ ...body, stream: false })).toEqual({ ok: false, reason: "not_streaming" });
+    expect(responsesContinuable({ ...body, tools: [{ type: "function", name: "f" }] })).toEqual({ ok: false, reason: "tools" });
+    expect(responsesContinuable({ ...body, tools: [{ type: "function", name: "f" }], tool_choice: "none" })).toEqual({ ok: true });
+    expect(responsesContinuable({ ...body, include: ["message.output_text.logprobs"] })).toEqual({ ok: false, reason: "logprobs" });
+    expect(responsesContinuable({ ...body, text: { format: { type: "json_schema", name: "x", schema: {} } } })).toEqual({ ok: false, reason: "structured_output" });
+  });
+
+  test("the continuation body: the input, then the delivered text as an in_progress assistant message; max_output_tokens reduced", () => {
+    const out = JSON.parse(responsesContinuationBody(body, " a b", 2, "m2")!) as Record<string, unknown>;
+    expect(out.model).toBe("m2");
+    expect(out.max_output_tokens).toBe(8);
+    expect(out.input).toEqual([{ role: "user", content: "Tell me" }, { type: "message", role: "assistant", status: "in_progress", content: [{ type: "output_text", text: " a b" }] }]);
+    expect(responsesContinuationBody(body, " a".repeat(10), 10)).toBeUndefined();
+  });
+
+  test("the tracker reads what went out; the rewriter drops the continuation's opening, renumbers, and makes the closing events whole", () => {
+    const tracker = new ResponsesTracker();
+    const added = ev("response.output_item.added", { item: { id: "msg_orig", type: "message", role: "assistant", content: [], status: "in_progress" }, output_index: 0, sequence_number: 1 });
+    for (const e of [CREATED, added, DELTA(" a", 2), DELTA(" b", 3)]) tracker.observeData(enc.encode(e));
+    const point = tracker.resumePoint();
+    expect(point).toEqual({ ok: true, text: " a b", tokens: 2 });
+    const seg = tracker.segment({ text: " a b", tokens: 2 });
+    const rw = (text: string, kind: "data" | "meta" | "final") => {
+      const out = seg.rewrite({ kind, bytes: enc.encode(text) });
+      return out === undefined ? undefined : (JSON.parse(new TextDecoder().decode(out).split("data: ")[1]!) as Record<string, unknown>);
+    };
+    expect(rw(ev("response.created", { response: { id: "resp_cont" }, sequence_number: 0 }), "meta")).toBeUndefined();
+    expect(rw(ev("response.output_item.added", { item: { id: "msg_cont", type: "message" }, sequence_number: 2 }), "meta")).toBeUndefined();
+    expect(rw(DELTA(" c", 4).replace("msg_1", "msg_cont"), "data")).toMatchObject({ delta: " c", item_id: "msg_orig", sequence_number: 4 });
+    expect(rw(ev("response.output_text.done", { item_id: "msg_cont", text: " c", sequence_number: 5 }), "meta")).toMatchObject({ text: " a b c", item_id: "msg_orig", sequence_number: 5 });
+    const final = rw(ev("response.completed", { response: { id: "resp_cont", created_at: 9, output: [{ id: "msg_cont", type: "message", content: [{ type: "output_text", text: " c" }] }], usage: { input_tokens: 12, output_tokens: 1, total_tokens: 13 } }, sequence_number: 6 }), "final")!;
+    expect(final.sequence_number).toBe(6);
+    expect(final.response).toMatchObject({ id: "resp_1", output: [{ id: "msg_orig", content: [{ text: " a b c" }] }], usage: { input_tokens: 10, output_tokens: 3, total_tokens: 13 } });
+    expect(seg.usage).toEqual({ prompt_tokens: 10, completion_tokens: 3 });
+  });
+
+  test("a stream that started a function_call item or finished its text is not resumed", () => {
+    const t = new ResponsesTracker();
+    t.observeData(enc.encode(CREATED));
+    t.observeData(enc.encode(ev("response.output_item.added", { item: { id: "fc_1", type: "function_call" }, sequence_number: 1 })));
+    expect(t.resumePoint()).toEqual({ ok: false, reason: "tool_calls" });
+    const done = new ResponsesTracker();
+    for (const e of [CREATED, ev("response.output_item.added", { item: { id: "m", type: "message" }, sequence_number: 1 }), DELTA("x", 2), ev("response.output_text.done", { text: "x", sequence_number: 3 })]) done.observeData(enc.encode(e));
+    expect(done.resumePoint()).toEqual({ ok: false, reason: "finished" });
   });
 });
