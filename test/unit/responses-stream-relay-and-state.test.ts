@@ -16,6 +16,7 @@ import { usageFromTail } from "../../src/gateway/proxy/json-answer.ts";
 import { RouteSupport, routeMissing } from "../../src/gateway/route-support.ts";
 import { expandedInput, inputItemsPage, listedItems, type StoredResponse } from "../../src/jobs/responses-objects.ts";
 import { openStreamOf } from "../helpers/scripted-stream.ts";
+import { sseEndedCleanly } from "../../src/shared/recorded-response.ts";
 import { responsesContinuable, responsesContinuationBody, ResponsesTracker } from "../../src/gateway/continuation/responses-continuation.ts";
 
 const enc = new TextEncoder();
@@ -117,7 +118,15 @@ describe("the Responses API's stream in the relay", () => {
     expect(o.toolCalls).toBe(1);
     const chunk = enc.encode('data: {"choices":[{"delta":{"tool_calls":[{"id":"c1","type":"function","index":0,"function":{"name":"f","arguments":""}},{"id":"c2","type":"function","index":1,"function":{"name":"g","arguments":""}}]}}]}');
     expect(chatToolCallStarts(chunk, 0, chunk.length)).toBe(2);
+    const later = enc.encode('data: {"id":"chatcmpl-1","choices":[{"delta":{"tool_calls":[{"id":null,"type":"function","index":0,"function":{"name":null,"arguments":"{\\"id\\":\\"x\\"}"}}]}}]}');
+    expect(chatToolCallStarts(later, 0, later.length)).toBe(0); // SGLang's later deltas; an "id" inside the arguments is escaped
     expect(answerToolCalls(enc.encode('{"tools":[{"type":"function","name":"f"}],"output":[{"type":"function_call","name":"f"}]}'), "responses")).toBe(1);
+  });
+
+  test("a recorded Responses stream is whole when it ends with response.completed, not when it failed (idempotent replay)", () => {
+    expect(sseEndedCleanly(enc.encode(CREATED + DELTA("a", 1) + COMPLETED))).toBe(true);
+    expect(sseEndedCleanly(enc.encode(CREATED + ev("error", { code: "X" }) + ev("response.failed", { response: {} })))).toBe(false);
+    expect(sseEndedCleanly(enc.encode(CREATED + DELTA("a", 1)))).toBe(false);
   });
 
   test("usage in any engine's shape: prompt/completion, input/output (Responses), total only (rerank)", () => {

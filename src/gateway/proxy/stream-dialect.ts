@@ -72,16 +72,21 @@ export function dialectFor(route: Route | undefined): StreamDialect {
 }
 
 const TYPE_FUNCTION = new TextEncoder().encode('"type":"function"');
+const TOOL_CALLS = new TextEncoder().encode('"tool_calls"');
+const ID_STRING = new TextEncoder().encode('"id":"');
 
 /**
- * Tool calls a chat chunk starts: each call's first delta names its type
- * ("function", with its id and name; later deltas carry arguments only), in
- * vLLM's, SGLang's and OpenAI's streams. Read only for requests that
- * offered tools.
+ * Tool calls a chat chunk starts: each call's first delta carries its id (a
+ * string; later deltas carry arguments only, or "id":null as SGLang sends),
+ * in vLLM's, SGLang's and OpenAI's streams. The chunk's own id comes before
+ * its tool_calls, and a JSON string cannot hold the pattern unescaped. Read
+ * only for requests that offered tools.
  */
 export function chatToolCallStarts(buf: Uint8Array, start: number, end: number): number {
+  const calls = nativeIndexOf.call(buf, TOOL_CALLS, start);
+  if (calls < 0 || calls >= end) return 0;
   let n = 0;
-  for (let at = nativeIndexOf.call(buf, TYPE_FUNCTION, start); at >= 0 && at < end; at = nativeIndexOf.call(buf, TYPE_FUNCTION, at + TYPE_FUNCTION.length)) n++;
+  for (let at = nativeIndexOf.call(buf, ID_STRING, calls); at >= 0 && at < end; at = nativeIndexOf.call(buf, ID_STRING, at + ID_STRING.length)) n++;
   return n;
 }
 
