@@ -194,12 +194,18 @@ function conversationRecorder(ctx: GatewayContext, x: Exchange, c: Conversation)
     const reader = res.body.getReader();
     let resolveStored: () => void = () => {};
     if (c.target !== undefined) c.target.stored = new Promise<void>((r) => (resolveStored = r));
-    const settle = (complete: boolean) => {
+    let settled = false;
+    const settle = async (complete: boolean): Promise<void> => {
+      if (settled) return;
+      settled = true;
       const response = complete ? capture.response() : undefined;
-      if (response === undefined) return resolveStored();
-      store(ctx, x, c, response)
-        .catch((err: unknown) => ctx.log.error({ err: err instanceof Error ? err.message : String(err), request_id: x.requestId }, "storing a response failed"))
-        .finally(resolveStored);
+      try {
+        if (response !== undefined) await store(ctx, x, c, response);
+      } catch (err) {
+        ctx.log.error({ err: err instanceof Error ? err.message : String(err), request_id: x.requestId }, "storing a response failed");
+      } finally {
+        resolveStored();
+      }
     };
     const body = new ReadableStream<Uint8Array>({
       async pull(controller) {
@@ -207,12 +213,14 @@ function conversationRecorder(ctx: GatewayContext, x: Exchange, c: Conversation)
         try {
           step = await reader.read();
         } catch (err) {
-          settle(false);
+          void settle(false);
           controller.error(err);
           return;
         }
         if (step.done) {
-          settle(true);
+          // Stored before the client sees the answer end: a follow-up sent the moment it has the
+          // response (to this gateway or another) finds it.
+          await settle(true);
           controller.close();
           return;
         }
@@ -220,7 +228,7 @@ function conversationRecorder(ctx: GatewayContext, x: Exchange, c: Conversation)
         controller.enqueue(step.value);
       },
       cancel(reason) {
-        settle(false);
+        void settle(false);
         return reader.cancel(reason);
       },
     });
