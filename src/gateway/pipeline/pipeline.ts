@@ -1,13 +1,17 @@
 /**
  * One inference request, top to bottom: the gates in the order of
  * DESIGN.md (auth → body → quota → idempotent replay → response cache →
- * batch shed, one file each), then the attempt loop — admission and scoring,
+ * batch shed, one file each) — for the Responses API the conversation step
+ * between the body and the rest (conversation-state.ts: a
+ * previous_response_id expanded, a background response accepted, the answer
+ * stored on its way out) — then the attempt loop — admission and scoring,
  * retries and fallbacks — which hands an open stream to the relay. Replays
  * and cache hits answer before the shed check and admission: they use no
  * GPU. Every way out goes through the request's Exchange, whose finish()
  * runs once, and through the answer recorders the gates asked for; nothing a
  * client sends can throw out of here. Batch lines come in here too, in
- * process (serve/batch-line-send.ts), with their batch's principal.
+ * process (serve/batch-line-send.ts), with their batch's principal, and
+ * background responses (serve/background-send.ts) with their creator's.
  */
 import type { Server } from "bun";
 import type { Route } from "../../metrics/names.ts";
@@ -52,7 +56,7 @@ export interface InProcessOrigin {
 /** Refusals before any engine (the client may retry later): outcome "rejected", as admission's own. */
 const REJECTIONS = new Set(["INVALID_API_KEY", "RATE_LIMITED", "GPU_SATURATED"]);
 
-/** `server` is the data plane's (undefined for a batch line, which no idle timeout can cut). */
+/** `server` is the data plane's (undefined for a batch line or a background response, which no idle timeout can cut). */
 export async function handleInference(ctx: GatewayContext, req: Request, server: Server<undefined> | undefined, route: Route, path: string, origin?: InProcessOrigin): Promise<Response> {
   const x = new Exchange(ctx, route, path, requestIdOf(req), req.signal);
   const answer = new AnswerRecorders();
