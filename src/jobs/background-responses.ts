@@ -141,6 +141,7 @@ export class BackgroundResponses {
     if (result.status === 429 || result.status === 503) {
       // Refused for now (quota, saturation, nothing ready): queued again, claimable after the backoff.
       await store.update(r.tenant, r.id, ["in_progress"], { status: "queued", response: withStatus(started.response, "queued"), owner: null, leaseUntilMs: this.#now() + REQUEUE_BACKOFF_MS });
+      setTimeout(() => this.wake(), REQUEUE_BACKOFF_MS + 10).unref?.();
       return;
     }
     // A 2xx answer was stored by the request path; anything else (or an answer that could not be stored) fails the response.

@@ -20,6 +20,13 @@ export const RESPONSES_DB_FILE = "responses.sqlite";
 const PURGE_EVERY_MS = 60_000;
 /** How often an embedded runner looks for lapsed leases and ended backoffs (a new background response wakes it at once). */
 const EMBEDDED_TICK_MS = 1_000;
+/**
+ * How often a runner on the shared store looks for work it was not woken
+ * for: another gateway's lapsed leases (30 s) — a claim is a Redis command,
+ * so not every second on every gateway. A background response is created
+ * and woken on its own gateway; a backoff wakes its runner itself.
+ */
+const SHARED_TICK_MS = 10_000;
 
 export interface OpenResponses {
   store: ResponsesStore;
@@ -93,7 +100,7 @@ export class GatewayResponses {
       }
     }
     const store = shared ?? new SqliteResponsesStore(db!);
-    const background = new BackgroundResponses({ store, send, concurrency: config.responses.backgroundConcurrency, tickMs: shared === undefined ? EMBEDDED_TICK_MS : config.state.syncIntervalMs });
+    const background = new BackgroundResponses({ store, send, concurrency: config.responses.backgroundConcurrency, tickMs: shared === undefined ? EMBEDDED_TICK_MS : SHARED_TICK_MS });
     background.start();
     this.#open = { store, background, db };
     log.info({ store: shared === undefined ? resolve(config.dataDir, RESPONSES_DB_FILE) : "shared (redis)" }, "responses store opened");
