@@ -11,6 +11,9 @@
  * request, and an endpoint configured for some routes never gets the others.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import OpenAI, { toFile } from "openai";
 import { auditLine, counterValue, readSse, startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
@@ -26,6 +29,7 @@ let client: OpenAI;
 /** Requests the tiny tokenizer engine got, by path. */
 const tinyHits = new Map<string, number>();
 let tiny: ReturnType<typeof Bun.serve>;
+let dataDir: string;
 
 /** A tokenizer-only engine: vLLM's /tokenize and /detokenize shapes, FastAPI's 404 for everything else. */
 function startTinyTokenizer(): ReturnType<typeof Bun.serve> {
@@ -54,8 +58,10 @@ beforeAll(async () => {
   const args = ["--model", "m", "--itl-ms", "2", "--output-len", "12"];
   sims = await Promise.all([startSim(args), startSim(args)]);
   tiny = startTinyTokenizer();
+  dataDir = mkdtempSync(join(tmpdir(), "llmgw-tools-routes-"));
   gw = await startGateway(
     {
+      data_dir: dataDir,
       max_audio_bytes: 96 * 1024,
       health: { poll_interval_ms: 100 },
       circuit_breaker: { failure_threshold: 1000 },
@@ -72,6 +78,7 @@ beforeAll(async () => {
 afterAll(async () => {
   tiny?.stop(true);
   await stopAll();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
 const post = (path: string, body: unknown) => fetch(`${gw.api}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
