@@ -153,3 +153,11 @@ export const DEFAULT_STATE_SYNC_INTERVAL_MS = 1_000;
 /** 2 % of a per-minute limit per fetch: with 3 gateways at most 6 % of a minute's quota sits unspent in allowances. */
 export const DEFAULT_STATE_QUOTA_ALLOWANCE = 0.02;
 export const DEFAULT_STATE_COMMAND_TIMEOUT_MS = 1_000;
+// The Responses API's state and vLLM's other routes.
+/** OpenAI keeps stored responses for 30 days. */
+export const DEFAULT_RESPONSES_STORE_TTL_S = 30 * 86_400;
+export const DEFAULT_RESPONSES_MAX_STORED_BYTES_PER_TENANT = 256 * 1024 * 1024;
+export const DEFAULT_RESPONSES_MAX_RECORD_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_RESPONSES_BACKGROUND_CONCURRENCY = 16;
+/** OpenAI's limit for an audio upload (/v1/audio/transcriptions): 25 MB. */
+export const DEFAULT_MAX_AUDIO_BYTES = 25 * 1024 * 1024;

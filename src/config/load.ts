@@ -4,6 +4,7 @@
  * ConfigError listing each offending key path and what was expected.
  */
 import { resolveKvEventsConfig } from "./kv-events-resolve.ts";
+import { resolveResponsesConfig } from "./responses-config.ts";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml, YAMLParseError } from "yaml";
@@ -288,6 +289,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
     metricsListen: c.metrics_listen === null ? null : parseListen(c.metrics_listen),
     logLevel: c.log_level,
     maxBodyBytes: c.max_body_bytes,
+    maxAudioBytes: c.max_audio_bytes,
     maxResponseBytes: c.max_response_bytes,
     maxEndpoints: c.max_endpoints,
     bodyReadTimeoutMs: c.body_read_timeout_ms,
@@ -310,6 +312,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       gpuIds: e.gpu_ids,
       dcgmUrl: e.dcgm_url,
       kvEvents: e.kv_events === undefined ? undefined : { endpoint: e.kv_events.endpoint, replayEndpoint: e.kv_events.replay_endpoint ?? null, topic: e.kv_events.topic },
+      ...(e.routes === undefined ? {} : { routes: e.routes }),
     })),
     scheduling: {
       filters: c.scheduling.filters,
@@ -375,6 +378,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
     nodes: toNodeConfigs(c.nodes, env),
     fleet: toFleetConfig(c.fleet),
     ...resolveStateConfig(c),
+    responses: resolveResponsesConfig(c.responses),
     warnings,
     // What is in effect where the wire form leaves a key to be derived: the deadlines, auth on or off, the scorers (max_open_streams stays in place for serve to size).
     document: {

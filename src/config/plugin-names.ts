@@ -14,3 +14,11 @@ export type PickerName = (typeof PICKER_NAMES)[number];
 /** How the SSE relay writes to the client (src/gateway/proxy/sse-response.ts). */
 export const RELAY_VARIANTS = ["direct", "chunk", "event"] as const;
 export type RelayVariantName = (typeof RELAY_VARIANTS)[number];
+
+/**
+ * The APIs the data plane routes (an endpoint's `routes`, the `route` label
+ * of the request metrics in src/metrics/names.ts): OpenAI's routes and the
+ * rest of vLLM's. Paths in docs/gateway.md.
+ */
+export const ROUTE_NAMES = ["chat", "completions", "embeddings", "responses", "tokenize", "detokenize", "score", "rerank", "pooling", "classify", "transcriptions"] as const;
+export type RouteName = (typeof ROUTE_NAMES)[number];

@@ -8,10 +8,11 @@ import * as D from "./defaults.ts";
 import { httpUrl, id } from "./wire-primitives.ts";
 import { FLEET_DEFAULTS, fleetSchema, nodeSchema } from "./fleet-schema.ts";
 import { ADMIN_DEFAULTS, adminSchema } from "./admin-config.ts";
-import { FILTER_NAMES, PICKER_NAMES, RELAY_VARIANTS, SCORER_NAMES } from "./plugin-names.ts";
+import { FILTER_NAMES, PICKER_NAMES, RELAY_VARIANTS, ROUTE_NAMES, SCORER_NAMES } from "./plugin-names.ts";
 import { STATE_DEFAULTS, stateSchema } from "./state-config.ts";
 import { SAME_ENDPOINT_POLICIES, type SameEndpointFailure } from "./retry-policy.ts";
 import { endpointKvEventsSchema, KV_EVENTS_DEFAULTS, kvEventsSchema } from "./kv-events-config.ts";
+import { RESPONSES_DEFAULTS, responsesSchema } from "./responses-config.ts";
 
 /** One check, so a malformed value gets one message (a regex and a port check side by side would both fire). */
 const hostPort = z.string().superRefine((s, ctx) => {
@@ -62,6 +63,8 @@ export const endpointSchema = z
     continuation: z.boolean().default(true),
     /** Where this endpoint's engine publishes vLLM's KV-cache events: the gateway indexes what it holds (precise-prefix scorer). */
     kv_events: endpointKvEventsSchema.optional(),
+    /** The routes this endpoint serves (chat, responses, rerank …); absent: every route, less those it answers with FastAPI's 404 (learned). */
+    routes: z.array(z.enum(ROUTE_NAMES)).min(1).optional(),
   })
   .strict();
 
@@ -305,6 +308,8 @@ export const configSchema = z
     log_level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
     max_body_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(D.DEFAULT_MAX_BODY_BYTES),
     max_response_bytes: z.number().int().min(64 * 1024).max(4 * 1024 * 1024 * 1024).default(D.DEFAULT_MAX_RESPONSE_BYTES),
+    /** Largest multipart upload to /v1/audio/transcriptions (the other routes' bodies are bounded by max_body_bytes). */
+    max_audio_bytes: z.number().int().min(1024).max(4 * 1024 * 1024 * 1024).default(D.DEFAULT_MAX_AUDIO_BYTES),
     /** A request body must arrive within this (a client that declares a length and sends less is cut with a 408). */
     body_read_timeout_ms: positiveMs.default(D.DEFAULT_BODY_READ_TIMEOUT_MS),
     /** Endpoint slots in the shared table: static endpoints plus every replica the fleet may add. */
@@ -338,6 +343,8 @@ export const configSchema = z
     state: stateSchema.default(STATE_DEFAULTS),
     /** The gateway's side of engines' KV-cache events: block index, staleness, tokenization. */
     kv_events: kvEventsSchema.default(KV_EVENTS_DEFAULTS),
+    // The Responses API's stored state and background responses.
+    responses: responsesSchema.default(RESPONSES_DEFAULTS),
   })
   .strict();
 

@@ -3,6 +3,10 @@ import type { KvEventsConfig, KvEventsSource } from "./kv-events-config.ts";
 import type { FilterName, PickerName, RelayVariantName, ScorerName } from "./plugin-names.ts";
 import type { LogLevel } from "../shared/logger.ts";
 import type { SameEndpointFailure, SameEndpointPolicy } from "./retry-policy.ts";
+import type { RouteName as Route } from "./plugin-names.ts";
+import type { ResponsesConfig } from "./responses-config.ts";
+
+export type { ResponsesConfig };
 
 /** Where state shared by gateways lives: the embedded bun:sqlite store, or Redis shared by several gateways. */
 export type StateBackendName = "sqlite" | "redis";
@@ -62,6 +66,8 @@ export interface EndpointConfig {
   dcgmUrl: string | undefined;
   /** Where its engine publishes KV-cache events; undefined: none configured. */
   kvEvents: KvEventsSource | undefined;
+  /** The routes it serves; undefined: every route, less those it answers with a 404 for the path (learned). */
+  routes?: readonly Route[];
 }
 
 export interface Listen {
@@ -244,6 +250,8 @@ export interface Config {
   metricsListen: Listen | null;
   logLevel: LogLevel;
   maxBodyBytes: number;
+  /** Largest transcription upload (multipart). */
+  maxAudioBytes: number;
   /** Largest non-streaming engine answer relayed (larger: 502 UPSTREAM_RESPONSE_TOO_LARGE). */
   maxResponseBytes: number;
   /** A request body must arrive within this, ms (408 otherwise). */
@@ -300,6 +308,8 @@ export interface Config {
   fleet: FleetConfig;
   // Shared state across gateways (issue 14).
   state: StateConfig;
+  /** The Responses API's stored state and background responses. */
+  responses: ResponsesConfig;
   /** Things worth a warning at start (plaintext keys, auth off); logged by serve. */
   warnings: readonly string[];
   /**

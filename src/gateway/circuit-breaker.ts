@@ -31,10 +31,24 @@ const STATE_NAMES = ["closed", "open", "half_open", "probing"] as const;
 const MODEL_FIELDS = Array.from({ length: MAX_MODEL_CIRCUITS }, (_, p) => I.MODEL_CIRCUITS + p);
 export type CircuitStateName = (typeof STATE_NAMES)[number];
 
+/**
+ * The routes an active probe can imitate with one token: generation and
+ * embeddings. A circuit opened by another route's failures (rerank, score,
+ * tokenize …) is probed by a later generating failure, or else reopens by
+ * the clock as without probing.
+ */
+export type ProbeRoute = Extract<Route, "chat" | "completions" | "embeddings" | "responses">;
+const PROBE_ROUTES: ReadonlySet<Route> = new Set<ProbeRoute>(["chat", "completions", "embeddings", "responses"]);
+
 /** What an active probe imitates: the route and model of the failure that counted last. */
 export interface ProbeTarget {
-  route: Route;
+  route: ProbeRoute;
   model: string;
+}
+
+/** The probe target for a failure of `route` on `model`; undefined when the route cannot be probed with one token. */
+export function probeTargetOf(route: Route, model: string | undefined): ProbeTarget | undefined {
+  return model !== undefined && PROBE_ROUTES.has(route) ? { route: route as ProbeRoute, model } : undefined;
 }
 
 /**

@@ -6,10 +6,9 @@
  * It is the gateway's own request, never a client's: nothing of it reaches a
  * client, and its tokens are no tenant's.
  */
-import type { Route } from "../metrics/names.ts";
-import type { ProbeTarget, ProbeVerdict } from "./circuit-breaker.ts";
+import type { ProbeRoute, ProbeTarget, ProbeVerdict } from "./circuit-breaker.ts";
 
-const PATHS: Record<Route, string> = { chat: "/v1/chat/completions", completions: "/v1/completions", embeddings: "/v1/embeddings" };
+const PATHS: Record<ProbeRoute, string> = { chat: "/v1/chat/completions", completions: "/v1/completions", embeddings: "/v1/embeddings", responses: "/v1/responses" };
 
 /** The probe's body: one token of the route, as small as a client's smallest request. */
 export function probeBody(target: ProbeTarget): string {
@@ -20,6 +19,8 @@ export function probeBody(target: ProbeTarget): string {
       return JSON.stringify({ model: target.model, prompt: "ping", max_tokens: 1, stream: true });
     case "embeddings":
       return JSON.stringify({ model: target.model, input: "ping" });
+    case "responses":
+      return JSON.stringify({ model: target.model, input: "ping", max_output_tokens: 1, stream: true, store: false });
   }
 }
 

@@ -18,6 +18,8 @@ import type { JobsMetrics } from "../metrics/jobs-metrics.ts";
 import type { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
 import type { GatewayJobs } from "../jobs/jobs-service.ts";
 import type { PromptTokenizer } from "./prompt-tokens.ts";
+import type { RouteSupport } from "./route-support.ts";
+import type { GatewayResponses } from "../jobs/responses-service.ts";
 
 export interface GatewayContext {
   config: Config;
@@ -37,11 +39,15 @@ export interface GatewayContext {
   quota: TenantQuota;
   /** Mid-stream continuation: what may be continued, and where (issue 13). */
   continuation: ContinuationPolicy;
+  /** Which routes each endpoint serves (configured, or learned from its 404s). */
+  routes: RouteSupport;
   /** A tenant as a metric label: configured tenants by name, others as "other". */
   tenantLabel(tenant: string): string;
   // issue 12: batch jobs, idempotency, response cache, GPU-saturation shedding
   /** The Files and Batches API, its runner and the idempotency records (store opened on first use). */
   jobs: GatewayJobs;
+  /** The Responses API's stored responses and background runner (store opened on first use). */
+  responses: GatewayResponses;
   cache: ResponseCache;
   /** Per pool row: sustained GPU saturation, published by the health worker. */
   gpuSaturation: GpuSaturationTable;

@@ -2,7 +2,8 @@
  * The data plane on Bun.serve with a plain fetch handler (no framework on the
  * hot path): routes each request to its handler — inference to the request
  * pipeline (request/pipeline.ts), files and batches to the jobs handler
- * (jobs-handler.ts). Every error leaves in OpenAI's shape.
+ * (jobs-handler.ts), stored responses to the responses handler
+ * (responses-handler.ts). Every error leaves in OpenAI's shape.
  */
 import type { Server } from "bun";
 import type { Route } from "../metrics/names.ts";
@@ -10,11 +11,24 @@ import { asLlmgwError, LlmgwError, errorResponse } from "../shared/errors.ts";
 import type { GatewayContext } from "./context.ts";
 import { handleJobs, JOBS_PATH } from "./pipeline/jobs-handler.ts";
 import { handleInference } from "./pipeline/pipeline.ts";
+import { handleResponses, RESPONSE_PATH } from "./pipeline/responses-handler.ts";
 
+/** Inference routes by path: OpenAI's, and vLLM's own (its paths, with and without /v1 as vLLM serves them). */
 const ROUTES: Record<string, Route> = {
   "/v1/chat/completions": "chat",
   "/v1/completions": "completions",
   "/v1/embeddings": "embeddings",
+  "/v1/responses": "responses",
+  "/tokenize": "tokenize",
+  "/detokenize": "detokenize",
+  "/score": "score",
+  "/v1/score": "score",
+  "/rerank": "rerank",
+  "/v1/rerank": "rerank",
+  "/v2/rerank": "rerank",
+  "/pooling": "pooling",
+  "/classify": "classify",
+  "/v1/audio/transcriptions": "transcriptions",
 };
 
 /**
@@ -63,6 +77,7 @@ export function createFetchHandler(ctx: GatewayContext) {
     }
     if (path === "/health") return new Response(null, { status: 200 });
     if (JOBS_PATH.test(path)) return handleJobs(ctx, req.url.charCodeAt(0) === 47 ? new Request(new URL(req.url, NO_HOST_BASE).href, req) : req);
+    if (RESPONSE_PATH.test(path)) return handleResponses(ctx, req.url.charCodeAt(0) === 47 ? new Request(new URL(req.url, NO_HOST_BASE).href, req) : req, path);
     return errorResponse(new LlmgwError("NOT_FOUND", `no route for ${req.method} ${path}`), declaresBody(req) ? CLOSE : {});
   };
 }

@@ -13,9 +13,9 @@ export const STATE_DB_FILE = "llmgw.sqlite";
  * "Performance Considerations"). busy_timeout covers a second process (a CLI,
  * a test) reading the same file.
  */
-export function openStateDatabase(dataDir: string, opts: { checkpointElsewhere?: boolean } = {}): Database {
+export function openStateDatabase(dataDir: string, opts: { checkpointElsewhere?: boolean; file?: string } = {}): Database {
   mkdirSync(dataDir, { recursive: true });
-  const db = new Database(join(dataDir, STATE_DB_FILE), { create: true, strict: true });
+  const db = new Database(join(dataDir, opts.file ?? STATE_DB_FILE), { create: true, strict: true });
   db.run("PRAGMA journal_mode = WAL");
   db.run("PRAGMA synchronous = NORMAL");
   db.run("PRAGMA busy_timeout = 5000");

@@ -3,6 +3,7 @@
  * from closed unions (outcomes, reasons) or from configuration (model names,
  * endpoint ids), never from free text a client typed.
  */
+import { ROUTE_NAMES, type RouteName } from "../config/plugin-names.ts";
 
 /** How a request ended, as seen by the client. */
 export const OUTCOMES = [
@@ -74,8 +75,9 @@ export type ProbeResult = (typeof PROBE_RESULTS)[number];
 /** Tenant label for tenants that are not configured (keys may name any tenant). */
 export const OTHER_TENANT = "other";
 
-export const ROUTES = ["chat", "completions", "embeddings"] as const;
-export type Route = (typeof ROUTES)[number];
+/** The API a request used (the `route` label): OpenAI's routes and the rest of vLLM's (paths in docs/gateway.md). */
+export const ROUTES = ROUTE_NAMES;
+export type Route = RouteName;
 
 /** Model label for a request whose model is not configured or discovered. */
 export const UNKNOWN_MODEL = "unknown";
@@ -222,6 +224,11 @@ export const M = {
     name: "llmgw_stream_recovery_seconds",
     help: "From a stream's break to the first token of its continuation relayed to the client (the TTFT of the recovered segment).",
     labels: ["model"],
+  },
+  toolCalls: {
+    name: "llmgw_tool_calls_total",
+    help: "Tool calls in answers relayed to clients (streamed or not, chat and the Responses API), counted for requests that offered tools.",
+    labels: ["model", "route"],
   },
   malformedEvents: { name: "llmgw_upstream_malformed_events_total", help: "SSE events from engines that were not valid and were dropped.", labels: ["endpoint"] },
 } as const;

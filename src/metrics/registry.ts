@@ -56,6 +56,7 @@ export class GatewayMetrics {
   readonly circuitProbes;
   readonly overhead;
   readonly malformedEvents;
+  readonly toolCalls;
   readonly deadlinesExcused;
   readonly loopStalls;
   readonly streamRecoveries;
@@ -108,6 +109,7 @@ export class GatewayMetrics {
     this.circuitProbes = counter(M.circuitProbes);
     this.overhead = histogram(M.overhead, OVERHEAD_BUCKETS);
     this.malformedEvents = counter(M.malformedEvents);
+    this.toolCalls = counter(M.toolCalls);
     this.deadlinesExcused = counter(M.deadlinesExcused);
     this.loopStalls = histogram(M.loopStalls, [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]);
     this.streamRecoveries = counter(M.streamRecoveries);

@@ -32,6 +32,9 @@ import { EndpointRegistry, MAX_POOLS } from "../gateway/endpoints.ts";
 import { HealthClient, type HealthEvents } from "./health-client.ts";
 import { KvEventsClient } from "./kv-events-client.ts";
 import { GatewayJobs } from "../jobs/jobs-service.ts";
+import { GatewayResponses } from "../jobs/responses-service.ts";
+import type { BackgroundSend } from "../jobs/background-responses.ts";
+import { backgroundSend } from "./background-send.ts";
 import type { ModelCatalog } from "../gateway/model-catalog.ts";
 import { DialGuard } from "../gateway/dial-guard.ts";
 
@@ -186,6 +189,7 @@ export async function startWorkers(config: Config, t: SharedTables, registry: En
 
 export interface BatchServices {
   jobs: GatewayJobs;
+  responses: GatewayResponses;
   cache: ResponseCache;
   jobsMetrics: JobsMetrics;
 }
@@ -230,6 +234,13 @@ export function openBatchServices(
     discovered: deps.discovered,
     shared: deps.state.shared,
   });
+  let sendBackground: BackgroundSend | undefined;
+  const responses = new GatewayResponses({
+    config,
+    log: deps.log,
+    send: (req, target, signal) => (sendBackground ??= backgroundSend(deps.ctx()))(req, target, signal),
+    ...(deps.state.shared === undefined ? {} : { shared: deps.state.shared.responses }),
+  });
   const cache = new ResponseCache(config.responseCache, deps.state.shared?.responseCache);
   const jobsMetrics = new JobsMetrics(deps.metrics.registry, {
     pools: () => registry.pools().map((p) => p.name),
@@ -241,5 +252,5 @@ export function openBatchServices(
     ...(cache.off ? {} : { cacheStats: () => cache.stats() }),
     idempotentReplays: () => jobs.replays(),
   });
-  return { jobs, cache, jobsMetrics };
+  return { jobs, responses, cache, jobsMetrics };
 }

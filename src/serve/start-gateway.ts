@@ -20,6 +20,7 @@ import { loopLag } from "../shared/loop-lag.ts";
 import { bindExplained, ensurePortsFree, type ListenerSpec } from "../shared/port-holder.ts";
 import { createAdminApp, createMetricsApp, type ListenerState } from "../admin/admin-listener.ts";
 import type { GatewayContext } from "../gateway/context.ts";
+import { RouteSupport } from "../gateway/route-support.ts";
 import { ContinuationPolicy } from "../gateway/continuation-policy.ts";
 import { dashboardSource } from "../admin/dashboard/dashboard-source.ts";
 import { openGatewayFleet, type GatewayFleet } from "./fleet-wiring.ts";
@@ -186,6 +187,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     auth: new Authenticator(config.auth, config.admission),
     quota: cluster?.quota ?? new QuotaLimiter(config.tenants),
     continuation: new ContinuationPolicy(config.continuation),
+    routes: new RouteSupport(config.endpoints),
     tenantLabel: (tenant) => (tenantNames.has(tenant) ? tenant : OTHER_TENANT),
     ...services,
     gpuSaturation: t.gpuSaturation,
@@ -198,6 +200,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   const api = bindExplained(listenerSpecs(config).api, GATEWAY, () => startDataPlane(ctx));
   // Batches a previous run left resume now (their in-flight lines re-driven), not at the first request.
   await services.jobs.resume();
+  // Background responses a previous run left (or other gateways queued in Redis) are taken up now.
+  await services.responses.resume();
   // A fleet's scrape waits for its nodes too (each answered once or turned NotReady: bounded by node_not_ready_after_ms).
   const listenerState = { enginesPolled: () => enginesPolled && (fleet?.manager.isSettled() ?? true) };
   const dashboard = dashboardSource({ ctx, reads: fleetReads, pools: t.pools, stats: t.stats, bandNames, poolList: () => registry.pools() });
@@ -219,6 +223,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       await fleet?.stop();
       // Batch lines in flight are aborted and go back to pending: the next start on this data_dir (or another gateway on Redis) runs them.
       await services.jobs.stop();
+      // Background responses running here are aborted; their leases lapse and the next start (or another gateway) runs them.
+      await services.responses.stop();
       // The lease goes to another gateway at once; this one's demand stops counting.
       await cluster?.stop();
       await api.stop(false);
@@ -226,6 +232,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       while (inflight() > 0 && Date.now() < deadline) await Bun.sleep(50);
       await api.stop(true);
       services.jobs.close();
+      services.responses.close();
       await admin.stop();
       await metricsApp?.stop();
       breakers.stop();

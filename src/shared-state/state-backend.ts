@@ -12,11 +12,13 @@ import type { Config } from "../config/types.ts";
 import type { FleetStore } from "../control/store.ts";
 import type { IdempotencyStore } from "../jobs/idempotency-store.ts";
 import type { JobsStore } from "../jobs/jobs-store.ts";
+import type { ResponsesStore } from "../jobs/responses-store.ts";
 import { RedisConnection } from "./redis-connection.ts";
 import { RedisFleetStore } from "./redis-fleet-store.ts";
 import { RedisIdempotencyStore } from "./redis-idempotency-store.ts";
 import { RedisJobsStore } from "./redis-jobs-store.ts";
 import { RedisResponseCacheStore } from "./redis-response-cache-store.ts";
+import { RedisResponsesStore } from "./redis-responses-store.ts";
 
 /**
  * Stores shared by several gateways. A line or key held by a gateway that
@@ -28,6 +30,8 @@ export interface SharedStores {
   jobs: JobsStore;
   idempotency: IdempotencyStore;
   responseCache: ResponseCacheStore;
+  /** The Responses API's stored responses (conversation state, background responses). */
+  responses: ResponsesStore;
 }
 
 export interface StateBackend {
@@ -60,7 +64,7 @@ export async function openStateBackend(config: Config): Promise<StateBackend> {
   return {
     kind: "redis",
     redis,
-    shared: { fleet: new RedisFleetStore(redis, p), jobs: new RedisJobsStore(redis, p), idempotency: new RedisIdempotencyStore(redis, p), responseCache: new RedisResponseCacheStore(redis, p) },
+    shared: { fleet: new RedisFleetStore(redis, p), jobs: new RedisJobsStore(redis, p), idempotency: new RedisIdempotencyStore(redis, p), responseCache: new RedisResponseCacheStore(redis, p), responses: new RedisResponsesStore(redis, p) },
     async close() {
       redis.close();
     },

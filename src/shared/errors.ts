@@ -14,11 +14,13 @@ export type ErrorCode =
   | "NOT_FOUND"
   | "METHOD_NOT_ALLOWED"
   | "CONTEXT_LENGTH_EXCEEDED"
+  | "PREVIOUS_RESPONSE_NOT_FOUND"
   // auth and quota
   | "INVALID_API_KEY"
   | "RATE_LIMITED"
   // admission and capacity
   | "NO_READY_ENDPOINT"
+  | "ROUTE_NOT_SERVED"
   | "ADMISSION_QUEUE_FULL"
   | "ADMISSION_TTL_EXPIRED"
   | "GPU_SATURATED"
@@ -88,12 +90,16 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
     case "UPSTREAM_REJECTED":
     case "VALIDATION_FAILED":
     case "INVALID_BATCH_LINE":
+    // A follow-up whose previous_response_id is not (or no longer) stored for the tenant: OpenAI's 400 previous_response_not_found.
+    case "PREVIOUS_RESPONSE_NOT_FOUND":
       return { status: 400, type: "invalid_request_error" };
     case "INVALID_API_KEY":
     case "UNAUTHORIZED":
       return { status: 401, type: "authentication_error" };
     case "MODEL_NOT_FOUND":
     case "NOT_FOUND":
+    // No endpoint of the model serves the route (configured, or learned from the engines' own 404s).
+    case "ROUTE_NOT_SERVED":
       return { status: 404, type: "invalid_request_error" };
     case "METHOD_NOT_ALLOWED":
       return { status: 405, type: "invalid_request_error" };

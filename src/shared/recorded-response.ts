@@ -36,13 +36,17 @@ const DONE_EVENT = "data: [DONE]";
 const ERROR_EVENT = 'data: {"error"';
 
 /**
- * A relayed SSE stream is complete when it ends with `data: [DONE]` and no
- * event is an error: llmgw ends a broken stream with an explicit error event
+ * A relayed SSE stream is complete when it ends with `data: [DONE]` (a
+ * Responses API stream: with response.completed) and no event is an error: llmgw ends a broken stream with an explicit error event
  * and then [DONE] (README, "Relay and deadlines"), and such a stream must not
  * be replayed as if it were the answer.
  */
 export function sseEndedCleanly(body: Uint8Array): boolean {
   const text = new TextDecoder().decode(body);
+  // The Responses API's stream has no [DONE]: it is whole when its last event is response.completed (or .incomplete).
+  const last = text.trimEnd().lastIndexOf("\n\n");
+  const lastEvent = text.slice(last < 0 ? 0 : last + 2);
+  if (lastEvent.startsWith("event: response.completed\n") || lastEvent.startsWith("event: response.incomplete\n")) return !/\nevent: (error|response\.failed)\n/.test(`\n${text}`);
   if (!text.trimEnd().endsWith(DONE_EVENT)) return false;
   return !text.startsWith(ERROR_EVENT) && !text.includes(`\n${ERROR_EVENT}`);
 }

@@ -16,6 +16,7 @@
 import { naturalLength, type LengthDistribution } from "./output-length.ts";
 import { extendState, SimOutput } from "./text-model.ts";
 import type { PromptTokens } from "./tokens.ts";
+import type { ToolCallPlan } from "./routes/tool-call-plan.ts";
 
 export interface AnswerAsk {
   maxTokens: number | undefined;
@@ -44,6 +45,8 @@ export interface ChoicePlan {
   stopReason: string | null;
   /** With stop strings: the text each token adds to the visible answer; absent: each token's own word. */
   texts?: string[];
+  /** A forced tool call (routes/tool-calls.ts): the tokens are its arguments' pieces. */
+  tool?: ToolCallPlan;
 }
 
 /** Choice i > 0 samples differently: its state and its length seed are salted with the index. */

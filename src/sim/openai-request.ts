@@ -7,6 +7,7 @@ import { planChoices, type ChoicePlan } from "./answer-plan.ts";
 import type { LengthDistribution } from "./output-length.ts";
 import { badRequest, SimHttpError } from "./vllm-errors.ts";
 import { countTextTokens, idsPrompt, renderChat, textPrompt, tokenText, VOCAB_END, type ChatEnding, type PromptTokens } from "./tokens.ts";
+import { answerWithToolCall, forcedToolChoice } from "./routes/tool-calls.ts";
 
 export interface GenerationRequest {
   kind: "chat" | "completion";
@@ -211,6 +212,8 @@ export function parseGenerationRequest(kind: "chat" | "completion", body: string
   if (prompts.length * n > MAX_CHOICES) throw badRequest(`the sim-engine serves at most ${MAX_CHOICES} choices per request (prompts × n), got ${prompts.length * n}`, "n");
   for (const prompt of prompts) checkLength(prompt, maxTokens, limits.maxModelLen);
   const choices = planChoices(prompts, { maxTokens, ignoreEos, minTokens, stop, includeStopStr, n }, limits);
+  const forced = kind === "chat" ? forcedToolChoice(o) : undefined;
+  if (forced) for (const c of choices) answerWithToolCall(c, forced, maxTokens);
   const first = choices[0]!;
   return { kind, model, stream, includeUsage, prompt: prompts[0]!, prompts, outputTokens: first.outputTokens, finishReason: first.finishReason, choices };
 }

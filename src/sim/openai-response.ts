@@ -91,6 +91,13 @@ export class StreamEncoder {
     return enc.encode(this.headText + body);
   }
 
+  /** A chat chunk with `delta` (a JSON object's text) and a finish reason (a tool call's, which is not a token's word). */
+  delta(delta: string, finish: string | null): Uint8Array {
+    const u = this.includeUsage ? ',"usage":null' : "";
+    const f = finish === null ? "null" : `"${finish}","stop_reason":null`;
+    return enc.encode(`${this.headText}"delta":${delta},"logprobs":null,"finish_reason":${f}}]${u}}\n\n`);
+  }
+
   /** The closing events: the usage chunk (when asked for) and [DONE]. */
   end(promptTokens: number, completionTokens: number): Uint8Array {
     if (!this.includeUsage) return DONE_BYTES;
@@ -113,9 +120,18 @@ function usageObject(prompt: number, completion: number): Record<string, unknown
 export interface FinishedChoice {
   index: number;
   text: string;
-  finish: Finish;
+  finish: Finish | "tool_calls";
   stopReason: string | null;
   tokens: number;
+  /** A forced tool call instead of text (routes/tool-calls.ts). */
+  toolCall?: { id: string; name: string; arguments: string };
+}
+
+/** vLLM's ChatMessage: text, or (content "") the tool call it made. */
+function chatMessage(c: FinishedChoice): Record<string, unknown> {
+  const t = c.toolCall;
+  const toolCalls = t === undefined ? [] : [{ id: t.id, type: "function", function: { name: t.name, arguments: t.arguments } }];
+  return { role: "assistant", content: t === undefined ? c.text : "", refusal: null, annotations: null, audio: null, function_call: null, tool_calls: toolCalls, reasoning_content: null };
 }
 
 /** vLLM's non-streaming ChatCompletionResponse. */
@@ -127,7 +143,7 @@ export function chatResponse(id: string, created: number, model: string, choices
     model,
     choices: choices.map((c) => ({
       index: c.index,
-      message: { role: "assistant", content: c.text, refusal: null, annotations: null, audio: null, function_call: null, tool_calls: [], reasoning_content: null },
+      message: chatMessage(c),
       logprobs: null,
       finish_reason: c.finish,
       stop_reason: c.stopReason,

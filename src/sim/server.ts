@@ -17,6 +17,8 @@ import { logger } from "../shared/logger.ts";
 import { embeddingResponse, modelsResponse, randomId } from "./openai-response.ts";
 import { JsonSink, SseSink, type Closable } from "./sinks.ts";
 import { badRequest, fastapiMethodNotAllowed, fastapiNotFound, SimHttpError, vllmErrorResponse } from "./vllm-errors.ts";
+import { extraRoute } from "./routes/extra-routes.ts";
+import type { SimRouteContext } from "./routes/route-context.ts";
 
 /** Bun's maximum; streams additionally get server.timeout(req, 0) (BUN-NOTES: the 10 s default kills silent streams). */
 const IDLE_TIMEOUT_S = 255;
@@ -37,6 +39,8 @@ export class SimServer {
   private api: BunServer | undefined;
   private dcgm: BunServer | undefined;
   private kvPublisher: KvEventPublisher | undefined;
+  /** What the added routes (routes/) see of this server. */
+  private readonly routes: SimRouteContext;
 
   constructor(
     readonly fixed: SimStaticConfig,
@@ -44,6 +48,7 @@ export class SimServer {
   ) {
     this.engine = new Engine(fixed, live);
     this.limits = { models: fixed.models, maxModelLen: fixed.maxModelLen, blockSize: fixed.blockSize, outputLen: fixed.outputLen, outputLenDist: fixed.outputLenDist, rejectContinuation: fixed.rejectContinuation, hashRoot: fixed.blockHashRoot };
+    this.routes = { engine: this.engine, fixed, live, limits: this.limits, owner: this.owner, track: (a) => void this.active.add(a), notReady: () => this.notReady(), counted: () => void this.requestsTotal++ };
     if (fixed.gpus > 0) this.gpus = new SimGpus(gpuSpec(fixed.gpuModel), fixed.gpus, osHostname(), `${osHostname()}/${process.pid}`, performance.now(), fixed.dcgmModelLabel, fixed.reservedMiB);
   }
 
@@ -119,7 +124,7 @@ export class SimServer {
         case "/sim/config":
           return req.method === "POST" ? await this.configure(req) : fastapiMethodNotAllowed("POST");
         default:
-          return fastapiNotFound();
+          return (await extraRoute(this.routes, path, req, server)) ?? fastapiNotFound();
       }
     } catch (err) {
       if (err instanceof SimHttpError) return vllmErrorResponse(err);

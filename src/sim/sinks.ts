@@ -7,6 +7,7 @@ import type { ChoicePlan } from "./answer-plan.ts";
 import type { SeqSink } from "./engine.ts";
 import { chatResponse, completionResponse, SSE_COMMENT_BYTES, StreamEncoder, type FinishedChoice } from "./openai-response.ts";
 import { SimOutput } from "./text-model.ts";
+import { argumentsText, toolCallDelta } from "./routes/tool-calls.ts";
 
 export interface SinkOwner {
   /** The stream or response is over (finished, cut, or the client left). */
@@ -37,6 +38,11 @@ export interface AnswerHead {
   model: string;
   /** Prompt tokens over every prompt of the request (usage counts them once). */
   promptTokens: number;
+}
+
+/** A tool call's finish_reason: its own ("tool_calls" or "stop"), or "length" when max_tokens cut its arguments. */
+function toolFinish(plan: ChoicePlan): "tool_calls" | "stop" | "length" {
+  return plan.finishReason === "length" ? "length" : plan.tool!.finish;
 }
 
 /** The visible text of a choice's first `n` tokens. */
@@ -89,7 +95,11 @@ export class SseSink implements Closable {
     const plan = this.plans[k]!;
     const enc = this.encoders[k]!;
     const finish = last ? plan.finishReason : null;
-    const chunk = plan.texts || (last && plan.stopReason !== null) ? enc.tokenText(plan.texts?.[index] ?? "", finish, last ? plan.stopReason : null) : enc.token(index, finish);
+    const chunk = plan.tool
+      ? enc.delta(toolCallDelta(plan.tool, index), last ? toolFinish(plan) : null)
+      : plan.texts || (last && plan.stopReason !== null)
+        ? enc.tokenText(plan.texts?.[index] ?? "", finish, last ? plan.stopReason : null)
+        : enc.token(index, finish);
     if (!this.rolesSent && this.head.kind === "chat") {
       // vLLM's first iteration sends the role chunk of every choice (serving_chat.py).
       this.rolesSent = true;
@@ -160,6 +170,8 @@ export class JsonSink implements Closable {
     if (this.done || --this.left > 0) return;
     const choices: FinishedChoice[] = this.plans.map((p, k) => {
       const n = this.generated[k]!;
+      const toolCall = p.tool && { id: p.tool.id, name: p.tool.name, arguments: argumentsText(p.tool, n) };
+      if (toolCall) return { index: p.index, text: "", finish: toolFinish(p), stopReason: null, tokens: n, toolCall };
       return { index: p.index, text: choiceText(p, new SimOutput(p.state), n), finish: p.finishReason, stopReason: p.stopReason, tokens: n };
     });
     const make = this.head.kind === "chat" ? chatResponse : completionResponse;

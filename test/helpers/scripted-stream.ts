@@ -1,6 +1,6 @@
 /** An upstream stream scripted chunk by chunk, for relay tests that need no engine. */
 import { AttemptDeadlines } from "../../src/gateway/proxy/deadlines.ts";
-import { SseScanner } from "../../src/gateway/proxy/sse-scanner.ts";
+import { SseScanner, type EventClassifier } from "../../src/gateway/proxy/sse-scanner.ts";
 import type { OpenStream } from "../../src/gateway/proxy/upstream.ts";
 
 const enc = new TextEncoder();
@@ -13,7 +13,7 @@ export const HANG = Symbol("hang");
  * a cut socket does; HANG stalls. Aborting the attempt's deadlines fails the
  * body, as it fails a fetch body.
  */
-export function openStreamOf(chunks: (string | Error | typeof HANG)[]): OpenStream {
+export function openStreamOf(chunks: (string | Error | typeof HANG)[], classify?: EventClassifier): OpenStream {
   // The first chunk is what upstream.ts read before the relay starts.
   const first = chunks[0] as string;
   let i = 1;
@@ -32,7 +32,7 @@ export function openStreamOf(chunks: (string | Error | typeof HANG)[]): OpenStre
     },
   });
   const reader = body.getReader();
-  const scanner = new SseScanner();
+  const scanner = new SseScanner(classify);
   return {
     ok: true,
     kind: "stream",

@@ -1,9 +1,12 @@
-/** The idempotency and response-cache store contracts against the embedded backends (bun:sqlite, in-process LRU); Redis runs the same suites in test/integration/state-stores-on-redis.test.ts. */
+/** The idempotency, response-cache and responses store contracts against the embedded backends (bun:sqlite, in-process LRU); Redis runs the same suites in test/integration/state-stores-on-redis.test.ts. */
 import { Database } from "bun:sqlite";
 import { MemoryResponseCacheStore } from "../../src/cache/response-cache-store.ts";
 import { SqliteIdempotencyStore } from "../../src/jobs/idempotency-store.ts";
+import { SqliteResponsesStore } from "../../src/jobs/responses-store.ts";
 import { idempotencyStoreContract } from "../helpers/idempotency-store-contract.ts";
 import { responseCacheStoreContract } from "../helpers/response-cache-store-contract.ts";
+import { responsesStoreContract } from "../helpers/responses-store-contract.ts";
 
 idempotencyStoreContract("bun:sqlite", () => new SqliteIdempotencyStore(new Database(":memory:", { strict: true })));
 responseCacheStoreContract("in-process", () => new MemoryResponseCacheStore(64 * 1024));
+responsesStoreContract("bun:sqlite", () => new SqliteResponsesStore(new Database(":memory:", { strict: true })));

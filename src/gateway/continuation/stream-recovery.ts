@@ -20,10 +20,8 @@ import type { Grant } from "../admission-client.ts";
 import type { GatewayContext } from "../context.ts";
 import { abandon, type ContinuationFailed, type OpenContinuation, type OpenStream, type RelayRecovery } from "../proxy/relay-contracts.ts";
 import type { Exchange, RecoveryNote, Usage } from "../request/exchange.ts";
-import { ContinuationRewriter } from "./chunk-rewriter.ts";
-import { continuable, continuationBody } from "./continuation-body.ts";
+import { continuationKit, type ContinuationKit, type ContinuationSegment, type ContinuationTracker } from "./continuation-kit.ts";
 import type { Evictable } from "../stream-evictions.ts";
-import { StreamTracker } from "./stream-tracker.ts";
 
 /** Why a break was not continued (the metric's result, and a detail for the audit line). */
 interface Refusal {
@@ -48,8 +46,8 @@ interface Opened {
 export class StreamRecovery implements RelayRecovery {
   readonly tracking: boolean;
   rewriting = false;
-  private readonly tracker: StreamTracker | undefined;
-  private rewriter: ContinuationRewriter | undefined;
+  private readonly tracker: ContinuationTracker | undefined;
+  private rewriter: ContinuationSegment | undefined;
   private stream: Evictable | undefined;
   private recoveries = 0;
   /** Per model, the slots whose stream of it broke, or whose continuation attempt of it failed, in this request: never tried again for it. */
@@ -70,16 +68,19 @@ export class StreamRecovery implements RelayRecovery {
     private slot: number,
     /** Why the request cannot be continued exactly (undefined: it can). */
     private readonly notContinuable: string | undefined,
+    /** How this API's streams are continued (chat and completions, or the Responses API). */
+    private readonly kit: ContinuationKit,
   ) {
     this.tracking = notContinuable === undefined;
-    this.tracker = this.tracking ? new StreamTracker(x.route) : undefined;
+    this.tracker = this.tracking ? kit.tracker() : undefined;
   }
 
   /** The recovery of a stream just opened on `slot` for chain[0]; undefined when continuation is off for that model. */
   static for(ctx: GatewayContext, x: Exchange, open: OpenContinuation, chain: readonly string[], slot: number): StreamRecovery | undefined {
     if (!ctx.continuation.modelOn(chain[0]!) || x.body === undefined) return undefined;
-    const c = continuable(x.body, x.route);
-    return new StreamRecovery(ctx, x, open, chain, slot, c.ok ? undefined : c.reason);
+    const kit = continuationKit(x.route);
+    const c = kit.continuable(x.body);
+    return new StreamRecovery(ctx, x, open, chain, slot, c.ok ? undefined : c.reason, kit);
   }
 
   get usage(): Usage | undefined {
@@ -95,7 +96,7 @@ export class StreamRecovery implements RelayRecovery {
     this.tracker!.observeData(event);
   }
 
-  rewrite(kind: "data" | "usage", event: Uint8Array): Uint8Array | undefined {
+  rewrite(kind: "data" | "usage" | "meta" | "final", event: Uint8Array): Uint8Array | undefined {
     const out = this.rewriter!.rewrite({ kind, bytes: event });
     if (out !== undefined && kind === "data" && !Number.isNaN(this.brokeAt)) {
       this.ctx.metrics.streamRecoverySeconds.observe({ model: this.x.model! }, (performance.now() - this.brokeAt) / 1000);
@@ -127,7 +128,7 @@ export class StreamRecovery implements RelayRecovery {
     this.recoveries++;
     this.slot = got.slot;
     this.at = got.at;
-    this.rewriter = new ContinuationRewriter(x.route, this.tracker!.identity!, got.before);
+    this.rewriter = (this.rewriter ?? this.tracker!).segment(got.before);
     this.rewriting = true;
     this.brokeAt = brokeAt;
     if (this.stream) ctx.endpoints.evictions.enter(this.slot, this.stream);
@@ -151,7 +152,7 @@ export class StreamRecovery implements RelayRecovery {
     for (let at = this.at; at < this.chain.length; at++) {
       const model = this.chain[at]!;
       if (!ctx.continuation.modelOn(model)) continue;
-      const body = continuationBody(x.body!, x.route, point.text, point.tokens, model);
+      const body = this.kit.body(x.body!, point.text, point.tokens, model);
       if (body === undefined) return refusal("not_resumable", "token_limit_spent");
       const totalMs = ctx.catalog.deadlinesFor(model).totalMs;
       const exclude = this.excluded(model);

@@ -5,18 +5,29 @@
  * and `x-llmgw-cache: hit`; a cacheable miss records its answer on the way
  * out and says `miss`; anything else passes untouched.
  */
+import type { CacheRoute } from "../../cache/cache-key.ts";
+import type { Route } from "../../metrics/names.ts";
 import type { GatewayContext } from "../context.ts";
 import type { AnswerRecorders } from "../request/answer-recorders.ts";
 import type { Exchange } from "../request/exchange.ts";
 
-/** undefined at once when no model is cached. */
-export function responseCacheGate(ctx: GatewayContext, x: Exchange, answer: AnswerRecorders): Promise<Response | undefined> | undefined {
-  if (ctx.cache.off || x.body === undefined || x.model === undefined) return undefined;
-  return lookUp(ctx, x, answer);
+/**
+ * The routes whose answers may be cached: a Responses API answer has an id
+ * of its own and may be stored for a follow-up; tokenize, scoring and the
+ * others are cheap or not worth holding.
+ */
+function cacheable(route: Route): route is CacheRoute {
+  return route === "chat" || route === "completions" || route === "embeddings";
 }
 
-async function lookUp(ctx: GatewayContext, x: Exchange, answer: AnswerRecorders): Promise<Response | undefined> {
-  const check = await ctx.cache.check({ tenant: x.tenant, route: x.route, requestedModel: x.body!.model, model: x.model!, body: x.body! });
+/** undefined at once when no model is cached. */
+export function responseCacheGate(ctx: GatewayContext, x: Exchange, answer: AnswerRecorders): Promise<Response | undefined> | undefined {
+  if (ctx.cache.off || x.body === undefined || x.model === undefined || !cacheable(x.route)) return undefined;
+  return lookUp(ctx, x, x.route, answer);
+}
+
+async function lookUp(ctx: GatewayContext, x: Exchange, route: CacheRoute, answer: AnswerRecorders): Promise<Response | undefined> {
+  const check = await ctx.cache.check({ tenant: x.tenant, route, requestedModel: x.body!.model, model: x.model!, body: x.body! });
   switch (check.kind) {
     case "bypass":
       return undefined;

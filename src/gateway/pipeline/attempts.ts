@@ -18,6 +18,7 @@ import { attemptVerdict } from "../proxy/attempt-verdict.ts";
 import { FAILURE_CODE, engineError, isContextLengthError, rejectedResponse } from "../proxy/failures.ts";
 import { relayAnswer, usageFromTail } from "../proxy/json-answer.ts";
 import { relayBody } from "../proxy/sse-response.ts";
+import { answerToolCalls } from "../proxy/stream-dialect.ts";
 import { openUpstream, type AttemptFailed, type AttemptResult } from "../proxy/upstream.ts";
 import { continuationOpener } from "./continuation-attempt.ts";
 import { noReadyEndpoint } from "./no-ready-endpoint.ts";
@@ -108,13 +109,14 @@ export class AttemptLoop {
           index: grant.index,
           url: ctx.endpoints.urlOf(grant.index)!,
           body: upstreamBody(x, model),
-          headers: { "content-type": "application/json", accept: x.stream ? "text/event-stream" : "application/json", "x-request-id": x.requestId },
+          headers: { "content-type": x.contentType, accept: x.stream ? "text/event-stream" : "application/json", "x-request-id": x.requestId },
           stream: x.stream,
           deadlines,
           totalLeftMs,
           clientSignal: x.signal,
           dial: ctx.dial,
           maxResponseBytes: ctx.config.maxResponseBytes,
+          route: x.route,
         },
         x.path,
       );
@@ -199,7 +201,7 @@ export class AttemptLoop {
         x.hold(grant, model);
         return x.fail(CANCELLED(), "cancelled");
       }
-      return grant;
+      return ctx.routes.limited ? this.servingRoute(grant, model, exclude) : grant;
     } catch (err) {
       if (err instanceof SchedulerRejection) this.observeDrops(err.drops);
       if (x.signal.aborted) {
@@ -213,10 +215,11 @@ export class AttemptLoop {
       // Admission found nothing free for this model: as a last resort, a probed half-open circuit.
       if (first && lastResort && err instanceof SchedulerRejection && err.code === "NO_READY_ENDPOINT") {
         const joined = this.joinProbed(model, exclude);
-        if (joined !== undefined) return joined;
+        if (joined !== undefined) return ctx.routes.limited ? this.servingRoute(joined, model, exclude) : joined;
       }
       // Nothing (else) ready for this model: an engine's own failure stays the one to report.
-      if (!(this.last !== undefined && !(this.last instanceof LlmgwError))) this.last = err instanceof LlmgwError ? err : new LlmgwError("NO_READY_ENDPOINT", String(err));
+      // (Nor does "no endpoint serves the route" give way to "none is ready".)
+      if (this.last === undefined || (this.last instanceof LlmgwError && this.last.code !== "ROUTE_NOT_SERVED")) this.last = err instanceof LlmgwError ? err : new LlmgwError("NO_READY_ENDPOINT", String(err));
       return undefined;
     }
   }
@@ -232,12 +235,37 @@ export class AttemptLoop {
     }
   }
 
+  /**
+   * An endpoint that does not serve this request's route (its config says
+   * so, or it answered the path with a route-missing 404) is never sent it:
+   * the grant is given back and another endpoint scored in its place.
+   * undefined: no ready endpoint of the model serves the route.
+   */
+  private servingRoute(grant: Grant, model: string, exclude: ReadonlySet<number>): Grant | undefined {
+    const { ctx, x } = this;
+    const serves = (g: Grant) => ctx.routes.serves(ctx.endpoints.idOf(g.index) ?? "", x.route, x.path);
+    const skip = new Set(exclude);
+    while (!serves(grant)) {
+      skip.add(grant.index);
+      ctx.admission.release(grant.index, grant.pool, x.band);
+      if (grant.probe >= 0) ctx.breakers.abandon(grant.index, grant.probe);
+      try {
+        grant = ctx.admission.reschedule(model, x.band, x.routingKeys(), skip);
+      } catch {
+        this.last = new LlmgwError("ROUTE_NOT_SERVED", `no ready endpoint of model '${model}' serves ${x.path}`);
+        return undefined;
+      }
+    }
+    return grant;
+  }
+
   /** The engine answered: a complete JSON body, or a stream for the relay. */
   private answer(result: Exclude<AttemptResult, AttemptFailed>, slot: number): Response {
     const { ctx, x } = this;
     x.answered();
     if (result.kind === "json") {
       x.usage = usageFromTail(result.body.subarray(-USAGE_TAIL_BYTES));
+      if (x.offersTools) x.toolCalls = answerToolCalls(result.body, x.route);
       x.endAttempt({ kind: "neutral" });
       x.finish("ok", 200);
       // A held answer is small: its model reads as the client's name. (A committed large one streams through as it is.)
@@ -269,8 +297,12 @@ export class AttemptLoop {
       const { message } = engineError(result.body);
       if (isContextLengthError(message) && hasFallback) return "next_model";
       // 404: this endpoint does not (or no longer) serve the model — its
-      // model list changed since the last poll. Another endpoint may.
-      if (result.status === 404) return "retry";
+      // model list changed since the last poll — or does not have the route
+      // at all (learned: it is never sent that path again). Another endpoint may.
+      if (result.status === 404) {
+        if (ctx.routes.learn(x.endpointId ?? "", x.path, result.body)) this.last = new LlmgwError("ROUTE_NOT_SERVED", `no ready endpoint of model '${x.model}' serves ${x.path}`);
+        return "retry";
+      }
       const status = result.status ?? 400;
       const response = rejectedResponse(status, result.body, x.headers(true));
       x.finish("client_error", status, message, isContextLengthError(message) ? "CONTEXT_LENGTH_EXCEEDED" : "UPSTREAM_REJECTED");
@@ -286,6 +318,7 @@ export class AttemptLoop {
     const last = this.last;
     if (last === undefined) return x.fail(noReadyEndpoint(x.model!), "no_endpoint");
     if (last instanceof LlmgwError) {
+      if (last.code === "ROUTE_NOT_SERVED") return x.fail(last, "no_endpoint");
       if (last.code !== "NO_READY_ENDPOINT") return x.fail(last, "upstream_error");
       // The scheduler's message names the model it last tried; the client is told of the one it asked for.
       return x.fail(last.retryAfterS === undefined ? noReadyEndpoint(x.model!) : last, "no_endpoint");

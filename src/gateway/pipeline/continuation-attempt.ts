@@ -12,7 +12,7 @@ import type { ContinuationFailed, OpenContinuation } from "../proxy/relay-contra
 import { openUpstream } from "../proxy/upstream.ts";
 import type { Exchange } from "../request/exchange.ts";
 
-/** Engine answers to a chat continuation that mean "no prefill here" (vLLM's and OpenAI's validation errors). */
+/** Engine answers to a chat (or Responses API) continuation that mean "no prefill here" (vLLM's and OpenAI's validation errors). */
 const REFUSAL_STATUSES: ReadonlySet<number | undefined> = new Set([400, 422]);
 
 export function continuationOpener(ctx: GatewayContext, x: Exchange): OpenContinuation {
@@ -31,6 +31,7 @@ export function continuationOpener(ctx: GatewayContext, x: Exchange): OpenContin
         clientSignal: x.signal,
         dial: ctx.dial,
         maxResponseBytes: ctx.config.maxResponseBytes,
+        route: x.route,
       },
       x.path,
     );
@@ -40,7 +41,7 @@ export function continuationOpener(ctx: GatewayContext, x: Exchange): OpenContin
     x.endAttempt(attemptVerdict(failed, ctx.config.retry.maxRetryAfterMs));
     const out: ContinuationFailed = { ok: false, failure: failed.failure };
     // Raw completions are plain prompts: a rejection there says nothing about the endpoint.
-    if (failed.failure === "status_4xx" && x.route === "chat" && REFUSAL_STATUSES.has(failed.status)) {
+    if (failed.failure === "status_4xx" && (x.route === "chat" || x.route === "responses") && REFUSAL_STATUSES.has(failed.status)) {
       const { message } = engineError(failed.body);
       if (!isContextLengthError(message)) out.refusedPrefill = { status: failed.status!, message };
     }

@@ -1,13 +1,17 @@
 /**
  * One inference request, top to bottom: the gates in the order of
  * DESIGN.md (auth → body → quota → idempotent replay → response cache →
- * batch shed, one file each), then the attempt loop — admission and scoring,
+ * batch shed, one file each) — for the Responses API the conversation step
+ * between the body and the rest (conversation-state.ts: a
+ * previous_response_id expanded, a background response accepted, the answer
+ * stored on its way out) — then the attempt loop — admission and scoring,
  * retries and fallbacks — which hands an open stream to the relay. Replays
  * and cache hits answer before the shed check and admission: they use no
  * GPU. Every way out goes through the request's Exchange, whose finish()
  * runs once, and through the answer recorders the gates asked for; nothing a
  * client sends can throw out of here. Batch lines come in here too, in
- * process (serve/batch-line-send.ts), with their batch's principal.
+ * process (serve/batch-line-send.ts), with their batch's principal, and
+ * background responses (serve/background-send.ts) with their creator's.
  */
 import type { Server } from "bun";
 import type { Route } from "../../metrics/names.ts";
@@ -24,9 +28,11 @@ import { estimateFromWalk } from "../request/token-estimate.ts";
 import { responseCacheGate } from "../gates/response-cache.ts";
 import { AttemptLoop } from "./attempts.ts";
 import { noReadyEndpoint } from "./no-ready-endpoint.ts";
+import { conversationStep, type ConversationTarget } from "./conversation-state.ts";
 import { AnswerRecorders } from "../request/answer-recorders.ts";
 import { Exchange } from "../request/exchange.ts";
-import { parseInferenceBody, readBodyLimited } from "../request/parse.ts";
+import { parseInferenceBody, readBodyLimited, readMultipartFields } from "../request/parse.ts";
+import { hashesPrefix, promptViewOf } from "../request/prompt-view.ts";
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -40,16 +46,18 @@ function withoutBom(raw: Uint8Array): Uint8Array {
   return raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf ? raw.subarray(3) : raw;
 }
 
-/** A request that did not come over HTTP: a batch line, run as its batch's tenant (authenticated when the batch was created). */
+/** A request that did not come over HTTP: a batch line or a background response, run as its tenant (authenticated when it was created). */
 export interface InProcessOrigin {
   principal: Principal;
-  batchId: string;
+  batchId?: string;
+  /** A background response being run: its answer is stored under this id. */
+  conversation?: ConversationTarget;
 }
 
 /** Refusals before any engine (the client may retry later): outcome "rejected", as admission's own. */
 const REJECTIONS = new Set(["INVALID_API_KEY", "RATE_LIMITED", "GPU_SATURATED"]);
 
-/** `server` is the data plane's (undefined for a batch line, which no idle timeout can cut). */
+/** `server` is the data plane's (undefined for a batch line or a background response, which no idle timeout can cut). */
 export async function handleInference(ctx: GatewayContext, req: Request, server: Server<undefined> | undefined, route: Route, path: string, origin?: InProcessOrigin): Promise<Response> {
   const x = new Exchange(ctx, route, path, requestIdOf(req), req.signal);
   const answer = new AnswerRecorders();
@@ -62,6 +70,11 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
     }
     await readRequest(ctx, x, req, route);
     bodyRead = true;
+    if (route === "responses") {
+      const accepted = await conversationStep(ctx, x, answer, origin?.conversation);
+      if (accepted) return answer.wrap(accepted);
+    }
+    estimateRequest(ctx, x, route);
     // Each gate is a promise only when it must wait (a shared quota asking
     // Redis, a key sent, a model opted in): the common request awaits nothing here.
     const quota = quotaGate(ctx, x);
@@ -93,18 +106,19 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
   }
 }
 
-/**
- * The body, read under the size limit and parsed once; the model resolved;
- * the prompt walked once for both the token estimate and the prefix hashes.
- */
+/** The body, read under the size limit (a transcription's under max_audio_bytes) and parsed once; the model resolved. */
 async function readRequest(ctx: GatewayContext, x: Exchange, req: Request, route: Route): Promise<void> {
-  const raw = withoutBom(await readBodyLimited(req, ctx.config.maxBodyBytes, ctx.config.bodyReadTimeoutMs));
-  const body = parseInferenceBody(raw, route);
+  const multipart = route === "transcriptions";
+  const read = await readBodyLimited(req, multipart ? ctx.config.maxAudioBytes : ctx.config.maxBodyBytes, ctx.config.bodyReadTimeoutMs);
+  const raw = multipart ? read : withoutBom(read);
+  const body = multipart ? await readMultipartFields(raw, req.headers.get("content-type")) : parseInferenceBody(raw, route);
+  if (multipart) x.contentType = req.headers.get("content-type")!;
   x.rawBody = raw;
   x.body = body;
   x.stream = body.stream === true;
   x.includeUsage = body.stream_options?.include_usage === true;
   x.choices = typeof body.n === "number" ? body.n : 1;
+  x.offersTools = Array.isArray(body.tools) && body.tools.length > 0 && body.tool_choice !== "none";
   const model = ctx.catalog.resolve(body.model);
   if (model === undefined) {
     // 404 only for a model nobody serves: an upstream that has not listed its models yet may serve it.
@@ -112,10 +126,16 @@ async function readRequest(ctx: GatewayContext, x: Exchange, req: Request, route
     throw new LlmgwError("MODEL_NOT_FOUND", `The model '${body.model}' does not exist`, { param: "model" });
   }
   x.setModel(model);
-  const hashing = ctx.usesPrefixHashes && route !== "embeddings";
+}
+
+/** The prompt (as the route's view of it: prompt-view.ts) walked once for both the token estimate and the prefix hashes. */
+function estimateRequest(ctx: GatewayContext, x: Exchange, route: Route): void {
+  const body = x.body!;
+  const hashing = ctx.usesPrefixHashes && hashesPrefix(route);
   const affinity = ctx.config.scheduling.prefixAffinity;
-  const walk = walkPrompt(body, hashing ? affinity.blockChars * affinity.maxBlocks : 0);
-  x.estTokens = estimateFromWalk(body, walk);
+  const view = promptViewOf(route, body);
+  const walk = walkPrompt(view, hashing ? affinity.blockChars * affinity.maxBlocks : 0);
+  x.estTokens = estimateFromWalk(view, walk);
   x.promptEstimate = Math.ceil(walk.chars / 4) + walk.tokenIds;
   if (hashing) x.prefixHashes = prefixHashes(walk.text, affinity.blockChars, affinity.maxBlocks);
 }

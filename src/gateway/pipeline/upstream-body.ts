@@ -12,9 +12,11 @@ const USAGE_MEMBER = new TextEncoder().encode('"stream_options":{"include_usage"
 export function upstreamBody(x: Exchange, model: string): Uint8Array | string {
   const body = x.body!;
   const renamed = model !== body.model;
-  // Ask the engine for usage on every stream: token accounting needs it; the
-  // relay drops the usage chunk again if the client did not ask for it.
-  const addUsage = x.stream && !x.includeUsage;
+  // Ask the engine for usage on every chat or completions stream: token
+  // accounting needs it; the relay drops the usage chunk again if the client
+  // did not ask for it. (A Responses stream reports usage in its last event;
+  // a transcription's form is forwarded as it is.)
+  const addUsage = x.stream && !x.includeUsage && (x.route === "chat" || x.route === "completions");
   if (!renamed && !addUsage) return x.rawBody;
   if (!renamed && body.stream_options === undefined) {
     // The body parsed as a JSON object, so its first non-blank byte is '{';

@@ -192,10 +192,22 @@ export function usageFromTail(tail: Uint8Array): Usage | undefined {
   }
   if (depth !== 0) return undefined;
   try {
-    const u = JSON.parse(new TextDecoder().decode(tail.subarray(start, i + 1))) as Record<string, unknown>;
-    if (typeof u.prompt_tokens !== "number") return undefined;
-    return { prompt_tokens: u.prompt_tokens, completion_tokens: typeof u.completion_tokens === "number" ? u.completion_tokens : 0 };
+    return usageOf(JSON.parse(new TextDecoder().decode(tail.subarray(start, i + 1))) as Record<string, unknown>);
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Tokens from a usage object in any of the engines' shapes: chat's and the
+ * pooling routes' (prompt_tokens, completion_tokens), the Responses API's
+ * (input_tokens, output_tokens), rerank's (total_tokens alone: all prompt).
+ * A transcription's `{"type":"duration","seconds"}` counts no tokens.
+ */
+function usageOf(u: Record<string, unknown>): Usage | undefined {
+  const n = (v: unknown): number => (typeof v === "number" ? v : 0);
+  if (typeof u.prompt_tokens === "number") return { prompt_tokens: u.prompt_tokens, completion_tokens: n(u.completion_tokens) };
+  if (typeof u.input_tokens === "number") return { prompt_tokens: u.input_tokens, completion_tokens: n(u.output_tokens) };
+  if (typeof u.total_tokens === "number") return { prompt_tokens: u.total_tokens, completion_tokens: 0 };
+  return undefined;
 }

@@ -6,7 +6,7 @@
  * given to it by the attempt loop: continuation/ never opens an upstream
  * itself).
  */
-import type { AttemptFailure, BreakCause, Outcome } from "../../metrics/names.ts";
+import type { AttemptFailure, BreakCause, Outcome, Route } from "../../metrics/names.ts";
 import { errorBody, type ErrorCode } from "../../shared/errors.ts";
 import type { Evictable } from "../stream-evictions.ts";
 import type { AttemptVerdict, Usage } from "../request/exchange.ts";
@@ -42,6 +42,12 @@ export function engineErrorMessage(bytes: Uint8Array): string {
 
 /** What the relay reports to: the request's Exchange (a small interface, so the relay is tested alone). */
 export interface RelayOwner {
+  /** The API whose stream this is (its dialect: stream-dialect.ts); chat's when absent. */
+  readonly route?: Route;
+  /** The request offered tools: tool calls in the stream are counted into `toolCalls`. */
+  readonly offersTools?: boolean;
+  /** Tool calls the answer started. */
+  toolCalls?: number;
   /** The client asked for stream_options.include_usage. */
   readonly includeUsage: boolean;
   /** Data events relayed so far (the relay counts them). */
@@ -69,10 +75,10 @@ export interface RelayRecovery {
   readonly usage: Usage | undefined;
   /** The relay that evict() reaches while its stream is open. */
   bind(stream: Evictable): void;
-  /** A data event of the original stream went to the client (the hot path: bytes only). */
+  /** A data event (a Responses API's meta event too) of the original stream went to the client (the hot path: bytes only). */
   observe(event: Uint8Array): void;
-  /** A data or usage event of a continuation: the bytes the client gets instead, or undefined to drop it. */
-  rewrite(kind: "data" | "usage", event: Uint8Array): Uint8Array | undefined;
+  /** A data or usage event of a continuation (a Responses API's meta and final events too): the bytes the client gets instead, or undefined to drop it. */
+  rewrite(kind: "data" | "usage" | "meta" | "final", event: Uint8Array): Uint8Array | undefined;
   /** The stream broke (its attempt already ended): a continuation to go on with, or undefined. */
   resume(cause: BreakCause): Promise<OpenStream | undefined>;
   /** The relay is over. */

@@ -7,7 +7,9 @@
  * flowed (timing, once per chunk), the usage chunk (parsed, passed on only if
  * the client asked for it), [DONE]. A broken stream never looks finished: a
  * cut connection, a deadline, an oversized event or an engine error becomes
- * an explicit SSE error event then [DONE] — unless a recovery (issue 13,
+ * an explicit error — the stream dialect's (stream-dialect.ts): for chat an
+ * error chunk then [DONE], for the Responses API its `error` and
+ * `response.failed` events — unless a recovery (issue 13,
  * continuation/stream-recovery.ts) opens a continuation on another replica:
  * then the relay swaps that stream in and goes on, its events rewritten by
  * the recovery into the one stream the client already has. A client that
@@ -20,7 +22,8 @@ import type { Evictable } from "../stream-evictions.ts";
 import type { AttemptVerdict } from "../request/exchange.ts";
 import type { ModelRename } from "../request/model-rename.ts";
 import { ENDPOINT_FAULTS } from "./failures.ts";
-import { abandon, DONE_EVENT, engineErrorMessage, readUsage, sseErrorEvent, view, type RelayOwner, type RelayRecovery } from "./relay-contracts.ts";
+import { abandon, DONE_EVENT, engineErrorMessage, readUsage, view, type RelayOwner, type RelayRecovery } from "./relay-contracts.ts";
+import { chatToolCallStarts, dialectFor, type StreamDialect } from "./stream-dialect.ts";
 import { finishedChoices, MAX_EVENT_BYTES, type EventVisitor, type ScannedEvent, type SseEventKind } from "./sse-scanner.ts";
 import { drains } from "./upstream-drains.ts";
 import { readMany } from "./body-reader.ts";
@@ -64,6 +67,10 @@ export class SseRelay implements Evictable {
   private tokensInChunk = false;
   /** The answer's `model` rewritten to the client's name (undefined, the usual case: the engine's bytes go as they are). */
   private readonly rename: ModelRename | undefined;
+  /** What differs between the APIs' streams (chat's shared object unless this is another API's). */
+  private readonly dialect: StreamDialect;
+  /** The request offered tools: tool-call starts are counted (only then is a chunk searched for them). */
+  private readonly countTools: boolean;
   private readonly visit: EventVisitor = (kind, buf, start, end) => this.onEvent(kind, buf, start, end);
 
   constructor(
@@ -76,6 +83,8 @@ export class SseRelay implements Evictable {
   ) {
     this.first = open.firstEvents;
     this.rename = x.modelRename;
+    this.dialect = dialectFor(x.route);
+    this.countTools = x.offersTools === true;
     for (let i = 0; i < open.malformedDropped; i++) x.malformed();
     if (recovery?.tracking) {
       this.watch = recovery;
@@ -161,7 +170,7 @@ export class SseRelay implements Evictable {
       return;
     }
     if (next === undefined) {
-      this.out.push(sseErrorEvent(brk.code, brk.message), DONE_EVENT);
+      this.out.push(...this.dialect.brokenEnd(brk.code, brk.message, this.x.delivered));
       return this.end(brk.outcome, NEUTRAL, brk.message, brk.code); // the broken attempt's verdict was given at the break
     }
     this.open = next;
@@ -209,6 +218,7 @@ export class SseRelay implements Evictable {
       case "data": {
         this.tokensInChunk = true;
         this.finished += finishedChoices(buf, start, end);
+        if (this.countTools) this.x.toolCalls = (this.x.toolCalls ?? 0) + chatToolCallStarts(buf, start, end);
         const w = this.watch;
         if (w !== undefined) {
           if (w.rewriting) return this.forwardRewritten(w.rewrite("data", view(buf, start, end)));
@@ -220,6 +230,31 @@ export class SseRelay implements Evictable {
       }
       case "comment":
         return this.forward(buf, start, end);
+      case "meta": {
+        // A Responses API event that carries no token: it goes out, and tells the dialect what it needs.
+        const calls = this.dialect.meta(buf, start, end);
+        if (calls > 0 && this.countTools) this.x.toolCalls = (this.x.toolCalls ?? 0) + calls;
+        const w = this.watch;
+        if (w !== undefined) {
+          if (w.rewriting) return this.forwardCopy(w.rewrite("meta", view(buf, start, end)));
+          w.observe(view(buf, start, end));
+        }
+        return this.forward(buf, start, end);
+      }
+      case "final": {
+        // The Responses API's last event: the answer is whole, its usage in it.
+        const w = this.watch;
+        if (w?.rewriting) {
+          this.forwardCopy(w.rewrite("final", view(buf, start, end)));
+          this.x.usage = w.usage ?? this.x.usage;
+        } else {
+          this.x.usage = this.dialect.finalUsage(view(buf, start, end)) ?? this.x.usage;
+          this.forward(buf, start, end);
+        }
+        this.flushRun();
+        this.sawDone = true;
+        return this.end("ok", { kind: "neutral" });
+      }
       case "usage": {
         const w = this.watch;
         if (w?.rewriting) {
@@ -326,7 +361,7 @@ export class SseRelay implements Evictable {
       this.pending = { code, message, outcome, cause };
       return;
     }
-    this.out.push(sseErrorEvent(code, message), DONE_EVENT);
+    this.out.push(...this.dialect.brokenEnd(code, message, this.x.delivered));
     this.end(outcome, verdict, message, code);
   }
 

@@ -8,12 +8,17 @@
  */
 
 export type SseEventKind =
-  | "data" // a JSON data event (a token chunk)
+  | "data" // a JSON data event (a token chunk; a Responses API delta)
   | "usage" // the usage chunk: a data event whose choices array is empty
-  | "error" // an error object sent in-stream
+  | "error" // an error object sent in-stream (the Responses API's error and response.failed)
   | "done" // data: [DONE]
   | "comment" // ": keep-alive" and other comments
+  | "meta" // a Responses API event that carries no token (response.created, output_item.added, … .done)
+  | "final" // the Responses API's last event: response.completed or response.incomplete, with the usage
   | "malformed";
+
+/** Classifies the event in buf[start, end) (without its trailing blank line): one per API's stream (chat's below, the Responses API's in responses-events.ts). */
+export type EventClassifier = (buf: Uint8Array, start: number, end: number) => SseEventKind;
 
 import { CR, LF, SPACE, bytesAt, nativeIndexOf, skipBlanks } from "../../shared/bytes.ts";
 
@@ -99,6 +104,9 @@ export function eventJson(bytes: Uint8Array): unknown {
 export const MAX_EVENT_BYTES = 16 * 1024 * 1024;
 
 export class SseScanner {
+  /** `classify`: how this stream's events are told apart (chat's and completions' by default). */
+  constructor(private readonly classify: EventClassifier = classifyEvent) {}
+
   /** The incomplete tail, as received (joined only once a boundary can be in it). */
   private carry: Uint8Array[] = [];
   private carryLength = 0;
@@ -146,7 +154,7 @@ export class SseScanner {
       if (buf[i + 1] === LF) end = i + 2;
       else if (buf[i + 1] === CR && buf[i + 2] === LF) end = i + 3;
       if (end < 0) continue;
-      visit(classifyEvent(buf, eventStart, i), buf, eventStart, end);
+      visit(this.classify(buf, eventStart, i), buf, eventStart, end);
       eventStart = end;
       i = end - 1;
     }

@@ -7,12 +7,13 @@
  * for upstream trouble.
  */
 import type { Deadlines } from "../../config/types.ts";
-import type { AttemptFailure } from "../../metrics/names.ts";
+import type { AttemptFailure, Route } from "../../metrics/names.ts";
 import { AttemptDeadlines } from "./deadlines.ts";
 import type { DialGuard } from "../dial-guard.ts";
 import { readAnswer, type CommittedAnswer } from "./json-answer.ts";
 import { defaultReader, type BodyReader } from "./body-reader.ts";
 import { MAX_EVENT_BYTES, SseScanner, type ScannedEvent } from "./sse-scanner.ts";
+import { classifierFor } from "./responses-events.ts";
 
 export interface AttemptInput {
   index: number;
@@ -27,6 +28,8 @@ export interface AttemptInput {
   dial: DialGuard;
   /** A non-streaming answer larger than this is refused (failure "too_large"). */
   maxResponseBytes: number;
+  /** The API, for how its stream's events are read (chat's when absent). */
+  route?: Route;
 }
 
 export interface OpenStream {
@@ -192,7 +195,7 @@ export async function openUpstream(input: AttemptInput, path: string): Promise<A
   }
 
   if (!input.stream) return openAnswer(res, dl, input.maxResponseBytes, reasonOf);
-  return openStream(res, dl, d, reasonOf);
+  return openStream(res, dl, d, reasonOf, new SseScanner(classifierFor(input.route)));
 }
 
 /**
@@ -200,14 +203,13 @@ export async function openUpstream(input: AttemptInput, path: string): Promise<A
  * failure before the first byte reaches the client can still be retried
  * elsewhere; from there the relay owns the reader.
  */
-async function openStream(res: Response, dl: AttemptDeadlines, d: Deadlines, reasonOf: (err: unknown) => AttemptFailed): Promise<AttemptResult> {
+async function openStream(res: Response, dl: AttemptDeadlines, d: Deadlines, reasonOf: (err: unknown) => AttemptFailed, scanner: SseScanner): Promise<AttemptResult> {
   if (!res.body) {
     dl.dispose();
     return failed("truncated", "engine sent a stream with no body");
   }
   dl.armFirstToken(d.firstTokenMs);
   const reader = defaultReader(res.body);
-  const scanner = new SseScanner();
   let malformedDropped = 0;
   const giveUp = (failure: AttemptFailure, message: string): AttemptFailed => {
     dl.dispose();

@@ -9,6 +9,7 @@
  */
 import type { AttemptFailure, BreakCause, Outcome, RecoveryResult, Route } from "../../metrics/names.ts";
 import { I } from "../../shared/endpoint-table.ts";
+import { probeTargetOf } from "../circuit-breaker.ts";
 import { UNKNOWN_MODEL } from "../../metrics/names.ts";
 import type { RequestSeries } from "../../metrics/registry.ts";
 import { requestAuditRecord, type AuditRecovery } from "../../shared/audit.ts";
@@ -54,6 +55,12 @@ export class Exchange {
   includeUsage = false;
   /** Choices the answer has (the request's n). */
   choices = 1;
+  /** The body's media type, sent to the engine as is (a transcription's multipart form with its boundary). */
+  contentType = "application/json";
+  /** The request offered tools (and did not turn them off with tool_choice "none"): the answer's tool calls are counted. */
+  offersTools = false;
+  /** Tool calls the answer started (llmgw_tool_calls_total). */
+  toolCalls = 0;
   prefixHashes: number[] = NO_HASHES;
   /** Token-block keys of the prompt's token ids (precise-prefix); undefined when it was not tokenized. */
   tokenBlockKeys: readonly number[] | undefined;
@@ -183,7 +190,7 @@ export class Exchange {
       case "fault":
         if (g.probe >= 0 && g.probe !== field) breakers.abandon(g.index, g.probe);
         // What failed is what an active probe of the circuit imitates.
-        return breakers.failure(g.index, field, this.attemptModel === undefined ? undefined : { route: this.route, model: this.attemptModel });
+        return breakers.failure(g.index, field, probeTargetOf(this.route, this.attemptModel));
       case "cool_down":
         if (g.probe >= 0 && g.probe !== field) breakers.abandon(g.index, g.probe);
         return breakers.coolDown(g.index, field, verdict.ms);
@@ -246,6 +253,7 @@ export class Exchange {
     const seconds = (performance.now() - this.arrivedAt) / 1000;
     const series = this.series ?? ctx.metrics.requestSeries(UNKNOWN_MODEL, this.route);
     series.finished(outcome, this.stream, seconds, this.usage);
+    if (this.toolCalls > 0) ctx.metrics.toolCalls.inc({ model: this.model ?? UNKNOWN_MODEL, route: this.route }, this.toolCalls);
     const record = requestAuditRecord({
       requestId: this.requestId,
       tenant,

@@ -100,12 +100,72 @@ export function parseInferenceBody(bytes: Uint8Array, route: Route): InferenceBo
       }
       if (b.stream === true) throw new LlmgwError("INVALID_REQUEST", "embeddings cannot stream", { param: "stream" });
       break;
+    case "transcriptions":
+      break; // a multipart form: readMultipartFields reads its fields
+    default:
+      checkOtherRoute(b, route);
   }
-  for (const key of ["max_tokens", "max_completion_tokens", "n"] as const) {
+  for (const key of ["max_tokens", "max_completion_tokens", "max_output_tokens", "n"] as const) {
     const v = b[key];
     if (v !== undefined && v !== null && (typeof v !== "number" || !Number.isInteger(v) || v < 1)) {
       throw new LlmgwError("INVALID_REQUEST", `'${key}' must be a positive integer`, { param: key });
     }
   }
   return b as InferenceBody;
+}
+
+function optionalType(b: Record<string, unknown>, key: string, type: "boolean" | "string"): void {
+  const v = b[key];
+  if (v !== undefined && v !== null && typeof v !== type) throw new LlmgwError("INVALID_REQUEST", `'${key}' must be a ${type}`, { param: key });
+}
+
+/** The fields the gateway relies on for the Responses API and the rest of vLLM's routes; the engine validates the others. */
+function checkOtherRoute(b: Record<string, unknown>, route: Route): void {
+  switch (route) {
+    case "responses":
+      if (typeof b.input !== "string" && !Array.isArray(b.input)) throw new LlmgwError("INVALID_REQUEST", "'input' must be a string or an array of input items", { param: "input" });
+      for (const key of ["background", "store"]) optionalType(b, key, "boolean");
+      optionalType(b, "previous_response_id", "string");
+      return;
+    case "tokenize":
+      if (typeof b.prompt !== "string" && !Array.isArray(b.prompt) && !Array.isArray(b.messages)) {
+        throw new LlmgwError("INVALID_REQUEST", "'prompt' (a string) or 'messages' (an array) is required", { param: "prompt" });
+      }
+      break;
+    case "detokenize":
+      if (!Array.isArray(b.tokens) || !b.tokens.every((t) => Number.isInteger(t))) throw new LlmgwError("INVALID_REQUEST", "'tokens' must be an array of token ids", { param: "tokens" });
+      break;
+    case "rerank":
+      if (typeof b.query !== "string" && (typeof b.query !== "object" || b.query === null)) throw new LlmgwError("INVALID_REQUEST", "'query' is required", { param: "query" });
+      if (!Array.isArray(b.documents) && (typeof b.documents !== "object" || b.documents === null)) throw new LlmgwError("INVALID_REQUEST", "'documents' must be an array", { param: "documents" });
+      break;
+    case "pooling":
+    case "classify":
+      if (b.input === undefined && !Array.isArray(b.messages)) throw new LlmgwError("INVALID_REQUEST", "'input' (or 'messages') is required", { param: "input" });
+      break;
+    default:
+      break;
+  }
+  // vLLM streams none of these: a stream asked for is refused here rather than answered with JSON.
+  if (b.stream === true) throw new LlmgwError("INVALID_REQUEST", `'stream' is not supported on the ${route} route`, { param: "stream" });
+}
+
+/**
+ * A transcription's multipart form (OpenAI's and vLLM's
+ * /v1/audio/transcriptions): its `model` and `stream` fields, read through
+ * the runtime's form parser; the body itself is forwarded as the client
+ * sent it. A body that is not a multipart form is a 400.
+ */
+export async function readMultipartFields(raw: Uint8Array, contentType: string | null): Promise<InferenceBody> {
+  if (contentType === null || !/^multipart\/form-data\s*;.*boundary=/i.test(contentType)) {
+    throw new LlmgwError("INVALID_REQUEST", "a transcription must be sent as multipart/form-data (a boundary included)", { param: "file" });
+  }
+  const form = await new Response(raw, { headers: { "content-type": contentType } }).formData().catch(() => undefined);
+  if (form === undefined) throw new LlmgwError("INVALID_REQUEST", "the multipart form could not be read", { param: "file" });
+  const model = form.get("model");
+  if (typeof model !== "string" || model.length === 0) throw new LlmgwError("INVALID_REQUEST", "you must provide a model parameter", { param: "model" });
+  const file = form.get("file");
+  if (file === null || typeof file === "string") throw new LlmgwError("INVALID_REQUEST", "'file' (an audio file) is required", { param: "file" });
+  const stream = form.get("stream");
+  return { model, stream: stream === "true" };
 }

@@ -1,0 +1,237 @@
+/**
+ * Conversation state for the Responses API, kept by the gateway so that any
+ * replica can answer a follow-up (vLLM keeps it only in one process, and
+ * only with VLLM_ENABLE_RESPONSES_API_STORE). Before admission: a
+ * `previous_response_id` is looked up in the tenant's stored responses and
+ * expanded into the input (the stored conversation, its output, the new
+ * input), and removed — with `background` — from what the engine is sent;
+ * one that is absent, another tenant's or expired is a 400
+ * PREVIOUS_RESPONSE_NOT_FOUND, as OpenAI answers. A `background: true`
+ * request is stored queued and answered at once (jobs/background-responses.ts
+ * runs it). On the way out, when `store` is not false, the answer is watched
+ * (its last event for a stream, the body otherwise) and the response stored
+ * with its input and the conversation it answered.
+ */
+import { expandedInput, inputItems, listedItems, queuedResponse, RUNNING, statusOf, type BackgroundRequest, type StoredResponse } from "../../jobs/responses-objects.ts";
+import { LlmgwError } from "../../shared/errors.ts";
+import type { GatewayContext } from "../context.ts";
+import { classifyResponsesEvent, responsesEventJson } from "../proxy/responses-events.ts";
+import { SseScanner } from "../proxy/sse-scanner.ts";
+import type { AnswerRecorders } from "../request/answer-recorders.ts";
+import type { Exchange } from "../request/exchange.ts";
+
+type Obj = Record<string, unknown>;
+
+/** A background response being run: its answer is stored under `id`; `stored` settles once it is. */
+export interface ConversationTarget {
+  readonly id: string;
+  stored?: Promise<void>;
+}
+
+const enc = new TextEncoder();
+const decoder = new TextDecoder();
+
+function notFound(id: string): LlmgwError {
+  return new LlmgwError("PREVIOUS_RESPONSE_NOT_FOUND", `Previous response with id '${id}' not found.`, { param: "previous_response_id" });
+}
+
+/** The stored response a follow-up continues (the tenant's, not expired, answered). */
+async function previousResponse(ctx: GatewayContext, x: Exchange, id: string): Promise<StoredResponse> {
+  const { store } = await ctx.responses.opened();
+  const prev = await store.get(x.tenant, id, Date.now());
+  if (prev === undefined) throw notFound(id);
+  if (RUNNING.includes(prev.status)) throw new LlmgwError("INVALID_REQUEST", `Previous response with id '${id}' is still ${prev.status === "queued" ? "queued" : "in progress"}; continue it once it has completed.`, { param: "previous_response_id" });
+  return prev;
+}
+
+/**
+ * The conversation step of a Responses API request (after the body is read,
+ * before the estimate and the gates): a Response when the request is
+ * answered here (a background response accepted), undefined to go on.
+ */
+export async function conversationStep(ctx: GatewayContext, x: Exchange, answer: AnswerRecorders, target: ConversationTarget | undefined): Promise<Response | undefined> {
+  const body = x.body!;
+  if (body.background === true && target === undefined) return acceptBackground(ctx, x);
+  const own = inputItems(body.input);
+  let context = own;
+  const previousId = typeof body.previous_response_id === "string" ? body.previous_response_id : undefined;
+  if (previousId !== undefined) context = expandedInput(await previousResponse(ctx, x, previousId), own);
+  if (previousId !== undefined || "background" in body || "previous_response_id" in body) {
+    const out: Obj = { ...body, input: previousId === undefined ? body.input : context };
+    delete out.previous_response_id;
+    delete out.background;
+    x.body = out as typeof body;
+    x.rawBody = enc.encode(JSON.stringify(out));
+  }
+  if (body.store !== false) answer.add(conversationRecorder(ctx, x, { own, context, previousId, target }));
+  return undefined;
+}
+
+/** `background: true`: stored queued (with what to run) and answered with the queued response at once. */
+async function acceptBackground(ctx: GatewayContext, x: Exchange): Promise<Response> {
+  const body = x.body!;
+  if (body.store === false) throw new LlmgwError("INVALID_REQUEST", "background mode requires store to be true", { param: "background" });
+  if (body.stream === true) throw new LlmgwError("INVALID_REQUEST", "a background response cannot stream through llmgw; create it without stream and poll GET /v1/responses/{id}", { param: "stream" });
+  if (typeof body.previous_response_id === "string") await previousResponse(ctx, x, body.previous_response_id);
+  const { store, background } = await ctx.responses.opened();
+  const id = `resp_${crypto.randomUUID().replaceAll("-", "")}`;
+  const now = Date.now();
+  const run: Obj = { ...body, stream: false };
+  delete run.background;
+  const request: BackgroundRequest = { body: run, band: x.band, bandName: x.bandName, path: x.path };
+  const placeholder = queuedResponse(id, Math.floor(now / 1000), body);
+  const record: StoredResponse = {
+    id,
+    tenant: x.tenant,
+    createdMs: now,
+    expiresMs: now + ctx.config.responses.storeTtlMs,
+    status: "queued",
+    response: JSON.stringify(placeholder),
+    input: JSON.stringify(listedItems(inputItems(body.input))),
+    context: "[]",
+    request: JSON.stringify(request),
+  };
+  await store.put(record, ctx.config.responses.maxStoredBytesPerTenant);
+  background.wake();
+  x.finish("ok", 200);
+  return Response.json(placeholder, { headers: x.headers() });
+}
+
+interface Conversation {
+  /** The request's own input items. */
+  own: unknown[];
+  /** The conversation the engine was sent. */
+  context: unknown[];
+  previousId: string | undefined;
+  target: ConversationTarget | undefined;
+}
+
+/** Reads the answer's response object as its bytes pass: the last event of a stream, the whole body otherwise (bounded). */
+class AnswerCapture {
+  private readonly scanner: SseScanner | undefined;
+  private final: Uint8Array | undefined;
+  private chunks: Uint8Array[] = [];
+  private size = 0;
+  private overflow = false;
+
+  constructor(
+    stream: boolean,
+    private readonly max: number,
+  ) {
+    if (stream) this.scanner = new SseScanner(classifyResponsesEvent);
+  }
+
+  push(chunk: Uint8Array): void {
+    if (this.scanner) {
+      this.scanner.scan(chunk, (kind, buf, start, end) => {
+        if (kind === "final") this.final = buf.slice(start, end);
+      });
+      return;
+    }
+    if (this.overflow) return;
+    this.size += chunk.byteLength;
+    if (this.size > this.max) {
+      this.overflow = true;
+      this.chunks = [];
+    } else this.chunks.push(chunk);
+  }
+
+  /** The response object, or undefined when the answer holds none (a broken stream, an oversized body). */
+  response(): Obj | undefined {
+    if (this.scanner) {
+      const r = this.final === undefined ? undefined : responsesEventJson(this.final)?.response;
+      return typeof r === "object" && r !== null ? (r as Obj) : undefined;
+    }
+    if (this.overflow) return undefined;
+    try {
+      const v: unknown = JSON.parse(decoder.decode(Buffer.concat(this.chunks, this.size)));
+      return typeof v === "object" && v !== null && (v as Obj).object === "response" ? (v as Obj) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** Store the answered response (for a background run, in place of its placeholder). */
+async function store(ctx: GatewayContext, x: Exchange, c: Conversation, response: Obj): Promise<void> {
+  const { store: responses } = await ctx.responses.opened();
+  const id = c.target?.id ?? (typeof response.id === "string" ? response.id : undefined);
+  if (id === undefined) return;
+  const stored: Obj = { ...response, id };
+  // The engine was sent the whole conversation, not the id: the stored object says what the client asked.
+  if (c.previousId !== undefined) stored.previous_response_id = c.previousId;
+  if (c.target !== undefined) stored.background = true;
+  stored.store = true;
+  const now = Date.now();
+  const record: StoredResponse = {
+    id,
+    tenant: x.tenant,
+    createdMs: now,
+    expiresMs: now + ctx.config.responses.storeTtlMs,
+    status: statusOf(stored),
+    response: JSON.stringify(stored),
+    input: JSON.stringify(listedItems(c.own)),
+    context: JSON.stringify(c.context),
+  };
+  const bytes = record.response.length + record.input.length + record.context.length;
+  if (bytes > ctx.config.responses.maxRecordBytes) {
+    ctx.log.warn({ request_id: x.requestId, response_id: id, bytes }, "response not stored: larger than responses.max_record_bytes");
+    return;
+  }
+  if (c.target !== undefined) {
+    await responses.update(x.tenant, id, ["in_progress"], { status: record.status, response: record.response, input: record.input, context: record.context, request: null, owner: null, leaseUntilMs: null });
+  } else {
+    await responses.put(record, ctx.config.responses.maxStoredBytesPerTenant);
+    ctx.responses.purgeNowAndThen(responses);
+  }
+}
+
+/** The answer as the client gets it, watched on its way: the same bytes, pull-based (a client that leaves cancels upstream at once). */
+function conversationRecorder(ctx: GatewayContext, x: Exchange, c: Conversation): (res: Response) => Response {
+  return function recordConversation(res: Response): Response {
+    if (res.status !== 200 || res.body === null) return res;
+    const capture = new AnswerCapture(res.headers.get("content-type")?.includes("text/event-stream") === true, ctx.config.responses.maxRecordBytes);
+    const reader = res.body.getReader();
+    let resolveStored: () => void = () => {};
+    if (c.target !== undefined) c.target.stored = new Promise<void>((r) => (resolveStored = r));
+    let settled = false;
+    const settle = async (complete: boolean): Promise<void> => {
+      if (settled) return;
+      settled = true;
+      const response = complete ? capture.response() : undefined;
+      try {
+        if (response !== undefined) await store(ctx, x, c, response);
+      } catch (err) {
+        ctx.log.error({ err: err instanceof Error ? err.message : String(err), request_id: x.requestId }, "storing a response failed");
+      } finally {
+        resolveStored();
+      }
+    };
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        let step: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          step = await reader.read();
+        } catch (err) {
+          void settle(false);
+          controller.error(err);
+          return;
+        }
+        if (step.done) {
+          // Stored before the client sees the answer end: a follow-up sent the moment it has the
+          // response (to this gateway or another) finds it.
+          await settle(true);
+          controller.close();
+          return;
+        }
+        capture.push(step.value);
+        controller.enqueue(step.value);
+      },
+      cancel(reason) {
+        void settle(false);
+        return reader.cancel(reason);
+      },
+    });
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+}

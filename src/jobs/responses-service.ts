@@ -1,0 +1,109 @@
+/**
+ * The Responses API's state inside `llmgw serve`: the store of responses
+ * (bun:sqlite in data_dir, responses.sqlite, opened on first use — or at
+ * start when a previous run left one, so its background responses resume —
+ * or the store shared through Redis) and the background runner over it.
+ */
+import type { Database } from "bun:sqlite";
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { Config } from "../config/types.ts";
+import { LlmgwError } from "../shared/errors.ts";
+import type { Logger } from "../shared/logger.ts";
+import { BackgroundResponses, type BackgroundSend } from "./background-responses.ts";
+import { SqliteResponsesStore, type ResponsesStore } from "./responses-store.ts";
+import { openStateDatabase } from "./state-db.ts";
+
+export const RESPONSES_DB_FILE = "responses.sqlite";
+
+/** Expired records are deleted at most this often, piggybacked on stores (no timer to own). */
+const PURGE_EVERY_MS = 60_000;
+/** How often an embedded runner looks for lapsed leases and ended backoffs (a new background response wakes it at once). */
+const EMBEDDED_TICK_MS = 1_000;
+/**
+ * How often a runner on the shared store looks for work it was not woken
+ * for: another gateway's lapsed leases (30 s) — a claim is a Redis command,
+ * so not every second on every gateway. A background response is created
+ * and woken on its own gateway; a backoff wakes its runner itself.
+ */
+const SHARED_TICK_MS = 10_000;
+
+export interface OpenResponses {
+  store: ResponsesStore;
+  background: BackgroundResponses;
+}
+
+export interface GatewayResponsesDeps {
+  config: Config;
+  log: Logger;
+  /** Runs one background response through the request path (serve/background-send.ts). */
+  send: BackgroundSend;
+  /** The store shared by several gateways (state.backend: redis); absent, the embedded one. */
+  shared?: ResponsesStore;
+}
+
+export class GatewayResponses {
+  readonly #deps: GatewayResponsesDeps;
+  #opening: Promise<OpenResponses> | undefined;
+  #open: (OpenResponses & { db: Database | undefined }) | undefined;
+  #stopped = false;
+  #lastPurgeMs = 0;
+
+  constructor(deps: GatewayResponsesDeps) {
+    this.#deps = deps;
+  }
+
+  /** At start: a store a previous run left (or the shared one) is opened now, so its background responses resume. */
+  async resume(): Promise<boolean> {
+    if (this.#deps.shared === undefined && !existsSync(join(this.#deps.config.dataDir, RESPONSES_DB_FILE))) return false;
+    await this.opened();
+    return true;
+  }
+
+  opened(): Promise<OpenResponses> {
+    if (this.#stopped) return Promise.reject(new LlmgwError("NO_READY_ENDPOINT", "the gateway is shutting down"));
+    this.#opening ??= this.#openNow().catch((err: unknown) => {
+      this.#opening = undefined;
+      throw err;
+    });
+    return this.#opening;
+  }
+
+  /** Drop expired records now and then (called as responses are stored). */
+  purgeNowAndThen(store: ResponsesStore): void {
+    const now = Date.now();
+    if (now - this.#lastPurgeMs < PURGE_EVERY_MS) return;
+    this.#lastPurgeMs = now;
+    void store.purgeExpired(now).catch(() => {});
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#open === undefined) await this.#opening?.catch(() => undefined);
+    await this.#open?.background.stop();
+  }
+
+  close(): void {
+    this.#open?.db?.close();
+    this.#open = undefined;
+  }
+
+  async #openNow(): Promise<OpenResponses> {
+    const { config, log, shared, send } = this.#deps;
+    let db: Database | undefined;
+    if (shared === undefined) {
+      try {
+        db = openStateDatabase(config.dataDir, { file: RESPONSES_DB_FILE });
+      } catch (err) {
+        log.error({ err: err instanceof Error ? err.message : String(err), dataDir: resolve(config.dataDir) }, "cannot open the responses store");
+        throw new LlmgwError("INTERNAL_ERROR", `the responses store cannot be opened in data_dir (${resolve(config.dataDir)}); see the gateway's log`);
+      }
+    }
+    const store = shared ?? new SqliteResponsesStore(db!);
+    const background = new BackgroundResponses({ store, send, concurrency: config.responses.backgroundConcurrency, tickMs: shared === undefined ? EMBEDDED_TICK_MS : SHARED_TICK_MS });
+    background.start();
+    this.#open = { store, background, db };
+    log.info({ store: shared === undefined ? resolve(config.dataDir, RESPONSES_DB_FILE) : "shared (redis)" }, "responses store opened");
+    return this.#open;
+  }
+}
