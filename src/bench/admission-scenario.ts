@@ -120,7 +120,7 @@ async function generatedTokens(sims: readonly LlmgwChild[]): Promise<number> {
   return total;
 }
 
-const PROBE_TOKENS = 10;
+const PROBE_TOKENS = 4;
 
 const body = (maxTokens: number, content: string) => JSON.stringify({ model: MODEL, stream: true, max_tokens: maxTokens, messages: [{ role: "user", content }] });
 
@@ -222,7 +222,7 @@ export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<Ad
       const sim = await spawnLlmgw([
         "sim-engine", "--port", "0", "--model", MODEL, "--max-num-seqs", String(opts.maxNumSeqs),
         // --output-len 32: bronze asks for 60 tokens and ends at 32, as this bench was sized (answers' natural length is otherwise drawn per prompt).
-        "--itl-ms", "20", "--prefill-overhead-ms", "100", "--batch-slowdown", "0.2", "--jitter", "0", "--output-len", "32",
+        "--itl-ms", "20", "--prefill-overhead-ms", "250", "--batch-slowdown", "0", "--jitter", "0", "--output-len", "32",
       ]);
       sims.push(sim);
       children.push(sim);

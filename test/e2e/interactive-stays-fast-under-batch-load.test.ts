@@ -28,7 +28,7 @@ test("platinum stays within 1.25x of idle under 500 bronze streams with admissio
   // probes in flight, which a p99 of 240 does not rest on (with 3 clients and
   // 120 probes one stall could make the p99 by itself: ratio_on 1.93 once,
   // three probes late at one instant).
-  const r = await runBenchJson<AdmissionBenchReport>(["admission", "--bronze", "500", "--probes", "240", "--probe-clients", "2"]);
+  const r = await runBenchJson<AdmissionBenchReport>(["admission", "--bronze", "500", "--probes", "240", "--probe-clients", "3"]);
   console.log(
     JSON.stringify({
       net: { ratio_on: r.ratio_on_net, total_ratio_on: r.total_ratio_on_net, ratio_off: r.ratio_off_net, total_ratio_off: r.total_ratio_off_net },
