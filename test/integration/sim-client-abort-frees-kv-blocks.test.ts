@@ -15,6 +15,12 @@ async function metric(name: string): Promise<number> {
   return parsed.samples.filter((s) => s.name === name).reduce((a, s) => a + s.value, 0);
 }
 
+/** Several figures from one scrape. */
+async function metrics(names: readonly string[]): Promise<number[]> {
+  const parsed = parsePrometheusText(await (await fetch(`${sim.url}/metrics`)).text());
+  return names.map((name) => parsed.samples.filter((s) => s.name === name).reduce((a, s) => a + s.value, 0));
+}
+
 async function state(): Promise<{ running: number; kv_blocks_used: number; disconnects: number }> {
   return (await (await fetch(`${sim.url}/sim/state`)).json()) as { running: number; kv_blocks_used: number; disconnects: number };
 }
@@ -64,8 +70,14 @@ test("abort mid-stream frees the request's KV blocks and counts a disconnect", a
 test("abort during prefill (before any byte) frees the blocks too", async () => {
   const { ac, res } = start("p".repeat(4 * 300)); // 300 tokens → ~3 s of prefill
   res.catch(() => {});
-  await waitUntil(async () => (await metric("vllm:num_requests_running")) === 1, { what: "request admitted" });
-  expect(await metric("vllm:kv_cache_usage_perc")).toBeGreaterThan(0);
+  // One scrape for both figures: a running request holds blocks in the same snapshot of the engine.
+  await waitUntil(
+    async () => {
+      const m = await metrics(["vllm:num_requests_running", "vllm:kv_cache_usage_perc"]);
+      return m[0] === 1 && m[1]! > 0;
+    },
+    { what: "request admitted, holding its blocks" },
+  );
   ac.abort();
   await expectAllFreed(2);
 });
