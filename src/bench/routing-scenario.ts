@@ -80,7 +80,10 @@ export function engineFlags(o: Pick<RoutingOptions, "profile" | "kvTokens" | "ti
 async function waitForListeners(e: SimEngine, names: readonly string[]): Promise<void> {
   const deadline = Date.now() + LISTENER_WAIT_MS;
   while (names.some((n) => e.child.urls[n] === undefined)) {
-    if (Date.now() > deadline) throw new UsageError(`engine ${e.id} did not announce listener(s) ${names.filter((n) => e.child.urls[n] === undefined).join(", ")} within ${LISTENER_WAIT_MS} ms`);
+    if (Date.now() > deadline) {
+      const missing = names.filter((n) => e.child.urls[n] === undefined).map((n) => `{engine.${n}}`);
+      throw new UsageError(`the endpoint template names ${missing.join(", ")}, which engine ${e.id} did not announce within ${LISTENER_WAIT_MS} ms (it announced: ${Object.keys(e.child.urls).join(", ")})`);
+    }
     await Bun.sleep(20);
   }
 }
@@ -90,7 +93,9 @@ async function runPolicy(o: RoutingOptions, policy: RoutingPolicy, schedule: Wor
   const engines = await startSimEngines(o.pods, MODEL, [...engineFlags(o), ...splitArgs(policy.engineArgs)]);
   try {
     const listeners = templateListeners(policy.endpoint);
-    await Promise.all(engines.map((e) => waitForListeners(e, listeners)));
+    await Promise.all(engines.map((e) => waitForListeners(e, listeners))).catch((err: unknown) => {
+      throw err instanceof UsageError ? new UsageError(`policy ${policy.name} (${policy.source}): ${err.message}`) : err;
+    });
     const gateway = await startBenchGateway(engines, MODEL, mergeConfig(BASE_GATEWAY_CONFIG, policy.gateway), (e) => endpointExtras(policy.endpoint, e.child.urls)).catch((err: unknown) => {
       throw err instanceof UsageError ? new UsageError(`policy ${policy.name} (${policy.source}): ${err.message}`) : err;
     });
