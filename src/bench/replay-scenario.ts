@@ -24,6 +24,7 @@ import { summarize } from "./replay/summary.ts";
 import { timeline } from "./replay/timeline.ts";
 import { tracePrefixShare, traceWindow, type Trace, type WindowRequest } from "./replay/trace.ts";
 import { loadTrace, SHIPPED_TRACES, tracePath } from "./replay/trace-files.ts";
+import { progressPrinter } from "./progress-line.ts";
 import type { BenchScenario } from "./scenario.ts";
 import { engineCounters, splitArgs, startSimFleet } from "./sim-fleet.ts";
 
@@ -239,19 +240,3 @@ export const replayScenario: BenchScenario = {
     return 0;
   },
 };
-
-/** The progress line on stderr: rewritten in place on a terminal, a line every 5 s otherwise. */
-function progressPrinter(): (line: string, final: boolean) => void {
-  const tty = process.stderr.isTTY === true;
-  let lastAt = 0;
-  return (line, final) => {
-    if (tty) {
-      process.stderr.write(`\r\u001b[K${line}${final ? "\n" : ""}`);
-      return;
-    }
-    const now = performance.now();
-    if (!final && now - lastAt < 5_000) return;
-    lastAt = now;
-    process.stderr.write(`${line}\n`);
-  };
-}

@@ -20,6 +20,7 @@ import { policyFigures } from "./routing/routing-summary.ts";
 import * as S from "./routing/scaling.ts";
 import { buildSchedule, type Stage, type WorkloadSchedule } from "./routing/shared-prefix-workload.ts";
 import { REPO_ROOT } from "../shared/llmgw-child.ts";
+import { progressPrinter } from "./progress-line.ts";
 import type { BenchScenario } from "./scenario.ts";
 import { engineCounters, splitArgs, startBenchGateway, startSimEngines, type SimEngine } from "./sim-fleet.ts";
 
@@ -88,7 +89,14 @@ async function waitForListeners(e: SimEngine, names: readonly string[]): Promise
   }
 }
 
-async function runPolicy(o: RoutingOptions, policy: RoutingPolicy, schedule: WorkloadSchedule, onProgress: (line: string) => void): Promise<PolicyReport> {
+/** Ctrl-C: the policy running stops sending (its report still accounts for every request) and no other starts. */
+interface Interrupt {
+  stopped: boolean;
+  /** Stops the load running now, if any. */
+  stopLoad?: () => void;
+}
+
+async function runPolicy(o: RoutingOptions, policy: RoutingPolicy, schedule: WorkloadSchedule, interrupt: Interrupt, onProgress: (line: string) => void): Promise<PolicyReport> {
   const t0 = performance.now();
   const engines = await startSimEngines(o.pods, MODEL, [...engineFlags(o), ...splitArgs(policy.engineArgs)]);
   try {
@@ -106,9 +114,8 @@ async function runPolicy(o: RoutingOptions, policy: RoutingPolicy, schedule: Wor
       const load = startOpenLoop({ url: `${gateway.api}/v1/completions`, model: MODEL, requests, drainMs: (o.drainS * 1000) / o.timeScale }, (p) =>
         onProgress(`routing: ${policy.name}: ${((p.elapsedMs * o.timeScale) / 1000).toFixed(0)} of ${lastS.toFixed(0)} s  sent ${p.sent}/${requests.length}  done ${p.done}  in flight ${p.inFlight}  errors ${p.errors}`),
       );
-      const onSigint = () => load.stop();
-      process.on("SIGINT", onSigint);
-      result = await load.done.finally(() => process.off("SIGINT", onSigint));
+      interrupt.stopLoad = () => load.stop();
+      result = await load.done.finally(() => (interrupt.stopLoad = undefined));
     } finally {
       await gateway.child.stop();
     }
@@ -142,10 +149,21 @@ export async function runRouting(o: RoutingOptions): Promise<RoutingReport> {
   const schedule = buildSchedule({ groups: o.groups, perGroup: o.perGroup, systemLen: o.systemLen, questionLen: o.questionLen, outputLen: o.outputLen, ...(o.warmup ? { warmup: o.warmup } : {}), stages: o.stages, seed: o.seed });
   if (schedule.requests.length === 0) throw new UsageError("the stages send no request (rates × lengths too small)");
   const policies: PolicyReport[] = [];
-  for (const policy of o.policies) {
-    policies.push(await runPolicy(o, policy, schedule, (line) => o.progress?.(line, false)));
-    const f = policies[policies.length - 1]!.figures;
-    o.progress?.(`routing: ${policy.name}: output ${f.output_tok_s} tok/s, TTFT p90 ${f.ttft_s.p90} s, ${f.answered}/${f.requests} answered`, true);
+  const interrupt: Interrupt = { stopped: false };
+  const onSigint = () => {
+    interrupt.stopped = true;
+    interrupt.stopLoad?.();
+  };
+  process.on("SIGINT", onSigint);
+  try {
+    for (const policy of o.policies) {
+      if (interrupt.stopped) break;
+      policies.push(await runPolicy(o, policy, schedule, interrupt, (line) => o.progress?.(line, false)));
+      const f = policies[policies.length - 1]!.figures;
+      o.progress?.(`routing: ${policy.name}: output ${f.output_tok_s} tok/s, TTFT p90 ${f.ttft_s.p90} s, ${f.answered}/${f.requests} answered`, true);
+    }
+  } finally {
+    process.off("SIGINT", onSigint);
   }
   const commit = gitCommit();
   const run: RoutingRun = {
@@ -213,7 +231,7 @@ scorer or picker no file uses) runs on fresh engines with the same schedule;
 then per policy output tok/s, req/s, success, TTFT p50/p90/mean, ITL mean
 and the engines' prefix-cache hit rate, the published rows beside them, and
 each policy against random. Rates and lengths are in simulated time.
-Exits 1 when llmgw's default misses its target against random on the
+Ctrl-C stops the run and reports the policies run so far. Exits 1 when llmgw's default misses its target against random on the
 37-capacity shape (none of --pods … --warmup-s, --engine-args given).
 
 flags:
@@ -296,19 +314,3 @@ export const routingScenario: BenchScenario = {
     return r.target?.applies === true && !r.target.met ? 1 : 0;
   },
 };
-
-/** Progress on stderr: rewritten in place on a terminal, a line every 5 s otherwise; each policy's result on a line of its own. */
-function progressPrinter(): (line: string, final: boolean) => void {
-  const tty = process.stderr.isTTY === true;
-  let lastAt = 0;
-  return (line, final) => {
-    if (tty) {
-      process.stderr.write(`\r\u001b[K${line}${final ? "\n" : ""}`);
-      return;
-    }
-    const now = performance.now();
-    if (!final && now - lastAt < 5_000) return;
-    lastAt = now;
-    process.stderr.write(`${line}\n`);
-  };
-}
