@@ -49,7 +49,7 @@ test("bad flags, a policy the gateway would refuse, a template naming a listener
   const cases: [string[], string][] = [
     [["--rates", "60,0"], "--rates: expected positive numbers"],
     [["--rates", "60,80,100", "--stage-s", "1,2"], "--stage-s: expected one length, or one per rate (3), got 2"],
-    [["--policies", "random,clairvoyant"], "--policies: unknown policy 'clairvoyant' (known: random, round-robin, load, default"],
+    [["--policies", "random,clairvoyant"], "--policies: unknown policy 'clairvoyant' (known: random, round-robin, load,"],
     [["--pods", "0"], "--pods: expected an integer in [1, 64]"],
     [["--policy-dir", join(dir, "nowhere")], "cannot read"],
     [["--policy-dir", bad], "fastest.yaml: the gateway would refuse it: scheduling.picker"],
