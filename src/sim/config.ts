@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { faultName, parseFault, type Fault } from "./faults.ts";
 import type { LengthDistribution } from "./output-length.ts";
+import type { SimLoraSettings } from "./lora/lora-config.ts";
 import { loneDecodeMs, NO_FRONTEND, stepMs, type Frontend, type StepCostModel, type StepTiming } from "./step-time.ts";
 
 export const DEFAULT_SIM_PORT = 8001;
@@ -61,6 +62,8 @@ export interface SimStaticConfig {
    * at once, /v1/models and the API 503 until loaded). Absent: held.
    */
   startupAnswers?: "held" | "split";
+  /** LoRA adapters (--enable-lora); absent: LoRA off. */
+  lora?: SimLoraSettings;
 }
 
 /** Per-GPU fault state set through POST /sim/config. */

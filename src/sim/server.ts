@@ -13,6 +13,8 @@ import { chooseFault, FAULT_HEADER } from "./faults.ts";
 import { parseEmbeddingRequest, parseGenerationRequest, parseJsonObject, type RequestLimits } from "./openai-request.ts";
 import { embeddingResponse, modelsResponse, randomId } from "./openai-response.ts";
 import { JsonSink, SseSink, type Closable } from "./sinks.ts";
+import { EngineLora, saltedForAdapter } from "./lora/engine-lora.ts";
+import { loraRoute } from "./lora/lora-routes.ts";
 import { badRequest, fastapiMethodNotAllowed, fastapiNotFound, SimHttpError, vllmErrorResponse } from "./vllm-errors.ts";
 
 /** Bun's maximum; streams additionally get server.timeout(req, 0) (BUN-NOTES: the 10 s default kills silent streams). */
@@ -25,6 +27,7 @@ type BunServer = ReturnType<typeof Bun.serve>;
 export class SimServer {
   readonly engine: Engine;
   private readonly gpus: SimGpus | undefined;
+  private readonly lora: EngineLora | undefined;
   private readonly active = new Set<Closable>();
   private readonly owner = { closed: (s: Closable) => void this.active.delete(s) };
   private readonly limits: RequestLimits;
@@ -39,7 +42,8 @@ export class SimServer {
     readonly live: SimLiveConfig,
   ) {
     this.engine = new Engine(fixed, live);
-    this.limits = { models: fixed.models, maxModelLen: fixed.maxModelLen, blockSize: fixed.blockSize, outputLen: fixed.outputLen, outputLenDist: fixed.outputLenDist, rejectContinuation: fixed.rejectContinuation };
+    if (fixed.lora) this.lora = this.engine.core.lora = new EngineLora(fixed.lora, fixed.models, () => this.engine.runningCount + this.engine.waitingCount > 0);
+    this.limits = { models: fixed.models, maxModelLen: fixed.maxModelLen, blockSize: fixed.blockSize, outputLen: fixed.outputLen, outputLenDist: fixed.outputLenDist, rejectContinuation: fixed.rejectContinuation, ...(this.lora ? { adapters: this.lora } : {}) };
     if (fixed.gpus > 0) this.gpus = new SimGpus(gpuSpec(fixed.gpuModel), fixed.gpus, osHostname(), `${osHostname()}/${process.pid}`, performance.now(), fixed.dcgmModelLabel, fixed.reservedMiB);
   }
 
@@ -77,6 +81,8 @@ export class SimServer {
       await Bun.sleep(Math.max(0, this.startedAt + this.fixed.startupMs - Date.now()));
     }
     try {
+      const adapterRoute = loraRoute(this.lora, path, req);
+      if (adapterRoute) return await adapterRoute;
       switch (path) {
         case "/v1/chat/completions":
           return req.method === "POST" ? await this.generate("chat", req, server) : fastapiMethodNotAllowed("POST");
@@ -85,11 +91,11 @@ export class SimServer {
         case "/v1/embeddings":
           return req.method === "POST" ? await this.embeddings(req) : fastapiMethodNotAllowed("POST");
         case "/v1/models":
-          return this.notReady() ?? Response.json(modelsResponse(this.fixed.models, this.createdS, this.fixed.maxModelLen));
+          return this.notReady() ?? Response.json(modelsResponse(this.fixed.models, this.createdS, this.fixed.maxModelLen, this.lora?.cards()));
         case "/health":
           return new Response(null, { status: this.live.dead ? 503 : 200 });
         case "/metrics":
-          return new Response(renderEngineMetrics(this.fixed.metricsFlavor, this.engine, this.fixed, performance.now()), { headers: { "content-type": PROM_CONTENT_TYPE } });
+          return new Response(renderEngineMetrics(this.fixed.metricsFlavor, this.engine, this.fixed, performance.now()) + (this.fixed.metricsFlavor !== "sglang" ? (this.lora?.metric.text() ?? "") : ""), { headers: { "content-type": PROM_CONTENT_TYPE } });
         case "/version":
           return Response.json({ version: "0.11.0+llmgw-sim" });
         case "/sim/state":
@@ -150,9 +156,11 @@ export class SimServer {
     const streaming = parsed.stream && fault?.kind !== "no-headers";
     const answer = streaming ? new SseSink(head, parsed.choices, parsed.includeUsage, this.owner) : new JsonSink(head, parsed.choices, this.owner);
     this.active.add(answer);
+    const adapter = this.lora?.resolve(parsed.model);
     const seqs = parsed.choices.map((plan, k) =>
       this.engine.submit({
-        prompt: plan.prompt,
+        prompt: adapter ? saltedForAdapter(plan.prompt, adapter) : plan.prompt,
+        ...(adapter ? { adapter } : {}),
         outputTokens: faultTokens >= 0 ? Math.max(plan.outputTokens, faultTokens + 1) : plan.outputTokens,
         finishReason: plan.finishReason,
         stallAfter,
@@ -218,6 +226,7 @@ export class SimServer {
       gpu_utilization: e.utilization(),
       dead: this.live.dead,
       loading: this.loading,
+      lora: this.lora?.state() ?? null,
       config: {
         ...liveConfigView(this.live),
         profile: this.fixed.profile ?? null,
