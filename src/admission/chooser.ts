@@ -9,14 +9,18 @@
 import type { SchedulingProfile } from "../scheduling/profile.ts";
 import type { EndpointView } from "../scheduling/types.ts";
 import { CIRCUIT_HALF_OPEN, CIRCUIT_PROBING, EndpointTable, I, modelCircuitField } from "../shared/endpoint-table.ts";
+import type { LoraTable } from "../shared/lora-table.ts";
 import type { EndpointDirectory } from "./endpoint-directory.ts";
 import { readEndpointView } from "./endpoint-views.ts";
 
 export interface ChooseRequest {
+  /** The model endpoints serve: for a request naming a LoRA adapter, the adapter's base. */
   model: string;
   prefixHashes: readonly number[];
   /** Endpoints the request already tried (retries exclude them). */
   exclude?: ReadonlySet<number>;
+  /** The request's LoRA adapter (its id in the adapter-name table); absent for a base-model request. */
+  adapter?: number;
 }
 
 export type Choice =
@@ -42,16 +46,19 @@ export class EndpointChooser {
     private readonly directory: EndpointDirectory,
     private readonly profile: SchedulingProfile,
     private readonly staleAfterMs: number,
+    /** LoRA adapters per endpoint (absent: adapters are not scored, every endpoint looks the same for them). */
+    private readonly lora?: LoraTable,
   ) {}
 
   /** Choose and claim (in-flight +1) an endpoint serving `req.model`; the caller owns the claim. */
   choose(req: ChooseRequest, random: () => number = Math.random, now = Date.now()): Choice {
     const serving = this.directory.serving(req.model);
     const views: EndpointView[] = new Array<EndpointView>(serving.length);
-    for (let i = 0; i < serving.length; i++) views[i] = readEndpointView(this.table, serving[i]!, now, this.staleAfterMs, req.model);
+    const adapter = req.adapter !== undefined && this.lora ? { lora: this.lora, id: req.adapter } : undefined;
+    for (let i = 0; i < serving.length; i++) views[i] = readEndpointView(this.table, serving[i]!, now, this.staleAfterMs, req.model, adapter);
     let exclude = req.exclude;
     for (let race = 0; ; race++) {
-      const decision = this.profile.schedule({ model: req.model, prefixHashes: req.prefixHashes, exclude }, views, random);
+      const decision = this.profile.schedule({ model: req.model, prefixHashes: req.prefixHashes, exclude, ...(req.adapter !== undefined ? { adapter: req.adapter } : {}) }, views, random);
       const chosen = decision.endpoint;
       if (!chosen) return { ok: false, drops: decision.drops };
       const row = chosen.index;
@@ -69,6 +76,7 @@ export class EndpointChooser {
         } else return { ok: false, drops: decision.drops };
       }
       this.table.addInt(row, I.INFLIGHT, 1);
+      if (adapter) adapter.lora.setLastRouted(adapter.id, row);
       return { ok: true, index: row, pool: this.directory.get(row)?.pool ?? 0, scores: decision.scores, drops: decision.drops, probe, circuit };
     }
   }

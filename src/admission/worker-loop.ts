@@ -12,6 +12,7 @@ import { PrefixIndex } from "../scheduling/prefix-index.ts";
 import { AdmissionStatsTable, EndpointTable, PoolTable, S, Signals } from "../shared/endpoint-table.ts";
 import { PoolShareTable } from "../shared/pool-shares.ts";
 import { EndpointChooser } from "./chooser.ts";
+import { LoraTable } from "../shared/lora-table.ts";
 import { AdmissionController } from "./controller.ts";
 import { EndpointDirectory } from "./endpoint-directory.ts";
 
@@ -37,7 +38,8 @@ export class SchedulerWorkerLoop {
     this.signals = new Signals(init.signals);
     this.directory = new EndpointDirectory(init.directory);
     const prefixIndex = new PrefixIndex(init.scheduling.prefixAffinity.lruEntries, init.prefixIndex);
-    const chooser = new EndpointChooser(table, this.directory, new SchedulingProfile(init.scheduling, undefined, prefixIndex), init.staleAfterMs);
+    const lora = init.lora ? new LoraTable(init.maxEndpoints, init.lora) : undefined;
+    const chooser = new EndpointChooser(table, this.directory, new SchedulingProfile(init.scheduling, undefined, prefixIndex), init.staleAfterMs, lora);
     const shares = init.shares ? new PoolShareTable(init.maxPools, init.shares) : undefined;
     this.admission = new AdmissionController(table, pools, stats, this.directory, chooser, init.admission, init.staleAfterMs, undefined, shares);
     this.admission.refresh();

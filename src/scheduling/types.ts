@@ -29,6 +29,24 @@ export interface EndpointView {
   readonly inflight: number;
   /** The batch capacity learned for this endpoint (the most requests it runs at once); absent when unknown. */
   readonly capacity?: number;
+  /** For a request naming a LoRA adapter: what this endpoint holds of it (absent for other requests). */
+  readonly adapter?: AdapterView;
+}
+
+/** One endpoint's state for the request's LoRA adapter (vLLM: /v1/models and vllm:lora_requests_info). */
+export interface AdapterView {
+  /** /v1/models lists it: the engine serves it (vLLM answers 404 for an adapter it does not list). */
+  readonly registered: boolean;
+  /** Requests with it are in the running batch: it holds a GPU slot. False when the engine's metrics are absent or stale. */
+  readonly running: boolean;
+  /** Requests with it wait in the engine's queue (its slots are taken by others). */
+  readonly waiting: boolean;
+  /** The gateway sent it here last: likely still in a GPU slot (vLLM's metric does not show idle adapters). */
+  readonly lastRouted: boolean;
+  /** Distinct adapters running or waiting there; undefined when not reported or stale. */
+  readonly active: number | undefined;
+  /** The engine's max_loras (adapters one step holds); undefined when not reported or stale. */
+  readonly maxLoras: number | undefined;
 }
 
 /** What scheduling knows of the request. */
@@ -39,6 +57,8 @@ export interface RequestView {
   readonly prefixHashes: readonly number[];
   /** Endpoints already tried for this request (retries exclude them). */
   readonly exclude?: ReadonlySet<number>;
+  /** The LoRA adapter the request names (an id of the adapter-name table, src/shared/lora-table.ts); `model` is then its base. */
+  readonly adapter?: number;
 }
 
 /** Shared, mutable state plugins may read while scoring (owned by the profile). */

@@ -29,6 +29,7 @@ import { Authenticator } from "../gateway/api-keys.ts";
 import { QuotaLimiter } from "../admission/tenant-quota.ts";
 import type { HealthEvents } from "./health-client.ts";
 import { ModelCatalog } from "../gateway/model-catalog.ts";
+import { AdapterCatalog } from "../gateway/adapter-catalog.ts";
 import { RetryBudget } from "../gateway/retry-budget.ts";
 import { startDataPlane } from "../gateway/server.ts";
 
@@ -96,7 +97,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   for (const w of config.warnings) log.warn(w);
   const bandNames = config.admission.bands.map((b) => b.name);
   const t = sharedTables(config);
-  const catalog = new ModelCatalog(config);
+  const adapters = new AdapterCatalog();
+  const catalog = new ModelCatalog(config, adapters);
   const gpuStore = new DcgmGpuStore(config.health.staleAfterMs);
   let metrics: GatewayMetrics | undefined;
   const { registry, breakers } = openRegistry(config, t, catalog, log, () => metrics);
@@ -117,9 +119,11 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   });
   let enginesPolled = false;
   const events: HealthEvents = {
-    models(index, models) {
+    models(index, models, listed) {
       if (registry.modelsDiscovered(index, models)) log.info({ endpoint: registry.idOf(index), models }, "endpoint models discovered");
+      if (registry.idOf(index) !== undefined && adapters.setEndpoint(index, listed)) log.info({ endpoint: registry.idOf(index), adapters: listed.map((a) => a.name) }, "endpoint LoRA adapters");
     },
+    adapterIds: (names) => adapters.setIds(names),
     readiness(index, ready, healthy, error) {
       log.info({ endpoint: registry.idOf(index), ready, healthy, error }, "endpoint readiness");
     },
@@ -127,7 +131,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     gpus: (report) => gpuStore.update(report),
     agent: (node, snapshot) => fleet?.onAgentSnapshot(node, snapshot),
   };
-  workers = await startWorkers(config, t, registry, { breakers, clustered: cluster !== undefined, events, log });
+  workers = await startWorkers(config, t, registry, { breakers, clustered: cluster !== undefined, events, log, adapters });
   const { admission, health } = workers;
 
   metrics = new GatewayMetrics(t.table, () => registry.active(), {
@@ -136,6 +140,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     bandNames,
     pools: () => registry.pools(),
     schedulerMessages: () => admission.posted,
+    lora: t.lora,
+    staleAfterMs: config.health.staleAfterMs,
   });
   const gatewayMetrics = metrics;
   loopLag.onStall = (seconds) => gatewayMetrics.loopStalls.observe(seconds);
