@@ -76,7 +76,7 @@ export class EndpointChooser {
         } else return { ok: false, drops: decision.drops };
       }
       this.table.addInt(row, I.INFLIGHT, 1);
-      if (adapter) adapter.lora.setLastRouted(adapter.id, row);
+      if (adapter) adapter.lora.touch(row, adapter.id);
       return { ok: true, index: row, pool: this.directory.get(row)?.pool ?? 0, scores: decision.scores, drops: decision.drops, probe, circuit };
     }
   }

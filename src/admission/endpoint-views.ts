@@ -22,12 +22,15 @@ function metricsFresh(table: EndpointTable, row: number, now: number, staleAfter
 /** What endpoint `row` holds of adapter `id`; the running and waiting bits and the slot counts only while its metrics are fresh. */
 export function readAdapterView(lora: LoraTable, row: number, id: number, fresh: boolean): AdapterView {
   const maxLoras = fresh ? lora.maxLoras(row) : undefined;
+  const known = maxLoras !== undefined;
+  const at = known ? lora.recency(row, id) : -1;
   return {
     registered: lora.has(row, "registered", id),
     running: fresh && lora.has(row, "running", id),
     waiting: fresh && lora.has(row, "waiting", id),
-    lastRouted: lora.lastRouted(id) === row,
-    active: maxLoras === undefined ? undefined : lora.active(row),
+    resident: at >= 0 && at < (maxLoras ?? 0),
+    active: known ? lora.active(row) : undefined,
+    runningAdapters: known ? lora.count(row, "running") : undefined,
     maxLoras,
   };
 }

@@ -73,7 +73,7 @@ export const schedulingSchema = z
       { name: "inflight", weight: 2 },
       { name: "prefix-affinity", weight: 3 },
       // 0 for every endpoint unless the request names a LoRA adapter.
-      { name: "lora-affinity", weight: 3 },
+      { name: "lora-affinity", weight: 6 },
     ]),
     picker: z.enum(PICKER_NAMES).default("max-score"),
     prefix_affinity: z

@@ -21,6 +21,10 @@ export interface AdapterRoute {
 
 export class AdapterCatalog {
   private readonly ids = new Map<string, number>();
+  /** When a request last named each adapter (the fleet's demand signal). */
+  private readonly lastRequest = new Map<string, number>();
+  /** Requests waiting for an adapter to be listed somewhere (a fleet load in progress). */
+  private readonly waiters = new Map<string, Set<(listed: boolean) => void>>();
   private readonly byEndpoint = new Map<number, readonly ListedAdapter[]>();
   private readonly declared = new Map<string, string>();
   /** adapter → base, rebuilt after a change. */
@@ -37,6 +41,12 @@ export class AdapterCatalog {
     if (prev && prev.length === adapters.length && prev.every((a, i) => a.name === adapters[i]!.name && a.parent === adapters[i]!.parent)) return false;
     this.byEndpoint.set(index, adapters.map((a) => ({ ...a })));
     this.bases = undefined;
+    for (const a of adapters) {
+      const waiting = this.waiters.get(a.name);
+      if (!waiting) continue;
+      this.waiters.delete(a.name);
+      for (const resolve of waiting) resolve(true);
+    }
     return true;
   }
 
@@ -68,6 +78,49 @@ export class AdapterCatalog {
 
   isAdapter(name: string): boolean {
     return this.baseMap().has(name);
+  }
+
+  /** The fleet declares it (it may be loaded on demand). */
+  isDeclared(name: string): boolean {
+    return this.declared.has(name);
+  }
+
+  /** Some endpoint lists it now. */
+  listedAnywhere(name: string): boolean {
+    for (const list of this.byEndpoint.values()) if (list.some((a) => a.name === name)) return true;
+    return false;
+  }
+
+  noteRequest(name: string, now: number): void {
+    this.lastRequest.set(name, now);
+  }
+
+  lastRequestAt(name: string): number | undefined {
+    return this.lastRequest.get(name);
+  }
+
+  waitingForLoad(name: string): number {
+    return this.waiters.get(name)?.size ?? 0;
+  }
+
+  /** Resolves true once an endpoint lists `name`, false after `timeoutMs` or when `signal` aborts. */
+  whenListed(name: string, signal: AbortSignal, timeoutMs: number): Promise<boolean> {
+    if (this.listedAnywhere(name)) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      let set = this.waiters.get(name);
+      if (!set) this.waiters.set(name, (set = new Set()));
+      const done = (listed: boolean) => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", onAbort);
+        set!.delete(done);
+        if (set!.size === 0 && this.waiters.get(name) === set) this.waiters.delete(name);
+        resolve(listed);
+      };
+      const onAbort = () => done(false);
+      const timer = setTimeout(() => done(false), timeoutMs);
+      signal.addEventListener("abort", onAbort, { once: true });
+      set.add(done);
+    });
   }
 
   /** Slots of the endpoints listing `name` now. */

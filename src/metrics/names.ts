@@ -117,6 +117,9 @@ export const FLEET = {
   modelReplicasDesired: { name: "llmgw_model_replicas_desired", help: "Replicas desired per model.", labels: ["model"] },
   modelReplicasServing: { name: "llmgw_model_replicas_serving", help: "Replicas ready and in rotation per model.", labels: ["model"] },
   poolQueueDepth: { name: "llmgw_pool_queue_depth", help: "Requests waiting for admission, by pool and band.", labels: ["pool", "band"] },
+  adapterLoads: { name: "llmgw_fleet_adapter_loads_total", help: "LoRA adapter loads the fleet asked of an agent, by base model and result.", labels: ["model", "result"] },
+  adapterUnloads: { name: "llmgw_fleet_adapter_unloads_total", help: "LoRA adapter unloads the fleet asked of an agent, by base model and result.", labels: ["model", "result"] },
+  adaptersLoaded: { name: "llmgw_fleet_adapters_loaded", help: "(LoRA adapter, replica) pairs loaded now, by base model.", labels: ["model"] },
 } as const;
 
 /**

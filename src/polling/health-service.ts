@@ -54,7 +54,10 @@ export function writeLora(lora: LoraTable, names: AdapterNames, row: number, s: 
   if (s.adapters) lora.setAdapters(row, "registered", ids(s.adapters.map((a) => a.name)));
   const info = s.metrics?.lora;
   if (info && s.metricsAt !== undefined) {
-    lora.setAdapters(row, "running", ids(info.running));
+    const running = ids(info.running);
+    lora.setAdapters(row, "running", running);
+    // Running adapters hold slots: the front of the engine's slot LRU (least recent of them first, so the engine's first stays first).
+    for (let i = running.length - 1; i >= 0; i--) lora.touch(row, running[i]!);
     lora.setAdapters(row, "waiting", ids(info.waiting));
     lora.setState(row, info.maxLoras, new Set([...info.running, ...info.waiting]).size);
   } else if (s.metrics) {

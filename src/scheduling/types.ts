@@ -41,10 +41,12 @@ export interface AdapterView {
   readonly running: boolean;
   /** Requests with it wait in the engine's queue (its slots are taken by others). */
   readonly waiting: boolean;
-  /** The gateway sent it here last: likely still in a GPU slot (vLLM's metric does not show idle adapters). */
-  readonly lastRouted: boolean;
+  /** Among the last max_loras adapters the gateway sent there or saw running there: likely still in a GPU slot (vLLM's metric does not show idle adapters). False when the metrics are absent or stale. */
+  readonly resident: boolean;
   /** Distinct adapters running or waiting there; undefined when not reported or stale. */
   readonly active: number | undefined;
+  /** Distinct adapters running there (holding slots); undefined when not reported or stale. */
+  readonly runningAdapters: number | undefined;
   /** The engine's max_loras (adapters one step holds); undefined when not reported or stale. */
   readonly maxLoras: number | undefined;
 }

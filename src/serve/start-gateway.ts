@@ -30,6 +30,7 @@ import { QuotaLimiter } from "../admission/tenant-quota.ts";
 import type { HealthEvents } from "./health-client.ts";
 import { ModelCatalog } from "../gateway/model-catalog.ts";
 import { AdapterCatalog } from "../gateway/adapter-catalog.ts";
+import { endpointAdaptersReader } from "./endpoint-adapters.ts";
 import { RetryBudget } from "../gateway/retry-budget.ts";
 import { startDataPlane } from "../gateway/server.ts";
 
@@ -116,6 +117,11 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     log,
     store: state.shared?.fleet,
     leadership: cluster?.leadership(),
+    adapters: {
+      demand: adapters,
+      of: endpointAdaptersReader(adapters, t.lora, t.table, config.health.staleAfterMs),
+      declared: (list) => adapters.setDeclared(list),
+    },
   });
   let enginesPolled = false;
   const events: HealthEvents = {
@@ -177,6 +183,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     ...services,
     gpuSaturation: t.gpuSaturation,
     cluster,
+    ...(fleet ? { adapterLoads: { requested: () => fleet.manager.requestTick(), waitMs: config.fleet.adapterLoadWaitMs } } : {}),
   };
   // Agents are polled by the health worker from here on; replicas join the registry as they turn Ready.
   cluster?.start();

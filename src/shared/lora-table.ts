@@ -17,9 +17,11 @@
 export const MAX_ADAPTERS = 1024;
 const WORDS = MAX_ADAPTERS / 32;
 
-/** Words of a row: max_loras (-1: the engine reports no LoRA state), active adapters, then the three bitmaps. */
-const R = { MAX_LORAS: 0, ACTIVE: 1, REGISTERED: 2, RUNNING: 2 + WORDS, WAITING: 2 + 2 * WORDS } as const;
-const ROW_STRIDE = 2 + 3 * WORDS;
+/** Adapters a row's recency list holds: enough for any max_loras up to it (past it, the list says "resident" for what it holds). */
+export const RECENT = 32;
+/** Words of a row: max_loras (-1: the engine reports no LoRA state), active adapters, the three bitmaps, the recency list (id + 1, 0 empty). */
+const R = { MAX_LORAS: 0, ACTIVE: 1, REGISTERED: 2, RUNNING: 2 + WORDS, WAITING: 2 + 2 * WORDS, RECENT: 2 + 3 * WORDS } as const;
+const ROW_STRIDE = 2 + 3 * WORDS + RECENT;
 
 export type AdapterSet = "registered" | "running" | "waiting";
 const SET_BASE: Record<AdapterSet, number> = { registered: R.REGISTERED, running: R.RUNNING, waiting: R.WAITING };
@@ -27,25 +29,22 @@ const SET_BASE: Record<AdapterSet, number> = { registered: R.REGISTERED, running
 export class LoraTable {
   readonly buffer: SharedArrayBuffer;
   private readonly rows: Int32Array;
-  private readonly last: Int32Array;
 
   constructor(
     readonly maxEndpoints: number,
     buffer?: SharedArrayBuffer,
   ) {
     const rowInts = maxEndpoints * ROW_STRIDE;
-    this.buffer = buffer ?? new SharedArrayBuffer((rowInts + MAX_ADAPTERS) * 4);
+    this.buffer = buffer ?? new SharedArrayBuffer(rowInts * 4);
     this.rows = new Int32Array(this.buffer, 0, rowInts);
-    this.last = new Int32Array(this.buffer, rowInts * 4, MAX_ADAPTERS);
     if (!buffer) for (let r = 0; r < maxEndpoints; r++) this.resetRow(r);
   }
 
-  /** Nothing known: no adapters, no LoRA state (health, and main when a slot is reused). */
+  /** Nothing known: no adapters, no LoRA state (the health worker, when an endpoint takes the slot). */
   resetRow(row: number): void {
     const base = row * ROW_STRIDE;
     for (let w = 0; w < ROW_STRIDE; w++) Atomics.store(this.rows, base + w, 0);
     Atomics.store(this.rows, base + R.MAX_LORAS, -1);
-    for (let a = 0; a < MAX_ADAPTERS; a++) if (Atomics.load(this.last, a) === row + 1) Atomics.store(this.last, a, 0);
   }
 
   /** Replace one bitmap of a row with `ids` (the health worker only). */
@@ -97,15 +96,24 @@ export class LoraTable {
     return Atomics.load(this.rows, row * ROW_STRIDE + R.ACTIVE);
   }
 
-  /** The gateway sent adapter `id` to endpoint `row` (both choosers). */
-  setLastRouted(id: number, row: number): void {
-    if (id >= 0 && id < MAX_ADAPTERS) Atomics.store(this.last, id, row + 1);
+  /** Adapter `id` was sent to, or seen running on, endpoint `row`: the front of its recency list. */
+  touch(row: number, id: number): void {
+    if (id < 0 || id >= MAX_ADAPTERS) return;
+    const base = row * ROW_STRIDE + R.RECENT;
+    const v = id + 1;
+    if (Atomics.load(this.rows, base) === v) return;
+    let i = 1;
+    while (i < RECENT - 1 && Atomics.load(this.rows, base + i) !== v) i++;
+    for (let j = i; j > 0; j--) Atomics.store(this.rows, base + j, Atomics.load(this.rows, base + j - 1));
+    Atomics.store(this.rows, base, v);
   }
 
-  lastRouted(id: number): number | undefined {
-    if (id < 0 || id >= MAX_ADAPTERS) return undefined;
-    const v = Atomics.load(this.last, id);
-    return v === 0 ? undefined : v - 1;
+  /** Where `id` stands in `row`'s recency list (0 newest), or -1 when it is not there. */
+  recency(row: number, id: number): number {
+    const base = row * ROW_STRIDE + R.RECENT;
+    const v = id + 1;
+    for (let i = 0; i < RECENT; i++) if (Atomics.load(this.rows, base + i) === v) return i;
+    return -1;
   }
 }
 

@@ -30,9 +30,9 @@ describe("state config", () => {
 
   test("with redis and no scorers configured, prefix-rendezvous stands in for prefix-affinity; configured scorers are kept as they are", () => {
     const names = (raw: Record<string, unknown>) => buildConfig(raw).scheduling.scorers.map((s) => `${s.name}:${s.weight}`);
-    expect(names({})).toEqual(["queue-depth:2", "kv-cache:1", "inflight:2", "prefix-affinity:3", "lora-affinity:3"]);
+    expect(names({})).toEqual(["queue-depth:2", "kv-cache:1", "inflight:2", "prefix-affinity:3", "lora-affinity:6"]);
     const redis = { backend: "redis", redis_url: "redis://127.0.0.1:6379" };
-    expect(names({ state: redis })).toEqual(["queue-depth:2", "kv-cache:1", "inflight:2", "prefix-rendezvous:3", "lora-affinity:3"]);
+    expect(names({ state: redis })).toEqual(["queue-depth:2", "kv-cache:1", "inflight:2", "prefix-rendezvous:3", "lora-affinity:6"]);
     expect(names({ state: redis, scheduling: { scorers: [{ name: "prefix-affinity", weight: 1 }] } })).toEqual(["prefix-affinity:1"]);
   });
 

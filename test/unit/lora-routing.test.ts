@@ -26,10 +26,10 @@ import { writeLora } from "../../src/polling/health-service.ts";
 import { INITIAL_SNAPSHOT, parseModelList, type EndpointSnapshot } from "../../src/polling/readiness.ts";
 import { servesAdapter } from "../../src/scheduling/filters/serves-adapter.ts";
 import { SchedulingProfile } from "../../src/scheduling/profile.ts";
-import { LORA_LAST_ROUTED_SCORE, LORA_ROOM_SCORE, LORA_RUNNING_SCORE, LORA_WAITING_SCORE, loraAffinity, loraAffinityScore } from "../../src/scheduling/scorers/lora-affinity.ts";
+import { HOME_BONUS, homeHash, LORA_RESIDENT_SCORE, LORA_ROOM_SCORE, LORA_RUNNING_SCORE, LORA_WAITING_SCORE, loraAffinity, loraAffinityScore } from "../../src/scheduling/scorers/lora-affinity.ts";
 import type { AdapterView } from "../../src/scheduling/types.ts";
 import { EndpointTable, F, I } from "../../src/shared/endpoint-table.ts";
-import { AdapterNames, LoraTable, MAX_ADAPTERS } from "../../src/shared/lora-table.ts";
+import { AdapterNames, LoraTable, MAX_ADAPTERS, RECENT } from "../../src/shared/lora-table.ts";
 import { endpoint } from "../helpers/scheduling.ts";
 
 const FIXTURE = readFileSync(join(import.meta.dir, "..", "fixtures", "vllm-lora-requests-info.txt"), "utf8");
@@ -91,6 +91,10 @@ describe("the shared LoRA table", () => {
     expect([0, 1, 2].map((id) => lora.has(1, "waiting", id))).toEqual([true, true, false]);
     expect(lora.maxLoras(1)).toBe(2);
     expect(lora.active(1)).toBe(2);
+    expect(lora.count(1, "waiting")).toBe(2);
+    // A running adapter holds a slot: it heads the row's recency list.
+    expect(lora.recency(1, 0)).toBe(0);
+    expect(lora.recency(1, 1)).toBe(-1);
     expect(lora.has(0, "registered", 0)).toBe(false);
     // A later poll whose metrics have no LoRA gauge: running, waiting and slots are gone, registered stays.
     writeLora(lora, names, 1, snapshot({ adapters: [{ name: "sql", parent: "llama" }], metrics: parseEngineMetrics("vllm:num_requests_running 0\n", "vllm") }), []);
@@ -100,10 +104,20 @@ describe("the shared LoRA table", () => {
     expect(lora.has(1, "registered", 1)).toBe(false);
     // A view over the same buffer (another thread) sees the same bits.
     const other = new LoraTable(4, lora.buffer);
-    other.setLastRouted(0, 3);
-    expect(lora.lastRouted(0)).toBe(3);
+    other.touch(3, 9);
+    expect(lora.recency(3, 9)).toBe(0);
     lora.resetRow(3);
-    expect(lora.lastRouted(0)).toBeUndefined();
+    expect(lora.recency(3, 9)).toBe(-1);
+  });
+
+  test("the recency list is an LRU of adapter ids, newest first, bounded", () => {
+    const lora = new LoraTable(1);
+    for (const id of [1, 2, 3, 2, 4]) lora.touch(0, id);
+    expect([4, 2, 3, 1].map((id) => lora.recency(0, id))).toEqual([0, 1, 2, 3]);
+    for (let id = 100; id < 100 + RECENT; id++) lora.touch(0, id);
+    expect(lora.recency(0, 1)).toBe(-1);
+    expect(lora.recency(0, 100 + RECENT - 1)).toBe(0);
+    expect(lora.recency(0, 100)).toBe(RECENT - 1);
   });
 
   test("names past the table's size get no id and are not tracked", () => {
@@ -131,21 +145,41 @@ describe("the adapter catalog", () => {
   });
 });
 
-const view = (over: Partial<AdapterView> = {}): AdapterView => ({ registered: true, running: false, waiting: false, lastRouted: false, active: 1, maxLoras: 2, ...over });
+const view = (over: Partial<AdapterView> = {}): AdapterView => ({ registered: true, running: false, waiting: false, resident: false, active: 1, runningAdapters: 1, maxLoras: 2, ...over });
 
 describe("lora-affinity and serves-adapter", () => {
-  test("running > last sent there with room > room > waiting > none; nothing reported scores as none", () => {
-    expect(loraAffinityScore(view({ running: true, active: 2 }))).toBe(LORA_RUNNING_SCORE);
-    expect(loraAffinityScore(view({ lastRouted: true }))).toBe(LORA_LAST_ROUTED_SCORE);
+  test("running > still in a slot > room > waiting > none; nothing reported scores as none", () => {
+    expect(loraAffinityScore(view({ running: true, active: 2, runningAdapters: 2 }))).toBe(LORA_RUNNING_SCORE);
+    expect(loraAffinityScore(view({ resident: true, active: 2 }))).toBe(LORA_RESIDENT_SCORE);
     expect(loraAffinityScore(view())).toBe(LORA_ROOM_SCORE);
-    expect(loraAffinityScore(view({ waiting: true, active: 2 }))).toBe(LORA_WAITING_SCORE);
-    expect(loraAffinityScore(view({ active: 2 }))).toBe(0);
-    // Sent there last, but its slots are full of other adapters since: it was swapped out.
-    expect(loraAffinityScore(view({ lastRouted: true, active: 2 }))).toBe(0);
-    expect(loraAffinityScore(view({ lastRouted: true, active: undefined, maxLoras: undefined }))).toBe(0);
-    expect(LORA_RUNNING_SCORE > LORA_LAST_ROUTED_SCORE && LORA_LAST_ROUTED_SCORE > LORA_ROOM_SCORE && LORA_ROOM_SCORE > LORA_WAITING_SCORE && LORA_WAITING_SCORE > 0).toBe(true);
+    expect(loraAffinityScore(view({ waiting: true, active: 2, runningAdapters: 2 }))).toBe(LORA_WAITING_SCORE);
+    expect(loraAffinityScore(view({ active: 2, runningAdapters: 2 }))).toBe(0);
+    // In the recency list, but every slot runs another adapter: it was swapped out.
+    expect(loraAffinityScore(view({ resident: true, active: 2, runningAdapters: 2 }))).toBe(0);
+    expect(loraAffinityScore(view({ resident: true, active: undefined, runningAdapters: undefined, maxLoras: undefined }))).toBe(0);
+    const tiers = [LORA_RUNNING_SCORE, LORA_RESIDENT_SCORE, LORA_ROOM_SCORE, LORA_WAITING_SCORE, 0];
+    for (let i = 1; i < tiers.length; i++) expect(tiers[i - 1]!).toBeGreaterThan(tiers[i]!);
+    // The home bonus orders endpoints within a tier, never lifts room above a slot that already holds it.
+    expect(LORA_ROOM_SCORE + HOME_BONUS).toBeLessThan(LORA_RESIDENT_SCORE);
+    const ctx = { prefixIndex: { matchedBlocks: () => 0 } };
     const fleet = [endpoint(0, { adapter: view({ running: true }) }), endpoint(1, { adapter: view() })];
-    expect(loraAffinity.score({ model: "m", prefixHashes: [] }, fleet, { prefixIndex: { matchedBlocks: () => 0 } })).toEqual([0, 0]);
+    expect(loraAffinity.score({ model: "m", prefixHashes: [] }, fleet, ctx)).toEqual([0, 0]);
+  });
+
+  test("an adapter loaded nowhere has one home among the candidates, the same wherever it is computed", () => {
+    const ctx = { prefixIndex: { matchedBlocks: () => 0 } };
+    const fleet = [0, 1, 2, 3].map((i) => endpoint(i, { adapter: view() }));
+    const homes = new Map<number, number>();
+    for (let adapter = 0; adapter < 64; adapter++) {
+      const scores = loraAffinity.score({ model: "m", prefixHashes: [], adapter }, fleet, ctx);
+      const home = scores.findIndex((s) => s === LORA_ROOM_SCORE + HOME_BONUS);
+      expect(scores.filter((s) => s === LORA_ROOM_SCORE)).toHaveLength(3);
+      expect(home).toBe([0, 1, 2, 3].reduce((b, i) => (homeHash(adapter, i) > homeHash(adapter, b) ? i : b), 0));
+      homes.set(home, (homes.get(home) ?? 0) + 1);
+    }
+    // Spread over the replicas, not all on one.
+    expect(homes.size).toBe(4);
+    expect(Math.max(...homes.values())).toBeLessThan(32);
   });
 
   test("serves-adapter keeps the endpoints listing the adapter, and everything for a base-model request", () => {
@@ -174,7 +208,7 @@ describe("the chooser over the shared tables", () => {
     return { table, lora, chooser, now };
   }
 
-  test("an adapter's request goes where it runs, a base request anywhere, and the choice is remembered", () => {
+  test("an adapter's request goes where it runs, and where the gateway sent it while it is likely still in a slot", () => {
     const { lora, chooser, now, table } = tables();
     lora.setAdapters(2, "running", [0]);
     lora.setState(2, 1, 1);
@@ -190,7 +224,7 @@ describe("the chooser over the shared tables", () => {
     expect(first.ok).toBe(true);
     const at = first.ok ? first.index : -1;
     expect(at).not.toBe(2); // 2's only slot holds adapter 0
-    expect(lora.lastRouted(1)).toBe(at);
+    expect(lora.recency(at, 1)).toBe(0);
     table.addInt(at, I.INFLIGHT, -1);
     for (let i = 0; i < 5; i++) {
       const c = chooser.choose({ model: "llama", prefixHashes: [], adapter: 1 }, random, now);

@@ -6,7 +6,7 @@ import { PrefixIndex } from "../../src/scheduling/prefix-index.ts";
 import { FILTERS, PICKERS, SCORERS } from "../../src/scheduling/plugin-registry.ts";
 import type { AdapterView, EndpointView, RequestView, SchedulingContext } from "../../src/scheduling/types.ts";
 
-const adapter = (over: Partial<AdapterView> = {}): AdapterView => ({ registered: true, running: false, waiting: false, lastRouted: false, active: 0, maxLoras: 2, ...over });
+const adapter = (over: Partial<AdapterView> = {}): AdapterView => ({ registered: true, running: false, waiting: false, resident: false, active: 0, runningAdapters: 0, maxLoras: 2, ...over });
 
 
 /** A fleet with every awkward case: absent metrics, extremes, faults, other models. */
@@ -17,8 +17,8 @@ function awkwardFleet(): EndpointView[] {
     endpoint(2, { waiting: 50, kvUsage: 1, inflight: 9, adapter: adapter({ running: true, waiting: true, active: 2 }) }),
     endpoint(3, { waiting: NaN, kvUsage: NaN, inflight: NaN, adapter: adapter({ registered: false, active: NaN, maxLoras: NaN }) }),
     endpoint(4, { waiting: 3, kvUsage: 1.5, inflight: 2, ready: false, adapter: adapter({ waiting: true, active: 5, maxLoras: 1 }) }),
-    endpoint(5, { waiting: -1, kvUsage: -0.2, inflight: 0, draining: true, circuitOpen: true, adapter: adapter({ lastRouted: true, active: -1, maxLoras: 0 }) }),
-    endpoint(6, { waiting: Infinity, kvUsage: 0.5, inflight: Infinity, gpuFaulted: true, models: ["other"], adapter: adapter({ lastRouted: true, active: 0, maxLoras: Infinity }) }),
+    endpoint(5, { waiting: -1, kvUsage: -0.2, inflight: 0, draining: true, circuitOpen: true, adapter: adapter({ resident: true, active: -1, runningAdapters: -1, maxLoras: 0 }) }),
+    endpoint(6, { waiting: Infinity, kvUsage: 0.5, inflight: Infinity, gpuFaulted: true, models: ["other"], adapter: adapter({ resident: true, active: 0, runningAdapters: NaN, maxLoras: Infinity }) }),
     endpoint(7, { waiting: undefined, kvUsage: 0.3, inflight: 1, adapter: adapter({ registered: false, running: true }) }),
   ];
 }
@@ -110,14 +110,17 @@ describe("scorer conformance", () => {
       const [known, absent] = s.score(requests["with hashes"]!, fleet, context());
       expect(absent!).toBeLessThanOrEqual(known!);
     }
-    // The same for an adapter: the endpoint the gateway sent it to last, whose metrics are now absent, scores no more than a known one with room.
-    const withAdapter = [
-      endpoint(0, { waiting: 0, kvUsage: 0, inflight: 0, adapter: adapter() }),
-      endpoint(1, { waiting: undefined, running: undefined, kvUsage: undefined, inflight: 0, adapter: adapter({ lastRouted: true, active: undefined, maxLoras: undefined }) }),
-    ];
-    for (const s of Object.values(SCORERS)) {
-      const [known, absent] = s.score(requests["with adapter"]!, withAdapter, context());
-      expect(absent!).toBeLessThanOrEqual(known!);
+    // The same for an adapter: an endpoint whose metrics are absent scores no more than a known one with room, whichever
+    // of the two is the adapter's home.
+    for (const [a, b] of [[0, 1], [5, 6], [11, 12]]) {
+      const withAdapter = [
+        endpoint(a!, { waiting: 0, kvUsage: 0, inflight: 0, adapter: adapter() }),
+        endpoint(b!, { waiting: undefined, running: undefined, kvUsage: undefined, inflight: 0, adapter: adapter({ resident: false, active: undefined, runningAdapters: undefined, maxLoras: undefined }) }),
+      ];
+      for (const s of Object.values(SCORERS)) {
+        const [known, absent] = s.score(requests["with adapter"]!, withAdapter, context());
+        expect(absent!).toBeLessThanOrEqual(known!);
+      }
     }
   });
 });

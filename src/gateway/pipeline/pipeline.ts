@@ -17,6 +17,7 @@ import { asLlmgwError, LlmgwError } from "../../shared/errors.ts";
 import type { GatewayContext } from "../context.ts";
 import type { Principal } from "../api-keys.ts";
 import { authGate } from "../gates/auth.ts";
+import { adapterLoadGate } from "../gates/adapter-load.ts";
 import { batchShedGate } from "../gates/batch-shed.ts";
 import { idempotentReplayGate } from "../gates/idempotent-replay.ts";
 import { quotaGate } from "../gates/quota.ts";
@@ -70,6 +71,8 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
     const cached = lookup && (await lookup);
     if (cached) return cached;
     batchShedGate(ctx, x);
+    const adapterLoad = adapterLoadGate(ctx, x);
+    if (adapterLoad) await adapterLoad;
     // Long prefills send nothing for a while; Bun's idle timeout would cut
     // them. The attempt's own deadlines bound the request instead.
     server?.timeout(req, 0);
