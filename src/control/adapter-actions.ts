@@ -63,7 +63,9 @@ export class AdapterActions {
     const out: AdapterReplicaView[] = [];
     for (const e of replicas) {
       if (!withAdapters.has(e.record.model)) continue;
-      const serving = e.runtime.handedOff && e.record.draining === null && e.verdict.phase === "Ready" && (this.sink.ready?.(e.record.id) ?? true);
+      // A replica launched before the model declared adapters runs without LoRA: it takes none until replaced.
+      const lora = e.record.shards[0]?.spec.lora !== undefined;
+      const serving = lora && e.runtime.handedOff && e.record.draining === null && e.verdict.phase === "Ready" && (this.sink.ready?.(e.record.id) ?? true);
       const held = serving ? this.sink.adapters?.(e.record.id) : undefined;
       const view: AdapterReplicaView = { id: e.record.id, model: e.record.model, serving: serving && held !== undefined, listed: this.withUnconfirmed(e.record.id, held?.listed ?? [], now), running: held?.running ?? [], waiting: held?.waiting ?? [], slotsFull: held?.slotsFull ?? false };
       for (const a of view.listed) {

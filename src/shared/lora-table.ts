@@ -110,6 +110,7 @@ export class LoraTable {
 
   /** Where `id` stands in `row`'s recency list (0 newest), or -1 when it is not there. */
   recency(row: number, id: number): number {
+    if (id < 0 || id >= MAX_ADAPTERS) return -1;
     const base = row * ROW_STRIDE + R.RECENT;
     const v = id + 1;
     for (let i = 0; i < RECENT; i++) if (Atomics.load(this.rows, base + i) === v) return i;
