@@ -140,5 +140,6 @@ function estimateRequest(ctx: GatewayContext, x: Exchange, route: Route): void {
   const walk = walkPrompt(view, hashing ? affinity.blockChars * affinity.maxBlocks : 0);
   x.estTokens = estimateFromWalk(view, walk);
   x.promptEstimate = Math.ceil(walk.chars / 4) + walk.tokenIds;
-  if (hashing) x.prefixHashes = prefixHashes(walk.text, affinity.blockChars, affinity.maxBlocks);
+  // A LoRA adapter's prompt is another prefix than the base model's (the engine keeps their blocks apart).
+  if (hashing) x.prefixHashes = prefixHashes(walk.text, affinity.blockChars, affinity.maxBlocks, ctx.catalog.adapters?.isAdapter(x.model!) ? x.model : undefined);
 }
