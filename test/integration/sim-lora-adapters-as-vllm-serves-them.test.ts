@@ -1,7 +1,8 @@
 /**
  * The sim-engine serves LoRA adapters as vLLM does: --lora-modules in both
  * forms, adapters in /v1/models with root and parent, a request naming an
- * adapter served by the base with it, the runtime load/unload routes only
+ * adapter served by the base with it (chat, completions and the Responses
+ * API), the runtime load/unload routes only
  * with VLLM_ALLOW_RUNTIME_LORA_UPDATING, and vllm:lora_requests_info.
  */
 import { afterAll, describe, expect, test } from "bun:test";
@@ -40,6 +41,16 @@ describe("sim-engine LoRA adapters", () => {
     expect(state.lora.registered.find((a) => a.name === "small")!.rank).toBe(8);
     expect(state.lora.on_gpu).toEqual(["sql"]);
     expect(state.lora.gpu_loads).toBe(1);
+
+    // The Responses API takes an adapter too, and runs with it (it is copied into the second slot); /tokenize knows its name.
+    const responses = await json(`${sim.url}/v1/responses`, { model: "chat", input: "hi", max_output_tokens: 3 });
+    expect(responses.status).toBe(200);
+    expect(((await responses.json()) as { model: string }).model).toBe("chat");
+    const afterResponses = (await (await fetch(`${sim.url}/sim/state`)).json()) as { lora: { on_gpu: string[]; gpu_loads: number } };
+    expect(afterResponses.lora.on_gpu.sort()).toEqual(["chat", "sql"]);
+    expect(afterResponses.lora.gpu_loads).toBe(2);
+    expect((await json(`${sim.url}/v1/responses`, { model: "nope", input: "hi" })).status).toBe(404);
+    expect((await json(`${sim.url}/tokenize`, { model: "sql", prompt: "hello there" })).status).toBe(200);
 
     // Without VLLM_ALLOW_RUNTIME_LORA_UPDATING the routes do not exist.
     const load = await json(`${sim.url}/v1/load_lora_adapter`, { lora_name: "x", lora_path: "/x" });
