@@ -13,8 +13,9 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
-import { REPO_ROOT } from "../shared/llmgw-child.ts";
 import { DEFAULT_BLOCK_SIZE_TOKENS } from "../sim/config.ts";
+import { resolveProfile } from "../sim/profiles/catalog.ts";
+import { gitCommit } from "./git-commit.ts";
 import { renderReplayHtml } from "./replay/html-report.ts";
 import { startOpenLoop, type OpenLoopProgress, type ScheduledRequest } from "./replay/open-loop-driver.ts";
 import { traceSegments } from "./replay/prompt-text.ts";
@@ -23,6 +24,7 @@ import { summarize } from "./replay/summary.ts";
 import { timeline } from "./replay/timeline.ts";
 import { tracePrefixShare, traceWindow, type Trace, type WindowRequest } from "./replay/trace.ts";
 import { loadTrace, SHIPPED_TRACES, tracePath } from "./replay/trace-files.ts";
+import { progressPrinter } from "./progress-line.ts";
 import type { BenchScenario } from "./scenario.ts";
 import { engineCounters, splitArgs, startSimFleet } from "./sim-fleet.ts";
 
@@ -34,13 +36,14 @@ export const DEFAULT_SLO_TTFT_MS = 2_000;
 export const DEFAULT_SLO_ITL_MS = 100;
 export const DEFAULT_DRAIN_S = 60;
 /**
- * The KV cache every engine gets unless --engine-args says otherwise: about
- * what vLLM allocates for an 8B model in bf16 on an 80 GB GPU (~56 GB for
- * KV at 128 KiB a token ≈ 460k tokens), in 16-token blocks.
+ * The sim-engine profile every engine gets unless --engine-args says
+ * otherwise: Llama-3.1-8B on an H100 80GB, the profile the sim's constants
+ * were fitted to (a published H100 sweep), the size most chat services
+ * deploy, and the model Azure's and Mooncake's prompts fit: its KV cache
+ * (442,768 tokens, derived as vLLM sizes it) and context (131,072) come from
+ * the profile.
  */
-export const DEFAULT_ENGINE_KV_BLOCKS = 28_672;
-/** A context long enough for Llama 3.1's 128k; raised to fit a window's longest request. */
-export const DEFAULT_ENGINE_MAX_MODEL_LEN = 131_072;
+export const DEFAULT_REPLAY_PROFILE = "h100-llama-3.1-8b";
 
 export interface ReplayOptions {
   trace: Trace;
@@ -56,23 +59,23 @@ export interface ReplayOptions {
   progress?: (line: string, final: boolean) => void;
 }
 
-/** The flags every engine gets before --engine-args: a KV cache and context that hold the window's requests. */
-export function replayEngineDefaults(requests: readonly WindowRequest[]): string[] {
+/**
+ * The flags every engine gets before --engine-args: the profile, and a
+ * context raised past the model's own only when the window holds a longer
+ * request (a Mooncake window can: one of 135,155 tokens), so none is refused
+ * for its length; the KV cache stays the profile's.
+ */
+export function replayEngineDefaults(requests: readonly WindowRequest[], profile = DEFAULT_REPLAY_PROFILE): string[] {
   let longest = 0;
   for (const r of requests) longest = Math.max(longest, r.inputTokens + r.outputTokens);
+  const context = resolveProfile({ profile }).profile.maxModelLen;
+  if (longest <= context) return ["--profile", profile];
   const blockSize = DEFAULT_BLOCK_SIZE_TOKENS;
-  const maxModelLen = Math.max(DEFAULT_ENGINE_MAX_MODEL_LEN, Math.ceil((longest + 1) / blockSize) * blockSize);
-  const blocks = Math.max(DEFAULT_ENGINE_KV_BLOCKS, maxModelLen / blockSize);
-  return ["--num-gpu-blocks", String(blocks), "--max-model-len", String(maxModelLen)];
+  return ["--profile", profile, "--max-model-len", String(Math.ceil((longest + 1) / blockSize) * blockSize)];
 }
 
 export function schedule(requests: readonly WindowRequest[], speedup: number): ScheduledRequest[] {
   return requests.map((r) => ({ atMs: r.atMs / speedup, segments: traceSegments(r, r.index), maxTokens: r.outputTokens }));
-}
-
-function gitCommit(): string | undefined {
-  const r = Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: REPO_ROOT, stdout: "pipe", stderr: "ignore" });
-  return r.exitCode === 0 ? r.stdout.toString().trim() : undefined;
 }
 
 function readGatewayConfig(path: string): Record<string, unknown> {
@@ -174,9 +177,9 @@ flags:
   --duration S           window length, s of trace time (default ${DEFAULT_DURATION_S})
   --engines N            sim-engines behind the gateway (default ${DEFAULT_ENGINES})
   --engine-args=FLAGS    sim-engine flags for every engine, after the bench's own
-                         (--num-gpu-blocks ${DEFAULT_ENGINE_KV_BLOCKS} --max-model-len ${DEFAULT_ENGINE_MAX_MODEL_LEN}, the
-                         context raised to fit the window's longest request); a flag
-                         given here wins. Write it with '=': --engine-args='--itl-ms 10'
+                         (--profile ${DEFAULT_REPLAY_PROFILE}, and --max-model-len when the window
+                         holds a request longer than its context); a flag given
+                         here wins. Write it with '=': --engine-args='--profile h200-llama-3.1-8b'
   --gateway-config FILE  a gateway config (YAML) to replay through; its listeners
                          and endpoints are replaced by the bench's (default: defaults)
   --slo-ttft-ms MS       goodput SLO on time to first token (default ${DEFAULT_SLO_TTFT_MS})
@@ -237,19 +240,3 @@ export const replayScenario: BenchScenario = {
     return 0;
   },
 };
-
-/** The progress line on stderr: rewritten in place on a terminal, a line every 5 s otherwise. */
-function progressPrinter(): (line: string, final: boolean) => void {
-  const tty = process.stderr.isTTY === true;
-  let lastAt = 0;
-  return (line, final) => {
-    if (tty) {
-      process.stderr.write(`\r\u001b[K${line}${final ? "\n" : ""}`);
-      return;
-    }
-    const now = performance.now();
-    if (!final && now - lastAt < 5_000) return;
-    lastAt = now;
-    process.stderr.write(`${line}\n`);
-  };
-}

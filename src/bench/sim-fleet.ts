@@ -92,12 +92,22 @@ async function waitAllReady(admin: string, n: number, timeoutMs = 20_000): Promi
   throw new Error(`the gateway did not see ${n} ready engines within ${timeoutMs} ms`);
 }
 
-export async function startBenchGateway(engines: readonly SimEngine[], model: string, config: Record<string, unknown> = {}): Promise<BenchGateway> {
+/**
+ * A gateway over `engines`, ready once it sees them all ready. `endpointExtras`
+ * adds keys to an engine's endpoint entry (a bench whose policy needs more
+ * than the engine's URL, e.g. an engine's KV-events socket).
+ */
+export async function startBenchGateway(
+  engines: readonly SimEngine[],
+  model: string,
+  config: Record<string, unknown> = {},
+  endpointExtras: (e: SimEngine) => Record<string, unknown> = () => ({}),
+): Promise<BenchGateway> {
   const path = writeGatewayConfig({
     ...config,
     listen: "127.0.0.1:0",
     admin_listen: "127.0.0.1:0",
-    endpoints: engines.map((e) => ({ id: e.id, url: e.url, models: [model] })),
+    endpoints: engines.map((e) => ({ ...endpointExtras(e), id: e.id, url: e.url, models: [model] })),
   });
   // The launcher waits for the "listening" lines, which are logged at info.
   let child: LlmgwChild;

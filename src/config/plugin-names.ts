@@ -5,7 +5,7 @@
  */
 export const FILTER_NAMES = ["serves-model", "serves-adapter", "ready", "not-draining", "circuit-closed", "gpu-healthy"] as const;
 export const SCORER_NAMES = ["queue-depth", "kv-cache", "inflight", "prefix-affinity", "prefix-rendezvous", "precise-prefix", "lora-affinity"] as const;
-export const PICKER_NAMES = ["max-score", "random"] as const;
+export const PICKER_NAMES = ["max-score", "random", "round-robin"] as const;
 
 export type FilterName = (typeof FILTER_NAMES)[number];
 export type ScorerName = (typeof SCORER_NAMES)[number];

@@ -20,6 +20,7 @@ import { queueDepth } from "./scorers/queue-depth.ts";
 import { precisePrefix } from "./scorers/precise-prefix.ts";
 import { maxScore } from "./pickers/max-score.ts";
 import { randomPicker } from "./pickers/random.ts";
+import { roundRobinPicker } from "./pickers/round-robin.ts";
 
 export const FILTERS: Readonly<Record<FilterName, Filter>> = Object.freeze({
   "serves-model": servesModel,
@@ -43,6 +44,7 @@ export const SCORERS: Readonly<Record<ScorerName, Scorer>> = Object.freeze({
 export const PICKERS: Readonly<Record<PickerName, Picker>> = Object.freeze({
   "max-score": maxScore,
   random: randomPicker,
+  "round-robin": roundRobinPicker,
 });
 
 /** The three registries together, as the profile takes them. */

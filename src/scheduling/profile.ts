@@ -32,6 +32,8 @@ export class SchedulingProfile {
   private readonly scorers: readonly WeightedScorer[];
   private readonly picker: Picker;
   private readonly ctx: SchedulingContext;
+  /** Decisions made so far: the turn a round-robin picker serves (per profile, so per thread). */
+  private turns = 0;
 
   /**
    * `registry` is for tests that need a misbehaving plugin; production uses the
@@ -93,7 +95,7 @@ export class SchedulingProfile {
       perScorer[s] = raw;
     }
 
-    const endpoint = this.picker.pick(candidates, totals, random);
+    const endpoint = this.picker.pick(candidates, totals, random, this.turns++);
     if (endpoint === undefined) return { endpoint: undefined, drops, scores: NO_SCORES };
     const at = candidates.indexOf(endpoint);
     const scores: Record<string, number> = {};

@@ -103,10 +103,14 @@ export interface Scorer {
   score(req: RequestView, endpoints: readonly EndpointView[], ctx: SchedulingContext): number[];
 }
 
-/** Chooses one endpoint from candidates and their weighted total scores; undefined when none. */
+/**
+ * Chooses one endpoint from candidates and their weighted total scores;
+ * undefined when none. `turn` counts the decisions the profile made before
+ * this one (0 when absent), for pickers that take turns; others ignore it.
+ */
 export interface Picker {
   readonly name: string;
-  pick(endpoints: readonly EndpointView[], totals: readonly number[], random: () => number): EndpointView | undefined;
+  pick(endpoints: readonly EndpointView[], totals: readonly number[], random: () => number, turn?: number): EndpointView | undefined;
 }
 
 /** The outcome of one scheduling decision, with what the metrics need. */

@@ -134,3 +134,17 @@ describe("random picker", () => {
     expect(seen.size).toBe(3);
   });
 });
+
+describe("round-robin picker", () => {
+  const p = PICKERS["round-robin"];
+  test("takes the candidates in turn, ignoring totals and the random source", () => {
+    const fleet = [endpoint(0), endpoint(1), endpoint(2)];
+    const ids = Array.from({ length: 7 }, (_, turn) => p.pick(fleet, [10, 0, 0], () => 0.99, turn)!.id);
+    expect(ids).toEqual(["e0", "e1", "e2", "e0", "e1", "e2", "e0"]);
+  });
+  test("a turn that is not a count (absent, negative, NaN) is turn 0", () => {
+    const fleet = [endpoint(0), endpoint(1)];
+    for (const turn of [undefined, -3, NaN, 1.5, Infinity]) expect(p.pick(fleet, [0, 0], () => 0.5, turn)!.id).toBe("e0");
+  });
+});
+

@@ -92,6 +92,13 @@ describe("SchedulingProfile", () => {
     for (let seed = 0; seed < 40; seed++) seen.add(p.schedule({ model: "m", prefixHashes: [] }, fleet, seeded(seed)).endpoint!.id);
     expect(seen.size).toBe(2);
   });
+
+  test("round-robin picker takes the candidates in turn across decisions, whatever their scores", () => {
+    const p = new SchedulingProfile({ ...DEFAULTS, picker: "round-robin" });
+    const fleet = [endpoint(0, { waiting: 100, kvUsage: 0.99, inflight: 50 }), endpoint(1), endpoint(2)];
+    const ids = Array.from({ length: 6 }, () => p.schedule({ model: "m", prefixHashes: [] }, fleet, seeded(1)).endpoint!.id);
+    expect(ids).toEqual(["e0", "e1", "e2", "e0", "e1", "e2"]);
+  });
 });
 
 /**
