@@ -3,6 +3,7 @@ import type { FromHealth, ToHealth } from "../src/protocol/health-messages.ts";
 import { HealthService } from "../src/polling/health-service.ts";
 import { EndpointTable, Signals } from "../src/shared/endpoint-table.ts";
 import { GpuSaturationTable } from "../src/shared/gpu-saturation-table.ts";
+import { LoraTable } from "../src/shared/lora-table.ts";
 
 declare const self: Worker;
 
@@ -16,7 +17,8 @@ self.onmessage = (event: MessageEvent<ToHealth>) => {
     case "init": {
       const table = new EndpointTable(msg.maxEndpoints, msg.buffer);
       const gpu = msg.gpuHealth === null ? undefined : { config: msg.gpuHealth, table: new GpuSaturationTable(msg.gpuSaturation.byteLength / 8, msg.gpuSaturation) };
-      service = new HealthService(table, msg.endpoints, msg.health, (out: FromHealth) => self.postMessage(out), new Signals(msg.signals), gpu);
+      const lora = msg.lora ? new LoraTable(msg.maxEndpoints, msg.lora) : undefined;
+      service = new HealthService(table, msg.endpoints, msg.health, (out: FromHealth) => self.postMessage(out), new Signals(msg.signals), gpu, lora);
       service.start();
       if (pendingAgents) service.setAgents(pendingAgents.agents, pendingAgents.settings);
       self.postMessage({ type: "ready" } satisfies FromHealth);

@@ -7,7 +7,7 @@
  */
 import { fleetFigures, type FleetFigures } from "../control/metric-figures.ts";
 import type { FleetManager } from "../control/fleet-manager.ts";
-import { oncePerRun, registerFleetCollector } from "../metrics/fleet-collector.ts";
+import { oncePerRun, registerAdapterCollector, registerFleetCollector } from "../metrics/fleet-collector.ts";
 import { registerGpuCollector, type DcgmGpuStore, type NodeGpu } from "../metrics/gpu-collector.ts";
 import { registerPoolCollector } from "../metrics/pool-collector.ts";
 import type { PoolTable } from "../shared/endpoint-table.ts";
@@ -55,7 +55,15 @@ export function registerFleetMetrics(deps: FleetMetricsDeps): FleetReads {
   // One read of the fleet per scrape, shared by the GPU and the fleet collectors.
   const scrapeFigures = oncePerRun(figures);
   registerGpuCollector(deps.registry, () => gpus(scrapeFigures()));
-  if (fleet) registerFleetCollector(deps.registry, scrapeFigures);
+  if (fleet) {
+    registerFleetCollector(deps.registry, scrapeFigures);
+    registerAdapterCollector(deps.registry, () => {
+      const models = [...fleet.state.models.values()].map((m) => m.spec).filter((m) => m.adapters.length > 0);
+      const loaded = fleet.adapters.loaded(models, fleet.state.replicas.values());
+      for (const m of models) if (!loaded.has(m.name)) loaded.set(m.name, 0);
+      return { loads: fleet.adapters.counts.loads, unloads: fleet.adapters.counts.unloads, loaded };
+    });
+  }
   registerPoolCollector(deps.registry, deps.pools, deps.bandNames, deps.poolList);
   return { figures, gpus };
 }

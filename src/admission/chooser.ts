@@ -9,6 +9,7 @@
 import type { SchedulingProfile } from "../scheduling/profile.ts";
 import type { EndpointView } from "../scheduling/types.ts";
 import { CIRCUIT_HALF_OPEN, CIRCUIT_PROBING, EndpointTable, I, modelCircuitField } from "../shared/endpoint-table.ts";
+import type { LoraTable } from "../shared/lora-table.ts";
 import type { EndpointDirectory } from "./endpoint-directory.ts";
 import { readEndpointView } from "./endpoint-views.ts";
 
@@ -19,6 +20,7 @@ export interface RoutingKeys {
 }
 
 export interface ChooseRequest extends RoutingKeys {
+  /** The model endpoints serve: for a request naming a LoRA adapter, the adapter's base. */
   model: string;
   /** Endpoints the request already tried (retries exclude them). */
   exclude?: ReadonlySet<number>;
@@ -28,6 +30,8 @@ export interface ChooseRequest extends RoutingKeys {
    * taken, it goes to one of them too rather than being turned away.
    */
   lastResort?: boolean;
+  /** The request's LoRA adapter (its id in the adapter-name table); absent for a base-model request. */
+  adapter?: number;
 }
 
 export type Choice =
@@ -53,6 +57,8 @@ export class EndpointChooser {
     private readonly directory: EndpointDirectory,
     private readonly profile: SchedulingProfile,
     private readonly staleAfterMs: number,
+    /** LoRA adapters per endpoint (absent: adapters are not scored, every endpoint looks the same for them). */
+    private readonly lora?: LoraTable,
   ) {}
 
   /**
@@ -71,11 +77,17 @@ export class EndpointChooser {
   private chooseAmong(req: ChooseRequest, joinProbing: boolean, random: () => number, now: number): Choice {
     const serving = this.directory.serving(req.model);
     const views: EndpointView[] = new Array<EndpointView>(serving.length);
-    for (let i = 0; i < serving.length; i++) views[i] = readEndpointView(this.table, serving[i]!, now, this.staleAfterMs, req.model, joinProbing);
+    const adapter = req.adapter !== undefined && this.lora ? { lora: this.lora, id: req.adapter } : undefined;
+    for (let i = 0; i < serving.length; i++) views[i] = readEndpointView(this.table, serving[i]!, now, this.staleAfterMs, req.model, joinProbing, adapter);
     let exclude = req.exclude;
     for (let race = 0; ; race++) {
+      const view = { model: req.model, prefixHashes: req.prefixHashes, exclude };
       const decision = this.profile.schedule(
-        req.tokenBlockKeys === undefined ? { model: req.model, prefixHashes: req.prefixHashes, exclude } : { model: req.model, prefixHashes: req.prefixHashes, exclude, tokenBlockKeys: req.tokenBlockKeys },
+        {
+          ...view,
+          ...(req.tokenBlockKeys !== undefined ? { tokenBlockKeys: req.tokenBlockKeys } : {}),
+          ...(req.adapter !== undefined ? { adapter: req.adapter } : {}),
+        },
         views,
         random,
       );
@@ -97,6 +109,7 @@ export class EndpointChooser {
         } else return { ok: false, drops: decision.drops };
       }
       this.table.addInt(row, I.INFLIGHT, 1);
+      if (adapter) adapter.lora.touch(row, adapter.id);
       return { ok: true, index: row, pool: this.directory.get(row)?.pool ?? 0, scores: decision.scores, drops: decision.drops, probe, circuit };
     }
   }

@@ -31,6 +31,7 @@ const RESERVE_MIN_PLACES = 1;
 interface Waiting {
   keys: RoutingKeys;
   poolIndex: number;
+  adapter: number | undefined;
 }
 
 const ZEROES: readonly number[] = [];
@@ -143,16 +144,16 @@ export class AdmissionController {
     this.learner.reset(index);
   }
 
-  private grant(id: number, model: string, band: number, keys: RoutingKeys, waitedMs: number, now: number): Outcome {
-    const c = this.chooser.choose({ model, ...keys }, this.random, now);
+  private grant(id: number, model: string, band: number, keys: RoutingKeys, adapter: number | undefined, waitedMs: number, now: number): Outcome {
+    const c = this.chooser.choose({ model, ...keys, ...(adapter !== undefined ? { adapter } : {}) }, this.random, now);
     if (c.ok) return { type: "grant", id, index: c.index, pool: c.pool, band, scores: { ...c.scores }, drops: { ...c.drops }, waitedMs, probe: c.probe, circuit: c.circuit };
     return { type: "reject", id, drops: { ...c.drops }, waitedMs, error: { code: "NO_READY_ENDPOINT", message: `no ready endpoint serves model '${model}'` } };
   }
 
   /** Claim a place in the pool, choose an endpoint, and give the place back when none is chosen. */
-  private flow(id: number, model: string, pool: number, band: number, keys: RoutingKeys, waitedMs: number, claimed: boolean, now: number): Outcome {
+  private flow(id: number, model: string, pool: number, band: number, keys: RoutingKeys, adapter: number | undefined, waitedMs: number, claimed: boolean, now: number): Outcome {
     if (!claimed) this.pools.take(pool, band);
-    const out = this.grant(id, model, band, keys, waitedMs, now);
+    const out = this.grant(id, model, band, keys, adapter, waitedMs, now);
     if (out.type === "reject") this.pools.release(pool, band);
     return out;
   }
@@ -160,7 +161,7 @@ export class AdmissionController {
   /** A new request: an immediate outcome, or undefined when it was queued. */
   admit(msg: AdmitMessage, now = Date.now()): Outcome | undefined {
     const keys = routingKeys(msg);
-    if (!this.admission.enabled) return this.flow(msg.id, msg.model, msg.pool, msg.band, keys, 0, false, now);
+    if (!this.admission.enabled) return this.flow(msg.id, msg.model, msg.pool, msg.band, keys, msg.adapter, 0, false, now);
     // The limits published on the last engine poll, the same the fast path
     // claims against: both paths decide over the same figures.
     if (!this.members(msg.pool, now).some((m) => m.ready)) {
@@ -169,7 +170,7 @@ export class AdmissionController {
     // Requests already waiting in this band (or above) for this pool go first.
     if (this.pools.queuedAhead(msg.pool, msg.band) === 0 && this.pools.tryClaim(msg.pool, msg.band, Number.POSITIVE_INFINITY)) {
       this.drain[msg.band]?.record(now);
-      return this.flow(msg.id, msg.model, msg.pool, msg.band, keys, 0, true, now);
+      return this.flow(msg.id, msg.model, msg.pool, msg.band, keys, msg.adapter, 0, true, now);
     }
     // The queues key pools by name; the row index is that name here.
     const ticket: Ticket = { id: msg.id, band: msg.band, tenant: msg.tenant, pool: String(msg.pool), model: msg.model, estTokens: msg.estTokens, enqueuedAt: now };
@@ -187,7 +188,7 @@ export class AdmissionController {
         },
       };
     }
-    this.waiting.set(msg.id, { keys, poolIndex: msg.pool });
+    this.waiting.set(msg.id, { keys, poolIndex: msg.pool, adapter: msg.adapter });
     this.publishQueues();
     return undefined;
   }
@@ -225,7 +226,7 @@ export class AdmissionController {
       const w = this.waiting.get(t.id)!;
       this.waiting.delete(t.id);
       this.drain[t.band]?.record(now);
-      out.push(this.flow(t.id, t.model, w.poolIndex, t.band, w.keys, now - t.enqueuedAt, true, now));
+      out.push(this.flow(t.id, t.model, w.poolIndex, t.band, w.keys, w.adapter, now - t.enqueuedAt, true, now));
     }
     this.publishQueues();
     return out;

@@ -14,6 +14,7 @@ import { KvEventStats } from "../shared/kv-event-stats.ts";
 import { AdmissionStatsTable, EndpointTable, PoolTable, S, Signals } from "../shared/endpoint-table.ts";
 import { PoolShareTable } from "../shared/pool-shares.ts";
 import { EndpointChooser } from "./chooser.ts";
+import { LoraTable } from "../shared/lora-table.ts";
 import { AdmissionController } from "./controller.ts";
 import { EndpointDirectory } from "./endpoint-directory.ts";
 
@@ -40,7 +41,8 @@ export class SchedulerWorkerLoop {
     this.directory = new EndpointDirectory(init.directory);
     const prefixIndex = new PrefixIndex(init.scheduling.prefixAffinity.lruEntries, init.prefixIndex);
     const kvIndex = new KvBlockIndex(init.kvIndexCapacity, new KvEventStats(init.maxEndpoints, init.kvStats), init.kvIndex);
-    const chooser = new EndpointChooser(table, this.directory, new SchedulingProfile(init.scheduling, undefined, prefixIndex, kvIndex), init.staleAfterMs);
+    const lora = init.lora ? new LoraTable(init.maxEndpoints, init.lora) : undefined;
+    const chooser = new EndpointChooser(table, this.directory, new SchedulingProfile(init.scheduling, undefined, prefixIndex, kvIndex), init.staleAfterMs, lora);
     const shares = init.shares ? new PoolShareTable(init.maxPools, init.shares) : undefined;
     this.admission = new AdmissionController(table, pools, stats, this.directory, chooser, init.admission, init.staleAfterMs, undefined, shares);
     this.admission.refresh();

@@ -1,12 +1,14 @@
 /**
  * The agent's HTTP API on Bun.serve: bearer-token auth, then
- * GET /v1/inventory, GET /v1/state, GET|PUT|DELETE /v1/replicas/{id}
- * (PUT and DELETE checked against the reconciler's fencing token first).
+ * GET /v1/inventory, GET /v1/state, GET|PUT|DELETE /v1/replicas/{id},
+ * PUT|DELETE /v1/replicas/{id}/adapters/{name} (a LoRA adapter loaded into
+ * or unloaded from the replica's engine); PUT and DELETE checked against the
+ * reconciler's fencing token first.
  * GET /health answers without a token (liveness probes carry none).
  * Every error is OpenAI-shaped through src/shared/errors.ts; every answer is
  * checked against the gateway ↔ agent types in src/protocol/agent-messages.ts.
  */
-import { FENCING_TOKEN_HEADER, type AgentDeleteReplicaResponse, type AgentInventory, type AgentPutReplicaResponse, type AgentReplicaStatus, type AgentState } from "../protocol/agent-messages.ts";
+import { FENCING_TOKEN_HEADER, type AgentAdapterResponse, type AgentDeleteReplicaResponse, type AgentInventory, type AgentPutReplicaResponse, type AgentReplicaStatus, type AgentState } from "../protocol/agent-messages.ts";
 import { tokenMatches } from "../shared/bearer.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../shared/errors.ts";
 import { logger } from "../shared/logger.ts";
@@ -28,6 +30,7 @@ async function readJson(req: Request): Promise<unknown> {
 export { tokenMatches };
 
 const REPLICA_PATH = /^\/v1\/replicas\/([^/]+)$/;
+const ADAPTER_PATH = /^\/v1\/replicas\/([^/]+)\/adapters\/([^/]+)$/;
 
 export function createAgentHandler(service: AgentService, token: string, fencing?: FencingGuard): (req: Request) => Promise<Response> {
   return async function agentHandler(req: Request): Promise<Response> {
@@ -44,6 +47,15 @@ export function createAgentHandler(service: AgentService, token: string, fencing
       if (url.pathname === "/v1/state") {
         if (req.method !== "GET") throw new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} not allowed on ${url.pathname}`);
         return json((await service.state()) satisfies AgentState);
+      }
+      const a = ADAPTER_PATH.exec(url.pathname);
+      if (a?.[1] && a[2]) {
+        const id = decodeURIComponent(a[1]);
+        const name = decodeURIComponent(a[2]);
+        if (req.method !== "PUT" && req.method !== "DELETE") throw new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} not allowed on ${url.pathname}`);
+        fencing?.check(req.headers.get(FENCING_TOKEN_HEADER));
+        const outcome = req.method === "PUT" ? await service.loadAdapter(id, name, await readJson(req)) : await service.unloadAdapter(id, name);
+        return json({ replica: id, adapter: name, outcome } satisfies AgentAdapterResponse);
       }
       const m = REPLICA_PATH.exec(url.pathname);
       if (m?.[1]) {

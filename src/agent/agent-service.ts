@@ -9,6 +9,7 @@ import { LlmgwError } from "../shared/errors.ts";
 import { buildLaunchPlan, type EngineBinaries, type KvEventsPorts } from "./engine-adapters.ts";
 import { collectInventory, type Inventory } from "./inventory.ts";
 import { readStat } from "./proc-info.ts";
+import { loadAdapter, unloadAdapter, type AdapterOutcome } from "./replica-adapters.ts";
 import { publishesKvEvents, REPLICA_ID_RE, replicaSpecSchema, specFingerprint, type ReplicaSpec } from "./replica-spec.ts";
 import type { ReplicaKvEvents, ReplicaStatus, Supervisor } from "./supervisor.ts";
 import { validateReplica, type OtherReplica } from "./validation.ts";
@@ -167,6 +168,17 @@ export class AgentService {
   deleteReplica(id: string): Promise<boolean> {
     checkId(id);
     return this.exclusive(() => this.opts.supervisor.remove(id));
+  }
+
+  /** Load a LoRA adapter into a running replica through its engine (vLLM's runtime route). */
+  loadAdapter(id: string, name: string, body: unknown): Promise<AdapterOutcome> {
+    checkId(id);
+    return loadAdapter(this.opts.supervisor.desired(id), id, name, body);
+  }
+
+  unloadAdapter(id: string, name: string): Promise<AdapterOutcome> {
+    checkId(id);
+    return unloadAdapter(this.opts.supervisor.desired(id), id, name);
   }
 
   status(id: string): ReplicaStatus {

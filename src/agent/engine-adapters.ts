@@ -67,6 +67,13 @@ function kvEventsFlag(input: LaunchInput): string[] {
   return input.kvEvents === undefined ? [] : ["--kv-events-config", kvEventsConfigArg(input.kvEvents)];
 }
 
+/** vLLM's LoRA flags (vllm/engine/arg_utils.py), the same for the sim-engine; adapters come at run time. */
+function loraArgs(spec: ReplicaSpec): string[] {
+  const l = spec.lora;
+  if (!l) return [];
+  return ["--enable-lora", "--max-loras", String(l.maxLoras), ...opt("--max-lora-rank", l.maxLoraRank), ...opt("--max-cpu-loras", l.maxCpuLoras)];
+}
+
 function vllmArgv(input: LaunchInput): string[] {
   const { spec } = input;
   const mn = spec.multiNode;
@@ -85,6 +92,7 @@ function vllmArgv(input: LaunchInput): string[] {
     ...opt("--max-num-seqs", spec.maxNumSeqs),
     ...opt("--gpu-memory-utilization", spec.gpuMemoryUtilization),
     ...opt("--quantization", spec.quantization),
+    ...loraArgs(spec),
     ...(mn && mn.nnodes > 1
       ? [...opt("--nnodes", mn.nnodes), ...opt("--node-rank", mn.nodeRank), ...opt("--master-addr", mn.masterAddr), ...opt("--master-port", mn.masterPort), ...(mn.nodeRank > 0 ? ["--headless"] : [])]
       : []),
@@ -134,6 +142,7 @@ function simArgv(input: LaunchInput): string[] {
     ...opt("--startup-ms", spec.startupMs),
     ...(spec.gpus.length > 0 ? ["--gpus", String(spec.gpus.length)] : []),
     ...kvEventsFlag(input),
+    ...loraArgs(spec),
     ...spec.extraArgs,
   ];
 }
@@ -165,6 +174,8 @@ export function buildLaunchPlan(input: LaunchInput): LaunchPlan {
   env.CUDA_VISIBLE_DEVICES = input.spec.gpus.join(",");
   // Indices must mean what nvidia-smi says they mean (CUDA orders fastest-first by default).
   env.CUDA_DEVICE_ORDER = "PCI_BUS_ID";
+  // The fleet loads and unloads adapters at run time: vLLM's /v1/load_lora_adapter exists only with this set (vllm/envs.py).
+  if (input.spec.lora) env.VLLM_ALLOW_RUNTIME_LORA_UPDATING = "True";
   Object.assign(env, input.spec.env);
   return { argv: ARGV[input.spec.engine](input), env };
 }

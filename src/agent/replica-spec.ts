@@ -43,6 +43,14 @@ export const replicaSpecSchema = z.strictObject({
   kvEvents: z.boolean().optional(),
   /** sim-engine only: simulated weight-loading time. */
   startupMs: z.int().min(0).optional(),
+  /** LoRA (vllm, sim): --enable-lora with these slots, and adapters loaded at run time (PUT /v1/replicas/{id}/adapters/{name}). */
+  lora: z
+    .strictObject({
+      maxLoras: z.int().min(1).max(256),
+      maxLoraRank: z.int().min(1).max(512).optional(),
+      maxCpuLoras: z.int().min(1).optional(),
+    })
+    .optional(),
   extraArgs: z.array(z.string()).default([]),
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
 });

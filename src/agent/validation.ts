@@ -145,7 +145,20 @@ function validateEngineInputs(spec: ReplicaSpec): void {
   for (const key of Object.keys(spec.env)) {
     if (OWNED_ENV.includes(key) || key.startsWith("LLMGW_")) refuse("engine-env", `env ${key} is set by the agent (GPU assignment, parent binding)`, "env");
   }
+  if (spec.lora) {
+    // SGLang loads adapters through its own API and flags; the agent speaks vLLM's.
+    if (spec.engine === "sglang") refuse("engine-option", "lora: run-time LoRA adapters are supported on vllm and sim replicas", "lora");
+    spec.extraArgs.forEach((arg, i) => {
+      const flag = flagName(arg);
+      const hit = flag === null ? undefined : ownedFlagHit(flag, LORA_FLAGS);
+      if (hit) refuse("engine-args", `extraArgs[${i}] '${arg}' sets ${hit}, which the agent sets from lora`, "extraArgs");
+    });
+    if (spec.lora.maxCpuLoras !== undefined && spec.lora.maxCpuLoras < spec.lora.maxLoras) refuse("engine-option", `lora.maxCpuLoras (${spec.lora.maxCpuLoras}) must be at least lora.maxLoras (${spec.lora.maxLoras})`, "lora");
+  }
 }
+
+/** Flags `lora` sets (extraArgs may not set them again). */
+const LORA_FLAGS: readonly string[] = ["--enable-lora", "--max-loras", "--max-lora-rank", "--max-cpu-loras"];
 
 function resolveFabric(spec: ReplicaSpec, fabric: Fabric): ResolvedFabric | null {
   if (!spec.fabric) return null;

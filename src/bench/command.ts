@@ -17,6 +17,7 @@ const SCENARIOS: Record<string, { summary: string; load: () => Promise<BenchScen
   fleet: { summary: "a fleet model scaled 1 → 4 → 1 under streaming load: time to ready, requests per replica, errors", load: async () => (await import("./fleet-scenario.ts")).fleetScenario },
   calibrate: { summary: "the sim-engine against published vLLM sweeps: per point, published vs sim and the error", load: async () => (await import("./calibrate-scenario.ts")).calibrateScenario },
   replay: { summary: "a production trace (Azure 2023, Mooncake) replayed open-loop onto sim-engines behind llmgw: TTFT/ITL/E2E, goodput, per-endpoint load", load: async () => (await import("./replay-scenario.ts")).replayScenario },
+  lora: { summary: "LoRA adapters under skewed popularity: adapter loads per 1,000 requests, TTFT p90, tokens/s — llmgw vs load-only vs random", load: async () => (await import("./lora-scenario.ts")).loraScenario },
   routing: { summary: "llm-d's 37-capacity routing experiment, scaled: every routing policy on the same schedule, the published rows beside it", load: async () => (await import("./routing-scenario.ts")).routingScenario },
   cluster: { summary: "1 vs 3 gateways, embedded vs sharing Redis: CPU per request, Redis commands per request, quota error", load: async () => (await import("./cluster-scenario.ts")).clusterScenario },
 };

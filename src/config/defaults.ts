@@ -105,6 +105,14 @@ export const DEFAULT_FAILURE_BACKOFF_BASE_MS = 2_000;
 export const DEFAULT_FAILURE_BACKOFF_MAX_MS = 300_000;
 /** How often a self-registered agent is asked to register again. */
 export const DEFAULT_REGISTRATION_INTERVAL_MS = 30_000;
+/** GPU slots of a fleet replica with LoRA adapters (vLLM's own default, 1, would serve one adapter at a time). */
+export const DEFAULT_FLEET_MAX_LORAS = 4;
+/** An adapter no request has used on a replica for this long is unloaded there. */
+export const DEFAULT_ADAPTER_IDLE_UNLOAD_MS = 300_000;
+/** How long a request for a declared adapter loaded nowhere waits for the fleet to load it before a 503. */
+export const DEFAULT_ADAPTER_LOAD_WAIT_MS = 30_000;
+/** Adapters one fleet model may declare. */
+export const MAX_FLEET_ADAPTERS = 1_000;
 // Batch and Files API, idempotency, response cache, GPU-saturation shedding (issue 12).
 /** Where the embedded store (bun:sqlite) keeps what must survive a restart. */
 export const DEFAULT_DATA_DIR = "./.llmgw-data";

@@ -22,6 +22,15 @@ const modelName = z
 
 const ms = (min: number, max: number, fallback: number) => z.number().int().min(min).max(max).default(fallback);
 
+/** vLLM's accepted --max-lora-rank values (vllm/config/lora.py). */
+export const FLEET_LORA_RANKS = [1, 8, 16, 32, 64, 128, 256, 320, 512] as const;
+
+/** A LoRA adapter the fleet may load onto the model's replicas: the name requests use, and the path the engine reads it from. */
+const fleetAdapterSchema = z.strictObject({
+  name: modelName,
+  path: z.string().min(1).max(4096),
+});
+
 /** The fields of a desired model (without its name), as people write them. */
 const fleetModelFields = {
   engine: z.enum(FLEET_ENGINES),
@@ -41,6 +50,14 @@ const fleetModelFields = {
   gpu_memory_utilization: z.number().gt(0).max(1).optional(),
   /** sim engine only: simulated weight loading. */
   startup_ms: z.number().int().min(0).max(3_600_000).optional(),
+  /** LoRA adapters (vllm and sim): replicas start with LoRA on; each adapter is loaded where its requests arrive and unloaded when idle. */
+  adapters: z.array(fleetAdapterSchema).max(D.MAX_FLEET_ADAPTERS).default([]),
+  /** With adapters: GPU slots per replica (vLLM's --max-loras); default DEFAULT_FLEET_MAX_LORAS. */
+  max_loras: z.number().int().min(1).max(256).optional(),
+  /** With adapters: the largest adapter rank (--max-lora-rank); vLLM's default 16. */
+  max_lora_rank: z.union(FLEET_LORA_RANKS.map((r) => z.literal(r))).optional(),
+  /** With adapters: adapters kept in host memory (--max-cpu-loras); vLLM's default max_loras. */
+  max_cpu_loras: z.number().int().min(1).max(100_000).optional(),
 };
 
 export const fleetModelSchema = z.strictObject({ name: modelName, ...fleetModelFields });
@@ -54,6 +71,19 @@ export function fleetModelIssues(m: FleetModelWire): { path: string; message: st
   const issues: { path: string; message: string }[] = [];
   if (m.startup_ms !== undefined && m.engine !== "sim") issues.push({ path: "startup_ms", message: "applies to engine sim only" });
   if (m.nodes_per_replica > 1 && m.engine === "sim") issues.push({ path: "nodes_per_replica", message: "the sim engine runs on one node" });
+  if (m.adapters.length > 0 && m.engine === "sglang") issues.push({ path: "adapters", message: "LoRA adapters are loaded at run time on vllm and sim replicas only" });
+  const hasLora = m.adapters.length > 0;
+  for (const key of ["max_loras", "max_lora_rank", "max_cpu_loras"] as const) {
+    if (m[key] !== undefined && !hasLora) issues.push({ path: key, message: "applies with adapters only" });
+  }
+  if (m.max_cpu_loras !== undefined && m.max_cpu_loras < (m.max_loras ?? D.DEFAULT_FLEET_MAX_LORAS)) {
+    issues.push({ path: "max_cpu_loras", message: `expected at least max_loras (${m.max_loras ?? D.DEFAULT_FLEET_MAX_LORAS})` });
+  }
+  const seen = new Set<string>([m.name]);
+  m.adapters.forEach((a, i) => {
+    if (seen.has(a.name)) issues.push({ path: `adapters[${i}].name`, message: `'${a.name}' is already the model's or another adapter's name` });
+    seen.add(a.name);
+  });
   return issues;
 }
 
@@ -72,6 +102,11 @@ export function toFleetModel(m: FleetModelWire): FleetModelSpec {
     maxNumSeqs: m.max_num_seqs,
     gpuMemoryUtilization: m.gpu_memory_utilization,
     startupMs: m.startup_ms,
+    adapters: m.adapters.map((a) => ({ name: a.name, path: a.path })),
+    lora:
+      m.adapters.length > 0
+        ? { maxLoras: m.max_loras ?? D.DEFAULT_FLEET_MAX_LORAS, ...(m.max_lora_rank !== undefined ? { maxLoraRank: m.max_lora_rank } : {}), ...(m.max_cpu_loras !== undefined ? { maxCpuLoras: m.max_cpu_loras } : {}) }
+        : undefined,
   };
 }
 
@@ -91,6 +126,10 @@ export function fleetModelWire(m: FleetModelSpec): FleetModelWire {
     ...(m.maxNumSeqs !== undefined ? { max_num_seqs: m.maxNumSeqs } : {}),
     ...(m.gpuMemoryUtilization !== undefined ? { gpu_memory_utilization: m.gpuMemoryUtilization } : {}),
     ...(m.startupMs !== undefined ? { startup_ms: m.startupMs } : {}),
+    adapters: m.adapters.map((a) => ({ name: a.name, path: a.path })),
+    ...(m.lora !== undefined ? { max_loras: m.lora.maxLoras } : {}),
+    ...(m.lora?.maxLoraRank !== undefined ? { max_lora_rank: m.lora.maxLoraRank as (typeof FLEET_LORA_RANKS)[number] } : {}),
+    ...(m.lora?.maxCpuLoras !== undefined ? { max_cpu_loras: m.lora.maxCpuLoras } : {}),
   };
 }
 
@@ -125,6 +164,10 @@ export const fleetSchema = z.strictObject({
   failure_backoff_base_ms: ms(10, 3_600_000, D.DEFAULT_FAILURE_BACKOFF_BASE_MS),
   failure_backoff_max_ms: ms(10, 86_400_000, D.DEFAULT_FAILURE_BACKOFF_MAX_MS),
   registration_interval_ms: ms(100, 86_400_000, D.DEFAULT_REGISTRATION_INTERVAL_MS),
+  /** An adapter unused on a replica for this long is unloaded there. */
+  adapter_idle_unload_ms: ms(1_000, 86_400_000, D.DEFAULT_ADAPTER_IDLE_UNLOAD_MS),
+  /** A request for a declared adapter loaded nowhere waits this long for the fleet to load it (then 503). */
+  adapter_load_wait_ms: ms(100, 600_000, D.DEFAULT_ADAPTER_LOAD_WAIT_MS),
 });
 
 /** Defaults of the fleet block, for configSchema's `.default(...)`. */
@@ -149,6 +192,16 @@ export function fleetConfigIssues(nodes: readonly NodeWire[], fleet: FleetWire, 
     if (first !== undefined) issues.push(`fleet.models[${i}].name: duplicate model '${m.name}' (also fleet.models[${first}])`);
     else models.set(m.name, i);
     for (const issue of fleetModelIssues(m)) issues.push(`fleet.models[${i}].${issue.path}: ${issue.message}`);
+  });
+  // A request names a model or an adapter: every name in the fleet means one thing.
+  const adapterOwner = new Map<string, number>();
+  fleet.models.forEach((m, i) => {
+    m.adapters.forEach((a, j) => {
+      if (models.has(a.name) && a.name !== m.name) issues.push(`fleet.models[${i}].adapters[${j}].name: '${a.name}' is also a model of the fleet`);
+      const owner = adapterOwner.get(a.name);
+      if (owner !== undefined && owner !== i) issues.push(`fleet.models[${i}].adapters[${j}].name: '${a.name}' is also an adapter of fleet.models[${owner}]`);
+      else adapterOwner.set(a.name, i);
+    });
   });
   if (fleet.node_not_ready_after_ms <= fleet.agent_poll_interval_ms) {
     issues.push(`fleet.node_not_ready_after_ms: expected more than fleet.agent_poll_interval_ms (${fleet.agent_poll_interval_ms})`);
@@ -178,5 +231,7 @@ export function toFleetConfig(f: FleetWire): FleetConfig {
     failureBackoffBaseMs: f.failure_backoff_base_ms,
     failureBackoffMaxMs: f.failure_backoff_max_ms,
     registrationIntervalMs: f.registration_interval_ms,
+    adapterIdleUnloadMs: f.adapter_idle_unload_ms,
+    adapterLoadWaitMs: f.adapter_load_wait_ms,
   };
 }

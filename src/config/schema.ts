@@ -74,12 +74,14 @@ const scorerEntry = z
 
 export const schedulingSchema = z
   .object({
-    filters: z.array(z.enum(FILTER_NAMES)).default(["serves-model", "ready", "not-draining", "circuit-closed", "gpu-healthy"]),
+    filters: z.array(z.enum(FILTER_NAMES)).default(["serves-model", "serves-adapter", "ready", "not-draining", "circuit-closed", "gpu-healthy"]),
     scorers: z.array(scorerEntry).default([
       { name: "queue-depth", weight: 2 },
       { name: "kv-cache", weight: 1 },
       { name: "inflight", weight: 2 },
       { name: "precise-prefix", weight: 3 },
+      // 0 for every endpoint unless the request names a LoRA adapter.
+      { name: "lora-affinity", weight: 6 },
     ]),
     picker: z.enum(PICKER_NAMES).default("max-score"),
     prefix_affinity: z

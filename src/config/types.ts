@@ -136,6 +136,26 @@ export interface FleetModelSpec {
   gpuMemoryUtilization: number | undefined;
   /** sim engine only. */
   startupMs: number | undefined;
+  /** LoRA adapters the fleet may load onto this model's replicas (loaded where requests for them arrive, unloaded when idle). */
+  adapters: readonly FleetAdapterSpec[];
+  /** Replicas start with LoRA on: present exactly when there are adapters. */
+  lora: FleetLoraSettings | undefined;
+}
+
+export interface FleetAdapterSpec {
+  /** The name requests use as their model. */
+  name: string;
+  /** Where the engine reads it (a directory, or what vLLM's resolver takes). */
+  path: string;
+}
+
+export interface FleetLoraSettings {
+  /** GPU slots (--max-loras). */
+  maxLoras: number;
+  /** --max-lora-rank; absent: the engine's default. */
+  maxLoraRank?: number;
+  /** --max-cpu-loras; absent: the engine's default (max_loras). */
+  maxCpuLoras?: number;
 }
 
 /** A node agent listed in the config (agents may also register themselves). */
@@ -160,6 +180,10 @@ export interface FleetConfig {
   failureBackoffBaseMs: number;
   failureBackoffMaxMs: number;
   registrationIntervalMs: number;
+  /** An adapter unused on a replica for this long is unloaded there. */
+  adapterIdleUnloadMs: number;
+  /** How long a request for a declared adapter loaded nowhere waits for a load. */
+  adapterLoadWaitMs: number;
 }
 
 // --- Batch and Files API, idempotency, response cache, GPU-saturation shedding (issue 12) ---

@@ -6,7 +6,15 @@
  * (the agent's problem: shown on the node, retried).
  */
 import { errorBodyMessage } from "../shared/errors.ts";
-import { agentDeleteReplicaResponseSchema, agentPutReplicaResponseSchema, FENCING_TOKEN_HEADER, type AgentPutReplicaResponse, type AgentReplicaSpec } from "../protocol/agent-messages.ts";
+import {
+  agentAdapterResponseSchema,
+  agentDeleteReplicaResponseSchema,
+  agentPutReplicaResponseSchema,
+  FENCING_TOKEN_HEADER,
+  type AgentAdapterResponse,
+  type AgentPutReplicaResponse,
+  type AgentReplicaSpec,
+} from "../protocol/agent-messages.ts";
 
 /** `fenced`: the agent has seen a newer reconciler's token; this gateway is no longer the leader and must not act. */
 export type AgentCallFailure = "refused" | "unauthorized" | "unreachable" | "timeout" | "garbage" | "server-error" | "fenced";
@@ -31,6 +39,9 @@ export interface AgentClient {
   putReplica(agent: AgentAddress, agentId: string, spec: AgentReplicaSpec): Promise<AgentPutReplicaResponse>;
   /** "absent" when the agent did not know the replica (already gone). */
   deleteReplica(agent: AgentAddress, agentId: string): Promise<"deleted" | "absent">;
+  /** Load a LoRA adapter into a replica's engine (absent on clients that predate adapters: the fleet then loads none). */
+  putAdapter?(agent: AgentAddress, agentId: string, adapter: string, path: string): Promise<AgentAdapterResponse["outcome"]>;
+  deleteAdapter?(agent: AgentAddress, agentId: string, adapter: string): Promise<AgentAdapterResponse["outcome"]>;
 }
 
 type FetchFn = (url: string, init: RequestInit) => Promise<Response>;
@@ -49,8 +60,9 @@ function errorCodeOf(text: string): string | undefined {
  * DELETE (issue 14); undefined (a single gateway) sends none.
  */
 export function httpAgentClient(timeoutMs: number, fetchFn: FetchFn = (url, init) => fetch(url, init), fencingToken: () => number | undefined = () => undefined): AgentClient {
-  async function call(agent: AgentAddress, method: "PUT" | "DELETE", agentId: string, body?: unknown): Promise<{ status: number; json: unknown }> {
-    const url = new URL(`/v1/replicas/${encodeURIComponent(agentId)}`, agent.url).toString();
+  async function call(agent: AgentAddress, method: "PUT" | "DELETE", agentId: string, body?: unknown, adapter?: string): Promise<{ status: number; json: unknown }> {
+    const path = `/v1/replicas/${encodeURIComponent(agentId)}${adapter === undefined ? "" : `/adapters/${encodeURIComponent(adapter)}`}`;
+    const url = new URL(path, agent.url).toString();
     const label = `${method} ${url}`;
     const deadline = AbortSignal.timeout(timeoutMs);
     let res: Response;
@@ -74,10 +86,11 @@ export function httpAgentClient(timeoutMs: number, fetchFn: FetchFn = (url, init
     }
     if (res.status === 401 || res.status === 403) throw new AgentCallError("unauthorized", `${label}: the agent refused the token (${res.status})`, res.status);
     if (res.status >= 500) throw new AgentCallError("server-error", `${label}: HTTP ${res.status}: ${errorBodyMessage(text)}`, res.status);
-    if (method === "DELETE" && res.status === 404) return { status: 404, json: null };
+    if (method === "DELETE" && res.status === 404 && adapter === undefined) return { status: 404, json: null };
     if (res.status === 409 && errorCodeOf(text) === "STALE_FENCING_TOKEN") throw new AgentCallError("fenced", `${label}: ${errorBodyMessage(text)}`, res.status);
     // 400 is the agent's validation refusal (the message names the rule); other 4xx mean this is not an agent's API.
-    if (res.status === 400 || res.status === 409 || res.status === 422) throw new AgentCallError("refused", errorBodyMessage(text), res.status);
+    // An adapter call's 404 is an unknown replica: the replica's problem, like a refusal.
+    if (res.status === 400 || res.status === 409 || res.status === 422 || (adapter !== undefined && res.status === 404)) throw new AgentCallError("refused", errorBodyMessage(text), res.status);
     if (res.status >= 300) throw new AgentCallError("garbage", `${label}: unexpected HTTP ${res.status}: ${errorBodyMessage(text)}`, res.status);
     let json: unknown;
     try {
@@ -100,6 +113,18 @@ export function httpAgentClient(timeoutMs: number, fetchFn: FetchFn = (url, init
       if (status === 404) return "absent";
       if (!agentDeleteReplicaResponseSchema.safeParse(json).success) throw new AgentCallError("garbage", `DELETE ${agentId}: not a delete answer`, status);
       return "deleted";
+    },
+    async putAdapter(agent, agentId, adapter, path) {
+      const { status, json } = await call(agent, "PUT", agentId, { path }, adapter);
+      const parsed = agentAdapterResponseSchema.safeParse(json);
+      if (!parsed.success) throw new AgentCallError("garbage", `PUT ${agentId} adapter ${adapter}: not an adapter answer`, status);
+      return parsed.data.outcome;
+    },
+    async deleteAdapter(agent, agentId, adapter) {
+      const { status, json } = await call(agent, "DELETE", agentId, undefined, adapter);
+      const parsed = agentAdapterResponseSchema.safeParse(json);
+      if (!parsed.success) throw new AgentCallError("garbage", `DELETE ${agentId} adapter ${adapter}: not an adapter answer`, status);
+      return parsed.data.outcome;
     },
   };
 }

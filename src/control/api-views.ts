@@ -91,6 +91,8 @@ export function replicasStatus(manager: FleetManager, now: number): { replicas: 
 
 export function modelsStatus(manager: FleetManager, now: number): ModelStatus[] {
   const view = manager.view(now);
+  const models = [...manager.state.models.values()].map((m) => m.spec);
+  const held = manager.adapters.views(models, manager.state.replicas.values(), now).filter((v) => v.serving);
   return [...manager.state.models.values()]
     .sort((a, b) => a.spec.name.localeCompare(b.spec.name))
     .map((m) => {
@@ -107,6 +109,11 @@ export function modelsStatus(manager: FleetManager, now: number): ModelStatus[] 
         failures: backoff?.failures ?? 0,
         next_attempt_in_ms: backoff && backoff.until > now ? backoff.until - now : null,
         spec: fleetModelWire(m.spec),
+        adapters: m.spec.adapters.map((a) => {
+          const on = (pick: (v: (typeof held)[number]) => readonly string[]) => held.filter((v) => v.model === m.spec.name && pick(v).includes(a.name)).map((v) => v.id);
+          const last = manager.adapterLastRequestAt(a.name);
+          return { name: a.name, path: a.path, loaded_on: on((v) => v.listed), running_on: on((v) => v.running), waiting_on: on((v) => v.waiting), last_request_ms_ago: last === undefined ? null : Math.max(0, now - last) };
+        }),
       };
     });
 }

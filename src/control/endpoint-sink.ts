@@ -21,6 +21,15 @@ export interface ManagedEndpoint {
   kvEvents?: KvEventsSource;
 }
 
+/** The LoRA adapters an endpoint's engine lists, runs and queues, as the gateway's health poll last saw them. */
+export interface EndpointAdapters {
+  listed: string[];
+  running: string[];
+  waiting: string[];
+  /** Every GPU slot runs an adapter (distinct running adapters ≥ max_loras): another adapter's requests wait. */
+  slotsFull: boolean;
+}
+
 export interface EndpointSink {
   /** A replica is Ready: start routing to it (idempotent by id). */
   addEndpoint(e: ManagedEndpoint): void;
@@ -44,4 +53,9 @@ export interface EndpointSink {
    * the stop. Returns how many were moved.
    */
   evict?(id: string): number;
+  /**
+   * Optional: the endpoint's LoRA adapters (undefined: not polled yet, or
+   * nothing reported). Without it the fleet loads no adapters.
+   */
+  adapters?(id: string): EndpointAdapters | undefined;
 }

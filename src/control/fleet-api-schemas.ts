@@ -102,6 +102,18 @@ export const modelStatusSchema = z.object({
   failures: z.number().int().describe("consecutive failed replicas (reset when one becomes Ready)"),
   next_attempt_in_ms: z.number().int().nullable(),
   spec: fleetModelSchema,
+  adapters: z
+    .array(
+      z.object({
+        name: z.string(),
+        path: z.string(),
+        loaded_on: z.array(z.string()).describe("serving replicas whose engine lists it"),
+        running_on: z.array(z.string()).describe("replicas running requests with it"),
+        waiting_on: z.array(z.string()).describe("replicas where its requests queue behind full LoRA slots"),
+        last_request_ms_ago: z.number().int().nullable().describe("since a request last named it at this gateway"),
+      }),
+    )
+    .describe("the model's declared LoRA adapters and where they are loaded"),
 });
 
 export const candidateSchema = z.object({

@@ -20,6 +20,7 @@ import type { Config } from "../config/types.ts";
 import type { AgentSnapshot } from "../protocol/agent-messages.ts";
 import type { AgentPollSettings, PolledAgent } from "../protocol/health-messages.ts";
 import { logger, type Logger } from "../shared/logger.ts";
+import { AdapterActions, type AdapterDemand } from "./adapter-actions.ts";
 import { httpAgentClient, type AgentClient } from "./agent-client.ts";
 import { configModelChanges } from "./desired-state.ts";
 import type { EndpointSink } from "./endpoint-sink.ts";
@@ -68,6 +69,10 @@ export interface FleetManagerOptions {
   now?: () => number;
   random?: () => number;
   log?: Logger;
+  /** What the gateway sees of requests for LoRA adapters; absent: adapters are never loaded. */
+  adapterDemand?: AdapterDemand;
+  /** The adapters the desired models declare, with their base, whenever that list changes (the gateway resolves their names). */
+  onDeclaredAdapters?: (adapters: { name: string; base: string }[]) => void;
 }
 
 export class FleetManager {
@@ -75,6 +80,8 @@ export class FleetManager {
   /** Operator changes (management API). */
   readonly ops: FleetOperations;
   private readonly actions: FleetActions;
+  /** The fleet's LoRA adapters: loaded where requests for them arrive, unloaded when idle. */
+  readonly adapters: AdapterActions;
   private readonly log: Logger;
   private readonly now: () => number;
   private timer: ReturnType<typeof setInterval> | undefined;
@@ -85,6 +92,8 @@ export class FleetManager {
   private refreshTimer: ReturnType<typeof setInterval> | undefined;
   /** Leader at the last tick (a change to leader re-reads the store first). */
   private leading: boolean;
+  /** The declared adapters last told to onDeclaredAdapters. */
+  private declaredKey: string | undefined;
 
   private constructor(
     private readonly opts: FleetManagerOptions,
@@ -103,6 +112,17 @@ export class FleetManager {
       fleet: opts.config.fleet,
       onSettled: () => this.requestTick(),
       onFenced: () => lead?.fenced(),
+    });
+    this.adapters = new AdapterActions(opts.sink, client, opts.adapterDemand, {
+      log: this.log,
+      now: this.now,
+      idleUnloadMs: opts.config.fleet.adapterIdleUnloadMs,
+      agentOf: (entry) => {
+        const shard = entry.record.shards[0];
+        const node = shard ? state.registry.get(shard.node) : undefined;
+        return shard && node ? { address: { url: node.url, token: node.token }, agentId: shard.agentId } : undefined;
+      },
+      onSettled: () => this.requestTick(),
     });
     this.ops = new FleetOperations(state, opts.store, {
       now: this.now,
@@ -133,12 +153,27 @@ export class FleetManager {
     return new FleetManager(opts, state);
   }
 
+  /** Tell the gateway the declared adapters when they changed (the desired models change through config, API or store). */
+  private announceAdapters(): void {
+    const list = [...this.state.models.values()].flatMap((m) => m.spec.adapters.map((a) => ({ name: a.name, base: m.spec.name })));
+    const key = list.map((a) => `${a.name}\u0000${a.base}`).join("\n");
+    if (key === this.declaredKey) return;
+    this.declaredKey = key;
+    this.opts.onDeclaredAdapters?.(list);
+  }
+
   start(): void {
+    this.announceAdapters();
     this.pushPollTargets();
     this.timer ??= setInterval(() => this.requestTick(), this.opts.config.fleet.reconcileIntervalMs);
     const lead = this.opts.leadership;
     if (lead) this.refreshTimer ??= setInterval(() => void this.refresh(), lead.refreshEveryMs);
     this.requestTick();
+  }
+
+  /** When a request last named an adapter at this gateway (undefined: never, or no demand source). */
+  adapterLastRequestAt(adapter: string): number | undefined {
+    return this.opts.adapterDemand?.lastRequestAt(adapter);
   }
 
   /** Whether this gateway reconciles (one gateway: always). */
@@ -176,7 +211,7 @@ export class FleetManager {
     this.timer = undefined;
     this.refreshTimer = undefined;
     await this.ticking;
-    await this.actions.settle(STOP_WAIT_MS);
+    await Promise.all([this.actions.settle(STOP_WAIT_MS), this.adapters.settle(STOP_WAIT_MS)]);
   }
 
   /** A poll of one agent (from the health worker, or an in-process poller). */
@@ -294,6 +329,7 @@ export class FleetManager {
         this.log.warn("fleet: this gateway no longer holds the reconciler lease; following");
       }
       this.leading = leader;
+      this.announceAdapters();
       const now = this.now();
       const view = this.view(now);
       if (!this.settledNow(now)) return;
@@ -301,6 +337,7 @@ export class FleetManager {
         if (leader && !this.isLeader()) return; // the lease lapsed mid-plan: stop acting at once
         if (leader || FOLLOWER_ACTIONS.has(action.kind)) await this.actions.perform(action, now);
       }
+      if (leader && this.isLeader()) this.adapters.reconcile(view.models, this.state.replicas, now);
     } catch (err) {
       this.log.error({ err }, "fleet reconcile failed");
     }

@@ -44,6 +44,7 @@ const agentSpec = z.object({
   multiNode: z.object({ nnodes: z.number().int(), nodeRank: z.number().int(), masterAddr: z.string(), masterPort: z.number().int().optional() }).optional(),
   fabric: z.object({ adapters: z.array(z.string()), socketIfname: z.string().optional() }).optional(),
   startupMs: z.number().int().optional(),
+  lora: z.object({ maxLoras: z.number().int(), maxLoraRank: z.number().int().optional(), maxCpuLoras: z.number().int().optional() }).optional(),
   extraArgs: z.array(z.string()),
   env: z.record(z.string(), z.string()).optional(),
 });

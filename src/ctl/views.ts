@@ -74,8 +74,8 @@ export function formatReplicas(replicas: readonly ReplicaStatus[], failed: reado
 
 export function formatModels(models: readonly ModelStatus[], colour: boolean): string {
   if (models.length === 0) return "no desired models (fleet.models in the config, or PUT one through the management API)";
-  return renderTable(
-    ["MODEL", "ENGINE", "DESIRED", "ACTIVE", "READY", "SERVING", "LEAVING", "FAILURES", "NEXT ATTEMPT"],
+  const table = renderTable(
+    ["MODEL", "ENGINE", "DESIRED", "ACTIVE", "READY", "SERVING", "LEAVING", "FAILURES", "NEXT ATTEMPT", "ADAPTERS"],
     models.map((m) => [
       m.name,
       m.spec.engine,
@@ -86,9 +86,22 @@ export function formatModels(models: readonly ModelStatus[], colour: boolean): s
       m.leaving,
       m.failures === 0 ? "0" : { text: String(m.failures), tint: "red" },
       m.next_attempt_in_ms === null ? "-" : `in ${Math.ceil(m.next_attempt_in_ms / 1000)} s`,
+      m.adapters.length === 0 ? "-" : `${m.adapters.filter((a) => a.loaded_on.length > 0).length}/${m.adapters.length} loaded`,
     ]),
     { colour },
   );
+  const adapters = models.flatMap((m) => m.adapters.map((a) => ({ model: m.name, ...a })));
+  if (adapters.length === 0) return table;
+  const list = (ids: readonly string[]) => (ids.length === 0 ? "-" : ids.join(","));
+  const rows = adapters.map((a) => [
+    a.name,
+    a.model,
+    a.loaded_on.length === 0 ? { text: "not loaded", tint: "yellow" as const } : list(a.loaded_on),
+    list(a.running_on),
+    a.waiting_on.length === 0 ? "-" : { text: list(a.waiting_on), tint: "yellow" as const },
+    a.last_request_ms_ago === null ? "never" : `${Math.round(a.last_request_ms_ago / 1000)} s ago`,
+  ]);
+  return [table, "", renderTable(["ADAPTER", "MODEL", "LOADED ON", "RUNNING ON", "QUEUED ON", "LAST REQUEST"], rows, { colour })].join("\n");
 }
 
 export function formatPlacement(p: PlacementStatus, colour: boolean): string {

@@ -4,6 +4,7 @@
  */
 import { parsePrometheusText, type Sample } from "./prom-text.ts";
 import { resolveFlavor, type EngineFlavor, type EngineHint } from "./flavor.ts";
+import { loraInfo, type LoraInfo } from "./lora-info.ts";
 import { clampUnit, finiteSamples, firstPresent, maxAcrossSeries, meanAcrossSeries, sumAcrossSeries } from "./series.ts";
 
 export interface EngineMetrics {
@@ -19,6 +20,8 @@ export interface EngineMetrics {
   prefixCacheHitRate?: number;
   /** The engine's own cap on concurrently running requests, where it exports one. */
   maxRunning?: number;
+  /** LoRA adapters running and waiting, and the slots (vLLM's vllm:lora_requests_info); absent when not exported. */
+  lora?: LoraInfo;
   /** Lines of the text the Prometheus parser could not read. */
   malformedLines: number;
 }
@@ -91,6 +94,8 @@ function mapVllm(samples: readonly Sample[], flavor: "vllm-v0" | "vllm-v1"): Omi
   // version or a patched build adds it to an *_info series, else absent.
   const maxRunning = infoLabelSum(samples, "max_num_seqs");
   if (maxRunning !== undefined) out.maxRunning = maxRunning;
+  const lora = loraInfo(samples);
+  if (lora !== undefined) out.lora = lora;
   return out;
 }
 

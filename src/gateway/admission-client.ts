@@ -16,6 +16,7 @@ import type { Config } from "../config/types.ts";
 import type { EndpointDescriptor, FromScheduler, GrantDetail, ToScheduler } from "../protocol/scheduler-messages.ts";
 import { EndpointTable, I, PoolTable } from "../shared/endpoint-table.ts";
 import { LlmgwError } from "../shared/errors.ts";
+import type { AdapterCatalog } from "./adapter-catalog.ts";
 
 /** An endpoint claimed for a request: its slot and pool, and how the decision was reached. */
 export interface Grant extends GrantDetail {
@@ -73,6 +74,8 @@ export class AdmissionClient {
     private readonly admission: Config["admission"],
     /** A grant arrived for a request that was already abandoned (its claim is returned here first). */
     private readonly onOrphanGrant: (index: number, probe: number) => void,
+    /** LoRA adapters: a request naming one is routed among its base's endpoints. */
+    private readonly adapters?: AdapterCatalog,
   ) {
     this.worker = new Worker(WORKER_URL.href);
     let markReady: () => void = () => {};
@@ -136,18 +139,25 @@ export class AdmissionClient {
    * scheduler worker. Throws (or rejects with) SchedulerRejection.
    */
   admit(req: AdmitRequest, signal: AbortSignal, fastPath = true): Grant | Promise<Grant> {
-    const pool = this.directory.poolOf(req.model);
+    const target = this.target(req.model);
+    const pool = this.directory.poolOf(target.model);
     if (pool === undefined) throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${req.model}'`, 0, undefined);
     if (fastPath) {
-      const f = fastAdmit(this.pools, this.chooser, this.admission, pool, req);
+      const f = fastAdmit(this.pools, this.chooser, this.admission, pool, target.adapter === undefined ? req : { ...req, model: target.model, adapter: target.adapter });
       if (f.kind === "granted") return { index: f.index, pool: f.pool, scores: f.scores, drops: f.drops, waitedMs: 0, probe: f.probe, circuit: f.circuit, path: "fast" };
       // Nothing chosen with room in the pool (all unready, open, faulted…): the worker says the same, with the same drops.
       if (f.kind === "no_endpoint") throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${req.model}'`, 0, undefined, f.drops);
     }
-    return this.queue(req, pool, signal);
+    return this.queue(req, target, pool, signal);
   }
 
-  private queue(req: AdmitRequest, pool: number, signal: AbortSignal): Promise<Grant> {
+  /** The model endpoints serve and the adapter, for a request naming `model` (an adapter is served by its base). */
+  private target(model: string): { model: string; adapter?: number } {
+    const r = this.adapters?.route(model);
+    return r === undefined ? { model } : { model: r.base, adapter: r.id };
+  }
+
+  private queue(req: AdmitRequest, target: { model: string; adapter?: number }, pool: number, signal: AbortSignal): Promise<Grant> {
     const id = this.nextId++;
     return new Promise<Grant>((resolve, reject) => {
       if (signal.aborted) return reject(new LlmgwError("INTERNAL_ERROR", "client went away"));
@@ -170,20 +180,21 @@ export class AdmissionClient {
       this.post({
         type: "admit",
         id,
-        model: req.model,
+        model: target.model,
         pool,
         band: req.band,
         tenant: req.tenant,
         estTokens: req.estTokens,
         prefixHashes: req.prefixHashes,
         ...(req.tokenBlockKeys === undefined ? {} : { tokenBlockKeys: req.tokenBlockKeys }),
+        ...(target.adapter !== undefined ? { adapter: target.adapter } : {}),
       });
     });
   }
 
   /** The pool (its row) a model is admitted against; undefined when nothing serves it. */
   poolOf(model: string): number | undefined {
-    return this.directory.poolOf(model);
+    return this.directory.poolOf(this.target(model).model);
   }
 
   /**
@@ -192,7 +203,8 @@ export class AdmissionClient {
    * half-open circuit already probed by another request takes it too.
    */
   reschedule(model: string, band: number, keys: RoutingKeys, exclude: ReadonlySet<number>, lastResort = false): Grant {
-    const c = this.chooser.choose({ model, ...keys, exclude, lastResort });
+    const target = this.target(model);
+    const c = this.chooser.choose({ model: target.model, ...keys, exclude, lastResort, ...(target.adapter !== undefined ? { adapter: target.adapter } : {}) });
     if (!c.ok) throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${model}'`, 0, undefined, c.drops);
     this.pools.take(c.pool, band);
     return { index: c.index, pool: c.pool, scores: c.scores, drops: c.drops, waitedMs: 0, probe: c.probe, circuit: c.circuit, path: "fast" };

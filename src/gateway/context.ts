@@ -56,4 +56,6 @@ export interface GatewayContext {
   promptTokens: PromptTokenizer;
   /** Several gateways sharing Redis (issue 14): this one's part; absent with the embedded state. */
   cluster?: { status(): ClusterStatus };
+  /** The fleet loads declared LoRA adapters on demand: how to ask, and how long a request waits (absent: no fleet). */
+  adapterLoads?: { requested(adapter: string): void; waitMs: number };
 }

@@ -8,6 +8,7 @@
  * unreachable — or the fleet wants replicas of it.
  */
 import type { Config, Deadlines, ModelConfig } from "../config/types.ts";
+import type { AdapterCatalog } from "./adapter-catalog.ts";
 
 interface EndpointModels {
   models: string[];
@@ -30,7 +31,11 @@ export class ModelCatalog {
   /** Models the fleet wants replicas of (set once the fleet manager exists). */
   private desired: (name: string) => boolean = () => false;
 
-  constructor(config: Config) {
+  constructor(
+    config: Config,
+    /** LoRA adapters: a request may name one as its model (served by the adapter's base). */
+    readonly adapters?: AdapterCatalog,
+  ) {
     for (const m of config.models) {
       this.configured.set(m.name, m);
       for (const a of m.aliases) this.aliases.set(a, m.name);
@@ -50,6 +55,7 @@ export class ModelCatalog {
     const e = this.endpoints.get(index);
     if (e && !e.listed) this.unlisted--;
     this.endpoints.delete(index);
+    this.adapters?.removeEndpoint(index);
     this.served = undefined;
   }
 
@@ -88,7 +94,8 @@ export class ModelCatalog {
   resolve(name: string): string | undefined {
     const canonical = this.aliases.get(name) ?? name;
     if (this.configured.has(canonical)) return canonical;
-    return this.servedModels().has(canonical) ? canonical : undefined;
+    if (this.servedModels().has(canonical)) return canonical;
+    return this.adapters?.isAdapter(canonical) ? canonical : undefined;
   }
 
   /**
@@ -109,12 +116,13 @@ export class ModelCatalog {
     return (this.configured.get(model)?.fallback ?? []).map((f) => this.aliases.get(f) ?? f);
   }
 
-  /** Models (and their aliases) that at least one endpoint serves, for GET /v1/models. */
-  listed(): { id: string; root: string }[] {
+  /** Models (and their aliases) that at least one endpoint serves, and the LoRA adapters of those (with their base as `parent`), for GET /v1/models. */
+  listed(): { id: string; root: string; parent?: string }[] {
     const served = this.servedModels();
-    const out: { id: string; root: string }[] = [];
+    const out: { id: string; root: string; parent?: string }[] = [];
     for (const name of served) out.push({ id: name, root: name });
     for (const [alias, target] of this.aliases) if (served.has(target)) out.push({ id: alias, root: target });
+    for (const a of this.adapters?.listed() ?? []) if (served.has(a.parent) && !served.has(a.id)) out.push({ id: a.id, root: a.id, parent: a.parent });
     return out.sort((a, b) => a.id.localeCompare(b.id));
   }
 }

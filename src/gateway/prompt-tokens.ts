@@ -18,12 +18,13 @@
  * On a miss the whole prompt is asked for (the request waits for it), the
  * others in the background, within kv_events.tokenize.max_inflight calls.
  * Skipped: prompts estimated under min_prompt_tokens, batches, embeddings,
- * and models no endpoint with a live event stream serves. A completion whose
+ * requests naming a LoRA adapter, and models no endpoint with a live event
+ * stream serves. A completion whose
  * prompt is token ids needs no call: its keys are computed as they are.
  */
 import type { KvEventsConfig } from "../config/kv-events-config.ts";
 import type { KvEventsMetrics } from "../metrics/kv-events-metrics.ts";
-import type { Route } from "../metrics/names.ts";
+import type { Route, TokenizeSkip } from "../metrics/names.ts";
 import { tokenBlockKeys } from "../scheduling/token-blocks.ts";
 
 /** Keys kept per prompt: 8,192 blocks of 16 tokens (131,072 tokens) are more than a context holds. */
@@ -72,8 +73,10 @@ export class PromptTokenizer {
    * do), or a promise that settles within the time limit (undefined: route
    * without). `promptTokens` is the gateway's own estimate of its length.
    */
-  keysFor(body: Record<string, unknown>, route: Route, model: string, promptTokens: number): Keys | undefined | Promise<Keys | undefined> {
+  keysFor(body: Record<string, unknown>, route: Route, model: string, promptTokens: number, loraAdapter = false): Keys | undefined | Promise<Keys | undefined> {
     if (route === "embeddings" || !this.target.following()) return undefined;
+    // An adapter's blocks are keyed by the adapter too, and the index holds base-model blocks only: its keys would match blocks it cannot use.
+    if (loraAdapter) return this.skip("lora_adapter");
     const url = this.target.urlFor(model);
     if (url === undefined) return this.skip("no_live_stream");
     if (promptTokens < this.config.minPromptTokens) return this.skip("short");
@@ -100,7 +103,7 @@ export class PromptTokenizer {
     return this.within(asked);
   }
 
-  private skip(reason: "short" | "no_live_stream" | "not_text"): undefined {
+  private skip(reason: TokenizeSkip): undefined {
     this.metrics.skipped(reason);
     return undefined;
   }

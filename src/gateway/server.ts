@@ -53,7 +53,7 @@ function json(body: unknown, headers: Record<string, string> = {}): Response {
 
 export function handleModels(ctx: GatewayContext): Response {
   const created = Math.floor(Date.now() / 1000);
-  const data = ctx.catalog.listed().map((m) => ({ id: m.id, object: "model", created, owned_by: "llmgw", root: m.root, parent: null }));
+  const data = ctx.catalog.listed().map((m) => ({ id: m.id, object: "model", created, owned_by: "llmgw", root: m.root, parent: m.parent ?? null }));
   return json({ object: "list", data });
 }
 

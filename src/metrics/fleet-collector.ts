@@ -5,7 +5,7 @@
  * is kept current by a ticker. A gateway without a fleet exports none of
  * them; the per-GPU series have their own collector (gpu-collector.ts).
  */
-import { Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
 import { FLEET, NODE_STATES, REPLICA_STATES, type NodeState, type ReplicaState } from "./names.ts";
 
 /** What the collector needs of the fleet at one instant. */
@@ -82,5 +82,42 @@ export function registerFleetCollector(registry: Registry, read: () => FleetSeri
   // Exported for every desired model, 0 when nothing serves it: the below-desired alert needs the 0.
   gauge(FLEET.modelReplicasServing, (g, f) => {
     for (const m of f.models) g.set({ model: m.name }, m.serving);
+  });
+}
+
+/** The fleet's LoRA adapters at one instant: counts of agent calls and what is loaded, by base model. */
+export interface AdapterSeriesInput {
+  loads: ReadonlyMap<string, { ok: number; failed: number }>;
+  unloads: ReadonlyMap<string, { ok: number; failed: number }>;
+  /** Models that declare adapters, with the (adapter, replica) pairs loaded now. */
+  loaded: ReadonlyMap<string, number>;
+}
+
+/** Register the adapter series over `read` (undefined: no fleet, no series). */
+export function registerAdapterCollector(registry: Registry, read: () => AdapterSeriesInput | undefined): void {
+  const counter = (d: { name: string; help: string; labels: readonly ("model" | "result")[] }, pick: (i: AdapterSeriesInput) => ReadonlyMap<string, { ok: number; failed: number }>) =>
+    new Counter<"model" | "result">({
+      name: d.name,
+      help: d.help,
+      labelNames: d.labels,
+      registers: [registry],
+      collect() {
+        this.reset();
+        const i = read();
+        if (!i) return;
+        for (const model of i.loaded.keys()) for (const result of ["ok", "failed"] as const) this.inc({ model, result }, pick(i).get(model)?.[result] ?? 0);
+      },
+    });
+  counter(FLEET.adapterLoads, (i) => i.loads);
+  counter(FLEET.adapterUnloads, (i) => i.unloads);
+  new Gauge<"model">({
+    name: FLEET.adaptersLoaded.name,
+    help: FLEET.adaptersLoaded.help,
+    labelNames: FLEET.adaptersLoaded.labels,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [model, n] of read()?.loaded ?? []) this.set({ model }, n);
+    },
   });
 }

@@ -79,6 +79,9 @@ export const OTHER_TENANT = "other";
 export const ROUTES = ROUTE_NAMES;
 export type Route = RouteName;
 
+/** States of llmgw_endpoint_lora_adapters. */
+export const LORA_ADAPTER_STATES = ["registered", "running", "waiting"] as const;
+
 /** Model label for a request whose model is not configured or discovered. */
 export const UNKNOWN_MODEL = "unknown";
 
@@ -139,6 +142,9 @@ export const FLEET = {
   modelReplicasDesired: { name: "llmgw_model_replicas_desired", help: "Replicas desired per model.", labels: ["model"] },
   modelReplicasServing: { name: "llmgw_model_replicas_serving", help: "Replicas ready and in rotation per model.", labels: ["model"] },
   poolQueueDepth: { name: "llmgw_pool_queue_depth", help: "Requests waiting for admission, by pool and band.", labels: ["pool", "band"] },
+  adapterLoads: { name: "llmgw_fleet_adapter_loads_total", help: "LoRA adapter loads the fleet asked of an agent, by base model and result.", labels: ["model", "result"] },
+  adapterUnloads: { name: "llmgw_fleet_adapter_unloads_total", help: "LoRA adapter unloads the fleet asked of an agent, by base model and result.", labels: ["model", "result"] },
+  adaptersLoaded: { name: "llmgw_fleet_adapters_loaded", help: "(LoRA adapter, replica) pairs loaded now, by base model.", labels: ["model"] },
 } as const;
 
 /**
@@ -189,6 +195,12 @@ export const M = {
   schedulerMessages: { name: "llmgw_scheduler_messages_total", help: "Messages the main thread posted to the scheduler worker, by kind (admit, release and cancel are the slow path).", labels: ["kind"] },
   admissionGrants: { name: "llmgw_admission_grants_total", help: "Requests admitted, by band and tenant (configured tenants; others are 'other').", labels: ["band", "tenant"] },
   poolSaturation: { name: "llmgw_pool_saturation", help: "Pool saturation: the worse of queue pressure and KV occupancy (1 = learned capacity × (1 + headroom)).", labels: ["pool"] },
+  endpointLoraAdapters: {
+    name: "llmgw_endpoint_lora_adapters",
+    help: "LoRA adapters an endpoint's engine lists in /v1/models (registered), runs in its batch (running) or queues (waiting), from vllm:lora_requests_info (running and waiting absent when its metrics are stale).",
+    labels: ["endpoint", "state"],
+  },
+  endpointLoraSlots: { name: "llmgw_endpoint_lora_slots", help: "Adapters one step of the endpoint's engine may hold (vLLM's max_lora); absent when it reports none.", labels: ["endpoint"] },
   endpointCapacity: { name: "llmgw_endpoint_capacity", help: "Learned batch capacity of each endpoint: the high-water mark of its running count, at least the initial guess.", labels: ["endpoint"] },
   // issue 12: shedding, batch lines, cache, idempotency
   gpuShed: { name: "llmgw_gpu_shed_total", help: "Requests refused with 429 GPU_SATURATED because their pool's GPUs were saturated (exactly the refusals).", labels: ["pool"] },
@@ -258,7 +270,7 @@ export const KV_EVENT_TYPES = ["block_stored", "block_removed", "all_blocks_clea
 export const TOKENIZE_RESULTS = ["hit", "miss", "timeout", "error", "busy"] as const;
 export type TokenizeResult = (typeof TOKENIZE_RESULTS)[number];
 /** Why a request was not tokenized. */
-export const TOKENIZE_SKIPS = ["short", "no_live_stream", "not_text"] as const;
+export const TOKENIZE_SKIPS = ["short", "no_live_stream", "not_text", "lora_adapter"] as const;
 export type TokenizeSkip = (typeof TOKENIZE_SKIPS)[number];
 
 export const KV = {

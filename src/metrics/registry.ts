@@ -4,6 +4,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { AdmissionStatsTable, EndpointTable, F, I } from "../shared/endpoint-table.ts";
+import type { LoraTable } from "../shared/lora-table.ts";
 import { SCORER_NAMES } from "../config/plugin-names.ts";
 import { ADMIN_REFUSALS, M, type Outcome } from "./names.ts";
 
@@ -81,6 +82,10 @@ export class GatewayMetrics {
       pools?: () => Iterable<{ index: number; name: string }>;
       /** Messages posted to the scheduler worker so far, by kind. */
       schedulerMessages?: () => Readonly<Record<string, number>>;
+      /** LoRA adapters per endpoint (the shared table the health worker writes). */
+      lora?: LoraTable;
+      /** Engine metrics older than this are absent (health.stale_after_ms). */
+      staleAfterMs?: number;
     } = {},
   ) {
     const r = [this.registry];
@@ -181,6 +186,28 @@ export class GatewayMetrics {
       });
     }
     fromTable(M.endpointReady, (row) => table.getInt(row, I.READY));
+    const lora = opts.lora;
+    if (lora) {
+      const fresh = (row: number) => {
+        const at = table.getFloat(row, F.METRICS_AT);
+        return !Number.isNaN(at) && Date.now() - at <= (opts.staleAfterMs ?? Infinity);
+      };
+      new Gauge<"endpoint" | "state">({
+        ...M.endpointLoraAdapters,
+        labelNames: M.endpointLoraAdapters.labels,
+        registers: r,
+        collect() {
+          this.reset();
+          for (const { index, id } of endpoints()) {
+            this.set({ endpoint: id, state: "registered" }, lora.count(index, "registered"));
+            if (lora.maxLoras(index) === undefined || !fresh(index)) continue;
+            this.set({ endpoint: id, state: "running" }, lora.count(index, "running"));
+            this.set({ endpoint: id, state: "waiting" }, lora.count(index, "waiting"));
+          }
+        },
+      });
+      fromTable(M.endpointLoraSlots, (row) => (fresh(row) ? lora.maxLoras(row) : undefined));
+    }
     fromTable(M.endpointCircuit, (row) => table.getInt(row, I.CIRCUIT));
     fromTable(M.endpointMetricsAge, (row) => {
       const at = table.getFloat(row, F.METRICS_AT);

@@ -8,7 +8,7 @@ import { mapEngineSamples, type EngineHint, type EngineMetrics } from "../engine
 import { parsePrometheusText } from "../engines/prom-text.ts";
 import { originPath, probe, type FetchFn } from "./probe.ts";
 import { TargetPoller } from "./target-poller.ts";
-import { INITIAL_SNAPSHOT, nextSnapshot, parseModelIds, type EndpointSnapshot } from "./readiness.ts";
+import { INITIAL_SNAPSHOT, nextSnapshot, parseModelList, type EndpointSnapshot, type ListedAdapter } from "./readiness.ts";
 
 export interface EngineEndpoint {
   /** Slot in the endpoint table; passed back to onSnapshot. */
@@ -65,13 +65,16 @@ export class EndpointPoller extends TargetPoller<EngineEndpoint, EndpointSnapsho
       metrics = mapEngineSamples(parsed.samples, ep.engine, parsed.malformed);
     }
     let models: string[] | undefined;
+    let adapters: ListedAdapter[] | undefined;
     if (modelsRes.ok) {
-      models = parseModelIds(modelsRes.body);
-      if (models === undefined) errors.push("GET /v1/models: not an OpenAI model list");
+      const list = parseModelList(modelsRes.body);
+      if (list === undefined) errors.push("GET /v1/models: not an OpenAI model list");
+      models = list?.ids;
+      adapters = list?.adapters;
     }
     return nextSnapshot(
       previous,
-      { healthOk: healthRes.ok, healthStatus: healthRes.status, models, metrics, errors, startedAt, finishedAt: Date.now() },
+      { healthOk: healthRes.ok, healthStatus: healthRes.status, models, adapters, metrics, errors, startedAt, finishedAt: Date.now() },
       ep.models,
       this.options.staleAfterMs,
       ep.staticModels === true,

@@ -18,6 +18,7 @@ import { EndpointPoller, type EndpointSnapshot } from "./endpoint-poller.ts";
 import { gpuReport } from "./gpu-reports.ts";
 import { GpuSaturationMonitor } from "./gpu-saturation-monitor.ts";
 import type { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
+import { AdapterNames, type LoraTable } from "../shared/lora-table.ts";
 
 /** Whether an endpoint watching `gpuIds` ([] = all) has a faulted GPU in this exporter's scrape. */
 export function endpointGpuFaulted(gpus: readonly AssessedGpu[], gpuIds: readonly string[]): boolean {
@@ -41,6 +42,31 @@ export function writeSnapshot(table: EndpointTable, row: number, s: EndpointSnap
   }
 }
 
+/**
+ * One poll's LoRA state into the endpoint's row of the LoRA table: the
+ * adapters /v1/models lists (kept when it did not answer), and from
+ * vllm:lora_requests_info the running and waiting adapters and max_loras
+ * (cleared when the engine reports none). New names are numbered into
+ * `fresh` for the main thread.
+ */
+export function writeLora(lora: LoraTable, names: AdapterNames, row: number, s: EndpointSnapshot, fresh: [string, number][]): void {
+  const ids = (list: readonly string[]) => list.map((n) => names.idOf(n, fresh)).filter((id): id is number => id !== undefined);
+  if (s.adapters) lora.setAdapters(row, "registered", ids(s.adapters.map((a) => a.name)));
+  const info = s.metrics?.lora;
+  if (info && s.metricsAt !== undefined) {
+    const running = ids(info.running);
+    lora.setAdapters(row, "running", running);
+    // Running adapters hold slots: the front of the engine's slot LRU (least recent of them first, so the engine's first stays first).
+    for (let i = running.length - 1; i >= 0; i--) lora.touch(row, running[i]!);
+    lora.setAdapters(row, "waiting", ids(info.waiting));
+    lora.setState(row, info.maxLoras, new Set([...info.running, ...info.waiting]).size);
+  } else if (s.metrics) {
+    lora.setAdapters(row, "running", []);
+    lora.setAdapters(row, "waiting", []);
+    lora.setState(row, undefined, 0);
+  }
+}
+
 export class HealthService {
   private readonly engines: EndpointPoller;
   private readonly dcgm: DcgmPoller;
@@ -61,6 +87,7 @@ export class HealthService {
   private agents: { poller: AgentPoller; settings: AgentPollSettings } | undefined;
   private started = false;
   private readonly saturation: GpuSaturationMonitor | undefined;
+  private readonly adapterNames = new AdapterNames();
 
   constructor(
     private readonly table: EndpointTable,
@@ -71,6 +98,8 @@ export class HealthService {
     private readonly signals?: Signals,
     /** gpu_health: sustained saturation per pool, published into `table`. */
     gpu?: { config: GpuHealthConfig; table: GpuSaturationTable },
+    /** LoRA adapters per endpoint, published for the choosers. */
+    private readonly lora?: LoraTable,
   ) {
     const opts = { intervalMs: health.pollIntervalMs, timeoutMs: health.timeoutMs, staleAfterMs: health.staleAfterMs };
     this.saturation = gpu === undefined ? undefined : new GpuSaturationMonitor(gpu.config, gpu.table, { timeoutMs: health.timeoutMs });
@@ -83,6 +112,7 @@ export class HealthService {
   /** Start polling an endpoint in its slot (replacing what was there). */
   add(e: PolledEndpoint): void {
     this.remove(e.index);
+    this.lora?.resetRow(e.index);
     this.endpoints.set(e.index, e);
     this.engines.add({ index: e.index, id: e.id, url: e.url, engine: e.engine, staticModels: e.staticModels, ...(e.models ? { models: e.models } : {}) });
     this.saturation?.setEndpoint(e);
@@ -139,12 +169,18 @@ export class HealthService {
 
   private onEngine(row: number, snap: EndpointSnapshot): void {
     writeSnapshot(this.table, row, snap);
+    if (this.lora) {
+      const fresh: [string, number][] = [];
+      writeLora(this.lora, this.adapterNames, row, snap, fresh);
+      if (fresh.length > 0) this.post({ type: "adapter-ids", names: fresh });
+    }
     this.signals?.bump(S.METRICS_EPOCH);
     if (snap.loadedModels) {
-      const key = snap.loadedModels.join("\n");
+      const adapters = snap.adapters ?? [];
+      const key = `${snap.loadedModels.join("\n")}\u0000${adapters.map((a) => `${a.name}\u0001${a.parent}`).join("\n")}`;
       if (key !== this.lastModels.get(row)) {
         this.lastModels.set(row, key);
-        this.post({ type: "models", index: row, models: [...snap.loadedModels] });
+        this.post({ type: "models", index: row, models: [...snap.loadedModels], adapters: adapters.map((a) => ({ ...a })) });
       }
     }
     if (snap.ready !== this.lastReady.get(row)) {

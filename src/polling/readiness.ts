@@ -5,12 +5,17 @@
  * /health alone sends traffic into a model that is still loading.
  */
 import type { EngineMetrics } from "../engines/engine-metrics.ts";
+import type { ListedAdapter } from "../protocol/health-messages.ts";
+
+export type { ListedAdapter } from "../protocol/health-messages.ts";
 
 export interface EndpointSnapshot {
   /** /health answered 2xx: the process is up. */
   healthy: boolean;
-  /** Model ids from /v1/models when it answered 2xx with a model list; undefined otherwise. */
+  /** Model ids from /v1/models when it answered 2xx with a model list (LoRA adapters left out); undefined otherwise. */
   loadedModels: string[] | undefined;
+  /** LoRA adapters /v1/models lists (entries with a `parent`); undefined when it did not answer with a list. */
+  adapters: ListedAdapter[] | undefined;
   /** healthy, /v1/models answered, and every configured model is loaded (any model when none configured). */
   ready: boolean;
   /** The last good /metrics view; kept (not zeroed) when a later scrape fails. Undefined until one succeeds. */
@@ -34,6 +39,8 @@ export interface PollOutcome {
   healthStatus?: number | undefined;
   /** Parsed ids, or undefined when /v1/models failed or did not return a model list. */
   models: string[] | undefined;
+  /** The adapters of that list (absent: none). */
+  adapters?: ListedAdapter[] | undefined;
   metrics: EngineMetrics | undefined;
   errors: string[];
   startedAt: number;
@@ -43,6 +50,7 @@ export interface PollOutcome {
 export const INITIAL_SNAPSHOT: Readonly<EndpointSnapshot> = Object.freeze({
   healthy: false,
   loadedModels: undefined,
+  adapters: undefined,
   ready: false,
   metrics: undefined,
   metricsAt: undefined,
@@ -52,8 +60,13 @@ export const INITIAL_SNAPSHOT: Readonly<EndpointSnapshot> = Object.freeze({
   pollMs: 0,
 });
 
-/** Ids from an OpenAI `GET /v1/models` body (`{"data":[{"id":…},…]}`); undefined when it is not one. */
-export function parseModelIds(body: string): string[] | undefined {
+/**
+ * An OpenAI `GET /v1/models` body (`{"data":[{"id":…},…]}`): the model ids,
+ * and apart from them the LoRA adapters (vLLM lists an adapter with
+ * `parent` set to its base, vllm/entrypoints/openai/serving_models.py);
+ * undefined when it is not a model list.
+ */
+export function parseModelList(body: string): { ids: string[]; adapters: ListedAdapter[] } | undefined {
   let json: unknown;
   try {
     json = JSON.parse(body);
@@ -62,10 +75,19 @@ export function parseModelIds(body: string): string[] | undefined {
   }
   if (typeof json !== "object" || json === null || !("data" in json) || !Array.isArray(json.data)) return undefined;
   const ids: string[] = [];
+  const adapters: ListedAdapter[] = [];
   for (const item of json.data as unknown[]) {
-    if (typeof item === "object" && item !== null && "id" in item && typeof item.id === "string") ids.push(item.id);
+    if (typeof item !== "object" || item === null || !("id" in item) || typeof item.id !== "string") continue;
+    const parent = "parent" in item ? item.parent : null;
+    if (typeof parent === "string" && parent !== "" && parent !== item.id) adapters.push({ name: item.id, parent });
+    else ids.push(item.id);
   }
-  return ids;
+  return { ids, adapters };
+}
+
+/** The model ids of a `GET /v1/models` body (adapters left out); undefined when it is not a model list. */
+export function parseModelIds(body: string): string[] | undefined {
+  return parseModelList(body)?.ids;
 }
 
 /** Ready when healthy and loaded ⊇ configured; with nothing configured, at least one model must be loaded. */
@@ -104,6 +126,7 @@ export function nextSnapshot(
   return {
     healthy: outcome.healthOk,
     loadedModels: outcome.models,
+    adapters: outcome.models === undefined ? undefined : (outcome.adapters ?? []),
     ready: staticModels ? isReadyStatic(outcome.healthOk, outcome.healthStatus) : isReady(outcome.healthOk, outcome.models, configured),
     metrics,
     metricsAt,

@@ -126,9 +126,19 @@ export interface AgentReplicaSpec {
   startupMs?: number;
   /** false: no KV-cache events (absent: the agent has vLLM and the sim-engine publish them). */
   kvEvents?: boolean;
+  /** LoRA on (vllm, sim): the engine starts with --enable-lora and these slots, and takes adapters at run time. */
+  lora?: { maxLoras: number; maxLoraRank?: number; maxCpuLoras?: number };
   extraArgs: string[];
   env?: Record<string, string>;
 }
+
+/** PUT or DELETE /v1/replicas/{id}/adapters/{name}: what the replica's engine did (loaded, already had it, unloaded, did not have it). */
+export const agentAdapterResponseSchema = z.object({
+  replica: z.string(),
+  adapter: z.string(),
+  outcome: z.enum(["loaded", "unchanged", "unloaded", "absent"]),
+});
+export type AgentAdapterResponse = z.infer<typeof agentAdapterResponseSchema>;
 
 /** Node names the control plane uses (config `nodes[].name`, registration `node`). */
 export const NODE_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;

@@ -3,6 +3,12 @@ import type { Config, EngineFlavor, GpuHealthConfig } from "../config/types.ts";
 import type { AgentSnapshot } from "./agent-messages.ts";
 import type { GpuReportMessage } from "./gpu-report.ts";
 
+/** A LoRA adapter as vLLM lists it in /v1/models: an entry whose `parent` names the model it adapts. */
+export interface ListedAdapter {
+  name: string;
+  parent: string;
+}
+
 export interface PolledEndpoint {
   /** Slot in the shared endpoint table. */
   index: number;
@@ -47,6 +53,8 @@ export type ToHealth =
       gpuHealth: GpuHealthConfig | null;
       /** The GpuSaturationTable the health worker publishes into. */
       gpuSaturation: SharedArrayBuffer;
+      /** The LoraTable (src/shared/lora-table.ts) the health worker publishes each endpoint's adapters into. */
+      lora?: SharedArrayBuffer;
     }
   /** An endpoint took a slot (poll it) or left it (null: stop). */
   | { type: "endpoint"; index: number; endpoint: PolledEndpoint | null }
@@ -57,8 +65,10 @@ export type ToHealth =
 /** health → main */
 export type FromHealth =
   | { type: "ready" }
-  /** The models an endpoint's /v1/models lists changed (sent on first discovery too). */
-  | { type: "models"; index: number; models: string[] }
+  /** The models an endpoint's /v1/models lists changed, or its LoRA adapters (sent on first discovery too). */
+  | { type: "models"; index: number; models: string[]; adapters: ListedAdapter[] }
+  /** Adapter names the health worker numbered (their ids index the LoRA table's bitmaps); sent before any message naming them. */
+  | { type: "adapter-ids"; names: [string, number][] }
   /** Readiness changed (for logs). */
   | { type: "readiness"; index: number; ready: boolean; healthy: boolean; error: string | undefined }
   /** Every engine endpoint has been polled at least once (sent once; at start when there are none). */

@@ -26,6 +26,8 @@ export type ToScheduler =
       kvIndex: SharedArrayBuffer;
       kvIndexCapacity: number;
       kvStats: SharedArrayBuffer;
+      /** LoRA adapters per endpoint (src/shared/lora-table.ts). */
+      lora?: SharedArrayBuffer;
       /** Several gateways (issue 14): this gateway's share of each pool (src/shared/pool-shares.ts); absent: 1. */
       shares?: SharedArrayBuffer;
       /** Capacity of the endpoint and pool tables. */
@@ -40,7 +42,7 @@ export type ToScheduler =
   | { type: "endpoint"; index: number; descriptor: EndpointDescriptor | null }
   | { type: "models"; index: number; models: string[] }
   /** A request the main thread could not admit by itself: admission (may queue), then scoring. */
-  | { type: "admit"; id: number; model: string; pool: number; band: number; tenant: string; estTokens: number; prefixHashes: readonly number[]; tokenBlockKeys?: readonly number[] }
+  | { type: "admit"; id: number; model: string; pool: number; band: number; tenant: string; estTokens: number; prefixHashes: readonly number[]; tokenBlockKeys?: readonly number[]; adapter?: number }
   /** The client left while its request was queued. */
   | { type: "cancel"; id: number }
   /** A request let go of a pool something waits for: queues may move. */

@@ -9,9 +9,11 @@ import { circuitClosed } from "./filters/circuit-closed.ts";
 import { gpuHealthy } from "./filters/gpu-healthy.ts";
 import { notDraining } from "./filters/not-draining.ts";
 import { ready } from "./filters/ready.ts";
+import { servesAdapter } from "./filters/serves-adapter.ts";
 import { servesModel } from "./filters/serves-model.ts";
 import { inflight } from "./scorers/inflight.ts";
 import { kvCache } from "./scorers/kv-cache.ts";
+import { loraAffinity } from "./scorers/lora-affinity.ts";
 import { prefixAffinity } from "./scorers/prefix-affinity.ts";
 import { prefixRendezvous } from "./scorers/prefix-rendezvous.ts";
 import { queueDepth } from "./scorers/queue-depth.ts";
@@ -22,6 +24,7 @@ import { roundRobinPicker } from "./pickers/round-robin.ts";
 
 export const FILTERS: Readonly<Record<FilterName, Filter>> = Object.freeze({
   "serves-model": servesModel,
+  "serves-adapter": servesAdapter,
   ready,
   "not-draining": notDraining,
   "circuit-closed": circuitClosed,
@@ -35,6 +38,7 @@ export const SCORERS: Readonly<Record<ScorerName, Scorer>> = Object.freeze({
   "prefix-affinity": prefixAffinity,
   "prefix-rendezvous": prefixRendezvous,
   "precise-prefix": precisePrefix,
+  "lora-affinity": loraAffinity,
 });
 
 export const PICKERS: Readonly<Record<PickerName, Picker>> = Object.freeze({

@@ -20,12 +20,17 @@ const MASK_53 = (1n << 53n) - 1n;
  * collisions), which is what lets one map entry stand for a whole prefix.
  * A trailing partial block is not hashed: it is the part most likely to
  * differ between requests and engines cache whole blocks anyway.
+ *
+ * `salt` (a LoRA adapter's name) seeds the chain with itself: an engine keys
+ * an adapter's blocks by the adapter too (vLLM hashes the LoRA into every
+ * block), so the same text under another adapter, or the base model, is
+ * another prefix.
  */
-export function prefixHashes(text: string, blockChars: number, maxBlocks: number): number[] {
+export function prefixHashes(text: string, blockChars: number, maxBlocks: number, salt?: string): number[] {
   if (!(blockChars >= 1) || !(maxBlocks >= 1)) return [];
   const blocks = Math.min(Math.floor(maxBlocks), Math.floor(text.length / blockChars));
   const out = new Array<number>(blocks);
-  let seed = CHAIN_SEED;
+  let seed = salt === undefined ? CHAIN_SEED : Bun.hash.wyhash(salt, CHAIN_SEED);
   for (let i = 0; i < blocks; i++) {
     seed = Bun.hash.wyhash(text.slice(i * blockChars, (i + 1) * blockChars), seed);
     out[i] = Number(seed & MASK_53);

@@ -29,6 +29,26 @@ export interface EndpointView {
   readonly inflight: number;
   /** The batch capacity learned for this endpoint (the most requests it runs at once); absent when unknown. */
   readonly capacity?: number;
+  /** For a request naming a LoRA adapter: what this endpoint holds of it (absent for other requests). */
+  readonly adapter?: AdapterView;
+}
+
+/** One endpoint's state for the request's LoRA adapter (vLLM: /v1/models and vllm:lora_requests_info). */
+export interface AdapterView {
+  /** /v1/models lists it: the engine serves it (vLLM answers 404 for an adapter it does not list). */
+  readonly registered: boolean;
+  /** Requests with it are in the running batch: it holds a GPU slot. False when the engine's metrics are absent or stale. */
+  readonly running: boolean;
+  /** Requests with it wait in the engine's queue (its slots are taken by others). */
+  readonly waiting: boolean;
+  /** Among the last max_loras adapters the gateway sent there or saw running there: likely still in a GPU slot (vLLM's metric does not show idle adapters). False when the metrics are absent or stale. */
+  readonly resident: boolean;
+  /** Distinct adapters running or waiting there; undefined when not reported or stale. */
+  readonly active: number | undefined;
+  /** Distinct adapters running there (holding slots); undefined when not reported or stale. */
+  readonly runningAdapters: number | undefined;
+  /** The engine's max_loras (adapters one step holds); undefined when not reported or stale. */
+  readonly maxLoras: number | undefined;
 }
 
 /** What scheduling knows of the request. */
@@ -46,6 +66,8 @@ export interface RequestView {
    * limit passed).
    */
   readonly tokenBlockKeys?: readonly number[];
+  /** The LoRA adapter the request names (an id of the adapter-name table, src/shared/lora-table.ts); `model` is then its base. */
+  readonly adapter?: number;
 }
 
 /** Shared, mutable state plugins may read while scoring (owned by the profile). */

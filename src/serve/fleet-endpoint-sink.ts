@@ -6,7 +6,7 @@
  * flag), so a drain counts a replacement as serving only once this gateway
  * routes to it.
  */
-import type { EndpointSink, ManagedEndpoint } from "../control/endpoint-sink.ts";
+import type { EndpointAdapters, EndpointSink, ManagedEndpoint } from "../control/endpoint-sink.ts";
 import { I } from "../shared/endpoint-table.ts";
 import type { EndpointRegistry, EndpointSpec } from "../gateway/endpoints.ts";
 
@@ -26,7 +26,14 @@ export class RegistryEndpointSink implements EndpointSink {
     private readonly registry: EndpointRegistry,
     /** The dcgm-exporter of a node, when it has one (the fleet's node registry). */
     private readonly dcgmUrlOf: (node: string) => string | undefined = () => undefined,
+    /** An endpoint slot's LoRA adapters as the health poll saw them (absent: the fleet loads none). */
+    private readonly adaptersOf?: (slot: number) => EndpointAdapters | undefined,
   ) {}
+
+  adapters(id: string): EndpointAdapters | undefined {
+    const slot = this.registry.slotOf(id);
+    return slot === undefined ? undefined : this.adaptersOf?.(slot);
+  }
 
   /**
    * Idempotent by id: the same endpoint again changes nothing (its slot, its

@@ -13,6 +13,8 @@ import { fleetApi } from "../control/fleet-api.ts";
 import { FleetManager, type FleetLeadership } from "../control/fleet-manager.ts";
 import { FLEET_DB_FILE, SqliteFleetStore } from "../control/sqlite-store.ts";
 import type { FleetStore } from "../control/store.ts";
+import type { AdapterDemand } from "../control/adapter-actions.ts";
+import type { EndpointAdapters } from "../control/endpoint-sink.ts";
 import type { AgentSnapshot } from "../protocol/agent-messages.ts";
 import type { AgentPollSettings, PolledAgent } from "../protocol/health-messages.ts";
 import type { Logger } from "../shared/logger.ts";
@@ -72,6 +74,12 @@ export interface GatewayFleetDeps {
   store?: FleetStore;
   /** Several gateways: lead (hold the lease) or follow. */
   leadership?: FleetLeadership;
+  /** LoRA adapters: what the gateway sees of requests for them and of each endpoint's (absent: the fleet loads none). */
+  adapters?: {
+    demand: AdapterDemand;
+    of(slot: number): EndpointAdapters | undefined;
+    declared(list: { name: string; base: string }[]): void;
+  };
 }
 
 /** Open the control plane of a gateway; undefined when the config has no fleet. Throws ConfigError when data_dir is unusable. */
@@ -79,8 +87,16 @@ export async function openGatewayFleet(config: Config, deps: GatewayFleetDeps): 
   if (!fleetEnabled(config)) return undefined;
   const store = deps.store ?? openEmbeddedStore(config.dataDir);
   let manager: FleetManager | undefined;
-  const sink = new RegistryEndpointSink(deps.registry, (node) => manager?.state.registry.get(node)?.dcgmUrl);
-  manager = await FleetManager.open({ config, store, sink, pollAgents: deps.pollAgents, log: deps.log, leadership: deps.leadership });
+  const sink = new RegistryEndpointSink(deps.registry, (node) => manager?.state.registry.get(node)?.dcgmUrl, deps.adapters?.of);
+  manager = await FleetManager.open({
+    config,
+    store,
+    sink,
+    pollAgents: deps.pollAgents,
+    log: deps.log,
+    leadership: deps.leadership,
+    ...(deps.adapters ? { adapterDemand: deps.adapters.demand, onDeclaredAdapters: deps.adapters.declared } : {}),
+  });
   const opened = manager;
   const api = fleetApi(opened, {
     adminToken: config.admin.token,

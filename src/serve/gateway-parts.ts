@@ -21,6 +21,7 @@ import { KvEventStats } from "../shared/kv-event-stats.ts";
 import { SchedulingProfile } from "../scheduling/profile.ts";
 import { AdmissionStatsTable, EndpointTable, I, PoolTable, Signals } from "../shared/endpoint-table.ts";
 import { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
+import { LoraTable } from "../shared/lora-table.ts";
 import type { Logger } from "../shared/logger.ts";
 import { PoolShareTable } from "../shared/pool-shares.ts";
 import { AdmissionClient } from "../gateway/admission-client.ts";
@@ -36,6 +37,7 @@ import { GatewayResponses } from "../jobs/responses-service.ts";
 import type { BackgroundSend } from "../jobs/background-responses.ts";
 import { backgroundSend } from "./background-send.ts";
 import type { ModelCatalog } from "../gateway/model-catalog.ts";
+import type { AdapterCatalog } from "../gateway/adapter-catalog.ts";
 import { DialGuard } from "../gateway/dial-guard.ts";
 
 /** What the main thread, the scheduler worker and the health worker all read and write. */
@@ -53,6 +55,8 @@ export interface SharedTables {
   kvIndex: KvBlockIndex;
   /** Each pool's share of the cluster's demand (state.backend: redis; unused otherwise). */
   shares: PoolShareTable;
+  /** LoRA adapters per endpoint (the health worker writes, both choosers read). */
+  lora: LoraTable;
 }
 
 export function sharedTables(config: Config): SharedTables {
@@ -68,6 +72,7 @@ export function sharedTables(config: Config): SharedTables {
     gpuSaturation: new GpuSaturationTable(MAX_POOLS),
     prefixIndex: new PrefixIndex(config.scheduling.prefixAffinity.lruEntries),
     shares: new PoolShareTable(MAX_POOLS),
+    lora: new LoraTable(config.maxEndpoints),
   };
 }
 
@@ -131,10 +136,15 @@ export interface Workers {
  * endpoints the registry holds now; the registry tells them of every later
  * change. Resolves once both have answered their init.
  */
-export async function startWorkers(config: Config, t: SharedTables, registry: EndpointRegistry, opts: { breakers: CircuitBreakers; clustered: boolean; events: HealthEvents; log: Logger }): Promise<Workers> {
+export async function startWorkers(
+  config: Config,
+  t: SharedTables,
+  registry: EndpointRegistry,
+  opts: { breakers: CircuitBreakers; clustered: boolean; events: HealthEvents; log: Logger; adapters?: AdapterCatalog },
+): Promise<Workers> {
   const slots = registry.active().map((e) => e.index);
   const directory = new EndpointDirectory(slots.map((i) => registry.descriptor(i)).filter((d): d is EndpointDescriptor => d !== undefined));
-  const chooser = new EndpointChooser(t.table, directory, new SchedulingProfile(config.scheduling, undefined, t.prefixIndex, t.kvIndex), config.health.staleAfterMs);
+  const chooser = new EndpointChooser(t.table, directory, new SchedulingProfile(config.scheduling, undefined, t.prefixIndex, t.kvIndex), config.health.staleAfterMs, t.lora);
   const admission = new AdmissionClient(
     {
       endpoints: t.table.buffer,
@@ -145,6 +155,7 @@ export async function startWorkers(config: Config, t: SharedTables, registry: En
       kvIndex: t.kvIndex.buffer,
       kvIndexCapacity: t.kvIndex.capacity,
       kvStats: t.kvStats.buffer,
+      lora: t.lora.buffer,
       shares: opts.clustered ? t.shares.buffer : undefined,
       maxEndpoints: config.maxEndpoints,
       maxPools: MAX_POOLS,
@@ -160,6 +171,7 @@ export async function startWorkers(config: Config, t: SharedTables, registry: En
     config.admission,
     // A grant for a request whose client already left (its claim is already returned): free the probe slot.
     (index, probe) => opts.breakers.abandon(index, probe),
+    opts.adapters,
   );
   const health = new HealthClient(
     {
@@ -170,6 +182,7 @@ export async function startWorkers(config: Config, t: SharedTables, registry: En
       health: config.health,
       gpuHealth: config.gpuHealth,
       gpuSaturation: t.gpuSaturation.buffer,
+      lora: t.lora.buffer,
     },
     opts.events,
     opts.log,

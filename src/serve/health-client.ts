@@ -8,14 +8,16 @@
 import type { Config } from "../config/types.ts";
 import type { GpuReportMessage } from "../protocol/gpu-report.ts";
 import type { AgentSnapshot } from "../protocol/agent-messages.ts";
-import type { AgentPollSettings, FromHealth, PolledAgent, PolledEndpoint, ToHealth } from "../protocol/health-messages.ts";
+import type { AgentPollSettings, FromHealth, ListedAdapter, PolledAgent, PolledEndpoint, ToHealth } from "../protocol/health-messages.ts";
 import type { Logger } from "../shared/logger.ts";
 
 const WORKER_URL = new URL("../../workers/health.ts", import.meta.url);
 
 export interface HealthEvents {
-  /** An endpoint's /v1/models listed these (first discovery, or a change). */
-  models(index: number, models: string[]): void;
+  /** An endpoint's /v1/models listed these models and LoRA adapters (first discovery, or a change). */
+  models(index: number, models: string[], adapters: ListedAdapter[]): void;
+  /** The health worker numbered these adapter names (the LoRA table's ids). */
+  adapterIds?(names: [string, number][]): void;
   /** The endpoint's readiness changed. */
   readiness(index: number, ready: boolean, healthy: boolean, error: string | undefined): void;
   /** Every endpoint present at start has been polled once (once; at start when there are none). */
@@ -49,7 +51,10 @@ export class HealthClient {
           else markReady();
           return;
         case "models":
-          events.models(msg.index, msg.models);
+          events.models(msg.index, msg.models, msg.adapters);
+          return;
+        case "adapter-ids":
+          events.adapterIds?.(msg.names);
           return;
         case "readiness":
           events.readiness(msg.index, msg.ready, msg.healthy, msg.error);

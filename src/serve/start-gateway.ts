@@ -30,6 +30,8 @@ import { Authenticator } from "../gateway/api-keys.ts";
 import { QuotaLimiter } from "../admission/tenant-quota.ts";
 import type { HealthEvents } from "./health-client.ts";
 import { ModelCatalog } from "../gateway/model-catalog.ts";
+import { AdapterCatalog } from "../gateway/adapter-catalog.ts";
+import { endpointAdaptersReader } from "./endpoint-adapters.ts";
 import { RetryBudget } from "../gateway/retry-budget.ts";
 import { startDataPlane } from "../gateway/server.ts";
 import { NO_TOKENIZE_TARGET, PromptTokenizer } from "../gateway/prompt-tokens.ts";
@@ -101,7 +103,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   for (const w of config.warnings) log.warn(w);
   const bandNames = config.admission.bands.map((b) => b.name);
   const t = sharedTables(config);
-  const catalog = new ModelCatalog(config);
+  const adapters = new AdapterCatalog();
+  const catalog = new ModelCatalog(config, adapters);
   const gpuStore = new DcgmGpuStore(config.health.staleAfterMs);
   let metrics: GatewayMetrics | undefined;
   const { registry, breakers } = openRegistry(config, t, catalog, log, () => metrics);
@@ -119,14 +122,21 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     log,
     store: state.shared?.fleet,
     leadership: cluster?.leadership(),
+    adapters: {
+      demand: adapters,
+      of: endpointAdaptersReader(adapters, t.lora, t.table, config.health.staleAfterMs),
+      declared: (list) => adapters.setDeclared(list),
+    },
   });
   // A model the fleet wants replicas of is answered 503 while none is ready, not 404.
   if (fleet) catalog.expectDesired((name) => fleet.manager.state.models.has(name));
   let enginesPolled = false;
   const events: HealthEvents = {
-    models(index, models) {
+    models(index, models, listed) {
       if (registry.modelsDiscovered(index, models)) log.info({ endpoint: registry.idOf(index), models }, "endpoint models discovered");
+      if (registry.idOf(index) !== undefined && adapters.setEndpoint(index, listed)) log.info({ endpoint: registry.idOf(index), adapters: listed.map((a) => a.name) }, "endpoint LoRA adapters");
     },
+    adapterIds: (names) => adapters.setIds(names),
     readiness(index, ready, healthy, error) {
       // An upstream that cannot be reached (or whose /health fails) is an operator's business: warn.
       if (!healthy) log.warn({ endpoint: registry.idOf(index), url: registry.urlOf(index), ready, healthy, error }, "endpoint unreachable or unhealthy");
@@ -136,7 +146,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     gpus: (report) => gpuStore.update(report),
     agent: (node, snapshot) => fleet?.onAgentSnapshot(node, snapshot),
   };
-  workers = await startWorkers(config, t, registry, { breakers, clustered: cluster !== undefined, events, log });
+  workers = await startWorkers(config, t, registry, { breakers, clustered: cluster !== undefined, events, log, adapters });
   const { admission, health, kvEvents } = workers;
 
   metrics = new GatewayMetrics(t.table, () => registry.active(), {
@@ -145,6 +155,8 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     bandNames,
     pools: () => registry.pools(),
     schedulerMessages: () => admission.posted,
+    lora: t.lora,
+    staleAfterMs: config.health.staleAfterMs,
   });
   const gatewayMetrics = metrics;
   loopLag.onStall = (seconds) => gatewayMetrics.loopStalls.observe(seconds);
@@ -192,6 +204,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     ...services,
     gpuSaturation: t.gpuSaturation,
     cluster,
+    ...(fleet ? { adapterLoads: { requested: () => fleet.manager.requestTick(), waitMs: config.fleet.adapterLoadWaitMs } } : {}),
   };
   // Agents are polled by the health worker from here on; replicas join the registry as they turn Ready.
   cluster?.start();

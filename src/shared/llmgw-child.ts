@@ -81,8 +81,8 @@ export async function spawnLlmgw(
       }
     }
   };
-  void pump(proc.stdout, process.stdout);
-  void pump(proc.stderr, process.stderr);
+  const pumped = Promise.all([pump(proc.stdout, process.stdout), pump(proc.stderr, process.stderr)]);
+  pumped.catch(() => {});
 
   const child: LlmgwChild = {
     proc,
@@ -116,7 +116,10 @@ export async function spawnLlmgw(
   clearTimeout(timer);
   if (outcome !== "ready") {
     await child.stop("SIGKILL");
-    throw new Error(`llmgw ${args.join(" ")}: ${outcome} before listening\n${out.slice(-4000)}`);
+    // What it said before it went: its first lines name the cause (a usage error precedes a long usage text).
+    await Promise.race([pumped, Bun.sleep(1_000)]).catch(() => {});
+    const said = out.length <= 4_000 ? out : `${out.slice(0, 2_000)}\n…\n${out.slice(-2_000)}`;
+    throw new Error(`llmgw ${args.join(" ")}: ${outcome} before listening\n${said}`);
   }
   return child;
 }

@@ -25,6 +25,7 @@ import type { Dtype } from "./profiles/gpu-facts.ts";
 import { ProfileError } from "./profiles/profile.ts";
 import { loneDecodeMs } from "./step-time.ts";
 import { blockHashRoot } from "./tokens.ts";
+import { LoraConfigError, loraSettings, type SimLoraSettings } from "./lora/lora-config.ts";
 
 export interface SimCommandConfig {
   fixed: SimStaticConfig;
@@ -72,7 +73,30 @@ function kvEventsFlag(args: ParsedArgs): SimKvEventsConfig | undefined {
   }
 }
 
-export function buildSimConfig(args: ParsedArgs): SimCommandConfig {
+function loraFromFlags(args: ParsedArgs, env: Record<string, string | undefined>, hw: Parameters<typeof loraSettings>[2]): SimLoraSettings | undefined {
+  const optInt = (name: string, min: number) => (has(args, name) ? numberFlag(args, name, min, { min, integer: true }) : undefined);
+  const optMs = (name: string) => (has(args, name) ? numberFlag(args, name, 0, { min: 0 }) : undefined);
+  try {
+    return loraSettings(
+      {
+        enableLora: boolFlag(args, "enable-lora"),
+        modules: stringListFlag(args, "lora-modules"),
+        maxLoras: optInt("max-loras", 1),
+        maxLoraRank: optInt("max-lora-rank", 1),
+        maxCpuLoras: optInt("max-cpu-loras", 1),
+        swapMs: optMs("lora-swap-ms"),
+        diskMs: optMs("lora-disk-ms"),
+      },
+      env,
+      hw,
+    );
+  } catch (err) {
+    if (err instanceof LoraConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+export function buildSimConfig(args: ParsedArgs, env: Record<string, string | undefined> = process.env): SimCommandConfig {
   const models = stringListFlag(args, "model");
   if (models.length === 0) throw new UsageError("--model is required");
   const flavor = stringFlag(args, "metrics-flavor") ?? "vllm-v1";
@@ -136,7 +160,8 @@ export function buildSimConfig(args: ParsedArgs): SimCommandConfig {
     reservedMiB: gpuModelFlag === undefined || gpuModelFlag === p.gpu.dcgmName ? p.reservedMiB : undefined,
     profile: resolved.name,
     kvEvents: kvEventsFlag(args),
-    blockHashRoot: blockHashRoot(process.env.PYTHONHASHSEED),
+    blockHashRoot: blockHashRoot(env.PYTHONHASHSEED),
+    lora: loraFromFlags(args, env, { arch: p.arch, gpuId: p.gpu.id, tp: p.tp }),
   });
   const flatDecode = has(args, "batch-slowdown");
   const flatPrefill = has(args, "prefill-overhead-ms") || has(args, "prefill-ms-per-token");

@@ -1,5 +1,5 @@
 /** `llmgw sim-engine`: a simulated vLLM-compatible engine (optionally with DCGM-style GPU metrics). */
-import { boolFlag, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
+import { boolFlag, parseCommandArgs, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
 import { flushLogger, initLogger, logListening } from "../shared/logger.ts";
 import { DEFAULT_SIM_PORT } from "./config.ts";
 import { buildSimConfig } from "./command-config.ts";
@@ -7,6 +7,7 @@ import { DEFAULT_PROFILE, listProfiles } from "./profiles/catalog.ts";
 import { GPUS } from "./profiles/gpu-facts.ts";
 import { ARCHS } from "./profiles/model-facts.ts";
 import { SimServer } from "./server.ts";
+import { DEFAULT_MAX_LORA_RANK, DEFAULT_MAX_LORAS, expandLoraModulesArgv } from "./lora/lora-config.ts";
 
 const USAGE = `usage: llmgw sim-engine --model NAME [--model NAME2 …] [flags]
        llmgw sim-engine --list-profiles
@@ -62,6 +63,17 @@ Server:
   --kv-events-config JSON     publish vLLM's KV-cache events over ZMQ, as vLLM's flag: e.g.
                               '{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557",
                               "replay_endpoint":"tcp://*:5558","topic":"kv"}' (the endpoint must be a wildcard one)
+
+LoRA adapters (as vLLM; requests name an adapter as their model):
+  --enable-lora               serve LoRA adapters
+  --lora-modules ITEM …       adapters loaded at start: name=path, or JSON
+                              '{"name":…,"path":…,"base_model_name":…}' (several after one flag, or the flag again)
+  --max-loras N               adapters one step's batch may hold, GPU slots (default ${DEFAULT_MAX_LORAS})
+  --max-lora-rank N           largest adapter rank (default ${DEFAULT_MAX_LORA_RANK}); a path with adapter_config.json gives its own r
+  --max-cpu-loras N           adapters kept in host memory (default max-loras)
+  --lora-swap-ms MS           fix the cost of copying an adapter into a GPU slot (default: from its size and PCIe)
+  --lora-disk-ms MS           fix the cost of reading an adapter from disk (default: estimated from its size)
+  VLLM_ALLOW_RUNTIME_LORA_UPDATING=1 (environment) adds POST /v1/load_lora_adapter and /v1/unload_lora_adapter
 
 DCGM exporter:
   --gpus N                    simulated GPUs for the DCGM listener (default 0)
@@ -127,6 +139,22 @@ export const simEngineCommand: CommandSpec = {
     "dcgm-model-label": { type: "string" },
     "reject-continuation": { type: "boolean" },
     "kv-events-config": { type: "string" },
+    "enable-lora": { type: "boolean" },
+    "lora-modules": { type: "string", multiple: true },
+    "max-loras": { type: "string" },
+    "max-lora-rank": { type: "string" },
+    "max-cpu-loras": { type: "string" },
+    "lora-swap-ms": { type: "string" },
+    "lora-disk-ms": { type: "string" },
+  },
+  // vLLM's --lora-modules takes several items after one flag: each gets a flag of its own before parsing.
+  async dispatch(argv: string[]) {
+    const args = parseCommandArgs(simEngineCommand, expandLoraModulesArgv(argv));
+    if (args.values.help === true) {
+      console.log(USAGE);
+      return 0;
+    }
+    return await simEngineCommand.run(args);
   },
   async run(args: ParsedArgs) {
     if (boolFlag(args, "list-profiles")) {

@@ -7,6 +7,7 @@ import { z } from "zod";
 import { faultName, parseFault, type Fault } from "./faults.ts";
 import type { SimKvEventsConfig } from "./kv-events-config.ts";
 import type { LengthDistribution } from "./output-length.ts";
+import type { SimLoraSettings } from "./lora/lora-config.ts";
 import { loneDecodeMs, NO_FRONTEND, stepMs, type Frontend, type StepCostModel, type StepTiming } from "./step-time.ts";
 
 export const DEFAULT_SIM_PORT = 8001;
@@ -66,6 +67,8 @@ export interface SimStaticConfig {
   kvEvents?: SimKvEventsConfig;
   /** The root of the prefix cache's block-hash chain (vLLM's NONE_HASH: random per process unless PYTHONHASHSEED); absent: 0. */
   blockHashRoot?: bigint;
+  /** LoRA adapters (--enable-lora); absent: LoRA off. */
+  lora?: SimLoraSettings;
 }
 
 /** Per-GPU fault state set through POST /sim/config. */

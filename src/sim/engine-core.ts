@@ -23,6 +23,16 @@ export interface CoreConfig {
   maxModelLen: number;
   /** Record vLLM's KV-cache events (the served engine publishes them after each step). */
   kvEvents?: boolean;
+  /** Distinct LoRA adapters a step may hold (vLLM's max_loras); absent: LoRA off. */
+  maxLoras?: number;
+}
+
+/** What LoRA adds to the engine loop (src/sim/lora/engine-lora.ts). */
+export interface CoreLora {
+  /** Simulated ms the adapter loads of a step scheduling `seqs` add to it (0 when every adapter is on the GPU). */
+  stepLoadMs(seqs: readonly Sequence[]): number;
+  /** The scheduler's queues after a step was planned: vLLM records its LoRA stats every step. */
+  observe(running: readonly Sequence[], waiting: WaitQueue): void;
 }
 
 /** What the core reads each step (live: POST /sim/config may change it). */
@@ -54,6 +64,8 @@ export class EngineCore implements PlannerHost {
   private finishing = false;
   /** Something changed while no step ran: look at the queue at this time (as vLLM's next schedule() would). */
   private kickAt = Infinity;
+  /** Set by an engine serving LoRA adapters. */
+  lora: CoreLora | undefined;
 
   constructor(
     private readonly config: CoreConfig,
@@ -178,12 +190,14 @@ export class EngineCore implements PlannerHost {
       this.stats.noteScheduled(s.scheduledAt - s.arrivedAt, s.req.prompt.count, s.cachedTokens);
     }
     if (plan.preempted.length > 0 || plan.admitted.length > 0) this.compactRunning();
+    this.lora?.observe(this.running, this.waiting);
     if (plan.seqs.length === 0) {
       this.busy.idle(at);
       return;
     }
     const j = this.live.jitter;
-    const ms = stepMs(this.live.timing, plan.composition) * (j > 0 ? 1 + j * (2 * this.random() - 1) : 1);
+    // An adapter swapped into a GPU slot is copied before the forward pass (vLLM's set_active_loras): the step waits for it.
+    const ms = stepMs(this.live.timing, plan.composition) * (j > 0 ? 1 + j * (2 * this.random() - 1) : 1) + (this.lora?.stepLoadMs(plan.seqs) ?? 0);
     if (at + ms <= now) at = now;
     this.step = plan;
     this.stepEndsAt = at + ms;
@@ -216,7 +230,7 @@ export class EngineCore implements PlannerHost {
       const prompt = s.req.prompt;
       const upTo = Math.min(Math.floor(s.computed / bs), prompt.blockHashes.length);
       const from = Math.floor(before / bs);
-      if (from < upTo) this.kv.registerRun(s.blocks, prompt.blockHashes, prompt.ids, from, upTo);
+      if (from < upTo) this.kv.registerRun(s.blocks, prompt.blockHashes, prompt.ids, from, upTo, s.req.adapter);
       if (s.computed < s.totalTokens) continue;
       const delay = this.live.firstTokenDelayMs;
       if (s.generated === 0 && delay > 0) {

@@ -48,7 +48,15 @@ export class Engine {
         return stepTimingOf(live, fixed.maxNumSeqs).firstTokenDelayMs;
       },
     };
-    const config = { maxNumSeqs: fixed.maxNumSeqs, maxNumBatchedTokens: fixed.maxNumBatchedTokens ?? DEFAULT_MAX_NUM_BATCHED_TOKENS, numGpuBlocks: fixed.numGpuBlocks, blockSize: fixed.blockSize, maxModelLen: fixed.maxModelLen, kvEvents: fixed.kvEvents !== undefined };
+    const config = {
+      maxNumSeqs: fixed.maxNumSeqs,
+      maxNumBatchedTokens: fixed.maxNumBatchedTokens ?? DEFAULT_MAX_NUM_BATCHED_TOKENS,
+      numGpuBlocks: fixed.numGpuBlocks,
+      blockSize: fixed.blockSize,
+      maxModelLen: fixed.maxModelLen,
+      kvEvents: fixed.kvEvents !== undefined,
+      ...(fixed.lora ? { maxLoras: fixed.lora.maxLoras } : {}),
+    };
     // On a real-time clock a step lasts at least a millisecond: one step per timer callback, as the engine's own loop would.
     this.core = new EngineCore(config, view, random, this.scale <= 1 ? 1 : Infinity);
   }

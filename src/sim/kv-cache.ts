@@ -7,7 +7,8 @@
  *
  * With events on, it records what vLLM's BlockPool queues for its KV-event
  * publisher: a BlockStored per run of blocks a request caches (their
- * hashes, the hash of the block before them, their token ids), a
+ * hashes, the hash of the block before them, their token ids, and the
+ * request's LoRA adapter, lora_id and lora_name, when it names one), a
  * BlockRemoved per cached block evicted for reuse, and AllBlocksCleared when
  * the prefix cache is reset. The engine drains them once per step.
  */
@@ -139,7 +140,7 @@ export class KvCache {
    * one BlockStored per run of blocks cached now (a block whose hash another
    * block already holds is skipped, and splits the run).
    */
-  registerRun(blocks: readonly number[], hashes: readonly bigint[], ids: Int32Array, from: number, to: number): void {
+  registerRun(blocks: readonly number[], hashes: readonly bigint[], ids: Int32Array, from: number, to: number, lora?: { readonly id: number; readonly name: string }): void {
     let runStart = -1;
     const flush = (end: number) => {
       if (runStart < 0) return;
@@ -151,6 +152,8 @@ export class KvCache {
             parentBlockHash: runStart > 0 ? hashes[runStart - 1]! : null,
             tokenIds: Array.from(ids.subarray(runStart * bs, end * bs)),
             blockSize: bs,
+            // vLLM names the request's adapter on its blocks (their hashes are keyed by it).
+            ...(lora ? { loraId: lora.id, loraName: lora.name } : {}),
           }),
         );
       }

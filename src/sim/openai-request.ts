@@ -38,6 +38,8 @@ export interface RequestLimits {
   outputLen: number;
   /** Natural output lengths, drawn per prompt (absent: always outputLen). */
   outputLenDist?: LengthDistribution;
+  /** LoRA adapters the engine serves by name (absent: LoRA off). */
+  adapters?: { has(name: string): boolean };
   /** Answer 400 to a chat prefill (continue_final_message, add_generation_prompt), as an API that does not know them does. */
   rejectContinuation?: boolean;
   /** The root of the block-hash chain (vLLM's NONE_HASH); absent: 0. */
@@ -67,7 +69,7 @@ function checkModel(o: Obj, limits: RequestLimits): string {
   const model = o.model;
   if (model === undefined || model === null) throw badRequest("model: Field required", "model");
   if (typeof model !== "string") throw badRequest("model: Input should be a valid string", "model");
-  if (!limits.models.includes(model)) throw new SimHttpError(404, "NotFoundError", `The model \`${model}\` does not exist.`, "model");
+  if (!limits.models.includes(model) && !limits.adapters?.has(model)) throw new SimHttpError(404, "NotFoundError", `The model \`${model}\` does not exist.`, "model");
   return model;
 }
 

@@ -200,34 +200,45 @@ export function embeddingResponse(model: string, created: number, inputs: readon
   };
 }
 
-/** vLLM's GET /v1/models list. */
-export function modelsResponse(models: readonly string[], created: number, maxModelLen: number): Record<string, unknown> {
+/** An adapter as vLLM lists it: `root` its path, `parent` the model it adapts, no max_model_len (vllm/entrypoints/openai/serving_models.py). */
+export interface AdapterCard {
+  id: string;
+  root: string;
+  parent: string;
+}
+
+/** vLLM's GET /v1/models list: the served names, then the LoRA adapters. */
+export function modelsResponse(models: readonly string[], created: number, maxModelLen: number, adapters: readonly AdapterCard[] = []): Record<string, unknown> {
   return {
     object: "list",
-    data: models.map((id) => ({
-      id,
-      object: "model",
-      created,
-      owned_by: "vllm",
-      root: id,
-      parent: null,
-      max_model_len: maxModelLen,
-      permission: [
-        {
-          id: randomId("modelperm-"),
-          object: "model_permission",
-          created,
-          allow_create_engine: false,
-          allow_sampling: true,
-          allow_logprobs: true,
-          allow_search_indices: false,
-          allow_view: true,
-          allow_fine_tuning: false,
-          organization: "*",
-          group: null,
-          is_blocking: false,
-        },
-      ],
-    })),
+    data: [...models.map((id) => modelCard(id, id, null, maxModelLen, created)), ...adapters.map((a) => modelCard(a.id, a.root, a.parent, null, created))],
+  };
+}
+
+function modelCard(id: string, root: string, parent: string | null, maxModelLen: number | null, created: number): Record<string, unknown> {
+  return {
+    id,
+    object: "model",
+    created,
+    owned_by: "vllm",
+    root,
+    parent,
+    max_model_len: maxModelLen,
+    permission: [
+      {
+        id: randomId("modelperm-"),
+        object: "model_permission",
+        created,
+        allow_create_engine: false,
+        allow_sampling: true,
+        allow_logprobs: true,
+        allow_search_indices: false,
+        allow_view: true,
+        allow_fine_tuning: false,
+        organization: "*",
+        group: null,
+        is_blocking: false,
+      },
+    ],
   };
 }

@@ -11,8 +11,17 @@ export interface SeqSink {
   cut(): void;
 }
 
+/** The LoRA adapter a request runs with (src/sim/lora/): who it is, for the scheduler's max_loras rule and the metrics. */
+export interface SeqAdapter {
+  /** vLLM's lora_int_id: > 0, unique per adapter for the engine's life. */
+  readonly id: number;
+  readonly name: string;
+}
+
 export interface SeqRequest {
   prompt: PromptTokens;
+  /** The adapter the request names as its model; absent for the base model. */
+  adapter?: SeqAdapter;
   outputTokens: number;
   finishReason: "stop" | "length";
   /** Stop producing after this many tokens and hold (-1: never). */

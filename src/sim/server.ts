@@ -16,6 +16,8 @@ import { tokenText } from "./tokens.ts";
 import { logger } from "../shared/logger.ts";
 import { embeddingResponse, modelsResponse, randomId } from "./openai-response.ts";
 import { JsonSink, SseSink, type Closable } from "./sinks.ts";
+import { EngineLora, saltedForAdapter } from "./lora/engine-lora.ts";
+import { loraRoute } from "./lora/lora-routes.ts";
 import { badRequest, fastapiMethodNotAllowed, fastapiNotFound, SimHttpError, vllmErrorResponse } from "./vllm-errors.ts";
 import { extraRoute } from "./routes/extra-routes.ts";
 import type { SimRouteContext } from "./routes/route-context.ts";
@@ -30,6 +32,7 @@ type BunServer = ReturnType<typeof Bun.serve>;
 export class SimServer {
   readonly engine: Engine;
   private readonly gpus: SimGpus | undefined;
+  private readonly lora: EngineLora | undefined;
   private readonly active = new Set<Closable>();
   private readonly owner = { closed: (s: Closable) => void this.active.delete(s) };
   private readonly limits: RequestLimits;
@@ -47,8 +50,18 @@ export class SimServer {
     readonly live: SimLiveConfig,
   ) {
     this.engine = new Engine(fixed, live);
-    this.limits = { models: fixed.models, maxModelLen: fixed.maxModelLen, blockSize: fixed.blockSize, outputLen: fixed.outputLen, outputLenDist: fixed.outputLenDist, rejectContinuation: fixed.rejectContinuation, hashRoot: fixed.blockHashRoot };
-    this.routes = { engine: this.engine, fixed, live, limits: this.limits, owner: this.owner, track: (a) => void this.active.add(a), notReady: () => this.notReady(), counted: () => void this.requestsTotal++ };
+    if (fixed.lora) this.lora = this.engine.core.lora = new EngineLora(fixed.lora, fixed.models, () => this.engine.runningCount + this.engine.waitingCount > 0);
+    this.limits = {
+      models: fixed.models,
+      maxModelLen: fixed.maxModelLen,
+      blockSize: fixed.blockSize,
+      outputLen: fixed.outputLen,
+      outputLenDist: fixed.outputLenDist,
+      rejectContinuation: fixed.rejectContinuation,
+      hashRoot: fixed.blockHashRoot,
+      ...(this.lora ? { adapters: this.lora } : {}),
+    };
+    this.routes = { engine: this.engine, fixed, live, limits: this.limits, owner: this.owner, track: (a) => void this.active.add(a), notReady: () => this.notReady(), counted: () => void this.requestsTotal++, adapter: (model) => this.lora?.resolve(model) };
     if (fixed.gpus > 0) this.gpus = new SimGpus(gpuSpec(fixed.gpuModel), fixed.gpus, osHostname(), `${osHostname()}/${process.pid}`, performance.now(), fixed.dcgmModelLabel, fixed.reservedMiB);
   }
 
@@ -98,6 +111,8 @@ export class SimServer {
       await Bun.sleep(Math.max(0, this.startedAt + this.fixed.startupMs - Date.now()));
     }
     try {
+      const adapterRoute = loraRoute(this.lora, path, req);
+      if (adapterRoute) return await adapterRoute;
       switch (path) {
         case "/v1/chat/completions":
           return req.method === "POST" ? await this.generate("chat", req, server) : fastapiMethodNotAllowed("POST");
@@ -106,11 +121,11 @@ export class SimServer {
         case "/v1/embeddings":
           return req.method === "POST" ? await this.embeddings(req) : fastapiMethodNotAllowed("POST");
         case "/v1/models":
-          return this.notReady() ?? Response.json(modelsResponse(this.fixed.models, this.createdS, this.fixed.maxModelLen));
+          return this.notReady() ?? Response.json(modelsResponse(this.fixed.models, this.createdS, this.fixed.maxModelLen, this.lora?.cards()));
         case "/health":
           return new Response(null, { status: this.live.dead ? 503 : 200 });
         case "/metrics":
-          return new Response(renderEngineMetrics(this.fixed.metricsFlavor, this.engine, this.fixed, performance.now()), { headers: { "content-type": PROM_CONTENT_TYPE } });
+          return new Response(renderEngineMetrics(this.fixed.metricsFlavor, this.engine, this.fixed, performance.now()) + (this.fixed.metricsFlavor !== "sglang" ? (this.lora?.metric.text() ?? "") : ""), { headers: { "content-type": PROM_CONTENT_TYPE } });
         case "/tokenize":
           return req.method === "POST" ? this.notReady() ?? this.tokenize(await req.text()) : fastapiMethodNotAllowed("POST");
         case "/detokenize":
@@ -177,9 +192,11 @@ export class SimServer {
     const streaming = parsed.stream && fault?.kind !== "no-headers";
     const answer = streaming ? new SseSink(head, parsed.choices, parsed.includeUsage, this.owner) : new JsonSink(head, parsed.choices, this.owner);
     this.active.add(answer);
+    const adapter = this.lora?.resolve(parsed.model);
     const seqs = parsed.choices.map((plan, k) =>
       this.engine.submit({
-        prompt: plan.prompt,
+        prompt: adapter ? saltedForAdapter(plan.prompt, adapter) : plan.prompt,
+        ...(adapter ? { adapter } : {}),
         outputTokens: faultTokens >= 0 ? Math.max(plan.outputTokens, faultTokens + 1) : plan.outputTokens,
         finishReason: plan.finishReason,
         stallAfter,
@@ -259,6 +276,7 @@ export class SimServer {
       gpu_utilization: e.utilization(),
       dead: this.live.dead,
       loading: this.loading,
+      lora: this.lora?.state() ?? null,
       config: {
         ...liveConfigView(this.live),
         profile: this.fixed.profile ?? null,

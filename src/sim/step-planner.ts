@@ -15,8 +15,13 @@
  *    (chunked prefill is always on in V1). A request whose chunk's blocks do
  *    not fit stops admission: nobody overtakes it.
  *
- * Not modelled: priorities, speculative decoding, LoRA limits, encoder
- * inputs, KV transfer, async scheduling's one-step lookahead.
+ * 3. With LoRA (maxLoras > 0), a step holds at most max_loras distinct
+ *    adapters: a waiting request whose adapter would be one too many is
+ *    skipped — others may overtake it — and goes back to the head of the
+ *    queue afterwards (vLLM: `scheduled_loras`, `skipped_waiting_requests`).
+ *
+ * Not modelled: priorities, speculative decoding, encoder inputs, KV
+ * transfer, async scheduling's one-step lookahead.
  */
 import type { KvCache } from "./kv-cache.ts";
 import type { Sequence } from "./sequence.ts";
@@ -27,6 +32,8 @@ export interface PlannerLimits {
   maxNumSeqs: number;
   maxNumBatchedTokens: number;
   blockSize: number;
+  /** Distinct LoRA adapters one step may hold (vLLM's max_loras); absent or 0: LoRA off. */
+  maxLoras?: number;
 }
 
 export interface StepPlan {
@@ -73,6 +80,14 @@ function lastPreemptible(running: Sequence[], from: number): number {
   return -1;
 }
 
+/** The adapters of the running requests this step scheduled (vLLM's `scheduled_loras`); undefined with LoRA off. */
+function scheduledAdapters(scheduled: readonly Sequence[], maxLoras: number): Set<number> | undefined {
+  if (maxLoras <= 0) return undefined;
+  const ids = new Set<number>();
+  for (const s of scheduled) if (s.req.adapter) ids.add(s.req.adapter.id);
+  return ids;
+}
+
 export function planStep(running: Sequence[], waiting: WaitQueue, kv: KvCache, limits: PlannerLimits, host: PlannerHost): StepPlan {
   const plan: StepPlan = { seqs: [], tokens: [], preempted: [], admitted: [], composition: emptyComposition() };
   const bs = limits.blockSize;
@@ -114,9 +129,18 @@ export function planStep(running: Sequence[], waiting: WaitQueue, kv: KvCache, l
 
   // 2. Waiting requests, only when nobody was preempted (vLLM: `if not preempted_reqs`).
   if (plan.preempted.length === 0) {
+    const maxLoras = limits.maxLoras ?? 0;
+    const loras = scheduledAdapters(plan.seqs, maxLoras);
+    const skipped: Sequence[] = [];
     while (budget > 0 && live < limits.maxNumSeqs) {
       const s = waiting.peek();
       if (!s) break;
+      const adapter = s.req.adapter;
+      if (loras && adapter && loras.size >= maxLoras && !loras.has(adapter.id)) {
+        waiting.shift();
+        skipped.push(s);
+        continue;
+      }
       const prompt = s.req.prompt;
       // At least one prompt token is always computed, so a full hit still samples (vLLM caps hits the same way).
       const hits = s.computed === 0 ? kv.lookupPrefix(prompt.blockHashes, Math.floor((prompt.count - 1) / bs)) : [];
@@ -135,7 +159,10 @@ export function planStep(running: Sequence[], waiting: WaitQueue, kv: KvCache, l
       plan.tokens.push(n);
       addToComposition(plan.composition, s, n);
       budget -= n;
+      if (loras && adapter) loras.add(adapter.id);
     }
+    // Skipped requests keep their places at the head of the queue, in order.
+    for (let i = skipped.length - 1; i >= 0; i--) waiting.unshift(skipped[i]!);
   }
   plan.composition.running = live;
   return plan;

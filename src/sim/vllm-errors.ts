@@ -6,7 +6,7 @@
  * llmgw's own error shape (src/shared/errors.ts): the sim imitates the engine.
  */
 
-export type VllmErrorType = "BadRequestError" | "NotFoundError" | "RateLimitError" | "InternalServerError" | "ServiceUnavailableError";
+export type VllmErrorType = "BadRequestError" | "InvalidUserInput" | "NotFoundError" | "RateLimitError" | "InternalServerError" | "ServiceUnavailableError";
 
 export class SimHttpError extends Error {
   constructor(

@@ -39,6 +39,14 @@ export class WaitQueue {
     }
   }
 
+  /** Every sequence still waiting, in queue order. */
+  forEachLive(fn: (s: Sequence) => void): void {
+    for (let i = this.head; i < this.items.length; i++) {
+      const s = this.items[i]!;
+      if (s.phase === "waiting") fn(s);
+    }
+  }
+
   /** A waiting sequence was aborted: it stays in the array until reached, but no longer counts. */
   forget(): void {
     this.live--;

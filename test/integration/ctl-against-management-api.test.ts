@@ -107,8 +107,8 @@ describe("llmgw ctl", () => {
 
   test("models and replicas", async () => {
     const models = await ctl(["models"]);
-    expect(models.out).toMatch(/^MODEL +ENGINE +DESIRED +ACTIVE +READY +SERVING +LEAVING +FAILURES +NEXT ATTEMPT\n/);
-    expect(models.out).toMatch(/\nm +vllm +1 +1 +1 +1 +0 +0 +-\n/);
+    expect(models.out).toMatch(/^MODEL +ENGINE +DESIRED +ACTIVE +READY +SERVING +LEAVING +FAILURES +NEXT ATTEMPT +ADAPTERS\n/);
+    expect(models.out).toMatch(/\nm +vllm +1 +1 +1 +1 +0 +0 +- +-\n/);
     const replicas = await ctl(["replicas"]);
     const id = fleet.sink.serving()[0]!.id;
     expect(replicas.out).toMatch(new RegExp(`\\n${id} +m +Ready +node-b:1 +in +0 +-\\n`));

@@ -12,19 +12,22 @@ async function promtool(tool: string, text: string): Promise<{ code: number; com
   return { code: await proc.exited, complaints: out.split("\n").filter((l) => l.trim() !== "") };
 }
 
-async function exercise(sim: Started): Promise<void> {
+async function exercise(sim: Started, model = "org/m"): Promise<void> {
   const post = (body: unknown) => fetch(`${sim.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }).then((r) => r.text());
-  await Promise.all([post({ model: "org/m", prompt: "hello ".repeat(30), max_tokens: 3 }), post({ model: "org/m", prompt: "hello ".repeat(30), max_tokens: 3, stream: true })]);
+  await Promise.all([post({ model, prompt: "hello ".repeat(30), max_tokens: 3 }), post({ model: "org/m", prompt: "hello ".repeat(30), max_tokens: 3, stream: true })]);
 }
 
 for (const flavor of ["vllm-v1", "vllm-v0", "sglang"]) {
   testWithTool("promtool", `${flavor} /metrics: promtool finds nothing but ':' in engine names`, async (tool) => {
-    const sim = await startLlmgw(["sim-engine", "--port", "0", "--model", "org/m", "--itl-ms", "2", "--metrics-flavor", flavor]);
-    await exercise(sim);
+    // vLLM flavors with a LoRA adapter, so vllm:lora_requests_info is checked too.
+    const lora = flavor === "sglang" ? [] : ["--enable-lora", "--lora-modules", "sql=/adapters/sql"];
+    const sim = await startLlmgw(["sim-engine", "--port", "0", "--model", "org/m", "--itl-ms", "2", "--metrics-flavor", flavor, ...lora]);
+    await exercise(sim, lora.length > 0 ? "sql" : "org/m");
     const res = await fetch(`${sim.url}/metrics`);
     expect(res.headers.get("content-type")).toStartWith("text/plain; version=0.0.4");
     const text = await res.text();
     expect(parsePrometheusText(text).malformed).toBe(0);
+    if (lora.length > 0) expect(text).toContain('vllm:lora_requests_info{max_lora="1",running_lora_adapters="sql"');
     const { complaints } = await promtool(tool, text);
     const other = complaints.filter((l) => !/ metric names should not contain ':'$/.test(l));
     expect(other).toEqual([]);

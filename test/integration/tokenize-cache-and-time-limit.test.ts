@@ -2,8 +2,8 @@
  * The gateway's prompt tokenizer against a real sim-engine's /tokenize: the
  * keys are the engine's own ids cut in blocks, cached by the prompt (and by
  * its history, and by the heads of a long text) so that a later request
- * sharing them needs no call; prompts too short or with no live stream are
- * not tokenized; past the time limit a request goes on without its keys
+ * sharing them needs no call; prompts too short, with no live stream, or
+ * naming a LoRA adapter are not tokenized; past the time limit a request goes on without its keys
  * (a slow engine), and the answer still fills the cache; the cache stays
  * under its ceiling; calls in flight are bounded.
  */
@@ -77,6 +77,14 @@ describe("prompt tokenizer", () => {
     const none = tokenizer(undefined);
     expect(none.t.keysFor({ model: "m", messages: messages("hi") }, "chat", "m", 500)).toBeUndefined();
     expect(await none.skipped("no_live_stream")).toBe(1);
+  });
+
+  test("a request naming a LoRA adapter is not tokenized: the index holds no adapter's blocks for its keys to match", async () => {
+    const { t, skipped, count } = tokenizer(sim.api);
+    expect(t.keysFor({ model: "sql-lora", messages: messages("what is a block?") }, "chat", "sql-lora", 500, true)).toBeUndefined();
+    expect(await skipped("lora_adapter")).toBe(1);
+    expect([await count("miss"), await count("hit")]).toEqual([0, 0]);
+    expect(t.size.entries).toBe(0);
   });
 
   test("past the time limit the request goes on without keys; the late answer fills the cache; calls in flight are bounded", async () => {

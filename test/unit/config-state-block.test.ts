@@ -30,10 +30,10 @@ describe("state config", () => {
 
   test("with redis, prefix-rendezvous stands in for the gateway's own estimate (for prefix-affinity with no scorers configured, and for precise-prefix where no live event stream says); configured scorers are kept as they are", () => {
     const names = (raw: Record<string, unknown>) => buildConfig(raw).scheduling.scorers.map((s) => `${s.name}:${s.weight}`);
-    expect(names({})).toEqual(["queue-depth:2", "kv-cache:1", "inflight:2", "precise-prefix:3"]);
+    expect(names({})).toEqual(["queue-depth:2", "kv-cache:1", "inflight:2", "precise-prefix:3", "lora-affinity:6"]);
     expect(buildConfig({}).scheduling.preciseStandIn).toBe("prefix-affinity");
     const redis = { backend: "redis", redis_url: "redis://127.0.0.1:6379" };
-    expect(names({ state: redis })).toEqual(["queue-depth:2", "kv-cache:1", "inflight:2", "precise-prefix:3"]);
+    expect(names({ state: redis })).toEqual(["queue-depth:2", "kv-cache:1", "inflight:2", "precise-prefix:3", "lora-affinity:6"]);
     expect(buildConfig({ state: redis }).scheduling.preciseStandIn).toBe("prefix-rendezvous");
     expect(names({ state: redis, scheduling: { scorers: [{ name: "prefix-affinity", weight: 1 }] } })).toEqual(["prefix-affinity:1"]);
     expect(names({ state: redis, scheduling: { scorers: [{ name: "queue-depth", weight: 1 }] } })).toEqual(["queue-depth:1"]);

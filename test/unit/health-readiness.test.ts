@@ -45,6 +45,7 @@ describe("nextSnapshot", () => {
     expect(s).toEqual({
       healthy: true,
       loadedModels: ["m"],
+      adapters: [],
       ready: true,
       metrics: METRICS,
       metricsAt: 1_010,

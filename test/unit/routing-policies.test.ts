@@ -54,9 +54,9 @@ describe("derived policies", () => {
   test("a scorer no file uses replaces the default's prefix scorer (precise-prefix) at its weight; a scorer a file uses is not derived", () => {
     const files = readPolicyFiles(dirWith({ "x.yaml": "description: x\ngateway:\n  scheduling:\n    scorers: [{ name: prefix-rendezvous, weight: 1 }]\n" }));
     const derived = derivedPolicies(files);
-    expect(derived.map((p) => p.name)).toEqual(["queue-depth", "kv-cache", "inflight", "prefix-affinity", "precise-prefix", "random", "round-robin"]);
+    expect(derived.map((p) => p.name)).toEqual(["queue-depth", "kv-cache", "inflight", "prefix-affinity", "precise-prefix", "lora-affinity", "random", "round-robin"]);
     // A scorer of the default's own is not listed twice.
-    expect(derived.find((p) => p.name === "inflight")!.gateway).toEqual({ scheduling: { scorers: [{ name: "queue-depth", weight: 2 }, { name: "kv-cache", weight: 1 }, { name: "inflight", weight: 3 }] } });
+    expect(derived.find((p) => p.name === "inflight")!.gateway).toEqual({ scheduling: { scorers: [{ name: "queue-depth", weight: 2 }, { name: "kv-cache", weight: 1 }, { name: "lora-affinity", weight: 6 }, { name: "inflight", weight: 3 }] } });
     const rendezvous = derivedPolicies([]).find((p) => p.name === "prefix-rendezvous")!;
     const weight = DEFAULTS.scorers.find((s) => s.name === "precise-prefix")!.weight;
     expect(rendezvous.gateway).toEqual({ scheduling: { scorers: [...DEFAULTS.scorers.filter((s) => s.name !== "precise-prefix"), { name: "prefix-rendezvous", weight }] } });

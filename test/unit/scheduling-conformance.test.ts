@@ -4,20 +4,22 @@ import { FILTER_NAMES, PICKER_NAMES, SCORER_NAMES } from "../../src/config/plugi
 import { excludeTried } from "../../src/scheduling/filters/exclude.ts";
 import { PrefixIndex } from "../../src/scheduling/prefix-index.ts";
 import { FILTERS, PICKERS, SCORERS } from "../../src/scheduling/plugin-registry.ts";
-import type { EndpointView, RequestView, SchedulingContext } from "../../src/scheduling/types.ts";
+import type { AdapterView, EndpointView, RequestView, SchedulingContext } from "../../src/scheduling/types.ts";
+
+const adapter = (over: Partial<AdapterView> = {}): AdapterView => ({ registered: true, running: false, waiting: false, resident: false, active: 0, runningAdapters: 0, maxLoras: 2, ...over });
 
 
 /** A fleet with every awkward case: absent metrics, extremes, faults, other models. */
 function awkwardFleet(): EndpointView[] {
   return [
     endpoint(0),
-    endpoint(1, { waiting: undefined, running: undefined, kvUsage: undefined }),
-    endpoint(2, { waiting: 50, kvUsage: 1, inflight: 9 }),
-    endpoint(3, { waiting: NaN, kvUsage: NaN, inflight: NaN }),
-    endpoint(4, { waiting: 3, kvUsage: 1.5, inflight: 2, ready: false }),
-    endpoint(5, { waiting: -1, kvUsage: -0.2, inflight: 0, draining: true, circuitOpen: true }),
-    endpoint(6, { waiting: Infinity, kvUsage: 0.5, inflight: Infinity, gpuFaulted: true, models: ["other"] }),
-    endpoint(7, { waiting: undefined, kvUsage: 0.3, inflight: 1 }),
+    endpoint(1, { waiting: undefined, running: undefined, kvUsage: undefined, adapter: adapter({ running: false, active: undefined, maxLoras: undefined }) }),
+    endpoint(2, { waiting: 50, kvUsage: 1, inflight: 9, adapter: adapter({ running: true, waiting: true, active: 2 }) }),
+    endpoint(3, { waiting: NaN, kvUsage: NaN, inflight: NaN, adapter: adapter({ registered: false, active: NaN, maxLoras: NaN }) }),
+    endpoint(4, { waiting: 3, kvUsage: 1.5, inflight: 2, ready: false, adapter: adapter({ waiting: true, active: 5, maxLoras: 1 }) }),
+    endpoint(5, { waiting: -1, kvUsage: -0.2, inflight: 0, draining: true, circuitOpen: true, adapter: adapter({ resident: true, active: -1, runningAdapters: -1, maxLoras: 0 }) }),
+    endpoint(6, { waiting: Infinity, kvUsage: 0.5, inflight: Infinity, gpuFaulted: true, models: ["other"], adapter: adapter({ resident: true, active: 0, runningAdapters: NaN, maxLoras: Infinity }) }),
+    endpoint(7, { waiting: undefined, kvUsage: 0.3, inflight: 1, adapter: adapter({ registered: false, running: true }) }),
   ];
 }
 
@@ -43,6 +45,8 @@ const requests: Record<string, RequestView> = {
   "with exclude": { model: "m", prefixHashes: [11], exclude: new Set([0, 3]) },
   "with token ids": { model: "m", prefixHashes: [11, 12], tokenBlockKeys: [21, 22, 23, 24] },
   "token ids, no hashes": { model: "m", prefixHashes: [], tokenBlockKeys: [21] },
+  "with adapter": { model: "m", prefixHashes: [11, 12], adapter: 3 },
+  "with adapter and token ids": { model: "m", prefixHashes: [11, 12], tokenBlockKeys: [21, 22], adapter: 3 },
 };
 
 describe("registry", () => {
@@ -80,7 +84,7 @@ describe("filter conformance", () => {
 
   test("every filter drops something on the awkward fleet (so the checks above see both outcomes)", () => {
     const fleet = awkwardFleet();
-    for (const f of Object.values(FILTERS)) expect(f.filter(requests["no hashes"]!, fleet).length).toBeLessThan(fleet.length);
+    for (const f of Object.values(FILTERS)) expect(f.filter(requests["with adapter"]!, fleet).length).toBeLessThan(fleet.length);
     expect(excludeTried.filter(requests["with exclude"]!, fleet).map((e) => e.index)).toEqual([1, 2, 4, 5, 6, 7]);
   });
 });
@@ -109,6 +113,18 @@ describe("scorer conformance", () => {
     for (const s of Object.values(SCORERS)) {
       const [known, absent] = s.score(requests["with hashes"]!, fleet, context());
       expect(absent!).toBeLessThanOrEqual(known!);
+    }
+    // The same for an adapter: an endpoint whose metrics are absent scores no more than a known one with room, whichever
+    // of the two is the adapter's home.
+    for (const [a, b] of [[0, 1], [5, 6], [11, 12]]) {
+      const withAdapter = [
+        endpoint(a!, { waiting: 0, kvUsage: 0, inflight: 0, adapter: adapter() }),
+        endpoint(b!, { waiting: undefined, running: undefined, kvUsage: undefined, inflight: 0, adapter: adapter({ resident: false, active: undefined, runningAdapters: undefined, maxLoras: undefined }) }),
+      ];
+      for (const s of Object.values(SCORERS)) {
+        const [known, absent] = s.score(requests["with adapter"]!, withAdapter, context());
+        expect(absent!).toBeLessThanOrEqual(known!);
+      }
     }
   });
 });

@@ -24,6 +24,20 @@ describe("prefixHashes", () => {
     expect(same[0]).not.toBe(same[1]!);
   });
 
+  test("a LoRA adapter's name salts the chain: another adapter, or the base model, is another prefix; the same adapter the same one", () => {
+    const t = "The quick brown fox jumps over the lazy dog. ".repeat(20);
+    const base = prefixHashes(t, 32, 8);
+    const sql = prefixHashes(t, 32, 8, "sql");
+    const chat = prefixHashes(t, 32, 8, "chat");
+    expect(sql).toHaveLength(base.length);
+    expect(prefixHashes(t, 32, 8, "sql")).toEqual(sql);
+    for (let i = 0; i < base.length; i++) {
+      expect(Number.isSafeInteger(sql[i]!) && sql[i]! >= 0).toBe(true);
+      expect(sql[i]).not.toBe(base[i]!);
+      expect(sql[i]).not.toBe(chat[i]!);
+    }
+  });
+
   test("deterministic across calls", () => {
     const t = "The quick brown fox jumps over the lazy dog. ".repeat(20);
     expect(prefixHashes(t, 32, 8)).toEqual(prefixHashes(t, 32, 8));

@@ -21,6 +21,7 @@ import { asLlmgwError, LlmgwError } from "../../shared/errors.ts";
 import type { GatewayContext } from "../context.ts";
 import type { Principal } from "../api-keys.ts";
 import { authGate } from "../gates/auth.ts";
+import { adapterLoadGate } from "../gates/adapter-load.ts";
 import { batchShedGate } from "../gates/batch-shed.ts";
 import { idempotentReplayGate } from "../gates/idempotent-replay.ts";
 import { quotaGate } from "../gates/quota.ts";
@@ -86,12 +87,14 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
     const cached = lookup && (await lookup);
     if (cached) return cached;
     batchShedGate(ctx, x);
+    const adapterLoad = adapterLoadGate(ctx, x);
+    if (adapterLoad) await adapterLoad;
     // Long prefills send nothing for a while; Bun's idle timeout would cut
     // them. The attempt's own deadlines bound the request instead.
     server?.timeout(req, 0);
     // The prompt's token ids for precise-prefix routing: cached, or asked of an engine within a time limit
     // (after the gates, so a replayed, cached or refused request asks for nothing).
-    const tokenizing = ctx.promptTokens.keysFor(x.body!, route, x.model!, x.promptEstimate);
+    const tokenizing = ctx.promptTokens.keysFor(x.body!, route, x.model!, x.promptEstimate, ctx.catalog.adapters?.isAdapter(x.model!) === true);
     x.tokenBlockKeys = tokenizing instanceof Promise ? await tokenizing : tokenizing;
     return answer.wrap(await new AttemptLoop(ctx, x).run());
   } catch (err) {
@@ -137,5 +140,6 @@ function estimateRequest(ctx: GatewayContext, x: Exchange, route: Route): void {
   const walk = walkPrompt(view, hashing ? affinity.blockChars * affinity.maxBlocks : 0);
   x.estTokens = estimateFromWalk(view, walk);
   x.promptEstimate = Math.ceil(walk.chars / 4) + walk.tokenIds;
-  if (hashing) x.prefixHashes = prefixHashes(walk.text, affinity.blockChars, affinity.maxBlocks);
+  // A LoRA adapter's prompt is another prefix than the base model's (the engine keeps their blocks apart).
+  if (hashing) x.prefixHashes = prefixHashes(walk.text, affinity.blockChars, affinity.maxBlocks, ctx.catalog.adapters?.isAdapter(x.model!) ? x.model : undefined);
 }

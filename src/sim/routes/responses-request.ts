@@ -109,7 +109,7 @@ export function parseResponsesRequest(body: string, limits: RequestLimits): Resp
   const o = parseJsonObject(body);
   const model = o.model;
   if (typeof model !== "string") throw badRequest("model: Field required", "model");
-  if (!limits.models.includes(model)) throw new SimHttpError(404, "NotFoundError", `The model \`${model}\` does not exist.`, "model");
+  if (!limits.models.includes(model) && !limits.adapters?.has(model)) throw new SimHttpError(404, "NotFoundError", `The model \`${model}\` does not exist.`, "model");
   if (o.stream !== undefined && o.stream !== null && typeof o.stream !== "boolean") throw badRequest("stream: Input should be a valid boolean", "stream");
   const store = o.store ?? true;
   if (o.background === true) {
@@ -128,7 +128,7 @@ export function parseResponsesRequest(body: string, limits: RequestLimits): Resp
   const temperature = optNumber(o, "temperature", 1);
   const topP = optNumber(o, "top_p", 1);
   const ending: ChatEnding = continuesFinalMessage(o.input) ? "continue-final" : "generation-prompt";
-  const prompt = textPrompt(renderChat(inputMessages(o), ending), limits.blockSize, seed);
+  const prompt = textPrompt(renderChat(inputMessages(o), ending), limits.blockSize, seed, limits.hashRoot);
   if (prompt.count >= limits.maxModelLen) {
     throw badRequest(`The engine prompt length ${prompt.count} exceeds the max_model_len ${limits.maxModelLen}. Please reduce prompt.`, "input");
   }

@@ -10,5 +10,5 @@ export async function responsesRoute(ctx: SimRouteContext, req: Request, server:
   if (blocked) return blocked;
   const parsed = parseResponsesRequest(await req.text(), ctx.limits);
   const head: ResponsesHead = { id: parsed.id, createdAt: Math.floor(Date.now() / 1000), model: parsed.model, promptTokens: parsed.plan.prompt.count, echo: parsed.echo, plan: parsed.plan };
-  return runGeneration(ctx, req, server, [parsed.plan], parsed.stream, (streaming) => (streaming ? new ResponsesSseAnswer(head, ctx.owner) : new ResponsesJsonAnswer(head, ctx.owner)));
+  return runGeneration(ctx, req, server, [parsed.plan], parsed.stream, (streaming) => (streaming ? new ResponsesSseAnswer(head, ctx.owner) : new ResponsesJsonAnswer(head, ctx.owner)), ctx.adapter(parsed.model));
 }

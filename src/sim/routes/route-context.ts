@@ -8,6 +8,7 @@
 import type { SimLiveConfig, SimStaticConfig } from "../config.ts";
 import type { Engine } from "../engine.ts";
 import type { RequestLimits } from "../openai-request.ts";
+import type { SeqAdapter } from "../sequence.ts";
 import type { Closable, SinkOwner } from "../sinks.ts";
 
 export interface SimRouteContext {
@@ -23,6 +24,8 @@ export interface SimRouteContext {
   notReady(): Response | undefined;
   /** Count a generation request (the server's requests_total). */
   counted(): void;
+  /** The LoRA adapter a request names as its model; undefined for a served model's name, or with LoRA off. */
+  adapter(model: string): SeqAdapter | undefined;
 }
 
 type BunServer = ReturnType<typeof Bun.serve>;

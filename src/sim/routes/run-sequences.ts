@@ -8,6 +8,8 @@
 import type { ChoicePlan } from "../answer-plan.ts";
 import type { SeqSink } from "../engine.ts";
 import { chooseFault, FAULT_HEADER } from "../faults.ts";
+import { saltedForAdapter } from "../lora/engine-lora.ts";
+import type { SeqAdapter } from "../sequence.ts";
 import type { PromptTokens } from "../tokens.ts";
 import type { Closable } from "../sinks.ts";
 import { badRequest, SimHttpError, vllmErrorResponse } from "../vllm-errors.ts";
@@ -49,9 +51,18 @@ function faultPlan(req: Request, ctx: SimRouteContext): Response | { stallAfter:
 /**
  * Submit `plans` (each with its own prompt) and answer through the
  * transport `make` builds: `streaming` is false when the request asked for
- * a stream but a no-headers fault must hold the headers back.
+ * a stream but a no-headers fault must hold the headers back. A request
+ * naming a LoRA adapter runs with it (`adapter`), as chat and completions do.
  */
-export async function runGeneration(ctx: SimRouteContext, req: Request, server: BunServer, plans: readonly ChoicePlan[], stream: boolean, make: (streaming: boolean) => GenerationAnswer): Promise<Response> {
+export async function runGeneration(
+  ctx: SimRouteContext,
+  req: Request,
+  server: BunServer,
+  plans: readonly ChoicePlan[],
+  stream: boolean,
+  make: (streaming: boolean) => GenerationAnswer,
+  adapter?: SeqAdapter,
+): Promise<Response> {
   const f = faultPlan(req, ctx);
   if (f instanceof Response) return f;
   server.timeout(req, 0);
@@ -60,7 +71,8 @@ export async function runGeneration(ctx: SimRouteContext, req: Request, server: 
   ctx.track(answer);
   const seqs = plans.map((plan, k) =>
     ctx.engine.submit({
-      prompt: plan.prompt as PromptTokens,
+      prompt: adapter ? saltedForAdapter(plan.prompt as PromptTokens, adapter) : (plan.prompt as PromptTokens),
+      ...(adapter ? { adapter } : {}),
       outputTokens: faultTokens >= 0 ? Math.max(plan.outputTokens, faultTokens + 1) : plan.outputTokens,
       finishReason: plan.finishReason,
       stallAfter: f.stallAfter,
