@@ -139,7 +139,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     schedulerMessages: () => admission.posted,
   });
   const gatewayMetrics = metrics;
-  loopLag.onStall = (seconds) => gatewayMetrics.loopStalls.observe(seconds);
+  loopLag.onStall = (seconds, cause) => gatewayMetrics.loopStalls.observe({ cause }, seconds);
   loopLag.start();
   const fleetReads = registerFleetMetrics({
     registry: metrics.registry,
