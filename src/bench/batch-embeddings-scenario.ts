@@ -73,6 +73,8 @@ export interface EmbeddingsBatchReport {
     failed: number;
     status: string;
     upload_s: number;
+    /** Stalls over 50 ms of the gateway's own while the file was uploaded and the batch created (before the batch window). */
+    upload_gateway_stalls: number;
     /** The gateway's CPU the batch added, per line (over the idle windows' rate): main thread and all threads. */
     cpu_main_ms_per_line?: number;
     cpu_total_ms_per_line?: number;
@@ -233,6 +235,7 @@ export async function runEmbeddingsBatchBench(opts: EmbeddingsBatchOptions): Pro
     const idleBefore = await idleWindow("idle");
 
     log(`uploading ${opts.lines} lines of ${opts.lineBytes} bytes`);
+    const beforeUpload = await stallTotals(admin);
     const uploadStart = performance.now();
     const form = new FormData();
     form.append("purpose", "batch");
@@ -246,6 +249,7 @@ export async function runEmbeddingsBatchBench(opts: EmbeddingsBatchOptions): Pro
       })
     ).json()) as { id: string };
     const uploadS = (performance.now() - uploadStart) / 1000;
+    const uploadStalls = (await stallTotals(admin)).gatewayCount - beforeUpload.gatewayCount;
     log("the batch runs");
     let status = "in_progress";
     let counts = { completed: 0, failed: 0 };
@@ -287,6 +291,7 @@ export async function runEmbeddingsBatchBench(opts: EmbeddingsBatchOptions): Pro
         failed: counts.failed,
         status,
         upload_s: uploadS,
+        upload_gateway_stalls: uploadStalls,
         ...(cpuMain !== undefined && cpuTotal !== undefined ? { cpu_main_ms_per_line: cpuMain, cpu_total_ms_per_line: cpuTotal } : {}),
       },
       ratio: during.ttft_p99_ms / idle.ttft_p99_ms,

@@ -327,7 +327,7 @@ async function runEmbeddingsCase(args: Parameters<BenchScenario["run"]>[0], json
     }),
   );
   const perLine = r.batch.cpu_main_ms_per_line === undefined ? "" : `; gateway CPU per line ${r.batch.cpu_main_ms_per_line.toFixed(2)} ms on the main thread, ${r.batch.cpu_total_ms_per_line!.toFixed(2)} ms in all`;
-  console.log(`\nbatch ${r.batch.status}: ${r.batch.completed} completed, ${r.batch.failed} failed, ${r.batch.lines_per_s.toFixed(0)} lines/s; upload and create took ${r.batch.upload_s.toFixed(1)} s${perLine}`);
+  console.log(`\nbatch ${r.batch.status}: ${r.batch.completed} completed, ${r.batch.failed} failed, ${r.batch.lines_per_s.toFixed(0)} lines/s; upload and create took ${r.batch.upload_s.toFixed(1)} s (${r.batch.upload_gateway_stalls} stalls of the gateway's own)${perLine}`);
   return 0;
 }
 
