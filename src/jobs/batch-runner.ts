@@ -8,16 +8,23 @@
  * at the end. It starts only once the gateway knows what it serves
  * (`whenReady`): lines resumed after a restart are not sent before the
  * endpoints' models are discovered.
+ *
+ * The store is touched in groups, not once a line (each write transaction
+ * costs the event loop far more than the rows it writes): results are
+ * written together (pending-results.ts), and a few lines are claimed ahead
+ * of the free slots, so that a line that ends hands its slot straight to the
+ * next one and the store sees one claim for several lines.
  */
 import type { BatchConfig } from "../config/types.ts";
 import { batchAuditRecord, writeAudit, type AuditRecord } from "../shared/audit.ts";
 import { logger } from "../shared/logger.ts";
-import { isStorageFull } from "./storage-errors.ts";
 import { finalizeBatch } from "./batch-finalize.ts";
+import { PendingResults } from "./pending-results.ts";
+import { ClaimedAhead } from "./claimed-ahead.ts";
 import type { BatchEnd } from "./batch-output.ts";
 import { WAIT_REASONS, type Batch, type BatchStatus, type ClaimedLine, type LineResult, type WaitReason } from "./job-types.ts";
 import type { JobsStore } from "./jobs-store.ts";
-import { lineVerdict, usageOf, type SendLine, type SendResult } from "./line-send.ts";
+import { lineVerdict, usageOfResult, type SendLine, type SendResult } from "./line-send.ts";
 
 export type { BatchLineRequest, SendLine, SendMeta, SendResult } from "./line-send.ts";
 
@@ -42,6 +49,8 @@ export interface BatchRunnerOptions {
   reclaimOnStart?: boolean;
   /** Resolves once the gateway knows what it serves (every endpoint polled once, a fleet settled): nothing is claimed before. */
   whenReady?: () => Promise<void>;
+  /** How long a line's result may wait to be written together with others (pending-results.ts). */
+  resultFlushMs?: number;
 }
 
 const DEFAULT_TICK_MS = 200;
@@ -68,8 +77,14 @@ export class BatchRunner {
   readonly #paused = new Map<string, { untilMs: number; streak: number }>();
   /** Line attempts by outcome since start (the llmgw_batch_lines_total counter reads them). */
   readonly lineStats = { completed: 0, failed: 0, retried: 0, waited: 0 };
-  /** Results the store could not take (a full disk), kept here and written first once it can: the line is not run again. */
-  readonly #unrecorded: { b: Batch; lineNo: number; result: LineResult }[] = [];
+  /** Results not written yet; on a full disk they are kept here and written first once there is room: the line is not run again. */
+  readonly #results: PendingResults;
+  /** Lines claimed and not started yet. */
+  readonly #ready: ClaimedAhead;
+  /** How many lines to claim beyond the free slots of a batch. */
+  readonly #ahead: number;
+  /** The active batches as the last pass saw them. */
+  #batches = new Map<string, Batch>();
   /** Lines put back to wait or retry, by reason (llmgw_batch_line_waits_total). */
   readonly waitStats: Record<WaitReason, number> = Object.fromEntries(WAIT_REASONS.map((r) => [r, 0])) as Record<WaitReason, number>;
 
@@ -78,6 +93,10 @@ export class BatchRunner {
     this.#now = opts.now ?? Date.now;
     this.#owner = opts.owner ?? `runner-${process.pid}-${crypto.randomUUID()}`;
     this.#audit = opts.audit ?? writeAudit;
+    this.#results = new PendingResults(opts.store, () => this.wake(), { flushMs: opts.resultFlushMs });
+    this.#ready = new ClaimedAhead(opts.store, this.#owner, this.#now);
+    // Enough to hand slots on between two passes (a flush or a tick), few enough that other runners sharing the store are not kept waiting.
+    this.#ahead = Math.ceil(opts.limits.concurrencyPerBatch / 4);
   }
 
   /** Resolves once running: after `whenReady`, and after the reclaim of an embedded store. */
@@ -104,6 +123,10 @@ export class BatchRunner {
     for (const lines of this.#inflight.values()) for (const ac of lines.values()) ac.abort(new Error("batch runner stopping"));
     await this.#pumping;
     await Promise.all([...this.#settling]);
+    // Results in hand are written and lines claimed ahead go back, so that nothing waits for a lease to lapse.
+    this.#results.stop();
+    await this.#flushResults().catch(logError("writing batch results"));
+    for (const id of this.#ready.batchIds()) await this.#ready.release(id).catch(logError("releasing lines claimed ahead"));
   }
 
   /** Look at the batches now (a batch was created or cancelled, or a line finished). */
@@ -130,9 +153,12 @@ export class BatchRunner {
   }
 
   async #pump(): Promise<void> {
-    // A full disk: nothing new is sent until the results already in hand are written (checked at every tick).
-    if (!(await this.#flushUnrecorded())) return;
+    // A write of results is due, or the last one was refused (a full disk: then nothing new is sent until it goes through).
+    if ((this.#results.due || this.#results.blocked) && !(await this.#flushResults())) return;
     const batches = await this.#o.store.activeBatches();
+    this.#batches = new Map(batches.map((b) => [b.id, b]));
+    // Lines claimed ahead for a batch that is no longer active (ended, or failed as corrupt) go back.
+    for (const id of this.#ready.batchIds()) if (!this.#batches.has(id)) await this.#ready.release(id);
     if (batches.length === 0) return;
     // Start each pass at another batch, so tenants and batches take turns at free slots.
     const start = this.#rotation++ % batches.length;
@@ -166,21 +192,44 @@ export class BatchRunner {
       await this.#finish(b, "completed", ["in_progress"]);
       return;
     }
-    const pool = (this.#o.poolOf ?? (() => "default"))(b.model ?? "");
-    if (this.#o.saturated?.(pool)) {
+    if (this.#o.saturated?.(this.#poolOf(b))) {
       await this.#markWaiting(b, "gpu_saturated");
       return;
     }
     const paused = this.#paused.get(b.id);
     if (paused !== undefined && now < paused.untilMs) return;
-    const free = Math.min(this.#o.limits.concurrencyPerBatch - running, this.#o.limits.concurrencyPerTenant - (this.#tenantInflight.get(b.tenant) ?? 0));
+    const free = this.#free(b);
     if (free <= 0) return;
-    const claimed = await this.#o.store.claimLines(b.id, free, this.#owner, now, now + this.#o.limits.leaseMs);
-    for (const line of claimed) {
-      // A lease of ours that lapsed while the line still runs here: it is not started twice.
-      if (this.#inflight.get(b.id)?.has(line.lineNo)) continue;
-      this.#launch(b, line);
+    if (this.#ready.count(b.id) < free) {
+      const claimed = await this.#o.store.claimLines(b.id, free + this.#ahead - this.#ready.count(b.id), this.#owner, now, now + this.#o.limits.leaseMs);
+      this.#ready.add(b.id, claimed, this.#inflight.get(b.id)?.keys() ?? []);
     }
+    // Slots counted again: a line that ended while claiming may have started one (#startNext).
+    for (let line: ClaimedLine | undefined; this.#free(b) > 0 && (line = this.#ready.take(b.id)) !== undefined; ) this.#launch(b, line);
+  }
+
+  /** Slots this batch may fill now: its own bound and its tenant's. */
+  #free(b: Batch): number {
+    return Math.min(this.#o.limits.concurrencyPerBatch - this.inflight(b.id), this.#o.limits.concurrencyPerTenant - (this.#tenantInflight.get(b.tenant) ?? 0));
+  }
+
+  #poolOf(b: Batch): string {
+    return (this.#o.poolOf ?? (() => "default"))(b.model ?? "");
+  }
+
+  /**
+   * A line of this batch ended: the next line claimed ahead takes its slot at
+   * once, when the batch (as the last pass saw it) may send. False when none
+   * was started: a pass then looks at everything.
+   */
+  #startNext(batchId: string): boolean {
+    const b = this.#batches.get(batchId);
+    if (!this.#running || this.#results.blocked || b === undefined || this.#ready.count(batchId) === 0) return false;
+    const now = this.#now();
+    if (b.status !== "in_progress" || now >= b.expiresAtMs || now < (this.#paused.get(b.id)?.untilMs ?? 0)) return false;
+    if (this.#free(b) <= 0 || this.#o.saturated?.(this.#poolOf(b))) return false;
+    this.#launch(b, this.#ready.take(batchId)!);
+    return true;
   }
 
   async #validate(b: Batch, now: number): Promise<void> {
@@ -210,7 +259,7 @@ export class BatchRunner {
         if (t === 0) this.#tenantInflight.delete(b.tenant);
         else this.#tenantInflight.set(b.tenant, t);
         this.#settling.delete(settled);
-        this.wake();
+        if (!this.#startNext(b.id)) this.wake();
       });
     this.#settling.add(settled);
   }
@@ -219,7 +268,7 @@ export class BatchRunner {
     const { store } = this.#o;
     let res: SendResult;
     try {
-      res = await this.#o.send({ method: line.method, url: line.url, body: JSON.parse(line.body) as unknown }, signal, {
+      res = await this.#o.send({ method: line.method, url: line.url, body: line.body }, signal, {
         tenant: b.tenant,
         batchId: b.id,
         customId: line.customId,
@@ -234,12 +283,12 @@ export class BatchRunner {
     if (signal.aborted) return store.releaseLine(b.id, line.lineNo, this.#owner, this.#now(), false);
     const verdict = lineVerdict(res);
     if (verdict.kind === "wait") return this.#wait(b, line, verdict.reason, res.retryAfterS);
-    const usage = usageOf(res.body);
+    const usage = usageOfResult(res);
     const ok = res.status >= 200 && res.status < 300;
     const result: LineResult = {
       ok,
       statusCode: res.status,
-      body: JSON.stringify(res.body ?? null),
+      body: res.body,
       requestId: res.requestId ?? null,
       errorCode: null,
       errorMessage: null,
@@ -247,7 +296,7 @@ export class BatchRunner {
       completionTokens: usage.completion,
     };
     if (verdict.kind === "retry") return this.#retry(b, line, result);
-    await this.#record(b, line.lineNo, result);
+    this.#results.add(b, line.lineNo, result);
     if (ok) {
       this.#paused.delete(b.id);
       if (b.waitingReason !== null) await this.#markWaiting(b, null);
@@ -278,7 +327,7 @@ export class BatchRunner {
   /** The engine failed the line (a 5xx, a broken answer, a deadline): run it again after a backoff, or record the failure once attempts are spent. */
   async #retry(b: Batch, line: ClaimedLine, result: LineResult): Promise<void> {
     const attempts = line.attempts + 1;
-    if (attempts >= this.#o.limits.maxAttempts) return this.#record(b, line.lineNo, result);
+    if (attempts >= this.#o.limits.maxAttempts) return this.#results.add(b, line.lineNo, result);
     this.lineStats.retried++;
     this.waitStats.engine_error++;
     const backoff = Math.min(MAX_BACKOFF_MS, this.#o.limits.retryBackoffMs * 2 ** (attempts - 1));
@@ -286,36 +335,18 @@ export class BatchRunner {
     await this.#markWaiting(b, "engine_error");
   }
 
-  /** Record a line's result once; on a full disk keep it in hand (the batch says storage_full) and write it when room returns. */
-  async #record(b: Batch, lineNo: number, result: LineResult): Promise<void> {
-    try {
-      if (await this.#o.store.recordResult(b.id, lineNo, result)) this.lineStats[result.ok ? "completed" : "failed"]++;
-    } catch (err) {
-      if (!isStorageFull(err)) throw err;
-      if (this.#unrecorded.length === 0) logger().warn({ batch: b.id }, "the disk is full: batch results are held in memory and no new line is sent until they can be written");
-      this.#unrecorded.push({ b, lineNo, result });
-      this.waitStats.storage_full++;
-      await this.#markWaiting(b, "storage_full").catch(() => {});
-    }
-  }
-
-  /** Write the results held for a full disk; true when none is left. */
-  async #flushUnrecorded(): Promise<boolean> {
-    while (this.#unrecorded.length > 0) {
-      const { b, lineNo, result } = this.#unrecorded[0]!;
-      try {
-        if (await this.#o.store.recordResult(b.id, lineNo, result)) this.lineStats[result.ok ? "completed" : "failed"]++;
-      } catch (err) {
-        if (isStorageFull(err)) return false;
-        throw err;
-      }
-      this.#unrecorded.shift();
-      if (this.#unrecorded.length === 0) {
-        logger().info("room on disk again: held batch results written, lines are sent again");
-        await this.#markWaiting(b, null).catch(() => {});
-      }
-    }
-    return true;
+  /**
+   * Write the results in hand; true when none is left. On a full disk they
+   * stay in hand (the batch says storage_full) and no new line is sent until
+   * they are written: the lines are not run again.
+   */
+  async #flushResults(): Promise<boolean> {
+    if (this.#results.size === 0) return true;
+    const out = await this.#results.flush((r) => this.lineStats[r.ok ? "completed" : "failed"]++);
+    if (out.storageFull) this.waitStats.storage_full += out.newlyRefused;
+    for (const b of out.storageFull ? out.held : []) await this.#markWaiting(b, "storage_full").catch(() => {});
+    for (const b of out.written) if (b.waitingReason === "storage_full") await this.#markWaiting(b, null).catch(() => {});
+    return out.ok;
   }
 
   async #markWaiting(b: Batch, reason: WaitReason | null): Promise<void> {
@@ -327,6 +358,9 @@ export class BatchRunner {
   }
 
   async #finish(b: Batch, end: BatchEnd, from: readonly BatchStatus[]): Promise<void> {
+    // Results in hand first: the output files are made from what the store holds.
+    if (!(await this.#flushResults())) return;
+    await this.#ready.release(b.id);
     const now = this.#now();
     const done = await finalizeBatch(this.#o.store, b, end, from, now);
     if (done) this.#audit(batchAuditRecord(done, now));

@@ -13,8 +13,9 @@ import { asStorageError } from "./storage-errors.ts";
 /** OpenAI accepts only a 24-hour completion window. */
 const COMPLETION_WINDOWS: Record<string, number> = { "24h": 24 * 3600 * 1000 };
 const CREATE_BODY_MAX_BYTES = 64 * 1024;
-/** Lines stored per step when a batch is created (each step one short transaction). */
+/** Lines stored per step when a batch is created (each step one short transaction), and their bytes at most. */
 const CREATE_CHUNK_LINES = 500;
+const CREATE_CHUNK_BYTES = 1024 * 1024;
 const CREATE_KEYS = new Set(["input_file_id", "endpoint", "completion_window", "metadata", "output_expires_after"]);
 /** OpenAI's metadata limits: 16 pairs, keys up to 64 characters, string values up to 512. */
 const METADATA_MAX_PAIRS = 16;
@@ -108,16 +109,26 @@ export async function createBatch(r: JobsRequest): Promise<Response> {
   return json(batchObject(batch));
 }
 
-/** Lines of the stored input file, checked again as they are read, in chunks of at most CREATE_CHUNK_LINES. */
+/**
+ * Lines of the stored input file, checked again as they are read, in chunks
+ * of at most CREATE_CHUNK_LINES lines and CREATE_CHUNK_BYTES of bodies. The
+ * event loop gets a turn between chunks: a file's reads resolve without
+ * waiting and the embedded store writes synchronously, so without it a
+ * 10,000-line, 80 MB file was checked and stored in one 330 ms stall.
+ */
 async function* linesOf(body: Blob | ReadableStream<Uint8Array>, validator: BatchInputValidator): AsyncGenerator<BatchLine[]> {
   const stream = body instanceof Blob ? body.stream() : body;
   let chunk: BatchLine[] = [];
-  for await (const bytes of stream) {
-    for (const line of validator.push(bytes)) {
+  let bytes = 0;
+  for await (const data of stream) {
+    for (const line of validator.push(data)) {
       chunk.push(line);
-      if (chunk.length >= CREATE_CHUNK_LINES) {
+      bytes += line.body.length;
+      if (chunk.length >= CREATE_CHUNK_LINES || bytes >= CREATE_CHUNK_BYTES) {
         yield chunk;
         chunk = [];
+        bytes = 0;
+        await new Promise<void>((r) => setImmediate(r));
       }
     }
   }

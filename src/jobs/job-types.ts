@@ -133,6 +133,12 @@ export interface LineResult {
   completionTokens: number;
 }
 
+/** A line's result on its way to the store. */
+export interface LineRecord {
+  lineNo: number;
+  result: LineResult;
+}
+
 /** A line at finalisation: its result, or none when it never finished. */
 export interface LineOutcome {
   lineNo: number;

@@ -7,7 +7,7 @@
  * as streams, batch lines arrive in chunks, results are read in pages, and a
  * claim touches only the lines it claims.
  */
-import type { Batch, BatchDoc, BatchLine, BatchStatus, ClaimedLine, LineOutcome, LineResult, StoredFile } from "./job-types.ts";
+import type { Batch, BatchDoc, BatchLine, BatchStatus, ClaimedLine, LineOutcome, LineRecord, StoredFile } from "./job-types.ts";
 
 export interface PageQuery {
   /** Cursor: the id of the last item of the previous page. */
@@ -98,10 +98,12 @@ export interface BatchStore {
   /** Give a claimed line back: pending again after `notBeforeMs`, with one more failed attempt if `failedAttempt`. */
   releaseLine(batchId: string, lineNo: number, owner: string, notBeforeMs: number, failedAttempt: boolean): Promise<void>;
   /**
-   * Record a line's result once: keyed by batch and line, a second write is
-   * ignored. Returns true when this call recorded it (and counted it).
+   * Record lines' results, each once: keyed by batch and line, a second
+   * write is ignored. The runner hands over the results of a short spell
+   * together, so that the embedded store writes them in one transaction.
+   * Returns, for each record, whether this call recorded (and counted) it.
    */
-  recordResult(batchId: string, lineNo: number, result: LineResult): Promise<boolean>;
+  recordResults(batchId: string, records: readonly LineRecord[]): Promise<boolean[]>;
   /**
    * Embedded backend only, at start: every running line goes back to pending
    * (its runner was this process before a crash). A shared backend relies on

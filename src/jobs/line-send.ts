@@ -4,7 +4,8 @@ import type { BatchEndpoint, WaitReason } from "./job-types.ts";
 export interface BatchLineRequest {
   method: "POST";
   url: BatchEndpoint;
-  body: unknown;
+  /** The request body, JSON text as the input file held it (checked at upload): sent as it is, never parsed here. */
+  body: string;
 }
 
 export interface SendMeta {
@@ -16,8 +17,14 @@ export interface SendMeta {
 
 export interface SendResult {
   status: number;
-  /** The parsed JSON answer (an OpenAI error object for a refusal). */
-  body: unknown;
+  /**
+   * The answer, JSON text (an OpenAI error object for a refusal). It goes
+   * into the output file as it is: a 2xx answer is not parsed or
+   * re-serialised on the way (an embeddings answer is a large float array).
+   */
+  body: string;
+  /** The answer's token usage, where the sender read it already; absent, it is read from the body. */
+  usage?: LineUsage;
   /** x-request-id of the answer, when there is one. */
   requestId?: string;
   /** Retry-After of a 429/503, in seconds. */
@@ -63,9 +70,14 @@ const WAIT_CODES: Readonly<Record<string, WaitReason>> = {
   METRICS_NOT_READY: "no_ready_endpoint",
 };
 
+export interface LineUsage {
+  prompt: number;
+  completion: number;
+}
+
 export function lineVerdict(res: SendResult): LineVerdict {
   if (res.status >= 200 && res.status < 300) return { kind: "done" };
-  const code = errorCodeOf(res.body);
+  const code = errorCodeOf(parsedOrNull(res.body));
   const reason = code === undefined ? undefined : WAIT_CODES[code];
   if (reason !== undefined) return { kind: "wait", reason };
   if (res.status === 429) return { kind: "wait", reason: "rate_limited" };
@@ -81,7 +93,21 @@ function errorCodeOf(body: unknown): string | undefined {
   return typeof code === "string" ? code : undefined;
 }
 
-export function usageOf(body: unknown): { prompt: number; completion: number } {
+/** A JSON text parsed, or null when it is not JSON (refusals are small; a 2xx answer is only parsed when its sender gave no usage). */
+function parsedOrNull(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return null;
+  }
+}
+
+/** The token usage of an answer: the sender's reading, else the body's `usage` object. */
+export function usageOfResult(res: SendResult): LineUsage {
+  return res.usage ?? usageOf(parsedOrNull(res.body));
+}
+
+export function usageOf(body: unknown): LineUsage {
   const usage = typeof body === "object" && body !== null ? (body as Record<string, unknown>).usage : undefined;
   if (typeof usage !== "object" || usage === null) return { prompt: 0, completion: 0 };
   const u = usage as Record<string, unknown>;

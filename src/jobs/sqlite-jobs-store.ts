@@ -9,7 +9,7 @@
 import type { Database } from "bun:sqlite";
 import { logger } from "../shared/logger.ts";
 import { DiskContent, DiskFileWriter } from "./disk-content.ts";
-import type { Batch, BatchDoc, BatchLine, BatchStatus, ClaimedLine, FilePurpose, LineOutcome, LineResult, StoredFile } from "./job-types.ts";
+import type { Batch, BatchDoc, BatchLine, BatchStatus, ClaimedLine, FilePurpose, LineOutcome, LineRecord, LineResult, StoredFile } from "./job-types.ts";
 import { ACTIVE_STATUSES } from "./job-types.ts";
 import { UnknownCursorError, type ContentWriter, type FileContent, type JobsStore, type Page, type PageQuery, type StorageUsage } from "./jobs-store.ts";
 import { corruptBatch } from "./corrupt-batch.ts";
@@ -344,22 +344,34 @@ export class SqliteJobsStore implements JobsStore {
       .run(notBeforeMs, failedAttempt ? 1 : 0, batchId, lineNo, owner);
   }
 
-  async recordResult(batchId: string, lineNo: number, res: LineResult): Promise<boolean> {
-    return this.#db.transaction((): boolean => {
-      const changed = this.#db.query("UPDATE batch_lines SET state = 'done', owner = NULL WHERE batch_id = ? AND line_no = ? AND state != 'done'").run(batchId, lineNo).changes;
-      if (changed !== 1) return false;
-      this.#db
-        .query(
-          `INSERT INTO batch_results (batch_id, line_no, ok, status_code, body, request_id, error_code, error_message, prompt_tokens, completion_tokens)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(batchId, lineNo, res.ok ? 1 : 0, res.statusCode, res.body, res.requestId, res.errorCode, res.errorMessage, res.promptTokens, res.completionTokens);
-      // The body is not needed any more: the batch's footprint shrinks as it runs.
-      this.#db.query("DELETE FROM batch_line_bodies WHERE batch_id = ? AND line_no = ?").run(batchId, lineNo);
-      this.#db
-        .query("UPDATE batches SET completed = completed + ?, failed = failed + ?, prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ? WHERE id = ?")
-        .run(res.ok ? 1 : 0, res.ok ? 0 : 1, res.promptTokens, res.completionTokens, batchId);
-      return true;
+  async recordResults(batchId: string, records: readonly LineRecord[]): Promise<boolean[]> {
+    if (records.length === 0) return [];
+    const done = this.#db.query("UPDATE batch_lines SET state = 'done', owner = NULL WHERE batch_id = ? AND line_no = ? AND state != 'done'");
+    const insert = this.#db.query(
+      `INSERT INTO batch_results (batch_id, line_no, ok, status_code, body, request_id, error_code, error_message, prompt_tokens, completion_tokens)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    // The body is not needed any more: the batch's footprint shrinks as it runs.
+    const dropBody = this.#db.query("DELETE FROM batch_line_bodies WHERE batch_id = ? AND line_no = ?");
+    // One transaction for the lot: a commit writes every page it touched to the log, and the pages these
+    // lines share (the state index, the batch's counters) are then written once, not once a line.
+    return this.#db.transaction((): boolean[] => {
+      const counts = { completed: 0, failed: 0, prompt: 0, completion: 0 };
+      const recorded = records.map(({ lineNo, result: res }) => {
+        if (done.run(batchId, lineNo).changes !== 1) return false;
+        insert.run(batchId, lineNo, res.ok ? 1 : 0, res.statusCode, res.body, res.requestId, res.errorCode, res.errorMessage, res.promptTokens, res.completionTokens);
+        dropBody.run(batchId, lineNo);
+        counts[res.ok ? "completed" : "failed"]++;
+        counts.prompt += res.promptTokens;
+        counts.completion += res.completionTokens;
+        return true;
+      });
+      if (counts.completed + counts.failed > 0) {
+        this.#db
+          .query("UPDATE batches SET completed = completed + ?, failed = failed + ?, prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ? WHERE id = ?")
+          .run(counts.completed, counts.failed, counts.prompt, counts.completion, batchId);
+      }
+      return recorded;
     })();
   }
 

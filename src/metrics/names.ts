@@ -225,7 +225,11 @@ export const M = {
     help: "Silence deadlines (first token, inter-token) that fired while the gateway's own event loop had stalled: the request failed, the engine was not blamed.",
     labels: ["deadline"],
   },
-  loopStalls: { name: "llmgw_event_loop_stall_seconds", help: "Stalls of the gateway's main event loop longer than 50 ms.", labels: [] },
+  loopStalls: {
+    name: "llmgw_event_loop_stall_seconds",
+    help: "Stalls of the gateway's main event loop longer than 50 ms, by cause: gateway (the loop was busy or blocked) or cpu_wait (it was ready but waited for a CPU: the host is oversubscribed; Linux only).",
+    labels: ["cause"],
+  },
   // issue 13: mid-stream continuation
   streamRecoveries: {
     name: "llmgw_stream_recoveries_total",

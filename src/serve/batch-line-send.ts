@@ -8,6 +8,7 @@
  */
 import type { AdmissionConfig } from "../config/types.ts";
 import type { SendLine, SendResult } from "../jobs/batch-runner.ts";
+import { usageOf } from "../jobs/line-send.ts";
 import type { Route } from "../metrics/names.ts";
 import { errorBody } from "../shared/errors.ts";
 import type { GatewayContext } from "../gateway/context.ts";
@@ -26,16 +27,25 @@ export function batchBand(admission: Pick<AdmissionConfig, "bands">): number {
   return named >= 0 ? named : admission.bands.length - 1;
 }
 
+/**
+ * The answer as the runner keeps it: its JSON text as it came. It is parsed
+ * once, to check that it is JSON (it is spliced into the output file as it
+ * is) and to read its usage, and re-serialised only when it spans lines.
+ */
 function readResult(status: number, text: string, headers: Headers): SendResult {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // Our own answers are JSON; an engine's non-JSON 2xx would be a malformed answer for the output file.
-    body = errorBody("UPSTREAM_MALFORMED", `the answer is not JSON: ${text.slice(0, 200)}`);
-  }
   const retryAfter = Number(headers.get("retry-after") ?? NaN);
-  return { status, body, requestId: headers.get("x-request-id") ?? undefined, ...(Number.isFinite(retryAfter) ? { retryAfterS: retryAfter } : {}) };
+  const meta = { requestId: headers.get("x-request-id") ?? undefined, ...(Number.isFinite(retryAfter) ? { retryAfterS: retryAfter } : {}) };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // Our own answers are JSON: this is the engine's. A 2xx that is not JSON is the engine's failure (retried, then in the error file).
+    const malformed = JSON.stringify(errorBody("UPSTREAM_MALFORMED", `the answer is not JSON: ${text.slice(0, 200)}`));
+    return { status: status >= 200 && status < 300 ? 502 : status, body: malformed, ...meta };
+  }
+  // A line break between tokens (a pretty-printed answer) would split the output file's JSONL line: only then is it re-serialised.
+  const body = text.includes("\n") || text.includes("\r") ? JSON.stringify(parsed) : text;
+  return { status, body, usage: usageOf(parsed), ...meta };
 }
 
 export function batchLineSend(ctx: GatewayContext): SendLine {
@@ -47,8 +57,9 @@ export function batchLineSend(ctx: GatewayContext): SendLine {
     if (principal === undefined) principals.set(meta.tenant, (principal = Object.freeze({ tenant: meta.tenant, band, bandName })));
     const req = new Request(`http://batch.llmgw.internal${line.url}`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(line.body),
+      // A declared length lets the pipeline take the body in one read rather than chunk by chunk.
+      headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(line.body)) },
+      body: line.body,
       signal,
     });
     const res = await handleInference(ctx, req, undefined, LINE_ROUTES[line.url]!, line.url, { principal, batchId: meta.batchId });

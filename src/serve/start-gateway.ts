@@ -159,7 +159,7 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
     staleAfterMs: config.health.staleAfterMs,
   });
   const gatewayMetrics = metrics;
-  loopLag.onStall = (seconds) => gatewayMetrics.loopStalls.observe(seconds);
+  loopLag.onStall = (seconds, cause) => gatewayMetrics.loopStalls.observe({ cause }, seconds);
   loopLag.start();
   const fleetReads = registerFleetMetrics({
     registry: metrics.registry,

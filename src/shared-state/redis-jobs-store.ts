@@ -7,7 +7,7 @@
  * layout and the scripts are in redis-jobs-scripts.ts.
  */
 import { corruptBatch } from "../jobs/corrupt-batch.ts";
-import { ACTIVE_STATUSES, type Batch, type BatchDoc, type BatchLine, type BatchStatus, type ClaimedLine, type LineOutcome, type LineResult, type StoredFile } from "../jobs/job-types.ts";
+import { ACTIVE_STATUSES, type Batch, type BatchDoc, type BatchLine, type BatchStatus, type ClaimedLine, type LineOutcome, type LineRecord, type LineResult, type StoredFile } from "../jobs/job-types.ts";
 import { UnknownCursorError, type ContentWriter, type FileContent, type JobsStore, type Page, type PageQuery, type StorageUsage } from "../jobs/jobs-store.ts";
 import { logger } from "../shared/logger.ts";
 import type { RedisConnection } from "./redis-connection.ts";
@@ -203,10 +203,12 @@ export class RedisJobsStore implements JobsStore {
     await this.#r.eval(RELEASE_LINE, [b(":pending"), b(":running"), b(":owner"), b(":attempts"), this.#owner(owner)], [lineNo, owner, notBeforeMs, failedAttempt ? 1 : 0, batchId]);
   }
 
-  async recordResult(batchId: string, lineNo: number, res: LineResult): Promise<boolean> {
+  async recordResults(batchId: string, records: readonly LineRecord[]): Promise<boolean[]> {
     const b = (part: string) => this.#batch(batchId, part);
     const keys = [b(":results"), b(":pending"), b(":running"), b(":owner"), b(""), b(":lines")];
-    return Number(await this.#r.eval(RECORD_RESULT, keys, [lineNo, JSON.stringify(res), res.ok ? 1 : 0, res.promptTokens, res.completionTokens])) === 1;
+    // One script a line (each records and counts its line atomically); the client pipelines them.
+    const recorded = records.map(({ lineNo, result: res }) => this.#r.eval(RECORD_RESULT, keys, [lineNo, JSON.stringify(res), res.ok ? 1 : 0, res.promptTokens, res.completionTokens]));
+    return (await Promise.all(recorded)).map((r) => Number(r) === 1);
   }
 
   /** Nothing to do: a line whose runner died is claimed again when its lease ends (any gateway may be driving it now). */

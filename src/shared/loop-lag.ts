@@ -6,7 +6,18 @@
  * blames an engine for silence: bytes an engine sent while the loop was
  * blocked sit unread in the socket, so a deadline that fired then measured
  * the gateway, not the engine.
+ *
+ * Each stall says its cause, where Linux tells (thread-schedstat.ts): a
+ * loop that was ready to run but waited for a CPU longer than the stall's
+ * excess (a busy host: other processes had the cores) is `cpu_wait`; one
+ * that was running or blocked in a call is the gateway's own. Elsewhere
+ * every stall counts as the gateway's.
  */
+import { ThreadSchedstat, type SchedCounters } from "./thread-schedstat.ts";
+
+/** Why the loop stalled: its own work (or a blocking call), or waiting for a CPU the host did not give it. */
+export const STALL_CAUSES = ["gateway", "cpu_wait"] as const;
+export type StallCause = (typeof STALL_CAUSES)[number];
 
 const TICK_MS = 20;
 /** A gap beyond the tick longer than this is a stall. */
@@ -20,12 +31,21 @@ export class LoopLag {
   private readonly ring = new Float64Array(RING * 2);
   private next = 0;
   private count = 0;
-  /** Called with each stall's length in seconds (a metric). */
-  onStall: ((seconds: number) => void) | undefined;
+  private sched: { read(): SchedCounters | undefined } | undefined;
+  /** The thread's run-queue wait at the last tick (ns), when known. */
+  private lastWaitNs: number | undefined;
+  /** Called with each stall's length in seconds and its cause (a metric). */
+  onStall: ((seconds: number, cause: StallCause) => void) | undefined;
+
+  /** `openSched`: this thread's scheduler counters (tests give their own). */
+  constructor(private readonly openSched: () => { read(): SchedCounters | undefined } | undefined = () => ThreadSchedstat.open()) {}
 
   start(): void {
     if (this.timer) return;
     this.lastTick = performance.now();
+    // Opened on the thread that starts the watch: the counters are this loop's.
+    this.sched ??= this.openSched();
+    this.lastWaitNs = this.sched?.read()?.waitNs;
     this.timer = setInterval(() => this.tick(), TICK_MS);
     this.timer.unref?.();
   }
@@ -37,11 +57,14 @@ export class LoopLag {
 
   private tick(): void {
     const now = performance.now();
-    this.note(this.lastTick, now);
+    const waitNs = this.sched?.read()?.waitNs;
+    const waitedMs = waitNs !== undefined && this.lastWaitNs !== undefined ? (waitNs - this.lastWaitNs) / 1e6 : 0;
+    this.note(this.lastTick, now, waitedMs);
     this.lastTick = now;
+    this.lastWaitNs = waitNs;
   }
 
-  private note(from: number, now: number): void {
+  private note(from: number, now: number, waitedMs: number): void {
     const late = now - from - TICK_MS;
     if (late < STALL_MS) return;
     const i = (this.next % RING) * 2;
@@ -49,7 +72,8 @@ export class LoopLag {
     this.ring[i + 1] = now;
     this.next++;
     this.count = Math.min(RING, this.count + 1);
-    this.onStall?.(late / 1000);
+    // Without the wait for a CPU, would the loop still have been late by a stall's length?
+    this.onStall?.(late / 1000, late - waitedMs >= STALL_MS ? "gateway" : "cpu_wait");
   }
 
   /**

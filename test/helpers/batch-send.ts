@@ -7,15 +7,15 @@ export function engineSend(apiBase: string): SendLine {
     const res = await fetch(`${apiBase}${line.url}`, {
       method: line.method,
       headers: { "content-type": "application/json" },
-      body: JSON.stringify(line.body),
+      body: line.body,
       signal,
     });
     const text = await res.text();
-    let body: unknown;
+    let body = text;
     try {
-      body = JSON.parse(text);
+      JSON.parse(text);
     } catch {
-      body = { error: { message: text, type: "server_error", param: null, code: String(res.status) } };
+      body = JSON.stringify({ error: { message: text, type: "server_error", param: null, code: String(res.status) } });
     }
     return { status: res.status, body, requestId: res.headers.get("x-request-id") ?? undefined };
   };

@@ -138,17 +138,21 @@ export function jobsStoreContract(backend: string, open: () => JobsStore, corrup
 
     test("results are recorded once per (batch, line), counted once, and listed for the output files", async () => {
       const s = open();
-      await s.createBatch(batchDoc("b", "a"), [lines(3)]);
-      await s.claimLines("b", 3, "r1", 0, 1_000);
-      expect(await s.recordResult("b", 1, okResult())).toBe(true);
-      expect(await s.recordResult("b", 1, okResult({ body: '{"second":true}' }))).toBe(false);
-      expect(await s.recordResult("b", 2, okResult({ ok: false, statusCode: 400, promptTokens: 0, completionTokens: 0 }))).toBe(true);
-      expect((await s.getBatch("a", "b"))?.counts).toEqual({ total: 3, completed: 1, failed: 1, promptTokens: 3, completionTokens: 2 });
+      await s.createBatch(batchDoc("b", "a"), [lines(4)]);
+      await s.claimLines("b", 4, "r1", 0, 1_000);
+      expect(await s.recordResults("b", [{ lineNo: 1, result: okResult() }])).toEqual([true]);
+      // Several at once, one of them a second answer for line 1: it is ignored, the others are recorded and counted.
+      const failed = okResult({ ok: false, statusCode: 400, promptTokens: 0, completionTokens: 0 });
+      expect(await s.recordResults("b", [{ lineNo: 1, result: okResult({ body: '{"second":true}' }) }, { lineNo: 2, result: failed }])).toEqual([false, true]);
+      expect(await s.recordResults("b", [])).toEqual([]);
+      expect((await s.getBatch("a", "b"))?.counts).toEqual({ total: 4, completed: 1, failed: 1, promptTokens: 3, completionTokens: 2 });
+      expect(await s.recordResults("b", [{ lineNo: 4, result: okResult() }])).toEqual([true]);
+      expect((await s.getBatch("a", "b"))?.counts).toEqual({ total: 4, completed: 2, failed: 1, promptTokens: 6, completionTokens: 4 });
       // A recorded line is never claimed again, even after a reclaim (embedded) or once the leases have lapsed (shared).
       await s.reclaimInFlight();
-      expect((await s.claimLines("b", 3, "r2", 2_000, 3_000)).map((l) => l.lineNo)).toEqual([3]);
+      expect((await s.claimLines("b", 4, "r2", 2_000, 3_000)).map((l) => l.lineNo)).toEqual([3]);
       const outcomes = await allOutcomes(s, "b");
-      expect(outcomes.map((o) => [o.lineNo, o.customId, o.result?.statusCode ?? null])).toEqual([[1, "c1", 200], [2, "c2", 400], [3, "c3", null]]);
+      expect(outcomes.map((o) => [o.lineNo, o.customId, o.result?.statusCode ?? null])).toEqual([[1, "c1", 200], [2, "c2", 400], [3, "c3", null], [4, "c4", 200]]);
       expect(outcomes[0]!.result!.body).toBe('{"object":"chat.completion"}');
     });
 

@@ -16,7 +16,9 @@ let dirs = 0;
 const filesDir = () => join(root, `files-${dirs++}`);
 import { waitUntil } from "../helpers/processes.ts";
 
-const OK: SendResult = { status: 200, body: { object: "chat.completion", usage: { prompt_tokens: 4, completion_tokens: 2 } } };
+const OK: SendResult = { status: 200, body: JSON.stringify({ object: "chat.completion", usage: { prompt_tokens: 4, completion_tokens: 2 } }) };
+/** An OpenAI error answer, as JSON text. */
+const errorAnswer = (status: number, code: string, type: string, message = code): SendResult => ({ status, body: JSON.stringify({ error: { message, type, param: null, code } }) });
 const LIMITS = { concurrencyPerBatch: 4, concurrencyPerTenant: 8, maxAttempts: 3, retryBackoffMs: 5, leaseMs: 60_000 };
 
 const runners: BatchRunner[] = [];
@@ -107,7 +109,7 @@ describe("batch runner", () => {
     const { store, runner } = setup(async () => {
       if (refusals < 12) {
         refusals++;
-        return { status: 429, body: { error: { message: "saturated", type: "rate_limit_error", param: null, code: "GPU_SATURATED" } }, retryAfterS: 0.01 };
+        return { ...errorAnswer(429, "GPU_SATURATED", "rate_limit_error", "saturated"), retryAfterS: 0.01 };
       }
       return OK;
     }, { limits: { maxAttempts: 1 } });
@@ -125,11 +127,11 @@ describe("batch runner", () => {
     const calls = new Map<string, number>();
     const { store, runner } = setup(async (line, _s, meta) => {
       calls.set(meta.customId, (calls.get(meta.customId) ?? 0) + 1);
-      const n = (line.body as { n: number }).n;
-      if (n === 1) return { status: 500, body: { error: { message: "boom", type: "server_error", param: null, code: "UPSTREAM_ERROR" } } };
-      if (n === 2) return { status: 400, body: { error: { message: "bad", type: "invalid_request_error", param: null, code: "INVALID_REQUEST" } } };
+      const n = (JSON.parse(line.body) as { n: number }).n;
+      if (n === 1) return errorAnswer(500, "UPSTREAM_ERROR", "server_error", "boom");
+      if (n === 2) return errorAnswer(400, "INVALID_REQUEST", "invalid_request_error", "bad");
       if (n === 3) throw new Error("connection reset");
-      if (n === 4 && calls.get(meta.customId) === 1) return { status: 503, body: { error: { message: "none", type: "service_unavailable_error", param: null, code: "NO_READY_ENDPOINT" } } };
+      if (n === 4 && calls.get(meta.customId) === 1) return errorAnswer(503, "NO_READY_ENDPOINT", "service_unavailable_error", "none");
       return OK;
     });
     await store.createBatch(fresh("b", "t"), [lines(5)]);
@@ -146,7 +148,7 @@ describe("batch runner", () => {
   });
 
   test("no ready endpoint, a model not yet discovered, an unreachable engine: lines wait past max_attempts and every line ends once", async () => {
-    const refuse = (status: number, code: string): SendResult => ({ status, body: { error: { message: code, type: "service_unavailable_error", param: null, code } } });
+    const refuse = (status: number, code: string): SendResult => errorAnswer(status, code, "service_unavailable_error");
     const answers = [refuse(503, "NO_READY_ENDPOINT"), refuse(404, "MODEL_NOT_FOUND"), refuse(502, "UPSTREAM_CONNECT_FAILED"), refuse(429, "GPU_SATURATED"), refuse(503, "ADMISSION_QUEUE_FULL")];
     let refused = 0;
     const calls = new Map<string, number>();
@@ -250,9 +252,70 @@ describe("batch runner", () => {
     await second.start();
     const done = await finished(store, "t", "b");
     expect(done.counts.completed).toBe(5);
+    // The old runner's next pass (every 10 ms here) sees the batch ended and drops the line it had claimed ahead.
+    await sleep(50);
     for (const release of held) release(OK);
     await sleep(30);
     expect((await store.getBatch("t", "b"))?.counts).toMatchObject({ completed: 5, failed: 0 });
     expect(calls).toBe(8);
   });
+
+  test("lines that end together have their results written in one store call, and their slots refilled with one claim", async () => {
+    const held: (() => void)[] = [];
+    const store = new SqliteJobsStore(new Database(":memory:", { strict: true }), filesDir());
+    const calls = { claimLines: 0, recordResults: [] as number[] };
+    const counted = new Proxy(store, {
+      get(target, key) {
+        if (key === "claimLines") calls.claimLines++;
+        const value: unknown = Reflect.get(target, key);
+        if (key === "recordResults") return (id: string, records: readonly unknown[]) => (calls.recordResults.push(records.length), target.recordResults(id, records as Parameters<SqliteJobsStore["recordResults"]>[1]));
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const send: SendLine = (_l, signal) =>
+      new Promise<SendResult>((resolve, reject) => {
+        held.push(() => resolve(OK));
+        signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+      });
+    const runner = new BatchRunner({ store: counted, send, limits: { ...LIMITS, concurrencyPerBatch: 8, concurrencyPerTenant: 8 }, tickMs: 10_000, resultFlushMs: 80, audit: () => {} });
+    runners.push(runner);
+    await store.createBatch(fresh("b", "t"), [lines(40)]);
+    await runner.start();
+    await waitUntil(() => held.length === 8, { what: "eight lines in flight" });
+    expect(calls.claimLines).toBe(1); // the eight, and two ahead
+    for (const release of held.splice(0)) release();
+    await waitUntil(() => held.length === 8, { what: "the next eight in flight" });
+    // Two slots went straight to the lines held ahead, the other six came with one claim (and two more ahead).
+    expect(calls.claimLines).toBe(2);
+    expect(calls.recordResults).toEqual([]);
+    await waitUntil(() => calls.recordResults.length > 0, { what: "the results written" });
+    expect(calls.recordResults).toEqual([8]);
+    expect((await store.getBatch("t", "b"))?.counts).toMatchObject({ completed: 8, failed: 0 });
+  });
+
+  test("a stopped runner writes the results it holds and gives back the lines it claimed ahead", async () => {
+    const held: (() => void)[] = [];
+    const store = new SqliteJobsStore(new Database(":memory:", { strict: true }), filesDir());
+    // Lines answer when released, or fail when the runner aborts them (as the gateway's request path does).
+    const send: SendLine = (_l, signal) =>
+      new Promise<SendResult>((resolve, reject) => {
+        held.push(() => resolve(OK));
+        signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+      });
+    const slow = new BatchRunner({ store, send, limits: { ...LIMITS, concurrencyPerBatch: 4 }, tickMs: 10_000, resultFlushMs: 60_000, owner: "slow", audit: () => {} });
+    runners.push(slow);
+    await store.createBatch(fresh("b", "t"), [lines(10)]);
+    await slow.start();
+    await waitUntil(() => held.length === 4, { what: "four lines in flight" });
+    for (const release of held.splice(0, 2)) release();
+    await waitUntil(() => held.length === 4, { what: "two more lines in flight" });
+    // Lines 1-4 ran first, 5 (claimed ahead) and 6 took the two slots; 7 is claimed ahead.
+    expect((await store.getBatch("t", "b"))?.counts.completed).toBe(0); // held for a minute
+    await slow.stop();
+    // The two results are written; the four aborted lines and the one claimed ahead are pending again, none with an attempt spent.
+    expect((await store.getBatch("t", "b"))?.counts).toMatchObject({ completed: 2, failed: 0 });
+    const again = await store.claimLines("b", 10, "next", Date.now(), Date.now() + 60_000);
+    expect(again.map((l) => [l.lineNo, l.attempts])).toEqual([3, 4, 5, 6, 7, 8, 9, 10].map((n) => [n, 0]));
+  });
 });
+

@@ -16,7 +16,7 @@ function jobs(dataDir: string): GatewayJobs {
   return new GatewayJobs({
     config: buildConfig({ data_dir: dataDir }),
     log: logger(),
-    send: async () => ({ status: 200, body: {} }),
+    send: async () => ({ status: 200, body: "{}" }),
     saturated: () => false,
     poolOf: () => "default",
     knownModel: () => true,

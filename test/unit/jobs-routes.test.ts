@@ -55,4 +55,26 @@ describe("jobs routes", () => {
     expect(res?.status).toBe(400);
     expect(((await res!.json()) as { error: { param: string } }).error.param).toBe("file");
   });
+
+  test("creating a large batch gives the event loop a turn between chunks of lines", async () => {
+    const store = new SqliteJobsStore(new Database(":memory:", { strict: true }), join(root, "large"));
+    const big = createJobsRoutes(routesDeps({ store, knownModel: () => true }));
+    const text = "x".repeat(8_000);
+    const jsonl = Array.from({ length: 2_000 }, (_, i) => `${JSON.stringify({ custom_id: `r${i}`, method: "POST", url: "/v1/embeddings", body: { model: "m", input: text } })}\n`).join("");
+    const form = new FormData();
+    form.set("purpose", "batch");
+    form.set("file", new File([jsonl], "big.jsonl"));
+    const file = (await (await big(new Request("http://gw/v1/files", { method: "POST", body: form }), principal))!.json()) as { id: string };
+    // A timer due every millisecond fires only when the loop gets a turn: a create done in one block (16 MB here) lets it fire never.
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    await Bun.sleep(5);
+    const before = ticks;
+    const res = await big(new Request("http://gw/v1/batches", { method: "POST", body: JSON.stringify({ input_file_id: file.id, endpoint: "/v1/embeddings", completion_window: "24h" }) }), principal);
+    clearInterval(timer);
+    expect(res?.status).toBe(200);
+    expect(((await res!.json()) as { request_counts: { total: number } }).request_counts.total).toBe(2_000);
+    expect(ticks - before).toBeGreaterThanOrEqual(5);
+  });
 });
+

@@ -34,7 +34,7 @@ test("a reopened data directory has the batches, results and in-flight lines; re
     const s1 = new SqliteJobsStore(db1, filesDirOf(dir));
     await s1.createBatch(batchDoc("b", "a"), [lines(4)]);
     await s1.claimLines("b", 3, "dead-runner", 0, Number.MAX_SAFE_INTEGER);
-    await s1.recordResult("b", 1, okResult());
+    await s1.recordResults("b", [{ lineNo: 1, result: okResult() }]);
     db1.close();
     const s2 = new SqliteJobsStore(openStateDatabase(dir), filesDirOf(dir));
     expect((await s2.getBatch("a", "b"))?.counts.completed).toBe(1);
