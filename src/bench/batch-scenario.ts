@@ -19,6 +19,7 @@ import { formatTable, median, quantile } from "./report.ts";
 import type { BenchScenario } from "./scenario.ts";
 import { timedStream } from "./stream-client.ts";
 import { runEmbeddingsBatchBench, type EmbeddingsBatchReport } from "./batch-embeddings-scenario.ts";
+import { DEFAULT_RESULT_FLUSH_MS } from "../jobs/pending-results.ts";
 
 const MODEL = "bench-model";
 export const INTERACTIVE_KEY = "interactive-key-for-bench";
@@ -164,6 +165,18 @@ function startShedLoad(api: string, clients: number): { stop(): Promise<{ shed: 
   };
 }
 
+/** Waits until `read` gives the same count twice `gapMs` apart (or `timeoutMs` passed). */
+async function countSettled(read: () => Promise<number>, gapMs: number, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  let last = await read();
+  while (performance.now() < deadline) {
+    await Bun.sleep(gapMs);
+    const now = await read();
+    if (now === last) return;
+    last = now;
+  }
+}
+
 export async function runBatchBench(opts: BatchBenchOptions): Promise<BatchBenchReport> {
   const log = opts.log ?? (() => {});
   const children: LlmgwChild[] = [];
@@ -218,6 +231,8 @@ export async function runBatchBench(opts: BatchBenchOptions): Promise<BatchBench
       detected.push(await waitFor(async () => (await metric(admin, "llmgw_pool_gpu_saturated")) === 1, 10_000));
       // Lines admitted before saturation was seen finish their few tokens; measure once shedding is all that happens.
       await waitFor(async () => (await endpointsInflight(admin)) === 0, 10_000);
+      // Their results are written in groups, up to DEFAULT_RESULT_FLUSH_MS later: count from when the last is recorded.
+      await countSettled(() => batchCompleted(api, batchId), 1.5 * DEFAULT_RESULT_FLUSH_MS, 5_000);
       const shedAtStart = await metric(admin, "llmgw_gpu_shed_total");
       const shedLoad = startShedLoad(api, opts.shedClients);
       await measurePhase(api, opts.phaseMs, batchId, `during-${round}`, during);

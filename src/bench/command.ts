@@ -39,9 +39,24 @@ export const benchCommand: CommandSpec = {
   dispatch: runBench,
 };
 
+/** `bench routing --workload W`: the routing benchmark's workloads, each a scenario with flags of its own. */
+const ROUTING_WORKLOADS: Record<string, string> = { "shared-prefix": "routing", lora: "lora" };
+
+/** The scenario `bench routing --workload W` names, and the flags without it; any other scenario as given. */
+function routingWorkload(name: string, rest: string[]): [string, string[]] {
+  if (name !== "routing") return [name, rest];
+  const at = rest.findIndex((a) => a === "--workload" || a.startsWith("--workload="));
+  if (at < 0) return [name, rest];
+  const value = rest[at]!.includes("=") ? rest[at]!.slice("--workload=".length) : rest[at + 1];
+  const target = value === undefined ? undefined : ROUTING_WORKLOADS[value];
+  if (target === undefined) throw new UsageError(`--workload: expected one of ${Object.keys(ROUTING_WORKLOADS).join(", ")}, got ${value === undefined ? "nothing" : `'${value}'`}`);
+  return [target, [...rest.slice(0, at), ...rest.slice(at + (rest[at]!.includes("=") ? 1 : 2))]];
+}
+
 /** Scenario dispatch with the scenario's own strict flags. */
 async function runBench(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
+  const [given, ...flags] = argv;
+  const [name, rest] = given === undefined ? [given, flags] : routingWorkload(given, flags);
   if (name === undefined || name === "--help" || name === "-h") {
     console.log(usage());
     return name === undefined ? 2 : 0;

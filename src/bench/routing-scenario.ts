@@ -230,7 +230,7 @@ export function stagesFrom(rates: readonly number[], lengths: readonly number[])
 
 const list = (xs: readonly number[]) => xs.map((x) => String(Math.round(x * 1000) / 1000)).join(",");
 
-const USAGE = `usage: llmgw bench routing [--pods N] [--profile NAME] [--kv-tokens N] [--groups N] [--per-group N]
+const USAGE = `usage: llmgw bench routing [--workload shared-prefix|lora] [--pods N] [--profile NAME] [--kv-tokens N] [--groups N] [--per-group N]
                           [--system-len N] [--question-len N] [--output-len N] [--rates LIST] [--stage-s LIST]
                           [--warmup-rate R] [--warmup-s S] [--time-scale X] [--policies LIST] [--policy-dir DIR] [--seed N]
                           [--drain-s S] [--engine-args=FLAGS] [--json]
@@ -249,6 +249,9 @@ Ctrl-C stops the run and reports the policies run so far. Exits 1 when llmgw's d
 37-capacity shape (none of --pods … --warmup-s, --engine-args given).
 
 flags:
+  --workload W         shared-prefix (default: this experiment) or lora: many LoRA
+                       adapters under Zipf popularity, llmgw vs load only vs random
+                       (the same as 'llmgw bench lora'; its flags then apply)
   --pods N             sim-engines, one a pod (default ${S.DEFAULT_PODS})
   --profile NAME       sim-engine profile of each pod (default ${S.DEFAULT_PROFILE})
   --kv-tokens N        KV cache of each pod, tokens, in 16-token blocks (default ${S.DEFAULT_KV_TOKENS})

@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI, { toFile } from "openai";
 import { openStateDatabase } from "../../src/jobs/state-db.ts";
+import { DEFAULT_RESULT_FLUSH_LINES } from "../../src/jobs/pending-results.ts";
 import { chatBatchJsonl, expectEveryLineOnce } from "../helpers/batch-send.ts";
 import { startGateway, startSim, type Sim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
@@ -57,14 +58,15 @@ test("1,000 lines through the gateway with the openai client; SIGKILL mid-batch,
     { timeoutMs: 60_000, intervalMs: 20, what: "300 lines done" },
   );
   await gw.stop("SIGKILL");
-  // Claimed by the dead gateway and never recorded: these may reach the engine twice.
+  // Claimed by the dead gateway and never recorded: these may reach the engine twice — in flight, answered
+  // with the result not written yet, or claimed ahead of a free slot (never sent).
   const db = openStateDatabase(dataDir);
   const inFlight = db.query<{ n: number }, []>("SELECT count(*) AS n FROM batch_lines WHERE state = 'running'").get()!.n;
   const doneAtKill = db.query<{ n: number }, []>("SELECT count(*) AS n FROM batch_lines WHERE state = 'done'").get()!.n;
   db.close();
   expect(doneAtKill).toBeLessThan(LINES);
   expect(inFlight).toBeGreaterThan(0);
-  expect(inFlight).toBeLessThanOrEqual(CONCURRENCY);
+  expect(inFlight).toBeLessThanOrEqual(CONCURRENCY + Math.ceil(CONCURRENCY / 4) + DEFAULT_RESULT_FLUSH_LINES);
 
   gw = await startGateway(config, 1);
   client = new OpenAI({ baseURL: `${gw.api}/v1`, apiKey: KEY, maxRetries: 0 });

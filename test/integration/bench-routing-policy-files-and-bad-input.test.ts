@@ -51,6 +51,7 @@ test("bad flags, a policy the gateway would refuse, a template naming a listener
     [["--rates", "60,80,100", "--stage-s", "1,2"], "--stage-s: expected one length, or one per rate (3), got 2"],
     [["--policies", "random,clairvoyant"], "--policies: unknown policy 'clairvoyant' (known: random, round-robin, load,"],
     [["--pods", "0"], "--pods: expected an integer in [1, 64]"],
+    [["--workload", "nope"], "--workload: expected one of shared-prefix, lora, got 'nope'"],
     [["--policy-dir", join(dir, "nowhere")], "cannot read"],
     [["--policy-dir", bad], "fastest.yaml: the gateway would refuse it: scheduling.picker"],
     [[...SMALL, "--policy-dir", unannounced], "events.yaml): the endpoint template names {engine.kv-events}, which engine sim-"],
