@@ -15,7 +15,8 @@ import { parseDetokenizeRequest, parseEmbeddingRequest, parseGenerationRequest, 
 import { tokenText } from "./tokens.ts";
 import { logger } from "../shared/logger.ts";
 import { embeddingResponse, modelsResponse, randomId } from "./openai-response.ts";
-import { JsonSink, SseSink, type Closable } from "./sinks.ts";
+import type { Closable } from "./answer-stream.ts";
+import { JsonSink, SseSink } from "./sinks.ts";
 import { EngineLora, saltedForAdapter } from "./lora/engine-lora.ts";
 import { loraRoute } from "./lora/lora-routes.ts";
 import { badRequest, fastapiMethodNotAllowed, fastapiNotFound, SimHttpError, vllmErrorResponse } from "./vllm-errors.ts";

@@ -5,30 +5,11 @@
  */
 import type { ChoicePlan } from "./answer-plan.ts";
 import type { SeqSink } from "./engine.ts";
-import { chatResponse, completionResponse, SSE_COMMENT_BYTES, StreamEncoder, type FinishedChoice } from "./openai-response.ts";
+import { AnswerStream, CUT_AFTER_MS, InjectedCutError, type Closable, type SinkOwner } from "./answer-stream.ts";
+import { chatResponse, completionResponse, StreamEncoder, type FinishedChoice } from "./openai-response.ts";
 import { SimOutput } from "./text-model.ts";
 import { argumentsText, toolCallDelta } from "./routes/tool-calls.ts";
 
-export interface SinkOwner {
-  /** The stream or response is over (finished, cut, or the client left). */
-  closed(sink: Closable): void;
-}
-
-export interface Closable {
-  /** Server shutdown: end the response now. */
-  shutdown(): void;
-}
-
-/** Give Bun time to write what was queued before the connection is cut. */
-const CUT_AFTER_HEAD_MS = 10;
-
-/** The error a cut stream ends with (named, should a stack trace ever show it). */
-export class InjectedCutError extends Error {
-  constructor() {
-    super("sim-engine: injected fault cut:N (connection cut on purpose)");
-    this.name = "InjectedCutError";
-  }
-}
 
 /** What both transports know of the request. */
 export interface AnswerHead {
@@ -50,37 +31,22 @@ function choiceText(plan: ChoicePlan, output: SimOutput, n: number): string {
   return plan.texts ? plan.texts.slice(0, n).join("") : output.text(n);
 }
 
-export class SseSink implements Closable {
-  readonly stream: ReadableStream<Uint8Array>;
-  private controller: ReadableStreamDefaultController<Uint8Array> | undefined;
-  private done = false;
+export class SseSink extends AnswerStream {
   private rolesSent = false;
   private left: number;
   private readonly generated: number[];
   private readonly encoders: StreamEncoder[];
-  onCancel: () => void = () => {};
 
   constructor(
     private readonly head: AnswerHead,
     private readonly plans: readonly ChoicePlan[],
     includeUsage: boolean,
-    private readonly owner: SinkOwner,
+    owner: SinkOwner,
   ) {
+    super(owner);
     this.encoders = plans.map((p) => new StreamEncoder(head.kind, head.id, head.created, head.model, includeUsage, new SimOutput(p.state), p.index));
     this.left = plans.length;
     this.generated = plans.map(() => 0);
-    this.stream = new ReadableStream<Uint8Array>({
-      start: (c) => {
-        this.controller = c;
-        // vLLM sends the response headers at once; Bun sends them only with the
-        // first body bytes (oven-sh/bun PR #33660), so an SSE comment goes first.
-        c.enqueue(SSE_COMMENT_BYTES);
-      },
-      cancel: () => {
-        this.markDone();
-        this.onCancel();
-      },
-    });
   }
 
   /** The engine-facing sink of choice `k`. */
@@ -89,8 +55,7 @@ export class SseSink implements Closable {
   }
 
   private token(k: number, index: number, last: boolean): void {
-    const c = this.controller;
-    if (this.done || !c) return;
+    if (!this.open) return;
     this.generated[k] = index + 1;
     const plan = this.plans[k]!;
     const enc = this.encoders[k]!;
@@ -103,44 +68,13 @@ export class SseSink implements Closable {
     if (!this.rolesSent && this.head.kind === "chat") {
       // vLLM's first iteration sends the role chunk of every choice (serving_chat.py).
       this.rolesSent = true;
-      c.enqueue(StreamEncoder.concat([...this.encoders.map((e) => e.role()), chunk]));
-    } else c.enqueue(chunk);
+      this.send(StreamEncoder.concat([...this.encoders.map((e) => e.role()), chunk]));
+    } else this.send(chunk);
   }
 
   private finishChoice(): void {
-    const c = this.controller;
-    if (this.done || !c) return;
-    if (--this.left > 0) return;
-    c.enqueue(this.encoders[0]!.end(this.head.promptTokens, this.generated.reduce((a, b) => a + b, 0)));
-    c.close();
-    this.markDone();
-  }
-
-  cut(): void {
-    const c = this.controller;
-    if (this.done || !c) return;
-    this.markDone();
-    // Erroring the body makes Bun drop the connection without the final
-    // chunk: the client sees a reset / truncated body, never a clean end.
-    // Erroring at once would also drop the tokens still queued, so wait a beat.
-    setTimeout(() => c.error(new InjectedCutError()), CUT_AFTER_HEAD_MS);
-  }
-
-  shutdown(): void {
-    const c = this.controller;
-    if (this.done || !c) return;
-    this.markDone();
-    try {
-      c.close();
-    } catch {
-      // already closed by the client
-    }
-  }
-
-  private markDone(): void {
-    if (this.done) return;
-    this.done = true;
-    this.owner.closed(this);
+    if (!this.open || --this.left > 0) return;
+    this.end(this.encoders[0]!.end(this.head.promptTokens, this.generated.reduce((a, b) => a + b, 0)));
   }
 }
 
@@ -186,7 +120,7 @@ export class JsonSink implements Closable {
     const body = new ReadableStream<Uint8Array>({
       start: (c) => {
         c.enqueue(head);
-        setTimeout(() => c.error(new InjectedCutError()), CUT_AFTER_HEAD_MS);
+        setTimeout(() => c.error(new InjectedCutError()), CUT_AFTER_MS);
       },
     });
     this.end(new Response(body, { headers: { "content-type": "application/json" } }));

@@ -15,8 +15,7 @@
  */
 import type { ChoicePlan } from "../answer-plan.ts";
 import type { SeqSink } from "../engine.ts";
-import { SSE_COMMENT_BYTES } from "../openai-response.ts";
-import { InjectedCutError, type SinkOwner } from "../sinks.ts";
+import { AnswerStream, CUT_AFTER_MS, InjectedCutError, type SinkOwner } from "../answer-stream.ts";
 import { SimOutput } from "../text-model.ts";
 import type { GenerationAnswer } from "./run-sequences.ts";
 import { argumentsText } from "./tool-calls.ts";
@@ -25,8 +24,6 @@ type Obj = Record<string, unknown>;
 
 const enc = new TextEncoder();
 const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" };
-/** Give Bun time to write what was queued before the connection is cut. */
-const CUT_AFTER_MS = 10;
 
 /** What both transports know of the request. */
 export interface ResponsesHead {
@@ -105,11 +102,7 @@ function statusOf(plan: ChoicePlan): string {
 }
 
 /** The event stream of one response. */
-export class ResponsesSseAnswer implements GenerationAnswer {
-  readonly stream: ReadableStream<Uint8Array>;
-  onCancel: () => void = () => {};
-  private controller: ReadableStreamDefaultController<Uint8Array> | undefined;
-  private done = false;
+export class ResponsesSseAnswer extends AnswerStream implements GenerationAnswer {
   private seq = 0;
   private text = "";
   private generated = 0;
@@ -118,20 +111,10 @@ export class ResponsesSseAnswer implements GenerationAnswer {
 
   constructor(
     private readonly h: ResponsesHead,
-    private readonly owner: SinkOwner,
+    owner: SinkOwner,
   ) {
+    super(owner);
     this.output = new SimOutput(h.plan.state);
-    this.stream = new ReadableStream<Uint8Array>({
-      start: (c) => {
-        this.controller = c;
-        // Headers at once (vLLM sends them before the first event; Bun only with the first bytes).
-        c.enqueue(SSE_COMMENT_BYTES);
-      },
-      cancel: () => {
-        this.markDone();
-        this.onCancel();
-      },
-    });
   }
 
   respond(): Response {
@@ -160,8 +143,7 @@ export class ResponsesSseAnswer implements GenerationAnswer {
   }
 
   private token(index: number, last: boolean): void {
-    const c = this.controller;
-    if (this.done || !c) return;
+    if (!this.open) return;
     const out = index === 0 ? this.opening() : [];
     this.generated = index + 1;
     const p = this.h.plan;
@@ -172,7 +154,7 @@ export class ResponsesSseAnswer implements GenerationAnswer {
       out.push(this.event("response.output_text.delta", { content_index: 0, delta, item_id: this.itemId, logprobs: [], output_index: 0 }));
     }
     if (last) out.push(...this.closing());
-    c.enqueue(out.length === 1 ? out[0]! : Buffer.concat(out));
+    this.send(out.length === 1 ? out[0]! : Buffer.concat(out));
   }
 
   private closing(): Uint8Array[] {
@@ -193,36 +175,9 @@ export class ResponsesSseAnswer implements GenerationAnswer {
   }
 
   private finish(): void {
-    const c = this.controller;
-    if (this.done || !c) return;
+    if (!this.open) return;
     const final = responseObject(this.h, statusOf(this.h.plan), finalOutput(this.h, this.itemId, this.generated), this.generated);
-    c.enqueue(this.event("response.completed", { response: final }));
-    c.close();
-    this.markDone();
-  }
-
-  private cut(): void {
-    const c = this.controller;
-    if (this.done || !c) return;
-    this.markDone();
-    setTimeout(() => c.error(new InjectedCutError()), CUT_AFTER_MS);
-  }
-
-  shutdown(): void {
-    const c = this.controller;
-    if (this.done || !c) return;
-    this.markDone();
-    try {
-      c.close();
-    } catch {
-      // already closed by the client
-    }
-  }
-
-  private markDone(): void {
-    if (this.done) return;
-    this.done = true;
-    this.owner.closed(this);
+    this.end(this.event("response.completed", { response: final }));
   }
 }
 

@@ -9,7 +9,7 @@ import type { SimLiveConfig, SimStaticConfig } from "../config.ts";
 import type { Engine } from "../engine.ts";
 import type { RequestLimits } from "../openai-request.ts";
 import type { SeqAdapter } from "../sequence.ts";
-import type { Closable, SinkOwner } from "../sinks.ts";
+import type { Closable, SinkOwner } from "../answer-stream.ts";
 
 export interface SimRouteContext {
   readonly engine: Engine;

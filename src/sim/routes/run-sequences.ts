@@ -11,7 +11,7 @@ import { chooseFault, FAULT_HEADER } from "../faults.ts";
 import { saltedForAdapter } from "../lora/engine-lora.ts";
 import type { SeqAdapter } from "../sequence.ts";
 import type { PromptTokens } from "../tokens.ts";
-import type { Closable } from "../sinks.ts";
+import type { Closable } from "../answer-stream.ts";
 import { badRequest, SimHttpError, vllmErrorResponse } from "../vllm-errors.ts";
 import type { BunServer, SimRouteContext } from "./route-context.ts";
 

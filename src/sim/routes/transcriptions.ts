@@ -11,8 +11,8 @@
  */
 import { planChoices } from "../answer-plan.ts";
 import type { SeqSink } from "../engine.ts";
-import { DONE_BYTES, randomId, SSE_COMMENT_BYTES } from "../openai-response.ts";
-import { InjectedCutError, type SinkOwner } from "../sinks.ts";
+import { AnswerStream, CUT_AFTER_MS, InjectedCutError, type SinkOwner } from "../answer-stream.ts";
+import { DONE_BYTES, randomId } from "../openai-response.ts";
 import { extendState, SimOutput, seedState } from "../text-model.ts";
 import type { PromptTokens } from "../tokens.ts";
 import { badRequest, SimHttpError } from "../vllm-errors.ts";
@@ -24,7 +24,6 @@ const enc = new TextEncoder();
 const AUDIO_BYTES_PER_SECOND = 32_000;
 /** Whisper's encoder: 1,500 positions for 30 s. */
 const AUDIO_TOKENS_PER_SECOND = 50;
-const CUT_AFTER_MS = 10;
 
 interface TranscriptionHead {
   id: string;
@@ -77,27 +76,14 @@ export async function transcriptionsRoute(ctx: SimRouteContext, req: Request, se
 }
 
 /** vLLM's transcription stream: one transcription.chunk per token, the last with finish_reason, the usage chunk if asked, [DONE]. */
-class TranscriptionStream implements GenerationAnswer {
-  onCancel: () => void = () => {};
-  private readonly stream: ReadableStream<Uint8Array>;
-  private controller: ReadableStreamDefaultController<Uint8Array> | undefined;
-  private done = false;
+class TranscriptionStream extends AnswerStream implements GenerationAnswer {
   private generated = 0;
 
   constructor(
     private readonly h: TranscriptionHead,
-    private readonly owner: SinkOwner,
+    owner: SinkOwner,
   ) {
-    this.stream = new ReadableStream<Uint8Array>({
-      start: (c) => {
-        this.controller = c;
-        c.enqueue(SSE_COMMENT_BYTES);
-      },
-      cancel: () => {
-        this.markDone();
-        this.onCancel();
-      },
-    });
+    super(owner);
   }
 
   respond(): Response {
@@ -107,52 +93,26 @@ class TranscriptionStream implements GenerationAnswer {
   sink(): SeqSink {
     return {
       token: (index, last) => {
-        const c = this.controller;
-        if (this.done || !c) return;
+        if (!this.open) return;
         this.generated = index + 1;
         const choice = { delta: { content: this.h.output.tokenText(index) }, finish_reason: last ? "stop" : null, stop_reason: null };
-        c.enqueue(this.chunk({ choices: [choice] }));
+        this.send(this.chunk({ choices: [choice] }));
       },
       finish: () => {
-        const c = this.controller;
-        if (this.done || !c) return;
+        if (!this.open) return;
         if (this.h.includeUsage) {
           const usage = { prompt_tokens: this.h.promptTokens, total_tokens: this.h.promptTokens + this.generated, completion_tokens: this.generated };
-          c.enqueue(this.chunk({ choices: [], usage }));
+          this.send(this.chunk({ choices: [], usage }));
         }
-        c.enqueue(DONE_BYTES);
-        c.close();
-        this.markDone();
+        this.end(DONE_BYTES);
       },
-      cut: () => {
-        const c = this.controller;
-        if (this.done || !c) return;
-        this.markDone();
-        setTimeout(() => c.error(new InjectedCutError()), CUT_AFTER_MS);
-      },
+      cut: () => this.cut(),
     };
   }
 
   private chunk(rest: Record<string, unknown>): Uint8Array {
     const { id, created, model } = this.h;
     return enc.encode(`data: ${JSON.stringify({ id, object: "transcription.chunk", created, model, ...rest })}\n\n`);
-  }
-
-  shutdown(): void {
-    const c = this.controller;
-    if (this.done || !c) return;
-    this.markDone();
-    try {
-      c.close();
-    } catch {
-      // already closed by the client
-    }
-  }
-
-  private markDone(): void {
-    if (this.done) return;
-    this.done = true;
-    this.owner.closed(this);
   }
 }
 
