@@ -32,6 +32,8 @@ function start(prompt: string, headers: Record<string, string> = {}): { ac: Abor
     headers: { "content-type": "application/json", ...headers },
     body: JSON.stringify({ model: "m", prompt, max_tokens: 100, stream: true }),
     signal: ac.signal,
+    // A connection of its own: never one a request aborted before it left in the client's pool.
+    keepalive: false,
   });
   return { ac, res };
 }
@@ -71,13 +73,17 @@ test("abort during prefill (before any byte) frees the blocks too", async () => 
   const { ac, res } = start("p".repeat(4 * 300)); // 300 tokens → ~3 s of prefill
   res.catch(() => {});
   // One scrape for both figures: a running request holds blocks in the same snapshot of the engine.
+  let seen: number[] = [];
   await waitUntil(
     async () => {
-      const m = await metrics(["vllm:num_requests_running", "vllm:kv_cache_usage_perc"]);
-      return m[0] === 1 && m[1]! > 0;
+      seen = await metrics(["vllm:num_requests_running", "vllm:kv_cache_usage_perc"]);
+      return seen[0] === 1 && seen[1]! > 0;
     },
     { what: "request admitted, holding its blocks" },
-  );
+  ).catch(async (err: unknown) => {
+    // Say what the engine saw, should this ever time out again.
+    throw new Error(`${String(err)}; last scrape: running ${seen[0]}, KV usage ${seen[1]}; /sim/state ${JSON.stringify(await state())}`);
+  });
   ac.abort();
   await expectAllFreed(2);
 });
