@@ -20,7 +20,13 @@ testWithTool(
       expect(s.idle_cpu_ms_per_s).toBeGreaterThan(0);
     }
     expect(Number.isFinite(r.coordination_overhead)).toBe(true);
+    // Per request, net of what the gateways send idle: the raw figure divides a
+    // fixed background by however many requests a busy or cold host let through.
     expect(r.setups[2]!.redis_commands_per_request).toBeLessThan(0.1);
+    expect(r.setups[2]!.redis_commands_per_request_raw).toBeGreaterThanOrEqual(r.setups[2]!.redis_commands_per_request!);
+    // Leases, demand exchange and quota sync: a few commands a second per gateway, not a flood.
+    expect(r.setups[2]!.redis_background_commands_per_s).toBeGreaterThan(0);
+    expect(r.setups[2]!.redis_background_commands_per_s).toBeLessThan(100);
     expect(r.setups[0]!.redis_commands_per_request).toBeNull();
     expect(r.quota.admitted).toBeLessThanOrEqual(r.quota.allowed + 1);
     expect(r.quota.admitted).toBeGreaterThan(r.quota.allowed * 0.9);
