@@ -19,6 +19,7 @@ import { DEFAULT_RESTART_POLICY } from "./replica-state.ts";
 import { DEFAULT_STOP_GRACE_MS, Supervisor } from "./supervisor.ts";
 import { registrationFromFlags, REGISTRATION_OPTIONS, REGISTRATION_USAGE } from "./registration-flags.ts";
 import { MAX_SIM_GPUS, SIM_H100, simUuidTag, writeSimNvidiaSmi } from "./sim-nvidia-smi.ts";
+import { SIM_GPU_LEDGER_ENV } from "../sim/gpu-ledger.ts";
 import { startRegistration } from "./registration.ts";
 import { loadOrCreateNodeKey } from "./node-key.ts";
 
@@ -163,7 +164,10 @@ function nvidiaSmiOf(args: ParsedArgs, stateDir: string): string {
   if (args.values["sim-gpus"] === undefined) return given ?? DEFAULT_NVIDIA_SMI;
   if (given !== undefined) throw new UsageError("--sim-gpus and --nvidia-smi exclude each other: the simulated GPUs answer as nvidia-smi");
   const count = numberFlag(args, "sim-gpus", 0, { min: 1, max: MAX_SIM_GPUS, integer: true });
-  return writeSimNvidiaSmi(join(stateDir, "sim-gpus"), { ...SIM_H100, count, uuidTag: simUuidTag(stateDir) });
+  const ledgerDir = join(stateDir, "sim-gpus", "held");
+  // The engines this agent starts inherit its environment: each sim-engine writes what it holds there, and memory.used reports it.
+  process.env[SIM_GPU_LEDGER_ENV] = ledgerDir;
+  return writeSimNvidiaSmi(join(stateDir, "sim-gpus"), { ...SIM_H100, count, uuidTag: simUuidTag(stateDir), ledgerDir });
 }
 
 /** The API listener; null when the port is taken, after saying who holds it (other errors are thrown). */

@@ -4,8 +4,9 @@
  * answers the agent's `--query-gpu=… --format=csv,noheader,nounits` for N
  * identical healthy GPUs, and an empty `--query-compute-apps`. The agent
  * runs it like the real one and then places sim-engines on "GPUs" a laptop
- * does not have. A field the script does not know is refused as an old
- * driver refuses it (exit 2).
+ * does not have. memory.used is what the sim-engines running on a GPU hold,
+ * from the ledger they write (src/sim/gpu-ledger.ts). A field the script
+ * does not know is refused as an old driver refuses it (exit 2).
  */
 import { createHash } from "node:crypto";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
@@ -20,6 +21,8 @@ export interface SimGpus {
   computeCap: string;
   /** Distinguishes this node's UUIDs from another's (letters and digits). */
   uuidTag: string;
+  /** The ledger directory sim-engines write what they hold into (absent: memory.used is always 0). */
+  ledgerDir?: string;
 }
 
 /** The H100 80GB as nvidia-smi reports it (81,559 MiB: class h100-80g). */
@@ -42,6 +45,21 @@ for a in "$@"; do
   esac
 done
 if [ -z "$q" ]; then echo "simulated nvidia-smi: only --query-gpu and --query-compute-apps"; exit 0; fi
+ledger=${shellWord(g.ledgerDir ?? "")}
+# MiB held on GPU $1: the ledger's lines for it, from engines still running (a file per pid).
+used() {
+  u=0
+  [ -n "$ledger" ] || { echo 0; return; }
+  for f in "$ledger"/*; do
+    [ -f "$f" ] || continue
+    kill -0 "\${f##*/}" 2>/dev/null || continue
+    while read -r gi mib; do
+      [ "$gi" = "$1" ] && u=$((u + mib))
+    done < "$f"
+  done
+  [ "$u" -gt ${g.memoryMiB} ] && u=${g.memoryMiB}
+  echo "$u"
+}
 i=0
 while [ "$i" -lt ${g.count} ]; do
   line=""
@@ -54,7 +72,7 @@ while [ "$i" -lt ${g.count} ]; do
       uuid) v="GPU-${g.uuidTag}-0000-0000-0000-00000000000$i" ;;
       name) v=${shellWord(g.name)} ;;
       memory.total) v=${g.memoryMiB} ;;
-      memory.used) v=0 ;;
+      memory.used) v=$(used "$i") ;;
       compute_cap) v=${shellWord(g.computeCap)} ;;
       ecc.errors.uncorrected.volatile.total|ecc.errors.corrected.volatile.total) v=0 ;;
       mig.mode.current) v=Disabled ;;
@@ -74,6 +92,7 @@ export function writeSimNvidiaSmi(dir: string, g: SimGpus): string {
   if (g.count > MAX_SIM_GPUS) throw new RangeError(`at most ${MAX_SIM_GPUS} simulated GPUs per node`);
   mkdirSync(dir, { recursive: true });
   const path = join(dir, "nvidia-smi");
+  if (g.ledgerDir) mkdirSync(g.ledgerDir, { recursive: true });
   writeFileSync(path, simNvidiaSmiScript(g));
   chmodSync(path, 0o755);
   return path;

@@ -136,8 +136,8 @@ export function waitingFor(r: ReplicaView, view: ReconcileView, unplacedReason: 
   if (r.record.draining === null) return ["to be marked draining"];
   const s = leaveState(r, view);
   const out: string[] = [];
-  if (s.lastServing && s.inRotation) out.push(`stays in rotation: the last replica serving ${r.record.model} until a replacement serves`);
-  if (s.awaitingReplacement) out.push(`a replacement of ${r.record.model} to serve (${s.serving}/${s.desired} serving)${unplacedReason ? `; no place for it: ${unplacedReason}` : ""}`);
+  if (s.holdsRotation && s.inRotation) out.push(`stays in rotation until its replacement serves`);
+  if (s.awaitingReplacement) out.push(`a replacement of ${r.record.model} to serve (${s.serving} of ${s.desired} serving besides the leaving ones)${unplacedReason ? `; no place for it: ${unplacedReason}` : ""}`);
   if (s.inflight > 0) out.push(`${s.inflight} request(s) in flight`);
   if (out.length > 0 && !s.graceOver) out.push(`or the grace period, ${Math.ceil(s.graceLeftMs / 1000)} s left`);
   if (out.length === 0 || s.graceOver) out.push(r.busy ? "its agent to stop it" : "to be stopped");

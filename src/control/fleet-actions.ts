@@ -34,6 +34,8 @@ function describe(err: unknown): string {
 export class FleetActions {
   private readonly ops = new Set<Promise<void>>();
   private readonly orphans = new Set<string>();
+  /** Per model, the last "no room for a drain's replacement" said, so it is logged once, not every round. */
+  private readonly unplacedSaid = new Map<string, string>();
   /** Agent replicas this process deleted, and when: an answer requested before that still lists them. */
   private readonly gone = new Map<string, number>();
 
@@ -73,6 +75,9 @@ export class FleetActions {
       case "fail":
         return entry && this.fail(entry, action.reason, now);
       case "stop":
+        if (entry && action.short) {
+          this.ctx.log.warn({ replica: entry.record.id, model: entry.record.model, serving: action.short.serving, desired: action.short.desired }, "drain grace period over before a replacement served: stopping the original anyway");
+        }
         return entry && this.stop(entry, action.reason);
       case "forget":
         return entry && this.forget(entry, action.reason);
@@ -93,6 +98,16 @@ export class FleetActions {
         return;
       case "delete-orphan":
         return this.deleteOrphan(action.node, action.agentId);
+      case "replacement-unplaced": {
+        const said = `${action.missing} ${action.reason}`;
+        if (this.unplacedSaid.get(action.model) === said) return;
+        this.unplacedSaid.set(action.model, said);
+        this.ctx.log.warn(
+          { model: action.model, missing: action.missing, reason: action.reason },
+          "drain: no room for a replacement; the original keeps serving until it is placed or the grace period ends",
+        );
+        return;
+      }
       case "finish-drain": {
         const op = this.state.drains.get(action.node);
         if (!op || op.state !== "running") return;
@@ -100,6 +115,7 @@ export class FleetActions {
         this.state.drains.set(op.node, done);
         await this.store.drains.put(op.node, done);
         this.ctx.log.info({ node: op.node, ms: now - op.startedAt }, "drain finished");
+        this.unplacedSaid.clear();
         return;
       }
       default: {

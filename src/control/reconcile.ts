@@ -11,8 +11,9 @@
  * the model, then the newest.
  *
  * Leaving (drain, scale-down, model removed): a replica first leaves
- * rotation (setDraining) — except, on a drain, while it is the last one
- * serving its model — and is stopped once (its model has its desired
+ * rotation (setDraining) — except, on a drain, while its model has fewer
+ * serving replicas than desired without it: then it stays in rotation until
+ * a replacement serves — and is stopped once (its model has its desired
  * serving replicas again, for a drain) and its in-flight count is 0, or
  * when the grace period is over, whatever it waits for.
  */
@@ -62,7 +63,8 @@ export type Action =
   | { kind: "launch"; replica: string; agentIds: string[] }
   /** Give up: out of rotation, stop its shards, keep its log tail, back off the model. */
   | { kind: "fail"; replica: string; reason: string }
-  | { kind: "stop"; replica: string; reason: string }
+  /** `short`: a drain's grace period ended before a replacement served, and its model serves fewer than desired without it. */
+  | { kind: "stop"; replica: string; reason: string; short?: { serving: number; desired: number } }
   /** Drop the record without calling an agent that cannot answer (its leftovers are cleaned as orphans later). */
   | { kind: "forget"; replica: string; reason: string }
   | { kind: "mark-draining"; replica: string; reason: DrainReason; graceMs: number }
@@ -71,7 +73,9 @@ export type Action =
   | { kind: "remove-endpoint"; replica: string }
   | { kind: "signal-draining"; replica: string; draining: boolean }
   | { kind: "delete-orphan"; node: string; agentId: string }
-  | { kind: "finish-drain"; node: string };
+  | { kind: "finish-drain"; node: string }
+  /** A drain's replacements find no room: its originals keep serving until the grace period ends (said once by the shell). */
+  | { kind: "replacement-unplaced"; model: string; missing: number; reason: string };
 
 const ACTIVE: ReadonlySet<ReplicaPhase> = new Set(["Pending", "Starting", "Ready", "Missing"]);
 
@@ -105,8 +109,12 @@ export function chooseVictims(active: readonly ReplicaView[], count: number): Re
 
 /** Where a leaving replica stands: what still holds it (all false/zero: it may stop). */
 export interface LeaveState {
-  /** A drained replica that is the last one serving its model stays in rotation until a replacement serves. */
-  lastServing: boolean;
+  /**
+   * A drained replica stays in rotation while it stands in for a replacement
+   * that does not serve yet: the model keeps its desired serving count
+   * during the drain (or all it had, when it had fewer).
+   */
+  holdsRotation: boolean;
   /** Replicas of the model serving, not leaving, and how many are desired. */
   serving: number;
   desired: number;
@@ -120,6 +128,24 @@ export interface LeaveState {
   graceLeftMs: number;
 }
 
+/**
+ * Whether drained replica `r` is one of the `desired - serving` drained
+ * replicas of its model kept in rotation. Every replica on a drained node is
+ * marked at once, while replacements come one by one (and some may find no
+ * room): taking them all out together would drop the model below desired
+ * until the last replacement serves. The ones already in rotation are kept
+ * first (no flapping), then the oldest; one not Ready cannot stand in.
+ */
+function holdsRotation(r: ReplicaView, others: readonly ReplicaView[], serving: number, desired: number): boolean {
+  const slots = desired - serving;
+  if (r.phase !== "Ready" || slots <= 0) return false;
+  const inRotation = (v: ReplicaView) => v.handedOff && !v.drainingSignalled && v.gatewayReady;
+  const before = (a: ReplicaView, b: ReplicaView) =>
+    Number(inRotation(b)) - Number(inRotation(a)) || a.record.createdAt - b.record.createdAt || (a.record.id < b.record.id ? -1 : a.record.id > b.record.id ? 1 : 0);
+  const ahead = others.filter((o) => o.record.draining?.reason === "drain" && o.phase === "Ready" && before(o, r) < 0).length;
+  return ahead < slots;
+}
+
 export function leaveState(r: ReplicaView, view: ReconcileView): LeaveState {
   const leaving = r.record.draining!;
   const model = r.record.model;
@@ -128,7 +154,7 @@ export function leaveState(r: ReplicaView, view: ReconcileView): LeaveState {
   const desired = desiredCount(view.models, model);
   const graceLeftMs = Math.max(0, leaving.since + leaving.graceMs - view.now);
   return {
-    lastServing: leaving.reason === "drain" && !others.some(isServing),
+    holdsRotation: leaving.reason === "drain" && holdsRotation(r, others, serving, desired),
     serving,
     desired,
     awaitingReplacement: leaving.reason === "drain" && r.phase === "Ready" && serving < desired,
@@ -144,13 +170,17 @@ function planLeaving(r: ReplicaView, view: ReconcileView, out: Action[]): void {
   if (r.phase === "Lost") return void out.push({ kind: "forget", replica: r.record.id, reason: `${leaving.reason}: its node is unreachable` });
   const s = leaveState(r, view);
   if (!r.busy && (s.graceOver || (!s.awaitingReplacement && !s.inRotation && s.inflight === 0))) {
+    if (s.graceOver && s.awaitingReplacement) {
+      const short = { serving: s.serving, desired: s.desired };
+      return void out.push({ kind: "stop", replica: r.record.id, reason: `${leaving.reason}: grace period over before a replacement served (${s.serving} of ${s.desired} serving without it)`, short });
+    }
     return void out.push({ kind: "stop", replica: r.record.id, reason: s.graceOver ? `${leaving.reason}: grace period over` : leaving.reason });
   }
-  // A leaving replica still Ready but not in the gateway (the gateway restarted mid-drain) goes back, draining unless it is the last one serving.
+  // A leaving replica still Ready but not in the gateway (the gateway restarted mid-drain) goes back, draining unless it stands in for a replacement.
   // Not while busy: that is a stop in progress (taken out of the gateway, DELETE on its way), and
   // handing it back then would leave an endpoint in the table after its record is gone.
-  if (r.phase === "Ready" && !r.handedOff && !r.busy) out.push({ kind: "add-endpoint", replica: r.record.id, draining: !s.lastServing });
-  else if (r.handedOff && !r.drainingSignalled && !s.lastServing) out.push({ kind: "signal-draining", replica: r.record.id, draining: true });
+  if (r.phase === "Ready" && !r.handedOff && !r.busy) out.push({ kind: "add-endpoint", replica: r.record.id, draining: !s.holdsRotation });
+  else if (r.handedOff && r.drainingSignalled === s.holdsRotation) out.push({ kind: "signal-draining", replica: r.record.id, draining: !s.holdsRotation });
 }
 
 function planStaying(r: ReplicaView, view: ReconcileView, cordoned: ReadonlySet<string>, out: Action[]): void {
@@ -210,6 +240,8 @@ function planCounts(view: ReconcileView, out: Action[]): void {
       // A failing replica is given up on first (which sets the backoff); its replacement comes after.
       const result = placeModel(spec, want - active.length, nodes);
       for (const shards of result.placements) out.push({ kind: "create", model: name, shards });
+      const drained = view.replicas.some((r) => r.record.model === name && r.record.draining?.reason === "drain");
+      if (drained && result.unplaced > 0) out.push({ kind: "replacement-unplaced", model: name, missing: result.unplaced, reason: result.unplacedReason ?? "no node fits" });
     }
   }
 }

@@ -1,11 +1,12 @@
 /** `llmgw sim-engine`: a simulated vLLM-compatible engine (optionally with DCGM-style GPU metrics). */
 import { boolFlag, parseCommandArgs, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
-import { flushLogger, initLogger, logListening } from "../shared/logger.ts";
+import { flushLogger, initLogger, logger, logListening } from "../shared/logger.ts";
 import { DEFAULT_SIM_PORT } from "./config.ts";
 import { buildSimConfig } from "./command-config.ts";
 import { DEFAULT_PROFILE, listProfiles } from "./profiles/catalog.ts";
 import { GPUS } from "./profiles/gpu-facts.ts";
 import { ARCHS } from "./profiles/model-facts.ts";
+import { holdSimGpus, SIM_GPU_LEDGER_ENV, visibleGpuIndices } from "./gpu-ledger.ts";
 import { SimServer } from "./server.ts";
 import { DEFAULT_MAX_LORA_RANK, DEFAULT_MAX_LORAS, expandLoraModulesArgv } from "./lora/lora-config.ts";
 
@@ -97,6 +98,20 @@ function printProfiles(): void {
   console.log(table("sim-engine profiles (derived step times in ms: a lone decode, 256 decodes of 1k-token contexts, one prefill chunk filling the budget)", columns, rows));
 }
 
+/** On an agent's simulated GPUs, what this engine holds goes into their ledger (gpu-ledger.ts); returns its release. */
+function holdLedger(sim: SimServer): () => void {
+  const dir = process.env[SIM_GPU_LEDGER_ENV];
+  const gpus = visibleGpuIndices(process.env.CUDA_VISIBLE_DEVICES);
+  const mib = sim.heldMiBPerGpu();
+  if (!dir || gpus.length === 0 || mib === undefined) return () => {};
+  try {
+    return holdSimGpus(dir, process.pid, gpus, mib);
+  } catch (err) {
+    logger().warn({ dir, err: err instanceof Error ? err.message : String(err) }, "cannot write the simulated GPUs' ledger: their memory reads as free");
+    return () => {};
+  }
+}
+
 export const simEngineCommand: CommandSpec = {
   name: "sim-engine",
   summary: "run a simulated vLLM-compatible engine",
@@ -165,6 +180,7 @@ export const simEngineCommand: CommandSpec = {
     const log = initLogger({ role: "sim-engine" });
     const sim = new SimServer(fixed, live);
     const urls = sim.listen(host, port, dcgmPort);
+    const release = holdLedger(sim);
     logListening(log, "api", urls.api);
     if (urls.dcgm) logListening(log, "dcgm", urls.dcgm);
     if (urls.kvEvents) logListening(log, "kv-events", urls.kvEvents);
@@ -180,7 +196,10 @@ export const simEngineCommand: CommandSpec = {
         if (stopping) return;
         stopping = true;
         log.info({ signal: sig }, "shutting down");
-        void sim.close().then(resolve, resolve);
+        void sim
+          .close()
+          .finally(release)
+          .then(resolve, resolve);
       };
       process.on("SIGINT", onSignal);
       process.on("SIGTERM", onSignal);

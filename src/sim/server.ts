@@ -66,6 +66,11 @@ export class SimServer {
     if (fixed.gpus > 0) this.gpus = new SimGpus(gpuSpec(fixed.gpuModel), fixed.gpus, osHostname(), `${osHostname()}/${process.pid}`, performance.now(), fixed.dcgmModelLabel, fixed.reservedMiB);
   }
 
+  /** What the engine holds on each of its GPUs, MiB (undefined: it simulates none). */
+  heldMiBPerGpu(): number | undefined {
+    return this.gpus?.usedMiB;
+  }
+
   /** The publisher's endpoints as a subscriber reaches them (a wildcard bind is reached over loopback). */
   listen(host: string, port: number, dcgmPort: number | undefined): { api: string; dcgm?: string; kvEvents?: string; kvReplay?: string } {
     // development: false — no HTML error pages, and a deliberately errored stream (cut:N) is not printed as a crash.

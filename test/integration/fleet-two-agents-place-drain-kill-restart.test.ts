@@ -82,14 +82,15 @@ describe("fleet with two real agents", () => {
     }
   }, 40_000);
 
-  test("drain moves node-a's replica: out of rotation at once, stopped after the replacement serves and in-flight reaches 0", async () => {
+  test("drain moves node-a's replica: in rotation until the replacement serves, stopped once in-flight reaches 0", async () => {
     const original = fleet.sink.serving().find((e) => e.node === "node-a")!;
+    const before = new Set(fleet.sink.serving().map((e) => e.id));
     fleet.sink.inflights.set(original.id, 2);
     await fleet.manager.ops.drain("node-a", 30_000);
-    await waitUntil(() => fleet.sink.endpoints.get(original.id)?.draining === true, { what: "original draining" });
-    await waitUntil(() => fleet.sink.serving().length === 2, { timeoutMs: 30_000, what: "a replacement in rotation" });
-    const replacement = fleet.sink.serving().find((e) => e.id !== original.id && e.node === "node-b" && eventIndex("add", e.id) > eventIndex("draining", original.id))!;
+    await waitUntil(() => fleet.sink.endpoints.get(original.id)?.draining === true, { timeoutMs: 30_000, what: "original draining" });
+    const replacement = fleet.sink.serving().find((e) => !before.has(e.id) && e.node === "node-b" && eventIndex("add", e.id) < eventIndex("draining", original.id))!;
     expect(replacement).toBeDefined();
+    expect(fleet.sink.serving()).toHaveLength(2);
     // Requests still open on the original hold it, replacement or not.
     await Bun.sleep(800);
     expect(fleet.sink.endpoints.has(original.id)).toBe(true);

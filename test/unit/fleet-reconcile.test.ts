@@ -42,7 +42,8 @@ function view(over: Partial<ReconcileView>): ReconcileView {
   return over.agents ? v : { ...v, agents: v.nodes.map((n) => ({ node: n.name, state: n.state, fleetIds: [] })) };
 }
 
-const kinds = (actions: Action[]) => actions.map((a) => ("replica" in a ? `${a.kind} ${a.replica}` : a.kind === "create" ? `create ${a.shards.map((s) => s.node).join("+")}` : `${a.kind} ${a.node}`));
+const kinds = (actions: Action[]) =>
+  actions.map((a) => ("replica" in a ? `${a.kind} ${a.replica}` : a.kind === "create" ? `create ${a.shards.map((s) => s.node).join("+")}` : "node" in a ? `${a.kind} ${a.node}` : `${a.kind} ${a.model}`));
 const draining = (since: number, reason: "drain" | "scale-down" | "model-removed" = "drain", graceMs = GRACE) => ({ draining: { since, reason, graceMs } });
 
 describe("counting replicas against desired", () => {
@@ -120,16 +121,19 @@ describe("drain", () => {
     expect(kinds(actions)).toEqual(["mark-draining ra", "create b"]);
   });
 
-  test("the leaving replica leaves rotation at once when another serves, and stops once a replacement serves and its in-flight count is 0", () => {
+  test("the leaving replica stays in rotation until its replacement serves, then leaves it, and stops once its in-flight count is 0", () => {
     const leaving = (over: Partial<ReplicaView>) => replica("ra", "a", over, draining(NOW - 100));
     const other = replica("rb", "b");
     const replacement = (over: Partial<ReplicaView> = {}) => replica("new", "b", over);
-    expect(kinds(planReconcile(view({ replicas: [leaving({}), other, replacement({ phase: "Starting", handedOff: false })] })))).toEqual(["signal-draining ra"]);
+    // Another replica serves, but 2 are desired: without ra only 1 would.
+    expect(kinds(planReconcile(view({ replicas: [leaving({}), other, replacement({ phase: "Starting", handedOff: false })] })))).toEqual([]);
+    expect(kinds(planReconcile(view({ replicas: [leaving({}), other, replacement({ gatewayReady: false })] })))).toEqual([]);
+    expect(kinds(planReconcile(view({ replicas: [leaving({}), other, replacement()] })))).toEqual(["signal-draining ra"]);
     // Replacement serving, requests still open: wait.
     expect(kinds(planReconcile(view({ replicas: [leaving({ drainingSignalled: true, inflight: 3 }), other, replacement()] })))).toEqual([]);
     expect(kinds(planReconcile(view({ replicas: [leaving({ drainingSignalled: true, inflight: 0 }), other, replacement()] })))).toEqual(["stop ra"]);
-    // In-flight 0 but no replacement serving yet (only in the gateway's view it is not ready): wait.
-    expect(kinds(planReconcile(view({ replicas: [leaving({ drainingSignalled: true }), other, replacement({ gatewayReady: false })] })))).toEqual([]);
+    // Out of rotation, in-flight 0, but the replacement no longer serves (the gateway's view): back into rotation, not stopped.
+    expect(kinds(planReconcile(view({ replicas: [leaving({ drainingSignalled: true }), other, replacement({ gatewayReady: false })] })))).toEqual(["signal-draining ra"]);
   });
 
   test("the last replica serving its model stays in rotation until a replacement serves", () => {
@@ -139,13 +143,47 @@ describe("drain", () => {
     expect(kinds(planReconcile(view({ models: m1, replicas: [last, replica("new", "b")] })))).toEqual(["signal-draining ra"]);
   });
 
-  test("after a gateway restart mid-drain, a Ready leaving replica goes back to the gateway (draining unless the last one serving) and is not stopped early", () => {
+  test("after a gateway restart mid-drain, a Ready leaving replica goes back to the gateway (draining unless it stands in for a replacement) and is not stopped early", () => {
     const m1 = [model("m", 1)];
     const restarted = replica("ra", "a", { handedOff: false }, draining(NOW - 100));
     const loading = replica("new", "b", { phase: "Starting", handedOff: false });
     expect(planReconcile(view({ models: m1, replicas: [restarted, loading] }))).toEqual([{ kind: "add-endpoint", replica: "ra", draining: false }]);
     const m2 = [model("m", 2)];
-    expect(planReconcile(view({ models: m2, replicas: [restarted, replica("rb", "b"), loading] }))).toEqual([{ kind: "add-endpoint", replica: "ra", draining: true }]);
+    expect(planReconcile(view({ models: m2, replicas: [restarted, replica("rb", "b"), loading] }))).toEqual([{ kind: "add-endpoint", replica: "ra", draining: false }]);
+  });
+
+  test("every replica on a drained node stays in rotation until its own replacement serves: the model never serves fewer than desired", () => {
+    const m3 = [model("m", 3)];
+    const a1 = (over: Partial<ReplicaView> = {}) => replica("a1", "a", over, { ...draining(NOW - 100), createdAt: 1 });
+    const a2 = (over: Partial<ReplicaView> = {}) => replica("a2", "a", over, { ...draining(NOW - 100), createdAt: 2 });
+    const b1 = replica("b1", "b");
+    const starting = (id: string) => replica(id, "b", { phase: "Starting", handedOff: false });
+    // Both replacements loading: both originals stay in rotation (3 of 3 serving).
+    expect(kinds(planReconcile(view({ models: m3, replicas: [a1(), a2(), b1, starting("n1"), starting("n2")] })))).toEqual([]);
+    // One replacement serves: one original (the younger) leaves rotation, the other stands in for the second.
+    expect(kinds(planReconcile(view({ models: m3, replicas: [a1(), a2(), b1, replica("n1", "b"), starting("n2")] })))).toEqual(["signal-draining a2"]);
+    // Neither stops while the second replacement loads, whatever their in-flight counts.
+    expect(kinds(planReconcile(view({ models: m3, replicas: [a1(), a2({ drainingSignalled: true }), b1, replica("n1", "b"), starting("n2")] })))).toEqual([]);
+    // Both serve: the last original leaves rotation; the one out of rotation with nothing in flight stops.
+    expect(kinds(planReconcile(view({ models: m3, replicas: [a1(), a2({ drainingSignalled: true }), b1, replica("n1", "b"), replica("n2", "b")] })))).toEqual([
+      "signal-draining a1",
+      "stop a2",
+    ]);
+    // A replacement that stops serving brings an original back into rotation.
+    expect(kinds(planReconcile(view({ models: m3, replicas: [a1({ drainingSignalled: true }), a2({ drainingSignalled: true }), b1, replica("n1", "b", { phase: "Starting" }), replica("n2", "b")] })))).toEqual([
+      "signal-draining a1",
+      "remove-endpoint n1",
+    ]);
+  });
+
+  test("a drained replica with no room for its replacement keeps serving until the grace period ends, then stops", () => {
+    const m2 = [model("m", 2)];
+    const full = nodes("a", "b").map((n) => ({ ...n, cordoned: n.name === "a", gpus: n.gpus.map((g) => ({ ...g, usedBy: "someone-else" })) }));
+    const held = (since: number) => replica("ra", "a", {}, draining(since));
+    const during = planReconcile(view({ models: m2, nodes: full, replicas: [held(NOW - 100), replica("rb", "b")] }));
+    expect(during).toEqual([{ kind: "replacement-unplaced", model: "m", missing: 1, reason: expect.any(String) }]);
+    const over = planReconcile(view({ models: m2, nodes: full, replicas: [held(NOW - GRACE), replica("rb", "b")] }));
+    expect(over[0]).toEqual({ kind: "stop", replica: "ra", reason: expect.stringContaining("grace period over before a replacement served"), short: { serving: 1, desired: 2 } });
   });
 
   test("a leaving replica being stopped (out of the gateway, DELETE on its way) is not handed back while the engine still answers", () => {

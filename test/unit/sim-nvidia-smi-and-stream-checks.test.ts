@@ -1,7 +1,8 @@
 /**
  * The stand-in nvidia-smi of simulated nodes, read by the agent's real GPU
- * discovery (healthy H100s, utilisation absent rather than 0, unknown fields
- * refused as a driver refuses them), and the stream check of the fleet
+ * discovery (healthy H100s, utilisation absent rather than 0, memory used
+ * as the engines on each GPU hold it, unknown fields refused as a driver
+ * refuses them), and the stream check of the fleet
  * bench's load: only a stream ending in [DONE] with no error event is ok.
  */
 import { afterAll, describe, expect, test } from "bun:test";
@@ -12,6 +13,7 @@ import { gpuClass } from "../../src/shared/gpu-class.ts";
 import { discoverGpus } from "../../src/agent/gpu-discovery.ts";
 import { streamDefect, summarize } from "../../src/bench/checked-stream-load.ts";
 import { SIM_H100, simNvidiaSmiScript, writeSimNvidiaSmi } from "../../src/agent/sim-nvidia-smi.ts";
+import { holdSimGpus, visibleGpuIndices } from "../../src/sim/gpu-ledger.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "sim-nvidia-smi-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -35,6 +37,20 @@ describe("simulated nvidia-smi", () => {
     const r = Bun.spawnSync([path, "--query-gpu=index,clocks.max.sm", "--format=csv,noheader,nounits"]);
     expect(r.exitCode).toBe(2);
     expect(r.stdout.toString()).toContain('Field "clocks.max.sm" is not a valid field to query.');
+  });
+
+  test("a simulated GPU reports the memory its running engines hold, and frees it when they are gone", async () => {
+    const ledgerDir = join(tmp, "c", "held");
+    const path = writeSimNvidiaSmi(join(tmp, "c"), { ...SIM_H100, count: 3, uuidTag: "m", ledgerDir });
+    const used = async () => (await discoverGpus(path)).gpus.map((g) => g.memoryUsedMiB);
+    expect(await used()).toEqual([0, 0, 0]);
+    // This test's own process stands in for a running engine on GPUs 0 and 2; a dead one's hold on GPU 1 is ignored.
+    const release = holdSimGpus(ledgerDir, process.pid, visibleGpuIndices("0,2"), 73_403);
+    const dead = Bun.spawnSync(["true"]).pid;
+    holdSimGpus(ledgerDir, dead, [1], 40_000);
+    expect(await used()).toEqual([73_403, 0, 73_403]);
+    release();
+    expect(await used()).toEqual([0, 0, 0]);
   });
 
   test("a UUID tag that would break the script is refused", () => {

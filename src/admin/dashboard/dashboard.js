@@ -23,7 +23,8 @@ function h(tag, attrs, ...children) {
   return el;
 }
 
-const NA = "n/a";
+/** A figure nobody reported: said in words, never drawn as 0. */
+const NA = "not reported";
 const GIB = 1024 ** 3;
 const pct = (v) => (v === null ? NA : `${(v * 100).toFixed(v < 0.1 && v > 0 ? 1 : 0)}%`);
 const gib = (v) => (v === null ? NA : `${(v / GIB).toFixed(v < 10 * GIB ? 1 : 0)}`);
@@ -43,6 +44,12 @@ function servesView(g) {
   return h("div", { class: "gpu-serves none", "data-serves": "" }, g.exporter === null ? "free" : "no endpoint lists it");
 }
 
+/** "72 / 80 GiB"; a used figure nobody reported reads "not reported", whatever the size. */
+function memoryText(g) {
+  if (g.memory_used_bytes === null) return NA;
+  return g.memory_total_bytes === null ? `${gib(g.memory_used_bytes)} GiB` : `${gib(g.memory_used_bytes)} / ${gib(g.memory_total_bytes)} GiB`;
+}
+
 function gpuView(card, g) {
   const mem = g.memory_total_bytes !== null && g.memory_used_bytes !== null ? g.memory_used_bytes / g.memory_total_bytes : null;
   const extra = [g.temperature_c === null ? null : `${Math.round(g.temperature_c)} °C`, g.power_w === null ? null : `${Math.round(g.power_w)} W`].filter((x) => x !== null);
@@ -54,8 +61,8 @@ function gpuView(card, g) {
       "div",
       {},
       servesView(g),
-      meter("mem", mem, mem === null ? NA : `${gib(g.memory_used_bytes)} / ${gib(g.memory_total_bytes)} GiB`),
-      meter("util", g.utilization, g.utilization === null ? "not reported" : pct(g.utilization)),
+      meter("mem", mem, memoryText(g)),
+      meter("util", g.utilization, pct(g.utilization)),
       extra.length > 0 ? h("div", { class: "gpu-extra" }, extra.join(" · ")) : null,
     ),
     g.faults.map((f) => h("div", { class: "fault", "data-fault": "" }, `⚠ ${f}`)),

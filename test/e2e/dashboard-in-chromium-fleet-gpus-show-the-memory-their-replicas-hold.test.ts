@@ -1,0 +1,102 @@
+/**
+ * Scenario: `llmgw demo --fleet` seen in a real headless Chromium. A
+ * simulated GPU a replica runs on shows the memory the replica holds (as a
+ * real GPU under vLLM would: most of its 80 GiB), a free one 0 — not "0.0
+ * of 80 GiB" everywhere. And a GPU whose used memory nobody reported reads
+ * "not reported" (a drawn-as-absent bar), never 0.
+ */
+import { afterAll, expect } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type BrowserContext } from "playwright-core";
+import { dashboardSnapshotSchema } from "../../src/admin/dashboard/snapshot.ts";
+import { childEnv } from "../../src/shared/process-env.ts";
+import { CLI, REPO_ROOT, waitUntil } from "../helpers/processes.ts";
+import { testWithTool } from "../helpers/system-tools.ts";
+
+const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
+
+let demo: Bun.Subprocess<"ignore", "pipe", "pipe"> | undefined;
+let browser: BrowserContext | undefined;
+
+afterAll(async () => {
+  await browser?.close();
+  if (demo && demo.exitCode === null) process.kill(-demo.pid, "SIGKILL");
+});
+
+async function startFleetDemo(): Promise<string> {
+  demo = Bun.spawn([process.execPath, CLI, "demo", "--fleet", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"], {
+    cwd: REPO_ROOT,
+    env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    detached: true,
+  });
+  let text = "";
+  const decoder = new TextDecoder();
+  for await (const chunk of demo.stdout) {
+    text += decoder.decode(chunk, { stream: true });
+    const admin = /Dashboard\s+(\S+)\/dashboard/.exec(text)?.[1];
+    if (admin && text.includes("Press Ctrl-C")) return admin;
+  }
+  throw new Error(`the demo ended before its banner:\n${text}${await new Response(demo.stderr).text()}`);
+}
+
+testWithTool(
+  "chromium",
+  "the fleet demo's dashboard: a GPU running a replica shows the memory it holds, a free one 0, an unreported one 'not reported'",
+  async (chromiumPath) => {
+    const admin = await startFleetDemo();
+    // Two replicas, one per node, each on one GPU; the agents' next poll reports what they hold.
+    const snap = await waitUntil(async () => {
+      const s = dashboardSnapshotSchema.parse(await (await fetch(`${admin}/admin/v1/dashboard`)).json());
+      const busy = s.gpus.filter((g) => g.serves.length > 0);
+      return busy.length === 2 && busy.every((g) => (g.memory_used_bytes ?? 0) > 0) ? s : null;
+    }, { what: "two GPUs serving with their memory reported", timeoutMs: 15_000 });
+    expect(snap.gpus).toHaveLength(8);
+    for (const g of snap.gpus) {
+      if (g.serves.length > 0) expect(g.memory_used_bytes! / g.memory_total_bytes!).toBeGreaterThan(0.5);
+      else expect(g.memory_used_bytes).toBe(0);
+    }
+
+    browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "dashboard-chromium-")), {
+      executablePath: chromiumPath,
+      headless: true,
+      args: CHROMIUM_FLAGS,
+      viewport: { width: 1280, height: 800 },
+    });
+    const page = browser.pages()[0] ?? (await browser.newPage());
+    const problems: string[] = [];
+    page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+    await page.goto(`${admin}/dashboard`);
+    await page.waitForSelector('#status[data-live="true"]');
+    const memTexts = async () =>
+      page.$$eval("[data-gpu]", (gpus) =>
+        gpus.map((g) => ({ serves: g.querySelector(".gpu-serves")?.getAttribute("data-serves") ?? "", mem: g.querySelector('[data-meter="mem"] .num')?.textContent ?? "" })),
+      );
+    const drawn = await memTexts();
+    expect(drawn).toHaveLength(8);
+    for (const { serves, mem } of drawn) {
+      // 90% of an H100's 81,559 MiB: "72 / 80 GiB"; a free GPU holds nothing: "0.0 / 80 GiB".
+      if (serves !== "") expect({ serves, mem }).toEqual({ serves, mem: expect.stringMatching(/^(4[1-9]|[5-7]\d) \/ 80 GiB$/) });
+      else expect({ serves, mem }).toEqual({ serves, mem: "0.0 / 80 GiB" });
+    }
+
+    // The same page when the agents stop reporting memory used: "not reported", drawn as absent, never 0.
+    await page.route("**/admin/v1/dashboard", async (route) => {
+      const res = await route.fetch();
+      const body = (await res.json()) as { gpus: { memory_used_bytes: number | null }[] };
+      for (const g of body.gpus) g.memory_used_bytes = null;
+      await route.fulfill({ response: res, json: body });
+    });
+    await waitUntil(async () => (await memTexts()).every((g) => g.mem === "not reported"), { what: "every GPU's memory drawn as not reported", timeoutMs: 5_000 });
+    expect(await page.locator('[data-gpu] [data-meter="mem"].absent').count()).toBe(8);
+    expect(problems).toEqual([]);
+
+    process.kill(demo!.pid, "SIGINT");
+    expect(await demo!.exited).toBe(0);
+  },
+  120_000,
+);
