@@ -12,7 +12,7 @@
  * (its last event for a stream, the body otherwise) and the response stored
  * with its input and the conversation it answered.
  */
-import { expandedInput, inputItems, listedItems, queuedResponse, RUNNING, statusOf, type BackgroundRequest, type StoredResponse } from "../../jobs/responses-objects.ts";
+import { expandedInput, inputItems, listedItems, queuedResponse, RUNNING, statusOf, type BackgroundRequest, type ConversationLink, type StoredResponse } from "../../jobs/responses-objects.ts";
 import { LlmgwError } from "../../shared/errors.ts";
 import type { GatewayContext } from "../context.ts";
 import { classifyResponsesEvent, responsesEventJson } from "../proxy/responses-events.ts";
@@ -35,13 +35,13 @@ function notFound(id: string): LlmgwError {
   return new LlmgwError("PREVIOUS_RESPONSE_NOT_FOUND", `Previous response with id '${id}' not found.`, { param: "previous_response_id" });
 }
 
-/** The stored response a follow-up continues (the tenant's, not expired, answered). */
-async function previousResponse(ctx: GatewayContext, x: Exchange, id: string): Promise<StoredResponse> {
+/** The conversation of the stored response a follow-up continues (the tenant's, not expired, answered). */
+async function previousConversation(ctx: GatewayContext, x: Exchange, id: string): Promise<ConversationLink[]> {
   const { store } = await ctx.responses.opened();
-  const prev = await store.get(x.tenant, id, Date.now());
+  const prev = await store.conversation(x.tenant, id, Date.now());
   if (prev === undefined) throw notFound(id);
   if (RUNNING.includes(prev.status)) throw new LlmgwError("INVALID_REQUEST", `Previous response with id '${id}' is still ${prev.status === "queued" ? "queued" : "in progress"}; continue it once it has completed.`, { param: "previous_response_id" });
-  return prev;
+  return prev.links;
 }
 
 /**
@@ -55,7 +55,7 @@ export async function conversationStep(ctx: GatewayContext, x: Exchange, answer:
   const own = inputItems(body.input);
   let context = own;
   const previousId = typeof body.previous_response_id === "string" ? body.previous_response_id : undefined;
-  if (previousId !== undefined) context = expandedInput(await previousResponse(ctx, x, previousId), own);
+  if (previousId !== undefined) context = expandedInput(await previousConversation(ctx, x, previousId), own);
   if (previousId !== undefined || "background" in body || "previous_response_id" in body) {
     const out: Obj = { ...body, input: previousId === undefined ? body.input : context };
     delete out.previous_response_id;
@@ -63,7 +63,7 @@ export async function conversationStep(ctx: GatewayContext, x: Exchange, answer:
     x.body = out as typeof body;
     x.rawBody = enc.encode(JSON.stringify(out));
   }
-  if (body.store !== false) answer.add(conversationRecorder(ctx, x, { own, context, previousId, target }));
+  if (body.store !== false) answer.add(conversationRecorder(ctx, x, { own, previousId, target }));
   return undefined;
 }
 
@@ -72,7 +72,7 @@ async function acceptBackground(ctx: GatewayContext, x: Exchange): Promise<Respo
   const body = x.body!;
   if (body.store === false) throw new LlmgwError("INVALID_REQUEST", "background mode requires store to be true", { param: "background" });
   if (body.stream === true) throw new LlmgwError("INVALID_REQUEST", "a background response cannot stream through llmgw; create it without stream and poll GET /v1/responses/{id}", { param: "stream" });
-  if (typeof body.previous_response_id === "string") await previousResponse(ctx, x, body.previous_response_id);
+  if (typeof body.previous_response_id === "string") await previousConversation(ctx, x, body.previous_response_id);
   const { store, background } = await ctx.responses.opened();
   const id = `resp_${crypto.randomUUID().replaceAll("-", "")}`;
   const now = Date.now();
@@ -98,10 +98,8 @@ async function acceptBackground(ctx: GatewayContext, x: Exchange): Promise<Respo
 }
 
 interface Conversation {
-  /** The request's own input items. */
+  /** The request's own input items (what its record stores of the conversation). */
   own: unknown[];
-  /** The conversation the engine was sent. */
-  context: unknown[];
   previousId: string | undefined;
   target: ConversationTarget | undefined;
 }
@@ -171,15 +169,26 @@ async function store(ctx: GatewayContext, x: Exchange, c: Conversation, response
     status: statusOf(stored),
     response: JSON.stringify(stored),
     input: JSON.stringify(listedItems(c.own)),
-    context: JSON.stringify(c.context),
+    // Each turn once: a follow-up names the response it continues, whose record holds what came before.
+    context: JSON.stringify(c.own),
   };
+  if (c.previousId !== undefined) record.previousId = c.previousId;
   const bytes = record.response.length + record.input.length + record.context.length;
   if (bytes > ctx.config.responses.maxRecordBytes) {
     ctx.log.warn({ request_id: x.requestId, response_id: id, bytes }, "response not stored: larger than responses.max_record_bytes");
     return;
   }
   if (c.target !== undefined) {
-    await responses.update(x.tenant, id, ["in_progress"], { status: record.status, response: record.response, input: record.input, context: record.context, request: null, owner: null, leaseUntilMs: null });
+    await responses.update(x.tenant, id, ["in_progress"], {
+      status: record.status,
+      response: record.response,
+      input: record.input,
+      context: record.context,
+      ...(c.previousId === undefined ? {} : { previousId: c.previousId }),
+      request: null,
+      owner: null,
+      leaseUntilMs: null,
+    });
   } else {
     await responses.put(record, ctx.config.responses.maxStoredBytesPerTenant);
     ctx.responses.purgeNowAndThen(responses);
