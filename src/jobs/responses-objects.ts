@@ -15,6 +15,9 @@ type Obj = Record<string, unknown>;
 export const RESPONSE_STATUSES = ["queued", "in_progress", "completed", "incomplete", "failed", "cancelled"] as const;
 export type ResponseStatus = (typeof RESPONSE_STATUSES)[number];
 
+/** The ids a stored response can have: what a path segment of /v1/responses/{id} reaches unescaped. */
+export const RESPONSE_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
+
 /** Statuses of a response still to be answered (a background response). */
 export const RUNNING: readonly ResponseStatus[] = ["queued", "in_progress"];
 

@@ -12,7 +12,9 @@
  * (its last event for a stream, the body otherwise) and the response stored
  * with its input and the conversation it answered.
  */
-import { expandedInput, inputItems, listedItems, queuedResponse, RUNNING, statusOf, type BackgroundRequest, type ConversationLink, type StoredResponse } from "../../jobs/responses-objects.ts";
+import { expandedInput, inputItems, listedItems, queuedResponse, RESPONSE_ID, RUNNING, statusOf, type BackgroundRequest, type ConversationLink, type StoredResponse } from "../../jobs/responses-objects.ts";
+import { isStorageFull, storageFull } from "../../jobs/storage-errors.ts";
+import type { NotStoredReason } from "../../metrics/names.ts";
 import { LlmgwError } from "../../shared/errors.ts";
 import type { GatewayContext } from "../context.ts";
 import { classifyResponsesEvent, responsesEventJson } from "../proxy/responses-events.ts";
@@ -51,6 +53,12 @@ async function previousConversation(ctx: GatewayContext, x: Exchange, id: string
  */
 export async function conversationStep(ctx: GatewayContext, x: Exchange, answer: AnswerRecorders, target: ConversationTarget | undefined): Promise<Response | undefined> {
   const body = x.body!;
+  // vLLM answers under the request's request_id: one that no /v1/responses/{id} path can name would be stored unreachable.
+  if ("request_id" in body && (typeof body.request_id !== "string" || !RESPONSE_ID.test(body.request_id))) {
+    throw new LlmgwError("INVALID_REQUEST", "'request_id' must be 1 to 200 characters of letters, digits, '_', '-', '.' or ':' (it becomes the response's id)", { param: "request_id" });
+  }
+  const fullForS = body.store !== false && target === undefined ? ctx.responses.storageFullForS() : undefined;
+  if (fullForS !== undefined) throw storeRefused(fullForS);
   if (body.background === true && target === undefined) return acceptBackground(ctx, x);
   const own = inputItems(body.input);
   let context = own;
@@ -65,6 +73,17 @@ export async function conversationStep(ctx: GatewayContext, x: Exchange, answer:
   }
   if (body.store !== false) answer.add(conversationRecorder(ctx, x, { own, previousId, target }));
   return undefined;
+}
+
+/** A request asking to be stored while the store has no room: refused before an engine runs. */
+function storeRefused(retryAfterS: number): LlmgwError {
+  return storageFull("the response cannot be stored", "send store: false to be answered without storing, or try again later", retryAfterS);
+}
+
+/** An answer relayed but not stored: a log line and the metric, so it is never silent. */
+function notStored(ctx: GatewayContext, x: Exchange, reason: NotStoredReason, fields: Record<string, unknown>): void {
+  ctx.metrics.responsesNotStored.inc({ reason });
+  ctx.log[reason === "too_large" ? "warn" : "error"]({ request_id: x.requestId, reason, ...fields }, "response answered but not stored");
 }
 
 /** `background: true`: stored queued (with what to run) and answered with the queued response at once. */
@@ -91,7 +110,14 @@ async function acceptBackground(ctx: GatewayContext, x: Exchange): Promise<Respo
     context: "[]",
     request: JSON.stringify(request),
   };
-  await store.put(record, ctx.config.responses.maxStoredBytesPerTenant);
+  try {
+    await store.put(record, ctx.config.responses.maxStoredBytesPerTenant);
+  } catch (err) {
+    if (!isStorageFull(err)) throw err;
+    ctx.responses.noteStorageFull();
+    throw storeRefused(ctx.responses.storageFullForS() ?? 30);
+  }
+  ctx.responses.noteStored();
   background.wake();
   x.finish("ok", 200);
   return Response.json(placeholder, { headers: x.headers() });
@@ -155,6 +181,10 @@ async function store(ctx: GatewayContext, x: Exchange, c: Conversation, response
   const { store: responses } = await ctx.responses.opened();
   const id = c.target?.id ?? (typeof response.id === "string" ? response.id : undefined);
   if (id === undefined) return;
+  if (!RESPONSE_ID.test(id)) {
+    notStored(ctx, x, "unreachable_id", { response_id: id.slice(0, 200) });
+    return;
+  }
   const stored: Obj = { ...response, id };
   // The engine was sent the whole conversation, not the id: the stored object says what the client asked.
   if (c.previousId !== undefined) stored.previous_response_id = c.previousId;
@@ -175,7 +205,7 @@ async function store(ctx: GatewayContext, x: Exchange, c: Conversation, response
   if (c.previousId !== undefined) record.previousId = c.previousId;
   const bytes = record.response.length + record.input.length + record.context.length;
   if (bytes > ctx.config.responses.maxRecordBytes) {
-    ctx.log.warn({ request_id: x.requestId, response_id: id, bytes }, "response not stored: larger than responses.max_record_bytes");
+    notStored(ctx, x, "too_large", { response_id: id, bytes, max_record_bytes: ctx.config.responses.maxRecordBytes });
     return;
   }
   if (c.target !== undefined) {
@@ -193,6 +223,7 @@ async function store(ctx: GatewayContext, x: Exchange, c: Conversation, response
     await responses.put(record, ctx.config.responses.maxStoredBytesPerTenant);
     ctx.responses.purgeNowAndThen(responses);
   }
+  ctx.responses.noteStored();
 }
 
 /** The answer as the client gets it, watched on its way: the same bytes, pull-based (a client that leaves cancels upstream at once). */
@@ -211,7 +242,10 @@ function conversationRecorder(ctx: GatewayContext, x: Exchange, c: Conversation)
       try {
         if (response !== undefined) await store(ctx, x, c, response);
       } catch (err) {
-        ctx.log.error({ err: err instanceof Error ? err.message : String(err), request_id: x.requestId }, "storing a response failed");
+        // The answer is on its way to the client already (status and headers sent): it cannot say so any more.
+        const full = isStorageFull(err);
+        if (full) ctx.responses.noteStorageFull();
+        notStored(ctx, x, full ? "storage_full" : "store_error", { err: err instanceof Error ? err.message : String(err) });
       } finally {
         resolveStored();
       }

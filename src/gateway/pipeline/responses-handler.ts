@@ -6,12 +6,12 @@
  * responses only). Authenticated like every data route; each tenant sees
  * only its own responses: another tenant's id, or an expired one, is a 404.
  */
-import { deletedObject, RUNNING, type InputItemsQuery } from "../../jobs/responses-objects.ts";
+import { deletedObject, RESPONSE_ID, RUNNING, type InputItemsQuery } from "../../jobs/responses-objects.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../../shared/errors.ts";
 import type { Principal } from "../api-keys.ts";
 import type { GatewayContext } from "../context.ts";
 
-export const RESPONSE_PATH = /^\/v1\/responses\/([A-Za-z0-9_.:-]{1,200})(\/input_items|\/cancel)?$/;
+export const RESPONSE_PATH = new RegExp(`^/v1/responses/(${RESPONSE_ID.source.slice(1, -1)})(/input_items|/cancel)?$`);
 
 const DEFAULT_PAGE = 20;
 const MAX_PAGE = 100;
