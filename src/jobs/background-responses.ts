@@ -11,7 +11,7 @@
  * where it runs here; a run elsewhere sees the mark when its answer comes.
  */
 import { logger } from "../shared/logger.ts";
-import { RUNNING, type BackgroundRequest, type StoredResponse } from "./responses-objects.ts";
+import { RUNNING, type BackgroundRequest, type ResponseRecord } from "./responses-objects.ts";
 import type { ResponsesStore } from "./responses-store.ts";
 
 /** The outcome of one run through the request path. */
@@ -131,7 +131,7 @@ export class BackgroundResponses {
     }
   }
 
-  async #run(r: StoredResponse, signal: AbortSignal): Promise<void> {
+  async #run(r: ResponseRecord, signal: AbortSignal): Promise<void> {
     const { store } = this.#o;
     const started = await store.update(r.tenant, r.id, RUNNING, { status: "in_progress", response: withStatus(r.response, "in_progress") });
     if (started === undefined || started.request === undefined) return; // cancelled (or gone) meanwhile

@@ -15,6 +15,9 @@ type Obj = Record<string, unknown>;
 export const RESPONSE_STATUSES = ["queued", "in_progress", "completed", "incomplete", "failed", "cancelled"] as const;
 export type ResponseStatus = (typeof RESPONSE_STATUSES)[number];
 
+/** The ids a stored response can have: what a path segment of /v1/responses/{id} reaches unescaped. */
+export const RESPONSE_ID = /^[A-Za-z0-9_.:-]{1,200}$/;
+
 /** Statuses of a response still to be answered (a background response). */
 export const RUNNING: readonly ResponseStatus[] = ["queued", "in_progress"];
 
@@ -29,13 +32,42 @@ export interface StoredResponse {
   response: string;
   /** The request's own input items, ids given (JSON array): GET …/input_items. */
   input: string;
-  /** The whole conversation the engine was sent (JSON array of input items): a follow-up's history. */
+  /**
+   * The conversation the engine was sent after `previousId`'s (JSON array of
+   * input items): with a previous response, only this turn's own input —
+   * that response's conversation and output come before it, read from its
+   * record, so a chat stores each turn once; without one, the whole
+   * conversation.
+   */
   context: string;
+  /** The response this one follows (`previous_response_id`), whose conversation and output precede `context`. */
+  previousId?: string;
   /** A background response not yet run: what to run (JSON, a BackgroundRequest). */
   request?: string;
   /** A background response being run: the runner holding it, and until when. */
   owner?: string;
   leaseUntilMs?: number;
+}
+
+/** A record as reads answer it: its input items and conversation are read on their own (inputItems, conversation). */
+export type ResponseRecord = Omit<StoredResponse, "input" | "context">;
+
+/** One response of a conversation, as a follow-up's expansion reads it. */
+export interface ConversationLink {
+  /** The items the engine was sent after the previous link's output (JSON array). */
+  context: string;
+  /** The response object (JSON): its output follows `context`. */
+  response: string;
+}
+
+/** One page of GET …/input_items, or what is missing: the response, or the item named by `after`. */
+export type InputItemsPage = { page: Obj } | { missing: "response" | "after" };
+
+/** The query of GET …/input_items. */
+export interface InputItemsQuery {
+  after?: string;
+  limit: number;
+  order: "asc" | "desc";
 }
 
 /** What a background response runs: the body (background and stream off) as the tenant, in its band. */
@@ -85,12 +117,16 @@ export function listedItems(items: readonly unknown[]): Obj[] {
   });
 }
 
-/** The conversation a follow-up is sent: the stored conversation, its answer's output, then the new input. */
-export function expandedInput(prev: StoredResponse, input: readonly unknown[]): unknown[] {
-  const context = JSON.parse(prev.context) as unknown[];
-  const response = JSON.parse(prev.response) as Obj;
-  const output = Array.isArray(response.output) ? response.output : [];
-  return [...context, ...output, ...input];
+/** The conversation a follow-up is sent: each stored link's items and its answer's output, oldest first, then the new input. */
+export function expandedInput(links: readonly ConversationLink[], input: readonly unknown[]): unknown[] {
+  const out: unknown[] = [];
+  for (const link of links) {
+    for (const item of JSON.parse(link.context) as unknown[]) out.push(item);
+    const response = JSON.parse(link.response) as Obj;
+    if (Array.isArray(response.output)) for (const item of response.output as unknown[]) out.push(item);
+  }
+  for (const item of input) out.push(item);
+  return out;
 }
 
 /** The status a response object states ("completed" when it states none). */
@@ -134,7 +170,7 @@ export function queuedResponse(id: string, createdS: number, body: Obj): Obj {
 }
 
 /** One page of GET …/input_items: `order` desc (OpenAI's default) lists the newest first; `after` is an item id. */
-export function inputItemsPage(items: readonly Obj[], query: { after?: string; limit: number; order: "asc" | "desc" }): Obj | undefined {
+export function inputItemsPage(items: readonly Obj[], query: InputItemsQuery): Obj | undefined {
   const ordered = query.order === "asc" ? items : [...items].reverse();
   let from = 0;
   if (query.after !== undefined) {

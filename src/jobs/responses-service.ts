@@ -16,6 +16,13 @@ import { openStateDatabase } from "./state-db.ts";
 
 export const RESPONSES_DB_FILE = "responses.sqlite";
 
+/**
+ * After a store write found the disk full, requests asking to be stored are
+ * refused (507, before any engine runs) this long, then tried again: an
+ * answer generated and then dropped would charge tokens for nothing.
+ */
+const STORAGE_FULL_HOLD_MS = 30_000;
+
 /** Expired records are deleted at most this often, piggybacked on stores (no timer to own). */
 const PURGE_EVERY_MS = 60_000;
 /** How often an embedded runner looks for lapsed leases and ended backoffs (a new background response wakes it at once). */
@@ -48,6 +55,7 @@ export class GatewayResponses {
   #open: (OpenResponses & { db: Database | undefined }) | undefined;
   #stopped = false;
   #lastPurgeMs = 0;
+  #fullUntilMs = 0;
 
   constructor(deps: GatewayResponsesDeps) {
     this.#deps = deps;
@@ -67,6 +75,21 @@ export class GatewayResponses {
       throw err;
     });
     return this.#opening;
+  }
+
+  /** A store write found no room: requests to store are refused for a while. */
+  noteStorageFull(nowMs = Date.now()): void {
+    this.#fullUntilMs = nowMs + STORAGE_FULL_HOLD_MS;
+  }
+
+  /** A store write succeeded: there is room again. */
+  noteStored(): void {
+    this.#fullUntilMs = 0;
+  }
+
+  /** Seconds until a request asking to be stored is tried again, while a recent write found the disk full; undefined otherwise. */
+  storageFullForS(nowMs = Date.now()): number | undefined {
+    return nowMs < this.#fullUntilMs ? Math.ceil((this.#fullUntilMs - nowMs) / 1000) : undefined;
   }
 
   /** Drop expired records now and then (called as responses are stored). */

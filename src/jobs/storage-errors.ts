@@ -22,8 +22,8 @@ export function isStoreCorrupt(err: unknown): boolean {
   return code !== undefined && (CORRUPT.has(code) || code.startsWith("SQLITE_CORRUPT") || code.startsWith("SQLITE_IOERR"));
 }
 
-export function storageFull(what: string): LlmgwError {
-  return new LlmgwError("STORAGE_FULL", `${what}: the disk under data_dir is full; reading and deleting files still work, delete files to make room`, { retryAfterS: 30 });
+export function storageFull(what: string, advice = "reading and deleting files still work, delete files to make room", retryAfterS = 30): LlmgwError {
+  return new LlmgwError("STORAGE_FULL", `${what}: the disk under data_dir is full; ${advice}`, { retryAfterS });
 }
 
 /** A storage failure as the client should see it (STORAGE_FULL, JOBS_UNAVAILABLE), or the error as it was. */

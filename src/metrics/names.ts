@@ -96,6 +96,10 @@ export type BatchLineOutcome = (typeof BATCH_LINE_OUTCOMES)[number];
  * the model (not yet discovered, engine down or restarting), an engine
  * failing with a 5xx (retried with backoff), a full disk where results are kept.
  */
+/** Why an answered Responses API response was not stored (llmgw_responses_not_stored_total's reason). */
+export const NOT_STORED_REASONS = ["storage_full", "store_error", "too_large", "unreachable_id"] as const;
+export type NotStoredReason = (typeof NOT_STORED_REASONS)[number];
+
 export const WAIT_REASONS = ["gpu_saturated", "rate_limited", "queue_full", "no_ready_endpoint", "engine_error", "storage_full"] as const;
 export type WaitReason = (typeof WAIT_REASONS)[number];
 
@@ -190,6 +194,11 @@ export const M = {
   admissionQueueDepth: { name: "llmgw_admission_queue_depth", help: "Requests waiting in each band's admission queue.", labels: ["band"] },
   admissionWait: { name: "llmgw_admission_wait_seconds", help: "Time requests waited for admission, by band (granted or not).", labels: ["band"] },
   adminRefusals: { name: "llmgw_admin_refusals_total", help: "Requests the admin listener refused before any route ran, by reason (host, origin, media_type, token).", labels: ["reason"] },
+  responsesNotStored: {
+    name: "llmgw_responses_not_stored_total",
+    help: "Responses API answers relayed but not stored (the client asked to store them), by reason (storage_full, store_error, too_large, unreachable_id).",
+    labels: ["reason"],
+  },
   admissionRejections: { name: "llmgw_admission_rejections_total", help: "Requests turned away before an engine, by band and reason.", labels: ["band", "reason"] },
   admissionPath: { name: "llmgw_admission_path_total", help: "Admission decisions by where they were made: fast (the main thread, no message) or queued (through the scheduler worker).", labels: ["path"] },
   schedulerMessages: { name: "llmgw_scheduler_messages_total", help: "Messages the main thread posted to the scheduler worker, by kind (admit, release and cancel are the slow path).", labels: ["kind"] },

@@ -66,6 +66,7 @@ export class GatewayMetrics {
 
   readonly admissionWait;
   readonly admissionRejections;
+  readonly responsesNotStored;
   readonly adminRefusals;
   readonly admissionGrants;
   readonly admissionPath;
@@ -121,6 +122,7 @@ export class GatewayMetrics {
     this.streamRecoverySeconds = histogram(M.streamRecoverySeconds, RECOVERY_BUCKETS);
     this.admissionWait = histogram(M.admissionWait, WAIT_BUCKETS);
     this.admissionRejections = counter(M.admissionRejections);
+    this.responsesNotStored = counter(M.responsesNotStored);
     this.adminRefusals = counter(M.adminRefusals);
     this.admissionGrants = counter(M.admissionGrants);
     this.admissionPath = counter(M.admissionPath);

@@ -7,10 +7,22 @@
  * ids by expiry and a hash of their sizes with the running total, so that
  * storing past the tenant's budget evicts its oldest in the same script;
  * one sorted set of the background responses to run, by lease end (0:
- * queued). Every step that must not interleave is one script.
+ * queued). Every step that must not interleave is one script. Records
+ * expire on Redis's own clock, each on its own, so a follow-up's record
+ * holds its whole conversation here (a chain of records could lose its
+ * head to an expiry).
  */
 import type { ResponsePatch, ResponsesStore } from "../jobs/responses-store.ts";
-import { recordBytes, type ResponseStatus, type StoredResponse } from "../jobs/responses-objects.ts";
+import {
+  expandedInput,
+  inputItemsPage,
+  recordBytes,
+  type ConversationLink,
+  type InputItemsPage,
+  type InputItemsQuery,
+  type ResponseStatus,
+  type StoredResponse,
+} from "../jobs/responses-objects.ts";
 import { RedisScript, type RedisConnection } from "./redis-connection.ts";
 
 /** A compare-and-set that keeps losing to other writers gives up after this many reads. */
@@ -161,13 +173,36 @@ export class RedisResponsesStore implements ResponsesStore {
     return `${this.#p}background`;
   }
 
-  async put(r: StoredResponse, budgetBytes: number): Promise<void> {
+  async put(given: StoredResponse, budgetBytes: number): Promise<void> {
+    const r = await this.#wholeConversation(given);
     const t = r.tenant;
     const keys = [this.#record(t, r.id), this.#tenant(t, "ids"), this.#tenant(t, "sizes"), this.#tenant(t, "total"), this.#background];
     const ttl = Math.max(1, r.expiresMs - Date.now()) + EXPIRY_SLACK_MS;
     const background = r.request !== undefined && (r.status === "queued" || r.status === "in_progress") ? 1 : 0;
     const args = [bodyOf(r), r.status, recordBytes(r), r.expiresMs, ttl, budgetBytes, r.id, `${this.#p}r:${t.length}:${t}:`, `${t.length}:${t}:`, background, Date.now()];
     await this.#r.eval(PUT, keys, args);
+  }
+
+  /** A follow-up's record with the conversation before its own turn copied in (the previous record holds its own whole). */
+  async #wholeConversation(r: StoredResponse): Promise<StoredResponse> {
+    if (r.previousId === undefined) return r;
+    const { previousId, ...rest } = r;
+    const prev = await this.#read(r.tenant, previousId);
+    if (prev === undefined) return rest; // deleted since the follow-up was expanded: its own turn is what is left
+    const context = JSON.stringify(expandedInput([{ context: prev.record.context, response: prev.record.response }], JSON.parse(r.context) as unknown[]));
+    return { ...rest, context };
+  }
+
+  async conversation(tenant: string, id: string, nowMs: number): Promise<{ status: ResponseStatus; links: ConversationLink[] } | undefined> {
+    const r = await this.get(tenant, id, nowMs);
+    return r === undefined ? undefined : { status: r.status, links: [{ context: r.context, response: r.response }] };
+  }
+
+  async inputItems(tenant: string, id: string, nowMs: number, query: InputItemsQuery): Promise<InputItemsPage> {
+    const r = await this.get(tenant, id, nowMs);
+    if (r === undefined) return { missing: "response" };
+    const page = inputItemsPage(JSON.parse(r.input) as Record<string, unknown>[], query);
+    return page === undefined ? { missing: "after" } : { page };
   }
 
   async #read(tenant: string, id: string): Promise<{ record: StoredResponse; v: string } | undefined> {
@@ -193,7 +228,7 @@ export class RedisResponsesStore implements ResponsesStore {
       const next: StoredResponse = { ...got.record, status: p.status };
       if (p.response !== undefined) next.response = p.response;
       if (p.input !== undefined) next.input = p.input;
-      if (p.context !== undefined) next.context = p.context;
+      if (p.context !== undefined) next.context = (await this.#wholeConversation({ ...next, context: p.context, ...(p.previousId === undefined ? {} : { previousId: p.previousId }) })).context;
       if (p.request === null) delete next.request;
       if (p.owner === null) delete next.owner;
       else if (p.owner !== undefined) next.owner = p.owner;

@@ -2,11 +2,13 @@
  * The ResponsesStore contract (src/jobs/responses-store.ts) as one suite,
  * run against the embedded bun:sqlite backend and Redis: records per tenant
  * until they expire, each tenant's byte budget evicting its oldest, status
- * compare-and-set, background claims with leases that lapse and renew.
+ * compare-and-set, background claims with leases that lapse and renew,
+ * input items paged, a follow-up's conversation read back whole (also once
+ * the response it follows is deleted).
  * Times are real (Redis expires records on its own clock).
  */
 import { describe, expect, test } from "bun:test";
-import type { StoredResponse } from "../../src/jobs/responses-objects.ts";
+import { expandedInput, type StoredResponse } from "../../src/jobs/responses-objects.ts";
 import type { ResponsesStore } from "../../src/jobs/responses-store.ts";
 
 const BIG = 1_000_000;
@@ -22,7 +24,7 @@ export function responsesStoreContract(backend: string, open: () => ResponsesSto
       const now = Date.now();
       await s.put(record("a", "resp_1", { input: '[{"id":"msg_1"}]' }), BIG);
       const got = await s.get("a", "resp_1", now);
-      expect(got?.input).toBe('[{"id":"msg_1"}]');
+      expect(await s.inputItems("a", "resp_1", now, { limit: 5, order: "asc" })).toEqual({ page: { object: "list", data: [{ id: "msg_1" }], first_id: "msg_1", last_id: "msg_1", has_more: false } });
       expect(got?.status).toBe("completed");
       expect(await s.get("b", "resp_1", now)).toBeUndefined();
       expect(await s.get("a", "resp_1", got!.expiresMs)).toBeUndefined(); // expired at that instant
@@ -58,7 +60,8 @@ export function responsesStoreContract(backend: string, open: () => ResponsesSto
       const done = await s.update("a", "resp_bg", ["queued", "in_progress"], { status: "completed", response: '{"status":"completed"}', context: '["c"]', request: null, owner: null, leaseUntilMs: null });
       expect(done?.request).toBeUndefined();
       const read = await s.get("a", "resp_bg", Date.now());
-      expect([read?.status, read?.response, read?.context, read?.request]).toEqual(["completed", '{"status":"completed"}', '["c"]', undefined]);
+      expect([read?.status, read?.response, read?.request]).toEqual(["completed", '{"status":"completed"}', undefined]);
+      expect((await s.conversation("a", "resp_bg", Date.now()))?.links).toEqual([{ context: '["c"]', response: '{"status":"completed"}' }]);
       expect(await s.update("a", "resp_bg", ["queued", "in_progress"], { status: "cancelled" })).toBeUndefined();
       expect(await s.update("b", "resp_bg", ["completed"], { status: "cancelled" })).toBeUndefined();
     });
@@ -80,6 +83,41 @@ export function responsesStoreContract(backend: string, open: () => ResponsesSto
       await s.update("b", "resp_q2", ["queued", "in_progress"], { status: "completed", request: null, owner: null, leaseUntilMs: null });
       expect(await s.claim("r3", now + 10_000, now + 11_000, 10)).toEqual([expect.objectContaining({ id: "resp_q1" })]);
       expect(await s.claim("r4", now + 20_000, now + 21_000, 0)).toEqual([]);
+    });
+
+    test("input items page in either order after a cursor; an unknown cursor or response is missing", async () => {
+      const s = open();
+      const now = Date.now();
+      const items = Array.from({ length: 5 }, (_, i) => ({ id: `msg_${i}`, type: "message" }));
+      await s.put(record("a", "resp_items", { input: JSON.stringify(items) }), BIG);
+      const ids = async (q: { after?: string; limit: number; order: "asc" | "desc" }) => {
+        const got = await s.inputItems("a", "resp_items", now, q);
+        return "page" in got ? [(got.page.data as { id: string }[]).map((i) => i.id), got.page.has_more] : got;
+      };
+      expect(await ids({ limit: 2, order: "desc" })).toEqual([["msg_4", "msg_3"], true]);
+      expect(await ids({ after: "msg_3", limit: 2, order: "desc" })).toEqual([["msg_2", "msg_1"], true]);
+      expect(await ids({ after: "msg_1", limit: 2, order: "desc" })).toEqual([["msg_0"], false]);
+      expect(await ids({ after: "msg_2", limit: 2, order: "asc" })).toEqual([["msg_3", "msg_4"], false]);
+      expect(await ids({ after: "msg_9", limit: 2, order: "asc" })).toEqual({ missing: "after" });
+      expect(await s.inputItems("b", "resp_items", now, { limit: 2, order: "asc" })).toEqual({ missing: "response" });
+    });
+
+    test("a follow-up's conversation reads back whole, and stays whole once the responses it follows are deleted", async () => {
+      const s = open();
+      const now = Date.now();
+      const turn = (n: number) => JSON.stringify([{ role: "user", content: `q${n}` }]);
+      const answer = (n: number) => JSON.stringify({ id: `resp_c${n}`, output: [{ role: "assistant", content: `a${n}` }] });
+      await s.put(record("a", "resp_c1", { context: turn(1), response: answer(1) }, now), BIG);
+      await s.put(record("a", "resp_c2", { context: turn(2), response: answer(2), previousId: "resp_c1" }, now + 1), BIG);
+      await s.put(record("a", "resp_c3", { context: turn(3), response: answer(3), previousId: "resp_c2" }, now + 2), BIG);
+      const whole = ["q1", "a1", "q2", "a2", "q3", "a3"];
+      const read = async () => expandedInput((await s.conversation("a", "resp_c3", Date.now()))!.links, []).map((i) => (i as { content: string }).content);
+      expect(await read()).toEqual(whole);
+      expect(await s.conversation("b", "resp_c3", Date.now())).toBeUndefined();
+      expect(await s.delete("a", "resp_c2")).toBe(true);
+      expect(await read()).toEqual(whole);
+      expect(await s.delete("a", "resp_c1")).toBe(true);
+      expect(await read()).toEqual(whole);
     });
   });
 }

@@ -14,7 +14,7 @@ import { relayBody } from "../../src/gateway/proxy/sse-response.ts";
 import { answerToolCalls, chatToolCallStarts } from "../../src/gateway/proxy/stream-dialect.ts";
 import { usageFromTail } from "../../src/gateway/proxy/json-answer.ts";
 import { RouteSupport, routeMissing } from "../../src/gateway/route-support.ts";
-import { expandedInput, inputItemsPage, listedItems, type StoredResponse } from "../../src/jobs/responses-objects.ts";
+import { expandedInput, inputItemsPage, listedItems, type ConversationLink } from "../../src/jobs/responses-objects.ts";
 import { openStreamOf } from "../helpers/scripted-stream.ts";
 import { sseEndedCleanly } from "../../src/shared/recorded-response.ts";
 import { responsesContinuable, responsesContinuationBody, ResponsesTracker } from "../../src/gateway/continuation/responses-continuation.ts";
@@ -154,21 +154,19 @@ describe("which routes an endpoint serves", () => {
 });
 
 describe("conversation state", () => {
-  const stored = (context: unknown[], output: unknown[]): StoredResponse => ({
-    id: "resp_1",
-    tenant: "t",
-    createdMs: 0,
-    expiresMs: 1,
-    status: "completed",
-    response: JSON.stringify({ id: "resp_1", output }),
-    input: "[]",
-    context: JSON.stringify(context),
-  });
+  const stored = (context: unknown[], output: unknown[]): ConversationLink[] => [{ response: JSON.stringify({ id: "resp_1", output }), context: JSON.stringify(context) }];
 
   test("a follow-up's input is the stored conversation, its output, then the new input", () => {
     const out = { type: "message", role: "assistant", content: [{ type: "output_text", text: "hi" }] };
     const next = expandedInput(stored([{ role: "user", content: "a" }], [out]), [{ role: "user", content: "b" }]);
     expect(next).toEqual([{ role: "user", content: "a" }, out, { role: "user", content: "b" }]);
+  });
+
+  test("a chain of stored turns expands oldest first, each turn's items then its output", () => {
+    const o1 = { type: "message", role: "assistant", content: "one" };
+    const o2 = { type: "message", role: "assistant", content: "two" };
+    const links = [...stored([{ role: "user", content: "a" }], [o1]), ...stored([{ role: "user", content: "b" }], [o2])];
+    expect(expandedInput(links, [{ role: "user", content: "c" }])).toEqual([{ role: "user", content: "a" }, o1, { role: "user", content: "b" }, o2, { role: "user", content: "c" }]);
   });
 
   test("input items are listed with ids and typed content; pages go newest first by default, after a cursor", () => {

@@ -12,7 +12,9 @@
  * (its last event for a stream, the body otherwise) and the response stored
  * with its input and the conversation it answered.
  */
-import { expandedInput, inputItems, listedItems, queuedResponse, RUNNING, statusOf, type BackgroundRequest, type StoredResponse } from "../../jobs/responses-objects.ts";
+import { expandedInput, inputItems, listedItems, queuedResponse, RESPONSE_ID, RUNNING, statusOf, type BackgroundRequest, type ConversationLink, type StoredResponse } from "../../jobs/responses-objects.ts";
+import { isStorageFull, storageFull } from "../../jobs/storage-errors.ts";
+import type { NotStoredReason } from "../../metrics/names.ts";
 import { LlmgwError } from "../../shared/errors.ts";
 import type { GatewayContext } from "../context.ts";
 import { classifyResponsesEvent, responsesEventJson } from "../proxy/responses-events.ts";
@@ -35,13 +37,13 @@ function notFound(id: string): LlmgwError {
   return new LlmgwError("PREVIOUS_RESPONSE_NOT_FOUND", `Previous response with id '${id}' not found.`, { param: "previous_response_id" });
 }
 
-/** The stored response a follow-up continues (the tenant's, not expired, answered). */
-async function previousResponse(ctx: GatewayContext, x: Exchange, id: string): Promise<StoredResponse> {
+/** The conversation of the stored response a follow-up continues (the tenant's, not expired, answered). */
+async function previousConversation(ctx: GatewayContext, x: Exchange, id: string): Promise<ConversationLink[]> {
   const { store } = await ctx.responses.opened();
-  const prev = await store.get(x.tenant, id, Date.now());
+  const prev = await store.conversation(x.tenant, id, Date.now());
   if (prev === undefined) throw notFound(id);
   if (RUNNING.includes(prev.status)) throw new LlmgwError("INVALID_REQUEST", `Previous response with id '${id}' is still ${prev.status === "queued" ? "queued" : "in progress"}; continue it once it has completed.`, { param: "previous_response_id" });
-  return prev;
+  return prev.links;
 }
 
 /**
@@ -51,11 +53,17 @@ async function previousResponse(ctx: GatewayContext, x: Exchange, id: string): P
  */
 export async function conversationStep(ctx: GatewayContext, x: Exchange, answer: AnswerRecorders, target: ConversationTarget | undefined): Promise<Response | undefined> {
   const body = x.body!;
+  // vLLM answers under the request's request_id: one that no /v1/responses/{id} path can name would be stored unreachable.
+  if ("request_id" in body && (typeof body.request_id !== "string" || !RESPONSE_ID.test(body.request_id))) {
+    throw new LlmgwError("INVALID_REQUEST", "'request_id' must be 1 to 200 characters of letters, digits, '_', '-', '.' or ':' (it becomes the response's id)", { param: "request_id" });
+  }
+  const fullForS = body.store !== false && target === undefined ? ctx.responses.storageFullForS() : undefined;
+  if (fullForS !== undefined) throw storeRefused(fullForS);
   if (body.background === true && target === undefined) return acceptBackground(ctx, x);
   const own = inputItems(body.input);
   let context = own;
   const previousId = typeof body.previous_response_id === "string" ? body.previous_response_id : undefined;
-  if (previousId !== undefined) context = expandedInput(await previousResponse(ctx, x, previousId), own);
+  if (previousId !== undefined) context = expandedInput(await previousConversation(ctx, x, previousId), own);
   if (previousId !== undefined || "background" in body || "previous_response_id" in body) {
     const out: Obj = { ...body, input: previousId === undefined ? body.input : context };
     delete out.previous_response_id;
@@ -63,8 +71,19 @@ export async function conversationStep(ctx: GatewayContext, x: Exchange, answer:
     x.body = out as typeof body;
     x.rawBody = enc.encode(JSON.stringify(out));
   }
-  if (body.store !== false) answer.add(conversationRecorder(ctx, x, { own, context, previousId, target }));
+  if (body.store !== false) answer.add(conversationRecorder(ctx, x, { own, previousId, target }));
   return undefined;
+}
+
+/** A request asking to be stored while the store has no room: refused before an engine runs. */
+function storeRefused(retryAfterS: number): LlmgwError {
+  return storageFull("the response cannot be stored", "send store: false to be answered without storing, or try again later", retryAfterS);
+}
+
+/** An answer relayed but not stored: a log line and the metric, so it is never silent. */
+function notStored(ctx: GatewayContext, x: Exchange, reason: NotStoredReason, fields: Record<string, unknown>): void {
+  ctx.metrics.responsesNotStored.inc({ reason });
+  ctx.log[reason === "too_large" ? "warn" : "error"]({ request_id: x.requestId, reason, ...fields }, "response answered but not stored");
 }
 
 /** `background: true`: stored queued (with what to run) and answered with the queued response at once. */
@@ -72,7 +91,7 @@ async function acceptBackground(ctx: GatewayContext, x: Exchange): Promise<Respo
   const body = x.body!;
   if (body.store === false) throw new LlmgwError("INVALID_REQUEST", "background mode requires store to be true", { param: "background" });
   if (body.stream === true) throw new LlmgwError("INVALID_REQUEST", "a background response cannot stream through llmgw; create it without stream and poll GET /v1/responses/{id}", { param: "stream" });
-  if (typeof body.previous_response_id === "string") await previousResponse(ctx, x, body.previous_response_id);
+  if (typeof body.previous_response_id === "string") await previousConversation(ctx, x, body.previous_response_id);
   const { store, background } = await ctx.responses.opened();
   const id = `resp_${crypto.randomUUID().replaceAll("-", "")}`;
   const now = Date.now();
@@ -91,17 +110,22 @@ async function acceptBackground(ctx: GatewayContext, x: Exchange): Promise<Respo
     context: "[]",
     request: JSON.stringify(request),
   };
-  await store.put(record, ctx.config.responses.maxStoredBytesPerTenant);
+  try {
+    await store.put(record, ctx.config.responses.maxStoredBytesPerTenant);
+  } catch (err) {
+    if (!isStorageFull(err)) throw err;
+    ctx.responses.noteStorageFull();
+    throw storeRefused(ctx.responses.storageFullForS() ?? 30);
+  }
+  ctx.responses.noteStored();
   background.wake();
   x.finish("ok", 200);
   return Response.json(placeholder, { headers: x.headers() });
 }
 
 interface Conversation {
-  /** The request's own input items. */
+  /** The request's own input items (what its record stores of the conversation). */
   own: unknown[];
-  /** The conversation the engine was sent. */
-  context: unknown[];
   previousId: string | undefined;
   target: ConversationTarget | undefined;
 }
@@ -157,6 +181,10 @@ async function store(ctx: GatewayContext, x: Exchange, c: Conversation, response
   const { store: responses } = await ctx.responses.opened();
   const id = c.target?.id ?? (typeof response.id === "string" ? response.id : undefined);
   if (id === undefined) return;
+  if (!RESPONSE_ID.test(id)) {
+    notStored(ctx, x, "unreachable_id", { response_id: id.slice(0, 200) });
+    return;
+  }
   const stored: Obj = { ...response, id };
   // The engine was sent the whole conversation, not the id: the stored object says what the client asked.
   if (c.previousId !== undefined) stored.previous_response_id = c.previousId;
@@ -171,19 +199,31 @@ async function store(ctx: GatewayContext, x: Exchange, c: Conversation, response
     status: statusOf(stored),
     response: JSON.stringify(stored),
     input: JSON.stringify(listedItems(c.own)),
-    context: JSON.stringify(c.context),
+    // Each turn once: a follow-up names the response it continues, whose record holds what came before.
+    context: JSON.stringify(c.own),
   };
+  if (c.previousId !== undefined) record.previousId = c.previousId;
   const bytes = record.response.length + record.input.length + record.context.length;
   if (bytes > ctx.config.responses.maxRecordBytes) {
-    ctx.log.warn({ request_id: x.requestId, response_id: id, bytes }, "response not stored: larger than responses.max_record_bytes");
+    notStored(ctx, x, "too_large", { response_id: id, bytes, max_record_bytes: ctx.config.responses.maxRecordBytes });
     return;
   }
   if (c.target !== undefined) {
-    await responses.update(x.tenant, id, ["in_progress"], { status: record.status, response: record.response, input: record.input, context: record.context, request: null, owner: null, leaseUntilMs: null });
+    await responses.update(x.tenant, id, ["in_progress"], {
+      status: record.status,
+      response: record.response,
+      input: record.input,
+      context: record.context,
+      ...(c.previousId === undefined ? {} : { previousId: c.previousId }),
+      request: null,
+      owner: null,
+      leaseUntilMs: null,
+    });
   } else {
     await responses.put(record, ctx.config.responses.maxStoredBytesPerTenant);
     ctx.responses.purgeNowAndThen(responses);
   }
+  ctx.responses.noteStored();
 }
 
 /** The answer as the client gets it, watched on its way: the same bytes, pull-based (a client that leaves cancels upstream at once). */
@@ -202,7 +242,10 @@ function conversationRecorder(ctx: GatewayContext, x: Exchange, c: Conversation)
       try {
         if (response !== undefined) await store(ctx, x, c, response);
       } catch (err) {
-        ctx.log.error({ err: err instanceof Error ? err.message : String(err), request_id: x.requestId }, "storing a response failed");
+        // The answer is on its way to the client already (status and headers sent): it cannot say so any more.
+        const full = isStorageFull(err);
+        if (full) ctx.responses.noteStorageFull();
+        notStored(ctx, x, full ? "storage_full" : "store_error", { err: err instanceof Error ? err.message : String(err) });
       } finally {
         resolveStored();
       }

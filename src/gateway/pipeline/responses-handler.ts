@@ -6,12 +6,12 @@
  * responses only). Authenticated like every data route; each tenant sees
  * only its own responses: another tenant's id, or an expired one, is a 404.
  */
-import { deletedObject, inputItemsPage, RUNNING } from "../../jobs/responses-objects.ts";
+import { deletedObject, RESPONSE_ID, RUNNING, type InputItemsQuery } from "../../jobs/responses-objects.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../../shared/errors.ts";
 import type { Principal } from "../api-keys.ts";
 import type { GatewayContext } from "../context.ts";
 
-export const RESPONSE_PATH = /^\/v1\/responses\/([A-Za-z0-9_.:-]{1,200})(\/input_items|\/cancel)?$/;
+export const RESPONSE_PATH = new RegExp(`^/v1/responses/(${RESPONSE_ID.source.slice(1, -1)})(/input_items|/cancel)?$`);
 
 const DEFAULT_PAGE = 20;
 const MAX_PAGE = 100;
@@ -28,7 +28,7 @@ function methodNotAllowed(method: string, path: string, allow: string): LlmgwErr
   return new LlmgwError("METHOD_NOT_ALLOWED", `${method} is not allowed on ${path}; use ${allow}`, { headers: { allow } });
 }
 
-function pageQuery(url: URL): { after?: string; limit: number; order: "asc" | "desc" } {
+function pageQuery(url: URL): InputItemsQuery {
   const limitText = url.searchParams.get("limit");
   const limit = limitText === null ? DEFAULT_PAGE : Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new LlmgwError("INVALID_REQUEST", `'limit' must be an integer from 1 to ${MAX_PAGE}`, { param: "limit" });
@@ -66,11 +66,12 @@ async function route(ctx: GatewayContext, req: Request, path: string, tenant: st
   if (sub === "/input_items") {
     if (req.method !== "GET") throw methodNotAllowed(req.method, path, "GET");
     const query = pageQuery(url);
-    const record = await store.get(tenant, id, now);
-    if (record === undefined) throw notFound(id);
-    const page = inputItemsPage(JSON.parse(record.input) as Record<string, unknown>[], query);
-    if (page === undefined) throw new LlmgwError("INVALID_REQUEST", `no input item with id '${query.after}' in response '${id}'`, { param: "after" });
-    return json(page);
+    const got = await store.inputItems(tenant, id, now, query);
+    if ("missing" in got) {
+      if (got.missing === "response") throw notFound(id);
+      throw new LlmgwError("INVALID_REQUEST", `no input item with id '${query.after}' in response '${id}'`, { param: "after" });
+    }
+    return json(got.page);
   }
   if (sub === "/cancel") {
     if (req.method !== "POST") throw methodNotAllowed(req.method, path, "POST");
