@@ -38,8 +38,16 @@ export interface ClusterBenchOptions {
   maxTokens: number;
   quotaMs: number;
   quotaRpm: number;
+  /**
+   * Rounds are added, all setups again in turn, until every setup served this
+   * many requests (at most MAX_EXTRA_ROUNDS more): per-request figures need
+   * enough requests, and a busy host serves fewer in the same time. Default 0.
+   */
+  minRequests?: number;
   log?: (line: string) => void;
 }
+
+const MAX_EXTRA_ROUNDS = 8;
 
 export interface SetupReport {
   setup: SetupName;
@@ -207,9 +215,12 @@ export async function runClusterBench(o: ClusterBenchOptions): Promise<ClusterBe
       s.idleRate = s.gws.map((g) => (cpuDelta(idleBefore[k++], cpuSample(g.proc.pid))?.totalNs ?? Number.NaN) / idleMs);
       s.idleCommandsPerMs = (idleCommandsAfter[i]! - idleCommandsBefore[i]!) / idleMs;
     });
-    for (let round = 1; round <= o.rounds; round++) {
+    let rounds = 0;
+    const short = () => setups.some((s) => s.requests < (o.minRequests ?? 0));
+    while (rounds < o.rounds || (short() && rounds < o.rounds + MAX_EXTRA_ROUNDS)) {
+      rounds++;
       for (const s of setups) {
-        log(`round ${round}/${o.rounds}: ${s.name}, ${o.clients} streams for ${o.holdMs} ms`);
+        log(`round ${rounds}/${o.rounds}${rounds > o.rounds ? " (extra: too few requests so far)" : ""}: ${s.name}, ${o.clients} streams for ${o.holdMs} ms`);
         await measure(s, o);
       }
     }
@@ -234,7 +245,7 @@ export async function runClusterBench(o: ClusterBenchOptions): Promise<ClusterBe
     return {
       scenario: "cluster",
       clients: o.clients,
-      rounds: o.rounds,
+      rounds,
       hold_ms: o.holdMs,
       setups: reports,
       coordination_overhead: shared.marginal_cpu_us_per_request / embedded.marginal_cpu_us_per_request - 1,

@@ -7,7 +7,7 @@ testWithTool(
   "redis-server",
   "1 vs 3 embedded vs 3 Redis gateways: no error, CPU per request of each gateway, < 0.1 Redis commands per request, the quota held",
   async () => {
-    const r = await runClusterBench({ clients: 9, holdMs: 2_000, rounds: 1, maxTokens: 8, quotaMs: 2_000, quotaRpm: 600 });
+    const r = await runClusterBench({ clients: 9, holdMs: 2_000, rounds: 1, maxTokens: 8, quotaMs: 2_000, quotaRpm: 600, minRequests: 60 });
     expect(r.setups.map((s) => [s.setup, s.gateways, s.errors])).toEqual([
       ["1 gateway", 1, 0],
       ["3 gateways, embedded", 3, 0],
@@ -29,7 +29,10 @@ testWithTool(
     expect(r.setups[2]!.redis_background_commands_per_s).toBeLessThan(100);
     expect(r.setups[0]!.redis_commands_per_request).toBeNull();
     expect(r.quota.admitted).toBeLessThanOrEqual(r.quota.allowed + 1);
-    expect(r.quota.admitted).toBeGreaterThan(r.quota.allowed * 0.9);
+    // Not under-admitting, where the hammer offered more than the bucket allows
+    // (a busy host may not: then everything offered must have been admitted).
+    const offered = r.quota.admitted + r.quota.refused;
+    expect(r.quota.admitted).toBeGreaterThan(Math.min(r.quota.allowed, offered) * 0.9);
   },
   120_000,
 );
