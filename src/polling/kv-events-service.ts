@@ -21,6 +21,8 @@ import { KvBlockTracker } from "./kv-block-tracker.ts";
 
 /** How often stream states are re-derived (staleness is a matter of time, not of events). */
 const MAX_TICK_MS = 1_000;
+/** At most one log line per endpoint and kind of trouble this often (a rogue publisher must not flood the log); the rest are counted in it. */
+const NOTE_INTERVAL_MS = 10_000;
 
 interface Followed {
   id: string;
@@ -33,6 +35,8 @@ export class KvEventsService {
   private readonly tracker: KvBlockTracker;
   private readonly followed = new Map<number, Followed>();
   private timer: ReturnType<typeof setInterval> | undefined;
+  /** Per "slot/event": when it was last noted, and how many went unnoted since. */
+  private readonly sparing = new Map<string, { at: number; held: number }>();
 
   constructor(
     index: KvBlockIndex,
@@ -40,7 +44,10 @@ export class KvEventsService {
     private readonly settings: KvEventsSettings,
     private readonly note: (n: StreamNote) => void,
   ) {
-    this.tracker = new KvBlockTracker(index, stats);
+    this.tracker = new KvBlockTracker(index, stats, (slot, reason, detail) => {
+      const f = this.followed.get(slot);
+      if (f) this.noteSparingly({ slot, id: f.id, event: "rejected-event", detail: `${reason}: ${detail}` });
+    });
   }
 
   start(): void {
@@ -75,7 +82,7 @@ export class KvEventsService {
         },
         invalidBatch: (_seq, error) => {
           this.stats.add(slot, KV_COUNTER.INVALID);
-          this.note({ slot, id, event: "invalid-batch", detail: error });
+          this.noteSparingly({ slot, id, event: "invalid-batch", detail: error });
         },
         connected: () => {
           this.note({ slot, id, event: "connected", detail: source.endpoint });
@@ -98,12 +105,26 @@ export class KvEventsService {
     this.followed.delete(slot);
     this.tracker.forget(slot);
     this.stats.reset(slot, KV_STREAM.NONE);
+    for (const key of this.sparing.keys()) if (key.startsWith(`${slot}/`)) this.sparing.delete(key);
   }
 
   stop(): void {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
     for (const slot of [...this.followed.keys()]) this.unfollow(slot);
+  }
+
+  /** A note of trouble a publisher can repeat at will: the first at once, then at most one per NOTE_INTERVAL_MS saying how many it stands for. */
+  private noteSparingly(n: StreamNote): void {
+    const key = `${n.slot}/${n.event}`;
+    const now = Date.now();
+    const last = this.sparing.get(key);
+    if (last !== undefined && now - last.at < NOTE_INTERVAL_MS) {
+      last.held++;
+      return;
+    }
+    this.sparing.set(key, { at: now, held: 0 });
+    this.note(last !== undefined && last.held > 0 ? { ...n, detail: `${n.detail} (and ${last.held} more in the last ${Math.round((now - last.at) / 1000)} s)` } : n);
   }
 
   /** Re-derive a stream's state and publish its heartbeat time and replay count. */
