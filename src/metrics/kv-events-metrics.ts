@@ -6,7 +6,7 @@
  * that publish nothing have no series (absent is not zero).
  */
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import { KV_COUNTER, KV_INDEX_DROP_REASONS, KV_STREAM, KV_STREAM_NAMES, type KvEventStats } from "../shared/kv-event-stats.ts";
+import { KV_BATCH_DROP_BOUNDS, KV_COUNTER, KV_EVENT_REJECT_REASONS, KV_INDEX_DROP_REASONS, KV_STREAM, KV_STREAM_NAMES, type KvEventStats } from "../shared/kv-event-stats.ts";
 import { KV, KV_EVENT_TYPES, TOKENIZE_RESULTS, TOKENIZE_SKIPS, type TokenizeResult, type TokenizeSkip } from "./names.ts";
 
 /** Round trips to a tokenizer: a sim answers in well under a millisecond, vLLM in a few for long prompts. */
@@ -72,6 +72,12 @@ export function registerKvEventsMetrics(registry: Registry, stats: KvEventStats,
   simple(KV.invalid, KV_COUNTER.INVALID);
   perEndpoint("counter", KV.drops, (set) => {
     for (const e of followed()) for (const reason of KV_INDEX_DROP_REASONS) set({ endpoint: e.id, reason }, stats.drops(e.index, reason));
+  });
+  perEndpoint("counter", KV.rejected, (set) => {
+    for (const e of followed()) for (const reason of KV_EVENT_REJECT_REASONS) set({ endpoint: e.id, reason }, stats.rejected(e.index, reason));
+  });
+  perEndpoint("counter", KV.droppedBatches, (set) => {
+    for (const e of followed()) for (const bound of KV_BATCH_DROP_BOUNDS) set({ endpoint: e.id, bound }, stats.droppedBatches(e.index, bound));
   });
 
   const tokenize = new Counter({ name: KV.tokenize.name, help: KV.tokenize.help, labelNames: KV.tokenize.labels, registers });

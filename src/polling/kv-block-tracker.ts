@@ -19,14 +19,31 @@
  * - The ceiling: when the index is full, the endpoint holding the most lets
  *   its oldest block go (insertion order), so one busy engine cannot push
  *   out the others.
+ * - Refused whole, counted and reported (an engine never sends them, a
+ *   rogue publisher could): an event whose token ids are not `block_size`
+ *   per block, one that would take more than a quarter of the index, one
+ *   with a block hash longer than any engine's. A block's room is made
+ *   before any of its entries is written, so an insert is never left half
+ *   done: every entry in the index belongs to a block some endpoint holds.
  */
 import { blockHashKey, type BlockHash, type BlockStored, type KvEventBatch } from "../engines/kv-events/model.ts";
 import type { KvBlockIndex } from "../scheduling/kv-block-index.ts";
 import { INDEX_BLOCK_TOKENS, nextTokenKey, TOKEN_KEY_ROOT } from "../scheduling/token-blocks.ts";
-import { KV_COUNTER, type KvEventStats, type KvIndexDropReason } from "../shared/kv-event-stats.ts";
+import { KV_COUNTER, type KvEventRejectReason, type KvEventStats, type KvIndexDropReason } from "../shared/kv-event-stats.ts";
 
 /** Index entries written per hold of its lock: readers never wait long. */
 const WRITE_CHUNK = 16;
+/**
+ * The longest block hash accepted: vLLM's are 64-bit integers or 32-byte
+ * sha256 digests (vllm/v1/core/kv_cache_utils.py). Each indexed block keeps
+ * its hash as a map key, so an unbounded one is unbounded memory.
+ */
+export const MAX_BLOCK_HASH_BYTES = 64;
+/** One event may take at most this share of the index: a real prefill is a small part of it, and a larger one would evict every other engine. */
+const MAX_EVENT_SHARE = 4;
+
+/** Told of each event refused (the worker logs it). */
+export type RejectedEventListener = (slot: number, reason: KvEventRejectReason, detail: string) => void;
 
 interface Tracked {
   /** Engine hash → first index entry of its tokens; insertion order is age. */
@@ -42,12 +59,17 @@ export class KvBlockTracker {
   /** Per first entry of a block: how many times the engine stored it. */
   private readonly refs: Int32Array;
 
+  /** Index entries one event may add. */
+  private readonly maxEventEntries: number;
+
   constructor(
     private readonly index: KvBlockIndex,
     private readonly stats: KvEventStats,
+    private readonly rejected: RejectedEventListener = () => {},
   ) {
     this.nextUnit = new Int32Array(index.capacity);
     this.refs = new Int32Array(index.capacity);
+    this.maxEventEntries = Math.max(1, Math.floor(index.capacity / MAX_EVENT_SHARE));
   }
 
   /** Blocks indexed for an endpoint (engine blocks, not keys). */
@@ -66,6 +88,10 @@ export class KvBlockTracker {
         case "BlockRemoved":
           this.stats.add(slot, KV_COUNTER.BLOCK_REMOVED);
           if (e.medium !== null && e.medium !== "GPU") break;
+          if (e.blockHashes.some(tooLong)) {
+            this.reject(slot, "hash-length", `a BlockRemoved with a block hash over ${MAX_BLOCK_HASH_BYTES} bytes`);
+            break;
+          }
           this.index.write(() => {
             for (const h of e.blockHashes) this.release(t, blockHashKey(h), false);
           });
@@ -112,6 +138,11 @@ export class KvBlockTracker {
   }
 
   private store(slot: number, t: Tracked, e: BlockStored): void {
+    const refusal = this.refusal(e);
+    if (refusal !== undefined) {
+      this.reject(slot, refusal[0], refusal[1]);
+      return;
+    }
     const units = e.blockSize / INDEX_BLOCK_TOKENS;
     const usable =
       Number.isInteger(units) && units >= 1 && e.tokenIds.length === e.blockHashes.length * e.blockSize && e.loraId === null && e.loraName === null && (e.extraKeys === null || e.extraKeys.every((k) => k === null)) && (e.medium === null || e.medium === "GPU") && (e.groupIdx === null || e.groupIdx === 0);
@@ -120,6 +151,7 @@ export class KvBlockTracker {
       this.stats.add(slot, KV_COUNTER.SKIPPED, e.blockHashes.length);
       return;
     }
+    const keys = new Array<number>(units);
     for (let b = 0; b < e.blockHashes.length; b++) {
       const hash = blockHashKey(e.blockHashes[b]!);
       const known = t.blocks.get(hash);
@@ -128,24 +160,44 @@ export class KvBlockTracker {
         parent = this.lastKey(known);
         continue;
       }
+      for (let u = 0; u < units; u++) keys[u] = parent = nextTokenKey(parent, e.tokenIds, (b * units + u) * INDEX_BLOCK_TOKENS);
+      // Room first, then every entry: the block is indexed whole or not at all.
+      if (!this.makeRoom(slot, units)) {
+        this.stats.add(slot, KV_COUNTER.SKIPPED, e.blockHashes.length - b);
+        return;
+      }
       let first = -1;
       let prev = -1;
-      for (let u = 0; u < units; u++) {
-        parent = nextTokenKey(parent, e.tokenIds, (b * units + u) * INDEX_BLOCK_TOKENS);
-        const key = parent;
-        const entry = this.index.write(() => {
-          this.makeRoom(slot);
-          return this.index.insert(key, slot);
+      for (let u = 0; u < units; u += WRITE_CHUNK) {
+        this.index.write(() => {
+          for (let v = u; v < Math.min(units, u + WRITE_CHUNK); v++) {
+            const entry = this.index.insert(keys[v]!, slot);
+            this.nextUnit[entry] = -1;
+            if (prev >= 0) this.nextUnit[prev] = entry;
+            else first = entry;
+            prev = entry;
+          }
         });
-        this.nextUnit[entry] = -1;
-        if (prev >= 0) this.nextUnit[prev] = entry;
-        else first = entry;
-        prev = entry;
-        t.entries++;
       }
+      t.entries += units;
       this.refs[first] = 1;
       t.blocks.set(hash, first);
     }
+  }
+
+  /** Why an event must be refused whole, before anything is indexed; undefined when it may go on. */
+  private refusal(e: BlockStored): [KvEventRejectReason, string] | undefined {
+    if (e.blockHashes.some(tooLong) || (e.parentBlockHash !== null && tooLong(e.parentBlockHash))) return ["hash-length", `a BlockStored with a block hash over ${MAX_BLOCK_HASH_BYTES} bytes`];
+    // No tokens at all is an offloading event (skipped, not refused); some tokens must be block_size per block.
+    if (e.tokenIds.length !== 0 && e.tokenIds.length !== e.blockHashes.length * e.blockSize) return ["token-count", `a BlockStored of ${e.blockHashes.length} blocks of ${e.blockSize} tokens carrying ${e.tokenIds.length} token ids`];
+    const entries = e.blockHashes.length * Math.ceil(e.blockSize / INDEX_BLOCK_TOKENS);
+    if (entries > this.maxEventEntries) return ["oversized", `a BlockStored of ${e.blockHashes.length} blocks of ${e.blockSize} tokens (${entries} index entries; one event may take ${this.maxEventEntries})`];
+    return undefined;
+  }
+
+  private reject(slot: number, reason: KvEventRejectReason, detail: string): void {
+    this.stats.addRejected(slot, reason);
+    this.rejected(slot, reason, detail);
   }
 
   /** The key a block's first tokens chain from: the root, or the parent's last key; undefined when the parent is not indexed. */
@@ -183,9 +235,15 @@ export class KvBlockTracker {
     return n;
   }
 
-  /** At the ceiling: the endpoint holding the most lets its oldest block go. Under the index's lock. */
-  private makeRoom(storing: number): void {
-    while (!this.index.hasRoom()) {
+  /**
+   * Free `n` entries of the index for a block about to be stored: while
+   * short, the endpoint holding the most lets its oldest block go (one hold
+   * of the lock each). False, with nothing let go, when the index could
+   * never hold `n`.
+   */
+  private makeRoom(storing: number, n: number): boolean {
+    if (n > this.index.capacity) return false;
+    while (this.index.capacity - this.index.size < n) {
       let victim: number | undefined;
       let most = 0;
       for (const [slot, t] of this.endpoints) {
@@ -196,10 +254,16 @@ export class KvBlockTracker {
       }
       const t = victim === undefined ? undefined : this.endpoints.get(victim);
       const oldest = t?.blocks.keys().next();
+      // Every entry belongs to a held block, so this cannot happen; refuse rather than write past the ceiling.
       if (!t || !oldest || oldest.done) throw new Error(`KvBlockTracker: the index is full and nothing can be let go (storing for ${storing})`);
-      this.release(t, oldest.value, true);
+      this.index.write(() => this.release(t, oldest.value, true));
       this.stats.add(victim!, KV_COUNTER.EVICTED);
       this.stats.setBlocks(victim!, t.entries);
     }
+    return true;
   }
+}
+
+function tooLong(hash: BlockHash): boolean {
+  return typeof hash !== "bigint" && hash.length > MAX_BLOCK_HASH_BYTES;
 }

@@ -8,12 +8,21 @@
  * the subscriber cannot keep whole (restart, lost replay) drops the
  * endpoint's index and says why, in the stats and to the main thread.
  *
+ * What the streams may hold unapplied is bounded in bytes, per endpoint and
+ * for all of them together (a publisher flooding its live socket while it
+ * trickles a replay must not grow the gateway), and batches are applied in
+ * slices so the timer that refreshes every stream's state keeps running. The
+ * readers do not take the worker's word alone: each refresh stamps when a
+ * stream was heard from and caught up, and a scorer treats one not stamped
+ * within stale_after_ms as stale (KvEventStats.live), worker stalled or not.
+ *
  * It runs off the main thread because applying a batch costs: decoding and
  * indexing the 512 blocks an 8k-token prefill stores takes ~1.3 ms here, a
  * stall the request path would take at every long prefill of every engine.
  */
 import type { ResetReason } from "../engines/kv-events/subscriber.ts";
-import { KvEventSubscriber } from "../engines/kv-events/subscriber.ts";
+import { KvByteBudget } from "../engines/kv-events/byte-budget.ts";
+import { DEFAULT_MAX_HELD_BYTES, KvEventSubscriber } from "../engines/kv-events/subscriber.ts";
 import type { KvEventsSettings, KvEventsSource, StreamNote } from "../protocol/kv-events-messages.ts";
 import type { KvBlockIndex } from "../scheduling/kv-block-index.ts";
 import { KV_COUNTER, KV_STREAM, type KvEventStats, type KvStreamState } from "../shared/kv-event-stats.ts";
@@ -21,6 +30,10 @@ import { KvBlockTracker } from "./kv-block-tracker.ts";
 
 /** How often stream states are re-derived (staleness is a matter of time, not of events). */
 const MAX_TICK_MS = 1_000;
+/** Bytes every stream together may hold unapplied (each one also has its own DEFAULT_MAX_HELD_BYTES). */
+export const DEFAULT_MAX_HELD_BYTES_TOTAL = 128 * 1024 * 1024;
+/** At most one log line per endpoint and kind of trouble this often (a rogue publisher must not flood the log); the rest are counted in it. */
+const NOTE_INTERVAL_MS = 10_000;
 
 interface Followed {
   id: string;
@@ -33,14 +46,24 @@ export class KvEventsService {
   private readonly tracker: KvBlockTracker;
   private readonly followed = new Map<number, Followed>();
   private timer: ReturnType<typeof setInterval> | undefined;
+  /** Per "slot/event": when it was last noted, and how many went unnoted since. */
+  private readonly sparing = new Map<string, { at: number; held: number }>();
+  private readonly heldBytes: KvByteBudget;
 
+  /** `limits`: the bytes one stream, and every stream together, may hold unapplied. */
   constructor(
     index: KvBlockIndex,
     private readonly stats: KvEventStats,
     private readonly settings: KvEventsSettings,
     private readonly note: (n: StreamNote) => void,
+    private readonly limits: { heldBytesPerStream: number; heldBytesTotal: number } = { heldBytesPerStream: DEFAULT_MAX_HELD_BYTES, heldBytesTotal: DEFAULT_MAX_HELD_BYTES_TOTAL },
   ) {
-    this.tracker = new KvBlockTracker(index, stats);
+    this.heldBytes = new KvByteBudget(limits.heldBytesTotal);
+    stats.setStaleAfterMs(settings.staleAfterMs);
+    this.tracker = new KvBlockTracker(index, stats, (slot, reason, detail) => {
+      const f = this.followed.get(slot);
+      if (f) this.noteSparingly({ slot, id: f.id, event: "rejected-event", detail: `${reason}: ${detail}` });
+    });
   }
 
   start(): void {
@@ -63,6 +86,7 @@ export class KvEventsService {
         replayTimeoutMs: this.settings.replayTimeoutMs,
         heartbeatIntervalMs: this.settings.heartbeatIntervalMs,
         heartbeatTimeoutMs: Math.max(this.settings.heartbeatIntervalMs * 3, this.settings.staleAfterMs),
+        budget: new KvByteBudget(this.limits.heldBytesPerStream, this.heldBytes),
       },
       {
         batch: (batch) => {
@@ -73,9 +97,13 @@ export class KvEventsService {
           this.tracker.drop(slot, reason);
           this.note({ slot, id, event: "dropped", detail: reason });
         },
+        dropped: (bound, batches) => {
+          this.stats.addDroppedBatches(slot, bound, batches);
+          this.noteSparingly({ slot, id, event: "overrun", detail: `${batches} batches dropped unapplied (${bound} bound reached); the endpoint's index is rebuilt from what follows` });
+        },
         invalidBatch: (_seq, error) => {
           this.stats.add(slot, KV_COUNTER.INVALID);
-          this.note({ slot, id, event: "invalid-batch", detail: error });
+          this.noteSparingly({ slot, id, event: "invalid-batch", detail: error });
         },
         connected: () => {
           this.note({ slot, id, event: "connected", detail: source.endpoint });
@@ -98,12 +126,26 @@ export class KvEventsService {
     this.followed.delete(slot);
     this.tracker.forget(slot);
     this.stats.reset(slot, KV_STREAM.NONE);
+    for (const key of this.sparing.keys()) if (key.startsWith(`${slot}/`)) this.sparing.delete(key);
   }
 
   stop(): void {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
     for (const slot of [...this.followed.keys()]) this.unfollow(slot);
+  }
+
+  /** A note of trouble a publisher can repeat at will: the first at once, then at most one per NOTE_INTERVAL_MS saying how many it stands for. */
+  private noteSparingly(n: StreamNote): void {
+    const key = `${n.slot}/${n.event}`;
+    const now = Date.now();
+    const last = this.sparing.get(key);
+    if (last !== undefined && now - last.at < NOTE_INTERVAL_MS) {
+      last.held++;
+      return;
+    }
+    this.sparing.set(key, { at: now, held: 0 });
+    this.note(last !== undefined && last.held > 0 ? { ...n, detail: `${n.detail} (and ${last.held} more in the last ${Math.round((now - last.at) / 1000)} s)` } : n);
   }
 
   /** Re-derive a stream's state and publish its heartbeat time and replay count. */
@@ -116,13 +158,16 @@ export class KvEventsService {
       this.stats.add(slot, KV_COUNTER.REPLAYS, st.replayRequests - f.replaysCounted);
       f.replaysCounted = st.replayRequests;
     }
-    const heard = st.lastHeardAtMs !== undefined && Date.now() - st.lastHeardAtMs <= this.settings.staleAfterMs;
-    const state: KvStreamState = !st.connected || !heard ? KV_STREAM.STALE : st.replaying ? KV_STREAM.SYNCING : KV_STREAM.LIVE;
+    const now = Date.now();
+    if (st.backlogBatches === 0) this.stats.setCaughtUpAt(slot, now);
+    const heard = st.lastHeardAtMs !== undefined && now - st.lastHeardAtMs <= this.settings.staleAfterMs;
+    const caughtUp = now - this.stats.caughtUpAt(slot) <= this.settings.staleAfterMs;
+    const state: KvStreamState = !st.connected || !heard || !caughtUp ? KV_STREAM.STALE : st.replaying ? KV_STREAM.SYNCING : KV_STREAM.LIVE;
     const before = this.stats.state(slot);
     if (state === before) return;
     this.stats.setState(slot, state);
     if (state === KV_STREAM.LIVE) this.note({ slot, id: f.id, event: "live", detail: `${this.tracker.blocksOf(slot)} blocks indexed` });
-    else if (state === KV_STREAM.STALE && before === KV_STREAM.LIVE) this.note({ slot, id: f.id, event: "stale", detail: st.connected ? "silent" : "disconnected" });
+    else if (state === KV_STREAM.STALE && before === KV_STREAM.LIVE) this.note({ slot, id: f.id, event: "stale", detail: !st.connected ? "disconnected" : !heard ? "silent" : `behind: ${st.backlogBatches} batches not yet applied` });
   }
 }
 

@@ -14,7 +14,7 @@ export interface KvEventsSettings {
 export interface StreamNote {
   slot: number;
   id: string;
-  event: "connected" | "disconnected" | "live" | "stale" | "dropped" | "invalid-batch";
+  event: "connected" | "disconnected" | "live" | "stale" | "dropped" | "invalid-batch" | "rejected-event" | "overrun";
   detail: string;
 }
 

@@ -23,8 +23,25 @@ export type KvStreamState = (typeof KV_STREAM)[keyof typeof KV_STREAM];
 export const KV_STREAM_NAMES = ["none", "syncing", "live", "stale"] as const;
 
 /** Why an endpoint's index was dropped (the subscriber's reset reasons, and the engine's own AllBlocksCleared). */
-export const KV_INDEX_DROP_REASONS = ["publisher-restarted", "replay-incomplete", "replay-failed", "replay-overrun", "no-replay-endpoint", "all-blocks-cleared"] as const;
+export const KV_INDEX_DROP_REASONS = ["publisher-restarted", "replay-incomplete", "replay-failed", "replay-overrun", "apply-overrun", "no-replay-endpoint", "all-blocks-cleared"] as const;
 export type KvIndexDropReason = (typeof KV_INDEX_DROP_REASONS)[number];
+
+/**
+ * Why an event was refused whole, before it touched the index: it would take
+ * more index entries than one event may (`oversized`), its token ids are not
+ * `block_size` per block (`token-count`), or a block hash is longer than any
+ * engine's (`hash-length`).
+ */
+export const KV_EVENT_REJECT_REASONS = ["oversized", "token-count", "hash-length"] as const;
+export type KvEventRejectReason = (typeof KV_EVENT_REJECT_REASONS)[number];
+
+/**
+ * Which bound made the worker drop received batches instead of holding them:
+ * the endpoint's byte budget, the gateway's (every endpoint together), or
+ * the count of live batches waiting for a replay.
+ */
+export const KV_BATCH_DROP_BOUNDS = ["endpoint-bytes", "gateway-bytes", "batches"] as const;
+export type KvBatchDropBound = (typeof KV_BATCH_DROP_BOUNDS)[number];
 
 /** Int32 fields per endpoint. */
 const I_STATE = 0;
@@ -48,31 +65,60 @@ export const KV_COUNTER = {
   INVALID: 6,
 } as const;
 const F_LAST_HEARD = 7;
-const F_DROPS = 8;
-const FLOAT_STRIDE = F_DROPS + KV_INDEX_DROP_REASONS.length;
+/** Date.now() when the worker had last applied everything it had received from the stream. */
+const F_CAUGHT_UP = 8;
+const F_DROPS = 9;
+const F_REJECTED = F_DROPS + KV_INDEX_DROP_REASONS.length;
+const F_DROPPED_BATCHES = F_REJECTED + KV_EVENT_REJECT_REASONS.length;
+const FLOAT_STRIDE = F_DROPPED_BATCHES + KV_BATCH_DROP_BOUNDS.length;
+/** Float64 header before the slots: stale_after_ms, written by the worker at start (NaN until then). */
+const HEADER_FLOATS = 1;
+const H_STALE_AFTER_MS = 0;
 
 export class KvEventStats {
   readonly buffer: SharedArrayBuffer;
   private readonly ints: Int32Array;
+  private readonly header: Float64Array;
   private readonly floats: Float64Array;
 
+  /** `now` is the readers' clock: live() judges staleness with it. */
   constructor(
     readonly slots: number,
     buffer?: SharedArrayBuffer,
+    private readonly now: () => number = Date.now,
   ) {
-    const floatBytes = slots * FLOAT_STRIDE * 8;
+    const floatBytes = (HEADER_FLOATS + slots * FLOAT_STRIDE) * 8;
     this.buffer = buffer ?? new SharedArrayBuffer(floatBytes + slots * INT_STRIDE * 4);
-    this.floats = new Float64Array(this.buffer, 0, slots * FLOAT_STRIDE);
+    this.header = new Float64Array(this.buffer, 0, HEADER_FLOATS);
+    this.floats = new Float64Array(this.buffer, HEADER_FLOATS * 8, slots * FLOAT_STRIDE);
     this.ints = new Int32Array(this.buffer, floatBytes, slots * INT_STRIDE);
-    if (!buffer) for (let s = 0; s < slots; s++) this.floats[s * FLOAT_STRIDE + F_LAST_HEARD] = NaN;
+    if (!buffer) {
+      this.header[H_STALE_AFTER_MS] = NaN;
+      for (let s = 0; s < slots; s++) {
+        this.floats[s * FLOAT_STRIDE + F_LAST_HEARD] = NaN;
+        this.floats[s * FLOAT_STRIDE + F_CAUGHT_UP] = NaN;
+      }
+    }
   }
 
   state(slot: number): KvStreamState {
     return (slot >= 0 && slot < this.slots ? Atomics.load(this.ints, slot * INT_STRIDE + I_STATE) : KV_STREAM.NONE) as KvStreamState;
   }
 
+  /**
+   * Whether the scorers may trust the endpoint's index: the worker says LIVE,
+   * and, judged here on the reader's clock, it heard from the publisher and
+   * was caught up with the stream within stale_after_ms. A worker that stops
+   * refreshing (stalled, or buried in a backlog) thus reads as stale without
+   * having to say so; until the worker has started, only its word counts.
+   */
   live(slot: number): boolean {
-    return this.state(slot) === KV_STREAM.LIVE;
+    if (this.state(slot) !== KV_STREAM.LIVE) return false;
+    const staleAfter = this.header[H_STALE_AFTER_MS]!;
+    if (Number.isNaN(staleAfter)) return true;
+    const now = this.now();
+    const base = slot * FLOAT_STRIDE;
+    return now - this.floats[base + F_LAST_HEARD]! <= staleAfter && now - this.floats[base + F_CAUGHT_UP]! <= staleAfter;
   }
 
   blocks(slot: number): number {
@@ -87,9 +133,27 @@ export class KvEventStats {
     return this.floats[slot * FLOAT_STRIDE + F_DROPS + KV_INDEX_DROP_REASONS.indexOf(reason)]!;
   }
 
+  rejected(slot: number, reason: KvEventRejectReason): number {
+    return this.floats[slot * FLOAT_STRIDE + F_REJECTED + KV_EVENT_REJECT_REASONS.indexOf(reason)]!;
+  }
+
+  droppedBatches(slot: number, bound: KvBatchDropBound): number {
+    return this.floats[slot * FLOAT_STRIDE + F_DROPPED_BATCHES + KV_BATCH_DROP_BOUNDS.indexOf(bound)]!;
+  }
+
   /** Date.now() when the publisher last sent anything (heartbeat replies included); NaN when never. */
   lastHeardAt(slot: number): number {
     return this.floats[slot * FLOAT_STRIDE + F_LAST_HEARD]!;
+  }
+
+  /** Date.now() when the worker had last applied all it had received from the stream; NaN when never. */
+  caughtUpAt(slot: number): number {
+    return this.floats[slot * FLOAT_STRIDE + F_CAUGHT_UP]!;
+  }
+
+  /** The staleness bound the worker judges with (kv_events.stale_after_ms); NaN until the worker started. */
+  get staleAfterMs(): number {
+    return this.header[H_STALE_AFTER_MS]!;
   }
 
   // ——— the KV-events worker only ———
@@ -98,6 +162,7 @@ export class KvEventStats {
   reset(slot: number, state: KvStreamState): void {
     this.floats.fill(0, slot * FLOAT_STRIDE, (slot + 1) * FLOAT_STRIDE);
     this.floats[slot * FLOAT_STRIDE + F_LAST_HEARD] = NaN;
+    this.floats[slot * FLOAT_STRIDE + F_CAUGHT_UP] = NaN;
     Atomics.store(this.ints, slot * INT_STRIDE + I_BLOCKS, 0);
     Atomics.store(this.ints, slot * INT_STRIDE + I_STATE, state);
   }
@@ -120,5 +185,21 @@ export class KvEventStats {
 
   setLastHeardAt(slot: number, ms: number | undefined): void {
     this.floats[slot * FLOAT_STRIDE + F_LAST_HEARD] = ms ?? NaN;
+  }
+
+  setCaughtUpAt(slot: number, ms: number): void {
+    this.floats[slot * FLOAT_STRIDE + F_CAUGHT_UP] = ms;
+  }
+
+  setStaleAfterMs(ms: number): void {
+    this.header[H_STALE_AFTER_MS] = ms;
+  }
+
+  addRejected(slot: number, reason: KvEventRejectReason, n = 1): void {
+    this.floats[slot * FLOAT_STRIDE + F_REJECTED + KV_EVENT_REJECT_REASONS.indexOf(reason)]! += n;
+  }
+
+  addDroppedBatches(slot: number, bound: KvBatchDropBound, n: number): void {
+    this.floats[slot * FLOAT_STRIDE + F_DROPPED_BATCHES + KV_BATCH_DROP_BOUNDS.indexOf(bound)]! += n;
   }
 }

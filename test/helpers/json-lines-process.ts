@@ -12,6 +12,10 @@ export class JsonLinesProcess {
     void new Response(this.proc.stderr).text().then((t) => (this.stderr = t));
   }
 
+  get pid(): number {
+    return this.proc.pid;
+  }
+
   get exited(): Promise<number> {
     return this.proc.exited;
   }

@@ -198,7 +198,11 @@ describe("helpers for an index", () => {
 
   test("blockHashKey keeps ints and bytes apart", () => {
     expect(blockHashKey(1n)).toBe("i1");
-    expect(blockHashKey(new Uint8Array([1]))).toBe("b01");
+    expect(blockHashKey(new Uint8Array([1]))).toBe("b\x01");
+    // One character per byte, every byte value distinct.
+    const all = new Uint8Array(256).map((_, i) => i);
+    expect(blockHashKey(all).length).toBe(257);
+    expect(blockHashKey(new Uint8Array([0xff, 0x00]))).not.toBe(blockHashKey(new Uint8Array([0xfe, 0x00])));
     expect(blockHashKey(2n ** 64n - 1n)).toBe("i18446744073709551615");
   });
 });

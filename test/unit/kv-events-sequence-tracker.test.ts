@@ -1,10 +1,11 @@
 /** The subscriber's sequence logic, pure: gaps, reconnections, restarts, failed replays; every batch once and in order, or a reset. */
 import { describe, expect, test } from "bun:test";
+import { KvByteBudget } from "../../src/engines/kv-events/byte-budget.ts";
 import { SequenceTracker } from "../../src/engines/kv-events/sequence-tracker.ts";
 
 const p = (s: string): Uint8Array => new TextEncoder().encode(s);
 
-function tracker(options: { replayAvailable: boolean; maxPendingLive?: number }) {
+function tracker(options: { replayAvailable: boolean; maxPendingLive?: number; budget?: KvByteBudget }) {
   const log: string[] = [];
   const t = new SequenceTracker(
     {
@@ -12,8 +13,9 @@ function tracker(options: { replayAvailable: boolean; maxPendingLive?: number })
       requestReplay: (id, from) => log.push(`replay#${id} from ${from}`),
       cancelReplay: (id) => log.push(`cancel#${id}`),
       reset: (reason) => log.push(`reset:${reason}`),
+      dropped: (bound, n) => log.push(`dropped:${bound}:${n}`),
     },
-    { replayAvailable: options.replayAvailable, maxPendingLive: options.maxPendingLive ?? 100 },
+    { replayAvailable: options.replayAvailable, maxPendingLive: options.maxPendingLive ?? 100, ...(options.budget ? { budget: options.budget } : {}) },
   );
   /** Take what was logged since the last call. */
   const take = (): string[] => log.splice(0);
@@ -122,7 +124,7 @@ describe("with a replay endpoint", () => {
     expect(take()).toEqual(["replay#2 from 7", "cancel#2", "reset:replay-failed", "live:9:b9", "live:10:b10"]);
   });
 
-  test("too many live batches during a replay: overrun", () => {
+  test("too many live batches during a replay: overrun, they are dropped (not applied) and the next one starts afresh", () => {
     const { t, take } = tracker({ replayAvailable: true, maxPendingLive: 2 });
     t.connected();
     t.replayEnd(1);
@@ -130,8 +132,35 @@ describe("with a replay endpoint", () => {
     t.live(2, p("b2"));
     t.live(3, p("b3"));
     t.live(4, p("b4"));
-    expect(take()).toEqual(["replay#1 from 0", "live:0:b0", "replay#2 from 0", "cancel#2", "reset:replay-overrun", "live:2:b2", "live:3:b3", "live:4:b4"]);
+    expect(take()).toEqual(["replay#1 from 0", "live:0:b0", "replay#2 from 0", "cancel#2", "reset:replay-overrun", "dropped:batches:3"]);
     expect(t.replaying).toBe(false);
+    t.live(5, p("b5"));
+    expect(take()).toEqual(["live:5:b5"]);
+  });
+
+  test("live batches waiting for a replay are bounded in bytes too: past the endpoint's or the gateway's budget they are dropped, the bytes given back", () => {
+    const gateway = new KvByteBudget(1000);
+    const endpoint = new KvByteBudget(100, gateway);
+    const { t, take } = tracker({ replayAvailable: true, maxPendingLive: 1000, budget: endpoint });
+    t.connected();
+    t.replayEnd(1);
+    t.live(0, p("b0"));
+    const big = (seq: number) => p(`b${seq}`.padEnd(40, "."));
+    t.live(2, big(2));
+    t.live(3, big(3));
+    expect(endpoint.used).toBe(80);
+    t.live(4, big(4));
+    expect(take()).toEqual(["replay#1 from 0", "live:0:b0", "replay#2 from 0", "cancel#2", "reset:replay-overrun", "dropped:endpoint-bytes:3"]);
+    expect(endpoint.used).toBe(0);
+    expect(gateway.used).toBe(0);
+    // Another endpoint holds most of the gateway's budget: this one's next wait is refused by the gateway's bound.
+    const other = new KvByteBudget(1000, gateway);
+    expect(other.take(950)).toBeUndefined();
+    t.live(5, p("b5"));
+    t.live(7, big(7));
+    t.live(8, big(8));
+    expect(take()).toEqual(["live:5:b5", "replay#3 from 5", "cancel#3", "reset:replay-overrun", "dropped:gateway-bytes:2"]);
+    expect(gateway.used).toBe(950);
   });
 
   test("answers to an abandoned replay are ignored; a replay out of order fails", () => {

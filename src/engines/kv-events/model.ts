@@ -70,9 +70,9 @@ export function blockStored(fields: Pick<BlockStored, "blockHashes" | "parentBlo
   };
 }
 
-/** A string fit for a Map key: ints and bytes never collide ("i…" vs "b…"). */
+/** A string fit for a Map key: ints and bytes never collide ("i…" vs "b…"); bytes as latin1, one character each (hex would double every key the worker holds). */
 export function blockHashKey(hash: BlockHash): string {
-  return typeof hash === "bigint" ? `i${hash.toString()}` : `b${Buffer.from(hash).toString("hex")}`;
+  return typeof hash === "bigint" ? `i${hash.toString()}` : `b${Buffer.from(hash.buffer, hash.byteOffset, hash.length).toString("latin1")}`;
 }
 
 /**

@@ -69,6 +69,11 @@ export class ReplayClient {
     );
   }
 
+  /** Stop reading the replay (false) until set back: the consumer is behind. */
+  setReading(reading: boolean): void {
+    if (!this.done) this.dealer.setReading(reading);
+  }
+
   /** Abandon the request; no handler is called after this. */
   cancel(): void {
     this.finish();

@@ -13,12 +13,18 @@
  *   publisher that restarted counts from 0 again and, once past our last
  *   sequence, would otherwise look seamless; its batch at that sequence
  *   differs (vLLM stamps each with the time), so a restart is caught.
+ * - Live batches waiting for a replay are bounded in count and in bytes (a
+ *   KvByteBudget: the endpoint's and the gateway's): past either, the replay
+ *   is abandoned, the waiting batches are dropped (counted by the bound that
+ *   was reached), the state reset, and the next live batch starts afresh.
+ *   Holding them would let a publisher that trickles its replay and floods
+ *   its live socket grow the gateway without end.
  * - Restart detected (payload differs, or the live sequence went back): reset,
  *   then a replay from 0 for the new publisher's history.
  * - The last delivered batch no longer buffered: reset, then a replay from 0
  *   for what the publisher still has.
  * - A replay that times out, fails, or has a hole or a sequence out of
- *   order, too many live batches waiting, or a gap with no replay socket:
+ *   order, or a gap with no replay socket:
  *   reset, and carry on from the live stream.
  * - Without state (first connection, or after a reset) there is nothing to
  *   prove: a fresh start asks for the whole buffer (from 0) once.
@@ -31,12 +37,17 @@ export type ResetReason =
   | "replay-incomplete"
   /** The replay request timed out, could not connect, or got a malformed answer. */
   | "replay-failed"
-  /** Too many live batches arrived while a replay was in flight. */
+  /** Too many live batches (in count or bytes) arrived while a replay was in flight. */
   | "replay-overrun"
+  /** The consumer could not take the batches as fast as they came (its byte budget ran out): they were dropped. */
+  | "apply-overrun"
   /** A gap or a reconnection, and no replay endpoint to fill it from. */
   | "no-replay-endpoint";
 
 export type DeliverySource = "live" | "replay";
+
+import type { KvBatchDropBound } from "../../shared/kv-event-stats.ts";
+import { KvByteBudget } from "./byte-budget.ts";
 
 export interface TrackerEffects {
   deliver(seq: number, payload: Uint8Array, source: DeliverySource): void;
@@ -46,6 +57,8 @@ export interface TrackerEffects {
   cancelReplay(id: number): void;
   /** The consumer must drop everything it built from this stream. */
   reset(reason: ResetReason): void;
+  /** Received batches dropped unapplied, and the bound that made them go. */
+  dropped(bound: KvBatchDropBound, batches: number): void;
 }
 
 interface Applied {
@@ -59,8 +72,9 @@ interface Replay {
   anchor: Applied | undefined;
   /** The last sequence this replay brought, to refuse one out of order. */
   lastSeq: number | undefined;
-  /** Live batches that arrived meanwhile. */
+  /** Live batches that arrived meanwhile, and their bytes (taken from the budget). */
   pending: Applied[];
+  pendingBytes: number;
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
@@ -72,10 +86,15 @@ export class SequenceTracker {
   private replay: Replay | undefined;
   private nextReplayId = 1;
 
+  private readonly budget: KvByteBudget;
+
+  /** `budget`: the bytes live batches may take while a replay is in flight (default: no bound but `maxPendingLive`). */
   constructor(
     private readonly effects: TrackerEffects,
-    private readonly options: { replayAvailable: boolean; maxPendingLive: number },
-  ) {}
+    private readonly options: { replayAvailable: boolean; maxPendingLive: number; budget?: KvByteBudget },
+  ) {
+    this.budget = options.budget ?? new KvByteBudget(Number.POSITIVE_INFINITY);
+  }
 
   /** The last sequence delivered since the last reset, if any. */
   get lastSequence(): number | undefined {
@@ -102,9 +121,15 @@ export class SequenceTracker {
 
   live(seq: number, payload: Uint8Array): void {
     const batch = { seq, payload };
-    if (this.replay !== undefined) {
-      this.replay.pending.push(batch);
-      if (this.replay.pending.length > this.options.maxPendingLive) this.failReplay(this.replay.id, "replay-overrun");
+    const r = this.replay;
+    if (r !== undefined) {
+      const refused = r.pending.length >= this.options.maxPendingLive ? "batches" : this.budget.take(payload.length);
+      if (refused !== undefined) {
+        this.overrun(r, refused);
+        return;
+      }
+      r.pending.push(batch);
+      r.pendingBytes += payload.length;
       return;
     }
     const last = this.applied;
@@ -161,11 +186,36 @@ export class SequenceTracker {
       return;
     }
     this.replay = undefined;
-    this.drainPending(r.pending);
+    this.drainPending(this.release(r));
+  }
+
+  /**
+   * The consumer dropped batches it had been handed (it could not keep up):
+   * forget the state, abandon any replay (its waiting batches are dropped
+   * too; their count is returned), and start afresh from the next live batch.
+   */
+  abandon(reason: ResetReason): number {
+    const r = this.replay;
+    let dropped = 0;
+    if (r !== undefined) {
+      this.replay = undefined;
+      this.effects.cancelReplay(r.id);
+      dropped = this.release(r).length;
+    }
+    this.resetState(reason);
+    return dropped;
   }
 
   replayFailed(id: number): void {
     this.failReplay(id, "replay-failed");
+  }
+
+  /** The subscriber closed: give back what a replay held, tell no one. */
+  abandonQuietly(): void {
+    const r = this.replay;
+    if (r === undefined) return;
+    this.replay = undefined;
+    this.release(r);
   }
 
   private failReplay(id: number, reason: ResetReason): void {
@@ -173,7 +223,23 @@ export class SequenceTracker {
     if (r === undefined || r.id !== id) return;
     this.replay = undefined;
     this.effects.cancelReplay(id);
-    this.failedWith(reason, r.pending);
+    this.failedWith(reason, this.release(r));
+  }
+
+  /** Too much waiting for the replay: drop it all (the batch that did not fit too), reset, and start afresh from the next live batch. */
+  private overrun(r: Replay, bound: KvBatchDropBound): void {
+    this.replay = undefined;
+    this.effects.cancelReplay(r.id);
+    const dropped = this.release(r).length + 1;
+    if (this.applied !== undefined) this.resetState("replay-overrun");
+    this.effects.dropped(bound, dropped);
+  }
+
+  /** The replay's waiting batches, their bytes given back to the budget. */
+  private release(r: Replay): Applied[] {
+    this.budget.give(r.pendingBytes);
+    r.pendingBytes = 0;
+    return r.pending.splice(0);
   }
 
   /** Give up on proving continuity: reset if there was state, then carry on from the live batches, the first taken as a fresh start. */
@@ -188,21 +254,25 @@ export class SequenceTracker {
   /** Live batches that waited for a replay, in arrival order: those the replay covered are skipped, the rest go through `live` (which may start another replay, and then they wait again). */
   private drainPending(pending: Applied[]): void {
     for (const p of pending) {
-      if (this.replay !== undefined) {
-        this.replay.pending.push(p);
-        continue;
-      }
       // Same connection, same publisher: a sequence at or below the last
-      // delivered one was delivered by the replay.
-      if (this.applied !== undefined && p.seq <= this.applied.seq) continue;
+      // delivered one was delivered by the replay. (During a new replay, live() holds it again.)
+      if (this.replay === undefined && this.applied !== undefined && p.seq <= this.applied.seq) continue;
       this.live(p.seq, p.payload);
     }
   }
 
-  private startReplay(anchor: Applied | undefined, pending: Applied[]): void {
+  /** Start a replay; `pending` are live batches to hold meanwhile (their bytes already taken when `pendingBytes` says so). */
+  private startReplay(anchor: Applied | undefined, pending: Applied[], pendingBytes = 0): void {
     const id = this.nextReplayId++;
-    this.replay = { id, anchor, lastSeq: undefined, pending };
+    this.replay = { id, anchor, lastSeq: undefined, pending: [], pendingBytes };
+    if (pendingBytes > 0) {
+      this.replay.pending = pending;
+      this.effects.requestReplay(id, anchor?.seq ?? 0);
+      return;
+    }
     this.effects.requestReplay(id, anchor?.seq ?? 0);
+    // The batch that revealed the gap waits like any other live one.
+    for (const p of pending) if (this.replay?.id === id) this.live(p.seq, p.payload);
   }
 
   /** Continuity is lost: abandon this replay, reset, and fetch the publisher's whole buffer. */
@@ -210,7 +280,7 @@ export class SequenceTracker {
     this.replay = undefined;
     this.effects.cancelReplay(r.id);
     this.resetState(reason);
-    this.startReplay(undefined, r.pending);
+    this.startReplay(undefined, r.pending, r.pendingBytes);
   }
 
   private cancelCurrentReplay(): void {
@@ -218,6 +288,7 @@ export class SequenceTracker {
     if (r === undefined) return;
     this.replay = undefined;
     this.effects.cancelReplay(r.id);
+    this.release(r);
   }
 
   private apply(batch: Applied, source: DeliverySource): void {

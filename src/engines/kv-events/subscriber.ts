@@ -5,11 +5,21 @@
  * what it built from the stream must be dropped. The sockets reconnect by
  * themselves; gaps and reconnections are repaired through the replay socket
  * (SequenceTracker decides, ReplayClient asks).
+ *
+ * What it holds is bounded in bytes (a KvByteBudget, the endpoint's and the
+ * gateway's): live batches waiting for a replay (see SequenceTracker), and
+ * batches waiting to be handed over. Those are handed over in slices of a
+ * few milliseconds, so a thread with many streams keeps answering; while
+ * the backlog is above a mark the sockets stop reading (the publisher's own
+ * high-water mark holds the rest), and should it still outgrow the budget it
+ * is dropped and the consumer told to reset ("apply-overrun").
  */
 import type { ZmtpCloseReason } from "../zmq/errors.ts";
 import { SubSocket } from "../zmq/sub-socket.ts";
 import { decodeKvEventBatch } from "./decode.ts";
 import type { KvEventBatch } from "./model.ts";
+import type { KvBatchDropBound } from "../../shared/kv-event-stats.ts";
+import { KvByteBudget } from "./byte-budget.ts";
 import { ReplayClient } from "./replay-client.ts";
 import { type DeliverySource, type ResetReason, SequenceTracker } from "./sequence-tracker.ts";
 import { parsePublished } from "./wire.ts";
@@ -24,6 +34,14 @@ export const DEFAULT_MAX_PENDING_LIVE_BATCHES = 10_000;
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
 /** Reconnect when nothing at all, PONGs included, came for this long. */
 export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 15_000;
+/** Bytes of batches one stream may hold (waiting for a replay, or to be handed over): a few seconds of a busy engine's events. */
+export const DEFAULT_MAX_HELD_BYTES = 32 * 1024 * 1024;
+/** Largest message taken from a publisher: a batch of a 128k-token prefill is under 1 MB; it must fit the held bytes. */
+export const DEFAULT_MAX_KV_MESSAGE_BYTES = 16 * 1024 * 1024;
+/** Hand batches over for at most this long before letting the thread's other work run. */
+const HANDOVER_SLICE_MS = 5;
+/** Stop reading the sockets while the backlog holds this share of the budget or more; read again below half of it. */
+const PAUSE_SHARE = 4;
 
 export interface KvEventSubscriberOptions {
   /** The engine's PUB socket: `tcp://host:port`. */
@@ -41,6 +59,8 @@ export interface KvEventSubscriberOptions {
   reconnectIntervalMaxMs?: number;
   /** Largest message accepted from the publisher (a batch of a long prompt's blocks is a few hundred KB). */
   maxMessageBytes?: number;
+  /** The bytes this stream may hold; default DEFAULT_MAX_HELD_BYTES of its own (pass one drawing on a shared budget to bound several streams together). */
+  budget?: KvByteBudget;
 }
 
 export interface BatchInfo {
@@ -57,6 +77,8 @@ export interface KvEventSubscriberHandlers {
   reset(reason: ResetReason): void;
   /** A batch that did not decode; counted and dropped (its sequence still counts as delivered). */
   invalidBatch?(seq: number, error: string): void;
+  /** Received batches dropped rather than held, by the bound reached (a reset follows or came with them). */
+  dropped?(bound: KvBatchDropBound, batches: number): void;
   connected?(): void;
   disconnected?(reason: ZmtpCloseReason, detail: string): void;
 }
@@ -84,6 +106,17 @@ export interface KvEventSubscriberStats {
   resets: Record<ResetReason, number>;
   /** Exceptions thrown by the handlers (caught so that one bad batch cannot stop the stream). */
   handlerErrors: number;
+  /** Batches received and not yet handed over, and their bytes. */
+  backlogBatches: number;
+  backlogBytes: number;
+  /** Batches dropped rather than held, by the bound reached. */
+  droppedBatches: Record<KvBatchDropBound, number>;
+}
+
+interface Held {
+  seq: number;
+  payload: Uint8Array;
+  source: DeliverySource;
 }
 
 export class KvEventSubscriber {
@@ -102,7 +135,15 @@ export class KvEventSubscriber {
     replayFailures: 0,
     handlerErrors: 0,
   };
-  private readonly resets: Record<ResetReason, number> = { "publisher-restarted": 0, "replay-incomplete": 0, "replay-failed": 0, "replay-overrun": 0, "no-replay-endpoint": 0 };
+  private readonly resets: Record<ResetReason, number> = { "publisher-restarted": 0, "replay-incomplete": 0, "replay-failed": 0, "replay-overrun": 0, "apply-overrun": 0, "no-replay-endpoint": 0 };
+  private readonly dropped: Record<KvBatchDropBound, number> = { "endpoint-bytes": 0, "gateway-bytes": 0, batches: 0 };
+  private readonly budget: KvByteBudget;
+  /** Batches to hand over, oldest at `backlogHead`. */
+  private backlog: Held[] = [];
+  private backlogHead = 0;
+  private backlogBytes = 0;
+  private handover: ReturnType<typeof setTimeout> | undefined;
+  private reading = true;
 
   /** Starts connecting at once; throws only on a malformed endpoint. */
   constructor(
@@ -110,17 +151,21 @@ export class KvEventSubscriber {
     private readonly handlers: KvEventSubscriberHandlers,
   ) {
     const replayEndpoint = options.replayEndpoint;
+    this.budget = options.budget ?? new KvByteBudget(DEFAULT_MAX_HELD_BYTES);
     this.tracker = new SequenceTracker(
       {
-        deliver: (seq, payload, source) => this.deliver(seq, payload, source),
+        deliver: (seq, payload, source) => this.hold(seq, payload, source),
         requestReplay: (id, fromSeq) => this.startReplay(replayEndpoint!, id, fromSeq),
         cancelReplay: (id) => this.cancelReplay(id),
         reset: (reason) => {
+          // What waits to be handed over was built on the state being dropped.
+          this.clearBacklog();
           this.resets[reason]++;
           this.call(() => handlers.reset(reason));
         },
+        dropped: (bound, batches) => this.countDropped(bound, batches),
       },
-      { replayAvailable: replayEndpoint !== undefined, maxPendingLive: options.maxPendingLiveBatches ?? DEFAULT_MAX_PENDING_LIVE_BATCHES },
+      { replayAvailable: replayEndpoint !== undefined, maxPendingLive: options.maxPendingLiveBatches ?? DEFAULT_MAX_PENDING_LIVE_BATCHES, budget: this.budget },
     );
     const hbInterval = options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS;
     this.sub = new SubSocket(
@@ -129,7 +174,7 @@ export class KvEventSubscriber {
       {
         reconnectIntervalMs: options.reconnectIntervalMs,
         reconnectIntervalMaxMs: options.reconnectIntervalMaxMs,
-        maxMessageBytes: options.maxMessageBytes,
+        maxMessageBytes: options.maxMessageBytes ?? DEFAULT_MAX_KV_MESSAGE_BYTES,
         heartbeat: hbInterval > 0 ? { intervalMs: hbInterval, timeoutMs: options.heartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_MS } : undefined,
       },
       {
@@ -139,7 +184,7 @@ export class KvEventSubscriber {
             this.counts.invalidMessages++;
             return;
           }
-          this.tracker.live(msg.seq, msg.payload);
+          this.tracker.live(msg.seq, own(msg.payload));
         },
         connected: () => {
           this.call(() => handlers.connected?.());
@@ -160,6 +205,9 @@ export class KvEventSubscriber {
       lastHeardAtMs: this.sub.lastHeardAtMs,
       ...this.counts,
       resets: { ...this.resets },
+      backlogBatches: this.backlog.length - this.backlogHead,
+      backlogBytes: this.backlogBytes,
+      droppedBatches: { ...this.dropped },
     };
   }
 
@@ -169,6 +217,69 @@ export class KvEventSubscriber {
     this.sub.close();
     this.replay?.client.cancel();
     this.replay = undefined;
+    this.tracker.abandonQuietly();
+    this.clearBacklog();
+  }
+
+  /** A batch the tracker released, in order: held until handed over in a slice, or, past the budget, dropped with everything held. */
+  private hold(seq: number, payload: Uint8Array, source: DeliverySource): void {
+    if (this.closed) return;
+    const refused = this.budget.take(payload.length);
+    if (refused !== undefined) {
+      const held = this.backlog.length - this.backlogHead;
+      this.clearBacklog();
+      const waiting = this.tracker.abandon("apply-overrun");
+      this.countDropped(refused, held + waiting + 1);
+      return;
+    }
+    this.backlog.push({ seq, payload, source });
+    this.backlogBytes += payload.length;
+    if (this.reading && this.backlogBytes >= this.budget.limitBytes / PAUSE_SHARE) this.setReading(false);
+    this.handover ??= setTimeout(() => this.handOver(), 0);
+  }
+
+  /** Hand held batches over for one slice, then yield to the thread's other work if any are left. */
+  private handOver(): void {
+    this.handover = undefined;
+    const until = performance.now() + HANDOVER_SLICE_MS;
+    while (this.backlogHead < this.backlog.length && !this.closed) {
+      const h = this.backlog[this.backlogHead]!;
+      this.backlog[this.backlogHead++] = undefined as unknown as Held;
+      this.backlogBytes -= h.payload.length;
+      this.budget.give(h.payload.length);
+      this.deliver(h.seq, h.payload, h.source);
+      if (performance.now() >= until) break;
+    }
+    if (this.backlogHead >= this.backlog.length) {
+      this.backlog = [];
+      this.backlogHead = 0;
+    } else if (this.backlogHead > 1024) {
+      this.backlog = this.backlog.slice(this.backlogHead);
+      this.backlogHead = 0;
+    }
+    if (!this.reading && this.backlogBytes < this.budget.limitBytes / (2 * PAUSE_SHARE)) this.setReading(true);
+    if (this.backlogHead < this.backlog.length && !this.closed) this.handover ??= setTimeout(() => this.handOver(), 0);
+  }
+
+  private clearBacklog(): void {
+    this.budget.give(this.backlogBytes);
+    this.backlog = [];
+    this.backlogHead = 0;
+    this.backlogBytes = 0;
+    if (this.handover !== undefined) clearTimeout(this.handover);
+    this.handover = undefined;
+    if (!this.reading && !this.closed) this.setReading(true);
+  }
+
+  private setReading(reading: boolean): void {
+    this.reading = reading;
+    this.sub.setReading(reading);
+    this.replay?.client.setReading(reading);
+  }
+
+  private countDropped(bound: KvBatchDropBound, batches: number): void {
+    this.dropped[bound] += batches;
+    this.call(() => this.handlers.dropped?.(bound, batches));
   }
 
   private deliver(seq: number, payload: Uint8Array, source: DeliverySource): void {
@@ -189,9 +300,9 @@ export class KvEventSubscriber {
     if (this.closed) return;
     this.counts.replayRequests++;
     const client = new ReplayClient(
-      { endpoint, fromSeq, inactivityTimeoutMs: this.options.replayTimeoutMs ?? DEFAULT_REPLAY_TIMEOUT_MS, maxMessageBytes: this.options.maxMessageBytes },
+      { endpoint, fromSeq, inactivityTimeoutMs: this.options.replayTimeoutMs ?? DEFAULT_REPLAY_TIMEOUT_MS, maxMessageBytes: this.options.maxMessageBytes ?? DEFAULT_MAX_KV_MESSAGE_BYTES },
       {
-        batch: (seq, payload) => this.tracker.replayBatch(id, seq, payload),
+        batch: (seq, payload) => this.tracker.replayBatch(id, seq, own(payload)),
         end: () => {
           if (this.replay?.id === id) this.replay = undefined;
           this.tracker.replayEnd(id);
@@ -204,6 +315,7 @@ export class KvEventSubscriber {
       },
     );
     this.replay = { id, client };
+    if (!this.reading) client.setReading(false);
   }
 
   private cancelReplay(id: number): void {
@@ -219,4 +331,9 @@ export class KvEventSubscriber {
       this.counts.handlerErrors++;
     }
   }
+}
+
+/** The payload on its own: a view into the socket's larger read buffer would keep all of it alive while held, and the budget would count too little. */
+function own(payload: Uint8Array): Uint8Array {
+  return payload.byteOffset === 0 && payload.byteLength === payload.buffer.byteLength ? payload : payload.slice();
 }

@@ -59,6 +59,9 @@ export interface ZmtpConnectionHandlers {
 /** The TCP side a connection needs: Bun's Socket fits. */
 export interface ZmtpTransport extends ByteSink {
   end(): void;
+  /** Stop and restart reading (TCP backpressure: the peer's sends wait in its own queue); optional for transports that cannot. */
+  pause?(): void;
+  resume?(): void;
 }
 
 type Phase = "greeting" | "handshake" | "ready" | "closed";
@@ -128,6 +131,17 @@ export class ZmtpConnection {
       if (this.phase === "handshake" && err.reason !== "peer-error") this.outbound.enqueueControl(errorCommand(err.message));
       this.close(err.reason, err.message);
     }
+  }
+
+  /**
+   * Stop reading from the peer (true) or start again: a consumer that cannot
+   * keep up leaves the bytes in the kernel's buffers and the peer's queue,
+   * where its high-water mark bounds them, instead of in this process.
+   */
+  setReading(reading: boolean): void {
+    if (this.phase === "closed") return;
+    if (reading) this.transport.resume?.();
+    else this.transport.pause?.();
   }
 
   /** The TCP socket can take more bytes. */

@@ -39,6 +39,11 @@ export class DealerSocket {
     return this.dialer.connection?.isReady ?? false;
   }
 
+  /** Stop reading from the peer (false) until set back: see ZmtpConnection.setReading. */
+  setReading(reading: boolean): void {
+    this.dialer.setReading(reading);
+  }
+
   send(frames: readonly Uint8Array[]): "queued" | "over-hwm" | "not-connected" {
     const c = this.dialer.connection;
     if (c === undefined || !c.isReady) return "not-connected";

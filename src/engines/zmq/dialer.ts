@@ -29,6 +29,7 @@ export class ZmtpDialer {
   private failures = 0;
   private stopped = false;
   private dials = 0;
+  private reading = true;
 
   constructor(
     endpoint: string,
@@ -48,6 +49,12 @@ export class ZmtpDialer {
   /** TCP connection attempts so far, the first included. */
   get attempts(): number {
     return this.dials;
+  }
+
+  /** Pause (false) or resume reading, now and on every connection dialed later. */
+  setReading(reading: boolean): void {
+    this.reading = reading;
+    this.current?.setReading(reading);
   }
 
   /** Stop dialing and close the connection. */
@@ -92,6 +99,7 @@ export class ZmtpDialer {
           const conn = new ZmtpConnection(socket, options, tracked);
           socket.data = { conn };
           self.current = conn;
+          if (!self.reading) conn.setReading(false);
         },
         data(socket, chunk) {
           socket.data.conn?.receive(chunk);

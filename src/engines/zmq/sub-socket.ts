@@ -76,6 +76,11 @@ export class SubSocket {
     return c?.isReady ? c.lastHeardAtMs : undefined;
   }
 
+  /** Stop reading from the peer (false) until set back: see ZmtpConnection.setReading. */
+  setReading(reading: boolean): void {
+    this.dialer.setReading(reading);
+  }
+
   subscribe(topic: string | Uint8Array): void {
     const t = toBytes(topic);
     this.subs.add(t);
