@@ -48,11 +48,19 @@ describe("loop lag", () => {
 
   test("without a stall the same deadline fires on time and is not excused", async () => {
     loopLag.start();
+    await Bun.sleep(50);
+    const t0 = performance.now();
     const d = new AttemptDeadlines(60_000);
     d.armIdle(60);
-    await Bun.sleep(60 + STALL_MS);
+    // On a busy host this process may itself wait for a CPU long enough to be a
+    // stall: the deadline is then rightly deferred once. Waited for, bounded.
+    const until = performance.now() + 2_000;
+    while (d.fired === undefined && performance.now() < until) await Bun.sleep(10);
     expect(d.fired).toBe("idle_timeout");
-    expect(d.excused).toBe(false);
+    const stalled = loopLag.stalledWithin(t0, performance.now());
+    // "Without a stall" is this scenario's premise; where the host broke it, the
+    // excuse is the stall tests' subject above, not this one's.
+    if (stalled < STALL_MS) expect(d.excused).toBe(false);
     d.dispose();
   });
 });
