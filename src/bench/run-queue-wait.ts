@@ -9,7 +9,7 @@
  * Read-only, a file read per process per call; undefined where the kernel
  * does not keep schedstat (not Linux, or built without it).
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 /** Milliseconds thread `tid` of `pid` (its main thread by default) has waited on a run queue since it started; undefined when unknown. */
 export function runQueueMs(pid: number, tid: number = pid): number | undefined {
@@ -22,25 +22,41 @@ export function runQueueMs(pid: number, tid: number = pid): number | undefined {
   }
 }
 
-/** The run-queue waits of some processes' main threads, read together. */
-export class RunQueueWatch {
-  constructor(private readonly pids: readonly number[]) {}
+/** The thread ids of process `pid` (its main thread alone where /proc cannot say). */
+export function threadsOf(pid: number): number[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`).map(Number).filter((tid) => Number.isInteger(tid));
+  } catch {
+    return [pid];
+  }
+}
 
-  /** Whether the kernel reports run-queue waits here (for the first process). */
+/** A process's main thread (a pid), or one thread of it. */
+export type WatchedThread = number | { pid: number; tid: number };
+
+/**
+ * The run-queue waits of some threads, read together: processes' main threads
+ * by default, or named threads — a client whose HTTP work runs on a thread of
+ * its own (Bun's fetch) waits there too.
+ */
+export class RunQueueWatch {
+  constructor(private readonly threads: readonly WatchedThread[]) {}
+
+  /** Whether the kernel reports run-queue waits here (for the first thread). */
   get available(): boolean {
-    return this.pids.length > 0 && runQueueMs(this.pids[0]!) !== undefined;
+    return this.threads.length > 0 && this.mark()[0] !== undefined && !Number.isNaN(this.mark()[0]!);
   }
 
-  /** Each process's wait so far (NaN where unknown). */
+  /** Each thread's wait so far (NaN where unknown). */
   mark(): number[] {
-    return this.pids.map((pid) => runQueueMs(pid) ?? Number.NaN);
+    return this.threads.map((t) => (typeof t === "number" ? runQueueMs(t) : runQueueMs(t.pid, t.tid)) ?? Number.NaN);
   }
 
   /**
-   * The longest any of the processes (those at `only`, if given) waited for
+   * The longest any of the threads (those at `only`, if given) waited for
    * a CPU since `mark`, ms; NaN when unknown. The longest, not the sum: a
    * wait counts against a request only while the request was at that
-   * process, which the sum would assume of every process at once.
+   * thread, which the sum would assume of every thread at once.
    */
   waitedSince(mark: readonly number[], only?: readonly number[]): number {
     const now = this.mark();

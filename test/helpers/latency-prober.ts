@@ -4,7 +4,7 @@
  * cannot inflate. On a shared machine the server (or this prober) may wait
  * for a CPU in the middle of a probe — a stall that says nothing about the
  * server — so each probe also records how long the server's main thread and
- * this process waited on a run queue meanwhile (the longer of the two), and
+ * this process's threads waited on a run queue meanwhile (the longest), and
  * its latency net of that wait is reported beside the raw one.
  *
  * As a module: startLatencyProber(url, serverPid) → stop() resolves with the
@@ -12,7 +12,7 @@
  * the probe count. As a script: probes argv[2] (server pid argv[3]) until a
  * line arrives on stdin (or stdin closes).
  */
-import { RunQueueWatch } from "../../src/bench/run-queue-wait.ts";
+import { RunQueueWatch, threadsOf } from "../../src/bench/run-queue-wait.ts";
 import { childEnv } from "../../src/shared/process-env.ts";
 
 export interface LatencySummary {
@@ -41,7 +41,10 @@ export function startLatencyProber(url: string, serverPid: number): { stop(): Pr
 
 if (import.meta.main) {
   const url = process.argv[2]!;
-  const watch = new RunQueueWatch([Number(process.argv[3]), process.pid]);
+  // One probe first, uncounted: Bun starts its HTTP client thread with the first fetch.
+  await fetch(url).then((r) => r.arrayBuffer(), () => undefined);
+  // The server's main thread, and every thread of this prober: Bun's fetch does its HTTP work on a thread of its own.
+  const watch = new RunQueueWatch([Number(process.argv[3]), ...threadsOf(process.pid).map((tid) => ({ pid: process.pid, tid }))]);
   let running = true;
   void (async () => {
     for await (const _ of Bun.stdin.stream()) break;
