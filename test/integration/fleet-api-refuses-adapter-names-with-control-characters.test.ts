@@ -3,14 +3,17 @@
  * the bidi override U+202E, a zero-width space or a tab is refused by the
  * management API with 422 VALIDATION_FAILED naming the field (such a name
  * was once stored, loaded again and again and could never be unloaded);
- * nothing is stored. Names of any script are accepted. The node agent
- * applies the same rule to the adapters it is asked to load or unload.
+ * nothing is stored. Names of any script are accepted. A model stored
+ * before names were checked keeps its replicas: only its hostile adapters
+ * are dropped when it is read back. The node agent applies the same rule to
+ * the adapters it is asked to load or unload.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadAdapter, unloadAdapter } from "../../src/agent/replica-adapters.ts";
+import { RECORD_CODECS } from "../../src/control/record-schemas.ts";
 import { LlmgwError } from "../../src/shared/errors.ts";
 import { setLogLevel } from "../../src/shared/logger.ts";
 import { ADMIN_TOKEN, serveFleetApi, startFleet, type TestFleet } from "../helpers/fleet.ts";
@@ -76,6 +79,18 @@ describe("the management API", () => {
     expect(patch.json.error).toMatchObject({ code: "VALIDATION_FAILED", param: "adapters.0.name" });
     expect((await stored("base"))?.adapters?.map((a) => a.name)).toEqual(["中文-lora", "café-lora"]);
     expect(await stored(evil)).toBeUndefined();
+  });
+});
+
+describe("the fleet store", () => {
+  test("a stored model with a hostile adapter is read back without that adapter, not skipped whole", () => {
+    const record = { spec: withAdapters("base", ["good-lora", "nul\u0000lora", "evil\u202earol"]), source: "api", configHash: null, updatedAt: 1 };
+    const r = RECORD_CODECS.models.decode(JSON.stringify(record));
+    expect("value" in r).toBe(true);
+    if ("value" in r) {
+      expect(r.value.spec.name).toBe("base");
+      expect(r.value.spec.adapters.map((a) => a.name)).toEqual(["good-lora"]);
+    }
   });
 });
 
