@@ -63,7 +63,7 @@ export async function main(argv: string[]): Promise<number> {
     return await spec.run(args);
   } catch (err) {
     if (err instanceof UsageError) {
-      console.error(`llmgw ${name}: ${err.message}\n\n${spec.usage}`);
+      console.error(err.showUsage ? `llmgw ${name}: ${err.message}\n\n${spec.usage}` : `llmgw ${name}: ${err.message}`);
       return 2;
     }
     throw err;

@@ -15,6 +15,7 @@ import { Elysia } from "elysia";
 import { z } from "zod";
 import { CIRCUIT_CLOSED, EndpointTable, F, FLAVOR_CODES, I, modelCircuitField } from "../shared/endpoint-table.ts";
 import { errorResponse, LlmgwError } from "../shared/errors.ts";
+import { malformedPathError } from "../shared/path-segment.ts";
 import type { fleetApi } from "../control/fleet-api.ts";
 import { FLEET_API_PREFIX } from "../control/fleet-api-schemas.ts";
 import { AGENT_REGISTRATION_PATH } from "../protocol/agent-messages.ts";
@@ -179,6 +180,12 @@ function observability(ctx: GatewayContext, state: ListenerState) {
  * the gateway runs one; `dashboard`: the snapshot behind /dashboard
  * (src/admin/dashboard/dashboard-source.ts; without it, no dashboard).
  */
+/** 400 for a path with a malformed percent-escape, undefined otherwise. */
+function malformedPath(request: Request): Response | undefined {
+  const err = malformedPathError(new URL(request.url, "http://host.invalid").pathname);
+  return err === undefined ? undefined : errorResponse(err);
+}
+
 export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?: ReturnType<typeof fleetApi>, dashboard?: () => Promise<DashboardSnapshot>) {
   const door = adminRequestGuard({
     token: ctx.config.admin.token,
@@ -189,7 +196,8 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?
     onRefusal: (reason) => ctx.metrics.adminRefusals.inc({ reason }),
   });
   const app = new Elysia()
-    .onRequest(({ request }) => door(request))
+    // Then the path: a malformed percent-escape names no node or model (Elysia would hand the route U+FFFD or null).
+    .onRequest(({ request }) => door(request) ?? malformedPath(request))
     // An LlmgwError first: Elysia takes its own `code` (NOT_FOUND for "no node 'x'") for a missing route.
     .onError(({ code, error, request }) => (error instanceof LlmgwError ? errorResponse(error) : code === "NOT_FOUND" ? notFound(request) : undefined))
     .use(

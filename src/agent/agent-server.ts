@@ -12,6 +12,7 @@ import { FENCING_TOKEN_HEADER, type AgentAdapterResponse, type AgentDeleteReplic
 import { tokenMatches } from "../shared/bearer.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../shared/errors.ts";
 import { logger } from "../shared/logger.ts";
+import { decodePathSegment, malformedPathError } from "../shared/path-segment.ts";
 import type { AgentService } from "./agent-service.ts";
 import type { FencingGuard } from "./fencing.ts";
 
@@ -29,6 +30,13 @@ async function readJson(req: Request): Promise<unknown> {
 
 export { tokenMatches };
 
+/** A path segment, decoded (the whole path was checked first: this never throws in practice). */
+function segment(raw: string): string {
+  const decoded = decodePathSegment(raw);
+  if (decoded === undefined) throw new LlmgwError("INVALID_REQUEST", `malformed percent-encoding in the path segment '${raw.slice(0, 200)}'`);
+  return decoded;
+}
+
 const REPLICA_PATH = /^\/v1\/replicas\/([^/]+)$/;
 const ADAPTER_PATH = /^\/v1\/replicas\/([^/]+)\/adapters\/([^/]+)$/;
 
@@ -40,6 +48,8 @@ export function createAgentHandler(service: AgentService, token: string, fencing
       if (!tokenMatches(req.headers.get("authorization"), token)) {
         throw new LlmgwError("UNAUTHORIZED", "missing or invalid bearer token for the llmgw agent");
       }
+      const malformed = malformedPathError(url.pathname);
+      if (malformed) throw malformed;
       if (url.pathname === "/v1/inventory") {
         if (req.method !== "GET") throw new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} not allowed on ${url.pathname}`);
         return json((await service.inventory()) satisfies AgentInventory);
@@ -50,8 +60,8 @@ export function createAgentHandler(service: AgentService, token: string, fencing
       }
       const a = ADAPTER_PATH.exec(url.pathname);
       if (a?.[1] && a[2]) {
-        const id = decodeURIComponent(a[1]);
-        const name = decodeURIComponent(a[2]);
+        const id = segment(a[1]);
+        const name = segment(a[2]);
         if (req.method !== "PUT" && req.method !== "DELETE") throw new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} not allowed on ${url.pathname}`);
         fencing?.check(req.headers.get(FENCING_TOKEN_HEADER));
         const outcome = req.method === "PUT" ? await service.loadAdapter(id, name, await readJson(req)) : await service.unloadAdapter(id, name);
@@ -59,7 +69,7 @@ export function createAgentHandler(service: AgentService, token: string, fencing
       }
       const m = REPLICA_PATH.exec(url.pathname);
       if (m?.[1]) {
-        const id = decodeURIComponent(m[1]);
+        const id = segment(m[1]);
         if (req.method === "PUT" || req.method === "DELETE") fencing?.check(req.headers.get(FENCING_TOKEN_HEADER));
         switch (req.method) {
           case "GET":

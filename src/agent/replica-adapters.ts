@@ -8,10 +8,9 @@
  */
 import { z } from "zod";
 import { errorBodyMessage, LlmgwError } from "../shared/errors.ts";
+import { modelNameProblem, quotedName } from "../shared/model-name.ts";
 import type { DesiredReplica } from "./supervisor.ts";
 
-/** An adapter's name becomes an engine's model name: the agent's own rule for names. */
-export const ADAPTER_NAME_RE = /^[^\s-][^\s]{0,255}$/;
 
 export const adapterLoadSchema = z.strictObject({ path: z.string().min(1).max(4096) });
 
@@ -22,8 +21,10 @@ export type AdapterOutcome = "loaded" | "unchanged" | "unloaded" | "absent";
 
 type FetchFn = (url: string, init: RequestInit) => Promise<Response>;
 
+/** An adapter's name becomes an engine's model name: the gateway's rule for names, without whitespace and no leading '-' (the fleet's rule for names). */
 function checkName(name: string): void {
-  if (!ADAPTER_NAME_RE.test(name)) throw new LlmgwError("VALIDATION_FAILED", `adapter name '${name}' must be 1-256 characters without whitespace, not starting with '-'`, { param: "name" });
+  const problem = modelNameProblem(name) ?? (/\s/.test(name) ? "contains whitespace" : name.startsWith("-") ? "starts with '-'" : undefined);
+  if (problem !== undefined) throw new LlmgwError("VALIDATION_FAILED", `adapter name ${quotedName(name)} ${problem}`, { param: "name" });
 }
 
 function withLora(replica: DesiredReplica | undefined, id: string): DesiredReplica {

@@ -5,6 +5,7 @@
  * rule said no.
  */
 import { LlmgwError } from "../shared/errors.ts";
+import { modelNameProblem, quotedName } from "../shared/model-name.ts";
 import type { Fabric, FabricPort } from "./fabric.ts";
 import { OWNED_FLAGS } from "./engine-adapters.ts";
 import { computeCapabilityAtLeast } from "../shared/gpu-class.ts";
@@ -132,6 +133,9 @@ function ownedFlagHit(flag: string, owned: readonly string[]): string | undefine
 
 function validateEngineInputs(spec: ReplicaSpec): void {
   checkArgValue("model-name", "model", spec.model);
+  // The engine lists this name in /v1/models, and the gateway routes by it: the gateway's rule for names.
+  const problem = modelNameProblem(spec.model);
+  if (problem !== undefined) refuse("model-name", `model ${quotedName(spec.model)} ${problem}`, "model");
   checkArgValue("engine-option", "quantization", spec.quantization);
   checkArgValue("multi-node", "multiNode.masterAddr", spec.multiNode?.masterAddr);
   const first = spec.extraArgs[0];

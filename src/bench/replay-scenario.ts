@@ -9,7 +9,7 @@
  * each endpoint took, errors, how late the sends were; --report writes a
  * self-contained HTML page with charts over time.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
@@ -23,6 +23,7 @@ import { formatReplayText, type EndpointReport, type ReplayReport } from "./repl
 import { summarize } from "./replay/summary.ts";
 import { timeline } from "./replay/timeline.ts";
 import { tracePrefixShare, traceWindow, type Trace, type WindowRequest } from "./replay/trace.ts";
+import { MAX_CONFIG_FILE_BYTES, MAX_TRACE_FILE_BYTES, readInputFile } from "./input-file.ts";
 import { loadTrace, SHIPPED_TRACES, tracePath } from "./replay/trace-files.ts";
 import { progressPrinter } from "./progress-line.ts";
 import type { BenchScenario } from "./scenario.ts";
@@ -81,8 +82,9 @@ export function schedule(requests: readonly WindowRequest[], speedup: number): S
 function readGatewayConfig(path: string): Record<string, unknown> {
   let v: unknown;
   try {
-    v = parseYaml(readFileSync(path, "utf8"));
+    v = parseYaml(readInputFile(path, MAX_CONFIG_FILE_BYTES, "--gateway-config"));
   } catch (err) {
+    if (err instanceof UsageError) throw err;
     throw new UsageError(`--gateway-config ${path}: ${err instanceof Error ? err.message : String(err)}`);
   }
   if (typeof v !== "object" || v === null || Array.isArray(v)) throw new UsageError(`--gateway-config ${path}: expected a YAML mapping`);
@@ -171,7 +173,8 @@ hit rate, errors, and how late the sends were.
 flags:
   --trace NAME|FILE      a shipped trace — ${Object.keys(SHIPPED_TRACES).slice(0, 2).join(", ")},
                          ${Object.keys(SHIPPED_TRACES).slice(2).join(", ")} (bench/traces/README.md) —
-                         or a file: Azure CSV, or Mooncake JSON lines (.jsonl)
+                         or a file: Azure CSV, or Mooncake JSON lines (.jsonl); a
+                         regular file of at most ${MAX_TRACE_FILE_BYTES / 1024 / 1024} MiB
   --speedup X            replay X times faster than recorded (default ${DEFAULT_SPEEDUP})
   --start S              window start, s of trace time (default 0)
   --duration S           window length, s of trace time (default ${DEFAULT_DURATION_S})
@@ -228,6 +231,7 @@ export const replayScenario: BenchScenario = {
     try {
       trace = loadTrace(traceArg, path);
     } catch (err) {
+      if (err instanceof UsageError) throw err;
       throw new UsageError(`--trace: ${err instanceof Error ? err.message : String(err)}`);
     }
     const r = await runReplay({ ...o, trace });

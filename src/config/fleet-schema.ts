@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import * as D from "./defaults.ts";
-import { httpUrl, id } from "./wire-primitives.ts";
+import { httpUrl, id, modelName as anyModelName } from "./wire-primitives.ts";
 import type { FleetConfig, FleetModelSpec, NodeConfig } from "./types.ts";
 
 export const FLEET_ENGINES = ["vllm", "sglang", "sim"] as const;
@@ -13,12 +13,8 @@ export const FLEET_ENGINES = ["vllm", "sglang", "sim"] as const;
 /** Node and pool names: file-name and label safe. */
 export const fleetName = id;
 
-/** A model name becomes an engine argument: no whitespace, and never a leading '-' that an engine would read as a flag. */
-const modelName = z
-  .string()
-  .min(1)
-  .max(256)
-  .regex(/^[^\s-][^\s]*$/, { message: "expected a model name without whitespace that does not start with '-'" });
+/** A model name becomes an engine argument: the gateway's rule for names, no whitespace, and never a leading '-' that an engine would read as a flag. */
+export const fleetModelName = anyModelName.refine((name) => !/\s/.test(name) && !name.startsWith("-"), { message: "expected a model name without whitespace that does not start with '-'" });
 
 const ms = (min: number, max: number, fallback: number) => z.number().int().min(min).max(max).default(fallback);
 
@@ -27,7 +23,7 @@ export const FLEET_LORA_RANKS = [1, 8, 16, 32, 64, 128, 256, 320, 512] as const;
 
 /** A LoRA adapter the fleet may load onto the model's replicas: the name requests use, and the path the engine reads it from. */
 const fleetAdapterSchema = z.strictObject({
-  name: modelName,
+  name: fleetModelName,
   path: z.string().min(1).max(4096),
 });
 
@@ -60,7 +56,7 @@ const fleetModelFields = {
   max_cpu_loras: z.number().int().min(1).max(100_000).optional(),
 };
 
-export const fleetModelSchema = z.strictObject({ name: modelName, ...fleetModelFields });
+export const fleetModelSchema = z.strictObject({ name: fleetModelName, ...fleetModelFields });
 /** A partial change of a desired model (management API PATCH): only the fields given change. */
 export const fleetModelPatchSchema = z.strictObject(fleetModelFields).partial();
 

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import * as D from "./defaults.ts";
-import { httpUrl, id } from "./wire-primitives.ts";
+import { httpUrl, id, modelName } from "./wire-primitives.ts";
 import { FLEET_DEFAULTS, fleetSchema, nodeSchema } from "./fleet-schema.ts";
 import { ADMIN_DEFAULTS, adminSchema } from "./admin-config.ts";
 import { FILTER_NAMES, PICKER_NAMES, RELAY_VARIANTS, ROUTE_NAMES, SCORER_NAMES } from "./plugin-names.ts";
@@ -35,10 +35,10 @@ export const deadlinesSchema = z
 
 export const modelSchema = z
   .object({
-    name: z.string().min(1),
-    aliases: z.array(z.string().min(1)).default([]),
+    name: modelName,
+    aliases: z.array(modelName).default([]),
     /** Models tried in order when every endpoint of this one failed before the first byte. */
-    fallback: z.array(z.string().min(1)).default([]),
+    fallback: z.array(modelName).default([]),
     deadlines: deadlinesSchema.default({}),
     /** false: this model's streams are never continued on another replica, and it is never a continuation target (issue 13). */
     continuation: z.boolean().default(true),
@@ -50,7 +50,7 @@ export const endpointSchema = z
     id,
     url: httpUrl,
     /** Models this endpoint serves; discovered from its /v1/models when omitted. */
-    models: z.array(z.string().min(1)).optional(),
+    models: z.array(modelName).optional(),
     /** "listed": ready once /v1/models lists the models; "static": the configured models are authoritative (hosted providers, routers, aliases list other names), ready on /health alone. */
     models_source: z.enum(["listed", "static"]).default("listed"),
     pool: id.default("default"),
@@ -252,7 +252,7 @@ export const idempotencySchema = z
 export const responseCacheSchema = z
   .object({
     /** Opt-in: only these models (names or aliases as configured) are cached. */
-    models: z.array(z.string().min(1)).default([]),
+    models: z.array(modelName).default([]),
     max_bytes: z.number().int().min(1024).max(64 * 1024 * 1024 * 1024).default(D.DEFAULT_RESPONSE_CACHE_MAX_BYTES),
     max_entry_bytes: z.number().int().min(256).max(1024 * 1024 * 1024).default(D.DEFAULT_RESPONSE_CACHE_MAX_ENTRY_BYTES),
     ttl_s: z.number().int().min(1).max(30 * 86_400).default(D.DEFAULT_RESPONSE_CACHE_TTL_S),

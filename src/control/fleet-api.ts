@@ -15,6 +15,7 @@ import { AGENT_REGISTRATION_PATH, agentRegistrationResponseSchema, agentRegistra
 import { bearerToken, tokenMatches } from "../shared/bearer.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../shared/errors.ts";
 import { logger } from "../shared/logger.ts";
+import { quotedName } from "../shared/model-name.ts";
 import * as S from "./fleet-api-schemas.ts";
 import type { FleetManager } from "./fleet-manager.ts";
 import { drainProgress, modelsStatus, nodesStatus, placementStatus, replicasStatus } from "./api-views.ts";
@@ -66,18 +67,18 @@ export function fleetApi(manager: FleetManager, opts: FleetApiOptions) {
   const now = opts.now ?? Date.now;
   const node = (name: string) => {
     const n = nodesStatus(manager, now()).find((x) => x.name === name);
-    if (!n) throw new LlmgwError("NOT_FOUND", `no node '${name}'`, { param: "node" });
+    if (!n) throw new LlmgwError("NOT_FOUND", `no node ${quotedName(name)}`, { param: "node" });
     return n;
   };
   const drainOf = (name: string) => {
     node(name);
     const op = manager.state.drains.get(name);
-    if (!op) throw new LlmgwError("NOT_FOUND", `node '${name}' was never drained`, { param: "node" });
+    if (!op) throw new LlmgwError("NOT_FOUND", `node ${quotedName(name)} was never drained`, { param: "node" });
     return drainProgress(manager, op, now());
   };
   const model = (name: string) => {
     const m = modelsStatus(manager, now()).find((x) => x.name === name);
-    if (!m) throw new LlmgwError("NOT_FOUND", `no model named '${name}'`, { param: "model" });
+    if (!m) throw new LlmgwError("NOT_FOUND", `no model named ${quotedName(name)}`, { param: "model" });
     return m;
   };
 
@@ -125,7 +126,7 @@ export function fleetApi(manager: FleetManager, opts: FleetApiOptions) {
       "/models/:model/placement",
       ({ params }) => {
         const p = placementStatus(manager, params.model);
-        if (!p) throw new LlmgwError("NOT_FOUND", `no model named '${params.model}'`, { param: "model" });
+        if (!p) throw new LlmgwError("NOT_FOUND", `no model named ${quotedName(params.model)}`, { param: "model" });
         return p;
       },
       {
@@ -136,7 +137,7 @@ export function fleetApi(manager: FleetManager, opts: FleetApiOptions) {
     .put(
       "/models/:model",
       async ({ params, body, set }) => {
-        if (body.name !== params.model) throw new LlmgwError("VALIDATION_FAILED", `name: expected '${params.model}' (the model in the path)`, { param: "name" });
+        if (body.name !== params.model) throw new LlmgwError("VALIDATION_FAILED", `name: expected ${quotedName(params.model)} (the model in the path)`, { param: "name" });
         const existed = manager.state.models.has(params.model);
         await manager.ops.putModel(toFleetModel(body));
         set.status = existed ? 200 : 201;

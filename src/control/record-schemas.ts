@@ -5,14 +5,30 @@
  * their wire form so the config schema checks them.
  */
 import { z } from "zod";
-import { fleetModelSchema, fleetModelWire, toFleetModel } from "../config/fleet-schema.ts";
+import { fleetModelName, fleetModelSchema, fleetModelWire, toFleetModel } from "../config/fleet-schema.ts";
 import { AGENT_ENGINES } from "../protocol/agent-messages.ts";
 import { logger } from "../shared/logger.ts";
+import { quotedName } from "../shared/model-name.ts";
 import type { CollectionName } from "./store.ts";
 import type { Cordon, DrainOp, NodeBinding, RegisteredNode, ReplicaRecord, StoredModel } from "./types.ts";
 
+/**
+ * A stored adapter whose name breaks the rule for names (one the API took
+ * before it checked them: NUL, U+202E…) is dropped on read with a warning,
+ * rather than the whole model being skipped and its replicas stopped.
+ */
+function withoutRefusedAdapters(spec: unknown): unknown {
+  if (typeof spec !== "object" || spec === null || !("adapters" in spec) || !Array.isArray(spec.adapters)) return spec;
+  const adapters = spec.adapters as unknown[];
+  const kept = adapters.filter((a) => typeof a !== "object" || a === null || !("name" in a) || fleetModelName.safeParse(a.name).success);
+  if (kept.length === adapters.length) return spec;
+  const dropped = adapters.filter((a) => !kept.includes(a)).map((a) => quotedName(String((a as { name: unknown }).name)));
+  logger().warn({ model: "name" in spec ? String(spec.name) : undefined, dropped }, "fleet store: adapters with names the fleet refuses dropped from a stored model");
+  return { ...spec, adapters: kept };
+}
+
 const storedModelWire = z.object({
-  spec: fleetModelSchema,
+  spec: z.preprocess(withoutRefusedAdapters, fleetModelSchema),
   source: z.enum(["config", "api"]),
   configHash: z.string().nullable(),
   updatedAt: z.number(),

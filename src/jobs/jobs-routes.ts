@@ -6,6 +6,7 @@
  */
 import { LlmgwError, asLlmgwError, errorResponse } from "../shared/errors.ts";
 import { logger } from "../shared/logger.ts";
+import { decodePathSegment } from "../shared/path-segment.ts";
 import { cancelBatch, createBatch, getBatch, listBatches } from "./batches-routes.ts";
 import { deleteFile, getFile, getFileContent, listFiles, uploadFile } from "./files-routes.ts";
 import type { JobsPrincipal, JobsRequest, JobsRoutesDeps } from "./jobs-http.ts";
@@ -27,15 +28,6 @@ const ROUTES: { pattern: RegExp; methods: Partial<Record<string, Handler>> }[] =
 
 const OURS = /^\/v1\/(files|batches)(\/|$)/;
 
-/** A path segment, or undefined for a malformed percent-escape (which names nothing). */
-function decodeSegment(segment: string): string | undefined {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return undefined;
-  }
-}
-
 export type JobsRouteHandler = (req: Request, principal: JobsPrincipal) => Promise<Response | undefined>;
 
 export function createJobsRoutes(deps: JobsRoutesDeps): JobsRouteHandler {
@@ -52,7 +44,8 @@ export function createJobsRoutes(deps: JobsRoutesDeps): JobsRouteHandler {
         const allow = Object.keys(route.methods).join(", ");
         return errorResponse(new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} is not allowed on ${path}; use ${allow}`), { allow });
       }
-      const id = decodeSegment(m[1] ?? "");
+      // A malformed percent-escape names nothing.
+      const id = decodePathSegment(m[1] ?? "");
       if (id === undefined) return errorResponse(new LlmgwError("NOT_FOUND", `no object at ${path}`));
       try {
         return await handler({ req, url, tenant: principal.tenant, id, deps, now: now() });

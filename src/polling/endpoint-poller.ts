@@ -6,6 +6,7 @@
  */
 import { mapEngineSamples, type EngineHint, type EngineMetrics } from "../engines/engine-metrics.ts";
 import { parsePrometheusText } from "../engines/prom-text.ts";
+import { logger } from "../shared/logger.ts";
 import { originPath, probe, type FetchFn } from "./probe.ts";
 import { TargetPoller } from "./target-poller.ts";
 import { INITIAL_SNAPSHOT, nextSnapshot, parseModelList, type EndpointSnapshot, type ListedAdapter } from "./readiness.ts";
@@ -36,6 +37,8 @@ export type OnEndpointSnapshot = (index: number, snapshot: EndpointSnapshot) => 
 
 export class EndpointPoller extends TargetPoller<EngineEndpoint, EndpointSnapshot> {
   private readonly options: PollerOptions;
+  /** Endpoint id → names its /v1/models listed that the gateway refused, at the last poll that listed models. */
+  private readonly refusedNames = new Map<string, number>();
 
   constructor(endpoints: readonly EngineEndpoint[], options: PollerOptions, onSnapshot: OnEndpointSnapshot) {
     super(
@@ -69,6 +72,13 @@ export class EndpointPoller extends TargetPoller<EngineEndpoint, EndpointSnapsho
     if (modelsRes.ok) {
       const list = parseModelList(modelsRes.body);
       if (list === undefined) errors.push("GET /v1/models: not an OpenAI model list");
+      else if (list.refused > 0) errors.push(`GET /v1/models: ${list.refused} model name(s) left out (control, format or whitespace characters, or too long)`);
+      // Said once per change, not every poll: the engine keeps listing them.
+      const refused = list?.refused ?? 0;
+      if (refused !== (this.refusedNames.get(ep.id) ?? 0)) {
+        this.refusedNames.set(ep.id, refused);
+        if (refused > 0) logger().warn({ endpoint: ep.id, refused }, "engine lists model names the gateway does not accept (control, format or whitespace characters, or too long): those models are not routed to");
+      }
       models = list?.ids;
       adapters = list?.adapters;
     }

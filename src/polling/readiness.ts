@@ -6,6 +6,7 @@
  */
 import type { EngineMetrics } from "../engines/engine-metrics.ts";
 import type { ListedAdapter } from "../protocol/health-messages.ts";
+import { modelNameProblem } from "../shared/model-name.ts";
 
 export type { ListedAdapter } from "../protocol/health-messages.ts";
 
@@ -64,9 +65,11 @@ export const INITIAL_SNAPSHOT: Readonly<EndpointSnapshot> = Object.freeze({
  * An OpenAI `GET /v1/models` body (`{"data":[{"id":…},…]}`): the model ids,
  * and apart from them the LoRA adapters (vLLM lists an adapter with
  * `parent` set to its base, vllm/entrypoints/openai/serving_models.py);
- * undefined when it is not a model list.
+ * undefined when it is not a model list. An entry whose name the gateway
+ * would refuse in its own config (src/shared/model-name.ts) is left out and
+ * counted in `refused`: the engine's other models are still served.
  */
-export function parseModelList(body: string): { ids: string[]; adapters: ListedAdapter[] } | undefined {
+export function parseModelList(body: string): { ids: string[]; adapters: ListedAdapter[]; refused: number } | undefined {
   let json: unknown;
   try {
     json = JSON.parse(body);
@@ -76,13 +79,16 @@ export function parseModelList(body: string): { ids: string[]; adapters: ListedA
   if (typeof json !== "object" || json === null || !("data" in json) || !Array.isArray(json.data)) return undefined;
   const ids: string[] = [];
   const adapters: ListedAdapter[] = [];
+  let refused = 0;
   for (const item of json.data as unknown[]) {
     if (typeof item !== "object" || item === null || !("id" in item) || typeof item.id !== "string") continue;
     const parent = "parent" in item ? item.parent : null;
-    if (typeof parent === "string" && parent !== "" && parent !== item.id) adapters.push({ name: item.id, parent });
+    const isAdapter = typeof parent === "string" && parent !== "" && parent !== item.id;
+    if (modelNameProblem(item.id) !== undefined || (isAdapter && modelNameProblem(parent) !== undefined)) refused++;
+    else if (isAdapter) adapters.push({ name: item.id, parent });
     else ids.push(item.id);
   }
-  return { ids, adapters };
+  return { ids, adapters, refused };
 }
 
 /** The model ids of a `GET /v1/models` body (adapters left out); undefined when it is not a model list. */

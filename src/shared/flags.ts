@@ -28,11 +28,13 @@ export interface ParsedArgs {
   positionals: string[];
 }
 
-/** Thrown for a usage error; the CLI prints the message and usage, exits 2. */
+/** Thrown for a usage error; the CLI prints the message and (unless `showUsage` is false: the flags were right, what they named was not) the usage, exits 2. */
 export class UsageError extends Error {
-  constructor(message: string) {
+  readonly showUsage: boolean;
+  constructor(message: string, opts: { showUsage?: boolean } = {}) {
     super(message);
     this.name = "UsageError";
+    this.showUsage = opts.showUsage ?? true;
   }
 }
 

@@ -69,7 +69,7 @@ describe("/v1/models: models and adapters apart", () => {
         { id: 5, parent: "llama" },
       ],
     });
-    expect(parseModelList(body)).toEqual({ ids: ["llama", "odd"], adapters: [{ name: "sql", parent: "llama" }] });
+    expect(parseModelList(body)).toEqual({ ids: ["llama", "odd"], adapters: [{ name: "sql", parent: "llama" }], refused: 0 });
     expect(parseModelList("nope")).toBeUndefined();
   });
 });

@@ -3,9 +3,10 @@
  * path: read it, tell its format (by extension, else by its first
  * character), parse it.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { REPO_ROOT } from "../../shared/llmgw-child.ts";
+import { MAX_TRACE_FILE_BYTES, readInputFile } from "../input-file.ts";
 import { parseAzureCsv } from "./azure-trace.ts";
 import { parseMooncakeJsonl } from "./mooncake-trace.ts";
 import type { Trace } from "./trace.ts";
@@ -35,8 +36,8 @@ export function parseTraceText(text: string, source: string): Trace {
   return jsonl ? parseMooncakeJsonl(text, source) : parseAzureCsv(text, source);
 }
 
-/** Load a trace by shipped name or path (the caller has checked tracePath). */
+/** Load a trace by shipped name or path (the caller has checked tracePath); a UsageError for what is not a regular file of at most MAX_TRACE_FILE_BYTES. */
 export function loadTrace(nameOrPath: string, path: string): Trace {
-  const trace = parseTraceText(readFileSync(path, "utf8"), path);
+  const trace = parseTraceText(readInputFile(path, MAX_TRACE_FILE_BYTES, "--trace"), path);
   return { ...trace, name: SHIPPED_TRACES[nameOrPath] !== undefined ? nameOrPath : path };
 }

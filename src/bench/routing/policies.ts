@@ -9,7 +9,7 @@
  * max-score), so a plugin added to the registry is measured without
  * touching the bench. A file named like a derived policy replaces it.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { basename, join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
@@ -18,6 +18,7 @@ import { PICKER_NAMES, SCORER_NAMES } from "../../config/plugin-names.ts";
 import { schedulingSchema } from "../../config/schema.ts";
 import { UsageError } from "../../shared/flags.ts";
 import { REPO_ROOT } from "../../shared/llmgw-child.ts";
+import { MAX_CONFIG_FILE_BYTES, readInputFile } from "../input-file.ts";
 import { PUBLISHED_SCHEDULERS, type PublishedScheduler } from "./published-37-capacity.ts";
 
 export const POLICY_DIR = join(REPO_ROOT, "bench", "routing-policies");
@@ -75,8 +76,9 @@ export function readPolicyFile(path: string): RoutingPolicy {
   if (!NAME.test(name)) throw new UsageError(`${path}: a policy's file name is its name: lowercase letters, digits and '-', starting with a letter`);
   let raw: unknown;
   try {
-    raw = parseYaml(readFileSync(path, "utf8"));
+    raw = parseYaml(readInputFile(path, MAX_CONFIG_FILE_BYTES, "routing policy"));
   } catch (err) {
+    if (err instanceof UsageError) throw err;
     throw new UsageError(`${path}: ${err instanceof Error ? err.message : String(err)}`);
   }
   const parsed = policyFile.safeParse(raw);

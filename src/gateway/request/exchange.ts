@@ -17,6 +17,7 @@ import { errorResponse, type ErrorCode, type LlmgwError } from "../../shared/err
 import type { Grant } from "../admission-client.ts";
 import type { GatewayContext } from "../context.ts";
 import type { Principal } from "../api-keys.ts";
+import { headerSafeName } from "../../shared/model-name.ts";
 import { ModelRename } from "./model-rename.ts";
 import type { InferenceBody } from "./parse.ts";
 
@@ -76,9 +77,13 @@ export class Exchange {
   attempts = 0;
   /** The endpoint of the current (or last) attempt. */
   endpointId: string | undefined;
+  /** `endpointId` as x-llmgw-endpoint carries it (ids are configured or registered, but a header must never be what fails an answer). */
+  private endpointInHeader: string | undefined;
   usage: Usage | undefined;
   /** Models whose engines wrote (part of) the answer, in order: a fallback's, a continuation's on another model. */
   readonly wrote: string[] = [];
+  /** `wrote` as x-llmgw-model carries it, each name encoded when its attempt was claimed, before any engine generated. */
+  private readonly wroteInHeader: string[] = [];
   /** The answer's `model` is rewritten to the client's name: an engine was asked for another (an alias, a fallback). */
   modelRename: ModelRename | undefined;
   /** Breaks of the stream after its first byte and how each was handled (issue 13); undefined when none. */
@@ -101,6 +106,8 @@ export class Exchange {
   private grant: Grant | undefined;
   /** The model the current attempt asks for (the request's, or a fallback's). */
   private attemptModel: string | undefined;
+  /** `attemptModel` in its header form. */
+  private attemptModelInHeader = "";
   private lastTokenAt = 0;
   private finished = false;
 
@@ -143,8 +150,10 @@ export class Exchange {
     if (this.grant) throw new Error("an exchange holds one endpoint at a time");
     this.grant = grant;
     this.attemptModel = model;
+    this.attemptModelInHeader = headerSafeName(model);
     this.queueMs ??= grant.waitedMs; // admission's wait: only the first grant is queued
     this.endpointId = this.ctx.endpoints.idOf(grant.index);
+    this.endpointInHeader = this.endpointId === undefined ? undefined : headerSafeName(this.endpointId);
     for (const scorer in grant.scores) this.ctx.metrics.scoreSeries(scorer).observe(grant.scores[scorer]!);
   }
 
@@ -163,6 +172,7 @@ export class Exchange {
       // The first answer sets what the client reads as `model`; a continuation keeps the first answer's identity anyway.
       if (this.wrote.length === 0 && this.body !== undefined && this.body.model !== model) this.modelRename = new ModelRename(this.body.model);
       this.wrote.push(model);
+      this.wroteInHeader.push(this.attemptModelInHeader);
     }
     this.ctx.breakers.success(g.index, I.CIRCUIT);
     if (g.circuit >= 0) this.ctx.breakers.success(g.index, g.circuit);
@@ -222,9 +232,9 @@ export class Exchange {
   headers(answered = false): Record<string, string> {
     const h: Record<string, string> = { ...this.quotaHeaders, "x-request-id": this.requestId };
     if (this.attempts > 0) h["x-llmgw-attempts"] = String(this.attempts);
-    if (answered && this.endpointId !== undefined) h["x-llmgw-endpoint"] = this.endpointId;
+    if (answered && this.endpointInHeader !== undefined) h["x-llmgw-endpoint"] = this.endpointInHeader;
     // The models that wrote the answer so far (at the first byte: the one that answered; a continuation's is in the audit line).
-    if (answered && this.wrote.length > 0) h["x-llmgw-model"] = this.wrote.join(",");
+    if (answered && this.wroteInHeader.length > 0) h["x-llmgw-model"] = this.wroteInHeader.join(",");
     return h;
   }
 
