@@ -1,16 +1,19 @@
 /**
  * Stored Responses API responses on Redis, shared by every gateway: a
  * follow-up naming a response any gateway stored is expanded by whichever
- * gateway it reaches. Per record one hash (`json`: the record's body;
- * `status`, `v` a version for compare-and-set, `owner` and `lease` of a
- * background run), expiring with the record; per tenant a sorted set of its
- * ids by expiry and a hash of their sizes with the running total, so that
- * storing past the tenant's budget evicts its oldest in the same script;
- * one sorted set of the background responses to run, by lease end (0:
- * queued). Every step that must not interleave is one script. Records
- * expire on Redis's own clock, each on its own, so a follow-up's record
- * holds its whole conversation here (a chain of records could lose its
- * head to an expiry).
+ * gateway it reaches. Per record one hash (the record's body, status, a
+ * version for compare-and-set, a background run's owner and lease, its
+ * expiry) and its input items as a list with an item-id index beside it, so
+ * a page of input_items reads only that page; per tenant a sorted set of
+ * its ids by expiry and a hash of their sizes with the running total, so
+ * that storing past the tenant's budget evicts its oldest in the same
+ * script; one sorted set of the background responses to run, by lease end
+ * (0: queued). Every step that must not interleave is one script
+ * (redis-responses-scripts.ts, with the key layout). Records expire on
+ * Redis's own clock, each on its own, so a follow-up's record holds its
+ * whole conversation here (a chain of records could lose its head to an
+ * expiry). A record written by the earlier layout (items inside its body)
+ * is read as it is and moves to this one when next written.
  */
 import type { ResponsePatch, ResponsesStore } from "../jobs/responses-store.ts";
 import {
@@ -20,131 +23,60 @@ import {
   type ConversationLink,
   type InputItemsPage,
   type InputItemsQuery,
+  type ResponseRecord,
   type ResponseStatus,
   type StoredResponse,
 } from "../jobs/responses-objects.ts";
-import { RedisScript, type RedisConnection } from "./redis-connection.ts";
+import type { RedisConnection } from "./redis-connection.ts";
+import { CLAIM, DELETE, INPUT_ITEMS, PUT, RENEW, UPDATE } from "./redis-responses-scripts.ts";
 
 /** A compare-and-set that keeps losing to other writers gives up after this many reads. */
 const MAX_CAS_TRIES = 50;
 
-/** KEYS: record, tenant ids, tenant sizes, tenant total, background set. ARGV: json, status, bytes, expires, ttl ms, budget, id, record key prefix, background member prefix, background (0|1), now. */
-const PUT = new RedisScript(
-  "responses-put",
-  `local function drop(victim)
-  local size = tonumber(redis.call('HGET', KEYS[3], victim) or '0')
-  redis.call('DEL', ARGV[8] .. victim)
-  redis.call('ZREM', KEYS[2], victim)
-  redis.call('HDEL', KEYS[3], victim)
-  redis.call('ZREM', KEYS[5], ARGV[9] .. victim)
-  return redis.call('DECRBY', KEYS[4], size)
-end
-for _, victim in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[11])) do
-  if victim ~= ARGV[7] then drop(victim) end
-end
-local old = redis.call('HGET', KEYS[3], ARGV[7])
-if old then redis.call('DECRBY', KEYS[4], old) end
-redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'json', ARGV[1], 'status', ARGV[2], 'v', '1')
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-redis.call('ZADD', KEYS[2], ARGV[4], ARGV[7])
-redis.call('HSET', KEYS[3], ARGV[7], ARGV[3])
-local total = redis.call('INCRBY', KEYS[4], ARGV[3])
-while total > tonumber(ARGV[6]) do
-  local oldest = redis.call('ZRANGE', KEYS[2], 0, 1)
-  local victim = oldest[1]
-  if victim == ARGV[7] then victim = oldest[2] end
-  if not victim then break end
-  total = drop(victim)
-end
-if ARGV[10] == '1' then redis.call('ZADD', KEYS[5], 0, ARGV[9] .. ARGV[7]) else redis.call('ZREM', KEYS[5], ARGV[9] .. ARGV[7]) end
-return 1`,
-);
+/** What `json` holds: the record less the fields and keys of its own (its input items are a list). */
+type Body = Omit<StoredResponse, "owner" | "leaseUntilMs" | "status" | "input">;
 
-/** KEYS: record, tenant ids, tenant sizes, tenant total, background set. ARGV: id, background member. */
-const DELETE = new RedisScript(
-  "responses-delete",
-  `if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('DEL', KEYS[1])
-local size = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('HDEL', KEYS[3], ARGV[1])
-redis.call('DECRBY', KEYS[4], size)
-redis.call('ZREM', KEYS[5], ARGV[2])
-return 1`,
-);
-
-/** KEYS: record, tenant sizes, tenant total, background set. ARGV: version read, json, status, bytes, id, owner ('' clears), lease ('' clears), background member, still to run (0|1). */
-const UPDATE = new RedisScript(
-  "responses-update",
-  `if redis.call('HGET', KEYS[1], 'v') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'json', ARGV[2], 'status', ARGV[3])
-redis.call('HINCRBY', KEYS[1], 'v', 1)
-if ARGV[6] == '' then redis.call('HDEL', KEYS[1], 'owner') else redis.call('HSET', KEYS[1], 'owner', ARGV[6]) end
-if ARGV[7] == '' then redis.call('HDEL', KEYS[1], 'lease') else redis.call('HSET', KEYS[1], 'lease', ARGV[7]) end
-local old = tonumber(redis.call('HGET', KEYS[2], ARGV[5]) or '0')
-redis.call('HSET', KEYS[2], ARGV[5], ARGV[4])
-redis.call('INCRBY', KEYS[3], tonumber(ARGV[4]) - old)
-if ARGV[9] == '0' then redis.call('ZREM', KEYS[4], ARGV[8]) end
-return 1`,
-);
-
-/** KEYS: background set. ARGV: now, lease end, owner, max, record key prefix. Returns [member, json, owner, lease…]. */
-const CLAIM = new RedisScript(
-  "responses-claim",
-  `local out = {}
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[4]))) do
-  local key = ARGV[5] .. m
-  local status = redis.call('HGET', key, 'status')
-  if status == 'queued' or status == 'in_progress' then
-    redis.call('HSET', key, 'owner', ARGV[3], 'lease', ARGV[2])
-    redis.call('ZADD', KEYS[1], ARGV[2], m)
-    table.insert(out, m)
-    table.insert(out, redis.call('HGET', key, 'json'))
-  else
-    redis.call('ZREM', KEYS[1], m)
-  end
-end
-return out`,
-);
-
-/** KEYS: background set. ARGV: owner, lease end, record key prefix, members… */
-const RENEW = new RedisScript(
-  "responses-renew",
-  `for i = 4, #ARGV do
-  local key = ARGV[3] .. ARGV[i]
-  if redis.call('HGET', key, 'owner') == ARGV[1] then
-    redis.call('HSET', key, 'lease', ARGV[2])
-    redis.call('ZADD', KEYS[1], 'XX', ARGV[2], ARGV[i])
-  end
-end
-return 1`,
-);
-
-type Body = Omit<StoredResponse, "owner" | "leaseUntilMs" | "status">;
-
-function hashOf(v: unknown): Record<string, string> | undefined {
-  if (v === null || v === undefined) return undefined;
-  if (Array.isArray(v)) {
-    if (v.length === 0) return undefined;
-    const h: Record<string, string> = {};
-    for (let i = 0; i + 1 < v.length; i += 2) h[String(v[i])] = String(v[i + 1]);
-    return h;
-  }
-  const h = v as Record<string, string>;
-  return Object.keys(h).length === 0 ? undefined : h;
+/** A record as read back: `oldInput` is the input a record of the earlier layout keeps inside its json. */
+interface Read {
+  record: ResponseRecord & { context: string };
+  v: string;
+  inputBytes: number;
+  oldInput?: string;
 }
 
+const FIELDS = ["json", "status", "v", "owner", "lease", "ib"] as const;
+
 function bodyOf(r: StoredResponse): string {
-  const { owner: _owner, leaseUntilMs: _lease, status: _status, ...body } = r;
+  const { owner: _owner, leaseUntilMs: _lease, status: _status, input: _input, ...body } = r;
   return JSON.stringify(body);
 }
 
-function toRecord(h: Record<string, string>): StoredResponse {
-  const r: StoredResponse = { ...(JSON.parse(h.json!) as Body), status: h.status as ResponseStatus };
-  if (h.owner !== undefined) r.owner = h.owner;
-  if (h.lease !== undefined) r.leaseUntilMs = Number(h.lease);
-  return r;
+/** The body of either layout, with the earlier layout's input taken out. */
+function parseBody(json: string): { body: Body; oldInput?: string } {
+  const { input, ...body } = JSON.parse(json) as Body & { input?: string };
+  return input === undefined ? { body } : { body, oldInput: input };
+}
+
+/** PUT and UPDATE's item arguments: the count and the items (JSON each), then the count and the (item id, index) pairs of the cursor index. */
+function itemArgs(input: string): string[] {
+  const items = JSON.parse(input) as unknown[];
+  const at = new Map<string, [number, number]>();
+  const list = items.map((item, i) => {
+    const id = typeof item === "object" && item !== null ? (item as { id?: unknown }).id : undefined;
+    if (typeof id === "string") {
+      const seen = at.get(id);
+      if (seen === undefined) at.set(id, [i, i]);
+      else seen[1] = i;
+    }
+    return JSON.stringify(item);
+  });
+  const pairs: string[] = [];
+  for (const [id, [first, last]] of at) pairs.push(id, first === last ? String(first) : `${first}:${last}`);
+  return [String(list.length), ...list, String(at.size), ...pairs];
+}
+
+function toRun(r: { status: ResponseStatus; request?: string }): 0 | 1 {
+  return r.request !== undefined && (r.status === "queued" || r.status === "in_progress") ? 1 : 0;
 }
 
 /** Records are kept by Redis this long past their expiry (llmgw checks the expiry itself). */
@@ -161,10 +93,13 @@ export class RedisResponsesStore implements ResponsesStore {
 
   /** Length-prefixed, so no tenant and id pair can spell another's. */
   #member(tenant: string, id: string): string {
-    return `${tenant.length}:${tenant}:${id}`;
+    return `${this.#m(tenant)}${id}`;
   }
-  #record(tenant: string, id: string): string {
-    return `${this.#p}r:${this.#member(tenant, id)}`;
+  #m(tenant: string): string {
+    return `${tenant.length}:${tenant}:`;
+  }
+  #key(kind: "r" | "i" | "x", tenant: string, id: string): string {
+    return `${this.#p}${kind}:${this.#member(tenant, id)}`;
   }
   #tenant(tenant: string, part: "ids" | "sizes" | "total"): string {
     return `${this.#p}t:${part}:${tenant.length}:${tenant}`;
@@ -176,10 +111,9 @@ export class RedisResponsesStore implements ResponsesStore {
   async put(given: StoredResponse, budgetBytes: number): Promise<void> {
     const r = await this.#wholeConversation(given);
     const t = r.tenant;
-    const keys = [this.#record(t, r.id), this.#tenant(t, "ids"), this.#tenant(t, "sizes"), this.#tenant(t, "total"), this.#background];
+    const keys = [this.#key("r", t, r.id), this.#tenant(t, "ids"), this.#tenant(t, "sizes"), this.#tenant(t, "total"), this.#background, this.#key("i", t, r.id), this.#key("x", t, r.id)];
     const ttl = Math.max(1, r.expiresMs - Date.now()) + EXPIRY_SLACK_MS;
-    const background = r.request !== undefined && (r.status === "queued" || r.status === "in_progress") ? 1 : 0;
-    const args = [bodyOf(r), r.status, recordBytes(r), r.expiresMs, ttl, budgetBytes, r.id, `${this.#p}r:${t.length}:${t}:`, `${t.length}:${t}:`, background, Date.now()];
+    const args = [bodyOf(r), r.status, recordBytes(r), r.expiresMs, ttl, budgetBytes, r.id, this.#p, this.#m(t), toRun(r), Date.now(), r.input.length, ...itemArgs(r.input)];
     await this.#r.eval(PUT, keys, args);
   }
 
@@ -198,56 +132,80 @@ export class RedisResponsesStore implements ResponsesStore {
     return r === undefined ? undefined : { status: r.status, links: [{ context: r.context, response: r.response }] };
   }
 
+  /** A page reads its own items: one script finds the cursor's index and returns one LRANGE. */
   async inputItems(tenant: string, id: string, nowMs: number, query: InputItemsQuery): Promise<InputItemsPage> {
-    const r = await this.get(tenant, id, nowMs);
-    if (r === undefined) return { missing: "response" };
-    const page = inputItemsPage(JSON.parse(r.input) as Record<string, unknown>[], query);
+    const asc = query.order === "asc";
+    const keys = [this.#key("r", tenant, id), this.#key("i", tenant, id), this.#key("x", tenant, id)];
+    const [code, got] = (await this.#r.eval(INPUT_ITEMS, keys, [nowMs, query.after ?? "", query.limit, asc ? 1 : 0])) as [number, string[] | undefined];
+    if (Number(code) === 0) return { missing: "response" };
+    if (Number(code) === 2) return { missing: "after" };
+    if (Number(code) === 1) return this.#earlierLayoutItems(tenant, id, nowMs, query);
+    const rows = asc ? (got ?? []) : [...(got ?? [])].reverse();
+    const data = rows.slice(0, query.limit).map((r) => JSON.parse(r) as Record<string, unknown>);
+    const idOf = (item: Record<string, unknown> | undefined) => (item === undefined ? null : (item.id ?? null));
+    return { page: { object: "list", data, first_id: idOf(data[0]), last_id: idOf(data[data.length - 1]), has_more: rows.length > query.limit } };
+  }
+
+  /** A record written by the earlier layout keeps its items inside its json until it is next written. */
+  async #earlierLayoutItems(tenant: string, id: string, nowMs: number, query: InputItemsQuery): Promise<InputItemsPage> {
+    const got = await this.#read(tenant, id);
+    if (got === undefined || got.record.expiresMs <= nowMs) return { missing: "response" };
+    const page = inputItemsPage(JSON.parse(got.oldInput ?? "[]") as Record<string, unknown>[], query);
     return page === undefined ? { missing: "after" } : { page };
   }
 
-  async #read(tenant: string, id: string): Promise<{ record: StoredResponse; v: string } | undefined> {
-    const h = hashOf(await this.#r.send("HGETALL", [this.#record(tenant, id)]));
-    if (h === undefined || h.json === undefined) return undefined;
-    return { record: toRecord(h), v: h.v ?? "0" };
+  async #read(tenant: string, id: string): Promise<Read | undefined> {
+    const [json, status, v, owner, lease, ib] = ((await this.#r.send("HMGET", [this.#key("r", tenant, id), ...FIELDS])) ?? []) as (string | null)[];
+    if (json === null || json === undefined) return undefined;
+    const { body, oldInput } = parseBody(json);
+    const record: Read["record"] = { ...body, status: status as ResponseStatus };
+    if (owner !== null && owner !== undefined) record.owner = owner;
+    if (lease !== null && lease !== undefined) record.leaseUntilMs = Number(lease);
+    const read: Read = { record, v: v ?? "0", inputBytes: oldInput?.length ?? Number(ib ?? 0) };
+    if (oldInput !== undefined) read.oldInput = oldInput;
+    return read;
   }
 
-  async get(tenant: string, id: string, nowMs: number): Promise<StoredResponse | undefined> {
+  async get(tenant: string, id: string, nowMs: number): Promise<(ResponseRecord & { context: string }) | undefined> {
     const got = await this.#read(tenant, id);
     return got === undefined || got.record.expiresMs <= nowMs ? undefined : got.record;
   }
 
   async delete(tenant: string, id: string): Promise<boolean> {
-    const keys = [this.#record(tenant, id), this.#tenant(tenant, "ids"), this.#tenant(tenant, "sizes"), this.#tenant(tenant, "total"), this.#background];
-    return Number(await this.#r.eval(DELETE, keys, [id, this.#member(tenant, id)])) === 1;
+    const keys = [this.#key("r", tenant, id), this.#tenant(tenant, "ids"), this.#tenant(tenant, "sizes"), this.#tenant(tenant, "total"), this.#background];
+    return Number(await this.#r.eval(DELETE, keys, [id, this.#p, this.#m(tenant)])) === 1;
   }
 
-  async update(tenant: string, id: string, from: readonly ResponseStatus[], p: ResponsePatch): Promise<StoredResponse | undefined> {
+  async update(tenant: string, id: string, from: readonly ResponseStatus[], p: ResponsePatch): Promise<ResponseRecord | undefined> {
     for (let i = 0; i < MAX_CAS_TRIES; i++) {
       const got = await this.#read(tenant, id);
       if (got === undefined || !from.includes(got.record.status)) return undefined;
-      const next: StoredResponse = { ...got.record, status: p.status };
+      const next: Read["record"] = { ...got.record, status: p.status };
       if (p.response !== undefined) next.response = p.response;
-      if (p.input !== undefined) next.input = p.input;
-      if (p.context !== undefined) next.context = (await this.#wholeConversation({ ...next, context: p.context, ...(p.previousId === undefined ? {} : { previousId: p.previousId }) })).context;
+      if (p.context !== undefined) next.context = (await this.#wholeConversation({ ...next, input: "[]", context: p.context, ...(p.previousId === undefined ? {} : { previousId: p.previousId }) })).context;
       if (p.request === null) delete next.request;
       if (p.owner === null) delete next.owner;
       else if (p.owner !== undefined) next.owner = p.owner;
       if (p.leaseUntilMs === null) delete next.leaseUntilMs;
       else if (p.leaseUntilMs !== undefined) next.leaseUntilMs = p.leaseUntilMs;
-      const toRun = next.request !== undefined && (next.status === "queued" || next.status === "in_progress") ? 1 : 0;
-      const keys = [this.#record(tenant, id), this.#tenant(tenant, "sizes"), this.#tenant(tenant, "total"), this.#background];
-      const args = [got.v, bodyOf(next), next.status, recordBytes(next), id, next.owner ?? "", next.leaseUntilMs ?? "", this.#member(tenant, id), toRun];
+      // A record of the earlier layout moves its items to their list as it is rewritten.
+      const input = p.input ?? got.oldInput;
+      const inputBytes = input?.length ?? got.inputBytes;
+      const bytes = recordBytes({ ...next, input: "" }) + inputBytes;
+      const keys = [this.#key("r", tenant, id), this.#tenant(tenant, "sizes"), this.#tenant(tenant, "total"), this.#background, "", this.#key("i", tenant, id), this.#key("x", tenant, id)];
+      const stored: StoredResponse = { ...next, input: "" };
+      const args = [got.v, bodyOf(stored), next.status, bytes, id, next.owner ?? "", next.leaseUntilMs ?? "", this.#member(tenant, id), toRun(next), next.expiresMs, inputBytes, input === undefined ? 0 : 1, ...(input === undefined ? [] : itemArgs(input))];
       if (Number(await this.#r.eval(UPDATE, keys, args)) === 1) return next;
     }
     throw new Error(`responses store: the record ${id} kept changing under a compare-and-set`);
   }
 
-  async claim(owner: string, nowMs: number, leaseUntilMs: number, max: number): Promise<StoredResponse[]> {
+  async claim(owner: string, nowMs: number, leaseUntilMs: number, max: number): Promise<ResponseRecord[]> {
     if (max <= 0) return [];
     const out = (await this.#r.eval(CLAIM, [this.#background], [nowMs, leaseUntilMs, owner, max, `${this.#p}r:`])) as string[] | null;
-    const claimed: StoredResponse[] = [];
+    const claimed: ResponseRecord[] = [];
     for (let i = 0; out && i + 1 < out.length; i += 2) {
-      const record: StoredResponse = { ...(JSON.parse(out[i + 1]!) as Body), status: "queued", owner, leaseUntilMs };
+      const record: ResponseRecord = { ...parseBody(out[i + 1]!).body, status: "queued", owner, leaseUntilMs };
       // The status may have been in_progress (a runner that died): what matters is that it is to run.
       if (record.expiresMs > nowMs) claimed.push(record);
     }
