@@ -81,9 +81,12 @@ describeWithRedis("Redis stops under three gateways", () => {
 
     // Quota while failing static: this gateway enforces its third of the minute (plus what refills meanwhile).
     let admitted = 0;
+    const hammered = performance.now();
     for (let i = 0; i < 260; i++) if ((await stream(gws[0]!, ACME_KEY)).status === 200) admitted++;
+    // The share refills at its third of the rate while the loop runs, which on a busy host is longer.
+    const refilled = Math.ceil(((RPM / 3) * (performance.now() - hammered)) / 60_000);
     expect(admitted).toBeGreaterThanOrEqual(RPM / 3);
-    expect(admitted).toBeLessThanOrEqual(RPM / 3 + 15);
+    expect(admitted).toBeLessThanOrEqual(RPM / 3 + refilled + 1);
     expect(counterValue(await gws[0]!.metrics(), "llmgw_quota_decisions_total", { source: "fail_static" })).toBe(admitted);
 
     await Bun.sleep(500);
