@@ -16,6 +16,22 @@ export interface BodyDeadlines {
   graceMs?: number;
 }
 
+/**
+ * The one rule every request body is read under, on every route: nothing
+ * for `bodyReadTimeoutMs`, or (once that long has passed) an average below
+ * `minBytesPerS`, is a 408. A small body must so arrive within about
+ * `bodyReadTimeoutMs`, a large one at a steady rate however long it is.
+ */
+export function bodyDeadlines(bodyReadTimeoutMs: number, minBytesPerS: number): BodyDeadlines {
+  return { idleMs: bodyReadTimeoutMs, graceMs: bodyReadTimeoutMs, minBytesPerS };
+}
+
+/** Whether the request declared a body (one a handler that answers before reading it leaves for Bun to drain). */
+export function declaresBody(req: Request): boolean {
+  const length = req.headers.get("content-length");
+  return (length !== null && length !== "0") || req.headers.has("transfer-encoding");
+}
+
 function timedOut(message: string): LlmgwError {
   return new LlmgwError("BODY_READ_TIMEOUT", message, { headers: { connection: "close" } });
 }

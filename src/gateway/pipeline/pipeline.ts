@@ -17,6 +17,7 @@ import type { Server } from "bun";
 import type { Route } from "../../metrics/names.ts";
 import { prefixHashes } from "../../scheduling/prefix-hash.ts";
 import { walkPrompt } from "../../scheduling/prompt-walk.ts";
+import { bodyDeadlines } from "../../shared/bounded-body.ts";
 import { asLlmgwError, LlmgwError } from "../../shared/errors.ts";
 import type { GatewayContext } from "../context.ts";
 import type { Principal } from "../api-keys.ts";
@@ -112,7 +113,8 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
 /** The body, read under the size limit (a transcription's under max_audio_bytes) and parsed once; the model resolved. */
 async function readRequest(ctx: GatewayContext, x: Exchange, req: Request, route: Route): Promise<void> {
   const multipart = route === "transcriptions";
-  const read = await readBodyLimited(req, multipart ? ctx.config.maxAudioBytes : ctx.config.maxBodyBytes, ctx.config.bodyReadTimeoutMs);
+  const deadlines = bodyDeadlines(ctx.config.bodyReadTimeoutMs, ctx.config.batch.uploadMinBytesPerS);
+  const read = await readBodyLimited(req, multipart ? ctx.config.maxAudioBytes : ctx.config.maxBodyBytes, deadlines);
   const raw = multipart ? read : withoutBom(read);
   const body = multipart ? await readMultipartFields(raw, req.headers.get("content-type")) : parseInferenceBody(raw, route);
   if (multipart) x.contentType = req.headers.get("content-type")!;

@@ -3,6 +3,7 @@
  * the fields the gateway relies on, and compute the prompt-prefix hashes for
  * affinity. Every failure is an OpenAI-shaped 400/404/413.
  */
+import { readBodyChunks, type BodyDeadlines } from "../../shared/bounded-body.ts";
 import { LlmgwError } from "../../shared/errors.ts";
 import type { Route } from "../../metrics/names.ts";
 
@@ -14,42 +15,15 @@ export interface InferenceBody {
 }
 
 /**
- * Read at most `limit` bytes within `timeoutMs`: a larger body is a 413
- * whether or not it declared its length, and a client that declared a length
- * and then sends less (or stops) is cut at the deadline with a 408, not held
- * until the idle timeout.
+ * Read at most `limit` bytes under the body deadlines every route shares
+ * (bounded-body.ts): a larger body is a 413 whether or not it declared its
+ * length; one that pauses or drips is cut with a 408 and `connection: close`.
  */
-export async function readBodyLimited(req: Request, limit: number, timeoutMs = Number.POSITIVE_INFINITY): Promise<Uint8Array> {
-  const declared = Number(req.headers.get("content-length") ?? NaN);
-  if (declared > limit) throw tooLarge(limit);
-  if (!req.body) return new Uint8Array(0);
-  if (!Number.isFinite(timeoutMs)) return readAll(req, declared, limit);
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const reading = readAll(req, declared, limit);
-  const deadline = new Promise<never>((_, reject) => {
-    // connection: close — the client may still be sending what it declared.
-    timer = setTimeout(() => reject(new LlmgwError("BODY_READ_TIMEOUT", `the request body did not arrive within ${timeoutMs} ms`, { headers: { connection: "close" } })), timeoutMs);
-  });
-  try {
-    return await Promise.race([reading, deadline]);
-  } finally {
-    clearTimeout(timer);
-    reading.catch(() => {}); // a read that lost the race settles later, unobserved
-  }
-}
-
-async function readAll(req: Request, declared: number, limit: number): Promise<Uint8Array> {
-  if (!req.body) return new Uint8Array(0);
-  if (Number.isFinite(declared)) {
-    const buf = new Uint8Array(await req.arrayBuffer());
-    if (buf.byteLength > limit) throw tooLarge(limit);
-    return buf;
-  }
+export async function readBodyLimited(req: Request, limit: number, deadlines: BodyDeadlines): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let total = 0;
-  for await (const chunk of req.body) {
+  for await (const chunk of readBodyChunks(req, limit, () => tooLarge(limit), deadlines)) {
     total += chunk.byteLength;
-    if (total > limit) throw tooLarge(limit);
     chunks.push(chunk);
   }
   return Buffer.concat(chunks, total);
