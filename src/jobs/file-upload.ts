@@ -14,6 +14,7 @@ import type { Readable } from "node:stream";
 import type { BatchConfig } from "../config/types.ts";
 import { bodyDeadlines, readBodyChunks } from "../shared/bounded-body.ts";
 import { LlmgwError } from "../shared/errors.ts";
+import { UploadBudget } from "../shared/upload-budget.ts";
 import { BatchInputValidator, type ParsedBatchInput } from "./batch-input.ts";
 import type { ContentWriter, JobsStore } from "./jobs-store.ts";
 
@@ -32,26 +33,7 @@ export const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 
 export type UploadLimits = Pick<BatchConfig, "maxFileBytes" | "maxLines" | "maxLineBytes" | "maxLineDepth" | "uploadMinBytesPerS" | "tenantMaxBytes" | "tenantMaxFiles">;
 
-/** Bytes all uploads of this gateway hold in memory at once, within batch.upload_memory_bytes. */
-export class UploadBudget {
-  #held = 0;
-  constructor(readonly maxBytes: number) {}
-
-  get held(): number {
-    return this.#held;
-  }
-
-  take(n: number): void {
-    if (this.#held + n > this.maxBytes) {
-      throw new LlmgwError("UPLOAD_BUDGET_EXHAUSTED", `uploads hold ${this.#held} bytes in memory, at the gateway's limit of ${this.maxBytes} (batch.upload_memory_bytes); retry shortly`, { retryAfterS: 1 });
-    }
-    this.#held += n;
-  }
-
-  give(n: number): void {
-    this.#held = Math.max(0, this.#held - n);
-  }
-}
+export { UploadBudget };
 
 export interface UploadedFile {
   filename: string;

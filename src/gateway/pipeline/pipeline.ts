@@ -19,6 +19,7 @@ import { prefixHashes } from "../../scheduling/prefix-hash.ts";
 import { walkPrompt } from "../../scheduling/prompt-walk.ts";
 import { bodyDeadlines } from "../../shared/bounded-body.ts";
 import { asLlmgwError, LlmgwError } from "../../shared/errors.ts";
+import { BudgetShare } from "../../shared/upload-budget.ts";
 import type { GatewayContext } from "../context.ts";
 import type { Principal } from "../api-keys.ts";
 import { authGate } from "../gates/auth.ts";
@@ -33,7 +34,8 @@ import { noReadyEndpoint } from "./no-ready-endpoint.ts";
 import { conversationStep, type ConversationTarget } from "./conversation-state.ts";
 import { AnswerRecorders } from "../request/answer-recorders.ts";
 import { Exchange } from "../request/exchange.ts";
-import { parseInferenceBody, readBodyLimited, readMultipartFields } from "../request/parse.ts";
+import { MultipartFields } from "../request/multipart-fields.ts";
+import { parseInferenceBody, readBodyLimited, type InferenceBody } from "../request/parse.ts";
 import { hashesPrefix, promptViewOf } from "../request/prompt-view.ts";
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -114,9 +116,24 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
 async function readRequest(ctx: GatewayContext, x: Exchange, req: Request, route: Route): Promise<void> {
   const multipart = route === "transcriptions";
   const deadlines = bodyDeadlines(ctx.config.bodyReadTimeoutMs, ctx.config.batch.uploadMinBytesPerS);
-  const read = await readBodyLimited(req, multipart ? ctx.config.maxAudioBytes : ctx.config.maxBodyBytes, deadlines);
-  const raw = multipart ? read : withoutBom(read);
-  const body = multipart ? await readMultipartFields(raw, req.headers.get("content-type")) : parseInferenceBody(raw, route);
+  // A transcription's form is held whole until an engine answers (a failed attempt goes to another endpoint):
+  // it counts against the memory budget uploads share until the request finishes (Exchange.finish gives it back).
+  let body: InferenceBody;
+  let raw: Uint8Array;
+  if (multipart) {
+    const share = (x.heldBody = new BudgetShare(ctx.jobs.uploadBudget));
+    const form = new MultipartFields(req.headers.get("content-type"));
+    try {
+      raw = await readBodyLimited(req, ctx.config.maxAudioBytes, deadlines, { hold: (bytes) => share.growTo(bytes), chunk: (c) => form.push(c) });
+    } catch (err) {
+      form.destroy();
+      throw err;
+    }
+    body = await form.end();
+  } else {
+    raw = withoutBom(await readBodyLimited(req, ctx.config.maxBodyBytes, deadlines));
+    body = parseInferenceBody(raw, route);
+  }
   if (multipart) x.contentType = req.headers.get("content-type")!;
   x.rawBody = raw;
   x.body = body;
