@@ -46,9 +46,9 @@ export async function handleJobs(ctx: GatewayContext, req: Request): Promise<Res
     if (e.code === "INTERNAL_ERROR") ctx.log.error({ err: e.message, path: new URL(req.url).pathname }, "files/batches request failed");
     res = errorResponse(e);
   }
-  // A refusal may come before the body was read (too large as declared, over
-  // quota, a pause): close, or Bun drains what the client still sends for as
-  // long as it sends it, holding the socket.
-  if (res.status >= 400 && declaresBody(req)) res.headers.set("connection", "close");
+  // A refusal before the body was read (too large as declared, over quota):
+  // close, or Bun drains what the client still sends for as long as it sends
+  // it, holding the socket. One after the body was read keeps the connection.
+  if (res.status >= 400 && declaresBody(req) && !req.bodyUsed) res.headers.set("connection", "close");
   return res;
 }
