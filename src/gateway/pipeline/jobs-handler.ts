@@ -5,7 +5,7 @@
  * (src/jobs/), each tenant seeing only its own files and batches.
  */
 import { handleIdempotently } from "../../jobs/idempotency-gate.ts";
-import { bodyDeadlines, declaresBody } from "../../shared/bounded-body.ts";
+import { bodyDeadlines, bodyReadWhole, declaresBody } from "../../shared/bounded-body.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../../shared/errors.ts";
 import type { GatewayContext } from "../context.ts";
 import type { Principal } from "../api-keys.ts";
@@ -46,9 +46,9 @@ export async function handleJobs(ctx: GatewayContext, req: Request): Promise<Res
     if (e.code === "INTERNAL_ERROR") ctx.log.error({ err: e.message, path: new URL(req.url).pathname }, "files/batches request failed");
     res = errorResponse(e);
   }
-  // A refusal before the body was read (too large as declared, over quota):
-  // close, or Bun drains what the client still sends for as long as it sends
-  // it, holding the socket. One after the body was read keeps the connection.
-  if (res.status >= 400 && declaresBody(req) && !req.bodyUsed) res.headers.set("connection", "close");
+  // A refusal before the body was read whole (too large, over quota): close,
+  // or Bun drains what the client still sends for as long as it sends it,
+  // holding the socket. One after the body was read keeps the connection.
+  if (res.status >= 400 && declaresBody(req) && !bodyReadWhole(req)) res.headers.set("connection", "close");
   return res;
 }

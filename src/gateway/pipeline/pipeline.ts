@@ -17,7 +17,7 @@ import type { Server } from "bun";
 import type { Route } from "../../metrics/names.ts";
 import { prefixHashes } from "../../scheduling/prefix-hash.ts";
 import { walkPrompt } from "../../scheduling/prompt-walk.ts";
-import { bodyDeadlines } from "../../shared/bounded-body.ts";
+import { bodyDeadlines, bodyReadWhole } from "../../shared/bounded-body.ts";
 import { asLlmgwError, LlmgwError } from "../../shared/errors.ts";
 import { BudgetShare } from "../../shared/upload-budget.ts";
 import type { GatewayContext } from "../context.ts";
@@ -107,7 +107,7 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
     const res = answer.wrap(x.fail(e, REJECTIONS.has(e.code) ? "rejected" : e.code === "NO_READY_ENDPOINT" ? "no_endpoint" : e.status < 500 ? "client_error" : "upstream_error"));
     // Refused before its body was read (no key, too large): close the connection rather than let Bun drain
     // a declared length a byte at a time — a client without a key must not be able to hold sockets open.
-    if (!bodyRead && origin === undefined) res.headers.set("connection", "close");
+    if (!bodyRead && origin === undefined && !bodyReadWhole(req)) res.headers.set("connection", "close");
     return res;
   }
 }
