@@ -133,7 +133,7 @@ export const DEFAULT_BATCH_MAX_LINE_BYTES = 4 * 1024 * 1024;
 export const DEFAULT_BATCH_MAX_LINE_DEPTH = 64;
 /** Bytes all uploads together may hold in memory (each holds its line still open and the chunk in hand). */
 export const DEFAULT_BATCH_UPLOAD_MEMORY_BYTES = 64 * 1024 * 1024;
-/** An upload slower than this on average (after body_read_timeout_ms) is cut with 408: a drip holds a connection for nothing. */
+/** A request body slower than this on average (after body_read_timeout_ms) is cut with 408: a drip holds a connection for nothing. */
 export const DEFAULT_BATCH_UPLOAD_MIN_BYTES_PER_S = 64 * 1024;
 /** Per tenant: bytes of stored files (uploads and batch outputs) and their number. */
 export const DEFAULT_BATCH_TENANT_MAX_BYTES = 10 * 1024 * 1024 * 1024;

@@ -312,7 +312,7 @@ export const configSchema = z
     max_response_bytes: z.number().int().min(64 * 1024).max(4 * 1024 * 1024 * 1024).default(D.DEFAULT_MAX_RESPONSE_BYTES),
     /** Largest multipart upload to /v1/audio/transcriptions (the other routes' bodies are bounded by max_body_bytes). */
     max_audio_bytes: z.number().int().min(1024).max(4 * 1024 * 1024 * 1024).default(D.DEFAULT_MAX_AUDIO_BYTES),
-    /** A request body must arrive within this (a client that declares a length and sends less is cut with a 408). */
+    /** A pause this long in a request body, or an average under batch.upload_min_bytes_per_s once this long has passed, is cut with a 408 (every route). */
     body_read_timeout_ms: positiveMs.default(D.DEFAULT_BODY_READ_TIMEOUT_MS),
     /** Endpoint slots in the shared table: static endpoints plus every replica the fleet may add. */
     max_endpoints: z.number().int().min(1).max(4096).default(D.DEFAULT_MAX_ENDPOINTS),

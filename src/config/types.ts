@@ -204,7 +204,7 @@ export interface BatchConfig {
   maxLineDepth: number;
   /** Bytes all uploads together may hold in memory (503 UPLOAD_BUDGET_EXHAUSTED beyond). */
   uploadMemoryBytes: number;
-  /** Slowest average upload rate once past body_read_timeout_ms (408 below). */
+  /** Slowest average rate of any request body once past body_read_timeout_ms (408 below). */
   uploadMinBytesPerS: number;
   /** Per tenant: stored bytes and files (403 STORAGE_QUOTA_EXCEEDED beyond). */
   tenantMaxBytes: number;
@@ -278,7 +278,7 @@ export interface Config {
   maxAudioBytes: number;
   /** Largest non-streaming engine answer relayed (larger: 502 UPSTREAM_RESPONSE_TOO_LARGE). */
   maxResponseBytes: number;
-  /** A request body must arrive within this, ms (408 otherwise). */
+  /** A pause this long in a request body is a 408, and past it an average under batch.uploadMinBytesPerS, ms (every route). */
   bodyReadTimeoutMs: number;
   /** Slots in the shared endpoint table. */
   maxEndpoints: number;

@@ -7,6 +7,7 @@
  */
 import type { Server } from "bun";
 import type { Route } from "../metrics/names.ts";
+import { declaresBody } from "../shared/bounded-body.ts";
 import { asLlmgwError, LlmgwError, errorResponse } from "../shared/errors.ts";
 import type { GatewayContext } from "./context.ts";
 import { handleJobs, JOBS_PATH } from "./pipeline/jobs-handler.ts";
@@ -40,12 +41,6 @@ const NO_HOST_BASE = "http://host.invalid";
 
 /** A refusal's answer closes the connection: a client refused must not hold the socket (nor send a body Bun would drain). */
 const CLOSE = { connection: "close" } as const;
-
-/** Whether the request declared a body (one the handler has not read when it answers at once). */
-function declaresBody(req: Request): boolean {
-  const length = req.headers.get("content-length");
-  return (length !== null && length !== "0") || req.headers.has("transfer-encoding");
-}
 
 function json(body: unknown, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { headers: { "content-type": "application/json", ...headers } });

@@ -1,5 +1,5 @@
 /** POST/GET /v1/batches, GET /v1/batches/{id}, POST /v1/batches/{id}/cancel, with OpenAI's request checks and object shapes. */
-import { readBodyUpTo } from "../shared/bounded-body.ts";
+import { bodyDeadlines, readBodyUpTo, type BodyDeadlines } from "../shared/bounded-body.ts";
 import { LlmgwError } from "../shared/errors.ts";
 import { BatchInputValidator } from "./batch-input.ts";
 import { noSuchFile } from "./files-routes.ts";
@@ -46,8 +46,8 @@ function parseMetadata(v: unknown): Record<string, string> | null {
   return Object.fromEntries(entries) as Record<string, string>;
 }
 
-async function readCreateBody(req: Request, idleMs: number): Promise<Record<string, unknown>> {
-  const raw = await readBodyUpTo(req, CREATE_BODY_MAX_BYTES, { idleMs });
+async function readCreateBody(req: Request, deadlines: BodyDeadlines): Promise<Record<string, unknown>> {
+  const raw = await readBodyUpTo(req, CREATE_BODY_MAX_BYTES, deadlines);
   if (raw === undefined) throw new LlmgwError("BODY_TOO_LARGE", `request body exceeds the limit of ${CREATE_BODY_MAX_BYTES} bytes`);
   let body: unknown;
   try {
@@ -67,7 +67,7 @@ async function readCreateBody(req: Request, idleMs: number): Promise<Record<stri
  * model list may have changed since). A refusal stores nothing.
  */
 export async function createBatch(r: JobsRequest): Promise<Response> {
-  const b = await readCreateBody(r.req, r.deps.bodyReadTimeoutMs);
+  const b = await readCreateBody(r.req, bodyDeadlines(r.deps.bodyReadTimeoutMs, r.deps.limits.uploadMinBytesPerS));
   const { input_file_id: fileId, endpoint, completion_window: window } = b;
   if (typeof fileId !== "string" || fileId === "") throw invalid("input_file_id must be a file id", "input_file_id");
   if (typeof endpoint !== "string" || !isBatchEndpoint(endpoint)) throw invalid(`endpoint must be one of ${BATCH_ENDPOINTS.join(", ")}`, "endpoint");

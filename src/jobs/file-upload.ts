@@ -12,8 +12,9 @@ import { createHash, type Hash } from "node:crypto";
 import { once } from "node:events";
 import type { Readable } from "node:stream";
 import type { BatchConfig } from "../config/types.ts";
-import { readBodyChunks } from "../shared/bounded-body.ts";
+import { bodyDeadlines, readBodyChunks } from "../shared/bounded-body.ts";
 import { LlmgwError } from "../shared/errors.ts";
+import { UploadBudget } from "../shared/upload-budget.ts";
 import { BatchInputValidator, type ParsedBatchInput } from "./batch-input.ts";
 import type { ContentWriter, JobsStore } from "./jobs-store.ts";
 
@@ -32,26 +33,7 @@ export const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 
 export type UploadLimits = Pick<BatchConfig, "maxFileBytes" | "maxLines" | "maxLineBytes" | "maxLineDepth" | "uploadMinBytesPerS" | "tenantMaxBytes" | "tenantMaxFiles">;
 
-/** Bytes all uploads of this gateway hold in memory at once, within batch.upload_memory_bytes. */
-export class UploadBudget {
-  #held = 0;
-  constructor(readonly maxBytes: number) {}
-
-  get held(): number {
-    return this.#held;
-  }
-
-  take(n: number): void {
-    if (this.#held + n > this.maxBytes) {
-      throw new LlmgwError("UPLOAD_BUDGET_EXHAUSTED", `uploads hold ${this.#held} bytes in memory, at the gateway's limit of ${this.maxBytes} (batch.upload_memory_bytes); retry shortly`, { retryAfterS: 1 });
-    }
-    this.#held += n;
-  }
-
-  give(n: number): void {
-    this.#held = Math.max(0, this.#held - n);
-  }
-}
+export { UploadBudget };
 
 export interface UploadedFile {
   filename: string;
@@ -130,11 +112,7 @@ export async function receiveUpload(u: UploadContext): Promise<UploadedFile & { 
   ended.catch(() => {});
   const overLimit = tooLarge(limits.maxFileBytes);
   try {
-    for await (const chunk of readBodyChunks(u.req, limits.maxFileBytes + MULTIPART_OVERHEAD_BYTES, () => overLimit, {
-      idleMs: u.bodyReadTimeoutMs,
-      graceMs: u.bodyReadTimeoutMs,
-      minBytesPerS: limits.uploadMinBytesPerS,
-    })) {
+    for await (const chunk of readBodyChunks(u.req, limits.maxFileBytes + MULTIPART_OVERHEAD_BYTES, () => overLimit, bodyDeadlines(u.bodyReadTimeoutMs, limits.uploadMinBytesPerS))) {
       // Refused already: the rest is read and dropped, so the client (still sending) gets the answer, not a reset connection.
       if (failure !== undefined) continue;
       hash.update(chunk);
@@ -144,9 +122,12 @@ export async function receiveUpload(u: UploadContext): Promise<UploadedFile & { 
     bb.end();
     await Promise.race([ended, failed]);
   } catch (err) {
+    // Taken before the parser is destroyed: that fails the file part too
+    // ("Unexpected end of file"), which must not replace what stopped the read.
+    const cause = failure ?? err;
     bb.destroy();
     await received?.then((r) => r.content.abort()).catch(() => {});
-    throw failure ?? err;
+    throw cause;
   }
   if (received === undefined) throw new LlmgwError("INVALID_REQUEST", "a 'file' field with the JSONL content is required", { param: "file" });
   const file = await received;

@@ -10,7 +10,7 @@
  */
 import { createHash } from "node:crypto";
 import type { IdempotencyConfig } from "../config/types.ts";
-import { readBodyUpTo } from "../shared/bounded-body.ts";
+import { readBodyUpTo, type BodyDeadlines } from "../shared/bounded-body.ts";
 import { LlmgwError } from "../shared/errors.ts";
 import { logger } from "../shared/logger.ts";
 import { recordResponse, replayResponse } from "../shared/recorded-response.ts";
@@ -145,9 +145,10 @@ export async function handleIdempotently(
   tenant: string,
   maxBodyBytes: number,
   handler: (req: Request) => Promise<Response>,
+  deadlines?: BodyDeadlines,
 ): Promise<Response> {
   if (req.method !== "POST" || !req.headers.has(IDEMPOTENCY_HEADER) || streamsItsBody(req)) return handler(req);
-  const body = await readBodyUpTo(req, maxBodyBytes);
+  const body = await readBodyUpTo(req, maxBodyBytes, deadlines);
   if (body === undefined) throw new LlmgwError("BODY_TOO_LARGE", `request body exceeds the limit of ${maxBodyBytes} bytes`);
   const check = await gate.check(req, tenant, body, req.signal);
   if (check.kind === "replay") return check.response;

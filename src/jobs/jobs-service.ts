@@ -134,6 +134,11 @@ export class GatewayJobs {
     return this.#open?.runner.waitStats ?? NO_WAITS;
   }
 
+  /** The memory budget uploads share (batch.upload_memory_bytes); transcription forms, held until answered, count against it too. */
+  get uploadBudget(): UploadBudget {
+    return this.#budget;
+  }
+
   /** Bytes uploads in progress hold in memory (llmgw_upload_memory_bytes). */
   uploadBytesHeld(): number {
     return this.#budget.held;

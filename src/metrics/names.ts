@@ -225,7 +225,7 @@ export const M = {
     help: "1 while the batch store (files, batches, idempotency records) can be used; 0 once it was found corrupt (jobs refused with 503 JOBS_UNAVAILABLE, inference served).",
     labels: [],
   },
-  uploadBytesHeld: { name: "llmgw_upload_memory_bytes", help: "Bytes that uploads in progress hold in memory (bounded by batch.upload_memory_bytes).", labels: [] },
+  uploadBytesHeld: { name: "llmgw_upload_memory_bytes", help: "Bytes that uploads in progress and transcription forms awaiting their answer hold in memory (bounded by batch.upload_memory_bytes).", labels: [] },
   cacheLookups: { name: "llmgw_response_cache_lookups_total", help: "Response-cache lookups of cacheable requests, by result.", labels: ["result"] },
   cacheBytes: { name: "llmgw_response_cache_bytes", help: "Bytes held by the in-process response cache.", labels: [] },
   idempotentReplays: { name: "llmgw_idempotent_replays_total", help: "Answers replayed from idempotency records instead of running the request.", labels: [] },

@@ -16,6 +16,30 @@ export interface BodyDeadlines {
   graceMs?: number;
 }
 
+/**
+ * The one rule every request body is read under, on every route: nothing
+ * for `bodyReadTimeoutMs`, or (once that long has passed) an average below
+ * `minBytesPerS`, is a 408. A small body must so arrive within about
+ * `bodyReadTimeoutMs`, a large one at a steady rate however long it is.
+ */
+export function bodyDeadlines(bodyReadTimeoutMs: number, minBytesPerS: number): BodyDeadlines {
+  return { idleMs: bodyReadTimeoutMs, graceMs: bodyReadTimeoutMs, minBytesPerS };
+}
+
+/** Requests whose body was read to its end here (a refusal after that may keep the connection). */
+const readWhole = new WeakSet<Request>();
+
+/** Whether `req`'s body was read to its end through readBodyChunks: a refusal before that must close the connection, or Bun drains the rest. */
+export function bodyReadWhole(req: Request): boolean {
+  return readWhole.has(req);
+}
+
+/** Whether the request declared a body (one a handler that answers before reading it leaves for Bun to drain). */
+export function declaresBody(req: Request): boolean {
+  const length = req.headers.get("content-length");
+  return (length !== null && length !== "0") || req.headers.has("transfer-encoding");
+}
+
 function timedOut(message: string): LlmgwError {
   return new LlmgwError("BODY_READ_TIMEOUT", message, { headers: { connection: "close" } });
 }
@@ -27,7 +51,10 @@ function timedOut(message: string): LlmgwError {
  */
 export async function* readBodyChunks(req: Request, limit: number, tooLarge: () => Error, deadlines?: BodyDeadlines): AsyncGenerator<Uint8Array> {
   if (Number(req.headers.get("content-length") ?? NaN) > limit) throw tooLarge();
-  if (!req.body) return;
+  if (!req.body) {
+    readWhole.add(req);
+    return;
+  }
   const reader = req.body.getReader();
   const start = performance.now();
   let total = 0;
@@ -62,7 +89,10 @@ export async function* readBodyChunks(req: Request, limit: number, tooLarge: () 
           read.catch(() => {}); // a read that lost the race settles later, unobserved
         }
       }
-      if (next.done) return;
+      if (next.done) {
+        readWhole.add(req);
+        return;
+      }
       total += next.value.byteLength;
       if (total > limit) throw tooLarge();
       yield next.value;

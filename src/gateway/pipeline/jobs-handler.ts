@@ -5,6 +5,7 @@
  * (src/jobs/), each tenant seeing only its own files and batches.
  */
 import { handleIdempotently } from "../../jobs/idempotency-gate.ts";
+import { bodyDeadlines, bodyReadWhole, declaresBody } from "../../shared/bounded-body.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../../shared/errors.ts";
 import type { GatewayContext } from "../context.ts";
 import type { Principal } from "../api-keys.ts";
@@ -24,16 +25,30 @@ export async function handleJobs(ctx: GatewayContext, req: Request): Promise<Res
     // Refused before the body (an upload, maybe large) was read: close rather than drain it.
     return errorResponse(e, { connection: "close" });
   }
+  let res: Response;
   try {
     const jobs = await ctx.jobs.opened();
     const bodyLimit = ctx.config.batch.maxFileBytes + MULTIPART_OVERHEAD_BYTES;
-    return await handleIdempotently(jobs.idempotency, req, principal.tenant, bodyLimit, async (r) => {
-      const res = await jobs.routes(r, principal);
-      return res ?? errorResponse(new LlmgwError("NOT_FOUND", `no route for ${r.method} ${new URL(r.url).pathname}`));
-    });
+    const deadlines = bodyDeadlines(ctx.config.bodyReadTimeoutMs, ctx.config.batch.uploadMinBytesPerS);
+    res = await handleIdempotently(
+      jobs.idempotency,
+      req,
+      principal.tenant,
+      bodyLimit,
+      async (r) => {
+        const answer = await jobs.routes(r, principal);
+        return answer ?? errorResponse(new LlmgwError("NOT_FOUND", `no route for ${r.method} ${new URL(r.url).pathname}`));
+      },
+      deadlines,
+    );
   } catch (err) {
     const e = asLlmgwError(err);
     if (e.code === "INTERNAL_ERROR") ctx.log.error({ err: e.message, path: new URL(req.url).pathname }, "files/batches request failed");
-    return errorResponse(e);
+    res = errorResponse(e);
   }
+  // A refusal before the body was read whole (too large, over quota): close,
+  // or Bun drains what the client still sends for as long as it sends it,
+  // holding the socket. One after the body was read keeps the connection.
+  if (res.status >= 400 && declaresBody(req) && !bodyReadWhole(req)) res.headers.set("connection", "close");
+  return res;
 }

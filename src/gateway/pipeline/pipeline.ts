@@ -17,7 +17,9 @@ import type { Server } from "bun";
 import type { Route } from "../../metrics/names.ts";
 import { prefixHashes } from "../../scheduling/prefix-hash.ts";
 import { walkPrompt } from "../../scheduling/prompt-walk.ts";
+import { bodyDeadlines, bodyReadWhole } from "../../shared/bounded-body.ts";
 import { asLlmgwError, LlmgwError } from "../../shared/errors.ts";
+import { BudgetShare } from "../../shared/upload-budget.ts";
 import type { GatewayContext } from "../context.ts";
 import type { Principal } from "../api-keys.ts";
 import { authGate } from "../gates/auth.ts";
@@ -32,7 +34,8 @@ import { noReadyEndpoint } from "./no-ready-endpoint.ts";
 import { conversationStep, type ConversationTarget } from "./conversation-state.ts";
 import { AnswerRecorders } from "../request/answer-recorders.ts";
 import { Exchange } from "../request/exchange.ts";
-import { parseInferenceBody, readBodyLimited, readMultipartFields } from "../request/parse.ts";
+import { MultipartFields } from "../request/multipart-fields.ts";
+import { parseInferenceBody, readBodyLimited, type InferenceBody } from "../request/parse.ts";
 import { hashesPrefix, promptViewOf } from "../request/prompt-view.ts";
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -104,7 +107,7 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
     const res = answer.wrap(x.fail(e, REJECTIONS.has(e.code) ? "rejected" : e.code === "NO_READY_ENDPOINT" ? "no_endpoint" : e.status < 500 ? "client_error" : "upstream_error"));
     // Refused before its body was read (no key, too large): close the connection rather than let Bun drain
     // a declared length a byte at a time — a client without a key must not be able to hold sockets open.
-    if (!bodyRead && origin === undefined) res.headers.set("connection", "close");
+    if (!bodyRead && origin === undefined && !bodyReadWhole(req)) res.headers.set("connection", "close");
     return res;
   }
 }
@@ -112,9 +115,25 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
 /** The body, read under the size limit (a transcription's under max_audio_bytes) and parsed once; the model resolved. */
 async function readRequest(ctx: GatewayContext, x: Exchange, req: Request, route: Route): Promise<void> {
   const multipart = route === "transcriptions";
-  const read = await readBodyLimited(req, multipart ? ctx.config.maxAudioBytes : ctx.config.maxBodyBytes, ctx.config.bodyReadTimeoutMs);
-  const raw = multipart ? read : withoutBom(read);
-  const body = multipart ? await readMultipartFields(raw, req.headers.get("content-type")) : parseInferenceBody(raw, route);
+  const deadlines = bodyDeadlines(ctx.config.bodyReadTimeoutMs, ctx.config.batch.uploadMinBytesPerS);
+  // A transcription's form is held whole until an engine answers (a failed attempt goes to another endpoint):
+  // it counts against the memory budget uploads share until the request finishes (Exchange.finish gives it back).
+  let body: InferenceBody;
+  let raw: Uint8Array;
+  if (multipart) {
+    const share = (x.heldBody = new BudgetShare(ctx.jobs.uploadBudget));
+    const form = new MultipartFields(req.headers.get("content-type"));
+    try {
+      raw = await readBodyLimited(req, ctx.config.maxAudioBytes, deadlines, { hold: (bytes) => share.growTo(bytes), chunk: (c) => form.push(c) });
+    } catch (err) {
+      form.destroy();
+      throw err;
+    }
+    body = await form.end();
+  } else {
+    raw = withoutBom(await readBodyLimited(req, ctx.config.maxBodyBytes, deadlines));
+    body = parseInferenceBody(raw, route);
+  }
   if (multipart) x.contentType = req.headers.get("content-type")!;
   x.rawBody = raw;
   x.body = body;

@@ -56,6 +56,8 @@ export class Exchange {
   includeUsage = false;
   /** Choices the answer has (the request's n). */
   choices = 1;
+  /** The request body's share of the uploads' memory budget (a transcription's form), given back by finish(). */
+  heldBody: { release(): void } | undefined;
   /** The body's media type, sent to the engine as is (a transcription's multipart form with its boundary). */
   contentType = "application/json";
   /** The request offered tools (and did not turn them off with tool_choice "none"): the answer's tool calls are counted. */
@@ -248,6 +250,7 @@ export class Exchange {
   finish(outcome: Outcome, status: number, error?: string, errorCode?: ErrorCode): void {
     if (this.finished) return;
     this.finished = true;
+    this.heldBody?.release();
     this.errorCode = errorCode;
     this.endAttempt({ kind: "neutral" });
     const { ctx } = this;

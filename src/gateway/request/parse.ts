@@ -3,6 +3,7 @@
  * the fields the gateway relies on, and compute the prompt-prefix hashes for
  * affinity. Every failure is an OpenAI-shaped 400/404/413.
  */
+import { readBodyChunks, type BodyDeadlines } from "../../shared/bounded-body.ts";
 import { LlmgwError } from "../../shared/errors.ts";
 import type { Route } from "../../metrics/names.ts";
 
@@ -14,42 +15,25 @@ export interface InferenceBody {
 }
 
 /**
- * Read at most `limit` bytes within `timeoutMs`: a larger body is a 413
- * whether or not it declared its length, and a client that declared a length
- * and then sends less (or stops) is cut at the deadline with a 408, not held
- * until the idle timeout.
+ * Read at most `limit` bytes under the body deadlines every route shares
+ * (bounded-body.ts): a larger body is a 413 whether or not it declared its
+ * length; one that pauses or drips is cut with a 408 and `connection: close`.
+ * `watch.hold` is told the bytes the body will hold (its declared length at
+ * once, then what has arrived) and refuses by throwing: a transcription's
+ * form counts against the memory budget uploads share. `watch.chunk` sees
+ * each chunk as it arrives (a form parsed on the way).
  */
-export async function readBodyLimited(req: Request, limit: number, timeoutMs = Number.POSITIVE_INFINITY): Promise<Uint8Array> {
+export async function readBodyLimited(req: Request, limit: number, deadlines: BodyDeadlines, watch: { hold?: (bytes: number) => void; chunk?: (chunk: Uint8Array) => void } = {}): Promise<Uint8Array> {
+  const { hold } = watch;
   const declared = Number(req.headers.get("content-length") ?? NaN);
-  if (declared > limit) throw tooLarge(limit);
-  if (!req.body) return new Uint8Array(0);
-  if (!Number.isFinite(timeoutMs)) return readAll(req, declared, limit);
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const reading = readAll(req, declared, limit);
-  const deadline = new Promise<never>((_, reject) => {
-    // connection: close — the client may still be sending what it declared.
-    timer = setTimeout(() => reject(new LlmgwError("BODY_READ_TIMEOUT", `the request body did not arrive within ${timeoutMs} ms`, { headers: { connection: "close" } })), timeoutMs);
-  });
-  try {
-    return await Promise.race([reading, deadline]);
-  } finally {
-    clearTimeout(timer);
-    reading.catch(() => {}); // a read that lost the race settles later, unobserved
-  }
-}
-
-async function readAll(req: Request, declared: number, limit: number): Promise<Uint8Array> {
-  if (!req.body) return new Uint8Array(0);
-  if (Number.isFinite(declared)) {
-    const buf = new Uint8Array(await req.arrayBuffer());
-    if (buf.byteLength > limit) throw tooLarge(limit);
-    return buf;
-  }
+  // Before a byte is read: a form that cannot fit is refused at once rather than half-read (an oversized one is a 413, below).
+  if (hold !== undefined && declared <= limit) hold(declared);
   const chunks: Uint8Array[] = [];
   let total = 0;
-  for await (const chunk of req.body) {
+  for await (const chunk of readBodyChunks(req, limit, () => tooLarge(limit), deadlines)) {
     total += chunk.byteLength;
-    if (total > limit) throw tooLarge(limit);
+    hold?.(total);
+    watch.chunk?.(chunk);
     chunks.push(chunk);
   }
   return Buffer.concat(chunks, total);
@@ -101,7 +85,7 @@ export function parseInferenceBody(bytes: Uint8Array, route: Route): InferenceBo
       if (b.stream === true) throw new LlmgwError("INVALID_REQUEST", "embeddings cannot stream", { param: "stream" });
       break;
     case "transcriptions":
-      break; // a multipart form: readMultipartFields reads its fields
+      break; // a multipart form: multipart-fields.ts reads its fields
     default:
       checkOtherRoute(b, route);
   }
@@ -148,24 +132,4 @@ function checkOtherRoute(b: Record<string, unknown>, route: Route): void {
   }
   // vLLM streams none of these: a stream asked for is refused here rather than answered with JSON.
   if (b.stream === true) throw new LlmgwError("INVALID_REQUEST", `'stream' is not supported on the ${route} route`, { param: "stream" });
-}
-
-/**
- * A transcription's multipart form (OpenAI's and vLLM's
- * /v1/audio/transcriptions): its `model` and `stream` fields, read through
- * the runtime's form parser; the body itself is forwarded as the client
- * sent it. A body that is not a multipart form is a 400.
- */
-export async function readMultipartFields(raw: Uint8Array, contentType: string | null): Promise<InferenceBody> {
-  if (contentType === null || !/^multipart\/form-data\s*;.*boundary=/i.test(contentType)) {
-    throw new LlmgwError("INVALID_REQUEST", "a transcription must be sent as multipart/form-data (a boundary included)", { param: "file" });
-  }
-  const form = await new Response(raw, { headers: { "content-type": contentType } }).formData().catch(() => undefined);
-  if (form === undefined) throw new LlmgwError("INVALID_REQUEST", "the multipart form could not be read", { param: "file" });
-  const model = form.get("model");
-  if (typeof model !== "string" || model.length === 0) throw new LlmgwError("INVALID_REQUEST", "you must provide a model parameter", { param: "model" });
-  const file = form.get("file");
-  if (file === null || typeof file === "string") throw new LlmgwError("INVALID_REQUEST", "'file' (an audio file) is required", { param: "file" });
-  const stream = form.get("stream");
-  return { model, stream: stream === "true" };
 }
