@@ -19,7 +19,7 @@ import { DEFAULT_RESTART_POLICY } from "./replica-state.ts";
 import { DEFAULT_STOP_GRACE_MS, Supervisor } from "./supervisor.ts";
 import { registrationFromFlags, REGISTRATION_OPTIONS, REGISTRATION_USAGE } from "./registration-flags.ts";
 import { MAX_SIM_GPUS, SIM_H100, simUuidTag, writeSimNvidiaSmi } from "./sim-nvidia-smi.ts";
-import { SIM_GPU_LEDGER_ENV } from "../sim/gpu-ledger.ts";
+import { SIM_GPU_LEDGER_ENV } from "../shared/sim-gpu-ledger.ts";
 import { startRegistration } from "./registration.ts";
 import { loadOrCreateNodeKey } from "./node-key.ts";
 

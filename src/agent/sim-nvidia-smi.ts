@@ -5,7 +5,7 @@
  * identical healthy GPUs, and an empty `--query-compute-apps`. The agent
  * runs it like the real one and then places sim-engines on "GPUs" a laptop
  * does not have. memory.used is what the sim-engines running on a GPU hold,
- * from the ledger they write (src/sim/gpu-ledger.ts). A field the script
+ * from the ledger they write (src/shared/sim-gpu-ledger.ts). A field the script
  * does not know is refused as an old driver refuses it (exit 2).
  */
 import { createHash } from "node:crypto";

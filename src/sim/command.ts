@@ -6,7 +6,7 @@ import { buildSimConfig } from "./command-config.ts";
 import { DEFAULT_PROFILE, listProfiles } from "./profiles/catalog.ts";
 import { GPUS } from "./profiles/gpu-facts.ts";
 import { ARCHS } from "./profiles/model-facts.ts";
-import { holdSimGpus, SIM_GPU_LEDGER_ENV, visibleGpuIndices } from "./gpu-ledger.ts";
+import { holdSimGpus, SIM_GPU_LEDGER_ENV, visibleGpuIndices } from "../shared/sim-gpu-ledger.ts";
 import { SimServer } from "./server.ts";
 import { DEFAULT_MAX_LORA_RANK, DEFAULT_MAX_LORAS, expandLoraModulesArgv } from "./lora/lora-config.ts";
 
@@ -98,7 +98,7 @@ function printProfiles(): void {
   console.log(table("sim-engine profiles (derived step times in ms: a lone decode, 256 decodes of 1k-token contexts, one prefill chunk filling the budget)", columns, rows));
 }
 
-/** On an agent's simulated GPUs, what this engine holds goes into their ledger (gpu-ledger.ts); returns its release. */
+/** On an agent's simulated GPUs, what this engine holds goes into their ledger (src/shared/sim-gpu-ledger.ts); returns its release. */
 function holdLedger(sim: SimServer): () => void {
   const dir = process.env[SIM_GPU_LEDGER_ENV];
   const gpus = visibleGpuIndices(process.env.CUDA_VISIBLE_DEVICES);

@@ -13,7 +13,7 @@ import { gpuClass } from "../../src/shared/gpu-class.ts";
 import { discoverGpus } from "../../src/agent/gpu-discovery.ts";
 import { streamDefect, summarize } from "../../src/bench/checked-stream-load.ts";
 import { SIM_H100, simNvidiaSmiScript, writeSimNvidiaSmi } from "../../src/agent/sim-nvidia-smi.ts";
-import { holdSimGpus, visibleGpuIndices } from "../../src/sim/gpu-ledger.ts";
+import { holdSimGpus, visibleGpuIndices } from "../../src/shared/sim-gpu-ledger.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "sim-nvidia-smi-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
