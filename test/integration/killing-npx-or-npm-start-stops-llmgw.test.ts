@@ -59,6 +59,8 @@ describe("llmgw started through npm stops with npm", () => {
     const config = writeGatewayConfig({ listen: `127.0.0.1:${port}`, endpoints: [{ id: "e1", url: "http://127.0.0.1:9" }] });
     const { child, output } = launch(["npx", "--no-install", "llmgw", "serve", "--config", config]);
     const pid = await serverOn(port, output);
+    // Started whole (API and admin listening), so its SIGTERM handling is in place.
+    await waitUntil(() => output().split('"msg":"listening"').length > 2, { timeoutMs: 60_000, what: `both listeners up; output:\n${output()}` });
     await stopsWithNpm(child, "SIGTERM", pid, port, output, '"msg":"stopped"');
   }, 90_000);
 
