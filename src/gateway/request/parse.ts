@@ -3,7 +3,7 @@
  * the fields the gateway relies on, and compute the prompt-prefix hashes for
  * affinity. Every failure is an OpenAI-shaped 400/404/413.
  */
-import { readBodyChunks, type BodyDeadlines } from "../../shared/bounded-body.ts";
+import { readBodyBytes, readBodyChunks, type BodyDeadlines } from "../../shared/bounded-body.ts";
 import { LlmgwError } from "../../shared/errors.ts";
 import type { Route } from "../../metrics/names.ts";
 
@@ -25,6 +25,7 @@ export interface InferenceBody {
  */
 export async function readBodyLimited(req: Request, limit: number, deadlines: BodyDeadlines, watch: { hold?: (bytes: number) => void; chunk?: (chunk: Uint8Array) => void } = {}): Promise<Uint8Array> {
   const { hold } = watch;
+  if (hold === undefined && watch.chunk === undefined) return readBodyBytes(req, limit, () => tooLarge(limit), deadlines);
   const declared = Number(req.headers.get("content-length") ?? NaN);
   // Before a byte is read: a form that cannot fit is refused at once rather than half-read (an oversized one is a 413, below).
   if (hold !== undefined && declared <= limit) hold(declared);
