@@ -11,8 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext } from "playwright-core";
 import { dashboardSnapshotSchema } from "../../src/admin/dashboard/snapshot.ts";
-import { childEnv } from "../../src/shared/process-env.ts";
-import { CLI, REPO_ROOT, waitUntil } from "../helpers/processes.ts";
+import { spawnDemo } from "../helpers/demo-process.ts";
+import { waitUntil } from "../helpers/processes.ts";
 import { testWithTool } from "../helpers/system-tools.ts";
 
 const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
@@ -26,14 +26,7 @@ afterAll(async () => {
 });
 
 async function startFleetDemo(): Promise<string> {
-  demo = Bun.spawn([process.execPath, CLI, "demo", "--fleet", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"], {
-    cwd: REPO_ROOT,
-    env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-    detached: true,
-  });
+  demo = spawnDemo(["--fleet"]);
   let text = "";
   const decoder = new TextDecoder();
   for await (const chunk of demo.stdout) {

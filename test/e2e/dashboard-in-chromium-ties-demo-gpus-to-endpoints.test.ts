@@ -13,8 +13,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext } from "playwright-core";
 import { dashboardSnapshotSchema } from "../../src/admin/dashboard/snapshot.ts";
-import { childEnv } from "../../src/shared/process-env.ts";
-import { CLI, REPO_ROOT, waitUntil } from "../helpers/processes.ts";
+import { spawnDemo } from "../helpers/demo-process.ts";
+import { REPO_ROOT, waitUntil } from "../helpers/processes.ts";
 import { testWithTool } from "../helpers/system-tools.ts";
 
 const ARTIFACTS = join(REPO_ROOT, "test-artifacts", "dashboard");
@@ -30,14 +30,7 @@ afterAll(async () => {
 
 /** The plain demo on port 0; resolves with its admin URL once the banner is out. */
 async function startDemo(): Promise<string> {
-  demo = Bun.spawn([process.execPath, CLI, "demo", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"], {
-    cwd: REPO_ROOT,
-    env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-    detached: true,
-  });
+  demo = spawnDemo([]);
   let text = "";
   const decoder = new TextDecoder();
   for await (const chunk of demo.stdout) {

@@ -9,6 +9,7 @@
 import { afterAll, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { childEnv } from "../../src/shared/process-env.ts";
+import { spawnDemo } from "../helpers/demo-process.ts";
 import { CLI, REPO_ROOT, waitUntil } from "../helpers/processes.ts";
 
 interface Banner {
@@ -63,14 +64,7 @@ const reachable = (url: string) =>
   );
 
 test("llmgw demo --fleet: two nodes ready, a replica serving, a drain completes, Ctrl-C stops everything", async () => {
-  demo = Bun.spawn([process.execPath, CLI, "demo", "--fleet", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"], {
-    cwd: REPO_ROOT,
-    env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-    detached: true,
-  });
+  demo = spawnDemo(["--fleet"]);
   const out = { text: "" };
   const errors = { text: "" };
   // Progress lines ("starting 2 node agents…"), kept for the failure message.

@@ -9,6 +9,7 @@
  */
 import { afterAll, expect, test } from "bun:test";
 import { childEnv } from "../../src/shared/process-env.ts";
+import { spawnDemo } from "../helpers/demo-process.ts";
 import { CLI, REPO_ROOT, waitUntil } from "../helpers/processes.ts";
 
 const MODEL = "sim-llama-8b";
@@ -55,14 +56,7 @@ async function sampleDuring(admin: string, drain: () => Promise<{ code: number; 
 }
 
 test("a drain keeps every replica serving until its replacement serves, and holds an original it has no room to replace until the grace period ends", async () => {
-  demo = Bun.spawn([process.execPath, CLI, "demo", "--fleet", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"], {
-    cwd: REPO_ROOT,
-    env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-    detached: true,
-  });
+  demo = spawnDemo(["--fleet"]);
   const out = { text: "" };
   const errors = { text: "" };
   readInto(demo.stdout, out);
