@@ -24,6 +24,12 @@ export const DEFAULT_TOTAL_TIMEOUT_MS = 600_000;
 
 export const DEFAULT_HEALTH_POLL_INTERVAL_MS = 250;
 export const DEFAULT_HEALTH_TIMEOUT_MS = 1_000;
+/**
+ * Polls in a row that only timed out before a ready endpoint leaves rotation
+ * (Kubernetes' readinessProbe failureThreshold default): an engine whose API
+ * server is slow for a moment under load is not ejected by one late answer.
+ */
+export const DEFAULT_HEALTH_TIMEOUTS_BEFORE_UNREADY = 3;
 /** Engine metrics older than this are treated as absent. */
 export const DEFAULT_METRICS_STALE_AFTER_MS = 2_000;
 

@@ -331,6 +331,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       pollIntervalMs: c.health.poll_interval_ms,
       timeoutMs: c.health.timeout_ms,
       staleAfterMs: c.health.stale_after_ms,
+      timeoutsBeforeUnready: c.health.timeouts_before_unready,
     },
     retry: {
       maxAttempts: c.retry.max_attempts,

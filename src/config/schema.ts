@@ -104,6 +104,7 @@ export const healthSchema = z
     poll_interval_ms: z.number().int().min(10).max(60_000).default(D.DEFAULT_HEALTH_POLL_INTERVAL_MS),
     timeout_ms: z.number().int().min(10).max(60_000).default(D.DEFAULT_HEALTH_TIMEOUT_MS),
     stale_after_ms: z.number().int().min(10).max(600_000).default(D.DEFAULT_METRICS_STALE_AFTER_MS),
+    timeouts_before_unready: z.number().int().min(1).max(100).default(D.DEFAULT_HEALTH_TIMEOUTS_BEFORE_UNREADY),
   })
   .strict();
 

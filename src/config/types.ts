@@ -303,7 +303,13 @@ export interface Config {
   };
   /** The gateway's side of engines' KV-cache events. */
   kvEvents: KvEventsConfig;
-  health: { pollIntervalMs: number; timeoutMs: number; staleAfterMs: number };
+  health: {
+    pollIntervalMs: number;
+    timeoutMs: number;
+    staleAfterMs: number;
+    /** Polls in a row that only timed out before a ready endpoint is taken out of rotation (an answer that says not ready takes it out at once). */
+    timeoutsBeforeUnready: number;
+  };
   retry: {
     maxAttempts: number;
     budgetRatio: number;

@@ -30,6 +30,8 @@ export interface PollerOptions {
   timeoutMs: number;
   /** Metrics older than this are flagged `metricsStale` (still reported). */
   staleAfterMs: number;
+  /** Polls in a row that only timed out before a ready endpoint is no longer ready (readiness.ts's nextSnapshot); 1 when unset. */
+  timeoutsBeforeUnready?: number;
   fetch?: FetchFn;
 }
 
@@ -82,12 +84,16 @@ export class EndpointPoller extends TargetPoller<EngineEndpoint, EndpointSnapsho
       models = list?.ids;
       adapters = list?.adapters;
     }
+    // Readiness rests on /health and /v1/models; a failure of either that is only a timeout says nothing against it.
+    const deciding = ep.staticModels === true ? [healthRes] : [healthRes, modelsRes];
+    const timedOutOnly = deciding.some((r) => !r.ok) && deciding.every((r) => r.ok || r.timedOut);
     return nextSnapshot(
       previous,
-      { healthOk: healthRes.ok, healthStatus: healthRes.status, models, adapters, metrics, errors, startedAt, finishedAt: Date.now() },
+      { healthOk: healthRes.ok, healthStatus: healthRes.status, models, adapters, metrics, errors, timedOutOnly, startedAt, finishedAt: Date.now() },
       ep.models,
       this.options.staleAfterMs,
       ep.staticModels === true,
+      this.options.timeoutsBeforeUnready,
     );
   }
 }

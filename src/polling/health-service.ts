@@ -101,7 +101,7 @@ export class HealthService {
     /** LoRA adapters per endpoint, published for the choosers. */
     private readonly lora?: LoraTable,
   ) {
-    const opts = { intervalMs: health.pollIntervalMs, timeoutMs: health.timeoutMs, staleAfterMs: health.staleAfterMs };
+    const opts = { intervalMs: health.pollIntervalMs, timeoutMs: health.timeoutMs, staleAfterMs: health.staleAfterMs, timeoutsBeforeUnready: health.timeoutsBeforeUnready };
     this.saturation = gpu === undefined ? undefined : new GpuSaturationMonitor(gpu.config, gpu.table, { timeoutMs: health.timeoutMs });
     this.engines = new EndpointPoller([], opts, (row, snap) => this.onEngine(row, snap));
     this.dcgm = new DcgmPoller([], opts, (i, snap) => this.onDcgm(i, snap));

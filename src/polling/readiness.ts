@@ -27,6 +27,8 @@ export interface EndpointSnapshot {
   metricsStale: boolean;
   /** Polls in a row in which /health did not answer 2xx; 0 after a healthy poll. */
   consecutiveFailures: number;
+  /** Polls in a row that failed only by timing out while the endpoint was kept ready (see nextSnapshot); 0 otherwise. */
+  slowPolls: number;
   /** The first failure of the latest poll ("GET /health: HTTP 503", "... timed out ..."); undefined when all three probes succeeded. */
   lastError: string | undefined;
   /** How long the latest poll took, in ms. */
@@ -44,6 +46,8 @@ export interface PollOutcome {
   adapters?: ListedAdapter[] | undefined;
   metrics: EngineMetrics | undefined;
   errors: string[];
+  /** Every probe that decides readiness (/health, /v1/models) and failed, failed by timing out: the engine said nothing against it. */
+  timedOutOnly?: boolean;
   startedAt: number;
   finishedAt: number;
 }
@@ -57,6 +61,7 @@ export const INITIAL_SNAPSHOT: Readonly<EndpointSnapshot> = Object.freeze({
   metricsAt: undefined,
   metricsStale: true,
   consecutiveFailures: 0,
+  slowPolls: 0,
   lastError: undefined,
   pollMs: 0,
 });
@@ -118,17 +123,45 @@ export function isReadyStatic(healthOk: boolean, healthStatus: number | undefine
   return healthOk || healthStatus === 404 || healthStatus === 405;
 }
 
-/** The snapshot after one poll; `staticModels`: the configured models are authoritative (see isReadyStatic). */
+/**
+ * The snapshot after one poll; `staticModels`: the configured models are
+ * authoritative (see isReadyStatic). A ready endpoint whose poll only timed
+ * out stays ready, with what it last answered, until `timeoutsBeforeUnready`
+ * such polls in a row: an engine whose API server is slow for a moment under
+ * load (or a gateway host that could not run the poll in time) is not
+ * ejected by one late answer, where requests themselves still have their
+ * deadlines, retries and circuit breakers. Any answer that says "not ready"
+ * (a non-2xx status, a refused connection, a model list without the model)
+ * takes it out at once.
+ */
 export function nextSnapshot(
   prev: Readonly<EndpointSnapshot>,
   outcome: PollOutcome,
   configured: readonly string[] | undefined,
   staleAfterMs: number,
   staticModels = false,
+  timeoutsBeforeUnready = 1,
 ): EndpointSnapshot {
   const metrics = outcome.metrics ?? prev.metrics;
   // metricsAt is when the scrape succeeded, i.e. when its answer came back.
   const metricsAt = outcome.metrics !== undefined ? outcome.finishedAt : prev.metricsAt;
+  const next = answered(prev, outcome, configured, staleAfterMs, staticModels, metrics, metricsAt);
+  if (!next.ready && prev.ready && outcome.timedOutOnly === true && prev.slowPolls + 1 < timeoutsBeforeUnready) {
+    return { ...next, healthy: prev.healthy, loadedModels: prev.loadedModels, adapters: prev.adapters, ready: true, slowPolls: prev.slowPolls + 1 };
+  }
+  return next;
+}
+
+/** The snapshot as this poll's answers alone say it. */
+function answered(
+  prev: Readonly<EndpointSnapshot>,
+  outcome: PollOutcome,
+  configured: readonly string[] | undefined,
+  staleAfterMs: number,
+  staticModels: boolean,
+  metrics: EngineMetrics | undefined,
+  metricsAt: number | undefined,
+): EndpointSnapshot {
   return {
     healthy: outcome.healthOk,
     loadedModels: outcome.models,
@@ -138,6 +171,7 @@ export function nextSnapshot(
     metricsAt,
     metricsStale: isStale(metricsAt, outcome.finishedAt, staleAfterMs),
     consecutiveFailures: outcome.healthOk ? 0 : prev.consecutiveFailures + 1,
+    slowPolls: 0,
     lastError: outcome.errors[0],
     pollMs: outcome.finishedAt - outcome.startedAt,
   };

@@ -10,7 +10,7 @@ import { afterAll, expect } from "bun:test";
 import { closeSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { counterValue, startGateway, startSim } from "../helpers/cluster.ts";
-import { stopAll } from "../helpers/processes.ts";
+import { stopAll, waitUntil } from "../helpers/processes.ts";
 import { testOnSmallFs } from "../helpers/small-filesystem.ts";
 
 afterAll(async () => {
@@ -37,7 +37,11 @@ testOnSmallFs(
     const gw = await startGateway({ data_dir: join(fs.dir, "data"), models: [{ name: "m" }], endpoints: [{ id: "sim", url: sim.api, models: ["m"] }] }, 1);
     const create = (body: Record<string, unknown>) =>
       fetch(`${gw.api}/v1/responses`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", input: "hi", ...body }) });
-    expect((await create({})).status).toBe(200); // the store is open
+    const first = await create({});
+    expect(first.status).toBe(200); // the store is open
+    // An answer is stored as it finishes, after it went out: wait until it is, or filling the disk may fail that write.
+    const firstId = ((await first.json()) as { id: string }).id;
+    await waitUntil(async () => (await fetch(`${gw.api}/v1/responses/${firstId}`)).status === 200, { timeoutMs: 10_000, what: "the first response stored" });
     fill(join(fs.dir, "filler"));
 
     const big = await create({ input: "word ".repeat(2_000) });

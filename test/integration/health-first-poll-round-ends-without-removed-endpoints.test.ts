@@ -12,7 +12,7 @@ import type { FromHealth, PolledEndpoint } from "../../src/protocol/health-messa
 import { EndpointTable } from "../../src/shared/endpoint-table.ts";
 import { waitUntil } from "../helpers/processes.ts";
 
-const HEALTH = { pollIntervalMs: 100, timeoutMs: 5_000, staleAfterMs: 2_000 };
+const HEALTH = { pollIntervalMs: 100, timeoutMs: 5_000, staleAfterMs: 2_000, timeoutsBeforeUnready: 3 };
 let engine: Server<unknown>;
 let silent: Server<unknown>;
 

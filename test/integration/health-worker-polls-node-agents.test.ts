@@ -22,7 +22,7 @@ beforeAll(async () => {
   worker = new Worker(new URL("../../workers/health.ts", import.meta.url).href);
   worker.onmessage = (e: MessageEvent<FromHealth>) => void received.push(e.data);
   const table = new EndpointTable(1);
-  worker.postMessage({ type: "init", buffer: table.buffer, maxEndpoints: 1, signals: new Signals().buffer, endpoints: [], health: { pollIntervalMs: 100, timeoutMs: 1_000, staleAfterMs: 2_000 }, gpuHealth: null, gpuSaturation: new SharedArrayBuffer(8) } satisfies ToHealth);
+  worker.postMessage({ type: "init", buffer: table.buffer, maxEndpoints: 1, signals: new Signals().buffer, endpoints: [], health: { pollIntervalMs: 100, timeoutMs: 1_000, staleAfterMs: 2_000, timeoutsBeforeUnready: 3 }, gpuHealth: null, gpuSaturation: new SharedArrayBuffer(8) } satisfies ToHealth);
   await waitUntil(() => received.some((m) => m.type === "ready"), { what: "worker ready" });
 });
 

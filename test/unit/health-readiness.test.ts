@@ -51,6 +51,7 @@ describe("nextSnapshot", () => {
       metricsAt: 1_010,
       metricsStale: false,
       consecutiveFailures: 0,
+      slowPolls: 0,
       lastError: undefined,
       pollMs: 10,
     });
@@ -88,5 +89,46 @@ describe("nextSnapshot", () => {
     expect(s.loadedModels).toBeUndefined();
     expect(s.ready).toBe(false);
     expect(s.consecutiveFailures).toBe(0);
+  });
+
+  describe("a ready endpoint whose polls only time out", () => {
+    const slow = outcome({ healthOk: false, models: undefined, metrics: undefined, errors: ["GET /health: timed out after 1000 ms"], timedOutOnly: true });
+
+    test("stays ready, with what it last answered, until that many slow polls in a row", () => {
+      let s = nextSnapshot(INITIAL_SNAPSHOT, outcome({}), ["m"], 2_000, false, 3);
+      s = nextSnapshot(s, slow, ["m"], 2_000, false, 3);
+      expect([s.ready, s.healthy, s.loadedModels, s.slowPolls, s.consecutiveFailures]).toEqual([true, true, ["m"], 1, 1]);
+      expect(s.lastError).toBe("GET /health: timed out after 1000 ms");
+      s = nextSnapshot(s, slow, ["m"], 2_000, false, 3);
+      expect([s.ready, s.slowPolls]).toEqual([true, 2]);
+      s = nextSnapshot(s, slow, ["m"], 2_000, false, 3);
+      expect([s.ready, s.healthy, s.loadedModels, s.slowPolls, s.consecutiveFailures]).toEqual([false, false, undefined, 0, 3]);
+    });
+
+    test("a good poll in between starts the count again", () => {
+      let s = nextSnapshot(INITIAL_SNAPSHOT, outcome({}), ["m"], 2_000, false, 2);
+      s = nextSnapshot(s, slow, ["m"], 2_000, false, 2);
+      s = nextSnapshot(s, outcome({}), ["m"], 2_000, false, 2);
+      s = nextSnapshot(s, slow, ["m"], 2_000, false, 2);
+      expect([s.ready, s.slowPolls]).toEqual([true, 1]);
+    });
+
+    test("an answer that says not ready takes it out at once: a status, a refused connection, a list without the model", () => {
+      const ready = nextSnapshot(INITIAL_SNAPSHOT, outcome({}), ["m"], 2_000, false, 3);
+      const answers = [
+        outcome({ healthOk: false, healthStatus: 503, errors: ["GET /health: HTTP 503"] }),
+        outcome({ healthOk: false, models: undefined, errors: ["GET /health: ECONNREFUSED"] }),
+        outcome({ models: ["other"] }),
+        // /health timed out but /v1/models answered 503: the engine said something.
+        outcome({ healthOk: false, models: undefined, errors: ["GET /health: timed out", "GET /v1/models: HTTP 503"], timedOutOnly: false }),
+      ];
+      for (const a of answers) expect(nextSnapshot(ready, a, ["m"], 2_000, false, 3).ready).toBe(false);
+    });
+
+    test("an endpoint not yet ready does not become ready by timing out; with a threshold of 1 one slow poll takes it out", () => {
+      expect(nextSnapshot(INITIAL_SNAPSHOT, slow, ["m"], 2_000, false, 3).ready).toBe(false);
+      const ready = nextSnapshot(INITIAL_SNAPSHOT, outcome({}), ["m"], 2_000, false, 1);
+      expect(nextSnapshot(ready, slow, ["m"], 2_000, false, 1).ready).toBe(false);
+    });
   });
 });
