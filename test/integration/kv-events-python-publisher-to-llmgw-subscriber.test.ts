@@ -111,7 +111,9 @@ describe("a Python (libzmq) vLLM-shaped publisher feeds llmgw's subscriber", () 
         await first.command("publish 1");
         await waitUntil(() => seen.length === 8, { what: "the gap repaired" });
         expect(seen.map((s) => s.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-        expect(seen.slice(3).map((s) => s.source)).toEqual(["live", "live", "replay", "replay", "replay"]);
+        // 5 and 6 exist only in the replay; 7 came live (it revealed the gap) and again in the replay,
+        // and is applied once from whichever the subscriber had first: on a busy host either.
+        expect(seen.slice(3, 7).map((s) => s.source)).toEqual(["live", "live", "replay", "replay"]);
         for (const s of seen) {
           expect(s.events).toEqual(expectedEvents(s.seq, variant));
           expect(s.rank).toBe(0);
