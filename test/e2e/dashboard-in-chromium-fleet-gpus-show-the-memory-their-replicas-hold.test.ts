@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext } from "playwright-core";
 import { dashboardSnapshotSchema } from "../../src/admin/dashboard/snapshot.ts";
-import { spawnDemo } from "../helpers/demo-process.ts";
+import { demoAdminUrl, spawnDemo } from "../helpers/demo-process.ts";
 import { waitUntil } from "../helpers/processes.ts";
 import { testWithTool } from "../helpers/system-tools.ts";
 
@@ -27,14 +27,7 @@ afterAll(async () => {
 
 async function startFleetDemo(): Promise<string> {
   demo = spawnDemo(["--fleet"]);
-  let text = "";
-  const decoder = new TextDecoder();
-  for await (const chunk of demo.stdout) {
-    text += decoder.decode(chunk, { stream: true });
-    const admin = /Dashboard\s+(\S+)\/dashboard/.exec(text)?.[1];
-    if (admin && text.includes("Press Ctrl-C")) return admin;
-  }
-  throw new Error(`the demo ended before its banner:\n${text}${await new Response(demo.stderr).text()}`);
+  return demoAdminUrl(demo);
 }
 
 testWithTool(

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext } from "playwright-core";
 import { dashboardSnapshotSchema } from "../../src/admin/dashboard/snapshot.ts";
-import { spawnDemo } from "../helpers/demo-process.ts";
+import { demoAdminUrl, spawnDemo } from "../helpers/demo-process.ts";
 import { REPO_ROOT, waitUntil } from "../helpers/processes.ts";
 import { testWithTool } from "../helpers/system-tools.ts";
 
@@ -31,14 +31,7 @@ afterAll(async () => {
 /** The plain demo on port 0; resolves with its admin URL once the banner is out. */
 async function startDemo(): Promise<string> {
   demo = spawnDemo([]);
-  let text = "";
-  const decoder = new TextDecoder();
-  for await (const chunk of demo.stdout) {
-    text += decoder.decode(chunk, { stream: true });
-    const admin = /Admin\s+(\S+)\/admin\/v1\/endpoints/.exec(text)?.[1];
-    if (admin && text.includes("Press Ctrl-C")) return admin;
-  }
-  throw new Error(`the demo ended before its banner:\n${text}${await new Response(demo.stderr).text()}`);
+  return demoAdminUrl(demo);
 }
 
 testWithTool(

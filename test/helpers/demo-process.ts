@@ -16,3 +16,15 @@ export function spawnDemo(extra: readonly string[] = []): DemoProcess {
     detached: true,
   });
 }
+
+/** The admin URL from the demo's banner (its Dashboard line), once the whole banner is out; throws with what it printed if it ends first. */
+export async function demoAdminUrl(demo: DemoProcess): Promise<string> {
+  let text = "";
+  const decoder = new TextDecoder();
+  for await (const chunk of demo.stdout) {
+    text += decoder.decode(chunk, { stream: true });
+    const admin = /Dashboard\s+(\S+)\/dashboard/.exec(text)?.[1];
+    if (admin && text.includes("Press Ctrl-C")) return admin;
+  }
+  throw new Error(`the demo ended before its banner:\n${text}${await new Response(demo.stderr).text()}`);
+}
