@@ -128,16 +128,19 @@ export function relayAnswer(x: AnswerOwner, a: CommittedAnswer, max: number): Re
             const w = controller.write(c);
             if (w instanceof Promise) await w;
             sinceYield += c.byteLength;
+            // A fast engine and a fast client never push back: without a turn
+            // given up now and then, a 240 MB answer would hold the event loop
+            // (health checks, other streams) for as long as it takes to copy.
+            // Checked per chunk: a reader that fell behind (a starved CPU)
+            // hands back many megabytes in one batch.
+            if (sinceYield >= YIELD_EVERY_BYTES) {
+              sinceYield = 0;
+              controller.flush();
+              await new Promise<void>((resolve) => setImmediate(resolve));
+            }
           }
           controller.flush();
           if (r.done) break;
-          // A fast engine and a fast client never push back: without a turn
-          // given up now and then, a 240 MB answer would hold the event loop
-          // (health checks, other streams) for as long as it takes to copy.
-          if (sinceYield >= YIELD_EVERY_BYTES) {
-            sinceYield = 0;
-            await new Promise<void>((resolve) => setImmediate(resolve));
-          }
         }
         end(undefined);
         controller.close();
