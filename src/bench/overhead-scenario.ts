@@ -11,8 +11,8 @@
  * (main thread and whole process), scheduler messages per request, and each
  * target of issue 8 met or not.
  */
-import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
 import { spawnLlmgw, writeGatewayConfig, REPO_ROOT, type LlmgwChild } from "../shared/llmgw-child.ts";
 import { startNginx, type NginxProxy } from "./nginx-proxy.ts";
@@ -35,7 +35,7 @@ const CASES = {
 const SHARED_SYSTEM = "You are the support assistant of a large hardware store; answer briefly, cite the aisle. ".repeat(90);
 type CaseName = keyof typeof CASES;
 
-const USAGE = `usage: llmgw bench overhead [--cases c10,c50,sat,kv] [--rounds N] [--requests N] [--engines N] [--baseline DIR] [--json]
+const USAGE = `usage: llmgw bench overhead [--cases c10,c50,sat,kv] [--rounds N] [--requests N] [--engines N] [--baseline DIR] [--cpu-prof DIR] [--json]
 
 The same sim-engines (publishing KV-cache events) reached directly, through
 nginx (if installed), a bare Bun pass-through, llmgw (default config),
@@ -58,6 +58,9 @@ flags:
                    commit, with its node_modules): its gateway, default
                    config, runs as one more row, "baseline", in the same
                    rounds against the same engines — before vs after
+  --cpu-prof DIR   run the llmgw row's gateway under Bun's CPU profiler:
+                   its .cpuprofile (Chrome DevTools format) is written to
+                   DIR when the bench stops it
   --json           print one JSON object instead of the tables`;
 
 interface Started {
@@ -73,7 +76,7 @@ async function startBaseline(dir: string, config: string): Promise<LlmgwChild> {
   return spawnLlmgw(["serve", "--config", config], { script: cli, waitFor: 2 });
 }
 
-async function startPaths(engines: number, say: (s: string) => void, baselineDir?: string): Promise<Started> {
+async function startPaths(engines: number, say: (s: string) => void, baselineDir?: string, cpuProfDir?: string): Promise<Started> {
   const children: LlmgwChild[] = [];
   let nginx: NginxProxy | undefined;
   const stop = async () => {
@@ -92,7 +95,10 @@ async function startPaths(engines: number, say: (s: string) => void, baselineDir
     const endpoints = simUrls.map((url, i) => ({ id: `sim-${i + 1}`, url, models: [MODEL] }));
     // The sim-engines' batch size: this bench measures routing, not capacity learning.
     const base = { log_level: "info", admission: { initial_capacity: 1024 }, endpoints };
-    const gw = await spawnLlmgw(["serve", "--config", writeGatewayConfig(base)], { waitFor: 2 });
+    const gw = await spawnLlmgw(["serve", "--config", writeGatewayConfig(base)], {
+      waitFor: 2,
+      ...(cpuProfDir === undefined ? {} : { runtimeArgs: ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`] }),
+    });
     children.push(gw);
     // The same engines, their KV-cache events followed: precise-prefix routes on them, prompts long enough are tokenized.
     const kvEndpoints = sims.map((s, i) => ({ ...endpoints[i]!, kv_events: { endpoint: s.urls["kv-events"]!, replay_endpoint: s.urls["kv-replay"]!, topic: "kv" } }));
@@ -185,7 +191,7 @@ export const overheadScenario: BenchScenario = {
   name: "overhead",
   summary: "latency and CPU llmgw adds: direct vs nginx vs bare Bun vs llmgw, interleaved",
   usage: USAGE,
-  options: { cases: { type: "string" }, rounds: { type: "string" }, requests: { type: "string" }, engines: { type: "string" }, baseline: { type: "string" } },
+  options: { cases: { type: "string" }, rounds: { type: "string" }, requests: { type: "string" }, engines: { type: "string" }, baseline: { type: "string" }, "cpu-prof": { type: "string" } },
   async run(args) {
     const names = (stringFlag(args, "cases") ?? "c10,c50,sat,kv").split(",").map((s) => s.trim());
     for (const n of names) if (!(n in CASES)) throw new UsageError(`--cases: unknown case '${n}' (expected ${Object.keys(CASES).join(", ")})`);
@@ -198,7 +204,9 @@ export const overheadScenario: BenchScenario = {
     };
     say(`starting ${engines} sim-engines, nginx, a bare Bun proxy and three gateways…`);
     const baselineDir = stringFlag(args, "baseline");
-    const started = await startPaths(engines, say, baselineDir);
+    const cpuProfDir = stringFlag(args, "cpu-prof");
+    if (cpuProfDir !== undefined) mkdirSync(cpuProfDir, { recursive: true });
+    const started = await startPaths(engines, say, baselineDir, cpuProfDir === undefined ? undefined : resolve(cpuProfDir));
     try {
       const report: Record<string, unknown> = { scenario: "overhead", engines, rounds, requests_per_round: requests, cases: {} as Record<string, unknown> };
       const checks: [string, boolean, string][] = [];

@@ -36,12 +36,13 @@ export function writeGatewayConfig(config: Record<string, unknown>): string {
 
 export async function spawnLlmgw(
   args: string[],
-  opts: { waitFor?: number; timeoutMs?: number; env?: Record<string, string>; echo?: boolean; script?: string; launcher?: string[] } = {},
+  opts: { waitFor?: number; timeoutMs?: number; env?: Record<string, string>; echo?: boolean; script?: string; launcher?: string[]; runtimeArgs?: string[] } = {},
 ): Promise<LlmgwChild> {
   const { waitFor = 1, timeoutMs = 15_000 } = opts;
   // `script` runs another entry file (e.g. the bench's bare proxy) the same way;
-  // `launcher` starts through one of bin/ instead of Bun directly (its tests).
-  const command = opts.launcher ?? [process.execPath, opts.script ?? CLI_PATH];
+  // `launcher` starts through one of bin/ instead of Bun directly (its tests);
+  // `runtimeArgs` go to Bun itself (e.g. --cpu-prof).
+  const command = opts.launcher ?? [process.execPath, ...(opts.runtimeArgs ?? []), opts.script ?? CLI_PATH];
   const proc = Bun.spawn([...command, ...args], {
     cwd: REPO_ROOT,
     env: childEnv({ LLMGW_PARENT_PID: String(process.pid), ...opts.env }),
