@@ -99,3 +99,24 @@ export function logListening(log: Logger, name: string, url: string): void {
     // destroyed: the process is exiting
   }
 }
+
+const LEVEL_INFO = 30;
+
+/**
+ * One info line of a flat, plain-data record (numbers, strings, booleans,
+ * null, arrays and objects of them), written as pino writes it — level,
+ * time, the logger's bindings (pid, role, a child's fields), the record's
+ * fields, msg — to the logger's own stream. The request path writes one
+ * audit line per request: pino's general path (hooks, serializers, tracing
+ * channels, a field-by-field stringify) cost ~8 % of the main thread's CPU
+ * per request, one JSON.stringify of the record costs a fraction of that.
+ */
+export function infoRecord(log: Logger, record: object, msg: string): void {
+  if (!log.isLevelEnabled("info")) return;
+  const stream = (log as unknown as Record<symbol, { write(line: string): unknown } | undefined>)[pino.symbols.streamSym];
+  // Not a logger of this module's pino (another copy's symbols): its own path.
+  if (stream === undefined) return void log.info(record, msg);
+  const fields = JSON.stringify(record);
+  const bindings = (log as unknown as Record<symbol, string | undefined>)[pino.symbols.chindingsSym] ?? "";
+  stream.write(`{"level":${LEVEL_INFO},"time":${Date.now()}${bindings}${fields.length > 2 ? `,${fields.slice(1, -1)}` : ""},"msg":${JSON.stringify(msg)}}\n`);
+}

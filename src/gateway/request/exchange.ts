@@ -14,6 +14,7 @@ import { UNKNOWN_MODEL } from "../../metrics/names.ts";
 import type { RequestSeries } from "../../metrics/registry.ts";
 import { requestAuditRecord, type AuditRecovery } from "../../shared/audit.ts";
 import { errorResponse, type ErrorCode, type LlmgwError } from "../../shared/errors.ts";
+import { infoRecord } from "../../shared/logger.ts";
 import type { Grant } from "../admission-client.ts";
 import type { GatewayContext } from "../context.ts";
 import type { Principal } from "../api-keys.ts";
@@ -292,7 +293,7 @@ export class Exchange {
       recoveries: this.recoveries,
       models: this.wrote,
     });
-    ctx.log.info(record, "audit");
+    infoRecord(ctx.log, record, "audit");
   }
 }
 
