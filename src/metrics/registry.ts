@@ -7,6 +7,7 @@ import { AdmissionStatsTable, EndpointTable, F, I } from "../shared/endpoint-tab
 import type { LoraTable } from "../shared/lora-table.ts";
 import { SCORER_NAMES } from "../config/plugin-names.ts";
 import { ADMIN_REFUSALS, M, type Outcome } from "./names.ts";
+import { boundCounter, boundHistogram, type Observer } from "./bound-series.ts";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1];
@@ -24,9 +25,6 @@ const SCORE_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1];
  */
 const MISNAMED_DEFAULT_METRICS = ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"];
 
-interface Observer {
-  observe(v: number): void;
-}
 
 /**
  * The label-bound series one request of a (model, route) touches, so a
@@ -56,6 +54,8 @@ export class GatewayMetrics {
   readonly modelCircuitTransitions;
   readonly circuitProbes;
   readonly overhead;
+  /** The router's own overhead per request, bound (observed once a request). */
+  readonly overheadSeries: Observer;
   readonly malformedEvents;
   readonly toolCalls;
   readonly deadlinesExcused;
@@ -114,6 +114,7 @@ export class GatewayMetrics {
     this.modelCircuitTransitions = counter(M.modelCircuitTransitions);
     this.circuitProbes = counter(M.circuitProbes);
     this.overhead = histogram(M.overhead, OVERHEAD_BUCKETS);
+    this.overheadSeries = boundHistogram(this.overhead);
     this.malformedEvents = counter(M.malformedEvents);
     this.toolCalls = counter(M.toolCalls);
     this.deadlinesExcused = counter(M.deadlinesExcused);
@@ -223,7 +224,7 @@ export class GatewayMetrics {
   /** The score histogram of one scorer (bound once: no label hashing per request). */
   scoreSeries(scorer: string): Observer {
     let c = this.scoreChildren.get(scorer);
-    if (!c) this.scoreChildren.set(scorer, (c = this.scorerScore.labels({ scorer })));
+    if (!c) this.scoreChildren.set(scorer, (c = boundHistogram(this.scorerScore, { scorer })));
     return c;
   }
 
@@ -233,9 +234,9 @@ export class GatewayMetrics {
     let c = this.grantChildren.get(key);
     if (!c) {
       c = {
-        wait: this.admissionWait.labels({ band }),
-        grant: this.admissionGrants.labels({ band, tenant }),
-        path: { fast: this.admissionPath.labels({ path: "fast" }), queued: this.admissionPath.labels({ path: "queued" }) },
+        wait: boundHistogram(this.admissionWait, { band }),
+        grant: boundCounter(this.admissionGrants, { band, tenant }),
+        path: { fast: boundCounter(this.admissionPath, { path: "fast" }), queued: boundCounter(this.admissionPath, { path: "queued" }) },
       };
       this.grantChildren.set(key, c);
     }
@@ -248,15 +249,15 @@ export class GatewayMetrics {
     let m = this.requestSeriesCache.get(key);
     if (!m) {
       const outcomes = new Map<Outcome, { inc(): void }>();
-      const duration = { true: this.duration.labels({ model, route, stream: "true" }), false: this.duration.labels({ model, route, stream: "false" }) };
-      const prompt = this.tokens.labels({ model, kind: "prompt" });
-      const completion = this.tokens.labels({ model, kind: "completion" });
+      const duration = { true: boundHistogram(this.duration, { model, route, stream: "true" }), false: boundHistogram(this.duration, { model, route, stream: "false" }) };
+      const prompt = boundCounter(this.tokens, { model, kind: "prompt" });
+      const completion = boundCounter(this.tokens, { model, kind: "completion" });
       m = {
-        ttft: this.ttft.labels({ model }),
-        interToken: this.interToken.labels({ model }),
+        ttft: boundHistogram(this.ttft, { model }),
+        interToken: boundHistogram(this.interToken, { model }),
         finished: (outcome, stream, seconds, usage) => {
           let c = outcomes.get(outcome);
-          if (!c) outcomes.set(outcome, (c = this.requests.labels({ model, route, outcome })));
+          if (!c) outcomes.set(outcome, (c = boundCounter(this.requests, { model, route, outcome })));
           c.inc();
           duration[stream ? "true" : "false"].observe(seconds);
           if (usage) {

@@ -163,7 +163,7 @@ export class Exchange {
   /** The held endpoint is about to be sent the request: one more attempt; the router's own overhead ends at the first. */
   sending(): void {
     this.attempts++;
-    if (this.attempts === 1) this.ctx.metrics.overhead.observe((performance.now() - this.arrivedAt) / 1000);
+    if (this.attempts === 1) this.ctx.metrics.overheadSeries.observe((performance.now() - this.arrivedAt) / 1000);
   }
 
   /** The engine answered the current attempt: a success for its circuits (a stream may still break later). */
