@@ -9,7 +9,6 @@ import type { BenchScenario } from "./scenario.ts";
 const SCENARIOS: Record<string, { summary: string; load: () => Promise<BenchScenario> }> = {
   sim: { summary: "concurrent streams one sim-engine sustains, and at what CPU cost", load: async () => (await import("./sim-scenario.ts")).simScenario },
   overhead: { summary: "latency and CPU llmgw adds: direct vs nginx vs bare Bun vs llmgw, interleaved", load: async () => (await import("./overhead-scenario.ts")).overheadScenario },
-  relay: { summary: "the SSE relay's transports side by side: direct, chunk, event, and native pass-through", load: async () => (await import("./relay-scenario.ts")).relayScenario },
   scale: { summary: "10,000 open streams through one gateway: memory per stream", load: async () => (await import("./scale-scenario.ts")).scaleScenario },
   admission: { summary: "platinum TTFT under bronze load, admission on and off", load: async () => (await import("./admission-scenario.ts")).admissionScenario },
   batch: { summary: "interactive TTFT while batch work is shed under GPU saturation; batch lines/s before, during, after", load: async () => (await import("./batch-scenario.ts")).batchScenario },

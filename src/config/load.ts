@@ -16,6 +16,7 @@ import { adminConfigIssues, toAdminConfig } from "./admin-config.ts";
 import type { Config, Deadlines, Listen } from "./types.ts";
 import { jobsCrossFieldIssues, resolveJobsConfig } from "./jobs-config.ts";
 import { effectiveScorers, resolveStateConfig, stateCrossFieldIssues } from "./state-resolve.ts";
+import { dropRetiredKeys } from "./retired-keys.ts";
 
 export function sha256Hex(text: string): string {
   return createHash("sha256").update(text).digest("hex");
@@ -267,6 +268,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
   }
   const origins: ConfigOrigins = new Map(flagOrigins);
   const withEnv = applyEnvOverrides((raw ?? {}) as Record<string, unknown>, env, origins);
+  const warnings = dropRetiredKeys(withEnv);
   const result = configSchema.safeParse(withEnv);
   if (!result.success) throw configError(source, formatZodIssues(result.error.issues), origins);
   const c = result.data;
@@ -277,7 +279,6 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
   const deadlines = resolveDeadlines(BUILTIN_DEADLINES, c.deadlines);
   const bands = c.admission.bands.map((b) => ({ name: b.name, ceiling: b.ceiling, queueLimit: b.queue_limit, ttlMs: b.ttl_ms }));
   const authEnabled = c.auth.enabled ?? c.auth.keys.length > 0;
-  const warnings: string[] = [];
   c.auth.keys.forEach((k, i) => {
     if (k.key !== undefined) warnings.push(`auth.keys[${i}]: a plaintext key in the config; store key_sha256 (${sha256Hex(k.key)}) instead`);
   });
@@ -293,7 +294,6 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
     maxResponseBytes: c.max_response_bytes,
     maxEndpoints: c.max_endpoints,
     bodyReadTimeoutMs: c.body_read_timeout_ms,
-    relayVariant: c.relay_variant,
     maxOpenStreams: c.max_open_streams,
     deadlines,
     models: c.models.map((m) => ({

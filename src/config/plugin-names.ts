@@ -11,10 +11,6 @@ export type FilterName = (typeof FILTER_NAMES)[number];
 export type ScorerName = (typeof SCORER_NAMES)[number];
 export type PickerName = (typeof PICKER_NAMES)[number];
 
-/** How the SSE relay writes to the client (src/gateway/proxy/sse-response.ts). */
-export const RELAY_VARIANTS = ["direct", "chunk", "event"] as const;
-export type RelayVariantName = (typeof RELAY_VARIANTS)[number];
-
 /**
  * The APIs the data plane routes (an endpoint's `routes`, the `route` label
  * of the request metrics in src/metrics/names.ts): OpenAI's routes and the

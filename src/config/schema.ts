@@ -8,7 +8,7 @@ import * as D from "./defaults.ts";
 import { httpUrl, id, modelName } from "./wire-primitives.ts";
 import { FLEET_DEFAULTS, fleetSchema, nodeSchema } from "./fleet-schema.ts";
 import { ADMIN_DEFAULTS, adminSchema } from "./admin-config.ts";
-import { FILTER_NAMES, PICKER_NAMES, RELAY_VARIANTS, ROUTE_NAMES, SCORER_NAMES } from "./plugin-names.ts";
+import { FILTER_NAMES, PICKER_NAMES, ROUTE_NAMES, SCORER_NAMES } from "./plugin-names.ts";
 import { STATE_DEFAULTS, stateSchema } from "./state-config.ts";
 import { SAME_ENDPOINT_POLICIES, type SameEndpointFailure } from "./retry-policy.ts";
 import { endpointKvEventsSchema, KV_EVENTS_DEFAULTS, kvEventsSchema } from "./kv-events-config.ts";
@@ -317,8 +317,6 @@ export const configSchema = z
     body_read_timeout_ms: positiveMs.default(D.DEFAULT_BODY_READ_TIMEOUT_MS),
     /** Endpoint slots in the shared table: static endpoints plus every replica the fleet may add. */
     max_endpoints: z.number().int().min(1).max(4096).default(D.DEFAULT_MAX_ENDPOINTS),
-    /** How SSE bytes reach the client: Bun's direct stream (default), or a pull stream with one enqueue per chunk or per event (for `llmgw bench relay`). */
-    relay_variant: z.enum(RELAY_VARIANTS).default("direct"),
     /** Absent: sized at start to what the open-files limit holds, at most DEFAULT_MAX_OPEN_STREAMS. */
     max_open_streams: z.number().int().min(1).max(10_000_000).optional(),
     deadlines: deadlinesSchema.default({}),

@@ -1,6 +1,6 @@
 /** The validated, frozen configuration the rest of llmgw reads (defaults applied). */
 import type { KvEventsConfig, KvEventsSource } from "./kv-events-config.ts";
-import type { FilterName, PickerName, RelayVariantName, ScorerName } from "./plugin-names.ts";
+import type { FilterName, PickerName, ScorerName } from "./plugin-names.ts";
 import type { LogLevel } from "../shared/logger.ts";
 import type { SameEndpointFailure, SameEndpointPolicy } from "./retry-policy.ts";
 import type { RouteName as Route } from "./plugin-names.ts";
@@ -282,7 +282,6 @@ export interface Config {
   bodyReadTimeoutMs: number;
   /** Slots in the shared endpoint table. */
   maxEndpoints: number;
-  relayVariant: RelayVariantName;
   /**
    * Concurrent streams the gateway is sized for, as the operator set it:
    * checked against the open-files limit at start. undefined: not set, sized

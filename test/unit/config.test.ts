@@ -79,6 +79,19 @@ describe("config loading", () => {
     expect(issues.some((i) => i.startsWith("scheduling.picker:"))).toBe(true);
   });
 
+  test("a removed key (relay_variant) is accepted whatever its value, with one warning, and left out of the effective config", () => {
+    for (const value of ["direct", "event", "something-else"]) {
+      const c = buildConfig({ relay_variant: value });
+      expect(c.warnings.filter((w) => w.startsWith("relay_variant:"))).toEqual([
+        "relay_variant: removed, its value is ignored (the SSE relay has one transport, Bun's direct stream); delete it from the configuration",
+      ]);
+      expect("relay_variant" in c.document).toBe(false);
+    }
+    expect(buildConfig({}).warnings.some((w) => w.includes("relay_variant"))).toBe(false);
+    // Only the removed key is forgiven: a misspelt one still fails.
+    expect(issuesOf(() => buildConfig({ relay_variants: "direct" }))).toContain("(root): unknown key(s) 'relay_variants'");
+  });
+
   test("cross-field checks: duplicate ids, alias shadowing a model, unknown fallback", () => {
     const issues = issuesOf(() =>
       buildConfig({

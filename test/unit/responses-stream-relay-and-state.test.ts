@@ -59,7 +59,7 @@ function owner(offersTools = false) {
 }
 
 async function relay(chunks: (string | Error)[], o = owner()) {
-  const text = await new Response(relayBody(o, openStreamOf(chunks, classifyResponsesEvent), "chunk")).text();
+  const text = await new Response(relayBody(o, openStreamOf(chunks, classifyResponsesEvent))).text();
   const events = text
     .split("\n\n")
     .filter(Boolean)

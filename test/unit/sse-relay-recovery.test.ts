@@ -89,7 +89,7 @@ describe("a relay with a recovery", () => {
     const role = 'data: {"id":"y","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n';
     const cont = openStreamOf([role, TOKEN("c").replace('"x"', '"y"'), TOKEN("d").replace('"x"', '"y"'), USAGE, DONE]);
     const r = new ScriptedRecovery(async () => cont);
-    const text = await run(new SseRelay(x, openStreamOf([TOKEN("a"), TOKEN("b"), new Error("socket closed")]), true, r));
+    const text = await run(new SseRelay(x, openStreamOf([TOKEN("a"), TOKEN("b"), new Error("socket closed")]), r));
     expect(text).toBe(TOKEN("a") + TOKEN("b") + TOKEN("c") + TOKEN("d") + USAGE.replace('"id":"y"', '"id":"x"') + DONE);
     expect(r.observed).toEqual([TOKEN("a"), TOKEN("b")]);
     expect(r.causes).toEqual(["cut"]);
@@ -102,7 +102,7 @@ describe("a relay with a recovery", () => {
   test("no continuation: the break's own explicit error, then [DONE]", async () => {
     const x = owner();
     const r = new ScriptedRecovery(async () => undefined);
-    const text = await run(new SseRelay(x, openStreamOf([TOKEN("a"), 'data: {"error":{"message":"engine died"}}\n\n', TOKEN("never")]), true, r));
+    const text = await run(new SseRelay(x, openStreamOf([TOKEN("a"), 'data: {"error":{"message":"engine died"}}\n\n', TOKEN("never")]), r));
     expect(text.startsWith(TOKEN("a"))).toBe(true);
     expect(text).not.toContain("never");
     expect(text).toContain('"code":"UPSTREAM_ERROR"');
@@ -125,7 +125,7 @@ describe("a relay with a recovery", () => {
       relay!.cancel(); // the transport's cancel() while the recovery awaits its target
       return cont;
     });
-    relay = new SseRelay(x, openStreamOf([TOKEN("a"), new Error("socket closed")]), true, r);
+    relay = new SseRelay(x, openStreamOf([TOKEN("a"), new Error("socket closed")]), r);
     expect(dec.decode((await relay.next())![0])).toBe(TOKEN("a"));
     expect(await relay.next()).toEqual([]);
     expect(relay.over).toBe(true);
@@ -137,7 +137,7 @@ describe("a relay with a recovery", () => {
     const x = owner();
     const r = new ScriptedRecovery(async () => openStreamOf([TOKEN("b"), DONE]));
     const stalled = openStreamOf([TOKEN("a"), HANG]);
-    const relay = new SseRelay(x, stalled, true, r);
+    const relay = new SseRelay(x, stalled, r);
     const first = await relay.next();
     expect(dec.decode(first![0])).toBe(TOKEN("a"));
     setTimeout(() => r.stream!.evict(), 10);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { ModelRename } from "../../src/gateway/request/model-rename.ts";
 import type { RelayOwner } from "../../src/gateway/proxy/relay.ts";
-import { relayBody, RELAY_VARIANT_NAMES } from "../../src/gateway/proxy/sse-response.ts";
+import { relayBody } from "../../src/gateway/proxy/sse-response.ts";
 import { MAX_EVENT_BYTES, SseScanner } from "../../src/gateway/proxy/sse-scanner.ts";
 import { openStreamOf } from "../helpers/scripted-stream.ts";
 
@@ -121,9 +121,9 @@ function recordingOwner(includeUsage: boolean) {
   return owner;
 }
 
-async function relay(chunks: (string | Error)[], includeUsage: boolean, variant: (typeof RELAY_VARIANT_NAMES)[number] = "chunk") {
+async function relay(chunks: (string | Error)[], includeUsage: boolean) {
   const owner = recordingOwner(includeUsage);
-  const text = await new Response(relayBody(owner, openStreamOf(chunks), variant)).text();
+  const text = await new Response(relayBody(owner, openStreamOf(chunks))).text();
   return { payloads: text.split("\n\n").filter(Boolean), ends: owner.ends, malformed: owner.malformedCount, usage: owner.usage };
 }
 
@@ -141,7 +141,7 @@ describe("SSE relay", () => {
     const ev = (model: string, rest: string) => `data: {"id":"x","model":"${model}",${rest}}\n\n`;
     const chunks = (model: string) => [ev(model, '"choices":[{"index":0,"delta":{"content":"a"}}]') + ": keep-alive\n\n", ev(model, '"choices":[{"index":0,"delta":{"content":"b"},"finish_reason":"stop"}]'), ev(model, '"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2}') + DONE];
     const owner = Object.assign(recordingOwner(true), { modelRename: new ModelRename("asked") });
-    const text = await new Response(relayBody(owner, openStreamOf(chunks("fallback-7b")), "direct")).text();
+    const text = await new Response(relayBody(owner, openStreamOf(chunks("fallback-7b")))).text();
     expect(text).toBe(chunks("asked").join(""));
     expect(owner.usage).toEqual({ prompt_tokens: 7, completion_tokens: 2 });
     expect(owner.ends).toEqual([{ outcome: "ok" }]);
@@ -191,26 +191,24 @@ describe("SSE relay, engine quirks", () => {
       cancelled = true;
       return original(reason);
     };
-    const text = await new Response(relayBody(recordingOwner(false), open, "chunk")).text();
+    const text = await new Response(relayBody(recordingOwner(false), open)).text();
     expect(text).toContain('"code":"UPSTREAM_ERROR"');
     await Bun.sleep(10);
     expect(cancelled).toBe(true);
   });
 });
 
-describe("SSE relay, every transport", () => {
-  for (const variant of RELAY_VARIANT_NAMES) {
-    test(`${variant}: the same bytes reach the client, and a cut stream ends with the explicit error`, async () => {
-      const ok = await relay([TOKEN(0) + TOKEN(1), TOKEN(2) + USAGE, DONE], false, variant);
-      expect(ok.payloads).toEqual([TOKEN(0).trim(), TOKEN(1).trim(), TOKEN(2).trim(), "data: [DONE]"]);
-      expect(ok.usage).toEqual({ prompt_tokens: 7, completion_tokens: 2 });
-      expect(ok.ends).toEqual([{ outcome: "ok" }]);
-      const cut = await relay([TOKEN(0), TOKEN(1).slice(0, 20)], false, variant);
-      expect(cut.payloads.at(-1)).toBe("data: [DONE]");
-      expect(JSON.parse(cut.payloads.at(-2)!.slice(6)).error.code).toBe("UPSTREAM_STREAM_TRUNCATED");
-      expect(cut.payloads).not.toContain(TOKEN(1).slice(0, 20).trim());
-    });
-  }
+describe("SSE relay, chunks of several events", () => {
+  test("the same bytes reach the client, and a cut stream ends with the explicit error", async () => {
+    const ok = await relay([TOKEN(0) + TOKEN(1), TOKEN(2) + USAGE, DONE], false);
+    expect(ok.payloads).toEqual([TOKEN(0).trim(), TOKEN(1).trim(), TOKEN(2).trim(), "data: [DONE]"]);
+    expect(ok.usage).toEqual({ prompt_tokens: 7, completion_tokens: 2 });
+    expect(ok.ends).toEqual([{ outcome: "ok" }]);
+    const cut = await relay([TOKEN(0), TOKEN(1).slice(0, 20)], false);
+    expect(cut.payloads.at(-1)).toBe("data: [DONE]");
+    expect(JSON.parse(cut.payloads.at(-2)!.slice(6)).error.code).toBe("UPSTREAM_STREAM_TRUNCATED");
+    expect(cut.payloads).not.toContain(TOKEN(1).slice(0, 20).trim());
+  });
 });
 
 describe("SSE relay, an answer that finished without [DONE]", () => {

@@ -77,8 +77,6 @@ export class SseRelay implements Evictable {
     private readonly x: RelayOwner,
     /** The upstream stream being relayed (a continuation's, after a recovery). */
     private open: OpenStream,
-    /** Merge adjacent events of one upstream chunk into one write. */
-    private readonly coalesce: boolean,
     private readonly recovery?: RelayRecovery,
   ) {
     this.first = open.firstEvents;
@@ -291,7 +289,7 @@ export class SseRelay implements Evictable {
 
   /** Forward buf[start, end): extend the current run when adjacent (one write per chunk), else start a new one. */
   private forward(buf: Uint8Array, start: number, end: number): void {
-    if (this.coalesce && this.runBuf === buf && this.runEnd === start) {
+    if (this.runBuf === buf && this.runEnd === start) {
       this.runEnd = end;
       return;
     }
@@ -299,7 +297,6 @@ export class SseRelay implements Evictable {
     this.runBuf = buf;
     this.runStart = start;
     this.runEnd = end;
-    if (!this.coalesce) this.flushRun();
   }
 
   /** Forward bytes of our own (a rewritten event); undefined: nothing to send. */
