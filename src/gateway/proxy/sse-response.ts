@@ -26,8 +26,10 @@ export function relayBody(x: RelayOwner, open: OpenStream, recovery?: RelayRecov
             const w = controller.write(p);
             if (w instanceof Promise) await w;
           }
-          controller.flush();
+          // The last pieces go out with the end of the body: close() writes
+          // them and the terminating chunk together (one send, not two).
           if (relay.over) break;
+          controller.flush();
         }
         controller.close();
       } catch {
