@@ -9,7 +9,10 @@ import type { SchedulingInput } from "./types.ts";
  * its inputs are left out: a profile that keeps `precise-prefix` at 0
  * starts no KV-events worker and asks no engine to tokenize.
  */
-export function profileInputs(config: Pick<SchedulingConfig, "filters" | "scorers">, registry: SchedulingRegistry = SCHEDULING_REGISTRY): ReadonlySet<SchedulingInput> {
+export function profileInputs(
+  config: Pick<SchedulingConfig, "filters" | "scorers">,
+  registry: SchedulingRegistry = SCHEDULING_REGISTRY,
+): ReadonlySet<SchedulingInput> {
   const inputs = new Set<SchedulingInput>();
   for (const name of config.filters) for (const i of registry.filters[name].consumes) inputs.add(i);
   for (const { name, weight } of config.scorers) if (weight > 0) for (const i of registry.scorers[name].consumes) inputs.add(i);

@@ -115,7 +115,19 @@ export interface PrefixIndexReader {
  *   /tokenize, and `ctx.kvIndex`, which the KV-events worker fills from the
  *   engines' KV-cache events.
  */
-export const SCHEDULING_INPUTS = ["models", "readiness", "draining", "circuits", "gpu-faults", "engine-load", "inflight", "lora", "tried", "prefix-hashes", "kv-blocks"] as const;
+export const SCHEDULING_INPUTS = [
+  "models",
+  "readiness",
+  "draining",
+  "circuits",
+  "gpu-faults",
+  "engine-load",
+  "inflight",
+  "lora",
+  "tried",
+  "prefix-hashes",
+  "kv-blocks",
+] as const;
 export type SchedulingInput = (typeof SCHEDULING_INPUTS)[number];
 
 /** Drops endpoints that cannot take the request. Keeps order. */

@@ -107,7 +107,14 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
 
   const polled = { engines: false };
   const events = healthEvents({ registry, adapters, gpuStore, fleet, log, enginesPolled: () => (polled.engines = true) });
-  const workers = await startWorkers(config, t, registry, { breakers, clustered: cluster !== undefined, followKvEvents: reads.has("kv-blocks"), events, log, adapters });
+  const workers = await startWorkers(config, t, registry, {
+    breakers,
+    clustered: cluster !== undefined,
+    followKvEvents: reads.has("kv-blocks"),
+    events,
+    log,
+    adapters,
+  });
   lateHealth.bind(workers.health);
   const { admission, kvEvents } = workers;
 

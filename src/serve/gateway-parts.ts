@@ -153,7 +153,15 @@ export async function startWorkers(
   config: Config,
   t: SharedTables,
   registry: EndpointRegistry,
-  opts: { breakers: CircuitBreakers; clustered: boolean; followKvEvents: boolean; events: HealthEvents; log: Logger; adapters?: AdapterCatalog },
+  opts: {
+    breakers: CircuitBreakers;
+    clustered: boolean;
+    /** Follow the engines' KV-cache events (the profile reads KV blocks). */
+    followKvEvents: boolean;
+    events: HealthEvents;
+    log: Logger;
+    adapters?: AdapterCatalog;
+  },
 ): Promise<Workers> {
   const slots = registry.active().map((e) => e.index);
   const directory = new EndpointDirectory(slots.map((i) => registry.descriptor(i)).filter((d): d is EndpointDescriptor => d !== undefined));

@@ -27,7 +27,12 @@ const LOAD = [
   { name: "inflight", weight: 2 },
 ];
 // A closed port: the wiring is what is checked, not the stream.
-const ENDPOINT = { id: "a", url: "http://127.0.0.1:1", models: ["m"], kv_events: { endpoint: "tcp://127.0.0.1:1", replay_endpoint: "tcp://127.0.0.1:2", topic: "kv" } };
+const ENDPOINT = {
+  id: "a",
+  url: "http://127.0.0.1:1",
+  models: ["m"],
+  kv_events: { endpoint: "tcp://127.0.0.1:1", replay_endpoint: "tcp://127.0.0.1:2", topic: "kv" },
+};
 const LONG_CHAT = { model: "m", messages: [{ role: "user", content: "word ".repeat(2_000) }] };
 
 async function build(scorers: { name: string; weight: number }[], profile: string) {

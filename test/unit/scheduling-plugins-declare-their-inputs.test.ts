@@ -45,7 +45,8 @@ describe("every registered plugin declares its inputs", () => {
   });
 
   for (const input of ["prefix-hashes", "kv-blocks"] as const) {
-    test.each(Object.values(SCORERS).map((s) => [s.name, s] as const))(`%s's scores move with ${input} exactly when it declares it`, (_name, scorer) => {
+    const scorers = Object.values(SCORERS).map((s) => [s.name, s] as const);
+    test.each(scorers)(`%s's scores move with ${input} exactly when it declares it`, (_name, scorer) => {
       const { without, with: present } = arms[input];
       const a = scorer.score(without[0], fleet, without[1]);
       const b = scorer.score(present[0], fleet, present[1]);
@@ -53,7 +54,8 @@ describe("every registered plugin declares its inputs", () => {
       else expect(b).toEqual(a);
     });
 
-    test.each(Object.values(FILTERS).map((f) => [f.name, f] as const))(`filter %s keeps the same endpoints with or without ${input} unless it declares it`, (_name, filter) => {
+    const filters = Object.values(FILTERS).map((f) => [f.name, f] as const);
+    test.each(filters)(`filter %s keeps the same endpoints with or without ${input} unless it declares it`, (_name, filter) => {
       if (filter.consumes.includes(input)) return;
       const { without, with: present } = arms[input];
       expect(filter.filter(present[0], fleet).map((e) => e.index)).toEqual(filter.filter(without[0], fleet).map((e) => e.index));
@@ -63,7 +65,8 @@ describe("every registered plugin declares its inputs", () => {
 
 describe("profileInputs: what a configured profile needs wired", () => {
   const defaults = schedulingSchema.parse({});
-  const has = (scorers: { name: (typeof defaults.scorers)[number]["name"]; weight: number }[], input: SchedulingInput) => profileInputs({ filters: defaults.filters, scorers }).has(input);
+  type Scorers = { name: (typeof defaults.scorers)[number]["name"]; weight: number }[];
+  const has = (scorers: Scorers, input: SchedulingInput) => profileInputs({ filters: defaults.filters, scorers }).has(input);
 
   test("the default profile (precise-prefix at 3) needs prompt-prefix hashes and the engines' KV blocks", () => {
     const inputs = profileInputs(defaults);
