@@ -53,3 +53,6 @@ export interface SchedulingRegistry {
   readonly scorers: Readonly<Record<ScorerName, Scorer>>;
   readonly pickers: Readonly<Record<PickerName, Picker>>;
 }
+
+/** The registry production uses (tests may build a profile over another). */
+export const SCHEDULING_REGISTRY: SchedulingRegistry = Object.freeze({ filters: FILTERS, scorers: SCORERS, pickers: PICKERS });

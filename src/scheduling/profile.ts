@@ -9,11 +9,9 @@ import type { Decision, EndpointView, Filter, Picker, RequestView, Scorer, Sched
 import { EXCLUDE_FILTER_NAME, excludeTried } from "./filters/exclude.ts";
 import { PrefixIndex } from "./prefix-index.ts";
 import type { KvBlockIndexReader } from "./types.ts";
-import { FILTERS, PICKERS, SCORERS, type SchedulingRegistry } from "./plugin-registry.ts";
+import { SCHEDULING_REGISTRY, type SchedulingRegistry } from "./plugin-registry.ts";
 
 export type SchedulingConfig = Config["scheduling"];
-
-const DEFAULT_REGISTRY: SchedulingRegistry = { filters: FILTERS, scorers: SCORERS, pickers: PICKERS };
 
 interface WeightedScorer {
   readonly scorer: Scorer;
@@ -42,7 +40,7 @@ export class SchedulingProfile {
    * the engines' KV-cache events say (a view of the KV-events worker's
    * index); by default none is live.
    */
-  constructor(config: SchedulingConfig, registry: SchedulingRegistry = DEFAULT_REGISTRY, prefixIndex?: PrefixIndex, kvIndex: KvBlockIndexReader = NO_KV_INDEX) {
+  constructor(config: SchedulingConfig, registry: SchedulingRegistry = SCHEDULING_REGISTRY, prefixIndex?: PrefixIndex, kvIndex: KvBlockIndexReader = NO_KV_INDEX) {
     this.filters = config.filters.map((name) => registry.filters[name]);
     this.scorers = config.scorers.map(({ name, weight }) => {
       if (!Number.isFinite(weight) || weight < 0) throw new RangeError(`scheduling.scorers: weight of '${name}' must be a finite number ≥ 0, got ${weight}`);

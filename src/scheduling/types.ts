@@ -1,7 +1,8 @@
 /**
  * The scheduling contracts: filters drop endpoints, scorers rate the rest in
  * [0,1] (1 is best), a picker chooses one. All pure: plain data in, plain
- * data out; the scheduler worker wires them to the endpoint table.
+ * data out; the scheduler worker wires them to the endpoint table. Filters
+ * and scorers declare the inputs they read (SchedulingInput).
  */
 
 /** What scheduling knows of one endpoint at decision time. */
@@ -91,15 +92,57 @@ export interface PrefixIndexReader {
   matchedBlocks(hashes: readonly number[], index: number): number;
 }
 
+/**
+ * What a filter or scorer reads besides the request's model and each
+ * endpoint's identity (index, id, pool). Startup derives from the configured
+ * profile's declarations which inputs to produce: the ones marked "on
+ * demand" cost work per request or a thread, and are wired only when a
+ * filter or a scorer with a weight above 0 consumes them; the others come
+ * with every gateway.
+ *
+ * - `models`: `EndpointView.models` (configured, or the engine's /v1/models).
+ * - `readiness`: `EndpointView.ready` (the health worker's /health and /v1/models polls).
+ * - `draining`: `EndpointView.draining` (drains and cordons).
+ * - `circuits`: `EndpointView.circuitOpen` (the gateway's circuit breakers).
+ * - `gpu-faults`: `EndpointView.gpuFaulted` (DCGM exporters).
+ * - `engine-load`: `waiting`, `running`, `kvUsage` (the engines' /metrics).
+ * - `inflight`: `inflight` and the learned `capacity` (the router's own counts).
+ * - `lora`: `req.adapter` and `EndpointView.adapter` (the LoRA table).
+ * - `tried`: `req.exclude` (the attempt loop's endpoints already tried).
+ * - `prefix-hashes` (on demand): `req.prefixHashes`, hashed from the prompt
+ *   on the main thread, and `ctx.prefixIndex`.
+ * - `kv-blocks` (on demand): `req.tokenBlockKeys`, from an engine's
+ *   /tokenize, and `ctx.kvIndex`, which the KV-events worker fills from the
+ *   engines' KV-cache events.
+ */
+export const SCHEDULING_INPUTS = [
+  "models",
+  "readiness",
+  "draining",
+  "circuits",
+  "gpu-faults",
+  "engine-load",
+  "inflight",
+  "lora",
+  "tried",
+  "prefix-hashes",
+  "kv-blocks",
+] as const;
+export type SchedulingInput = (typeof SCHEDULING_INPUTS)[number];
+
 /** Drops endpoints that cannot take the request. Keeps order. */
 export interface Filter {
   readonly name: string;
+  /** The inputs it reads (see SchedulingInput): startup wires those a configured filter names. */
+  readonly consumes: readonly SchedulingInput[];
   filter(req: RequestView, endpoints: readonly EndpointView[]): EndpointView[];
 }
 
 /** Scores each endpoint in [0,1], 1 is best; returns one score per endpoint, same order. */
 export interface Scorer {
   readonly name: string;
+  /** The inputs it reads (see SchedulingInput), those of a stand-in it calls included: startup wires those a scorer weighted above 0 names. */
+  readonly consumes: readonly SchedulingInput[];
   score(req: RequestView, endpoints: readonly EndpointView[], ctx: SchedulingContext): number[];
 }
 

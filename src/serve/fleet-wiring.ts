@@ -20,6 +20,7 @@ import type { AgentPollSettings, PolledAgent } from "../protocol/health-messages
 import type { Logger } from "../shared/logger.ts";
 import type { EndpointRegistry } from "../gateway/endpoints.ts";
 import { RegistryEndpointSink } from "./fleet-endpoint-sink.ts";
+import { Late } from "./late.ts";
 
 /**
  * Whether the gateway runs the control plane: some node, desired model or
@@ -86,9 +87,10 @@ export interface GatewayFleetDeps {
 export async function openGatewayFleet(config: Config, deps: GatewayFleetDeps): Promise<GatewayFleet | undefined> {
   if (!fleetEnabled(config)) return undefined;
   const store = deps.store ?? openEmbeddedStore(config.dataDir);
-  let manager: FleetManager | undefined;
-  const sink = new RegistryEndpointSink(deps.registry, (node) => manager?.state.registry.get(node)?.dcgmUrl, deps.adapters?.of);
-  manager = await FleetManager.open({
+  // The sink names a replica's node exporter from the node registry of the manager it serves; the manager calls it only once started.
+  const opening = new Late<FleetManager>("fleet manager");
+  const sink = new RegistryEndpointSink(deps.registry, (node) => opening.get().state.registry.get(node)?.dcgmUrl, deps.adapters?.of);
+  const opened = opening.bind(await FleetManager.open({
     config,
     store,
     sink,
@@ -96,8 +98,7 @@ export async function openGatewayFleet(config: Config, deps: GatewayFleetDeps): 
     log: deps.log,
     leadership: deps.leadership,
     ...(deps.adapters ? { adapterDemand: deps.adapters.demand, onDeclaredAdapters: deps.adapters.declared } : {}),
-  });
-  const opened = manager;
+  }));
   const api = fleetApi(opened, {
     adminToken: config.admin.token,
     registrationToken: config.fleet.registrationToken,

@@ -1,9 +1,9 @@
 /**
- * The stages startGateway assembles a gateway from, each a function of what
- * the earlier ones made: the shared-memory tables, the endpoint registry
- * with its circuit breakers, the two workers over the tables, and the batch
- * services (jobs, response cache, their metrics). Order matters only where
- * startGateway says so; nothing here starts a listener.
+ * The parts buildDataPlane (data-plane.ts) assembles a gateway from, each a
+ * function of what the earlier ones made: the shared-memory tables, the
+ * endpoint registry with its circuit breakers, the workers over the tables,
+ * and the batch services (jobs, response cache, their metrics). Nothing here
+ * starts a listener.
  */
 import { EndpointChooser } from "../admission/chooser.ts";
 import { EndpointDirectory } from "../admission/endpoint-directory.ts";
@@ -39,6 +39,7 @@ import { backgroundSend } from "./background-send.ts";
 import type { ModelCatalog } from "../gateway/model-catalog.ts";
 import type { AdapterCatalog } from "../gateway/adapter-catalog.ts";
 import { DialGuard } from "../gateway/dial-guard.ts";
+import { Late } from "./late.ts";
 
 /** What the main thread, the scheduler worker and the health worker all read and write. */
 export interface SharedTables {
@@ -78,26 +79,32 @@ export function sharedTables(config: Config): SharedTables {
 
 /**
  * The registry of the configured endpoints, and its circuit breakers. Each
- * transition is logged, and counted once `metrics()` has a registry (the
- * breakers exist before the metrics do: the metrics read the registry).
+ * transition is logged, and counted in `metrics` once it is bound (the
+ * breakers exist before the metrics do: the metrics read the registry; no
+ * breaker moves before a request or a probe, so in practice every
+ * transition is counted). The breakers name endpoints through the registry
+ * built after them (the registry resets a slot's breakers): `endpoints`
+ * below is bound before this returns.
  */
 export function openRegistry(
   config: Config,
   t: SharedTables,
   catalog: ModelCatalog,
   log: Logger,
-  metrics: () => GatewayMetrics | undefined,
+  metrics: Late<GatewayMetrics>,
 ): { registry: EndpointRegistry; breakers: CircuitBreakers } {
-  const modelOf = (index: number, field: number) => registry.descriptor(index)?.models[field - I.MODEL_CIRCUITS];
+  const endpoints = new Late<EndpointRegistry>("endpoint registry");
+  const registry = () => endpoints.get();
+  const modelOf = (index: number, field: number) => registry().descriptor(index)?.models[field - I.MODEL_CIRCUITS];
   const onTransition = (index: number, field: number, state: CircuitStateName) => {
-    const id = registry.idOf(index) ?? String(index);
+    const id = registry().idOf(index) ?? String(index);
     if (field === I.CIRCUIT) {
-      metrics()?.circuitTransitions.inc({ endpoint: id, state });
+      metrics.peek()?.circuitTransitions.inc({ endpoint: id, state });
       log.warn({ endpoint: id, state }, "circuit breaker");
       return;
     }
     const model = modelOf(index, field) ?? "unknown";
-    metrics()?.modelCircuitTransitions.inc({ endpoint: id, model, state });
+    metrics.peek()?.modelCircuitTransitions.inc({ endpoint: id, model, state });
     log.warn({ endpoint: id, model, state }, "model circuit breaker");
   };
   // Probes run here, on the main thread, beside the breakers they feed: the
@@ -106,27 +113,31 @@ export function openRegistry(
   let probes = 0;
   const probe: ProbeSender = async (index, field, target) => {
     // A removed endpoint (its slot still retiring) is not probed any more.
-    const url = registry.specOf(index)?.url;
+    const url = registry().specOf(index)?.url;
     if (url === undefined) return { ok: false, gone: true };
     // A model circuit probes its own model; the endpoint's probes the model whose request failed there.
     const model = field === I.CIRCUIT ? target.model : (modelOf(index, field) ?? target.model);
     const verdict = await sendProbe(url, { route: target.route, model }, config.circuitBreaker.probe.timeoutMs, `llmgw-probe-${++probes}`);
-    const id = registry.idOf(index) ?? String(index);
-    metrics()?.circuitProbes.inc({ endpoint: id, result: verdict.ok ? "ok" : "failed" });
+    const id = registry().idOf(index) ?? String(index);
+    metrics.peek()?.circuitProbes.inc({ endpoint: id, result: verdict.ok ? "ok" : "failed" });
     log.debug({ endpoint: id, model, route: target.route, ok: verdict.ok }, "circuit probe");
     return verdict;
   };
   const breakers = new CircuitBreakers(t.table, config.circuitBreaker, onTransition, probe);
-  const registry = new EndpointRegistry(t.table, catalog, new DialGuard(config.maxEndpoints), breakers);
-  for (const e of config.endpoints) registry.add(e);
-  return { registry, breakers };
+  const built = endpoints.bind(new EndpointRegistry(t.table, catalog, new DialGuard(config.maxEndpoints), breakers));
+  for (const e of config.endpoints) built.add(e);
+  return { registry: built, breakers };
 }
 
 export interface Workers {
   admission: AdmissionClient;
   health: HealthClient;
-  /** The KV-events worker's client (the worker starts with the first endpoint that publishes events). */
-  kvEvents: KvEventsClient;
+  /**
+   * The KV-events worker's client (the worker starts with the first endpoint
+   * that publishes events); absent when the profile reads no KV blocks, and
+   * then no endpoint's events are followed.
+   */
+  kvEvents: KvEventsClient | undefined;
   /** Which endpoint serves which model (the main thread's copy). */
   directory: EndpointDirectory;
 }
@@ -134,13 +145,23 @@ export interface Workers {
 /**
  * The scheduler and health workers over the shared tables, told about the
  * endpoints the registry holds now; the registry tells them of every later
- * change. Resolves once both have answered their init.
+ * change. With `followKvEvents`, the client of the KV-events worker too,
+ * which follows every endpoint that publishes events. Resolves once the
+ * scheduler and health workers have answered their init.
  */
 export async function startWorkers(
   config: Config,
   t: SharedTables,
   registry: EndpointRegistry,
-  opts: { breakers: CircuitBreakers; clustered: boolean; events: HealthEvents; log: Logger; adapters?: AdapterCatalog },
+  opts: {
+    breakers: CircuitBreakers;
+    clustered: boolean;
+    /** Follow the engines' KV-cache events (the profile reads KV blocks). */
+    followKvEvents: boolean;
+    events: HealthEvents;
+    log: Logger;
+    adapters?: AdapterCatalog;
+  },
 ): Promise<Workers> {
   const slots = registry.active().map((e) => e.index);
   const directory = new EndpointDirectory(slots.map((i) => registry.descriptor(i)).filter((d): d is EndpointDescriptor => d !== undefined));
@@ -187,15 +208,15 @@ export async function startWorkers(
     opts.events,
     opts.log,
   );
-  const kvEvents = new KvEventsClient({ index: t.kvIndex, stats: t.kvStats }, config.kvEvents, opts.log);
+  const kvEvents = opts.followKvEvents ? new KvEventsClient({ index: t.kvIndex, stats: t.kvStats }, config.kvEvents, opts.log) : undefined;
   registry.attach({
     setEndpoint: (index, d) => admission.setEndpoint(index, d),
     setModels: (index, models) => admission.setModels(index, models),
     pollEndpoint: (index, e) => health.pollEndpoint(index, e),
-    followKvEvents: (index, id, source) => kvEvents.follow(index, id, source),
+    followKvEvents: (index, id, source) => kvEvents?.follow(index, id, source),
   });
   // The endpoints present before the listeners were attached (the config's).
-  for (const e of registry.active()) if (e.spec.kvEvents) kvEvents.follow(e.index, e.id, e.spec.kvEvents);
+  if (kvEvents) for (const e of registry.active()) if (e.spec.kvEvents) kvEvents.follow(e.index, e.id, e.spec.kvEvents);
   await Promise.all([admission.whenReady(), health.whenReady()]);
   return { admission, health, kvEvents, directory };
 }
@@ -208,10 +229,11 @@ export interface BatchServices {
 }
 
 /**
- * Issue 12's services: batch jobs (their lines run through the gateway's own
- * request path, so `ctx()` is read only when the first line is sent, after
- * the context exists), idempotency records, the response cache, and the
- * metrics of all three plus GPU shedding.
+ * Batch jobs, background responses, idempotency records, the response
+ * cache, and the metrics of all these plus GPU shedding. Batch lines and
+ * background responses run through the gateway's own request path, whose
+ * context holds these services: `requestPath` is read when the first one is
+ * sent, after the assembly has bound it.
  */
 export function openBatchServices(
   config: Config,
@@ -223,7 +245,7 @@ export function openBatchServices(
     admission: AdmissionClient;
     gpuSaturation: GpuSaturationTable;
     metrics: GatewayMetrics;
-    ctx: () => GatewayContext;
+    requestPath: Late<GatewayContext>;
     /** Resolves once every endpoint was polled once (and a fleet settled): batch lines wait for it. */
     discovered: () => Promise<void>;
   },
@@ -237,7 +259,7 @@ export function openBatchServices(
   const jobs = new GatewayJobs({
     config,
     log: deps.log,
-    send: (line, signal, meta) => (send ??= batchLineSend(deps.ctx()))(line, signal, meta),
+    send: (line, signal, meta) => (send ??= batchLineSend(deps.requestPath.get()))(line, signal, meta),
     saturated: poolSaturated,
     poolOf: (model) => {
       const row = deps.admission.poolOf(deps.catalog.resolve(model) ?? model);
@@ -251,7 +273,7 @@ export function openBatchServices(
   const responses = new GatewayResponses({
     config,
     log: deps.log,
-    send: (req, target, signal) => (sendBackground ??= backgroundSend(deps.ctx()))(req, target, signal),
+    send: (req, target, signal) => (sendBackground ??= backgroundSend(deps.requestPath.get()))(req, target, signal),
     ...(deps.state.shared === undefined ? {} : { shared: deps.state.shared.responses }),
   });
   const cache = new ResponseCache(config.responseCache, deps.state.shared?.responseCache);

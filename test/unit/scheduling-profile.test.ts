@@ -67,7 +67,7 @@ describe("SchedulingProfile", () => {
   });
 
   test("scores are clamped to [0,1] and NaN counts as 0 before weighting", () => {
-    const wild: Scorer = { name: "queue-depth", score: (_r, es) => es.map((e) => [NaN, 7, -3, 0.5][e.index] ?? 0) };
+    const wild: Scorer = { name: "queue-depth", consumes: [], score: (_r, es) => es.map((e) => [NaN, 7, -3, 0.5][e.index] ?? 0) };
     const p = new SchedulingProfile(
       { ...DEFAULTS, scorers: [{ name: "queue-depth", weight: 1 }] },
       { filters: FILTERS, pickers: PICKERS, scorers: { ...SCORERS, "queue-depth": wild } },

@@ -3,6 +3,7 @@ import type { EndpointView, Filter, RequestView } from "../types.ts";
 
 export const circuitClosed: Filter = {
   name: "circuit-closed",
+  consumes: ["circuits"],
   filter: function circuitClosedFilter(_req: RequestView, endpoints: readonly EndpointView[]): EndpointView[] {
     const out: EndpointView[] = [];
     for (const e of endpoints) if (!e.circuitOpen) out.push(e);

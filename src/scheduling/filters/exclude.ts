@@ -11,6 +11,7 @@ export const EXCLUDE_FILTER_NAME = "exclude";
 
 export const excludeTried: Filter = {
   name: EXCLUDE_FILTER_NAME,
+  consumes: ["tried"],
   filter: function excludeTriedFilter(req: RequestView, endpoints: readonly EndpointView[]): EndpointView[] {
     const tried = req.exclude;
     if (tried === undefined || tried.size === 0) return endpoints.slice();

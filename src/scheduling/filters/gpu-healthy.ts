@@ -3,6 +3,7 @@ import type { EndpointView, Filter, RequestView } from "../types.ts";
 
 export const gpuHealthy: Filter = {
   name: "gpu-healthy",
+  consumes: ["gpu-faults"],
   filter: function gpuHealthyFilter(_req: RequestView, endpoints: readonly EndpointView[]): EndpointView[] {
     const out: EndpointView[] = [];
     for (const e of endpoints) if (!e.gpuFaulted) out.push(e);

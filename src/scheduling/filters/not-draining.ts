@@ -3,6 +3,7 @@ import type { EndpointView, Filter, RequestView } from "../types.ts";
 
 export const notDraining: Filter = {
   name: "not-draining",
+  consumes: ["draining"],
   filter: function notDrainingFilter(_req: RequestView, endpoints: readonly EndpointView[]): EndpointView[] {
     const out: EndpointView[] = [];
     for (const e of endpoints) if (!e.draining) out.push(e);

@@ -3,6 +3,7 @@ import type { EndpointView, Filter, RequestView } from "../types.ts";
 
 export const ready: Filter = {
   name: "ready",
+  consumes: ["readiness"],
   filter: function readyFilter(_req: RequestView, endpoints: readonly EndpointView[]): EndpointView[] {
     const out: EndpointView[] = [];
     for (const e of endpoints) if (e.ready) out.push(e);

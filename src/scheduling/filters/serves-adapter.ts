@@ -7,6 +7,7 @@ import type { EndpointView, Filter, RequestView } from "../types.ts";
 
 export const servesAdapter: Filter = {
   name: "serves-adapter",
+  consumes: ["lora"],
   filter: function servesAdapterFilter(req: RequestView, endpoints: readonly EndpointView[]): EndpointView[] {
     if (req.adapter === undefined) return [...endpoints];
     const out: EndpointView[] = [];

@@ -23,6 +23,7 @@ import type { EndpointView, RequestView, Scorer, SchedulingContext } from "../ty
 
 export const inflight: Scorer = {
   name: "inflight",
+  consumes: ["inflight"],
   score: function inflightScore(_req: RequestView, endpoints: readonly EndpointView[], _ctx: SchedulingContext): number[] {
     let min = Infinity;
     let max = 0;

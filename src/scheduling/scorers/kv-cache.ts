@@ -18,6 +18,7 @@ export const KV_CACHE_ABSENT_SCORE = 0;
 
 export const kvCache: Scorer = {
   name: "kv-cache",
+  consumes: ["engine-load", "inflight"],
   score: function kvCacheScore(_req: RequestView, endpoints: readonly EndpointView[], _ctx: SchedulingContext): number[] {
     const out = new Array<number>(endpoints.length);
     for (let i = 0; i < endpoints.length; i++) {

@@ -61,6 +61,7 @@ export function homeHash(adapter: number, endpoint: number): number {
 
 export const loraAffinity: Scorer = {
   name: "lora-affinity",
+  consumes: ["lora"],
   score: function loraAffinityScorer(req: RequestView, endpoints: readonly EndpointView[], _ctx: SchedulingContext): number[] {
     const out = new Array<number>(endpoints.length);
     const adapter = req.adapter;

@@ -20,6 +20,7 @@ import { prefixRendezvous } from "./prefix-rendezvous.ts";
 
 export const precisePrefix: Scorer = {
   name: "precise-prefix",
+  consumes: ["kv-blocks", "prefix-hashes", "engine-load"],
   score: function precisePrefixScore(req: RequestView, endpoints: readonly EndpointView[], ctx: SchedulingContext): number[] {
     const keys = req.tokenBlockKeys;
     const out = new Array<number>(endpoints.length);

@@ -12,6 +12,7 @@ import type { EndpointView, RequestView, Scorer, SchedulingContext } from "../ty
 
 export const prefixAffinity: Scorer = {
   name: "prefix-affinity",
+  consumes: ["prefix-hashes"],
   score: function prefixAffinityScore(req: RequestView, endpoints: readonly EndpointView[], ctx: SchedulingContext): number[] {
     const hashes = req.prefixHashes;
     const out = new Array<number>(endpoints.length);

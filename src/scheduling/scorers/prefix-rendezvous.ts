@@ -20,6 +20,7 @@ import type { EndpointView, RequestView, Scorer, SchedulingContext } from "../ty
 
 export const prefixRendezvous: Scorer = {
   name: "prefix-rendezvous",
+  consumes: ["prefix-hashes", "engine-load"],
   score: function prefixRendezvousScore(req: RequestView, endpoints: readonly EndpointView[], _ctx: SchedulingContext): number[] {
     const out = new Array<number>(endpoints.length).fill(0);
     const first = req.prefixHashes[0];

@@ -21,6 +21,7 @@ export const QUEUE_DEPTH_ABSENT_SCORE = 0;
 
 export const queueDepth: Scorer = {
   name: "queue-depth",
+  consumes: ["engine-load", "inflight"],
   score: function queueDepthScore(_req: RequestView, endpoints: readonly EndpointView[], _ctx: SchedulingContext): number[] {
     let min = Infinity;
     let max = 0;

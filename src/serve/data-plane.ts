@@ -1,0 +1,228 @@
+/** Builds a gateway's data plane from a Config, part by part in dependency order, wiring only the inputs its scheduling profile reads. */
+import { ClusterRuntime } from "../shared-state/cluster-runtime.ts";
+import { openStateBackend, type StateBackend } from "../shared-state/state-backend.ts";
+import type { Config } from "../config/types.ts";
+import { registerClusterMetrics } from "../metrics/cluster-metrics.ts";
+import { DcgmGpuStore } from "../metrics/gpu-collector.ts";
+import { OTHER_TENANT } from "../metrics/names.ts";
+import { GatewayMetrics } from "../metrics/registry.ts";
+import { registerKvEventsMetrics } from "../metrics/kv-events-metrics.ts";
+import type { Logger } from "../shared/logger.ts";
+import { loopLag } from "../shared/loop-lag.ts";
+import { profileInputs } from "../scheduling/profile-inputs.ts";
+import type { GatewayContext } from "../gateway/context.ts";
+import type { CircuitBreakers } from "../gateway/circuit-breaker.ts";
+import type { EndpointRegistry } from "../gateway/endpoints.ts";
+import { RouteSupport } from "../gateway/route-support.ts";
+import { ContinuationPolicy } from "../gateway/continuation-policy.ts";
+import { Authenticator } from "../gateway/api-keys.ts";
+import { QuotaLimiter } from "../admission/tenant-quota.ts";
+import { ModelCatalog } from "../gateway/model-catalog.ts";
+import { AdapterCatalog } from "../gateway/adapter-catalog.ts";
+import { RetryBudget } from "../gateway/retry-budget.ts";
+import { NO_TOKENIZE_TARGET, PromptTokenizer } from "../gateway/prompt-tokens.ts";
+import { registerFleetMetrics } from "../admin/fleet-collectors.ts";
+import type { HealthClient, HealthEvents } from "./health-client.ts";
+import { openGatewayFleet, type GatewayFleet } from "./fleet-wiring.ts";
+import { openBatchServices, openRegistry, sharedTables, startWorkers, type BatchServices, type SharedTables, type Workers } from "./gateway-parts.ts";
+import { endpointAdaptersReader } from "./endpoint-adapters.ts";
+import { tokenizeTarget } from "./tokenize-target.ts";
+import { Late } from "./late.ts";
+
+export interface DataPlane {
+  /** What the request path reads (the API listener serves it). */
+  ctx: GatewayContext;
+  tables: SharedTables;
+  registry: EndpointRegistry;
+  breakers: CircuitBreakers;
+  workers: Workers;
+  services: BatchServices;
+  /** The control plane, when the config has a fleet (not started: fleet.start()). */
+  fleet: GatewayFleet | undefined;
+  /** This gateway's part in a cluster (state.backend: redis; not started: cluster.start()). */
+  cluster: ClusterRuntime | undefined;
+  state: StateBackend;
+  /** What the fleet collectors read, for the dashboard. */
+  fleetReads: ReturnType<typeof registerFleetMetrics>;
+  bandNames: string[];
+  /** Every endpoint was polled once and a fleet has settled: what the gateway serves is known. */
+  discovered(): boolean;
+  /** Closes the services, stops the breakers and the workers and closes the state backend (after the listeners stopped). */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the data plane without starting a listener, each part from those
+ * before it. Three calls run the other way, each through a named Late
+ * bound as soon as its part exists: the circuit breakers count into the
+ * metrics (which read the registry that holds the breakers), the fleet asks
+ * the health worker to poll its agents (the worker hands their snapshots
+ * to the fleet), and batch lines and background responses run through the
+ * request path (whose context holds their services).
+ *
+ * What the scheduling profile reads decides what is wired for it, from the
+ * plugins' declarations: prompt-prefix hashing on the main thread for
+ * `prefix-hashes`; the KV-events worker and the engines' /tokenize for
+ * `kv-blocks`.
+ */
+export async function buildDataPlane(config: Config, opts: { log: Logger; defaultMetrics?: boolean }): Promise<DataPlane> {
+  const { log } = opts;
+  const reads = profileInputs(config.scheduling);
+  if (!reads.has("kv-blocks") && config.endpoints.some((e) => e.kvEvents !== undefined)) {
+    log.info("endpoints[].kv_events not followed: no scorer weighted above 0 reads the engines' KV blocks");
+  }
+  const bandNames = config.admission.bands.map((b) => b.name);
+  // Opened before any worker starts: an unusable data_dir, or a Redis that does not answer, stops the start with nothing to clean up.
+  const state = await openStateBackend(config);
+  const t = sharedTables(config);
+  const adapters = new AdapterCatalog();
+  const catalog = new ModelCatalog(config, adapters);
+  const gpuStore = new DcgmGpuStore(config.health.staleAfterMs);
+
+  const lateMetrics = new Late<GatewayMetrics>("gateway metrics");
+  const lateHealth = new Late<HealthClient>("health worker");
+  const requestPath = new Late<GatewayContext>("request path");
+
+  const { registry, breakers } = openRegistry(config, t, catalog, log, lateMetrics);
+  // Several gateways (state.backend: redis): lease, demand exchange and shared quotas; the pool table's rows are the registry's pools.
+  const cluster = state.redis
+    ? new ClusterRuntime(config, state.redis, { shares: t.shares, demand: { pools: () => registry.pools(), demand: (pool) => t.pools.held(pool) + t.pools.queued(pool) } })
+    : undefined;
+  // The fleet and the health worker call each other: the worker polls the fleet's agents and hands their snapshots to the fleet.
+  // The fleet comes first (the worker's events name it); pollAgents is first called by fleet.start(), after this returns.
+  const fleet = await openGatewayFleet(config, {
+    registry,
+    pollAgents: (agents, settings) => lateHealth.get().pollAgents(agents, settings),
+    log,
+    store: state.shared?.fleet,
+    leadership: cluster?.leadership(),
+    adapters: {
+      demand: adapters,
+      of: endpointAdaptersReader(adapters, t.lora, t.table, config.health.staleAfterMs),
+      declared: (list) => adapters.setDeclared(list),
+    },
+  });
+  // A model the fleet wants replicas of is answered 503 while none is ready, not 404.
+  if (fleet) catalog.expectDesired((name) => fleet.manager.state.models.has(name));
+
+  const polled = { engines: false };
+  const events = healthEvents({ registry, adapters, gpuStore, fleet, log, enginesPolled: () => (polled.engines = true) });
+  const workers = await startWorkers(config, t, registry, {
+    breakers,
+    clustered: cluster !== undefined,
+    followKvEvents: reads.has("kv-blocks"),
+    events,
+    log,
+    adapters,
+  });
+  lateHealth.bind(workers.health);
+  const { admission, kvEvents } = workers;
+
+  const metrics = lateMetrics.bind(
+    new GatewayMetrics(t.table, () => registry.active(), {
+      defaultMetrics: opts.defaultMetrics ?? true,
+      stats: t.stats,
+      bandNames,
+      pools: () => registry.pools(),
+      schedulerMessages: () => admission.posted,
+      lora: t.lora,
+      staleAfterMs: config.health.staleAfterMs,
+    }),
+  );
+  loopLag.onStall = (seconds, cause) => metrics.loopStalls.observe({ cause }, seconds);
+  loopLag.start();
+  const fleetReads = registerFleetMetrics({
+    registry: metrics.registry,
+    gpuStore,
+    fleet: fleet?.manager,
+    staleAfterMs: config.health.staleAfterMs,
+    pools: t.pools,
+    bandNames,
+    poolList: () => registry.pools(),
+  });
+  if (cluster) registerClusterMetrics(metrics.registry, () => cluster.status());
+  const kvMetrics = registerKvEventsMetrics(metrics.registry, t.kvStats, () => registry.active());
+
+  const discovered = () => polled.engines && (fleet?.manager.isSettled() ?? true);
+  const services = openBatchServices(config, {
+    log,
+    state,
+    catalog,
+    registry,
+    admission,
+    gpuSaturation: t.gpuSaturation,
+    metrics,
+    requestPath,
+    discovered: async () => {
+      while (!discovered()) await Bun.sleep(50);
+    },
+  });
+  const tenantNames = new Set(config.tenants.map((tenant) => tenant.name));
+  const ctx = requestPath.bind({
+    config,
+    catalog,
+    table: t.table,
+    endpoints: registry,
+    admission,
+    breakers,
+    budget: new RetryBudget(config.retry.budgetRatio, config.retry.minPerS),
+    dial: registry.dial,
+    metrics,
+    log,
+    usesPrefixHashes: reads.has("prefix-hashes"),
+    promptTokens: new PromptTokenizer(
+      config.kvEvents.tokenize,
+      // Nothing reads token ids unless the profile reads KV blocks: never ask for them then.
+      kvEvents ? tokenizeTarget(kvEvents, workers.directory, t.table, t.kvStats, (i) => registry.urlOf(i)) : NO_TOKENIZE_TARGET,
+      kvMetrics,
+    ),
+    auth: new Authenticator(config.auth, config.admission),
+    quota: cluster?.quota ?? new QuotaLimiter(config.tenants),
+    continuation: new ContinuationPolicy(config.continuation),
+    routes: new RouteSupport(config.endpoints),
+    tenantLabel: (tenant) => (tenantNames.has(tenant) ? tenant : OTHER_TENANT),
+    ...services,
+    gpuSaturation: t.gpuSaturation,
+    cluster,
+    ...(fleet ? { adapterLoads: { requested: () => fleet.manager.requestTick(), waitMs: config.fleet.adapterLoadWaitMs } } : {}),
+  });
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      services.jobs.close();
+      services.responses.close();
+      breakers.stop();
+      admission.terminate();
+      await Promise.all([workers.health.stop(), kvEvents?.stop()]);
+      await state.close();
+    })());
+  return { ctx, tables: t, registry, breakers, workers, services, fleet, cluster, state, fleetReads, bandNames, discovered, close };
+}
+
+/** What the health worker's reports do on the main thread: the catalog learns models and adapters, the GPU store and the fleet their figures. */
+function healthEvents(deps: {
+  registry: EndpointRegistry;
+  adapters: AdapterCatalog;
+  gpuStore: DcgmGpuStore;
+  fleet: GatewayFleet | undefined;
+  log: Logger;
+  enginesPolled: () => void;
+}): HealthEvents {
+  const { registry, adapters, log } = deps;
+  return {
+    models(index, models, listed) {
+      if (registry.modelsDiscovered(index, models)) log.info({ endpoint: registry.idOf(index), models }, "endpoint models discovered");
+      if (registry.idOf(index) !== undefined && adapters.setEndpoint(index, listed)) log.info({ endpoint: registry.idOf(index), adapters: listed.map((a) => a.name) }, "endpoint LoRA adapters");
+    },
+    adapterIds: (names) => adapters.setIds(names),
+    readiness(index, ready, healthy, error) {
+      // An upstream that cannot be reached (or whose /health fails) is an operator's business: warn.
+      if (!healthy) log.warn({ endpoint: registry.idOf(index), url: registry.urlOf(index), ready, healthy, error }, "endpoint unreachable or unhealthy");
+      else log.info({ endpoint: registry.idOf(index), ready, healthy, error }, "endpoint readiness");
+    },
+    enginesPolled: deps.enginesPolled,
+    gpus: (report) => deps.gpuStore.update(report),
+    agent: (node, snapshot) => deps.fleet?.onAgentSnapshot(node, snapshot),
+  };
+}
