@@ -13,7 +13,7 @@ import { openapi } from "@elysiajs/openapi";
 import { heapStats } from "bun:jsc";
 import { Elysia } from "elysia";
 import { z } from "zod";
-import { CIRCUIT_CLOSED, EndpointTable, F, FLAVOR_CODES, I, modelCircuitField } from "../shared/endpoint-table.ts";
+import { CIRCUIT_CLOSED, type EndpointTable, F, FLAVOR_CODES, I, modelCircuitField } from "../shared/endpoint-table.ts";
 import { errorResponse, LlmgwError } from "../shared/errors.ts";
 import { malformedPathError } from "../shared/path-segment.ts";
 import type { fleetApi } from "../control/fleet-api.ts";

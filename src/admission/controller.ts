@@ -10,7 +10,7 @@
  */
 import type { Config } from "../config/types.ts";
 import type { FromScheduler, ToScheduler } from "../protocol/scheduler-messages.ts";
-import { AdmissionStatsTable, EndpointTable, F, I, PoolTable, UNLIMITED } from "../shared/endpoint-table.ts";
+import { type AdmissionStatsTable, type EndpointTable, F, I, type PoolTable, UNLIMITED } from "../shared/endpoint-table.ts";
 import { scaleLimit } from "../shared/pool-shares.ts";
 import { AdmissionQueues, type BandSpec } from "./admission-queues.ts";
 import type { EndpointChooser, RoutingKeys } from "./chooser.ts";

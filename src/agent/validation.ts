@@ -107,6 +107,7 @@ function validateLayout(spec: ReplicaSpec, chosen: readonly GpuView[]): void {
 }
 
 /** C0 controls and DEL: never part of a model name or an argument a person meant. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this matches
 const CONTROL_CHAR = /[\u0000-\u001f\u007f]/;
 /** Environment the agent sets to pin the GPU assignment and the engine's parent binding. */
 const OWNED_ENV = ["CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES"];

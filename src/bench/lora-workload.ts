@@ -79,7 +79,7 @@ export function seededRandom(seed: number): () => number {
 
 /** P(rank k) ∝ 1/k^s for k = 1..n. */
 export function zipfWeights(n: number, s: number): number[] {
-  const raw = Array.from({ length: n }, (_, k) => 1 / Math.pow(k + 1, s));
+  const raw = Array.from({ length: n }, (_, k) => 1 / (k + 1) ** s);
   const total = raw.reduce((a, b) => a + b, 0);
   return raw.map((w) => w / total);
 }

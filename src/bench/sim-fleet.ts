@@ -116,7 +116,7 @@ export async function startBenchGateway(
   } catch (err) {
     // A config the gateway refuses: its own message names the key and what was expected.
     const why = err instanceof Error ? err.message : String(err);
-    const refused = /invalid configuration[^\n]*\n((?:  [^\n]*\n?)+)/.exec(why)?.[1];
+    const refused = /invalid configuration[^\n]*\n((?: {2}[^\n]*\n?)+)/.exec(why)?.[1];
     throw refused ? new UsageError(`the gateway refused its config: ${refused.trim().replace(/\n\s*/g, "; ")}`) : err;
   }
   const gw = { child, api: child.urls.api!, admin: child.urls.admin! };

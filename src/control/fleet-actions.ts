@@ -110,7 +110,7 @@ export class FleetActions {
       }
       case "finish-drain": {
         const op = this.state.drains.get(action.node);
-        if (!op || op.state !== "running") return;
+        if (op?.state !== "running") return;
         const done = { ...op, state: "done" as const, finishedAt: now };
         this.state.drains.set(op.node, done);
         await this.store.drains.put(op.node, done);

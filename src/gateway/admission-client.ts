@@ -14,7 +14,7 @@ import type { EndpointDirectory } from "../admission/endpoint-directory.ts";
 import { fastAdmit } from "../admission/fast-path.ts";
 import type { Config } from "../config/types.ts";
 import type { EndpointDescriptor, FromScheduler, GrantDetail, ToScheduler } from "../protocol/scheduler-messages.ts";
-import { EndpointTable, I, PoolTable } from "../shared/endpoint-table.ts";
+import { type EndpointTable, I, type PoolTable } from "../shared/endpoint-table.ts";
 import { LlmgwError } from "../shared/errors.ts";
 import type { AdapterCatalog } from "./adapter-catalog.ts";
 

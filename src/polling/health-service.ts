@@ -11,7 +11,7 @@
 import type { Config, GpuHealthConfig } from "../config/types.ts";
 import type { AgentPollSettings, FromHealth, PolledAgent, PolledEndpoint } from "../protocol/health-messages.ts";
 import { AgentPoller } from "./agent-poller.ts";
-import { EndpointTable, F, FLAVOR_CODES, I, S, type Signals } from "../shared/endpoint-table.ts";
+import { type EndpointTable, F, FLAVOR_CODES, I, S, type Signals } from "../shared/endpoint-table.ts";
 import type { AssessedGpu, DcgmSnapshot } from "./dcgm-poller.ts";
 import { DcgmPoller } from "./dcgm-poller.ts";
 import { EndpointPoller, type EndpointSnapshot } from "./endpoint-poller.ts";

@@ -28,7 +28,7 @@ export class Engine {
   onKvEvents: ((events: KvCacheEvent[]) => void) | undefined;
 
   constructor(
-    private readonly fixed: SimStaticConfig,
+    fixed: SimStaticConfig,
     private readonly live: SimLiveConfig,
     private readonly clock: () => number = () => performance.now(),
     random: () => number = Math.random,
