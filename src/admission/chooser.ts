@@ -34,7 +34,7 @@ export interface ChooseRequest extends RoutingKeys {
   adapter?: number;
 }
 
-export type Choice =
+type Choice =
   | {
       ok: true;
       index: number;

@@ -20,7 +20,7 @@ import type { Ticket } from "./flow-queues.ts";
 import { bandLimits, CapacityLearner, poolSaturation, type PoolMember } from "./pool-saturation.ts";
 
 type AdmitMessage = Extract<ToScheduler, { type: "admit" }>;
-export type Outcome = Extract<FromScheduler, { type: "grant" | "reject" }>;
+type Outcome = Extract<FromScheduler, { type: "grant" | "reject" }>;
 
 /** Buckets of the reserve window: each holds every band's peak over one tenth of it. */
 const RESERVE_BUCKETS = 10;

@@ -24,7 +24,7 @@ function metricsFresh(table: EndpointTable, row: number, now: number, staleAfter
 }
 
 /** What endpoint `row` holds of adapter `id`; the running and waiting bits and the slot counts only while its metrics are fresh. */
-export function readAdapterView(lora: LoraTable, row: number, id: number, fresh: boolean): AdapterView {
+function readAdapterView(lora: LoraTable, row: number, id: number, fresh: boolean): AdapterView {
   const maxLoras = fresh ? lora.maxLoras(row) : undefined;
   const known = maxLoras !== undefined;
   const at = known ? lora.recency(row, id) : -1;

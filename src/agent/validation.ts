@@ -13,7 +13,7 @@ import { BLOCKING_HEALTH_REASONS, type GpuView } from "./gpu-health.ts";
 import type { ResolvedFabric } from "./nccl-env.ts";
 import { worldSize, type ReplicaSpec } from "./replica-spec.ts";
 
-export type ValidationRule =
+type ValidationRule =
   | "gpus-required"
   | "gpu-exists"
   | "gpu-duplicate"
@@ -50,7 +50,7 @@ function refuse(rule: ValidationRule, message: string, param: string | null = nu
 }
 
 /** fp8 weights need compute capability 8.9 (Ada, Hopper); below it engines silently fall back to a slower path. */
-export function isFp8(quantization: string | undefined): boolean {
+function isFp8(quantization: string | undefined): boolean {
   return quantization !== undefined && /fp8/i.test(quantization);
 }
 

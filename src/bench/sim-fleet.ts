@@ -21,20 +21,20 @@ export interface SimEngine {
   child: LlmgwChild;
 }
 
-export interface BenchGateway {
+interface BenchGateway {
   child: LlmgwChild;
   /** OpenAI API base URL. */
   api: string;
   admin: string;
 }
 
-export interface SimFleet {
+interface SimFleet {
   engines: SimEngine[];
   gateway: BenchGateway;
   stop(): Promise<void>;
 }
 
-export interface SimFleetOptions {
+interface SimFleetOptions {
   engines: number;
   model: string;
   /** sim-engine flags for every engine, after --port and --model (last one wins). */
@@ -149,7 +149,7 @@ export async function startSimFleet(o: SimFleetOptions): Promise<SimFleet> {
 }
 
 /** An engine's own cumulative counters (vLLM's names); a counter it does not export is undefined, never 0. */
-export interface EngineCounters {
+interface EngineCounters {
   requests?: number;
   promptTokens?: number;
   generationTokens?: number;

@@ -54,7 +54,7 @@ export interface CacheLookup {
   body: Readonly<Record<string, unknown>>;
 }
 
-export type CacheCheck =
+type CacheCheck =
   /** Not cacheable (model not opted in, or not deterministic): no header, nothing recorded. */
   | { kind: "bypass" }
   | { kind: "hit"; response: Response }

@@ -7,7 +7,7 @@ import { z } from "zod";
 import * as D from "./defaults.ts";
 import type { StateBackendName } from "./types.ts";
 
-export const STATE_BACKENDS = ["sqlite", "redis"] as const satisfies readonly StateBackendName[];
+const STATE_BACKENDS = ["sqlite", "redis"] as const satisfies readonly StateBackendName[];
 
 /** Bun's RedisClient takes redis://, rediss:// (TLS) and valkey:// URLs; a path selects the database number. */
 function isRedisUrl(s: string): boolean {

@@ -6,7 +6,6 @@ import type { SameEndpointFailure, SameEndpointPolicy } from "./retry-policy.ts"
 import type { RouteName as Route } from "./plugin-names.ts";
 import type { ResponsesConfig } from "./responses-config.ts";
 
-export type { ResponsesConfig };
 
 /** Where state shared by gateways lives: the embedded bun:sqlite store, or Redis shared by several gateways. */
 export type StateBackendName = "sqlite" | "redis";
@@ -75,7 +74,7 @@ export interface Listen {
   port: number;
 }
 
-export interface BandConfig {
+interface BandConfig {
   name: string;
   /** Flows while pool saturation < ceiling; > 1 never waits. */
   ceiling: number;
@@ -83,7 +82,7 @@ export interface BandConfig {
   ttlMs: number;
 }
 
-export interface ApiKeyConfig {
+interface ApiKeyConfig {
   /** sha256 of the key, lowercase hex. */
   sha256: string;
   tenant: string;
@@ -116,7 +115,7 @@ export interface AdmissionConfig {
 }
 
 // Fleet manager (issue 9).
-export type FleetEngine = "vllm" | "sglang" | "sim";
+type FleetEngine = "vllm" | "sglang" | "sim";
 
 /** A desired model: what to run and how many replicas. */
 export interface FleetModelSpec {
@@ -142,14 +141,14 @@ export interface FleetModelSpec {
   lora: FleetLoraSettings | undefined;
 }
 
-export interface FleetAdapterSpec {
+interface FleetAdapterSpec {
   /** The name requests use as their model. */
   name: string;
   /** Where the engine reads it (a directory, or what vLLM's resolver takes). */
   path: string;
 }
 
-export interface FleetLoraSettings {
+interface FleetLoraSettings {
   /** GPU slots (--max-loras). */
   maxLoras: number;
   /** --max-lora-rank; absent: the engine's default. */

@@ -17,7 +17,7 @@ import {
 } from "../protocol/agent-messages.ts";
 
 /** `fenced`: the agent has seen a newer reconciler's token; this gateway is no longer the leader and must not act. */
-export type AgentCallFailure = "refused" | "unauthorized" | "unreachable" | "timeout" | "garbage" | "server-error" | "fenced";
+type AgentCallFailure = "refused" | "unauthorized" | "unreachable" | "timeout" | "garbage" | "server-error" | "fenced";
 
 export class AgentCallError extends Error {
   constructor(

@@ -13,7 +13,7 @@ import type { Action } from "./reconcile.ts";
 import { buildReplicaRecord, newReplicaId } from "./replica-builder.ts";
 import type { FleetStore } from "./store.ts";
 
-export interface ActionContext {
+interface ActionContext {
   log: Logger;
   now: () => number;
   random: () => number;

@@ -37,7 +37,7 @@ import type { FleetStore } from "./store.ts";
 import type { PlacementResult } from "./placement-types.ts";
 
 /** Relaunches of a missing shard that fail before the replica is given up on. */
-export const MAX_LAUNCH_FAILURES = 3;
+const MAX_LAUNCH_FAILURES = 3;
 /** How long stop() waits for agent calls in flight. */
 const STOP_WAIT_MS = 5_000;
 
@@ -57,7 +57,7 @@ export interface FleetLeadership {
   refreshEveryMs: number;
 }
 
-export interface FleetManagerOptions {
+interface FleetManagerOptions {
   config: Pick<Config, "nodes" | "fleet">;
   store: FleetStore;
   sink: EndpointSink;

@@ -28,9 +28,9 @@ export interface ReplicaRuntime {
   busy: boolean;
 }
 
-export type ShardState = AgentReplicaState | "Missing" | "Pending" | "Unreachable";
+type ShardState = AgentReplicaState | "Missing" | "Pending" | "Unreachable";
 
-export interface ShardView {
+interface ShardView {
   node: string;
   agentId: string;
   rank: number;

@@ -26,7 +26,7 @@ export interface Grant extends GrantDetail {
   path: "fast" | "queued";
 }
 
-export interface AdmitRequest {
+interface AdmitRequest {
   model: string;
   band: number;
   tenant: string;
@@ -55,7 +55,7 @@ type MessageKind = ToScheduler["type"];
 const WORKER_URL = new URL("../../workers/scheduler.ts", import.meta.url);
 
 /** What the worker is started with (the init message without its tag). */
-export type SchedulerInit = Omit<Extract<ToScheduler, { type: "init" }>, "type">;
+type SchedulerInit = Omit<Extract<ToScheduler, { type: "init" }>, "type">;
 
 export class AdmissionClient {
   private readonly worker: Worker;

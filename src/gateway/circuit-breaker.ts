@@ -61,7 +61,7 @@ export type ProbeVerdict = { ok: true } | { ok: false; retryAfterMs?: number; go
 /** Sends one active probe of circuit `field` of endpoint `index`; never throws. */
 export type ProbeSender = (index: number, field: number, target: ProbeTarget) => Promise<ProbeVerdict>;
 
-export type CircuitOptions = Pick<CircuitBreakerConfig, "failureThreshold" | "openMs"> & Partial<Pick<CircuitBreakerConfig, "maxOpenMs" | "probe">>;
+type CircuitOptions = Pick<CircuitBreakerConfig, "failureThreshold" | "openMs"> & Partial<Pick<CircuitBreakerConfig, "maxOpenMs" | "probe">>;
 
 /** One circuit's own bookkeeping (the state itself is in the table). */
 interface Circuit {

@@ -46,13 +46,13 @@ function json(body: unknown, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { headers: { "content-type": "application/json", ...headers } });
 }
 
-export function handleModels(ctx: GatewayContext): Response {
+function handleModels(ctx: GatewayContext): Response {
   const created = Math.floor(Date.now() / 1000);
   const data = ctx.catalog.listed().map((m) => ({ id: m.id, object: "model", created, owned_by: "llmgw", root: m.root, parent: m.parent ?? null }));
   return json({ object: "list", data });
 }
 
-export function createFetchHandler(ctx: GatewayContext) {
+function createFetchHandler(ctx: GatewayContext) {
   return async function gatewayFetch(req: Request, server: Server<undefined>): Promise<Response> {
     const path = new URL(req.url, NO_HOST_BASE).pathname;
     const route = ROUTES[path];

@@ -28,7 +28,7 @@ import { WAIT_REASONS, type WaitReason } from "./job-types.ts";
 import { LlmgwError } from "../shared/errors.ts";
 import type { Logger } from "../shared/logger.ts";
 
-export interface GatewayJobsDeps {
+interface GatewayJobsDeps {
   config: Config;
   log: Logger;
   /** One batch line through the gateway's request path (serve/batch-line-send.ts). */
@@ -46,7 +46,7 @@ export interface GatewayJobsDeps {
 }
 
 /** The store and what runs over it, once open. */
-export interface OpenJobs {
+interface OpenJobs {
   routes: JobsRouteHandler;
   idempotency: IdempotencyGate;
   runner: BatchRunner;

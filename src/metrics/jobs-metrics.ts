@@ -8,7 +8,7 @@ import { Counter, Gauge, type Registry } from "prom-client";
 import { BATCH_LINE_OUTCOMES, CACHE_RESULTS, M, WAIT_REASONS, type BatchLineOutcome, type WaitReason } from "./names.ts";
 
 /** Where the numbers come from; any part the gateway does not run is left out and its series are absent. */
-export interface JobsMetricSources {
+interface JobsMetricSources {
   /** The pools at scrape time (fleet pools appear at run time). */
   pools: () => Iterable<string>;
   /** Per pool; omit without a gpu_health block. */

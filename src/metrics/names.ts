@@ -3,10 +3,10 @@
  * from closed unions (outcomes, reasons) or from configuration (model names,
  * endpoint ids), never from free text a client typed.
  */
-import { ROUTE_NAMES, type RouteName } from "../config/plugin-names.ts";
+import type { RouteName } from "../config/plugin-names.ts";
 
 /** How a request ended, as seen by the client. */
-export const OUTCOMES = [
+const OUTCOMES = [
   "ok",
   "client_error", // 4xx the client caused (bad JSON, unknown model, engine 4xx)
   "cancelled", // the client went away
@@ -19,7 +19,7 @@ export const OUTCOMES = [
 export type Outcome = (typeof OUTCOMES)[number];
 
 /** Why an upstream attempt failed (the retry reason and the circuit-breaker input). */
-export const ATTEMPT_FAILURES = [
+const ATTEMPT_FAILURES = [
   "connect",
   "headers_timeout",
   "first_token_timeout",
@@ -35,7 +35,7 @@ export const ATTEMPT_FAILURES = [
 export type AttemptFailure = (typeof ATTEMPT_FAILURES)[number];
 
 /** Why admission (or a gate before it) turned a request away. */
-export const ADMISSION_REJECTIONS = ["queue_full", "ttl_expired", "cancelled", "rate_limited", "unauthorized"] as const;
+const ADMISSION_REJECTIONS = ["queue_full", "ttl_expired", "cancelled", "rate_limited", "unauthorized"] as const;
 export type AdmissionRejection = (typeof ADMISSION_REJECTIONS)[number];
 
 /** Why the admin listener refused a request before any route ran (src/admin/request-guard.ts). */
@@ -52,11 +52,11 @@ export type AdminRefusal = (typeof ADMIN_REFUSALS)[number];
  * byte, for the breaks a continuation may mend (drained: the fleet took its
  * replica away past the drain's grace period).
  */
-export const BREAK_CAUSES = ["cut", "stall", "engine_error", "drained"] as const;
+const BREAK_CAUSES = ["cut", "stall", "engine_error", "drained"] as const;
 export type BreakCause = (typeof BREAK_CAUSES)[number];
 
 /** How a break of a stream was handled: continued, or why it was not. */
-export const RECOVERY_RESULTS = [
+const RECOVERY_RESULTS = [
   "recovered", // a continuation took over the stream
   "not_continuable", // the request cannot be continued exactly (tools, logprobs, n > 1 …)
   "not_resumable", // what was delivered cannot be continued exactly (tool-call or reasoning deltas, a finish_reason already out …)
@@ -68,19 +68,11 @@ export const RECOVERY_RESULTS = [
 ] as const;
 export type RecoveryResult = (typeof RECOVERY_RESULTS)[number];
 
-/** How an active probe of an open circuit ended: the engine answered (ok) or not (failed). */
-export const PROBE_RESULTS = ["ok", "failed"] as const;
-export type ProbeResult = (typeof PROBE_RESULTS)[number];
-
 /** Tenant label for tenants that are not configured (keys may name any tenant). */
 export const OTHER_TENANT = "other";
 
 /** The API a request used (the `route` label): OpenAI's routes and the rest of vLLM's (paths in docs/gateway.md). */
-export const ROUTES = ROUTE_NAMES;
 export type Route = RouteName;
-
-/** States of llmgw_endpoint_lora_adapters. */
-export const LORA_ADAPTER_STATES = ["registered", "running", "waiting"] as const;
 
 /** Model label for a request whose model is not configured or discovered. */
 export const UNKNOWN_MODEL = "unknown";
@@ -97,7 +89,7 @@ export type BatchLineOutcome = (typeof BATCH_LINE_OUTCOMES)[number];
  * failing with a 5xx (retried with backoff), a full disk where results are kept.
  */
 /** Why an answered Responses API response was not stored (llmgw_responses_not_stored_total's reason). */
-export const NOT_STORED_REASONS = ["storage_full", "store_error", "too_large", "unreachable_id"] as const;
+const NOT_STORED_REASONS = ["storage_full", "store_error", "too_large", "unreachable_id"] as const;
 export type NotStoredReason = (typeof NOT_STORED_REASONS)[number];
 
 export const WAIT_REASONS = ["gpu_saturated", "rate_limited", "queue_full", "no_ready_endpoint", "engine_error", "storage_full"] as const;
@@ -262,7 +254,6 @@ export const M = {
 
 /** Where a quota decision came from: the local allowance, a fetch from Redis, or the local share while Redis is away. */
 export const QUOTA_SOURCES = ["local", "fetched", "fail_static"] as const;
-export type QuotaSource = (typeof QUOTA_SOURCES)[number];
 
 export const CLUSTER = {
   redisUp: { name: "llmgw_state_redis_up", help: "1 while Redis (the shared state) answers; 0 while this gateway fails static.", labels: [] },

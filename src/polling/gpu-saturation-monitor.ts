@@ -23,7 +23,7 @@ export interface SaturationEndpoint {
   gpuIds: readonly string[];
 }
 
-export interface GpuSaturationMonitorOptions {
+interface GpuSaturationMonitorOptions {
   /** Per scrape (health.timeout_ms). */
   timeoutMs: number;
   fetch?: FetchFn;

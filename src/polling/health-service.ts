@@ -21,13 +21,13 @@ import type { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
 import { AdapterNames, type LoraTable } from "../shared/lora-table.ts";
 
 /** Whether an endpoint watching `gpuIds` ([] = all) has a faulted GPU in this exporter's scrape. */
-export function endpointGpuFaulted(gpus: readonly AssessedGpu[], gpuIds: readonly string[]): boolean {
+function endpointGpuFaulted(gpus: readonly AssessedGpu[], gpuIds: readonly string[]): boolean {
   return gpus.some(
     (g) => g.assessment.faulted && (gpuIds.length === 0 || gpuIds.includes(g.sample.uuid) || (g.sample.gpu !== undefined && gpuIds.includes(String(g.sample.gpu)))),
   );
 }
 
-export function writeSnapshot(table: EndpointTable, row: number, s: EndpointSnapshot): void {
+function writeSnapshot(table: EndpointTable, row: number, s: EndpointSnapshot): void {
   table.setInt(row, I.HEALTHY, s.healthy ? 1 : 0);
   table.setInt(row, I.READY, s.ready ? 1 : 0);
   table.setInt(row, I.POLL_FAILURES, s.consecutiveFailures);

@@ -41,7 +41,7 @@ import type { AdapterCatalog } from "../gateway/adapter-catalog.ts";
 import { DialGuard } from "../gateway/dial-guard.ts";
 
 /** What the main thread, the scheduler worker and the health worker all read and write. */
-export interface SharedTables {
+interface SharedTables {
   table: EndpointTable;
   pools: PoolTable;
   stats: AdmissionStatsTable;
@@ -200,7 +200,7 @@ export async function startWorkers(
   return { admission, health, kvEvents, directory };
 }
 
-export interface BatchServices {
+interface BatchServices {
   jobs: GatewayJobs;
   responses: GatewayResponses;
   cache: ResponseCache;

@@ -87,7 +87,7 @@ interface Tenant {
   tokens: Allowance | undefined;
 }
 
-export interface ClusterQuotaOptions {
+interface ClusterQuotaOptions {
   prefix: string;
   /** state.quota_allowance: the part of a per-minute limit fetched at once. */
   allowance: number;

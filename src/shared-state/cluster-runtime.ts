@@ -15,13 +15,13 @@ import { LeaderLease } from "./leader-lease.ts";
 import type { RedisConnection } from "./redis-connection.ts";
 import type { ClusterStatus } from "../protocol/cluster-status.ts";
 
-export interface ClusterDeps {
+interface ClusterDeps {
   shares: PoolShareTable;
   demand: DemandSource;
 }
 
 /** A gateway's default name: unique per process, readable in logs. */
-export function defaultGatewayId(): string {
+function defaultGatewayId(): string {
   return `${hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 40)}-${process.pid}`;
 }
 

@@ -40,7 +40,7 @@ export interface DemandSource {
   demand(pool: number): number;
 }
 
-export interface DemandExchangeOptions {
+interface DemandExchangeOptions {
   prefix: string;
   me: string;
   intervalMs: number;

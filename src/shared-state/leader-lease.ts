@@ -46,7 +46,7 @@ const RELEASE = new RedisScript(
 return 0`,
 );
 
-export interface LeaseStatus {
+interface LeaseStatus {
   leader: boolean;
   /** This gateway's fencing token while it leads. */
   token: number | undefined;
@@ -56,7 +56,7 @@ export interface LeaseStatus {
   holderToken: number | undefined;
 }
 
-export interface LeaderLeaseOptions {
+interface LeaderLeaseOptions {
   /** This gateway's name. */
   me: string;
   leaseMs: number;

@@ -9,7 +9,7 @@ import { logger } from "./logger.ts";
 
 export const AUDIT_SCHEMA_VERSION = 1;
 
-export type AuditKind = "request" | "batch";
+type AuditKind = "request" | "batch";
 
 export interface AuditRecord {
   /** What the line is about; also the log message, so `grep '"msg":"audit"'` finds them all. */
@@ -68,7 +68,7 @@ export interface AuditRecovery {
   reason?: string;
 }
 
-export interface RequestAuditInput {
+interface RequestAuditInput {
   requestId?: string;
   tenant: string;
   model?: string;
@@ -123,7 +123,7 @@ export function requestAuditRecord(i: RequestAuditInput): AuditRecord {
 }
 
 /** What a batch audit line needs (a stored batch has all of it). */
-export interface BatchAuditInput {
+interface BatchAuditInput {
   id: string;
   tenant: string;
   model: string | null;

@@ -69,7 +69,7 @@ export type ErrorCode =
   | "NODE_NAME_BOUND";
 
 /** OpenAI's error `type` strings. */
-export type OpenAIErrorType =
+type OpenAIErrorType =
   | "invalid_request_error"
   | "authentication_error"
   | "rate_limit_error"
@@ -77,7 +77,7 @@ export type OpenAIErrorType =
   | "timeout_error"
   | "service_unavailable_error";
 
-export interface OpenAIErrorBody {
+interface OpenAIErrorBody {
   error: { message: string; type: OpenAIErrorType; param: string | null; code: string };
 }
 

@@ -27,7 +27,7 @@ import { loneDecodeMs } from "./step-time.ts";
 import { blockHashRoot } from "./tokens.ts";
 import { LoraConfigError, loraSettings, type SimLoraSettings } from "./lora/lora-config.ts";
 
-export interface SimCommandConfig {
+interface SimCommandConfig {
   fixed: SimStaticConfig;
   live: SimLiveConfig;
   host: string;

@@ -53,7 +53,7 @@ function fmix32(x: number): number {
 }
 
 /** The vocabulary index of the token that follows a context in `state`. */
-export function nextToken(state: number): number {
+function nextToken(state: number): number {
   return fmix32(state) % VOCAB.length;
 }
 
@@ -90,7 +90,7 @@ export class SimOutput {
 }
 
 /** What the model makes of a text context. */
-export interface ContextState {
+interface ContextState {
   /** The state after the whole context: the next token is nextToken(state). */
   state: number;
   /**

@@ -11,7 +11,7 @@ import { endpointStates } from "../admin-listener.ts";
 import type { GatewayContext } from "../../gateway/context.ts";
 import type { FleetReads } from "../fleet-collectors.ts";
 
-export interface DashboardSourceDeps {
+interface DashboardSourceDeps {
   ctx: GatewayContext;
   reads: FleetReads;
   pools: PoolTable;

@@ -41,7 +41,7 @@ export const PUBLISHED_SETUP = {
 export const PUBLISHED_SCHEDULERS = ["precise", "estimated", "random", "load"] as const;
 export type PublishedScheduler = (typeof PUBLISHED_SCHEDULERS)[number];
 
-export interface PublishedRow {
+interface PublishedRow {
   scheduler: PublishedScheduler;
   /** The report's name for it. */
   experiment: string;

@@ -10,7 +10,7 @@
 import type { Route } from "../../metrics/names.ts";
 
 /** Why a request is not continued (a closed set: it labels a metric). */
-export const NOT_CONTINUABLE_REASONS = [
+const NOT_CONTINUABLE_REASONS = [
   "not_chat_or_completions",
   "not_streaming",
   "several_choices",

@@ -51,7 +51,7 @@ function withoutBom(raw: Uint8Array): Uint8Array {
 }
 
 /** A request that did not come over HTTP: a batch line or a background response, run as its tenant (authenticated when it was created). */
-export interface InProcessOrigin {
+interface InProcessOrigin {
   principal: Principal;
   batchId?: string;
   /** A background response being run: its answer is stored under this id. */

@@ -16,7 +16,7 @@ import { loopLag, STALL_MS } from "../../shared/loop-lag.ts";
 /** After a stall, how long a silence deadline waits for the reader to catch up before firing. */
 const STALL_RECHECK_MS = 50;
 
-export type DeadlineName = "headers_timeout" | "first_token_timeout" | "idle_timeout" | "total_timeout";
+type DeadlineName = "headers_timeout" | "first_token_timeout" | "idle_timeout" | "total_timeout";
 
 export class AttemptDeadlines {
   readonly controller = new AbortController();

@@ -86,7 +86,7 @@ export interface RelayRecovery {
 }
 
 /** One continuation attempt: the granted endpoint, the model, the body to send, and the request's time left. */
-export interface ContinuationAttempt {
+interface ContinuationAttempt {
   grant: Grant;
   model: string;
   body: string;

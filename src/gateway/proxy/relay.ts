@@ -30,7 +30,6 @@ import { readMany } from "./body-reader.ts";
 import type { OpenStream } from "./upstream.ts";
 
 export type { RelayOwner, RelayRecovery } from "./relay-contracts.ts";
-export { sseErrorEvent } from "./relay-contracts.ts";
 
 /** A break waiting for a continuation: what the client gets if none comes. */
 interface PendingBreak {

@@ -8,7 +8,7 @@ import type { RelayVariantName } from "../../config/plugin-names.ts";
 import { SseRelay, type RelayOwner, type RelayRecovery } from "./relay.ts";
 import type { OpenStream } from "./upstream.ts";
 
-export type RelayVariant = RelayVariantName;
+type RelayVariant = RelayVariantName;
 export { RELAY_VARIANTS as RELAY_VARIANT_NAMES } from "../../config/plugin-names.ts";
 
 /** The client's response body for an open upstream stream, over the chosen transport; `recovery`: its continuation on another replica if it breaks (issue 13). */

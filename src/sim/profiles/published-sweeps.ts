@@ -6,7 +6,7 @@
 import type { ProfileChoice } from "./catalog.ts";
 
 /** A published figure per point; absent where the source does not give it. */
-export interface PublishedPoint {
+interface PublishedPoint {
   concurrency: number;
   ttftP50Ms?: number;
   itlP50Ms?: number;
