@@ -65,7 +65,7 @@ export class AdmissionController {
     private readonly staleAfterMs: number,
     /** Tie-breaks among equally scored endpoints (seeded in tests). */
     private readonly random: () => number = Math.random,
-    /** Several gateways (issue 14): this gateway's share of each pool; the published limits are scaled by it. */
+    /** Several gateways: this gateway's share of each pool; the published limits are scaled by it. */
     private readonly shares?: { get(pool: number): number },
   ) {
     const bands: BandSpec[] = admission.bands.map((b) => ({ name: b.name, ceiling: b.ceiling, queueLimit: b.queueLimit, ttlMs: b.ttlMs }));

@@ -9,7 +9,7 @@
  * quota — in interleaved rounds per case. Reports TTFT p50/p99 added
  * over direct and over bare Bun, throughput, the proxies' CPU per request
  * (main thread and whole process), scheduler messages per request, and each
- * target of issue 8 met or not.
+ * overhead target (targets() below) met or not.
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -151,7 +151,7 @@ async function startPaths(engines: number, say: (s: string) => void, baselineDir
   }
 }
 
-/** Each target of issue 8 for one case: [what, met, detail]. */
+/** Each overhead target for one case: [what, met, detail]. */
 function targets(name: CaseName, r: Record<string, PathResult>): [string, boolean, string][] {
   const bare = r.bare!;
   const gw = r.llmgw!;

@@ -40,7 +40,7 @@ const modelSchema = z
     /** Models tried in order when every endpoint of this one failed before the first byte. */
     fallback: z.array(modelName).default([]),
     deadlines: deadlinesSchema.default({}),
-    /** false: this model's streams are never continued on another replica, and it is never a continuation target (issue 13). */
+    /** false: this model's streams are never continued on another replica, and it is never a continuation target. */
     continuation: z.boolean().default(true),
   })
   .strict();
@@ -59,7 +59,7 @@ const endpointSchema = z
     gpu_ids: z.array(z.string().min(1)).default([]),
     /** The dcgm-exporter of the node this endpoint runs on; a faulted GPU there takes the endpoint out of rotation. */
     dcgm_url: httpUrl.optional(),
-    /** false: never a continuation target (an upstream that rejects continue_final_message, e.g. a hosted API) (issue 13). */
+    /** false: never a continuation target (an upstream that rejects continue_final_message, e.g. a hosted API). */
     continuation: z.boolean().default(true),
     /** Where this endpoint's engine publishes vLLM's KV-cache events: the gateway indexes what it holds (precise-prefix scorer). */
     kv_events: endpointKvEventsSchema.optional(),
@@ -221,7 +221,7 @@ const tenantSchema = z
   })
   .strict();
 
-// --- Batch and Files API, idempotency, response cache, GPU-saturation shedding (issue 12) ---
+// --- Batch and Files API, idempotency, response cache, GPU-saturation shedding ---
 
 const batchSchema = z
   .object({
@@ -287,9 +287,9 @@ const gpuHealthSchema = z
   })
   .strict();
 
-// --- end of the issue 12 block ---
+// --- end of the batch block ---
 
-// --- Mid-stream continuation on another replica (issue 13) ---
+// --- Mid-stream continuation on another replica ---
 
 const continuationSchema = z
   .object({
@@ -300,7 +300,7 @@ const continuationSchema = z
   })
   .strict();
 
-// --- end of the issue 13 block ---
+// --- end of the continuation block ---
 
 export const configSchema = z
   .object({
@@ -332,17 +332,17 @@ export const configSchema = z
     auth: authSchema.default(authSchema.parse({})),
     tenants: z.array(tenantSchema).default([]),
     admission: admissionSchema.default(admissionSchema.parse({})),
-    // issue 12
+    // Batch and Files API, idempotency, response cache, GPU-saturation shedding.
     data_dir: z.string().min(1).default(D.DEFAULT_DATA_DIR),
     batch: batchSchema.default(batchSchema.parse({})),
     idempotency: idempotencySchema.default(idempotencySchema.parse({})),
     response_cache: responseCacheSchema.default(responseCacheSchema.parse({})),
     /** Absent: no GPU-saturation shedding at all (nothing changes). */
     gpu_health: gpuHealthSchema.optional(),
-    // Fleet manager (issue 9): agents and desired models (state under data_dir above).
+    // Fleet manager: agents and desired models (state under data_dir above).
     nodes: z.array(nodeSchema).default([]),
     fleet: fleetSchema.default(FLEET_DEFAULTS),
-    // Shared state across gateways (issue 14): sqlite (default, one process) or redis.
+    // Shared state across gateways: sqlite (default, one process) or redis.
     state: stateSchema.default(STATE_DEFAULTS),
     /** The gateway's side of engines' KV-cache events: block index, staleness, tokenization. */
     kv_events: kvEventsSchema.default(KV_EVENTS_DEFAULTS),

@@ -1,5 +1,5 @@
 /**
- * The `state` block (issue 14): where state shared by gateways lives — the
+ * The `state` block: where state shared by gateways lives — the
  * embedded bun:sqlite default (one process), or Redis shared by several
  * gateways behind a load balancer — and the timings of their coordination.
  */

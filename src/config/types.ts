@@ -114,7 +114,7 @@ export interface AdmissionConfig {
   fastPath: boolean;
 }
 
-// Fleet manager (issue 9).
+// Fleet manager.
 type FleetEngine = "vllm" | "sglang" | "sim";
 
 /** A desired model: what to run and how many replicas. */
@@ -185,7 +185,7 @@ export interface FleetConfig {
   adapterLoadWaitMs: number;
 }
 
-// --- Batch and Files API, idempotency, response cache, GPU-saturation shedding (issue 12) ---
+// --- Batch and Files API, idempotency, response cache, GPU-saturation shedding ---
 
 export interface BatchConfig {
   maxFileBytes: number;
@@ -246,9 +246,9 @@ export interface GpuHealthConfig {
   shedBand: number;
 }
 
-// --- end of the issue 12 block ---
+// --- end of the batch block ---
 
-/** Mid-stream continuation on another replica (issue 13). */
+/** Mid-stream continuation on another replica. */
 export interface ContinuationConfig {
   enabled: boolean;
   maxRecoveries: number;
@@ -324,7 +324,7 @@ export interface Config {
   /** Configured tenants (quotas); keys may name tenants without an entry (no quota). */
   tenants: readonly TenantConfig[];
   admission: AdmissionConfig;
-  // issue 12
+  // Batch and Files API, idempotency, response cache, GPU-saturation shedding.
   /** Directory of the embedded stores (batch jobs, files, idempotency records; fleet desired state, cordons, drains). */
   dataDir: string;
   batch: BatchConfig;
@@ -332,10 +332,10 @@ export interface Config {
   responseCache: ResponseCacheConfig;
   /** null: no gpu_health block, nothing is shed. */
   gpuHealth: GpuHealthConfig | null;
-  // Fleet manager (issue 9).
+  // Fleet manager.
   nodes: readonly NodeConfig[];
   fleet: FleetConfig;
-  // Shared state across gateways (issue 14).
+  // Shared state across gateways.
   state: StateConfig;
   /** The Responses API's stored state and background responses. */
   responses: ResponsesConfig;

@@ -20,7 +20,7 @@ interface ActionContext {
   fleet: FleetConfig;
   /** An agent call settled: plan again. */
   onSettled: () => void;
-  /** An agent refused this gateway's fencing token: another gateway leads now (issue 14). */
+  /** An agent refused this gateway's fencing token: another gateway leads now. */
   onFenced?: () => void;
 }
 

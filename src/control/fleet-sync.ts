@@ -1,5 +1,5 @@
 /**
- * Several gateways on one shared store (issue 14): only the lease holder
+ * Several gateways on one shared store: only the lease holder
  * reconciles, but every gateway serves the management API and routes to
  * the fleet's replicas. So each re-reads the store: a follower takes all of
  * it (what the leader placed, what operators changed anywhere), the leader

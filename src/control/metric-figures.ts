@@ -157,7 +157,7 @@ export function fleetFigures(manager: FleetManager, now: number, staleAfterMs: n
       state: nodeStateLabel(fleetState, state.drains.get(entry.name)?.state === "running", state.cordons.has(entry.name)),
       answering,
       lastAnswerAgeMs: snap?.answeredAt === undefined ? null : Math.max(0, now - snap.answeredAt),
-      // As `llmgw ctl nodes` words it (fleet-status.ts): the poll's error while polls fail, else the last call's.
+      // As `llmgw ctl nodes` words it (src/ctl/views.ts): the poll's error while polls fail, else the last call's.
       lastError: snap?.ok === false && snap.lastError ? snap.lastError : (state.nodeErrors.get(entry.name)?.message ?? null),
       cordonReason: state.cordons.get(entry.name)?.reason ?? null,
     });

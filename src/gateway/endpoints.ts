@@ -55,7 +55,7 @@ export class EndpointRegistry {
   private readonly free: number[] = [];
   private nextUnused = 0;
   private listeners: EndpointListeners | undefined;
-  /** Continuable streams open on each slot (issue 13): evict() moves them elsewhere. */
+  /** Continuable streams open on each slot: evict() moves them elsewhere. */
   readonly evictions = new StreamEvictions();
 
   constructor(

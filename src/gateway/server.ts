@@ -1,7 +1,7 @@
 /**
  * The data plane on Bun.serve with a plain fetch handler (no framework on the
  * hot path): routes each request to its handler — inference to the request
- * pipeline (request/pipeline.ts), files and batches to the jobs handler
+ * pipeline (pipeline/pipeline.ts), files and batches to the jobs handler
  * (jobs-handler.ts), stored responses to the responses handler
  * (responses-handler.ts). Every error leaves in OpenAI's shape.
  */

@@ -3,7 +3,7 @@
  * samples: saturated when the latest sample is fresh, the ring is full and
  * every entry is at or above the threshold. A pool is saturated when it has
  * healthy GPUs and all of them are. Stale or missing data fails open: a GPU
- * we cannot see is never a reason to shed (issue 12).
+ * we cannot see is never a reason to shed.
  */
 import type { GpuSample } from "./dcgm.ts";
 

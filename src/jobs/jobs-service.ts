@@ -41,7 +41,7 @@ interface GatewayJobsDeps {
   knownModel: (name: string) => boolean;
   /** Resolves once the gateway knows what it serves (every endpoint polled once, a fleet settled): the runner claims nothing before. Default: at once. */
   discovered?: () => Promise<void>;
-  /** Several gateways (issue 14): the stores they share; absent, the embedded one in data_dir. */
+  /** Several gateways: the stores they share; absent, the embedded one in data_dir. */
   shared?: { jobs: JobsStore; idempotency: IdempotencyStore };
 }
 

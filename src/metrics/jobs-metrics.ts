@@ -1,5 +1,5 @@
 /**
- * Metrics of issue 12's parts (shedding, batch lines, response cache,
+ * Metrics of the batch-work parts (shedding, batch lines, response cache,
  * idempotent replay) on the gateway's registry. Counts the parts keep are read
  * at scrape time, so the request path pays nothing; the shed counter is the
  * one the gateway increments at each GPU_SATURATED refusal.

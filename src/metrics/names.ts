@@ -48,7 +48,7 @@ export const ADMIN_REFUSALS = [
 export type AdminRefusal = (typeof ADMIN_REFUSALS)[number];
 
 /**
- * Mid-stream continuation (issue 13). Why a stream broke after its first
+ * Mid-stream continuation. Why a stream broke after its first
  * byte, for the breaks a continuation may mend (drained: the fleet took its
  * replica away past the drain's grace period).
  */
@@ -77,7 +77,7 @@ export type Route = RouteName;
 /** Model label for a request whose model is not configured or discovered. */
 export const UNKNOWN_MODEL = "unknown";
 
-/** How a batch line attempt ended, as the batch runner counts it (issue 12). */
+/** How a batch line attempt ended, as the batch runner counts it. */
 export const BATCH_LINE_OUTCOMES = ["completed", "failed", "retried", "waited"] as const;
 export type BatchLineOutcome = (typeof BATCH_LINE_OUTCOMES)[number];
 
@@ -97,7 +97,7 @@ export type WaitReason = (typeof WAIT_REASONS)[number];
 
 export const CACHE_RESULTS = ["hit", "miss"] as const;
 
-// ---- Fleet (issue 10). Computed at scrape time from state the gateway holds;
+// ---- Fleet. Computed at scrape time from state the gateway holds;
 // a value nobody reported has no series (absent is not zero).
 
 /** Node states as the fleet registry reports them (the `state` label of llmgw_nodes). */
@@ -203,7 +203,7 @@ export const M = {
   },
   endpointLoraSlots: { name: "llmgw_endpoint_lora_slots", help: "Adapters one step of the endpoint's engine may hold (vLLM's max_lora); absent when it reports none.", labels: ["endpoint"] },
   endpointCapacity: { name: "llmgw_endpoint_capacity", help: "Learned batch capacity of each endpoint: the high-water mark of its running count, at least the initial guess.", labels: ["endpoint"] },
-  // issue 12: shedding, batch lines, cache, idempotency
+  // Shedding, batch lines, cache, idempotency
   gpuShed: { name: "llmgw_gpu_shed_total", help: "Requests refused with 429 GPU_SATURATED because their pool's GPUs were saturated (exactly the refusals).", labels: ["pool"] },
   poolGpuSaturated: { name: "llmgw_pool_gpu_saturated", help: "1 while every healthy GPU of the pool is in sustained saturation (absent without gpu_health).", labels: ["pool"] },
   batchLines: { name: "llmgw_batch_lines_total", help: "Batch line attempts by outcome: completed, failed (recorded), retried (5xx/transport), waited (saturation or rate limit).", labels: ["outcome"] },
@@ -231,7 +231,7 @@ export const M = {
     help: "Stalls of the gateway's main event loop longer than 50 ms, by cause: gateway (the loop was busy or blocked) or cpu_wait (it was ready but waited for a CPU: the host is oversubscribed; Linux only).",
     labels: ["cause"],
   },
-  // issue 13: mid-stream continuation
+  // Mid-stream continuation
   streamRecoveries: {
     name: "llmgw_stream_recoveries_total",
     help: "Streams broken after their first byte (cut, stall, engine error, drained) by how they were handled: recovered by a continuation on another replica, or why not.",
@@ -250,7 +250,7 @@ export const M = {
   malformedEvents: { name: "llmgw_upstream_malformed_events_total", help: "SSE events from engines that were not valid and were dropped.", labels: ["endpoint"] },
 } as const;
 
-// ---- Several gateways sharing Redis (issue 14). Present only with state.backend: redis.
+// ---- Several gateways sharing Redis. Present only with state.backend: redis.
 
 /** Where a quota decision came from: the local allowance, a fetch from Redis, or the local share while Redis is away. */
 export const QUOTA_SOURCES = ["local", "fetched", "fail_static"] as const;

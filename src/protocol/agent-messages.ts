@@ -198,7 +198,7 @@ export interface DcgmVerdicts {
 }
 
 /**
- * Fencing (issue 14): the gateway that holds the reconciler lease sends its
+ * Fencing: the gateway that holds the reconciler lease sends its
  * lease's token with every replica PUT and DELETE; an agent remembers the
  * highest token it has seen (in its state directory) and refuses a lower one
  * with 409 STALE_FENCING_TOKEN, so a paused old leader cannot act after a new

@@ -1,5 +1,5 @@
 /**
- * Tenant quotas shared by several gateways (issue 14). Each limit is one
+ * Tenant quotas shared by several gateways. Each limit is one
  * GCRA bucket in Redis (the same arithmetic as the in-process QuotaLimiter:
  * a "theoretical arrival time", refilled continuously at limit per minute),
  * changed only by atomic scripts on Redis's clock. A gateway does not ask

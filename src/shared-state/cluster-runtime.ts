@@ -1,5 +1,5 @@
 /**
- * One gateway's part in a cluster of gateways sharing Redis (issue 14): the
+ * One gateway's part in a cluster of gateways sharing Redis: the
  * reconciler lease (and the fleet leadership built on it), the demand
  * exchange that sets its admission shares, the shared quotas, and the status
  * the admin listener, /readyz and the metrics report — including whether it

@@ -48,17 +48,17 @@ export type ErrorCode =
   // observability
   | "METRICS_NOT_READY"
   | "INTERNAL_ERROR"
-  // batch, files, idempotency (issue 12)
+  // batch, files, idempotency
   | "INVALID_BATCH_LINE"
   | "BATCH_NOT_CANCELLABLE"
   | "IDEMPOTENCY_KEY_IN_USE"
   | "IDEMPOTENCY_KEY_REUSED"
-  // storage of files and batches (issue 21)
+  // storage of files and batches
   | "STORAGE_FULL"
   | "STORAGE_QUOTA_EXCEEDED"
   | "UPLOAD_BUDGET_EXHAUSTED"
   | "JOBS_UNAVAILABLE"
-  // shared state across gateways (issue 14)
+  // shared state across gateways
   | "STATE_UNAVAILABLE"
   | "STALE_FENCING_TOKEN"
   // the admin listener's door (src/admin/request-guard.ts)

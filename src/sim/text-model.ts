@@ -4,7 +4,7 @@
  * far — the way greedy decoding is. So a request that carries P plus the
  * first k tokens of P's answer (a chat prefill with continue_final_message,
  * or a raw prompt + delivered text) continues with exactly the tokens the
- * uninterrupted answer has from position k on, byte for byte (issue 13).
+ * uninterrupted answer has from position k on, byte for byte.
  *
  * The context is folded into a 32-bit FNV-1a state, one UTF-16 unit at a
  * time, so extending it by a token costs a few multiplies and the prompt is

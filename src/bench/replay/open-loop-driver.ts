@@ -9,7 +9,8 @@
  *
  * It runs in a process of its own so that the bench's own work (its
  * engines' and gateway's output, its summaries) never delays a send, and so
- * that a test runner's 256-request limit does not apply (BUN-NOTES).
+ * that a test runner's 256-request limit does not apply
+ * (docs/development.md#running-the-tests).
  *
  * As a module: startOpenLoop(options) spawns this file and returns its
  * records. As a script: options in the JSON file named by argv[2]; one JSON

@@ -1,8 +1,7 @@
 /**
  * llm-d's "37-capacity" routing experiment, as published: its setup and its
  * figures, quoted from the report (github.com/llm-d/llm-d-kv-cache-manager,
- * benchmarking/37-capacity/README.md, an inference-perf report; also
- * ../shared/calibration/README.md §3). Data only.
+ * benchmarking/37-capacity/README.md, an inference-perf report). Data only.
  */
 
 export const PUBLISHED_SOURCE = "llm-d/llm-d-kv-cache-manager, benchmarking/37-capacity/README.md (inference-perf report)";

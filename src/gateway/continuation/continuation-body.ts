@@ -1,5 +1,5 @@
 /**
- * The request that finishes a broken answer on another replica (issue 13):
+ * The request that finishes a broken answer on another replica:
  * which requests can be continued exactly, and the body that continues one —
  * chat: the original messages plus the delivered text as a final assistant
  * message to continue (vLLM's and SGLang's `continue_final_message: true`,

@@ -11,7 +11,7 @@ import type { OpenStream } from "./upstream.ts";
 type RelayVariant = RelayVariantName;
 export { RELAY_VARIANTS as RELAY_VARIANT_NAMES } from "../../config/plugin-names.ts";
 
-/** The client's response body for an open upstream stream, over the chosen transport; `recovery`: its continuation on another replica if it breaks (issue 13). */
+/** The client's response body for an open upstream stream, over the chosen transport; `recovery`: its continuation on another replica if it breaks. */
 export function relayBody(x: RelayOwner, open: OpenStream, variant: RelayVariant, recovery?: RelayRecovery): ReadableStream<Uint8Array> {
   const relay = new SseRelay(x, open, variant !== "event", recovery);
   if (variant === "direct") return directStream(relay);

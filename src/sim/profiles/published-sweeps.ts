@@ -1,7 +1,7 @@
 /**
  * Published vLLM measurements the sim-engine is checked against
- * (`llmgw bench calibrate`), each with its source. Quoted from
- * `../shared/calibration/README.md` and the pages named; figures as published.
+ * (`llmgw bench calibrate`), each with its source. Quoted from the pages
+ * named; figures as published.
  */
 import type { ProfileChoice } from "./catalog.ts";
 
