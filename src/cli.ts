@@ -21,7 +21,7 @@ const COMMANDS: Record<string, { summary: string; load: Loader }> = {
   demo: { summary: "gateway plus three sim-engines; --fleet: the fleet manager on simulated GPUs", load: async () => (await import("./serve/demo-command.ts")).demoCommand },
 };
 
-export function mainUsage(): string {
+function mainUsage(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
   const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
   return ["usage: llmgw <command> [flags]", "", "commands:", ...lines, "", "Run 'llmgw <command> --help' for a command's flags."].join("\n");
@@ -41,7 +41,7 @@ async function runChildWithBunEnv(): Promise<number> {
   return await proc.exited;
 }
 
-export async function main(argv: string[]): Promise<number> {
+async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === "--help" || name === "-h" || name === "help") {
     console.log(mainUsage());

@@ -1,4 +1,4 @@
-/** The scheduler worker: a thin shell over src/scheduler/worker-loop.ts. */
+/** The scheduler worker: a thin shell over src/admission/worker-loop.ts. */
 import type { FromScheduler, ToScheduler } from "../src/protocol/scheduler-messages.ts";
 import { SchedulerWorkerLoop } from "../src/admission/worker-loop.ts";
 

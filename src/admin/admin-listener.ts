@@ -13,7 +13,7 @@ import { openapi } from "@elysiajs/openapi";
 import { heapStats } from "bun:jsc";
 import { Elysia } from "elysia";
 import { z } from "zod";
-import { CIRCUIT_CLOSED, EndpointTable, F, FLAVOR_CODES, I, modelCircuitField } from "../shared/endpoint-table.ts";
+import { CIRCUIT_CLOSED, type EndpointTable, F, FLAVOR_CODES, I, modelCircuitField } from "../shared/endpoint-table.ts";
 import { errorResponse, LlmgwError } from "../shared/errors.ts";
 import { malformedPathError } from "../shared/path-segment.ts";
 import type { fleetApi } from "../control/fleet-api.ts";
@@ -30,7 +30,7 @@ const ADMIN_API_TITLE = "llmgw admin API";
 
 const circuitNames = ["closed", "open", "half_open", "probing"] as const;
 
-export const endpointStateSchema = z.object({
+const endpointStateSchema = z.object({
   id: z.string(),
   url: z.string(),
   pool: z.string(),
@@ -51,7 +51,7 @@ export const endpointStateSchema = z.object({
   capacity: z.number().int().describe("learned batch capacity (0 until the scheduler computed it)"),
   poll_failures: z.number().int(),
 });
-export type EndpointState = z.infer<typeof endpointStateSchema>;
+type EndpointState = z.infer<typeof endpointStateSchema>;
 
 function modelCircuits(t: EndpointTable, row: number, models: readonly string[]): Record<string, (typeof circuitNames)[number]> {
   const out: Record<string, (typeof circuitNames)[number]> = {};

@@ -13,7 +13,7 @@ import { registerPoolCollector } from "../metrics/pool-collector.ts";
 import type { PoolTable } from "../shared/endpoint-table.ts";
 import type { Registry } from "prom-client";
 
-export interface FleetMetricsDeps {
+interface FleetMetricsDeps {
   registry: Registry;
   /** Latest GPUs of each DCGM exporter the health worker polls for endpoints. */
   gpuStore: DcgmGpuStore;

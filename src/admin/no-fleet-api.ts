@@ -7,7 +7,7 @@ import { Elysia } from "elysia";
 import { FLEET_API_PREFIX } from "../control/fleet-api-schemas.ts";
 import { errorResponse, LlmgwError } from "../shared/errors.ts";
 
-export const NO_FLEET_MESSAGE =
+const NO_FLEET_MESSAGE =
   "this gateway runs no fleet manager: its configuration has no nodes:, fleet.models, fleet.admin_token (LLMGW_ADMIN_TOKEN) or fleet.registration_token";
 
 export function noFleetApi() {

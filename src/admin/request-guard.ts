@@ -23,7 +23,7 @@ import type { AdminRefusal } from "../metrics/names.ts";
 import { tokenMatches } from "../shared/bearer.ts";
 import { errorResponse, LlmgwError, type ErrorCode } from "../shared/errors.ts";
 
-export interface AdminDoorOptions {
+interface AdminDoorOptions {
   /** The admin token; undefined: every write is refused. */
   token: string | undefined;
   /** Lower-case host names allowed besides the listener's own (admin.allowed_hosts). */

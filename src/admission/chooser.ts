@@ -8,7 +8,7 @@
  */
 import type { SchedulingProfile } from "../scheduling/profile.ts";
 import type { EndpointView } from "../scheduling/types.ts";
-import { CIRCUIT_HALF_OPEN, CIRCUIT_PROBING, EndpointTable, I, modelCircuitField } from "../shared/endpoint-table.ts";
+import { CIRCUIT_HALF_OPEN, CIRCUIT_PROBING, type EndpointTable, I, modelCircuitField } from "../shared/endpoint-table.ts";
 import type { LoraTable } from "../shared/lora-table.ts";
 import type { EndpointDirectory } from "./endpoint-directory.ts";
 import { readEndpointView } from "./endpoint-views.ts";
@@ -34,7 +34,7 @@ export interface ChooseRequest extends RoutingKeys {
   adapter?: number;
 }
 
-export type Choice =
+type Choice =
   | {
       ok: true;
       index: number;

@@ -10,7 +10,7 @@
  */
 import type { Config } from "../config/types.ts";
 import type { FromScheduler, ToScheduler } from "../protocol/scheduler-messages.ts";
-import { AdmissionStatsTable, EndpointTable, F, I, PoolTable, UNLIMITED } from "../shared/endpoint-table.ts";
+import { type AdmissionStatsTable, type EndpointTable, F, I, type PoolTable, UNLIMITED } from "../shared/endpoint-table.ts";
 import { scaleLimit } from "../shared/pool-shares.ts";
 import { AdmissionQueues, type BandSpec } from "./admission-queues.ts";
 import type { EndpointChooser, RoutingKeys } from "./chooser.ts";
@@ -20,7 +20,7 @@ import type { Ticket } from "./flow-queues.ts";
 import { bandLimits, CapacityLearner, poolSaturation, type PoolMember } from "./pool-saturation.ts";
 
 type AdmitMessage = Extract<ToScheduler, { type: "admit" }>;
-export type Outcome = Extract<FromScheduler, { type: "grant" | "reject" }>;
+type Outcome = Extract<FromScheduler, { type: "grant" | "reject" }>;
 
 /** Buckets of the reserve window: each holds every band's peak over one tenth of it. */
 const RESERVE_BUCKETS = 10;
@@ -65,7 +65,7 @@ export class AdmissionController {
     private readonly staleAfterMs: number,
     /** Tie-breaks among equally scored endpoints (seeded in tests). */
     private readonly random: () => number = Math.random,
-    /** Several gateways (issue 14): this gateway's share of each pool; the published limits are scaled by it. */
+    /** Several gateways: this gateway's share of each pool; the published limits are scaled by it. */
     private readonly shares?: { get(pool: number): number },
   ) {
     const bands: BandSpec[] = admission.bands.map((b) => ({ name: b.name, ceiling: b.ceiling, queueLimit: b.queueLimit, ttlMs: b.ttlMs }));

@@ -1,10 +1,10 @@
 /** Measured drain rate of an admission queue (grants per second, time-decayed EWMA) and the Retry-After it implies. */
 
-export const DEFAULT_DRAIN_HALF_LIFE_MS = 5_000;
+const DEFAULT_DRAIN_HALF_LIFE_MS = 5_000;
 /** Retry-After when nothing has drained yet (no rate to extrapolate from). */
-export const DEFAULT_RETRY_AFTER_S = 1;
+const DEFAULT_RETRY_AFTER_S = 1;
 /** Retry-After never promises more than this: the rate can recover long before. */
-export const MAX_RETRY_AFTER_S = 60;
+const MAX_RETRY_AFTER_S = 60;
 /**
  * The shortest window the estimate divides by. Without it the very first grant would read
  * as an enormous rate (one event over ~0 ms).

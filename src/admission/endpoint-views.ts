@@ -1,5 +1,5 @@
 /** Builds the scheduling view of an endpoint from the shared endpoint table, treating stale metrics as absent. */
-import { CIRCUIT_CLOSED, CIRCUIT_HALF_OPEN, CIRCUIT_PROBING, EndpointTable, F, I, modelCircuitField } from "../shared/endpoint-table.ts";
+import { CIRCUIT_CLOSED, CIRCUIT_HALF_OPEN, CIRCUIT_PROBING, type EndpointTable, F, I, modelCircuitField } from "../shared/endpoint-table.ts";
 import type { AdapterView, EndpointView } from "../scheduling/types.ts";
 import type { LoraTable } from "../shared/lora-table.ts";
 import type { EndpointDescriptor } from "../protocol/scheduler-messages.ts";
@@ -24,7 +24,7 @@ function metricsFresh(table: EndpointTable, row: number, now: number, staleAfter
 }
 
 /** What endpoint `row` holds of adapter `id`; the running and waiting bits and the slot counts only while its metrics are fresh. */
-export function readAdapterView(lora: LoraTable, row: number, id: number, fresh: boolean): AdapterView {
+function readAdapterView(lora: LoraTable, row: number, id: number, fresh: boolean): AdapterView {
   const maxLoras = fresh ? lora.maxLoras(row) : undefined;
   const known = maxLoras !== undefined;
   const at = known ? lora.recency(row, id) : -1;

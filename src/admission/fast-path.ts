@@ -10,7 +10,7 @@ import type { Config } from "../config/types.ts";
 import type { PoolTable } from "../shared/endpoint-table.ts";
 import type { ChooseRequest, EndpointChooser } from "./chooser.ts";
 
-export type FastOutcome =
+type FastOutcome =
   | { kind: "granted"; index: number; pool: number; scores: Readonly<Record<string, number>>; drops: Readonly<Record<string, number>>; probe: number; circuit: number }
   /** Flowed but nothing could be chosen (unready, open, faulted…): the worker would say the same. */
   | { kind: "no_endpoint"; drops: Readonly<Record<string, number>> }

@@ -14,9 +14,9 @@ import { publishesKvEvents, REPLICA_ID_RE, replicaSpecSchema, specFingerprint, t
 import type { ReplicaKvEvents, ReplicaStatus, Supervisor } from "./supervisor.ts";
 import { validateReplica, type OtherReplica } from "./validation.ts";
 
-export const INVENTORY_TTL_MS = 1_000;
+const INVENTORY_TTL_MS = 1_000;
 
-export interface AgentServiceOptions {
+interface AgentServiceOptions {
   nvidiaSmi: string;
   sysfsRoot: string;
   /** Interface engines bind. */
@@ -29,7 +29,7 @@ export interface AgentServiceOptions {
   portCheck?: (port: number) => Promise<string | null>;
 }
 
-export interface NodeState {
+interface NodeState {
   node: string;
   gpus: Inventory["gpus"];
   fabric: Inventory["fabric"];

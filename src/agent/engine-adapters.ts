@@ -13,7 +13,7 @@ import { ncclEnv, type ResolvedFabric } from "./nccl-env.ts";
 import type { EngineKind, ReplicaSpec } from "./replica-spec.ts";
 
 /** SGLang needs host:port for --dist-init-addr; torch.distributed's customary port when none is given. */
-export const DEFAULT_SGLANG_DIST_PORT = 29500;
+const DEFAULT_SGLANG_DIST_PORT = 29500;
 
 export interface EngineBinaries {
   /** The `vllm` executable. */
@@ -59,7 +59,7 @@ function opt(flag: string, value: string | number | undefined): string[] {
  * ROUTER on the allocated ports. A wildcard endpoint makes vLLM bind (any
  * other it would connect to); the sim-engine takes the same flag.
  */
-export function kvEventsConfigArg(k: KvEventsPorts): string {
+function kvEventsConfigArg(k: KvEventsPorts): string {
   return JSON.stringify({ enable_kv_cache_events: true, publisher: "zmq", endpoint: `tcp://*:${k.port}`, replay_endpoint: `tcp://*:${k.replayPort}`, topic: k.topic });
 }
 

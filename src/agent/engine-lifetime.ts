@@ -8,7 +8,7 @@
  * stopping their own workers (vLLM, SGLang, the sim-engine).
  */
 
-export type EngineLifetime = "bound" | "detached";
+type EngineLifetime = "bound" | "detached";
 
 export interface EngineBinding {
   lifetime: EngineLifetime;
@@ -21,7 +21,7 @@ export interface EngineBinding {
 }
 
 /** The variable llmgw processes watch for their parent (src/shared/parent-binding.ts). */
-export const PARENT_PID_VAR = "LLMGW_PARENT_PID";
+const PARENT_PID_VAR = "LLMGW_PARENT_PID";
 
 export function engineBinding(lifetime: EngineLifetime, setpriv: string | null, agentPid: number): EngineBinding {
   if (lifetime === "detached") return { lifetime, prefix: [], env: {}, warning: null };

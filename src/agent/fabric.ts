@@ -12,7 +12,7 @@ export const DEFAULT_SYSFS_INFINIBAND = "/sys/class/infiniband";
 
 export type Transport = "ib" | "roce" | "other";
 
-export interface GidEntry {
+interface GidEntry {
   index: number;
   gid: string;
   /** "RoCE v2", "IB/RoCE v1"; null when the kernel does not say. */
@@ -37,7 +37,7 @@ export interface FabricPort {
   roceGidIndex: number | null;
 }
 
-export interface FabricAdapter {
+interface FabricAdapter {
   name: string;
   ports: FabricPort[];
 }
@@ -62,7 +62,7 @@ export function parseRateGbps(raw: string | undefined): number | null {
   return Number.isFinite(n) ? n : null;
 }
 
-export function transportOf(linkLayer: string | null): Transport {
+function transportOf(linkLayer: string | null): Transport {
   if (linkLayer === "InfiniBand") return "ib";
   if (linkLayer === "Ethernet") return "roce";
   return "other";
@@ -82,13 +82,13 @@ export function pickRoceGidIndex(gids: readonly GidEntry[]): number | null {
   return (mapped ?? v2[0])?.index ?? null;
 }
 
-export interface RawPort {
+interface RawPort {
   port: number;
   files: Partial<Record<"state" | "phys_state" | "rate" | "link_layer", string>>;
   gids: GidEntry[];
 }
 
-export function buildPort(raw: RawPort): FabricPort {
+function buildPort(raw: RawPort): FabricPort {
   const state = parsePortState(raw.files.state);
   const linkLayer = raw.files.link_layer?.trim() || null;
   const transport = transportOf(linkLayer);
@@ -107,7 +107,7 @@ export function buildPort(raw: RawPort): FabricPort {
   };
 }
 
-export function summarizeFabric(adapters: FabricAdapter[]): Fabric {
+function summarizeFabric(adapters: FabricAdapter[]): Fabric {
   const anyActive = adapters.some((a) => a.ports.some((p) => p.active));
   return { adapters, island: anyActive ? "fabric" : "single-node" };
 }

@@ -17,7 +17,7 @@ import {
 export const DEFAULT_NVIDIA_SMI = "nvidia-smi";
 const NVIDIA_SMI_TIMEOUT_MS = 15_000;
 
-export interface GpuDiscovery {
+interface GpuDiscovery {
   gpus: GpuRecord[];
   /** Whether an nvidia-smi binary was found and answered. */
   nvidiaSmiFound: boolean;

@@ -12,14 +12,14 @@
 import type { ComputeApp, GpuRecord } from "./nvidia-smi-csv.ts";
 import { gpuClass, memoryGiB } from "../shared/gpu-class.ts";
 
-export type GpuHealthReason = "ecc_uncorrected" | "foreign_process" | "mig_enabled";
+type GpuHealthReason = "ecc_uncorrected" | "foreign_process" | "mig_enabled";
 
-export interface ForeignProcess {
+interface ForeignProcess {
   pid: number;
   usedMemoryMiB: number | null;
 }
 
-export interface GpuHealth {
+interface GpuHealth {
   ok: boolean;
   reasons: GpuHealthReason[];
   /** Processes on this GPU that are not ours; null when nvidia-smi could not list processes. */

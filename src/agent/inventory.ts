@@ -12,7 +12,7 @@ export interface Inventory {
   nvidiaSmi: { path: string; found: boolean; droppedFields: string[]; note: string | null };
 }
 
-export interface InventorySources {
+interface InventorySources {
   nvidiaSmi: string;
   sysfsRoot: string;
   /** Whether a pid belongs to one of our replicas (for the foreign-process flag). */

@@ -7,7 +7,7 @@
  */
 import type { Transport } from "./fabric.ts";
 
-export interface ResolvedFabricPort {
+interface ResolvedFabricPort {
   adapter: string;
   port: number;
   gidIndex: number | null;

@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-export const NODE_KEY_FILE = "node-key";
+const NODE_KEY_FILE = "node-key";
 const KEY_BYTES = 32;
 const KEY_RE = /^[A-Za-z0-9_-]{32,256}$/;
 

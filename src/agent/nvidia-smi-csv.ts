@@ -20,7 +20,7 @@ export const REQUIRED_GPU_FIELDS = [
 
 export const OPTIONAL_GPU_FIELDS = ["mig.mode.current", "utilization.gpu"] as const;
 
-export type GpuField = (typeof REQUIRED_GPU_FIELDS)[number] | (typeof OPTIONAL_GPU_FIELDS)[number];
+type GpuField = (typeof REQUIRED_GPU_FIELDS)[number] | (typeof OPTIONAL_GPU_FIELDS)[number];
 
 /** One GPU as the driver reports it. Absent values (`[N/A]`, `N/A`, `[Not Supported]`…) are undefined, never 0. */
 export interface GpuRecord {
@@ -44,13 +44,13 @@ export interface GpuRecord {
  * fields), `[Not Supported]`, `[Unknown Error]`, `[Requested functionality has
  * been deprecated]`, or an empty cell.
  */
-export function isAbsent(raw: string): boolean {
+function isAbsent(raw: string): boolean {
   const v = raw.trim();
   return v === "" || v === "N/A" || /^\[.*\]$/.test(v);
 }
 
 /** A number, or undefined for an absent or non-numeric value (never 0 by accident). */
-export function parseNumber(raw: string | undefined): number | undefined {
+function parseNumber(raw: string | undefined): number | undefined {
   if (raw === undefined || isAbsent(raw)) return undefined;
   const n = Number(raw.trim());
   return Number.isFinite(n) ? n : undefined;
@@ -80,7 +80,7 @@ function splitRow(line: string, fields: readonly string[]): string[] | undefined
   return [...cells.slice(0, nameAt), merged, ...cells.slice(nameAt + extra + 1)];
 }
 
-export interface ParsedGpuCsv {
+interface ParsedGpuCsv {
   gpus: GpuRecord[];
   /** Rows that could not be read (wrong cell count, no index/uuid); never thrown: one odd row must not hide the others. */
   malformed: string[];

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { replicaSpecSchema } from "./replica-spec.ts";
 
-export const pidFileSchema = z.object({
+const pidFileSchema = z.object({
   version: z.literal(1),
   id: z.string(),
   pid: z.int(),

@@ -5,7 +5,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 
-export interface ProcStat {
+interface ProcStat {
   pid: number;
   /** One-letter state: R, S, D, Z (zombie), T… */
   state: string;

@@ -1,7 +1,7 @@
 /** HTTP readiness probes of an engine: `/health` (process up) and `/v1/models` (weights loaded). */
 import { modelsListModel, type ProbeResult } from "./replica-state.ts";
 
-export const PROBE_TIMEOUT_MS = 2_000;
+const PROBE_TIMEOUT_MS = 2_000;
 
 export type Probe = (baseUrl: string, model: string) => Promise<ProbeResult>;
 

@@ -40,7 +40,7 @@ function refusal(text: string): string {
 }
 
 /** One registration; the interval the gateway asks for, or the error. */
-export async function registerOnce(opts: Pick<RegistrationOptions, "gatewayUrl" | "registrationToken" | "registration">): Promise<{ intervalMs: number } | { error: string }> {
+async function registerOnce(opts: Pick<RegistrationOptions, "gatewayUrl" | "registrationToken" | "registration">): Promise<{ intervalMs: number } | { error: string }> {
   const url = new URL(AGENT_REGISTRATION_PATH, opts.gatewayUrl).toString();
   try {
     const res = await fetch(url, {

@@ -12,10 +12,10 @@ import { modelNameProblem, quotedName } from "../shared/model-name.ts";
 import type { DesiredReplica } from "./supervisor.ts";
 
 
-export const adapterLoadSchema = z.strictObject({ path: z.string().min(1).max(4096) });
+const adapterLoadSchema = z.strictObject({ path: z.string().min(1).max(4096) });
 
 /** How long the engine may take to load an adapter (a disk read; remote paths take longer). */
-export const ADAPTER_CALL_TIMEOUT_MS = 60_000;
+const ADAPTER_CALL_TIMEOUT_MS = 60_000;
 
 export type AdapterOutcome = "loaded" | "unchanged" | "unloaded" | "absent";
 

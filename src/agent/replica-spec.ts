@@ -1,7 +1,7 @@
 /** The desired spec of one replica (`PUT /v1/replicas/{id}` body): zod wire schema, normalized type, fingerprint. */
 import { z } from "zod";
 
-export const ENGINE_KINDS = ["vllm", "sglang", "sim"] as const;
+const ENGINE_KINDS = ["vllm", "sglang", "sim"] as const;
 export type EngineKind = (typeof ENGINE_KINDS)[number];
 
 /** Replica ids name pid and log files, so they stay file-name safe. */

@@ -36,7 +36,7 @@ export const DEFAULT_RESTART_POLICY: Readonly<RestartPolicy> = Object.freeze({
   resetAfterMs: 300_000,
 });
 
-export type RestartDecision = { restart: true; delayMs: number; restarts: number } | { restart: false; restarts: number };
+type RestartDecision = { restart: true; delayMs: number; restarts: number } | { restart: false; restarts: number };
 
 /** After a crash: restart with exponential backoff (base × 2^n, capped), or give up after maxRestarts. */
 export function decideRestart(policy: RestartPolicy, restartsSoFar: number, ranForMs: number): RestartDecision {

@@ -12,7 +12,7 @@ import { createHash } from "node:crypto";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-export interface SimGpus {
+interface SimGpus {
   count: number;
   /** As the driver names the card, e.g. "NVIDIA H100 80GB HBM3". */
   name: string;

@@ -21,7 +21,7 @@ import { httpProbe, type Probe } from "./readiness.ts";
 import { decideRestart, DEFAULT_RESTART_POLICY, readinessState, type ReplicaState, type RestartPolicy } from "./replica-state.ts";
 import type { ReplicaSpec } from "./replica-spec.ts";
 
-export const DEFAULT_POLL_MS = 500;
+const DEFAULT_POLL_MS = 500;
 export const DEFAULT_STOP_GRACE_MS = 10_000;
 
 /** What the agent wants running under one replica id. */
@@ -106,7 +106,7 @@ interface Entry {
   probing: boolean;
 }
 
-export interface AdoptionReport {
+interface AdoptionReport {
   adopted: string[];
   refused: { id: string; pid: number; reason: string }[];
 }

@@ -13,7 +13,7 @@ import { BLOCKING_HEALTH_REASONS, type GpuView } from "./gpu-health.ts";
 import type { ResolvedFabric } from "./nccl-env.ts";
 import { worldSize, type ReplicaSpec } from "./replica-spec.ts";
 
-export type ValidationRule =
+type ValidationRule =
   | "gpus-required"
   | "gpu-exists"
   | "gpu-duplicate"
@@ -50,7 +50,7 @@ function refuse(rule: ValidationRule, message: string, param: string | null = nu
 }
 
 /** fp8 weights need compute capability 8.9 (Ada, Hopper); below it engines silently fall back to a slower path. */
-export function isFp8(quantization: string | undefined): boolean {
+function isFp8(quantization: string | undefined): boolean {
   return quantization !== undefined && /fp8/i.test(quantization);
 }
 
@@ -107,6 +107,7 @@ function validateLayout(spec: ReplicaSpec, chosen: readonly GpuView[]): void {
 }
 
 /** C0 controls and DEL: never part of a model name or an argument a person meant. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this matches
 const CONTROL_CHAR = /[\u0000-\u001f\u007f]/;
 /** Environment the agent sets to pin the GPU assignment and the engine's parent binding. */
 const OWNED_ENV = ["CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES"];

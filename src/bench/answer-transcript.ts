@@ -1,6 +1,6 @@
 /**
  * What a client reads from one streamed OpenAI answer, for checking that an
- * answer is whole (issue 13: a recovered stream must read as one answer):
+ * answer is whole (a recovered stream must read as one answer):
  * the joined text, the stream identities seen (id, created, model), role
  * deltas, finish reasons, usage chunks, error events and [DONE]s.
  */

@@ -23,7 +23,7 @@ const MODEL = "bench-model";
 const INTERACTIVE_KEY = "interactive-key-for-bench";
 const BATCH_KEY = "batch-key-for-bench";
 
-export interface EmbeddingsBatchOptions {
+interface EmbeddingsBatchOptions {
   engines: number;
   lines: number;
   /** Bytes of input text per line. */
@@ -35,7 +35,7 @@ export interface EmbeddingsBatchOptions {
   log?: (line: string) => void;
 }
 
-export interface WindowReport {
+interface WindowReport {
   ttft_p50_ms: number;
   ttft_p99_ms: number;
   /**
@@ -189,7 +189,7 @@ function pooled(a: Measured, b: Measured): Measured {
 }
 
 /** The JSONL of `lines` embeddings requests of about `lineBytes` of input each. */
-export function embeddingsJsonl(lines: number, lineBytes: number): string {
+function embeddingsJsonl(lines: number, lineBytes: number): string {
   const words = "the quick brown fox jumps over a lazy dog while batch work fills idle accelerators ".repeat(Math.ceil(lineBytes / 80)).slice(0, lineBytes);
   const out: string[] = [];
   for (let i = 0; i < lines; i++) out.push(`${JSON.stringify({ custom_id: `req-${i}`, method: "POST", url: "/v1/embeddings", body: { model: MODEL, input: `${i} ${words}` } })}\n`);

@@ -16,7 +16,7 @@ const STEPS: Record<Tuned, number> = { bandwidthEfficiency: 0.05, computeEfficie
 const ROUNDS = 6;
 const SHRINK = 0.6;
 
-export function fitScore(sweeps: readonly PublishedSweep[], e: EfficiencyConstants): number {
+function fitScore(sweeps: readonly PublishedSweep[], e: EfficiencyConstants): number {
   let worstMedian = 0;
   let over = 0;
   let sum = 0;

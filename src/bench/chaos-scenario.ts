@@ -1,5 +1,5 @@
 /**
- * `llmgw bench chaos` (issue 13): streams that survive their engine. Two or
+ * `llmgw bench chaos`: streams that survive their engine. Two or
  * three sim-engines behind one gateway; the first is killed (SIGKILL) and
  * restarted on the same port on a schedule while the streams run, a bounded
  * number at a time. Every answer is checked against the same request

@@ -8,7 +8,7 @@
  * counted per endpoint from the gateway's `x-llmgw-endpoint` header.
  */
 
-export interface CheckedLoadOptions {
+interface CheckedLoadOptions {
   /** The chat completions URL. */
   url: string;
   clients: number;
@@ -17,7 +17,7 @@ export interface CheckedLoadOptions {
   headers?: Record<string, string>;
 }
 
-export interface CheckedRequest {
+interface CheckedRequest {
   /** Wall-clock ms (Date.now()): when it was sent and when it ended, comparable with the gateway's own timestamps. */
   sentAt: number;
   endedAt: number;
@@ -29,7 +29,7 @@ export interface CheckedRequest {
   failure?: string;
 }
 
-export interface CheckedLoadReport {
+interface CheckedLoadReport {
   requests: number;
   ok: number;
   /** Answers that were not a 200. */
@@ -41,7 +41,7 @@ export interface CheckedLoadReport {
   firstFailures: string[];
 }
 
-export interface CheckedLoad {
+interface CheckedLoad {
   /** Every request so far, in the order they ended. */
   readonly results: readonly CheckedRequest[];
   report(filter?: (r: CheckedRequest) => boolean): CheckedLoadReport;

@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { childEnv } from "../shared/process-env.ts";
 import { timedStream } from "./stream-client.ts";
 
-export interface ClosedLoopLoadOptions {
+interface ClosedLoopLoadOptions {
   url: string;
   clients: number;
   /** Request body for client i. */
@@ -30,7 +30,7 @@ export interface ClosedLoopLoadCounts {
   errors: number;
 }
 
-export interface ClosedLoopLoad {
+interface ClosedLoopLoad {
   stop(): Promise<ClosedLoopLoadCounts>;
 }
 

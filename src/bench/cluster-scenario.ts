@@ -1,5 +1,5 @@
 /**
- * `llmgw bench cluster` (issue 14): what sharing state through Redis costs.
+ * `llmgw bench cluster`: what sharing state through Redis costs.
  * Three sim-engines; one gateway (embedded state), three gateways with
  * embedded state (no coordination), and three sharing a redis-server, all
  * running side by side and measured in interleaved rounds under the same

@@ -47,7 +47,7 @@ export const DEFAULT_LORA_WORKLOAD: Readonly<LoraWorkloadOptions> = Object.freez
   prefix: "adapter",
 });
 
-export interface LoraRequest {
+interface LoraRequest {
   /** ms after the start at which it is sent. */
   atMs: number;
   /** Part of the warm-up (not measured). */
@@ -66,7 +66,7 @@ export interface LoraWorkload {
 }
 
 /** mulberry32: a small seeded PRNG. */
-export function seededRandom(seed: number): () => number {
+function seededRandom(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -79,13 +79,13 @@ export function seededRandom(seed: number): () => number {
 
 /** P(rank k) ∝ 1/k^s for k = 1..n. */
 export function zipfWeights(n: number, s: number): number[] {
-  const raw = Array.from({ length: n }, (_, k) => 1 / Math.pow(k + 1, s));
+  const raw = Array.from({ length: n }, (_, k) => 1 / (k + 1) ** s);
   const total = raw.reduce((a, b) => a + b, 0);
   return raw.map((w) => w / total);
 }
 
 /** A sampler of ranks 0..n-1 with the given weights (inverse CDF, binary search). */
-export function weightedSampler(weights: readonly number[], random: () => number): () => number {
+function weightedSampler(weights: readonly number[], random: () => number): () => number {
   const cdf: number[] = [];
   let acc = 0;
   for (const w of weights) cdf.push((acc += w));
@@ -102,7 +102,7 @@ export function weightedSampler(weights: readonly number[], random: () => number
   };
 }
 
-export function adapterNames(o: Pick<LoraWorkloadOptions, "adapters" | "prefix">): string[] {
+function adapterNames(o: Pick<LoraWorkloadOptions, "adapters" | "prefix">): string[] {
   return Array.from({ length: o.adapters }, (_, i) => `${o.prefix ?? "adapter"}-${i}`);
 }
 

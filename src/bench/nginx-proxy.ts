@@ -18,7 +18,7 @@ export interface NginxProxy {
 
 const CANDIDATES = ["/usr/sbin/nginx", "/usr/bin/nginx"];
 
-export function nginxPath(): string | undefined {
+function nginxPath(): string | undefined {
   return CANDIDATES.find((p) => Bun.file(p).size > 0) ?? Bun.which("nginx") ?? undefined;
 }
 

@@ -22,7 +22,7 @@ export interface BenchPath {
   adminUrl?: string;
 }
 
-export interface CaseSpec {
+interface CaseSpec {
   concurrency: number;
   /** Requests per path per round (spread over the concurrent clients). */
   requestsPerRound: number;
@@ -73,7 +73,7 @@ async function round(path: BenchPath, spec: CaseSpec): Promise<{ timings: Stream
 }
 
 /** Messages posted to the scheduler worker for requests (admit + release + cancel), from llmgw's own counter. */
-export async function schedulerMessages(adminUrl: string): Promise<number> {
+async function schedulerMessages(adminUrl: string): Promise<number> {
   const text = await (await fetch(`${adminUrl}/metrics`)).text();
   let n = 0;
   for (const line of text.split("\n")) {

@@ -2,7 +2,7 @@ import { diesWithParent } from "../shared/parent-binding.ts";
 
 /** A throwaway redis-server (Debian's package) on a free loopback port for a benchmark: no persistence, stopped with the bench. */
 
-export interface RedisProcess {
+interface RedisProcess {
   url: string;
   stop(): Promise<void>;
 }

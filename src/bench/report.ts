@@ -1,7 +1,7 @@
 /** Shared output of every bench scenario: a text table for people, one JSON object with --json. */
 import { renderTable } from "../shared/text-table.ts";
 
-export interface Table {
+interface Table {
   title: string;
   columns: string[];
   rows: (string | number)[][];

@@ -32,7 +32,7 @@ export function threadsOf(pid: number): number[] {
 }
 
 /** A process's main thread (a pid), or one thread of it. */
-export type WatchedThread = number | { pid: number; tid: number };
+type WatchedThread = number | { pid: number; tid: number };
 
 /**
  * The run-queue waits of some threads, read together: processes' main threads

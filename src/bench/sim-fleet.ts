@@ -21,20 +21,20 @@ export interface SimEngine {
   child: LlmgwChild;
 }
 
-export interface BenchGateway {
+interface BenchGateway {
   child: LlmgwChild;
   /** OpenAI API base URL. */
   api: string;
   admin: string;
 }
 
-export interface SimFleet {
+interface SimFleet {
   engines: SimEngine[];
   gateway: BenchGateway;
   stop(): Promise<void>;
 }
 
-export interface SimFleetOptions {
+interface SimFleetOptions {
   engines: number;
   model: string;
   /** sim-engine flags for every engine, after --port and --model (last one wins). */
@@ -116,7 +116,7 @@ export async function startBenchGateway(
   } catch (err) {
     // A config the gateway refuses: its own message names the key and what was expected.
     const why = err instanceof Error ? err.message : String(err);
-    const refused = /invalid configuration[^\n]*\n((?:  [^\n]*\n?)+)/.exec(why)?.[1];
+    const refused = /invalid configuration[^\n]*\n((?: {2}[^\n]*\n?)+)/.exec(why)?.[1];
     throw refused ? new UsageError(`the gateway refused its config: ${refused.trim().replace(/\n\s*/g, "; ")}`) : err;
   }
   const gw = { child, api: child.urls.api!, admin: child.urls.admin! };
@@ -149,7 +149,7 @@ export async function startSimFleet(o: SimFleetOptions): Promise<SimFleet> {
 }
 
 /** An engine's own cumulative counters (vLLM's names); a counter it does not export is undefined, never 0. */
-export interface EngineCounters {
+interface EngineCounters {
   requests?: number;
   promptTokens?: number;
   generationTokens?: number;

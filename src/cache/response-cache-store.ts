@@ -12,7 +12,7 @@ import { LruByteCache } from "./lru-byte-cache.ts";
 
 export const CACHE_HEADER = "x-llmgw-cache";
 
-/** Entries behind an async interface, so a shared backend (Redis, issue 14) can replace the in-process one. */
+/** Entries behind an async interface, so a shared backend (Redis) can replace the in-process one. */
 export interface ResponseCacheStore {
   get(key: string, nowMs: number): Promise<RecordedResponse | undefined>;
   set(key: string, value: RecordedResponse, expiresAtMs: number): Promise<void>;
@@ -54,7 +54,7 @@ export interface CacheLookup {
   body: Readonly<Record<string, unknown>>;
 }
 
-export type CacheCheck =
+type CacheCheck =
   /** Not cacheable (model not opted in, or not deterministic): no header, nothing recorded. */
   | { kind: "bypass" }
   | { kind: "hit"; response: Response }

@@ -70,7 +70,7 @@ export const DEFAULT_CIRCUIT_PROBE_INTERVAL_MS = 2_000;
 /** An active probe's own deadline (dial, headers, first token and total together). */
 export const DEFAULT_CIRCUIT_PROBE_TIMEOUT_MS = 5_000;
 
-/** Mid-stream continuations one request may get (issue 13). */
+/** Mid-stream continuations one request may get. */
 export const DEFAULT_CONTINUATION_MAX_RECOVERIES = 2;
 
 export const DEFAULT_PREFIX_BLOCK_CHARS = 256;
@@ -94,7 +94,7 @@ export const DEFAULT_BANDS: readonly { name: string; ceiling: number; queue_limi
   { name: "batch", ceiling: 0.6, queue_limit: 20_000, ttl_ms: 600_000 },
 ];
 
-// Fleet manager (issue 9). The state directory is DEFAULT_DATA_DIR below, shared with the batch store.
+// Fleet manager. The state directory is DEFAULT_DATA_DIR below, shared with the batch store.
 export const DEFAULT_AGENT_POLL_INTERVAL_MS = 1_000;
 /** An agent's GET /v1/state runs nvidia-smi (cached 1 s); allow it more than an engine probe. */
 export const DEFAULT_AGENT_POLL_TIMEOUT_MS = 3_000;
@@ -119,7 +119,7 @@ export const DEFAULT_ADAPTER_IDLE_UNLOAD_MS = 300_000;
 export const DEFAULT_ADAPTER_LOAD_WAIT_MS = 30_000;
 /** Adapters one fleet model may declare. */
 export const MAX_FLEET_ADAPTERS = 1_000;
-// Batch and Files API, idempotency, response cache, GPU-saturation shedding (issue 12).
+// Batch and Files API, idempotency, response cache, GPU-saturation shedding.
 /** Where the embedded store (bun:sqlite) keeps what must survive a restart. */
 export const DEFAULT_DATA_DIR = "./.llmgw-data";
 /** OpenAI's own limits for a batch input file: 200 MB and 50,000 requests. */
@@ -158,11 +158,11 @@ export const DEFAULT_GPU_HEALTH_STALE_AFTER_MS = 5_000;
 export const DEFAULT_GPU_SUSTAINED_SAMPLES = 5;
 export const DEFAULT_GPU_SHED_UTIL_PCT = 95;
 export const DEFAULT_GPU_SHED_BAND = "batch";
-// Shared state across gateways (issue 14): the `state` block.
+// Shared state across gateways: the `state` block.
 export const DEFAULT_STATE_KEY_PREFIX = "llmgw:";
 /** A dead leader is replaced within this; renewed every third of it. */
 export const DEFAULT_STATE_LEASE_MS = 5_000;
-/** Demand exchange and follower refresh: "about once a second" (issue 14). */
+/** Demand exchange and follower refresh: "about once a second". */
 export const DEFAULT_STATE_SYNC_INTERVAL_MS = 1_000;
 /** 2 % of a per-minute limit per fetch: with 3 gateways at most 6 % of a minute's quota sits unspent in allowances. */
 export const DEFAULT_STATE_QUOTA_ALLOWANCE = 0.02;

@@ -8,10 +8,10 @@ import * as D from "./defaults.ts";
 import { httpUrl, id, modelName as anyModelName } from "./wire-primitives.ts";
 import type { FleetConfig, FleetModelSpec, NodeConfig } from "./types.ts";
 
-export const FLEET_ENGINES = ["vllm", "sglang", "sim"] as const;
+const FLEET_ENGINES = ["vllm", "sglang", "sim"] as const;
 
 /** Node and pool names: file-name and label safe. */
-export const fleetName = id;
+const fleetName = id;
 
 /** A model name becomes an engine argument: the gateway's rule for names, no whitespace, and never a leading '-' that an engine would read as a flag. */
 export const fleetModelName = anyModelName.refine((name) => !/\s/.test(name) && !name.startsWith("-"), { message: "expected a model name without whitespace that does not start with '-'" });
@@ -19,7 +19,7 @@ export const fleetModelName = anyModelName.refine((name) => !/\s/.test(name) && 
 const ms = (min: number, max: number, fallback: number) => z.number().int().min(min).max(max).default(fallback);
 
 /** vLLM's accepted --max-lora-rank values (vllm/config/lora.py). */
-export const FLEET_LORA_RANKS = [1, 8, 16, 32, 64, 128, 256, 320, 512] as const;
+const FLEET_LORA_RANKS = [1, 8, 16, 32, 64, 128, 256, 320, 512] as const;
 
 /** A LoRA adapter the fleet may load onto the model's replicas: the name requests use, and the path the engine reads it from. */
 const fleetAdapterSchema = z.strictObject({
@@ -60,7 +60,7 @@ export const fleetModelSchema = z.strictObject({ name: fleetModelName, ...fleetM
 /** A partial change of a desired model (management API PATCH): only the fields given change. */
 export const fleetModelPatchSchema = z.strictObject(fleetModelFields).partial();
 
-export type FleetModelWire = z.output<typeof fleetModelSchema>;
+type FleetModelWire = z.output<typeof fleetModelSchema>;
 
 /** Cross-field rules of one model, as `field: message` lines (empty when valid). */
 export function fleetModelIssues(m: FleetModelWire): { path: string; message: string }[] {

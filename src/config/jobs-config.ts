@@ -2,7 +2,7 @@
 import type { ParsedConfig } from "./schema.ts";
 import type { BatchConfig, GpuHealthConfig, GpuHealthSource, IdempotencyConfig, ResponseCacheConfig } from "./types.ts";
 
-export interface JobsConfigPart {
+interface JobsConfigPart {
   dataDir: string;
   batch: BatchConfig;
   idempotency: IdempotencyConfig;

@@ -9,23 +9,23 @@
 import { z } from "zod";
 
 /** Blocks of 16 tokens the gateway's index holds across every endpoint (about 20 bytes each in shared memory, ~100 in the KV-events worker). */
-export const DEFAULT_KV_INDEX_BLOCKS = 1_048_576;
+const DEFAULT_KV_INDEX_BLOCKS = 1_048_576;
 /** An event stream not heard from for this long (not even a heartbeat reply) is stale: the estimate stands in for it. */
-export const DEFAULT_KV_STALE_AFTER_MS = 12_000;
+const DEFAULT_KV_STALE_AFTER_MS = 12_000;
 /** Silence on the replay socket after which a replay counts as failed (the endpoint's index is dropped). */
-export const DEFAULT_KV_REPLAY_TIMEOUT_MS = 2_000;
+const DEFAULT_KV_REPLAY_TIMEOUT_MS = 2_000;
 /** PING a silent publisher this often (libzmq answers whatever its settings). */
-export const DEFAULT_KV_HEARTBEAT_INTERVAL_MS = 5_000;
+const DEFAULT_KV_HEARTBEAT_INTERVAL_MS = 5_000;
 /** A request waits at most this long for its prompt's token ids before it is routed without them. */
-export const DEFAULT_TOKENIZE_TIMEOUT_MS = 20;
+const DEFAULT_TOKENIZE_TIMEOUT_MS = 20;
 /** Prompts estimated shorter than this (characters ÷ 4) are not tokenized: their prefix is not worth a round trip. */
-export const DEFAULT_TOKENIZE_MIN_PROMPT_TOKENS = 128;
+const DEFAULT_TOKENIZE_MIN_PROMPT_TOKENS = 128;
 /** Blocks of token ids the tokenize cache keeps (8 bytes each), least recently used evicted first. */
-export const DEFAULT_TOKENIZE_CACHE_BLOCKS = 1_048_576;
+const DEFAULT_TOKENIZE_CACHE_BLOCKS = 1_048_576;
 /** Tokenize calls in flight at once; past it a request is routed without token ids. */
-export const DEFAULT_TOKENIZE_MAX_INFLIGHT = 64;
+const DEFAULT_TOKENIZE_MAX_INFLIGHT = 64;
 /** The shortest cut of a long prompt that is tokenized for later requests sharing its head (then 2×, 4× …). */
-export const DEFAULT_TOKENIZE_CUT_CHARS = 4_096;
+const DEFAULT_TOKENIZE_CUT_CHARS = 4_096;
 
 /** An engine's KV-event sockets (config `endpoints[].kv_events`, or a fleet replica's report). */
 export interface KvEventsSource {

@@ -32,7 +32,7 @@ export class ConfigError extends Error {
 }
 
 /** `endpoints[2].url` from zod's path array. */
-export function formatPath(path: readonly PropertyKey[]): string {
+function formatPath(path: readonly PropertyKey[]): string {
   let out = "";
   for (const p of path) {
     if (typeof p === "number") out += `[${p}]`;
@@ -55,7 +55,7 @@ function formatZodIssues(issues: readonly z.core.$ZodIssue[]): string[] {
  * so an error about it names what the operator actually typed. Values are
  * never repeated: a token set by a variable must not land in a log.
  */
-export type ConfigOrigins = Map<string, string>;
+type ConfigOrigins = Map<string, string>;
 
 /** The origin of the longest recorded path that `path` starts with (`endpoints[2]` covers `endpoints[2].url`). */
 function originOf(path: string, origins: ConfigOrigins): string | undefined {
@@ -102,7 +102,7 @@ const CONFIG_KEYS: ReadonlySet<string> = new Set(Object.keys(configSchema.shape)
  * token is LLMGW_ADMIN_TOKEN for `serve` (fleet.admin_token) and for `ctl`
  * (its --token) alike.
  */
-export const ENV_ALIASES: Readonly<Record<string, readonly string[]>> = { LLMGW_ADMIN_TOKEN: ["fleet", "admin_token"] };
+const ENV_ALIASES: Readonly<Record<string, readonly string[]>> = { LLMGW_ADMIN_TOKEN: ["fleet", "admin_token"] };
 
 /** Environment variables that set config keys, as [variable, key path], aliases first so the long form wins where both are set. */
 function envSettings(env: Record<string, string | undefined>): [string, string[], string][] {

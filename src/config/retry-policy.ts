@@ -6,7 +6,7 @@
  */
 
 /** Failures before the first byte that may be retried on the endpoint that failed (the others never are). */
-export const SAME_ENDPOINT_FAILURES = ["connect", "status_5xx", "status_429", "headers_timeout", "first_token_timeout", "truncated", "malformed"] as const;
+const SAME_ENDPOINT_FAILURES = ["connect", "status_5xx", "status_429", "headers_timeout", "first_token_timeout", "truncated", "malformed"] as const;
 export type SameEndpointFailure = (typeof SAME_ENDPOINT_FAILURES)[number];
 
 /**

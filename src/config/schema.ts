@@ -23,7 +23,7 @@ const hostPort = z.string().superRefine((s, ctx) => {
 /** Timers above 2^31-1 ms fire at once in Bun (and Node); a day is more than any deadline needs. */
 const positiveMs = z.number().int().positive().max(86_400_000, { message: "expected at most 86400000 (24 h)" });
 
-export const deadlinesSchema = z
+const deadlinesSchema = z
   .object({
     dial_ms: positiveMs.optional(),
     headers_ms: positiveMs.optional(),
@@ -33,19 +33,19 @@ export const deadlinesSchema = z
   })
   .strict();
 
-export const modelSchema = z
+const modelSchema = z
   .object({
     name: modelName,
     aliases: z.array(modelName).default([]),
     /** Models tried in order when every endpoint of this one failed before the first byte. */
     fallback: z.array(modelName).default([]),
     deadlines: deadlinesSchema.default({}),
-    /** false: this model's streams are never continued on another replica, and it is never a continuation target (issue 13). */
+    /** false: this model's streams are never continued on another replica, and it is never a continuation target. */
     continuation: z.boolean().default(true),
   })
   .strict();
 
-export const endpointSchema = z
+const endpointSchema = z
   .object({
     id,
     url: httpUrl,
@@ -59,7 +59,7 @@ export const endpointSchema = z
     gpu_ids: z.array(z.string().min(1)).default([]),
     /** The dcgm-exporter of the node this endpoint runs on; a faulted GPU there takes the endpoint out of rotation. */
     dcgm_url: httpUrl.optional(),
-    /** false: never a continuation target (an upstream that rejects continue_final_message, e.g. a hosted API) (issue 13). */
+    /** false: never a continuation target (an upstream that rejects continue_final_message, e.g. a hosted API). */
     continuation: z.boolean().default(true),
     /** Where this endpoint's engine publishes vLLM's KV-cache events: the gateway indexes what it holds (precise-prefix scorer). */
     kv_events: endpointKvEventsSchema.optional(),
@@ -99,7 +99,7 @@ export const schedulingSchema = z
   })
   .strict();
 
-export const healthSchema = z
+const healthSchema = z
   .object({
     poll_interval_ms: z.number().int().min(10).max(60_000).default(D.DEFAULT_HEALTH_POLL_INTERVAL_MS),
     timeout_ms: z.number().int().min(10).max(60_000).default(D.DEFAULT_HEALTH_TIMEOUT_MS),
@@ -123,7 +123,7 @@ const sameEndpointSchema = z
   } satisfies Record<SameEndpointFailure, z.ZodDefault<typeof sameEndpointPolicy>>)
   .strict();
 
-export const retrySchema = z
+const retrySchema = z
   .object({
     max_attempts: z.number().int().min(1).max(10).default(D.DEFAULT_RETRY_MAX_ATTEMPTS),
     budget_ratio: z.number().min(0).max(10).default(D.DEFAULT_RETRY_BUDGET_RATIO),
@@ -134,7 +134,7 @@ export const retrySchema = z
   })
   .strict();
 
-export const probeSchema = z
+const probeSchema = z
   .object({
     enabled: z.boolean().default(D.DEFAULT_CIRCUIT_PROBE_ENABLED),
     interval_ms: z.number().int().min(100).max(600_000).default(D.DEFAULT_CIRCUIT_PROBE_INTERVAL_MS),
@@ -142,7 +142,7 @@ export const probeSchema = z
   })
   .strict();
 
-export const circuitSchema = z
+const circuitSchema = z
   .object({
     failure_threshold: z.number().int().min(1).max(1000).default(D.DEFAULT_CIRCUIT_FAILURE_THRESHOLD),
     open_ms: z.number().int().min(100).max(600_000).default(D.DEFAULT_CIRCUIT_OPEN_MS),
@@ -155,7 +155,7 @@ export const circuitSchema = z
 
 const bandName = z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, { message: "expected a band name of lowercase letters, digits, '_' or '-'" });
 
-export const bandSchema = z
+const bandSchema = z
   .object({
     name: bandName,
     /** The band flows while its pool's saturation is below this; above 1 it never waits. */
@@ -165,7 +165,7 @@ export const bandSchema = z
   })
   .strict();
 
-export const admissionSchema = z
+const admissionSchema = z
   .object({
     enabled: z.boolean().default(true),
     /** Ordered, highest priority first. */
@@ -192,7 +192,7 @@ export const admissionSchema = z
 
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, { message: "expected 64 lowercase hex digits (sha256 of the key)" });
 
-export const apiKeySchema = z
+const apiKeySchema = z
   .object({
     /** sha256 of the key, hex. Preferred: the config then holds no secret. */
     key_sha256: sha256Hex.optional(),
@@ -205,7 +205,7 @@ export const apiKeySchema = z
   .strict()
   .refine((k) => (k.key_sha256 === undefined) !== (k.key === undefined), { message: "expected exactly one of key_sha256 or key" });
 
-export const authSchema = z
+const authSchema = z
   .object({
     /** Default: on when keys are configured. false: a trusted network, every request is the anonymous tenant (logged as a warning). */
     enabled: z.boolean().optional(),
@@ -213,7 +213,7 @@ export const authSchema = z
   })
   .strict();
 
-export const tenantSchema = z
+const tenantSchema = z
   .object({
     name: id,
     requests_per_minute: z.number().int().min(1).optional(),
@@ -221,9 +221,9 @@ export const tenantSchema = z
   })
   .strict();
 
-// --- Batch and Files API, idempotency, response cache, GPU-saturation shedding (issue 12) ---
+// --- Batch and Files API, idempotency, response cache, GPU-saturation shedding ---
 
-export const batchSchema = z
+const batchSchema = z
   .object({
     /** Largest JSONL upload accepted by POST /v1/files. */
     max_file_bytes: z.number().int().min(1024).max(4 * 1024 * 1024 * 1024).default(D.DEFAULT_BATCH_MAX_FILE_BYTES),
@@ -242,7 +242,7 @@ export const batchSchema = z
   })
   .strict();
 
-export const idempotencySchema = z
+const idempotencySchema = z
   .object({
     ttl_s: z.number().int().min(1).max(30 * 86_400).default(D.DEFAULT_IDEMPOTENCY_TTL_S),
     wait_ms: z.number().int().min(0).max(600_000).default(D.DEFAULT_IDEMPOTENCY_WAIT_MS),
@@ -250,7 +250,7 @@ export const idempotencySchema = z
   })
   .strict();
 
-export const responseCacheSchema = z
+const responseCacheSchema = z
   .object({
     /** Opt-in: only these models (names or aliases as configured) are cached. */
     models: z.array(modelName).default([]),
@@ -260,7 +260,7 @@ export const responseCacheSchema = z
   })
   .strict();
 
-export const gpuHealthSourceSchema = z
+const gpuHealthSourceSchema = z
   .object({
     /** A dcgm-exporter /metrics URL. */
     url: httpUrl,
@@ -271,7 +271,7 @@ export const gpuHealthSourceSchema = z
   })
   .strict();
 
-export const gpuHealthSchema = z
+const gpuHealthSchema = z
   .object({
     /** DCGM exporters to watch; [] = the endpoints' dcgm_url, each for its endpoint's pool. */
     sources: z.array(gpuHealthSourceSchema).default([]),
@@ -287,11 +287,11 @@ export const gpuHealthSchema = z
   })
   .strict();
 
-// --- end of the issue 12 block ---
+// --- end of the batch block ---
 
-// --- Mid-stream continuation on another replica (issue 13) ---
+// --- Mid-stream continuation on another replica ---
 
-export const continuationSchema = z
+const continuationSchema = z
   .object({
     /** false: a stream that breaks after its first byte ends with its explicit error event, as before. */
     enabled: z.boolean().default(true),
@@ -300,7 +300,7 @@ export const continuationSchema = z
   })
   .strict();
 
-// --- end of the issue 13 block ---
+// --- end of the continuation block ---
 
 export const configSchema = z
   .object({
@@ -330,17 +330,17 @@ export const configSchema = z
     auth: authSchema.default(authSchema.parse({})),
     tenants: z.array(tenantSchema).default([]),
     admission: admissionSchema.default(admissionSchema.parse({})),
-    // issue 12
+    // Batch and Files API, idempotency, response cache, GPU-saturation shedding.
     data_dir: z.string().min(1).default(D.DEFAULT_DATA_DIR),
     batch: batchSchema.default(batchSchema.parse({})),
     idempotency: idempotencySchema.default(idempotencySchema.parse({})),
     response_cache: responseCacheSchema.default(responseCacheSchema.parse({})),
     /** Absent: no GPU-saturation shedding at all (nothing changes). */
     gpu_health: gpuHealthSchema.optional(),
-    // Fleet manager (issue 9): agents and desired models (state under data_dir above).
+    // Fleet manager: agents and desired models (state under data_dir above).
     nodes: z.array(nodeSchema).default([]),
     fleet: fleetSchema.default(FLEET_DEFAULTS),
-    // Shared state across gateways (issue 14): sqlite (default, one process) or redis.
+    // Shared state across gateways: sqlite (default, one process) or redis.
     state: stateSchema.default(STATE_DEFAULTS),
     /** The gateway's side of engines' KV-cache events: block index, staleness, tokenization. */
     kv_events: kvEventsSchema.default(KV_EVENTS_DEFAULTS),

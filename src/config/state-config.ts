@@ -1,5 +1,5 @@
 /**
- * The `state` block (issue 14): where state shared by gateways lives — the
+ * The `state` block: where state shared by gateways lives — the
  * embedded bun:sqlite default (one process), or Redis shared by several
  * gateways behind a load balancer — and the timings of their coordination.
  */
@@ -7,7 +7,7 @@ import { z } from "zod";
 import * as D from "./defaults.ts";
 import type { StateBackendName } from "./types.ts";
 
-export const STATE_BACKENDS = ["sqlite", "redis"] as const satisfies readonly StateBackendName[];
+const STATE_BACKENDS = ["sqlite", "redis"] as const satisfies readonly StateBackendName[];
 
 /** Bun's RedisClient takes redis://, rediss:// (TLS) and valkey:// URLs; a path selects the database number. */
 function isRedisUrl(s: string): boolean {

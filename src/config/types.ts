@@ -6,7 +6,6 @@ import type { SameEndpointFailure, SameEndpointPolicy } from "./retry-policy.ts"
 import type { RouteName as Route } from "./plugin-names.ts";
 import type { ResponsesConfig } from "./responses-config.ts";
 
-export type { ResponsesConfig };
 
 /** Where state shared by gateways lives: the embedded bun:sqlite store, or Redis shared by several gateways. */
 export type StateBackendName = "sqlite" | "redis";
@@ -75,7 +74,7 @@ export interface Listen {
   port: number;
 }
 
-export interface BandConfig {
+interface BandConfig {
   name: string;
   /** Flows while pool saturation < ceiling; > 1 never waits. */
   ceiling: number;
@@ -83,7 +82,7 @@ export interface BandConfig {
   ttlMs: number;
 }
 
-export interface ApiKeyConfig {
+interface ApiKeyConfig {
   /** sha256 of the key, lowercase hex. */
   sha256: string;
   tenant: string;
@@ -115,8 +114,8 @@ export interface AdmissionConfig {
   fastPath: boolean;
 }
 
-// Fleet manager (issue 9).
-export type FleetEngine = "vllm" | "sglang" | "sim";
+// Fleet manager.
+type FleetEngine = "vllm" | "sglang" | "sim";
 
 /** A desired model: what to run and how many replicas. */
 export interface FleetModelSpec {
@@ -142,14 +141,14 @@ export interface FleetModelSpec {
   lora: FleetLoraSettings | undefined;
 }
 
-export interface FleetAdapterSpec {
+interface FleetAdapterSpec {
   /** The name requests use as their model. */
   name: string;
   /** Where the engine reads it (a directory, or what vLLM's resolver takes). */
   path: string;
 }
 
-export interface FleetLoraSettings {
+interface FleetLoraSettings {
   /** GPU slots (--max-loras). */
   maxLoras: number;
   /** --max-lora-rank; absent: the engine's default. */
@@ -186,7 +185,7 @@ export interface FleetConfig {
   adapterLoadWaitMs: number;
 }
 
-// --- Batch and Files API, idempotency, response cache, GPU-saturation shedding (issue 12) ---
+// --- Batch and Files API, idempotency, response cache, GPU-saturation shedding ---
 
 export interface BatchConfig {
   maxFileBytes: number;
@@ -247,9 +246,9 @@ export interface GpuHealthConfig {
   shedBand: number;
 }
 
-// --- end of the issue 12 block ---
+// --- end of the batch block ---
 
-/** Mid-stream continuation on another replica (issue 13). */
+/** Mid-stream continuation on another replica. */
 export interface ContinuationConfig {
   enabled: boolean;
   maxRecoveries: number;
@@ -324,7 +323,7 @@ export interface Config {
   /** Configured tenants (quotas); keys may name tenants without an entry (no quota). */
   tenants: readonly TenantConfig[];
   admission: AdmissionConfig;
-  // issue 12
+  // Batch and Files API, idempotency, response cache, GPU-saturation shedding.
   /** Directory of the embedded stores (batch jobs, files, idempotency records; fleet desired state, cordons, drains). */
   dataDir: string;
   batch: BatchConfig;
@@ -332,10 +331,10 @@ export interface Config {
   responseCache: ResponseCacheConfig;
   /** null: no gpu_health block, nothing is shed. */
   gpuHealth: GpuHealthConfig | null;
-  // Fleet manager (issue 9).
+  // Fleet manager.
   nodes: readonly NodeConfig[];
   fleet: FleetConfig;
-  // Shared state across gateways (issue 14).
+  // Shared state across gateways.
   state: StateConfig;
   /** The Responses API's stored state and background responses. */
   responses: ResponsesConfig;

@@ -20,15 +20,15 @@ export interface AdapterDemand {
   waitingForLoad(adapter: string): number;
 }
 
-export type AdapterCallResult = "ok" | "failed";
+type AdapterCallResult = "ok" | "failed";
 
 /** Counts by base model, for llmgw_fleet_adapter_loads_total and _unloads_total. */
-export interface AdapterCounts {
+interface AdapterCounts {
   loads: Map<string, Record<AdapterCallResult, number>>;
   unloads: Map<string, Record<AdapterCallResult, number>>;
 }
 
-export interface AdapterActionContext {
+interface AdapterActionContext {
   log: Logger;
   now: () => number;
   idleUnloadMs: number;
@@ -40,7 +40,7 @@ export interface AdapterActionContext {
 const key = (replica: string, adapter: string) => `${replica}\u0000${adapter}`;
 
 /** After a load or unload, how long the agent's answer stands for the gateway's next health poll, which has not seen it yet. */
-export const ADAPTER_CONFIRM_MS = 10_000;
+const ADAPTER_CONFIRM_MS = 10_000;
 
 export class AdapterActions {
   readonly counts: AdapterCounts = { loads: new Map(), unloads: new Map() };

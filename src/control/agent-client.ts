@@ -17,7 +17,7 @@ import {
 } from "../protocol/agent-messages.ts";
 
 /** `fenced`: the agent has seen a newer reconciler's token; this gateway is no longer the leader and must not act. */
-export type AgentCallFailure = "refused" | "unauthorized" | "unreachable" | "timeout" | "garbage" | "server-error" | "fenced";
+type AgentCallFailure = "refused" | "unauthorized" | "unreachable" | "timeout" | "garbage" | "server-error" | "fenced";
 
 export class AgentCallError extends Error {
   constructor(
@@ -57,7 +57,7 @@ function errorCodeOf(text: string): string | undefined {
 
 /**
  * `fencingToken`: the reconciler lease's token, sent with every PUT and
- * DELETE (issue 14); undefined (a single gateway) sends none.
+ * DELETE; undefined (a single gateway) sends none.
  */
 export function httpAgentClient(timeoutMs: number, fetchFn: FetchFn = (url, init) => fetch(url, init), fencingToken: () => number | undefined = () => undefined): AgentClient {
   async function call(agent: AgentAddress, method: "PUT" | "DELETE", agentId: string, body?: unknown, adapter?: string): Promise<{ status: number; json: unknown }> {

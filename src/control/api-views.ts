@@ -132,7 +132,7 @@ export function placementStatus(manager: FleetManager, model: string): Placement
 }
 
 /** What one leaving replica waits for, in words. */
-export function waitingFor(r: ReplicaView, view: ReconcileView, unplacedReason: string | null): string[] {
+function waitingFor(r: ReplicaView, view: ReconcileView, unplacedReason: string | null): string[] {
   if (r.record.draining === null) return ["to be marked draining"];
   const s = leaveState(r, view);
   const out: string[] = [];

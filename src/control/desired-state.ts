@@ -10,7 +10,7 @@ import { fleetModelWire } from "../config/fleet-schema.ts";
 import type { FleetModelSpec } from "../config/types.ts";
 import type { StoredModel } from "./types.ts";
 
-export type DesiredChange = { kind: "put"; model: StoredModel; note: string } | { kind: "delete"; name: string; note: string };
+type DesiredChange = { kind: "put"; model: StoredModel; note: string } | { kind: "delete"; name: string; note: string };
 
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);

@@ -1,7 +1,7 @@
 /**
  * The seam between the control plane and the gateway's endpoint table: the
  * fleet manager hands over replicas that are Ready and takes them back; the
- * gateway implements this over its dynamic endpoint table (issue 9 wiring).
+ * gateway implements this over its dynamic endpoint table.
  */
 import type { KvEventsSource } from "../protocol/kv-events-messages.ts";
 
@@ -49,7 +49,7 @@ export interface EndpointSink {
   /**
    * Optional: the replica is about to be stopped (a drain past its grace
    * period, a scale-down, a failure): streams still open on it are moved to
-   * another replica now — continued there (issue 13) — rather than cut by
+   * another replica now — continued there — rather than cut by
    * the stop. Returns how many were moved.
    */
   evict?(id: string): number;

@@ -13,14 +13,14 @@ import type { Action } from "./reconcile.ts";
 import { buildReplicaRecord, newReplicaId } from "./replica-builder.ts";
 import type { FleetStore } from "./store.ts";
 
-export interface ActionContext {
+interface ActionContext {
   log: Logger;
   now: () => number;
   random: () => number;
   fleet: FleetConfig;
   /** An agent call settled: plan again. */
   onSettled: () => void;
-  /** An agent refused this gateway's fencing token: another gateway leads now (issue 14). */
+  /** An agent refused this gateway's fencing token: another gateway leads now. */
   onFenced?: () => void;
 }
 
@@ -110,7 +110,7 @@ export class FleetActions {
       }
       case "finish-drain": {
         const op = this.state.drains.get(action.node);
-        if (!op || op.state !== "running") return;
+        if (op?.state !== "running") return;
         const done = { ...op, state: "done" as const, finishedAt: now };
         this.state.drains.set(op.node, done);
         await this.store.drains.put(op.node, done);

@@ -21,7 +21,7 @@ import type { FleetManager } from "./fleet-manager.ts";
 import { drainProgress, modelsStatus, nodesStatus, placementStatus, replicasStatus } from "./api-views.ts";
 
 
-export interface FleetApiOptions {
+interface FleetApiOptions {
   /** Bearer token for writes; undefined: every write is refused. */
   adminToken: string | undefined;
   /** Shared token agents register with; undefined: registration is refused. */

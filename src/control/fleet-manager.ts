@@ -10,7 +10,7 @@
  * once or turned NotReady: until then the records say what runs, and
  * replicas that still run are adopted, never launched twice.
  *
- * With several gateways on one store (issue 14) only the lease holder acts
+ * With several gateways on one store only the lease holder acts
  * on agents and writes replica records; the others follow: they re-read the
  * store, hand Ready replicas to their own gateway and take them back, and
  * serve the management API (its writes go to the store, where the leader
@@ -37,7 +37,7 @@ import type { FleetStore } from "./store.ts";
 import type { PlacementResult } from "./placement-types.ts";
 
 /** Relaunches of a missing shard that fail before the replica is given up on. */
-export const MAX_LAUNCH_FAILURES = 3;
+const MAX_LAUNCH_FAILURES = 3;
 /** How long stop() waits for agent calls in flight. */
 const STOP_WAIT_MS = 5_000;
 
@@ -45,7 +45,7 @@ const STOP_WAIT_MS = 5_000;
 const FOLLOWER_ACTIONS: ReadonlySet<string> = new Set(["add-endpoint", "remove-endpoint", "signal-draining"]);
 
 /**
- * Several gateways (issue 14): whether this one holds the reconciler lease
+ * Several gateways: whether this one holds the reconciler lease
  * now, and the lease's fencing token for agent calls.
  */
 export interface FleetLeadership {
@@ -57,7 +57,7 @@ export interface FleetLeadership {
   refreshEveryMs: number;
 }
 
-export interface FleetManagerOptions {
+interface FleetManagerOptions {
   config: Pick<Config, "nodes" | "fleet">;
   store: FleetStore;
   sink: EndpointSink;

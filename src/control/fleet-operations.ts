@@ -14,7 +14,7 @@ import type { FleetStore } from "./store.ts";
 import { keyMatches, keySha256 } from "./node-binding.ts";
 import type { Cordon, DrainOp, NodeBinding, RegisteredNode, StoredModel } from "./types.ts";
 
-export interface OperationHooks {
+interface OperationHooks {
   now: () => number;
   log: Logger;
   fleet: FleetConfig;

@@ -6,7 +6,7 @@ import type { Cordon, DrainOp, ReplicaRecord, StoredModel } from "./types.ts";
 /** Failed replicas kept (with their log tails) for `ctl replicas`. */
 export const FAILED_HISTORY_LIMIT = 20;
 
-export interface RuntimeState extends ReplicaRuntime {
+interface RuntimeState extends ReplicaRuntime {
   launchedAt: Record<string, number>;
   handedOff: boolean;
   drainingSignalled: boolean;
@@ -22,7 +22,7 @@ export interface ReplicaEntry {
 }
 
 /** A replica given up on, kept for `ctl replicas` with its log tail. */
-export interface FailedReplica {
+interface FailedReplica {
   id: string;
   model: string;
   nodes: string[];
@@ -32,7 +32,7 @@ export interface FailedReplica {
 }
 
 /** Per node: the last error of a call to its agent (polls report theirs in the snapshot). */
-export interface NodeCallError {
+interface NodeCallError {
   at: number;
   message: string;
 }

@@ -1,5 +1,5 @@
 /**
- * Several gateways on one shared store (issue 14): only the lease holder
+ * Several gateways on one shared store: only the lease holder
  * reconciles, but every gateway serves the management API and routes to
  * the fleet's replicas. So each re-reads the store: a follower takes all of
  * it (what the leader placed, what operators changed anywhere), the leader
@@ -12,7 +12,7 @@ import type { FleetState, ReplicaEntry } from "./fleet-state.ts";
 import type { FleetStore } from "./store.ts";
 import type { Cordon, DrainOp, RegisteredNode, ReplicaRecord, StoredModel } from "./types.ts";
 
-export interface StoreSnapshot {
+interface StoreSnapshot {
   models: StoredModel[];
   cordons: Cordon[];
   drains: DrainOp[];
@@ -25,7 +25,7 @@ export async function readSnapshot(store: FleetStore): Promise<StoreSnapshot> {
   return { models, cordons, drains, nodes, replicas };
 }
 
-export interface AppliedSnapshot {
+interface AppliedSnapshot {
   /** A registered agent appeared or moved: the health worker's poll list must change. */
   pollTargetsChanged: boolean;
   /** Replicas no record knows any more (a follower's view): out of this gateway's table if handed off. */

@@ -17,7 +17,7 @@ import type { NodeState as FleetNodeState } from "./types.ts";
 
 const MIB = 1024 * 1024;
 
-export interface NodeFigure {
+interface NodeFigure {
   name: string;
   state: NodeState;
   /** The agent answered within node_not_ready_after_ms (Ready). */
@@ -28,7 +28,7 @@ export interface NodeFigure {
   cordonReason: string | null;
 }
 
-export interface FabricPortFigure {
+interface FabricPortFigure {
   node: string;
   adapter: string;
   port: number;
@@ -38,7 +38,7 @@ export interface FabricPortFigure {
   active: boolean;
 }
 
-export interface ReplicaFigure {
+interface ReplicaFigure {
   id: string;
   model: string;
   state: ReplicaState;
@@ -48,7 +48,7 @@ export interface ReplicaFigure {
   detail: string | null;
 }
 
-export interface ModelFigure {
+interface ModelFigure {
   name: string;
   desired: number;
   serving: number;
@@ -157,7 +157,7 @@ export function fleetFigures(manager: FleetManager, now: number, staleAfterMs: n
       state: nodeStateLabel(fleetState, state.drains.get(entry.name)?.state === "running", state.cordons.has(entry.name)),
       answering,
       lastAnswerAgeMs: snap?.answeredAt === undefined ? null : Math.max(0, now - snap.answeredAt),
-      // As `llmgw ctl nodes` words it (fleet-status.ts): the poll's error while polls fail, else the last call's.
+      // As `llmgw ctl nodes` words it (src/ctl/views.ts): the poll's error while polls fail, else the last call's.
       lastError: snap?.ok === false && snap.lastError ? snap.lastError : (state.nodeErrors.get(entry.name)?.message ?? null),
       cordonReason: state.cordons.get(entry.name)?.reason ?? null,
     });

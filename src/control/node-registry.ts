@@ -10,7 +10,7 @@ import type { AgentSnapshot } from "../protocol/agent-messages.ts";
 import type { PolledAgent } from "../protocol/health-messages.ts";
 import type { NodeState, RegisteredNode } from "./types.ts";
 
-export interface NodeEntry {
+interface NodeEntry {
   name: string;
   url: string;
   token: string;

@@ -50,7 +50,7 @@ export const REJECTION_CODES = [
   "fp8-compute-capability",
   "no-shared-fabric",
 ] as const;
-export type RejectionCode = (typeof REJECTION_CODES)[number];
+type RejectionCode = (typeof REJECTION_CODES)[number];
 
 export interface Rejection {
   code: RejectionCode;

@@ -14,14 +14,14 @@
 import type { Candidate, ChosenShard, PlacementGpu, PlacementNode, PlacementRequest, PlacementResult, Rejection } from "./placement-types.ts";
 
 /** fp8 weights need compute capability 8.9 (Ada, Hopper); engines fall back to a slower path below it. */
-export const FP8_MIN_COMPUTE_CAPABILITY: readonly [number, number] = [8, 9];
+const FP8_MIN_COMPUTE_CAPABILITY: readonly [number, number] = [8, 9];
 
-export function isFp8(quantization: string | undefined): boolean {
+function isFp8(quantization: string | undefined): boolean {
   return quantization !== undefined && /fp8/i.test(quantization);
 }
 
 /** Whether "9.0" ≥ major.minor; an unknown capability is not (refuse rather than guess). */
-export function capabilityAtLeast(cc: string | null, [major, minor]: readonly [number, number]): boolean {
+function capabilityAtLeast(cc: string | null, [major, minor]: readonly [number, number]): boolean {
   const m = cc === null ? null : /^(\d+)\.(\d+)$/.exec(cc.trim());
   if (!m) return false;
   const [a, b] = [Number(m[1]), Number(m[2])];
@@ -90,7 +90,7 @@ function countRejections(req: PlacementRequest, group: readonly PlacementGpu[], 
 }
 
 /** Every candidate on one node, evaluated. Eligible ones carry their GPU set; `rank` is filled in later. */
-export function nodeCandidates(req: PlacementRequest, node: PlacementNode): Candidate[] {
+function nodeCandidates(req: PlacementRequest, node: PlacementNode): Candidate[] {
   const base = nodeRejections(req, node);
   if (node.gpus.length === 0) {
     return [{ node: node.name, gpus: [], gpuClass: null, verdict: "rejected", rank: null, reasons: [...base, { code: "too-few-free-gpus", message: `needs ${req.tensorParallel} free GPU(s); the node has none` }] }];

@@ -108,7 +108,7 @@ export function chooseVictims(active: readonly ReplicaView[], count: number): Re
 }
 
 /** Where a leaving replica stands: what still holds it (all false/zero: it may stop). */
-export interface LeaveState {
+interface LeaveState {
   /**
    * A drained replica stays in rotation while it stands in for a replacement
    * that does not serve yet: the model keeps its desired serving count

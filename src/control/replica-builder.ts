@@ -10,7 +10,7 @@ import type { ChosenShard } from "./placement-types.ts";
 import { FLEET_REPLICA_PREFIX, type ReplicaRecord, type ShardRecord } from "./types.ts";
 
 /** vLLM's and torch.distributed's customary rendezvous port. */
-export const MULTI_NODE_MASTER_PORT = 29500;
+const MULTI_NODE_MASTER_PORT = 29500;
 
 const SLUG_MAX = 40;
 
@@ -33,7 +33,7 @@ export function newReplicaId(model: string, random: () => number = Math.random):
 }
 
 /** The agent id of one shard: the replica id, with `.r<rank>` when the replica spans nodes. */
-export function shardAgentId(replicaId: string, rank: number, shards: number): string {
+function shardAgentId(replicaId: string, rank: number, shards: number): string {
   return shards === 1 ? replicaId : `${replicaId}.r${rank}`;
 }
 

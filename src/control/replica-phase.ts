@@ -28,9 +28,9 @@ export interface ReplicaRuntime {
   busy: boolean;
 }
 
-export type ShardState = AgentReplicaState | "Missing" | "Pending" | "Unreachable";
+type ShardState = AgentReplicaState | "Missing" | "Pending" | "Unreachable";
 
-export interface ShardView {
+interface ShardView {
   node: string;
   agentId: string;
   rank: number;
@@ -56,7 +56,7 @@ function shardView(record: ReplicaRecord, i: number, nodes: ReadonlyMap<string, 
   const node = nodes.get(s.node);
   const status = node?.replicas.get(s.agentId);
   const base = { node: s.node, agentId: s.agentId, rank: s.rank, gpus: s.gpus };
-  if (!node || node.state !== "Ready") {
+  if (node?.state !== "Ready") {
     return { ...base, state: node?.state === "Unknown" ? "Pending" : "Unreachable", endpoint: status?.endpoint ?? null, restarts: status?.restarts ?? null, message: null, logTail: null, kvEvents: status?.kvEvents ?? null };
   }
   if (status && status.state !== "Stopped") {

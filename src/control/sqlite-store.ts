@@ -10,7 +10,7 @@ import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { readRecord, RECORD_CODECS, type RecordCodec, type RecordTypes } from "./record-schemas.ts";
-import { type Collection, type CollectionName, type FleetStore } from "./store.ts";
+import type { Collection, CollectionName, FleetStore } from "./store.ts";
 
 export const FLEET_DB_FILE = "fleet.sqlite";
 

@@ -2,7 +2,7 @@
  * The fleet's durable state behind small async interfaces: desired models,
  * cordons, drain operations, self-registered nodes, the bindings of their
  * names, and the replicas the control plane launched. The embedded backend is bun:sqlite
- * (src/control/sqlite-store.ts); a shared backend (Redis, issue 14) implements
+ * (src/control/sqlite-store.ts); a shared backend (Redis) implements
  * the same interfaces, one hash per collection, and passes the same contract
  * tests (test/unit/fleet-store.test.ts).
  */

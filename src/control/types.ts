@@ -46,7 +46,7 @@ export interface Cordon {
   at: number;
 }
 
-export type DrainState = "running" | "done" | "cancelled";
+type DrainState = "running" | "done" | "cancelled";
 
 export interface DrainOp {
   node: string;

@@ -140,5 +140,5 @@ export function parseEngineMetrics(text: string, flavor: EngineHint): EngineMetr
   return mapEngineSamples(parsed.samples, flavor, parsed.malformed);
 }
 
-export type { EngineFlavor, EngineHint } from "./flavor.ts";
+export type { EngineHint } from "./flavor.ts";
 export { detectFlavor } from "./flavor.ts";

@@ -10,7 +10,7 @@
  */
 import type { Sample } from "./prom-text.ts";
 
-export const LORA_INFO_METRIC = "vllm:lora_requests_info";
+const LORA_INFO_METRIC = "vllm:lora_requests_info";
 
 export interface LoraInfo {
   /** Adapters one step may hold (`max_lora`); undefined when the label is missing or not a number. */

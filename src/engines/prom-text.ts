@@ -11,7 +11,7 @@ export interface Sample {
   value: number;
 }
 
-export interface ParsedMetrics {
+interface ParsedMetrics {
   samples: Sample[];
   /** Metric family name → TYPE (counter, gauge, histogram, summary, untyped). */
   types: Map<string, string>;

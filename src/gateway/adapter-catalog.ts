@@ -12,7 +12,7 @@ import type { ListedAdapter } from "../protocol/health-messages.ts";
 /** An id no adapter has: a name the health worker has not numbered is registered nowhere. */
 export const UNNUMBERED_ADAPTER = -1;
 
-export interface AdapterRoute {
+interface AdapterRoute {
   /** The model the endpoints serve. */
   base: string;
   /** The adapter's id in the shared table; UNNUMBERED_ADAPTER when no engine has reported it yet. */

@@ -14,7 +14,7 @@ import type { EndpointDirectory } from "../admission/endpoint-directory.ts";
 import { fastAdmit } from "../admission/fast-path.ts";
 import type { Config } from "../config/types.ts";
 import type { EndpointDescriptor, FromScheduler, GrantDetail, ToScheduler } from "../protocol/scheduler-messages.ts";
-import { EndpointTable, I, PoolTable } from "../shared/endpoint-table.ts";
+import { type EndpointTable, I, type PoolTable } from "../shared/endpoint-table.ts";
 import { LlmgwError } from "../shared/errors.ts";
 import type { AdapterCatalog } from "./adapter-catalog.ts";
 
@@ -26,7 +26,7 @@ export interface Grant extends GrantDetail {
   path: "fast" | "queued";
 }
 
-export interface AdmitRequest {
+interface AdmitRequest {
   model: string;
   band: number;
   tenant: string;
@@ -55,7 +55,7 @@ type MessageKind = ToScheduler["type"];
 const WORKER_URL = new URL("../../workers/scheduler.ts", import.meta.url);
 
 /** What the worker is started with (the init message without its tag). */
-export type SchedulerInit = Omit<Extract<ToScheduler, { type: "init" }>, "type">;
+type SchedulerInit = Omit<Extract<ToScheduler, { type: "init" }>, "type">;
 
 export class AdmissionClient {
   private readonly worker: Worker;

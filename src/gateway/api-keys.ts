@@ -11,8 +11,8 @@ export interface Principal {
   readonly bandName: string;
 }
 
-export const ANONYMOUS_TENANT = "anonymous";
-export const PRIORITY_HEADER = "x-llmgw-priority";
+const ANONYMOUS_TENANT = "anonymous";
+const PRIORITY_HEADER = "x-llmgw-priority";
 
 const MISSING_KEY_MESSAGE =
   "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).";

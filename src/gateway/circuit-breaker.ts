@@ -25,7 +25,7 @@
 import type { CircuitBreakerConfig } from "../config/types.ts";
 import { DEFAULT_CIRCUIT_MAX_OPEN_MS } from "../config/defaults.ts";
 import type { Route } from "../metrics/names.ts";
-import { CIRCUIT_CLOSED, CIRCUIT_HALF_OPEN, CIRCUIT_OPEN, CIRCUIT_PROBING, EndpointTable, I, MAX_MODEL_CIRCUITS } from "../shared/endpoint-table.ts";
+import { CIRCUIT_CLOSED, CIRCUIT_HALF_OPEN, CIRCUIT_OPEN, CIRCUIT_PROBING, type EndpointTable, I, MAX_MODEL_CIRCUITS } from "../shared/endpoint-table.ts";
 
 const STATE_NAMES = ["closed", "open", "half_open", "probing"] as const;
 const MODEL_FIELDS = Array.from({ length: MAX_MODEL_CIRCUITS }, (_, p) => I.MODEL_CIRCUITS + p);
@@ -61,7 +61,7 @@ export type ProbeVerdict = { ok: true } | { ok: false; retryAfterMs?: number; go
 /** Sends one active probe of circuit `field` of endpoint `index`; never throws. */
 export type ProbeSender = (index: number, field: number, target: ProbeTarget) => Promise<ProbeVerdict>;
 
-export type CircuitOptions = Pick<CircuitBreakerConfig, "failureThreshold" | "openMs"> & Partial<Pick<CircuitBreakerConfig, "maxOpenMs" | "probe">>;
+type CircuitOptions = Pick<CircuitBreakerConfig, "failureThreshold" | "openMs"> & Partial<Pick<CircuitBreakerConfig, "maxOpenMs" | "probe">>;
 
 /** One circuit's own bookkeeping (the state itself is in the table). */
 interface Circuit {

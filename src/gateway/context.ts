@@ -37,13 +37,13 @@ export interface GatewayContext {
   usesPrefixHashes: boolean;
   auth: Authenticator;
   quota: TenantQuota;
-  /** Mid-stream continuation: what may be continued, and where (issue 13). */
+  /** Mid-stream continuation: what may be continued, and where. */
   continuation: ContinuationPolicy;
   /** Which routes each endpoint serves (configured, or learned from its 404s). */
   routes: RouteSupport;
   /** A tenant as a metric label: configured tenants by name, others as "other". */
   tenantLabel(tenant: string): string;
-  // issue 12: batch jobs, idempotency, response cache, GPU-saturation shedding
+  // Batch jobs, idempotency, response cache, GPU-saturation shedding
   /** The Files and Batches API, its runner and the idempotency records (store opened on first use). */
   jobs: GatewayJobs;
   /** The Responses API's stored responses and background runner (store opened on first use). */
@@ -54,7 +54,7 @@ export interface GatewayContext {
   jobsMetrics: JobsMetrics;
   /** The prompt's token ids for precise-prefix routing (asked only where an endpoint of the model publishes KV events). */
   promptTokens: PromptTokenizer;
-  /** Several gateways sharing Redis (issue 14): this one's part; absent with the embedded state. */
+  /** Several gateways sharing Redis: this one's part; absent with the embedded state. */
   cluster?: { status(): ClusterStatus };
   /** The fleet loads declared LoRA adapters on demand: how to ask, and how long a request waits (absent: no fleet). */
   adapterLoads?: { requested(adapter: string): void; waitMs: number };

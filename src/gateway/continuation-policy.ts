@@ -1,5 +1,5 @@
 /**
- * Which streams may be continued on another replica, and where (issue 13):
+ * Which streams may be continued on another replica, and where:
  * the config's switches — globally, per model, per endpoint — and what the
  * gateway learned at run time: an endpoint that answered a chat continuation
  * with a 400 cannot take a prefill, and is never a target for that model

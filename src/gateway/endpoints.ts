@@ -10,7 +10,7 @@ import type { EndpointDescriptor } from "../protocol/scheduler-messages.ts";
 import type { PolledEndpoint } from "../protocol/health-messages.ts";
 import type { KvEventsSource } from "../protocol/kv-events-messages.ts";
 import type { EngineFlavor } from "../config/types.ts";
-import { EndpointTable, I, SLOT_ACTIVE, SLOT_FREE, SLOT_RETIRING } from "../shared/endpoint-table.ts";
+import { type EndpointTable, I, SLOT_ACTIVE, SLOT_FREE, SLOT_RETIRING } from "../shared/endpoint-table.ts";
 import type { CircuitBreakers } from "./circuit-breaker.ts";
 import { StreamEvictions } from "./stream-evictions.ts";
 import type { ModelCatalog } from "./model-catalog.ts";
@@ -55,7 +55,7 @@ export class EndpointRegistry {
   private readonly free: number[] = [];
   private nextUnused = 0;
   private listeners: EndpointListeners | undefined;
-  /** Continuable streams open on each slot (issue 13): evict() moves them elsewhere. */
+  /** Continuable streams open on each slot: evict() moves them elsewhere. */
   readonly evictions = new StreamEvictions();
 
   constructor(

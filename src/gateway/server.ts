@@ -1,7 +1,7 @@
 /**
  * The data plane on Bun.serve with a plain fetch handler (no framework on the
  * hot path): routes each request to its handler — inference to the request
- * pipeline (request/pipeline.ts), files and batches to the jobs handler
+ * pipeline (pipeline/pipeline.ts), files and batches to the jobs handler
  * (jobs-handler.ts), stored responses to the responses handler
  * (responses-handler.ts). Every error leaves in OpenAI's shape.
  */
@@ -46,13 +46,13 @@ function json(body: unknown, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { headers: { "content-type": "application/json", ...headers } });
 }
 
-export function handleModels(ctx: GatewayContext): Response {
+function handleModels(ctx: GatewayContext): Response {
   const created = Math.floor(Date.now() / 1000);
   const data = ctx.catalog.listed().map((m) => ({ id: m.id, object: "model", created, owned_by: "llmgw", root: m.root, parent: m.parent ?? null }));
   return json({ object: "list", data });
 }
 
-export function createFetchHandler(ctx: GatewayContext) {
+function createFetchHandler(ctx: GatewayContext) {
   return async function gatewayFetch(req: Request, server: Server<undefined>): Promise<Response> {
     const path = new URL(req.url, NO_HOST_BASE).pathname;
     const route = ROUTES[path];

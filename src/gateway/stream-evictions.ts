@@ -1,7 +1,7 @@
 /**
  * The continuable streams open on each endpoint slot, so that the fleet can
  * move them elsewhere at once when it takes a replica away past its drain's
- * grace period (issue 13): evict(slot) tells each one to cut its upstream and
+ * grace period: evict(slot) tells each one to cut its upstream and
  * go on as a continuation on another replica, instead of being cut by the
  * engine's stop. Per stream: one Set insertion when it opens, one deletion
  * when it ends.

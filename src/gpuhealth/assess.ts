@@ -4,11 +4,11 @@ import type { GpuSample } from "./dcgm.ts";
 import { FATAL_XIDS } from "./xid.ts";
 
 /** GPU core temperature at or above which the GPU counts as faulted (hardware slowdown is ~87–93 °C on datacenter parts). */
-export const DEFAULT_GPU_MAX_TEMP_C = 90;
+const DEFAULT_GPU_MAX_TEMP_C = 90;
 /** HBM temperature limit; HBM2e/HBM3 parts are rated to about 95 °C. */
-export const DEFAULT_GPU_MAX_MEMORY_TEMP_C = 95;
+const DEFAULT_GPU_MAX_MEMORY_TEMP_C = 95;
 /** Utilisation (DCGM_FI_DEV_GPU_UTIL, percent) at or above which the GPU counts as saturated. */
-export const DEFAULT_GPU_SATURATED_UTIL_PCT = 95;
+const DEFAULT_GPU_SATURATED_UTIL_PCT = 95;
 
 export interface GpuThresholds {
   maxTempC: number;

@@ -69,7 +69,7 @@ export type GpuSample = {
   recentXids: Readonly<Record<number, number>>;
 } & { [K in NumericField]: number | undefined };
 
-export interface DcgmParse {
+interface DcgmParse {
   gpus: GpuSample[];
   /** Samples of DCGM_* metrics without a UUID label, which cannot be attributed to a GPU. */
   unattributed: number;

@@ -3,11 +3,11 @@
  * samples: saturated when the latest sample is fresh, the ring is full and
  * every entry is at or above the threshold. A pool is saturated when it has
  * healthy GPUs and all of them are. Stale or missing data fails open: a GPU
- * we cannot see is never a reason to shed (issue 12).
+ * we cannot see is never a reason to shed.
  */
 import type { GpuSample } from "./dcgm.ts";
 
-export interface SaturationRules {
+interface SaturationRules {
   /** Ring length: samples that must all reach the threshold. */
   sustainedSamples: number;
   /** Utilisation percent (0–100) at or above which a sample counts. */
@@ -17,7 +17,7 @@ export interface SaturationRules {
 }
 
 /** A sample's utilisation: DCGM_FI_DEV_GPU_UTIL, else DCGM_FI_PROF_GR_ENGINE_ACTIVE (a 0–1 ratio); undefined when the exporter sends neither. */
-export function utilisationPct(s: GpuSample): number | undefined {
+function utilisationPct(s: GpuSample): number | undefined {
   return s.utilPct ?? (s.grEngineActive === undefined ? undefined : s.grEngineActive * 100);
 }
 

@@ -15,7 +15,7 @@ import { RUNNING, type BackgroundRequest, type ResponseRecord } from "./response
 import type { ResponsesStore } from "./responses-store.ts";
 
 /** The outcome of one run through the request path. */
-export interface BackgroundResult {
+interface BackgroundResult {
   status: number;
   /** The error object of a failed answer (OpenAI's shape). */
   error?: { code: string; message: string };
@@ -24,7 +24,7 @@ export interface BackgroundResult {
 /** Runs one background response through the gateway's request path; the answer is stored there under `id`. */
 export type BackgroundSend = (req: BackgroundRequest, target: { tenant: string; id: string }, signal: AbortSignal) => Promise<BackgroundResult>;
 
-export interface BackgroundOptions {
+interface BackgroundOptions {
   store: ResponsesStore;
   send: BackgroundSend;
   concurrency: number;

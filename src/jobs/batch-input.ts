@@ -11,7 +11,7 @@ import { LlmgwError } from "../shared/errors.ts";
 import { BATCH_ENDPOINTS, isBatchEndpoint, type BatchEndpoint, type BatchLine } from "./job-types.ts";
 import { JsonLineScanner, LineKey } from "./json-line-scan.ts";
 
-export interface BatchInputRules {
+interface BatchInputRules {
   maxLines: number;
   /** Whether the gateway serves this model (a configured or discovered name or alias). */
   knownModel: (name: string) => boolean;
@@ -51,7 +51,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 /** The deepest nesting of `[` and `{` outside strings, stopping as soon as it passes `max` (a linear scan, no recursion). */
-export function exceedsDepth(bytes: Uint8Array, max: number): boolean {
+function exceedsDepth(bytes: Uint8Array, max: number): boolean {
   let depth = 0;
   let inString = false;
   for (let i = 0; i < bytes.length; i++) {

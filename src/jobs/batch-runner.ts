@@ -26,9 +26,9 @@ import { WAIT_REASONS, type Batch, type BatchStatus, type ClaimedLine, type Line
 import type { JobsStore } from "./jobs-store.ts";
 import { lineVerdict, usageOfResult, type SendLine, type SendResult } from "./line-send.ts";
 
-export type { BatchLineRequest, SendLine, SendMeta, SendResult } from "./line-send.ts";
+export type { SendLine, SendResult } from "./line-send.ts";
 
-export interface BatchRunnerOptions {
+interface BatchRunnerOptions {
   store: JobsStore;
   send: SendLine;
   limits: Pick<BatchConfig, "concurrencyPerBatch" | "concurrencyPerTenant" | "maxAttempts" | "retryBackoffMs" | "leaseMs">;

@@ -99,7 +99,7 @@ export async function createBatch(r: JobsRequest): Promise<Response> {
     expiresAtMs: r.now + windowMs,
     metadata,
   });
-  let batch;
+  let batch: Awaited<ReturnType<typeof store.createBatch>>;
   try {
     batch = await store.createBatch(doc, linesOf(content.body, validator));
   } catch (err) {

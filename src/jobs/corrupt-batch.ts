@@ -1,7 +1,7 @@
 /** A batch whose stored record cannot be read, as the API shows it: failed, saying so, with what the store still knows (its id and tenant). */
 import { newBatchDoc, type BatchDoc } from "./job-types.ts";
 
-export const CORRUPT_RECORD_CODE = "batch_record_corrupt";
+const CORRUPT_RECORD_CODE = "batch_record_corrupt";
 
 export function corruptBatch(id: string, tenant: string, err: unknown, nowMs: number): BatchDoc {
   const why = err instanceof Error ? err.message : String(err);

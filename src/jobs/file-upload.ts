@@ -26,16 +26,16 @@ import type { ContentWriter, JobsStore } from "./jobs-store.ts";
  * collecting them during a 150 MB upload; with a request every 8 MiB, by
  * ~32 MiB (measured by the 150 MB upload e2e test).
  */
-export const UPLOAD_GC_EVERY_BYTES = 8 * 1024 * 1024;
+const UPLOAD_GC_EVERY_BYTES = 8 * 1024 * 1024;
 
 /** Room for the multipart boundaries and part headers around the file itself. */
-export const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
+const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 
 export type UploadLimits = Pick<BatchConfig, "maxFileBytes" | "maxLines" | "maxLineBytes" | "maxLineDepth" | "uploadMinBytesPerS" | "tenantMaxBytes" | "tenantMaxFiles">;
 
 export { UploadBudget };
 
-export interface UploadedFile {
+interface UploadedFile {
   filename: string;
   input: ParsedBatchInput;
   content: ContentWriter;
@@ -43,7 +43,7 @@ export interface UploadedFile {
   fingerprint: string;
 }
 
-export interface UploadContext {
+interface UploadContext {
   req: Request;
   tenant: string;
   store: JobsStore;
@@ -55,7 +55,7 @@ export interface UploadContext {
   fileId: string;
 }
 
-export function tooLarge(limit: number): LlmgwError {
+function tooLarge(limit: number): LlmgwError {
   return new LlmgwError("BODY_TOO_LARGE", `the file exceeds the limit of ${limit} bytes (batch.max_file_bytes)`, { param: "file" });
 }
 

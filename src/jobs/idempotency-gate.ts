@@ -35,7 +35,7 @@ export type IdempotencyCheck =
   /** Run the request, then pass its response through `record` (it relays the same bytes); `abandon` if it throws before one exists. */
   | { kind: "run"; record: (res: Response) => Response; abandon: () => Promise<void> };
 
-export interface IdempotencyGateOptions {
+interface IdempotencyGateOptions {
   /** How long a running key stays locked if its gateway dies: the longest a request may take (deadlines.total_ms). */
   lockMs: number;
   now?: () => number;

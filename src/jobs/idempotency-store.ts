@@ -1,6 +1,7 @@
 /**
- * Idempotency records behind a small async interface (Redis later, issue 14)
- * and its embedded bun:sqlite backend. A key lives per tenant ("scope"): it
+ * Idempotency records behind a small async interface (shared-state/
+ * redis-idempotency-store.ts implements it over Redis) and its embedded
+ * bun:sqlite backend. A key lives per tenant ("scope"): it
  * is running (one request holds it, with a lock that lapses if that
  * gateway dies) or done (the recorded answer, until it expires).
  */

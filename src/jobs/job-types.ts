@@ -1,11 +1,9 @@
 /** The domain records of the Files and Batches API as llmgw stores them (times in ms; openai-objects.ts renders OpenAI's shapes). */
 
 /** OpenAI's batch statuses. */
-export const BATCH_STATUSES = ["validating", "in_progress", "finalizing", "completed", "failed", "cancelling", "cancelled", "expired"] as const;
+const BATCH_STATUSES = ["validating", "in_progress", "finalizing", "completed", "failed", "cancelling", "cancelled", "expired"] as const;
 export type BatchStatus = (typeof BATCH_STATUSES)[number];
 
-/** Statuses a batch never leaves. */
-export const TERMINAL_STATUSES: ReadonlySet<BatchStatus> = new Set(["completed", "failed", "cancelled", "expired"]);
 /** Statuses the runner still has work in. */
 export const ACTIVE_STATUSES: readonly BatchStatus[] = ["validating", "in_progress", "finalizing", "cancelling"];
 
@@ -37,14 +35,14 @@ export interface StoredFile {
 import type { WaitReason } from "../metrics/names.ts";
 export { WAIT_REASONS, type WaitReason } from "../metrics/names.ts";
 
-export interface BatchError {
+interface BatchError {
   code: string;
   message: string;
   param: string | null;
   line: number | null;
 }
 
-export interface BatchCounts {
+interface BatchCounts {
   total: number;
   completed: number;
   failed: number;

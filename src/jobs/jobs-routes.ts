@@ -12,7 +12,6 @@ import { deleteFile, getFile, getFileContent, listFiles, uploadFile } from "./fi
 import type { JobsPrincipal, JobsRequest, JobsRoutesDeps } from "./jobs-http.ts";
 import { asStorageError } from "./storage-errors.ts";
 
-export type { JobsPrincipal, JobsRoutesDeps } from "./jobs-http.ts";
 
 type Handler = (r: JobsRequest) => Promise<Response>;
 

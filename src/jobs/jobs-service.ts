@@ -28,7 +28,7 @@ import { WAIT_REASONS, type WaitReason } from "./job-types.ts";
 import { LlmgwError } from "../shared/errors.ts";
 import type { Logger } from "../shared/logger.ts";
 
-export interface GatewayJobsDeps {
+interface GatewayJobsDeps {
   config: Config;
   log: Logger;
   /** One batch line through the gateway's request path (serve/batch-line-send.ts). */
@@ -41,12 +41,12 @@ export interface GatewayJobsDeps {
   knownModel: (name: string) => boolean;
   /** Resolves once the gateway knows what it serves (every endpoint polled once, a fleet settled): the runner claims nothing before. Default: at once. */
   discovered?: () => Promise<void>;
-  /** Several gateways (issue 14): the stores they share; absent, the embedded one in data_dir. */
+  /** Several gateways: the stores they share; absent, the embedded one in data_dir. */
   shared?: { jobs: JobsStore; idempotency: IdempotencyStore };
 }
 
 /** The store and what runs over it, once open. */
-export interface OpenJobs {
+interface OpenJobs {
   routes: JobsRouteHandler;
   idempotency: IdempotencyGate;
   runner: BatchRunner;

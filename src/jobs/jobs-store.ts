@@ -49,7 +49,7 @@ export interface StorageUsage {
   files: number;
 }
 
-export interface FileStore {
+interface FileStore {
   /** Start writing the bytes of file `id`. */
   openContent(id: string): Promise<ContentWriter>;
   /** Store a file whose bytes `content` (from openContent(file.id)) holds; an existing id is replaced (output files are written again after a crash mid-finalisation). */

@@ -1,14 +1,14 @@
 /** The runner's view of sending one batch line: the injected send's types, and how its answer is read (wait, usage). */
 import type { BatchEndpoint, WaitReason } from "./job-types.ts";
 
-export interface BatchLineRequest {
+interface BatchLineRequest {
   method: "POST";
   url: BatchEndpoint;
   /** The request body, JSON text as the input file held it (checked at upload): sent as it is, never parsed here. */
   body: string;
 }
 
-export interface SendMeta {
+interface SendMeta {
   tenant: string;
   batchId: string;
   customId: string;
@@ -47,7 +47,7 @@ export type SendLine = (line: BatchLineRequest, signal: AbortSignal, meta: SendM
  *   or malformed answer, a deadline): again after a backoff, each one an
  *   attempt, up to batch.max_attempts.
  */
-export type LineVerdict = { kind: "done" } | { kind: "wait"; reason: WaitReason } | { kind: "retry" };
+type LineVerdict = { kind: "done" } | { kind: "wait"; reason: WaitReason } | { kind: "retry" };
 
 /** llmgw's own refusals that mean "not now", with the reason the batch shows while its lines wait. */
 const WAIT_CODES: Readonly<Record<string, WaitReason>> = {
@@ -70,7 +70,7 @@ const WAIT_CODES: Readonly<Record<string, WaitReason>> = {
   METRICS_NOT_READY: "no_ready_endpoint",
 };
 
-export interface LineUsage {
+interface LineUsage {
   prompt: number;
   completion: number;
 }

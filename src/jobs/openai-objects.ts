@@ -4,7 +4,7 @@ import type { Page } from "./jobs-store.ts";
 
 const seconds = (ms: number | null): number | null => (ms === null ? null : Math.floor(ms / 1000));
 
-export interface OpenAIFile {
+interface OpenAIFile {
   id: string;
   object: "file";
   bytes: number;

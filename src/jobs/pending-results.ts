@@ -27,7 +27,7 @@ interface Held {
 }
 
 /** What a flush did. */
-export interface FlushOutcome {
+interface FlushOutcome {
   /** Everything held was written. */
   ok: boolean;
   /** The store refused for want of room (a full disk). */

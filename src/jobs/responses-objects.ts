@@ -12,7 +12,7 @@
 
 type Obj = Record<string, unknown>;
 
-export const RESPONSE_STATUSES = ["queued", "in_progress", "completed", "incomplete", "failed", "cancelled"] as const;
+const RESPONSE_STATUSES = ["queued", "in_progress", "completed", "incomplete", "failed", "cancelled"] as const;
 export type ResponseStatus = (typeof RESPONSE_STATUSES)[number];
 
 /** The ids a stored response can have: what a path segment of /v1/responses/{id} reaches unescaped. */

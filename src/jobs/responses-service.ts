@@ -14,7 +14,7 @@ import { BackgroundResponses, type BackgroundSend } from "./background-responses
 import { SqliteResponsesStore, type ResponsesStore } from "./responses-store.ts";
 import { openStateDatabase } from "./state-db.ts";
 
-export const RESPONSES_DB_FILE = "responses.sqlite";
+const RESPONSES_DB_FILE = "responses.sqlite";
 
 /**
  * After a store write found the disk full, requests asking to be stored are
@@ -35,12 +35,12 @@ const EMBEDDED_TICK_MS = 1_000;
  */
 const SHARED_TICK_MS = 10_000;
 
-export interface OpenResponses {
+interface OpenResponses {
   store: ResponsesStore;
   background: BackgroundResponses;
 }
 
-export interface GatewayResponsesDeps {
+interface GatewayResponsesDeps {
   config: Config;
   log: Logger;
   /** Runs one background response through the request path (serve/background-send.ts). */

@@ -56,7 +56,7 @@ export interface ResponsesStore {
 }
 
 /** Small columns first: SQLite reads a row's columns in order, so a large value before a small one is walked to reach it. */
-export const RESPONSES_SCHEMA = `
+const RESPONSES_SCHEMA = `
 CREATE TABLE IF NOT EXISTS responses (
   tenant TEXT NOT NULL,
   id TEXT NOT NULL,

@@ -15,7 +15,7 @@ import { UnknownCursorError, type ContentWriter, type FileContent, type JobsStor
 import { corruptBatch } from "./corrupt-batch.ts";
 import { migrateSqliteJobsSchema } from "./sqlite-jobs-migrate.ts";
 
-export const SCHEMA = `
+const SCHEMA = `
 CREATE TABLE IF NOT EXISTS files (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
   id TEXT NOT NULL UNIQUE,

@@ -12,10 +12,10 @@
 import { Database } from "bun:sqlite";
 
 export type ToCheckpointer = { type: "start"; path: string; intervalMs: number } | { type: "stop" };
-export type FromCheckpointer = { type: "checkpointed"; pages: number } | { type: "stopped" };
+type FromCheckpointer = { type: "checkpointed"; pages: number } | { type: "stopped" };
 
 const WORKER_URL = new URL("../../workers/checkpoint.ts", import.meta.url);
-export const CHECKPOINT_INTERVAL_MS = 1_000;
+const CHECKPOINT_INTERVAL_MS = 1_000;
 
 /** The worker's loop: checkpoint the file at `path` every `intervalMs`; returns stop. */
 export function runCheckpoints(path: string, intervalMs: number, onCheckpoint: (pages: number) => void): () => void {

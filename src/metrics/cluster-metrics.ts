@@ -1,5 +1,5 @@
 /**
- * Metrics of a gateway among several sharing Redis (issue 14), read from the
+ * Metrics of a gateway among several sharing Redis, read from the
  * cluster runtime's status when Prometheus scrapes: nothing on the request
  * path. Registered only with state.backend: redis (absent otherwise).
  */

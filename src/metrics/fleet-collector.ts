@@ -86,7 +86,7 @@ export function registerFleetCollector(registry: Registry, read: () => FleetSeri
 }
 
 /** The fleet's LoRA adapters at one instant: counts of agent calls and what is loaded, by base model. */
-export interface AdapterSeriesInput {
+interface AdapterSeriesInput {
   loads: ReadonlyMap<string, { ok: number; failed: number }>;
   unloads: ReadonlyMap<string, { ok: number; failed: number }>;
   /** Models that declare adapters, with the (adapter, replica) pairs loaded now. */

@@ -18,7 +18,7 @@ export interface NodeGpu {
 }
 
 /** Anything that can list the GPUs to export now: static DCGM targets and the fleet's nodes, combined (src/admin/fleet-collectors.ts). */
-export type GpuSource = () => readonly NodeGpu[];
+type GpuSource = () => readonly NodeGpu[];
 
 /**
  * The node label of a static endpoint's GPUs: the host of its dcgm_url

@@ -1,5 +1,5 @@
 /**
- * Metrics of issue 12's parts (shedding, batch lines, response cache,
+ * Metrics of the batch-work parts (shedding, batch lines, response cache,
  * idempotent replay) on the gateway's registry. Counts the parts keep are read
  * at scrape time, so the request path pays nothing; the shed counter is the
  * one the gateway increments at each GPU_SATURATED refusal.
@@ -8,7 +8,7 @@ import { Counter, Gauge, type Registry } from "prom-client";
 import { BATCH_LINE_OUTCOMES, CACHE_RESULTS, M, WAIT_REASONS, type BatchLineOutcome, type WaitReason } from "./names.ts";
 
 /** Where the numbers come from; any part the gateway does not run is left out and its series are absent. */
-export interface JobsMetricSources {
+interface JobsMetricSources {
   /** The pools at scrape time (fleet pools appear at run time). */
   pools: () => Iterable<string>;
   /** Per pool; omit without a gpu_health block. */

@@ -3,10 +3,10 @@
  * from closed unions (outcomes, reasons) or from configuration (model names,
  * endpoint ids), never from free text a client typed.
  */
-import { ROUTE_NAMES, type RouteName } from "../config/plugin-names.ts";
+import type { RouteName } from "../config/plugin-names.ts";
 
 /** How a request ended, as seen by the client. */
-export const OUTCOMES = [
+const OUTCOMES = [
   "ok",
   "client_error", // 4xx the client caused (bad JSON, unknown model, engine 4xx)
   "cancelled", // the client went away
@@ -19,7 +19,7 @@ export const OUTCOMES = [
 export type Outcome = (typeof OUTCOMES)[number];
 
 /** Why an upstream attempt failed (the retry reason and the circuit-breaker input). */
-export const ATTEMPT_FAILURES = [
+const ATTEMPT_FAILURES = [
   "connect",
   "headers_timeout",
   "first_token_timeout",
@@ -35,7 +35,7 @@ export const ATTEMPT_FAILURES = [
 export type AttemptFailure = (typeof ATTEMPT_FAILURES)[number];
 
 /** Why admission (or a gate before it) turned a request away. */
-export const ADMISSION_REJECTIONS = ["queue_full", "ttl_expired", "cancelled", "rate_limited", "unauthorized"] as const;
+const ADMISSION_REJECTIONS = ["queue_full", "ttl_expired", "cancelled", "rate_limited", "unauthorized"] as const;
 export type AdmissionRejection = (typeof ADMISSION_REJECTIONS)[number];
 
 /** Why the admin listener refused a request before any route ran (src/admin/request-guard.ts). */
@@ -48,15 +48,15 @@ export const ADMIN_REFUSALS = [
 export type AdminRefusal = (typeof ADMIN_REFUSALS)[number];
 
 /**
- * Mid-stream continuation (issue 13). Why a stream broke after its first
+ * Mid-stream continuation. Why a stream broke after its first
  * byte, for the breaks a continuation may mend (drained: the fleet took its
  * replica away past the drain's grace period).
  */
-export const BREAK_CAUSES = ["cut", "stall", "engine_error", "drained"] as const;
+const BREAK_CAUSES = ["cut", "stall", "engine_error", "drained"] as const;
 export type BreakCause = (typeof BREAK_CAUSES)[number];
 
 /** How a break of a stream was handled: continued, or why it was not. */
-export const RECOVERY_RESULTS = [
+const RECOVERY_RESULTS = [
   "recovered", // a continuation took over the stream
   "not_continuable", // the request cannot be continued exactly (tools, logprobs, n > 1 …)
   "not_resumable", // what was delivered cannot be continued exactly (tool-call or reasoning deltas, a finish_reason already out …)
@@ -68,24 +68,16 @@ export const RECOVERY_RESULTS = [
 ] as const;
 export type RecoveryResult = (typeof RECOVERY_RESULTS)[number];
 
-/** How an active probe of an open circuit ended: the engine answered (ok) or not (failed). */
-export const PROBE_RESULTS = ["ok", "failed"] as const;
-export type ProbeResult = (typeof PROBE_RESULTS)[number];
-
 /** Tenant label for tenants that are not configured (keys may name any tenant). */
 export const OTHER_TENANT = "other";
 
 /** The API a request used (the `route` label): OpenAI's routes and the rest of vLLM's (paths in docs/gateway.md). */
-export const ROUTES = ROUTE_NAMES;
 export type Route = RouteName;
-
-/** States of llmgw_endpoint_lora_adapters. */
-export const LORA_ADAPTER_STATES = ["registered", "running", "waiting"] as const;
 
 /** Model label for a request whose model is not configured or discovered. */
 export const UNKNOWN_MODEL = "unknown";
 
-/** How a batch line attempt ended, as the batch runner counts it (issue 12). */
+/** How a batch line attempt ended, as the batch runner counts it. */
 export const BATCH_LINE_OUTCOMES = ["completed", "failed", "retried", "waited"] as const;
 export type BatchLineOutcome = (typeof BATCH_LINE_OUTCOMES)[number];
 
@@ -97,7 +89,7 @@ export type BatchLineOutcome = (typeof BATCH_LINE_OUTCOMES)[number];
  * failing with a 5xx (retried with backoff), a full disk where results are kept.
  */
 /** Why an answered Responses API response was not stored (llmgw_responses_not_stored_total's reason). */
-export const NOT_STORED_REASONS = ["storage_full", "store_error", "too_large", "unreachable_id"] as const;
+const NOT_STORED_REASONS = ["storage_full", "store_error", "too_large", "unreachable_id"] as const;
 export type NotStoredReason = (typeof NOT_STORED_REASONS)[number];
 
 export const WAIT_REASONS = ["gpu_saturated", "rate_limited", "queue_full", "no_ready_endpoint", "engine_error", "storage_full"] as const;
@@ -105,7 +97,7 @@ export type WaitReason = (typeof WAIT_REASONS)[number];
 
 export const CACHE_RESULTS = ["hit", "miss"] as const;
 
-// ---- Fleet (issue 10). Computed at scrape time from state the gateway holds;
+// ---- Fleet. Computed at scrape time from state the gateway holds;
 // a value nobody reported has no series (absent is not zero).
 
 /** Node states as the fleet registry reports them (the `state` label of llmgw_nodes). */
@@ -211,7 +203,7 @@ export const M = {
   },
   endpointLoraSlots: { name: "llmgw_endpoint_lora_slots", help: "Adapters one step of the endpoint's engine may hold (vLLM's max_lora); absent when it reports none.", labels: ["endpoint"] },
   endpointCapacity: { name: "llmgw_endpoint_capacity", help: "Learned batch capacity of each endpoint: the high-water mark of its running count, at least the initial guess.", labels: ["endpoint"] },
-  // issue 12: shedding, batch lines, cache, idempotency
+  // Shedding, batch lines, cache, idempotency
   gpuShed: { name: "llmgw_gpu_shed_total", help: "Requests refused with 429 GPU_SATURATED because their pool's GPUs were saturated (exactly the refusals).", labels: ["pool"] },
   poolGpuSaturated: { name: "llmgw_pool_gpu_saturated", help: "1 while every healthy GPU of the pool is in sustained saturation (absent without gpu_health).", labels: ["pool"] },
   batchLines: { name: "llmgw_batch_lines_total", help: "Batch line attempts by outcome: completed, failed (recorded), retried (5xx/transport), waited (saturation or rate limit).", labels: ["outcome"] },
@@ -239,7 +231,7 @@ export const M = {
     help: "Stalls of the gateway's main event loop longer than 50 ms, by cause: gateway (the loop was busy or blocked) or cpu_wait (it was ready but waited for a CPU: the host is oversubscribed; Linux only).",
     labels: ["cause"],
   },
-  // issue 13: mid-stream continuation
+  // Mid-stream continuation
   streamRecoveries: {
     name: "llmgw_stream_recoveries_total",
     help: "Streams broken after their first byte (cut, stall, engine error, drained) by how they were handled: recovered by a continuation on another replica, or why not.",
@@ -258,11 +250,10 @@ export const M = {
   malformedEvents: { name: "llmgw_upstream_malformed_events_total", help: "SSE events from engines that were not valid and were dropped.", labels: ["endpoint"] },
 } as const;
 
-// ---- Several gateways sharing Redis (issue 14). Present only with state.backend: redis.
+// ---- Several gateways sharing Redis. Present only with state.backend: redis.
 
 /** Where a quota decision came from: the local allowance, a fetch from Redis, or the local share while Redis is away. */
 export const QUOTA_SOURCES = ["local", "fetched", "fail_static"] as const;
-export type QuotaSource = (typeof QUOTA_SOURCES)[number];
 
 export const CLUSTER = {
   redisUp: { name: "llmgw_state_redis_up", help: "1 while Redis (the shared state) answers; 0 while this gateway fails static.", labels: [] },

@@ -3,7 +3,7 @@
  * plus per-endpoint gauges read from the SharedArrayBuffer at scrape time.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import { AdmissionStatsTable, EndpointTable, F, I } from "../shared/endpoint-table.ts";
+import { type AdmissionStatsTable, type EndpointTable, F, I } from "../shared/endpoint-table.ts";
 import type { LoraTable } from "../shared/lora-table.ts";
 import { SCORER_NAMES } from "../config/plugin-names.ts";
 import { ADMIN_REFUSALS, M, type Outcome } from "./names.ts";

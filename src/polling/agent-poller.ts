@@ -17,7 +17,7 @@ import { probe, type FetchFn, type ProbeResult } from "./probe.ts";
 import { isStale } from "./readiness.ts";
 import { TargetPoller, type PolledTarget } from "./target-poller.ts";
 
-export interface AgentPollerOptions {
+interface AgentPollerOptions {
   intervalMs: number;
   timeoutMs: number;
   /** DCGM verdicts older than this are stale (no evidence either way). */
@@ -26,9 +26,9 @@ export interface AgentPollerOptions {
   fetch?: FetchFn;
 }
 
-export type OnAgentSnapshot = (node: string, snapshot: AgentSnapshot) => void;
+type OnAgentSnapshot = (node: string, snapshot: AgentSnapshot) => void;
 
-export const INITIAL_AGENT_SNAPSHOT: Readonly<AgentSnapshot> = Object.freeze({
+const INITIAL_AGENT_SNAPSHOT: Readonly<AgentSnapshot> = Object.freeze({
   ok: false,
   state: undefined,
   stateRequestedAt: undefined,
@@ -39,7 +39,7 @@ export const INITIAL_AGENT_SNAPSHOT: Readonly<AgentSnapshot> = Object.freeze({
 });
 
 /** The agent state in a GET /v1/state answer, or why the answer is not one. */
-export function parseAgentState(res: ProbeResult): { state: AgentState } | { error: string } {
+function parseAgentState(res: ProbeResult): { state: AgentState } | { error: string } {
   if (!res.ok) return { error: res.error };
   let json: unknown;
   try {
@@ -66,7 +66,7 @@ export function nextDcgmVerdicts(prev: DcgmVerdicts | undefined, res: ProbeResul
   return { ok: true, sampledAt: now, stale: false, lastError: undefined, gpus };
 }
 
-export function nextAgentSnapshot(prev: Readonly<AgentSnapshot>, parsed: { state: AgentState } | { error: string }, startedAt: number, finishedAt: number, dcgm: DcgmVerdicts | undefined): AgentSnapshot {
+function nextAgentSnapshot(prev: Readonly<AgentSnapshot>, parsed: { state: AgentState } | { error: string }, startedAt: number, finishedAt: number, dcgm: DcgmVerdicts | undefined): AgentSnapshot {
   if ("state" in parsed) {
     return { ok: true, state: parsed.state, stateRequestedAt: startedAt, answeredAt: finishedAt, consecutiveFailures: 0, lastError: undefined, dcgm };
   }

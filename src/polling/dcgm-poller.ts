@@ -9,7 +9,7 @@ import { TargetPoller } from "./target-poller.ts";
 import { probe, type FetchFn } from "./probe.ts";
 import { isStale } from "./readiness.ts";
 
-export interface DcgmTarget {
+interface DcgmTarget {
   /** Slot passed back to onSnapshot. */
   index: number;
   id: string;
@@ -17,7 +17,7 @@ export interface DcgmTarget {
   url: string;
 }
 
-export interface DcgmPollerOptions {
+interface DcgmPollerOptions {
   intervalMs: number;
   timeoutMs: number;
   staleAfterMs: number;
@@ -46,7 +46,7 @@ export interface DcgmSnapshot {
   pollMs: number;
 }
 
-export type OnDcgmSnapshot = (index: number, snapshot: DcgmSnapshot) => void;
+type OnDcgmSnapshot = (index: number, snapshot: DcgmSnapshot) => void;
 
 const INITIAL: Readonly<DcgmSnapshot> = Object.freeze({
   ok: false,

@@ -35,7 +35,7 @@ export interface PollerOptions {
   fetch?: FetchFn;
 }
 
-export type OnEndpointSnapshot = (index: number, snapshot: EndpointSnapshot) => void;
+type OnEndpointSnapshot = (index: number, snapshot: EndpointSnapshot) => void;
 
 export class EndpointPoller extends TargetPoller<EngineEndpoint, EndpointSnapshot> {
   private readonly options: PollerOptions;

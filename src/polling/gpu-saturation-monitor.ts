@@ -1,5 +1,5 @@
 /**
- * Sustained GPU saturation in the health worker (issue 12): polls the
+ * Sustained GPU saturation in the health worker: polls the
  * gpu_health sources' dcgm-exporters every gpu_health.poll_interval_ms, feeds
  * each scrape into the per-GPU rings (PoolSaturationTracker) and publishes,
  * per pool, until when it is saturated into the shared GpuSaturationTable,
@@ -23,7 +23,7 @@ export interface SaturationEndpoint {
   gpuIds: readonly string[];
 }
 
-export interface GpuSaturationMonitorOptions {
+interface GpuSaturationMonitorOptions {
   /** Per scrape (health.timeout_ms). */
   timeoutMs: number;
   fetch?: FetchFn;

@@ -11,7 +11,7 @@
 import type { Config, GpuHealthConfig } from "../config/types.ts";
 import type { AgentPollSettings, FromHealth, PolledAgent, PolledEndpoint } from "../protocol/health-messages.ts";
 import { AgentPoller } from "./agent-poller.ts";
-import { EndpointTable, F, FLAVOR_CODES, I, S, type Signals } from "../shared/endpoint-table.ts";
+import { type EndpointTable, F, FLAVOR_CODES, I, S, type Signals } from "../shared/endpoint-table.ts";
 import type { AssessedGpu, DcgmSnapshot } from "./dcgm-poller.ts";
 import { DcgmPoller } from "./dcgm-poller.ts";
 import { EndpointPoller, type EndpointSnapshot } from "./endpoint-poller.ts";
@@ -21,13 +21,13 @@ import type { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
 import { AdapterNames, type LoraTable } from "../shared/lora-table.ts";
 
 /** Whether an endpoint watching `gpuIds` ([] = all) has a faulted GPU in this exporter's scrape. */
-export function endpointGpuFaulted(gpus: readonly AssessedGpu[], gpuIds: readonly string[]): boolean {
+function endpointGpuFaulted(gpus: readonly AssessedGpu[], gpuIds: readonly string[]): boolean {
   return gpus.some(
     (g) => g.assessment.faulted && (gpuIds.length === 0 || gpuIds.includes(g.sample.uuid) || (g.sample.gpu !== undefined && gpuIds.includes(String(g.sample.gpu)))),
   );
 }
 
-export function writeSnapshot(table: EndpointTable, row: number, s: EndpointSnapshot): void {
+function writeSnapshot(table: EndpointTable, row: number, s: EndpointSnapshot): void {
   table.setInt(row, I.HEALTHY, s.healthy ? 1 : 0);
   table.setInt(row, I.READY, s.ready ? 1 : 0);
   table.setInt(row, I.POLL_FAILURES, s.consecutiveFailures);

@@ -43,7 +43,7 @@ export const MAX_BLOCK_HASH_BYTES = 64;
 const MAX_EVENT_SHARE = 4;
 
 /** Told of each event refused (the worker logs it). */
-export type RejectedEventListener = (slot: number, reason: KvEventRejectReason, detail: string) => void;
+type RejectedEventListener = (slot: number, reason: KvEventRejectReason, detail: string) => void;
 
 interface Tracked {
   /** Engine hash → first index entry of its tokens; insertion order is age. */

@@ -31,7 +31,7 @@ import { KvBlockTracker } from "./kv-block-tracker.ts";
 /** How often stream states are re-derived (staleness is a matter of time, not of events). */
 const MAX_TICK_MS = 1_000;
 /** Bytes every stream together may hold unapplied (each one also has its own DEFAULT_MAX_HELD_BYTES). */
-export const DEFAULT_MAX_HELD_BYTES_TOTAL = 128 * 1024 * 1024;
+const DEFAULT_MAX_HELD_BYTES_TOTAL = 128 * 1024 * 1024;
 /** At most one log line per endpoint and kind of trouble this often (a rogue publisher must not flood the log); the rest are counted in it. */
 const NOTE_INTERVAL_MS = 10_000;
 

@@ -5,7 +5,7 @@
  */
 import { logger } from "../shared/logger.ts";
 
-export type PollTargetFn = (position: number, signal: AbortSignal) => Promise<void>;
+type PollTargetFn = (position: number, signal: AbortSignal) => Promise<void>;
 
 export class PollLoop {
   readonly #positions: () => Iterable<number>;

@@ -11,7 +11,7 @@ export type ProbeResult =
 /**
  * GET `url` with a deadline of `timeoutMs` over dial, headers and body. Bun's
  * fetch has no working connect timeout and its `timeout` option fires late
- * (BUN-NOTES.md), so the deadline is our own AbortController, combined with
+ * (measured with Bun 1.4), so the deadline is our own AbortController, combined with
  * `outer` (the poller's stop signal) so stop() aborts in-flight probes.
  */
 export async function probe(

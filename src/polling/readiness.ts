@@ -119,7 +119,7 @@ export function isStale(metricsAt: number | undefined, now: number, staleAfterMs
  * names): /health answering 2xx, or, for an upstream that has no /health
  * (404, 405), any HTTP answer at all; its model list is not asked.
  */
-export function isReadyStatic(healthOk: boolean, healthStatus: number | undefined): boolean {
+function isReadyStatic(healthOk: boolean, healthStatus: number | undefined): boolean {
   return healthOk || healthStatus === 404 || healthStatus === 405;
 }
 

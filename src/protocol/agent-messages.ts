@@ -10,17 +10,17 @@ import { z } from "zod";
 import type { GpuReport } from "./gpu-report.ts";
 
 /** GPU health flags an agent reports (src/agent/gpu-health.ts). */
-export const GPU_HEALTH_REASONS = ["ecc_uncorrected", "foreign_process", "mig_enabled"] as const;
-export type GpuHealthReason = (typeof GPU_HEALTH_REASONS)[number];
+const GPU_HEALTH_REASONS = ["ecc_uncorrected", "foreign_process", "mig_enabled"] as const;
+type GpuHealthReason = (typeof GPU_HEALTH_REASONS)[number];
 /** Flags that refuse new replicas on a GPU (a foreign process is reported, not refused). */
 export const BLOCKING_GPU_HEALTH_REASONS: readonly GpuHealthReason[] = ["ecc_uncorrected", "mig_enabled"];
 
-export const AGENT_REPLICA_STATES = ["Starting", "Loading", "Ready", "Failed", "Stopped"] as const;
+const AGENT_REPLICA_STATES = ["Starting", "Loading", "Ready", "Failed", "Stopped"] as const;
 export type AgentReplicaState = (typeof AGENT_REPLICA_STATES)[number];
 
 export const AGENT_ENGINES = ["vllm", "sglang", "sim"] as const;
 
-export const agentGpuSchema = z.object({
+const agentGpuSchema = z.object({
   index: z.number().int().min(0),
   uuid: z.string(),
   name: z.string(),
@@ -41,7 +41,7 @@ export const agentGpuSchema = z.object({
 });
 export type AgentGpu = z.infer<typeof agentGpuSchema>;
 
-export const agentFabricSchema = z.object({
+const agentFabricSchema = z.object({
   adapters: z.array(
     z.object({
       name: z.string(),
@@ -60,9 +60,8 @@ export const agentFabricSchema = z.object({
   ),
   island: z.enum(["single-node", "fabric"]),
 });
-export type AgentFabric = z.infer<typeof agentFabricSchema>;
 
-export const agentReplicaStatusSchema = z.object({
+const agentReplicaStatusSchema = z.object({
   id: z.string(),
   engine: z.enum(AGENT_ENGINES),
   model: z.string(),
@@ -94,14 +93,14 @@ export const agentStateSchema = z.object({
 export type AgentState = z.infer<typeof agentStateSchema>;
 
 /** GET /v1/inventory */
-export const agentInventorySchema = z.object({
+const agentInventorySchema = z.object({
   node: z.string(),
   gpus: z.array(agentGpuSchema),
   fabric: agentFabricSchema,
 });
 export type AgentInventory = z.infer<typeof agentInventorySchema>;
 
-export const PUT_OUTCOMES = ["created", "unchanged", "replaced"] as const;
+const PUT_OUTCOMES = ["created", "unchanged", "replaced"] as const;
 
 /** PUT /v1/replicas/{id}: 201 created, 200 unchanged or replaced. */
 export const agentPutReplicaResponseSchema = z.object({ outcome: z.enum(PUT_OUTCOMES), replica: agentReplicaStatusSchema });
@@ -199,7 +198,7 @@ export interface DcgmVerdicts {
 }
 
 /**
- * Fencing (issue 14): the gateway that holds the reconciler lease sends its
+ * Fencing: the gateway that holds the reconciler lease sends its
  * lease's token with every replica PUT and DELETE; an agent remembers the
  * highest token it has seen (in its state directory) and refuses a lower one
  * with 409 STALE_FENCING_TOKEN, so a paused old leader cannot act after a new

@@ -25,7 +25,7 @@ export interface PolledEndpoint {
   poolRow: number;
 }
 
-/** A node agent the health worker polls (fleet manager, issue 9). */
+/** A node agent the health worker polls (fleet manager). */
 export interface PolledAgent {
   node: string;
   url: string;
@@ -49,7 +49,7 @@ export type ToHealth =
       signals: SharedArrayBuffer;
       endpoints: PolledEndpoint[];
       health: Config["health"];
-      /** Sustained GPU saturation (issue 12): null without a gpu_health block. */
+      /** Sustained GPU saturation: null without a gpu_health block. */
       gpuHealth: GpuHealthConfig | null;
       /** The GpuSaturationTable the health worker publishes into. */
       gpuSaturation: SharedArrayBuffer;
@@ -58,7 +58,7 @@ export type ToHealth =
     }
   /** An endpoint took a slot (poll it) or left it (null: stop). */
   | { type: "endpoint"; index: number; endpoint: PolledEndpoint | null }
-  /** The full list of node agents to poll (replaces the previous one; fleet manager, issue 9). */
+  /** The full list of node agents to poll (replaces the previous one; fleet manager). */
   | { type: "agents"; agents: PolledAgent[]; settings: AgentPollSettings }
   | { type: "stop" };
 

@@ -28,7 +28,7 @@ export type ToScheduler =
       kvStats: SharedArrayBuffer;
       /** LoRA adapters per endpoint (src/shared/lora-table.ts). */
       lora?: SharedArrayBuffer;
-      /** Several gateways (issue 14): this gateway's share of each pool (src/shared/pool-shares.ts); absent: 1. */
+      /** Several gateways: this gateway's share of each pool (src/shared/pool-shares.ts); absent: 1. */
       shares?: SharedArrayBuffer;
       /** Capacity of the endpoint and pool tables. */
       maxEndpoints: number;

@@ -20,7 +20,7 @@ import type { EndpointView } from "./types.ts";
 const FULL_BELOW = 0.499;
 
 /** In flight below the learned batch capacity (unknown capacity: counted free, as before it was learned). */
-export function hasFreeSlot(e: EndpointView): boolean {
+function hasFreeSlot(e: EndpointView): boolean {
   return e.capacity === undefined || e.inflight < e.capacity;
 }
 

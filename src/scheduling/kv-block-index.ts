@@ -26,9 +26,6 @@ const HEADER_WORDS = 4;
 /** Reader spins before giving up on the lock (a few microseconds). */
 const READ_SPINS = 256;
 
-/** Bytes of shared memory per entry of the ceiling (key, owner, chain, bucket). */
-export const KV_INDEX_BYTES_PER_ENTRY = 8 + 4 + 4 + 4;
-
 export class KvBlockIndex implements KvBlockIndexReader {
   readonly buffer: SharedArrayBuffer;
   private readonly header: Int32Array;

@@ -44,7 +44,7 @@ export function promptText(body: unknown, maxChars = Number.POSITIVE_INFINITY): 
 }
 
 /** The characters of prompt text that prefix hashing reads at most. */
-export function prefixTextChars(opts: { readonly blockChars: number; readonly maxBlocks: number }): number {
+function prefixTextChars(opts: { readonly blockChars: number; readonly maxBlocks: number }): number {
   return opts.blockChars * opts.maxBlocks;
 }
 

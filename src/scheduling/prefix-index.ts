@@ -15,7 +15,7 @@
 import type { PrefixIndexReader } from "./types.ts";
 
 /** Endpoint rows the index can address (forgetEndpoint keeps a generation for each). */
-export const PREFIX_INDEX_MAX_ENDPOINTS = 4096;
+const PREFIX_INDEX_MAX_ENDPOINTS = 4096;
 
 /** Header words. */
 const LOCK = 0;

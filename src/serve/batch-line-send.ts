@@ -22,7 +22,7 @@ const LINE_ROUTES: Record<string, Route> = {
 };
 
 /** The band batch lines run in: the one named "batch", else the lowest (bands are listed highest priority first). */
-export function batchBand(admission: Pick<AdmissionConfig, "bands">): number {
+function batchBand(admission: Pick<AdmissionConfig, "bands">): number {
   const named = admission.bands.findIndex((b) => b.name === "batch");
   return named >= 0 ? named : admission.bands.length - 1;
 }

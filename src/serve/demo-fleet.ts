@@ -28,7 +28,7 @@ const SERVING_TIMEOUT_MS = 90_000;
 /** Where `llmgw ctl` looks without --gateway or LLMGW_GATEWAY. */
 const CTL_DEFAULT_GATEWAY = `http://${DEFAULT_ADMIN_LISTEN}`;
 
-export interface FleetDemoOptions {
+interface FleetDemoOptions {
   listen: string | undefined;
   adminListen: string | undefined;
   log: Logger;

@@ -5,7 +5,7 @@
  */
 import type { EndpointAdapters } from "../control/endpoint-sink.ts";
 import type { AdapterCatalog } from "../gateway/adapter-catalog.ts";
-import { EndpointTable, F } from "../shared/endpoint-table.ts";
+import { type EndpointTable, F } from "../shared/endpoint-table.ts";
 import type { LoraTable } from "../shared/lora-table.ts";
 
 export function endpointAdaptersReader(catalog: AdapterCatalog, lora: LoraTable, table: EndpointTable, staleAfterMs: number, now: () => number = Date.now): (slot: number) => EndpointAdapters | undefined {

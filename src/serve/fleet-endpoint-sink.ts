@@ -11,7 +11,7 @@ import { I } from "../shared/endpoint-table.ts";
 import type { EndpointRegistry, EndpointSpec } from "../gateway/endpoints.ts";
 
 /** The registry's form of a replica's endpoint; `dcgmUrl`: its node's exporter, so GPU faults take it out of rotation. */
-export function managedEndpointSpec(e: ManagedEndpoint, dcgmUrl: string | undefined): EndpointSpec {
+function managedEndpointSpec(e: ManagedEndpoint, dcgmUrl: string | undefined): EndpointSpec {
   return { id: e.id, url: e.url, pool: e.pool, models: [...e.models], engine: e.engine, gpuIds: [...e.gpuIds], dcgmUrl, node: e.node, ...(e.kvEvents ? { kvEvents: { ...e.kvEvents } } : {}) };
 }
 

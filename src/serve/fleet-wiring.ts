@@ -66,7 +66,7 @@ export interface GatewayFleet {
   stop(): Promise<void>;
 }
 
-export interface GatewayFleetDeps {
+interface GatewayFleetDeps {
   registry: EndpointRegistry;
   /** The health worker's agent list (HealthClient.pollAgents). */
   pollAgents: (agents: PolledAgent[], settings: AgentPollSettings) => void;

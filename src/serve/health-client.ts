@@ -5,7 +5,6 @@
  * catalog updates and log lines. Everything else it learns lands in the
  * shared table directly.
  */
-import type { Config } from "../config/types.ts";
 import type { GpuReportMessage } from "../protocol/gpu-report.ts";
 import type { AgentSnapshot } from "../protocol/agent-messages.ts";
 import type { AgentPollSettings, FromHealth, ListedAdapter, PolledAgent, PolledEndpoint, ToHealth } from "../protocol/health-messages.ts";

@@ -1,7 +1,7 @@
 /** Where the gateway asks for a prompt's token ids: a ready endpoint of the model whose KV-event stream is live, taking turns. */
 import type { EndpointDirectory } from "../admission/endpoint-directory.ts";
 import type { TokenizeTarget } from "../gateway/prompt-tokens.ts";
-import { EndpointTable, I } from "../shared/endpoint-table.ts";
+import { type EndpointTable, I } from "../shared/endpoint-table.ts";
 import type { KvEventStats } from "../shared/kv-event-stats.ts";
 import type { KvEventsClient } from "./kv-events-client.ts";
 

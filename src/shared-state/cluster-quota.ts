@@ -1,5 +1,5 @@
 /**
- * Tenant quotas shared by several gateways (issue 14). Each limit is one
+ * Tenant quotas shared by several gateways. Each limit is one
  * GCRA bucket in Redis (the same arithmetic as the in-process QuotaLimiter:
  * a "theoretical arrival time", refilled continuously at limit per minute),
  * changed only by atomic scripts on Redis's clock. A gateway does not ask
@@ -87,7 +87,7 @@ interface Tenant {
   tokens: Allowance | undefined;
 }
 
-export interface ClusterQuotaOptions {
+interface ClusterQuotaOptions {
   prefix: string;
   /** state.quota_allowance: the part of a per-minute limit fetched at once. */
   allowance: number;
@@ -139,7 +139,7 @@ export class ClusterQuota implements TenantQuota {
       this.stats.local++;
       return { headers: headers(q, now) };
     }
-    if (!this.#r.up) return this.#failStatic(tenant, q, estTokens, now);
+    if (!this.#r.up) return this.#failStatic(tenant, estTokens, now);
     const wait = Math.max(waitOf(q.requests, 1, now), waitOf(q.tokens, estTokens, now));
     if (wait > 0) throw refusal(tenant, q, estTokens, wait, now);
     return this.#fetchAndAdmit(tenant, q, estTokens);
@@ -148,8 +148,14 @@ export class ClusterQuota implements TenantQuota {
   /** Spend from the local allowances when both suffice. */
   #spend(q: Tenant, estTokens: number, now: number): boolean {
     if ((q.requests !== undefined && q.requests.units < 1) || (q.tokens !== undefined && q.tokens.units < estTokens)) return false;
-    if (q.requests) (q.requests.units -= 1), (q.requests.lastUsedAt = now);
-    if (q.tokens) (q.tokens.units -= estTokens), (q.tokens.lastUsedAt = now);
+    if (q.requests) {
+      q.requests.units -= 1;
+      q.requests.lastUsedAt = now;
+    }
+    if (q.tokens) {
+      q.tokens.units -= estTokens;
+      q.tokens.lastUsedAt = now;
+    }
     return true;
   }
 
@@ -157,7 +163,7 @@ export class ClusterQuota implements TenantQuota {
     try {
       await Promise.all([this.#fetch(q.requests, 1), this.#fetch(q.tokens, estTokens)]);
     } catch (err) {
-      if (err instanceof LlmgwError && err.code === "STATE_UNAVAILABLE") return this.#failStatic(tenant, q, estTokens, this.#now());
+      if (err instanceof LlmgwError && err.code === "STATE_UNAVAILABLE") return this.#failStatic(tenant, estTokens, this.#now());
       throw err;
     }
     const now = this.#now();
@@ -189,7 +195,7 @@ export class ClusterQuota implements TenantQuota {
     await a.fetching;
   }
 
-  #failStatic(tenant: string, q: Tenant, estTokens: number, now: number): QuotaDecision {
+  #failStatic(tenant: string, estTokens: number, now: number): QuotaDecision {
     const gateways = Math.max(1, this.#o.gateways());
     if (this.#fallback?.gateways !== gateways) {
       const share = (limit: number | undefined) => (limit === undefined ? undefined : Math.max(1, Math.floor(limit / gateways)));

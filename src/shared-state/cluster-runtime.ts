@@ -1,5 +1,5 @@
 /**
- * One gateway's part in a cluster of gateways sharing Redis (issue 14): the
+ * One gateway's part in a cluster of gateways sharing Redis: the
  * reconciler lease (and the fleet leadership built on it), the demand
  * exchange that sets its admission shares, the shared quotas, and the status
  * the admin listener, /readyz and the metrics report — including whether it
@@ -15,13 +15,13 @@ import { LeaderLease } from "./leader-lease.ts";
 import type { RedisConnection } from "./redis-connection.ts";
 import type { ClusterStatus } from "../protocol/cluster-status.ts";
 
-export interface ClusterDeps {
+interface ClusterDeps {
   shares: PoolShareTable;
   demand: DemandSource;
 }
 
 /** A gateway's default name: unique per process, readable in logs. */
-export function defaultGatewayId(): string {
+function defaultGatewayId(): string {
   return `${hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 40)}-${process.pid}`;
 }
 

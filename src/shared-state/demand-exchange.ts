@@ -1,5 +1,5 @@
 /**
- * The demand exchange (issue 14): about once a second each gateway publishes
+ * The demand exchange: about once a second each gateway publishes
  * its per-pool demand to `<prefix>demand` and reads everyone's in the same
  * script (entries older than three intervals, by Redis's clock, are dropped:
  * a dead gateway's demand stops counting), computes its admission shares and
@@ -40,7 +40,7 @@ export interface DemandSource {
   demand(pool: number): number;
 }
 
-export interface DemandExchangeOptions {
+interface DemandExchangeOptions {
   prefix: string;
   me: string;
   intervalMs: number;

@@ -1,5 +1,5 @@
 /**
- * Admission shares from demand, pure (issue 14): every gateway publishes, per
+ * Admission shares from demand, pure: every gateway publishes, per
  * pool, how much it wants (its peak of held plus queued requests over the
  * last interval); each takes share = (own + floor) / Σ (each + floor) of every
  * pool's capacity. The floor keeps a quiet gateway's share above zero (its

@@ -1,5 +1,5 @@
 /**
- * The reconciler lease (issue 14): one Redis key, `<prefix>leader`, holding
+ * The reconciler lease: one Redis key, `<prefix>leader`, holding
  * "<token> <gateway>" with a TTL of lease_ms. A gateway takes it when it is
  * free — with a new fencing token: `<prefix>leader:epoch` incremented, and
  * raised to Redis's clock in milliseconds when behind it, so a term's token is
@@ -46,7 +46,7 @@ const RELEASE = new RedisScript(
 return 0`,
 );
 
-export interface LeaseStatus {
+interface LeaseStatus {
   leader: boolean;
   /** This gateway's fencing token while it leads. */
   token: number | undefined;
@@ -56,7 +56,7 @@ export interface LeaseStatus {
   holderToken: number | undefined;
 }
 
-export interface LeaderLeaseOptions {
+interface LeaderLeaseOptions {
   /** This gateway's name. */
   me: string;
   leaseMs: number;

@@ -7,7 +7,7 @@
 import type { ContentWriter } from "../jobs/jobs-store.ts";
 import type { RedisConnection } from "./redis-connection.ts";
 
-export const CHUNK_BYTES = 1024 * 1024;
+const CHUNK_BYTES = 1024 * 1024;
 /** Chunks of an upload not (yet) stored expire after this. */
 const UNCOMMITTED_TTL_MS = 24 * 3600 * 1000;
 

@@ -21,7 +21,7 @@ export class RedisScript {
   }
 }
 
-export interface RedisConnectionOptions {
+interface RedisConnectionOptions {
   commandTimeoutMs: number;
   /** How often to try again while Redis is unreachable. */
   reconnectEveryMs?: number;

@@ -20,7 +20,6 @@ import type { ResponsePatch, ResponsesStore } from "../jobs/responses-store.ts";
 import {
   expandedInput,
   inputItemsPage,
-  recordBytes,
   type ConversationLink,
   type InputItemsPage,
   type InputItemsQuery,

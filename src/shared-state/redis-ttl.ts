@@ -5,7 +5,7 @@
  * compare the record's own expiry with the caller's clock, so a gateway whose
  * clock lags Redis's a little still sees a record until it is really due.
  */
-export const EXPIRY_SLACK_MS = 3_600_000;
+const EXPIRY_SLACK_MS = 3_600_000;
 
 /** PEXPIRE argument for a record llmgw honours for `validMs` more (negative: already due). */
 export function expiryTtlMs(validMs: number, slackMs = EXPIRY_SLACK_MS): number {

@@ -25,7 +25,7 @@ import { RedisResponsesStore } from "./redis-responses-store.ts";
  * died is freed by its lease, never by a reclaim at start (which would take
  * what a live gateway runs).
  */
-export interface SharedStores {
+interface SharedStores {
   fleet: FleetStore;
   jobs: JobsStore;
   idempotency: IdempotencyStore;

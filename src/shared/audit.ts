@@ -9,7 +9,7 @@ import { logger } from "./logger.ts";
 
 export const AUDIT_SCHEMA_VERSION = 1;
 
-export type AuditKind = "request" | "batch";
+type AuditKind = "request" | "batch";
 
 export interface AuditRecord {
   /** What the line is about; also the log message, so `grep '"msg":"audit"'` finds them all. */
@@ -47,13 +47,13 @@ export interface AuditRecord {
   batch_id: string | null;
   /** Batches only: line counts at the end. */
   lines: { total: number; completed: number; failed: number } | null;
-  /** Requests whose stream broke after its first byte: each break and how it was handled (issue 13); null when none. */
+  /** Requests whose stream broke after its first byte: each break and how it was handled; null when none. */
   recoveries: readonly AuditRecovery[] | null;
   /** Requests: the models whose engines wrote the answer, in order (a fallback's, a continuation's on another model); null when none answered, and for a batch. */
   models: readonly string[] | null;
 }
 
-/** One break of a stream after its first byte (issue 13). */
+/** One break of a stream after its first byte. */
 export interface AuditRecovery {
   /** cut, stall, engine_error, drained. */
   cause: string;
@@ -68,7 +68,7 @@ export interface AuditRecovery {
   reason?: string;
 }
 
-export interface RequestAuditInput {
+interface RequestAuditInput {
   requestId?: string;
   tenant: string;
   model?: string;
@@ -123,7 +123,7 @@ export function requestAuditRecord(i: RequestAuditInput): AuditRecord {
 }
 
 /** What a batch audit line needs (a stored batch has all of it). */
-export interface BatchAuditInput {
+interface BatchAuditInput {
   id: string;
   tenant: string;
   model: string | null;

@@ -108,7 +108,7 @@ export async function* readBodyChunks(req: Request, limit: number, tooLarge: () 
  * async generator and a timer per chunk cost a chat request about 10 % more
  * main-thread CPU, and a body this small arrives in one or two chunks anyway.
  */
-export const WHOLE_READ_MAX_BYTES = 1 << 20;
+const WHOLE_READ_MAX_BYTES = 1 << 20;
 
 /**
  * The whole body, for the request path. A declared length up to

@@ -4,7 +4,7 @@
  * Pure; every search is the runtime's native one.
  */
 
-export const TAB = 9;
+const TAB = 9;
 export const LF = 10;
 export const CR = 13;
 export const SPACE = 32;

@@ -149,7 +149,7 @@ export class EndpointTable {
  * in that band or a higher one, what the band holds, and the band's peak hold
  * since the scheduler last looked.
  */
-export const P = {
+const P = {
   /** main and scheduler: requests holding an endpoint of this pool (the sum of its endpoints' INFLIGHT, kept as one counter so a claim is one compare-and-swap). */
   HELD: 0,
   /** scheduler: band b may take a request while HELD is below LIMITS + b (0: it may not flow). */

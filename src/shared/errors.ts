@@ -48,17 +48,17 @@ export type ErrorCode =
   // observability
   | "METRICS_NOT_READY"
   | "INTERNAL_ERROR"
-  // batch, files, idempotency (issue 12)
+  // batch, files, idempotency
   | "INVALID_BATCH_LINE"
   | "BATCH_NOT_CANCELLABLE"
   | "IDEMPOTENCY_KEY_IN_USE"
   | "IDEMPOTENCY_KEY_REUSED"
-  // storage of files and batches (issue 21)
+  // storage of files and batches
   | "STORAGE_FULL"
   | "STORAGE_QUOTA_EXCEEDED"
   | "UPLOAD_BUDGET_EXHAUSTED"
   | "JOBS_UNAVAILABLE"
-  // shared state across gateways (issue 14)
+  // shared state across gateways
   | "STATE_UNAVAILABLE"
   | "STALE_FENCING_TOKEN"
   // the admin listener's door (src/admin/request-guard.ts)
@@ -69,7 +69,7 @@ export type ErrorCode =
   | "NODE_NAME_BOUND";
 
 /** OpenAI's error `type` strings. */
-export type OpenAIErrorType =
+type OpenAIErrorType =
   | "invalid_request_error"
   | "authentication_error"
   | "rate_limit_error"
@@ -77,7 +77,7 @@ export type OpenAIErrorType =
   | "timeout_error"
   | "service_unavailable_error";
 
-export interface OpenAIErrorBody {
+interface OpenAIErrorBody {
   error: { message: string; type: OpenAIErrorType; param: string | null; code: string };
 }
 

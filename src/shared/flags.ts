@@ -5,7 +5,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
 
-export type OptionSpec = NonNullable<ParseArgsConfig["options"]>;
+type OptionSpec = NonNullable<ParseArgsConfig["options"]>;
 
 export interface CommandSpec<O extends OptionSpec = OptionSpec> {
   name: string;

@@ -33,7 +33,7 @@ export function gpuClass(name: string, memoryTotalMiB: number | undefined): stri
 }
 
 /** "8.9" → [8, 9]; undefined for anything else. */
-export function parseComputeCapability(cc: string | undefined): [number, number] | undefined {
+function parseComputeCapability(cc: string | undefined): [number, number] | undefined {
   const m = cc === undefined ? null : /^(\d+)\.(\d+)$/.exec(cc.trim());
   return m ? [Number(m[1]), Number(m[2])] : undefined;
 }

@@ -1,5 +1,5 @@
 /**
- * Per pool, until when its GPUs count as saturated (sustained, issue 12): a
+ * Per pool, until when its GPUs count as saturated (sustained): a
  * SharedArrayBuffer the health worker writes after every GPU sample and the
  * main thread reads without a message (the shed gate, the batch runner, the
  * gauge). Indexed by the pool's row in the PoolTable.

@@ -16,7 +16,7 @@
 import { ThreadSchedstat, type SchedCounters } from "./thread-schedstat.ts";
 
 /** Why the loop stalled: its own work (or a blocking call), or waiting for a CPU the host did not give it. */
-export const STALL_CAUSES = ["gateway", "cpu_wait"] as const;
+const STALL_CAUSES = ["gateway", "cpu_wait"] as const;
 export type StallCause = (typeof STALL_CAUSES)[number];
 
 const TICK_MS = 20;

@@ -23,7 +23,7 @@ export const RECENT = 32;
 const R = { MAX_LORAS: 0, ACTIVE: 1, REGISTERED: 2, RUNNING: 2 + WORDS, WAITING: 2 + 2 * WORDS, RECENT: 2 + 3 * WORDS } as const;
 const ROW_STRIDE = 2 + 3 * WORDS + RECENT;
 
-export type AdapterSet = "registered" | "running" | "waiting";
+type AdapterSet = "registered" | "running" | "waiting";
 const SET_BASE: Record<AdapterSet, number> = { registered: R.REGISTERED, running: R.RUNNING, waiting: R.WAITING };
 
 export class LoraTable {

@@ -5,7 +5,7 @@
  * characters (owner/name); vLLM's served model name may be a local path,
  * which this leaves room for.
  */
-export const MODEL_NAME_MAX_CHARS = 256;
+const MODEL_NAME_MAX_CHARS = 256;
 
 /**
  * Every code point a name may not hold: Unicode's "Other" categories —

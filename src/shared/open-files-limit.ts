@@ -42,7 +42,7 @@ export function fdsNeeded(maxOpenStreams: number): number {
   return maxOpenStreams * FDS_PER_STREAM + FD_RESERVE;
 }
 
-export interface OpenFilesVerdict {
+interface OpenFilesVerdict {
   level: "info" | "warn";
   msg: string;
   /** soft and hard: null when unknown. */

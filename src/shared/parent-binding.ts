@@ -10,10 +10,10 @@ import { existsSync } from "node:fs";
 import { constants } from "node:os";
 import { setParentDeathSignal } from "./libc.ts";
 
-export const PARENT_POLL_MS = 1_000;
+const PARENT_POLL_MS = 1_000;
 
 /** The pid in LLMGW_PARENT_PID, or null when unset or not a plausible parent. */
-export function boundParentPid(env: Record<string, string | undefined> = process.env): number | null {
+function boundParentPid(env: Record<string, string | undefined> = process.env): number | null {
   const parent = Number(env.LLMGW_PARENT_PID);
   return Number.isInteger(parent) && parent > 1 ? parent : null;
 }

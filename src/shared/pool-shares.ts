@@ -1,5 +1,5 @@
 /**
- * Each pool's admission share of this gateway (issue 14), in shared memory:
+ * Each pool's admission share of this gateway, in shared memory:
  * with several gateways in front of one fleet, each admits against its share
  * of a pool's capacity. The main thread writes the shares (from the demand
  * exchange through Redis); the scheduler worker reads them when it publishes

@@ -89,7 +89,7 @@ export function isLlmgwCommand(argv: readonly string[], command: string): boolea
 }
 
 /** A command line short enough for a log line. */
-export function shortCommand(argv: readonly string[], max = 160): string {
+function shortCommand(argv: readonly string[], max = 160): string {
   const text = argv.join(" ");
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
@@ -101,7 +101,7 @@ export function holderText(holder: PortHolder | "unknown" | null): string {
 }
 
 /** What to say about the llmgw command an operator starts, when its port is taken. */
-export interface ListenerOwner {
+interface ListenerOwner {
   /** `agent`, `serve`: an earlier one of these is named as such. */
   command: string;
   /** The systemd unit that runs it, for the remedy. */

@@ -9,7 +9,7 @@ import { execve } from "./libc.ts";
 /** Outbound fetches in flight per process; Bun's default of 256 silently queues the rest. bin/bun-env sets the same value. */
 export const MAX_HTTP_REQUESTS = "16384";
 
-export const REQUIRED_BUN_ENV: Readonly<Record<string, string>> = Object.freeze({
+const REQUIRED_BUN_ENV: Readonly<Record<string, string>> = Object.freeze({
   BUN_CONFIG_MAX_HTTP_REQUESTS: MAX_HTTP_REQUESTS,
 });
 

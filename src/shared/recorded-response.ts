@@ -12,7 +12,7 @@ export interface RecordedResponse {
   body: Uint8Array;
 }
 
-export interface RecordOptions {
+interface RecordOptions {
   /** Larger answers are relayed but not recorded. */
   maxBytes: number;
   /** The answer was relayed whole and is worth keeping. */

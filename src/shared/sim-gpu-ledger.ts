@@ -19,7 +19,7 @@ export function visibleGpuIndices(cudaVisibleDevices: string | undefined): numbe
 }
 
 /** The ledger file's text: `usedMiB` on each GPU. */
-export function ledgerText(gpus: readonly number[], usedMiB: number): string {
+function ledgerText(gpus: readonly number[], usedMiB: number): string {
   return gpus.map((i) => `${i} ${Math.round(usedMiB)}\n`).join("");
 }
 

@@ -1,6 +1,6 @@
 /** Aligned text tables for every command that prints one (`llmgw ctl`, `bench`, `agent --inventory`), with colour only when asked for (a terminal, NO_COLOR unset). */
 
-export type Tint = "green" | "red" | "yellow" | "dim" | "bold";
+type Tint = "green" | "red" | "yellow" | "dim" | "bold";
 
 const CODES: Record<Tint, [number, number]> = { green: [32, 39], red: [31, 39], yellow: [33, 39], dim: [2, 22], bold: [1, 22] };
 
@@ -16,14 +16,14 @@ function cell(c: CellInput): Cell {
   return typeof c === "object" ? c : { text: String(c) };
 }
 
-export function paint(text: string, tint: Tint | undefined, colour: boolean): string {
+function paint(text: string, tint: Tint | undefined, colour: boolean): string {
   if (!colour || tint === undefined) return text;
   const [on, off] = CODES[tint];
   return `\u001b[${on}m${text}\u001b[${off}m`;
 }
 
 /** How a table is laid out: cells padded on the right (left-aligned, the default) or on the left; an optional title line and a rule under the header. */
-export interface TableStyle {
+interface TableStyle {
   colour?: boolean;
   align?: "left" | "right";
   title?: string;

@@ -18,7 +18,7 @@ import { extendState, SimOutput } from "./text-model.ts";
 import type { PromptTokens } from "./tokens.ts";
 import type { ToolCallPlan } from "./routes/tool-call-plan.ts";
 
-export interface AnswerAsk {
+interface AnswerAsk {
   maxTokens: number | undefined;
   ignoreEos: boolean;
   minTokens: number;
@@ -27,7 +27,7 @@ export interface AnswerAsk {
   n: number;
 }
 
-export interface AnswerLimits {
+interface AnswerLimits {
   maxModelLen: number;
   outputLen: number;
   outputLenDist?: LengthDistribution;

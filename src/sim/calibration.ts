@@ -11,7 +11,7 @@ import type { PublishedSweep } from "./profiles/published-sweeps.ts";
 
 export type CalibrationMetric = "ttft_p50_ms" | "itl_p50_ms" | "tpot_p50_ms" | "out_tok_s" | "e2e_mean_ms" | "out_tok_s_vs_first";
 
-export interface CalibrationRow {
+interface CalibrationRow {
   concurrency: number;
   metric: CalibrationMetric;
   published: number;

@@ -13,7 +13,7 @@ import type { SeqSink } from "./sequence.ts";
 /** The calibration sweeps have no prefix sharing: only the prompt's length matters. */
 const NO_IDS = new Int32Array(0);
 
-export interface ClosedLoopSpec {
+interface ClosedLoopSpec {
   concurrency: number;
   requests: number;
   inputTokens: number;
@@ -22,7 +22,7 @@ export interface ClosedLoopSpec {
   outputSpread?: number;
 }
 
-export interface ClosedLoopResult {
+interface ClosedLoopResult {
   ttftMs: number[];
   itlMs: number[];
   tpotMs: number[];

@@ -27,7 +27,7 @@ import { loneDecodeMs } from "./step-time.ts";
 import { blockHashRoot } from "./tokens.ts";
 import { LoraConfigError, loraSettings, type SimLoraSettings } from "./lora/lora-config.ts";
 
-export interface SimCommandConfig {
+interface SimCommandConfig {
   fixed: SimStaticConfig;
   live: SimLiveConfig;
   host: string;
@@ -102,7 +102,7 @@ export function buildSimConfig(args: ParsedArgs, env: Record<string, string | un
   const flavor = stringFlag(args, "metrics-flavor") ?? "vllm-v1";
   if (!METRICS_FLAVORS.includes(flavor as MetricsFlavor)) throw new UsageError(`--metrics-flavor: expected ${METRICS_FLAVORS.join(", ")}, got '${flavor}'`);
 
-  let resolved;
+  let resolved: ReturnType<typeof resolveProfile>;
   try {
     resolved = resolveProfile({
       profile: stringFlag(args, "profile"),
@@ -128,7 +128,7 @@ export function buildSimConfig(args: ParsedArgs, env: Record<string, string | un
   if (dcgmPort !== undefined && gpus === 0) throw new UsageError("--dcgm-port needs --gpus N (N ≥ 1)");
   const modelLabel = stringFlag(args, "dcgm-model-label") ?? "modelName";
   if (modelLabel !== "DCGM_FI_DEV_NAME" && modelLabel !== "modelName") throw new UsageError(`--dcgm-model-label: expected DCGM_FI_DEV_NAME or modelName, got '${modelLabel}'`);
-  let faultTypes;
+  let faultTypes: ReturnType<typeof parseFaultList>;
   try {
     faultTypes = parseFaultList(stringListFlag(args, "fault-types"));
   } catch (err) {

@@ -11,17 +11,11 @@ import type { SimLoraSettings } from "./lora/lora-config.ts";
 import { loneDecodeMs, NO_FRONTEND, stepMs, type Frontend, type StepCostModel, type StepTiming } from "./step-time.ts";
 
 export const DEFAULT_SIM_PORT = 8001;
-export const DEFAULT_MAX_NUM_SEQS = 256;
-export const DEFAULT_NUM_GPU_BLOCKS = 4096;
 export const DEFAULT_BLOCK_SIZE_TOKENS = 16;
-export const DEFAULT_MAX_MODEL_LEN_TOKENS = 8192;
-export const DEFAULT_ITL_MS = 20;
 export const DEFAULT_PREFILL_OVERHEAD_MS = 5;
 export const DEFAULT_PREFILL_MS_PER_TOKEN = 0.05;
-export const DEFAULT_OUTPUT_LEN_TOKENS = 32;
 export const DEFAULT_BATCH_SLOWDOWN = 0.5;
 export const DEFAULT_EMBEDDING_DIM = 384;
-export const DEFAULT_GPU_MODEL = "NVIDIA H100 80GB HBM3";
 /** vLLM's max_num_batched_tokens on GPUs under 70 GiB (and A100s): the budget when no profile says otherwise. */
 export const DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048;
 
@@ -178,7 +172,7 @@ export const simConfigPatchSchema = z.strictObject({
   dcgm_dead: z.boolean().optional(),
   gpus: z.array(gpuPatchSchema).optional(),
 });
-export type SimConfigPatch = z.infer<typeof simConfigPatchSchema>;
+type SimConfigPatch = z.infer<typeof simConfigPatchSchema>;
 
 /** Apply a validated patch; throws on a GPU index out of range (nothing applied then). */
 export function applyConfigPatch(live: SimLiveConfig, patch: SimConfigPatch): void {

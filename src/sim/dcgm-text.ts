@@ -23,7 +23,7 @@ import type { GpuFaultState } from "./config.ts";
 import { gpuByDcgmName, GPUS } from "./profiles/gpu-facts.ts";
 import { PromWriter, type Labels } from "./prom-writer.ts";
 
-export interface GpuLoad {
+interface GpuLoad {
   /** Fraction of the recent window in which a step ran, 0..1. */
   utilization: number;
   /** Of a step, the share its matmuls keep the tensor cores busy, 0..1 (absent: unknown). */
@@ -33,9 +33,9 @@ export interface GpuLoad {
 }
 
 /** Which label carries the GPU model name, and with it whether the text is dcgm-exporter's own or promtool-clean. */
-export type DcgmModelLabel = "DCGM_FI_DEV_NAME" | "modelName";
+type DcgmModelLabel = "DCGM_FI_DEV_NAME" | "modelName";
 
-export interface GpuSpec {
+interface GpuSpec {
   model: string;
   memoryMiB: number;
   /** The driver's own share (DCGM_FI_DEV_FB_RESERVED). */

@@ -2,7 +2,7 @@
 import { buckets125, Histogram, ITL_BUCKETS_S, REQUEST_LATENCY_BUCKETS_S, TTFT_BUCKETS_S } from "./histogram.ts";
 
 /** vLLM v1's FinishReason labels (vllm/v1/engine/__init__.py). */
-export type FinishedReason = "stop" | "length" | "abort";
+type FinishedReason = "stop" | "length" | "abort";
 
 export class EngineStats {
   requestsTotal = 0;

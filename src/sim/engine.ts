@@ -13,10 +13,10 @@ import type { KvCache } from "./kv-cache.ts";
 import type { Sequence, SeqRequest } from "./sequence.ts";
 import { stepShares } from "./step-time.ts";
 
-export { Sequence, type SeqPhase, type SeqRequest, type SeqSink } from "./sequence.ts";
+export type { SeqSink } from "./sequence.ts";
 
 /** DCGM's utilisation window: NVML samples over up to a second. */
-export const UTILIZATION_WINDOW_MS = 1_000;
+const UTILIZATION_WINDOW_MS = 1_000;
 
 export class Engine {
   readonly core: EngineCore;
@@ -28,7 +28,7 @@ export class Engine {
   onKvEvents: ((events: KvCacheEvent[]) => void) | undefined;
 
   constructor(
-    private readonly fixed: SimStaticConfig,
+    fixed: SimStaticConfig,
     private readonly live: SimLiveConfig,
     private readonly clock: () => number = () => performance.now(),
     random: () => number = Math.random,

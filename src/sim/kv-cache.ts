@@ -14,7 +14,7 @@
  */
 import { blockStored, type KvCacheEvent } from "../engines/kv-events/model.ts";
 
-export interface PromptAllocation {
+interface PromptAllocation {
   blocks: number[];
   /** Leading blocks found in the prefix cache. */
   hitBlocks: number;

@@ -10,12 +10,12 @@ import { z } from "zod";
 import { parseTcpEndpoint } from "../engines/zmq/endpoint.ts";
 
 /** vLLM's defaults. */
-export const DEFAULT_KV_EVENTS_ENDPOINT = "tcp://*:5557";
-export const DEFAULT_KV_EVENTS_BUFFER_STEPS = 10_000;
-export const DEFAULT_KV_EVENTS_HWM = 100_000;
-export const DEFAULT_KV_EVENTS_MAX_QUEUE_SIZE = 100_000;
+const DEFAULT_KV_EVENTS_ENDPOINT = "tcp://*:5557";
+const DEFAULT_KV_EVENTS_BUFFER_STEPS = 10_000;
+const DEFAULT_KV_EVENTS_HWM = 100_000;
+const DEFAULT_KV_EVENTS_MAX_QUEUE_SIZE = 100_000;
 
-export const kvEventsConfigSchema = z.strictObject({
+const kvEventsConfigSchema = z.strictObject({
   enable_kv_cache_events: z.boolean().default(false),
   publisher: z.enum(["null", "zmq"]).nullable().default(null),
   endpoint: z.string().default(DEFAULT_KV_EVENTS_ENDPOINT),

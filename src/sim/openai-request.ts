@@ -9,7 +9,7 @@ import { badRequest, SimHttpError } from "./vllm-errors.ts";
 import { countTextTokens, idsPrompt, renderChat, textPrompt, tokenText, VOCAB_END, type ChatEnding, type PromptTokens } from "./tokens.ts";
 import { answerWithToolCall, forcedToolChoice } from "./routes/tool-calls.ts";
 
-export interface GenerationRequest {
+interface GenerationRequest {
   kind: "chat" | "completion";
   model: string;
   stream: boolean;
@@ -25,7 +25,7 @@ export interface GenerationRequest {
   choices: ChoicePlan[];
 }
 
-export interface EmbeddingRequest {
+interface EmbeddingRequest {
   model: string;
   inputs: { text: string; tokens: number }[];
 }
@@ -251,7 +251,7 @@ export function parseEmbeddingRequest(body: string, limits: RequestLimits): Embe
   return { model, inputs: items };
 }
 
-export interface TokenizeRequest {
+interface TokenizeRequest {
   prompt: PromptTokens;
   /** return_token_strs: answer each token's text too. */
   tokenStrs: boolean;

@@ -14,7 +14,7 @@ function concat(parts: readonly Uint8Array[]): Uint8Array {
 }
 
 export const DONE_BYTES = enc.encode("data: [DONE]\n\n");
-/** An SSE comment: makes Bun send the response headers without sending an event (see BUN-NOTES). */
+/** An SSE comment: makes Bun send the response headers without sending an event. */
 export const SSE_COMMENT_BYTES = enc.encode(": \n\n");
 
 type Kind = "chat" | "completion";

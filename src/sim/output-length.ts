@@ -34,21 +34,6 @@ export function parseLengthDistribution(spec: string): LengthDistribution {
   throw new Error(`expected N, fixed:N, lognormal:MEDIAN:SIGMA or uniform:MIN:MAX, got '${spec}'`);
 }
 
-export function describeLengthDistribution(d: LengthDistribution): string {
-  switch (d.kind) {
-    case "fixed":
-      return `fixed:${d.tokens}`;
-    case "lognormal":
-      return `lognormal:${d.median}:${d.sigma}`;
-    case "uniform":
-      return `uniform:${d.min}:${d.max}`;
-    default: {
-      const never: never = d;
-      throw new Error(`unknown distribution ${String(never)}`);
-    }
-  }
-}
-
 /** A uniform in (0, 1) from a 32-bit seed and a salt (murmur3's finaliser). */
 function unit(seed: number, salt: number): number {
   let h = (seed ^ Math.imul(salt, 0x9e3779b1)) >>> 0;

@@ -40,7 +40,7 @@ export interface SeqRequest {
  * the flat model's fixed prefill time passes; stalled and paced hold their
  * slot but leave the steps (faults stall:N, slow:MS).
  */
-export type SeqPhase = "pending" | "waiting" | "running" | "prefilled" | "stalled" | "paced" | "done";
+type SeqPhase = "pending" | "waiting" | "running" | "prefilled" | "stalled" | "paced" | "done";
 
 export class Sequence {
   phase: SeqPhase = "pending";

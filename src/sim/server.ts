@@ -23,7 +23,7 @@ import { badRequest, fastapiMethodNotAllowed, fastapiNotFound, SimHttpError, vll
 import { extraRoute } from "./routes/extra-routes.ts";
 import type { SimRouteContext } from "./routes/route-context.ts";
 
-/** Bun's maximum; streams additionally get server.timeout(req, 0) (BUN-NOTES: the 10 s default kills silent streams). */
+/** Bun's maximum; streams additionally get server.timeout(req, 0) (Bun's 10 s idle timeout also runs while a response streams, and would cut a silent one). */
 const IDLE_TIMEOUT_S = 255;
 const PROM_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" };

@@ -12,7 +12,7 @@ import { argumentsText, toolCallDelta } from "./routes/tool-calls.ts";
 
 
 /** What both transports know of the request. */
-export interface AnswerHead {
+interface AnswerHead {
   kind: "chat" | "completion";
   id: string;
   created: number;

@@ -28,7 +28,7 @@ import type { Sequence } from "./sequence.ts";
 import { emptyComposition, type StepComposition } from "./step-time.ts";
 import type { WaitQueue } from "./wait-queue.ts";
 
-export interface PlannerLimits {
+interface PlannerLimits {
   maxNumSeqs: number;
   maxNumBatchedTokens: number;
   blockSize: number;

@@ -30,7 +30,7 @@ export function countTokenEvents(buf: Uint8Array, start = 0): number {
   return n;
 }
 
-export interface StreamObservation {
+interface StreamObservation {
   ok: boolean;
   /** Token events seen (for chat this includes the role event). */
   events: number;

@@ -4,7 +4,7 @@
  * far — the way greedy decoding is. So a request that carries P plus the
  * first k tokens of P's answer (a chat prefill with continue_final_message,
  * or a raw prompt + delivered text) continues with exactly the tokens the
- * uninterrupted answer has from position k on, byte for byte (issue 13).
+ * uninterrupted answer has from position k on, byte for byte.
  *
  * The context is folded into a 32-bit FNV-1a state, one UTF-16 unit at a
  * time, so extending it by a token costs a few multiplies and the prompt is
@@ -53,7 +53,7 @@ function fmix32(x: number): number {
 }
 
 /** The vocabulary index of the token that follows a context in `state`. */
-export function nextToken(state: number): number {
+function nextToken(state: number): number {
   return fmix32(state) % VOCAB.length;
 }
 
@@ -90,7 +90,7 @@ export class SimOutput {
 }
 
 /** What the model makes of a text context. */
-export interface ContextState {
+interface ContextState {
   /** The state after the whole context: the next token is nextToken(state). */
   state: number;
   /**

@@ -6,7 +6,7 @@
  * llmgw's own error shape (src/shared/errors.ts): the sim imitates the engine.
  */
 
-export type VllmErrorType = "BadRequestError" | "InvalidUserInput" | "NotFoundError" | "RateLimitError" | "InternalServerError" | "ServiceUnavailableError";
+type VllmErrorType = "BadRequestError" | "InvalidUserInput" | "NotFoundError" | "RateLimitError" | "InternalServerError" | "ServiceUnavailableError";
 
 export class SimHttpError extends Error {
   constructor(
@@ -24,7 +24,7 @@ export function badRequest(message: string, param: string | null = null): SimHtt
   return new SimHttpError(400, "BadRequestError", message, param);
 }
 
-export function vllmErrorBody(status: number, type: VllmErrorType, message: string, param: string | null = null): string {
+function vllmErrorBody(status: number, type: VllmErrorType, message: string, param: string | null = null): string {
   return JSON.stringify({ error: { message, type, param, code: status } });
 }
 

@@ -40,6 +40,7 @@ async function ctl(args: string[], opts: { tty?: boolean; env?: Record<string, s
   return { code, out, err };
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: an ANSI escape starts with ESC
 const ANSI = /\u001b\[/;
 
 beforeAll(async () => {
@@ -81,7 +82,7 @@ describe("llmgw ctl", () => {
     const r = await ctl(["nodes"]);
     expect(r.code).toBe(0);
     const lines = r.out.trimEnd().split("\n");
-    expect(lines[0]).toMatch(/^NODE {4}STATE  SCHEDULING  GPUS  FREE  UNHEALTHY  REPLICAS  FABRIC +LAST ANSWER +ERROR$/);
+    expect(lines[0]).toMatch(/^NODE {4}STATE {2}SCHEDULING {2}GPUS {2}FREE {2}UNHEALTHY {2}REPLICAS {2}FABRIC +LAST ANSWER +ERROR$/);
     // Pack: m went to node-b, whose only healthy GPU it fills, keeping node-a whole.
     expect(lines[1]).toMatch(/^node-a +Ready +ok +2 +2 +0 +0 +single-node +\d+\.\d s ago +-$/);
     expect(lines[2]).toMatch(/^node-b +Ready +ok +2 +0 +1 +1 +single-node +\d+\.\d s ago +-$/);
@@ -161,7 +162,7 @@ describe("llmgw ctl", () => {
     const r = await ctl(["drain", "node-b", "--grace-ms", "20000"], { env });
     expect(r.code).toBe(0);
     expect(r.out).toContain("node-b: draining, 1 replica(s) left");
-    expect(r.out).toMatch(/\n  waiting for fl-m-\w+: 1 request\(s\) in flight\n  waiting for fl-m-\w+: or the grace period, \d+ s left\n/);
+    expect(r.out).toMatch(/\n {2}waiting for fl-m-\w+: 1 request\(s\) in flight\n {2}waiting for fl-m-\w+: or the grace period, \d+ s left\n/);
     expect(r.out).toMatch(/node-b: drain done after \d+\.\d s\n$/);
     expect(fleet.sink.serving().map((e) => e.node)).toEqual(["node-a"]);
     const noWait = await ctl(["drain", "node-a", "--no-wait", "--json"], { env });

@@ -119,6 +119,7 @@ describe("deploy/monitoring", () => {
     expect(new Set(ids).size).toBe(ids.length);
     expect(dashboard.templating.list.map((v) => v.name)).toContain("datasource");
     for (const p of dashboard.panels.filter((q) => q.type !== "row")) {
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's own variable syntax, not a template
       expect({ title: p.title, uid: p.datasource?.uid }).toEqual({ title: p.title, uid: "${datasource}" });
       expect((p.targets ?? []).length).toBeGreaterThan(0);
     }

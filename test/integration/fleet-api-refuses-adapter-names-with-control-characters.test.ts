@@ -61,6 +61,7 @@ describe("the management API", () => {
       expect(r.status).toBe(422);
       expect(r.json.error).toMatchObject({ code: "VALIDATION_FAILED", type: "invalid_request_error", param: "adapters.1.name" });
       // The message names the offending code point, never writes it.
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters the names carried
       expect(r.json.error!.message).not.toMatch(/[\u0000\u202e\u200b\t]/);
     }
     expect(await stored("base")).toBeUndefined();

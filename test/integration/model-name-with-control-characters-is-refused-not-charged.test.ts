@@ -113,6 +113,7 @@ describe("a config naming such a model", () => {
       expect(issues).toHaveLength(1);
       expect(issues[0]).toStartWith(`${key}: expected a model name`);
       expect(issues[0]).toMatch(/U\+(202E|0000|0009|0007)/);
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters the names carried
       expect(issues[0]).not.toMatch(/[\u0000\u0007\t\u202e]/);
     }
     // Any script is a name.

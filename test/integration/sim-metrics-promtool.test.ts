@@ -1,5 +1,5 @@
 /** Every /metrics flavor and the DCGM listener pass `promtool check metrics` (engine names may only draw the ':' complaint). */
-import { afterAll, expect, test } from "bun:test";
+import { afterAll, expect } from "bun:test";
 import { parsePrometheusText } from "../../src/engines/prom-text.ts";
 import { startLlmgw, stopAll, type Started } from "../helpers/processes.ts";
 import { testWithTool } from "../helpers/system-tools.ts";

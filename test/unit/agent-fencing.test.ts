@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { FENCING_FILE, FencingGuard } from "../../src/agent/fencing.ts";
 import { AgentCallError, httpAgentClient } from "../../src/control/agent-client.ts";
 import { FENCING_TOKEN_HEADER, type AgentReplicaSpec } from "../../src/protocol/agent-messages.ts";
-import { asLlmgwError, errorResponse, LlmgwError } from "../../src/shared/errors.ts";
+import { asLlmgwError, errorResponse, type LlmgwError } from "../../src/shared/errors.ts";
 import { setLogLevel } from "../../src/shared/logger.ts";
 
 setLogLevel("silent");

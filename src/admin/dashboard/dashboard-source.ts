@@ -1,6 +1,6 @@
 /**
  * What the dashboard snapshot is read from in a running gateway: the fleet
- * and GPU reads the collectors use (fleet-metrics.ts), the endpoint table,
+ * and GPU reads the collectors use (../fleet-collectors.ts), the endpoint table,
  * the pool and admission tables, and the request counters.
  */
 import { dashboardSnapshot, type DashboardSnapshot } from "./snapshot.ts";
@@ -11,7 +11,7 @@ import { endpointStates } from "../admin-listener.ts";
 import type { GatewayContext } from "../../gateway/context.ts";
 import type { FleetReads } from "../fleet-collectors.ts";
 
-export interface DashboardSourceDeps {
+interface DashboardSourceDeps {
   ctx: GatewayContext;
   reads: FleetReads;
   pools: PoolTable;

@@ -110,7 +110,7 @@ function nodesView(snap) {
       { class: "node", "data-node": name, "data-state": state },
       h("div", { class: "node-head" }, h("span", { class: "node-name" }, name), h("span", { class: "node-note" }, node ? note : staticNote), node ? h("span", { class: `badge ${state}` }, stateWords[state] ?? state) : null),
       node && node.cordon_reason !== null ? h("div", { class: "node-note cordon", "data-cordon-reason": node.cordon_reason }, `cordoned: ${node.cordon_reason}`) : null,
-      node && node.last_error && !node.answering ? h("div", { class: "node-note" }, node.last_error) : null,
+      node?.last_error && !node.answering ? h("div", { class: "node-note" }, node.last_error) : null,
       gpus.length > 0 ? gpus.map((g) => gpuView(name, g)) : h("p", { class: "empty" }, node && !node.answering ? "GPUs not shown: the node does not answer." : "No GPUs reported."),
     );
   });

@@ -33,7 +33,7 @@ function asset(body: string, contentType: string, csp = false): Response {
 }
 
 const SNAPSHOT_SLOT = "<!--llmgw:snapshot-->";
-export const INITIAL_SNAPSHOT_ID = "initial-snapshot";
+const INITIAL_SNAPSHOT_ID = "initial-snapshot";
 
 /**
  * The page with `snap` in a `<script type="application/json">` block: a data

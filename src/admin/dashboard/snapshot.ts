@@ -87,7 +87,7 @@ export const dashboardSnapshotSchema = z.object({
 export type DashboardSnapshot = z.infer<typeof dashboardSnapshotSchema>;
 
 /** A static endpoint as far as its GPUs go (the registry's spec). */
-export interface StaticEndpointGpus {
+interface StaticEndpointGpus {
   id: string;
   dcgmUrl: string | undefined;
   /** UUIDs or indices as the exporter labels them; empty: every GPU of its exporter. */
@@ -95,7 +95,7 @@ export interface StaticEndpointGpus {
 }
 
 /** What the snapshot is made of, each read once per snapshot. */
-export interface DashboardInputs {
+interface DashboardInputs {
   at: number;
   fleet: FleetFigures | undefined;
   gpus: readonly NodeGpu[];

@@ -9,7 +9,8 @@
  *
  * It runs in a process of its own so that the bench's own work (its
  * engines' and gateway's output, its summaries) never delays a send, and so
- * that a test runner's 256-request limit does not apply (BUN-NOTES).
+ * that a test runner's 256-request limit does not apply
+ * (docs/development.md#running-the-tests).
  *
  * As a module: startOpenLoop(options) spawns this file and returns its
  * records. As a script: options in the JSON file named by argv[2]; one JSON
@@ -32,7 +33,7 @@ export interface ScheduledRequest {
   maxTokens: number;
 }
 
-export interface OpenLoopOptions {
+interface OpenLoopOptions {
   /** The /v1/completions URL. */
   url: string;
   model: string;
@@ -79,7 +80,7 @@ const PREPARE_AHEAD_MS = 50;
 /** Bun's timers wake up to ~1 ms early; the last stretch is waited out yielding to I/O. */
 const SPIN_BELOW_MS = 1;
 
-export function completionBody(model: string, prompt: string, maxTokens: number): string {
+function completionBody(model: string, prompt: string, maxTokens: number): string {
   // ignore_eos (vLLM's extension): the answer is exactly max_tokens long, as the trace's was.
   return JSON.stringify({ model, prompt, max_tokens: maxTokens, ignore_eos: true, stream: true, stream_options: { include_usage: true } });
 }
@@ -162,7 +163,7 @@ async function run(o: OpenLoopOptions, stopped: Promise<void>, emit: (m: Message
   emit({ type: "end", itl: gaps.toJSON(), wallMs: lastEnd - t0, cpuS: (cpu.user + cpu.system) / 1e6 });
 }
 
-export interface OpenLoopRun {
+interface OpenLoopRun {
   /** Resolves once every request has ended (answered, failed or aborted at the drain limit). */
   done: Promise<OpenLoopResult>;
   /** Abort what is in flight and send nothing more (the result still accounts for every request). */

@@ -6,7 +6,7 @@ import { formatNumber, formatTable } from "../report.ts";
 import type { EndpointLoad, Percentiles, ReplaySummary } from "./summary.ts";
 import type { Timeline } from "./timeline.ts";
 
-export interface ReplayRun {
+interface ReplayRun {
   /** Shipped trace name or file path. */
   trace: string;
   format: string;
@@ -27,7 +27,7 @@ export interface ReplayRun {
 }
 
 /** An engine's own counters over the run. */
-export interface EngineLoad {
+interface EngineLoad {
   requests?: number;
   prompt_tokens?: number;
   generation_tokens?: number;
@@ -54,7 +54,7 @@ function ms(n: number): string {
   return Number.isFinite(n) ? formatNumber(Math.round(n * 10) / 10) : "-";
 }
 
-export function percentileRow(name: string, p: Percentiles): string[] {
+function percentileRow(name: string, p: Percentiles): string[] {
   return [name, ms(p.p50), ms(p.p90), ms(p.p99), ms(p.mean)];
 }
 
@@ -81,7 +81,7 @@ export function summaryRows(r: ReplayReport): [string, string][] {
 }
 
 /** Prompt tokens the engines found in their prefix caches / prompt tokens, over all engines; NaN when none reported. */
-export function engineHitRate(r: ReplayReport): number {
+function engineHitRate(r: ReplayReport): number {
   let hits = 0;
   let tokens = 0;
   for (const e of r.endpoints) {

@@ -24,7 +24,7 @@ export interface Percentiles {
   mean: number;
 }
 
-export interface Slo {
+interface Slo {
   ttftMs: number;
   itlMs: number;
 }
@@ -56,14 +56,14 @@ export interface ReplaySummary {
   wall_s: number;
 }
 
-export function percentiles(values: readonly number[]): Percentiles {
+function percentiles(values: readonly number[]): Percentiles {
   if (values.length === 0) return { p50: NaN, p90: NaN, p99: NaN, mean: NaN };
   let sum = 0;
   for (const v of values) sum += v;
   return { p50: round3(quantile(values, 0.5)), p90: round3(quantile(values, 0.9)), p99: round3(quantile(values, 0.99)), mean: round3(sum / values.length) };
 }
 
-export function histogramPercentiles(h: LogHistogram): Percentiles {
+function histogramPercentiles(h: LogHistogram): Percentiles {
   return { p50: round3(h.quantile(0.5)), p90: round3(h.quantile(0.9)), p99: round3(h.quantile(0.99)), mean: round3(h.mean) };
 }
 
@@ -73,7 +73,7 @@ function round3(x: number): number {
 }
 
 /** Whether an answered request met the SLO. */
-export function meetsSlo(r: RequestRecord, slo: Slo): boolean {
+function meetsSlo(r: RequestRecord, slo: Slo): boolean {
   if (r.error !== undefined || r.ttftMs === undefined) return false;
   return r.ttftMs <= slo.ttftMs && (r.itlMeanMs === undefined || r.itlMeanMs <= slo.itlMs);
 }

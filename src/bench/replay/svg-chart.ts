@@ -9,7 +9,7 @@ export interface ChartSeries {
   values: readonly (number | null)[];
 }
 
-export interface LineChartOptions {
+interface LineChartOptions {
   /** Used as the element id and data-chart attribute. */
   id: string;
   title: string;
@@ -24,7 +24,7 @@ export interface LineChartOptions {
 }
 
 /** Distinct colours a reader can tell apart (Okabe–Ito, colour-blind safe). */
-export const PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"];
+const PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"];
 
 const M = { left: 56, right: 16, top: 28, bottom: 40 };
 const LEGEND_ITEM_W = 72;
@@ -34,7 +34,7 @@ export function escapeHtml(s: string): string {
 }
 
 /** A round number ≥ x (1, 2, 2.5 or 5 × a power of ten). */
-export function niceCeil(x: number): number {
+function niceCeil(x: number): number {
   if (!(x > 0)) return 1;
   const p = 10 ** Math.floor(Math.log10(x));
   return ([1, 2, 2.5, 5, 10].find((m) => m * p >= x * (1 - 1e-9)) ?? 10) * p;

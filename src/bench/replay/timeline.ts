@@ -25,7 +25,7 @@ export interface Timeline {
   endpoint_in_flight: Record<string, number[]>;
 }
 
-export interface TimelineClock {
+interface TimelineClock {
   /** Trace seconds per second of run (speed-up). */
   speedup: number;
   /** Trace time of the run's start, s. */

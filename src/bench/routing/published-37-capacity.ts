@@ -1,8 +1,7 @@
 /**
  * llm-d's "37-capacity" routing experiment, as published: its setup and its
  * figures, quoted from the report (github.com/llm-d/llm-d-kv-cache-manager,
- * benchmarking/37-capacity/README.md, an inference-perf report; also
- * ../shared/calibration/README.md §3). Data only.
+ * benchmarking/37-capacity/README.md, an inference-perf report). Data only.
  */
 
 export const PUBLISHED_SOURCE = "llm-d/llm-d-kv-cache-manager, benchmarking/37-capacity/README.md (inference-perf report)";
@@ -41,7 +40,7 @@ export const PUBLISHED_SETUP = {
 export const PUBLISHED_SCHEDULERS = ["precise", "estimated", "random", "load"] as const;
 export type PublishedScheduler = (typeof PUBLISHED_SCHEDULERS)[number];
 
-export interface PublishedRow {
+interface PublishedRow {
   scheduler: PublishedScheduler;
   /** The report's name for it. */
   experiment: string;

@@ -11,7 +11,7 @@ import type { CacheShape } from "./scaling.ts";
 import type { Stage } from "./shared-prefix-workload.ts";
 
 /** The target on the 37-capacity shape, for llmgw's default policy against random. */
-export const TARGET = { policy: "default", baseline: "random", outputTokSRatio: 1.6, ttftP90Ratio: 1 / 20 } as const;
+const TARGET = { policy: "default", baseline: "random", outputTokSRatio: 1.6, ttftP90Ratio: 1 / 20 } as const;
 
 export interface RoutingRun {
   pods: number;
@@ -51,7 +51,7 @@ export interface PolicyReport {
   wall_s: number;
 }
 
-export interface RatioRow {
+interface RatioRow {
   name: string;
   output_tok_s: number;
   ttft_p90: number;
@@ -119,16 +119,16 @@ export function ratioText(x: number): string {
   return `1/${inv >= 10 ? Math.round(inv) : inv.toFixed(1)}`;
 }
 
-export const POLICY_COLUMNS = ["policy", "output tok/s", "req/s", "success", "TTFT p50 s", "TTFT p90 s", "TTFT mean s", "ITL mean ms", "prefix-cache hits", "pods per group"];
+const POLICY_COLUMNS = ["policy", "output tok/s", "req/s", "success", "TTFT p50 s", "TTFT p90 s", "TTFT mean s", "ITL mean ms", "prefix-cache hits", "pods per group"];
 
-export function policyRows(r: RoutingReport): string[][] {
+function policyRows(r: RoutingReport): string[][] {
   return r.policies.map((p) => {
     const f = p.figures;
     return [p.name, num(f.output_tok_s), num(f.req_s), pct(f.success), num(f.ttft_s.p50), num(f.ttft_s.p90), num(f.ttft_s.mean), num(f.itl_mean_ms), pct(p.prefix_cache_hit_rate), num(f.pods_per_group)];
   });
 }
 
-export function publishedRows(): string[][] {
+function publishedRows(): string[][] {
   return PUBLISHED_SUMMARY.map((p) => [p.experiment, num(p.outputTokS), num(p.reqS), pct(p.success), num(p.ttftP90S), num(p.ttftMeanS), num(p.itlMeanS * 1000), p.what]);
 }
 

@@ -22,7 +22,7 @@ import type { RequestRecord } from "../replay/open-loop-driver.ts";
 import { errorKind } from "../replay/summary.ts";
 import type { Stage } from "./shared-prefix-workload.ts";
 
-export interface StageFigures {
+interface StageFigures {
   rate: number;
   requests: number;
   answered: number;

@@ -33,7 +33,7 @@ export interface SharedPrefixWorkload {
   seed: number;
 }
 
-export interface WorkloadRequest extends ScheduledRequest {
+interface WorkloadRequest extends ScheduledRequest {
   /** -1 for the warm-up, else the index into `stages`. */
   stage: number;
   group: number;

@@ -19,7 +19,7 @@
 import { Decoder } from "@msgpack/msgpack";
 import type { AllBlocksCleared, BlockHash, BlockRemoved, BlockStored, KvCacheEvent, KvEventBatch } from "./model.ts";
 
-export type KvBatchDecodeResult =
+type KvBatchDecodeResult =
   | {
       ok: true;
       batch: KvEventBatch;

@@ -12,13 +12,13 @@ import { ReplayBuffer } from "./replay-buffer.ts";
 import { parseReplayRequest, publishedFrames, replayBatchFrames, replayEndFrames } from "./wire.ts";
 
 /** vLLM's `buffer_steps` default. */
-export const DEFAULT_REPLAY_BUFFER_STEPS = 10_000;
+const DEFAULT_REPLAY_BUFFER_STEPS = 10_000;
 /** vLLM's `hwm` default for its PUB socket. */
-export const DEFAULT_PUBLISHER_HWM_MESSAGES = 100_000;
+const DEFAULT_PUBLISHER_HWM_MESSAGES = 100_000;
 /** A replay request is two small frames; nothing bigger is read from a replay client. */
 const REPLAY_MAX_INBOUND_BYTES = 1024;
 
-export interface KvEventPublisherOptions {
+interface KvEventPublisherOptions {
   /** Where the PUB socket binds: `tcp://*:5557`, `tcp://127.0.0.1:0` (port 0: any free one). */
   endpoint: string;
   /** Where the replay ROUTER binds; without it, nobody can ask for missed batches. */
@@ -37,7 +37,7 @@ export interface KvEventPublisherOptions {
   replayTopicFrame?: boolean;
 }
 
-export interface KvEventPublisherStats {
+interface KvEventPublisherStats {
   /** Batches published; also the next sequence number. */
   published: number;
   /** Messages lost by subscribers at their high-water mark. */

@@ -1,6 +1,6 @@
 /** The last N published batches, kept for replay requests (vLLM's `deque(maxlen=buffer_steps)`). Pure. */
 
-export interface BufferedBatch {
+interface BufferedBatch {
   seq: number;
   payload: Uint8Array;
 }

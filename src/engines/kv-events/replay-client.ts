@@ -9,14 +9,14 @@
 import { DealerSocket } from "../zmq/dealer-socket.ts";
 import { parseReplayReply, replayRequestFrames } from "./wire.ts";
 
-export interface ReplayClientOptions {
+interface ReplayClientOptions {
   endpoint: string;
   fromSeq: number;
   inactivityTimeoutMs: number;
   maxMessageBytes?: number;
 }
 
-export interface ReplayClientHandlers {
+interface ReplayClientHandlers {
   batch(seq: number, payload: Uint8Array): void;
   end(): void;
   failed(detail: string): void;

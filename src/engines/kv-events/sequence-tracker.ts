@@ -49,7 +49,7 @@ export type DeliverySource = "live" | "replay";
 import type { KvBatchDropBound } from "../../shared/kv-event-stats.ts";
 import { KvByteBudget } from "./byte-budget.ts";
 
-export interface TrackerEffects {
+interface TrackerEffects {
   deliver(seq: number, payload: Uint8Array, source: DeliverySource): void;
   /** Ask the replay socket for every batch from `fromSeq`; report back with `id`. */
   requestReplay(id: number, fromSeq: number): void;

@@ -24,20 +24,20 @@ import { ReplayClient } from "./replay-client.ts";
 import { type DeliverySource, type ResetReason, SequenceTracker } from "./sequence-tracker.ts";
 import { parsePublished } from "./wire.ts";
 
-export type { DeliverySource, ResetReason } from "./sequence-tracker.ts";
+export type { ResetReason } from "./sequence-tracker.ts";
 
 /** Silence on the replay socket after which a replay counts as failed. */
-export const DEFAULT_REPLAY_TIMEOUT_MS = 2_000;
+const DEFAULT_REPLAY_TIMEOUT_MS = 2_000;
 /** Live batches held while a replay is in flight before giving up on it. */
-export const DEFAULT_MAX_PENDING_LIVE_BATCHES = 10_000;
+const DEFAULT_MAX_PENDING_LIVE_BATCHES = 10_000;
 /** PING a silent publisher this often; libzmq answers PINGs whatever its own settings. */
-export const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
+const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
 /** Reconnect when nothing at all, PONGs included, came for this long. */
-export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 15_000;
+const DEFAULT_HEARTBEAT_TIMEOUT_MS = 15_000;
 /** Bytes of batches one stream may hold (waiting for a replay, or to be handed over): a few seconds of a busy engine's events. */
 export const DEFAULT_MAX_HELD_BYTES = 32 * 1024 * 1024;
 /** Largest message taken from a publisher: a batch of a 128k-token prefill is under 1 MB; it must fit the held bytes. */
-export const DEFAULT_MAX_KV_MESSAGE_BYTES = 16 * 1024 * 1024;
+const DEFAULT_MAX_KV_MESSAGE_BYTES = 16 * 1024 * 1024;
 /** Hand batches over for at most this long before letting the thread's other work run. */
 const HANDOVER_SLICE_MS = 5;
 /** Stop reading the sockets while the backlog holds this share of the budget or more; read again below half of it. */
@@ -70,7 +70,7 @@ export interface BatchInfo {
   unknownEvents: number;
 }
 
-export interface KvEventSubscriberHandlers {
+interface KvEventSubscriberHandlers {
   /** The next batch, in sequence order. */
   batch(batch: KvEventBatch, info: BatchInfo): void;
   /** Everything built from this stream so far must be dropped (batches may have been missed). */
@@ -83,7 +83,7 @@ export interface KvEventSubscriberHandlers {
   disconnected?(reason: ZmtpCloseReason, detail: string): void;
 }
 
-export interface KvEventSubscriberStats {
+interface KvEventSubscriberStats {
   connected: boolean;
   /** A replay is in flight: batches before the live ones are still arriving (on every connection, the publisher's whole buffer at first). */
   replaying: boolean;

@@ -16,7 +16,7 @@ const SEQ_BYTES = 8;
 const EMPTY = new Uint8Array(0);
 
 /** The -1 sequence that ends a replay. */
-export const END_OF_REPLAY_SEQUENCE = new Uint8Array(SEQ_BYTES).fill(0xff);
+const END_OF_REPLAY_SEQUENCE = new Uint8Array(SEQ_BYTES).fill(0xff);
 
 export function encodeSequence(seq: number): Uint8Array {
   if (!Number.isSafeInteger(seq) || seq < 0) throw new RangeError(`sequence must be a non-negative safe integer, got ${seq}`);
@@ -37,7 +37,7 @@ export function publishedFrames(topic: Uint8Array, seq: number, payload: Uint8Ar
   return [topic, encodeSequence(seq), payload];
 }
 
-export type PublishedMessage = { ok: true; topic: Uint8Array; seq: number; payload: Uint8Array } | { ok: false; error: string };
+type PublishedMessage = { ok: true; topic: Uint8Array; seq: number; payload: Uint8Array } | { ok: false; error: string };
 
 export function parsePublished(frames: readonly Uint8Array[]): PublishedMessage {
   if (frames.length !== 3) return { ok: false, error: `expected 3 frames [topic, seq, payload], got ${frames.length}` };
@@ -66,7 +66,7 @@ export function replayEndFrames(withTopicFrame: boolean): Uint8Array[] {
   return withTopicFrame ? [EMPTY, EMPTY, END_OF_REPLAY_SEQUENCE, EMPTY] : [EMPTY, END_OF_REPLAY_SEQUENCE, EMPTY];
 }
 
-export type ReplayReply = { kind: "batch"; seq: number; payload: Uint8Array } | { kind: "end" } | { kind: "invalid"; error: string };
+type ReplayReply = { kind: "batch"; seq: number; payload: Uint8Array } | { kind: "end" } | { kind: "invalid"; error: string };
 
 /** A reply as the DEALER receives it, in either vLLM form. */
 export function parseReplayReply(frames: readonly Uint8Array[]): ReplayReply {

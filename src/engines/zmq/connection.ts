@@ -14,14 +14,14 @@ import { type ByteSink, type EnqueueResult, SendQueue } from "./send-queue.ts";
 import { peerTypeAllowed, sendsIdentity, type ZmtpSocketType } from "./socket-types.ts";
 
 /** libzmq's defaults where it has one: ZMQ_SNDHWM 1000 messages. */
-export const DEFAULT_SEND_HWM_MESSAGES = 1000;
+const DEFAULT_SEND_HWM_MESSAGES = 1000;
 /** libzmq has no limit (ZMQ_MAXMSGSIZE -1); a gateway reading untrusted peers wants one. */
-export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
-export const DEFAULT_MAX_MESSAGE_FRAMES = 1024;
+const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+const DEFAULT_MAX_MESSAGE_FRAMES = 1024;
 /** libzmq's ZMQ_HANDSHAKE_IVL default. */
-export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 30_000;
+const DEFAULT_HANDSHAKE_TIMEOUT_MS = 30_000;
 
-export interface HeartbeatOptions {
+interface HeartbeatOptions {
   /** How often to PING a silent peer (libzmq: ZMQ_HEARTBEAT_IVL). */
   intervalMs: number;
   /** Close when nothing at all has arrived for this long (libzmq: ZMQ_HEARTBEAT_TIMEOUT); also sent as the PING's TTL. */
@@ -40,7 +40,7 @@ export interface ZmtpConnectionOptions {
 }
 
 /** What the peer told us in its greeting and READY. */
-export interface ZmtpPeer {
+interface ZmtpPeer {
   socketType: string;
   /** The Identity property; empty when the peer sent none. */
   identity: Uint8Array;

@@ -7,9 +7,9 @@
 import { ZmtpDialer, type ZmtpDialerOptions } from "./dialer.ts";
 import type { ZmtpCloseReason } from "./errors.ts";
 
-export type DealerSocketOptions = Omit<ZmtpDialerOptions, "socketType">;
+type DealerSocketOptions = Omit<ZmtpDialerOptions, "socketType">;
 
-export interface DealerSocketEvents {
+interface DealerSocketEvents {
   message(frames: Uint8Array[]): void;
   connected?(): void;
   disconnected?(reason: ZmtpCloseReason, detail: string): void;

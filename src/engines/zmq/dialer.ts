@@ -9,9 +9,9 @@ import { type TcpEndpoint, parseTcpEndpoint } from "./endpoint.ts";
 import { ZmtpConnection, type ZmtpConnectionHandlers, type ZmtpConnectionOptions } from "./connection.ts";
 
 /** libzmq's ZMQ_RECONNECT_IVL default. */
-export const DEFAULT_RECONNECT_INTERVAL_MS = 100;
+const DEFAULT_RECONNECT_INTERVAL_MS = 100;
 /** libzmq doubles nothing by default (ZMQ_RECONNECT_IVL_MAX 0); a bounded backoff spares a dead peer's host. */
-export const DEFAULT_RECONNECT_INTERVAL_MAX_MS = 5_000;
+const DEFAULT_RECONNECT_INTERVAL_MAX_MS = 5_000;
 
 export interface ZmtpDialerOptions extends ZmtpConnectionOptions {
   reconnectIntervalMs?: number;

@@ -11,7 +11,7 @@ const MECHANISM_OFFSET = 12;
 const MECHANISM_BYTES = 20;
 
 /** What a peer's greeting says. */
-export interface PeerGreeting {
+interface PeerGreeting {
   major: number;
   minor: number;
   mechanism: string;

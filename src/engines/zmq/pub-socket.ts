@@ -13,18 +13,18 @@ import { ZmtpListener } from "./listener.ts";
 import { Subscriptions } from "./subscriptions.ts";
 
 /** Subscription messages are a byte and a topic; anything larger from a subscriber is hostile. */
-export const DEFAULT_PUB_MAX_INBOUND_BYTES = 64 * 1024;
+const DEFAULT_PUB_MAX_INBOUND_BYTES = 64 * 1024;
 
-export type PubSocketOptions = Omit<ZmtpConnectionOptions, "socketType" | "identity">;
+type PubSocketOptions = Omit<ZmtpConnectionOptions, "socketType" | "identity">;
 
-export interface PubSendResult {
+interface PubSendResult {
   /** Subscribers the message was queued for. */
   delivered: number;
   /** Matching subscribers that lost it to their high-water mark. */
   dropped: number;
 }
 
-export interface PubSocketEvents {
+interface PubSocketEvents {
   /** A subscriber's connection closed (for logs and counters). */
   subscriberClosed?(reason: ZmtpCloseReason, detail: string): void;
 }

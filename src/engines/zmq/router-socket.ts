@@ -11,11 +11,11 @@ import type { ZmtpConnection, ZmtpConnectionOptions } from "./connection.ts";
 import type { ZmtpCloseReason } from "./errors.ts";
 import { ZmtpListener } from "./listener.ts";
 
-export type RouterSocketOptions = Omit<ZmtpConnectionOptions, "socketType" | "identity">;
+type RouterSocketOptions = Omit<ZmtpConnectionOptions, "socketType" | "identity">;
 
-export type RouterSendResult = "queued" | "over-hwm" | "unroutable";
+type RouterSendResult = "queued" | "over-hwm" | "unroutable";
 
-export interface RouterSocketEvents {
+interface RouterSocketEvents {
   message(identity: Uint8Array, frames: Uint8Array[]): void;
   peerClosed?(identity: Uint8Array, reason: ZmtpCloseReason, detail: string): void;
 }

@@ -11,9 +11,9 @@ import { ZmtpDialer, type ZmtpDialerOptions } from "./dialer.ts";
 import type { ZmtpCloseReason } from "./errors.ts";
 import { Subscriptions } from "./subscriptions.ts";
 
-export type SubSocketOptions = Omit<ZmtpDialerOptions, "socketType" | "identity">;
+type SubSocketOptions = Omit<ZmtpDialerOptions, "socketType" | "identity">;
 
-export interface SubSocketEvents {
+interface SubSocketEvents {
   message(frames: Uint8Array[]): void;
   /** Handshake done and subscriptions sent. */
   connected?(): void;

@@ -42,7 +42,7 @@ function eventBytes(obj: Json): Uint8Array {
   return enc.encode(`data: ${JSON.stringify(obj)}\n\n`);
 }
 
-export interface RewriterOptions {
+interface RewriterOptions {
   /** The original request's prompt tokens, when known; otherwise the continuation's prompt tokens less what was delivered before it. */
   originalPromptTokens?: number;
 }

@@ -1,5 +1,5 @@
 /**
- * The request that finishes a broken answer on another replica (issue 13):
+ * The request that finishes a broken answer on another replica:
  * which requests can be continued exactly, and the body that continues one —
  * chat: the original messages plus the delivered text as a final assistant
  * message to continue (vLLM's and SGLang's `continue_final_message: true`,
@@ -10,7 +10,7 @@
 import type { Route } from "../../metrics/names.ts";
 
 /** Why a request is not continued (a closed set: it labels a metric). */
-export const NOT_CONTINUABLE_REASONS = [
+const NOT_CONTINUABLE_REASONS = [
   "not_chat_or_completions",
   "not_streaming",
   "several_choices",

@@ -1,5 +1,5 @@
 /**
- * What continuing a stream takes, per API (issue 13 for chat and
+ * What continuing a stream takes, per API (this file for chat and
  * completions, responses-continuation.ts for the Responses API): whether a
  * request can be continued exactly, the body that continues it, a tracker of
  * what went out, and the rewriter of each continuation (a continuation that

@@ -182,7 +182,7 @@ function eventBytes(type: string, body: Obj): Uint8Array {
 }
 
 /** Rewrites a continuation's events into the rest of the original stream. */
-export class ResponsesContinuationRewriter {
+class ResponsesContinuationRewriter {
   usage: Usage | undefined;
   private readonly d: Delivered;
   private seq: number;

@@ -1,5 +1,5 @@
 /**
- * One stream's way past a broken engine (issue 13). While the answer goes
+ * One stream's way past a broken engine. While the answer goes
  * to the client it tracks what was delivered (a StreamTracker on the
  * original stream, a ContinuationRewriter on each continuation). When the
  * stream breaks after its first byte — cut, stalled, an engine error, its

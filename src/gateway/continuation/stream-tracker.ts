@@ -19,7 +19,7 @@ export interface StreamIdentity {
 }
 
 /** Why a broken stream cannot be continued now (no_chunk_yet: no data chunk with an id, created and model went out). */
-export type NotResumable = InexactReason | "finished" | "no_chunk_yet";
+type NotResumable = InexactReason | "finished" | "no_chunk_yet";
 
 const decoder = new TextDecoder();
 

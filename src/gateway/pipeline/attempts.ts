@@ -278,7 +278,7 @@ export class AttemptLoop {
       const body = relayAnswer(x, result.answer, ctx.config.maxResponseBytes);
       return new Response(body, { status: 200, headers: { "content-type": result.contentType, ...x.headers(true) } });
     }
-    // A stream that breaks after its first byte may be continued elsewhere (issue 13): on this model, then down the chain.
+    // A stream that breaks after its first byte may be continued elsewhere: on this model, then down the chain.
     const recovery = ctx.continuation.enabled ? StreamRecovery.for(ctx, x, continuationOpener(ctx, x), this.chain.slice(this.at), slot) : undefined;
     const body = relayBody(x, result, recovery);
     return new Response(body, { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...x.headers(true) } });

@@ -9,7 +9,7 @@
 import { LlmgwError } from "../../shared/errors.ts";
 
 /** Retry-After, s: the health poll and the circuit probes notice a change within about this. */
-export const NO_READY_RETRY_AFTER_S = 1;
+const NO_READY_RETRY_AFTER_S = 1;
 
 /** 503 NO_READY_ENDPOINT for `model` (the name the client asked for), with Retry-After; `why` is appended to the stable message. */
 export function noReadyEndpoint(model: string, why?: string): LlmgwError {

@@ -1,8 +1,9 @@
 /**
- * One inference request, top to bottom: the gates in the order of
- * DESIGN.md (auth → body → quota → idempotent replay → response cache →
- * batch shed, one file each) — for the Responses API the conversation step
- * between the body and the rest (conversation-state.ts: a
+ * One inference request, top to bottom: the gates in the order
+ * docs/architecture.md#one-request-end-to-end gives (auth → body → quota →
+ * idempotent replay → response cache → batch shed, one file each) — for the
+ * Responses API the conversation step between the body and the rest
+ * (conversation-state.ts: a
  * previous_response_id expanded, a background response accepted, the answer
  * stored on its way out) — then the attempt loop — admission and scoring,
  * retries and fallbacks — which hands an open stream to the relay. Replays
@@ -51,7 +52,7 @@ function withoutBom(raw: Uint8Array): Uint8Array {
 }
 
 /** A request that did not come over HTTP: a batch line or a background response, run as its tenant (authenticated when it was created). */
-export interface InProcessOrigin {
+interface InProcessOrigin {
   principal: Principal;
   batchId?: string;
   /** A background response being run: its answer is stored under this id. */

@@ -6,7 +6,7 @@ export function defaultReader(body: ReadableStream<Uint8Array>) {
 /** The default reader of a fetch Response body. */
 export type BodyReader = ReturnType<typeof defaultReader>;
 
-export interface ReadManyResult {
+interface ReadManyResult {
   done: boolean;
   value: Uint8Array[];
 }

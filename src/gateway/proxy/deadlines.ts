@@ -1,6 +1,7 @@
 /**
  * The deadlines of one upstream attempt on one AbortController. Bun's fetch
- * has no working connect or read timeout (see BUN-NOTES), so each deadline is
+ * has no working connect or read timeout (Bun 1.4 ignores `connectTimeout`;
+ * its `timeout` option fires seconds late), so each deadline is
  * a timer of ours; whichever fires aborts the attempt and is remembered as the
  * reason. The idle deadline costs one timer per stream: activity only records
  * a timestamp, and the timer re-arms itself for the remainder when it fires.
@@ -16,7 +17,7 @@ import { loopLag, STALL_MS } from "../../shared/loop-lag.ts";
 /** After a stall, how long a silence deadline waits for the reader to catch up before firing. */
 const STALL_RECHECK_MS = 50;
 
-export type DeadlineName = "headers_timeout" | "first_token_timeout" | "idle_timeout" | "total_timeout";
+type DeadlineName = "headers_timeout" | "first_token_timeout" | "idle_timeout" | "total_timeout";
 
 export class AttemptDeadlines {
   readonly controller = new AbortController();

@@ -17,9 +17,9 @@ import type { AttemptDeadlines } from "./deadlines.ts";
 import { readMany, type BodyReader } from "./body-reader.ts";
 
 /** Answers up to this size are held until complete (retriable); larger ones stream through. */
-export const BUFFER_LIMIT_BYTES = 1024 * 1024;
+const BUFFER_LIMIT_BYTES = 1024 * 1024;
 /** Bytes every request's buffered answers may hold together. */
-export const BUFFER_BUDGET_BYTES = 256 * 1024 * 1024;
+const BUFFER_BUDGET_BYTES = 256 * 1024 * 1024;
 /** A committed answer gives the event loop a turn after this many bytes. */
 const YIELD_EVERY_BYTES = 256 * 1024;
 /** The usage object sits within this many bytes of an answer's end. */
@@ -27,12 +27,7 @@ const TAIL_BYTES = 16 * 1024;
 
 let heldBytes = 0;
 
-/** Bytes of non-streaming answers held in memory right now (for tests and diagnostics). */
-export function bufferedAnswerBytes(): number {
-  return heldBytes;
-}
-
-export interface CompleteAnswer {
+interface CompleteAnswer {
   kind: "complete";
   body: Uint8Array;
 }
@@ -75,7 +70,7 @@ export async function readAnswer(reader: BodyReader, deadlines: AttemptDeadlines
 }
 
 /** What the relay of a committed answer reports to (the request's Exchange). */
-export interface AnswerOwner {
+interface AnswerOwner {
   usage: Usage | undefined;
   endAttempt(verdict: AttemptVerdict): void;
   finish(outcome: Outcome, status: number, error?: string, errorCode?: ErrorCode): void;

@@ -1,6 +1,6 @@
 /**
  * What the SSE relay (relay.ts) talks to — the request's Exchange as a
- * RelayOwner, a stream's recovery (issue 13) as a RelayRecovery: small
+ * RelayOwner, a stream's recovery as a RelayRecovery: small
  * interfaces, so the relay is tested alone — the few event reads and writes
  * it shares, and how a recovery opens a continuation (OpenContinuation,
  * given to it by the attempt loop: continuation/ never opens an upstream
@@ -86,7 +86,7 @@ export interface RelayRecovery {
 }
 
 /** One continuation attempt: the granted endpoint, the model, the body to send, and the request's time left. */
-export interface ContinuationAttempt {
+interface ContinuationAttempt {
   grant: Grant;
   model: string;
   body: string;

@@ -9,8 +9,7 @@
  * cut connection, a deadline, an oversized event or an engine error becomes
  * an explicit error — the stream dialect's (stream-dialect.ts): for chat an
  * error chunk then [DONE], for the Responses API its `error` and
- * `response.failed` events — unless a recovery (issue 13,
- * continuation/stream-recovery.ts) opens a continuation on another replica:
+ * `response.failed` events — unless a recovery (continuation/stream-recovery.ts) opens a continuation on another replica:
  * then the relay swaps that stream in and goes on, its events rewritten by
  * the recovery into the one stream the client already has. A client that
  * leaves cancels the upstream request at once.
@@ -30,7 +29,6 @@ import { readMany } from "./body-reader.ts";
 import type { OpenStream } from "./upstream.ts";
 
 export type { RelayOwner, RelayRecovery } from "./relay-contracts.ts";
-export { sseErrorEvent } from "./relay-contracts.ts";
 
 /** A break waiting for a continuation: what the client gets if none comes. */
 interface PendingBreak {

@@ -15,7 +15,7 @@ import { defaultReader, type BodyReader } from "./body-reader.ts";
 import { MAX_EVENT_BYTES, SseScanner, type ScannedEvent } from "./sse-scanner.ts";
 import { classifierFor } from "./responses-events.ts";
 
-export interface AttemptInput {
+interface AttemptInput {
   index: number;
   url: string;
   body: Uint8Array | string;
@@ -45,7 +45,7 @@ export interface OpenStream {
   malformedDropped: number;
 }
 
-export interface CompleteJson {
+interface CompleteJson {
   ok: true;
   kind: "json";
   status: number;
@@ -68,7 +68,7 @@ export interface AttemptFailed {
 }
 
 /** A non-streaming answer too large to hold: it streams through once committed. */
-export interface JsonStream {
+interface JsonStream {
   ok: true;
   kind: "json-stream";
   contentType: string;

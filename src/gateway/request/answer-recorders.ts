@@ -5,7 +5,7 @@
  * errors included, which records nothing and frees an idempotency key —
  * through them, innermost first.
  */
-export type AnswerWrapper = (res: Response) => Response;
+type AnswerWrapper = (res: Response) => Response;
 
 export class AnswerRecorders {
   #wrappers: AnswerWrapper[] | undefined;

@@ -27,7 +27,7 @@ export interface Usage {
   completion_tokens: number;
 }
 
-/** One break of a stream after its first byte and how it was handled (issue 13), for the audit line. */
+/** One break of a stream after its first byte and how it was handled, for the audit line. */
 export interface RecoveryNote extends AuditRecovery {
   cause: BreakCause;
   result: RecoveryResult;
@@ -89,7 +89,7 @@ export class Exchange {
   private readonly wroteInHeader: string[] = [];
   /** The answer's `model` is rewritten to the client's name: an engine was asked for another (an alias, a fallback). */
   modelRename: ModelRename | undefined;
-  /** Breaks of the stream after its first byte and how each was handled (issue 13); undefined when none. */
+  /** Breaks of the stream after its first byte and how each was handled; undefined when none. */
   recoveries: RecoveryNote[] | undefined;
   /** Audit: answered from the response cache ("hit") or recorded into it ("miss"); undefined when not cacheable. */
   cache: "hit" | "miss" | undefined;

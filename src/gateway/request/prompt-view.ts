@@ -44,7 +44,7 @@ function itemMessage(item: unknown): Obj | undefined {
 }
 
 /** The chat messages a Responses API request renders to. */
-export function responsesMessages(body: InferenceBody): Obj[] {
+function responsesMessages(body: InferenceBody): Obj[] {
   const messages: Obj[] = [];
   if (typeof body.instructions === "string" && body.instructions !== "") messages.push({ role: "system", content: body.instructions });
   const input = body.input;

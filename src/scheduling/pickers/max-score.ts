@@ -7,7 +7,7 @@
 import type { EndpointView, Picker } from "../types.ts";
 
 /** Totals closer than this to the best count as ties (weights are ≤ 100, so float noise is far below it). */
-export const TIE_EPSILON = 1e-9;
+const TIE_EPSILON = 1e-9;
 
 export const maxScore: Picker = {
   name: "max-score",

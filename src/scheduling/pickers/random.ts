@@ -8,6 +8,6 @@ export const randomPicker: Picker = {
     if (n === 0) return undefined;
     // min() guards a random() that returns exactly 1 (or a bad source).
     const i = Math.min(n - 1, Math.max(0, Math.floor(random() * n)));
-    return endpoints[i === i ? i : 0];
+    return endpoints[Number.isNaN(i) ? 0 : i];
   },
 };

@@ -36,7 +36,7 @@ export const inflight: Scorer = {
     for (let i = 0; i < endpoints.length; i++) {
       const n = endpoints[i]!.inflight;
       const s = 1 - ((n > 0 ? n : 0) - min) / (max + 1);
-      out[i] = s === s ? s : 0; // Infinity counts give NaN: worst, not best
+      out[i] = Number.isNaN(s) ? 0 : s; // Infinity counts give NaN: worst, not best
     }
     return tierByFreeSlot(endpoints, out);
   },

@@ -14,7 +14,7 @@ import { tierByFreeSlot } from "../free-slot-tiers.ts";
 import type { EndpointView, RequestView, Scorer, SchedulingContext } from "../types.ts";
 
 /** Score given to an endpoint whose engine has not reported KV usage. */
-export const KV_CACHE_ABSENT_SCORE = 0;
+const KV_CACHE_ABSENT_SCORE = 0;
 
 export const kvCache: Scorer = {
   name: "kv-cache",

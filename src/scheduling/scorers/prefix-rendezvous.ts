@@ -1,6 +1,6 @@
 /**
  * Scorer `prefix-rendezvous`: the same prompt prefix goes to the same
- * replica from every gateway, with nothing shared between them (issue 14).
+ * replica from every gateway, with nothing shared between them.
  * `prefix-affinity` remembers where this gateway sent a prefix; with several
  * gateways behind a load balancer each would learn its own, different
  * answer, and the engines' prefix caches would hold every prefix N times.

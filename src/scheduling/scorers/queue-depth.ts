@@ -17,7 +17,7 @@ import { tierByFreeSlot } from "../free-slot-tiers.ts";
 import type { EndpointView, RequestView, Scorer, SchedulingContext } from "../types.ts";
 
 /** Score given to an endpoint whose engine has not reported a queue depth. */
-export const QUEUE_DEPTH_ABSENT_SCORE = 0;
+const QUEUE_DEPTH_ABSENT_SCORE = 0;
 
 export const queueDepth: Scorer = {
   name: "queue-depth",

@@ -16,7 +16,7 @@ export interface SlotAdapter {
   readonly diskMs: number;
 }
 
-export interface SlotStats {
+interface SlotStats {
   /** Adapters copied into a GPU slot (each one a swap; vLLM logs "Activating LoRA"). */
   gpuLoads: number;
   /** Adapters read from disk into host memory (at registration, or again after eviction). */

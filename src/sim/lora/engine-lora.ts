@@ -19,7 +19,7 @@ import type { LoraModuleSpec, SimLoraSettings } from "./lora-config.ts";
 import { LoraRequestsInfo } from "./lora-metric.ts";
 import { adapterBytes, diskLoadMs, swapMs } from "./load-cost.ts";
 
-export interface SimAdapter extends SeqAdapter, SlotAdapter {
+interface SimAdapter extends SeqAdapter, SlotAdapter {
   readonly path: string;
   /** The served model it adapts (its `parent` in /v1/models). */
   readonly parent: string;

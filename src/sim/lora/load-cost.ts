@@ -38,15 +38,15 @@ const HOST_LINK_GBS: Readonly<Record<string, number>> = {
   l40s: PCIE_GEN4_GBS,
 };
 /** Share of the link a pinned host-to-device copy reaches (CUDA's bandwidthTest typically shows ~80 %); an estimate. */
-export const HOST_LINK_EFFICIENCY = 0.8;
+const HOST_LINK_EFFICIENCY = 0.8;
 /** Per tensor copied (lora_a and lora_b of each projection of each layer): a cudaMemcpyAsync launch and the Python around it, ms; an estimate. */
-export const PER_TENSOR_COPY_MS = 0.01;
+const PER_TENSOR_COPY_MS = 0.01;
 /** Reading an adapter from disk: opening the checkpoint, building its tensors, pinning them, ms; an estimate. */
-export const DISK_LOAD_FIXED_MS = 20;
+const DISK_LOAD_FIXED_MS = 20;
 /** safetensors read from an NVMe drive or the page cache, GB/s; an estimate. */
-export const DISK_READ_GBS = 2;
+const DISK_READ_GBS = 2;
 /** The projections PEFT's "all-linear" adapts in a Llama-style layer: q, k, v, o, gate, up, down. */
-export const ADAPTED_PROJECTIONS = 7;
+const ADAPTED_PROJECTIONS = 7;
 const ADAPTER_DTYPE_BYTES = 2;
 
 /** What the cost of one adapter follows from, fixed for an engine. */

@@ -13,7 +13,7 @@ import type { ModelArch } from "../profiles/model-facts.ts";
 export const DEFAULT_MAX_LORAS = 1;
 export const DEFAULT_MAX_LORA_RANK = 16;
 /** vLLM's accepted `max_lora_rank` values (LoRAConfig). */
-export const LORA_RANKS: readonly number[] = [1, 8, 16, 32, 64, 128, 256, 320, 512];
+const LORA_RANKS: readonly number[] = [1, 8, 16, 32, 64, 128, 256, 320, 512];
 
 export interface LoraModuleSpec {
   name: string;
@@ -95,7 +95,7 @@ export function expandLoraModulesArgv(argv: readonly string[]): string[] {
   return out;
 }
 
-export interface LoraFlags {
+interface LoraFlags {
   enableLora: boolean;
   modules: readonly string[];
   maxLoras?: number;

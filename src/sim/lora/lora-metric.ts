@@ -16,7 +16,7 @@
 export const MAX_SERIES = 256;
 
 const HELP = "Running stats on lora requests.";
-export const LORA_INFO_METRIC = "vllm:lora_requests_info";
+const LORA_INFO_METRIC = "vllm:lora_requests_info";
 
 /** prometheus_client's floatToGoString: Python's repr, switched to an exponent as Go would past 6 integer digits. */
 export function goFloat(d: number): string {

@@ -8,8 +8,8 @@
 import { fastapiMethodNotAllowed, SimHttpError } from "../vllm-errors.ts";
 import type { EngineLora } from "./engine-lora.ts";
 
-export const LOAD_LORA_PATH = "/v1/load_lora_adapter";
-export const UNLOAD_LORA_PATH = "/v1/unload_lora_adapter";
+const LOAD_LORA_PATH = "/v1/load_lora_adapter";
+const UNLOAD_LORA_PATH = "/v1/unload_lora_adapter";
 
 type Body = Record<string, unknown>;
 

@@ -75,7 +75,7 @@ function budgetPrefill(p: DerivedProfile): StepComposition {
 }
 
 /** A step decoding a full batch of 1k-token contexts. */
-function fullDecode(p: DerivedProfile, seqs: number): StepComposition {
+function fullDecode(seqs: number): StepComposition {
   return { seqs, tokens: seqs, decodeSeqs: seqs, decodeContext: seqs * 1024, prefillTokens: 0, prefillSeqs: 0, prefillContext: 0, prefillPairs: 0, running: seqs };
 }
 
@@ -103,7 +103,7 @@ export function profileRow(name: string, p: DerivedProfile, what: string): Profi
     numGpuBlocks: p.numGpuBlocks, kvTokens: p.numGpuBlocks * p.blockSize,
     stepBatch1Ms: loneDecodeMs(p.cost),
     stepBudgetMs: stepMs(t, budgetPrefill(p)),
-    stepDecode256Ms: stepMs(t, fullDecode(p, Math.min(256, p.maxNumSeqs))),
+    stepDecode256Ms: stepMs(t, fullDecode(Math.min(256, p.maxNumSeqs))),
     what,
   };
 }

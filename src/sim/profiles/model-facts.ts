@@ -32,7 +32,7 @@ export function findArch(id: string): ModelArch | undefined {
 }
 
 /** Parameters of one decoder layer: attention projections (q, k, v, o) and the gated MLP (gate, up, down); norms are negligible. */
-export function layerParams(a: ModelArch): number {
+function layerParams(a: ModelArch): number {
   const q = a.hiddenSize * a.attentionHeads * a.headDim;
   const kv = 2 * a.hiddenSize * a.kvHeads * a.headDim;
   const o = a.attentionHeads * a.headDim * a.hiddenSize;

@@ -10,15 +10,15 @@ import { FITTED, type EfficiencyConstants } from "./efficiency.ts";
 import { GIB, MIB, type Dtype, type GpuFacts } from "./gpu-facts.ts";
 import { kvBytesPerToken, matmulParams, totalParams, type ModelArch } from "./model-facts.ts";
 
-export const BLOCK_SIZE_TOKENS = 16;
-export const DEFAULT_GPU_MEMORY_UTILIZATION = 0.9;
+const BLOCK_SIZE_TOKENS = 16;
+const DEFAULT_GPU_MEMORY_UTILIZATION = 0.9;
 /** Activations and logits are kept in the model dtype (bf16) and fp32 respectively. */
 const ACTIVATION_BYTES = 2;
 const LOGIT_BYTES = 4;
 /** vLLM's KV cache dtype "auto" follows the model's activation dtype (bf16), also for fp8 weights. */
 const KV_DTYPE_BYTES = 2;
 
-export interface ProfileInput {
+interface ProfileInput {
   gpu: GpuFacts;
   arch: ModelArch;
   tp: number;

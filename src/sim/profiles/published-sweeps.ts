@@ -1,12 +1,12 @@
 /**
  * Published vLLM measurements the sim-engine is checked against
- * (`llmgw bench calibrate`), each with its source. Quoted from
- * `../shared/calibration/README.md` and the pages named; figures as published.
+ * (`llmgw bench calibrate`), each with its source. Quoted from the pages
+ * named; figures as published.
  */
 import type { ProfileChoice } from "./catalog.ts";
 
 /** A published figure per point; absent where the source does not give it. */
-export interface PublishedPoint {
+interface PublishedPoint {
   concurrency: number;
   ttftP50Ms?: number;
   itlP50Ms?: number;

@@ -46,7 +46,7 @@ function usage(prompt: number, output: number): Obj {
 }
 
 /** ResponsesResponse.from_request, field for field. */
-export function responseObject(h: ResponsesHead, status: string, output: Obj[], tokens: number | undefined): Obj {
+function responseObject(h: ResponsesHead, status: string, output: Obj[], tokens: number | undefined): Obj {
   const e = h.echo;
   return {
     id: h.id,

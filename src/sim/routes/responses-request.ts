@@ -20,7 +20,7 @@ import { answerWithToolCall, forcedToolChoice } from "./tool-calls.ts";
 
 type Obj = Record<string, unknown>;
 
-export interface ResponsesRequest {
+interface ResponsesRequest {
   model: string;
   stream: boolean;
   /** The one answer (the Responses API has no n). */

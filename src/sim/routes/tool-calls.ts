@@ -16,12 +16,11 @@ import { SimOutput } from "../text-model.ts";
 import type { ToolCallPlan } from "./tool-call-plan.ts";
 import { badRequest } from "../vllm-errors.ts";
 
-export type { ToolCallPlan };
 
 type Obj = Record<string, unknown>;
 
 /** A forced call: the function and why it was forced. */
-export interface ToolChoice {
+interface ToolChoice {
   name: string;
   parameters: unknown;
   /** vLLM's finish_reason for the call: "tool_calls" when required, the engine's ("stop") for a named function. */
@@ -112,7 +111,7 @@ export function toolArguments(parameters: unknown, state: number): string {
 }
 
 /** Split arguments into the pieces they stream in. */
-export function argumentPieces(args: string): string[] {
+function argumentPieces(args: string): string[] {
   const pieces: string[] = [];
   for (let i = 0; i < args.length; i += PIECE_CHARS) pieces.push(args.slice(i, i + PIECE_CHARS));
   return pieces.length > 0 ? pieces : [""];
@@ -123,7 +122,7 @@ function hexId(): string {
 }
 
 /** One choice's call, for the model state the choice follows from. */
-export function planToolCall(choice: ToolChoice, state: number): ToolCallPlan {
+function planToolCall(choice: ToolChoice, state: number): ToolCallPlan {
   // vLLM's make_tool_call_id ("random"): chatcmpl-tool-<uuid hex>; the Responses API's call ids are call_<uuid>.
   return { id: `chatcmpl-tool-${hexId()}`, itemId: `fc_${hexId()}`, name: choice.name, pieces: argumentPieces(toolArguments(choice.parameters, state)), finish: choice.finish };
 }
