@@ -21,7 +21,7 @@ export interface Observer {
   observe(v: number): void;
 }
 
-export interface Incrementer {
+interface Incrementer {
   inc(v?: number): void;
 }
 
