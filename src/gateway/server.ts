@@ -8,8 +8,9 @@
 import type { Server } from "bun";
 import type { Route } from "../metrics/names.ts";
 import { declaresBody } from "../shared/bounded-body.ts";
-import { asLlmgwError, LlmgwError, errorResponse } from "../shared/errors.ts";
+import { LlmgwError, errorResponse } from "../shared/errors.ts";
 import type { GatewayContext } from "./context.ts";
+import { authenticateRoute } from "./gates/auth.ts";
 import { handleJobs, JOBS_PATH } from "./pipeline/jobs-handler.ts";
 import { handleInference } from "./pipeline/pipeline.ts";
 import { handleResponses, RESPONSE_PATH } from "./pipeline/responses-handler.ts";
@@ -53,7 +54,8 @@ export function handleModels(ctx: GatewayContext): Response {
 }
 
 export function createFetchHandler(ctx: GatewayContext) {
-  return async function gatewayFetch(req: Request, server: Server<undefined>): Promise<Response> {
+  /** `server` is absent when the handler is driven in process (nothing to lift an idle timeout on). */
+  return async function gatewayFetch(req: Request, server?: Server<undefined>): Promise<Response> {
     const path = new URL(req.url, NO_HOST_BASE).pathname;
     const route = ROUTES[path];
     if (route) {
@@ -63,12 +65,8 @@ export function createFetchHandler(ctx: GatewayContext) {
     if (path === "/v1/models") {
       if (req.method !== "GET") return errorResponse(new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} is not allowed on ${path}; use GET`), declaresBody(req) ? { allow: "GET", ...CLOSE } : { allow: "GET" });
       // A data route like the others: which models a gateway serves is not public when keys are required.
-      try {
-        ctx.auth.authenticate(req.headers);
-      } catch (err) {
-        return errorResponse(asLlmgwError(err), CLOSE);
-      }
-      return handleModels(ctx);
+      const principal = authenticateRoute(ctx, req);
+      return principal instanceof Response ? principal : handleModels(ctx);
     }
     if (path === "/health") return new Response(null, { status: 200 });
     if (JOBS_PATH.test(path)) return handleJobs(ctx, req.url.charCodeAt(0) === 47 ? new Request(new URL(req.url, NO_HOST_BASE).href, req) : req);

@@ -22,7 +22,7 @@ import { asLlmgwError, LlmgwError } from "../../shared/errors.ts";
 import { BudgetShare } from "../../shared/upload-budget.ts";
 import type { GatewayContext } from "../context.ts";
 import type { Principal } from "../api-keys.ts";
-import { authGate } from "../gates/auth.ts";
+import { AUTH_REFUSAL_HEADERS, authGate } from "../gates/auth.ts";
 import { adapterLoadGate } from "../gates/adapter-load.ts";
 import { batchShedGate } from "../gates/batch-shed.ts";
 import { idempotentReplayGate } from "../gates/idempotent-replay.ts";
@@ -65,13 +65,15 @@ const REJECTIONS = new Set(["INVALID_API_KEY", "RATE_LIMITED", "GPU_SATURATED"])
 export async function handleInference(ctx: GatewayContext, req: Request, server: Server<undefined> | undefined, route: Route, path: string, origin?: InProcessOrigin): Promise<Response> {
   const x = new Exchange(ctx, route, path, requestIdOf(req), req.signal);
   const answer = new AnswerRecorders();
+  let authenticated = false;
   let bodyRead = false;
   try {
-    if (origin === undefined) authGate(ctx, x, req.headers);
+    if (origin === undefined) x.principal = authGate(ctx, req.headers);
     else {
       x.principal = origin.principal;
       x.batchId = origin.batchId;
     }
+    authenticated = true;
     await readRequest(ctx, x, req, route);
     bodyRead = true;
     if (route === "responses") {
@@ -107,7 +109,8 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
     const res = answer.wrap(x.fail(e, REJECTIONS.has(e.code) ? "rejected" : e.code === "NO_READY_ENDPOINT" ? "no_endpoint" : e.status < 500 ? "client_error" : "upstream_error"));
     // Refused before its body was read (no key, too large): close the connection rather than let Bun drain
     // a declared length a byte at a time — a client without a key must not be able to hold sockets open.
-    if (!bodyRead && origin === undefined && !bodyReadWhole(req)) res.headers.set("connection", "close");
+    if (!authenticated && origin === undefined) for (const [k, v] of Object.entries(AUTH_REFUSAL_HEADERS)) res.headers.set(k, v);
+    else if (!bodyRead && origin === undefined && !bodyReadWhole(req)) res.headers.set("connection", "close");
     return res;
   }
 }

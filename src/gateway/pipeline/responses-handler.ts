@@ -8,7 +8,7 @@
  */
 import { deletedObject, RESPONSE_ID, RUNNING, type InputItemsQuery } from "../../jobs/responses-objects.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../../shared/errors.ts";
-import type { Principal } from "../api-keys.ts";
+import { authenticateRoute } from "../gates/auth.ts";
 import type { GatewayContext } from "../context.ts";
 
 export const RESPONSE_PATH = new RegExp(`^/v1/responses/(${RESPONSE_ID.source.slice(1, -1)})(/input_items|/cancel)?$`);
@@ -39,14 +39,8 @@ function pageQuery(url: URL): InputItemsQuery {
 }
 
 export async function handleResponses(ctx: GatewayContext, req: Request, path: string): Promise<Response> {
-  let principal: Principal;
-  try {
-    principal = ctx.auth.authenticate(req.headers);
-  } catch (err) {
-    const e = asLlmgwError(err);
-    if (e.code === "INVALID_API_KEY") ctx.metrics.admissionRejections.inc({ band: "none", reason: "unauthorized" });
-    return errorResponse(e);
-  }
+  const principal = authenticateRoute(ctx, req);
+  if (principal instanceof Response) return principal;
   try {
     return await route(ctx, req, path, principal.tenant);
   } catch (err) {
