@@ -11,10 +11,10 @@ import { LlmgwError } from "../../shared/errors.ts";
 import type { GatewayContext } from "../context.ts";
 import type { Exchange } from "../request/exchange.ts";
 
-export function adapterLoadGate(ctx: GatewayContext, x: Exchange): Promise<void> | undefined {
+/** `model`: the request's (canonical). */
+export function adapterLoadGate(ctx: GatewayContext, x: Exchange, model: string): Promise<void> | undefined {
   const adapters = ctx.catalog.adapters;
-  const model = x.model;
-  if (adapters === undefined || model === undefined || !adapters.isAdapter(model)) return undefined;
+  if (adapters === undefined || !adapters.isAdapter(model)) return undefined;
   adapters.noteRequest(model, Date.now());
   const loads = ctx.adapterLoads;
   if (loads === undefined || !adapters.isDeclared(model) || adapters.listedAnywhere(model)) return undefined;

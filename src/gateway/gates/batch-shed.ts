@@ -10,10 +10,11 @@ import { shedDecision } from "../../gpuhealth/shed.ts";
 import type { GatewayContext } from "../context.ts";
 import type { Exchange } from "../request/exchange.ts";
 
-export function batchShedGate(ctx: GatewayContext, x: Exchange): void {
+/** `model`: the request's (canonical). */
+export function batchShedGate(ctx: GatewayContext, x: Exchange, model: string): void {
   const cfg = ctx.config.gpuHealth;
-  if (cfg === null || !cfg.shedBatch || x.band !== cfg.shedBand || x.model === undefined) return;
-  const pool = ctx.admission.poolOf(x.model);
+  if (cfg === null || !cfg.shedBatch || x.band !== cfg.shedBand) return;
+  const pool = ctx.admission.poolOf(model);
   if (pool === undefined || !ctx.gpuSaturation.saturated(pool, Date.now())) return;
   const name = ctx.endpoints.poolName(pool) ?? String(pool);
   const refusal = shedDecision(cfg, x.band, name, true);

@@ -14,6 +14,7 @@ import { SchedulerRejection, type Grant } from "../admission-client.ts";
 import type { GatewayContext } from "../context.ts";
 import { StreamRecovery } from "../continuation/stream-recovery.ts";
 import type { Exchange } from "../request/exchange.ts";
+import type { ParsedRequest } from "../request/parse.ts";
 import { attemptVerdict } from "../proxy/attempt-verdict.ts";
 import { FAILURE_CODE, engineError, isContextLengthError, rejectedResponse } from "../proxy/failures.ts";
 import { relayAnswer, usageFromTail } from "../proxy/json-answer.ts";
@@ -71,16 +72,17 @@ export class AttemptLoop {
   constructor(
     private readonly ctx: GatewayContext,
     private readonly x: Exchange,
+    private readonly request: ParsedRequest,
   ) {}
 
   async run(): Promise<Response> {
-    const { ctx, x } = this;
-    const chain = [x.model!, ...ctx.catalog.fallbacksOf(x.model!)];
+    const { ctx, x, request } = this;
+    const chain = [request.model, ...ctx.catalog.fallbacksOf(request.model)];
     this.chain = chain;
     ctx.budget.deposit();
     for (let m = 0; m < chain.length; m++) {
       this.at = m;
-      if (m > 0) ctx.metrics.fallbacks.inc({ from_model: x.model!, to_model: chain[m]! });
+      if (m > 0) ctx.metrics.fallbacks.inc({ from_model: request.model, to_model: chain[m]! });
       const outcome = await this.tryModel(chain[m]!, m < chain.length - 1);
       if (outcome instanceof Response) return outcome;
       if (outcome === "give_up") break;
@@ -108,9 +110,9 @@ export class AttemptLoop {
         {
           index: grant.index,
           url: ctx.endpoints.urlOf(grant.index)!,
-          body: upstreamBody(x, model),
-          headers: { "content-type": x.contentType, accept: x.stream ? "text/event-stream" : "application/json", "x-request-id": x.requestId },
-          stream: x.stream,
+          body: upstreamBody(x, this.request, model),
+          headers: { "content-type": this.request.contentType, accept: this.request.stream ? "text/event-stream" : "application/json", "x-request-id": x.requestId },
+          stream: this.request.stream,
           deadlines,
           totalLeftMs,
           clientSignal: x.signal,
@@ -137,7 +139,7 @@ export class AttemptLoop {
     }
     const last = this.last;
     const reason = last === undefined || last instanceof LlmgwError || last.failure === "cancelled" ? "connect" : last.failure;
-    ctx.metrics.retries.inc({ model: x.model!, reason });
+    ctx.metrics.retries.inc({ model: this.request.model, reason });
     // Backoff with full jitter; endpoints that failed are excluded anyway,
     // so this only spaces retries out when the whole pool is struggling.
     const backoff = ctx.config.retry.backoffMs * 2 ** Math.max(0, x.attempts - 1) * Math.random();
@@ -169,7 +171,7 @@ export class AttemptLoop {
     if (wait >= x.totalLeftMs(totalMs)) return undefined;
     if (wait >= 1 && !(await sleepUnless(wait, x.signal))) return x.fail(CANCELLED(), "cancelled");
     exclude.clear();
-    ctx.metrics.sameEndpointRetries.inc({ model: x.model!, reason: last.failure });
+    ctx.metrics.sameEndpointRetries.inc({ model: this.request.model, reason: last.failure });
     return this.grant(model, exclude, !hasFallback);
   }
 
@@ -279,7 +281,7 @@ export class AttemptLoop {
       return new Response(body, { status: 200, headers: { "content-type": result.contentType, ...x.headers(true) } });
     }
     // A stream that breaks after its first byte may be continued elsewhere (issue 13): on this model, then down the chain.
-    const recovery = ctx.continuation.enabled ? StreamRecovery.for(ctx, x, continuationOpener(ctx, x), this.chain.slice(this.at), slot) : undefined;
+    const recovery = ctx.continuation.enabled ? StreamRecovery.for(ctx, x, this.request, continuationOpener(ctx, x), this.chain.slice(this.at), slot) : undefined;
     const body = relayBody(x, result, ctx.config.relayVariant, recovery);
     return new Response(body, { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...x.headers(true) } });
   }
@@ -302,7 +304,7 @@ export class AttemptLoop {
       // model list changed since the last poll — or does not have the route
       // at all (learned: it is never sent that path again). Another endpoint may.
       if (result.status === 404) {
-        if (ctx.routes.learn(x.endpointId ?? "", x.path, result.body)) this.last = new LlmgwError("ROUTE_NOT_SERVED", `no ready endpoint of model '${x.model}' serves ${x.path}`);
+        if (ctx.routes.learn(x.endpointId ?? "", x.path, result.body)) this.last = new LlmgwError("ROUTE_NOT_SERVED", `no ready endpoint of model '${this.request.model}' serves ${x.path}`);
         return "retry";
       }
       const status = result.status ?? 400;
@@ -316,14 +318,14 @@ export class AttemptLoop {
 
   /** Every attempt failed: the last failure, in our error shape. */
   private giveUp(): Response {
-    const { x } = this;
+    const { x, request } = this;
     const last = this.last;
-    if (last === undefined) return x.fail(noReadyEndpoint(x.model!), "no_endpoint");
+    if (last === undefined) return x.fail(noReadyEndpoint(request.model), "no_endpoint");
     if (last instanceof LlmgwError) {
       if (last.code === "ROUTE_NOT_SERVED") return x.fail(last, "no_endpoint");
       if (last.code !== "NO_READY_ENDPOINT") return x.fail(last, "upstream_error");
       // The scheduler's message names the model it last tried; the client is told of the one it asked for.
-      return x.fail(last.retryAfterS === undefined ? noReadyEndpoint(x.model!) : last, "no_endpoint");
+      return x.fail(last.retryAfterS === undefined ? noReadyEndpoint(request.model) : last, "no_endpoint");
     }
     const failure = last.failure === "cancelled" ? "connect" : last.failure;
     const retryAfterS = last.retryAfterMs !== undefined ? last.retryAfterMs / 1000 : undefined;

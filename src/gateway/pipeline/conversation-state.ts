@@ -21,6 +21,7 @@ import { classifyResponsesEvent, responsesEventJson } from "../proxy/responses-e
 import { SseScanner } from "../proxy/sse-scanner.ts";
 import type { AnswerRecorders } from "../request/answer-recorders.ts";
 import type { Exchange } from "../request/exchange.ts";
+import { parsedRequest, type InferenceBody, type ParsedRequest } from "../request/parse.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -49,30 +50,31 @@ async function previousConversation(ctx: GatewayContext, x: Exchange, id: string
 /**
  * The conversation step of a Responses API request (after the body is read,
  * before the estimate and the gates): a Response when the request is
- * answered here (a background response accepted), undefined to go on.
+ * answered here (a background response accepted), otherwise the request to
+ * go on with (a follow-up's expanded, without the fields only llmgw reads).
  */
-export async function conversationStep(ctx: GatewayContext, x: Exchange, answer: AnswerRecorders, target: ConversationTarget | undefined): Promise<Response | undefined> {
-  const body = x.body!;
+export async function conversationStep(ctx: GatewayContext, x: Exchange, request: ParsedRequest, answer: AnswerRecorders, target: ConversationTarget | undefined): Promise<Response | ParsedRequest> {
+  const { body } = request;
   // vLLM answers under the request's request_id: one that no /v1/responses/{id} path can name would be stored unreachable.
   if ("request_id" in body && (typeof body.request_id !== "string" || !RESPONSE_ID.test(body.request_id))) {
     throw new LlmgwError("INVALID_REQUEST", "'request_id' must be 1 to 200 characters of letters, digits, '_', '-', '.' or ':' (it becomes the response's id)", { param: "request_id" });
   }
   const fullForS = body.store !== false && target === undefined ? ctx.responses.storageFullForS() : undefined;
   if (fullForS !== undefined) throw storeRefused(fullForS);
-  if (body.background === true && target === undefined) return acceptBackground(ctx, x);
+  if (body.background === true && target === undefined) return acceptBackground(ctx, x, body);
   const own = inputItems(body.input);
   let context = own;
   const previousId = typeof body.previous_response_id === "string" ? body.previous_response_id : undefined;
   if (previousId !== undefined) context = expandedInput(await previousConversation(ctx, x, previousId), own);
+  let sent = request;
   if (previousId !== undefined || "background" in body || "previous_response_id" in body) {
-    const out: Obj = { ...body, input: previousId === undefined ? body.input : context };
+    const out: InferenceBody = { ...body, input: previousId === undefined ? body.input : context };
     delete out.previous_response_id;
     delete out.background;
-    x.body = out as typeof body;
-    x.rawBody = enc.encode(JSON.stringify(out));
+    sent = parsedRequest(out, enc.encode(JSON.stringify(out)), request.model, request.contentType);
   }
   if (body.store !== false) answer.add(conversationRecorder(ctx, x, { own, previousId, target }));
-  return undefined;
+  return sent;
 }
 
 /** A request asking to be stored while the store has no room: refused before an engine runs. */
@@ -87,8 +89,7 @@ function notStored(ctx: GatewayContext, x: Exchange, reason: NotStoredReason, fi
 }
 
 /** `background: true`: stored queued (with what to run) and answered with the queued response at once. */
-async function acceptBackground(ctx: GatewayContext, x: Exchange): Promise<Response> {
-  const body = x.body!;
+async function acceptBackground(ctx: GatewayContext, x: Exchange, body: Readonly<InferenceBody>): Promise<Response> {
   if (body.store === false) throw new LlmgwError("INVALID_REQUEST", "background mode requires store to be true", { param: "background" });
   if (body.stream === true) throw new LlmgwError("INVALID_REQUEST", "a background response cannot stream through llmgw; create it without stream and poll GET /v1/responses/{id}", { param: "stream" });
   if (typeof body.previous_response_id === "string") await previousConversation(ctx, x, body.previous_response_id);

@@ -35,7 +35,7 @@ import { conversationStep, type ConversationTarget } from "./conversation-state.
 import { AnswerRecorders } from "../request/answer-recorders.ts";
 import { Exchange } from "../request/exchange.ts";
 import { MultipartFields } from "../request/multipart-fields.ts";
-import { parseInferenceBody, readBodyLimited, type InferenceBody } from "../request/parse.ts";
+import { parsedRequest, parseInferenceBody, readBodyLimited, type InferenceBody, type ParsedRequest } from "../request/parse.ts";
 import { hashesPrefix, promptViewOf } from "../request/prompt-view.ts";
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -74,34 +74,35 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
       x.batchId = origin.batchId;
     }
     authenticated = true;
-    await readRequest(ctx, x, req, route);
+    let request = await readRequest(ctx, x, req, route);
     bodyRead = true;
     if (route === "responses") {
-      const accepted = await conversationStep(ctx, x, answer, origin?.conversation);
-      if (accepted) return answer.wrap(accepted);
+      const next = await conversationStep(ctx, x, request, answer, origin?.conversation);
+      if (next instanceof Response) return answer.wrap(next);
+      request = next;
     }
-    estimateRequest(ctx, x, route);
+    estimateRequest(ctx, x, request);
     // Each gate is a promise only when it must wait (a shared quota asking
     // Redis, a key sent, a model opted in): the common request awaits nothing here.
     const quota = quotaGate(ctx, x);
     if (quota) await quota;
-    const replay = idempotentReplayGate(ctx, x, req, answer);
+    const replay = idempotentReplayGate(ctx, x, request, req, answer);
     const replayed = replay && (await replay);
     if (replayed) return replayed;
-    const lookup = responseCacheGate(ctx, x, answer);
+    const lookup = responseCacheGate(ctx, x, request, answer);
     const cached = lookup && (await lookup);
     if (cached) return cached;
-    batchShedGate(ctx, x);
-    const adapterLoad = adapterLoadGate(ctx, x);
+    batchShedGate(ctx, x, request.model);
+    const adapterLoad = adapterLoadGate(ctx, x, request.model);
     if (adapterLoad) await adapterLoad;
     // Long prefills send nothing for a while; Bun's idle timeout would cut
     // them. The attempt's own deadlines bound the request instead.
     server?.timeout(req, 0);
     // The prompt's token ids for precise-prefix routing: cached, or asked of an engine within a time limit
     // (after the gates, so a replayed, cached or refused request asks for nothing).
-    const tokenizing = ctx.promptTokens.keysFor(x.body!, route, x.model!, x.promptEstimate, ctx.catalog.adapters?.isAdapter(x.model!) === true);
+    const tokenizing = ctx.promptTokens.keysFor(request.body, route, request.model, x.promptEstimate, ctx.catalog.adapters?.isAdapter(request.model) === true);
     x.tokenBlockKeys = tokenizing instanceof Promise ? await tokenizing : tokenizing;
-    return answer.wrap(await new AttemptLoop(ctx, x).run());
+    return answer.wrap(await new AttemptLoop(ctx, x, request).run());
   } catch (err) {
     if (req.signal.aborted) return answer.wrap(x.fail(new LlmgwError("INTERNAL_ERROR", "client went away while sending the body"), "cancelled"));
     const e = asLlmgwError(err);
@@ -116,7 +117,7 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
 }
 
 /** The body, read under the size limit (a transcription's under max_audio_bytes) and parsed once; the model resolved. */
-async function readRequest(ctx: GatewayContext, x: Exchange, req: Request, route: Route): Promise<void> {
+async function readRequest(ctx: GatewayContext, x: Exchange, req: Request, route: Route): Promise<ParsedRequest> {
   const multipart = route === "transcriptions";
   const deadlines = bodyDeadlines(ctx.config.bodyReadTimeoutMs, ctx.config.batch.uploadMinBytesPerS);
   // A transcription's form is held whole until an engine answers (a failed attempt goes to another endpoint):
@@ -137,25 +138,22 @@ async function readRequest(ctx: GatewayContext, x: Exchange, req: Request, route
     raw = withoutBom(await readBodyLimited(req, ctx.config.maxBodyBytes, deadlines));
     body = parseInferenceBody(raw, route);
   }
-  if (multipart) x.contentType = req.headers.get("content-type")!;
-  x.rawBody = raw;
-  x.body = body;
-  x.stream = body.stream === true;
-  x.includeUsage = body.stream_options?.include_usage === true;
-  x.choices = typeof body.n === "number" ? body.n : 1;
-  x.offersTools = Array.isArray(body.tools) && body.tools.length > 0 && body.tool_choice !== "none";
   const model = ctx.catalog.resolve(body.model);
   if (model === undefined) {
     // 404 only for a model nobody serves: an upstream that has not listed its models yet may serve it.
     if (ctx.catalog.awaited(body.model)) throw noReadyEndpoint(body.model, "its upstream has not listed its models yet (starting, or unreachable)");
     throw new LlmgwError("MODEL_NOT_FOUND", `The model '${body.model}' does not exist`, { param: "model" });
   }
-  x.setModel(model);
+  // A multipart body was read under its content type, so the header is there.
+  const request = parsedRequest(body, raw, model, multipart ? (req.headers.get("content-type") ?? undefined) : undefined);
+  x.parsed(request);
+  return request;
 }
 
 /** The prompt (as the route's view of it: prompt-view.ts) walked once for both the token estimate and the prefix hashes. */
-function estimateRequest(ctx: GatewayContext, x: Exchange, route: Route): void {
-  const body = x.body!;
+function estimateRequest(ctx: GatewayContext, x: Exchange, request: ParsedRequest): void {
+  const { body, model } = request;
+  const route = x.route;
   const hashing = ctx.usesPrefixHashes && hashesPrefix(route);
   const affinity = ctx.config.scheduling.prefixAffinity;
   const view = promptViewOf(route, body);
@@ -163,5 +161,5 @@ function estimateRequest(ctx: GatewayContext, x: Exchange, route: Route): void {
   x.estTokens = estimateFromWalk(view, walk);
   x.promptEstimate = Math.ceil(walk.chars / 4) + walk.tokenIds;
   // A LoRA adapter's prompt is another prefix than the base model's (the engine keeps their blocks apart).
-  if (hashing) x.prefixHashes = prefixHashes(walk.text, affinity.blockChars, affinity.maxBlocks, ctx.catalog.adapters?.isAdapter(x.model!) ? x.model : undefined);
+  if (hashing) x.prefixHashes = prefixHashes(walk.text, affinity.blockChars, affinity.maxBlocks, ctx.catalog.adapters?.isAdapter(model) ? model : undefined);
 }

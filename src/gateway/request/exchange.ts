@@ -19,7 +19,7 @@ import type { GatewayContext } from "../context.ts";
 import type { Principal } from "../api-keys.ts";
 import { headerSafeName } from "../../shared/model-name.ts";
 import { ModelRename } from "./model-rename.ts";
-import type { InferenceBody } from "./parse.ts";
+import type { ParsedRequest } from "./parse.ts";
 
 export interface Usage {
   prompt_tokens: number;
@@ -46,22 +46,10 @@ export type AttemptVerdict =
 export class Exchange {
   readonly arrivedAt = performance.now();
   readonly requestId: string;
-  /** Canonical model (alias resolved) once known. */
-  model: string | undefined;
-  body: InferenceBody | undefined;
-  /** The client's bytes, forwarded unchanged when nothing must change. */
-  rawBody: Uint8Array = EMPTY;
-  stream = false;
-  /** The client asked for stream_options.include_usage. */
-  includeUsage = false;
-  /** Choices the answer has (the request's n). */
-  choices = 1;
+  /** What the parse step yielded; undefined until then (and for a request refused before it). */
+  private request: ParsedRequest | undefined;
   /** The request body's share of the uploads' memory budget (a transcription's form), given back by finish(). */
   heldBody: { release(): void } | undefined;
-  /** The body's media type, sent to the engine as is (a transcription's multipart form with its boundary). */
-  contentType = "application/json";
-  /** The request offered tools (and did not turn them off with tool_choice "none"): the answer's tool calls are counted. */
-  offersTools = false;
   /** Tool calls the answer started (llmgw_tool_calls_total). */
   toolCalls = 0;
   prefixHashes: number[] = NO_HASHES;
@@ -136,10 +124,31 @@ export class Exchange {
     return this.ctx.config.admission.bands[this.band]?.name ?? "unknown";
   }
 
-  /** The request's model is known (before that, metrics label it "unknown"). */
-  setModel(model: string): void {
-    this.model = model;
-    this.series = this.ctx.metrics.requestSeries(model, this.route);
+  /** The request was parsed and its model is known (before that, metrics label it "unknown"). */
+  parsed(request: ParsedRequest): void {
+    this.request = request;
+    this.series = this.ctx.metrics.requestSeries(request.model, this.route);
+  }
+
+  /** Canonical model (alias resolved) once parsed. */
+  get model(): string | undefined {
+    return this.request?.model;
+  }
+
+  get stream(): boolean {
+    return this.request?.stream ?? false;
+  }
+
+  get includeUsage(): boolean {
+    return this.request?.includeUsage ?? false;
+  }
+
+  get choices(): number {
+    return this.request?.choices ?? 1;
+  }
+
+  get offersTools(): boolean {
+    return this.request?.offersTools ?? false;
   }
 
   /** Milliseconds left of the total deadline of `model`. */
@@ -172,7 +181,8 @@ export class Exchange {
     const model = this.attemptModel;
     if (model !== undefined && this.wrote[this.wrote.length - 1] !== model) {
       // The first answer sets what the client reads as `model`; a continuation keeps the first answer's identity anyway.
-      if (this.wrote.length === 0 && this.body !== undefined && this.body.model !== model) this.modelRename = new ModelRename(this.body.model);
+      const asked = this.request?.body.model;
+      if (this.wrote.length === 0 && asked !== undefined && asked !== model) this.modelRename = new ModelRename(asked);
       this.wrote.push(model);
       this.wroteInHeader.push(this.attemptModelInHeader);
     }
@@ -296,6 +306,5 @@ export class Exchange {
   }
 }
 
-const EMPTY = new Uint8Array(0);
 const NO_HASHES: number[] = [];
 const NO_HEADERS: Record<string, string> = {};
