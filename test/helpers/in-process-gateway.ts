@@ -21,9 +21,12 @@ import { EndpointTable } from "../../src/shared/endpoint-table.ts";
 import { GpuSaturationTable } from "../../src/shared/gpu-saturation-table.ts";
 import { KvEventStats } from "../../src/shared/kv-event-stats.ts";
 import { logger } from "../../src/shared/logger.ts";
+import type { IdempotencyCheck } from "../../src/jobs/idempotency-gate.ts";
 
 export const API_KEY = "sk-in-process-0123456789";
 export const TENANT = "acme";
+/** A key whose requests run in the batch band (the one a saturated pool sheds). */
+export const BATCH_KEY = "sk-in-process-batch-9876543";
 
 /** An engine: answers the request sent to the endpoint (its id) as a function of the body. */
 export type FakeEngine = (endpoint: string, path: string, body: Record<string, unknown>) => Response | Promise<Response>;
@@ -41,6 +44,10 @@ export interface InProcessOptions {
   engine?: FakeEngine;
   /** Endpoint ids per model, in the order admission hands them out; default m: [e1, e2]. */
   endpoints?: Record<string, string[]>;
+  /** What the idempotency store says of a request that sent an Idempotency-Key (default: nothing recorded). */
+  idempotency?: (req: Request) => IdempotencyCheck;
+  /** Whether the pool's GPUs are saturated (the shed gate's input; default false). */
+  saturated?: boolean;
 }
 
 export interface InProcessGateway {
@@ -61,7 +68,7 @@ export function chatBody(model = "m", extra: Record<string, unknown> = {}): stri
   return JSON.stringify({ model, messages: [{ role: "user", content: "hello" }], ...extra });
 }
 
-/** A model with its own catalog entry, and an idle fake that leaves every other member unused. */
+/** A member the in-process gateway does not wire: any use of it fails the test, naming it. */
 function unused<T extends object>(name: string): T {
   return new Proxy({} as T, {
     get(_t, prop) {
@@ -72,7 +79,8 @@ function unused<T extends object>(name: string): T {
 
 export function inProcessGateway(opts: InProcessOptions = {}): InProcessGateway {
   const config = buildConfig({
-    auth: { enabled: true, keys: [{ key: API_KEY, tenant: TENANT }] },
+    auth: { enabled: true, keys: [{ key: API_KEY, tenant: TENANT }, { key: BATCH_KEY, tenant: TENANT, max_band: "batch" }] },
+    gpu_health: { sources: [], shed_batch: true, shed_band: "batch" },
     tenants: [{ name: TENANT }],
     models: [{ name: "m", aliases: [], fallback: [] }],
     retry: { backoff_ms: 1 },
@@ -119,10 +127,27 @@ export function inProcessGateway(opts: InProcessOptions = {}): InProcessGateway 
     trace.calls.push({ endpoint, model: String(body.model) });
     return engine(endpoint, u.pathname, body);
   };
+  const step = <A extends unknown[], R>(name: string, fn: (...args: A) => R) => (...args: A): R => {
+    trace.steps.push(name);
+    return fn(...args);
+  };
+  const auth = new Authenticator(config.auth, config.admission);
+  auth.authenticate = step("auth", auth.authenticate.bind(auth));
+  const catalog = new ModelCatalog(config, new AdapterCatalog());
+  // The parse step resolves the model once the body is read and parsed.
+  catalog.resolve = step("body", catalog.resolve.bind(catalog));
+  const quota = new QuotaLimiter(config.tenants);
+  quota.admit = step("quota", quota.admit.bind(quota));
+  const cache = new ResponseCache(config.responseCache);
+  cache.check = step("cache", cache.check.bind(cache));
+  const gpuSaturation = new GpuSaturationTable(4);
+  gpuSaturation.saturated = step("shed", () => opts.saturated === true);
+  const idempotency = { check: step("replay", async (req: Request) => opts.idempotency?.(req) ?? ({ kind: "none" } as const)) };
+  const jobs = { opened: async () => ({ idempotency }) };
   const kvMetrics = registerKvEventsMetrics(metrics.registry, new KvEventStats(8), () => []);
   const ctx = {
     config,
-    catalog: new ModelCatalog(config, new AdapterCatalog()),
+    catalog,
     table,
     endpoints,
     admission,
@@ -134,15 +159,15 @@ export function inProcessGateway(opts: InProcessOptions = {}): InProcessGateway 
     log,
     usesPrefixHashes: false,
     promptTokens: new PromptTokenizer(config.kvEvents.tokenize, NO_TOKENIZE_TARGET, kvMetrics),
-    auth: new Authenticator(config.auth, config.admission),
-    quota: new QuotaLimiter(config.tenants),
+    auth,
+    quota,
     continuation: new ContinuationPolicy(config.continuation),
     routes: new RouteSupport(config.endpoints),
     tenantLabel: (tenant: string) => tenant,
-    jobs: unused("jobs service"),
+    jobs,
     responses: unused("responses service"),
-    cache: new ResponseCache(config.responseCache),
-    gpuSaturation: new GpuSaturationTable(4),
+    cache,
+    gpuSaturation,
     jobsMetrics: new JobsMetrics(metrics.registry, { pools: () => ["default"] }),
   } as unknown as GatewayContext;
   const handler = createFetchHandler(ctx);

@@ -117,6 +117,7 @@ export class AttemptLoop {
           totalLeftMs,
           clientSignal: x.signal,
           dial: ctx.dial,
+          fetch: ctx.upstreamFetch,
           maxResponseBytes: ctx.config.maxResponseBytes,
           route: x.route,
         },

@@ -30,6 +30,7 @@ export function continuationOpener(ctx: GatewayContext, x: Exchange): OpenContin
         totalLeftMs: leftMs,
         clientSignal: x.signal,
         dial: ctx.dial,
+        fetch: ctx.upstreamFetch,
         maxResponseBytes: ctx.config.maxResponseBytes,
         route: x.route,
       },
