@@ -1,4 +1,4 @@
-/** Everything a request handler needs, assembled once by the gateway. */
+/** The data plane's parts, assembled once by the gateway at startup: each stage takes only its own part (its *Deps type), never this whole. */
 import type { Config } from "../config/types.ts";
 import type { GatewayMetrics } from "../metrics/registry.ts";
 import type { Logger } from "../shared/logger.ts";

@@ -11,9 +11,10 @@ import { declaresBody } from "../shared/bounded-body.ts";
 import { LlmgwError, errorResponse } from "../shared/errors.ts";
 import type { GatewayContext } from "./context.ts";
 import { authenticateRoute } from "./gates/auth.ts";
-import { handleJobs, JOBS_PATH } from "./pipeline/jobs-handler.ts";
-import { handleInference } from "./pipeline/pipeline.ts";
-import { handleResponses, RESPONSE_PATH } from "./pipeline/responses-handler.ts";
+import type { ModelCatalog } from "./model-catalog.ts";
+import { handleJobs, JOBS_PATH, type JobsHandlerDeps } from "./pipeline/jobs-handler.ts";
+import { handleInference, type PipelineDeps } from "./pipeline/pipeline.ts";
+import { handleResponses, RESPONSE_PATH, type ResponsesHandlerDeps } from "./pipeline/responses-handler.ts";
 
 /** Inference routes by path: OpenAI's, and vLLM's own (its paths, with and without /v1 as vLLM serves them). */
 const ROUTES: Record<string, Route> = {
@@ -47,13 +48,16 @@ function json(body: unknown, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { headers: { "content-type": "application/json", ...headers } });
 }
 
-export function handleModels(ctx: GatewayContext): Response {
+/** What the data plane's routes use: each handler's dependencies, and the catalog /v1/models lists. */
+export type DataPlaneDeps = PipelineDeps & JobsHandlerDeps & ResponsesHandlerDeps & { readonly catalog: Pick<ModelCatalog, "listed"> };
+
+export function handleModels(ctx: { readonly catalog: Pick<ModelCatalog, "listed"> }): Response {
   const created = Math.floor(Date.now() / 1000);
   const data = ctx.catalog.listed().map((m) => ({ id: m.id, object: "model", created, owned_by: "llmgw", root: m.root, parent: m.parent ?? null }));
   return json({ object: "list", data });
 }
 
-export function createFetchHandler(ctx: GatewayContext) {
+export function createFetchHandler(ctx: DataPlaneDeps) {
   /** `server` is absent when the handler is driven in process (nothing to lift an idle timeout on). */
   return async function gatewayFetch(req: Request, server?: Server<undefined>): Promise<Response> {
     const path = new URL(req.url, NO_HOST_BASE).pathname;

@@ -6,13 +6,12 @@ import type { Config } from "../../src/config/types.ts";
 import { AdapterCatalog } from "../../src/gateway/adapter-catalog.ts";
 import { SchedulerRejection, type AdmitRequest, type Grant } from "../../src/gateway/admission-client.ts";
 import { Authenticator } from "../../src/gateway/api-keys.ts";
-import type { GatewayContext } from "../../src/gateway/context.ts";
 import { ContinuationPolicy } from "../../src/gateway/continuation-policy.ts";
 import { ModelCatalog } from "../../src/gateway/model-catalog.ts";
 import { NO_TOKENIZE_TARGET, PromptTokenizer } from "../../src/gateway/prompt-tokens.ts";
 import { RetryBudget } from "../../src/gateway/retry-budget.ts";
 import { RouteSupport } from "../../src/gateway/route-support.ts";
-import { createFetchHandler } from "../../src/gateway/server.ts";
+import { createFetchHandler, type DataPlaneDeps } from "../../src/gateway/server.ts";
 import { StreamEvictions } from "../../src/gateway/stream-evictions.ts";
 import { JobsMetrics } from "../../src/metrics/jobs-metrics.ts";
 import { registerKvEventsMetrics } from "../../src/metrics/kv-events-metrics.ts";
@@ -21,7 +20,10 @@ import { EndpointTable } from "../../src/shared/endpoint-table.ts";
 import { GpuSaturationTable } from "../../src/shared/gpu-saturation-table.ts";
 import { KvEventStats } from "../../src/shared/kv-event-stats.ts";
 import { logger } from "../../src/shared/logger.ts";
-import type { IdempotencyCheck } from "../../src/jobs/idempotency-gate.ts";
+import type { IdempotencyCheck, IdempotencyGate } from "../../src/jobs/idempotency-gate.ts";
+import type { OpenJobs } from "../../src/jobs/jobs-service.ts";
+import type { EndpointRegistry } from "../../src/gateway/endpoints.ts";
+import type { UploadBudget } from "../../src/shared/upload-budget.ts";
 
 export const API_KEY = "sk-in-process-0123456789";
 export const TENANT = "acme";
@@ -53,7 +55,8 @@ export interface InProcessOptions {
 export interface InProcessGateway {
   /** Like Hono's app.request(): a path (or Request) in, the gateway's Response out. */
   request(path: string, init?: RequestInit): Promise<Response>;
-  ctx: GatewayContext;
+  /** What the data plane was built from: each stage takes its part of it. */
+  deps: DataPlaneDeps;
   config: Config;
   trace: Trace;
   /** The value of a counter (or 0 where the series does not exist). */
@@ -68,11 +71,13 @@ export function chatBody(model = "m", extra: Record<string, unknown> = {}): stri
   return JSON.stringify({ model, messages: [{ role: "user", content: "hello" }], ...extra });
 }
 
-/** A member the in-process gateway does not wire: any use of it fails the test, naming it. */
-function unused<T extends object>(name: string): T {
-  return new Proxy({} as T, {
-    get(_t, prop) {
-      throw new Error(`the in-process gateway has no ${name} (asked for ${String(prop)})`);
+/** A fake of T with only the members given: any other use fails the test, naming it. */
+function partial<T extends object>(name: string, members: Partial<T> = {}): T {
+  return new Proxy(members as T, {
+    get(target, prop) {
+      if (prop in target) return target[prop as keyof T];
+      if (prop === "then") return undefined; // not a promise
+      throw new Error(`the in-process gateway has no ${name}.${String(prop)}`);
     },
   });
 }
@@ -116,7 +121,7 @@ export function inProcessGateway(opts: InProcessOptions = {}): InProcessGateway 
     idOf: (i: number) => ids[i],
     urlOf: (i: number) => (ids[i] === undefined ? undefined : `http://${ids[i]}.invalid`),
     poolName: () => "default",
-    active: () => [],
+    active: (): ReturnType<EndpointRegistry["active"]> => [],
     evictions: new StreamEvictions(),
   };
   const upstreamFetch = async (url: string, init: RequestInit): Promise<Response> => {
@@ -142,13 +147,13 @@ export function inProcessGateway(opts: InProcessOptions = {}): InProcessGateway 
   cache.check = step("cache", cache.check.bind(cache));
   const gpuSaturation = new GpuSaturationTable(4);
   gpuSaturation.saturated = step("shed", () => opts.saturated === true);
-  const idempotency = { check: step("replay", async (req: Request) => opts.idempotency?.(req) ?? ({ kind: "none" } as const)) };
-  const jobs = { opened: async () => ({ idempotency }) };
+  const idempotency = partial<IdempotencyGate>("idempotency gate", { check: step("replay", async (req: Request) => opts.idempotency?.(req) ?? ({ kind: "none" } as const)) });
+  const openJobs = partial<OpenJobs>("jobs service", { idempotency });
+  const jobs = { opened: async () => openJobs, uploadBudget: partial<UploadBudget>("upload budget") };
   const kvMetrics = registerKvEventsMetrics(metrics.registry, new KvEventStats(8), () => []);
-  const ctx = {
+  const deps: DataPlaneDeps = {
     config,
     catalog,
-    table,
     endpoints,
     admission,
     breakers,
@@ -165,14 +170,14 @@ export function inProcessGateway(opts: InProcessOptions = {}): InProcessGateway 
     routes: new RouteSupport(config.endpoints),
     tenantLabel: (tenant: string) => tenant,
     jobs,
-    responses: unused("responses service"),
+    responses: partial<DataPlaneDeps["responses"]>("responses service"),
     cache,
     gpuSaturation,
     jobsMetrics: new JobsMetrics(metrics.registry, { pools: () => ["default"] }),
-  } as unknown as GatewayContext;
-  const handler = createFetchHandler(ctx);
+  };
+  const handler = createFetchHandler(deps);
   return {
-    ctx,
+    deps,
     config,
     trace,
     request(path, init) {

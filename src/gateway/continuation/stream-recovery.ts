@@ -17,7 +17,15 @@
  */
 import type { BreakCause, RecoveryResult } from "../../metrics/names.ts";
 import type { Grant } from "../admission-client.ts";
-import type { GatewayContext } from "../context.ts";
+import type { Config } from "../../config/types.ts";
+import type { GatewayMetrics } from "../../metrics/registry.ts";
+import type { Logger } from "../../shared/logger.ts";
+import type { AdmissionClient } from "../admission-client.ts";
+import type { CircuitBreakers } from "../circuit-breaker.ts";
+import type { ContinuationPolicy } from "../continuation-policy.ts";
+import type { EndpointRegistry } from "../endpoints.ts";
+import type { ModelCatalog } from "../model-catalog.ts";
+import type { RetryBudget } from "../retry-budget.ts";
 import { abandon, type ContinuationFailed, type OpenContinuation, type OpenStream, type RelayRecovery } from "../proxy/relay-contracts.ts";
 import type { Exchange, RecoveryNote, Usage } from "../request/exchange.ts";
 import type { ParsedRequest } from "../request/parse.ts";
@@ -33,6 +41,19 @@ interface Refusal {
 
 function refusal(result: Refusal["result"], reason?: string): Refusal {
   return reason === undefined ? { ok: false, result } : { ok: false, result, reason };
+}
+
+/** What a stream's recovery uses: where a continuation may go (the policy, the endpoints, admission and the circuits), its budget, and what it reports. */
+export interface StreamRecoveryDeps {
+  readonly config: { readonly retry: Pick<Config["retry"], "maxAttempts"> };
+  readonly admission: Pick<AdmissionClient, "release" | "reschedule">;
+  readonly breakers: Pick<CircuitBreakers, "abandon">;
+  readonly budget: Pick<RetryBudget, "tryWithdraw">;
+  readonly catalog: Pick<ModelCatalog, "deadlinesFor">;
+  readonly continuation: Pick<ContinuationPolicy, "learnRefusal" | "maxRecoveries" | "modelOn" | "target">;
+  readonly endpoints: Pick<EndpointRegistry, "active" | "evictions" | "idOf">;
+  readonly log: Pick<Logger, "warn">;
+  readonly metrics: Pick<GatewayMetrics, "streamRecoveries" | "streamRecoverySeconds">;
 }
 
 /** A continuation that opened: its stream, where, and what it continues from. */
@@ -60,7 +81,7 @@ export class StreamRecovery implements RelayRecovery {
   private brokeAt = Number.NaN;
 
   private constructor(
-    private readonly ctx: GatewayContext,
+    private readonly ctx: StreamRecoveryDeps,
     private readonly x: Exchange,
     private readonly request: ParsedRequest,
     private readonly openAttempt: OpenContinuation,
@@ -78,7 +99,7 @@ export class StreamRecovery implements RelayRecovery {
   }
 
   /** The recovery of a stream just opened on `slot` for chain[0]; undefined when continuation is off for that model. */
-  static for(ctx: GatewayContext, x: Exchange, request: ParsedRequest, open: OpenContinuation, chain: readonly string[], slot: number): StreamRecovery | undefined {
+  static for(ctx: StreamRecoveryDeps, x: Exchange, request: ParsedRequest, open: OpenContinuation, chain: readonly string[], slot: number): StreamRecovery | undefined {
     if (!ctx.continuation.modelOn(chain[0]!)) return undefined;
     const kit = continuationKit(x.route);
     const c = kit.continuable(request.body);

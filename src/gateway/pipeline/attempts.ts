@@ -11,7 +11,18 @@ import type { SameEndpointPolicy } from "../../config/retry-policy.ts";
 import type { AdmissionRejection } from "../../metrics/names.ts";
 import { LlmgwError } from "../../shared/errors.ts";
 import { SchedulerRejection, type Grant } from "../admission-client.ts";
-import type { GatewayContext } from "../context.ts";
+import type { Config } from "../../config/types.ts";
+import type { GatewayMetrics } from "../../metrics/registry.ts";
+import type { CircuitBreakers } from "../circuit-breaker.ts";
+import type { ContinuationPolicy } from "../continuation-policy.ts";
+import type { EndpointRegistry } from "../endpoints.ts";
+import type { ModelCatalog } from "../model-catalog.ts";
+import type { RetryBudget } from "../retry-budget.ts";
+import type { RouteSupport } from "../route-support.ts";
+import type { UpstreamDial, UpstreamFetch } from "../upstream-reach.ts";
+import type { AdmissionClient } from "../admission-client.ts";
+import type { StreamRecoveryDeps } from "../continuation/stream-recovery.ts";
+import type { ContinuationOpenerDeps } from "./continuation-attempt.ts";
 import { StreamRecovery } from "../continuation/stream-recovery.ts";
 import type { Exchange } from "../request/exchange.ts";
 import type { ParsedRequest } from "../request/parse.ts";
@@ -22,6 +33,26 @@ import { relayBody } from "../proxy/sse-response.ts";
 import { answerToolCalls } from "../proxy/stream-dialect.ts";
 import { openUpstream, type AttemptFailed, type AttemptResult } from "../proxy/upstream.ts";
 import { continuationOpener } from "./continuation-attempt.ts";
+
+/** What the attempt loop uses itself: admission and scoring, the retry settings and budget, the fallback chains, which endpoint serves which route, how to reach an engine, and its metrics. */
+interface AttemptLoopOwnDeps {
+  readonly config: Pick<Config, "retry" | "maxResponseBytes" | "admission" | "relayVariant">;
+  readonly catalog: Pick<ModelCatalog, "deadlinesFor" | "fallbacksOf">;
+  readonly budget: Pick<RetryBudget, "deposit" | "tryWithdraw">;
+  readonly metrics: Pick<GatewayMetrics, "admissionRejections" | "admissionWait" | "fallbacks" | "filterDrops" | "grantSeries" | "retries" | "sameEndpointRetries">;
+  readonly admission: Pick<AdmissionClient, "admit" | "reschedule" | "release">;
+  readonly routes: Pick<RouteSupport, "learn" | "limited" | "serves">;
+  readonly endpoints: Pick<EndpointRegistry, "idOf" | "urlOf">;
+  readonly breakers: Pick<CircuitBreakers, "abandon">;
+  readonly continuation: Pick<ContinuationPolicy, "enabled">;
+  readonly dial: UpstreamDial;
+  readonly upstreamFetch?: UpstreamFetch;
+  /** A tenant as a metric label (configured tenants by name, others as "other"). */
+  tenantLabel(tenant: string): string;
+}
+
+/** The attempt loop's dependencies: its own, and those of the stream recovery and the continuation opener it hands streams to. */
+export type AttemptLoopDeps = AttemptLoopOwnDeps & StreamRecoveryDeps & ContinuationOpenerDeps;
 import { noReadyEndpoint } from "./no-ready-endpoint.ts";
 import { upstreamBody } from "./upstream-body.ts";
 
@@ -34,7 +65,7 @@ const CANCELLED = () => new LlmgwError("INTERNAL_ERROR", "client went away");
 const USAGE_TAIL_BYTES = 16 * 1024;
 
 /** When a failure is retried on the endpoint that failed (retry.same_endpoint); classes not listed never are. */
-function sameEndpointPolicy(ctx: GatewayContext, failure: AttemptFailed["failure"]): SameEndpointPolicy {
+function sameEndpointPolicy(ctx: AttemptLoopDeps, failure: AttemptFailed["failure"]): SameEndpointPolicy {
   const policies: Readonly<Record<string, SameEndpointPolicy>> = ctx.config.retry.sameEndpoint;
   return policies[failure] ?? "never";
 }
@@ -70,7 +101,7 @@ export class AttemptLoop {
   private at = 0;
 
   constructor(
-    private readonly ctx: GatewayContext,
+    private readonly ctx: AttemptLoopDeps,
     private readonly x: Exchange,
     private readonly request: ParsedRequest,
   ) {}

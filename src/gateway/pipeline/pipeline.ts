@@ -20,7 +20,20 @@ import { walkPrompt } from "../../scheduling/prompt-walk.ts";
 import { bodyDeadlines, bodyReadWhole } from "../../shared/bounded-body.ts";
 import { asLlmgwError, LlmgwError } from "../../shared/errors.ts";
 import { BudgetShare } from "../../shared/upload-budget.ts";
-import type { GatewayContext } from "../context.ts";
+import type { Config } from "../../config/types.ts";
+import type { GatewayJobs } from "../../jobs/jobs-service.ts";
+import type { Logger } from "../../shared/logger.ts";
+import type { ModelCatalog } from "../model-catalog.ts";
+import type { PromptTokenizer } from "../prompt-tokens.ts";
+import type { AdapterLoadGateDeps } from "../gates/adapter-load.ts";
+import type { AuthGateDeps } from "../gates/auth.ts";
+import type { ShedGateDeps } from "../gates/batch-shed.ts";
+import type { ReplayGateDeps } from "../gates/idempotent-replay.ts";
+import type { QuotaGateDeps } from "../gates/quota.ts";
+import type { CacheGateDeps } from "../gates/response-cache.ts";
+import type { ExchangeDeps } from "../request/exchange.ts";
+import type { AttemptLoopDeps } from "./attempts.ts";
+import type { ConversationDeps } from "./conversation-state.ts";
 import type { Principal } from "../api-keys.ts";
 import { AUTH_REFUSAL_HEADERS, authGate } from "../gates/auth.ts";
 import { adapterLoadGate } from "../gates/adapter-load.ts";
@@ -58,11 +71,25 @@ export interface InProcessOrigin {
   conversation?: ConversationTarget;
 }
 
+/** What the parse step and the estimate use: the body limits, the catalog to resolve the model, the uploads' memory budget, the prefix settings. */
+interface ParseDeps {
+  readonly config: Pick<Config, "batch" | "bodyReadTimeoutMs" | "maxAudioBytes" | "maxBodyBytes" | "scheduling">;
+  readonly catalog: Pick<ModelCatalog, "adapters" | "awaited" | "resolve">;
+  readonly jobs: Pick<GatewayJobs, "uploadBudget">;
+  /** Whether any configured scorer needs prompt-prefix hashes (skip hashing otherwise). */
+  readonly usesPrefixHashes: boolean;
+  readonly promptTokens: Pick<PromptTokenizer, "keysFor">;
+  readonly log: Pick<Logger, "error">;
+}
+
+/** The pipeline's dependencies: exactly those of its stages, each named by the stage that uses it. */
+export type PipelineDeps = AuthGateDeps & ParseDeps & ConversationDeps & QuotaGateDeps & ReplayGateDeps & CacheGateDeps & ShedGateDeps & AdapterLoadGateDeps & ExchangeDeps & AttemptLoopDeps;
+
 /** Refusals before any engine (the client may retry later): outcome "rejected", as admission's own. */
 const REJECTIONS = new Set(["INVALID_API_KEY", "RATE_LIMITED", "GPU_SATURATED"]);
 
 /** `server` is the data plane's (undefined for a batch line or a background response, which no idle timeout can cut). */
-export async function handleInference(ctx: GatewayContext, req: Request, server: Server<undefined> | undefined, route: Route, path: string, origin?: InProcessOrigin): Promise<Response> {
+export async function handleInference(ctx: PipelineDeps, req: Request, server: Server<undefined> | undefined, route: Route, path: string, origin?: InProcessOrigin): Promise<Response> {
   const x = new Exchange(ctx, route, path, requestIdOf(req), req.signal);
   const answer = new AnswerRecorders();
   let authenticated = false;
@@ -117,7 +144,7 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
 }
 
 /** The body, read under the size limit (a transcription's under max_audio_bytes) and parsed once; the model resolved. */
-async function readRequest(ctx: GatewayContext, x: Exchange, req: Request, route: Route): Promise<ParsedRequest> {
+async function readRequest(ctx: ParseDeps, x: Exchange, req: Request, route: Route): Promise<ParsedRequest> {
   const multipart = route === "transcriptions";
   const deadlines = bodyDeadlines(ctx.config.bodyReadTimeoutMs, ctx.config.batch.uploadMinBytesPerS);
   // A transcription's form is held whole until an engine answers (a failed attempt goes to another endpoint):
@@ -151,7 +178,7 @@ async function readRequest(ctx: GatewayContext, x: Exchange, req: Request, route
 }
 
 /** The prompt (as the route's view of it: prompt-view.ts) walked once for both the token estimate and the prefix hashes. */
-function estimateRequest(ctx: GatewayContext, x: Exchange, request: ParsedRequest): void {
+function estimateRequest(ctx: ParseDeps, x: Exchange, request: ParsedRequest): void {
   const { body, model } = request;
   const route = x.route;
   const hashing = ctx.usesPrefixHashes && hashesPrefix(route);

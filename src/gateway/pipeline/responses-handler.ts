@@ -8,8 +8,9 @@
  */
 import { deletedObject, RESPONSE_ID, RUNNING, type InputItemsQuery } from "../../jobs/responses-objects.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../../shared/errors.ts";
-import { authenticateRoute } from "../gates/auth.ts";
-import type { GatewayContext } from "../context.ts";
+import { authenticateRoute, type AuthGateDeps } from "../gates/auth.ts";
+import type { GatewayResponses } from "../../jobs/responses-service.ts";
+import type { Logger } from "../../shared/logger.ts";
 
 export const RESPONSE_PATH = new RegExp(`^/v1/responses/(${RESPONSE_ID.source.slice(1, -1)})(/input_items|/cancel)?$`);
 
@@ -38,7 +39,13 @@ function pageQuery(url: URL): InputItemsQuery {
   return after === null ? { limit, order } : { after, limit, order };
 }
 
-export async function handleResponses(ctx: GatewayContext, req: Request, path: string): Promise<Response> {
+/** What the stored-responses routes use: the auth gate's, the responses service (store opened on first use), the log. */
+export type ResponsesHandlerDeps = AuthGateDeps & {
+  readonly responses: Pick<GatewayResponses, "opened">;
+  readonly log: Pick<Logger, "error">;
+};
+
+export async function handleResponses(ctx: ResponsesHandlerDeps, req: Request, path: string): Promise<Response> {
   const principal = authenticateRoute(ctx, req);
   if (principal instanceof Response) return principal;
   try {
@@ -50,7 +57,7 @@ export async function handleResponses(ctx: GatewayContext, req: Request, path: s
   }
 }
 
-async function route(ctx: GatewayContext, req: Request, path: string, tenant: string): Promise<Response> {
+async function route(ctx: ResponsesHandlerDeps, req: Request, path: string, tenant: string): Promise<Response> {
   const m = RESPONSE_PATH.exec(path)!;
   const id = m[1]!;
   const sub = m[2];

@@ -15,7 +15,13 @@ import type { RequestSeries } from "../../metrics/registry.ts";
 import { requestAuditRecord, type AuditRecovery } from "../../shared/audit.ts";
 import { errorResponse, type ErrorCode, type LlmgwError } from "../../shared/errors.ts";
 import type { Grant } from "../admission-client.ts";
-import type { GatewayContext } from "../context.ts";
+import type { TenantQuota } from "../../admission/tenant-quota.ts";
+import type { Config } from "../../config/types.ts";
+import type { GatewayMetrics } from "../../metrics/registry.ts";
+import type { Logger } from "../../shared/logger.ts";
+import type { AdmissionClient } from "../admission-client.ts";
+import type { CircuitBreakers } from "../circuit-breaker.ts";
+import type { EndpointRegistry } from "../endpoints.ts";
 import type { Principal } from "../api-keys.ts";
 import { headerSafeName } from "../../shared/model-name.ts";
 import { ModelRename } from "./model-rename.ts";
@@ -42,6 +48,17 @@ export type AttemptVerdict =
   | { kind: "cool_down"; failure: AttemptFailure; ms: number }
   /** No verdict on the endpoint (the client left, the answer was too large, the gateway's own loop had stalled…). */
   | { kind: "neutral"; failure?: AttemptFailure; excused?: boolean };
+
+/** What an exchange reports to and gives back to: the bands, the request metrics, the claimed endpoint's circuits and admission slot, the quota to settle, the audit log. */
+export interface ExchangeDeps {
+  readonly config: { readonly admission: Pick<Config["admission"], "defaultBand" | "bands"> };
+  readonly metrics: Pick<GatewayMetrics, "requestSeries" | "scoreSeries" | "overhead" | "deadlinesExcused" | "attemptFailures" | "malformedEvents" | "toolCalls">;
+  readonly endpoints: Pick<EndpointRegistry, "idOf">;
+  readonly breakers: Pick<CircuitBreakers, "success" | "failure" | "coolDown" | "abandon">;
+  readonly admission: Pick<AdmissionClient, "release">;
+  readonly quota: Pick<TenantQuota, "settle">;
+  readonly log: Pick<Logger, "info">;
+}
 
 export class Exchange {
   readonly arrivedAt = performance.now();
@@ -102,7 +119,7 @@ export class Exchange {
   private finished = false;
 
   constructor(
-    private readonly ctx: GatewayContext,
+    private readonly ctx: ExchangeDeps,
     readonly route: Route,
     readonly path: string,
     requestId: string,
