@@ -26,7 +26,7 @@ export interface Grant extends GrantDetail {
   path: "fast" | "queued";
 }
 
-interface AdmitRequest {
+export interface AdmitRequest {
   model: string;
   band: number;
   tenant: string;

@@ -1,4 +1,4 @@
-/** Everything a request handler needs, assembled once by the gateway. */
+/** The data plane's parts, assembled once by the gateway at startup: each stage takes only its own part (its *Deps type), never this whole. */
 import type { Config } from "../config/types.ts";
 import type { GatewayMetrics } from "../metrics/registry.ts";
 import type { Logger } from "../shared/logger.ts";
@@ -8,7 +8,6 @@ import type { CircuitBreakers } from "./circuit-breaker.ts";
 import type { ContinuationPolicy } from "./continuation-policy.ts";
 import type { EndpointRegistry } from "./endpoints.ts";
 import type { ModelCatalog } from "./model-catalog.ts";
-import type { DialGuard } from "./dial-guard.ts";
 import type { RetryBudget } from "./retry-budget.ts";
 import type { Authenticator } from "./api-keys.ts";
 import type { TenantQuota } from "../admission/tenant-quota.ts";
@@ -20,6 +19,7 @@ import type { GatewayJobs } from "../jobs/jobs-service.ts";
 import type { PromptTokenizer } from "./prompt-tokens.ts";
 import type { RouteSupport } from "./route-support.ts";
 import type { GatewayResponses } from "../jobs/responses-service.ts";
+import type { UpstreamDial, UpstreamFetch } from "./upstream-reach.ts";
 
 export interface GatewayContext {
   config: Config;
@@ -30,7 +30,9 @@ export interface GatewayContext {
   admission: AdmissionClient;
   breakers: CircuitBreakers;
   budget: RetryBudget;
-  dial: DialGuard;
+  dial: UpstreamDial;
+  /** How attempts reach engines: global fetch when absent (a fake engine in an in-process test). */
+  upstreamFetch?: UpstreamFetch;
   metrics: GatewayMetrics;
   log: Logger;
   /** Whether any configured scorer needs prompt-prefix hashes (skip hashing otherwise). */

@@ -8,11 +8,13 @@
 import type { Server } from "bun";
 import type { Route } from "../metrics/names.ts";
 import { declaresBody } from "../shared/bounded-body.ts";
-import { asLlmgwError, LlmgwError, errorResponse } from "../shared/errors.ts";
+import { LlmgwError, errorResponse } from "../shared/errors.ts";
 import type { GatewayContext } from "./context.ts";
-import { handleJobs, JOBS_PATH } from "./pipeline/jobs-handler.ts";
-import { handleInference } from "./pipeline/pipeline.ts";
-import { handleResponses, RESPONSE_PATH } from "./pipeline/responses-handler.ts";
+import { authenticateRoute } from "./gates/auth.ts";
+import type { ModelCatalog } from "./model-catalog.ts";
+import { handleJobs, JOBS_PATH, type JobsHandlerDeps } from "./pipeline/jobs-handler.ts";
+import { handleInference, type PipelineDeps } from "./pipeline/pipeline.ts";
+import { handleResponses, RESPONSE_PATH, type ResponsesHandlerDeps } from "./pipeline/responses-handler.ts";
 
 /** Inference routes by path: OpenAI's, and vLLM's own (its paths, with and without /v1 as vLLM serves them). */
 const ROUTES: Record<string, Route> = {
@@ -46,14 +48,18 @@ function json(body: unknown, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { headers: { "content-type": "application/json", ...headers } });
 }
 
-function handleModels(ctx: GatewayContext): Response {
+/** What the data plane's routes use: each handler's dependencies, and the catalog /v1/models lists. */
+export type DataPlaneDeps = PipelineDeps & JobsHandlerDeps & ResponsesHandlerDeps & { readonly catalog: Pick<ModelCatalog, "listed"> };
+
+function handleModels(ctx: { readonly catalog: Pick<ModelCatalog, "listed"> }): Response {
   const created = Math.floor(Date.now() / 1000);
   const data = ctx.catalog.listed().map((m) => ({ id: m.id, object: "model", created, owned_by: "llmgw", root: m.root, parent: m.parent ?? null }));
   return json({ object: "list", data });
 }
 
-function createFetchHandler(ctx: GatewayContext) {
-  return async function gatewayFetch(req: Request, server: Server<undefined>): Promise<Response> {
+export function createFetchHandler(ctx: DataPlaneDeps) {
+  /** `server` is absent when the handler is driven in process (nothing to lift an idle timeout on). */
+  return async function gatewayFetch(req: Request, server?: Server<undefined>): Promise<Response> {
     const path = new URL(req.url, NO_HOST_BASE).pathname;
     const route = ROUTES[path];
     if (route) {
@@ -63,12 +69,8 @@ function createFetchHandler(ctx: GatewayContext) {
     if (path === "/v1/models") {
       if (req.method !== "GET") return errorResponse(new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} is not allowed on ${path}; use GET`), declaresBody(req) ? { allow: "GET", ...CLOSE } : { allow: "GET" });
       // A data route like the others: which models a gateway serves is not public when keys are required.
-      try {
-        ctx.auth.authenticate(req.headers);
-      } catch (err) {
-        return errorResponse(asLlmgwError(err), CLOSE);
-      }
-      return handleModels(ctx);
+      const principal = authenticateRoute(ctx, req);
+      return principal instanceof Response ? principal : handleModels(ctx);
     }
     if (path === "/health") return new Response(null, { status: 200 });
     if (JOBS_PATH.test(path)) return handleJobs(ctx, req.url.charCodeAt(0) === 47 ? new Request(new URL(req.url, NO_HOST_BASE).href, req) : req);

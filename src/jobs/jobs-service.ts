@@ -46,7 +46,7 @@ interface GatewayJobsDeps {
 }
 
 /** The store and what runs over it, once open. */
-interface OpenJobs {
+export interface OpenJobs {
   routes: JobsRouteHandler;
   idempotency: IdempotencyGate;
   runner: BatchRunner;

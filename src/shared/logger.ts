@@ -111,7 +111,7 @@ const LEVEL_INFO = 30;
  * channels, a field-by-field stringify) cost ~8 % of the main thread's CPU
  * per request, one JSON.stringify of the record costs a fraction of that.
  */
-export function infoRecord(log: Logger, record: object, msg: string): void {
+export function infoRecord(log: Pick<Logger, "info" | "isLevelEnabled">, record: object, msg: string): void {
   if (!log.isLevelEnabled("info")) return;
   const stream = (log as unknown as Record<symbol, { write(line: string): unknown } | undefined>)[pino.symbols.streamSym];
   // Not a logger of this module's pino (another copy's symbols): its own path.

@@ -17,9 +17,18 @@
  */
 import type { BreakCause, RecoveryResult } from "../../metrics/names.ts";
 import type { Grant } from "../admission-client.ts";
-import type { GatewayContext } from "../context.ts";
+import type { Config } from "../../config/types.ts";
+import type { GatewayMetrics } from "../../metrics/registry.ts";
+import type { Logger } from "../../shared/logger.ts";
+import type { AdmissionClient } from "../admission-client.ts";
+import type { CircuitBreakers } from "../circuit-breaker.ts";
+import type { ContinuationPolicy } from "../continuation-policy.ts";
+import type { EndpointRegistry } from "../endpoints.ts";
+import type { ModelCatalog } from "../model-catalog.ts";
+import type { RetryBudget } from "../retry-budget.ts";
 import { abandon, type ContinuationFailed, type OpenContinuation, type OpenStream, type RelayRecovery } from "../proxy/relay-contracts.ts";
 import type { Exchange, RecoveryNote, Usage } from "../request/exchange.ts";
+import type { ParsedRequest } from "../request/parse.ts";
 import { continuationKit, type ContinuationKit, type ContinuationSegment, type ContinuationTracker } from "./continuation-kit.ts";
 import type { Evictable } from "../stream-evictions.ts";
 
@@ -32,6 +41,19 @@ interface Refusal {
 
 function refusal(result: Refusal["result"], reason?: string): Refusal {
   return reason === undefined ? { ok: false, result } : { ok: false, result, reason };
+}
+
+/** What a stream's recovery uses: where a continuation may go (the policy, the endpoints, admission and the circuits), its budget, and what it reports. */
+export interface StreamRecoveryDeps {
+  readonly config: { readonly retry: Pick<Config["retry"], "maxAttempts"> };
+  readonly admission: Pick<AdmissionClient, "release" | "reschedule">;
+  readonly breakers: Pick<CircuitBreakers, "abandon">;
+  readonly budget: Pick<RetryBudget, "tryWithdraw">;
+  readonly catalog: Pick<ModelCatalog, "deadlinesFor">;
+  readonly continuation: Pick<ContinuationPolicy, "learnRefusal" | "maxRecoveries" | "modelOn" | "target">;
+  readonly endpoints: Pick<EndpointRegistry, "active" | "evictions" | "idOf">;
+  readonly log: Pick<Logger, "warn">;
+  readonly metrics: Pick<GatewayMetrics, "streamRecoveries" | "streamRecoverySeconds">;
 }
 
 /** A continuation that opened: its stream, where, and what it continues from. */
@@ -59,8 +81,9 @@ export class StreamRecovery implements RelayRecovery {
   private brokeAt = Number.NaN;
 
   private constructor(
-    private readonly ctx: GatewayContext,
+    private readonly ctx: StreamRecoveryDeps,
     private readonly x: Exchange,
+    private readonly request: ParsedRequest,
     private readonly openAttempt: OpenContinuation,
     /** The model serving the stream, then the rest of its fallback chain, in order. */
     private readonly chain: readonly string[],
@@ -76,11 +99,11 @@ export class StreamRecovery implements RelayRecovery {
   }
 
   /** The recovery of a stream just opened on `slot` for chain[0]; undefined when continuation is off for that model. */
-  static for(ctx: GatewayContext, x: Exchange, open: OpenContinuation, chain: readonly string[], slot: number): StreamRecovery | undefined {
-    if (!ctx.continuation.modelOn(chain[0]!) || x.body === undefined) return undefined;
+  static for(ctx: StreamRecoveryDeps, x: Exchange, request: ParsedRequest, open: OpenContinuation, chain: readonly string[], slot: number): StreamRecovery | undefined {
+    if (!ctx.continuation.modelOn(chain[0]!)) return undefined;
     const kit = continuationKit(x.route);
-    const c = kit.continuable(x.body);
-    return new StreamRecovery(ctx, x, open, chain, slot, c.ok ? undefined : c.reason, kit);
+    const c = kit.continuable(request.body);
+    return new StreamRecovery(ctx, x, request, open, chain, slot, c.ok ? undefined : c.reason, kit);
   }
 
   get usage(): Usage | undefined {
@@ -99,7 +122,7 @@ export class StreamRecovery implements RelayRecovery {
   rewrite(kind: "data" | "usage" | "meta" | "final", event: Uint8Array): Uint8Array | undefined {
     const out = this.rewriter!.rewrite({ kind, bytes: event });
     if (out !== undefined && kind === "data" && !Number.isNaN(this.brokeAt)) {
-      this.ctx.metrics.streamRecoverySeconds.observe({ model: this.x.model! }, (performance.now() - this.brokeAt) / 1000);
+      this.ctx.metrics.streamRecoverySeconds.observe({ model: this.request.model }, (performance.now() - this.brokeAt) / 1000);
       this.brokeAt = Number.NaN;
     }
     return out;
@@ -121,7 +144,7 @@ export class StreamRecovery implements RelayRecovery {
     const note: RecoveryNote = { cause, from, result: got.ok ? "recovered" : got.result };
     if (!got.ok && got.reason !== undefined) note.reason = got.reason;
     (x.recoveries ??= []).push(note);
-    ctx.metrics.streamRecoveries.inc({ model: x.model!, cause, result: note.result });
+    ctx.metrics.streamRecoveries.inc({ model: this.request.model, cause, result: note.result });
     if (!got.ok) return undefined;
     note.to = x.endpointId;
     if (got.at > 0) note.model = this.chain[got.at];
@@ -152,7 +175,7 @@ export class StreamRecovery implements RelayRecovery {
     for (let at = this.at; at < this.chain.length; at++) {
       const model = this.chain[at]!;
       if (!ctx.continuation.modelOn(model)) continue;
-      const body = this.kit.body(x.body!, point.text, point.tokens, model);
+      const body = this.kit.body(this.request.body, point.text, point.tokens, model);
       if (body === undefined) return refusal("not_resumable", "token_limit_spent");
       const totalMs = ctx.catalog.deadlinesFor(model).totalMs;
       const exclude = this.excluded(model);

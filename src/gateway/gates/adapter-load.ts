@@ -8,21 +8,34 @@
  * request passes with one map lookup and no promise.
  */
 import { LlmgwError } from "../../shared/errors.ts";
-import type { GatewayContext } from "../context.ts";
+import type { AdapterCatalog } from "../adapter-catalog.ts";
+import type { ModelCatalog } from "../model-catalog.ts";
+
+/** How the gate asks the fleet to load an adapter, and how long a request waits for it. */
+interface AdapterLoads {
+  requested(adapter: string): void;
+  readonly waitMs: number;
+}
 import type { Exchange } from "../request/exchange.ts";
 
-export function adapterLoadGate(ctx: GatewayContext, x: Exchange): Promise<void> | undefined {
+/** What the adapter-load gate uses: the catalog's LoRA adapters, and how to ask the fleet for one (absent: no fleet). */
+export interface AdapterLoadGateDeps {
+  readonly catalog: Pick<ModelCatalog, "adapters">;
+  readonly adapterLoads?: AdapterLoads;
+}
+
+/** `model`: the request's (canonical). */
+export function adapterLoadGate(ctx: AdapterLoadGateDeps, x: Exchange, model: string): Promise<void> | undefined {
   const adapters = ctx.catalog.adapters;
-  const model = x.model;
-  if (adapters === undefined || model === undefined || !adapters.isAdapter(model)) return undefined;
+  if (adapters === undefined || !adapters.isAdapter(model)) return undefined;
   adapters.noteRequest(model, Date.now());
   const loads = ctx.adapterLoads;
   if (loads === undefined || !adapters.isDeclared(model) || adapters.listedAnywhere(model)) return undefined;
-  return waitForLoad(ctx, x, model, loads);
+  return waitForLoad(adapters, x, model, loads);
 }
 
-async function waitForLoad(ctx: GatewayContext, x: Exchange, model: string, loads: NonNullable<GatewayContext["adapterLoads"]>): Promise<void> {
-  const listed = ctx.catalog.adapters!.whenListed(model, x.signal, loads.waitMs);
+async function waitForLoad(adapters: AdapterCatalog, x: Exchange, model: string, loads: AdapterLoads): Promise<void> {
+  const listed = adapters.whenListed(model, x.signal, loads.waitMs);
   loads.requested(model);
   if (await listed) return;
   if (x.signal.aborted) throw new LlmgwError("INTERNAL_ERROR", "client went away while its adapter was being loaded");

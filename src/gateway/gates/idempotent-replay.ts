@@ -6,20 +6,25 @@
  * waits for it, then replays or gets a 409 (src/jobs/idempotency-gate.ts).
  * Otherwise this request's answer is recorded on its way out.
  */
-import { IDEMPOTENCY_HEADER } from "../../jobs/idempotency-gate.ts";
-import type { GatewayContext } from "../context.ts";
+import { IDEMPOTENCY_HEADER, type IdempotencyGate } from "../../jobs/idempotency-gate.ts";
 import type { AnswerRecorders } from "../request/answer-recorders.ts";
 import type { Exchange } from "../request/exchange.ts";
+import type { ParsedRequest } from "../request/parse.ts";
 
-/** undefined at once for a request without an Idempotency-Key. */
-export function idempotentReplayGate(ctx: GatewayContext, x: Exchange, req: Request, answer: AnswerRecorders): Promise<Response | undefined> | undefined {
-  if (!req.headers.has(IDEMPOTENCY_HEADER)) return undefined;
-  return replayOrRecord(ctx, x, req, answer);
+/** What the replay gate uses: the idempotency records (their store opened on first use). */
+export interface ReplayGateDeps {
+  readonly jobs: { opened(): Promise<{ readonly idempotency: Pick<IdempotencyGate, "check"> }> };
 }
 
-async function replayOrRecord(ctx: GatewayContext, x: Exchange, req: Request, answer: AnswerRecorders): Promise<Response | undefined> {
+/** undefined at once for a request without an Idempotency-Key. */
+export function idempotentReplayGate(ctx: ReplayGateDeps, x: Exchange, request: ParsedRequest, req: Request, answer: AnswerRecorders): Promise<Response | undefined> | undefined {
+  if (!req.headers.has(IDEMPOTENCY_HEADER)) return undefined;
+  return replayOrRecord(ctx, x, request, req, answer);
+}
+
+async function replayOrRecord(ctx: ReplayGateDeps, x: Exchange, request: ParsedRequest, req: Request, answer: AnswerRecorders): Promise<Response | undefined> {
   const { idempotency } = await ctx.jobs.opened();
-  const check = await idempotency.check(req, x.tenant, x.rawBody, x.signal);
+  const check = await idempotency.check(req, x.tenant, request.rawBody, x.signal);
   if (check.kind === "none") return undefined;
   if (check.kind === "run") {
     answer.add(check.record);

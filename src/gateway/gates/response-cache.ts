@@ -6,10 +6,11 @@
  * out and says `miss`; anything else passes untouched.
  */
 import type { CacheRoute } from "../../cache/cache-key.ts";
+import type { ResponseCache } from "../../cache/response-cache-store.ts";
 import type { Route } from "../../metrics/names.ts";
-import type { GatewayContext } from "../context.ts";
 import type { AnswerRecorders } from "../request/answer-recorders.ts";
 import type { Exchange } from "../request/exchange.ts";
+import type { ParsedRequest } from "../request/parse.ts";
 
 /**
  * The routes whose answers may be cached: a Responses API answer has an id
@@ -20,14 +21,19 @@ function cacheable(route: Route): route is CacheRoute {
   return route === "chat" || route === "completions" || route === "embeddings";
 }
 
-/** undefined at once when no model is cached. */
-export function responseCacheGate(ctx: GatewayContext, x: Exchange, answer: AnswerRecorders): Promise<Response | undefined> | undefined {
-  if (ctx.cache.off || x.body === undefined || x.model === undefined || !cacheable(x.route)) return undefined;
-  return lookUp(ctx, x, x.route, answer);
+/** What the cache gate uses: the response cache. */
+export interface CacheGateDeps {
+  readonly cache: Pick<ResponseCache, "off" | "check">;
 }
 
-async function lookUp(ctx: GatewayContext, x: Exchange, route: CacheRoute, answer: AnswerRecorders): Promise<Response | undefined> {
-  const check = await ctx.cache.check({ tenant: x.tenant, route, requestedModel: x.body!.model, model: x.model!, body: x.body! });
+/** undefined at once when no model is cached. */
+export function responseCacheGate(ctx: CacheGateDeps, x: Exchange, request: ParsedRequest, answer: AnswerRecorders): Promise<Response | undefined> | undefined {
+  if (ctx.cache.off || !cacheable(x.route)) return undefined;
+  return lookUp(ctx, x, request, x.route, answer);
+}
+
+async function lookUp(ctx: CacheGateDeps, x: Exchange, request: ParsedRequest, route: CacheRoute, answer: AnswerRecorders): Promise<Response | undefined> {
+  const check = await ctx.cache.check({ tenant: x.tenant, route, requestedModel: request.body.model, model: request.model, body: request.body });
   switch (check.kind) {
     case "bypass":
       return undefined;

@@ -11,9 +11,21 @@ import type { SameEndpointPolicy } from "../../config/retry-policy.ts";
 import type { AdmissionRejection } from "../../metrics/names.ts";
 import { LlmgwError } from "../../shared/errors.ts";
 import { SchedulerRejection, type Grant } from "../admission-client.ts";
-import type { GatewayContext } from "../context.ts";
+import type { Config } from "../../config/types.ts";
+import type { GatewayMetrics } from "../../metrics/registry.ts";
+import type { CircuitBreakers } from "../circuit-breaker.ts";
+import type { ContinuationPolicy } from "../continuation-policy.ts";
+import type { EndpointRegistry } from "../endpoints.ts";
+import type { ModelCatalog } from "../model-catalog.ts";
+import type { RetryBudget } from "../retry-budget.ts";
+import type { RouteSupport } from "../route-support.ts";
+import type { UpstreamDial, UpstreamFetch } from "../upstream-reach.ts";
+import type { AdmissionClient } from "../admission-client.ts";
+import type { StreamRecoveryDeps } from "../continuation/stream-recovery.ts";
+import type { ContinuationOpenerDeps } from "./continuation-attempt.ts";
 import { StreamRecovery } from "../continuation/stream-recovery.ts";
 import type { Exchange } from "../request/exchange.ts";
+import type { ParsedRequest } from "../request/parse.ts";
 import { attemptVerdict } from "../proxy/attempt-verdict.ts";
 import { FAILURE_CODE, engineError, isContextLengthError, rejectedResponse } from "../proxy/failures.ts";
 import { relayAnswer, usageFromTail } from "../proxy/json-answer.ts";
@@ -21,6 +33,26 @@ import { relayBody } from "../proxy/sse-response.ts";
 import { answerToolCalls } from "../proxy/stream-dialect.ts";
 import { openUpstream, type AttemptFailed, type AttemptResult } from "../proxy/upstream.ts";
 import { continuationOpener } from "./continuation-attempt.ts";
+
+/** What the attempt loop uses itself: admission and scoring, the retry settings and budget, the fallback chains, which endpoint serves which route, how to reach an engine, and its metrics. */
+interface AttemptLoopOwnDeps {
+  readonly config: Pick<Config, "retry" | "maxResponseBytes" | "admission">;
+  readonly catalog: Pick<ModelCatalog, "deadlinesFor" | "fallbacksOf">;
+  readonly budget: Pick<RetryBudget, "deposit" | "tryWithdraw">;
+  readonly metrics: Pick<GatewayMetrics, "admissionRejections" | "admissionWait" | "fallbacks" | "filterDrops" | "grantSeries" | "retries" | "sameEndpointRetries">;
+  readonly admission: Pick<AdmissionClient, "admit" | "reschedule" | "release">;
+  readonly routes: Pick<RouteSupport, "learn" | "limited" | "serves">;
+  readonly endpoints: Pick<EndpointRegistry, "idOf" | "urlOf">;
+  readonly breakers: Pick<CircuitBreakers, "abandon">;
+  readonly continuation: Pick<ContinuationPolicy, "enabled">;
+  readonly dial: UpstreamDial;
+  readonly upstreamFetch?: UpstreamFetch;
+  /** A tenant as a metric label (configured tenants by name, others as "other"). */
+  tenantLabel(tenant: string): string;
+}
+
+/** The attempt loop's dependencies: its own, and those of the stream recovery and the continuation opener it hands streams to. */
+export type AttemptLoopDeps = AttemptLoopOwnDeps & StreamRecoveryDeps & ContinuationOpenerDeps;
 import { noReadyEndpoint } from "./no-ready-endpoint.ts";
 import { upstreamBody } from "./upstream-body.ts";
 
@@ -33,7 +65,7 @@ const CANCELLED = () => new LlmgwError("INTERNAL_ERROR", "client went away");
 const USAGE_TAIL_BYTES = 16 * 1024;
 
 /** When a failure is retried on the endpoint that failed (retry.same_endpoint); classes not listed never are. */
-function sameEndpointPolicy(ctx: GatewayContext, failure: AttemptFailed["failure"]): SameEndpointPolicy {
+function sameEndpointPolicy(ctx: AttemptLoopDeps, failure: AttemptFailed["failure"]): SameEndpointPolicy {
   const policies: Readonly<Record<string, SameEndpointPolicy>> = ctx.config.retry.sameEndpoint;
   return policies[failure] ?? "never";
 }
@@ -69,18 +101,19 @@ export class AttemptLoop {
   private at = 0;
 
   constructor(
-    private readonly ctx: GatewayContext,
+    private readonly ctx: AttemptLoopDeps,
     private readonly x: Exchange,
+    private readonly request: ParsedRequest,
   ) {}
 
   async run(): Promise<Response> {
-    const { ctx, x } = this;
-    const chain = [x.model!, ...ctx.catalog.fallbacksOf(x.model!)];
+    const { ctx, request } = this;
+    const chain = [request.model, ...ctx.catalog.fallbacksOf(request.model)];
     this.chain = chain;
     ctx.budget.deposit();
     for (let m = 0; m < chain.length; m++) {
       this.at = m;
-      if (m > 0) ctx.metrics.fallbacks.inc({ from_model: x.model!, to_model: chain[m]! });
+      if (m > 0) ctx.metrics.fallbacks.inc({ from_model: request.model, to_model: chain[m]! });
       const outcome = await this.tryModel(chain[m]!, m < chain.length - 1);
       if (outcome instanceof Response) return outcome;
       if (outcome === "give_up") break;
@@ -108,13 +141,14 @@ export class AttemptLoop {
         {
           index: grant.index,
           url: ctx.endpoints.urlOf(grant.index)!,
-          body: upstreamBody(x, model),
-          headers: { "content-type": x.contentType, accept: x.stream ? "text/event-stream" : "application/json", "x-request-id": x.requestId },
-          stream: x.stream,
+          body: upstreamBody(x, this.request, model),
+          headers: { "content-type": this.request.contentType, accept: this.request.stream ? "text/event-stream" : "application/json", "x-request-id": x.requestId },
+          stream: this.request.stream,
           deadlines,
           totalLeftMs,
           clientSignal: x.signal,
           dial: ctx.dial,
+          fetch: ctx.upstreamFetch,
           maxResponseBytes: ctx.config.maxResponseBytes,
           route: x.route,
         },
@@ -137,7 +171,7 @@ export class AttemptLoop {
     }
     const last = this.last;
     const reason = last === undefined || last instanceof LlmgwError || last.failure === "cancelled" ? "connect" : last.failure;
-    ctx.metrics.retries.inc({ model: x.model!, reason });
+    ctx.metrics.retries.inc({ model: this.request.model, reason });
     // Backoff with full jitter; endpoints that failed are excluded anyway,
     // so this only spaces retries out when the whole pool is struggling.
     const backoff = ctx.config.retry.backoffMs * 2 ** Math.max(0, x.attempts - 1) * Math.random();
@@ -169,7 +203,7 @@ export class AttemptLoop {
     if (wait >= x.totalLeftMs(totalMs)) return undefined;
     if (wait >= 1 && !(await sleepUnless(wait, x.signal))) return x.fail(CANCELLED(), "cancelled");
     exclude.clear();
-    ctx.metrics.sameEndpointRetries.inc({ model: x.model!, reason: last.failure });
+    ctx.metrics.sameEndpointRetries.inc({ model: this.request.model, reason: last.failure });
     return this.grant(model, exclude, !hasFallback);
   }
 
@@ -279,7 +313,7 @@ export class AttemptLoop {
       return new Response(body, { status: 200, headers: { "content-type": result.contentType, ...x.headers(true) } });
     }
     // A stream that breaks after its first byte may be continued elsewhere: on this model, then down the chain.
-    const recovery = ctx.continuation.enabled ? StreamRecovery.for(ctx, x, continuationOpener(ctx, x), this.chain.slice(this.at), slot) : undefined;
+    const recovery = ctx.continuation.enabled ? StreamRecovery.for(ctx, x, this.request, continuationOpener(ctx, x), this.chain.slice(this.at), slot) : undefined;
     const body = relayBody(x, result, recovery);
     return new Response(body, { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...x.headers(true) } });
   }
@@ -302,7 +336,7 @@ export class AttemptLoop {
       // model list changed since the last poll — or does not have the route
       // at all (learned: it is never sent that path again). Another endpoint may.
       if (result.status === 404) {
-        if (ctx.routes.learn(x.endpointId ?? "", x.path, result.body)) this.last = new LlmgwError("ROUTE_NOT_SERVED", `no ready endpoint of model '${x.model}' serves ${x.path}`);
+        if (ctx.routes.learn(x.endpointId ?? "", x.path, result.body)) this.last = new LlmgwError("ROUTE_NOT_SERVED", `no ready endpoint of model '${this.request.model}' serves ${x.path}`);
         return "retry";
       }
       const status = result.status ?? 400;
@@ -316,14 +350,14 @@ export class AttemptLoop {
 
   /** Every attempt failed: the last failure, in our error shape. */
   private giveUp(): Response {
-    const { x } = this;
+    const { x, request } = this;
     const last = this.last;
-    if (last === undefined) return x.fail(noReadyEndpoint(x.model!), "no_endpoint");
+    if (last === undefined) return x.fail(noReadyEndpoint(request.model), "no_endpoint");
     if (last instanceof LlmgwError) {
       if (last.code === "ROUTE_NOT_SERVED") return x.fail(last, "no_endpoint");
       if (last.code !== "NO_READY_ENDPOINT") return x.fail(last, "upstream_error");
       // The scheduler's message names the model it last tried; the client is told of the one it asked for.
-      return x.fail(last.retryAfterS === undefined ? noReadyEndpoint(x.model!) : last, "no_endpoint");
+      return x.fail(last.retryAfterS === undefined ? noReadyEndpoint(request.model) : last, "no_endpoint");
     }
     const failure = last.failure === "cancelled" ? "connect" : last.failure;
     const retryAfterS = last.retryAfterMs !== undefined ? last.retryAfterMs / 1000 : undefined;

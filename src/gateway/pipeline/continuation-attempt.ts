@@ -5,7 +5,10 @@
  * recovery by the attempt loop, so continuation/ depends on proxy's
  * contracts only.
  */
-import type { GatewayContext } from "../context.ts";
+import type { Config } from "../../config/types.ts";
+import type { EndpointRegistry } from "../endpoints.ts";
+import type { ModelCatalog } from "../model-catalog.ts";
+import type { UpstreamDial, UpstreamFetch } from "../upstream-reach.ts";
 import { attemptVerdict } from "../proxy/attempt-verdict.ts";
 import { engineError, isContextLengthError } from "../proxy/failures.ts";
 import type { ContinuationFailed, OpenContinuation } from "../proxy/relay-contracts.ts";
@@ -15,7 +18,16 @@ import type { Exchange } from "../request/exchange.ts";
 /** Engine answers to a chat (or Responses API) continuation that mean "no prefill here" (vLLM's and OpenAI's validation errors). */
 const REFUSAL_STATUSES: ReadonlySet<number | undefined> = new Set([400, 422]);
 
-export function continuationOpener(ctx: GatewayContext, x: Exchange): OpenContinuation {
+/** What opening a continuation uses: the engine's URL and deadlines, the retry settings for its verdict, and how to reach it. */
+export interface ContinuationOpenerDeps {
+  readonly config: Pick<Config, "maxResponseBytes" | "retry">;
+  readonly catalog: Pick<ModelCatalog, "deadlinesFor">;
+  readonly endpoints: Pick<EndpointRegistry, "urlOf">;
+  readonly dial: UpstreamDial;
+  readonly upstreamFetch?: UpstreamFetch;
+}
+
+export function continuationOpener(ctx: ContinuationOpenerDeps, x: Exchange): OpenContinuation {
   return async function openContinuation({ grant, model, body, leftMs }) {
     x.hold(grant, model);
     x.sending();
@@ -30,6 +42,7 @@ export function continuationOpener(ctx: GatewayContext, x: Exchange): OpenContin
         totalLeftMs: leftMs,
         clientSignal: x.signal,
         dial: ctx.dial,
+        fetch: ctx.upstreamFetch,
         maxResponseBytes: ctx.config.maxResponseBytes,
         route: x.route,
       },

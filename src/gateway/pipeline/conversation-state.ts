@@ -16,13 +16,25 @@ import { expandedInput, inputItems, listedItems, queuedResponse, RESPONSE_ID, RU
 import { isStorageFull, storageFull } from "../../jobs/storage-errors.ts";
 import type { NotStoredReason } from "../../metrics/names.ts";
 import { LlmgwError } from "../../shared/errors.ts";
-import type { GatewayContext } from "../context.ts";
+import type { Config } from "../../config/types.ts";
+import type { GatewayResponses } from "../../jobs/responses-service.ts";
+import type { GatewayMetrics } from "../../metrics/registry.ts";
+import type { Logger } from "../../shared/logger.ts";
 import { classifyResponsesEvent, responsesEventJson } from "../proxy/responses-events.ts";
 import { SseScanner } from "../proxy/sse-scanner.ts";
 import type { AnswerRecorders } from "../request/answer-recorders.ts";
 import type { Exchange } from "../request/exchange.ts";
+import { parsedRequest, type InferenceBody, type ParsedRequest } from "../request/parse.ts";
 
 type Obj = Record<string, unknown>;
+
+/** What the conversation step uses: the stored responses (store opened on first use), their limits, and what it reports. */
+export interface ConversationDeps {
+  readonly config: Pick<Config, "responses">;
+  readonly responses: Pick<GatewayResponses, "opened" | "noteStorageFull" | "noteStored" | "purgeNowAndThen" | "storageFullForS">;
+  readonly metrics: Pick<GatewayMetrics, "responsesNotStored">;
+  readonly log: Pick<Logger, "warn" | "error">;
+}
 
 /** A background response being run: its answer is stored under `id`; `stored` settles once it is. */
 export interface ConversationTarget {
@@ -38,7 +50,7 @@ function notFound(id: string): LlmgwError {
 }
 
 /** The conversation of the stored response a follow-up continues (the tenant's, not expired, answered). */
-async function previousConversation(ctx: GatewayContext, x: Exchange, id: string): Promise<ConversationLink[]> {
+async function previousConversation(ctx: ConversationDeps, x: Exchange, id: string): Promise<ConversationLink[]> {
   const { store } = await ctx.responses.opened();
   const prev = await store.conversation(x.tenant, id, Date.now());
   if (prev === undefined) throw notFound(id);
@@ -49,30 +61,31 @@ async function previousConversation(ctx: GatewayContext, x: Exchange, id: string
 /**
  * The conversation step of a Responses API request (after the body is read,
  * before the estimate and the gates): a Response when the request is
- * answered here (a background response accepted), undefined to go on.
+ * answered here (a background response accepted), otherwise the request to
+ * go on with (a follow-up's expanded, without the fields only llmgw reads).
  */
-export async function conversationStep(ctx: GatewayContext, x: Exchange, answer: AnswerRecorders, target: ConversationTarget | undefined): Promise<Response | undefined> {
-  const body = x.body!;
+export async function conversationStep(ctx: ConversationDeps, x: Exchange, request: ParsedRequest, answer: AnswerRecorders, target: ConversationTarget | undefined): Promise<Response | ParsedRequest> {
+  const { body } = request;
   // vLLM answers under the request's request_id: one that no /v1/responses/{id} path can name would be stored unreachable.
   if ("request_id" in body && (typeof body.request_id !== "string" || !RESPONSE_ID.test(body.request_id))) {
     throw new LlmgwError("INVALID_REQUEST", "'request_id' must be 1 to 200 characters of letters, digits, '_', '-', '.' or ':' (it becomes the response's id)", { param: "request_id" });
   }
   const fullForS = body.store !== false && target === undefined ? ctx.responses.storageFullForS() : undefined;
   if (fullForS !== undefined) throw storeRefused(fullForS);
-  if (body.background === true && target === undefined) return acceptBackground(ctx, x);
+  if (body.background === true && target === undefined) return acceptBackground(ctx, x, body);
   const own = inputItems(body.input);
   let context = own;
   const previousId = typeof body.previous_response_id === "string" ? body.previous_response_id : undefined;
   if (previousId !== undefined) context = expandedInput(await previousConversation(ctx, x, previousId), own);
+  let sent = request;
   if (previousId !== undefined || "background" in body || "previous_response_id" in body) {
-    const out: Obj = { ...body, input: previousId === undefined ? body.input : context };
+    const out: InferenceBody = { ...body, input: previousId === undefined ? body.input : context };
     delete out.previous_response_id;
     delete out.background;
-    x.body = out as typeof body;
-    x.rawBody = enc.encode(JSON.stringify(out));
+    sent = parsedRequest(out, enc.encode(JSON.stringify(out)), request.model, request.contentType);
   }
   if (body.store !== false) answer.add(conversationRecorder(ctx, x, { own, previousId, target }));
-  return undefined;
+  return sent;
 }
 
 /** A request asking to be stored while the store has no room: refused before an engine runs. */
@@ -81,14 +94,13 @@ function storeRefused(retryAfterS: number): LlmgwError {
 }
 
 /** An answer relayed but not stored: a log line and the metric, so it is never silent. */
-function notStored(ctx: GatewayContext, x: Exchange, reason: NotStoredReason, fields: Record<string, unknown>): void {
+function notStored(ctx: ConversationDeps, x: Exchange, reason: NotStoredReason, fields: Record<string, unknown>): void {
   ctx.metrics.responsesNotStored.inc({ reason });
   ctx.log[reason === "too_large" ? "warn" : "error"]({ request_id: x.requestId, reason, ...fields }, "response answered but not stored");
 }
 
 /** `background: true`: stored queued (with what to run) and answered with the queued response at once. */
-async function acceptBackground(ctx: GatewayContext, x: Exchange): Promise<Response> {
-  const body = x.body!;
+async function acceptBackground(ctx: ConversationDeps, x: Exchange, body: Readonly<InferenceBody>): Promise<Response> {
   if (body.store === false) throw new LlmgwError("INVALID_REQUEST", "background mode requires store to be true", { param: "background" });
   if (body.stream === true) throw new LlmgwError("INVALID_REQUEST", "a background response cannot stream through llmgw; create it without stream and poll GET /v1/responses/{id}", { param: "stream" });
   if (typeof body.previous_response_id === "string") await previousConversation(ctx, x, body.previous_response_id);
@@ -177,7 +189,7 @@ class AnswerCapture {
 }
 
 /** Store the answered response (for a background run, in place of its placeholder). */
-async function store(ctx: GatewayContext, x: Exchange, c: Conversation, response: Obj): Promise<void> {
+async function store(ctx: ConversationDeps, x: Exchange, c: Conversation, response: Obj): Promise<void> {
   const { store: responses } = await ctx.responses.opened();
   const id = c.target?.id ?? (typeof response.id === "string" ? response.id : undefined);
   if (id === undefined) return;
@@ -227,7 +239,7 @@ async function store(ctx: GatewayContext, x: Exchange, c: Conversation, response
 }
 
 /** The answer as the client gets it, watched on its way: the same bytes, pull-based (a client that leaves cancels upstream at once). */
-function conversationRecorder(ctx: GatewayContext, x: Exchange, c: Conversation): (res: Response) => Response {
+function conversationRecorder(ctx: ConversationDeps, x: Exchange, c: Conversation): (res: Response) => Response {
   return function recordConversation(res: Response): Response {
     if (res.status !== 200 || res.body === null) return res;
     const capture = new AnswerCapture(res.headers.get("content-type")?.includes("text/event-stream") === true, ctx.config.responses.maxRecordBytes);

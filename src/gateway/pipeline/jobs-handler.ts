@@ -7,24 +7,26 @@
 import { handleIdempotently } from "../../jobs/idempotency-gate.ts";
 import { bodyDeadlines, bodyReadWhole, declaresBody } from "../../shared/bounded-body.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../../shared/errors.ts";
-import type { GatewayContext } from "../context.ts";
-import type { Principal } from "../api-keys.ts";
+import type { Config } from "../../config/types.ts";
+import type { GatewayJobs } from "../../jobs/jobs-service.ts";
+import type { Logger } from "../../shared/logger.ts";
+import { authenticateRoute, type AuthGateDeps } from "../gates/auth.ts";
 
 /** Room for the multipart boundaries and part headers around an uploaded file. */
 const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 
 export const JOBS_PATH = /^\/v1\/(files|batches)(\/|$)/;
 
-export async function handleJobs(ctx: GatewayContext, req: Request): Promise<Response> {
-  let principal: Principal;
-  try {
-    principal = ctx.auth.authenticate(req.headers);
-  } catch (err) {
-    const e = asLlmgwError(err);
-    if (e.code === "INVALID_API_KEY") ctx.metrics.admissionRejections.inc({ band: "none", reason: "unauthorized" });
-    // Refused before the body (an upload, maybe large) was read: close rather than drain it.
-    return errorResponse(e, { connection: "close" });
-  }
+/** What the Files and Batches routes use: the auth gate's, the jobs service (store opened on first use), the upload limits, the log. */
+export type JobsHandlerDeps = AuthGateDeps & {
+  readonly jobs: Pick<GatewayJobs, "opened">;
+  readonly config: Pick<Config, "batch" | "bodyReadTimeoutMs">;
+  readonly log: Pick<Logger, "error">;
+};
+
+export async function handleJobs(ctx: JobsHandlerDeps, req: Request): Promise<Response> {
+  const principal = authenticateRoute(ctx, req);
+  if (principal instanceof Response) return principal;
   let res: Response;
   try {
     const jobs = await ctx.jobs.opened();

@@ -21,9 +21,22 @@ import { walkPrompt } from "../../scheduling/prompt-walk.ts";
 import { bodyDeadlines, bodyReadWhole } from "../../shared/bounded-body.ts";
 import { asLlmgwError, LlmgwError } from "../../shared/errors.ts";
 import { BudgetShare } from "../../shared/upload-budget.ts";
-import type { GatewayContext } from "../context.ts";
+import type { Config } from "../../config/types.ts";
+import type { GatewayJobs } from "../../jobs/jobs-service.ts";
+import type { Logger } from "../../shared/logger.ts";
+import type { ModelCatalog } from "../model-catalog.ts";
+import type { PromptTokenizer } from "../prompt-tokens.ts";
+import type { AdapterLoadGateDeps } from "../gates/adapter-load.ts";
+import type { AuthGateDeps } from "../gates/auth.ts";
+import type { ShedGateDeps } from "../gates/batch-shed.ts";
+import type { ReplayGateDeps } from "../gates/idempotent-replay.ts";
+import type { QuotaGateDeps } from "../gates/quota.ts";
+import type { CacheGateDeps } from "../gates/response-cache.ts";
+import type { ExchangeDeps } from "../request/exchange.ts";
+import type { AttemptLoopDeps } from "./attempts.ts";
+import type { ConversationDeps } from "./conversation-state.ts";
 import type { Principal } from "../api-keys.ts";
-import { authGate } from "../gates/auth.ts";
+import { AUTH_REFUSAL_HEADERS, authGate } from "../gates/auth.ts";
 import { adapterLoadGate } from "../gates/adapter-load.ts";
 import { batchShedGate } from "../gates/batch-shed.ts";
 import { idempotentReplayGate } from "../gates/idempotent-replay.ts";
@@ -36,7 +49,7 @@ import { conversationStep, type ConversationTarget } from "./conversation-state.
 import { AnswerRecorders } from "../request/answer-recorders.ts";
 import { Exchange } from "../request/exchange.ts";
 import { MultipartFields } from "../request/multipart-fields.ts";
-import { parseInferenceBody, readBodyLimited, type InferenceBody } from "../request/parse.ts";
+import { parsedRequest, parseInferenceBody, readBodyLimited, type InferenceBody, type ParsedRequest } from "../request/parse.ts";
 import { hashesPrefix, promptViewOf } from "../request/prompt-view.ts";
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -59,48 +72,65 @@ interface InProcessOrigin {
   conversation?: ConversationTarget;
 }
 
+/** What the parse step and the estimate use: the body limits, the catalog to resolve the model, the uploads' memory budget, the prefix settings. */
+interface ParseDeps {
+  readonly config: Pick<Config, "batch" | "bodyReadTimeoutMs" | "maxAudioBytes" | "maxBodyBytes" | "scheduling">;
+  readonly catalog: Pick<ModelCatalog, "adapters" | "awaited" | "resolve">;
+  readonly jobs: Pick<GatewayJobs, "uploadBudget">;
+  /** Whether any configured scorer needs prompt-prefix hashes (skip hashing otherwise). */
+  readonly usesPrefixHashes: boolean;
+  readonly promptTokens: Pick<PromptTokenizer, "keysFor">;
+  readonly log: Pick<Logger, "error">;
+}
+
+/** The pipeline's dependencies: exactly those of its stages, each named by the stage that uses it. */
+export type PipelineDeps = AuthGateDeps & ParseDeps & ConversationDeps & QuotaGateDeps & ReplayGateDeps & CacheGateDeps & ShedGateDeps & AdapterLoadGateDeps & ExchangeDeps & AttemptLoopDeps;
+
 /** Refusals before any engine (the client may retry later): outcome "rejected", as admission's own. */
 const REJECTIONS = new Set(["INVALID_API_KEY", "RATE_LIMITED", "GPU_SATURATED"]);
 
 /** `server` is the data plane's (undefined for a batch line or a background response, which no idle timeout can cut). */
-export async function handleInference(ctx: GatewayContext, req: Request, server: Server<undefined> | undefined, route: Route, path: string, origin?: InProcessOrigin): Promise<Response> {
+export async function handleInference(ctx: PipelineDeps, req: Request, server: Server<undefined> | undefined, route: Route, path: string, origin?: InProcessOrigin): Promise<Response> {
   const x = new Exchange(ctx, route, path, requestIdOf(req), req.signal);
   const answer = new AnswerRecorders();
+  let authenticated = false;
   let bodyRead = false;
   try {
-    if (origin === undefined) authGate(ctx, x, req.headers);
+    if (origin === undefined) x.principal = authGate(ctx, req.headers);
     else {
       x.principal = origin.principal;
       x.batchId = origin.batchId;
     }
-    await readRequest(ctx, x, req, route);
+    authenticated = true;
+    let request = await readRequest(ctx, x, req, route);
     bodyRead = true;
     if (route === "responses") {
-      const accepted = await conversationStep(ctx, x, answer, origin?.conversation);
-      if (accepted) return answer.wrap(accepted);
+      const next = await conversationStep(ctx, x, request, answer, origin?.conversation);
+      if (next instanceof Response) return answer.wrap(next);
+      request = next;
     }
-    estimateRequest(ctx, x, route);
+    estimateRequest(ctx, x, request);
     // Each gate is a promise only when it must wait (a shared quota asking
     // Redis, a key sent, a model opted in): the common request awaits nothing here.
     const quota = quotaGate(ctx, x);
     if (quota) await quota;
-    const replay = idempotentReplayGate(ctx, x, req, answer);
+    const replay = idempotentReplayGate(ctx, x, request, req, answer);
     const replayed = replay && (await replay);
     if (replayed) return replayed;
-    const lookup = responseCacheGate(ctx, x, answer);
+    const lookup = responseCacheGate(ctx, x, request, answer);
     const cached = lookup && (await lookup);
     if (cached) return cached;
-    batchShedGate(ctx, x);
-    const adapterLoad = adapterLoadGate(ctx, x);
+    batchShedGate(ctx, x, request.model);
+    const adapterLoad = adapterLoadGate(ctx, x, request.model);
     if (adapterLoad) await adapterLoad;
     // Long prefills send nothing for a while; Bun's idle timeout would cut
     // them. The attempt's own deadlines bound the request instead.
     server?.timeout(req, 0);
     // The prompt's token ids for precise-prefix routing: cached, or asked of an engine within a time limit
     // (after the gates, so a replayed, cached or refused request asks for nothing).
-    const tokenizing = ctx.promptTokens.keysFor(x.body!, route, x.model!, x.promptEstimate, ctx.catalog.adapters?.isAdapter(x.model!) === true);
+    const tokenizing = ctx.promptTokens.keysFor(request.body, route, request.model, x.promptEstimate, ctx.catalog.adapters?.isAdapter(request.model) === true);
     x.tokenBlockKeys = tokenizing instanceof Promise ? await tokenizing : tokenizing;
-    return answer.wrap(await new AttemptLoop(ctx, x).run());
+    return answer.wrap(await new AttemptLoop(ctx, x, request).run());
   } catch (err) {
     if (req.signal.aborted) return answer.wrap(x.fail(new LlmgwError("INTERNAL_ERROR", "client went away while sending the body"), "cancelled"));
     const e = asLlmgwError(err);
@@ -108,13 +138,14 @@ export async function handleInference(ctx: GatewayContext, req: Request, server:
     const res = answer.wrap(x.fail(e, REJECTIONS.has(e.code) ? "rejected" : e.code === "NO_READY_ENDPOINT" ? "no_endpoint" : e.status < 500 ? "client_error" : "upstream_error"));
     // Refused before its body was read (no key, too large): close the connection rather than let Bun drain
     // a declared length a byte at a time — a client without a key must not be able to hold sockets open.
-    if (!bodyRead && origin === undefined && !bodyReadWhole(req)) res.headers.set("connection", "close");
+    if (!authenticated && origin === undefined) for (const [k, v] of Object.entries(AUTH_REFUSAL_HEADERS)) res.headers.set(k, v);
+    else if (!bodyRead && origin === undefined && !bodyReadWhole(req)) res.headers.set("connection", "close");
     return res;
   }
 }
 
 /** The body, read under the size limit (a transcription's under max_audio_bytes) and parsed once; the model resolved. */
-async function readRequest(ctx: GatewayContext, x: Exchange, req: Request, route: Route): Promise<void> {
+async function readRequest(ctx: ParseDeps, x: Exchange, req: Request, route: Route): Promise<ParsedRequest> {
   const multipart = route === "transcriptions";
   const deadlines = bodyDeadlines(ctx.config.bodyReadTimeoutMs, ctx.config.batch.uploadMinBytesPerS);
   // A transcription's form is held whole until an engine answers (a failed attempt goes to another endpoint):
@@ -135,25 +166,22 @@ async function readRequest(ctx: GatewayContext, x: Exchange, req: Request, route
     raw = withoutBom(await readBodyLimited(req, ctx.config.maxBodyBytes, deadlines));
     body = parseInferenceBody(raw, route);
   }
-  if (multipart) x.contentType = req.headers.get("content-type")!;
-  x.rawBody = raw;
-  x.body = body;
-  x.stream = body.stream === true;
-  x.includeUsage = body.stream_options?.include_usage === true;
-  x.choices = typeof body.n === "number" ? body.n : 1;
-  x.offersTools = Array.isArray(body.tools) && body.tools.length > 0 && body.tool_choice !== "none";
   const model = ctx.catalog.resolve(body.model);
   if (model === undefined) {
     // 404 only for a model nobody serves: an upstream that has not listed its models yet may serve it.
     if (ctx.catalog.awaited(body.model)) throw noReadyEndpoint(body.model, "its upstream has not listed its models yet (starting, or unreachable)");
     throw new LlmgwError("MODEL_NOT_FOUND", `The model '${body.model}' does not exist`, { param: "model" });
   }
-  x.setModel(model);
+  // A multipart body was read under its content type, so the header is there.
+  const request = parsedRequest(body, raw, model, multipart ? (req.headers.get("content-type") ?? undefined) : undefined);
+  x.parsed(request);
+  return request;
 }
 
 /** The prompt (as the route's view of it: prompt-view.ts) walked once for both the token estimate and the prefix hashes. */
-function estimateRequest(ctx: GatewayContext, x: Exchange, route: Route): void {
-  const body = x.body!;
+function estimateRequest(ctx: ParseDeps, x: Exchange, request: ParsedRequest): void {
+  const { body, model } = request;
+  const route = x.route;
   const hashing = ctx.usesPrefixHashes && hashesPrefix(route);
   const affinity = ctx.config.scheduling.prefixAffinity;
   const view = promptViewOf(route, body);
@@ -161,5 +189,5 @@ function estimateRequest(ctx: GatewayContext, x: Exchange, route: Route): void {
   x.estTokens = estimateFromWalk(view, walk);
   x.promptEstimate = Math.ceil(walk.chars / 4) + walk.tokenIds;
   // A LoRA adapter's prompt is another prefix than the base model's (the engine keeps their blocks apart).
-  if (hashing) x.prefixHashes = prefixHashes(walk.text, affinity.blockChars, affinity.maxBlocks, ctx.catalog.adapters?.isAdapter(x.model!) ? x.model : undefined);
+  if (hashing) x.prefixHashes = prefixHashes(walk.text, affinity.blockChars, affinity.maxBlocks, ctx.catalog.adapters?.isAdapter(model) ? model : undefined);
 }

@@ -8,8 +8,9 @@
  */
 import { deletedObject, RESPONSE_ID, RUNNING, type InputItemsQuery } from "../../jobs/responses-objects.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../../shared/errors.ts";
-import type { Principal } from "../api-keys.ts";
-import type { GatewayContext } from "../context.ts";
+import { authenticateRoute, type AuthGateDeps } from "../gates/auth.ts";
+import type { GatewayResponses } from "../../jobs/responses-service.ts";
+import type { Logger } from "../../shared/logger.ts";
 
 export const RESPONSE_PATH = new RegExp(`^/v1/responses/(${RESPONSE_ID.source.slice(1, -1)})(/input_items|/cancel)?$`);
 
@@ -38,15 +39,15 @@ function pageQuery(url: URL): InputItemsQuery {
   return after === null ? { limit, order } : { after, limit, order };
 }
 
-export async function handleResponses(ctx: GatewayContext, req: Request, path: string): Promise<Response> {
-  let principal: Principal;
-  try {
-    principal = ctx.auth.authenticate(req.headers);
-  } catch (err) {
-    const e = asLlmgwError(err);
-    if (e.code === "INVALID_API_KEY") ctx.metrics.admissionRejections.inc({ band: "none", reason: "unauthorized" });
-    return errorResponse(e);
-  }
+/** What the stored-responses routes use: the auth gate's, the responses service (store opened on first use), the log. */
+export type ResponsesHandlerDeps = AuthGateDeps & {
+  readonly responses: Pick<GatewayResponses, "opened">;
+  readonly log: Pick<Logger, "error">;
+};
+
+export async function handleResponses(ctx: ResponsesHandlerDeps, req: Request, path: string): Promise<Response> {
+  const principal = authenticateRoute(ctx, req);
+  if (principal instanceof Response) return principal;
   try {
     return await route(ctx, req, path, principal.tenant);
   } catch (err) {
@@ -56,7 +57,7 @@ export async function handleResponses(ctx: GatewayContext, req: Request, path: s
   }
 }
 
-async function route(ctx: GatewayContext, req: Request, path: string, tenant: string): Promise<Response> {
+async function route(ctx: ResponsesHandlerDeps, req: Request, path: string, tenant: string): Promise<Response> {
   const m = RESPONSE_PATH.exec(path)!;
   const id = m[1]!;
   const sub = m[2];

@@ -9,7 +9,7 @@
 import type { Deadlines } from "../../config/types.ts";
 import type { AttemptFailure, Route } from "../../metrics/names.ts";
 import { AttemptDeadlines } from "./deadlines.ts";
-import type { DialGuard } from "../dial-guard.ts";
+import type { UpstreamDial, UpstreamFetch } from "../upstream-reach.ts";
 import { readAnswer, type CommittedAnswer } from "./json-answer.ts";
 import { defaultReader, type BodyReader } from "./body-reader.ts";
 import { MAX_EVENT_BYTES, SseScanner, type ScannedEvent } from "./sse-scanner.ts";
@@ -25,7 +25,9 @@ interface AttemptInput {
   /** Milliseconds left of the request's total deadline. */
   totalLeftMs: number;
   clientSignal: AbortSignal;
-  dial: DialGuard;
+  dial: UpstreamDial;
+  /** Global fetch when absent. */
+  fetch?: UpstreamFetch;
   /** A non-streaming answer larger than this is refused (failure "too_large"). */
   maxResponseBytes: number;
   /** The API, for how its stream's events are read (chat's when absent). */
@@ -174,7 +176,7 @@ export async function openUpstream(input: AttemptInput, path: string): Promise<A
 
   let res: Response;
   try {
-    res = await fetch(input.url + path, { method: "POST", headers: input.headers, body: input.body, signal });
+    res = await (input.fetch ?? fetch)(input.url + path, { method: "POST", headers: input.headers, body: input.body, signal });
   } catch (err) {
     return reasonOf(err);
   }

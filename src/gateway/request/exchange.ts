@@ -16,11 +16,17 @@ import { requestAuditRecord, type AuditRecovery } from "../../shared/audit.ts";
 import { errorResponse, type ErrorCode, type LlmgwError } from "../../shared/errors.ts";
 import { infoRecord } from "../../shared/logger.ts";
 import type { Grant } from "../admission-client.ts";
-import type { GatewayContext } from "../context.ts";
+import type { TenantQuota } from "../../admission/tenant-quota.ts";
+import type { Config } from "../../config/types.ts";
+import type { GatewayMetrics } from "../../metrics/registry.ts";
+import type { Logger } from "../../shared/logger.ts";
+import type { AdmissionClient } from "../admission-client.ts";
+import type { CircuitBreakers } from "../circuit-breaker.ts";
+import type { EndpointRegistry } from "../endpoints.ts";
 import type { Principal } from "../api-keys.ts";
 import { headerSafeName } from "../../shared/model-name.ts";
 import { ModelRename } from "./model-rename.ts";
-import type { InferenceBody } from "./parse.ts";
+import type { ParsedRequest } from "./parse.ts";
 
 export interface Usage {
   prompt_tokens: number;
@@ -44,25 +50,24 @@ export type AttemptVerdict =
   /** No verdict on the endpoint (the client left, the answer was too large, the gateway's own loop had stalled…). */
   | { kind: "neutral"; failure?: AttemptFailure; excused?: boolean };
 
+/** What an exchange reports to and gives back to: the bands, the request metrics, the claimed endpoint's circuits and admission slot, the quota to settle, the audit log. */
+export interface ExchangeDeps {
+  readonly config: { readonly admission: Pick<Config["admission"], "defaultBand" | "bands"> };
+  readonly metrics: Pick<GatewayMetrics, "requestSeries" | "scoreSeries" | "overheadSeries" | "deadlinesExcused" | "attemptFailures" | "malformedEvents" | "toolCalls">;
+  readonly endpoints: Pick<EndpointRegistry, "idOf">;
+  readonly breakers: Pick<CircuitBreakers, "success" | "failure" | "coolDown" | "abandon">;
+  readonly admission: Pick<AdmissionClient, "release">;
+  readonly quota: Pick<TenantQuota, "settle">;
+  readonly log: Pick<Logger, "info" | "isLevelEnabled">;
+}
+
 export class Exchange {
   readonly arrivedAt = performance.now();
   readonly requestId: string;
-  /** Canonical model (alias resolved) once known. */
-  model: string | undefined;
-  body: InferenceBody | undefined;
-  /** The client's bytes, forwarded unchanged when nothing must change. */
-  rawBody: Uint8Array = EMPTY;
-  stream = false;
-  /** The client asked for stream_options.include_usage. */
-  includeUsage = false;
-  /** Choices the answer has (the request's n). */
-  choices = 1;
+  /** What the parse step yielded; undefined until then (and for a request refused before it). */
+  private request: ParsedRequest | undefined;
   /** The request body's share of the uploads' memory budget (a transcription's form), given back by finish(). */
   heldBody: { release(): void } | undefined;
-  /** The body's media type, sent to the engine as is (a transcription's multipart form with its boundary). */
-  contentType = "application/json";
-  /** The request offered tools (and did not turn them off with tool_choice "none"): the answer's tool calls are counted. */
-  offersTools = false;
   /** Tool calls the answer started (llmgw_tool_calls_total). */
   toolCalls = 0;
   prefixHashes: number[] = NO_HASHES;
@@ -115,7 +120,7 @@ export class Exchange {
   private finished = false;
 
   constructor(
-    private readonly ctx: GatewayContext,
+    private readonly ctx: ExchangeDeps,
     readonly route: Route,
     readonly path: string,
     requestId: string,
@@ -137,10 +142,31 @@ export class Exchange {
     return this.ctx.config.admission.bands[this.band]?.name ?? "unknown";
   }
 
-  /** The request's model is known (before that, metrics label it "unknown"). */
-  setModel(model: string): void {
-    this.model = model;
-    this.series = this.ctx.metrics.requestSeries(model, this.route);
+  /** The request was parsed and its model is known (before that, metrics label it "unknown"). */
+  parsed(request: ParsedRequest): void {
+    this.request = request;
+    this.series = this.ctx.metrics.requestSeries(request.model, this.route);
+  }
+
+  /** Canonical model (alias resolved) once parsed. */
+  get model(): string | undefined {
+    return this.request?.model;
+  }
+
+  get stream(): boolean {
+    return this.request?.stream ?? false;
+  }
+
+  get includeUsage(): boolean {
+    return this.request?.includeUsage ?? false;
+  }
+
+  get choices(): number {
+    return this.request?.choices ?? 1;
+  }
+
+  get offersTools(): boolean {
+    return this.request?.offersTools ?? false;
   }
 
   /** Milliseconds left of the total deadline of `model`. */
@@ -173,7 +199,8 @@ export class Exchange {
     const model = this.attemptModel;
     if (model !== undefined && this.wrote[this.wrote.length - 1] !== model) {
       // The first answer sets what the client reads as `model`; a continuation keeps the first answer's identity anyway.
-      if (this.wrote.length === 0 && this.body !== undefined && this.body.model !== model) this.modelRename = new ModelRename(this.body.model);
+      const asked = this.request?.body.model;
+      if (this.wrote.length === 0 && asked !== undefined && asked !== model) this.modelRename = new ModelRename(asked);
       this.wrote.push(model);
       this.wroteInHeader.push(this.attemptModelInHeader);
     }
@@ -297,6 +324,5 @@ export class Exchange {
   }
 }
 
-const EMPTY = new Uint8Array(0);
 const NO_HASHES: number[] = [];
 const NO_HEADERS: Record<string, string> = {};

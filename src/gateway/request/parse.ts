@@ -15,6 +15,42 @@ export interface InferenceBody {
 }
 
 /**
+ * What parsing yields, fixed from then on: every stage after the parse step
+ * takes it, so none needs to ask whether the body or the model is known. A
+ * Responses follow-up's expansion makes a new one rather than changing it.
+ */
+export interface ParsedRequest {
+  /** The canonical model (alias resolved). */
+  readonly model: string;
+  readonly body: Readonly<InferenceBody>;
+  /** The client's bytes, forwarded unchanged when nothing must change. */
+  readonly rawBody: Uint8Array;
+  /** The body's media type, sent to the engine as is (a transcription's multipart form with its boundary). */
+  readonly contentType: string;
+  readonly stream: boolean;
+  /** The client asked for stream_options.include_usage. */
+  readonly includeUsage: boolean;
+  /** Choices the answer has (the request's n). */
+  readonly choices: number;
+  /** The request offered tools (and did not turn them off with tool_choice "none"): the answer's tool calls are counted. */
+  readonly offersTools: boolean;
+}
+
+/** The parsed request of `body` (its bytes `rawBody`) for the canonical `model`. */
+export function parsedRequest(body: InferenceBody, rawBody: Uint8Array, model: string, contentType = "application/json"): ParsedRequest {
+  return Object.freeze({
+    model,
+    body,
+    rawBody,
+    contentType,
+    stream: body.stream === true,
+    includeUsage: body.stream_options?.include_usage === true,
+    choices: typeof body.n === "number" ? body.n : 1,
+    offersTools: Array.isArray(body.tools) && body.tools.length > 0 && body.tool_choice !== "none",
+  });
+}
+
+/**
  * Read at most `limit` bytes under the body deadlines every route shares
  * (bounded-body.ts): a larger body is a 413 whether or not it declared its
  * length; one that pauses or drips is cut with a 408 and `connection: close`.
