@@ -5,10 +5,10 @@
  * (see src/shared/process-env.ts), so `bun src/cli.ts …` behaves like `llmgw …`,
  * and stops with the process that started it when LLMGW_PARENT_PID says so.
  */
-import { parseCommandArgs, UsageError, type CommandSpec } from "./shared/flags.ts";
-import { childEnv, execSelfWithBunEnv, missingBunEnv } from "./shared/process-env.ts";
-import { bindToParent } from "./shared/parent-binding.ts";
+import { type CommandSpec, parseCommandArgs, UsageError } from "./shared/flags.ts";
 import { flushLogger } from "./shared/logger.ts";
+import { bindToParent } from "./shared/parent-binding.ts";
+import { childEnv, execSelfWithBunEnv, missingBunEnv } from "./shared/process-env.ts";
 
 type Loader = () => Promise<CommandSpec>;
 
@@ -18,7 +18,10 @@ const COMMANDS: Record<string, { summary: string; load: Loader }> = {
   ctl: { summary: "operator CLI against a gateway's admin listener", load: async () => (await import("./ctl/command.ts")).ctlCommand },
   "sim-engine": { summary: "run a simulated vLLM-compatible engine", load: async () => (await import("./sim/command.ts")).simEngineCommand },
   bench: { summary: "run a benchmark scenario and print a report", load: async () => (await import("./bench/command.ts")).benchCommand },
-  demo: { summary: "gateway plus three sim-engines; --fleet: the fleet manager on simulated GPUs", load: async () => (await import("./serve/demo-command.ts")).demoCommand },
+  demo: {
+    summary: "gateway plus three sim-engines; --fleet: the fleet manager on simulated GPUs",
+    load: async () => (await import("./serve/demo-command.ts")).demoCommand,
+  },
 };
 
 function mainUsage(): string {

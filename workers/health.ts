@@ -1,6 +1,7 @@
 /** The health worker: a thin shell over src/polling/health-service.ts. */
-import type { FromHealth, ToHealth } from "../src/protocol/health-messages.ts";
+
 import { HealthService } from "../src/polling/health-service.ts";
+import type { FromHealth, ToHealth } from "../src/protocol/health-messages.ts";
 import { EndpointTable, Signals } from "../src/shared/endpoint-table.ts";
 import { GpuSaturationTable } from "../src/shared/gpu-saturation-table.ts";
 import { LoraTable } from "../src/shared/lora-table.ts";
@@ -16,7 +17,8 @@ self.onmessage = (event: MessageEvent<ToHealth>) => {
   switch (msg.type) {
     case "init": {
       const table = new EndpointTable(msg.maxEndpoints, msg.buffer);
-      const gpu = msg.gpuHealth === null ? undefined : { config: msg.gpuHealth, table: new GpuSaturationTable(msg.gpuSaturation.byteLength / 8, msg.gpuSaturation) };
+      const gpu =
+        msg.gpuHealth === null ? undefined : { config: msg.gpuHealth, table: new GpuSaturationTable(msg.gpuSaturation.byteLength / 8, msg.gpuSaturation) };
       const lora = msg.lora ? new LoraTable(msg.maxEndpoints, msg.lora) : undefined;
       service = new HealthService(table, msg.endpoints, msg.health, (out: FromHealth) => self.postMessage(out), new Signals(msg.signals), gpu, lora);
       service.start();

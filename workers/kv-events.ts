@@ -1,6 +1,7 @@
 /** The KV-events worker: a thin shell over src/polling/kv-events-service.ts. */
-import type { FromKvEvents, ToKvEvents } from "../src/protocol/kv-events-messages.ts";
+
 import { KvEventsService } from "../src/polling/kv-events-service.ts";
+import type { FromKvEvents, ToKvEvents } from "../src/protocol/kv-events-messages.ts";
 import { KvBlockIndex } from "../src/scheduling/kv-block-index.ts";
 import { KvEventStats } from "../src/shared/kv-event-stats.ts";
 
@@ -13,7 +14,9 @@ self.onmessage = (event: MessageEvent<ToKvEvents>) => {
   switch (msg.type) {
     case "init": {
       const stats = new KvEventStats(msg.slots, msg.stats);
-      service = new KvEventsService(new KvBlockIndex(msg.capacity, stats, msg.index), stats, msg.settings, (n) => self.postMessage({ type: "note", ...n } satisfies FromKvEvents));
+      service = new KvEventsService(new KvBlockIndex(msg.capacity, stats, msg.index), stats, msg.settings, (n) =>
+        self.postMessage({ type: "note", ...n } satisfies FromKvEvents),
+      );
       service.start();
       self.postMessage({ type: "ready" } satisfies FromKvEvents);
       return;

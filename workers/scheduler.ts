@@ -1,6 +1,7 @@
 /** The scheduler worker: a thin shell over src/admission/worker-loop.ts. */
-import type { FromScheduler, ToScheduler } from "../src/protocol/scheduler-messages.ts";
+
 import { SchedulerWorkerLoop } from "../src/admission/worker-loop.ts";
+import type { FromScheduler, ToScheduler } from "../src/protocol/scheduler-messages.ts";
 
 declare const self: Worker;
 

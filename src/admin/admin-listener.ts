@@ -9,22 +9,23 @@
  * request to the admin listener passes its door first (request-guard.ts:
  * Host, and for changes Origin, media type and the admin token).
  */
-import { openapi } from "@elysiajs/openapi";
+
 import { heapStats } from "bun:jsc";
+import { openapi } from "@elysiajs/openapi";
 import { Elysia } from "elysia";
 import { z } from "zod";
+import type { fleetApi } from "../control/fleet-api.ts";
+import { FLEET_API_PREFIX } from "../control/fleet-api-schemas.ts";
+import type { GatewayContext } from "../gateway/context.ts";
+import { AGENT_REGISTRATION_PATH } from "../protocol/agent-messages.ts";
 import { CIRCUIT_CLOSED, type EndpointTable, F, FLAVOR_CODES, I, modelCircuitField } from "../shared/endpoint-table.ts";
 import { errorResponse, LlmgwError } from "../shared/errors.ts";
 import { malformedPathError } from "../shared/path-segment.ts";
-import type { fleetApi } from "../control/fleet-api.ts";
-import { FLEET_API_PREFIX } from "../control/fleet-api-schemas.ts";
-import { AGENT_REGISTRATION_PATH } from "../protocol/agent-messages.ts";
-import { adminRequestGuard } from "./request-guard.ts";
 import { API_REFERENCE_PATH, apiReferenceRoutes } from "./api-reference/routes.ts";
 import { dashboardRoutes } from "./dashboard/routes.ts";
-import { noFleetApi } from "./no-fleet-api.ts";
 import type { DashboardSnapshot } from "./dashboard/snapshot.ts";
-import type { GatewayContext } from "../gateway/context.ts";
+import { noFleetApi } from "./no-fleet-api.ts";
+import { adminRequestGuard } from "./request-guard.ts";
 
 const ADMIN_API_TITLE = "llmgw admin API";
 
@@ -40,7 +41,9 @@ const endpointStateSchema = z.object({
   healthy: z.boolean(),
   draining: z.boolean(),
   circuit: z.enum(circuitNames),
-  model_circuits: z.record(z.string(), z.enum(circuitNames)).describe("circuits of the endpoint's models that are not closed (a 429, 5xx or timeout counts against the model)"),
+  model_circuits: z
+    .record(z.string(), z.enum(circuitNames))
+    .describe("circuits of the endpoint's models that are not closed (a 429, 5xx or timeout counts against the model)"),
   gpu_faulted: z.boolean(),
   inflight: z.number().int().describe("requests holding the endpoint (claimed and not yet finished)"),
   waiting: z.number().int().nullable().describe("engine-reported; null when absent"),
@@ -97,14 +100,21 @@ const stateReadinessSchema = z
   .object({
     backend: z.literal("redis"),
     redis_up: z.boolean(),
-    fail_static: z.boolean().describe("Redis cannot be reached: serving with the last shares and local quota shares; uploads, batches and idempotent requests get 503"),
+    fail_static: z
+      .boolean()
+      .describe("Redis cannot be reached: serving with the last shares and local quota shares; uploads, batches and idempotent requests get 503"),
     down_since_ms: z.number().nullable(),
     leader: z.boolean().describe("this gateway holds the reconciler lease"),
     gateways: z.number().int(),
   })
   .describe("several gateways sharing Redis (state.backend: redis); absent with the embedded state");
 
-const readinessSchema = z.object({ ready: z.boolean(), endpoints_ready: z.number().int(), endpoints: z.number().int(), state: stateReadinessSchema.optional() });
+const readinessSchema = z.object({
+  ready: z.boolean(),
+  endpoints_ready: z.number().int(),
+  endpoints: z.number().int(),
+  state: stateReadinessSchema.optional(),
+});
 
 function readiness(ctx: GatewayContext): z.infer<typeof readinessSchema> {
   let n = 0;
@@ -115,13 +125,28 @@ function readiness(ctx: GatewayContext): z.infer<typeof readinessSchema> {
   const out: z.infer<typeof readinessSchema> = { ready: n > 0, endpoints_ready: n, endpoints: active.length };
   // Redis away does not make the gateway unready: a load balancer that drained every gateway for it would defeat failing static.
   const c = ctx.cluster?.status();
-  if (c) out.state = { backend: "redis", redis_up: c.redis.up, fail_static: !c.redis.up, down_since_ms: c.redis.down_since_ms, leader: c.leader.self, gateways: c.gateways };
+  if (c)
+    out.state = {
+      backend: "redis",
+      redis_up: c.redis.up,
+      fail_static: !c.redis.up,
+      down_since_ms: c.redis.down_since_ms,
+      leader: c.leader.self,
+      gateways: c.gateways,
+    };
   return out;
 }
 
 const clusterStatusSchema = z.object({
   gateway: z.string(),
-  redis: z.object({ target: z.string(), up: z.boolean(), down_since_ms: z.number().nullable(), last_error: z.string().nullable(), commands: z.number().int(), failures: z.number().int() }),
+  redis: z.object({
+    target: z.string(),
+    up: z.boolean(),
+    down_since_ms: z.number().nullable(),
+    last_error: z.string().nullable(),
+    commands: z.number().int(),
+    failures: z.number().int(),
+  }),
   leader: z.object({ self: z.boolean(), token: z.number().int().nullable(), holder: z.string().nullable(), holder_token: z.number().int().nullable() }),
   gateways: z.number().int(),
   shares: z.record(z.string(), z.number()),
@@ -225,7 +250,13 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?
         const top = Object.entries(h.objectTypeCounts)
           .sort((a, b) => b[1] - a[1])
           .slice(0, 40);
-        return { heap_size: h.heapSize, heap_capacity: h.heapCapacity, extra_memory: h.extraMemorySize, object_count: h.objectCount, object_types: Object.fromEntries(top) };
+        return {
+          heap_size: h.heapSize,
+          heap_capacity: h.heapCapacity,
+          extra_memory: h.extraMemorySize,
+          object_count: h.objectCount,
+          object_types: Object.fromEntries(top),
+        };
       },
       {
         response: z.object({
@@ -247,7 +278,10 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?
       },
       {
         response: z.object({ before: memoryStateSchema, after: memoryStateSchema }),
-        detail: { summary: "Run a full garbage collection now (for memory measurements; it pauses the gateway for its duration)", description: "Needs `Authorization: Bearer <admin token>`." },
+        detail: {
+          summary: "Run a full garbage collection now (for memory measurements; it pauses the gateway for its duration)",
+          description: "Needs `Authorization: Bearer <admin token>`.",
+        },
       },
     );
   if (dashboard) app.use(dashboardRoutes(dashboard));
@@ -255,7 +289,10 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?
   if (cluster) {
     app.get("/admin/v1/cluster", () => cluster.status(), {
       response: clusterStatusSchema,
-      detail: { summary: "This gateway among several sharing Redis: its name, Redis reachability and command counts, the reconciler lease, admission shares, quota sources" },
+      detail: {
+        summary:
+          "This gateway among several sharing Redis: its name, Redis reachability and command counts, the reconciler lease, admission shares, quota sources",
+      },
     });
   }
   return fleet ? app.use(fleet) : app.use(noFleetApi());

@@ -5,13 +5,14 @@
  * the agent's inventory merged with the node's exporter), the fleet series,
  * and queue depth per pool and band. The same reads feed the dashboard.
  */
-import { fleetFigures, type FleetFigures } from "../control/metric-figures.ts";
+
+import type { Registry } from "prom-client";
 import type { FleetManager } from "../control/fleet-manager.ts";
+import { type FleetFigures, fleetFigures } from "../control/metric-figures.ts";
 import { oncePerRun, registerAdapterCollector, registerFleetCollector } from "../metrics/fleet-collector.ts";
-import { registerGpuCollector, type DcgmGpuStore, type NodeGpu } from "../metrics/gpu-collector.ts";
+import { type DcgmGpuStore, type NodeGpu, registerGpuCollector } from "../metrics/gpu-collector.ts";
 import { registerPoolCollector } from "../metrics/pool-collector.ts";
 import type { PoolTable } from "../shared/endpoint-table.ts";
-import type { Registry } from "prom-client";
 
 interface FleetMetricsDeps {
   registry: Registry;

@@ -13,5 +13,7 @@ const NO_FLEET_MESSAGE =
 export function noFleetApi() {
   const answer = () => errorResponse(new LlmgwError("NOT_FOUND", NO_FLEET_MESSAGE));
   // Hidden from the OpenAPI document: these are not routes, only their absence explained.
-  return new Elysia({ name: "llmgw-no-fleet" }).all(FLEET_API_PREFIX, answer, { detail: { hide: true } }).all(`${FLEET_API_PREFIX}/*`, answer, { detail: { hide: true } });
+  return new Elysia({ name: "llmgw-no-fleet" })
+    .all(FLEET_API_PREFIX, answer, { detail: { hide: true } })
+    .all(`${FLEET_API_PREFIX}/*`, answer, { detail: { hide: true } });
 }

@@ -21,7 +21,7 @@ import { isIP } from "node:net";
 import { hostname as osHostname } from "node:os";
 import type { AdminRefusal } from "../metrics/names.ts";
 import { tokenMatches } from "../shared/bearer.ts";
-import { errorResponse, LlmgwError, type ErrorCode } from "../shared/errors.ts";
+import { type ErrorCode, errorResponse, LlmgwError } from "../shared/errors.ts";
 
 interface AdminDoorOptions {
   /** The admin token; undefined: every write is refused. */
@@ -127,13 +127,18 @@ export function adminRequestGuard(opts: AdminDoorOptions): (request: Request) =>
     if (host !== null) {
       const name = hostNameOf(host);
       if (name === null || !allowedHost(name)) {
-        return refuse("host", "HOST_NOT_ALLOWED", `this admin listener does not answer for the host '${host.slice(0, 100)}'; an operator who reaches it under that name adds it to admin.allowed_hosts`);
+        return refuse(
+          "host",
+          "HOST_NOT_ALLOWED",
+          `this admin listener does not answer for the host '${host.slice(0, 100)}'; an operator who reaches it under that name adds it to admin.allowed_hosts`,
+        );
       }
     }
     if (SAFE_METHODS.has(request.method)) return undefined;
 
     const site = headers.get("sec-fetch-site");
-    if (site !== null && site !== "same-origin" && site !== "none") return refuse("origin", "CROSS_ORIGIN_REFUSED", `a ${site} request cannot change state on the admin listener`);
+    if (site !== null && site !== "same-origin" && site !== "none")
+      return refuse("origin", "CROSS_ORIGIN_REFUSED", `a ${site} request cannot change state on the admin listener`);
     const origin = headers.get("origin");
     if (origin !== null && !sameOrigin(origin, host, opts.allowedHosts)) {
       return refuse("origin", "CROSS_ORIGIN_REFUSED", `a request from the origin '${origin.slice(0, 100)}' cannot change state on the admin listener`);
@@ -145,10 +150,13 @@ export function adminRequestGuard(opts: AdminDoorOptions): (request: Request) =>
     const path = pathOf(request.url);
     if (opts.ownCredentialPaths.includes(path)) return undefined;
     if (opts.inertPrefixes?.some((prefix) => path === prefix || path.startsWith(`${prefix}/`))) return undefined;
-    if (opts.token === undefined) return refuse("token", "UNAUTHORIZED", "admin changes are off: no admin token is configured (admin.token or fleet.admin_token)");
+    if (opts.token === undefined)
+      return refuse("token", "UNAUTHORIZED", "admin changes are off: no admin token is configured (admin.token or fleet.admin_token)");
     const authorization = headers.get("authorization");
     if (!tokenMatches(authorization, opts.token)) {
-      return refuse("token", "UNAUTHORIZED", authorization === null ? "this change needs the admin token (Authorization: Bearer …)" : "wrong admin token", { "www-authenticate": "Bearer" });
+      return refuse("token", "UNAUTHORIZED", authorization === null ? "this change needs the admin token (Authorization: Bearer …)" : "wrong admin token", {
+        "www-authenticate": "Bearer",
+      });
     }
     return undefined;
   };

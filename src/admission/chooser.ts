@@ -98,11 +98,17 @@ export class EndpointChooser {
       // A half-open circuit (the endpoint's, or its model's) admits exactly one
       // probe. The other thread may have taken it since the view was read:
       // then the endpoint is out for us too.
-      const half = this.table.getInt(row, I.CIRCUIT) === CIRCUIT_HALF_OPEN ? I.CIRCUIT : circuit >= 0 && this.table.getInt(row, circuit) === CIRCUIT_HALF_OPEN ? circuit : -1;
+      const half =
+        this.table.getInt(row, I.CIRCUIT) === CIRCUIT_HALF_OPEN
+          ? I.CIRCUIT
+          : circuit >= 0 && this.table.getInt(row, circuit) === CIRCUIT_HALF_OPEN
+            ? circuit
+            : -1;
       let probe = -1;
       if (half >= 0) {
         if (this.table.casInt(row, half, CIRCUIT_HALF_OPEN, CIRCUIT_PROBING)) probe = half;
-        else if (joinProbing && this.table.getInt(row, half) === CIRCUIT_PROBING) probe = -1; // joins the request probing it
+        else if (joinProbing && this.table.getInt(row, half) === CIRCUIT_PROBING)
+          probe = -1; // joins the request probing it
         else if (race < MAX_PROBE_RACES) {
           exclude = new Set([...(exclude ?? []), row]);
           continue;

@@ -17,7 +17,7 @@ import type { EndpointChooser, RoutingKeys } from "./chooser.ts";
 import { DrainRate } from "./drain-rate.ts";
 import type { EndpointDirectory } from "./endpoint-directory.ts";
 import type { Ticket } from "./flow-queues.ts";
-import { bandLimits, CapacityLearner, poolSaturation, type PoolMember } from "./pool-saturation.ts";
+import { bandLimits, CapacityLearner, type PoolMember, poolSaturation } from "./pool-saturation.ts";
 
 type AdmitMessage = Extract<ToScheduler, { type: "admit" }>;
 type Outcome = Extract<FromScheduler, { type: "grant" | "reject" }>;
@@ -134,7 +134,9 @@ export class AdmissionController {
         continue;
       }
       const share = this.shares?.get(pool) ?? 1;
-      bandLimits(members, capacity, this.admission, this.ceilings, UNLIMITED, this.reserves(pool, now)).forEach((limit, b) => this.pools.setLimit(pool, b, scaleLimit(limit, share, UNLIMITED)));
+      bandLimits(members, capacity, this.admission, this.ceilings, UNLIMITED, this.reserves(pool, now)).forEach((limit, b) =>
+        this.pools.setLimit(pool, b, scaleLimit(limit, share, UNLIMITED)),
+      );
       this.stats.setSaturation(pool, poolSaturation(members, capacity, this.admission));
     }
   }
@@ -146,12 +148,34 @@ export class AdmissionController {
 
   private grant(id: number, model: string, band: number, keys: RoutingKeys, adapter: number | undefined, waitedMs: number, now: number): Outcome {
     const c = this.chooser.choose({ model, ...keys, ...(adapter !== undefined ? { adapter } : {}) }, this.random, now);
-    if (c.ok) return { type: "grant", id, index: c.index, pool: c.pool, band, scores: { ...c.scores }, drops: { ...c.drops }, waitedMs, probe: c.probe, circuit: c.circuit };
+    if (c.ok)
+      return {
+        type: "grant",
+        id,
+        index: c.index,
+        pool: c.pool,
+        band,
+        scores: { ...c.scores },
+        drops: { ...c.drops },
+        waitedMs,
+        probe: c.probe,
+        circuit: c.circuit,
+      };
     return { type: "reject", id, drops: { ...c.drops }, waitedMs, error: { code: "NO_READY_ENDPOINT", message: `no ready endpoint serves model '${model}'` } };
   }
 
   /** Claim a place in the pool, choose an endpoint, and give the place back when none is chosen. */
-  private flow(id: number, model: string, pool: number, band: number, keys: RoutingKeys, adapter: number | undefined, waitedMs: number, claimed: boolean, now: number): Outcome {
+  private flow(
+    id: number,
+    model: string,
+    pool: number,
+    band: number,
+    keys: RoutingKeys,
+    adapter: number | undefined,
+    waitedMs: number,
+    claimed: boolean,
+    now: number,
+  ): Outcome {
     if (!claimed) this.pools.take(pool, band);
     const out = this.grant(id, model, band, keys, adapter, waitedMs, now);
     if (out.type === "reject") this.pools.release(pool, band);
@@ -165,7 +189,13 @@ export class AdmissionController {
     // The limits published on the last engine poll, the same the fast path
     // claims against: both paths decide over the same figures.
     if (!this.members(msg.pool, now).some((m) => m.ready)) {
-      return { type: "reject", id: msg.id, drops: {}, waitedMs: 0, error: { code: "NO_READY_ENDPOINT", message: `no ready endpoint serves model '${msg.model}'` } };
+      return {
+        type: "reject",
+        id: msg.id,
+        drops: {},
+        waitedMs: 0,
+        error: { code: "NO_READY_ENDPOINT", message: `no ready endpoint serves model '${msg.model}'` },
+      };
     }
     // Requests already waiting in this band (or above) for this pool go first.
     if (this.pools.queuedAhead(msg.pool, msg.band) === 0 && this.pools.tryClaim(msg.pool, msg.band, Number.POSITIVE_INFINITY)) {
@@ -173,7 +203,15 @@ export class AdmissionController {
       return this.flow(msg.id, msg.model, msg.pool, msg.band, keys, msg.adapter, 0, true, now);
     }
     // The queues key pools by name; the row index is that name here.
-    const ticket: Ticket = { id: msg.id, band: msg.band, tenant: msg.tenant, pool: String(msg.pool), model: msg.model, estTokens: msg.estTokens, enqueuedAt: now };
+    const ticket: Ticket = {
+      id: msg.id,
+      band: msg.band,
+      tenant: msg.tenant,
+      pool: String(msg.pool),
+      model: msg.model,
+      estTokens: msg.estTokens,
+      enqueuedAt: now,
+    };
     if (this.queues.enqueue(ticket) === "full") {
       const depth = this.queues.depth(msg.band);
       return {
@@ -213,7 +251,10 @@ export class AdmissionController {
         id: t.id,
         drops: {},
         waitedMs: now - t.enqueuedAt,
-        error: { code: "ADMISSION_TTL_EXPIRED", message: `waited ${now - t.enqueuedAt} ms in the '${this.admission.bands[t.band]?.name}' queue without capacity` },
+        error: {
+          code: "ADMISSION_TTL_EXPIRED",
+          message: `waited ${now - t.enqueuedAt} ms in the '${this.admission.bands[t.band]?.name}' queue without capacity`,
+        },
       });
     }
     for (;;) {

@@ -1,8 +1,9 @@
 /** Builds the scheduling view of an endpoint from the shared endpoint table, treating stale metrics as absent. */
-import { CIRCUIT_CLOSED, CIRCUIT_HALF_OPEN, CIRCUIT_PROBING, type EndpointTable, F, I, modelCircuitField } from "../shared/endpoint-table.ts";
-import type { AdapterView, EndpointView } from "../scheduling/types.ts";
-import type { LoraTable } from "../shared/lora-table.ts";
+
 import type { EndpointDescriptor } from "../protocol/scheduler-messages.ts";
+import type { AdapterView, EndpointView } from "../scheduling/types.ts";
+import { CIRCUIT_CLOSED, CIRCUIT_HALF_OPEN, CIRCUIT_PROBING, type EndpointTable, F, I, modelCircuitField } from "../shared/endpoint-table.ts";
+import type { LoraTable } from "../shared/lora-table.ts";
 
 /**
  * Whether a circuit state keeps requests out: open, or half-open with its

@@ -11,7 +11,15 @@ import type { PoolTable } from "../shared/endpoint-table.ts";
 import type { ChooseRequest, EndpointChooser } from "./chooser.ts";
 
 type FastOutcome =
-  | { kind: "granted"; index: number; pool: number; scores: Readonly<Record<string, number>>; drops: Readonly<Record<string, number>>; probe: number; circuit: number }
+  | {
+      kind: "granted";
+      index: number;
+      pool: number;
+      scores: Readonly<Record<string, number>>;
+      drops: Readonly<Record<string, number>>;
+      probe: number;
+      circuit: number;
+    }
   /** Flowed but nothing could be chosen (unready, open, faulted…): the worker would say the same. */
   | { kind: "no_endpoint"; drops: Readonly<Record<string, number>> }
   /** Saturated, something queued ahead, or a lost race: the scheduler worker decides. */

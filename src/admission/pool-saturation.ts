@@ -23,7 +23,10 @@
 export class CapacityLearner {
   private readonly highWater: number[];
 
-  constructor(endpoints: number, private readonly initialCapacity: number) {
+  constructor(
+    endpoints: number,
+    private readonly initialCapacity: number,
+  ) {
     this.highWater = new Array<number>(endpoints).fill(0);
   }
 

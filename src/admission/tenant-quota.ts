@@ -127,7 +127,6 @@ export class QuotaLimiter implements TenantQuota {
     if (tokens === undefined || actualTokens === estTokens) return;
     tokens.charge(actualTokens - estTokens, now);
   }
-
 }
 
 function rateLimitHeaders(q: TenantBuckets, now: number): Record<string, string> {
@@ -160,4 +159,3 @@ export function formatResetDuration(ms: number): string {
   if (m > 0) return `${m}m${s}`;
   return s;
 }
-

@@ -7,14 +7,14 @@
  * pool was saturated or something already waited there.
  */
 import type { FromScheduler, ToScheduler } from "../protocol/scheduler-messages.ts";
-import { SchedulingProfile } from "../scheduling/profile.ts";
 import { KvBlockIndex } from "../scheduling/kv-block-index.ts";
 import { PrefixIndex } from "../scheduling/prefix-index.ts";
-import { KvEventStats } from "../shared/kv-event-stats.ts";
+import { SchedulingProfile } from "../scheduling/profile.ts";
 import { AdmissionStatsTable, EndpointTable, PoolTable, S, Signals } from "../shared/endpoint-table.ts";
+import { KvEventStats } from "../shared/kv-event-stats.ts";
+import { LoraTable } from "../shared/lora-table.ts";
 import { PoolShareTable } from "../shared/pool-shares.ts";
 import { EndpointChooser } from "./chooser.ts";
-import { LoraTable } from "../shared/lora-table.ts";
 import { AdmissionController } from "./controller.ts";
 import { EndpointDirectory } from "./endpoint-directory.ts";
 
@@ -33,7 +33,10 @@ export class SchedulerWorkerLoop {
   private timerAt = Infinity;
   private stopped = false;
 
-  constructor(init: Init, private readonly reply: (msg: FromScheduler) => void) {
+  constructor(
+    init: Init,
+    private readonly reply: (msg: FromScheduler) => void,
+  ) {
     const table = new EndpointTable(init.maxEndpoints, init.endpoints);
     const pools = new PoolTable(init.maxPools, init.admission.bands.length, init.pools);
     const stats = new AdmissionStatsTable(init.admission.bands.length, init.maxPools, init.stats);
@@ -42,7 +45,13 @@ export class SchedulerWorkerLoop {
     const prefixIndex = new PrefixIndex(init.scheduling.prefixAffinity.lruEntries, init.prefixIndex);
     const kvIndex = new KvBlockIndex(init.kvIndexCapacity, new KvEventStats(init.maxEndpoints, init.kvStats), init.kvIndex);
     const lora = init.lora ? new LoraTable(init.maxEndpoints, init.lora) : undefined;
-    const chooser = new EndpointChooser(table, this.directory, new SchedulingProfile(init.scheduling, undefined, prefixIndex, kvIndex), init.staleAfterMs, lora);
+    const chooser = new EndpointChooser(
+      table,
+      this.directory,
+      new SchedulingProfile(init.scheduling, undefined, prefixIndex, kvIndex),
+      init.staleAfterMs,
+      lora,
+    );
     const shares = init.shares ? new PoolShareTable(init.maxPools, init.shares) : undefined;
     this.admission = new AdmissionController(table, pools, stats, this.directory, chooser, init.admission, init.staleAfterMs, undefined, shares);
     this.admission.refresh();

@@ -8,7 +8,15 @@
  * Every error is OpenAI-shaped through src/shared/errors.ts; every answer is
  * checked against the gateway ↔ agent types in src/protocol/agent-messages.ts.
  */
-import { FENCING_TOKEN_HEADER, type AgentAdapterResponse, type AgentDeleteReplicaResponse, type AgentInventory, type AgentPutReplicaResponse, type AgentReplicaStatus, type AgentState } from "../protocol/agent-messages.ts";
+import {
+  type AgentAdapterResponse,
+  type AgentDeleteReplicaResponse,
+  type AgentInventory,
+  type AgentPutReplicaResponse,
+  type AgentReplicaStatus,
+  type AgentState,
+  FENCING_TOKEN_HEADER,
+} from "../protocol/agent-messages.ts";
 import { tokenMatches } from "../shared/bearer.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../shared/errors.ts";
 import { logger } from "../shared/logger.ts";

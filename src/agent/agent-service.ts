@@ -9,10 +9,10 @@ import { LlmgwError } from "../shared/errors.ts";
 import { buildLaunchPlan, type EngineBinaries, type KvEventsPorts } from "./engine-adapters.ts";
 import { collectInventory, type Inventory } from "./inventory.ts";
 import { readStat } from "./proc-info.ts";
-import { loadAdapter, unloadAdapter, type AdapterOutcome } from "./replica-adapters.ts";
-import { publishesKvEvents, REPLICA_ID_RE, replicaSpecSchema, specFingerprint, type ReplicaSpec } from "./replica-spec.ts";
+import { type AdapterOutcome, loadAdapter, unloadAdapter } from "./replica-adapters.ts";
+import { publishesKvEvents, REPLICA_ID_RE, type ReplicaSpec, replicaSpecSchema, specFingerprint } from "./replica-spec.ts";
 import type { ReplicaKvEvents, ReplicaStatus, Supervisor } from "./supervisor.ts";
-import { validateReplica, type OtherReplica } from "./validation.ts";
+import { type OtherReplica, validateReplica } from "./validation.ts";
 
 const INVENTORY_TTL_MS = 1_000;
 
@@ -154,7 +154,10 @@ export class AgentService {
     taken.add(replayPort);
     const topic = `kv@${id}@${spec.model}`;
     const advertised = urlHost(this.opts.advertiseHost);
-    return { ports: { port, replayPort, topic }, report: { endpoint: `tcp://${advertised}:${port}`, replayEndpoint: `tcp://${advertised}:${replayPort}`, topic } };
+    return {
+      ports: { port, replayPort, topic },
+      report: { endpoint: `tcp://${advertised}:${port}`, replayEndpoint: `tcp://${advertised}:${replayPort}`, topic },
+    };
   }
 
   /** Refuse a port another process holds (the engine could only crash-loop on it); the replica's own running engine may hold it. */
@@ -198,4 +201,3 @@ function probeHost(engineHost: string): string {
 function checkId(id: string): void {
   if (!REPLICA_ID_RE.test(id)) throw new LlmgwError("VALIDATION_FAILED", `replica id '${id}' must match ${REPLICA_ID_RE.source}`, { param: "id" });
 }
-

@@ -4,24 +4,24 @@
  */
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { boolFlag, numberFlag, parseCommandArgs, parseListen, stringFlag, UsageError, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
+import { boolFlag, type CommandSpec, numberFlag, type ParsedArgs, parseCommandArgs, parseListen, stringFlag, UsageError } from "../shared/flags.ts";
 import { initLogger, logger, logListening } from "../shared/logger.ts";
+import { canBind, findPortHolder, holderText, type PortHolder, listenRefusal as refusal } from "../shared/port-holder.ts";
 import { shutdownSignal } from "../shared/signals.ts";
-import { createAgentHandler } from "./agent-server.ts";
-import { FencingGuard } from "./fencing.ts";
-import { AgentService } from "./agent-service.ts";
-import { DEFAULT_SYSFS_INFINIBAND } from "./fabric.ts";
-import { DEFAULT_NVIDIA_SMI } from "./gpu-discovery.ts";
-import { engineBinding } from "./engine-lifetime.ts";
-import { collectInventory, formatInventory } from "./inventory.ts";
-import { canBind, findPortHolder, holderText, listenRefusal as refusal, type PortHolder } from "../shared/port-holder.ts";
-import { DEFAULT_RESTART_POLICY } from "./replica-state.ts";
-import { DEFAULT_STOP_GRACE_MS, Supervisor } from "./supervisor.ts";
-import { registrationFromFlags, REGISTRATION_OPTIONS, REGISTRATION_USAGE } from "./registration-flags.ts";
-import { MAX_SIM_GPUS, SIM_H100, simUuidTag, writeSimNvidiaSmi } from "./sim-nvidia-smi.ts";
 import { SIM_GPU_LEDGER_ENV } from "../shared/sim-gpu-ledger.ts";
-import { startRegistration } from "./registration.ts";
+import { createAgentHandler } from "./agent-server.ts";
+import { AgentService } from "./agent-service.ts";
+import { engineBinding } from "./engine-lifetime.ts";
+import { DEFAULT_SYSFS_INFINIBAND } from "./fabric.ts";
+import { FencingGuard } from "./fencing.ts";
+import { DEFAULT_NVIDIA_SMI } from "./gpu-discovery.ts";
+import { collectInventory, formatInventory } from "./inventory.ts";
 import { loadOrCreateNodeKey } from "./node-key.ts";
+import { startRegistration } from "./registration.ts";
+import { REGISTRATION_OPTIONS, REGISTRATION_USAGE, registrationFromFlags } from "./registration-flags.ts";
+import { DEFAULT_RESTART_POLICY } from "./replica-state.ts";
+import { MAX_SIM_GPUS, SIM_H100, simUuidTag, writeSimNvidiaSmi } from "./sim-nvidia-smi.ts";
+import { DEFAULT_STOP_GRACE_MS, Supervisor } from "./supervisor.ts";
 
 export const DEFAULT_AGENT_LISTEN = "127.0.0.1:7070";
 /** Bun.serve's 10 s idle default would cut a PUT that waits for the old engine to stop. */
@@ -123,7 +123,12 @@ async function runAgent(args: ParsedArgs): Promise<number> {
     sysfsRoot: stringFlag(args, "sysfs-root") ?? DEFAULT_SYSFS_INFINIBAND,
     engineHost,
     advertiseHost: stringFlag(args, "advertise-host") ?? engineHost,
-    bins: { vllm: stringFlag(args, "vllm") ?? "vllm", python: stringFlag(args, "python") ?? "python3", bun: process.execPath, cli: join(import.meta.dir, "..", "cli.ts") },
+    bins: {
+      vllm: stringFlag(args, "vllm") ?? "vllm",
+      python: stringFlag(args, "python") ?? "python3",
+      bun: process.execPath,
+      cli: join(import.meta.dir, "..", "cli.ts"),
+    },
     supervisor,
     portCheck,
   });
@@ -140,12 +145,18 @@ async function runAgent(args: ParsedArgs): Promise<number> {
   adopted = adoption;
   const inv = await service.inventory();
   const { adopted: adoptedIds, refused } = await adoption;
-  logger().info({ gpus: inv.gpus.length, note: inv.nvidiaSmi.note, fabric: inv.fabric.island, stateDir, engines: binding.lifetime, adopted: adoptedIds, refused }, "agent inventory");
+  logger().info(
+    { gpus: inv.gpus.length, note: inv.nvidiaSmi.note, fabric: inv.fabric.island, stateDir, engines: binding.lifetime, adopted: adoptedIds, refused },
+    "agent inventory",
+  );
   const shownHost = listen.host === "0.0.0.0" ? "127.0.0.1" : listen.host.includes(":") ? `[${listen.host}]` : listen.host;
   logListening(logger(), "agent", `http://${shownHost}:${server.port}`);
   const registering =
     registration && nodeKey !== undefined
-      ? startRegistration({ ...registration.resolve({ token, port: server.port ?? listen.port, host: stringFlag(args, "advertise-host") ?? engineHost, nodeKey }), log: logger() })
+      ? startRegistration({
+          ...registration.resolve({ token, port: server.port ?? listen.port, host: stringFlag(args, "advertise-host") ?? engineHost, nodeKey }),
+          log: logger(),
+        })
       : undefined;
 
   // Handlers stay installed: a second signal must not kill the agent while it stops its engines.
@@ -191,7 +202,13 @@ export function listenRefusal(port: number, holder: PortHolder | "unknown" | nul
 async function dispatchAgent(argv: string[]): Promise<number> {
   const inventory = argv[0] === "inventory";
   const spec: CommandSpec = inventory
-    ? { name: "agent inventory", summary: "print this node's inventory", usage: INVENTORY_USAGE, options: { ...discoveryOptions, json: { type: "boolean" } }, run: runInventory }
+    ? {
+        name: "agent inventory",
+        summary: "print this node's inventory",
+        usage: INVENTORY_USAGE,
+        options: { ...discoveryOptions, json: { type: "boolean" } },
+        run: runInventory,
+      }
     : { name: "agent", summary: "run the node agent", usage: AGENT_USAGE, options: agentOptions, run: runAgent };
   const args = parseCommandArgs(spec, inventory ? argv.slice(1) : argv);
   if (args.values.help === true) {

@@ -60,7 +60,13 @@ function opt(flag: string, value: string | number | undefined): string[] {
  * other it would connect to); the sim-engine takes the same flag.
  */
 function kvEventsConfigArg(k: KvEventsPorts): string {
-  return JSON.stringify({ enable_kv_cache_events: true, publisher: "zmq", endpoint: `tcp://*:${k.port}`, replay_endpoint: `tcp://*:${k.replayPort}`, topic: k.topic });
+  return JSON.stringify({
+    enable_kv_cache_events: true,
+    publisher: "zmq",
+    endpoint: `tcp://*:${k.port}`,
+    replay_endpoint: `tcp://*:${k.replayPort}`,
+    topic: k.topic,
+  });
 }
 
 function kvEventsFlag(input: LaunchInput): string[] {
@@ -94,7 +100,13 @@ function vllmArgv(input: LaunchInput): string[] {
     ...opt("--quantization", spec.quantization),
     ...loraArgs(spec),
     ...(mn && mn.nnodes > 1
-      ? [...opt("--nnodes", mn.nnodes), ...opt("--node-rank", mn.nodeRank), ...opt("--master-addr", mn.masterAddr), ...opt("--master-port", mn.masterPort), ...(mn.nodeRank > 0 ? ["--headless"] : [])]
+      ? [
+          ...opt("--nnodes", mn.nnodes),
+          ...opt("--node-rank", mn.nodeRank),
+          ...opt("--master-addr", mn.masterAddr),
+          ...opt("--master-port", mn.masterPort),
+          ...(mn.nodeRank > 0 ? ["--headless"] : []),
+        ]
       : []),
     ...kvEventsFlag(input),
     ...spec.extraArgs,
@@ -155,13 +167,44 @@ function simArgv(input: LaunchInput): string[] {
  */
 export const OWNED_FLAGS: Record<EngineKind, readonly string[]> = {
   vllm: [
-    "--model", "--host", "--port", "--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp", "--data-parallel-size", "-dp",
-    "--max-num-seqs", "--gpu-memory-utilization", "--quantization", "--nnodes", "--node-rank", "--master-addr", "--master-port", "--headless",
+    "--model",
+    "--host",
+    "--port",
+    "--tensor-parallel-size",
+    "-tp",
+    "--pipeline-parallel-size",
+    "-pp",
+    "--data-parallel-size",
+    "-dp",
+    "--max-num-seqs",
+    "--gpu-memory-utilization",
+    "--quantization",
+    "--nnodes",
+    "--node-rank",
+    "--master-addr",
+    "--master-port",
+    "--headless",
     "--kv-events-config",
   ],
   sglang: [
-    "--model-path", "--model", "--host", "--port", "--tp", "--tp-size", "--tensor-parallel-size", "--pp-size", "--pipeline-parallel-size",
-    "--dp", "--dp-size", "--data-parallel-size", "--max-running-requests", "--mem-fraction-static", "--quantization", "--nnodes", "--node-rank", "--dist-init-addr",
+    "--model-path",
+    "--model",
+    "--host",
+    "--port",
+    "--tp",
+    "--tp-size",
+    "--tensor-parallel-size",
+    "--pp-size",
+    "--pipeline-parallel-size",
+    "--dp",
+    "--dp-size",
+    "--data-parallel-size",
+    "--max-running-requests",
+    "--mem-fraction-static",
+    "--quantization",
+    "--nnodes",
+    "--node-rank",
+    "--dist-init-addr",
   ],
   sim: ["--model", "--host", "--port", "--startup-ms", "--gpus", "--kv-events-config"],
 };

@@ -38,7 +38,11 @@ export function engineBinding(lifetime: EngineLifetime, setpriv: string | null, 
 }
 
 /** The environment an engine starts with: the agent's, minus its parent binding, plus the binding's and the plan's. */
-export function engineEnv(agentEnv: Readonly<Record<string, string | undefined>>, binding: EngineBinding, planEnv: Readonly<Record<string, string>>): Record<string, string> {
+export function engineEnv(
+  agentEnv: Readonly<Record<string, string | undefined>>,
+  binding: EngineBinding,
+  planEnv: Readonly<Record<string, string>>,
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(agentEnv)) if (v !== undefined && k !== PARENT_PID_VAR) env[k] = v;
   return Object.assign(env, binding.env, planEnv);

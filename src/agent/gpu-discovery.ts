@@ -5,13 +5,13 @@
  */
 import {
   COMPUTE_APP_FIELDS,
+  type ComputeApp,
+  type GpuRecord,
   OPTIONAL_GPU_FIELDS,
   parseComputeAppsCsv,
   parseGpuCsv,
   REQUIRED_GPU_FIELDS,
   rejectedFields,
-  type ComputeApp,
-  type GpuRecord,
 } from "./nvidia-smi-csv.ts";
 
 export const DEFAULT_NVIDIA_SMI = "nvidia-smi";

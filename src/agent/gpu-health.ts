@@ -9,8 +9,9 @@
  * driver's, the pids nvidia-smi prints are host pids and every process looks
  * foreign; run the agent in the host pid namespace.
  */
-import type { ComputeApp, GpuRecord } from "./nvidia-smi-csv.ts";
+
 import { gpuClass, memoryGiB } from "../shared/gpu-class.ts";
+import type { ComputeApp, GpuRecord } from "./nvidia-smi-csv.ts";
 
 type GpuHealthReason = "ecc_uncorrected" | "foreign_process" | "mig_enabled";
 

@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import { renderTable } from "../shared/text-table.ts";
 import { discoverFabric, type Fabric } from "./fabric.ts";
 import { discoverGpus } from "./gpu-discovery.ts";
-import { gpuHealth, gpuView, type GpuView } from "./gpu-health.ts";
+import { type GpuView, gpuHealth, gpuView } from "./gpu-health.ts";
 
 export interface Inventory {
   node: string;

@@ -40,6 +40,9 @@ function readKey(path: string): string | undefined {
     throw err;
   }
   const key = text.trim();
-  if (!KEY_RE.test(key)) throw new Error(`${path} is not a node key; remove it (the agent makes a new one) and have an operator approve the re-bind of this node's name (llmgw ctl rebind NODE)`);
+  if (!KEY_RE.test(key))
+    throw new Error(
+      `${path} is not a node key; remove it (the agent makes a new one) and have an operator approve the re-bind of this node's name (llmgw ctl rebind NODE)`,
+    );
   return key;
 }

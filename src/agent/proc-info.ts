@@ -20,7 +20,10 @@ export function parseProcStat(text: string): ProcStat | undefined {
   const close = text.lastIndexOf(")");
   const pid = Number(text.slice(0, text.indexOf(" ")));
   if (close < 0 || !Number.isInteger(pid)) return undefined;
-  const rest = text.slice(close + 2).trim().split(/\s+/);
+  const rest = text
+    .slice(close + 2)
+    .trim()
+    .split(/\s+/);
   // rest[0] is field 3 (state); ppid is field 4, pgrp field 5, starttime field 22.
   const state = rest[0];
   const ppid = Number(rest[1]);

@@ -1,7 +1,7 @@
 /** The `llmgw agent` flags for self-registration with a gateway, and the registration they describe. */
 import { hostname } from "node:os";
-import { stringFlag, UsageError, type ParsedArgs } from "../shared/flags.ts";
-import { NODE_NAME_RE, type AgentRegistration } from "../protocol/agent-messages.ts";
+import { type AgentRegistration, NODE_NAME_RE } from "../protocol/agent-messages.ts";
+import { type ParsedArgs, stringFlag, UsageError } from "../shared/flags.ts";
 import { defaultNodeName, type RegistrationOptions } from "./registration.ts";
 
 export const REGISTRATION_OPTIONS = {
@@ -35,7 +35,8 @@ export function registrationFromFlags(
 ): { resolve(agent: { token: string; port: number; host: string; nodeKey: string }): Omit<RegistrationOptions, "log"> } | null {
   const gateway = stringFlag(args, "register");
   if (gateway === undefined) {
-    for (const f of ["registration-token", "node-name", "advertise-url", "dcgm-url"]) if (stringFlag(args, f) !== undefined) throw new UsageError(`--${f} needs --register URL`);
+    for (const f of ["registration-token", "node-name", "advertise-url", "dcgm-url"])
+      if (stringFlag(args, f) !== undefined) throw new UsageError(`--${f} needs --register URL`);
     return null;
   }
   const gatewayUrl = httpUrl(gateway, "--register");

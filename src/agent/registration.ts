@@ -5,7 +5,7 @@
  * finds the node again). Failures retry with backoff and never stop the agent.
  */
 import { hostname } from "node:os";
-import { AGENT_REGISTRATION_PATH, agentRegistrationResponseSchema, type AgentRegistration } from "../protocol/agent-messages.ts";
+import { AGENT_REGISTRATION_PATH, type AgentRegistration, agentRegistrationResponseSchema } from "../protocol/agent-messages.ts";
 import type { Logger } from "../shared/logger.ts";
 
 const RETRY_MIN_MS = 1_000;
@@ -24,7 +24,11 @@ export interface RegistrationOptions {
 
 /** The node name an agent registers under by default: the host name, made a valid node name. */
 export function defaultNodeName(): string {
-  const name = hostname().toLowerCase().replace(/[^a-z0-9._-]+/g, "-").replace(/^[^a-z0-9]+/, "").slice(0, 63);
+  const name = hostname()
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, "-")
+    .replace(/^[^a-z0-9]+/, "")
+    .slice(0, 63);
   return name === "" ? "node" : name;
 }
 
@@ -40,7 +44,9 @@ function refusal(text: string): string {
 }
 
 /** One registration; the interval the gateway asks for, or the error. */
-async function registerOnce(opts: Pick<RegistrationOptions, "gatewayUrl" | "registrationToken" | "registration">): Promise<{ intervalMs: number } | { error: string }> {
+async function registerOnce(
+  opts: Pick<RegistrationOptions, "gatewayUrl" | "registrationToken" | "registration">,
+): Promise<{ intervalMs: number } | { error: string }> {
   const url = new URL(AGENT_REGISTRATION_PATH, opts.gatewayUrl).toString();
   try {
     const res = await fetch(url, {
@@ -72,14 +78,16 @@ export function startRegistration(opts: RegistrationOptions): { stop(): void } {
     if (stopped) return;
     let delay: number;
     if ("intervalMs" in r) {
-      if (failures > 0 || lastError === undefined) log.info({ gateway: opts.gatewayUrl, node: registration.node, url: registration.url }, "registered with the gateway");
+      if (failures > 0 || lastError === undefined)
+        log.info({ gateway: opts.gatewayUrl, node: registration.node, url: registration.url }, "registered with the gateway");
       failures = 0;
       lastError = "";
       delay = Math.min(r.intervalMs, opts.maxIntervalMs ?? Infinity);
     } else {
       failures++;
       // One warning per distinct error, not one per retry.
-      if (r.error !== lastError) log.warn({ gateway: opts.gatewayUrl, node: registration.node, err: r.error }, "registration with the gateway failed; retrying");
+      if (r.error !== lastError)
+        log.warn({ gateway: opts.gatewayUrl, node: registration.node, err: r.error }, "registration with the gateway failed; retrying");
       lastError = r.error;
       delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** (failures - 1));
     }

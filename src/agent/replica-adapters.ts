@@ -11,7 +11,6 @@ import { errorBodyMessage, LlmgwError } from "../shared/errors.ts";
 import { modelNameProblem, quotedName } from "../shared/model-name.ts";
 import type { DesiredReplica } from "./supervisor.ts";
 
-
 const adapterLoadSchema = z.strictObject({ path: z.string().min(1).max(4096) });
 
 /** How long the engine may take to load an adapter (a disk read; remote paths take longer). */
@@ -36,7 +35,12 @@ function withLora(replica: DesiredReplica | undefined, id: string): DesiredRepli
 async function engineCall(fetchFn: FetchFn, replica: DesiredReplica, path: string, body: unknown): Promise<{ status: number; text: string }> {
   const url = new URL(path, replica.probeUrl).toString();
   try {
-    const res = await fetchFn(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal: AbortSignal.timeout(ADAPTER_CALL_TIMEOUT_MS) });
+    const res = await fetchFn(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(ADAPTER_CALL_TIMEOUT_MS),
+    });
     return { status: res.status, text: await res.text() };
   } catch (err) {
     throw new LlmgwError("UPSTREAM_CONNECT_FAILED", `replica '${replica.id}': POST ${path}: ${err instanceof Error ? err.message : String(err)}`);
@@ -50,20 +54,37 @@ function outcomeOf(replica: DesiredReplica, op: "load" | "unload", name: string,
   if (op === "load" && r.status === 400 && /has already been loaded/.test(message)) return "unchanged";
   if (op === "unload" && r.status === 404 && /cannot be found/.test(message)) return "absent";
   // FastAPI's own 404: the engine has no such route (runtime LoRA updates off).
-  if (r.status === 404 && /"detail"/.test(r.text)) throw new LlmgwError("UPSTREAM_REJECTED", `replica '${replica.id}' does not take adapters at run time (its engine has no ${op} route)`);
+  if (r.status === 404 && /"detail"/.test(r.text))
+    throw new LlmgwError("UPSTREAM_REJECTED", `replica '${replica.id}' does not take adapters at run time (its engine has no ${op} route)`);
   if (r.status >= 400 && r.status < 500) throw new LlmgwError("UPSTREAM_REJECTED", `replica '${replica.id}' refused to ${op} adapter '${name}': ${message}`);
   throw new LlmgwError("UPSTREAM_ERROR", `replica '${replica.id}' failed to ${op} adapter '${name}': HTTP ${r.status}: ${message}`);
 }
 
-export async function loadAdapter(replica: DesiredReplica | undefined, id: string, name: string, body: unknown, fetchFn: FetchFn = (u, i) => fetch(u, i)): Promise<AdapterOutcome> {
+export async function loadAdapter(
+  replica: DesiredReplica | undefined,
+  id: string,
+  name: string,
+  body: unknown,
+  fetchFn: FetchFn = (u, i) => fetch(u, i),
+): Promise<AdapterOutcome> {
   checkName(name);
   const parsed = adapterLoadSchema.safeParse(body);
-  if (!parsed.success) throw new LlmgwError("VALIDATION_FAILED", `adapter: ${parsed.error.issues[0]?.path.join(".") || "(body)"}: ${parsed.error.issues[0]?.message ?? "invalid"}`, { param: "path" });
+  if (!parsed.success)
+    throw new LlmgwError(
+      "VALIDATION_FAILED",
+      `adapter: ${parsed.error.issues[0]?.path.join(".") || "(body)"}: ${parsed.error.issues[0]?.message ?? "invalid"}`,
+      { param: "path" },
+    );
   const r = withLora(replica, id);
   return outcomeOf(r, "load", name, await engineCall(fetchFn, r, "/v1/load_lora_adapter", { lora_name: name, lora_path: parsed.data.path }));
 }
 
-export async function unloadAdapter(replica: DesiredReplica | undefined, id: string, name: string, fetchFn: FetchFn = (u, i) => fetch(u, i)): Promise<AdapterOutcome> {
+export async function unloadAdapter(
+  replica: DesiredReplica | undefined,
+  id: string,
+  name: string,
+  fetchFn: FetchFn = (u, i) => fetch(u, i),
+): Promise<AdapterOutcome> {
   checkName(name);
   const r = withLora(replica, id);
   return outcomeOf(r, "unload", name, await engineCall(fetchFn, r, "/v1/unload_lora_adapter", { lora_name: name }));

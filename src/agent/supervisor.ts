@@ -12,14 +12,14 @@
 import { closeSync, mkdirSync } from "node:fs";
 import { logger } from "../shared/logger.ts";
 import type { LaunchPlan } from "./engine-adapters.ts";
-import { engineBinding, engineEnv, type EngineBinding } from "./engine-lifetime.ts";
+import { type EngineBinding, engineBinding, engineEnv } from "./engine-lifetime.ts";
 import { appendLine, capLogFile, DEFAULT_LOG_MAX_BYTES, DEFAULT_TAIL_BYTES, DEFAULT_TAIL_LINES, openLogForAppend, readTail } from "./log-file.ts";
 import { logFilePath, readPidFiles, removePidFile, writePidFile } from "./pid-files.ts";
 import { isAlive, readStat } from "./proc-info.ts";
 import { adoptionRefusal, groupMembers, signalGroup, waitGroupGone } from "./process-group.ts";
 import { httpProbe, type Probe } from "./readiness.ts";
-import { decideRestart, DEFAULT_RESTART_POLICY, readinessState, type ReplicaState, type RestartPolicy } from "./replica-state.ts";
 import type { ReplicaSpec } from "./replica-spec.ts";
+import { DEFAULT_RESTART_POLICY, decideRestart, type ReplicaState, type RestartPolicy, readinessState } from "./replica-state.ts";
 
 const DEFAULT_POLL_MS = 500;
 export const DEFAULT_STOP_GRACE_MS = 10_000;
@@ -133,7 +133,10 @@ export class Supervisor {
   private serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.locks.get(id) ?? Promise.resolve();
     const next = prev.then(fn, fn);
-    this.locks.set(id, next.catch(() => {}));
+    this.locks.set(
+      id,
+      next.catch(() => {}),
+    );
     return next;
   }
 
@@ -187,7 +190,16 @@ export class Supervisor {
     for (const rec of records) {
       if (this.entries.has(rec.id)) continue;
       const reason = adoptionRefusal(rec);
-      const entry = this.newEntry({ id: rec.id, spec: rec.spec, fingerprint: rec.fingerprint, port: rec.port, endpoint: rec.endpoint, probeUrl: rec.probeUrl, plan: { argv: rec.argv, env: rec.env }, ...(rec.kvEvents ? { kvEvents: rec.kvEvents } : {}) });
+      const entry = this.newEntry({
+        id: rec.id,
+        spec: rec.spec,
+        fingerprint: rec.fingerprint,
+        port: rec.port,
+        endpoint: rec.endpoint,
+        probeUrl: rec.probeUrl,
+        plan: { argv: rec.argv, env: rec.env },
+        ...(rec.kvEvents ? { kvEvents: rec.kvEvents } : {}),
+      });
       entry.restarts = rec.restarts;
       entry.startedAtMs = rec.startedAtMs;
       this.entries.set(rec.id, entry);
@@ -217,8 +229,24 @@ export class Supervisor {
 
   private newEntry(d: DesiredReplica): Entry {
     return {
-      desired: d, state: "Starting", pid: null, pgid: null, startTime: null, startedAtMs: Date.now(), child: null, adopted: false,
-      restarts: 0, exitCode: null, exitSignal: null, message: null, nextRestartAt: null, logTail: null, generation: 0, poll: null, restartTimer: null, probing: false,
+      desired: d,
+      state: "Starting",
+      pid: null,
+      pgid: null,
+      startTime: null,
+      startedAtMs: Date.now(),
+      child: null,
+      adopted: false,
+      restarts: 0,
+      exitCode: null,
+      exitSignal: null,
+      message: null,
+      nextRestartAt: null,
+      logTail: null,
+      generation: 0,
+      poll: null,
+      restartTimer: null,
+      probing: false,
     };
   }
 
@@ -229,12 +257,27 @@ export class Supervisor {
   private launch(e: Entry, freshLog: boolean): void {
     const gen = ++e.generation;
     const { argv, env } = e.desired.plan;
-    Object.assign(e, { state: "Starting", exitCode: null, exitSignal: null, message: null, nextRestartAt: null, logTail: null, adopted: false, startedAtMs: Date.now() });
+    Object.assign(e, {
+      state: "Starting",
+      exitCode: null,
+      exitSignal: null,
+      message: null,
+      nextRestartAt: null,
+      logTail: null,
+      adopted: false,
+      startedAtMs: Date.now(),
+    });
     let proc: Bun.Subprocess;
     const fd = openLogForAppend(this.logPath(e), freshLog);
     try {
       appendLine(this.logPath(e), `[llmgw agent] starting (restart ${e.restarts}): ${argv.join(" ")}`);
-      proc = Bun.spawn([...this.binding.prefix, ...argv], { env: engineEnv(process.env, this.binding, env), stdin: "ignore", stdout: fd, stderr: fd, detached: true });
+      proc = Bun.spawn([...this.binding.prefix, ...argv], {
+        env: engineEnv(process.env, this.binding, env),
+        stdin: "ignore",
+        stdout: fd,
+        stderr: fd,
+        detached: true,
+      });
     } catch (err) {
       this.afterExit(e, gen, null, null, `spawn failed: ${err instanceof Error ? err.message : String(err)}`, false);
       return;
@@ -243,8 +286,20 @@ export class Supervisor {
     }
     Object.assign(e, { child: proc, pid: proc.pid, pgid: proc.pid, startTime: readStat(proc.pid)?.startTime ?? null });
     writePidFile(this.opts.stateDir, {
-      version: 1, id: e.desired.id, pid: proc.pid, pgid: proc.pid, startTime: e.startTime, argv, env, spec: e.desired.spec, fingerprint: e.desired.fingerprint,
-      port: e.desired.port, endpoint: e.desired.endpoint, probeUrl: e.desired.probeUrl, startedAtMs: e.startedAtMs, restarts: e.restarts,
+      version: 1,
+      id: e.desired.id,
+      pid: proc.pid,
+      pgid: proc.pid,
+      startTime: e.startTime,
+      argv,
+      env,
+      spec: e.desired.spec,
+      fingerprint: e.desired.fingerprint,
+      port: e.desired.port,
+      endpoint: e.desired.endpoint,
+      probeUrl: e.desired.probeUrl,
+      startedAtMs: e.startedAtMs,
+      restarts: e.restarts,
       ...(e.desired.kvEvents ? { kvEvents: e.desired.kvEvents } : {}),
     });
     logger().info({ replica: e.desired.id, pid: proc.pid, argv }, "engine started");
@@ -337,8 +392,19 @@ export class Supervisor {
   private view(e: Entry): ReplicaStatus {
     const d = e.desired;
     return {
-      id: d.id, engine: d.spec.engine, model: d.spec.model, gpus: [...d.spec.gpus], port: d.port, endpoint: d.endpoint, state: e.state, pid: e.pid,
-      restarts: e.restarts, adopted: e.adopted, exitCode: e.exitCode, exitSignal: e.exitSignal, message: e.message,
+      id: d.id,
+      engine: d.spec.engine,
+      model: d.spec.model,
+      gpus: [...d.spec.gpus],
+      port: d.port,
+      endpoint: d.endpoint,
+      state: e.state,
+      pid: e.pid,
+      restarts: e.restarts,
+      adopted: e.adopted,
+      exitCode: e.exitCode,
+      exitSignal: e.exitSignal,
+      message: e.message,
       nextRestartInMs: e.nextRestartAt === null ? null : Math.max(0, e.nextRestartAt - Date.now()),
       logTail: e.state === "Failed" ? e.logTail : null,
       kvEvents: d.kvEvents ?? null,

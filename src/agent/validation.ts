@@ -5,13 +5,13 @@
  * rule said no.
  */
 import { LlmgwError } from "../shared/errors.ts";
-import { modelNameProblem, quotedName } from "../shared/model-name.ts";
-import type { Fabric, FabricPort } from "./fabric.ts";
-import { OWNED_FLAGS } from "./engine-adapters.ts";
 import { computeCapabilityAtLeast } from "../shared/gpu-class.ts";
+import { modelNameProblem, quotedName } from "../shared/model-name.ts";
+import { OWNED_FLAGS } from "./engine-adapters.ts";
+import type { Fabric, FabricPort } from "./fabric.ts";
 import { BLOCKING_HEALTH_REASONS, type GpuView } from "./gpu-health.ts";
 import type { ResolvedFabric } from "./nccl-env.ts";
-import { worldSize, type ReplicaSpec } from "./replica-spec.ts";
+import { type ReplicaSpec, worldSize } from "./replica-spec.ts";
 
 type ValidationRule =
   | "gpus-required"
@@ -100,7 +100,11 @@ function validateLayout(spec: ReplicaSpec, chosen: readonly GpuView[]): void {
     const weak = chosen.filter((g) => !computeCapabilityAtLeast(g.computeCapability ?? undefined, 8, 9));
     if (weak.length > 0) {
       const detail = weak.map((g) => `${g.index} (${g.computeCapability ?? "unknown"})`).join(", ");
-      refuse("fp8-compute-capability", `quantization '${spec.quantization}' needs compute capability ≥ 8.9; GPU ${detail} is below (refused rather than a silent fallback)`, "quantization");
+      refuse(
+        "fp8-compute-capability",
+        `quantization '${spec.quantization}' needs compute capability ≥ 8.9; GPU ${detail} is below (refused rather than a silent fallback)`,
+        "quantization",
+      );
     }
   }
   if (spec.startupMs !== undefined && spec.engine !== "sim") refuse("engine-option", "startupMs applies to the sim-engine only", "startupMs");
@@ -140,12 +144,18 @@ function validateEngineInputs(spec: ReplicaSpec): void {
   checkArgValue("engine-option", "quantization", spec.quantization);
   checkArgValue("multi-node", "multiNode.masterAddr", spec.multiNode?.masterAddr);
   const first = spec.extraArgs[0];
-  if (first !== undefined && flagName(first) === null) refuse("engine-args", `extraArgs[0] '${first}' is not a flag (extraArgs are flags and their values)`, "extraArgs");
+  if (first !== undefined && flagName(first) === null)
+    refuse("engine-args", `extraArgs[0] '${first}' is not a flag (extraArgs are flags and their values)`, "extraArgs");
   spec.extraArgs.forEach((arg, i) => {
     if (CONTROL_CHAR.test(arg)) refuse("engine-args", `extraArgs[${i}] contains a control character`, "extraArgs");
     const flag = flagName(arg);
     const hit = flag === null ? undefined : ownedFlagHit(flag, OWNED_FLAGS[spec.engine]);
-    if (hit) refuse("engine-args", `extraArgs[${i}] '${arg}' sets ${hit}, which the agent sets from the spec (host, port, model and GPU layout are the agent's)`, "extraArgs");
+    if (hit)
+      refuse(
+        "engine-args",
+        `extraArgs[${i}] '${arg}' sets ${hit}, which the agent sets from the spec (host, port, model and GPU layout are the agent's)`,
+        "extraArgs",
+      );
   });
   for (const key of Object.keys(spec.env)) {
     if (OWNED_ENV.includes(key) || key.startsWith("LLMGW_")) refuse("engine-env", `env ${key} is set by the agent (GPU assignment, parent binding)`, "env");
@@ -158,7 +168,8 @@ function validateEngineInputs(spec: ReplicaSpec): void {
       const hit = flag === null ? undefined : ownedFlagHit(flag, LORA_FLAGS);
       if (hit) refuse("engine-args", `extraArgs[${i}] '${arg}' sets ${hit}, which the agent sets from lora`, "extraArgs");
     });
-    if (spec.lora.maxCpuLoras !== undefined && spec.lora.maxCpuLoras < spec.lora.maxLoras) refuse("engine-option", `lora.maxCpuLoras (${spec.lora.maxCpuLoras}) must be at least lora.maxLoras (${spec.lora.maxLoras})`, "lora");
+    if (spec.lora.maxCpuLoras !== undefined && spec.lora.maxCpuLoras < spec.lora.maxLoras)
+      refuse("engine-option", `lora.maxCpuLoras (${spec.lora.maxCpuLoras}) must be at least lora.maxLoras (${spec.lora.maxLoras})`, "lora");
   }
 }
 
@@ -170,7 +181,8 @@ function resolveFabric(spec: ReplicaSpec, fabric: Fabric): ResolvedFabric | null
   const ports: { adapter: string; port: FabricPort }[] = [];
   for (const name of spec.fabric.adapters) {
     const adapter = fabric.adapters.find((a) => a.name === name);
-    if (!adapter) refuse("fabric-adapter", `adapter '${name}' is not on this node (have: ${fabric.adapters.map((a) => a.name).join(", ") || "none"})`, "fabric.adapters");
+    if (!adapter)
+      refuse("fabric-adapter", `adapter '${name}' is not on this node (have: ${fabric.adapters.map((a) => a.name).join(", ") || "none"})`, "fabric.adapters");
     const active = adapter.ports.filter((p) => p.active && p.transport !== "other");
     if (active.length === 0) refuse("fabric-adapter", `adapter '${name}' has no ACTIVE InfiniBand or RoCE port`, "fabric.adapters");
     for (const p of active) ports.push({ adapter: name, port: p });

@@ -18,11 +18,11 @@
  * them, which the net ratio with admission off shows in the same run.
  */
 import { boolFlag, numberFlag } from "../shared/flags.ts";
-import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
-import type { BenchScenario } from "./scenario.ts";
-import { startClosedLoopLoad, type ClosedLoopLoadCounts } from "./closed-loop-load.ts";
+import { type LlmgwChild, spawnLlmgw, writeGatewayConfig } from "../shared/llmgw-child.ts";
+import { type ClosedLoopLoadCounts, startClosedLoopLoad } from "./closed-loop-load.ts";
 import { formatTable, quantile } from "./report.ts";
 import { RunQueueWatch } from "./run-queue-wait.ts";
+import type { BenchScenario } from "./scenario.ts";
 import { timedStream } from "./stream-client.ts";
 
 const MODEL = "bench-model";
@@ -95,17 +95,35 @@ const net = (ms: number, waitMs: number) => (Number.isNaN(waitMs) ? ms : Math.ma
 function summarize(samples: ProbeSample[]): LatencySummary {
   const ok = samples.filter((s) => s.ok);
   return {
-    ttft_p50_ms: quantile(ok.map((s) => s.ttft), 0.5),
-    ttft_p99_ms: quantile(ok.map((s) => s.ttft), 0.99),
-    total_p50_ms: quantile(ok.map((s) => s.total), 0.5),
-    total_p99_ms: quantile(ok.map((s) => s.total), 0.99),
+    ttft_p50_ms: quantile(
+      ok.map((s) => s.ttft),
+      0.5,
+    ),
+    ttft_p99_ms: quantile(
+      ok.map((s) => s.ttft),
+      0.99,
+    ),
+    total_p50_ms: quantile(
+      ok.map((s) => s.total),
+      0.5,
+    ),
+    total_p99_ms: quantile(
+      ok.map((s) => s.total),
+      0.99,
+    ),
     errors: samples.length - ok.length,
     slowest: [...ok]
       .sort((a, b) => b.ttft - a.ttft)
       .slice(0, 3)
       .map((p) => ({ ttft_ms: p.ttft, block: p.block, at_ms: Math.round(p.at), cpu_wait_ms: Number.isNaN(p.ttftWaitMs) ? null : Math.round(p.ttftWaitMs) })),
-    ttft_p99_net_ms: quantile(ok.map((s) => net(s.ttft, s.ttftWaitMs)), 0.99),
-    total_p99_net_ms: quantile(ok.map((s) => net(s.total, s.totalWaitMs)), 0.99),
+    ttft_p99_net_ms: quantile(
+      ok.map((s) => net(s.ttft, s.ttftWaitMs)),
+      0.99,
+    ),
+    total_p99_net_ms: quantile(
+      ok.map((s) => net(s.total, s.totalWaitMs)),
+      0.99,
+    ),
   };
 }
 
@@ -122,7 +140,8 @@ async function generatedTokens(sims: readonly LlmgwChild[]): Promise<number> {
 
 const PROBE_TOKENS = 4;
 
-const body = (maxTokens: number, content: string) => JSON.stringify({ model: MODEL, stream: true, max_tokens: maxTokens, messages: [{ role: "user", content }] });
+const body = (maxTokens: number, content: string) =>
+  JSON.stringify({ model: MODEL, stream: true, max_tokens: maxTokens, messages: [{ role: "user", content }] });
 
 /** `ttftWaitMs`, `totalWaitMs`: the longest a process on the probe's path waited for a CPU until its first token, until its end (NaN: unknown). */
 type ProbeSample = { ttft: number; total: number; ok: boolean; block: string; at: number; ttftWaitMs: number; totalWaitMs: number };
@@ -220,9 +239,24 @@ export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<Ad
     const sims: LlmgwChild[] = [];
     for (let i = 0; i < 3; i++) {
       const sim = await spawnLlmgw([
-        "sim-engine", "--port", "0", "--model", MODEL, "--max-num-seqs", String(opts.maxNumSeqs),
+        "sim-engine",
+        "--port",
+        "0",
+        "--model",
+        MODEL,
+        "--max-num-seqs",
+        String(opts.maxNumSeqs),
         // --output-len 32: bronze asks for 60 tokens and ends at 32, as this bench was sized (answers' natural length is otherwise drawn per prompt).
-        "--itl-ms", "20", "--prefill-overhead-ms", "250", "--batch-slowdown", "0", "--jitter", "0", "--output-len", "32",
+        "--itl-ms",
+        "20",
+        "--prefill-overhead-ms",
+        "250",
+        "--batch-slowdown",
+        "0",
+        "--jitter",
+        "0",
+        "--output-len",
+        "32",
       ]);
       sims.push(sim);
       children.push(sim);
@@ -236,8 +270,11 @@ export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<Ad
       // Learn the batch capacity: platinum bursts larger than the pool make every engine queue
       // (twice, so a scrape that caught an engine mid-step is corrected).
       for (let round = 0; round < 2; round++) {
-        await Promise.all(Array.from({ length: opts.maxNumSeqs * 3 + 60 }, (_, i) =>
-          timedStream(`${api}/v1/chat/completions`, body(15, `warm-up ${i}`), { headers: { authorization: `Bearer ${PLATINUM_KEY}` } })));
+        await Promise.all(
+          Array.from({ length: opts.maxNumSeqs * 3 + 60 }, (_, i) =>
+            timedStream(`${api}/v1/chat/completions`, body(15, `warm-up ${i}`), { headers: { authorization: `Bearer ${PLATINUM_KEY}` } }),
+          ),
+        );
       }
       const learned = (await endpointsState(admin)).map((e) => e.capacity);
       // Sim i is endpoint sim-<i+1> (startGatewayFor); the gateway and this process come after them.
@@ -343,7 +380,14 @@ export const admissionScenario: BenchScenario = {
   name: "admission",
   summary: "platinum TTFT under bronze load, admission on and off",
   usage: USAGE,
-  options: { bronze: { type: "string" }, probes: { type: "string" }, "probe-clients": { type: "string" }, rounds: { type: "string" }, "max-num-seqs": { type: "string" }, "bronze-ceiling": { type: "string" } },
+  options: {
+    bronze: { type: "string" },
+    probes: { type: "string" },
+    "probe-clients": { type: "string" },
+    rounds: { type: "string" },
+    "max-num-seqs": { type: "string" },
+    "bronze-ceiling": { type: "string" },
+  },
   async run(args) {
     const json = boolFlag(args, "json");
     const r = await runAdmissionBench({
@@ -360,8 +404,16 @@ export const admissionScenario: BenchScenario = {
       console.log(JSON.stringify(r));
       return 0;
     }
-    const row = (name: string, s: LatencySummary, ratio: number | string, tRatio: number | string) =>
-      [name, s.ttft_p50_ms, s.ttft_p99_ms, s.total_p50_ms, s.total_p99_ms, ratio, tRatio, s.errors];
+    const row = (name: string, s: LatencySummary, ratio: number | string, tRatio: number | string) => [
+      name,
+      s.ttft_p50_ms,
+      s.ttft_p99_ms,
+      s.total_p50_ms,
+      s.total_p99_ms,
+      ratio,
+      tRatio,
+      s.errors,
+    ];
     console.log(
       formatTable({
         title: `llmgw bench admission — 3 sim-engines × ${r.max_num_seqs} slots, ${r.bronze_streams} bronze streams (ms; ratio = p99 / idle p99)`,
@@ -373,7 +425,8 @@ export const admissionScenario: BenchScenario = {
         ],
       }),
     );
-    const slow = (s: LatencySummary) => s.slowest.map((p) => `${p.ttft_ms.toFixed(0)} ms (${p.block}, ${p.at_ms} ms in, ${p.cpu_wait_ms ?? "?"} ms waiting for a CPU)`).join(", ");
+    const slow = (s: LatencySummary) =>
+      s.slowest.map((p) => `${p.ttft_ms.toFixed(0)} ms (${p.block}, ${p.at_ms} ms in, ${p.cpu_wait_ms ?? "?"} ms waiting for a CPU)`).join(", ");
     console.log(`\nslowest platinum probes: idle ${slow(r.idle)}; loaded ${slow(r.on)}`);
     console.log(
       `net of the time each probe's path waited for a CPU: ttft p99 idle ${r.idle.ttft_p99_net_ms.toFixed(1)}, loaded ${r.on.ttft_p99_net_ms.toFixed(1)} ms; ` +

@@ -14,7 +14,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
+import { type LlmgwChild, spawnLlmgw, writeGatewayConfig } from "../shared/llmgw-child.ts";
 import { cpuDelta, cpuSample } from "./proc-cpu.ts";
 import { quantile } from "./report.ts";
 import { timedStream } from "./stream-client.ts";
@@ -106,7 +106,8 @@ interface StallTotals {
 /** Stalls over 50 ms so far: count and total ms, all causes and the gateway's own. */
 async function stallTotals(admin: string): Promise<StallTotals> {
   const text = await (await fetch(`${admin}/metrics`)).text();
-  const read = (series: string, cause: string) => Number(new RegExp(`^llmgw_event_loop_stall_seconds_${series}\\{cause="${cause}"\\} (\\S+)$`, "m").exec(text)?.[1] ?? 0);
+  const read = (series: string, cause: string) =>
+    Number(new RegExp(`^llmgw_event_loop_stall_seconds_${series}\\{cause="${cause}"\\} (\\S+)$`, "m").exec(text)?.[1] ?? 0);
   const gatewayCount = read("count", "gateway");
   const gatewayMs = read("sum", "gateway") * 1000;
   return { count: gatewayCount + read("count", "cpu_wait"), ms: gatewayMs + read("sum", "cpu_wait") * 1000, gatewayCount, gatewayMs };
@@ -156,7 +157,14 @@ async function measure(api: string, admin: string, pid: number, tag: string, unt
     stalled_ms: after.ms - before.ms,
     gateway_stalls: after.gatewayCount - before.gatewayCount,
     gateway_stalled_ms: after.gatewayMs - before.gatewayMs,
-    ...(cpu ? { cpuMainMs: cpu.mainNs / 1e6, cpuTotalMs: cpu.totalNs / 1e6, cpu_main_ms_per_s: cpu.mainNs / 1e6 / seconds, cpu_total_ms_per_s: cpu.totalNs / 1e6 / seconds } : {}),
+    ...(cpu
+      ? {
+          cpuMainMs: cpu.mainNs / 1e6,
+          cpuTotalMs: cpu.totalNs / 1e6,
+          cpu_main_ms_per_s: cpu.mainNs / 1e6 / seconds,
+          cpu_total_ms_per_s: cpu.totalNs / 1e6 / seconds,
+        }
+      : {}),
   };
 }
 
@@ -184,7 +192,9 @@ function pooled(a: Measured, b: Measured): Measured {
     stalled_ms: a.stalled_ms + b.stalled_ms,
     gateway_stalls: a.gateway_stalls + b.gateway_stalls,
     gateway_stalled_ms: a.gateway_stalled_ms + b.gateway_stalled_ms,
-    ...(cpuMainMs !== undefined && cpuTotalMs !== undefined ? { cpuMainMs, cpuTotalMs, cpu_main_ms_per_s: cpuMainMs / seconds, cpu_total_ms_per_s: cpuTotalMs / seconds } : {}),
+    ...(cpuMainMs !== undefined && cpuTotalMs !== undefined
+      ? { cpuMainMs, cpuTotalMs, cpu_main_ms_per_s: cpuMainMs / seconds, cpu_total_ms_per_s: cpuTotalMs / seconds }
+      : {}),
   };
 }
 
@@ -192,7 +202,8 @@ function pooled(a: Measured, b: Measured): Measured {
 function embeddingsJsonl(lines: number, lineBytes: number): string {
   const words = "the quick brown fox jumps over a lazy dog while batch work fills idle accelerators ".repeat(Math.ceil(lineBytes / 80)).slice(0, lineBytes);
   const out: string[] = [];
-  for (let i = 0; i < lines; i++) out.push(`${JSON.stringify({ custom_id: `req-${i}`, method: "POST", url: "/v1/embeddings", body: { model: MODEL, input: `${i} ${words}` } })}\n`);
+  for (let i = 0; i < lines; i++)
+    out.push(`${JSON.stringify({ custom_id: `req-${i}`, method: "POST", url: "/v1/embeddings", body: { model: MODEL, input: `${i} ${words}` } })}\n`);
   return out.join("");
 }
 
@@ -230,7 +241,16 @@ export async function runEmbeddingsBatchBench(opts: EmbeddingsBatchOptions): Pro
       const end = performance.now() + opts.phaseMs;
       return measure(api, admin, pid, tag, () => performance.now() > end);
     };
-    await measure(api, admin, pid, "warm-up", ((end) => () => performance.now() > end)(performance.now() + 500));
+    await measure(
+      api,
+      admin,
+      pid,
+      "warm-up",
+      (
+        (end) => () =>
+          performance.now() > end
+      )(performance.now() + 500),
+    );
     log("idle window");
     const idleBefore = await idleWindow("idle");
 
@@ -256,7 +276,10 @@ export async function runEmbeddingsBatchBench(opts: EmbeddingsBatchOptions): Pro
     let polling = true;
     const poller = (async () => {
       while (polling) {
-        const b = (await (await fetch(`${api}/v1/batches/${created.id}`, { headers: auth(BATCH_KEY) })).json()) as { status: string; request_counts: { completed: number; failed: number } };
+        const b = (await (await fetch(`${api}/v1/batches/${created.id}`, { headers: auth(BATCH_KEY) })).json()) as {
+          status: string;
+          request_counts: { completed: number; failed: number };
+        };
         status = b.status;
         counts = b.request_counts;
         await Bun.sleep(200);
@@ -264,7 +287,13 @@ export async function runEmbeddingsBatchBench(opts: EmbeddingsBatchOptions): Pro
     })();
     const batchStart = performance.now();
     const batchEnd = batchStart + opts.maxBatchMs;
-    const during = await measure(api, admin, pid, "batch", () => ["completed", "failed", "cancelled", "expired"].includes(status) || performance.now() > batchEnd);
+    const during = await measure(
+      api,
+      admin,
+      pid,
+      "batch",
+      () => ["completed", "failed", "cancelled", "expired"].includes(status) || performance.now() > batchEnd,
+    );
     polling = false;
     await poller;
     const seconds = (performance.now() - batchStart) / 1000;
@@ -273,7 +302,8 @@ export async function runEmbeddingsBatchBench(opts: EmbeddingsBatchOptions): Pro
     const idle = pooled(idleBefore, idleAfter);
     const lines = counts.completed + counts.failed;
     // What the batch added to the gateway's CPU, per line: the window's CPU over what the same time idle would have cost.
-    const perLine = (ms: number | undefined, idleRate: number | undefined) => (ms !== undefined && idleRate !== undefined && lines > 0 ? (ms - idleRate * during.seconds) / lines : undefined);
+    const perLine = (ms: number | undefined, idleRate: number | undefined) =>
+      ms !== undefined && idleRate !== undefined && lines > 0 ? (ms - idleRate * during.seconds) / lines : undefined;
     const cpuMain = perLine(during.cpuMainMs, idle.cpu_main_ms_per_s);
     const cpuTotal = perLine(during.cpuTotalMs, idle.cpu_total_ms_per_s);
     return {

@@ -13,13 +13,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DEFAULT_RESULT_FLUSH_MS } from "../jobs/pending-results.ts";
 import { boolFlag, numberFlag, UsageError } from "../shared/flags.ts";
-import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
+import { type LlmgwChild, spawnLlmgw, writeGatewayConfig } from "../shared/llmgw-child.ts";
+import { type EmbeddingsBatchReport, runEmbeddingsBatchBench } from "./batch-embeddings-scenario.ts";
 import { formatTable, median, quantile } from "./report.ts";
 import type { BenchScenario } from "./scenario.ts";
 import { timedStream } from "./stream-client.ts";
-import { runEmbeddingsBatchBench, type EmbeddingsBatchReport } from "./batch-embeddings-scenario.ts";
-import { DEFAULT_RESULT_FLUSH_MS } from "../jobs/pending-results.ts";
 
 const MODEL = "bench-model";
 export const INTERACTIVE_KEY = "interactive-key-for-bench";
@@ -101,7 +101,13 @@ interface PhaseSamples {
 const newSamples = (): PhaseSamples => ({ ttfts: [], errors: 0, lines: 0, seconds: 0 });
 
 function summarize(p: PhaseSamples): PhaseReport {
-  return { ttft_p50_ms: quantile(p.ttfts, 0.5), ttft_p99_ms: quantile(p.ttfts, 0.99), probes: p.ttfts.length, errors: p.errors, batch_lines_per_s: p.lines / p.seconds };
+  return {
+    ttft_p50_ms: quantile(p.ttfts, 0.5),
+    ttft_p99_ms: quantile(p.ttfts, 0.99),
+    probes: p.ttfts.length,
+    errors: p.errors,
+    batch_lines_per_s: p.lines / p.seconds,
+  };
 }
 
 /** Interactive streaming probes from three sequential clients for `ms`, and the batch's lines over the same window, into `into`. */
@@ -183,7 +189,23 @@ export async function runBatchBench(opts: BatchBenchOptions): Promise<BatchBench
   const dataDir = mkdtempSync(join(tmpdir(), "llmgw-bench-batch-"));
   try {
     for (let i = 0; i < opts.engines; i++) {
-      const args = ["sim-engine", "--port", "0", "--model", MODEL, "--max-num-seqs", "64", "--itl-ms", "20", "--prefill-overhead-ms", "100", "--gpus", "1", "--dcgm-port", "0"];
+      const args = [
+        "sim-engine",
+        "--port",
+        "0",
+        "--model",
+        MODEL,
+        "--max-num-seqs",
+        "64",
+        "--itl-ms",
+        "20",
+        "--prefill-overhead-ms",
+        "100",
+        "--gpus",
+        "1",
+        "--dcgm-port",
+        "0",
+      ];
       children.push(await spawnLlmgw(args, { waitFor: 2 }));
     }
     const sims = [...children];
@@ -337,12 +359,32 @@ async function runEmbeddingsCase(args: Parameters<BenchScenario["run"]>[0], json
   console.log(
     formatTable({
       title: `llmgw bench batch --case embeddings — ${r.lines} lines of ${r.line_bytes} bytes; interactive TTFT (ms; ratio = p99 / idle p99; "excl." without the probes CPU waits delayed), event-loop stalls over 50 ms (the gateway's own, and waits for a CPU), gateway CPU (ms/s)`,
-      columns: ["window", "ttft p50", "ttft p99", "ratio", "p99 excl.", "ratio excl.", "probes", "errors", "own stalls", "cpu-wait stalls", "stalled ms", "cpu main", "cpu all", "seconds"],
+      columns: [
+        "window",
+        "ttft p50",
+        "ttft p99",
+        "ratio",
+        "p99 excl.",
+        "ratio excl.",
+        "probes",
+        "errors",
+        "own stalls",
+        "cpu-wait stalls",
+        "stalled ms",
+        "cpu main",
+        "cpu all",
+        "seconds",
+      ],
       rows: [row("idle (before + after)", r.idle, 1, 1), row("embeddings batch runs", r.batch, r.ratio, r.ratio_no_cpu_wait)],
     }),
   );
-  const perLine = r.batch.cpu_main_ms_per_line === undefined ? "" : `; gateway CPU per line ${r.batch.cpu_main_ms_per_line.toFixed(2)} ms on the main thread, ${r.batch.cpu_total_ms_per_line!.toFixed(2)} ms in all`;
-  console.log(`\nbatch ${r.batch.status}: ${r.batch.completed} completed, ${r.batch.failed} failed, ${r.batch.lines_per_s.toFixed(0)} lines/s; upload and create took ${r.batch.upload_s.toFixed(1)} s (${r.batch.upload_gateway_stalls} stalls of the gateway's own)${perLine}`);
+  const perLine =
+    r.batch.cpu_main_ms_per_line === undefined
+      ? ""
+      : `; gateway CPU per line ${r.batch.cpu_main_ms_per_line.toFixed(2)} ms on the main thread, ${r.batch.cpu_total_ms_per_line!.toFixed(2)} ms in all`;
+  console.log(
+    `\nbatch ${r.batch.status}: ${r.batch.completed} completed, ${r.batch.failed} failed, ${r.batch.lines_per_s.toFixed(0)} lines/s; upload and create took ${r.batch.upload_s.toFixed(1)} s (${r.batch.upload_gateway_stalls} stalls of the gateway's own)${perLine}`,
+  );
   return 0;
 }
 
@@ -350,7 +392,16 @@ export const batchScenario: BenchScenario = {
   name: "batch",
   summary: "interactive TTFT while batch work is shed under GPU saturation, and batch lines/s before, during, after",
   usage: USAGE,
-  options: { case: { type: "string" }, "line-bytes": { type: "string" }, engines: { type: "string" }, "phase-ms": { type: "string" }, rounds: { type: "string" }, lines: { type: "string" }, concurrency: { type: "string" }, "shed-clients": { type: "string" } },
+  options: {
+    case: { type: "string" },
+    "line-bytes": { type: "string" },
+    engines: { type: "string" },
+    "phase-ms": { type: "string" },
+    rounds: { type: "string" },
+    lines: { type: "string" },
+    concurrency: { type: "string" },
+    "shed-clients": { type: "string" },
+  },
   async run(args) {
     const json = boolFlag(args, "json");
     const which = args.values.case ?? "shed";
@@ -374,11 +425,20 @@ export const batchScenario: BenchScenario = {
       formatTable({
         title: `llmgw bench batch — ${r.engines} sim-engines, ${r.rounds} rounds, interactive TTFT (ms; ratio = p99 / idle p99) and batch lines/s`,
         columns: ["phase", "ttft p50", "ttft p99", "ratio", "probes", "errors", "batch lines/s"],
-        rows: [row("idle", r.idle, 1), row("before (batch runs)", r.before, r.ratio_before), row("during (saturated, shed)", r.during, r.ratio_during), row("after", r.after, r.after.ttft_p99_ms / r.idle.ttft_p99_ms)],
+        rows: [
+          row("idle", r.idle, 1),
+          row("before (batch runs)", r.before, r.ratio_before),
+          row("during (saturated, shed)", r.during, r.ratio_during),
+          row("after", r.after, r.after.ttft_p99_ms / r.idle.ttft_p99_ms),
+        ],
       }),
     );
-    console.log(`\nsaturation detected ${r.saturation_detected_ms.toFixed(0)} ms after the GPUs were pinned, cleared ${r.saturation_cleared_ms.toFixed(0)} ms after unpinning (medians)`);
-    console.log(`during saturation: ${r.during.shed_429s} batch-band requests answered 429 GPU_SATURATED, llmgw_gpu_shed_total +${r.during.shed_counter}; batch lines completed: ${r.batch_completed}`);
+    console.log(
+      `\nsaturation detected ${r.saturation_detected_ms.toFixed(0)} ms after the GPUs were pinned, cleared ${r.saturation_cleared_ms.toFixed(0)} ms after unpinning (medians)`,
+    );
+    console.log(
+      `during saturation: ${r.during.shed_429s} batch-band requests answered 429 GPU_SATURATED, llmgw_gpu_shed_total +${r.during.shed_counter}; batch lines completed: ${r.batch_completed}`,
+    );
     return 0;
   },
 };

@@ -12,7 +12,14 @@ import type { PublishedSweep } from "../sim/profiles/published-sweeps.ts";
 type Tuned = "bandwidthEfficiency" | "computeEfficiency" | "stepOverheadMs" | "perSeqOverheadMs" | "frontendLatencyMs" | "frontendServiceMs";
 
 /** First step of each constant; the steps shrink each round. */
-const STEPS: Record<Tuned, number> = { bandwidthEfficiency: 0.05, computeEfficiency: 0.05, stepOverheadMs: 0.3, perSeqOverheadMs: 0.01, frontendLatencyMs: 2, frontendServiceMs: 1 };
+const STEPS: Record<Tuned, number> = {
+  bandwidthEfficiency: 0.05,
+  computeEfficiency: 0.05,
+  stepOverheadMs: 0.3,
+  perSeqOverheadMs: 0.01,
+  frontendLatencyMs: 2,
+  frontendServiceMs: 1,
+};
 const ROUNDS = 6;
 const SHRINK = 0.6;
 

@@ -4,10 +4,11 @@
  * on the engine core with the sweep's profile, on a virtual clock, and each
  * published figure is printed beside the sim's with the relative error.
  */
-import { calibrateSweep, type CalibrationMetric, type SweepCalibration } from "../sim/calibration.ts";
+
+import { boolFlag, type ParsedArgs, stringFlag, UsageError } from "../shared/flags.ts";
+import { type CalibrationMetric, calibrateSweep, type SweepCalibration } from "../sim/calibration.ts";
 import { FITTED } from "../sim/profiles/efficiency.ts";
 import { PUBLISHED_SWEEPS } from "../sim/profiles/published-sweeps.ts";
-import { boolFlag, stringFlag, UsageError, type ParsedArgs } from "../shared/flags.ts";
 import { fitEfficiency } from "./calibrate-fit.ts";
 import { formatTable } from "./report.ts";
 import type { BenchScenario } from "./scenario.ts";
@@ -52,10 +53,18 @@ export function meetsTargets(c: SweepCalibration): boolean {
 function printSweep(c: SweepCalibration): void {
   const s = c.sweep;
   const rows = c.rows.map((r) => [r.concurrency, METRIC_NAMES[r.metric], r.published, r.sim, pct(r.relErr), r.harnessBound ? "client" : ""]);
-  console.log(formatTable({ title: `${s.title} — ${s.fitted ? "fitted" : "predicted (no constant fitted to it)"}; profile ${c.profile}; ${s.inputTokens} in / ${s.outputTokens} out`, columns: ["c", "metric", "published", "sim", "error", ""], rows }));
+  console.log(
+    formatTable({
+      title: `${s.title} — ${s.fitted ? "fitted" : "predicted (no constant fitted to it)"}; profile ${c.profile}; ${s.inputTokens} in / ${s.outputTokens} out`,
+      columns: ["c", "metric", "published", "sim", "error", ""],
+      rows,
+    }),
+  );
   console.log(`  source: ${s.source}`);
   if (s.lengthsNote) console.log(`  lengths: ${s.lengthsNote}`);
-  console.log(`  median |error| ${(c.medianAbsErr * 100).toFixed(1)} %, largest ${(c.maxAbsErr * 100).toFixed(1)} % — ${meetsTargets(c) ? "meets" : "misses"} its targets\n`);
+  console.log(
+    `  median |error| ${(c.medianAbsErr * 100).toFixed(1)} %, largest ${(c.maxAbsErr * 100).toFixed(1)} % — ${meetsTargets(c) ? "meets" : "misses"} its targets\n`,
+  );
 }
 
 export const calibrateScenario: BenchScenario = {
@@ -68,7 +77,11 @@ export const calibrateScenario: BenchScenario = {
     const sweeps = id === undefined ? PUBLISHED_SWEEPS : PUBLISHED_SWEEPS.filter((s) => s.id === id);
     if (sweeps.length === 0) throw new UsageError(`--sweep: unknown sweep '${id}' (expected one of ${PUBLISHED_SWEEPS.map((s) => s.id).join(", ")})`);
     if (boolFlag(args, "fit")) {
-      const fitted = fitEfficiency(sweeps.filter((s) => s.fitted), FITTED, (line) => console.error(line));
+      const fitted = fitEfficiency(
+        sweeps.filter((s) => s.fitted),
+        FITTED,
+        (line) => console.error(line),
+      );
       console.log(JSON.stringify(fitted, null, 2));
       return 0;
     }
@@ -90,7 +103,14 @@ export const calibrateScenario: BenchScenario = {
             median_abs_error: c.medianAbsErr,
             max_abs_error: c.maxAbsErr,
             meets_targets: meetsTargets(c),
-            points: c.rows.map((r) => ({ concurrency: r.concurrency, metric: r.metric, published: r.published, sim: r.sim, rel_error: r.relErr, ...(r.harnessBound ? { client_bound: r.harnessBound } : {}) })),
+            points: c.rows.map((r) => ({
+              concurrency: r.concurrency,
+              metric: r.metric,
+              published: r.published,
+              sim: r.sim,
+              rel_error: r.relErr,
+              ...(r.harnessBound ? { client_bound: r.harnessBound } : {}),
+            })),
           })),
         }),
       );

@@ -9,11 +9,11 @@
  * healthy replica remains — and how long the recovered segments took to
  * their first token.
  */
-import { parsePrometheusText, sumSamples, type Sample } from "../engines/prom-text.ts";
+import { parsePrometheusText, type Sample, sumSamples } from "../engines/prom-text.ts";
 import { boolFlag, numberFlag, stringFlag } from "../shared/flags.ts";
-import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
+import { type LlmgwChild, spawnLlmgw, writeGatewayConfig } from "../shared/llmgw-child.ts";
 import { transcriptOf } from "./answer-transcript.ts";
-import { longestGapMs, recordStream, type RecordedStream } from "./recorded-stream.ts";
+import { longestGapMs, type RecordedStream, recordStream } from "./recorded-stream.ts";
 import { formatTable, quantile } from "./report.ts";
 import type { BenchScenario } from "./scenario.ts";
 
@@ -61,12 +61,32 @@ export interface ChaosReport {
 
 function simArgs(o: ChaosOptions, itlMs: number, port = 0): string[] {
   const out = String(o.tokens * 4);
-  return ["sim-engine", "--port", String(port), "--model", MODEL, "--itl-ms", String(itlMs), "--output-len", out, "--max-num-seqs", "1024", "--batch-slowdown", "0", "--prefill-overhead-ms", "5"];
+  return [
+    "sim-engine",
+    "--port",
+    String(port),
+    "--model",
+    MODEL,
+    "--itl-ms",
+    String(itlMs),
+    "--output-len",
+    out,
+    "--max-num-seqs",
+    "1024",
+    "--batch-slowdown",
+    "0",
+    "--prefill-overhead-ms",
+    "5",
+  ];
 }
 
 function requestBody(i: number, tokens: number, stream: boolean): string {
   const messages = [{ role: "user", content: `chaos stream ${i}: tell a long story` }];
-  return JSON.stringify(stream ? { model: MODEL, messages, max_tokens: tokens, seed: i, stream: true, stream_options: { include_usage: true } } : { model: MODEL, messages, max_tokens: tokens, seed: i });
+  return JSON.stringify(
+    stream
+      ? { model: MODEL, messages, max_tokens: tokens, seed: i, stream: true, stream_options: { include_usage: true } }
+      : { model: MODEL, messages, max_tokens: tokens, seed: i },
+  );
 }
 
 /** The q-quantile of a Prometheus histogram summed over its series, interpolated inside the bucket (as histogram_quantile does). */
@@ -113,12 +133,16 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     children.push(...sims, reference);
     const urls = sims.map((s) => s.urls.api ?? s.url);
     const gw = await spawnLlmgw(
-      ["serve", "--config", writeGatewayConfig({
-        admission: { initial_capacity: 1024 },
-        health: { poll_interval_ms: 100 },
-        ...(o.budgetRatio === undefined ? {} : { retry: { budget_ratio: o.budgetRatio } }),
-        endpoints: urls.map((url, i) => ({ id: `sim-${i + 1}`, url, models: [MODEL] })),
-      })],
+      [
+        "serve",
+        "--config",
+        writeGatewayConfig({
+          admission: { initial_capacity: 1024 },
+          health: { poll_interval_ms: 100 },
+          ...(o.budgetRatio === undefined ? {} : { retry: { budget_ratio: o.budgetRatio } }),
+          endpoints: urls.map((url, i) => ({ id: `sim-${i + 1}`, url, models: [MODEL] })),
+        }),
+      ],
       { waitFor: 2 },
     );
     children.push(gw);
@@ -189,7 +213,9 @@ async function judge(o: ChaosOptions, results: readonly RecordedStream[], kills:
     Array.from({ length: 32 }, async () => {
       for (let i = next++; i < results.length; i = next++) {
         const r = results[i]!;
-        const want = (await (await fetch(referenceUrl, { method: "POST", headers: { "content-type": "application/json" }, body: requestBody(i, o.tokens, false) })).json()) as {
+        const want = (await (
+          await fetch(referenceUrl, { method: "POST", headers: { "content-type": "application/json" }, body: requestBody(i, o.tokens, false) })
+        ).json()) as {
           choices: { message: { content: string }; finish_reason: string }[];
           usage: { prompt_tokens: number; completion_tokens: number };
         };
@@ -227,7 +253,8 @@ function defectOf(r: RecordedStream, text: string, finish: string, usage: { prom
   if (t.finishes.length !== 1 || t.finishes[0] !== finish) return `finish reasons ${JSON.stringify(t.finishes)}`;
   if (t.text !== text) return `text differs after ${[...t.text].findIndex((c, i) => c !== [...text][i])} characters`;
   const u = t.usages[0] as { prompt_tokens?: number; completion_tokens?: number } | undefined;
-  if (t.usages.length !== 1 || u?.prompt_tokens !== usage.prompt_tokens || u?.completion_tokens !== usage.completion_tokens) return `usage ${JSON.stringify(t.usages)}`;
+  if (t.usages.length !== 1 || u?.prompt_tokens !== usage.prompt_tokens || u?.completion_tokens !== usage.completion_tokens)
+    return `usage ${JSON.stringify(t.usages)}`;
   return undefined;
 }
 
@@ -255,7 +282,16 @@ export const chaosScenario: BenchScenario = {
   name: "chaos",
   summary: "one of 2-3 sim-engines killed and restarted under streaming load: streams intact, recovered, failed",
   usage: USAGE,
-  options: { engines: { type: "string" }, streams: { type: "string" }, concurrency: { type: "string" }, tokens: { type: "string" }, "itl-ms": { type: "string" }, "kill-every-ms": { type: "string" }, "down-ms": { type: "string" }, "budget-ratio": { type: "string" } },
+  options: {
+    engines: { type: "string" },
+    streams: { type: "string" },
+    concurrency: { type: "string" },
+    tokens: { type: "string" },
+    "itl-ms": { type: "string" },
+    "kill-every-ms": { type: "string" },
+    "down-ms": { type: "string" },
+    "budget-ratio": { type: "string" },
+  },
   async run(args) {
     const o: ChaosOptions = {
       engines: numberFlag(args, "engines", 3, { min: 2, max: 3, integer: true }),
@@ -279,7 +315,12 @@ export const chaosScenario: BenchScenario = {
         ["streams failed", r.failed],
         ["recovered segment TTFT p50 / p99 (ms, gateway)", `${ms(r.recovered_ttft_ms.p50)} / ${ms(r.recovered_ttft_ms.p99)}`],
         ["longest gap in a cut stream p50 / p99 / max (ms, client)", `${ms(r.longest_gap_ms.p50)} / ${ms(r.longest_gap_ms.p99)} / ${ms(r.longest_gap_ms.max)}`],
-        ["breaks by result (gateway)", Object.entries(r.recovery_results).map(([k, v]) => `${k} ${v}`).join(", ") || "-"],
+        [
+          "breaks by result (gateway)",
+          Object.entries(r.recovery_results)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(", ") || "-",
+        ],
       ];
       console.log(formatTable({ title, columns: ["", "value"], rows }));
       for (const f of r.first_failures) console.log(`failed: ${f}`);

@@ -109,7 +109,12 @@ export function startCheckedLoad(o: CheckedLoadOptions): CheckedLoad {
   const loops = Array.from({ length: o.clients }, async (_, client) => {
     while (running) {
       // A new prompt each time: prefix caching must not make later requests cheaper than earlier ones.
-      const body = JSON.stringify({ model: o.model, stream: true, max_tokens: o.maxTokens, messages: [{ role: "user", content: `checked load client ${client} request ${seq++}` }] });
+      const body = JSON.stringify({
+        model: o.model,
+        stream: true,
+        max_tokens: o.maxTokens,
+        messages: [{ role: "user", content: `checked load client ${client} request ${seq++}` }],
+      });
       const r = await once(o, body);
       results.push(r);
       // A failing gateway answers at once: do not spin on it.

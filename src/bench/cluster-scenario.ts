@@ -14,9 +14,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { boolFlag, numberFlag } from "../shared/flags.ts";
 import type { ClusterStatus } from "../protocol/cluster-status.ts";
-import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
+import { boolFlag, numberFlag } from "../shared/flags.ts";
+import { type LlmgwChild, spawnLlmgw, writeGatewayConfig } from "../shared/llmgw-child.ts";
 import { startClosedLoopLoad } from "./closed-loop-load.ts";
 import { cpuDelta, cpuSample } from "./proc-cpu.ts";
 import { startRedisProcess } from "./redis-process.ts";
@@ -116,11 +116,18 @@ async function redisCommands(s: Setup): Promise<number> {
 /** One round of a setup: the same total concurrency split over its gateways, each gateway's CPU measured. */
 async function measure(s: Setup, o: ClusterBenchOptions): Promise<void> {
   const per = Math.ceil(o.clients / s.gws.length);
-  const body = JSON.stringify({ model: MODEL, stream: true, max_tokens: o.maxTokens, messages: [{ role: "user", content: "a question for the cluster bench" }] });
+  const body = JSON.stringify({
+    model: MODEL,
+    stream: true,
+    max_tokens: o.maxTokens,
+    messages: [{ role: "user", content: "a question for the cluster bench" }],
+  });
   const cpuBefore = s.gws.map((g) => cpuSample(g.proc.pid));
   const commandsBefore = await redisCommands(s);
   const started = performance.now();
-  const loads = s.gws.map((g) => startClosedLoopLoad({ url: `${g.urls.api}/v1/chat/completions`, clients: per, bodies: [body], headers: { authorization: `Bearer ${LOAD_KEY}` } }));
+  const loads = s.gws.map((g) =>
+    startClosedLoopLoad({ url: `${g.urls.api}/v1/chat/completions`, clients: per, bodies: [body], headers: { authorization: `Bearer ${LOAD_KEY}` } }),
+  );
   await Bun.sleep(o.holdMs);
   const counts = await Promise.all(loads.map((l) => l.stop()));
   s.loadedMs += performance.now() - started;
@@ -144,7 +151,11 @@ async function quotaError(gws: readonly LlmgwChild[], o: ClusterBenchOptions): P
     Array.from({ length: 12 }, async () => {
       while (Date.now() - started < o.quotaMs) {
         const gw = gws[next++ % gws.length]!;
-        const res = await fetch(`${gw.urls.api}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${QUOTA_KEY}` }, body });
+        const res = await fetch(`${gw.urls.api}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${QUOTA_KEY}` },
+          body,
+        });
         await res.arrayBuffer();
         if (res.status === 200) admitted++;
         else if (res.status === 429) {
@@ -165,14 +176,24 @@ export async function runClusterBench(o: ClusterBenchOptions): Promise<ClusterBe
   const children: LlmgwChild[] = [];
   const redis = await startRedisProcess();
   try {
-    const sims = await Promise.all([0, 1, 2].map(() => spawnLlmgw(["sim-engine", "--port", "0", "--model", MODEL, "--itl-ms", "5", "--prefill-overhead-ms", "1", "--max-num-seqs", "256"])));
+    const sims = await Promise.all(
+      [0, 1, 2].map(() => spawnLlmgw(["sim-engine", "--port", "0", "--model", MODEL, "--itl-ms", "5", "--prefill-overhead-ms", "1", "--max-num-seqs", "256"])),
+    );
     children.push(...sims);
     const base = {
       health: { poll_interval_ms: 100 },
       endpoints: sims.map((s, i) => ({ id: `sim-${i}`, url: s.urls.api })),
-      auth: { keys: [{ key: LOAD_KEY, tenant: "load" }, { key: QUOTA_KEY, tenant: "limited" }] },
+      auth: {
+        keys: [
+          { key: LOAD_KEY, tenant: "load" },
+          { key: QUOTA_KEY, tenant: "limited" },
+        ],
+      },
       // The load tenant has a quota too (far above what it uses): its requests take the shared-quota path.
-      tenants: [{ name: "load", requests_per_minute: 10_000_000, tokens_per_minute: 1_000_000_000 }, { name: "limited", requests_per_minute: o.quotaRpm }],
+      tenants: [
+        { name: "load", requests_per_minute: 10_000_000, tokens_per_minute: 1_000_000_000 },
+        { name: "limited", requests_per_minute: o.quotaRpm },
+      ],
     };
     const gateway = async (name: string, redisState: boolean) => {
       const config = { ...base, data_dir: join(dir, name), ...(redisState ? { state: { backend: "redis", redis_url: redis.url, gateway_id: name } } : {}) };
@@ -182,14 +203,34 @@ export async function runClusterBench(o: ClusterBenchOptions): Promise<ClusterBe
     };
     log("starting 1 + 3 + 3 gateways in front of 3 sim-engines");
     const setups: Setup[] = [];
-    for (const [name, n, shared] of [[SETUPS[0], 1, false], [SETUPS[1], 3, false], [SETUPS[2], 3, true]] as const) {
+    for (const [name, n, shared] of [
+      [SETUPS[0], 1, false],
+      [SETUPS[1], 3, false],
+      [SETUPS[2], 3, true],
+    ] as const) {
       const gws = await Promise.all(Array.from({ length: n }, (_, i) => gateway(`${shared ? "redis" : n === 1 ? "one" : "embedded"}-${i}`, shared)));
-      setups.push({ name, gws, requests: 0, errors: 0, cpuNs: gws.map(() => 0), served: gws.map(() => 0), commands: 0, idleCommandsPerMs: 0, idleRate: gws.map(() => 0), loadedMs: 0 });
+      setups.push({
+        name,
+        gws,
+        requests: 0,
+        errors: 0,
+        cpuNs: gws.map(() => 0),
+        served: gws.map(() => 0),
+        commands: 0,
+        idleCommandsPerMs: 0,
+        idleRate: gws.map(() => 0),
+        loadedMs: 0,
+      });
     }
     for (const s of setups) {
       for (const g of s.gws) {
         const deadline = Date.now() + 20_000;
-        while (!(await fetch(`${g.urls.admin}/readyz`).then((r) => r.ok, () => false))) {
+        while (
+          !(await fetch(`${g.urls.admin}/readyz`).then(
+            (r) => r.ok,
+            () => false,
+          ))
+        ) {
           if (Date.now() > deadline) throw new Error(`gateway ${g.urls.admin} not ready`);
           await Bun.sleep(50);
         }
@@ -198,7 +239,11 @@ export async function runClusterBench(o: ClusterBenchOptions): Promise<ClusterBe
     // One request through each gateway first: scripts loaded into Redis and the first quota allowance fetched are start-up, not the common path.
     const warm = JSON.stringify({ model: MODEL, max_tokens: 1, messages: [{ role: "user", content: "warm-up" }] });
     for (const g of setups.flatMap((s) => s.gws)) {
-      const res = await fetch(`${g.urls.api}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${LOAD_KEY}` }, body: warm });
+      const res = await fetch(`${g.urls.api}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${LOAD_KEY}` },
+        body: warm,
+      });
       await res.arrayBuffer();
       if (res.status !== 200) throw new Error(`warm-up request through ${g.urls.api}: HTTP ${res.status}`);
     }
@@ -299,7 +344,14 @@ export const clusterScenario: BenchScenario = {
   name: "cluster",
   summary: "1 vs 3 gateways, embedded vs sharing Redis: CPU per request, Redis commands per request, quota error",
   usage: USAGE,
-  options: { clients: { type: "string" }, "hold-ms": { type: "string" }, rounds: { type: "string" }, "max-tokens": { type: "string" }, "quota-ms": { type: "string" }, "quota-rpm": { type: "string" } },
+  options: {
+    clients: { type: "string" },
+    "hold-ms": { type: "string" },
+    rounds: { type: "string" },
+    "max-tokens": { type: "string" },
+    "quota-ms": { type: "string" },
+    "quota-rpm": { type: "string" },
+  },
   async run(args) {
     const json = boolFlag(args, "json");
     const r = await runClusterBench({
@@ -318,7 +370,18 @@ export const clusterScenario: BenchScenario = {
       console.log(
         formatTable({
           title: `llmgw bench cluster — 3 sim-engines, ${r.clients} streams per setup, ${r.rounds} interleaved rounds of ${r.hold_ms} ms`,
-          columns: ["setup", "requests", "errors", "CPU µs/request", "each gateway", "idle CPU ms/s", "marginal µs/request", "Redis commands/request", "raw", "idle Redis commands/s"],
+          columns: [
+            "setup",
+            "requests",
+            "errors",
+            "CPU µs/request",
+            "each gateway",
+            "idle CPU ms/s",
+            "marginal µs/request",
+            "Redis commands/request",
+            "raw",
+            "idle Redis commands/s",
+          ],
           rows: r.setups.map((s) => [
             s.setup,
             s.requests,
@@ -337,7 +400,9 @@ export const clusterScenario: BenchScenario = {
         `\ncoordination overhead, marginal CPU per request (3 Redis vs 3 embedded gateways): ${pct(r.coordination_overhead)} (target < 10 %); vs one gateway: ${pct(r.overhead_vs_one_gateway)}; raw (idle cost included): ${pct(r.raw_coordination_overhead)}`,
       );
       const q = r.quota;
-      console.log(`quota: ${q.admitted} admitted in ${q.window_ms} ms at ${q.rpm} rpm, the bucket allows ${q.allowed}: error ${pct(q.error)} (${q.refused} refused)`);
+      console.log(
+        `quota: ${q.admitted} admitted in ${q.window_ms} ms at ${q.rpm} rpm, the bucket allows ${q.allowed}: error ${pct(q.error)} (${q.refused} refused)`,
+      );
     }
     return r.setups.every((s) => s.errors === 0) ? 0 : 1;
   },

@@ -12,8 +12,8 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { timedStream } from "./stream-client.ts";
 import { childEnv } from "../shared/process-env.ts";
+import { timedStream } from "./stream-client.ts";
 
 export interface ConcurrentStreamsOptions {
   url: string;
@@ -44,10 +44,12 @@ async function run(o: ConcurrentStreamsOptions): Promise<ConcurrentStreamsSummar
   const summary: ConcurrentStreamsSummary = { ok: 0, errors: 0, eventCounts: {}, aborted: 0, firstErrors: [], peakOpen: 0 };
   let open = 0;
   const ramp = o.rampMs ?? 0;
-  await Promise.all(o.bodies.map(async (body, i) => {
-    if (ramp > 0) await Bun.sleep((ramp * i) / o.bodies.length);
-    await one(body);
-  }));
+  await Promise.all(
+    o.bodies.map(async (body, i) => {
+      if (ramp > 0) await Bun.sleep((ramp * i) / o.bodies.length);
+      await one(body);
+    }),
+  );
   return summary;
 
   async function one(body: string): Promise<void> {

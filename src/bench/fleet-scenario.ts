@@ -11,9 +11,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { boolFlag, numberFlag } from "../shared/flags.ts";
-import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
 import { SIM_H100, writeSimNvidiaSmi } from "../agent/sim-nvidia-smi.ts";
+import { boolFlag, numberFlag } from "../shared/flags.ts";
+import { type LlmgwChild, spawnLlmgw, writeGatewayConfig } from "../shared/llmgw-child.ts";
 import { startCheckedLoad } from "./checked-stream-load.ts";
 import { formatTable } from "./report.ts";
 import type { BenchScenario } from "./scenario.ts";
@@ -85,7 +85,13 @@ async function agentReplicas(agents: readonly LlmgwChild[]): Promise<number> {
 }
 
 /** Poll until `done` (checked every SAMPLE_MS), noting when each endpoint is first seen serving; returns the ms it took. */
-async function watch(admin: string, since: number, firstServing: Map<string, { node: string; at: number }>, done: (serving: EndpointRow[]) => Promise<boolean>, timeoutMs: number): Promise<number> {
+async function watch(
+  admin: string,
+  since: number,
+  firstServing: Map<string, { node: string; at: number }>,
+  done: (serving: EndpointRow[]) => Promise<boolean>,
+  timeoutMs: number,
+): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const serving = await servingEndpoints(admin);
@@ -113,7 +119,21 @@ export async function runFleetBench(o: FleetBenchOptions): Promise<FleetBenchRep
     const agents = await Promise.all(
       NODES.map((node, i) => {
         const nvidiaSmi = writeSimNvidiaSmi(join(dir, node, "bin"), { ...SIM_H100, count: o.gpusPerNode, uuidTag: `b${i}` });
-        const args = ["agent", "--listen", "127.0.0.1:0", "--token", AGENT_TOKEN, "--state-dir", join(dir, node, "state"), "--nvidia-smi", nvidiaSmi, "--sysfs-root", join(dir, node, "no-infiniband"), "--stop-grace-ms", "2000"];
+        const args = [
+          "agent",
+          "--listen",
+          "127.0.0.1:0",
+          "--token",
+          AGENT_TOKEN,
+          "--state-dir",
+          join(dir, node, "state"),
+          "--nvidia-smi",
+          nvidiaSmi,
+          "--sysfs-root",
+          join(dir, node, "no-infiniband"),
+          "--stop-grace-ms",
+          "2000",
+        ];
         return spawnLlmgw(args, { timeoutMs: 20_000 });
       }),
     );
@@ -221,7 +241,13 @@ export const fleetScenario: BenchScenario = {
   name: "fleet",
   summary: "a fleet model scaled 1 → 4 → 1 under streaming load: time to ready, requests per replica, errors",
   usage: USAGE,
-  options: { clients: { type: "string" }, "hold-ms": { type: "string" }, "startup-ms": { type: "string" }, "max-tokens": { type: "string" }, "gpus-per-node": { type: "string" } },
+  options: {
+    clients: { type: "string" },
+    "hold-ms": { type: "string" },
+    "startup-ms": { type: "string" },
+    "max-tokens": { type: "string" },
+    "gpus-per-node": { type: "string" },
+  },
   async run(args) {
     const json = boolFlag(args, "json");
     const r = await runFleetBench({

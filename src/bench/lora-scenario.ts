@@ -10,8 +10,8 @@
  * workload and policies through runLoraPolicy.
  */
 import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
-import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
-import { buildLoraWorkload, DEFAULT_LORA_WORKLOAD, loraSimArgs, simAdapterLoads, type LoraWorkload, type LoraWorkloadOptions } from "./lora-workload.ts";
+import { type LlmgwChild, spawnLlmgw, writeGatewayConfig } from "../shared/llmgw-child.ts";
+import { buildLoraWorkload, DEFAULT_LORA_WORKLOAD, type LoraWorkload, type LoraWorkloadOptions, loraSimArgs, simAdapterLoads } from "./lora-workload.ts";
 import { formatTable, quantile } from "./report.ts";
 import type { BenchScenario } from "./scenario.ts";
 import { timedStream } from "./stream-client.ts";
@@ -22,7 +22,13 @@ export type LoraPolicy = (typeof LORA_POLICIES)[number];
 /** The gateway's `scheduling:` block per policy (undefined: the default profile). */
 export const LORA_POLICY_SCHEDULING: Readonly<Record<LoraPolicy, Record<string, unknown> | undefined>> = {
   llmgw: undefined,
-  "load-only": { scorers: [{ name: "queue-depth", weight: 2 }, { name: "kv-cache", weight: 1 }, { name: "inflight", weight: 2 }] },
+  "load-only": {
+    scorers: [
+      { name: "queue-depth", weight: 2 },
+      { name: "kv-cache", weight: 1 },
+      { name: "inflight", weight: 2 },
+    ],
+  },
   random: { picker: "random", scorers: [] },
 };
 
@@ -75,7 +81,12 @@ interface Sample {
  * warm-up's are in flight or done); the measured requests' TTFT and the wall
  * ms from then to the last answer come back.
  */
-export async function driveLoraWorkload(api: string, w: LoraWorkload, timeScale: number, onMeasureStart: () => Promise<void> = async () => {}): Promise<{ samples: Sample[]; wallMs: number }> {
+export async function driveLoraWorkload(
+  api: string,
+  w: LoraWorkload,
+  timeScale: number,
+  onMeasureStart: () => Promise<void> = async () => {},
+): Promise<{ samples: Sample[]; wallMs: number }> {
   const t0 = performance.now();
   let measuredFrom = t0;
   let measuring = false;
@@ -124,7 +135,15 @@ async function waitReady(admin: string, n: number, timeoutMs: number): Promise<v
 export async function runLoraPolicy(w: LoraWorkload, policy: LoraPolicy, opts: Omit<LoraBenchOptions, "workload" | "policies">): Promise<LoraPolicyResult> {
   const children: LlmgwChild[] = [];
   try {
-    const simArgs = ["sim-engine", "--port", "0", ...loraSimArgs(w), "--time-scale", String(opts.timeScale), ...(opts.profile ? ["--profile", opts.profile] : [])];
+    const simArgs = [
+      "sim-engine",
+      "--port",
+      "0",
+      ...loraSimArgs(w),
+      "--time-scale",
+      String(opts.timeScale),
+      ...(opts.profile ? ["--profile", opts.profile] : []),
+    ];
     const sims = await Promise.all(Array.from({ length: opts.replicas }, () => spawnLlmgw(simArgs)));
     children.push(...sims);
     const scheduling = LORA_POLICY_SCHEDULING[policy];
@@ -167,8 +186,14 @@ export async function runLoraPolicy(w: LoraWorkload, policy: LoraPolicy, opts: O
       errors: samples.length - ok.length,
       adapter_loads: loads,
       loads_per_1000: (loads / samples.length) * 1000,
-      ttft_p50_ms: quantile(ok.map((s) => s.ttftMs * opts.timeScale), 0.5),
-      ttft_p90_ms: quantile(ok.map((s) => s.ttftMs * opts.timeScale), 0.9),
+      ttft_p50_ms: quantile(
+        ok.map((s) => s.ttftMs * opts.timeScale),
+        0.5,
+      ),
+      ttft_p90_ms: quantile(
+        ok.map((s) => s.ttftMs * opts.timeScale),
+        0.9,
+      ),
       output_tokens: tokens,
       output_tok_per_s: tokens / (simMs / 1000),
       duration_s: simMs / 1000,
@@ -197,7 +222,9 @@ export async function runLoraBench(opts: LoraBenchOptions): Promise<LoraBenchRep
     workload: { ...opts.workload },
     top_shares: { top1: share(1), top4: share(4), top16: share(16) },
     results,
-    ...(mine && random ? { loads_ratio_vs_random: random.loads_per_1000 / mine.loads_per_1000, ttft_p90_ratio_vs_random: mine.ttft_p90_ms / random.ttft_p90_ms } : {}),
+    ...(mine && random
+      ? { loads_ratio_vs_random: random.loads_per_1000 / mine.loads_per_1000, ttft_p90_ratio_vs_random: mine.ttft_p90_ms / random.ttft_p90_ms }
+      : {}),
   };
 }
 
@@ -227,8 +254,12 @@ flags:
 
 function policiesFlag(raw: string | undefined): LoraPolicy[] {
   if (raw === undefined) return [...LORA_POLICIES];
-  const list = raw.split(",").map((p) => p.trim()).filter((p) => p !== "");
-  for (const p of list) if (!(LORA_POLICIES as readonly string[]).includes(p)) throw new UsageError(`--policies: expected some of ${LORA_POLICIES.join(", ")}, got '${p}'`);
+  const list = raw
+    .split(",")
+    .map((p) => p.trim())
+    .filter((p) => p !== "");
+  for (const p of list)
+    if (!(LORA_POLICIES as readonly string[]).includes(p)) throw new UsageError(`--policies: expected some of ${LORA_POLICIES.join(", ")}, got '${p}'`);
   if (list.length === 0) throw new UsageError("--policies: expected at least one policy");
   return list as LoraPolicy[];
 }
@@ -284,7 +315,9 @@ export const loraScenario: BenchScenario = {
       }),
     );
     if (r.loads_ratio_vs_random !== undefined && r.ttft_p90_ratio_vs_random !== undefined) {
-      console.log(`\nllmgw vs random: ${r.loads_ratio_vs_random.toFixed(2)}× fewer adapter loads (target ≥ 3), TTFT p90 ${r.ttft_p90_ratio_vs_random.toFixed(2)}× random's (target ≤ 1)`);
+      console.log(
+        `\nllmgw vs random: ${r.loads_ratio_vs_random.toFixed(2)}× fewer adapter loads (target ≥ 3), TTFT p90 ${r.ttft_p90_ratio_vs_random.toFixed(2)}× random's (target ≤ 1)`,
+      );
     }
     return 0;
   },

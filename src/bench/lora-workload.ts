@@ -120,7 +120,12 @@ export function buildLoraWorkload(options: LoraWorkloadOptions): LoraWorkload {
     const adapter = names[pick()]!;
     const head = `Request ${i} for ${adapter}. `;
     const content = (head + filler.repeat(Math.ceil(options.promptChars / filler.length))).slice(0, options.promptChars);
-    requests.push({ atMs: t, warmup: i < options.warmup, adapter, body: JSON.stringify({ model: adapter, stream: true, max_tokens: options.maxTokens, messages: [{ role: "user", content }] }) });
+    requests.push({
+      atMs: t,
+      warmup: i < options.warmup,
+      adapter,
+      body: JSON.stringify({ model: adapter, stream: true, max_tokens: options.maxTokens, messages: [{ role: "user", content }] }),
+    });
   }
   return { options, adapters: names, requests, popularity };
 }
@@ -132,11 +137,15 @@ export function buildLoraWorkload(options: LoraWorkloadOptions): LoraWorkload {
  */
 export function loraSimArgs(w: LoraWorkload): string[] {
   return [
-    "--model", w.options.base,
+    "--model",
+    w.options.base,
     "--enable-lora",
-    "--max-loras", String(w.options.maxLoras),
-    "--max-cpu-loras", String(Math.max(w.options.maxLoras, w.adapters.length)),
-    "--lora-modules", ...w.adapters.map((a) => `${a}=/adapters/${a}`),
+    "--max-loras",
+    String(w.options.maxLoras),
+    "--max-cpu-loras",
+    String(Math.max(w.options.maxLoras, w.adapters.length)),
+    "--lora-modules",
+    ...w.adapters.map((a) => `${a}=/adapters/${a}`),
   ];
 }
 

@@ -14,9 +14,9 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
-import { spawnLlmgw, writeGatewayConfig, REPO_ROOT, type LlmgwChild } from "../shared/llmgw-child.ts";
-import { startNginx, type NginxProxy } from "./nginx-proxy.ts";
-import { comparePaths, type BenchPath, type PathResult } from "./path-compare.ts";
+import { type LlmgwChild, REPO_ROOT, spawnLlmgw, writeGatewayConfig } from "../shared/llmgw-child.ts";
+import { type NginxProxy, startNginx } from "./nginx-proxy.ts";
+import { type BenchPath, comparePaths, type PathResult } from "./path-compare.ts";
 import { formatTable } from "./report.ts";
 import type { BenchScenario } from "./scenario.ts";
 
@@ -28,7 +28,14 @@ const CASES = {
   c10: { concurrency: 10, prefillMs: 0, itlMs: 0, tokens: 8, longPrompt: false, what: "c=10, zero-latency engine" },
   c50: { concurrency: 50, prefillMs: 20, itlMs: 2, tokens: 8, longPrompt: false, what: "c=50, engine with 20 ms TTFT" },
   sat: { concurrency: 256, prefillMs: 0, itlMs: 0, tokens: 8, longPrompt: false, what: "saturation: c=256, zero-latency engine" },
-  kv: { concurrency: 10, prefillMs: 0, itlMs: 0, tokens: 8, longPrompt: true, what: "c=10, zero-latency engine, a shared ~2k-token system prompt and a question of each request's own" },
+  kv: {
+    concurrency: 10,
+    prefillMs: 0,
+    itlMs: 0,
+    tokens: 8,
+    longPrompt: true,
+    what: "c=10, zero-latency engine, a shared ~2k-token system prompt and a question of each request's own",
+  },
 } as const;
 
 /** The kv case's shared system prompt (~8,000 characters: ~2,000 tokens, 125 blocks of 16). */
@@ -86,7 +93,12 @@ async function startPaths(engines: number, say: (s: string) => void, baselineDir
   try {
     const kvConfig = JSON.stringify({ enable_kv_cache_events: true, publisher: "zmq", endpoint: "tcp://*:0", replay_endpoint: "tcp://*:0", topic: "kv" });
     for (let i = 0; i < engines; i++) {
-      children.push(await spawnLlmgw(["sim-engine", "--port", "0", "--model", MODEL, "--jitter", "0", "--max-num-seqs", "1024", "--batch-slowdown", "0", "--kv-events-config", kvConfig], { waitFor: 3 }));
+      children.push(
+        await spawnLlmgw(
+          ["sim-engine", "--port", "0", "--model", MODEL, "--jitter", "0", "--max-num-seqs", "1024", "--batch-slowdown", "0", "--kv-events-config", kvConfig],
+          { waitFor: 3 },
+        ),
+      );
     }
     const sims = [...children];
     const simUrls = sims.map((s) => s.urls.api ?? s.url);
@@ -101,7 +113,10 @@ async function startPaths(engines: number, say: (s: string) => void, baselineDir
     });
     children.push(gw);
     // The same engines, their KV-cache events followed: precise-prefix routes on them, prompts long enough are tokenized.
-    const kvEndpoints = sims.map((s, i) => ({ ...endpoints[i]!, kv_events: { endpoint: s.urls["kv-events"]!, replay_endpoint: s.urls["kv-replay"]!, topic: "kv" } }));
+    const kvEndpoints = sims.map((s, i) => ({
+      ...endpoints[i]!,
+      kv_events: { endpoint: s.urls["kv-events"]!, replay_endpoint: s.urls["kv-replay"]!, topic: "kv" },
+    }));
     const gwKv = await spawnLlmgw(["serve", "--config", writeGatewayConfig({ ...base, endpoints: kvEndpoints })], { waitFor: 2 });
     children.push(gwKv);
     const gwKeys = await spawnLlmgw(
@@ -129,7 +144,8 @@ async function startPaths(engines: number, say: (s: string) => void, baselineDir
     }
     for (let i = 0; i < 100; i++) {
       const text = await (await fetch(`${gwKv.urls.admin}/metrics`)).text();
-      if (text.split("\n").filter((l) => l.startsWith("llmgw_kv_events_stream_state{") && l.includes('state="live"') && l.endsWith(" 1")).length === engines) break;
+      if (text.split("\n").filter((l) => l.startsWith("llmgw_kv_events_stream_state{") && l.includes('state="live"') && l.endsWith(" 1")).length === engines)
+        break;
       await Bun.sleep(100);
     }
     nginx = await startNginx(simUrls);
@@ -185,9 +201,14 @@ function targets(name: CaseName, r: Record<string, PathResult>): [string, boolea
   }
   if ((name === "c10" || name === "c50") && gw.main_cpu_us_per_req !== null && bare.main_cpu_us_per_req !== null) {
     const ratio = gw.main_cpu_us_per_req / bare.main_cpu_us_per_req;
-    out.push([`${name} main-thread CPU/request ≤ 1.5 × bare`, ratio <= 1.5, `${gw.main_cpu_us_per_req.toFixed(0)} vs ${bare.main_cpu_us_per_req.toFixed(0)} µs (${ratio.toFixed(2)}×)`]);
+    out.push([
+      `${name} main-thread CPU/request ≤ 1.5 × bare`,
+      ratio <= 1.5,
+      `${gw.main_cpu_us_per_req.toFixed(0)} vs ${bare.main_cpu_us_per_req.toFixed(0)} µs (${ratio.toFixed(2)}×)`,
+    ]);
   }
-  if (gw.scheduler_messages_per_req !== null) out.push([`${name} scheduler messages per request = 0`, gw.scheduler_messages_per_req === 0, gw.scheduler_messages_per_req.toFixed(3)]);
+  if (gw.scheduler_messages_per_req !== null)
+    out.push([`${name} scheduler messages per request = 0`, gw.scheduler_messages_per_req === 0, gw.scheduler_messages_per_req.toFixed(3)]);
   return out;
 }
 
@@ -195,7 +216,14 @@ export const overheadScenario: BenchScenario = {
   name: "overhead",
   summary: "latency and CPU llmgw adds: direct vs nginx vs bare Bun vs llmgw, interleaved",
   usage: USAGE,
-  options: { cases: { type: "string" }, rounds: { type: "string" }, requests: { type: "string" }, engines: { type: "string" }, baseline: { type: "string" }, "cpu-prof": { type: "string" } },
+  options: {
+    cases: { type: "string" },
+    rounds: { type: "string" },
+    requests: { type: "string" },
+    engines: { type: "string" },
+    baseline: { type: "string" },
+    "cpu-prof": { type: "string" },
+  },
   async run(args) {
     const names = (stringFlag(args, "cases") ?? "c10,c50,sat,kv").split(",").map((s) => s.trim());
     for (const n of names) if (!(n in CASES)) throw new UsageError(`--cases: unknown case '${n}' (expected ${Object.keys(CASES).join(", ")})`);
@@ -218,11 +246,23 @@ export const overheadScenario: BenchScenario = {
         const c = CASES[name];
         await Promise.all(
           started.sims.map((s) =>
-            fetch(`${s.urls.api}/sim/config`, { method: "POST", body: JSON.stringify({ itl_ms: c.itlMs, prefill_overhead_ms: c.prefillMs, prefill_ms_per_token: 0 }) }),
+            fetch(`${s.urls.api}/sim/config`, {
+              method: "POST",
+              body: JSON.stringify({ itl_ms: c.itlMs, prefill_overhead_ms: c.prefillMs, prefill_ms_per_token: 0 }),
+            }),
           ),
         );
         const body = c.longPrompt
-          ? (i: number) => JSON.stringify({ model: MODEL, stream: true, max_tokens: c.tokens, messages: [{ role: "system", content: SHARED_SYSTEM }, { role: "user", content: `Where are the hinges? (${i})` }] })
+          ? (i: number) =>
+              JSON.stringify({
+                model: MODEL,
+                stream: true,
+                max_tokens: c.tokens,
+                messages: [
+                  { role: "system", content: SHARED_SYSTEM },
+                  { role: "user", content: `Where are the hinges? (${i})` },
+                ],
+              })
           : JSON.stringify({ model: MODEL, stream: true, max_tokens: c.tokens, messages: [{ role: "user", content: "Say something short." }] });
         say(`  ${c.what}…`);
         const r = await comparePaths(started.paths, { concurrency: c.concurrency, requestsPerRound: Math.max(requests, c.concurrency * 2), rounds, body });
@@ -249,7 +289,22 @@ function table(name: CaseName, r: Record<string, PathResult>): string {
   const f = (v: number | null) => (v === null ? "—" : v);
   return formatTable({
     title: `llmgw bench overhead — ${CASES[name].what} (ms; "added" = minus direct; "vs bare" = minus bare Bun; CPU in µs per request)`,
-    columns: ["path", "ttft p50", "ttft p99", "p50 added", "p99 added", "p50 vs bare", "p99 vs bare", "rps", "× direct", "× bare", "main CPU", "all CPU", "msgs/req", "errors"],
+    columns: [
+      "path",
+      "ttft p50",
+      "ttft p99",
+      "p50 added",
+      "p99 added",
+      "p50 vs bare",
+      "p99 vs bare",
+      "rps",
+      "× direct",
+      "× bare",
+      "main CPU",
+      "all CPU",
+      "msgs/req",
+      "errors",
+    ],
     rows: Object.entries(r).map(([path, s]) => [
       path,
       s.ttft_p50_ms,

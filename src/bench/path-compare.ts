@@ -7,9 +7,9 @@
  * spent per request (its main thread and in all), and for llmgw the messages
  * its main thread posted to the scheduler worker per request.
  */
-import { cpuDelta, cpuSample, type CpuSample } from "./proc-cpu.ts";
+import { type CpuSample, cpuDelta, cpuSample } from "./proc-cpu.ts";
 import { median, quantile } from "./report.ts";
-import { timedStream, type StreamTiming } from "./stream-client.ts";
+import { type StreamTiming, timedStream } from "./stream-client.ts";
 
 export interface BenchPath {
   name: string;
@@ -84,7 +84,9 @@ async function schedulerMessages(adminUrl: string): Promise<number> {
 }
 
 export async function comparePaths(paths: readonly BenchPath[], spec: CaseSpec): Promise<Record<string, PathResult>> {
-  const acc = new Map<string, Acc>(paths.map((p) => [p.name, { ttft: [], gaps: [], rps: [], errors: 0, requests: 0, cpu: { mainNs: 0, totalNs: 0 }, cpuMeasured: p.pid !== undefined }]));
+  const acc = new Map<string, Acc>(
+    paths.map((p) => [p.name, { ttft: [], gaps: [], rps: [], errors: 0, requests: 0, cpu: { mainNs: 0, totalNs: 0 }, cpuMeasured: p.pid !== undefined }]),
+  );
   // Warm-up: connection pools and JIT on every path.
   for (const p of paths) await round(p, { ...spec, requestsPerRound: Math.min(spec.concurrency, 50) * 2 });
   const messagesBefore = new Map<string, number>();

@@ -27,7 +27,10 @@ export async function startRedisProcess(): Promise<RedisProcess> {
   const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
   const port = probe.port;
   probe.stop(true);
-  const proc = Bun.spawn(diesWithParent([bin, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"]), { stdout: "ignore", stderr: "inherit" });
+  const proc = Bun.spawn(diesWithParent([bin, "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"]), {
+    stdout: "ignore",
+    stderr: "inherit",
+  });
   const deadline = Date.now() + 10_000;
   while (!(await redisAnswers(`redis://127.0.0.1:${port}`))) {
     if (Date.now() > deadline || proc.exitCode !== null) {

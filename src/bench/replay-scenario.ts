@@ -16,16 +16,16 @@ import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts
 import { DEFAULT_BLOCK_SIZE_TOKENS } from "../sim/config.ts";
 import { resolveProfile } from "../sim/profiles/catalog.ts";
 import { gitCommit } from "./git-commit.ts";
+import { MAX_CONFIG_FILE_BYTES, MAX_TRACE_FILE_BYTES, readInputFile } from "./input-file.ts";
+import { progressPrinter } from "./progress-line.ts";
 import { renderReplayHtml } from "./replay/html-report.ts";
-import { startOpenLoop, type OpenLoopProgress, type ScheduledRequest } from "./replay/open-loop-driver.ts";
+import { type OpenLoopProgress, type ScheduledRequest, startOpenLoop } from "./replay/open-loop-driver.ts";
 import { traceSegments } from "./replay/prompt-text.ts";
-import { formatReplayText, type EndpointReport, type ReplayReport } from "./replay/replay-report.ts";
+import { type EndpointReport, formatReplayText, type ReplayReport } from "./replay/replay-report.ts";
 import { summarize } from "./replay/summary.ts";
 import { timeline } from "./replay/timeline.ts";
-import { tracePrefixShare, traceWindow, type Trace, type WindowRequest } from "./replay/trace.ts";
-import { MAX_CONFIG_FILE_BYTES, MAX_TRACE_FILE_BYTES, readInputFile } from "./input-file.ts";
+import { type Trace, tracePrefixShare, traceWindow, type WindowRequest } from "./replay/trace.ts";
 import { loadTrace, SHIPPED_TRACES, tracePath } from "./replay/trace-files.ts";
-import { progressPrinter } from "./progress-line.ts";
 import type { BenchScenario } from "./scenario.ts";
 import { engineCounters, splitArgs, startSimFleet } from "./sim-fleet.ts";
 
@@ -97,18 +97,22 @@ function progressLine(p: OpenLoopProgress, total: number, runS: number): string 
 
 export async function runReplay(o: ReplayOptions): Promise<ReplayReport> {
   const window = traceWindow(o.trace, o.startS, o.durationS);
-  if (window.length === 0) throw new UsageError(`no requests in ${o.trace.name} between ${o.startS} s and ${o.startS + o.durationS} s (the trace spans ${(o.trace.spanMs / 1000).toFixed(0)} s)`);
+  if (window.length === 0)
+    throw new UsageError(
+      `no requests in ${o.trace.name} between ${o.startS} s and ${o.startS + o.durationS} s (the trace spans ${(o.trace.spanMs / 1000).toFixed(0)} s)`,
+    );
   const engineArgs = [...replayEngineDefaults(window), ...o.engineArgs];
   const gatewayConfig = o.gatewayConfigPath === undefined ? {} : readGatewayConfig(o.gatewayConfigPath);
   const requests = schedule(window, o.speedup);
   const fleet = await startSimFleet({ engines: o.engines, model: MODEL, engineArgs, gatewayConfig }).catch((err: unknown) => {
-    throw err instanceof UsageError && o.gatewayConfigPath !== undefined && err.message.startsWith("the gateway refused") ? new UsageError(`--gateway-config ${o.gatewayConfigPath}: ${err.message}`) : err;
+    throw err instanceof UsageError && o.gatewayConfigPath !== undefined && err.message.startsWith("the gateway refused")
+      ? new UsageError(`--gateway-config ${o.gatewayConfigPath}: ${err.message}`)
+      : err;
   });
   try {
     const runS = requests[requests.length - 1]!.atMs / 1000;
-    const load = startOpenLoop(
-      { url: `${fleet.gateway.api}/v1/completions`, model: MODEL, requests, drainMs: o.drainS * 1000 },
-      (p) => o.progress?.(progressLine(p, requests.length, runS), false),
+    const load = startOpenLoop({ url: `${fleet.gateway.api}/v1/completions`, model: MODEL, requests, drainMs: o.drainS * 1000 }, (p) =>
+      o.progress?.(progressLine(p, requests.length, runS), false),
     );
     const onSigint = () => load.stop();
     process.on("SIGINT", onSigint);
@@ -120,12 +124,26 @@ export async function runReplay(o: ReplayOptions): Promise<ReplayReport> {
     const counters = await Promise.all(fleet.engines.map(async (e) => ({ id: e.id, c: await engineCounters(e.url) })));
     const summary = summarize(result.records, result.itl, result.wallMs, o.slo, (id) => requests[id]!.maxTokens);
     // An engine the gateway sent nothing to is a row too (0 requests says something about routing).
-    const unused = fleet.engines.filter((e) => !summary.endpoints.some((x) => x.id === e.id)).map((e) => ({ id: e.id, requests: 0, errors: 0, prompt_tokens: 0, output_tokens: 0 }));
+    const unused = fleet.engines
+      .filter((e) => !summary.endpoints.some((x) => x.id === e.id))
+      .map((e) => ({ id: e.id, requests: 0, errors: 0, prompt_tokens: 0, output_tokens: 0 }));
     const endpoints: EndpointReport[] = [...summary.endpoints, ...unused].map((e) => {
       const c = counters.find((x) => x.id === e.id)?.c;
       if (!c) return e;
-      const hitRate = c.prefixCacheQueries !== undefined && c.prefixCacheQueries > 0 && c.prefixCacheHits !== undefined ? c.prefixCacheHits / c.prefixCacheQueries : undefined;
-      return { ...e, engine: { requests: c.requests, prompt_tokens: c.promptTokens, generation_tokens: c.generationTokens, prefix_cache_hit_tokens: c.prefixCacheHits, prefix_cache_hit_rate: hitRate } };
+      const hitRate =
+        c.prefixCacheQueries !== undefined && c.prefixCacheQueries > 0 && c.prefixCacheHits !== undefined
+          ? c.prefixCacheHits / c.prefixCacheQueries
+          : undefined;
+      return {
+        ...e,
+        engine: {
+          requests: c.requests,
+          prompt_tokens: c.promptTokens,
+          generation_tokens: c.generationTokens,
+          prefix_cache_hit_tokens: c.prefixCacheHits,
+          prefix_cache_hit_rate: hitRate,
+        },
+      };
     });
     return {
       scenario: "replay",
@@ -143,7 +161,10 @@ export async function runReplay(o: ReplayOptions): Promise<ReplayReport> {
         date: new Date().toISOString(),
         ...(commit === undefined ? {} : { commit }),
       },
-      load_process: { cpu_s: Math.round(result.cpuS * 100) / 100, cpu_share: result.wallMs > 0 ? Math.round((result.cpuS / (result.wallMs / 1000)) * 1000) / 1000 : NaN },
+      load_process: {
+        cpu_s: Math.round(result.cpuS * 100) / 100,
+        cpu_share: result.wallMs > 0 ? Math.round((result.cpuS / (result.wallMs / 1000)) * 1000) / 1000 : NaN,
+      },
       ...summary,
       endpoints,
       timeline: timeline(result.records, { speedup: o.speedup, startS: o.startS, durationS: Math.min(o.durationS, o.trace.spanMs / 1000 - o.startS) }),

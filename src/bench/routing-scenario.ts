@@ -9,21 +9,21 @@
  * against random.
  */
 import { resolve } from "node:path";
+import { parsePrometheusText } from "../engines/prom-text.ts";
 import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
-import { quantile } from "./report.ts";
+import { REPO_ROOT } from "../shared/llmgw-child.ts";
 import { gitCommit } from "./git-commit.ts";
-import { startOpenLoop, type OpenLoopResult } from "./replay/open-loop-driver.ts";
-import { endpointExtras, POLICY_DIR, routingPolicies, selectPolicies, templateListeners, type RoutingPolicy } from "./routing/policies.ts";
-import { formatRoutingText, ratios, targetVerdict, type PolicyReport, type RoutingReport, type RoutingRun } from "./routing/routing-report.ts";
+import { progressPrinter } from "./progress-line.ts";
+import { type OpenLoopResult, startOpenLoop } from "./replay/open-loop-driver.ts";
+import { quantile } from "./report.ts";
+import { endpointExtras, POLICY_DIR, type RoutingPolicy, routingPolicies, selectPolicies, templateListeners } from "./routing/policies.ts";
 import { PUBLISHED_SOURCE, PUBLISHED_SUMMARY } from "./routing/published-37-capacity.ts";
+import { formatRoutingText, type PolicyReport, type RoutingReport, type RoutingRun, ratios, targetVerdict } from "./routing/routing-report.ts";
 import { policyFigures } from "./routing/routing-summary.ts";
 import * as S from "./routing/scaling.ts";
 import { buildSchedule, type Stage, type WorkloadSchedule } from "./routing/shared-prefix-workload.ts";
-import { REPO_ROOT } from "../shared/llmgw-child.ts";
-import { progressPrinter } from "./progress-line.ts";
 import type { BenchScenario } from "./scenario.ts";
-import { engineCounters, splitArgs, startBenchGateway, startSimEngines, type SimEngine } from "./sim-fleet.ts";
-import { parsePrometheusText } from "../engines/prom-text.ts";
+import { engineCounters, type SimEngine, splitArgs, startBenchGateway, startSimEngines } from "./sim-fleet.ts";
 
 /** KV-cache events the gateway received from the engines during a policy's run (0: the engines published none, or nothing listened). */
 async function kvEventsReceived(admin: string): Promise<number> {
@@ -94,7 +94,9 @@ async function waitForListeners(e: SimEngine, names: readonly string[]): Promise
   while (names.some((n) => e.child.urls[n] === undefined)) {
     if (Date.now() > deadline) {
       const missing = names.filter((n) => e.child.urls[n] === undefined).map((n) => `{engine.${n}}`);
-      throw new UsageError(`the endpoint template names ${missing.join(", ")}, which engine ${e.id} did not announce within ${LISTENER_WAIT_MS} ms (it announced: ${Object.keys(e.child.urls).join(", ")})`);
+      throw new UsageError(
+        `the endpoint template names ${missing.join(", ")}, which engine ${e.id} did not announce within ${LISTENER_WAIT_MS} ms (it announced: ${Object.keys(e.child.urls).join(", ")})`,
+      );
     }
     await Bun.sleep(20);
   }
@@ -107,7 +109,13 @@ interface Interrupt {
   stopLoad?: () => void;
 }
 
-async function runPolicy(o: RoutingOptions, policy: RoutingPolicy, schedule: WorkloadSchedule, interrupt: Interrupt, onProgress: (line: string) => void): Promise<PolicyReport> {
+async function runPolicy(
+  o: RoutingOptions,
+  policy: RoutingPolicy,
+  schedule: WorkloadSchedule,
+  interrupt: Interrupt,
+  onProgress: (line: string) => void,
+): Promise<PolicyReport> {
   const t0 = performance.now();
   const engines = await startSimEngines(o.pods, MODEL, [...engineFlags(o), ...splitArgs(policy.engineArgs)]);
   try {
@@ -115,7 +123,9 @@ async function runPolicy(o: RoutingOptions, policy: RoutingPolicy, schedule: Wor
     await Promise.all(engines.map((e) => waitForListeners(e, listeners))).catch((err: unknown) => {
       throw err instanceof UsageError ? new UsageError(`policy ${policy.name} (${policy.source}): ${err.message}`) : err;
     });
-    const gateway = await startBenchGateway(engines, MODEL, mergeConfig(BASE_GATEWAY_CONFIG, policy.gateway), (e) => endpointExtras(policy.endpoint, e.child.urls)).catch((err: unknown) => {
+    const gateway = await startBenchGateway(engines, MODEL, mergeConfig(BASE_GATEWAY_CONFIG, policy.gateway), (e) =>
+      endpointExtras(policy.endpoint, e.child.urls),
+    ).catch((err: unknown) => {
       throw err instanceof UsageError ? new UsageError(`policy ${policy.name} (${policy.source}): ${err.message}`) : err;
     });
     let result: OpenLoopResult;
@@ -124,7 +134,9 @@ async function runPolicy(o: RoutingOptions, policy: RoutingPolicy, schedule: Wor
       const requests = schedule.requests.map((r) => ({ atMs: r.atMs / o.timeScale, segments: r.segments, maxTokens: r.maxTokens }));
       const lastS = schedule.endMs / 1000;
       const load = startOpenLoop({ url: `${gateway.api}/v1/completions`, model: MODEL, requests, drainMs: (o.drainS * 1000) / o.timeScale }, (p) =>
-        onProgress(`routing: ${policy.name}: ${((p.elapsedMs * o.timeScale) / 1000).toFixed(0)} of ${lastS.toFixed(0)} s  sent ${p.sent}/${requests.length}  done ${p.done}  in flight ${p.inFlight}  errors ${p.errors}`),
+        onProgress(
+          `routing: ${policy.name}: ${((p.elapsedMs * o.timeScale) / 1000).toFixed(0)} of ${lastS.toFixed(0)} s  sent ${p.sent}/${requests.length}  done ${p.done}  in flight ${p.inFlight}  errors ${p.errors}`,
+        ),
       );
       interrupt.stopLoad = () => load.stop();
       result = await load.done.finally(() => (interrupt.stopLoad = undefined));
@@ -160,7 +172,16 @@ async function runPolicy(o: RoutingOptions, policy: RoutingPolicy, schedule: Wor
 }
 
 export async function runRouting(o: RoutingOptions): Promise<RoutingReport> {
-  const schedule = buildSchedule({ groups: o.groups, perGroup: o.perGroup, systemLen: o.systemLen, questionLen: o.questionLen, outputLen: o.outputLen, ...(o.warmup ? { warmup: o.warmup } : {}), stages: o.stages, seed: o.seed });
+  const schedule = buildSchedule({
+    groups: o.groups,
+    perGroup: o.perGroup,
+    systemLen: o.systemLen,
+    questionLen: o.questionLen,
+    outputLen: o.outputLen,
+    ...(o.warmup ? { warmup: o.warmup } : {}),
+    stages: o.stages,
+    seed: o.seed,
+  });
   if (schedule.requests.length === 0) throw new UsageError("the stages send no request (rates × lengths too small)");
   const policies: PolicyReport[] = [];
   const interrupt: Interrupt = { stopped: false };
@@ -202,7 +223,17 @@ export async function runRouting(o: RoutingOptions): Promise<RoutingReport> {
   return {
     scenario: "routing",
     run,
-    shape: { run: S.cacheShape({ pods: o.pods, kvTokens: run.kv_tokens, groups: o.groups, systemLen: o.systemLen, questionLen: o.questionLen, outputLen: o.outputLen }), published: S.PUBLISHED_SHAPE },
+    shape: {
+      run: S.cacheShape({
+        pods: o.pods,
+        kvTokens: run.kv_tokens,
+        groups: o.groups,
+        systemLen: o.systemLen,
+        questionLen: o.questionLen,
+        outputLen: o.outputLen,
+      }),
+      published: S.PUBLISHED_SHAPE,
+    },
     policies,
     vs_random: vsRandom,
     target: targetVerdict(vsRandom),
@@ -211,20 +242,36 @@ export async function runRouting(o: RoutingOptions): Promise<RoutingReport> {
 }
 
 /** The flags that change the experiment's shape (the others change how it runs: seed, policies, clock, drain). */
-export const SHAPE_FLAGS = ["pods", "profile", "kv-tokens", "groups", "per-group", "system-len", "question-len", "output-len", "rates", "stage-s", "warmup-rate", "warmup-s", "engine-args"] as const;
+export const SHAPE_FLAGS = [
+  "pods",
+  "profile",
+  "kv-tokens",
+  "groups",
+  "per-group",
+  "system-len",
+  "question-len",
+  "output-len",
+  "rates",
+  "stage-s",
+  "warmup-rate",
+  "warmup-s",
+  "engine-args",
+] as const;
 
 /** A comma-separated list of positive numbers. */
 export function numberList(args: Parameters<typeof stringFlag>[0], name: string, fallback: readonly number[]): number[] {
   const raw = stringFlag(args, name);
   if (raw === undefined) return [...fallback];
   const values = raw.split(",").map((x) => Number(x.trim()));
-  if (values.length === 0 || values.some((v) => !Number.isFinite(v) || v <= 0)) throw new UsageError(`--${name}: expected positive numbers separated by commas, got '${raw}'`);
+  if (values.length === 0 || values.some((v) => !Number.isFinite(v) || v <= 0))
+    throw new UsageError(`--${name}: expected positive numbers separated by commas, got '${raw}'`);
   return values;
 }
 
 /** Stages from --rates and --stage-s: one length for every stage, or one per rate. */
 export function stagesFrom(rates: readonly number[], lengths: readonly number[]): Stage[] {
-  if (lengths.length !== 1 && lengths.length !== rates.length) throw new UsageError(`--stage-s: expected one length, or one per rate (${rates.length}), got ${lengths.length}`);
+  if (lengths.length !== 1 && lengths.length !== rates.length)
+    throw new UsageError(`--stage-s: expected one length, or one per rate (${rates.length}), got ${lengths.length}`);
   return rates.map((rate, i) => ({ rate, durationS: lengths.length === 1 ? lengths[0]! : lengths[i]! }));
 }
 
@@ -278,7 +325,8 @@ flags:
 
 export const routingScenario: BenchScenario = {
   name: "routing",
-  summary: "llm-d's 37-capacity routing experiment, scaled: random, round-robin, load, llmgw's default and every other policy, with the published rows beside them",
+  summary:
+    "llm-d's 37-capacity routing experiment, scaled: random, round-robin, load, llmgw's default and every other policy, with the published rows beside them",
   usage: USAGE,
   options: {
     pods: { type: "string" },
@@ -301,10 +349,17 @@ export const routingScenario: BenchScenario = {
     "engine-args": { type: "string" },
   },
   async run(args) {
-    const rates = numberList(args, "rates", S.DEFAULT_STAGES.map((s) => s.rate));
+    const rates = numberList(
+      args,
+      "rates",
+      S.DEFAULT_STAGES.map((s) => s.rate),
+    );
     const lengths = numberList(args, "stage-s", stringFlag(args, "rates") === undefined ? S.DEFAULT_STAGES.map((s) => s.durationS) : [DEFAULT_CUSTOM_STAGE_S]);
     const warmupS = numberFlag(args, "warmup-s", S.DEFAULT_WARMUP.durationS, { min: 0, max: 86_400 });
-    const wanted = (stringFlag(args, "policies") ?? "").split(",").map((x) => x.trim()).filter((x) => x !== "");
+    const wanted = (stringFlag(args, "policies") ?? "")
+      .split(",")
+      .map((x) => x.trim())
+      .filter((x) => x !== "");
     const o: RoutingOptions = {
       pods: numberFlag(args, "pods", S.DEFAULT_PODS, { min: 1, max: 64, integer: true }),
       profile: stringFlag(args, "profile") ?? S.DEFAULT_PROFILE,

@@ -25,7 +25,9 @@ export function runQueueMs(pid: number, tid: number = pid): number | undefined {
 /** The thread ids of process `pid` (its main thread alone where /proc cannot say). */
 export function threadsOf(pid: number): number[] {
   try {
-    return readdirSync(`/proc/${pid}/task`).map(Number).filter((tid) => Number.isInteger(tid));
+    return readdirSync(`/proc/${pid}/task`)
+      .map(Number)
+      .filter((tid) => Number.isInteger(tid));
   } catch {
     return [pid];
   }

@@ -9,7 +9,7 @@
  */
 import { readFileSync } from "node:fs";
 import { boolFlag, numberFlag } from "../shared/flags.ts";
-import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
+import { type LlmgwChild, spawnLlmgw, writeGatewayConfig } from "../shared/llmgw-child.ts";
 import { FD_RESERVE, FDS_PER_STREAM, readOpenFilesLimit } from "../shared/open-files-limit.ts";
 import { concurrentStreams } from "./concurrent-streams.ts";
 import { formatTable } from "./report.ts";
@@ -74,11 +74,19 @@ export interface ScaleReport {
   first_errors: string[];
 }
 
-export async function runScaleBench(opts: { streams: number; tokens: number; itlMs: number; engines: number; rampS: number; log: (s: string) => void }): Promise<ScaleReport> {
+export async function runScaleBench(opts: {
+  streams: number;
+  tokens: number;
+  itlMs: number;
+  engines: number;
+  rampS: number;
+  log: (s: string) => void;
+}): Promise<ScaleReport> {
   const limit = readOpenFilesLimit();
   const fits = limit && Number.isFinite(limit.hard) ? Math.floor((limit.hard - FD_RESERVE) / FDS_PER_STREAM) : Number.POSITIVE_INFINITY;
   const streams = Math.min(opts.streams, fits);
-  const capped = streams < opts.streams ? `the open-files hard limit ${limit?.hard} holds ${streams} streams (${FDS_PER_STREAM} sockets each + ${FD_RESERVE})` : null;
+  const capped =
+    streams < opts.streams ? `the open-files hard limit ${limit?.hard} holds ${streams} streams (${FDS_PER_STREAM} sockets each + ${FD_RESERVE})` : null;
   if (capped) opts.log(`note: ${capped}; raise it (LimitNOFILE=, or ulimit -Hn as root) for ${opts.streams}`);
   const perEngine = Math.ceil(streams / opts.engines) + 64;
   const children: LlmgwChild[] = [];
@@ -87,8 +95,25 @@ export async function runScaleBench(opts: { streams: number; tokens: number; itl
     const sims = await Promise.all(
       Array.from({ length: opts.engines }, () =>
         spawnLlmgw([
-          "sim-engine", "--port", "0", "--model", MODEL, "--max-num-seqs", String(perEngine), "--num-gpu-blocks", String(perEngine * 4 + 64),
-          "--itl-ms", String(opts.itlMs), "--prefill-overhead-ms", "1", "--prefill-ms-per-token", "0", "--jitter", "0", "--batch-slowdown", "0",
+          "sim-engine",
+          "--port",
+          "0",
+          "--model",
+          MODEL,
+          "--max-num-seqs",
+          String(perEngine),
+          "--num-gpu-blocks",
+          String(perEngine * 4 + 64),
+          "--itl-ms",
+          String(opts.itlMs),
+          "--prefill-overhead-ms",
+          "1",
+          "--prefill-ms-per-token",
+          "0",
+          "--jitter",
+          "0",
+          "--batch-slowdown",
+          "0",
         ]),
       ),
     );
@@ -127,7 +152,11 @@ export async function runScaleBench(opts: { streams: number; tokens: number; itl
       }
     })();
     const t0 = performance.now();
-    const r = await concurrentStreams({ url: `${gw.urls.api}/v1/chat/completions`, bodies: Array.from({ length: streams }, () => body(opts.tokens)), rampMs: opts.rampS * 1000 });
+    const r = await concurrentStreams({
+      url: `${gw.urls.api}/v1/chat/completions`,
+      bodies: Array.from({ length: streams }, () => body(opts.tokens)),
+      rampMs: opts.rampS * 1000,
+    });
     const seconds = (performance.now() - t0) / 1000;
     sampling = false;
     await sampler;
@@ -176,8 +205,21 @@ export const scaleScenario: BenchScenario = {
     console.log(
       formatTable({
         title: `llmgw bench scale — ${r.streams} concurrent streams${r.capped_by ? ` (of ${r.requested_streams} asked: ${r.capped_by})` : ""}`,
-        columns: ["streams", "completed", "errors", "peak open", "RSS rest MiB", "RSS peak MiB", "RSS after MiB", "KiB / open stream", "after / rest", "seconds"],
-        rows: [[r.streams, r.completed, r.errors, r.peak_open, r.rss_rest_mib, r.rss_peak_mib, r.rss_after_mib, r.kib_per_open_stream, r.after_vs_rest, r.seconds]],
+        columns: [
+          "streams",
+          "completed",
+          "errors",
+          "peak open",
+          "RSS rest MiB",
+          "RSS peak MiB",
+          "RSS after MiB",
+          "KiB / open stream",
+          "after / rest",
+          "seconds",
+        ],
+        rows: [
+          [r.streams, r.completed, r.errors, r.peak_open, r.rss_rest_mib, r.rss_peak_mib, r.rss_after_mib, r.kib_per_open_stream, r.after_vs_rest, r.seconds],
+        ],
       }),
     );
     if (r.first_errors.length > 0) console.log(`first errors: ${r.first_errors.join("; ")}`);

@@ -11,7 +11,7 @@
  */
 import { parsePrometheusText, sumSamples } from "../engines/prom-text.ts";
 import { UsageError } from "../shared/flags.ts";
-import { spawnLlmgw, writeGatewayConfig, type LlmgwChild } from "../shared/llmgw-child.ts";
+import { type LlmgwChild, spawnLlmgw, writeGatewayConfig } from "../shared/llmgw-child.ts";
 
 export interface SimEngine {
   /** The gateway's endpoint id for it: sim-1, sim-2 … */

@@ -5,11 +5,11 @@
  * client side (byte scanning, no JSON parsing) and the engine's CPU time
  * from /sim/state before and after.
  */
-import { numberFlag, UsageError, type ParsedArgs } from "../shared/flags.ts";
+import { numberFlag, type ParsedArgs, UsageError } from "../shared/flags.ts";
 import { spawnLlmgw } from "../shared/llmgw-child.ts";
 import { observeStream } from "../sim/stream-probe.ts";
-import type { BenchScenario } from "./scenario.ts";
 import { formatTable, median, quantile } from "./report.ts";
+import type { BenchScenario } from "./scenario.ts";
 
 const DEFAULT_LEVELS = [100, 500, 1000];
 const DEFAULT_ITL_MS = 50;
@@ -54,7 +54,18 @@ async function startSim(opts: SimBenchOptions): Promise<SimChild> {
   const maxLevel = Math.max(...opts.levels);
   const blocksPerSeq = Math.ceil((opts.tokens + 64) / 16) + 1;
   const args = ["sim-engine", "--port", "0", "--model", MODEL, "--itl-ms", String(opts.itlMs), "--max-num-seqs", String(maxLevel)];
-  args.push("--num-gpu-blocks", String(blocksPerSeq * maxLevel + 64), "--batch-slowdown", "0", "--jitter", "0", "--prefill-overhead-ms", "1", "--prefill-ms-per-token", "0");
+  args.push(
+    "--num-gpu-blocks",
+    String(blocksPerSeq * maxLevel + 64),
+    "--batch-slowdown",
+    "0",
+    "--jitter",
+    "0",
+    "--prefill-overhead-ms",
+    "1",
+    "--prefill-ms-per-token",
+    "0",
+  );
   const child = await spawnLlmgw(args, { timeoutMs: START_TIMEOUT_MS, env: { LLMGW_LOG_LEVEL: "info" } });
   return {
     url: child.urls.api ?? child.url,
@@ -137,7 +148,8 @@ export async function runSimBench(opts: SimBenchOptions): Promise<SimLevelResult
 function parseLevels(raw: string | undefined): number[] {
   if (raw === undefined) return DEFAULT_LEVELS;
   const levels = raw.split(",").map((s) => Number(s.trim()));
-  if (levels.length === 0 || levels.some((n) => !Number.isInteger(n) || n < 1 || n > 20_000)) throw new UsageError(`--concurrency: expected a list of integers in [1, 20000], got '${raw}'`);
+  if (levels.length === 0 || levels.some((n) => !Number.isInteger(n) || n < 1 || n > 20_000))
+    throw new UsageError(`--concurrency: expected a list of integers in [1, 20000], got '${raw}'`);
   return levels;
 }
 
@@ -157,7 +169,18 @@ export const simScenario: BenchScenario = {
     if (args.values.json === true) {
       console.log(JSON.stringify({ scenario: "sim", itl_ms: opts.itlMs, tokens_per_stream: opts.tokens, levels: results }));
     } else {
-      const rows = results.map((r) => [r.concurrency, r.completed, r.errors, r.medianGapMs, r.p99GapMs, r.ratio, r.medianTtftMs, r.cpuSecondsPer1kTokens, r.cpuPercent, r.wallS]);
+      const rows = results.map((r) => [
+        r.concurrency,
+        r.completed,
+        r.errors,
+        r.medianGapMs,
+        r.p99GapMs,
+        r.ratio,
+        r.medianTtftMs,
+        r.cpuSecondsPer1kTokens,
+        r.cpuPercent,
+        r.wallS,
+      ]);
       const columns = ["streams", "ok", "errors", "gap p50 ms", "gap p99 ms", "p50/itl", "ttft p50 ms", "cpu s/1k tok", "cpu %", "wall s"];
       console.log(formatTable({ title: `bench sim: one sim-engine, itl ${opts.itlMs} ms, ${opts.tokens} tokens per stream`, columns, rows }));
     }

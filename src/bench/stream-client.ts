@@ -77,7 +77,15 @@ export async function timedStream(
     if (res.status !== 200 || !res.body) {
       const text = await res.text().catch(() => "");
       const code = /"code":"([A-Z_]+)"/.exec(text)?.[1];
-      return { ok: false, status: res.status, ttftMs, gapsMs, events, totalMs: performance.now() - start, error: `HTTP ${res.status}${code ? ` ${code}` : ""}` };
+      return {
+        ok: false,
+        status: res.status,
+        ttftMs,
+        gapsMs,
+        events,
+        totalMs: performance.now() - start,
+        error: `HTTP ${res.status}${code ? ` ${code}` : ""}`,
+      };
     }
     opts.onOpen?.(res);
     const counter = new SseEventCounter();

@@ -36,5 +36,7 @@ export function responseCacheKey(tenant: string, route: CacheRoute, model: strin
   for (const [k, v] of Object.entries(body)) if (!IGNORED_FIELDS.has(k)) normalised[k] = v;
   normalised.model = model;
   // The tenant is part of the hashed text, so one tenant can never be served another's entry.
-  return createHash("sha256").update(`${tenant}\u0000${route}\u0000${canonicalJson(normalised)}`).digest("hex");
+  return createHash("sha256")
+    .update(`${tenant}\u0000${route}\u0000${canonicalJson(normalised)}`)
+    .digest("hex");
 }

@@ -6,8 +6,8 @@
  * `x-llmgw-cache: hit` or `miss`.
  */
 import type { ResponseCacheConfig } from "../config/types.ts";
-import { recordResponse, replayResponse, type RecordedResponse } from "../shared/recorded-response.ts";
-import { responseCacheKey, type CacheRoute } from "./cache-key.ts";
+import { type RecordedResponse, recordResponse, replayResponse } from "../shared/recorded-response.ts";
+import { type CacheRoute, responseCacheKey } from "./cache-key.ts";
 import { LruByteCache } from "./lru-byte-cache.ts";
 
 export const CACHE_HEADER = "x-llmgw-cache";

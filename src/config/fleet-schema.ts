@@ -5,8 +5,8 @@
  */
 import { z } from "zod";
 import * as D from "./defaults.ts";
-import { httpUrl, id, modelName as anyModelName } from "./wire-primitives.ts";
 import type { FleetConfig, FleetModelSpec, NodeConfig } from "./types.ts";
+import { modelName as anyModelName, httpUrl, id } from "./wire-primitives.ts";
 
 const FLEET_ENGINES = ["vllm", "sglang", "sim"] as const;
 
@@ -14,7 +14,9 @@ const FLEET_ENGINES = ["vllm", "sglang", "sim"] as const;
 const fleetName = id;
 
 /** A model name becomes an engine argument: the gateway's rule for names, no whitespace, and never a leading '-' that an engine would read as a flag. */
-export const fleetModelName = anyModelName.refine((name) => !/\s/.test(name) && !name.startsWith("-"), { message: "expected a model name without whitespace that does not start with '-'" });
+export const fleetModelName = anyModelName.refine((name) => !/\s/.test(name) && !name.startsWith("-"), {
+  message: "expected a model name without whitespace that does not start with '-'",
+});
 
 const ms = (min: number, max: number, fallback: number) => z.number().int().min(min).max(max).default(fallback);
 
@@ -36,10 +38,16 @@ const fleetModelFields = {
   /** Nodes one replica spans (pipeline parallel across them); more than 1 needs a shared fabric. */
   nodes_per_replica: z.number().int().min(1).max(64).default(1),
   /** Only GPUs of this class (as the agent reports it, e.g. h100-80g). */
-  gpu_class: z.string().regex(/^[a-z0-9-]+$/, { message: "expected a GPU class such as h100-80g" }).optional(),
+  gpu_class: z
+    .string()
+    .regex(/^[a-z0-9-]+$/, { message: "expected a GPU class such as h100-80g" })
+    .optional(),
   /** Only GPUs with at least this much memory (GiB as the driver reports it). */
   min_gpu_memory_gib: z.number().positive().max(100_000).optional(),
-  quantization: z.string().regex(/^[A-Za-z0-9_.-]+$/, { message: "expected a quantization name such as fp8" }).optional(),
+  quantization: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]+$/, { message: "expected a quantization name such as fp8" })
+    .optional(),
   engine_args: z.array(z.string()).max(200).default([]),
   pool: fleetName.default("default"),
   max_num_seqs: z.number().int().min(1).max(1_000_000).optional(),
@@ -67,7 +75,8 @@ export function fleetModelIssues(m: FleetModelWire): { path: string; message: st
   const issues: { path: string; message: string }[] = [];
   if (m.startup_ms !== undefined && m.engine !== "sim") issues.push({ path: "startup_ms", message: "applies to engine sim only" });
   if (m.nodes_per_replica > 1 && m.engine === "sim") issues.push({ path: "nodes_per_replica", message: "the sim engine runs on one node" });
-  if (m.adapters.length > 0 && m.engine === "sglang") issues.push({ path: "adapters", message: "LoRA adapters are loaded at run time on vllm and sim replicas only" });
+  if (m.adapters.length > 0 && m.engine === "sglang")
+    issues.push({ path: "adapters", message: "LoRA adapters are loaded at run time on vllm and sim replicas only" });
   const hasLora = m.adapters.length > 0;
   for (const key of ["max_loras", "max_lora_rank", "max_cpu_loras"] as const) {
     if (m[key] !== undefined && !hasLora) issues.push({ path: key, message: "applies with adapters only" });
@@ -101,7 +110,11 @@ export function toFleetModel(m: FleetModelWire): FleetModelSpec {
     adapters: m.adapters.map((a) => ({ name: a.name, path: a.path })),
     lora:
       m.adapters.length > 0
-        ? { maxLoras: m.max_loras ?? D.DEFAULT_FLEET_MAX_LORAS, ...(m.max_lora_rank !== undefined ? { maxLoraRank: m.max_lora_rank } : {}), ...(m.max_cpu_loras !== undefined ? { maxCpuLoras: m.max_cpu_loras } : {}) }
+        ? {
+            maxLoras: m.max_loras ?? D.DEFAULT_FLEET_MAX_LORAS,
+            ...(m.max_lora_rank !== undefined ? { maxLoraRank: m.max_lora_rank } : {}),
+            ...(m.max_cpu_loras !== undefined ? { maxCpuLoras: m.max_cpu_loras } : {}),
+          }
         : undefined,
   };
 }
@@ -136,7 +149,10 @@ export const nodeSchema = z
     url: httpUrl,
     /** The agent's bearer token, or the name of the environment variable holding it. */
     token: z.string().min(1).optional(),
-    token_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: "expected an environment variable name" }).optional(),
+    token_env: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: "expected an environment variable name" })
+      .optional(),
     /** dcgm-exporter of this node: XID, ECC and temperature faults keep its GPUs out of placement. */
     dcgm_url: httpUrl.optional(),
   })

@@ -42,7 +42,8 @@ export function resolveJobsConfig(c: ParsedConfig, warnings: string[]): JobsConf
     const fromEndpoints = g.sources.length === 0;
     // Fleet replicas join at run time with their node's dcgm_url (nodes[], or an agent registering with --dcgm-url).
     const fleetMayWatch = c.nodes.some((n) => n.dcgm_url !== undefined) || c.fleet.registration_token !== undefined;
-    if (sources.length === 0 && !fleetMayWatch) warnings.push("gpu_health: no sources and no endpoint or node has a dcgm_url, so no GPU is watched and nothing is shed");
+    if (sources.length === 0 && !fleetMayWatch)
+      warnings.push("gpu_health: no sources and no endpoint or node has a dcgm_url, so no GPU is watched and nothing is shed");
     gpuHealth = {
       sources,
       sourcesFromEndpoints: fromEndpoints,

@@ -3,20 +3,21 @@
  * validation → cross-field checks → a frozen, typed Config. Every failure is a
  * ConfigError listing each offending key path and what was expected.
  */
-import { resolveKvEventsConfig } from "./kv-events-resolve.ts";
-import { resolveResponsesConfig } from "./responses-config.ts";
+
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml, YAMLParseError } from "yaml";
 import type { z } from "zod";
-import * as D from "./defaults.ts";
-import { configSchema, type ParsedConfig } from "./schema.ts";
-import { fleetConfigIssues, toFleetConfig, toNodeConfigs } from "./fleet-schema.ts";
 import { adminConfigIssues, toAdminConfig } from "./admin-config.ts";
-import type { Config, Deadlines, Listen } from "./types.ts";
+import * as D from "./defaults.ts";
+import { fleetConfigIssues, toFleetConfig, toNodeConfigs } from "./fleet-schema.ts";
 import { jobsCrossFieldIssues, resolveJobsConfig } from "./jobs-config.ts";
-import { effectiveScorers, resolveStateConfig, stateCrossFieldIssues } from "./state-resolve.ts";
+import { resolveKvEventsConfig } from "./kv-events-resolve.ts";
+import { resolveResponsesConfig } from "./responses-config.ts";
 import { dropRetiredKeys } from "./retired-keys.ts";
+import { configSchema, type ParsedConfig } from "./schema.ts";
+import { effectiveScorers, resolveStateConfig, stateCrossFieldIssues } from "./state-resolve.ts";
+import type { Config, Deadlines, Listen } from "./types.ts";
 
 export function sha256Hex(text: string): string {
   return createHash("sha256").update(text).digest("hex");
@@ -125,7 +126,11 @@ function envSettings(env: Record<string, string | undefined>): [string, string[]
  * read as YAML scalars, so numbers, booleans and `null` keep their types.
  * `origins` records which variable set each path.
  */
-export function applyEnvOverrides(raw: Record<string, unknown>, env: Record<string, string | undefined>, origins: ConfigOrigins = new Map()): Record<string, unknown> {
+export function applyEnvOverrides(
+  raw: Record<string, unknown>,
+  env: Record<string, string | undefined>,
+  origins: ConfigOrigins = new Map(),
+): Record<string, unknown> {
   const out = structuredClone(raw);
   for (const [name, path, value] of envSettings(env)) {
     origins.set(path.join("."), name);
@@ -158,7 +163,8 @@ function crossFieldIssues(c: ParsedConfig): string[] {
   c.endpoints.forEach((e, i) => {
     const first = seenIds.get(e.id);
     if (first !== undefined) issues.push(`endpoints[${i}].id: duplicate endpoint id '${e.id}' (also endpoints[${first}])`);
-    if (e.models_source === "static" && (e.models === undefined || e.models.length === 0)) issues.push(`endpoints[${i}].models: models_source static needs the models listed here`);
+    if (e.models_source === "static" && (e.models === undefined || e.models.length === 0))
+      issues.push(`endpoints[${i}].models: models_source static needs the models listed here`);
     else seenIds.set(e.id, i);
   });
   const modelNames = new Map<string, number>();
@@ -272,7 +278,14 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
   const result = configSchema.safeParse(withEnv);
   if (!result.success) throw configError(source, formatZodIssues(result.error.issues), origins);
   const c = result.data;
-  const cross = [...aliasIssues(env), ...crossFieldIssues(c), ...jobsCrossFieldIssues(c), ...fleetConfigIssues(c.nodes, c.fleet, env), ...stateCrossFieldIssues(c), ...adminConfigIssues(c.admin, c.fleet.admin_token)];
+  const cross = [
+    ...aliasIssues(env),
+    ...crossFieldIssues(c),
+    ...jobsCrossFieldIssues(c),
+    ...fleetConfigIssues(c.nodes, c.fleet, env),
+    ...stateCrossFieldIssues(c),
+    ...adminConfigIssues(c.admin, c.fleet.admin_token),
+  ];
   if (cross.length > 0) throw configError(source, cross, origins);
   const scorers = effectiveScorers(c, withEnv);
 
@@ -311,7 +324,10 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       engine: e.engine,
       gpuIds: e.gpu_ids,
       dcgmUrl: e.dcgm_url,
-      kvEvents: e.kv_events === undefined ? undefined : { endpoint: e.kv_events.endpoint, replayEndpoint: e.kv_events.replay_endpoint ?? null, topic: e.kv_events.topic },
+      kvEvents:
+        e.kv_events === undefined
+          ? undefined
+          : { endpoint: e.kv_events.endpoint, replayEndpoint: e.kv_events.replay_endpoint ?? null, topic: e.kv_events.topic },
       ...(e.routes === undefined ? {} : { routes: e.routes }),
     })),
     scheduling: {
@@ -385,7 +401,13 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
     document: {
       ...c,
       max_open_streams: c.max_open_streams,
-      deadlines: { dial_ms: deadlines.dialMs, headers_ms: deadlines.headersMs, first_token_ms: deadlines.firstTokenMs, idle_ms: deadlines.idleMs, total_ms: deadlines.totalMs },
+      deadlines: {
+        dial_ms: deadlines.dialMs,
+        headers_ms: deadlines.headersMs,
+        first_token_ms: deadlines.firstTokenMs,
+        idle_ms: deadlines.idleMs,
+        total_ms: deadlines.totalMs,
+      },
       scheduling: { ...c.scheduling, scorers },
       auth: { ...c.auth, enabled: authEnabled },
     },

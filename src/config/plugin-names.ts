@@ -16,5 +16,17 @@ export type PickerName = (typeof PICKER_NAMES)[number];
  * of the request metrics in src/metrics/names.ts): OpenAI's routes and the
  * rest of vLLM's. Paths in docs/gateway.md.
  */
-export const ROUTE_NAMES = ["chat", "completions", "embeddings", "responses", "tokenize", "detokenize", "score", "rerank", "pooling", "classify", "transcriptions"] as const;
+export const ROUTE_NAMES = [
+  "chat",
+  "completions",
+  "embeddings",
+  "responses",
+  "tokenize",
+  "detokenize",
+  "score",
+  "rerank",
+  "pooling",
+  "classify",
+  "transcriptions",
+] as const;
 export type RouteName = (typeof ROUTE_NAMES)[number];

@@ -4,15 +4,15 @@
  * wire form into the frozen, validated Config.
  */
 import { z } from "zod";
-import * as D from "./defaults.ts";
-import { httpUrl, id, modelName } from "./wire-primitives.ts";
-import { FLEET_DEFAULTS, fleetSchema, nodeSchema } from "./fleet-schema.ts";
 import { ADMIN_DEFAULTS, adminSchema } from "./admin-config.ts";
-import { FILTER_NAMES, PICKER_NAMES, ROUTE_NAMES, SCORER_NAMES } from "./plugin-names.ts";
-import { STATE_DEFAULTS, stateSchema } from "./state-config.ts";
-import { SAME_ENDPOINT_POLICIES, type SameEndpointFailure } from "./retry-policy.ts";
+import * as D from "./defaults.ts";
+import { FLEET_DEFAULTS, fleetSchema, nodeSchema } from "./fleet-schema.ts";
 import { endpointKvEventsSchema, KV_EVENTS_DEFAULTS, kvEventsSchema } from "./kv-events-config.ts";
+import { FILTER_NAMES, PICKER_NAMES, ROUTE_NAMES, SCORER_NAMES } from "./plugin-names.ts";
 import { RESPONSES_DEFAULTS, responsesSchema } from "./responses-config.ts";
+import { SAME_ENDPOINT_POLICIES, type SameEndpointFailure } from "./retry-policy.ts";
+import { STATE_DEFAULTS, stateSchema } from "./state-config.ts";
+import { httpUrl, id, modelName } from "./wire-primitives.ts";
 
 /** One check, so a malformed value gets one message (a regex and a port check side by side would both fire). */
 const hostPort = z.string().superRefine((s, ctx) => {
@@ -68,9 +68,7 @@ const endpointSchema = z
   })
   .strict();
 
-const scorerEntry = z
-  .object({ name: z.enum(SCORER_NAMES), weight: z.number().min(0).max(100).default(1) })
-  .strict();
+const scorerEntry = z.object({ name: z.enum(SCORER_NAMES), weight: z.number().min(0).max(100).default(1) }).strict();
 
 export const schedulingSchema = z
   .object({
@@ -169,7 +167,10 @@ const admissionSchema = z
   .object({
     enabled: z.boolean().default(true),
     /** Ordered, highest priority first. */
-    bands: z.array(bandSchema).min(1).default(D.DEFAULT_BANDS.map((b) => ({ ...b }))),
+    bands: z
+      .array(bandSchema)
+      .min(1)
+      .default(D.DEFAULT_BANDS.map((b) => ({ ...b }))),
     /** Band of requests whose key (or the anonymous tenant) names none. */
     default_band: bandName.default(D.DEFAULT_BAND),
     fairness: z.enum(["round-robin", "token-deficit"]).default("round-robin"),
@@ -226,17 +227,37 @@ const tenantSchema = z
 const batchSchema = z
   .object({
     /** Largest JSONL upload accepted by POST /v1/files. */
-    max_file_bytes: z.number().int().min(1024).max(4 * 1024 * 1024 * 1024).default(D.DEFAULT_BATCH_MAX_FILE_BYTES),
+    max_file_bytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(4 * 1024 * 1024 * 1024)
+      .default(D.DEFAULT_BATCH_MAX_FILE_BYTES),
     max_lines: z.number().int().min(1).max(10_000_000).default(D.DEFAULT_BATCH_MAX_LINES),
     concurrency_per_batch: z.number().int().min(1).max(10_000).default(D.DEFAULT_BATCH_CONCURRENCY_PER_BATCH),
     concurrency_per_tenant: z.number().int().min(1).max(100_000).default(D.DEFAULT_BATCH_CONCURRENCY_PER_TENANT),
     max_attempts: z.number().int().min(1).max(100).default(D.DEFAULT_BATCH_MAX_ATTEMPTS),
     retry_backoff_ms: z.number().int().min(1).max(600_000).default(D.DEFAULT_BATCH_RETRY_BACKOFF_MS),
     lease_ms: z.number().int().min(1_000).max(86_400_000).default(D.DEFAULT_BATCH_LEASE_MS),
-    max_line_bytes: z.number().int().min(1024).max(256 * 1024 * 1024).default(D.DEFAULT_BATCH_MAX_LINE_BYTES),
+    max_line_bytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(256 * 1024 * 1024)
+      .default(D.DEFAULT_BATCH_MAX_LINE_BYTES),
     max_line_depth: z.number().int().min(4).max(1_000).default(D.DEFAULT_BATCH_MAX_LINE_DEPTH),
-    upload_memory_bytes: z.number().int().min(1024 * 1024).max(16 * 1024 * 1024 * 1024).default(D.DEFAULT_BATCH_UPLOAD_MEMORY_BYTES),
-    upload_min_bytes_per_s: z.number().int().min(1).max(1024 * 1024 * 1024).default(D.DEFAULT_BATCH_UPLOAD_MIN_BYTES_PER_S),
+    upload_memory_bytes: z
+      .number()
+      .int()
+      .min(1024 * 1024)
+      .max(16 * 1024 * 1024 * 1024)
+      .default(D.DEFAULT_BATCH_UPLOAD_MEMORY_BYTES),
+    upload_min_bytes_per_s: z
+      .number()
+      .int()
+      .min(1)
+      .max(1024 * 1024 * 1024)
+      .default(D.DEFAULT_BATCH_UPLOAD_MIN_BYTES_PER_S),
     tenant_max_bytes: z.number().int().min(1024).max(Number.MAX_SAFE_INTEGER).default(D.DEFAULT_BATCH_TENANT_MAX_BYTES),
     tenant_max_files: z.number().int().min(1).max(100_000_000).default(D.DEFAULT_BATCH_TENANT_MAX_FILES),
   })
@@ -244,9 +265,19 @@ const batchSchema = z
 
 const idempotencySchema = z
   .object({
-    ttl_s: z.number().int().min(1).max(30 * 86_400).default(D.DEFAULT_IDEMPOTENCY_TTL_S),
+    ttl_s: z
+      .number()
+      .int()
+      .min(1)
+      .max(30 * 86_400)
+      .default(D.DEFAULT_IDEMPOTENCY_TTL_S),
     wait_ms: z.number().int().min(0).max(600_000).default(D.DEFAULT_IDEMPOTENCY_WAIT_MS),
-    max_response_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(D.DEFAULT_IDEMPOTENCY_MAX_RESPONSE_BYTES),
+    max_response_bytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(1024 * 1024 * 1024)
+      .default(D.DEFAULT_IDEMPOTENCY_MAX_RESPONSE_BYTES),
   })
   .strict();
 
@@ -254,9 +285,24 @@ const responseCacheSchema = z
   .object({
     /** Opt-in: only these models (names or aliases as configured) are cached. */
     models: z.array(modelName).default([]),
-    max_bytes: z.number().int().min(1024).max(64 * 1024 * 1024 * 1024).default(D.DEFAULT_RESPONSE_CACHE_MAX_BYTES),
-    max_entry_bytes: z.number().int().min(256).max(1024 * 1024 * 1024).default(D.DEFAULT_RESPONSE_CACHE_MAX_ENTRY_BYTES),
-    ttl_s: z.number().int().min(1).max(30 * 86_400).default(D.DEFAULT_RESPONSE_CACHE_TTL_S),
+    max_bytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(64 * 1024 * 1024 * 1024)
+      .default(D.DEFAULT_RESPONSE_CACHE_MAX_BYTES),
+    max_entry_bytes: z
+      .number()
+      .int()
+      .min(256)
+      .max(1024 * 1024 * 1024)
+      .default(D.DEFAULT_RESPONSE_CACHE_MAX_ENTRY_BYTES),
+    ttl_s: z
+      .number()
+      .int()
+      .min(1)
+      .max(30 * 86_400)
+      .default(D.DEFAULT_RESPONSE_CACHE_TTL_S),
   })
   .strict();
 
@@ -309,10 +355,25 @@ export const configSchema = z
     admin: adminSchema.default(ADMIN_DEFAULTS),
     metrics_listen: hostPort.nullable().default(null),
     log_level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
-    max_body_bytes: z.number().int().min(1024).max(1024 * 1024 * 1024).default(D.DEFAULT_MAX_BODY_BYTES),
-    max_response_bytes: z.number().int().min(64 * 1024).max(4 * 1024 * 1024 * 1024).default(D.DEFAULT_MAX_RESPONSE_BYTES),
+    max_body_bytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(1024 * 1024 * 1024)
+      .default(D.DEFAULT_MAX_BODY_BYTES),
+    max_response_bytes: z
+      .number()
+      .int()
+      .min(64 * 1024)
+      .max(4 * 1024 * 1024 * 1024)
+      .default(D.DEFAULT_MAX_RESPONSE_BYTES),
     /** Largest multipart upload to /v1/audio/transcriptions (the other routes' bodies are bounded by max_body_bytes). */
-    max_audio_bytes: z.number().int().min(1024).max(4 * 1024 * 1024 * 1024).default(D.DEFAULT_MAX_AUDIO_BYTES),
+    max_audio_bytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(4 * 1024 * 1024 * 1024)
+      .default(D.DEFAULT_MAX_AUDIO_BYTES),
     /** A pause this long in a request body, or an average under batch.upload_min_bytes_per_s once this long has passed, is cut with a 408 (every route). */
     body_read_timeout_ms: positiveMs.default(D.DEFAULT_BODY_READ_TIMEOUT_MS),
     /** Endpoint slots in the shared table: static endpoints plus every replica the fleet may add. */

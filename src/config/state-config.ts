@@ -25,9 +25,15 @@ export const stateSchema = z
     /** Required with backend redis. */
     redis_url: z.string().refine(isRedisUrl, { message: "expected a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379/0" }).optional(),
     /** Every key llmgw writes starts with this: several llmgw clusters may share one Redis. */
-    key_prefix: z.string().regex(/^[A-Za-z0-9:_.{}-]{1,64}$/, { message: "expected 1 to 64 letters, digits or ':_.-{}'" }).default(D.DEFAULT_STATE_KEY_PREFIX),
+    key_prefix: z
+      .string()
+      .regex(/^[A-Za-z0-9:_.{}-]{1,64}$/, { message: "expected 1 to 64 letters, digits or ':_.-{}'" })
+      .default(D.DEFAULT_STATE_KEY_PREFIX),
     /** This gateway's name among the others (leases, demand); default host-pid. */
-    gateway_id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, { message: "expected an id of letters, digits, '.', '_' or '-' (at most 63)" }).optional(),
+    gateway_id: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, { message: "expected an id of letters, digits, '.', '_' or '-' (at most 63)" })
+      .optional(),
     /** The reconciler lease: a leader that stopped renewing is replaced after this long. */
     lease_ms: z.number().int().min(500).max(600_000).default(D.DEFAULT_STATE_LEASE_MS),
     /** How often gateways exchange per-pool demand (admission shares) and followers re-read the fleet's desired state. */

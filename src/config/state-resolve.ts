@@ -6,8 +6,10 @@ export function stateCrossFieldIssues(c: ParsedConfig): string[] {
   const s = c.state;
   const issues: string[] = [];
   if (s.backend === "redis" && s.redis_url === undefined) issues.push("state.redis_url: required when state.backend is redis (e.g. redis://127.0.0.1:6379/0)");
-  if (s.backend === "sqlite" && s.redis_url !== undefined) issues.push("state.redis_url: set, but state.backend is sqlite (set backend: redis to share state through it)");
-  if (s.lease_ms < 2 * s.sync_interval_ms) issues.push(`state.lease_ms: expected at least twice state.sync_interval_ms (${s.sync_interval_ms}), so a live leader renews in time`);
+  if (s.backend === "sqlite" && s.redis_url !== undefined)
+    issues.push("state.redis_url: set, but state.backend is sqlite (set backend: redis to share state through it)");
+  if (s.lease_ms < 2 * s.sync_interval_ms)
+    issues.push(`state.lease_ms: expected at least twice state.sync_interval_ms (${s.sync_interval_ms}), so a live leader renews in time`);
   return issues;
 }
 

@@ -1,11 +1,10 @@
 /** The validated, frozen configuration the rest of llmgw reads (defaults applied). */
-import type { KvEventsConfig, KvEventsSource } from "./kv-events-config.ts";
-import type { FilterName, PickerName, ScorerName } from "./plugin-names.ts";
-import type { LogLevel } from "../shared/logger.ts";
-import type { SameEndpointFailure, SameEndpointPolicy } from "./retry-policy.ts";
-import type { RouteName as Route } from "./plugin-names.ts";
-import type { ResponsesConfig } from "./responses-config.ts";
 
+import type { LogLevel } from "../shared/logger.ts";
+import type { KvEventsConfig, KvEventsSource } from "./kv-events-config.ts";
+import type { FilterName, PickerName, RouteName as Route, ScorerName } from "./plugin-names.ts";
+import type { ResponsesConfig } from "./responses-config.ts";
+import type { SameEndpointFailure, SameEndpointPolicy } from "./retry-policy.ts";
 
 /** Where state shared by gateways lives: the embedded bun:sqlite store, or Redis shared by several gateways. */
 export type StateBackendName = "sqlite" | "redis";

@@ -7,7 +7,7 @@
  */
 import type { FleetModelSpec } from "../config/types.ts";
 import type { Logger } from "../shared/logger.ts";
-import { planAdapters, type AdapterAction, type AdapterReplicaView } from "./adapter-plan.ts";
+import { type AdapterAction, type AdapterReplicaView, planAdapters } from "./adapter-plan.ts";
 import type { AgentAddress, AgentClient } from "./agent-client.ts";
 import type { EndpointSink } from "./endpoint-sink.ts";
 import type { ReplicaEntry } from "./fleet-state.ts";
@@ -67,7 +67,15 @@ export class AdapterActions {
       const lora = e.record.shards[0]?.spec.lora !== undefined;
       const serving = lora && e.runtime.handedOff && e.record.draining === null && e.verdict.phase === "Ready" && (this.sink.ready?.(e.record.id) ?? true);
       const held = serving ? this.sink.adapters?.(e.record.id) : undefined;
-      const view: AdapterReplicaView = { id: e.record.id, model: e.record.model, serving: serving && held !== undefined, listed: this.withUnconfirmed(e.record.id, held?.listed ?? [], now), running: held?.running ?? [], waiting: held?.waiting ?? [], slotsFull: held?.slotsFull ?? false };
+      const view: AdapterReplicaView = {
+        id: e.record.id,
+        model: e.record.model,
+        serving: serving && held !== undefined,
+        listed: this.withUnconfirmed(e.record.id, held?.listed ?? [], now),
+        running: held?.running ?? [],
+        waiting: held?.waiting ?? [],
+        slotsFull: held?.slotsFull ?? false,
+      };
       for (const a of view.listed) {
         const k = key(view.id, a);
         // First seen listed counts as used: an adapter found loaded (a restart) gets the idle window before it goes.
@@ -156,7 +164,10 @@ export class AdapterActions {
         }
       } catch (err) {
         this.count(action.kind === "load-adapter" ? "loads" : "unloads", action.model, "failed");
-        this.ctx.log.warn({ ...log, err: err instanceof Error ? err.message : String(err) }, `fleet: adapter ${action.kind === "load-adapter" ? "load" : "unload"} failed`);
+        this.ctx.log.warn(
+          { ...log, err: err instanceof Error ? err.message : String(err) },
+          `fleet: adapter ${action.kind === "load-adapter" ? "load" : "unload"} failed`,
+        );
       }
     })().finally(() => {
       this.inFlight.delete(k);

@@ -103,7 +103,8 @@ export function planAdapters(input: AdapterPlanInput): AdapterAction[] {
         }
         if (r.running.includes(name) || r.waiting.includes(name)) continue;
         const used = input.lastUsed(r.id, name);
-        if (used !== undefined && input.now - used >= input.idleUnloadMs) out.push({ kind: "unload-adapter", model: model.name, replica: r.id, adapter: name, why: "idle" });
+        if (used !== undefined && input.now - used >= input.idleUnloadMs)
+          out.push({ kind: "unload-adapter", model: model.name, replica: r.id, adapter: name, why: "idle" });
       }
     }
 
@@ -116,7 +117,12 @@ export function planAdapters(input: AdapterPlanInput): AdapterAction[] {
       // seen before an idle unload, which would load it right back).
       let why: "demand" | "queued-everywhere" | undefined;
       if (holders.length === 0) why = input.waitingForLoad(a.name) > 0 ? "demand" : undefined;
-      else if (last !== undefined && input.now - last < input.idleUnloadMs && holders.every((r) => r.waiting.includes(a.name) && !r.running.includes(a.name) && r.slotsFull)) why = "queued-everywhere";
+      else if (
+        last !== undefined &&
+        input.now - last < input.idleUnloadMs &&
+        holders.every((r) => r.waiting.includes(a.name) && !r.running.includes(a.name) && r.slotsFull)
+      )
+        why = "queued-everywhere";
       if (why === undefined) continue;
       const target = pick(lacking, a.name, planned);
       if (!target) continue;

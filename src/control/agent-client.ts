@@ -5,16 +5,17 @@
  * (the agent said no to this spec: the replica's problem) or anything else
  * (the agent's problem: shown on the node, retried).
  */
-import { errorBodyMessage } from "../shared/errors.ts";
+
 import {
+  type AgentAdapterResponse,
+  type AgentPutReplicaResponse,
+  type AgentReplicaSpec,
   agentAdapterResponseSchema,
   agentDeleteReplicaResponseSchema,
   agentPutReplicaResponseSchema,
   FENCING_TOKEN_HEADER,
-  type AgentAdapterResponse,
-  type AgentPutReplicaResponse,
-  type AgentReplicaSpec,
 } from "../protocol/agent-messages.ts";
+import { errorBodyMessage } from "../shared/errors.ts";
 
 /** `fenced`: the agent has seen a newer reconciler's token; this gateway is no longer the leader and must not act. */
 type AgentCallFailure = "refused" | "unauthorized" | "unreachable" | "timeout" | "garbage" | "server-error" | "fenced";
@@ -59,8 +60,18 @@ function errorCodeOf(text: string): string | undefined {
  * `fencingToken`: the reconciler lease's token, sent with every PUT and
  * DELETE; undefined (a single gateway) sends none.
  */
-export function httpAgentClient(timeoutMs: number, fetchFn: FetchFn = (url, init) => fetch(url, init), fencingToken: () => number | undefined = () => undefined): AgentClient {
-  async function call(agent: AgentAddress, method: "PUT" | "DELETE", agentId: string, body?: unknown, adapter?: string): Promise<{ status: number; json: unknown }> {
+export function httpAgentClient(
+  timeoutMs: number,
+  fetchFn: FetchFn = (url, init) => fetch(url, init),
+  fencingToken: () => number | undefined = () => undefined,
+): AgentClient {
+  async function call(
+    agent: AgentAddress,
+    method: "PUT" | "DELETE",
+    agentId: string,
+    body?: unknown,
+    adapter?: string,
+  ): Promise<{ status: number; json: unknown }> {
     const path = `/v1/replicas/${encodeURIComponent(agentId)}${adapter === undefined ? "" : `/adapters/${encodeURIComponent(adapter)}`}`;
     const url = new URL(path, agent.url).toString();
     const label = `${method} ${url}`;
@@ -87,10 +98,12 @@ export function httpAgentClient(timeoutMs: number, fetchFn: FetchFn = (url, init
     if (res.status === 401 || res.status === 403) throw new AgentCallError("unauthorized", `${label}: the agent refused the token (${res.status})`, res.status);
     if (res.status >= 500) throw new AgentCallError("server-error", `${label}: HTTP ${res.status}: ${errorBodyMessage(text)}`, res.status);
     if (method === "DELETE" && res.status === 404 && adapter === undefined) return { status: 404, json: null };
-    if (res.status === 409 && errorCodeOf(text) === "STALE_FENCING_TOKEN") throw new AgentCallError("fenced", `${label}: ${errorBodyMessage(text)}`, res.status);
+    if (res.status === 409 && errorCodeOf(text) === "STALE_FENCING_TOKEN")
+      throw new AgentCallError("fenced", `${label}: ${errorBodyMessage(text)}`, res.status);
     // 400 is the agent's validation refusal (the message names the rule); other 4xx mean this is not an agent's API.
     // An adapter call's 404 is an unknown replica: the replica's problem, like a refusal.
-    if (res.status === 400 || res.status === 409 || res.status === 422 || (adapter !== undefined && res.status === 404)) throw new AgentCallError("refused", errorBodyMessage(text), res.status);
+    if (res.status === 400 || res.status === 409 || res.status === 422 || (adapter !== undefined && res.status === 404))
+      throw new AgentCallError("refused", errorBodyMessage(text), res.status);
     if (res.status >= 300) throw new AgentCallError("garbage", `${label}: unexpected HTTP ${res.status}: ${errorBodyMessage(text)}`, res.status);
     let json: unknown;
     try {
@@ -105,7 +118,12 @@ export function httpAgentClient(timeoutMs: number, fetchFn: FetchFn = (url, init
     async putReplica(agent, agentId, spec) {
       const { status, json } = await call(agent, "PUT", agentId, spec);
       const parsed = agentPutReplicaResponseSchema.safeParse(json);
-      if (!parsed.success) throw new AgentCallError("garbage", `PUT ${agentId}: not a replica answer (${parsed.error.issues[0]?.path.join(".") || "(root)"}: ${parsed.error.issues[0]?.message})`, status);
+      if (!parsed.success)
+        throw new AgentCallError(
+          "garbage",
+          `PUT ${agentId}: not a replica answer (${parsed.error.issues[0]?.path.join(".") || "(root)"}: ${parsed.error.issues[0]?.message})`,
+          status,
+        );
       return parsed.data;
     },
     async deleteReplica(agent, agentId) {

@@ -110,9 +110,17 @@ export function modelsStatus(manager: FleetManager, now: number): ModelStatus[] 
         next_attempt_in_ms: backoff && backoff.until > now ? backoff.until - now : null,
         spec: fleetModelWire(m.spec),
         adapters: m.spec.adapters.map((a) => {
-          const on = (pick: (v: (typeof held)[number]) => readonly string[]) => held.filter((v) => v.model === m.spec.name && pick(v).includes(a.name)).map((v) => v.id);
+          const on = (pick: (v: (typeof held)[number]) => readonly string[]) =>
+            held.filter((v) => v.model === m.spec.name && pick(v).includes(a.name)).map((v) => v.id);
           const last = manager.adapterLastRequestAt(a.name);
-          return { name: a.name, path: a.path, loaded_on: on((v) => v.listed), running_on: on((v) => v.running), waiting_on: on((v) => v.waiting), last_request_ms_ago: last === undefined ? null : Math.max(0, now - last) };
+          return {
+            name: a.name,
+            path: a.path,
+            loaded_on: on((v) => v.listed),
+            running_on: on((v) => v.running),
+            waiting_on: on((v) => v.waiting),
+            last_request_ms_ago: last === undefined ? null : Math.max(0, now - last),
+          };
         }),
       };
     });
@@ -137,7 +145,10 @@ function waitingFor(r: ReplicaView, view: ReconcileView, unplacedReason: string 
   const s = leaveState(r, view);
   const out: string[] = [];
   if (s.holdsRotation && s.inRotation) out.push(`stays in rotation until its replacement serves`);
-  if (s.awaitingReplacement) out.push(`a replacement of ${r.record.model} to serve (${s.serving} of ${s.desired} serving besides the leaving ones)${unplacedReason ? `; no place for it: ${unplacedReason}` : ""}`);
+  if (s.awaitingReplacement)
+    out.push(
+      `a replacement of ${r.record.model} to serve (${s.serving} of ${s.desired} serving besides the leaving ones)${unplacedReason ? `; no place for it: ${unplacedReason}` : ""}`,
+    );
   if (s.inflight > 0) out.push(`${s.inflight} request(s) in flight`);
   if (out.length > 0 && !s.graceOver) out.push(`or the grace period, ${Math.ceil(s.graceLeftMs / 1000)} s left`);
   if (out.length === 0 || s.graceOver) out.push(r.busy ? "its agent to stop it" : "to be stopped");

@@ -15,14 +15,20 @@ type DesiredChange = { kind: "put"; model: StoredModel; note: string } | { kind:
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
   if (value !== null && typeof value === "object") {
-    return Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]));
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+    );
   }
   return value;
 }
 
 /** Stable hash of a model spec (key order and defaults do not matter). */
 export function specHash(spec: FleetModelSpec): string {
-  return createHash("sha256").update(JSON.stringify(canonical(fleetModelWire(spec)))).digest("hex");
+  return createHash("sha256")
+    .update(JSON.stringify(canonical(fleetModelWire(spec))))
+    .digest("hex");
 }
 
 export function configModelChanges(configured: readonly FleetModelSpec[], stored: readonly StoredModel[], now: number): DesiredChange[] {

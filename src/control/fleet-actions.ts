@@ -76,7 +76,10 @@ export class FleetActions {
         return entry && this.fail(entry, action.reason, now);
       case "stop":
         if (entry && action.short) {
-          this.ctx.log.warn({ replica: entry.record.id, model: entry.record.model, serving: action.short.serving, desired: action.short.desired }, "drain grace period over before a replacement served: stopping the original anyway");
+          this.ctx.log.warn(
+            { replica: entry.record.id, model: entry.record.model, serving: action.short.serving, desired: action.short.desired },
+            "drain grace period over before a replacement served: stopping the original anyway",
+          );
         }
         return entry && this.stop(entry, action.reason);
       case "forget":
@@ -171,7 +174,10 @@ export class FleetActions {
     await this.store.replicas.put(id, record);
     const entry = this.state.adoptRecord(record, now);
     this.ctx.log.info({ replica: id, model, shards: shards.map((s) => `${s.node}:${s.gpus.join(",")}`) }, "replica placed");
-    this.launch(entry, record.shards.map((s) => s.agentId));
+    this.launch(
+      entry,
+      record.shards.map((s) => s.agentId),
+    );
   }
 
   private launch(entry: ReplicaEntry, agentIds: readonly string[]): void {
@@ -228,7 +234,10 @@ export class FleetActions {
     // Only a replica placed after the last failure proves the failures over; an older one says nothing about them.
     const backoff = this.state.backoff.get(entry.record.model);
     if (backoff && entry.record.createdAt > backoff.lastFailureAt) this.state.backoff.delete(entry.record.model);
-    this.ctx.log.info({ replica: entry.record.id, model: entry.record.model, url: endpoint.url, readyAfterMs: now - entry.record.createdAt }, "replica ready: in rotation");
+    this.ctx.log.info(
+      { replica: entry.record.id, model: entry.record.model, url: endpoint.url, readyAfterMs: now - entry.record.createdAt },
+      "replica ready: in rotation",
+    );
   }
 
   private evict(entry: ReplicaEntry, why: string): void {

@@ -11,15 +11,19 @@
 import { Elysia } from "elysia";
 import { z } from "zod";
 import { fleetModelPatchSchema, fleetModelSchema, toFleetModel } from "../config/fleet-schema.ts";
-import { AGENT_REGISTRATION_PATH, agentRegistrationResponseSchema, agentRegistrationSchema, type AgentRegistrationResponse } from "../protocol/agent-messages.ts";
+import {
+  AGENT_REGISTRATION_PATH,
+  type AgentRegistrationResponse,
+  agentRegistrationResponseSchema,
+  agentRegistrationSchema,
+} from "../protocol/agent-messages.ts";
 import { bearerToken, tokenMatches } from "../shared/bearer.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../shared/errors.ts";
 import { logger } from "../shared/logger.ts";
 import { quotedName } from "../shared/model-name.ts";
+import { drainProgress, modelsStatus, nodesStatus, placementStatus, replicasStatus } from "./api-views.ts";
 import * as S from "./fleet-api-schemas.ts";
 import type { FleetManager } from "./fleet-manager.ts";
-import { drainProgress, modelsStatus, nodesStatus, placementStatus, replicasStatus } from "./api-views.ts";
-
 
 interface FleetApiOptions {
   /** Bearer token for writes; undefined: every write is refused. */
@@ -56,8 +60,13 @@ function checkToken(request: Request, path: string, opts: FleetApiOptions): void
   const presented = bearerToken(header) !== null;
   const write = request.method !== "GET" && request.method !== "HEAD";
   if (!presented && !write) return;
-  if (!opts.adminToken) throw new LlmgwError("UNAUTHORIZED", "management writes are off: no admin token is configured (fleet.admin_token, or LLMGW_ADMIN_TOKEN in the gateway's environment)");
-  if (!tokenMatches(header, opts.adminToken)) throw new LlmgwError("UNAUTHORIZED", presented ? "wrong admin token" : "this change needs the admin token (Authorization: Bearer …)");
+  if (!opts.adminToken)
+    throw new LlmgwError(
+      "UNAUTHORIZED",
+      "management writes are off: no admin token is configured (fleet.admin_token, or LLMGW_ADMIN_TOKEN in the gateway's environment)",
+    );
+  if (!tokenMatches(header, opts.adminToken))
+    throw new LlmgwError("UNAUTHORIZED", presented ? "wrong admin token" : "this change needs the admin token (Authorization: Bearer …)");
 }
 
 const tags = ["fleet"];
@@ -137,7 +146,8 @@ export function fleetApi(manager: FleetManager, opts: FleetApiOptions) {
     .put(
       "/models/:model",
       async ({ params, body, set }) => {
-        if (body.name !== params.model) throw new LlmgwError("VALIDATION_FAILED", `name: expected ${quotedName(params.model)} (the model in the path)`, { param: "name" });
+        if (body.name !== params.model)
+          throw new LlmgwError("VALIDATION_FAILED", `name: expected ${quotedName(params.model)} (the model in the path)`, { param: "name" });
         const existed = manager.state.models.has(params.model);
         await manager.ops.putModel(toFleetModel(body));
         set.status = existed ? 200 : 201;
@@ -158,7 +168,7 @@ export function fleetApi(manager: FleetManager, opts: FleetApiOptions) {
       {
         body: fleetModelPatchSchema,
         response: { 200: S.modelStatusSchema, 401: S.errorSchema, 404: S.errorSchema, 422: S.errorSchema },
-        detail: { tags, summary: "Change fields of a desired model (scale: {\"replicas\": N})", description: writeNote },
+        detail: { tags, summary: 'Change fields of a desired model (scale: {"replicas": N})', description: writeNote },
       },
     )
     .delete(
@@ -218,7 +228,8 @@ export function fleetApi(manager: FleetManager, opts: FleetApiOptions) {
         response: { 200: S.rebindSchema, 401: S.errorSchema, 404: S.errorSchema, 409: S.errorSchema },
         detail: {
           tags,
-          summary: "Approve moving a self-registered node's name to another agent: its binding to the agent's node key is dropped, and the next registration under the name binds it anew",
+          summary:
+            "Approve moving a self-registered node's name to another agent: its binding to the agent's node key is dropped, and the next registration under the name binds it anew",
           description: writeNote,
         },
       },
@@ -239,7 +250,8 @@ export function fleetApi(manager: FleetManager, opts: FleetApiOptions) {
         detail: {
           tags,
           summary: "An agent registers itself (Authorization: Bearer <registration token>)",
-          description: "The first registration with a `node_key` binds the node's name to that key; a later one under the name without the same key is 409 NODE_NAME_BOUND until an operator approves a re-bind.",
+          description:
+            "The first registration with a `node_key` binds the node's name to that key; a later one under the name without the same key is 409 NODE_NAME_BOUND until an operator approves a re-bind.",
         },
       },
     );

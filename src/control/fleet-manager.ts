@@ -19,22 +19,22 @@
 import type { Config } from "../config/types.ts";
 import type { AgentSnapshot } from "../protocol/agent-messages.ts";
 import type { AgentPollSettings, PolledAgent } from "../protocol/health-messages.ts";
-import { logger, type Logger } from "../shared/logger.ts";
+import { type Logger, logger } from "../shared/logger.ts";
 import { AdapterActions, type AdapterDemand } from "./adapter-actions.ts";
-import { httpAgentClient, type AgentClient } from "./agent-client.ts";
+import { type AgentClient, httpAgentClient } from "./agent-client.ts";
 import { configModelChanges } from "./desired-state.ts";
 import type { EndpointSink } from "./endpoint-sink.ts";
 import { FleetActions } from "./fleet-actions.ts";
-import { FleetState, type ReplicaEntry } from "./fleet-state.ts";
-import { observeNodes, placementNodes, type NodeInput } from "./placement-inputs.ts";
-import { NodeRegistry } from "./node-registry.ts";
 import { FleetOperations } from "./fleet-operations.ts";
-import { isActive, placeModel, planReconcile, withModelCounts, type ReconcileView, type ReplicaView } from "./reconcile.ts";
-import { derivePhase } from "./replica-phase.ts";
-import { isFleetAgentId } from "./replica-builder.ts";
+import { FleetState, type ReplicaEntry } from "./fleet-state.ts";
 import { applySnapshot, readSnapshot } from "./fleet-sync.ts";
-import type { FleetStore } from "./store.ts";
+import { NodeRegistry } from "./node-registry.ts";
+import { type NodeInput, observeNodes, placementNodes } from "./placement-inputs.ts";
 import type { PlacementResult } from "./placement-types.ts";
+import { isActive, placeModel, planReconcile, type ReconcileView, type ReplicaView, withModelCounts } from "./reconcile.ts";
+import { isFleetAgentId } from "./replica-builder.ts";
+import { derivePhase } from "./replica-phase.ts";
+import type { FleetStore } from "./store.ts";
 
 /** Relaunches of a missing shard that fail before the replica is given up on. */
 const MAX_LAUNCH_FAILURES = 3;
@@ -278,7 +278,10 @@ export class FleetManager {
       now,
       models: [...this.state.models.values()].map((m) => m.spec),
       replicas: views,
-      nodes: placementNodes(inputs, [...this.state.replicas.values()].map((e) => e.record)),
+      nodes: placementNodes(
+        inputs,
+        [...this.state.replicas.values()].map((e) => e.record),
+      ),
       agents: inputs.map((n) => ({
         node: n.name,
         state: n.state,

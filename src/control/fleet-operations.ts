@@ -10,8 +10,8 @@ import type { AgentRegistration } from "../protocol/agent-messages.ts";
 import { LlmgwError } from "../shared/errors.ts";
 import type { Logger } from "../shared/logger.ts";
 import type { FleetState } from "./fleet-state.ts";
-import type { FleetStore } from "./store.ts";
 import { keyMatches, keySha256 } from "./node-binding.ts";
+import type { FleetStore } from "./store.ts";
 import type { Cordon, DrainOp, NodeBinding, RegisteredNode, StoredModel } from "./types.ts";
 
 interface OperationHooks {
@@ -146,7 +146,8 @@ export class FleetOperations {
     await this.checkBinding(reg);
     const node: RegisteredNode = { name: reg.node, url: reg.url.replace(/\/+$/, ""), token: reg.token, dcgmUrl: reg.dcgm_url, registeredAt: this.hooks.now() };
     const known = this.state.registry.get(reg.node);
-    if (known && known.url === node.url && known.token === node.token && known.dcgmUrl === node.dcgmUrl) return { ...node, registeredAt: known.registeredAt ?? node.registeredAt };
+    if (known && known.url === node.url && known.token === node.token && known.dcgmUrl === node.dcgmUrl)
+      return { ...node, registeredAt: known.registeredAt ?? node.registeredAt };
     await this.store.nodes.put(node.name, node);
     if (this.state.registry.register(node, this.hooks.now())) this.hooks.pushPollTargets();
     this.hooks.log.info({ node: node.name, url: node.url }, "agent registered");
@@ -184,7 +185,11 @@ export class FleetOperations {
    */
   async approveRebind(node: string): Promise<{ wasBound: boolean }> {
     if (this.state.registry.isConfigured(node)) {
-      throw new LlmgwError("CONFLICT", `node '${node}' is configured under nodes: in the gateway's config; its name is not registered, so there is nothing to re-bind`, { param: "node" });
+      throw new LlmgwError(
+        "CONFLICT",
+        `node '${node}' is configured under nodes: in the gateway's config; its name is not registered, so there is nothing to re-bind`,
+        { param: "node" },
+      );
     }
     const bound = await this.store.bindings.get(node);
     if (!bound && !this.state.registry.get(node)) throw new LlmgwError("NOT_FOUND", `no node '${node}'`, { param: "node" });

@@ -56,7 +56,16 @@ export class FleetState {
   adoptRecord(record: ReplicaRecord, now: number): ReplicaEntry {
     const entry: ReplicaEntry = {
       record,
-      runtime: { launchedAt: {}, failure: null, trackedSince: now, busy: false, handedOff: false, drainingSignalled: false, launchFailures: 0, lastError: null },
+      runtime: {
+        launchedAt: {},
+        failure: null,
+        trackedSince: now,
+        busy: false,
+        handedOff: false,
+        drainingSignalled: false,
+        launchFailures: 0,
+        lastError: null,
+      },
       verdict: { phase: "Pending", detail: null, shards: [] },
     };
     this.replicas.set(record.id, entry);

@@ -21,7 +21,13 @@ interface StoreSnapshot {
 }
 
 export async function readSnapshot(store: FleetStore): Promise<StoreSnapshot> {
-  const [models, cordons, drains, nodes, replicas] = await Promise.all([store.models.list(), store.cordons.list(), store.drains.list(), store.nodes.list(), store.replicas.list()]);
+  const [models, cordons, drains, nodes, replicas] = await Promise.all([
+    store.models.list(),
+    store.cordons.list(),
+    store.drains.list(),
+    store.nodes.list(),
+    store.replicas.list(),
+  ]);
   return { models, cordons, drains, nodes, replicas };
 }
 
@@ -46,9 +52,18 @@ function replace<K, V>(map: Map<K, V>, entries: Iterable<[K, V]>): void {
  */
 export function applySnapshot(state: FleetState, snap: StoreSnapshot, opts: { replicas: boolean; now: number }): AppliedSnapshot {
   const cancelled = snap.drains.filter((d) => d.state === "cancelled" && state.drains.get(d.node)?.state === "running").map((d) => d.node);
-  replace(state.models, snap.models.map((m) => [m.spec.name, m]));
-  replace(state.cordons, snap.cordons.map((c) => [c.node, c]));
-  replace(state.drains, snap.drains.map((d) => [d.node, d]));
+  replace(
+    state.models,
+    snap.models.map((m) => [m.spec.name, m]),
+  );
+  replace(
+    state.cordons,
+    snap.cordons.map((c) => [c.node, c]),
+  );
+  replace(
+    state.drains,
+    snap.drains.map((d) => [d.node, d]),
+  );
   let pollTargetsChanged = false;
   for (const n of snap.nodes) if (!state.registry.isConfigured(n.name) && state.registry.register(n, opts.now)) pollTargetsChanged = true;
   const removed: ReplicaEntry[] = [];

@@ -71,7 +71,10 @@ export function nodeStateLabel(state: FleetNodeState, draining: boolean, cordone
 }
 
 /** A replica's state label: leaving wins; Lost and Missing are both "lost" (it will be replaced). */
-export function replicaStateLabel(v: Pick<ReplicaView, "phase"> & { record: Pick<ReplicaView["record"], "draining"> }, shardStates: readonly string[]): ReplicaState {
+export function replicaStateLabel(
+  v: Pick<ReplicaView, "phase"> & { record: Pick<ReplicaView["record"], "draining"> },
+  shardStates: readonly string[],
+): ReplicaState {
   if (v.record.draining !== null) return "draining";
   switch (v.phase) {
     case "Ready":

@@ -35,7 +35,16 @@ export class NodeRegistry {
 
   constructor(configured: readonly NodeConfig[], registered: readonly RegisteredNode[], now: number) {
     for (const n of configured) {
-      this.entries.set(n.name, { name: n.name, url: n.url, token: n.token, dcgmUrl: n.dcgmUrl, source: "config", registeredAt: null, trackedSince: now, snapshot: undefined });
+      this.entries.set(n.name, {
+        name: n.name,
+        url: n.url,
+        token: n.token,
+        dcgmUrl: n.dcgmUrl,
+        source: "config",
+        registeredAt: null,
+        trackedSince: now,
+        snapshot: undefined,
+      });
     }
     for (const r of registered) if (!this.entries.has(r.name)) this.entries.set(r.name, fromRegistration(r, now));
   }
@@ -79,5 +88,14 @@ export class NodeRegistry {
 }
 
 function fromRegistration(r: RegisteredNode, now: number): NodeEntry {
-  return { name: r.name, url: r.url, token: r.token, dcgmUrl: r.dcgmUrl, source: "registered", registeredAt: r.registeredAt, trackedSince: now, snapshot: undefined };
+  return {
+    name: r.name,
+    url: r.url,
+    token: r.token,
+    dcgmUrl: r.dcgmUrl,
+    source: "registered",
+    registeredAt: r.registeredAt,
+    trackedSince: now,
+    snapshot: undefined,
+  };
 }

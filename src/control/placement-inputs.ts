@@ -6,10 +6,10 @@
  * dcgm-exporter (XID, ECC, temperature; matched by UUID, else by index on
  * that host), unless that scrape is stale.
  */
-import { BLOCKING_GPU_HEALTH_REASONS, type AgentGpu, type AgentSnapshot, type AgentReplicaStatus, type DcgmVerdicts } from "../protocol/agent-messages.ts";
+import { type AgentGpu, type AgentReplicaStatus, type AgentSnapshot, BLOCKING_GPU_HEALTH_REASONS, type DcgmVerdicts } from "../protocol/agent-messages.ts";
 import type { PlacementGpu, PlacementNode } from "./placement-types.ts";
-import type { NodeObservation } from "./replica-phase.ts";
 import { replicaIdOf } from "./replica-builder.ts";
+import type { NodeObservation } from "./replica-phase.ts";
 import type { NodeState, ReplicaRecord } from "./types.ts";
 
 export interface NodeInput {

@@ -59,7 +59,8 @@ function kindRejections(req: PlacementRequest, gpus: readonly PlacementGpu[]): R
 function nodeRejections(req: PlacementRequest, node: PlacementNode): Rejection[] {
   const out: Rejection[] = [];
   if (node.cordoned) out.push({ code: "cordoned", message: "the node is cordoned: no new replicas" });
-  if (node.state !== "Ready") out.push({ code: "node-not-ready", message: node.state === "Unknown" ? "the agent has not answered yet" : "the agent stopped answering (NotReady)" });
+  if (node.state !== "Ready")
+    out.push({ code: "node-not-ready", message: node.state === "Unknown" ? "the agent has not answered yet" : "the agent stopped answering (NotReady)" });
   if (req.nodesPerReplica > 1 && (node.transports === null || node.transports.length === 0)) {
     out.push({ code: "no-shared-fabric", message: `a replica spans ${req.nodesPerReplica} nodes; this node has no active InfiniBand or RoCE port` });
   }
@@ -80,7 +81,10 @@ function countRejections(req: PlacementRequest, group: readonly PlacementGpu[], 
   const used = group.filter((g) => g.usedBy !== null);
   const usedText = used.length > 0 ? `; in use: ${used.map((g) => `GPU ${g.index} by ${g.usedBy}`).join(", ")}` : "";
   if (usable.length + faulted.length >= n) {
-    return { rejections: [{ code: "gpu-unhealthy", message: `needs ${n} healthy free ${label} GPU(s), ${usable.length} healthy: ${faultSummary(faulted)}` }], usable };
+    return {
+      rejections: [{ code: "gpu-unhealthy", message: `needs ${n} healthy free ${label} GPU(s), ${usable.length} healthy: ${faultSummary(faulted)}` }],
+      usable,
+    };
   }
   const faultText = faulted.length > 0 ? `; unhealthy: ${faultSummary(faulted)}` : "";
   return {
@@ -93,7 +97,16 @@ function countRejections(req: PlacementRequest, group: readonly PlacementGpu[], 
 function nodeCandidates(req: PlacementRequest, node: PlacementNode): Candidate[] {
   const base = nodeRejections(req, node);
   if (node.gpus.length === 0) {
-    return [{ node: node.name, gpus: [], gpuClass: null, verdict: "rejected", rank: null, reasons: [...base, { code: "too-few-free-gpus", message: `needs ${req.tensorParallel} free GPU(s); the node has none` }] }];
+    return [
+      {
+        node: node.name,
+        gpus: [],
+        gpuClass: null,
+        verdict: "rejected",
+        rank: null,
+        reasons: [...base, { code: "too-few-free-gpus", message: `needs ${req.tensorParallel} free GPU(s); the node has none` }],
+      },
+    ];
   }
   const classes = [...new Set(node.gpus.map((g) => g.class))].sort();
   const out: Candidate[] = [];
@@ -104,7 +117,14 @@ function nodeCandidates(req: PlacementRequest, node: PlacementNode): Candidate[]
     if (rejections.length === 0) anyClassSuffices = true;
     const chosen = usable.slice(0, req.tensorParallel);
     const reasons = [...base, ...kindRejections(req, group), ...rejections];
-    out.push({ node: node.name, gpus: (chosen.length > 0 ? chosen : group).map((g) => g.index), gpuClass: cls, verdict: reasons.length === 0 ? "eligible" : "rejected", rank: null, reasons });
+    out.push({
+      node: node.name,
+      gpus: (chosen.length > 0 ? chosen : group).map((g) => g.index),
+      gpuClass: cls,
+      verdict: reasons.length === 0 ? "eligible" : "rejected",
+      rank: null,
+      reasons,
+    });
   }
   // A tensor-parallel group needs one GPU type: enough free GPUs only across classes is its own rejection.
   const usableAll = node.gpus.filter((g) => g.usedBy === null && g.faults.length === 0).sort((a, b) => a.index - b.index);
@@ -116,7 +136,10 @@ function nodeCandidates(req: PlacementRequest, node: PlacementNode): Candidate[]
       gpuClass: null,
       verdict: "rejected",
       rank: null,
-      reasons: [...base, { code: "mixed-gpu-types", message: `GPUs ${list(set)} are ${set.map((g) => g.class).join(", ")}: a tensor-parallel group needs one GPU type` }],
+      reasons: [
+        ...base,
+        { code: "mixed-gpu-types", message: `GPUs ${list(set)} are ${set.map((g) => g.class).join(", ")}: a tensor-parallel group needs one GPU type` },
+      ],
     });
   }
   return out;

@@ -141,7 +141,9 @@ function holdsRotation(r: ReplicaView, others: readonly ReplicaView[], serving: 
   if (r.phase !== "Ready" || slots <= 0) return false;
   const inRotation = (v: ReplicaView) => v.handedOff && !v.drainingSignalled && v.gatewayReady;
   const before = (a: ReplicaView, b: ReplicaView) =>
-    Number(inRotation(b)) - Number(inRotation(a)) || a.record.createdAt - b.record.createdAt || (a.record.id < b.record.id ? -1 : a.record.id > b.record.id ? 1 : 0);
+    Number(inRotation(b)) - Number(inRotation(a)) ||
+    a.record.createdAt - b.record.createdAt ||
+    (a.record.id < b.record.id ? -1 : a.record.id > b.record.id ? 1 : 0);
   const ahead = others.filter((o) => o.record.draining?.reason === "drain" && o.phase === "Ready" && before(o, r) < 0).length;
   return ahead < slots;
 }
@@ -172,7 +174,12 @@ function planLeaving(r: ReplicaView, view: ReconcileView, out: Action[]): void {
   if (!r.busy && (s.graceOver || (!s.awaitingReplacement && !s.inRotation && s.inflight === 0))) {
     if (s.graceOver && s.awaitingReplacement) {
       const short = { serving: s.serving, desired: s.desired };
-      return void out.push({ kind: "stop", replica: r.record.id, reason: `${leaving.reason}: grace period over before a replacement served (${s.serving} of ${s.desired} serving without it)`, short });
+      return void out.push({
+        kind: "stop",
+        replica: r.record.id,
+        reason: `${leaving.reason}: grace period over before a replacement served (${s.serving} of ${s.desired} serving without it)`,
+        short,
+      });
     }
     return void out.push({ kind: "stop", replica: r.record.id, reason: s.graceOver ? `${leaving.reason}: grace period over` : leaving.reason });
   }
@@ -203,7 +210,8 @@ function planStaying(r: ReplicaView, view: ReconcileView, cordoned: ReadonlySet<
     }
     case "Lost":
       // A node that is no longer registered (removed from the config) will not come back to be asked.
-      if (r.record.shards.some((s) => !view.agents.some((a) => a.node === s.node))) out.push({ kind: "forget", replica: id, reason: "its node is no longer registered" });
+      if (r.record.shards.some((s) => !view.agents.some((a) => a.node === s.node)))
+        out.push({ kind: "forget", replica: id, reason: "its node is no longer registered" });
       return;
     case "Pending":
     case "Starting":
@@ -235,13 +243,20 @@ function planCounts(view: ReconcileView, out: Action[]): void {
     const want = spec?.replicas ?? 0;
     if (active.length > want) {
       const reason: DrainReason = spec ? "scale-down" : "model-removed";
-      for (const v of chooseVictims(active, active.length - want)) out.push({ kind: "mark-draining", replica: v.record.id, reason, graceMs: view.drainGraceMs });
-    } else if (spec && active.length < want && view.now >= (view.backoffUntil[name] ?? 0) && !view.replicas.some((r) => r.record.model === name && r.phase === "Failed")) {
+      for (const v of chooseVictims(active, active.length - want))
+        out.push({ kind: "mark-draining", replica: v.record.id, reason, graceMs: view.drainGraceMs });
+    } else if (
+      spec &&
+      active.length < want &&
+      view.now >= (view.backoffUntil[name] ?? 0) &&
+      !view.replicas.some((r) => r.record.model === name && r.phase === "Failed")
+    ) {
       // A failing replica is given up on first (which sets the backoff); its replacement comes after.
       const result = placeModel(spec, want - active.length, nodes);
       for (const shards of result.placements) out.push({ kind: "create", model: name, shards });
       const drained = view.replicas.some((r) => r.record.model === name && r.record.draining?.reason === "drain");
-      if (drained && result.unplaced > 0) out.push({ kind: "replacement-unplaced", model: name, missing: result.unplaced, reason: result.unplacedReason ?? "no node fits" });
+      if (drained && result.unplaced > 0)
+        out.push({ kind: "replacement-unplaced", model: name, missing: result.unplaced, reason: result.unplacedReason ?? "no node fits" });
     }
   }
 }

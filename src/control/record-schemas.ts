@@ -23,7 +23,10 @@ function withoutRefusedAdapters(spec: unknown): unknown {
   const kept = adapters.filter((a) => typeof a !== "object" || a === null || !("name" in a) || fleetModelName.safeParse(a.name).success);
   if (kept.length === adapters.length) return spec;
   const dropped = adapters.filter((a) => !kept.includes(a)).map((a) => quotedName(String((a as { name: unknown }).name)));
-  logger().warn({ model: "name" in spec ? String(spec.name) : undefined, dropped }, "fleet store: adapters with names the fleet refuses dropped from a stored model");
+  logger().warn(
+    { model: "name" in spec ? String(spec.name) : undefined, dropped },
+    "fleet store: adapters with names the fleet refuses dropped from a stored model",
+  );
   return { ...spec, adapters: kept };
 }
 

@@ -65,7 +65,13 @@ function agentSpec(spec: FleetModelSpec, shard: ChosenShard, rank: number, maste
 }
 
 /** The record of a new replica on `shards` (rank order); `hostOf` gives a node's address for the rendezvous. */
-export function buildReplicaRecord(spec: FleetModelSpec, shards: readonly ChosenShard[], id: string, now: number, hostOf: (node: string) => string): ReplicaRecord {
+export function buildReplicaRecord(
+  spec: FleetModelSpec,
+  shards: readonly ChosenShard[],
+  id: string,
+  now: number,
+  hostOf: (node: string) => string,
+): ReplicaRecord {
   const masterAddr = shards.length > 1 ? hostOf(shards[0]!.node) : undefined;
   const records: ShardRecord[] = shards.map((s, rank) => ({
     node: s.node,

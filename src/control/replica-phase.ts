@@ -4,8 +4,9 @@
  * requested after the shard was last launched: an answer already on its way
  * when the PUT went out says nothing about it.
  */
-import type { KvEventsSource } from "../protocol/kv-events-messages.ts";
+
 import type { AgentReplicaState, AgentReplicaStatus } from "../protocol/agent-messages.ts";
+import type { KvEventsSource } from "../protocol/kv-events-messages.ts";
 import type { NodeState, ReplicaPhase, ReplicaRecord } from "./types.ts";
 
 export interface NodeObservation {
@@ -57,10 +58,26 @@ function shardView(record: ReplicaRecord, i: number, nodes: ReadonlyMap<string, 
   const status = node?.replicas.get(s.agentId);
   const base = { node: s.node, agentId: s.agentId, rank: s.rank, gpus: s.gpus };
   if (node?.state !== "Ready") {
-    return { ...base, state: node?.state === "Unknown" ? "Pending" : "Unreachable", endpoint: status?.endpoint ?? null, restarts: status?.restarts ?? null, message: null, logTail: null, kvEvents: status?.kvEvents ?? null };
+    return {
+      ...base,
+      state: node?.state === "Unknown" ? "Pending" : "Unreachable",
+      endpoint: status?.endpoint ?? null,
+      restarts: status?.restarts ?? null,
+      message: null,
+      logTail: null,
+      kvEvents: status?.kvEvents ?? null,
+    };
   }
   if (status && status.state !== "Stopped") {
-    return { ...base, state: status.state, endpoint: status.endpoint, restarts: status.restarts, message: status.message, logTail: status.logTail, kvEvents: status.kvEvents ?? null };
+    return {
+      ...base,
+      state: status.state,
+      endpoint: status.endpoint,
+      restarts: status.restarts,
+      message: status.message,
+      logTail: status.logTail,
+      kvEvents: status.kvEvents ?? null,
+    };
   }
   const launched = runtime.launchedAt[s.agentId];
   const answeredSince = node.stateRequestedAt !== undefined && (launched === undefined || node.stateRequestedAt > launched);
@@ -68,7 +85,13 @@ function shardView(record: ReplicaRecord, i: number, nodes: ReadonlyMap<string, 
   return { ...base, state, endpoint: null, restarts: null, message: null, logTail: null, kvEvents: null };
 }
 
-export function derivePhase(record: ReplicaRecord, nodes: ReadonlyMap<string, NodeObservation>, runtime: ReplicaRuntime, now: number, readyTimeoutMs: number): PhaseVerdict {
+export function derivePhase(
+  record: ReplicaRecord,
+  nodes: ReadonlyMap<string, NodeObservation>,
+  runtime: ReplicaRuntime,
+  now: number,
+  readyTimeoutMs: number,
+): PhaseVerdict {
   const shards = record.shards.map((_, i) => shardView(record, i, nodes, runtime));
   const verdict = (phase: ReplicaPhase, detail: string | null): PhaseVerdict => ({ phase, detail, shards });
   if (runtime.failure !== null) return verdict("Failed", runtime.failure);

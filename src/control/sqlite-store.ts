@@ -9,7 +9,7 @@
 import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { readRecord, RECORD_CODECS, type RecordCodec, type RecordTypes } from "./record-schemas.ts";
+import { RECORD_CODECS, type RecordCodec, type RecordTypes, readRecord } from "./record-schemas.ts";
 import type { Collection, CollectionName, FleetStore } from "./store.ts";
 
 export const FLEET_DB_FILE = "fleet.sqlite";
@@ -34,7 +34,9 @@ class SqliteCollection<T> implements Collection<T> {
     this.putQ = db.query<unknown, [string, string, string, number]>(
       "INSERT INTO fleet_records (collection, key, json, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (collection, key) DO UPDATE SET json = excluded.json, updated_at = excluded.updated_at",
     );
-    this.insertQ = db.query<unknown, [string, string, string, number]>("INSERT INTO fleet_records (collection, key, json, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (collection, key) DO NOTHING");
+    this.insertQ = db.query<unknown, [string, string, string, number]>(
+      "INSERT INTO fleet_records (collection, key, json, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (collection, key) DO NOTHING",
+    );
     this.deleteQ = db.query<unknown, [string, string]>("DELETE FROM fleet_records WHERE collection = ? AND key = ?");
   }
 
@@ -104,4 +106,3 @@ export class SqliteFleetStore implements FleetStore {
     this.db.close();
   }
 }
-

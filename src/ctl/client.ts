@@ -32,7 +32,6 @@ export class CtlError extends Error {
 
 const CALL_TIMEOUT_MS = 15_000;
 
-
 export class CtlClient {
   constructor(
     private readonly gateway: string,
@@ -52,7 +51,8 @@ export class CtlClient {
     } catch (err) {
       throw new CtlError(CTL_EXIT.unreachable, `cannot reach the gateway at ${this.gateway}: ${err instanceof Error ? err.message : String(err)}`);
     }
-    if (res.status === 401) throw new CtlError(CTL_EXIT.unauthorized, `the gateway refused the token: ${errorBodyMessage(text)} (give --token or LLMGW_ADMIN_TOKEN)`);
+    if (res.status === 401)
+      throw new CtlError(CTL_EXIT.unauthorized, `the gateway refused the token: ${errorBodyMessage(text)} (give --token or LLMGW_ADMIN_TOKEN)`);
     if (res.status === 404) throw new CtlError(CTL_EXIT.notFound, errorBodyMessage(text));
     if (res.status === 400 || res.status === 409 || res.status === 422) throw new CtlError(CTL_EXIT.rejected, `refused: ${errorBodyMessage(text)}`);
     if (res.status < 200 || res.status > 299) throw new CtlError(CTL_EXIT.error, `HTTP ${res.status} from ${url}: ${errorBodyMessage(text)}`);
@@ -65,7 +65,10 @@ export class CtlClient {
     const parsed = schema.safeParse(json);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      throw new CtlError(CTL_EXIT.error, `${url}: unexpected answer (${issue?.path.join(".") || "(root)"}: ${issue?.message}); is the gateway the same llmgw version?`);
+      throw new CtlError(
+        CTL_EXIT.error,
+        `${url}: unexpected answer (${issue?.path.join(".") || "(root)"}: ${issue?.message}); is the gateway the same llmgw version?`,
+      );
     }
     return parsed.data;
   }

@@ -1,9 +1,9 @@
 /** `llmgw ctl`: operator CLI against a gateway's management API (nodes, replicas, models, placement, scale, cordon, drain, rebind). */
 import { z } from "zod";
-import { boolFlag, numberFlag, parseCommandArgs, stringFlag, UsageError, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
 import * as S from "../control/fleet-api-schemas.ts";
-import { CTL_EXIT, CtlClient, CtlError } from "./client.ts";
+import { boolFlag, type CommandSpec, numberFlag, type ParsedArgs, parseCommandArgs, stringFlag, UsageError } from "../shared/flags.ts";
 import { useColour } from "../shared/text-table.ts";
+import { CTL_EXIT, CtlClient, CtlError } from "./client.ts";
 import { formatDrain, formatModels, formatNodes, formatPlacement, formatReplicas } from "./views.ts";
 
 export const DEFAULT_CTL_GATEWAY = "http://127.0.0.1:9090";
@@ -70,7 +70,8 @@ function checkArgs(args: ParsedArgs): { command: string; params: string[] } {
   const spec = ARITY[command];
   if (!spec) throw new UsageError(`unknown command '${command}'`);
   if (params.length !== spec.args.length) throw new UsageError(`${command} takes ${spec.args.length === 0 ? "no arguments" : spec.args.join(" ")}`);
-  for (const f of ["reason", "grace-ms", "no-wait"]) if (args.values[f] !== undefined && !spec.flags.includes(f)) throw new UsageError(`--${f} does not apply to ${command}`);
+  for (const f of ["reason", "grace-ms", "no-wait"])
+    if (args.values[f] !== undefined && !spec.flags.includes(f)) throw new UsageError(`--${f} does not apply to ${command}`);
   return { command, params };
 }
 

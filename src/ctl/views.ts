@@ -1,6 +1,6 @@
 /** How `llmgw ctl` prints each management API answer for people (scripts use --json). */
 import type { DrainProgress, FailedReplicaStatus, ModelStatus, NodeStatus, PlacementStatus, ReplicaStatus } from "../control/fleet-api-schemas.ts";
-import { renderTable, type Cell, type CellInput } from "../shared/text-table.ts";
+import { type Cell, type CellInput, renderTable } from "../shared/text-table.ts";
 import { age, dash } from "./format.ts";
 
 function stateCell(state: string): Cell {
@@ -32,10 +32,14 @@ export function formatNodes(nodes: readonly NodeStatus[], colour: boolean): stri
     { colour },
   );
   const out = [table];
-  const bad = nodes.flatMap((n) => n.gpus.filter((g) => !g.healthy).flatMap((g) => g.faults.map((f) => [n.name, g.index, g.class, { text: f, tint: "red" as const }] as CellInput[])));
+  const bad = nodes.flatMap((n) =>
+    n.gpus.filter((g) => !g.healthy).flatMap((g) => g.faults.map((f) => [n.name, g.index, g.class, { text: f, tint: "red" as const }] as CellInput[])),
+  );
   if (bad.length > 0) out.push("", `GPUs kept out of placement:\n${renderTable(["NODE", "GPU", "CLASS", "REASON"], bad, { colour })}`);
   // Why each node takes no new replicas, as the operator who cordoned it said.
-  const cordoned = nodes.filter((n) => n.cordoned).map((n) => [n.name, { text: cordonText(n), tint: "yellow" as const }, n.cordon_reason ?? "(no reason given)"] as CellInput[]);
+  const cordoned = nodes
+    .filter((n) => n.cordoned)
+    .map((n) => [n.name, { text: cordonText(n), tint: "yellow" as const }, n.cordon_reason ?? "(no reason given)"] as CellInput[]);
   if (cordoned.length > 0) out.push("", `Cordoned nodes:\n${renderTable(["NODE", "SCHEDULING", "REASON"], cordoned, { colour })}`);
   return out.join("\n");
 }
@@ -45,7 +49,9 @@ function shardsText(r: ReplicaStatus): string {
 }
 
 function replicaNote(r: ReplicaStatus): string {
-  const parts = [r.leaving ? `leaving (${r.leaving.reason})` : null, r.detail, r.last_error ? `agent: ${r.last_error}` : null].filter((p): p is string => p !== null);
+  const parts = [r.leaving ? `leaving (${r.leaving.reason})` : null, r.detail, r.last_error ? `agent: ${r.last_error}` : null].filter(
+    (p): p is string => p !== null,
+  );
   return parts.length === 0 ? "-" : parts.join("; ");
 }
 
@@ -66,7 +72,13 @@ export function formatReplicas(replicas: readonly ReplicaStatus[], failed: reado
   }
   if (failed.length > 0) {
     out.push("", "Recently failed (replaced):");
-    out.push(renderTable(["REPLICA", "MODEL", "NODES", "AT", "REASON"], failed.map((f) => [f.id, f.model, f.nodes.join(","), new Date(f.at).toISOString(), { text: f.reason, tint: "red" }]), { colour }));
+    out.push(
+      renderTable(
+        ["REPLICA", "MODEL", "NODES", "AT", "REASON"],
+        failed.map((f) => [f.id, f.model, f.nodes.join(","), new Date(f.at).toISOString(), { text: f.reason, tint: "red" }]),
+        { colour },
+      ),
+    );
     for (const f of failed) if (f.log_tail && f.log_tail.length > 0) out.push(`--- ${f.id} (log tail) ---`, ...f.log_tail.slice(-10));
   }
   return out.join("\n");
@@ -112,7 +124,11 @@ export function formatPlacement(p: PlacementStatus, colour: boolean): string {
   const rows: CellInput[][] = [];
   for (const c of p.candidates) {
     const verdict: Cell =
-      c.verdict === "chosen" ? { text: `chosen (#${c.rank})`, tint: "green" } : c.verdict === "eligible" ? { text: `eligible (#${c.rank})`, tint: "yellow" } : { text: "rejected", tint: "red" };
+      c.verdict === "chosen"
+        ? { text: `chosen (#${c.rank})`, tint: "green" }
+        : c.verdict === "eligible"
+          ? { text: `eligible (#${c.rank})`, tint: "yellow" }
+          : { text: "rejected", tint: "red" };
     const first = c.reasons[0];
     rows.push([c.node, dash(c.gpus.join(",")), dash(c.gpu_class), verdict, first ? `${first.code}: ${first.message}` : "-"]);
     for (const r of c.reasons.slice(1)) rows.push(["", "", "", "", `${r.code}: ${r.message}`]);
@@ -121,7 +137,8 @@ export function formatPlacement(p: PlacementStatus, colour: boolean): string {
 }
 
 export function formatDrain(d: DrainProgress): string {
-  if (d.state !== "running") return `${d.node}: drain ${d.state}${d.finished_at !== null ? ` after ${((d.finished_at - d.started_at) / 1000).toFixed(1)} s` : ""}`;
+  if (d.state !== "running")
+    return `${d.node}: drain ${d.state}${d.finished_at !== null ? ` after ${((d.finished_at - d.started_at) / 1000).toFixed(1)} s` : ""}`;
   const lines = [`${d.node}: draining, ${d.replicas.length} replica(s) left, grace period ${Math.ceil((d.grace_left_ms ?? 0) / 1000)} s left`];
   for (const w of d.waiting_for) lines.push(`  waiting for ${w}`);
   return lines.join("\n");

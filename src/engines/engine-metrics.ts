@@ -2,9 +2,10 @@
  * One view of an engine's load (running, waiting, KV usage, prefix-cache hit
  * rate) from vLLM V0, vLLM V1 or SGLang /metrics text. Absent stays undefined.
  */
+
+import { type EngineFlavor, type EngineHint, resolveFlavor } from "./flavor.ts";
+import { type LoraInfo, loraInfo } from "./lora-info.ts";
 import { parsePrometheusText, type Sample } from "./prom-text.ts";
-import { resolveFlavor, type EngineFlavor, type EngineHint } from "./flavor.ts";
-import { loraInfo, type LoraInfo } from "./lora-info.ts";
 import { clampUnit, finiteSamples, firstPresent, maxAcrossSeries, meanAcrossSeries, sumAcrossSeries } from "./series.ts";
 
 export interface EngineMetrics {

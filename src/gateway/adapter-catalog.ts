@@ -39,7 +39,10 @@ export class AdapterCatalog {
   setEndpoint(index: number, adapters: readonly ListedAdapter[]): boolean {
     const prev = this.byEndpoint.get(index);
     if (prev && prev.length === adapters.length && prev.every((a, i) => a.name === adapters[i]!.name && a.parent === adapters[i]!.parent)) return false;
-    this.byEndpoint.set(index, adapters.map((a) => ({ ...a })));
+    this.byEndpoint.set(
+      index,
+      adapters.map((a) => ({ ...a })),
+    );
     this.bases = undefined;
     for (const a of adapters) {
       const waiting = this.waiters.get(a.name);

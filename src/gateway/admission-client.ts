@@ -93,7 +93,16 @@ export class AdmissionClient {
             if (msg.probe >= 0) this.onOrphanGrant(msg.index, msg.probe);
             return;
           }
-          p.resolve({ index: msg.index, pool: msg.pool, scores: msg.scores, drops: msg.drops, waitedMs: msg.waitedMs, probe: msg.probe, circuit: msg.circuit, path: "queued" });
+          p.resolve({
+            index: msg.index,
+            pool: msg.pool,
+            scores: msg.scores,
+            drops: msg.drops,
+            waitedMs: msg.waitedMs,
+            probe: msg.probe,
+            circuit: msg.circuit,
+            path: "queued",
+          });
           return;
         }
         case "reject":
@@ -143,8 +152,15 @@ export class AdmissionClient {
     const pool = this.directory.poolOf(target.model);
     if (pool === undefined) throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${req.model}'`, 0, undefined);
     if (fastPath) {
-      const f = fastAdmit(this.pools, this.chooser, this.admission, pool, target.adapter === undefined ? req : { ...req, model: target.model, adapter: target.adapter });
-      if (f.kind === "granted") return { index: f.index, pool: f.pool, scores: f.scores, drops: f.drops, waitedMs: 0, probe: f.probe, circuit: f.circuit, path: "fast" };
+      const f = fastAdmit(
+        this.pools,
+        this.chooser,
+        this.admission,
+        pool,
+        target.adapter === undefined ? req : { ...req, model: target.model, adapter: target.adapter },
+      );
+      if (f.kind === "granted")
+        return { index: f.index, pool: f.pool, scores: f.scores, drops: f.drops, waitedMs: 0, probe: f.probe, circuit: f.circuit, path: "fast" };
       // Nothing chosen with room in the pool (all unready, open, faulted…): the worker says the same, with the same drops.
       if (f.kind === "no_endpoint") throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${req.model}'`, 0, undefined, f.drops);
     }

@@ -22,8 +22,9 @@
  * period ends by itself in half-open, and a failed probe request reopens it
  * for twice as long, up to `maxOpenMs`.
  */
-import type { CircuitBreakerConfig } from "../config/types.ts";
+
 import { DEFAULT_CIRCUIT_MAX_OPEN_MS } from "../config/defaults.ts";
+import type { CircuitBreakerConfig } from "../config/types.ts";
 import type { Route } from "../metrics/names.ts";
 import { CIRCUIT_CLOSED, CIRCUIT_HALF_OPEN, CIRCUIT_OPEN, CIRCUIT_PROBING, type EndpointTable, I, MAX_MODEL_CIRCUITS } from "../shared/endpoint-table.ts";
 

@@ -8,7 +8,12 @@
  */
 import type { ProbeRoute, ProbeTarget, ProbeVerdict } from "./circuit-breaker.ts";
 
-const PATHS: Record<ProbeRoute, string> = { chat: "/v1/chat/completions", completions: "/v1/completions", embeddings: "/v1/embeddings", responses: "/v1/responses" };
+const PATHS: Record<ProbeRoute, string> = {
+  chat: "/v1/chat/completions",
+  completions: "/v1/completions",
+  embeddings: "/v1/embeddings",
+  responses: "/v1/responses",
+};
 
 /** The probe's body: one token of the route, as small as a client's smallest request. */
 export function probeBody(target: ProbeTarget): string {

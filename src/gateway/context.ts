@@ -1,24 +1,25 @@
 /** The data plane's parts, assembled once by the gateway at startup: each stage takes only its own part (its *Deps type), never this whole. */
+
+import type { TenantQuota } from "../admission/tenant-quota.ts";
+import type { ResponseCache } from "../cache/response-cache-store.ts";
 import type { Config } from "../config/types.ts";
+import type { GatewayJobs } from "../jobs/jobs-service.ts";
+import type { GatewayResponses } from "../jobs/responses-service.ts";
+import type { JobsMetrics } from "../metrics/jobs-metrics.ts";
 import type { GatewayMetrics } from "../metrics/registry.ts";
-import type { Logger } from "../shared/logger.ts";
+import type { ClusterStatus } from "../protocol/cluster-status.ts";
 import type { EndpointTable } from "../shared/endpoint-table.ts";
+import type { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
+import type { Logger } from "../shared/logger.ts";
 import type { AdmissionClient } from "./admission-client.ts";
+import type { Authenticator } from "./api-keys.ts";
 import type { CircuitBreakers } from "./circuit-breaker.ts";
 import type { ContinuationPolicy } from "./continuation-policy.ts";
 import type { EndpointRegistry } from "./endpoints.ts";
 import type { ModelCatalog } from "./model-catalog.ts";
-import type { RetryBudget } from "./retry-budget.ts";
-import type { Authenticator } from "./api-keys.ts";
-import type { TenantQuota } from "../admission/tenant-quota.ts";
-import type { ClusterStatus } from "../protocol/cluster-status.ts";
-import type { ResponseCache } from "../cache/response-cache-store.ts";
-import type { JobsMetrics } from "../metrics/jobs-metrics.ts";
-import type { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
-import type { GatewayJobs } from "../jobs/jobs-service.ts";
 import type { PromptTokenizer } from "./prompt-tokens.ts";
+import type { RetryBudget } from "./retry-budget.ts";
 import type { RouteSupport } from "./route-support.ts";
-import type { GatewayResponses } from "../jobs/responses-service.ts";
 import type { UpstreamDial, UpstreamFetch } from "./upstream-reach.ts";
 
 export interface GatewayContext {

@@ -65,7 +65,10 @@ export class DialGuard {
       this.markOk(index);
     } catch (err) {
       if (timedOut) {
-        void connect.then((s) => s.end(), () => {});
+        void connect.then(
+          (s) => s.end(),
+          () => {},
+        );
       }
       throw err instanceof Error ? err : new Error(String(err));
     } finally {

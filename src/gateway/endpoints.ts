@@ -6,15 +6,16 @@
  * workers. A removed endpoint's slot is reused only once every request still
  * holding it has let go, so a late release never lands on a newcomer.
  */
-import type { EndpointDescriptor } from "../protocol/scheduler-messages.ts";
+
+import type { EngineFlavor } from "../config/types.ts";
 import type { PolledEndpoint } from "../protocol/health-messages.ts";
 import type { KvEventsSource } from "../protocol/kv-events-messages.ts";
-import type { EngineFlavor } from "../config/types.ts";
+import type { EndpointDescriptor } from "../protocol/scheduler-messages.ts";
 import { type EndpointTable, I, SLOT_ACTIVE, SLOT_FREE, SLOT_RETIRING } from "../shared/endpoint-table.ts";
 import type { CircuitBreakers } from "./circuit-breaker.ts";
-import { StreamEvictions } from "./stream-evictions.ts";
-import type { ModelCatalog } from "./model-catalog.ts";
 import type { DialGuard } from "./dial-guard.ts";
+import type { ModelCatalog } from "./model-catalog.ts";
+import { StreamEvictions } from "./stream-evictions.ts";
 
 export interface EndpointSpec {
   id: string;

@@ -81,7 +81,8 @@ export class PromptTokenizer {
     if (url === undefined) return this.skip("no_live_stream");
     if (promptTokens < this.config.minPromptTokens) return this.skip("short");
     const prompt = body.prompt;
-    if (route === "completions" && Array.isArray(prompt) && prompt.length > 0 && prompt.every((t) => typeof t === "number")) return tokenBlockKeys(prompt as number[], MAX_KEYS);
+    if (route === "completions" && Array.isArray(prompt) && prompt.length > 0 && prompt.every((t) => typeof t === "number"))
+      return tokenBlockKeys(prompt as number[], MAX_KEYS);
     const candidates = this.candidates(body, route, model);
     if (candidates === undefined) return this.skip("not_text");
     for (const c of candidates) {
@@ -144,7 +145,8 @@ export class PromptTokenizer {
       });
       const answer: unknown = res.ok ? await res.json() : undefined;
       const tokens = typeof answer === "object" && answer !== null ? (answer as { tokens?: unknown }).tokens : undefined;
-      if (!Array.isArray(tokens) || !tokens.every((t) => typeof t === "number" && Number.isInteger(t))) throw new Error(`/tokenize answered ${res.status} without token ids`);
+      if (!Array.isArray(tokens) || !tokens.every((t) => typeof t === "number" && Number.isInteger(t)))
+        throw new Error(`/tokenize answered ${res.status} without token ids`);
       this.metrics.tokenizeSeconds("ok", (performance.now() - t0) / 1000);
       const keys = tokenBlockKeys(tokens as number[], MAX_KEYS);
       this.remember(c.key, keys);
@@ -171,7 +173,8 @@ export class PromptTokenizer {
     const root = wyhash(model, 0n);
     const cuts = (text: string, seed: bigint, make: (head: string) => Record<string, unknown>): Candidate[] => {
       const out: Candidate[] = [];
-      for (let c = this.config.cutChars; c < text.length; c *= 2) out.unshift(candidate(wyhash(`cut:${c}`, wyhash(text.slice(0, c), seed)), () => make(text.slice(0, c))));
+      for (let c = this.config.cutChars; c < text.length; c *= 2)
+        out.unshift(candidate(wyhash(`cut:${c}`, wyhash(text.slice(0, c), seed)), () => make(text.slice(0, c))));
       return out;
     };
     if (route === "completions") {
@@ -201,10 +204,20 @@ export class PromptTokenizer {
     }
     for (const f of ["add_generation_prompt", "continue_final_message"] as const) if (body[f] !== undefined) flags[f] = body[f];
     const whole = candidate(wyhash(JSON.stringify(flags), seed), () => ({ model, messages, ...flags, ...template }));
-    if (messages.length > 1) return [whole, candidate(wyhash("history", history), () => ({ model, messages: messages.slice(0, -1), add_generation_prompt: false, ...template }))];
+    if (messages.length > 1)
+      return [whole, candidate(wyhash("history", history), () => ({ model, messages: messages.slice(0, -1), add_generation_prompt: false, ...template }))];
     const only = messages[0] as Record<string, unknown>;
     if (typeof only.content !== "string") return [whole];
-    return [whole, ...cuts(only.content, wyhash(`${String(only.role)}\u0000`, history), (head) => ({ model, messages: [{ ...only, content: head }], add_generation_prompt: false, continue_final_message: true, ...template }))];
+    return [
+      whole,
+      ...cuts(only.content, wyhash(`${String(only.role)}\u0000`, history), (head) => ({
+        model,
+        messages: [{ ...only, content: head }],
+        add_generation_prompt: false,
+        continue_final_message: true,
+        ...template,
+      })),
+    ];
   }
 }
 

@@ -11,7 +11,10 @@ export class RetryBudget {
   private floorTokens: number;
   private floorAt = Date.now();
 
-  constructor(private readonly ratio: number, private readonly minPerS: number) {
+  constructor(
+    private readonly ratio: number,
+    private readonly minPerS: number,
+  ) {
     this.floorTokens = minPerS;
   }
 

@@ -8,7 +8,7 @@
 import type { Server } from "bun";
 import type { Route } from "../metrics/names.ts";
 import { declaresBody } from "../shared/bounded-body.ts";
-import { LlmgwError, errorResponse } from "../shared/errors.ts";
+import { errorResponse, LlmgwError } from "../shared/errors.ts";
 import type { GatewayContext } from "./context.ts";
 import { authenticateRoute } from "./gates/auth.ts";
 import type { ModelCatalog } from "./model-catalog.ts";
@@ -63,11 +63,19 @@ export function createFetchHandler(ctx: DataPlaneDeps) {
     const path = new URL(req.url, NO_HOST_BASE).pathname;
     const route = ROUTES[path];
     if (route) {
-      if (req.method !== "POST") return errorResponse(new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} is not allowed on ${path}; use POST`), declaresBody(req) ? { allow: "POST", ...CLOSE } : { allow: "POST" });
+      if (req.method !== "POST")
+        return errorResponse(
+          new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} is not allowed on ${path}; use POST`),
+          declaresBody(req) ? { allow: "POST", ...CLOSE } : { allow: "POST" },
+        );
       return handleInference(ctx, req, server, route, path);
     }
     if (path === "/v1/models") {
-      if (req.method !== "GET") return errorResponse(new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} is not allowed on ${path}; use GET`), declaresBody(req) ? { allow: "GET", ...CLOSE } : { allow: "GET" });
+      if (req.method !== "GET")
+        return errorResponse(
+          new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} is not allowed on ${path}; use GET`),
+          declaresBody(req) ? { allow: "GET", ...CLOSE } : { allow: "GET" },
+        );
       // A data route like the others: which models a gateway serves is not public when keys are required.
       const principal = authenticateRoute(ctx, req);
       return principal instanceof Response ? principal : handleModels(ctx);

@@ -27,4 +27,3 @@ export const FATAL_XIDS: ReadonlyMap<number, string> = new Map([
   [120, "GSP error"],
   [154, "GPU recovery action changed: reset or reboot required"],
 ]);
-

@@ -11,7 +11,7 @@
  * where it runs here; a run elsewhere sees the mark when its answer comes.
  */
 import { logger } from "../shared/logger.ts";
-import { RUNNING, type BackgroundRequest, type ResponseRecord } from "./responses-objects.ts";
+import { type BackgroundRequest, type ResponseRecord, RUNNING } from "./responses-objects.ts";
 import type { ResponsesStore } from "./responses-store.ts";
 
 /** The outcome of one run through the request path. */
@@ -140,13 +140,24 @@ export class BackgroundResponses {
     if (signal.aborted) return;
     if (result.status === 429 || result.status === 503) {
       // Refused for now (quota, saturation, nothing ready): queued again, claimable after the backoff.
-      await store.update(r.tenant, r.id, ["in_progress"], { status: "queued", response: withStatus(started.response, "queued"), owner: null, leaseUntilMs: this.#now() + REQUEUE_BACKOFF_MS });
+      await store.update(r.tenant, r.id, ["in_progress"], {
+        status: "queued",
+        response: withStatus(started.response, "queued"),
+        owner: null,
+        leaseUntilMs: this.#now() + REQUEUE_BACKOFF_MS,
+      });
       setTimeout(() => this.wake(), REQUEUE_BACKOFF_MS + 10).unref?.();
       return;
     }
     // A 2xx answer was stored by the request path; anything else (or an answer that could not be stored) fails the response.
     const error = result.error ?? { code: "server_error", message: `the request ended with status ${result.status} and no answer to store` };
-    await store.update(r.tenant, r.id, ["in_progress"], { status: "failed", response: withStatus(started.response, "failed", { error }), request: null, owner: null, leaseUntilMs: null });
+    await store.update(r.tenant, r.id, ["in_progress"], {
+      status: "failed",
+      response: withStatus(started.response, "failed", { error }),
+      request: null,
+      owner: null,
+      leaseUntilMs: null,
+    });
   }
 }
 

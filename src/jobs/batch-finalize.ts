@@ -5,7 +5,7 @@
  * any size costs a page of memory, and the event loop gets a turn between
  * pages.
  */
-import { renderOutcome, type BatchEnd } from "./batch-output.ts";
+import { type BatchEnd, renderOutcome } from "./batch-output.ts";
 import { batchFileId } from "./job-ids.ts";
 import type { Batch, BatchStatus } from "./job-types.ts";
 import type { ContentWriter, JobsStore } from "./jobs-store.ts";
@@ -31,7 +31,10 @@ export async function finalizeBatch(store: JobsStore, b: Batch, end: BatchEnd, f
     if (!f) return undefined;
     from = ["finalizing"];
   }
-  const files: Record<"output" | "error", OutFile> = { output: { kind: "output", writer: undefined, lines: 0 }, error: { kind: "error", writer: undefined, lines: 0 } };
+  const files: Record<"output" | "error", OutFile> = {
+    output: { kind: "output", writer: undefined, lines: 0 },
+    error: { kind: "error", writer: undefined, lines: 0 },
+  };
   const encoder = new TextEncoder();
   try {
     for (let after = 0; ; ) {
@@ -55,7 +58,10 @@ export async function finalizeBatch(store: JobsStore, b: Batch, end: BatchEnd, f
       if (f.writer === undefined) return null;
       const id = batchFileId(b.id, f.kind);
       const filename = `${b.id}_${f.kind}.jsonl`;
-      await store.putFile({ id, tenant: b.tenant, filename, purpose: "batch_output", bytes: f.writer.bytes, createdAtMs: now, endpoint: null, model: null, lineCount: f.lines }, f.writer);
+      await store.putFile(
+        { id, tenant: b.tenant, filename, purpose: "batch_output", bytes: f.writer.bytes, createdAtMs: now, endpoint: null, model: null, lineCount: f.lines },
+        f.writer,
+      );
       f.writer = undefined;
       return id;
     };

@@ -8,7 +8,7 @@
  * recurse, and a line nested 100,000 deep would overflow the stack.
  */
 import { LlmgwError } from "../shared/errors.ts";
-import { BATCH_ENDPOINTS, isBatchEndpoint, type BatchEndpoint, type BatchLine } from "./job-types.ts";
+import { BATCH_ENDPOINTS, type BatchEndpoint, type BatchLine, isBatchEndpoint } from "./job-types.ts";
 import { JsonLineScanner, LineKey } from "./json-line-scan.ts";
 
 interface BatchInputRules {
@@ -57,7 +57,8 @@ function exceedsDepth(bytes: Uint8Array, max: number): boolean {
   for (let i = 0; i < bytes.length; i++) {
     const c = bytes[i]!;
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped byte
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped byte
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
@@ -222,7 +223,12 @@ const TRUE = new TextEncoder().encode("true");
 
 function scannedFields(raw: Uint8Array, spans: Int32Array): LineFields {
   const bodyStart = spans[2 * LineKey.Body]!;
-  const fields: LineFields = { customId: valueAt(raw, spans, LineKey.CustomId), method: valueAt(raw, spans, LineKey.Method), url: valueAt(raw, spans, LineKey.Url), body: undefined };
+  const fields: LineFields = {
+    customId: valueAt(raw, spans, LineKey.CustomId),
+    method: valueAt(raw, spans, LineKey.Method),
+    url: valueAt(raw, spans, LineKey.Url),
+    body: undefined,
+  };
   if (bodyStart < 0 || raw[bodyStart] !== 0x7b) return fields;
   const streamStart = spans[2 * LineKey.Stream]!;
   const streams = streamStart >= 0 && spans[2 * LineKey.Stream + 1]! - streamStart === TRUE.length && TRUE.every((c, k) => raw[streamStart + k] === c);

@@ -16,15 +16,15 @@
  * next one and the store sees one claim for several lines.
  */
 import type { BatchConfig } from "../config/types.ts";
-import { batchAuditRecord, writeAudit, type AuditRecord } from "../shared/audit.ts";
+import { type AuditRecord, batchAuditRecord, writeAudit } from "../shared/audit.ts";
 import { logger } from "../shared/logger.ts";
 import { finalizeBatch } from "./batch-finalize.ts";
-import { PendingResults } from "./pending-results.ts";
-import { ClaimedAhead } from "./claimed-ahead.ts";
 import type { BatchEnd } from "./batch-output.ts";
-import { WAIT_REASONS, type Batch, type BatchStatus, type ClaimedLine, type LineResult, type WaitReason } from "./job-types.ts";
+import { ClaimedAhead } from "./claimed-ahead.ts";
+import { type Batch, type BatchStatus, type ClaimedLine, type LineResult, WAIT_REASONS, type WaitReason } from "./job-types.ts";
 import type { JobsStore } from "./jobs-store.ts";
-import { lineVerdict, usageOfResult, type SendLine, type SendResult } from "./line-send.ts";
+import { lineVerdict, type SendLine, type SendResult, usageOfResult } from "./line-send.ts";
+import { PendingResults } from "./pending-results.ts";
 
 export type { SendLine, SendResult } from "./line-send.ts";
 
@@ -278,7 +278,16 @@ export class BatchRunner {
       // Aborted (expiry, shutdown): not the line's fault, and it may run again.
       if (signal.aborted) return store.releaseLine(b.id, line.lineNo, this.#owner, this.#now(), false);
       const message = err instanceof Error ? err.message : String(err);
-      return this.#retry(b, line, { ok: false, statusCode: null, body: null, requestId: null, errorCode: "request_failed", errorMessage: message, promptTokens: 0, completionTokens: 0 });
+      return this.#retry(b, line, {
+        ok: false,
+        statusCode: null,
+        body: null,
+        requestId: null,
+        errorCode: "request_failed",
+        errorMessage: message,
+        promptTokens: 0,
+        completionTokens: 0,
+      });
     }
     if (signal.aborted) return store.releaseLine(b.id, line.lineNo, this.#owner, this.#now(), false);
     const verdict = lineVerdict(res);

@@ -1,11 +1,11 @@
 /** POST/GET /v1/batches, GET /v1/batches/{id}, POST /v1/batches/{id}/cancel, with OpenAI's request checks and object shapes. */
-import { bodyDeadlines, readBodyUpTo, type BodyDeadlines } from "../shared/bounded-body.ts";
+import { type BodyDeadlines, bodyDeadlines, readBodyUpTo } from "../shared/bounded-body.ts";
 import { LlmgwError } from "../shared/errors.ts";
 import { BatchInputValidator } from "./batch-input.ts";
 import { noSuchFile } from "./files-routes.ts";
 import { newBatchId } from "./job-ids.ts";
-import { BATCH_ENDPOINTS, isBatchEndpoint, newBatchDoc, type BatchLine } from "./job-types.ts";
-import { json, limitParam, type JobsRequest } from "./jobs-http.ts";
+import { BATCH_ENDPOINTS, type BatchLine, isBatchEndpoint, newBatchDoc } from "./job-types.ts";
+import { type JobsRequest, json, limitParam } from "./jobs-http.ts";
 import { UnknownCursorError } from "./jobs-store.ts";
 import { batchObject, listObject } from "./openai-objects.ts";
 import { asStorageError } from "./storage-errors.ts";
@@ -77,14 +77,20 @@ export async function createBatch(r: JobsRequest): Promise<Response> {
   const { store } = r.deps;
   const file = await store.getFile(r.tenant, fileId);
   if (!file) throw noSuchFile(fileId, "input_file_id");
-  if (file.purpose !== "batch") throw invalid(`file ${fileId} has purpose '${file.purpose}'; a batch needs a file uploaded with purpose 'batch'`, "input_file_id");
+  if (file.purpose !== "batch")
+    throw invalid(`file ${fileId} has purpose '${file.purpose}'; a batch needs a file uploaded with purpose 'batch'`, "input_file_id");
   if (file.endpoint !== endpoint) {
     throw new LlmgwError("INVALID_BATCH_LINE", `line 1: url '${file.endpoint}' is not the batch's endpoint '${endpoint}'`, { param: "input_file_id" });
   }
   const content = await store.getFileContent(r.tenant, fileId);
   if (!content) throw noSuchFile(fileId, "input_file_id");
   const { limits } = r.deps;
-  const validator = new BatchInputValidator({ maxLines: limits.maxLines, knownModel: r.deps.knownModel, maxLineBytes: limits.maxLineBytes, maxDepth: limits.maxLineDepth });
+  const validator = new BatchInputValidator({
+    maxLines: limits.maxLines,
+    knownModel: r.deps.knownModel,
+    maxLineBytes: limits.maxLineBytes,
+    maxDepth: limits.maxLineDepth,
+  });
   // The model of line 1, before any line is stored (the batch carries it).
   const model = file.model;
   if (model === null) throw invalid(`file ${fileId} holds no requests`, "input_file_id");
@@ -164,10 +170,17 @@ export async function cancelBatch(r: JobsRequest): Promise<Response> {
   const b = await store.getBatch(r.tenant, r.id);
   if (!b) throw noSuchBatch(r.id);
   if (b.status === "cancelling" || b.status === "cancelled") return json(batchObject(b));
-  const updated = await store.updateBatch(b.id, ["validating", "in_progress"], { status: "cancelling", cancellingAtMs: r.now, waitingReason: null, waitingSinceMs: null });
+  const updated = await store.updateBatch(b.id, ["validating", "in_progress"], {
+    status: "cancelling",
+    cancellingAtMs: r.now,
+    waitingReason: null,
+    waitingSinceMs: null,
+  });
   if (!updated) {
     const now = (await store.getBatch(r.tenant, r.id)) ?? b;
-    throw new LlmgwError("BATCH_NOT_CANCELLABLE", `batch ${b.id} is ${now.status}; only a validating or in_progress batch can be cancelled`, { param: "batch_id" });
+    throw new LlmgwError("BATCH_NOT_CANCELLABLE", `batch ${b.id} is ${now.status}; only a validating or in_progress batch can be cancelled`, {
+      param: "batch_id",
+    });
   }
   r.deps.runner?.wake();
   return json(batchObject(updated));

@@ -7,7 +7,7 @@
  * on a full disk before the database is touched.
  */
 import { mkdirSync, readdirSync, rmSync } from "node:fs";
-import { open, rename, unlink, type FileHandle } from "node:fs/promises";
+import { type FileHandle, open, rename, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import type { ContentWriter } from "./jobs-store.ts";
 import { isStorageFull, storageFull } from "./storage-errors.ts";

@@ -7,10 +7,11 @@
  * during the upload. Nothing is visible until the whole file is stored; a
  * refusal at any point drops what was written.
  */
-import busboy from "busboy";
+
 import { createHash, type Hash } from "node:crypto";
 import { once } from "node:events";
 import type { Readable } from "node:stream";
+import busboy from "busboy";
 import type { BatchConfig } from "../config/types.ts";
 import { bodyDeadlines, readBodyChunks } from "../shared/bounded-body.ts";
 import { LlmgwError } from "../shared/errors.ts";
@@ -31,7 +32,10 @@ const UPLOAD_GC_EVERY_BYTES = 8 * 1024 * 1024;
 /** Room for the multipart boundaries and part headers around the file itself. */
 const MULTIPART_OVERHEAD_BYTES = 64 * 1024;
 
-export type UploadLimits = Pick<BatchConfig, "maxFileBytes" | "maxLines" | "maxLineBytes" | "maxLineDepth" | "uploadMinBytesPerS" | "tenantMaxBytes" | "tenantMaxFiles">;
+export type UploadLimits = Pick<
+  BatchConfig,
+  "maxFileBytes" | "maxLines" | "maxLineBytes" | "maxLineDepth" | "uploadMinBytesPerS" | "tenantMaxBytes" | "tenantMaxFiles"
+>;
 
 export { UploadBudget };
 
@@ -60,7 +64,11 @@ function tooLarge(limit: number): LlmgwError {
 }
 
 function overQuota(what: string, limit: number, key: string): LlmgwError {
-  return new LlmgwError("STORAGE_QUOTA_EXCEEDED", `the tenant's stored files would exceed its limit of ${limit} ${what} (batch.${key}); delete files to make room`, { param: "file" });
+  return new LlmgwError(
+    "STORAGE_QUOTA_EXCEEDED",
+    `the tenant's stored files would exceed its limit of ${limit} ${what} (batch.${key}); delete files to make room`,
+    { param: "file" },
+  );
 }
 
 /** Stream the upload into storage; the caller stores the file (putFile) or aborts `content`. Refusals throw. */
@@ -107,12 +115,19 @@ export async function receiveUpload(u: UploadContext): Promise<UploadedFile & { 
   });
   const ended = new Promise<void>((resolve, reject) => {
     bb.on("close", resolve);
-    bb.on("error", (err: unknown) => reject(new LlmgwError("INVALID_REQUEST", `the multipart/form-data body could not be parsed (${err instanceof Error ? err.message : String(err)})`)));
+    bb.on("error", (err: unknown) =>
+      reject(new LlmgwError("INVALID_REQUEST", `the multipart/form-data body could not be parsed (${err instanceof Error ? err.message : String(err)})`)),
+    );
   });
   ended.catch(() => {});
   const overLimit = tooLarge(limits.maxFileBytes);
   try {
-    for await (const chunk of readBodyChunks(u.req, limits.maxFileBytes + MULTIPART_OVERHEAD_BYTES, () => overLimit, bodyDeadlines(u.bodyReadTimeoutMs, limits.uploadMinBytesPerS))) {
+    for await (const chunk of readBodyChunks(
+      u.req,
+      limits.maxFileBytes + MULTIPART_OVERHEAD_BYTES,
+      () => overLimit,
+      bodyDeadlines(u.bodyReadTimeoutMs, limits.uploadMinBytesPerS),
+    )) {
       // Refused already: the rest is read and dropped, so the client (still sending) gets the answer, not a reset connection.
       if (failure !== undefined) continue;
       hash.update(chunk);
@@ -135,8 +150,19 @@ export async function receiveUpload(u: UploadContext): Promise<UploadedFile & { 
 }
 
 /** The file part: checked as JSONL and written to storage as it arrives, within the memory budget and the tenant's room. */
-async function storeFile(u: UploadContext, stream: Readable, filename: string, roomBytes: number): Promise<{ filename: string; input: ParsedBatchInput; content: ContentWriter }> {
-  const validator = new BatchInputValidator({ maxLines: u.limits.maxLines, knownModel: u.knownModel, maxLineBytes: u.limits.maxLineBytes, maxDepth: u.limits.maxLineDepth, bodies: false });
+async function storeFile(
+  u: UploadContext,
+  stream: Readable,
+  filename: string,
+  roomBytes: number,
+): Promise<{ filename: string; input: ParsedBatchInput; content: ContentWriter }> {
+  const validator = new BatchInputValidator({
+    maxLines: u.limits.maxLines,
+    knownModel: u.knownModel,
+    maxLineBytes: u.limits.maxLineBytes,
+    maxDepth: u.limits.maxLineDepth,
+    bodies: false,
+  });
   let truncated = false;
   stream.on("limit", () => (truncated = true));
   const content = await u.store.openContent(u.fileId);

@@ -2,8 +2,8 @@
 import { LlmgwError } from "../shared/errors.ts";
 import { receiveUpload } from "./file-upload.ts";
 import { newFileId } from "./job-ids.ts";
+import { type JobsRequest, json, limitParam } from "./jobs-http.ts";
 import { UnknownCursorError } from "./jobs-store.ts";
-import { json, limitParam, type JobsRequest } from "./jobs-http.ts";
 import { fileObject, listObject } from "./openai-objects.ts";
 import { asStorageError } from "./storage-errors.ts";
 

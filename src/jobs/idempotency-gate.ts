@@ -10,7 +10,7 @@
  */
 import { createHash } from "node:crypto";
 import type { IdempotencyConfig } from "../config/types.ts";
-import { readBodyUpTo, type BodyDeadlines } from "../shared/bounded-body.ts";
+import { type BodyDeadlines, readBodyUpTo } from "../shared/bounded-body.ts";
 import { LlmgwError } from "../shared/errors.ts";
 import { logger } from "../shared/logger.ts";
 import { recordResponse, replayResponse } from "../shared/recorded-response.ts";
@@ -64,7 +64,15 @@ export class IdempotencyGate {
     if (!KEY_RE.test(key)) {
       throw new LlmgwError("INVALID_REQUEST", "Idempotency-Key must be 1 to 255 printable ASCII characters", { param: "Idempotency-Key" });
     }
-    return this.checkFingerprint(req, tenant, createHash("sha256").update(`${req.method}\u0000${new URL(req.url).pathname}\u0000`).update(body).digest("hex"), signal);
+    return this.checkFingerprint(
+      req,
+      tenant,
+      createHash("sha256")
+        .update(`${req.method}\u0000${new URL(req.url).pathname}\u0000`)
+        .update(body)
+        .digest("hex"),
+      signal,
+    );
   }
 
   /**
@@ -88,9 +96,13 @@ export class IdempotencyGate {
       });
       if (held.kind === "started") return this.#run(tenant, key, held.token);
       if (held.fingerprint !== fingerprint) {
-        throw new LlmgwError("IDEMPOTENCY_KEY_REUSED", "This Idempotency-Key was used with a different request (body or route); use a new key for a new request.", {
-          param: "Idempotency-Key",
-        });
+        throw new LlmgwError(
+          "IDEMPOTENCY_KEY_REUSED",
+          "This Idempotency-Key was used with a different request (body or route); use a new key for a new request.",
+          {
+            param: "Idempotency-Key",
+          },
+        );
       }
       if (held.kind === "completed") {
         this.replays++;
@@ -124,7 +136,9 @@ export class IdempotencyGate {
     const now = this.#now();
     if (now - this.#lastPurgeMs < PURGE_EVERY_MS) return;
     this.#lastPurgeMs = now;
-    this.#store.purgeExpired(now).catch((err: unknown) => logger().warn({ err: err instanceof Error ? err.message : String(err) }, "purging idempotency records failed"));
+    this.#store
+      .purgeExpired(now)
+      .catch((err: unknown) => logger().warn({ err: err instanceof Error ? err.message : String(err) }, "purging idempotency records failed"));
   }
 }
 

@@ -10,9 +10,7 @@ import type { RecordedResponse } from "../shared/recorded-response.ts";
 
 export type IdempotencyBegin =
   /** The caller holds the key now and must complete or abandon it with `token`. */
-  | { kind: "started"; token: string }
-  | { kind: "completed"; fingerprint: string; response: RecordedResponse }
-  | { kind: "running"; fingerprint: string };
+  { kind: "started"; token: string } | { kind: "completed"; fingerprint: string; response: RecordedResponse } | { kind: "running"; fingerprint: string };
 
 export interface IdempotencyStore {
   /** Atomically: take an absent, expired or lock-lapsed key, or report what holds it. */
@@ -62,7 +60,9 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 
   async begin(scope: string, key: string, fingerprint: string, nowMs: number, lockUntilMs: number): Promise<IdempotencyBegin> {
     return this.#db.transaction((): IdempotencyBegin => {
-      const row = this.#db.query<Row, [string, string]>("SELECT fingerprint, state, until_ms, status, headers, body FROM idempotency WHERE scope = ? AND key = ?").get(scope, key);
+      const row = this.#db
+        .query<Row, [string, string]>("SELECT fingerprint, state, until_ms, status, headers, body FROM idempotency WHERE scope = ? AND key = ?")
+        .get(scope, key);
       if (row !== null && row.until_ms > nowMs) {
         if (row.state === "running") return { kind: "running", fingerprint: row.fingerprint };
         const headers = JSON.parse(row.headers ?? "[]") as [string, string][];
@@ -78,7 +78,9 @@ export class SqliteIdempotencyStore implements IdempotencyStore {
 
   async complete(scope: string, key: string, token: string, r: RecordedResponse, expiresAtMs: number): Promise<boolean> {
     const changed = this.#db
-      .query("UPDATE idempotency SET state = 'done', until_ms = ?, status = ?, headers = ?, body = ? WHERE scope = ? AND key = ? AND token = ? AND state = 'running'")
+      .query(
+        "UPDATE idempotency SET state = 'done', until_ms = ?, status = ?, headers = ?, body = ? WHERE scope = ? AND key = ? AND token = ? AND state = 'running'",
+      )
       .run(expiresAtMs, r.status, JSON.stringify(r.headers), r.body, scope, key, token).changes;
     return changed === 1;
   }

@@ -33,6 +33,7 @@ export interface StoredFile {
 
 /** Why a batch with pending lines is not sending them right now (the `llmgw.waiting_reason` extension field; the closed set is a metric label too). */
 import type { WaitReason } from "../metrics/names.ts";
+
 export { WAIT_REASONS, type WaitReason } from "../metrics/names.ts";
 
 interface BatchError {

@@ -4,14 +4,13 @@
  * principal)`, which answers /v1/files… and /v1/batches… and returns
  * undefined for any other path. Every failure is an OpenAI-shaped error.
  */
-import { LlmgwError, asLlmgwError, errorResponse } from "../shared/errors.ts";
+import { asLlmgwError, errorResponse, LlmgwError } from "../shared/errors.ts";
 import { logger } from "../shared/logger.ts";
 import { decodePathSegment } from "../shared/path-segment.ts";
 import { cancelBatch, createBatch, getBatch, listBatches } from "./batches-routes.ts";
 import { deleteFile, getFile, getFileContent, listFiles, uploadFile } from "./files-routes.ts";
 import type { JobsPrincipal, JobsRequest, JobsRoutesDeps } from "./jobs-http.ts";
 import { asStorageError } from "./storage-errors.ts";
-
 
 type Handler = (r: JobsRequest) => Promise<Response>;
 

@@ -13,20 +13,20 @@ import type { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Config } from "../config/types.ts";
+import type { BatchLineOutcome } from "../metrics/names.ts";
+import { LlmgwError } from "../shared/errors.ts";
+import type { Logger } from "../shared/logger.ts";
 import { BatchRunner, type SendLine } from "./batch-runner.ts";
+import { UploadBudget } from "./file-upload.ts";
 import { IdempotencyGate } from "./idempotency-gate.ts";
-import { SqliteIdempotencyStore, type IdempotencyStore } from "./idempotency-store.ts";
+import { type IdempotencyStore, SqliteIdempotencyStore } from "./idempotency-store.ts";
+import { WAIT_REASONS, type WaitReason } from "./job-types.ts";
 import { createJobsRoutes, type JobsRouteHandler } from "./jobs-routes.ts";
 import type { JobsStore } from "./jobs-store.ts";
 import { SqliteJobsStore } from "./sqlite-jobs-store.ts";
 import { filesDirOf, openStateDatabase, STATE_DB_FILE } from "./state-db.ts";
-import { UploadBudget } from "./file-upload.ts";
 import { isStoreCorrupt } from "./storage-errors.ts";
 import { WalCheckpointer } from "./wal-checkpoint.ts";
-import type { BatchLineOutcome } from "../metrics/names.ts";
-import { WAIT_REASONS, type WaitReason } from "./job-types.ts";
-import { LlmgwError } from "../shared/errors.ts";
-import type { Logger } from "../shared/logger.ts";
 
 interface GatewayJobsDeps {
   config: Config;
@@ -169,11 +169,18 @@ export class GatewayJobs {
             { err: why, store: path },
             "THE BATCH STORE IS CORRUPT: files, batches and Idempotency-Key requests are refused with 503 JOBS_UNAVAILABLE; inference is served. To recover, stop the gateway, move the file aside (and its -wal and -shm files) and start again (see docs/jobs.md)",
           );
-          this.#disabled = new LlmgwError("JOBS_UNAVAILABLE", `the batch store (${path}) cannot be read: ${why}; files, batches and idempotency keys are off until it is repaired`, { retryAfterS: 60 });
+          this.#disabled = new LlmgwError(
+            "JOBS_UNAVAILABLE",
+            `the batch store (${path}) cannot be read: ${why}; files, batches and idempotency keys are off until it is repaired`,
+            { retryAfterS: 60 },
+          );
           throw this.#disabled;
         }
         log.error({ err: why, dataDir: resolve(config.dataDir) }, "cannot open the batch store");
-        throw new LlmgwError("INTERNAL_ERROR", `the batch and idempotency store cannot be opened in data_dir (${resolve(config.dataDir)}); see the gateway's log`);
+        throw new LlmgwError(
+          "INTERNAL_ERROR",
+          `the batch and idempotency store cannot be opened in data_dir (${resolve(config.dataDir)}); see the gateway's log`,
+        );
       }
     } else store = shared.jobs;
     const idempotencyStore = shared?.idempotency ?? new SqliteIdempotencyStore(db!);
@@ -185,8 +192,26 @@ export class GatewayJobs {
     const { send, saturated, poolOf, knownModel, discovered } = this.#deps;
     // Shared: looking for work costs a Redis call per gateway, so every sync interval (a batch created here wakes it at once).
     const tickMs = shared === undefined ? undefined : config.state.syncIntervalMs;
-    const runner = new BatchRunner({ store, send, limits: config.batch, saturated, poolOf, knownModel, reclaimOnStart: shared === undefined, tickMs, whenReady: discovered });
-    const routes = createJobsRoutes({ store, knownModel, limits: config.batch, runner, budget: this.#budget, bodyReadTimeoutMs: config.bodyReadTimeoutMs, idempotency });
+    const runner = new BatchRunner({
+      store,
+      send,
+      limits: config.batch,
+      saturated,
+      poolOf,
+      knownModel,
+      reclaimOnStart: shared === undefined,
+      tickMs,
+      whenReady: discovered,
+    });
+    const routes = createJobsRoutes({
+      store,
+      knownModel,
+      limits: config.batch,
+      runner,
+      budget: this.#budget,
+      bodyReadTimeoutMs: config.bodyReadTimeoutMs,
+      idempotency,
+    });
     if (this.#stopped) {
       // stop() came while this was opening: it waits for this promise, so close here.
       await checkpointer?.stop();

@@ -110,7 +110,11 @@ export class PendingResults {
         const storageFull = isStorageFull(error);
         if (!this.#blocked) {
           if (storageFull) logger().warn("the disk is full: batch results are held in memory and no new line is sent until they can be written");
-          else logger().error({ err: error instanceof Error ? error.message : String(error) }, "batch results could not be written: they are held and tried again");
+          else
+            logger().error(
+              { err: error instanceof Error ? error.message : String(error) },
+              "batch results could not be written: they are held and tried again",
+            );
         }
         this.#blocked = true;
         return { ok: false, storageFull, newlyRefused, held: all.map((x) => x.b), written };

@@ -11,7 +11,7 @@ import type { Config } from "../config/types.ts";
 import { LlmgwError } from "../shared/errors.ts";
 import type { Logger } from "../shared/logger.ts";
 import { BackgroundResponses, type BackgroundSend } from "./background-responses.ts";
-import { SqliteResponsesStore, type ResponsesStore } from "./responses-store.ts";
+import { type ResponsesStore, SqliteResponsesStore } from "./responses-store.ts";
 import { openStateDatabase } from "./state-db.ts";
 
 const RESPONSES_DB_FILE = "responses.sqlite";
@@ -123,7 +123,12 @@ export class GatewayResponses {
       }
     }
     const store = shared ?? new SqliteResponsesStore(db!);
-    const background = new BackgroundResponses({ store, send, concurrency: config.responses.backgroundConcurrency, tickMs: shared === undefined ? EMBEDDED_TICK_MS : SHARED_TICK_MS });
+    const background = new BackgroundResponses({
+      store,
+      send,
+      concurrency: config.responses.backgroundConcurrency,
+      tickMs: shared === undefined ? EMBEDDED_TICK_MS : SHARED_TICK_MS,
+    });
     background.start();
     this.#open = { store, background, db };
     log.info({ store: shared === undefined ? resolve(config.dataDir, RESPONSES_DB_FILE) : "shared (redis)" }, "responses store opened");

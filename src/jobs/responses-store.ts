@@ -18,7 +18,16 @@
  * conversation into them, so a chain never loses its history.
  */
 import type { Database } from "bun:sqlite";
-import { expandedInput, recordBytes, type ConversationLink, type InputItemsPage, type InputItemsQuery, type ResponseRecord, type ResponseStatus, type StoredResponse } from "./responses-objects.ts";
+import {
+  type ConversationLink,
+  expandedInput,
+  type InputItemsPage,
+  type InputItemsQuery,
+  type ResponseRecord,
+  type ResponseStatus,
+  recordBytes,
+  type StoredResponse,
+} from "./responses-objects.ts";
 import { migrateResponsesSchema } from "./sqlite-responses-migrate.ts";
 
 /** A compare-and-set change to a record (undefined fields are left as they are; null clears). */
@@ -149,11 +158,26 @@ export class SqliteResponsesStore implements ResponsesStore {
       this.#db.query("DELETE FROM response_items WHERE tenant = ? AND id = ?").run(r.tenant, r.id);
       this.#db.query("DELETE FROM response_runs WHERE tenant = ? AND id = ?").run(r.tenant, r.id);
       this.#db
-        .query("INSERT OR REPLACE INTO responses (tenant, id, created_ms, expires_ms, status, bytes, previous_id, request, response, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-        .run(r.tenant, r.id, r.createdMs, r.expiresMs, r.status, recordBytes(r), this.#present(r.tenant, r.previousId), r.request ?? null, r.response, r.context);
+        .query(
+          "INSERT OR REPLACE INTO responses (tenant, id, created_ms, expires_ms, status, bytes, previous_id, request, response, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .run(
+          r.tenant,
+          r.id,
+          r.createdMs,
+          r.expiresMs,
+          r.status,
+          recordBytes(r),
+          this.#present(r.tenant, r.previousId),
+          r.request ?? null,
+          r.response,
+          r.context,
+        );
       this.#insertItems(r.tenant, r.id, items);
       if (toRun(r)) {
-        this.#db.query("INSERT INTO response_runs (tenant, id, created_ms, expires_ms, lease_until_ms, owner) VALUES (?, ?, ?, ?, ?, ?)").run(r.tenant, r.id, r.createdMs, r.expiresMs, r.leaseUntilMs ?? 0, r.owner ?? null);
+        this.#db
+          .query("INSERT INTO response_runs (tenant, id, created_ms, expires_ms, lease_until_ms, owner) VALUES (?, ?, ?, ?, ?, ?)")
+          .run(r.tenant, r.id, r.createdMs, r.expiresMs, r.leaseUntilMs ?? 0, r.owner ?? null);
       }
       this.#evict(r.tenant, r.id, budgetBytes);
     })();
@@ -178,7 +202,9 @@ export class SqliteResponsesStore implements ResponsesStore {
   #evict(tenant: string, keep: string, budgetBytes: number): void {
     let total = this.#db.query<{ total: number | null }, [string]>("SELECT SUM(bytes) AS total FROM responses WHERE tenant = ?").get(tenant)?.total ?? 0;
     if (total <= budgetBytes) return;
-    const oldest = this.#db.query<{ id: string; bytes: number }, [string, string]>("SELECT id, bytes FROM responses WHERE tenant = ? AND id <> ? ORDER BY created_ms ASC").all(tenant, keep);
+    const oldest = this.#db
+      .query<{ id: string; bytes: number }, [string, string]>("SELECT id, bytes FROM responses WHERE tenant = ? AND id <> ? ORDER BY created_ms ASC")
+      .all(tenant, keep);
     for (const row of oldest) {
       if (total <= budgetBytes) break;
       total += this.#remove(tenant, row.id) - row.bytes;
@@ -196,7 +222,9 @@ export class SqliteResponsesStore implements ResponsesStore {
 
   /** The records naming (tenant, id) as their previous response hold its whole conversation from now on. */
   #detachFollowers(tenant: string, id: string): number {
-    const followers = this.#db.query<{ id: string; context: string }, [string, string]>("SELECT id, context FROM responses WHERE tenant = ? AND previous_id = ?").all(tenant, id);
+    const followers = this.#db
+      .query<{ id: string; context: string }, [string, string]>("SELECT id, context FROM responses WHERE tenant = ? AND previous_id = ?")
+      .all(tenant, id);
     if (followers.length === 0) return 0;
     const links = this.#links(tenant, id);
     const before = links === undefined ? [] : expandedInput(links, []);
@@ -212,7 +240,9 @@ export class SqliteResponsesStore implements ResponsesStore {
 
   /** The conversation up to and including (tenant, id), oldest first; earlier records are read whatever their expiry (a purge detaches followers first). */
   #links(tenant: string, id: string): ConversationLink[] | undefined {
-    const q = this.#db.query<{ previous_id: string | null; context: string; response: string }, [string, string]>("SELECT previous_id, context, response FROM responses WHERE tenant = ? AND id = ?");
+    const q = this.#db.query<{ previous_id: string | null; context: string; response: string }, [string, string]>(
+      "SELECT previous_id, context, response FROM responses WHERE tenant = ? AND id = ?",
+    );
     const links: ConversationLink[] = [];
     const seen = new Set<string>();
     for (let at: string | null = id; at !== null; ) {
@@ -233,7 +263,9 @@ export class SqliteResponsesStore implements ResponsesStore {
 
   async conversation(tenant: string, id: string, nowMs: number): Promise<{ status: ResponseStatus; links: ConversationLink[] } | undefined> {
     return this.#db.transaction(() => {
-      const head = this.#db.query<{ status: ResponseStatus }, [string, string, number]>("SELECT status FROM responses WHERE tenant = ? AND id = ? AND expires_ms > ?").get(tenant, id, nowMs);
+      const head = this.#db
+        .query<{ status: ResponseStatus }, [string, string, number]>("SELECT status FROM responses WHERE tenant = ? AND id = ? AND expires_ms > ?")
+        .get(tenant, id, nowMs);
       if (head === null) return undefined;
       const links = this.#links(tenant, id);
       return links === undefined ? undefined : { status: head.status, links };
@@ -241,17 +273,24 @@ export class SqliteResponsesStore implements ResponsesStore {
   }
 
   async inputItems(tenant: string, id: string, nowMs: number, query: InputItemsQuery): Promise<InputItemsPage> {
-    if (this.#db.query("SELECT 1 FROM responses WHERE tenant = ? AND id = ? AND expires_ms > ?").get(tenant, id, nowMs) === null) return { missing: "response" };
+    if (this.#db.query("SELECT 1 FROM responses WHERE tenant = ? AND id = ? AND expires_ms > ?").get(tenant, id, nowMs) === null)
+      return { missing: "response" };
     const asc = query.order === "asc";
     let bound = asc ? -1 : Number.MAX_SAFE_INTEGER;
     if (query.after !== undefined) {
       // The first item with that id in the page order, as a cursor over a list finds it.
-      const at = this.#db.query<{ seq: number | null }, [string, string, string]>(`SELECT ${asc ? "MIN" : "MAX"}(seq) AS seq FROM response_items WHERE tenant = ? AND id = ? AND item_id = ?`).get(tenant, id, query.after);
+      const at = this.#db
+        .query<{ seq: number | null }, [string, string, string]>(
+          `SELECT ${asc ? "MIN" : "MAX"}(seq) AS seq FROM response_items WHERE tenant = ? AND id = ? AND item_id = ?`,
+        )
+        .get(tenant, id, query.after);
       if (at?.seq === null || at?.seq === undefined) return { missing: "after" };
       bound = at.seq;
     }
     const rows = this.#db
-      .query<{ item: string }, [string, string, number, number]>(`SELECT item FROM response_items WHERE tenant = ? AND id = ? AND seq ${asc ? ">" : "<"} ? ORDER BY seq ${asc ? "ASC" : "DESC"} LIMIT ?`)
+      .query<{ item: string }, [string, string, number, number]>(
+        `SELECT item FROM response_items WHERE tenant = ? AND id = ? AND seq ${asc ? ">" : "<"} ? ORDER BY seq ${asc ? "ASC" : "DESC"} LIMIT ?`,
+      )
       .all(tenant, id, bound, query.limit + 1);
     const data = rows.slice(0, query.limit).map((r) => JSON.parse(r.item) as Record<string, unknown>);
     const idOf = (item: Record<string, unknown> | undefined) => (item === undefined ? null : (item.id ?? null));
@@ -280,11 +319,15 @@ export class SqliteResponsesStore implements ResponsesStore {
       else if (p.leaseUntilMs !== undefined) next.leaseUntilMs = p.leaseUntilMs;
       let grown = next.response.length - old.response.length + (next.request?.length ?? 0) - (old.request?.length ?? 0);
       if (p.context !== undefined || p.input !== undefined) {
-        const sizes = this.#db.query<{ bytes: number; context: number }, [string, string]>("SELECT bytes, length(context) AS context FROM responses WHERE tenant = ? AND id = ?").get(tenant, id)!;
+        const sizes = this.#db
+          .query<{ bytes: number; context: number }, [string, string]>("SELECT bytes, length(context) AS context FROM responses WHERE tenant = ? AND id = ?")
+          .get(tenant, id)!;
         const oldInput = Math.max(0, sizes.bytes - old.response.length - sizes.context - (old.request?.length ?? 0) - id.length);
         if (p.context !== undefined) {
           grown += p.context.length - sizes.context;
-          this.#db.query("UPDATE responses SET context = ?, previous_id = ? WHERE tenant = ? AND id = ?").run(p.context, this.#present(tenant, p.previousId), tenant, id);
+          this.#db
+            .query("UPDATE responses SET context = ?, previous_id = ? WHERE tenant = ? AND id = ?")
+            .run(p.context, this.#present(tenant, p.previousId), tenant, id);
         }
         if (p.input !== undefined) {
           grown += p.input.length - oldInput;
@@ -292,7 +335,9 @@ export class SqliteResponsesStore implements ResponsesStore {
           this.#insertItems(tenant, id, itemRows(p.input));
         }
       }
-      this.#db.query("UPDATE responses SET status = ?, response = ?, request = ?, bytes = bytes + ? WHERE tenant = ? AND id = ?").run(next.status, next.response, next.request ?? null, grown, tenant, id);
+      this.#db
+        .query("UPDATE responses SET status = ?, response = ?, request = ?, bytes = bytes + ? WHERE tenant = ? AND id = ?")
+        .run(next.status, next.response, next.request ?? null, grown, tenant, id);
       if (toRun(next)) {
         this.#db
           .query("INSERT OR REPLACE INTO response_runs (tenant, id, created_ms, expires_ms, lease_until_ms, owner) VALUES (?, ?, ?, ?, ?, ?)")
@@ -328,7 +373,9 @@ export class SqliteResponsesStore implements ResponsesStore {
   /** Newest first, so that a record's followers are gone (or detached) before it goes. */
   async purgeExpired(nowMs: number): Promise<number> {
     return this.#db.transaction((): number => {
-      const expired = this.#db.query<{ tenant: string; id: string }, [number]>("SELECT tenant, id FROM responses WHERE expires_ms <= ? ORDER BY expires_ms DESC").all(nowMs);
+      const expired = this.#db
+        .query<{ tenant: string; id: string }, [number]>("SELECT tenant, id FROM responses WHERE expires_ms <= ? ORDER BY expires_ms DESC")
+        .all(nowMs);
       for (const { tenant, id } of expired) this.#remove(tenant, id);
       return expired.length;
     })();

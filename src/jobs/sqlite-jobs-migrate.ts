@@ -11,7 +11,12 @@ import { join } from "node:path";
 import { logger } from "../shared/logger.ts";
 
 function columns(db: Database, table: string): Set<string> {
-  return new Set(db.query<{ name: string }, []>(`SELECT name FROM pragma_table_info('${table}')`).all().map((c) => c.name));
+  return new Set(
+    db
+      .query<{ name: string }, []>(`SELECT name FROM pragma_table_info('${table}')`)
+      .all()
+      .map((c) => c.name),
+  );
 }
 
 export function migrateSqliteJobsSchema(db: Database, filesDir: string): void {
@@ -27,7 +32,9 @@ export function migrateSqliteJobsSchema(db: Database, filesDir: string): void {
   }
   if (!columns(db, "batch_lines").has("result_body")) return;
   db.transaction(() => {
-    db.run(`CREATE TABLE IF NOT EXISTS batch_line_bodies (batch_id TEXT NOT NULL, line_no INTEGER NOT NULL, url TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (batch_id, line_no))`);
+    db.run(
+      `CREATE TABLE IF NOT EXISTS batch_line_bodies (batch_id TEXT NOT NULL, line_no INTEGER NOT NULL, url TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (batch_id, line_no))`,
+    );
     db.run(`CREATE TABLE IF NOT EXISTS batch_results (batch_id TEXT NOT NULL, line_no INTEGER NOT NULL, ok INTEGER NOT NULL, status_code INTEGER, body TEXT, request_id TEXT,
       error_code TEXT, error_message TEXT, prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (batch_id, line_no))`);
     db.run("INSERT INTO batch_line_bodies SELECT batch_id, line_no, url, body FROM batch_lines WHERE state != 'done'");

@@ -8,11 +8,11 @@
  */
 import type { Database } from "bun:sqlite";
 import { logger } from "../shared/logger.ts";
+import { corruptBatch } from "./corrupt-batch.ts";
 import { DiskContent, DiskFileWriter } from "./disk-content.ts";
 import type { Batch, BatchDoc, BatchLine, BatchStatus, ClaimedLine, FilePurpose, LineOutcome, LineRecord, LineResult, StoredFile } from "./job-types.ts";
 import { ACTIVE_STATUSES } from "./job-types.ts";
-import { UnknownCursorError, type ContentWriter, type FileContent, type JobsStore, type Page, type PageQuery, type StorageUsage } from "./jobs-store.ts";
-import { corruptBatch } from "./corrupt-batch.ts";
+import { type ContentWriter, type FileContent, type JobsStore, type Page, type PageQuery, type StorageUsage, UnknownCursorError } from "./jobs-store.ts";
 import { migrateSqliteJobsSchema } from "./sqlite-jobs-migrate.ts";
 
 const SCHEMA = `
@@ -222,7 +222,9 @@ export class SqliteJobsStore implements JobsStore {
   }
 
   async usage(tenant: string): Promise<StorageUsage> {
-    const r = this.#db.query<{ bytes: number | null; files: number }, [string]>("SELECT sum(bytes) AS bytes, count(*) AS files FROM files WHERE tenant = ?").get(tenant);
+    const r = this.#db
+      .query<{ bytes: number | null; files: number }, [string]>("SELECT sum(bytes) AS bytes, count(*) AS files FROM files WHERE tenant = ?")
+      .get(tenant);
     return { bytes: r?.bytes ?? 0, files: r?.files ?? 0 };
   }
 
@@ -241,7 +243,9 @@ export class SqliteJobsStore implements JobsStore {
         })();
         total += lines.length;
       }
-      this.#db.query("INSERT INTO batches (id, tenant, status, doc, total) VALUES (?, ?, ?, ?, ?)").run(doc.id, doc.tenant, doc.status, JSON.stringify(doc), total);
+      this.#db
+        .query("INSERT INTO batches (id, tenant, status, doc, total) VALUES (?, ?, ?, ?, ?)")
+        .run(doc.id, doc.tenant, doc.status, JSON.stringify(doc), total);
     } catch (err) {
       this.#dropLines(doc.id);
       throw err;
@@ -257,7 +261,10 @@ export class SqliteJobsStore implements JobsStore {
         this.#db.query("DELETE FROM batch_line_bodies WHERE batch_id = ?").run(batchId);
       })();
     } catch (err) {
-      logger().warn({ batch: batchId, err: err instanceof Error ? err.message : String(err) }, "lines of a batch not created are left for the next start to remove");
+      logger().warn(
+        { batch: batchId, err: err instanceof Error ? err.message : String(err) },
+        "lines of a batch not created are left for the next start to remove",
+      );
     }
   }
 
@@ -277,7 +284,9 @@ export class SqliteJobsStore implements JobsStore {
   async activeBatches(): Promise<Batch[]> {
     const marks = ACTIVE_STATUSES.map(() => "?").join(", ");
     const out: Batch[] = [];
-    for (const r of this.#db.query<BatchRow, string[]>(`SELECT ${BATCH_COLUMNS} FROM batches WHERE status IN (${marks}) ORDER BY seq`).all(...ACTIVE_STATUSES)) {
+    for (const r of this.#db
+      .query<BatchRow, string[]>(`SELECT ${BATCH_COLUMNS} FROM batches WHERE status IN (${marks}) ORDER BY seq`)
+      .all(...ACTIVE_STATUSES)) {
       const b = toBatch(r);
       if (b.status !== "failed") {
         out.push(b);
@@ -326,7 +335,15 @@ export class SqliteJobsStore implements JobsStore {
     return claimed
       .map((r) => {
         const b = body.get(batchId, r.line_no);
-        return { batchId, lineNo: r.line_no, customId: r.custom_id, method: "POST" as const, url: (b?.url ?? "") as ClaimedLine["url"], body: b?.body ?? "", attempts: r.attempts };
+        return {
+          batchId,
+          lineNo: r.line_no,
+          customId: r.custom_id,
+          method: "POST" as const,
+          url: (b?.url ?? "") as ClaimedLine["url"],
+          body: b?.body ?? "",
+          attempts: r.attempts,
+        };
       })
       .sort((a, b) => a.lineNo - b.lineNo);
   }
@@ -359,7 +376,18 @@ export class SqliteJobsStore implements JobsStore {
       const counts = { completed: 0, failed: 0, prompt: 0, completion: 0 };
       const recorded = records.map(({ lineNo, result: res }) => {
         if (done.run(batchId, lineNo).changes !== 1) return false;
-        insert.run(batchId, lineNo, res.ok ? 1 : 0, res.statusCode, res.body, res.requestId, res.errorCode, res.errorMessage, res.promptTokens, res.completionTokens);
+        insert.run(
+          batchId,
+          lineNo,
+          res.ok ? 1 : 0,
+          res.statusCode,
+          res.body,
+          res.requestId,
+          res.errorCode,
+          res.errorMessage,
+          res.promptTokens,
+          res.completionTokens,
+        );
         dropBody.run(batchId, lineNo);
         counts[res.ok ? "completed" : "failed"]++;
         counts.prompt += res.promptTokens;
@@ -368,7 +396,9 @@ export class SqliteJobsStore implements JobsStore {
       });
       if (counts.completed + counts.failed > 0) {
         this.#db
-          .query("UPDATE batches SET completed = completed + ?, failed = failed + ?, prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ? WHERE id = ?")
+          .query(
+            "UPDATE batches SET completed = completed + ?, failed = failed + ?, prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ? WHERE id = ?",
+          )
           .run(counts.completed, counts.failed, counts.prompt, counts.completion, batchId);
       }
       return recorded;

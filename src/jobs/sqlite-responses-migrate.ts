@@ -9,7 +9,12 @@ import type { Database } from "bun:sqlite";
 import { logger } from "../shared/logger.ts";
 
 function columns(db: Database, table: string): Set<string> {
-  return new Set(db.query<{ name: string }, []>(`SELECT name FROM pragma_table_info('${table}')`).all().map((c) => c.name));
+  return new Set(
+    db
+      .query<{ name: string }, []>(`SELECT name FROM pragma_table_info('${table}')`)
+      .all()
+      .map((c) => c.name),
+  );
 }
 
 /** Create the current layout (`schema`), moving an earlier one's records into it. */

@@ -31,7 +31,11 @@ export function asStorageError(err: unknown, what: string): unknown {
   if (err instanceof LlmgwError) return err;
   if (isStorageFull(err)) return storageFull(what);
   if (isStoreCorrupt(err)) {
-    return new LlmgwError("JOBS_UNAVAILABLE", `the batch store in data_dir cannot be read (${err instanceof Error ? err.message : String(err)}); see the gateway's log`, { retryAfterS: 60 });
+    return new LlmgwError(
+      "JOBS_UNAVAILABLE",
+      `the batch store in data_dir cannot be read (${err instanceof Error ? err.message : String(err)}); see the gateway's log`,
+      { retryAfterS: 60 },
+    );
   }
   return err;
 }

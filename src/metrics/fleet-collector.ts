@@ -6,7 +6,7 @@
  * them; the per-GPU series have their own collector (gpu-collector.ts).
  */
 import { Counter, Gauge, type Registry } from "prom-client";
-import { FLEET, NODE_STATES, REPLICA_STATES, type NodeState, type ReplicaState } from "./names.ts";
+import { FLEET, NODE_STATES, type NodeState, REPLICA_STATES, type ReplicaState } from "./names.ts";
 
 /** What the collector needs of the fleet at one instant. */
 export interface FleetSeriesInput {
@@ -66,7 +66,12 @@ export function registerFleetCollector(registry: Registry, read: () => FleetSeri
   gauge(FLEET.nodeReady, (g, f) => {
     for (const n of f.nodes) g.set({ node: n.name }, n.answering ? 1 : 0);
   });
-  const portLabels = (p: FleetSeriesInput["fabric"][number]) => ({ node: p.node, adapter: p.adapter, port: String(p.port), ...(p.linkLayer ? { link_layer: p.linkLayer } : {}) });
+  const portLabels = (p: FleetSeriesInput["fabric"][number]) => ({
+    node: p.node,
+    adapter: p.adapter,
+    port: String(p.port),
+    ...(p.linkLayer ? { link_layer: p.linkLayer } : {}),
+  });
   gauge(FLEET.fabricPortRate, (g, f) => {
     for (const p of f.fabric) if (p.rateBytesPerSecond !== undefined) g.set(portLabels(p), p.rateBytesPerSecond);
   });
@@ -95,7 +100,10 @@ interface AdapterSeriesInput {
 
 /** Register the adapter series over `read` (undefined: no fleet, no series). */
 export function registerAdapterCollector(registry: Registry, read: () => AdapterSeriesInput | undefined): void {
-  const counter = (d: { name: string; help: string; labels: readonly ("model" | "result")[] }, pick: (i: AdapterSeriesInput) => ReadonlyMap<string, { ok: number; failed: number }>) =>
+  const counter = (
+    d: { name: string; help: string; labels: readonly ("model" | "result")[] },
+    pick: (i: AdapterSeriesInput) => ReadonlyMap<string, { ok: number; failed: number }>,
+  ) =>
     new Counter<"model" | "result">({
       name: d.name,
       help: d.help,

@@ -5,7 +5,7 @@
  * one the gateway increments at each GPU_SATURATED refusal.
  */
 import { Counter, Gauge, type Registry } from "prom-client";
-import { BATCH_LINE_OUTCOMES, CACHE_RESULTS, M, WAIT_REASONS, type BatchLineOutcome, type WaitReason } from "./names.ts";
+import { BATCH_LINE_OUTCOMES, type BatchLineOutcome, CACHE_RESULTS, M, WAIT_REASONS, type WaitReason } from "./names.ts";
 
 /** Where the numbers come from; any part the gateway does not run is left out and its series are absent. */
 interface JobsMetricSources {

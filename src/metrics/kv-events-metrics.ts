@@ -6,7 +6,15 @@
  * that publish nothing have no series (absent is not zero).
  */
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import { KV_BATCH_DROP_BOUNDS, KV_COUNTER, KV_EVENT_REJECT_REASONS, KV_INDEX_DROP_REASONS, KV_STREAM, KV_STREAM_NAMES, type KvEventStats } from "../shared/kv-event-stats.ts";
+import {
+  KV_BATCH_DROP_BOUNDS,
+  KV_COUNTER,
+  KV_EVENT_REJECT_REASONS,
+  KV_INDEX_DROP_REASONS,
+  KV_STREAM,
+  KV_STREAM_NAMES,
+  type KvEventStats,
+} from "../shared/kv-event-stats.ts";
 import { KV, KV_EVENT_TYPES, TOKENIZE_RESULTS, TOKENIZE_SKIPS, type TokenizeResult, type TokenizeSkip } from "./names.ts";
 
 /** Round trips to a tokenizer: a sim answers in well under a millisecond, vLLM in a few for long prompts. */
@@ -18,11 +26,20 @@ export interface KvEventsMetrics {
   tokenizeSeconds(outcome: "ok" | "error", seconds: number): void;
 }
 
-export function registerKvEventsMetrics(registry: Registry, stats: KvEventStats, endpoints: () => Iterable<{ index: number; id: string }>, now: () => number = Date.now): KvEventsMetrics {
+export function registerKvEventsMetrics(
+  registry: Registry,
+  stats: KvEventStats,
+  endpoints: () => Iterable<{ index: number; id: string }>,
+  now: () => number = Date.now,
+): KvEventsMetrics {
   const registers = [registry];
   /** The live endpoints whose stream is followed (state other than none). */
   const followed = () => [...endpoints()].filter((e) => stats.state(e.index) !== KV_STREAM.NONE);
-  const perEndpoint = <L extends string>(kind: "counter" | "gauge", d: { name: string; help: string; labels: readonly L[] }, fill: (set: (labels: Partial<Record<L, string>>, v: number) => void) => void) => {
+  const perEndpoint = <L extends string>(
+    kind: "counter" | "gauge",
+    d: { name: string; help: string; labels: readonly L[] },
+    fill: (set: (labels: Partial<Record<L, string>>, v: number) => void) => void,
+  ) => {
     const opts = { name: d.name, help: d.help, labelNames: d.labels, registers };
     if (kind === "counter") {
       new Counter<L>({
@@ -42,7 +59,11 @@ export function registerKvEventsMetrics(registry: Registry, stats: KvEventStats,
       });
     }
   };
-  const counters: Record<(typeof KV_EVENT_TYPES)[number], number> = { block_stored: KV_COUNTER.BLOCK_STORED, block_removed: KV_COUNTER.BLOCK_REMOVED, all_blocks_cleared: KV_COUNTER.ALL_BLOCKS_CLEARED };
+  const counters: Record<(typeof KV_EVENT_TYPES)[number], number> = {
+    block_stored: KV_COUNTER.BLOCK_STORED,
+    block_removed: KV_COUNTER.BLOCK_REMOVED,
+    all_blocks_cleared: KV_COUNTER.ALL_BLOCKS_CLEARED,
+  };
   perEndpoint("counter", KV.events, (set) => {
     for (const e of followed()) for (const event of KV_EVENT_TYPES) set({ endpoint: e.id, event }, stats.counter(e.index, counters[event]));
   });
@@ -82,7 +103,13 @@ export function registerKvEventsMetrics(registry: Registry, stats: KvEventStats,
 
   const tokenize = new Counter({ name: KV.tokenize.name, help: KV.tokenize.help, labelNames: KV.tokenize.labels, registers });
   const skipped = new Counter({ name: KV.tokenizeSkipped.name, help: KV.tokenizeSkipped.help, labelNames: KV.tokenizeSkipped.labels, registers });
-  const seconds = new Histogram({ name: KV.tokenizeSeconds.name, help: KV.tokenizeSeconds.help, labelNames: KV.tokenizeSeconds.labels, buckets: TOKENIZE_BUCKETS, registers });
+  const seconds = new Histogram({
+    name: KV.tokenizeSeconds.name,
+    help: KV.tokenizeSeconds.help,
+    labelNames: KV.tokenizeSeconds.labels,
+    buckets: TOKENIZE_BUCKETS,
+    registers,
+  });
   // Every result and reason from the start, so a rate over them is defined before the first request.
   for (const result of TOKENIZE_RESULTS) tokenize.inc({ result }, 0);
   for (const reason of TOKENIZE_SKIPS) skipped.inc({ reason }, 0);

@@ -131,15 +131,27 @@ export const FLEET = {
   gpuTemperature: { name: "llmgw_gpu_temperature_celsius", help: "GPU core temperature.", labels: GPU_LABELS },
   gpuPower: { name: "llmgw_gpu_power_watts", help: "GPU power draw.", labels: GPU_LABELS },
   gpuHealthy: { name: "llmgw_gpu_healthy", help: "1 when no fault keeps the GPU out of rotation and placement, 0 when one does.", labels: GPU_LABELS },
-  gpuFault: { name: "llmgw_gpu_fault", help: "1 for each kind of fault present on a GPU (xid, ecc, row_remap, page_retirement, temperature, memory_temperature).", labels: [...GPU_LABELS, "kind"] },
+  gpuFault: {
+    name: "llmgw_gpu_fault",
+    help: "1 for each kind of fault present on a GPU (xid, ecc, row_remap, page_retirement, temperature, memory_temperature).",
+    labels: [...GPU_LABELS, "kind"],
+  },
   fabricPortRate: { name: "llmgw_fabric_port_rate_bytes_per_second", help: "Signalling rate of an InfiniBand/RoCE port.", labels: FABRIC_LABELS },
   fabricPortActive: { name: "llmgw_fabric_port_active", help: "1 when the port's state is ACTIVE.", labels: FABRIC_LABELS },
   replicas: { name: "llmgw_replicas", help: "Model replicas by model and state.", labels: ["model", "state"] },
   modelReplicasDesired: { name: "llmgw_model_replicas_desired", help: "Replicas desired per model.", labels: ["model"] },
   modelReplicasServing: { name: "llmgw_model_replicas_serving", help: "Replicas ready and in rotation per model.", labels: ["model"] },
   poolQueueDepth: { name: "llmgw_pool_queue_depth", help: "Requests waiting for admission, by pool and band.", labels: ["pool", "band"] },
-  adapterLoads: { name: "llmgw_fleet_adapter_loads_total", help: "LoRA adapter loads the fleet asked of an agent, by base model and result.", labels: ["model", "result"] },
-  adapterUnloads: { name: "llmgw_fleet_adapter_unloads_total", help: "LoRA adapter unloads the fleet asked of an agent, by base model and result.", labels: ["model", "result"] },
+  adapterLoads: {
+    name: "llmgw_fleet_adapter_loads_total",
+    help: "LoRA adapter loads the fleet asked of an agent, by base model and result.",
+    labels: ["model", "result"],
+  },
+  adapterUnloads: {
+    name: "llmgw_fleet_adapter_unloads_total",
+    help: "LoRA adapter unloads the fleet asked of an agent, by base model and result.",
+    labels: ["model", "result"],
+  },
   adaptersLoaded: { name: "llmgw_fleet_adapters_loaded", help: "(LoRA adapter, replica) pairs loaded now, by base model.", labels: ["model"] },
 } as const;
 
@@ -170,13 +182,21 @@ export const M = {
   endpointInflight: { name: "llmgw_endpoint_inflight", help: "Requests the router has dispatched or leased to each endpoint.", labels: ["endpoint"] },
   endpointReady: { name: "llmgw_endpoint_ready", help: "1 when the endpoint is up and its models are loaded.", labels: ["endpoint"] },
   endpointCircuit: { name: "llmgw_endpoint_circuit_state", help: "Circuit breaker: 0 closed, 1 open, 2 half-open, 3 probing.", labels: ["endpoint"] },
-  endpointMetricsAge: { name: "llmgw_endpoint_metrics_age_seconds", help: "Age of the engine metrics the router scores on (absent when never scraped).", labels: ["endpoint"] },
+  endpointMetricsAge: {
+    name: "llmgw_endpoint_metrics_age_seconds",
+    help: "Age of the engine metrics the router scores on (absent when never scraped).",
+    labels: ["endpoint"],
+  },
   modelCircuitTransitions: {
     name: "llmgw_model_circuit_transitions_total",
     help: "Circuit breaker state changes of one model on one endpoint (429s, 5xx, timeouts count against the model; connect failures against the endpoint).",
     labels: ["endpoint", "model", "state"],
   },
-  circuitTransitions: { name: "llmgw_circuit_transitions_total", help: "Circuit breaker state changes by endpoint and new state.", labels: ["endpoint", "state"] },
+  circuitTransitions: {
+    name: "llmgw_circuit_transitions_total",
+    help: "Circuit breaker state changes by endpoint and new state.",
+    labels: ["endpoint", "state"],
+  },
   circuitProbes: {
     name: "llmgw_circuit_probes_total",
     help: "Active probes of open circuits (one-token requests of the gateway's own, never a client's) by endpoint and result.",
@@ -185,28 +205,72 @@ export const M = {
   overhead: { name: "llmgw_router_overhead_seconds", help: "Time the router adds before the upstream request is sent (parse, gates, scheduling).", labels: [] },
   admissionQueueDepth: { name: "llmgw_admission_queue_depth", help: "Requests waiting in each band's admission queue.", labels: ["band"] },
   admissionWait: { name: "llmgw_admission_wait_seconds", help: "Time requests waited for admission, by band (granted or not).", labels: ["band"] },
-  adminRefusals: { name: "llmgw_admin_refusals_total", help: "Requests the admin listener refused before any route ran, by reason (host, origin, media_type, token).", labels: ["reason"] },
+  adminRefusals: {
+    name: "llmgw_admin_refusals_total",
+    help: "Requests the admin listener refused before any route ran, by reason (host, origin, media_type, token).",
+    labels: ["reason"],
+  },
   responsesNotStored: {
     name: "llmgw_responses_not_stored_total",
     help: "Responses API answers relayed but not stored (the client asked to store them), by reason (storage_full, store_error, too_large, unreachable_id).",
     labels: ["reason"],
   },
-  admissionRejections: { name: "llmgw_admission_rejections_total", help: "Requests turned away before an engine, by band and reason.", labels: ["band", "reason"] },
-  admissionPath: { name: "llmgw_admission_path_total", help: "Admission decisions by where they were made: fast (the main thread, no message) or queued (through the scheduler worker).", labels: ["path"] },
-  schedulerMessages: { name: "llmgw_scheduler_messages_total", help: "Messages the main thread posted to the scheduler worker, by kind (admit, release and cancel are the slow path).", labels: ["kind"] },
-  admissionGrants: { name: "llmgw_admission_grants_total", help: "Requests admitted, by band and tenant (configured tenants; others are 'other').", labels: ["band", "tenant"] },
-  poolSaturation: { name: "llmgw_pool_saturation", help: "Pool saturation: the worse of queue pressure and KV occupancy (1 = learned capacity × (1 + headroom)).", labels: ["pool"] },
+  admissionRejections: {
+    name: "llmgw_admission_rejections_total",
+    help: "Requests turned away before an engine, by band and reason.",
+    labels: ["band", "reason"],
+  },
+  admissionPath: {
+    name: "llmgw_admission_path_total",
+    help: "Admission decisions by where they were made: fast (the main thread, no message) or queued (through the scheduler worker).",
+    labels: ["path"],
+  },
+  schedulerMessages: {
+    name: "llmgw_scheduler_messages_total",
+    help: "Messages the main thread posted to the scheduler worker, by kind (admit, release and cancel are the slow path).",
+    labels: ["kind"],
+  },
+  admissionGrants: {
+    name: "llmgw_admission_grants_total",
+    help: "Requests admitted, by band and tenant (configured tenants; others are 'other').",
+    labels: ["band", "tenant"],
+  },
+  poolSaturation: {
+    name: "llmgw_pool_saturation",
+    help: "Pool saturation: the worse of queue pressure and KV occupancy (1 = learned capacity × (1 + headroom)).",
+    labels: ["pool"],
+  },
   endpointLoraAdapters: {
     name: "llmgw_endpoint_lora_adapters",
     help: "LoRA adapters an endpoint's engine lists in /v1/models (registered), runs in its batch (running) or queues (waiting), from vllm:lora_requests_info (running and waiting absent when its metrics are stale).",
     labels: ["endpoint", "state"],
   },
-  endpointLoraSlots: { name: "llmgw_endpoint_lora_slots", help: "Adapters one step of the endpoint's engine may hold (vLLM's max_lora); absent when it reports none.", labels: ["endpoint"] },
-  endpointCapacity: { name: "llmgw_endpoint_capacity", help: "Learned batch capacity of each endpoint: the high-water mark of its running count, at least the initial guess.", labels: ["endpoint"] },
+  endpointLoraSlots: {
+    name: "llmgw_endpoint_lora_slots",
+    help: "Adapters one step of the endpoint's engine may hold (vLLM's max_lora); absent when it reports none.",
+    labels: ["endpoint"],
+  },
+  endpointCapacity: {
+    name: "llmgw_endpoint_capacity",
+    help: "Learned batch capacity of each endpoint: the high-water mark of its running count, at least the initial guess.",
+    labels: ["endpoint"],
+  },
   // Shedding, batch lines, cache, idempotency
-  gpuShed: { name: "llmgw_gpu_shed_total", help: "Requests refused with 429 GPU_SATURATED because their pool's GPUs were saturated (exactly the refusals).", labels: ["pool"] },
-  poolGpuSaturated: { name: "llmgw_pool_gpu_saturated", help: "1 while every healthy GPU of the pool is in sustained saturation (absent without gpu_health).", labels: ["pool"] },
-  batchLines: { name: "llmgw_batch_lines_total", help: "Batch line attempts by outcome: completed, failed (recorded), retried (5xx/transport), waited (saturation or rate limit).", labels: ["outcome"] },
+  gpuShed: {
+    name: "llmgw_gpu_shed_total",
+    help: "Requests refused with 429 GPU_SATURATED because their pool's GPUs were saturated (exactly the refusals).",
+    labels: ["pool"],
+  },
+  poolGpuSaturated: {
+    name: "llmgw_pool_gpu_saturated",
+    help: "1 while every healthy GPU of the pool is in sustained saturation (absent without gpu_health).",
+    labels: ["pool"],
+  },
+  batchLines: {
+    name: "llmgw_batch_lines_total",
+    help: "Batch line attempts by outcome: completed, failed (recorded), retried (5xx/transport), waited (saturation or rate limit).",
+    labels: ["outcome"],
+  },
   batchLineWaits: {
     name: "llmgw_batch_line_waits_total",
     help: "Batch lines put back to run again later, by reason: waits for capacity (no attempt spent) and engine failures retried with backoff (engine_error).",
@@ -217,7 +281,11 @@ export const M = {
     help: "1 while the batch store (files, batches, idempotency records) can be used; 0 once it was found corrupt (jobs refused with 503 JOBS_UNAVAILABLE, inference served).",
     labels: [],
   },
-  uploadBytesHeld: { name: "llmgw_upload_memory_bytes", help: "Bytes that uploads in progress and transcription forms awaiting their answer hold in memory (bounded by batch.upload_memory_bytes).", labels: [] },
+  uploadBytesHeld: {
+    name: "llmgw_upload_memory_bytes",
+    help: "Bytes that uploads in progress and transcription forms awaiting their answer hold in memory (bounded by batch.upload_memory_bytes).",
+    labels: [],
+  },
   cacheLookups: { name: "llmgw_response_cache_lookups_total", help: "Response-cache lookups of cacheable requests, by result.", labels: ["result"] },
   cacheBytes: { name: "llmgw_response_cache_bytes", help: "Bytes held by the in-process response cache.", labels: [] },
   idempotentReplays: { name: "llmgw_idempotent_replays_total", help: "Answers replayed from idempotency records instead of running the request.", labels: [] },
@@ -247,7 +315,11 @@ export const M = {
     help: "Tool calls in answers relayed to clients (streamed or not, chat and the Responses API), counted for requests that offered tools.",
     labels: ["model", "route"],
   },
-  malformedEvents: { name: "llmgw_upstream_malformed_events_total", help: "SSE events from engines that were not valid and were dropped.", labels: ["endpoint"] },
+  malformedEvents: {
+    name: "llmgw_upstream_malformed_events_total",
+    help: "SSE events from engines that were not valid and were dropped.",
+    labels: ["endpoint"],
+  },
 } as const;
 
 // ---- Several gateways sharing Redis. Present only with state.backend: redis.
@@ -258,11 +330,19 @@ export const QUOTA_SOURCES = ["local", "fetched", "fail_static"] as const;
 export const CLUSTER = {
   redisUp: { name: "llmgw_state_redis_up", help: "1 while Redis (the shared state) answers; 0 while this gateway fails static.", labels: [] },
   redisCommands: { name: "llmgw_state_redis_commands_total", help: "Commands this gateway sent to Redis (a script counts once).", labels: [] },
-  redisFailures: { name: "llmgw_state_redis_failures_total", help: "Redis commands that failed for want of Redis (unreachable or no answer in time).", labels: [] },
+  redisFailures: {
+    name: "llmgw_state_redis_failures_total",
+    help: "Redis commands that failed for want of Redis (unreachable or no answer in time).",
+    labels: [],
+  },
   leader: { name: "llmgw_cluster_leader", help: "1 while this gateway holds the reconciler lease.", labels: [] },
   gateways: { name: "llmgw_cluster_gateways", help: "Gateways seen in the last demand exchange, this one included.", labels: [] },
   poolShare: { name: "llmgw_cluster_pool_share", help: "This gateway's share of each pool's admission capacity (0..1).", labels: ["pool"] },
-  quotaDecisions: { name: "llmgw_quota_decisions_total", help: "Shared-quota admissions by source: local allowance, fetched from Redis, or fail-static local share.", labels: ["source"] },
+  quotaDecisions: {
+    name: "llmgw_quota_decisions_total",
+    help: "Shared-quota admissions by source: local allowance, fetched from Redis, or fail-static local share.",
+    labels: ["source"],
+  },
 } as const;
 
 // ---- Engines' KV-cache events and precise prefix routing. Per endpoint that
@@ -280,16 +360,60 @@ export type TokenizeSkip = (typeof TOKENIZE_SKIPS)[number];
 export const KV = {
   events: { name: "llmgw_kv_events_total", help: "KV-cache events received from each endpoint's engine, by type.", labels: ["endpoint", "event"] },
   indexBlocks: { name: "llmgw_kv_index_blocks", help: "Blocks of 16 tokens the gateway's KV-block index holds for each endpoint.", labels: ["endpoint"] },
-  streamLive: { name: "llmgw_kv_events_stream_state", help: "Each endpoint's KV-event stream: 1 for its current state (syncing, live, stale), 0 for the others.", labels: ["endpoint", "state"] },
-  staleness: { name: "llmgw_kv_events_staleness_seconds", help: "Time since the endpoint's event publisher last sent anything, heartbeat replies included (absent until it has).", labels: ["endpoint"] },
-  replays: { name: "llmgw_kv_events_replays_total", help: "Replays asked of the endpoint's replay socket (on every connection and on every gap in the sequence).", labels: ["endpoint"] },
-  drops: { name: "llmgw_kv_index_drops_total", help: "Times the endpoint's whole index was dropped, by reason: the publisher restarted, a replay could not fill a gap, the engine cleared its cache.", labels: ["endpoint", "reason"] },
-  evicted: { name: "llmgw_kv_index_evicted_blocks_total", help: "Blocks the index let go, oldest first, to stay under kv_events.index_blocks.", labels: ["endpoint"] },
-  skipped: { name: "llmgw_kv_index_skipped_blocks_total", help: "Stored blocks not indexed: unknown parent, no token ids, a LoRA adapter or extra keys, another medium or block size.", labels: ["endpoint"] },
+  streamLive: {
+    name: "llmgw_kv_events_stream_state",
+    help: "Each endpoint's KV-event stream: 1 for its current state (syncing, live, stale), 0 for the others.",
+    labels: ["endpoint", "state"],
+  },
+  staleness: {
+    name: "llmgw_kv_events_staleness_seconds",
+    help: "Time since the endpoint's event publisher last sent anything, heartbeat replies included (absent until it has).",
+    labels: ["endpoint"],
+  },
+  replays: {
+    name: "llmgw_kv_events_replays_total",
+    help: "Replays asked of the endpoint's replay socket (on every connection and on every gap in the sequence).",
+    labels: ["endpoint"],
+  },
+  drops: {
+    name: "llmgw_kv_index_drops_total",
+    help: "Times the endpoint's whole index was dropped, by reason: the publisher restarted, a replay could not fill a gap, the engine cleared its cache.",
+    labels: ["endpoint", "reason"],
+  },
+  evicted: {
+    name: "llmgw_kv_index_evicted_blocks_total",
+    help: "Blocks the index let go, oldest first, to stay under kv_events.index_blocks.",
+    labels: ["endpoint"],
+  },
+  skipped: {
+    name: "llmgw_kv_index_skipped_blocks_total",
+    help: "Stored blocks not indexed: unknown parent, no token ids, a LoRA adapter or extra keys, another medium or block size.",
+    labels: ["endpoint"],
+  },
   invalid: { name: "llmgw_kv_events_invalid_batches_total", help: "Event batches from the endpoint that did not decode (dropped).", labels: ["endpoint"] },
-  rejected: { name: "llmgw_kv_events_rejected_total", help: "Events refused whole before touching the index, by reason: oversized (more index entries than one event may take), token-count (token ids not block_size per block), hash-length (a block hash over 64 bytes).", labels: ["endpoint", "reason"] },
-  droppedBatches: { name: "llmgw_kv_events_dropped_batches_total", help: "Received batches the worker dropped rather than hold, by the bound reached: endpoint-bytes, gateway-bytes, or batches (live ones waiting for a replay); the endpoint's index is dropped with them.", labels: ["endpoint", "bound"] },
-  tokenize: { name: "llmgw_tokenize_requests_total", help: "Requests that needed their prompt's token ids for precise-prefix routing, by how they got them: hit (tokenize cache), miss (the engine's /tokenize in time), timeout, error or busy (routed without).", labels: ["result"] },
-  tokenizeSkipped: { name: "llmgw_tokenize_skipped_total", help: "Requests not tokenized: prompt too short, no endpoint of the model with a live event stream, or a prompt that is not text (token ids are used as they are).", labels: ["reason"] },
-  tokenizeSeconds: { name: "llmgw_tokenize_duration_seconds", help: "Round trip of the gateway's calls to an engine's /tokenize, by outcome (ok, error; the request may have gone on without it).", labels: ["outcome"] },
+  rejected: {
+    name: "llmgw_kv_events_rejected_total",
+    help: "Events refused whole before touching the index, by reason: oversized (more index entries than one event may take), token-count (token ids not block_size per block), hash-length (a block hash over 64 bytes).",
+    labels: ["endpoint", "reason"],
+  },
+  droppedBatches: {
+    name: "llmgw_kv_events_dropped_batches_total",
+    help: "Received batches the worker dropped rather than hold, by the bound reached: endpoint-bytes, gateway-bytes, or batches (live ones waiting for a replay); the endpoint's index is dropped with them.",
+    labels: ["endpoint", "bound"],
+  },
+  tokenize: {
+    name: "llmgw_tokenize_requests_total",
+    help: "Requests that needed their prompt's token ids for precise-prefix routing, by how they got them: hit (tokenize cache), miss (the engine's /tokenize in time), timeout, error or busy (routed without).",
+    labels: ["result"],
+  },
+  tokenizeSkipped: {
+    name: "llmgw_tokenize_skipped_total",
+    help: "Requests not tokenized: prompt too short, no endpoint of the model with a live event stream, or a prompt that is not text (token ids are used as they are).",
+    labels: ["reason"],
+  },
+  tokenizeSeconds: {
+    name: "llmgw_tokenize_duration_seconds",
+    help: "Round trip of the gateway's calls to an engine's /tokenize, by outcome (ok, error; the request may have gone on without it).",
+    labels: ["outcome"],
+  },
 } as const;

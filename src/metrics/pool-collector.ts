@@ -22,7 +22,12 @@ export function bandDepths(pools: Pick<PoolTable, "queuedAhead" | "bands">, pool
 }
 
 /** Register llmgw_pool_queue_depth{pool,band}; `pools` lists the live pools (row and name) at scrape time. */
-export function registerPoolCollector(registry: Registry, table: Pick<PoolTable, "queuedAhead" | "bands">, bandNames: readonly string[], pools: () => Iterable<{ index: number; name: string }>): void {
+export function registerPoolCollector(
+  registry: Registry,
+  table: Pick<PoolTable, "queuedAhead" | "bands">,
+  bandNames: readonly string[],
+  pools: () => Iterable<{ index: number; name: string }>,
+): void {
   new Gauge<"pool" | "band">({
     name: FLEET.poolQueueDepth.name,
     help: FLEET.poolQueueDepth.help,

@@ -2,12 +2,12 @@
  * The gateway's prom-client registry: metrics observed on the main thread
  * plus per-endpoint gauges read from the SharedArrayBuffer at scrape time.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { SCORER_NAMES } from "../config/plugin-names.ts";
 import { type AdmissionStatsTable, type EndpointTable, F, I } from "../shared/endpoint-table.ts";
 import type { LoraTable } from "../shared/lora-table.ts";
-import { SCORER_NAMES } from "../config/plugin-names.ts";
-import { ADMIN_REFUSALS, M, type Outcome } from "./names.ts";
 import { boundCounter, boundHistogram, type Observer } from "./bound-series.ts";
+import { ADMIN_REFUSALS, M, type Outcome } from "./names.ts";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const OVERHEAD_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1];
@@ -24,7 +24,6 @@ const SCORE_BUCKETS = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1];
  * which is labelled by type (`sum(nodejs_active_handles)`), so they go.
  */
 const MISNAMED_DEFAULT_METRICS = ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"];
-
 
 /**
  * The label-bound series one request of a (model, route) touches, so a
@@ -249,7 +248,10 @@ export class GatewayMetrics {
     let m = this.requestSeriesCache.get(key);
     if (!m) {
       const outcomes = new Map<Outcome, { inc(): void }>();
-      const duration = { true: boundHistogram(this.duration, { model, route, stream: "true" }), false: boundHistogram(this.duration, { model, route, stream: "false" }) };
+      const duration = {
+        true: boundHistogram(this.duration, { model, route, stream: "true" }),
+        false: boundHistogram(this.duration, { model, route, stream: "false" }),
+      };
       const prompt = boundCounter(this.tokens, { model, kind: "prompt" });
       const completion = boundCounter(this.tokens, { model, kind: "completion" });
       m = {

@@ -9,13 +9,13 @@
  */
 import { assessGpu, type GpuThresholds } from "../gpuhealth/assess.ts";
 import { parseDcgmExport } from "../gpuhealth/dcgm.ts";
-import { agentStateSchema, type AgentSnapshot, type AgentState, type DcgmVerdicts } from "../protocol/agent-messages.ts";
+import { type AgentSnapshot, type AgentState, agentStateSchema, type DcgmVerdicts } from "../protocol/agent-messages.ts";
 import type { PolledAgent } from "../protocol/health-messages.ts";
 import { dcgmScrapeUrl } from "./dcgm-poller.ts";
 import { gpuReport } from "./gpu-reports.ts";
-import { probe, type FetchFn, type ProbeResult } from "./probe.ts";
+import { type FetchFn, type ProbeResult, probe } from "./probe.ts";
 import { isStale } from "./readiness.ts";
-import { TargetPoller, type PolledTarget } from "./target-poller.ts";
+import { type PolledTarget, TargetPoller } from "./target-poller.ts";
 
 interface AgentPollerOptions {
   intervalMs: number;
@@ -54,7 +54,12 @@ function parseAgentState(res: ProbeResult): { state: AgentState } | { error: str
 }
 
 /** DCGM verdicts after one scrape; the previous GPUs are kept (and age) when it fails. */
-export function nextDcgmVerdicts(prev: DcgmVerdicts | undefined, res: ProbeResult, now: number, opts: Pick<AgentPollerOptions, "staleAfterMs" | "thresholds">): DcgmVerdicts {
+export function nextDcgmVerdicts(
+  prev: DcgmVerdicts | undefined,
+  res: ProbeResult,
+  now: number,
+  opts: Pick<AgentPollerOptions, "staleAfterMs" | "thresholds">,
+): DcgmVerdicts {
   if (!res.ok) {
     const sampledAt = prev?.sampledAt;
     return { ok: false, sampledAt, stale: isStale(sampledAt, now, opts.staleAfterMs), lastError: res.error, gpus: prev?.gpus ?? [] };
@@ -66,7 +71,13 @@ export function nextDcgmVerdicts(prev: DcgmVerdicts | undefined, res: ProbeResul
   return { ok: true, sampledAt: now, stale: false, lastError: undefined, gpus };
 }
 
-function nextAgentSnapshot(prev: Readonly<AgentSnapshot>, parsed: { state: AgentState } | { error: string }, startedAt: number, finishedAt: number, dcgm: DcgmVerdicts | undefined): AgentSnapshot {
+function nextAgentSnapshot(
+  prev: Readonly<AgentSnapshot>,
+  parsed: { state: AgentState } | { error: string },
+  startedAt: number,
+  finishedAt: number,
+  dcgm: DcgmVerdicts | undefined,
+): AgentSnapshot {
   if ("state" in parsed) {
     return { ok: true, state: parsed.state, stateRequestedAt: startedAt, answeredAt: finishedAt, consecutiveFailures: 0, lastError: undefined, dcgm };
   }

@@ -4,10 +4,10 @@
  * time when a later one fails: the caller decides how long to trust it.
  */
 import { assessGpu, type GpuAssessment, type GpuThresholds } from "../gpuhealth/assess.ts";
-import { parseDcgmExport, type GpuSample } from "../gpuhealth/dcgm.ts";
-import { TargetPoller } from "./target-poller.ts";
-import { probe, type FetchFn } from "./probe.ts";
+import { type GpuSample, parseDcgmExport } from "../gpuhealth/dcgm.ts";
+import { type FetchFn, probe } from "./probe.ts";
 import { isStale } from "./readiness.ts";
+import { TargetPoller } from "./target-poller.ts";
 
 interface DcgmTarget {
   /** Slot passed back to onSnapshot. */

@@ -4,12 +4,12 @@
  * I/O shell around readiness.ts; workers/health.ts writes the snapshots into
  * the endpoint table.
  */
-import { mapEngineSamples, type EngineHint, type EngineMetrics } from "../engines/engine-metrics.ts";
+import { type EngineHint, type EngineMetrics, mapEngineSamples } from "../engines/engine-metrics.ts";
 import { parsePrometheusText } from "../engines/prom-text.ts";
 import { logger } from "../shared/logger.ts";
-import { originPath, probe, type FetchFn } from "./probe.ts";
+import { type FetchFn, originPath, probe } from "./probe.ts";
+import { type EndpointSnapshot, INITIAL_SNAPSHOT, type ListedAdapter, nextSnapshot, parseModelList } from "./readiness.ts";
 import { TargetPoller } from "./target-poller.ts";
-import { INITIAL_SNAPSHOT, nextSnapshot, parseModelList, type EndpointSnapshot, type ListedAdapter } from "./readiness.ts";
 
 export interface EngineEndpoint {
   /** Slot in the endpoint table; passed back to onSnapshot. */
@@ -79,7 +79,11 @@ export class EndpointPoller extends TargetPoller<EngineEndpoint, EndpointSnapsho
       const refused = list?.refused ?? 0;
       if (refused !== (this.refusedNames.get(ep.id) ?? 0)) {
         this.refusedNames.set(ep.id, refused);
-        if (refused > 0) logger().warn({ endpoint: ep.id, refused }, "engine lists model names the gateway does not accept (control, format or whitespace characters, or too long): those models are not routed to");
+        if (refused > 0)
+          logger().warn(
+            { endpoint: ep.id, refused },
+            "engine lists model names the gateway does not accept (control, format or whitespace characters, or too long): those models are not routed to",
+          );
       }
       models = list?.ids;
       adapters = list?.adapters;

@@ -1,6 +1,7 @@
 /** DCGM samples with their verdicts → the plain GpuReports the health worker posts to the main thread. */
-import { gpuClass } from "../shared/gpu-class.ts";
+
 import type { GpuReport } from "../protocol/gpu-report.ts";
+import { gpuClass } from "../shared/gpu-class.ts";
 import type { AssessedGpu } from "./dcgm-poller.ts";
 
 const MIB = 1024 * 1024;

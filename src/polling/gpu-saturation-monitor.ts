@@ -8,7 +8,7 @@
  * for that endpoint's pool — fleet replicas included as they come and go.
  */
 import type { GpuHealthConfig } from "../config/types.ts";
-import { PoolSaturationTracker, type GpuSaturationView, type SaturationSource } from "../gpuhealth/gpu-saturation.ts";
+import { type GpuSaturationView, PoolSaturationTracker, type SaturationSource } from "../gpuhealth/gpu-saturation.ts";
 import type { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
 import { DcgmPoller, type DcgmSnapshot } from "./dcgm-poller.ts";
 import type { FetchFn } from "./probe.ts";
@@ -52,8 +52,10 @@ export class GpuSaturationMonitor {
     this.#cfg = cfg;
     this.#table = table;
     this.#tracker = new PoolSaturationTracker(cfg);
-    this.#poller = new DcgmPoller([], { intervalMs: cfg.pollIntervalMs, timeoutMs: opts.timeoutMs, staleAfterMs: cfg.staleAfterMs, fetch: opts.fetch }, (slot, snap) =>
-      this.#onScrape(slot, snap),
+    this.#poller = new DcgmPoller(
+      [],
+      { intervalMs: cfg.pollIntervalMs, timeoutMs: opts.timeoutMs, staleAfterMs: cfg.staleAfterMs, fetch: opts.fetch },
+      (slot, snap) => this.#onScrape(slot, snap),
     );
     if (!cfg.sourcesFromEndpoints) this.#setSources(cfg.sources);
   }

@@ -10,20 +10,21 @@
  */
 import type { Config, GpuHealthConfig } from "../config/types.ts";
 import type { AgentPollSettings, FromHealth, PolledAgent, PolledEndpoint } from "../protocol/health-messages.ts";
-import { AgentPoller } from "./agent-poller.ts";
 import { type EndpointTable, F, FLAVOR_CODES, I, S, type Signals } from "../shared/endpoint-table.ts";
+import type { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
+import { AdapterNames, type LoraTable } from "../shared/lora-table.ts";
+import { AgentPoller } from "./agent-poller.ts";
 import type { AssessedGpu, DcgmSnapshot } from "./dcgm-poller.ts";
 import { DcgmPoller } from "./dcgm-poller.ts";
 import { EndpointPoller, type EndpointSnapshot } from "./endpoint-poller.ts";
 import { gpuReport } from "./gpu-reports.ts";
 import { GpuSaturationMonitor } from "./gpu-saturation-monitor.ts";
-import type { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
-import { AdapterNames, type LoraTable } from "../shared/lora-table.ts";
 
 /** Whether an endpoint watching `gpuIds` ([] = all) has a faulted GPU in this exporter's scrape. */
 function endpointGpuFaulted(gpus: readonly AssessedGpu[], gpuIds: readonly string[]): boolean {
   return gpus.some(
-    (g) => g.assessment.faulted && (gpuIds.length === 0 || gpuIds.includes(g.sample.uuid) || (g.sample.gpu !== undefined && gpuIds.includes(String(g.sample.gpu)))),
+    (g) =>
+      g.assessment.faulted && (gpuIds.length === 0 || gpuIds.includes(g.sample.uuid) || (g.sample.gpu !== undefined && gpuIds.includes(String(g.sample.gpu)))),
   );
 }
 
@@ -101,7 +102,12 @@ export class HealthService {
     /** LoRA adapters per endpoint, published for the choosers. */
     private readonly lora?: LoraTable,
   ) {
-    const opts = { intervalMs: health.pollIntervalMs, timeoutMs: health.timeoutMs, staleAfterMs: health.staleAfterMs, timeoutsBeforeUnready: health.timeoutsBeforeUnready };
+    const opts = {
+      intervalMs: health.pollIntervalMs,
+      timeoutMs: health.timeoutMs,
+      staleAfterMs: health.staleAfterMs,
+      timeoutsBeforeUnready: health.timeoutsBeforeUnready,
+    };
     this.saturation = gpu === undefined ? undefined : new GpuSaturationMonitor(gpu.config, gpu.table, { timeoutMs: health.timeoutMs });
     this.engines = new EndpointPoller([], opts, (row, snap) => this.onEngine(row, snap));
     this.dcgm = new DcgmPoller([], opts, (i, snap) => this.onDcgm(i, snap));
@@ -206,7 +212,8 @@ export class HealthService {
     // there, where the age of the last good one (sampledAt) decides at scrape
     // time whether its GPUs are still exported.
     const url = [...this.dcgmTargets].find(([, i]) => i === index)?.[0];
-    if (url !== undefined && snap.ok && snap.sampledAt !== undefined) this.post({ type: "gpus", url, sampledAt: snap.sampledAt, gpus: snap.gpus.map(gpuReport) });
+    if (url !== undefined && snap.ok && snap.sampledAt !== undefined)
+      this.post({ type: "gpus", url, sampledAt: snap.sampledAt, gpus: snap.gpus.map(gpuReport) });
     // A stale scrape is no evidence either way: keep the last verdict until it
     // is stale, then stop holding endpoints out on old news.
     for (const e of this.endpoints.values()) {

@@ -26,7 +26,7 @@
  *   before any of its entries is written, so an insert is never left half
  *   done: every entry in the index belongs to a block some endpoint holds.
  */
-import { blockHashKey, type BlockHash, type BlockStored, type KvEventBatch } from "../engines/kv-events/model.ts";
+import { type BlockHash, type BlockStored, blockHashKey, type KvEventBatch } from "../engines/kv-events/model.ts";
 import type { KvBlockIndex } from "../scheduling/kv-block-index.ts";
 import { INDEX_BLOCK_TOKENS, nextTokenKey, TOKEN_KEY_ROOT } from "../scheduling/token-blocks.ts";
 import { KV_COUNTER, type KvEventRejectReason, type KvEventStats, type KvIndexDropReason } from "../shared/kv-event-stats.ts";
@@ -145,7 +145,14 @@ export class KvBlockTracker {
     }
     const units = e.blockSize / INDEX_BLOCK_TOKENS;
     const usable =
-      Number.isInteger(units) && units >= 1 && e.tokenIds.length === e.blockHashes.length * e.blockSize && e.loraId === null && e.loraName === null && (e.extraKeys === null || e.extraKeys.every((k) => k === null)) && (e.medium === null || e.medium === "GPU") && (e.groupIdx === null || e.groupIdx === 0);
+      Number.isInteger(units) &&
+      units >= 1 &&
+      e.tokenIds.length === e.blockHashes.length * e.blockSize &&
+      e.loraId === null &&
+      e.loraName === null &&
+      (e.extraKeys === null || e.extraKeys.every((k) => k === null)) &&
+      (e.medium === null || e.medium === "GPU") &&
+      (e.groupIdx === null || e.groupIdx === 0);
     let parent = usable ? this.parentKey(t, e.parentBlockHash) : undefined;
     if (parent === undefined) {
       this.stats.add(slot, KV_COUNTER.SKIPPED, e.blockHashes.length);
@@ -187,11 +194,17 @@ export class KvBlockTracker {
 
   /** Why an event must be refused whole, before anything is indexed; undefined when it may go on. */
   private refusal(e: BlockStored): [KvEventRejectReason, string] | undefined {
-    if (e.blockHashes.some(tooLong) || (e.parentBlockHash !== null && tooLong(e.parentBlockHash))) return ["hash-length", `a BlockStored with a block hash over ${MAX_BLOCK_HASH_BYTES} bytes`];
+    if (e.blockHashes.some(tooLong) || (e.parentBlockHash !== null && tooLong(e.parentBlockHash)))
+      return ["hash-length", `a BlockStored with a block hash over ${MAX_BLOCK_HASH_BYTES} bytes`];
     // No tokens at all is an offloading event (skipped, not refused); some tokens must be block_size per block.
-    if (e.tokenIds.length !== 0 && e.tokenIds.length !== e.blockHashes.length * e.blockSize) return ["token-count", `a BlockStored of ${e.blockHashes.length} blocks of ${e.blockSize} tokens carrying ${e.tokenIds.length} token ids`];
+    if (e.tokenIds.length !== 0 && e.tokenIds.length !== e.blockHashes.length * e.blockSize)
+      return ["token-count", `a BlockStored of ${e.blockHashes.length} blocks of ${e.blockSize} tokens carrying ${e.tokenIds.length} token ids`];
     const entries = e.blockHashes.length * Math.ceil(e.blockSize / INDEX_BLOCK_TOKENS);
-    if (entries > this.maxEventEntries) return ["oversized", `a BlockStored of ${e.blockHashes.length} blocks of ${e.blockSize} tokens (${entries} index entries; one event may take ${this.maxEventEntries})`];
+    if (entries > this.maxEventEntries)
+      return [
+        "oversized",
+        `a BlockStored of ${e.blockHashes.length} blocks of ${e.blockSize} tokens (${entries} index entries; one event may take ${this.maxEventEntries})`,
+      ];
     return undefined;
   }
 

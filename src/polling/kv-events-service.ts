@@ -20,8 +20,9 @@
  * indexing the 512 blocks an 8k-token prefill stores takes ~1.3 ms here, a
  * stall the request path would take at every long prefill of every engine.
  */
-import type { ResetReason } from "../engines/kv-events/subscriber.ts";
+
 import { KvByteBudget } from "../engines/kv-events/byte-budget.ts";
+import type { ResetReason } from "../engines/kv-events/subscriber.ts";
 import { DEFAULT_MAX_HELD_BYTES, KvEventSubscriber } from "../engines/kv-events/subscriber.ts";
 import type { KvEventsSettings, KvEventsSource, StreamNote } from "../protocol/kv-events-messages.ts";
 import type { KvBlockIndex } from "../scheduling/kv-block-index.ts";
@@ -56,7 +57,10 @@ export class KvEventsService {
     private readonly stats: KvEventStats,
     private readonly settings: KvEventsSettings,
     private readonly note: (n: StreamNote) => void,
-    private readonly limits: { heldBytesPerStream: number; heldBytesTotal: number } = { heldBytesPerStream: DEFAULT_MAX_HELD_BYTES, heldBytesTotal: DEFAULT_MAX_HELD_BYTES_TOTAL },
+    private readonly limits: { heldBytesPerStream: number; heldBytesTotal: number } = {
+      heldBytesPerStream: DEFAULT_MAX_HELD_BYTES,
+      heldBytesTotal: DEFAULT_MAX_HELD_BYTES_TOTAL,
+    },
   ) {
     this.heldBytes = new KvByteBudget(limits.heldBytesTotal);
     stats.setStaleAfterMs(settings.staleAfterMs);
@@ -67,9 +71,12 @@ export class KvEventsService {
   }
 
   start(): void {
-    this.timer ??= setInterval(() => {
-      for (const slot of this.followed.keys()) this.refresh(slot);
-    }, Math.min(MAX_TICK_MS, Math.max(10, Math.floor(this.settings.staleAfterMs / 4))));
+    this.timer ??= setInterval(
+      () => {
+        for (const slot of this.followed.keys()) this.refresh(slot);
+      },
+      Math.min(MAX_TICK_MS, Math.max(10, Math.floor(this.settings.staleAfterMs / 4))),
+    );
   }
 
   /** Subscribe to an endpoint's events (again, if its source changed); what was indexed for the slot before is dropped. */
@@ -99,7 +106,12 @@ export class KvEventsService {
         },
         dropped: (bound, batches) => {
           this.stats.addDroppedBatches(slot, bound, batches);
-          this.noteSparingly({ slot, id, event: "overrun", detail: `${batches} batches dropped unapplied (${bound} bound reached); the endpoint's index is rebuilt from what follows` });
+          this.noteSparingly({
+            slot,
+            id,
+            event: "overrun",
+            detail: `${batches} batches dropped unapplied (${bound} bound reached); the endpoint's index is rebuilt from what follows`,
+          });
         },
         invalidBatch: (_seq, error) => {
           this.stats.add(slot, KV_COUNTER.INVALID);
@@ -145,7 +157,9 @@ export class KvEventsService {
       return;
     }
     this.sparing.set(key, { at: now, held: 0 });
-    this.note(last !== undefined && last.held > 0 ? { ...n, detail: `${n.detail} (and ${last.held} more in the last ${Math.round((now - last.at) / 1000)} s)` } : n);
+    this.note(
+      last !== undefined && last.held > 0 ? { ...n, detail: `${n.detail} (and ${last.held} more in the last ${Math.round((now - last.at) / 1000)} s)` } : n,
+    );
   }
 
   /** Re-derive a stream's state and publish its heartbeat time and replay count. */
@@ -167,7 +181,13 @@ export class KvEventsService {
     if (state === before) return;
     this.stats.setState(slot, state);
     if (state === KV_STREAM.LIVE) this.note({ slot, id: f.id, event: "live", detail: `${this.tracker.blocksOf(slot)} blocks indexed` });
-    else if (state === KV_STREAM.STALE && before === KV_STREAM.LIVE) this.note({ slot, id: f.id, event: "stale", detail: !st.connected ? "disconnected" : !heard ? "silent" : `behind: ${st.backlogBatches} batches not yet applied` });
+    else if (state === KV_STREAM.STALE && before === KV_STREAM.LIVE)
+      this.note({
+        slot,
+        id: f.id,
+        event: "stale",
+        detail: !st.connected ? "disconnected" : !heard ? "silent" : `behind: ${st.backlogBatches} batches not yet applied`,
+      });
   }
 }
 

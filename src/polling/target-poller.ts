@@ -33,7 +33,11 @@ export abstract class TargetPoller<T extends PolledTarget, S> {
     this.fetchFn = options.fetch ?? ((url, init) => fetch(url, init));
     this.initial = initial;
     for (const t of targets) this.add(t);
-    this.loop = new PollLoop(() => this.entries.keys(), options.intervalMs, (index, signal) => this.run(index, signal));
+    this.loop = new PollLoop(
+      () => this.entries.keys(),
+      options.intervalMs,
+      (index, signal) => this.run(index, signal),
+    );
   }
 
   /** Start polling a target (replacing one with the same index); its first poll comes with the next tick. */

@@ -42,7 +42,18 @@ export type ToScheduler =
   | { type: "endpoint"; index: number; descriptor: EndpointDescriptor | null }
   | { type: "models"; index: number; models: string[] }
   /** A request the main thread could not admit by itself: admission (may queue), then scoring. */
-  | { type: "admit"; id: number; model: string; pool: number; band: number; tenant: string; estTokens: number; prefixHashes: readonly number[]; tokenBlockKeys?: readonly number[]; adapter?: number }
+  | {
+      type: "admit";
+      id: number;
+      model: string;
+      pool: number;
+      band: number;
+      tenant: string;
+      estTokens: number;
+      prefixHashes: readonly number[];
+      tokenBlockKeys?: readonly number[];
+      adapter?: number;
+    }
   /** The client left while its request was queued. */
   | { type: "cancel"; id: number }
   /** A request let go of a pool something waits for: queues may move. */

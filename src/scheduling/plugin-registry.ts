@@ -4,23 +4,23 @@
  * a plugin here, or a plugin here without a config name, fails to compile.
  */
 import type { FilterName, PickerName, ScorerName } from "../config/plugin-names.ts";
-import type { Filter, Picker, Scorer } from "./types.ts";
 import { circuitClosed } from "./filters/circuit-closed.ts";
 import { gpuHealthy } from "./filters/gpu-healthy.ts";
 import { notDraining } from "./filters/not-draining.ts";
 import { ready } from "./filters/ready.ts";
 import { servesAdapter } from "./filters/serves-adapter.ts";
 import { servesModel } from "./filters/serves-model.ts";
-import { inflight } from "./scorers/inflight.ts";
-import { kvCache } from "./scorers/kv-cache.ts";
-import { loraAffinity } from "./scorers/lora-affinity.ts";
-import { prefixAffinity } from "./scorers/prefix-affinity.ts";
-import { prefixRendezvous } from "./scorers/prefix-rendezvous.ts";
-import { queueDepth } from "./scorers/queue-depth.ts";
-import { precisePrefix } from "./scorers/precise-prefix.ts";
 import { maxScore } from "./pickers/max-score.ts";
 import { randomPicker } from "./pickers/random.ts";
 import { roundRobinPicker } from "./pickers/round-robin.ts";
+import { inflight } from "./scorers/inflight.ts";
+import { kvCache } from "./scorers/kv-cache.ts";
+import { loraAffinity } from "./scorers/lora-affinity.ts";
+import { precisePrefix } from "./scorers/precise-prefix.ts";
+import { prefixAffinity } from "./scorers/prefix-affinity.ts";
+import { prefixRendezvous } from "./scorers/prefix-rendezvous.ts";
+import { queueDepth } from "./scorers/queue-depth.ts";
+import type { Filter, Picker, Scorer } from "./types.ts";
 
 export const FILTERS: Readonly<Record<FilterName, Filter>> = Object.freeze({
   "serves-model": servesModel,

@@ -1,6 +1,7 @@
 /** Which inputs a scheduling profile reads, from its plugins' declarations: what startup must wire for it. */
-import type { SchedulingConfig } from "./profile.ts";
+
 import { SCHEDULING_REGISTRY, type SchedulingRegistry } from "./plugin-registry.ts";
+import type { SchedulingConfig } from "./profile.ts";
 import type { SchedulingInput } from "./types.ts";
 
 /**

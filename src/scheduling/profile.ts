@@ -5,11 +5,10 @@
  * to the candidate lists, one score array per scorer and the result.
  */
 import type { Config } from "../config/types.ts";
-import type { Decision, EndpointView, Filter, Picker, RequestView, Scorer, SchedulingContext } from "./types.ts";
 import { EXCLUDE_FILTER_NAME, excludeTried } from "./filters/exclude.ts";
-import { PrefixIndex } from "./prefix-index.ts";
-import type { KvBlockIndexReader } from "./types.ts";
 import { SCHEDULING_REGISTRY, type SchedulingRegistry } from "./plugin-registry.ts";
+import { PrefixIndex } from "./prefix-index.ts";
+import type { Decision, EndpointView, Filter, KvBlockIndexReader, Picker, RequestView, SchedulingContext, Scorer } from "./types.ts";
 
 export type SchedulingConfig = Config["scheduling"];
 
@@ -40,7 +39,12 @@ export class SchedulingProfile {
    * the engines' KV-cache events say (a view of the KV-events worker's
    * index); by default none is live.
    */
-  constructor(config: SchedulingConfig, registry: SchedulingRegistry = SCHEDULING_REGISTRY, prefixIndex?: PrefixIndex, kvIndex: KvBlockIndexReader = NO_KV_INDEX) {
+  constructor(
+    config: SchedulingConfig,
+    registry: SchedulingRegistry = SCHEDULING_REGISTRY,
+    prefixIndex?: PrefixIndex,
+    kvIndex: KvBlockIndexReader = NO_KV_INDEX,
+  ) {
     this.filters = config.filters.map((name) => registry.filters[name]);
     this.scorers = config.scorers.map(({ name, weight }) => {
       if (!Number.isFinite(weight) || weight < 0) throw new RangeError(`scheduling.scorers: weight of '${name}' must be a finite number ≥ 0, got ${weight}`);

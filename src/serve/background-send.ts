@@ -5,10 +5,11 @@
  * retries, metrics and the audit line as for any request — its answer
  * stored by the pipeline's conversation step under the response's id.
  */
-import type { BackgroundSend } from "../jobs/background-responses.ts";
+
 import type { GatewayContext } from "../gateway/context.ts";
 import type { ConversationTarget } from "../gateway/pipeline/conversation-state.ts";
 import { handleInference } from "../gateway/pipeline/pipeline.ts";
+import type { BackgroundSend } from "../jobs/background-responses.ts";
 
 function errorOf(text: string, status: number): { code: string; message: string } {
   try {

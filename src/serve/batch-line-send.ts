@@ -7,13 +7,13 @@
  * reads (429 GPU_SATURATED: the line waits).
  */
 import type { AdmissionConfig } from "../config/types.ts";
+import type { Principal } from "../gateway/api-keys.ts";
+import type { GatewayContext } from "../gateway/context.ts";
+import { handleInference } from "../gateway/pipeline/pipeline.ts";
 import type { SendLine, SendResult } from "../jobs/batch-runner.ts";
 import { usageOf } from "../jobs/line-send.ts";
 import type { Route } from "../metrics/names.ts";
 import { errorBody } from "../shared/errors.ts";
-import type { GatewayContext } from "../gateway/context.ts";
-import type { Principal } from "../gateway/api-keys.ts";
-import { handleInference } from "../gateway/pipeline/pipeline.ts";
 
 const LINE_ROUTES: Record<string, Route> = {
   "/v1/chat/completions": "chat",

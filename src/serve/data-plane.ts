@@ -1,33 +1,34 @@
 /** Builds a gateway's data plane from a Config, part by part in dependency order, wiring only the inputs its scheduling profile reads. */
-import { ClusterRuntime } from "../shared-state/cluster-runtime.ts";
-import { openStateBackend, type StateBackend } from "../shared-state/state-backend.ts";
+
+import { registerFleetMetrics } from "../admin/fleet-collectors.ts";
+import { QuotaLimiter } from "../admission/tenant-quota.ts";
 import type { Config } from "../config/types.ts";
+import { AdapterCatalog } from "../gateway/adapter-catalog.ts";
+import { Authenticator } from "../gateway/api-keys.ts";
+import type { CircuitBreakers } from "../gateway/circuit-breaker.ts";
+import type { GatewayContext } from "../gateway/context.ts";
+import { ContinuationPolicy } from "../gateway/continuation-policy.ts";
+import type { EndpointRegistry } from "../gateway/endpoints.ts";
+import { ModelCatalog } from "../gateway/model-catalog.ts";
+import { NO_TOKENIZE_TARGET, PromptTokenizer } from "../gateway/prompt-tokens.ts";
+import { RetryBudget } from "../gateway/retry-budget.ts";
+import { RouteSupport } from "../gateway/route-support.ts";
 import { registerClusterMetrics } from "../metrics/cluster-metrics.ts";
 import { DcgmGpuStore } from "../metrics/gpu-collector.ts";
+import { registerKvEventsMetrics } from "../metrics/kv-events-metrics.ts";
 import { OTHER_TENANT } from "../metrics/names.ts";
 import { GatewayMetrics } from "../metrics/registry.ts";
-import { registerKvEventsMetrics } from "../metrics/kv-events-metrics.ts";
+import { profileInputs } from "../scheduling/profile-inputs.ts";
 import type { Logger } from "../shared/logger.ts";
 import { loopLag } from "../shared/loop-lag.ts";
-import { profileInputs } from "../scheduling/profile-inputs.ts";
-import type { GatewayContext } from "../gateway/context.ts";
-import type { CircuitBreakers } from "../gateway/circuit-breaker.ts";
-import type { EndpointRegistry } from "../gateway/endpoints.ts";
-import { RouteSupport } from "../gateway/route-support.ts";
-import { ContinuationPolicy } from "../gateway/continuation-policy.ts";
-import { Authenticator } from "../gateway/api-keys.ts";
-import { QuotaLimiter } from "../admission/tenant-quota.ts";
-import { ModelCatalog } from "../gateway/model-catalog.ts";
-import { AdapterCatalog } from "../gateway/adapter-catalog.ts";
-import { RetryBudget } from "../gateway/retry-budget.ts";
-import { NO_TOKENIZE_TARGET, PromptTokenizer } from "../gateway/prompt-tokens.ts";
-import { registerFleetMetrics } from "../admin/fleet-collectors.ts";
-import type { HealthClient, HealthEvents } from "./health-client.ts";
-import { openGatewayFleet, type GatewayFleet } from "./fleet-wiring.ts";
-import { openBatchServices, openRegistry, sharedTables, startWorkers, type BatchServices, type SharedTables, type Workers } from "./gateway-parts.ts";
+import { ClusterRuntime } from "../shared-state/cluster-runtime.ts";
+import { openStateBackend, type StateBackend } from "../shared-state/state-backend.ts";
 import { endpointAdaptersReader } from "./endpoint-adapters.ts";
-import { tokenizeTarget } from "./tokenize-target.ts";
+import { type GatewayFleet, openGatewayFleet } from "./fleet-wiring.ts";
+import { type BatchServices, openBatchServices, openRegistry, type SharedTables, sharedTables, startWorkers, type Workers } from "./gateway-parts.ts";
+import type { HealthClient, HealthEvents } from "./health-client.ts";
 import { Late } from "./late.ts";
+import { tokenizeTarget } from "./tokenize-target.ts";
 
 export interface DataPlane {
   /** What the request path reads (the API listener serves it). */
@@ -86,7 +87,10 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
   const { registry, breakers } = openRegistry(config, t, catalog, log, lateMetrics);
   // Several gateways (state.backend: redis): lease, demand exchange and shared quotas; the pool table's rows are the registry's pools.
   const cluster = state.redis
-    ? new ClusterRuntime(config, state.redis, { shares: t.shares, demand: { pools: () => registry.pools(), demand: (pool) => t.pools.held(pool) + t.pools.queued(pool) } })
+    ? new ClusterRuntime(config, state.redis, {
+        shares: t.shares,
+        demand: { pools: () => registry.pools(), demand: (pool) => t.pools.held(pool) + t.pools.queued(pool) },
+      })
     : undefined;
   // The fleet and the health worker call each other: the worker polls the fleet's agents and hands their snapshots to the fleet.
   // The fleet comes first (the worker's events name it); pollAgents is first called by fleet.start(), after this returns.
@@ -213,7 +217,8 @@ function healthEvents(deps: {
   return {
     models(index, models, listed) {
       if (registry.modelsDiscovered(index, models)) log.info({ endpoint: registry.idOf(index), models }, "endpoint models discovered");
-      if (registry.idOf(index) !== undefined && adapters.setEndpoint(index, listed)) log.info({ endpoint: registry.idOf(index), adapters: listed.map((a) => a.name) }, "endpoint LoRA adapters");
+      if (registry.idOf(index) !== undefined && adapters.setEndpoint(index, listed))
+        log.info({ endpoint: registry.idOf(index), adapters: listed.map((a) => a.name) }, "endpoint LoRA adapters");
     },
     adapterIds: (names) => adapters.setIds(names),
     readiness(index, ready, healthy, error) {

@@ -6,9 +6,9 @@
  * all of it.
  */
 import { join } from "node:path";
-import { boolFlag, numberFlag, stringFlag, UsageError, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
 import { ConfigError, loadConfigFile } from "../config/load.ts";
-import { spawnLlmgw, REPO_ROOT, type LlmgwChild } from "../shared/llmgw-child.ts";
+import { boolFlag, type CommandSpec, numberFlag, type ParsedArgs, stringFlag, UsageError } from "../shared/flags.ts";
+import { type LlmgwChild, REPO_ROOT, spawnLlmgw } from "../shared/llmgw-child.ts";
 import { flushLogger, initLogger } from "../shared/logger.ts";
 import { PortInUseError } from "../shared/port-holder.ts";
 import { shutdownSignal } from "../shared/signals.ts";
@@ -123,7 +123,13 @@ async function plainDemo(args: ParsedArgs): Promise<number> {
     await stopEngines();
     throw err;
   }
-  console.log(banner(gw.urls.api, gw.urls.admin, engines.map((e) => e.urls.api ?? e.url)));
+  console.log(
+    banner(
+      gw.urls.api,
+      gw.urls.admin,
+      engines.map((e) => e.urls.api ?? e.url),
+    ),
+  );
   await shutdownSignal();
   console.log("\nstopping the gateway and the sim-engines…");
   await gw.stop();

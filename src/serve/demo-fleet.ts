@@ -12,13 +12,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { endpointStates } from "../admin/admin-listener.ts";
+import { DEFAULT_ADMIN_LISTEN } from "../config/defaults.ts";
 import { loadConfigFile } from "../config/load.ts";
 import type { Config } from "../config/types.ts";
-import { DEFAULT_ADMIN_LISTEN } from "../config/defaults.ts";
-import { spawnLlmgw, REPO_ROOT, type LlmgwChild } from "../shared/llmgw-child.ts";
+import { type LlmgwChild, REPO_ROOT, spawnLlmgw } from "../shared/llmgw-child.ts";
 import type { Logger } from "../shared/logger.ts";
 import { shutdownSignal } from "../shared/signals.ts";
-import { ensureListenersFree, startGateway, type RunningGateway } from "./start-gateway.ts";
+import { ensureListenersFree, type RunningGateway, startGateway } from "./start-gateway.ts";
 
 const DEMO_FLEET_CONFIG = join(REPO_ROOT, "config", "demo-fleet.yaml");
 export const DEMO_FLEET_NODES = ["node-1", "node-2"] as const;
@@ -66,7 +66,8 @@ function servingReplicas(gw: RunningGateway): number {
 async function waitServing(gw: RunningGateway, want: number): Promise<void> {
   const deadline = Date.now() + SERVING_TIMEOUT_MS;
   while (servingReplicas(gw) < want) {
-    if (Date.now() > deadline) throw new Error(`the fleet demo's ${want} replicas did not serve within ${SERVING_TIMEOUT_MS / 1000} s (see: npx llmgw ctl replicas)`);
+    if (Date.now() > deadline)
+      throw new Error(`the fleet demo's ${want} replicas did not serve within ${SERVING_TIMEOUT_MS / 1000} s (see: npx llmgw ctl replicas)`);
     await Bun.sleep(200);
   }
 }

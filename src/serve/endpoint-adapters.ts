@@ -8,7 +8,13 @@ import type { AdapterCatalog } from "../gateway/adapter-catalog.ts";
 import { type EndpointTable, F } from "../shared/endpoint-table.ts";
 import type { LoraTable } from "../shared/lora-table.ts";
 
-export function endpointAdaptersReader(catalog: AdapterCatalog, lora: LoraTable, table: EndpointTable, staleAfterMs: number, now: () => number = Date.now): (slot: number) => EndpointAdapters | undefined {
+export function endpointAdaptersReader(
+  catalog: AdapterCatalog,
+  lora: LoraTable,
+  table: EndpointTable,
+  staleAfterMs: number,
+  now: () => number = Date.now,
+): (slot: number) => EndpointAdapters | undefined {
   return (slot) => {
     const at = table.getFloat(slot, F.METRICS_AT);
     if (Number.isNaN(at)) return undefined;
@@ -19,6 +25,11 @@ export function endpointAdaptersReader(catalog: AdapterCatalog, lora: LoraTable,
       return fresh && id !== undefined && id >= 0 && lora.has(slot, set, id);
     };
     const max = fresh ? lora.maxLoras(slot) : undefined;
-    return { listed, running: listed.filter(bit("running")), waiting: listed.filter(bit("waiting")), slotsFull: max !== undefined && lora.count(slot, "running") >= max };
+    return {
+      listed,
+      running: listed.filter(bit("running")),
+      waiting: listed.filter(bit("waiting")),
+      slotsFull: max !== undefined && lora.count(slot, "running") >= max,
+    };
   };
 }

@@ -7,18 +7,38 @@
  * routes to it.
  */
 import type { EndpointAdapters, EndpointSink, ManagedEndpoint } from "../control/endpoint-sink.ts";
-import { I } from "../shared/endpoint-table.ts";
 import type { EndpointRegistry, EndpointSpec } from "../gateway/endpoints.ts";
+import { I } from "../shared/endpoint-table.ts";
 
 /** The registry's form of a replica's endpoint; `dcgmUrl`: its node's exporter, so GPU faults take it out of rotation. */
 function managedEndpointSpec(e: ManagedEndpoint, dcgmUrl: string | undefined): EndpointSpec {
-  return { id: e.id, url: e.url, pool: e.pool, models: [...e.models], engine: e.engine, gpuIds: [...e.gpuIds], dcgmUrl, node: e.node, ...(e.kvEvents ? { kvEvents: { ...e.kvEvents } } : {}) };
+  return {
+    id: e.id,
+    url: e.url,
+    pool: e.pool,
+    models: [...e.models],
+    engine: e.engine,
+    gpuIds: [...e.gpuIds],
+    dcgmUrl,
+    node: e.node,
+    ...(e.kvEvents ? { kvEvents: { ...e.kvEvents } } : {}),
+  };
 }
 
 function sameSpec(a: EndpointSpec, b: EndpointSpec): boolean {
-  const same = (x: readonly string[] | undefined, y: readonly string[] | undefined) => x === y || (x !== undefined && y !== undefined && x.length === y.length && x.every((v, i) => v === y[i]));
+  const same = (x: readonly string[] | undefined, y: readonly string[] | undefined) =>
+    x === y || (x !== undefined && y !== undefined && x.length === y.length && x.every((v, i) => v === y[i]));
   const kv = (x: EndpointSpec) => (x.kvEvents ? `${x.kvEvents.endpoint} ${x.kvEvents.replayEndpoint} ${x.kvEvents.topic}` : "");
-  return a.url === b.url && a.pool === b.pool && a.engine === b.engine && a.dcgmUrl === b.dcgmUrl && a.node === b.node && same(a.models, b.models) && same(a.gpuIds, b.gpuIds) && kv(a) === kv(b);
+  return (
+    a.url === b.url &&
+    a.pool === b.pool &&
+    a.engine === b.engine &&
+    a.dcgmUrl === b.dcgmUrl &&
+    a.node === b.node &&
+    same(a.models, b.models) &&
+    same(a.gpuIds, b.gpuIds) &&
+    kv(a) === kv(b)
+  );
 }
 
 export class RegistryEndpointSink implements EndpointSink {

@@ -9,16 +9,16 @@ import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { ConfigError } from "../config/load.ts";
 import type { Config } from "../config/types.ts";
-import { fleetApi } from "../control/fleet-api.ts";
-import { FleetManager, type FleetLeadership } from "../control/fleet-manager.ts";
-import { FLEET_DB_FILE, SqliteFleetStore } from "../control/sqlite-store.ts";
-import type { FleetStore } from "../control/store.ts";
 import type { AdapterDemand } from "../control/adapter-actions.ts";
 import type { EndpointAdapters } from "../control/endpoint-sink.ts";
+import { fleetApi } from "../control/fleet-api.ts";
+import { type FleetLeadership, FleetManager } from "../control/fleet-manager.ts";
+import { FLEET_DB_FILE, SqliteFleetStore } from "../control/sqlite-store.ts";
+import type { FleetStore } from "../control/store.ts";
+import type { EndpointRegistry } from "../gateway/endpoints.ts";
 import type { AgentSnapshot } from "../protocol/agent-messages.ts";
 import type { AgentPollSettings, PolledAgent } from "../protocol/health-messages.ts";
 import type { Logger } from "../shared/logger.ts";
-import type { EndpointRegistry } from "../gateway/endpoints.ts";
 import { RegistryEndpointSink } from "./fleet-endpoint-sink.ts";
 import { Late } from "./late.ts";
 
@@ -90,21 +90,26 @@ export async function openGatewayFleet(config: Config, deps: GatewayFleetDeps): 
   // The sink names a replica's node exporter from the node registry of the manager it serves; the manager calls it only once started.
   const opening = new Late<FleetManager>("fleet manager");
   const sink = new RegistryEndpointSink(deps.registry, (node) => opening.get().state.registry.get(node)?.dcgmUrl, deps.adapters?.of);
-  const opened = opening.bind(await FleetManager.open({
-    config,
-    store,
-    sink,
-    pollAgents: deps.pollAgents,
-    log: deps.log,
-    leadership: deps.leadership,
-    ...(deps.adapters ? { adapterDemand: deps.adapters.demand, onDeclaredAdapters: deps.adapters.declared } : {}),
-  }));
+  const opened = opening.bind(
+    await FleetManager.open({
+      config,
+      store,
+      sink,
+      pollAgents: deps.pollAgents,
+      log: deps.log,
+      leadership: deps.leadership,
+      ...(deps.adapters ? { adapterDemand: deps.adapters.demand, onDeclaredAdapters: deps.adapters.declared } : {}),
+    }),
+  );
   const api = fleetApi(opened, {
     adminToken: config.admin.token,
     registrationToken: config.fleet.registrationToken,
     registrationIntervalMs: config.fleet.registrationIntervalMs,
   });
-  deps.log.info({ nodes: opened.state.registry.list().length, models: opened.state.models.size, store: deps.store ? "shared" : resolve(config.dataDir) }, "fleet manager opened");
+  deps.log.info(
+    { nodes: opened.state.registry.list().length, models: opened.state.models.size, store: deps.store ? "shared" : resolve(config.dataDir) },
+    "fleet manager opened",
+  );
   return {
     manager: opened,
     api,

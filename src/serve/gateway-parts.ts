@@ -8,37 +8,37 @@
 import { EndpointChooser } from "../admission/chooser.ts";
 import { EndpointDirectory } from "../admission/endpoint-directory.ts";
 import { ResponseCache } from "../cache/response-cache-store.ts";
-import type { StateBackend } from "../shared-state/state-backend.ts";
 import type { Config } from "../config/types.ts";
+import type { AdapterCatalog } from "../gateway/adapter-catalog.ts";
+import { AdmissionClient } from "../gateway/admission-client.ts";
+import { CircuitBreakers, type CircuitStateName, type ProbeSender } from "../gateway/circuit-breaker.ts";
+import { sendProbe } from "../gateway/circuit-probe.ts";
+import type { GatewayContext } from "../gateway/context.ts";
+import { DialGuard } from "../gateway/dial-guard.ts";
+import { EndpointRegistry, MAX_POOLS } from "../gateway/endpoints.ts";
+import type { ModelCatalog } from "../gateway/model-catalog.ts";
+import type { BackgroundSend } from "../jobs/background-responses.ts";
 import type { SendLine } from "../jobs/batch-runner.ts";
+import { GatewayJobs } from "../jobs/jobs-service.ts";
+import { GatewayResponses } from "../jobs/responses-service.ts";
 import { JobsMetrics } from "../metrics/jobs-metrics.ts";
 import type { GatewayMetrics } from "../metrics/registry.ts";
 import type { PolledEndpoint } from "../protocol/health-messages.ts";
 import type { EndpointDescriptor } from "../protocol/scheduler-messages.ts";
 import { KvBlockIndex } from "../scheduling/kv-block-index.ts";
 import { PrefixIndex } from "../scheduling/prefix-index.ts";
-import { KvEventStats } from "../shared/kv-event-stats.ts";
 import { SchedulingProfile } from "../scheduling/profile.ts";
 import { AdmissionStatsTable, EndpointTable, I, PoolTable, Signals } from "../shared/endpoint-table.ts";
 import { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
-import { LoraTable } from "../shared/lora-table.ts";
+import { KvEventStats } from "../shared/kv-event-stats.ts";
 import type { Logger } from "../shared/logger.ts";
+import { LoraTable } from "../shared/lora-table.ts";
 import { PoolShareTable } from "../shared/pool-shares.ts";
-import { AdmissionClient } from "../gateway/admission-client.ts";
+import type { StateBackend } from "../shared-state/state-backend.ts";
+import { backgroundSend } from "./background-send.ts";
 import { batchLineSend } from "./batch-line-send.ts";
-import { CircuitBreakers, type CircuitStateName, type ProbeSender } from "../gateway/circuit-breaker.ts";
-import { sendProbe } from "../gateway/circuit-probe.ts";
-import type { GatewayContext } from "../gateway/context.ts";
-import { EndpointRegistry, MAX_POOLS } from "../gateway/endpoints.ts";
 import { HealthClient, type HealthEvents } from "./health-client.ts";
 import { KvEventsClient } from "./kv-events-client.ts";
-import { GatewayJobs } from "../jobs/jobs-service.ts";
-import { GatewayResponses } from "../jobs/responses-service.ts";
-import type { BackgroundSend } from "../jobs/background-responses.ts";
-import { backgroundSend } from "./background-send.ts";
-import type { ModelCatalog } from "../gateway/model-catalog.ts";
-import type { AdapterCatalog } from "../gateway/adapter-catalog.ts";
-import { DialGuard } from "../gateway/dial-guard.ts";
 import { Late } from "./late.ts";
 
 /** What the main thread, the scheduler worker and the health worker all read and write. */
@@ -165,7 +165,13 @@ export async function startWorkers(
 ): Promise<Workers> {
   const slots = registry.active().map((e) => e.index);
   const directory = new EndpointDirectory(slots.map((i) => registry.descriptor(i)).filter((d): d is EndpointDescriptor => d !== undefined));
-  const chooser = new EndpointChooser(t.table, directory, new SchedulingProfile(config.scheduling, undefined, t.prefixIndex, t.kvIndex), config.health.staleAfterMs, t.lora);
+  const chooser = new EndpointChooser(
+    t.table,
+    directory,
+    new SchedulingProfile(config.scheduling, undefined, t.prefixIndex, t.kvIndex),
+    config.health.staleAfterMs,
+    t.lora,
+  );
   const admission = new AdmissionClient(
     {
       endpoints: t.table.buffer,

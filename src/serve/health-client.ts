@@ -5,8 +5,9 @@
  * catalog updates and log lines. Everything else it learns lands in the
  * shared table directly.
  */
-import type { GpuReportMessage } from "../protocol/gpu-report.ts";
+
 import type { AgentSnapshot } from "../protocol/agent-messages.ts";
+import type { GpuReportMessage } from "../protocol/gpu-report.ts";
 import type { AgentPollSettings, FromHealth, ListedAdapter, PolledAgent, PolledEndpoint, ToHealth } from "../protocol/health-messages.ts";
 import type { Logger } from "../shared/logger.ts";
 
@@ -33,11 +34,7 @@ export class HealthClient {
   private stopped: Promise<void> | undefined;
   private onStopped: (() => void) | undefined;
 
-  constructor(
-    init: Omit<Extract<ToHealth, { type: "init" }>, "type">,
-    events: HealthEvents,
-    log: Logger,
-  ) {
+  constructor(init: Omit<Extract<ToHealth, { type: "init" }>, "type">, events: HealthEvents, log: Logger) {
     this.worker = new Worker(WORKER_URL.href);
     let markReady: () => void = () => {};
     this.ready = new Promise((r) => (markReady = r));

@@ -69,7 +69,8 @@ export class KvEventsClient {
           return;
         case "note": {
           const fields = { endpoint: msg.id, event: msg.event, detail: msg.detail };
-          if (msg.event === "dropped" || msg.event === "stale" || msg.event === "invalid-batch" || msg.event === "rejected-event" || msg.event === "overrun") this.log.warn(fields, "kv events");
+          if (msg.event === "dropped" || msg.event === "stale" || msg.event === "invalid-batch" || msg.event === "rejected-event" || msg.event === "overrun")
+            this.log.warn(fields, "kv events");
           else this.log.info(fields, "kv events");
           return;
         }

@@ -1,16 +1,17 @@
 /** `llmgw serve`: the gateway, from a config file or, for the simple case, from flags. */
-import { boolFlag, stringFlag, stringListFlag, UsageError, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
-import { ConfigError, loadConfigFile } from "../config/load.ts";
+
 import { DEFAULT_MAX_OPEN_STREAMS } from "../config/defaults.ts";
+import { ConfigError, loadConfigFile } from "../config/load.ts";
 import { effectiveConfigYaml } from "../config/print-config.ts";
 import type { Config } from "../config/types.ts";
+import { boolFlag, type CommandSpec, type ParsedArgs, stringFlag, stringListFlag, UsageError } from "../shared/flags.ts";
 import { flushLogger, initLogger } from "../shared/logger.ts";
-import { openFilesAtStart, readOpenFilesLimit, type OpenFilesLimit } from "../shared/open-files-limit.ts";
+import { type OpenFilesLimit, openFilesAtStart, readOpenFilesLimit } from "../shared/open-files-limit.ts";
 import { PortInUseError } from "../shared/port-holder.ts";
 import { shutdownSignal } from "../shared/signals.ts";
+import { describeState } from "../shared-state/state-backend.ts";
 import { dataDirProblem, fleetEnabled } from "./fleet-wiring.ts";
 import { startGateway } from "./start-gateway.ts";
-import { describeState } from "../shared-state/state-backend.ts";
 
 const USAGE = `usage: llmgw serve [--config FILE] [flags]
 

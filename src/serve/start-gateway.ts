@@ -5,19 +5,19 @@
  * in-flight requests finish (bounded), then stops the workers.
  */
 import type { Server } from "bun";
-import type { ClusterRuntime } from "../shared-state/cluster-runtime.ts";
-import type { StateBackend } from "../shared-state/state-backend.ts";
+import { createAdminApp, createMetricsApp, type ListenerState } from "../admin/admin-listener.ts";
+import { dashboardSource } from "../admin/dashboard/dashboard-source.ts";
 import type { Config } from "../config/types.ts";
 import type { FleetManager } from "../control/fleet-manager.ts";
-import { I } from "../shared/endpoint-table.ts";
-import { logger, logListening, type Logger } from "../shared/logger.ts";
-import { bindExplained, ensurePortsFree, type ListenerSpec } from "../shared/port-holder.ts";
-import { createAdminApp, createMetricsApp, type ListenerState } from "../admin/admin-listener.ts";
 import type { GatewayContext } from "../gateway/context.ts";
-import { dashboardSource } from "../admin/dashboard/dashboard-source.ts";
-import type { GatewayFleet } from "./fleet-wiring.ts";
-import { buildDataPlane } from "./data-plane.ts";
 import { startDataPlane } from "../gateway/server.ts";
+import { I } from "../shared/endpoint-table.ts";
+import { type Logger, logger, logListening } from "../shared/logger.ts";
+import { bindExplained, ensurePortsFree, type ListenerSpec } from "../shared/port-holder.ts";
+import type { ClusterRuntime } from "../shared-state/cluster-runtime.ts";
+import type { StateBackend } from "../shared-state/state-backend.ts";
+import { buildDataPlane } from "./data-plane.ts";
+import type { GatewayFleet } from "./fleet-wiring.ts";
 
 const DRAIN_GRACE_MS = 10_000;
 
@@ -60,13 +60,22 @@ export async function ensureListenersFree(config: Config): Promise<void> {
 }
 
 /** The admin listener (management API, dashboard, /metrics) and the optional metrics-only one. */
-function startAdminListeners(ctx: GatewayContext, state: ListenerState, fleetApi: GatewayFleet["api"] | undefined, dashboard: ReturnType<typeof dashboardSource>) {
+function startAdminListeners(
+  ctx: GatewayContext,
+  state: ListenerState,
+  fleetApi: GatewayFleet["api"] | undefined,
+  dashboard: ReturnType<typeof dashboardSource>,
+) {
   const { config, log } = ctx;
   const specs = listenerSpecs(config);
   // Elysia's listen turns SO_REUSEPORT on: two gateways would then share a held port silently. A held port must fail the start.
-  const admin = bindExplained(specs.admin, GATEWAY, () => createAdminApp(ctx, state, fleetApi, dashboard).listen({ hostname: config.adminListen.host, port: config.adminListen.port, reusePort: false }));
+  const admin = bindExplained(specs.admin, GATEWAY, () =>
+    createAdminApp(ctx, state, fleetApi, dashboard).listen({ hostname: config.adminListen.host, port: config.adminListen.port, reusePort: false }),
+  );
   const metricsSpec = specs.metrics;
-  const metricsApp = metricsSpec ? bindExplained(metricsSpec, GATEWAY, () => createMetricsApp(ctx, state).listen({ hostname: metricsSpec.host, port: metricsSpec.port, reusePort: false })) : undefined;
+  const metricsApp = metricsSpec
+    ? bindExplained(metricsSpec, GATEWAY, () => createMetricsApp(ctx, state).listen({ hostname: metricsSpec.host, port: metricsSpec.port, reusePort: false }))
+    : undefined;
   const adminServer = admin.server as Server<unknown> | null;
   const metricsServer = metricsApp?.server as Server<unknown> | null | undefined;
   const urls = {

@@ -5,7 +5,13 @@ import { type EndpointTable, I } from "../shared/endpoint-table.ts";
 import type { KvEventStats } from "../shared/kv-event-stats.ts";
 import type { KvEventsClient } from "./kv-events-client.ts";
 
-export function tokenizeTarget(kv: KvEventsClient, directory: EndpointDirectory, table: EndpointTable, stats: KvEventStats, urlOf: (index: number) => string | undefined): TokenizeTarget {
+export function tokenizeTarget(
+  kv: KvEventsClient,
+  directory: EndpointDirectory,
+  table: EndpointTable,
+  stats: KvEventStats,
+  urlOf: (index: number) => string | undefined,
+): TokenizeTarget {
   let turn = 0;
   return {
     following: () => kv.following,

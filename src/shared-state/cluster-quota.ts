@@ -17,11 +17,12 @@
  * then enforces its share (limit / number of gateways last seen) with a
  * bucket of its own: quotas fail static.
  */
+
+import { formatResetDuration, type QuotaDecision, QuotaLimiter, type TenantQuota } from "../admission/tenant-quota.ts";
 import type { TenantConfig } from "../config/types.ts";
-import { formatResetDuration, QuotaLimiter, type QuotaDecision, type TenantQuota } from "../admission/tenant-quota.ts";
 import { LlmgwError } from "../shared/errors.ts";
 import { logger } from "../shared/logger.ts";
-import { RedisScript, type RedisConnection } from "./redis-connection.ts";
+import { type RedisConnection, RedisScript } from "./redis-connection.ts";
 
 const WINDOW_MS = 60_000;
 /** An allowance unused this long goes back to the shared bucket. */
@@ -117,7 +118,19 @@ export class ClusterQuota implements TenantQuota {
     const allowance = (tenant: string, kind: Allowance["kind"], limit: number | undefined): Allowance | undefined =>
       limit === undefined
         ? undefined
-        : { kind, limit, msPerUnit: WINDOW_MS / limit, chunk: Math.max(1, Math.ceil(limit * opts.allowance)), key: `${opts.prefix}quota:${tenant}:${kind}`, units: 0, emptyUntil: 0, backlogMs: 0, backlogAt: 0, fetching: undefined, lastUsedAt: 0 };
+        : {
+            kind,
+            limit,
+            msPerUnit: WINDOW_MS / limit,
+            chunk: Math.max(1, Math.ceil(limit * opts.allowance)),
+            key: `${opts.prefix}quota:${tenant}:${kind}`,
+            units: 0,
+            emptyUntil: 0,
+            backlogMs: 0,
+            backlogAt: 0,
+            fetching: undefined,
+            lastUsedAt: 0,
+          };
     for (const t of tenants) {
       const requests = allowance(t.name, "requests", t.requestsPerMinute);
       const tokens = allowance(t.name, "tokens", t.tokensPerMinute);
@@ -199,7 +212,9 @@ export class ClusterQuota implements TenantQuota {
     const gateways = Math.max(1, this.#o.gateways());
     if (this.#fallback?.gateways !== gateways) {
       const share = (limit: number | undefined) => (limit === undefined ? undefined : Math.max(1, Math.floor(limit / gateways)));
-      const limiter = new QuotaLimiter(this.#configs.map((t) => ({ name: t.name, requestsPerMinute: share(t.requestsPerMinute), tokensPerMinute: share(t.tokensPerMinute) })));
+      const limiter = new QuotaLimiter(
+        this.#configs.map((t) => ({ name: t.name, requestsPerMinute: share(t.requestsPerMinute), tokensPerMinute: share(t.tokensPerMinute) })),
+      );
       this.#fallback = { limiter, gateways };
       logger().warn({ gateways }, "quotas fail static: each limit enforced locally at its share until Redis answers again");
     }
@@ -259,10 +274,14 @@ function refusal(tenant: string, q: Tenant, estTokens: number, waitMs: number, n
   const which: string[] = [];
   if (q.requests && q.requests.units < 1) which.push(`requests per minute (limit ${q.requests.limit})`);
   if (q.tokens && q.tokens.units < estTokens) which.push(`tokens per minute (limit ${q.tokens.limit}, requested about ${estTokens})`);
-  return new LlmgwError("RATE_LIMITED", `Rate limit reached for tenant '${tenant}' on ${which.join(" and ") || "its limits"}. Please try again in ${formatResetDuration(waitMs)}.`, {
-    retryAfterS: waitMs / 1000,
-    headers: headers(q, now),
-  });
+  return new LlmgwError(
+    "RATE_LIMITED",
+    `Rate limit reached for tenant '${tenant}' on ${which.join(" and ") || "its limits"}. Please try again in ${formatResetDuration(waitMs)}.`,
+    {
+      retryAfterS: waitMs / 1000,
+      headers: headers(q, now),
+    },
+  );
 }
 
 /** OpenAI's x-ratelimit-* headers, as this gateway knows them: the shared bucket at its last fetch plus what it holds. */

@@ -8,12 +8,12 @@
 import { hostname } from "node:os";
 import type { Config } from "../config/types.ts";
 import type { FleetLeadership } from "../control/fleet-manager.ts";
+import type { ClusterStatus } from "../protocol/cluster-status.ts";
 import type { PoolShareTable } from "../shared/pool-shares.ts";
 import { ClusterQuota } from "./cluster-quota.ts";
 import { DemandExchange, type DemandSource } from "./demand-exchange.ts";
 import { LeaderLease } from "./leader-lease.ts";
 import type { RedisConnection } from "./redis-connection.ts";
-import type { ClusterStatus } from "../protocol/cluster-status.ts";
 
 interface ClusterDeps {
   shares: PoolShareTable;
@@ -22,7 +22,9 @@ interface ClusterDeps {
 
 /** A gateway's default name: unique per process, readable in logs. */
 function defaultGatewayId(): string {
-  return `${hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 40)}-${process.pid}`;
+  return `${hostname()
+    .replace(/[^A-Za-z0-9._-]/g, "-")
+    .slice(0, 40)}-${process.pid}`;
 }
 
 export class ClusterRuntime {
@@ -40,7 +42,13 @@ export class ClusterRuntime {
     this.#redis = redis;
     this.gatewayId = s.gatewayId ?? defaultGatewayId();
     this.lease = new LeaderLease(redis, { me: this.gatewayId, leaseMs: s.leaseMs, prefix: s.keyPrefix });
-    this.demand = new DemandExchange(redis, { prefix: s.keyPrefix, me: this.gatewayId, intervalMs: s.syncIntervalMs, source: deps.demand, shares: deps.shares });
+    this.demand = new DemandExchange(redis, {
+      prefix: s.keyPrefix,
+      me: this.gatewayId,
+      intervalMs: s.syncIntervalMs,
+      source: deps.demand,
+      shares: deps.shares,
+    });
     this.quota = new ClusterQuota(config.tenants, redis, { prefix: s.keyPrefix, allowance: s.quotaAllowance, gateways: () => this.demand.gateways });
   }
 

@@ -10,7 +10,7 @@
 import { logger } from "../shared/logger.ts";
 import type { PoolShareTable } from "../shared/pool-shares.ts";
 import { computeShares, type GatewayDemand } from "./demand-shares.ts";
-import { RedisScript, type RedisConnection } from "./redis-connection.ts";
+import { type RedisConnection, RedisScript } from "./redis-connection.ts";
 
 /** KEYS: demand hash. ARGV: me, demand JSON, stale ms. → flat gateway, JSON pairs of the fresh entries. */
 const EXCHANGE = new RedisScript(
@@ -70,7 +70,10 @@ export class DemandExchange {
 
   start(): void {
     if (this.#timers.length > 0) return;
-    this.#timers = [setInterval(() => this.#sample(), Math.max(10, this.#o.intervalMs / SAMPLES_PER_INTERVAL)), setInterval(() => void this.exchange(), this.#o.intervalMs)];
+    this.#timers = [
+      setInterval(() => this.#sample(), Math.max(10, this.#o.intervalMs / SAMPLES_PER_INTERVAL)),
+      setInterval(() => void this.exchange(), this.#o.intervalMs),
+    ];
     void this.exchange();
   }
 
@@ -107,7 +110,11 @@ export class DemandExchange {
           logger().warn({ gateway: flat[i] }, "demand exchange: unreadable entry skipped");
         }
       }
-      this.#shares = computeShares(this.#o.me, demands, pools.map((p) => p.name));
+      this.#shares = computeShares(
+        this.#o.me,
+        demands,
+        pools.map((p) => p.name),
+      );
       for (const { index, name } of pools) this.#o.shares.set(index, this.#shares[name] ?? 1);
       this.#gateways = Math.max(1, demands.length);
       this.#exchangedAt = Date.now();

@@ -12,7 +12,7 @@
  * within one lease period.
  */
 import { logger } from "../shared/logger.ts";
-import { RedisScript, type RedisConnection } from "./redis-connection.ts";
+import { type RedisConnection, RedisScript } from "./redis-connection.ts";
 
 /** KEYS: lease, epoch. ARGV: me, lease ms. → {1, token} held by me; {0, token, pttl, holder} held by another. */
 const ACQUIRE = new RedisScript(
@@ -164,9 +164,12 @@ export class LeaderLease {
 
   #armExpiry(): void {
     clearTimeout(this.#expiry);
-    this.#expiry = setTimeout(() => {
-      if (this.#token !== undefined && this.#now() >= this.#validUntil) this.#lose("not renewed in time");
-    }, Math.max(0, this.#validUntil - this.#now()) + 1);
+    this.#expiry = setTimeout(
+      () => {
+        if (this.#token !== undefined && this.#now() >= this.#validUntil) this.#lose("not renewed in time");
+      },
+      Math.max(0, this.#validUntil - this.#now()) + 1,
+    );
   }
 
   #lose(why: string): void {

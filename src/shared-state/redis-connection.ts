@@ -5,8 +5,9 @@
  * fail-static logic and the metrics read, reconnection of our own, and a count
  * of the commands sent (`llmgw bench cluster` reports commands per request).
  */
-import { RedisClient } from "bun";
+
 import { createHash } from "node:crypto";
+import { RedisClient } from "bun";
 import { LlmgwError } from "../shared/errors.ts";
 import { logger } from "../shared/logger.ts";
 

@@ -4,7 +4,7 @@
  * read-back checks as the embedded backend (src/control/record-schemas.ts).
  * HSET, HSETNX and HDEL are atomic per record, which is all the contract asks.
  */
-import { readRecord, RECORD_CODECS, type RecordCodec, type RecordTypes } from "../control/record-schemas.ts";
+import { RECORD_CODECS, type RecordCodec, type RecordTypes, readRecord } from "../control/record-schemas.ts";
 import { COLLECTIONS, type Collection, type CollectionName, type FleetStore } from "../control/store.ts";
 import type { RedisConnection } from "./redis-connection.ts";
 

@@ -8,7 +8,7 @@
  */
 import type { IdempotencyBegin, IdempotencyStore } from "../jobs/idempotency-store.ts";
 import type { RecordedResponse } from "../shared/recorded-response.ts";
-import { RedisScript, type RedisConnection } from "./redis-connection.ts";
+import { type RedisConnection, RedisScript } from "./redis-connection.ts";
 import { expiryTtlMs } from "./redis-ttl.ts";
 
 /** KEYS: record. ARGV: fingerprint, now, lock end, token, ttl ms. */
@@ -57,13 +57,20 @@ export class RedisIdempotencyStore implements IdempotencyStore {
 
   async begin(scope: string, key: string, fingerprint: string, nowMs: number, lockUntilMs: number): Promise<IdempotencyBegin> {
     const token = crypto.randomUUID();
-    const r = (await this.#r.eval(BEGIN, [this.#key(scope, key)], [fingerprint, nowMs, lockUntilMs, token, expiryTtlMs(lockUntilMs - nowMs)])) as (string | null)[];
+    const r = (await this.#r.eval(BEGIN, [this.#key(scope, key)], [fingerprint, nowMs, lockUntilMs, token, expiryTtlMs(lockUntilMs - nowMs)])) as (
+      | string
+      | null
+    )[];
     if (r[0] === "started") return { kind: "started", token };
     if (r[0] === "running") return { kind: "running", fingerprint: r[1]! };
     return {
       kind: "completed",
       fingerprint: r[1]!,
-      response: { status: Number(r[2] ?? 200), headers: JSON.parse(r[3] ?? "[]") as [string, string][], body: new Uint8Array(Buffer.from(r[4] ?? "", "base64")) },
+      response: {
+        status: Number(r[2] ?? 200),
+        headers: JSON.parse(r[3] ?? "[]") as [string, string][],
+        body: new Uint8Array(Buffer.from(r[4] ?? "", "base64")),
+      },
     };
   }
 

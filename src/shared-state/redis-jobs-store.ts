@@ -7,12 +7,34 @@
  * layout and the scripts are in redis-jobs-scripts.ts.
  */
 import { corruptBatch } from "../jobs/corrupt-batch.ts";
-import { ACTIVE_STATUSES, type Batch, type BatchDoc, type BatchLine, type BatchStatus, type ClaimedLine, type LineOutcome, type LineRecord, type LineResult, type StoredFile } from "../jobs/job-types.ts";
-import { UnknownCursorError, type ContentWriter, type FileContent, type JobsStore, type Page, type PageQuery, type StorageUsage } from "../jobs/jobs-store.ts";
+import {
+  ACTIVE_STATUSES,
+  type Batch,
+  type BatchDoc,
+  type BatchLine,
+  type BatchStatus,
+  type ClaimedLine,
+  type LineOutcome,
+  type LineRecord,
+  type LineResult,
+  type StoredFile,
+} from "../jobs/job-types.ts";
+import { type ContentWriter, type FileContent, type JobsStore, type Page, type PageQuery, type StorageUsage, UnknownCursorError } from "../jobs/jobs-store.ts";
 import { logger } from "../shared/logger.ts";
+import { blobStream, dropBlob, RedisContentWriter } from "./redis-blobs.ts";
 import type { RedisConnection } from "./redis-connection.ts";
-import { RedisContentWriter, blobStream, dropBlob } from "./redis-blobs.ts";
-import { ADD_LINES, CLAIM_LINES, CREATE_BATCH, DELETE_FILE, LIST_PAGE, PUT_FILE, RECORD_RESULT, RELEASE_LINE, RENEW_LEASES, UPDATE_BATCH } from "./redis-jobs-scripts.ts";
+import {
+  ADD_LINES,
+  CLAIM_LINES,
+  CREATE_BATCH,
+  DELETE_FILE,
+  LIST_PAGE,
+  PUT_FILE,
+  RECORD_RESULT,
+  RELEASE_LINE,
+  RENEW_LEASES,
+  UPDATE_BATCH,
+} from "./redis-jobs-scripts.ts";
 
 /** A compare-and-set that keeps losing to other writers gives up after this many reads (it never should). */
 const MAX_CAS_TRIES = 50;
@@ -33,7 +55,13 @@ function asHash(v: unknown): Hash | undefined {
 
 /** The batch a hash holds; a document that cannot be read is shown as a failed batch saying so (activeBatches fails it for good). */
 function toBatch(id: string, h: Hash): Batch {
-  const counts = { total: Number(h.total), completed: Number(h.completed), failed: Number(h.failed), promptTokens: Number(h.pt), completionTokens: Number(h.ct) };
+  const counts = {
+    total: Number(h.total),
+    completed: Number(h.completed),
+    failed: Number(h.failed),
+    promptTokens: Number(h.pt),
+    completionTokens: Number(h.ct),
+  };
   try {
     const doc = JSON.parse(h.doc ?? "") as BatchDoc;
     if (typeof doc !== "object" || doc === null || doc.id !== id) throw new Error("the document does not describe this batch");
@@ -74,11 +102,20 @@ export class RedisJobsStore implements JobsStore {
   }
 
   async putFile(file: StoredFile, content: ContentWriter): Promise<void> {
-    if (!(content instanceof RedisContentWriter) || content.fileId !== file.id) throw new Error(`file ${file.id}: its bytes were not written through this store`);
+    if (!(content instanceof RedisContentWriter) || content.fileId !== file.id)
+      throw new Error(`file ${file.id}: its bytes were not written through this store`);
     // The chunks first, kept for good: a file whose metadata is visible always has its bytes.
     await content.finish();
     const keys = [this.#file(file.id), `${this.#p}files:${file.tenant}`, `${this.#p}seq`, `${this.#p}usage:${file.tenant}`];
-    const [oldBlob, oldChunks] = (await this.#r.eval(PUT_FILE, keys, [file.tenant, file.purpose, JSON.stringify(file), file.id, content.blob, content.chunks, content.bytes])) as [string, string | number];
+    const [oldBlob, oldChunks] = (await this.#r.eval(PUT_FILE, keys, [
+      file.tenant,
+      file.purpose,
+      JSON.stringify(file),
+      file.id,
+      content.blob,
+      content.chunks,
+      content.bytes,
+    ])) as [string, string | number];
     if (oldBlob !== "" && oldBlob !== content.blob) await dropBlob(this.#r, `${this.#p}blob:`, oldBlob, Number(oldChunks));
   }
 
@@ -94,7 +131,11 @@ export class RedisJobsStore implements JobsStore {
   }
 
   async deleteFile(tenant: string, id: string): Promise<boolean> {
-    const out = (await this.#r.eval(DELETE_FILE, [this.#file(id), `${this.#p}files:${tenant}`, `${this.#p}usage:${tenant}`], [tenant, id])) as [number, string?, (string | number)?];
+    const out = (await this.#r.eval(DELETE_FILE, [this.#file(id), `${this.#p}files:${tenant}`, `${this.#p}usage:${tenant}`], [tenant, id])) as [
+      number,
+      string?,
+      (string | number)?,
+    ];
     if (Number(out[0]) !== 1) return false;
     if (out[1]) await dropBlob(this.#r, `${this.#p}blob:`, out[1], Number(out[2]));
     return true;
@@ -106,12 +147,28 @@ export class RedisJobsStore implements JobsStore {
   }
 
   async listFiles(tenant: string, q: PageQuery & { order: "asc" | "desc"; purpose?: string }): Promise<Page<StoredFile>> {
-    const ids = await this.#page(`${this.#p}files:${tenant}`, q.after, q.limit + 1, q.order, `${this.#p}file:`, q.purpose === undefined ? "" : "purpose", q.purpose ?? "");
+    const ids = await this.#page(
+      `${this.#p}files:${tenant}`,
+      q.after,
+      q.limit + 1,
+      q.order,
+      `${this.#p}file:`,
+      q.purpose === undefined ? "" : "purpose",
+      q.purpose ?? "",
+    );
     const metas = await Promise.all(ids.slice(0, q.limit).map((id) => this.#r.send("HGET", [this.#file(id), "meta"]) as Promise<string | null>));
     return { items: metas.flatMap((m) => (m ? [JSON.parse(m) as StoredFile] : [])), hasMore: ids.length > q.limit };
   }
 
-  async #page(index: string, after: string | undefined, want: number, order: "asc" | "desc", recordPrefix: string, field: string, value: string): Promise<string[]> {
+  async #page(
+    index: string,
+    after: string | undefined,
+    want: number,
+    order: "asc" | "desc",
+    recordPrefix: string,
+    field: string,
+    value: string,
+  ): Promise<string[]> {
     const out = await this.#r.eval(LIST_PAGE, [index], [after ?? "", want, order, recordPrefix, field, value]);
     if (out === -1) throw new UnknownCursorError(after ?? "");
     return (out as string[] | null) ?? [];
@@ -175,7 +232,9 @@ export class RedisJobsStore implements JobsStore {
       if (!from.includes(current.status)) return undefined;
       const { counts, ...doc } = { ...current, ...patch };
       const active = ACTIVE_STATUSES.includes(doc.status) ? 1 : 0;
-      const done = Number(await this.#r.eval(UPDATE_BATCH, [this.#batch(id), `${this.#p}batches:active`], [h.ver ?? "0", doc.status, JSON.stringify(doc), active, id]));
+      const done = Number(
+        await this.#r.eval(UPDATE_BATCH, [this.#batch(id), `${this.#p}batches:active`], [h.ver ?? "0", doc.status, JSON.stringify(doc), active, id]),
+      );
       if (done === -1) return undefined;
       if (done === 1) return { ...doc, counts };
     }
@@ -185,7 +244,11 @@ export class RedisJobsStore implements JobsStore {
   async claimLines(batchId: string, max: number, owner: string, nowMs: number, leaseUntilMs: number): Promise<ClaimedLine[]> {
     if (max <= 0) return [];
     const b = (part: string) => this.#batch(batchId, part);
-    const flat = (await this.#r.eval(CLAIM_LINES, [b(":pending"), b(":running"), b(":owner"), b(":attempts"), b(":lines"), this.#owner(owner)], [max, owner, nowMs, leaseUntilMs, batchId])) as string[];
+    const flat = (await this.#r.eval(
+      CLAIM_LINES,
+      [b(":pending"), b(":running"), b(":owner"), b(":attempts"), b(":lines"), this.#owner(owner)],
+      [max, owner, nowMs, leaseUntilMs, batchId],
+    )) as string[];
     const out: ClaimedLine[] = [];
     for (let i = 0; i + 2 < flat.length; i += 3) {
       const line = JSON.parse(flat[i + 1]!) as LineJson;
@@ -200,14 +263,20 @@ export class RedisJobsStore implements JobsStore {
 
   async releaseLine(batchId: string, lineNo: number, owner: string, notBeforeMs: number, failedAttempt: boolean): Promise<void> {
     const b = (part: string) => this.#batch(batchId, part);
-    await this.#r.eval(RELEASE_LINE, [b(":pending"), b(":running"), b(":owner"), b(":attempts"), this.#owner(owner)], [lineNo, owner, notBeforeMs, failedAttempt ? 1 : 0, batchId]);
+    await this.#r.eval(
+      RELEASE_LINE,
+      [b(":pending"), b(":running"), b(":owner"), b(":attempts"), this.#owner(owner)],
+      [lineNo, owner, notBeforeMs, failedAttempt ? 1 : 0, batchId],
+    );
   }
 
   async recordResults(batchId: string, records: readonly LineRecord[]): Promise<boolean[]> {
     const b = (part: string) => this.#batch(batchId, part);
     const keys = [b(":results"), b(":pending"), b(":running"), b(":owner"), b(""), b(":lines")];
     // One script a line (each records and counts its line atomically); the client pipelines them.
-    const recorded = records.map(({ lineNo, result: res }) => this.#r.eval(RECORD_RESULT, keys, [lineNo, JSON.stringify(res), res.ok ? 1 : 0, res.promptTokens, res.completionTokens]));
+    const recorded = records.map(({ lineNo, result: res }) =>
+      this.#r.eval(RECORD_RESULT, keys, [lineNo, JSON.stringify(res), res.ok ? 1 : 0, res.promptTokens, res.completionTokens]),
+    );
     return (await Promise.all(recorded)).map((r) => Number(r) === 1);
   }
 
@@ -221,7 +290,10 @@ export class RedisJobsStore implements JobsStore {
     const nos: string[] = [];
     for (let n = afterLineNo + 1; n <= Math.min(total, afterLineNo + limit); n++) nos.push(String(n));
     if (nos.length === 0) return [];
-    const [cids, results] = (await Promise.all([this.#r.send("HMGET", [this.#batch(batchId, ":cids"), ...nos]), this.#r.send("HMGET", [this.#batch(batchId, ":results"), ...nos])])) as (string | null)[][];
+    const [cids, results] = (await Promise.all([
+      this.#r.send("HMGET", [this.#batch(batchId, ":cids"), ...nos]),
+      this.#r.send("HMGET", [this.#batch(batchId, ":results"), ...nos]),
+    ])) as (string | null)[][];
     return nos.map((no, i) => ({ lineNo: Number(no), customId: cids![i] ?? "", result: results![i] ? (JSON.parse(results![i]!) as LineResult) : null }));
   }
 }

@@ -16,17 +16,18 @@
  * followers first. A record written by the earlier layout (items inside its body)
  * is read as it is and moves to this one when next written.
  */
-import type { ResponsePatch, ResponsesStore } from "../jobs/responses-store.ts";
+
 import {
-  expandedInput,
-  inputItemsPage,
   type ConversationLink,
+  expandedInput,
   type InputItemsPage,
   type InputItemsQuery,
+  inputItemsPage,
   type ResponseRecord,
   type ResponseStatus,
   type StoredResponse,
 } from "../jobs/responses-objects.ts";
+import type { ResponsePatch, ResponsesStore } from "../jobs/responses-store.ts";
 import type { RedisConnection } from "./redis-connection.ts";
 import { CLAIM, CONVERSATION, DELETE, INPUT_ITEMS, PUT, RENEW, UPDATE } from "./redis-responses-scripts.ts";
 
@@ -123,7 +124,15 @@ export class RedisResponsesStore implements ResponsesStore {
   }
 
   #keys(tenant: string, id: string): string[] {
-    return [this.#key("r", tenant, id), this.#tenant(tenant, "ids"), this.#tenant(tenant, "sizes"), this.#tenant(tenant, "total"), this.#background, this.#key("i", tenant, id), this.#key("x", tenant, id)];
+    return [
+      this.#key("r", tenant, id),
+      this.#tenant(tenant, "ids"),
+      this.#tenant(tenant, "sizes"),
+      this.#tenant(tenant, "total"),
+      this.#background,
+      this.#key("i", tenant, id),
+      this.#key("x", tenant, id),
+    ];
   }
 
   async put(r: StoredResponse, budgetBytes: number): Promise<void> {
@@ -132,7 +141,20 @@ export class RedisResponsesStore implements ResponsesStore {
     const { input: _input, context: _context, ...record } = r;
     const out = outputOf(r.response);
     const store = (context: string, prev: string) => {
-      const args = [bodyOf(record), r.status, bytesBesidesTurn(record, r.input.length, out), r.expiresMs, ttl, budgetBytes, r.id, this.#p, this.#m(t), toRun(r), Date.now(), r.input.length];
+      const args = [
+        bodyOf(record),
+        r.status,
+        bytesBesidesTurn(record, r.input.length, out),
+        r.expiresMs,
+        ttl,
+        budgetBytes,
+        r.id,
+        this.#p,
+        this.#m(t),
+        toRun(r),
+        Date.now(),
+        r.input.length,
+      ];
       return this.#r.eval(PUT, this.#keys(t, r.id), [...args, context, out, prev, MAX_CHAIN_RECORDS, ...itemArgs(r.input)]);
     };
     if (Number(await store(r.context, r.previousId ?? "")) === 2) await store(await this.#afterEarlier(t, r.previousId!, r.context), "");
@@ -147,7 +169,10 @@ export class RedisResponsesStore implements ResponsesStore {
 
   /** One script walks the chain (bounded): the record and each one it follows. */
   async conversation(tenant: string, id: string, nowMs: number): Promise<{ status: ResponseStatus; links: ConversationLink[] } | undefined> {
-    const got = (await this.#r.eval(CONVERSATION, [this.#key("r", tenant, id)], [nowMs, id, this.#p, this.#m(tenant), MAX_CHAIN_RECORDS])) as (string | number)[];
+    const got = (await this.#r.eval(CONVERSATION, [this.#key("r", tenant, id)], [nowMs, id, this.#p, this.#m(tenant), MAX_CHAIN_RECORDS])) as (
+      | string
+      | number
+    )[];
     const code = Number(got[0]);
     if (code === 0) return undefined;
     if (code === 1) {
@@ -226,7 +251,19 @@ export class RedisResponsesStore implements ResponsesStore {
       const inputBytes = input?.length ?? got.inputBytes;
       const out = outputOf(next.response);
       const update = (turn: string | undefined, prev: string) => {
-        const args = [got.v, bodyOf(next), next.status, bytesBesidesTurn(next, inputBytes, out), id, next.owner ?? "", next.leaseUntilMs ?? "", this.#member(tenant, id), toRun(next), next.expiresMs, inputBytes];
+        const args = [
+          got.v,
+          bodyOf(next),
+          next.status,
+          bytesBesidesTurn(next, inputBytes, out),
+          id,
+          next.owner ?? "",
+          next.leaseUntilMs ?? "",
+          this.#member(tenant, id),
+          toRun(next),
+          next.expiresMs,
+          inputBytes,
+        ];
         const chain = [this.#p, this.#m(tenant), MAX_CHAIN_RECORDS, turn === undefined ? 0 : 1, turn ?? "", out, prev];
         return this.#r.eval(UPDATE, this.#keys(tenant, id), [...args, ...chain, input === undefined ? 0 : 1, ...(input === undefined ? [] : itemArgs(input))]);
       };

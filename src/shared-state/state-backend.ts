@@ -64,7 +64,13 @@ export async function openStateBackend(config: Config): Promise<StateBackend> {
   return {
     kind: "redis",
     redis,
-    shared: { fleet: new RedisFleetStore(redis, p), jobs: new RedisJobsStore(redis, p), idempotency: new RedisIdempotencyStore(redis, p), responseCache: new RedisResponseCacheStore(redis, p), responses: new RedisResponsesStore(redis, p) },
+    shared: {
+      fleet: new RedisFleetStore(redis, p),
+      jobs: new RedisJobsStore(redis, p),
+      idempotency: new RedisIdempotencyStore(redis, p),
+      responseCache: new RedisResponseCacheStore(redis, p),
+      responses: new RedisResponsesStore(redis, p),
+    },
     async close() {
       redis.close();
     },

@@ -69,13 +69,7 @@ export type ErrorCode =
   | "NODE_NAME_BOUND";
 
 /** OpenAI's error `type` strings. */
-type OpenAIErrorType =
-  | "invalid_request_error"
-  | "authentication_error"
-  | "rate_limit_error"
-  | "server_error"
-  | "timeout_error"
-  | "service_unavailable_error";
+type OpenAIErrorType = "invalid_request_error" | "authentication_error" | "rate_limit_error" | "server_error" | "timeout_error" | "service_unavailable_error";
 
 interface OpenAIErrorBody {
   error: { message: string; type: OpenAIErrorType; param: string | null; code: string };
@@ -180,11 +174,7 @@ export class LlmgwError extends Error {
   readonly retryAfterS: number | undefined;
   readonly headers: Record<string, string> | undefined;
 
-  constructor(
-    code: ErrorCode,
-    message: string,
-    opts: { param?: string | null; retryAfterS?: number; headers?: Record<string, string>; cause?: unknown } = {},
-  ) {
+  constructor(code: ErrorCode, message: string, opts: { param?: string | null; retryAfterS?: number; headers?: Record<string, string>; cause?: unknown } = {}) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = "LlmgwError";
     this.code = code;
@@ -200,7 +190,6 @@ export class LlmgwError extends Error {
   toBody(): OpenAIErrorBody {
     return errorBody(this.code, this.message, this.param);
   }
-
 }
 
 export function errorBody(code: ErrorCode, message: string, param: string | null = null): OpenAIErrorBody {

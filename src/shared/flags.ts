@@ -3,7 +3,7 @@
  * options), its help text and its entry point. Parsing is strict: an unknown
  * flag or a missing value prints usage and exits 2.
  */
-import { parseArgs, type ParseArgsConfig } from "node:util";
+import { type ParseArgsConfig, parseArgs } from "node:util";
 
 type OptionSpec = NonNullable<ParseArgsConfig["options"]>;
 
@@ -71,12 +71,7 @@ export function boolFlag(args: ParsedArgs, name: string): boolean {
   return args.values[name] === true;
 }
 
-export function numberFlag(
-  args: ParsedArgs,
-  name: string,
-  fallback: number,
-  opts: { min?: number; max?: number; integer?: boolean } = {},
-): number {
+export function numberFlag(args: ParsedArgs, name: string, fallback: number, opts: { min?: number; max?: number; integer?: boolean } = {}): number {
   const raw = stringFlag(args, name);
   if (raw === undefined) return fallback;
   const n = Number(raw);

@@ -23,7 +23,15 @@ export type KvStreamState = (typeof KV_STREAM)[keyof typeof KV_STREAM];
 export const KV_STREAM_NAMES = ["none", "syncing", "live", "stale"] as const;
 
 /** Why an endpoint's index was dropped (the subscriber's reset reasons, and the engine's own AllBlocksCleared). */
-export const KV_INDEX_DROP_REASONS = ["publisher-restarted", "replay-incomplete", "replay-failed", "replay-overrun", "apply-overrun", "no-replay-endpoint", "all-blocks-cleared"] as const;
+export const KV_INDEX_DROP_REASONS = [
+  "publisher-restarted",
+  "replay-incomplete",
+  "replay-failed",
+  "replay-overrun",
+  "apply-overrun",
+  "no-replay-endpoint",
+  "all-blocks-cleared",
+] as const;
 export type KvIndexDropReason = (typeof KV_INDEX_DROP_REASONS)[number];
 
 /**

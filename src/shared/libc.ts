@@ -55,7 +55,10 @@ export function execve(file: string, argv: readonly string[], env: Readonly<Reco
   const keep: Buffer[] = [];
   const path = cString(file);
   const argvArr = cStringArray(argv, keep);
-  const envArr = cStringArray(Object.entries(env).map(([k, v]) => `${k}=${v}`), keep);
+  const envArr = cStringArray(
+    Object.entries(env).map(([k, v]) => `${k}=${v}`),
+    keep,
+  );
   c.execve(ptr(path), ptr(argvArr), ptr(envArr));
   keep.length = 0;
   return false;

@@ -36,7 +36,15 @@ export function writeGatewayConfig(config: Record<string, unknown>): string {
 
 export async function spawnLlmgw(
   args: string[],
-  opts: { waitFor?: number; timeoutMs?: number; env?: Record<string, string>; echo?: boolean; script?: string; launcher?: string[]; runtimeArgs?: string[] } = {},
+  opts: {
+    waitFor?: number;
+    timeoutMs?: number;
+    env?: Record<string, string>;
+    echo?: boolean;
+    script?: string;
+    launcher?: string[];
+    runtimeArgs?: string[];
+  } = {},
 ): Promise<LlmgwChild> {
   const { waitFor = 1, timeoutMs = 15_000 } = opts;
   // `script` runs another entry file (e.g. the bench's bare proxy) the same way;

@@ -13,7 +13,7 @@
  * that was running or blocked in a call is the gateway's own. Elsewhere
  * every stall counts as the gateway's.
  */
-import { ThreadSchedstat, type SchedCounters } from "./thread-schedstat.ts";
+import { type SchedCounters, ThreadSchedstat } from "./thread-schedstat.ts";
 
 /** Why the loop stalled: its own work (or a blocking call), or waiting for a CPU the host did not give it. */
 const STALL_CAUSES = ["gateway", "cpu_wait"] as const;

@@ -88,7 +88,11 @@ export function streamsTheLimitHolds(limit: OpenFilesLimit | undefined, cap: num
  * about a figure nobody chose. The soft-limit warning stays in both cases:
  * it means the process was started without the launcher that raises it.
  */
-export function openFilesAtStart(limit: OpenFilesLimit | undefined, configured: number | undefined, defaultStreams: number): OpenFilesVerdict & { maxOpenStreams: number } {
+export function openFilesAtStart(
+  limit: OpenFilesLimit | undefined,
+  configured: number | undefined,
+  defaultStreams: number,
+): OpenFilesVerdict & { maxOpenStreams: number } {
   if (configured !== undefined) return { ...openFilesVerdict(limit, configured), maxOpenStreams: configured };
   const sized = streamsTheLimitHolds(limit, defaultStreams);
   const verdict = openFilesVerdict(limit, sized);

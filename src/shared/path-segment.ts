@@ -20,7 +20,10 @@ export function malformedPathError(path: string): LlmgwError | undefined {
   if (!path.includes("%")) return undefined;
   for (const segment of path.split("/")) {
     if (decodePathSegment(segment) === undefined) {
-      return new LlmgwError("INVALID_REQUEST", `the path '${path.slice(0, 200)}' has a malformed percent-encoding (RFC 3986 §2.1: '%' and two hex digits, of UTF-8 bytes)`);
+      return new LlmgwError(
+        "INVALID_REQUEST",
+        `the path '${path.slice(0, 200)}' has a malformed percent-encoding (RFC 3986 §2.1: '%' and two hex digits, of UTF-8 bytes)`,
+      );
     }
   }
   return undefined;

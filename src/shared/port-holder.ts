@@ -151,7 +151,10 @@ export interface ListenerSpec {
 }
 
 function inUse(l: ListenerSpec, owner: Omit<ListenerOwner, "flag">): PortInUseError {
-  return new PortInUseError(l.port, `cannot start the ${l.what} on ${l.host}:${l.port}: ${listenRefusal(l.port, findPortHolder(l.port), { ...owner, flag: l.flag })}`);
+  return new PortInUseError(
+    l.port,
+    `cannot start the ${l.what} on ${l.host}:${l.port}: ${listenRefusal(l.port, findPortHolder(l.port), { ...owner, flag: l.flag })}`,
+  );
 }
 
 /** Throws PortInUseError for the first listener whose (fixed) port cannot be bound now; port 0 always can. */

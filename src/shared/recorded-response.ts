@@ -46,7 +46,8 @@ export function sseEndedCleanly(body: Uint8Array): boolean {
   // The Responses API's stream has no [DONE]: it is whole when its last event is response.completed (or .incomplete).
   const last = text.trimEnd().lastIndexOf("\n\n");
   const lastEvent = text.slice(last < 0 ? 0 : last + 2);
-  if (lastEvent.startsWith("event: response.completed\n") || lastEvent.startsWith("event: response.incomplete\n")) return !/\nevent: (error|response\.failed)\n/.test(`\n${text}`);
+  if (lastEvent.startsWith("event: response.completed\n") || lastEvent.startsWith("event: response.incomplete\n"))
+    return !/\nevent: (error|response\.failed)\n/.test(`\n${text}`);
   if (!text.trimEnd().endsWith(DONE_EVENT)) return false;
   return !text.startsWith(ERROR_EVENT) && !text.includes(`\n${ERROR_EVENT}`);
 }

@@ -40,7 +40,12 @@ export function renderTable(columns: readonly string[], rows: readonly (readonly
     const text = paint(c.text, c.tint, colour);
     return style.align === "right" ? fill + text : last ? text : text + fill;
   };
-  const lines = all.map((r) => r.map((c, i) => pad(c, i, i === r.length - 1)).join("  ").trimEnd());
+  const lines = all.map((r) =>
+    r
+      .map((c, i) => pad(c, i, i === r.length - 1))
+      .join("  ")
+      .trimEnd(),
+  );
   if (style.rule === true) lines.splice(1, 0, widths.map((w) => "-".repeat(w)).join("  "));
   if (style.title !== undefined) lines.unshift(style.title);
   return lines.join("\n");

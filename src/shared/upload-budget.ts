@@ -11,7 +11,11 @@ export class UploadBudget {
 
   take(n: number): void {
     if (this.#held + n > this.maxBytes) {
-      throw new LlmgwError("UPLOAD_BUDGET_EXHAUSTED", `uploads hold ${this.#held} bytes in memory, at the gateway's limit of ${this.maxBytes} (batch.upload_memory_bytes); retry shortly`, { retryAfterS: 1 });
+      throw new LlmgwError(
+        "UPLOAD_BUDGET_EXHAUSTED",
+        `uploads hold ${this.#held} bytes in memory, at the gateway's limit of ${this.maxBytes} (batch.upload_memory_bytes); retry shortly`,
+        { retryAfterS: 1 },
+      );
     }
     this.#held += n;
   }

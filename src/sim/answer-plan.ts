@@ -13,10 +13,10 @@
  * (vllm/v1/engine/detokenizer.py). `n` choices per prompt each follow their
  * own sample; choice 0 is the answer n = 1 would give.
  */
-import { naturalLength, type LengthDistribution } from "./output-length.ts";
+import { type LengthDistribution, naturalLength } from "./output-length.ts";
+import type { ToolCallPlan } from "./routes/tool-call-plan.ts";
 import { extendState, SimOutput } from "./text-model.ts";
 import type { PromptTokens } from "./tokens.ts";
-import type { ToolCallPlan } from "./routes/tool-call-plan.ts";
 
 interface AnswerAsk {
   maxTokens: number | undefined;
@@ -54,7 +54,13 @@ function salted(state: number, i: number): number {
   return i === 0 ? state : extendState(state, `\u0000choice:${i}\u0000`);
 }
 
-function visibleTexts(out: SimOutput, tokens: number, stop: readonly string[], includeStop: boolean, minTokens: number): { tokens: number; stopReason: string | null; texts: string[] } {
+function visibleTexts(
+  out: SimOutput,
+  tokens: number,
+  stop: readonly string[],
+  includeStop: boolean,
+  minTokens: number,
+): { tokens: number; stopReason: string | null; texts: string[] } {
   const longest = Math.max(...stop.map((s) => s.length));
   const holdback = includeStop ? 0 : longest - 1;
   let text = "";

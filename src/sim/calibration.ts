@@ -33,14 +33,31 @@ export interface SweepCalibration {
 
 export function calibrateSweep(sweep: PublishedSweep, efficiency?: EfficiencyConstants): SweepCalibration {
   const { name, profile: p } = resolveProfile(sweep.profile, efficiency);
-  const config = { maxNumSeqs: p.maxNumSeqs, maxNumBatchedTokens: p.maxNumBatchedTokens, numGpuBlocks: p.numGpuBlocks, blockSize: p.blockSize, maxModelLen: p.maxModelLen };
-  const timing = { timing: { derived: p.cost, derivedScale: 1, flatDecode: undefined, flatPrefill: undefined }, jitter: 0, frontend: p.frontend, firstTokenDelayMs: 0 };
+  const config = {
+    maxNumSeqs: p.maxNumSeqs,
+    maxNumBatchedTokens: p.maxNumBatchedTokens,
+    numGpuBlocks: p.numGpuBlocks,
+    blockSize: p.blockSize,
+    maxModelLen: p.maxModelLen,
+  };
+  const timing = {
+    timing: { derived: p.cost, derivedScale: 1, flatDecode: undefined, flatPrefill: undefined },
+    jitter: 0,
+    frontend: p.frontend,
+    firstTokenDelayMs: 0,
+  };
   const rows: CalibrationRow[] = [];
   let firstTokS = NaN;
   let preemptions = 0;
   for (const point of sweep.points) {
     const c = point.concurrency;
-    const r = runClosedLoop(config, timing, { concurrency: c, requests: sweep.requests(c), inputTokens: sweep.inputTokens, outputTokens: sweep.outputTokens, outputSpread: sweep.outputSpread });
+    const r = runClosedLoop(config, timing, {
+      concurrency: c,
+      requests: sweep.requests(c),
+      inputTokens: sweep.inputTokens,
+      outputTokens: sweep.outputTokens,
+      outputSpread: sweep.outputSpread,
+    });
     preemptions += r.preemptions;
     const tokS = (r.outputTokens / r.durationMs) * 1000;
     if (Number.isNaN(firstTokS)) firstTokS = tokS;
@@ -62,7 +79,14 @@ export function calibrateSweep(sweep: PublishedSweep, efficiency?: EfficiencyCon
     ];
     for (const [metric, value] of published) {
       if (value === undefined) continue;
-      rows.push({ concurrency: c, metric, published: value, sim: sim[metric], relErr: (sim[metric] - value) / value, ...(point.harnessBound ? { harnessBound: point.harnessBound } : {}) });
+      rows.push({
+        concurrency: c,
+        metric,
+        published: value,
+        sim: sim[metric],
+        relErr: (sim[metric] - value) / value,
+        ...(point.harnessBound ? { harnessBound: point.harnessBound } : {}),
+      });
     }
   }
   const abs = rows.filter((r) => !r.harnessBound).map((r) => Math.abs(r.relErr));

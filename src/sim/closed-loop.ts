@@ -7,7 +7,7 @@
  * client reports: TTFT, ITL (every gap between tokens), TPOT per request,
  * end-to-end latency and output tokens per second over the run.
  */
-import { EngineCore, type CoreConfig, type CoreTiming } from "./engine-core.ts";
+import { type CoreConfig, type CoreTiming, EngineCore } from "./engine-core.ts";
 import type { SeqSink } from "./sequence.ts";
 
 /** The calibration sweeps have no prefix sharing: only the prompt's length matters. */
@@ -71,7 +71,18 @@ export function runClosedLoop(config: CoreConfig, timing: CoreTiming, spec: Clos
       },
       cut: () => {},
     };
-    core.submit({ prompt: { count: spec.inputTokens, ids: NO_IDS, blockHashes: [], state: sent, continued: 0 }, outputTokens, finishReason: "length", stallAfter: -1, cutAfter: -1, intervalMs: 0, sink }, at);
+    core.submit(
+      {
+        prompt: { count: spec.inputTokens, ids: NO_IDS, blockHashes: [], state: sent, continued: 0 },
+        outputTokens,
+        finishReason: "length",
+        stallAfter: -1,
+        cutAfter: -1,
+        intervalMs: 0,
+        sink,
+      },
+      at,
+    );
     sent++;
   };
   for (let i = 0; i < Math.min(spec.concurrency, spec.requests); i++) send(0);

@@ -4,7 +4,7 @@
  * H100 × Llama-3.1-8B) gives vLLM's defaults for that hardware and the
  * derived step model; every explicit flag overrides its part.
  */
-import { boolFlag, numberFlag, stringFlag, stringListFlag, UsageError, type ParsedArgs } from "../shared/flags.ts";
+import { boolFlag, numberFlag, type ParsedArgs, stringFlag, stringListFlag, UsageError } from "../shared/flags.ts";
 import {
   DEFAULT_BATCH_SLOWDOWN,
   DEFAULT_EMBEDDING_DIM,
@@ -12,20 +12,20 @@ import {
   DEFAULT_PREFILL_OVERHEAD_MS,
   DEFAULT_SIM_PORT,
   METRICS_FLAVORS,
-  newGpuFaultState,
   type MetricsFlavor,
+  newGpuFaultState,
   type SimLiveConfig,
   type SimStaticConfig,
 } from "./config.ts";
 import { parseFaultList } from "./faults.ts";
 import { parseKvEventsConfig, type SimKvEventsConfig } from "./kv-events-config.ts";
-import { DEFAULT_LENGTH_DISTRIBUTION, parseLengthDistribution, type LengthDistribution } from "./output-length.ts";
+import { LoraConfigError, loraSettings, type SimLoraSettings } from "./lora/lora-config.ts";
+import { DEFAULT_LENGTH_DISTRIBUTION, type LengthDistribution, parseLengthDistribution } from "./output-length.ts";
 import { resolveProfile } from "./profiles/catalog.ts";
 import type { Dtype } from "./profiles/gpu-facts.ts";
 import { ProfileError } from "./profiles/profile.ts";
 import { loneDecodeMs } from "./step-time.ts";
 import { blockHashRoot } from "./tokens.ts";
-import { LoraConfigError, loraSettings, type SimLoraSettings } from "./lora/lora-config.ts";
 
 interface SimCommandConfig {
   fixed: SimStaticConfig;
@@ -46,7 +46,8 @@ function dtypeFlag(args: ParsedArgs): Dtype | undefined {
 }
 
 function lengthDistribution(args: ParsedArgs): { outputLen: number; dist: LengthDistribution } {
-  if (has(args, "output-len") && has(args, "output-len-dist")) throw new UsageError("--output-len and --output-len-dist: give one (--output-len N is --output-len-dist fixed:N)");
+  if (has(args, "output-len") && has(args, "output-len-dist"))
+    throw new UsageError("--output-len and --output-len-dist: give one (--output-len N is --output-len-dist fixed:N)");
   if (has(args, "output-len")) {
     const n = numberFlag(args, "output-len", 1, { min: 1, integer: true });
     return { outputLen: n, dist: { kind: "fixed", tokens: n } };
@@ -122,12 +123,14 @@ export function buildSimConfig(args: ParsedArgs, env: Record<string, string | un
   const blockSize = numberFlag(args, "block-size", p.blockSize, { min: 1, max: 1024, integer: true });
   const capacity = numGpuBlocks * blockSize;
   const maxModelLen = numberFlag(args, "max-model-len", Math.min(p.maxModelLen, capacity), { min: 2, integer: true });
-  if (maxModelLen > capacity) throw new UsageError(`--max-model-len ${maxModelLen} exceeds the KV cache (${numGpuBlocks} blocks × ${blockSize} = ${capacity} tokens)`);
+  if (maxModelLen > capacity)
+    throw new UsageError(`--max-model-len ${maxModelLen} exceeds the KV cache (${numGpuBlocks} blocks × ${blockSize} = ${capacity} tokens)`);
   const gpus = numberFlag(args, "gpus", 0, { min: 0, max: 64, integer: true });
   const dcgmPort = has(args, "dcgm-port") ? numberFlag(args, "dcgm-port", 0, { min: 0, max: 65535, integer: true }) : undefined;
   if (dcgmPort !== undefined && gpus === 0) throw new UsageError("--dcgm-port needs --gpus N (N ≥ 1)");
   const modelLabel = stringFlag(args, "dcgm-model-label") ?? "modelName";
-  if (modelLabel !== "DCGM_FI_DEV_NAME" && modelLabel !== "modelName") throw new UsageError(`--dcgm-model-label: expected DCGM_FI_DEV_NAME or modelName, got '${modelLabel}'`);
+  if (modelLabel !== "DCGM_FI_DEV_NAME" && modelLabel !== "modelName")
+    throw new UsageError(`--dcgm-model-label: expected DCGM_FI_DEV_NAME or modelName, got '${modelLabel}'`);
   let faultTypes: ReturnType<typeof parseFaultList>;
   try {
     faultTypes = parseFaultList(stringListFlag(args, "fault-types"));

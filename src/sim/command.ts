@@ -1,14 +1,14 @@
 /** `llmgw sim-engine`: a simulated vLLM-compatible engine (optionally with DCGM-style GPU metrics). */
-import { boolFlag, parseCommandArgs, type CommandSpec, type ParsedArgs } from "../shared/flags.ts";
+import { boolFlag, type CommandSpec, type ParsedArgs, parseCommandArgs } from "../shared/flags.ts";
 import { flushLogger, initLogger, logger, logListening } from "../shared/logger.ts";
-import { DEFAULT_SIM_PORT } from "./config.ts";
+import { holdSimGpus, SIM_GPU_LEDGER_ENV, visibleGpuIndices } from "../shared/sim-gpu-ledger.ts";
 import { buildSimConfig } from "./command-config.ts";
+import { DEFAULT_SIM_PORT } from "./config.ts";
+import { DEFAULT_MAX_LORA_RANK, DEFAULT_MAX_LORAS, expandLoraModulesArgv } from "./lora/lora-config.ts";
 import { DEFAULT_PROFILE, listProfiles } from "./profiles/catalog.ts";
 import { GPUS } from "./profiles/gpu-facts.ts";
 import { ARCHS } from "./profiles/model-facts.ts";
-import { holdSimGpus, SIM_GPU_LEDGER_ENV, visibleGpuIndices } from "../shared/sim-gpu-ledger.ts";
 import { SimServer } from "./server.ts";
-import { DEFAULT_MAX_LORA_RANK, DEFAULT_MAX_LORAS, expandLoraModulesArgv } from "./lora/lora-config.ts";
 
 const USAGE = `usage: llmgw sim-engine --model NAME [--model NAME2 …] [flags]
        llmgw sim-engine --list-profiles
@@ -85,17 +85,38 @@ DCGM exporter:
 /** Columns padded to their widest cell (the sim sits below bench's report module, so it prints its own). */
 function table(title: string, columns: string[], rows: string[][]): string {
   const widths = columns.map((c, i) => Math.max(c.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
   return [title, line(columns), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
 }
 
 function printProfiles(): void {
   const rows = listProfiles().map((r) => [
-    r.name, r.gpu, r.arch, String(r.tp), r.dtype, String(r.maxNumSeqs), String(r.maxNumBatchedTokens),
-    String(r.numGpuBlocks), String(r.kvTokens), r.stepBatch1Ms.toFixed(2), r.stepDecode256Ms.toFixed(1), r.stepBudgetMs.toFixed(1), r.what,
+    r.name,
+    r.gpu,
+    r.arch,
+    String(r.tp),
+    r.dtype,
+    String(r.maxNumSeqs),
+    String(r.maxNumBatchedTokens),
+    String(r.numGpuBlocks),
+    String(r.kvTokens),
+    r.stepBatch1Ms.toFixed(2),
+    r.stepDecode256Ms.toFixed(1),
+    r.stepBudgetMs.toFixed(1),
+    r.what,
   ]);
   const columns = ["profile", "gpu", "arch", "tp", "dtype", "max seqs", "budget", "KV blocks", "KV tokens", "step b=1", "step b=256", "step budget", "what"];
-  console.log(table("sim-engine profiles (derived step times in ms: a lone decode, 256 decodes of 1k-token contexts, one prefill chunk filling the budget)", columns, rows));
+  console.log(
+    table(
+      "sim-engine profiles (derived step times in ms: a lone decode, 256 decodes of 1k-token contexts, one prefill chunk filling the budget)",
+      columns,
+      rows,
+    ),
+  );
 }
 
 /** On an agent's simulated GPUs, what this engine holds goes into their ledger (src/shared/sim-gpu-ledger.ts); returns its release. */
@@ -186,7 +207,16 @@ export const simEngineCommand: CommandSpec = {
     if (urls.kvEvents) logListening(log, "kv-events", urls.kvEvents);
     if (urls.kvReplay) logListening(log, "kv-replay", urls.kvReplay);
     log.info(
-      { models: fixed.models, profile: fixed.profile, max_num_seqs: fixed.maxNumSeqs, max_num_batched_tokens: fixed.maxNumBatchedTokens, num_gpu_blocks: fixed.numGpuBlocks, itl_ms: live.itlMs, time_scale: fixed.timeScale, metrics_flavor: fixed.metricsFlavor },
+      {
+        models: fixed.models,
+        profile: fixed.profile,
+        max_num_seqs: fixed.maxNumSeqs,
+        max_num_batched_tokens: fixed.maxNumBatchedTokens,
+        num_gpu_blocks: fixed.numGpuBlocks,
+        itl_ms: live.itlMs,
+        time_scale: fixed.timeScale,
+        metrics_flavor: fixed.metricsFlavor,
+      },
       "sim-engine ready",
     );
     await new Promise<void>((resolve) => {
@@ -196,10 +226,7 @@ export const simEngineCommand: CommandSpec = {
         if (stopping) return;
         stopping = true;
         log.info({ signal: sig }, "shutting down");
-        void sim
-          .close()
-          .finally(release)
-          .then(resolve, resolve);
+        void sim.close().finally(release).then(resolve, resolve);
       };
       process.on("SIGINT", onSignal);
       process.on("SIGTERM", onSignal);

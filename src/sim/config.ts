@@ -4,11 +4,11 @@
  * faults, dead, per-GPU faults), with the zod schema of that patch.
  */
 import { z } from "zod";
-import { faultName, parseFault, type Fault } from "./faults.ts";
+import { type Fault, faultName, parseFault } from "./faults.ts";
 import type { SimKvEventsConfig } from "./kv-events-config.ts";
-import type { LengthDistribution } from "./output-length.ts";
 import type { SimLoraSettings } from "./lora/lora-config.ts";
-import { loneDecodeMs, NO_FRONTEND, stepMs, type Frontend, type StepCostModel, type StepTiming } from "./step-time.ts";
+import type { LengthDistribution } from "./output-length.ts";
+import { type Frontend, loneDecodeMs, NO_FRONTEND, type StepCostModel, type StepTiming, stepMs } from "./step-time.ts";
 
 export const DEFAULT_SIM_PORT = 8001;
 export const DEFAULT_BLOCK_SIZE_TOKENS = 16;
@@ -136,16 +136,37 @@ export function embeddingMs(live: SimLiveConfig, fixed: SimStaticConfig, tokens:
   let ms = frontend.latencyMs + frontend.serviceMs + firstTokenDelayMs;
   for (let done = 0; done < tokens; done += budget) {
     const n = Math.min(budget, tokens - done);
-    ms += stepMs(timing, { seqs: 1, tokens: n, decodeSeqs: 0, decodeContext: 0, prefillTokens: n, prefillSeqs: 1, prefillContext: done + n, prefillPairs: n * done + (n * (n + 1)) / 2, running: 1 });
+    ms += stepMs(timing, {
+      seqs: 1,
+      tokens: n,
+      decodeSeqs: 0,
+      decodeContext: 0,
+      prefillTokens: n,
+      prefillSeqs: 1,
+      prefillContext: done + n,
+      prefillPairs: n * done + (n * (n + 1)) / 2,
+      running: 1,
+    });
   }
   return ms;
 }
 
 export function newGpuFaultState(): GpuFaultState {
-  return { xidErrors: 0, temperatureC: undefined, eccSbeVolatile: 0, eccDbeVolatile: 0, eccSbeAggregate: 0, eccDbeAggregate: 0, utilizationReported: true, utilizationPct: undefined };
+  return {
+    xidErrors: 0,
+    temperatureC: undefined,
+    eccSbeVolatile: 0,
+    eccDbeVolatile: 0,
+    eccSbeAggregate: 0,
+    eccDbeAggregate: 0,
+    utilizationReported: true,
+    utilizationPct: undefined,
+  };
 }
 
-const faultNameSchema = z.string().refine((s) => parseFault(s) !== undefined, { message: "unknown fault type (expected 500, 429, 503, no-headers, no-first-token, stall:N, cut:N, slow:MS)" });
+const faultNameSchema = z
+  .string()
+  .refine((s) => parseFault(s) !== undefined, { message: "unknown fault type (expected 500, 429, 503, no-headers, no-first-token, stall:N, cut:N, slow:MS)" });
 
 const gpuPatchSchema = z.strictObject({
   index: z.number().int().min(0),
@@ -219,7 +240,9 @@ export function liveConfigView(live: SimLiveConfig): Record<string, unknown> {
     prefill_ms_per_token: live.prefillMsPerToken,
     jitter: live.jitter,
     batch_slowdown: live.batchSlowdown,
-    step_model: live.derived ? { decode: live.flatDecode ? "flat" : "derived", prefill: live.flatPrefill ? "flat" : "derived" } : { decode: "flat", prefill: "flat" },
+    step_model: live.derived
+      ? { decode: live.flatDecode ? "flat" : "derived", prefill: live.flatPrefill ? "flat" : "derived" }
+      : { decode: "flat", prefill: "flat" },
     fault_rate: live.faultRate,
     fault_types: live.faultTypes.map(faultName),
     dead: live.dead,

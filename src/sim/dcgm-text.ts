@@ -20,8 +20,8 @@
  * leaves out DCGM_FI_DEV_PCIE_REPLAY_COUNTER (promtool rejects "counter" in a name).
  */
 import type { GpuFaultState } from "./config.ts";
-import { gpuByDcgmName, GPUS } from "./profiles/gpu-facts.ts";
-import { PromWriter, type Labels } from "./prom-writer.ts";
+import { GPUS, gpuByDcgmName } from "./profiles/gpu-facts.ts";
+import { type Labels, PromWriter } from "./prom-writer.ts";
 
 interface GpuLoad {
   /** Fraction of the recent window in which a step ran, 0..1. */
@@ -112,7 +112,12 @@ export class SimGpus {
     const free = this.spec.memoryMiB - this.spec.driverReservedMiB - this.usedMiB;
     const w = new PromWriter();
     const fam = (name: string, type: "gauge" | "counter", help: string, value: (i: number) => number) =>
-      w.family(name, type, help, gpus.map((i) => ({ labels: labels(i), value: value(i) })));
+      w.family(
+        name,
+        type,
+        help,
+        gpus.map((i) => ({ labels: labels(i), value: value(i) })),
+      );
     fam("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", (i) => (utilOf(i) > 0 ? 1980 : 345));
     fam("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", () => 2619);
     fam("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).", (i) => temp(i) + 4);
@@ -147,8 +152,18 @@ export class SimGpus {
     fam("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active.", (i) => round3(busyOf(i)));
     fam("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active.", (i) => round3(tensorOf(i)));
     fam("DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles the device memory interface is active sending or receiving data.", (i) => round3(dramOf(i)));
-    fam("DCGM_FI_PROF_PCIE_TX_BYTES", "gauge", "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", (i) => Math.round(2e5 * busyOf(i)));
-    fam("DCGM_FI_PROF_PCIE_RX_BYTES", "gauge", "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", (i) => Math.round(5e5 * busyOf(i)));
+    fam(
+      "DCGM_FI_PROF_PCIE_TX_BYTES",
+      "gauge",
+      "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second.",
+      (i) => Math.round(2e5 * busyOf(i)),
+    );
+    fam(
+      "DCGM_FI_PROF_PCIE_RX_BYTES",
+      "gauge",
+      "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.",
+      (i) => Math.round(5e5 * busyOf(i)),
+    );
     return w.text();
   }
 }

@@ -10,9 +10,9 @@ import { BusyTracker } from "./busy-tracker.ts";
 import { EngineStats } from "./engine-stats.ts";
 import { FrontendQueue } from "./frontend-queue.ts";
 import { KvCache } from "./kv-cache.ts";
-import { Sequence, type SeqRequest } from "./sequence.ts";
-import { planStep, type PlannerHost, type StepPlan } from "./step-planner.ts";
-import { stepMs, type Frontend, type StepComposition, type StepTiming } from "./step-time.ts";
+import { type SeqRequest, Sequence } from "./sequence.ts";
+import { type PlannerHost, planStep, type StepPlan } from "./step-planner.ts";
+import { type Frontend, type StepComposition, type StepTiming, stepMs } from "./step-time.ts";
 import { WaitQueue } from "./wait-queue.ts";
 
 export interface CoreConfig {

@@ -8,7 +8,7 @@
  */
 import type { MetricsFlavor, SimStaticConfig } from "./config.ts";
 import type { Engine } from "./engine.ts";
-import { PromWriter, type Labels } from "./prom-writer.ts";
+import { type Labels, PromWriter } from "./prom-writer.ts";
 
 export function renderEngineMetrics(flavor: MetricsFlavor, engine: Engine, fixed: SimStaticConfig, now: number): string {
   return renderFlavor(flavor, engine, fixed, now) + renderSimOwn(engine, fixed);
@@ -17,7 +17,12 @@ export function renderEngineMetrics(flavor: MetricsFlavor, engine: Engine, fixed
 /** The sim's own series (no engine has them): clients that left before their request finished. */
 function renderSimOwn(engine: Engine, fixed: SimStaticConfig): string {
   const w = new PromWriter();
-  w.counter("llmgw_sim_client_disconnects_total", "Requests whose client went away before the response finished (sim-engine).", [["model_name", fixed.models[0] ?? ""]], engine.stats.disconnects);
+  w.counter(
+    "llmgw_sim_client_disconnects_total",
+    "Requests whose client went away before the response finished (sim-engine).",
+    [["model_name", fixed.models[0] ?? ""]],
+    engine.stats.disconnects,
+  );
   return w.text();
 }
 
@@ -55,7 +60,12 @@ function cacheConfigLabels(fixed: SimStaticConfig, v1: boolean): Labels {
 function renderVllm(engine: Engine, fixed: SimStaticConfig, v1: boolean): string {
   const st = engine.stats;
   const model = fixed.models[0] ?? "";
-  const base: Labels = v1 ? [["engine", "0"], ["model_name", model]] : [["model_name", model]];
+  const base: Labels = v1
+    ? [
+        ["engine", "0"],
+        ["model_name", model],
+      ]
+    : [["model_name", model]];
   const w = new PromWriter();
   w.gauge("vllm:cache_config_info", "Information of the LLMEngine CacheConfig", cacheConfigLabels(fixed, v1), 1);
   w.gauge("vllm:num_requests_running", "Number of requests in model execution batches.", base, engine.runningCount);
@@ -64,11 +74,16 @@ function renderVllm(engine: Engine, fixed: SimStaticConfig, v1: boolean): string
     w.gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", base, engine.kv.usage);
     w.counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", base, st.prefixQueries);
     w.counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", base, st.prefixHits);
-    w.family("vllm:engine_sleep_state", "gauge", "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.", [
-      { labels: [...base, ["sleep_state", "awake"]], value: 1 },
-      { labels: [...base, ["sleep_state", "weights_offloaded"]], value: 0 },
-      { labels: [...base, ["sleep_state", "discard_all"]], value: 0 },
-    ]);
+    w.family(
+      "vllm:engine_sleep_state",
+      "gauge",
+      "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
+      [
+        { labels: [...base, ["sleep_state", "awake"]], value: 1 },
+        { labels: [...base, ["sleep_state", "weights_offloaded"]], value: 0 },
+        { labels: [...base, ["sleep_state", "discard_all"]], value: 0 },
+      ],
+    );
   } else {
     w.gauge("vllm:num_requests_swapped", "Number of requests swapped to CPU.", base, 0);
     w.gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", base, engine.kv.usage);
@@ -101,7 +116,10 @@ function renderVllm(engine: Engine, fixed: SimStaticConfig, v1: boolean): string
 function renderSglang(engine: Engine, fixed: SimStaticConfig, now: number): string {
   const st = engine.stats;
   const model = fixed.models[0] ?? "";
-  const base: Labels = [["model_name", model], ["tp_rank", "0"]];
+  const base: Labels = [
+    ["model_name", model],
+    ["tp_rank", "0"],
+  ];
   const hist: Labels = [["model_name", model]];
   const capacity = fixed.numGpuBlocks * fixed.blockSize;
   const usedTokens = engine.kv.used * fixed.blockSize;

@@ -6,11 +6,11 @@
  * step of S simulated ms takes S / scale on the wall.
  */
 import type { KvCacheEvent } from "../engines/kv-events/model.ts";
-import { DEFAULT_MAX_NUM_BATCHED_TOKENS, stepTimingOf, type SimLiveConfig, type SimStaticConfig } from "./config.ts";
-import { EngineCore, type CoreTiming } from "./engine-core.ts";
+import { DEFAULT_MAX_NUM_BATCHED_TOKENS, type SimLiveConfig, type SimStaticConfig, stepTimingOf } from "./config.ts";
+import { type CoreTiming, EngineCore } from "./engine-core.ts";
 import type { EngineStats } from "./engine-stats.ts";
 import type { KvCache } from "./kv-cache.ts";
-import type { Sequence, SeqRequest } from "./sequence.ts";
+import type { SeqRequest, Sequence } from "./sequence.ts";
 import { stepShares } from "./step-time.ts";
 
 export type { SeqSink } from "./sequence.ts";

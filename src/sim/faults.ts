@@ -79,7 +79,12 @@ export function parseFaultList(items: readonly string[]): Fault[] {
  * The fault for one request: the header wins; otherwise with probability
  * `rate` one of `types` picked uniformly. `random` is injectable for tests.
  */
-export function chooseFault(header: string | null, rate: number, types: readonly Fault[], random: () => number = Math.random): Fault | undefined | "bad-header" {
+export function chooseFault(
+  header: string | null,
+  rate: number,
+  types: readonly Fault[],
+  random: () => number = Math.random,
+): Fault | undefined | "bad-header" {
   if (header !== null && header.trim() !== "") return parseFault(header) ?? "bad-header";
   if (rate <= 0 || types.length === 0) return undefined;
   if (random() >= rate) return undefined;

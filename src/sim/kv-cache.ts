@@ -140,7 +140,14 @@ export class KvCache {
    * one BlockStored per run of blocks cached now (a block whose hash another
    * block already holds is skipped, and splits the run).
    */
-  registerRun(blocks: readonly number[], hashes: readonly bigint[], ids: Int32Array, from: number, to: number, lora?: { readonly id: number; readonly name: string }): void {
+  registerRun(
+    blocks: readonly number[],
+    hashes: readonly bigint[],
+    ids: Int32Array,
+    from: number,
+    to: number,
+    lora?: { readonly id: number; readonly name: string },
+  ): void {
     let runStart = -1;
     const flush = (end: number) => {
       if (runStart < 0) return;

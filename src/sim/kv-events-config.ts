@@ -49,9 +49,14 @@ export function parseKvEventsConfig(json: string): SimKvEventsConfig | undefined
   const publisher = c.publisher ?? (c.enable_kv_cache_events ? "zmq" : "null");
   if (!c.enable_kv_cache_events || publisher === "null") return undefined;
   if (!c.endpoint.includes("*") && !c.endpoint.includes("::")) {
-    throw new Error(`endpoint: vLLM connects its publisher to ${c.endpoint} (it binds only an endpoint with a wildcard); the sim-engine binds only: give tcp://*:PORT`);
+    throw new Error(
+      `endpoint: vLLM connects its publisher to ${c.endpoint} (it binds only an endpoint with a wildcard); the sim-engine binds only: give tcp://*:PORT`,
+    );
   }
-  for (const [key, value] of [["endpoint", c.endpoint], ["replay_endpoint", c.replay_endpoint]] as const) {
+  for (const [key, value] of [
+    ["endpoint", c.endpoint],
+    ["replay_endpoint", c.replay_endpoint],
+  ] as const) {
     if (value === null) continue;
     try {
       parseTcpEndpoint(value);

@@ -3,11 +3,11 @@
  * completions, embeddings), with vLLM's status codes and messages for bad
  * input. Pure: body text in, a typed request or a SimHttpError out.
  */
-import { planChoices, type ChoicePlan } from "./answer-plan.ts";
+import { type ChoicePlan, planChoices } from "./answer-plan.ts";
 import type { LengthDistribution } from "./output-length.ts";
-import { badRequest, SimHttpError } from "./vllm-errors.ts";
-import { countTextTokens, idsPrompt, renderChat, textPrompt, tokenText, VOCAB_END, type ChatEnding, type PromptTokens } from "./tokens.ts";
 import { answerWithToolCall, forcedToolChoice } from "./routes/tool-calls.ts";
+import { type ChatEnding, countTextTokens, idsPrompt, type PromptTokens, renderChat, textPrompt, tokenText, VOCAB_END } from "./tokens.ts";
+import { badRequest, SimHttpError } from "./vllm-errors.ts";
 
 interface GenerationRequest {
   kind: "chat" | "completion";
@@ -69,7 +69,8 @@ function checkModel(o: Obj, limits: RequestLimits): string {
   const model = o.model;
   if (model === undefined || model === null) throw badRequest("model: Field required", "model");
   if (typeof model !== "string") throw badRequest("model: Input should be a valid string", "model");
-  if (!limits.models.includes(model) && !limits.adapters?.has(model)) throw new SimHttpError(404, "NotFoundError", `The model \`${model}\` does not exist.`, "model");
+  if (!limits.models.includes(model) && !limits.adapters?.has(model))
+    throw new SimHttpError(404, "NotFoundError", `The model \`${model}\` does not exist.`, "model");
   return model;
 }
 
@@ -207,11 +208,13 @@ export function parseGenerationRequest(kind: "chat" | "completion", body: string
     if (unknown !== undefined) throw badRequest(`Unrecognized request argument supplied: ${unknown}`, unknown);
   }
   const minTokens = optInt(o, "min_tokens", 0) ?? 0;
-  if (maxTokens !== undefined && minTokens > maxTokens) throw badRequest(`min_tokens must be less than or equal to max_tokens=${maxTokens}, got ${minTokens}.`, "min_tokens");
+  if (maxTokens !== undefined && minTokens > maxTokens)
+    throw badRequest(`min_tokens must be less than or equal to max_tokens=${maxTokens}, got ${minTokens}.`, "min_tokens");
   const stop = stopStrings(o);
   const includeStopStr = optBool(o, "include_stop_str_in_output") ?? false;
   const prompts = kind === "chat" ? [chatPrompt(o, limits, seed)] : completionPrompts(o, limits, seed);
-  if (prompts.length * n > MAX_CHOICES) throw badRequest(`the sim-engine serves at most ${MAX_CHOICES} choices per request (prompts × n), got ${prompts.length * n}`, "n");
+  if (prompts.length * n > MAX_CHOICES)
+    throw badRequest(`the sim-engine serves at most ${MAX_CHOICES} choices per request (prompts × n), got ${prompts.length * n}`, "n");
   for (const prompt of prompts) checkLength(prompt, maxTokens, limits.maxModelLen);
   const choices = planChoices(prompts, { maxTokens, ignoreEos, minTokens, stop, includeStopStr, n }, limits);
   const forced = kind === "chat" ? forcedToolChoice(o) : undefined;
@@ -222,7 +225,9 @@ export function parseGenerationRequest(kind: "chat" | "completion", body: string
 
 function checkLength(prompt: PromptTokens, maxTokens: number | undefined, maxLen: number): void {
   if (prompt.count >= maxLen) {
-    throw badRequest(`This model's maximum context length is ${maxLen} tokens. However, your request has ${prompt.count} input tokens. Please reduce the length of the input messages.`);
+    throw badRequest(
+      `This model's maximum context length is ${maxLen} tokens. However, your request has ${prompt.count} input tokens. Please reduce the length of the input messages.`,
+    );
   }
   if (maxTokens !== undefined && prompt.count + maxTokens > maxLen) {
     throw badRequest(
@@ -240,12 +245,16 @@ export function parseEmbeddingRequest(body: string, limits: RequestLimits): Embe
   const isIds = (v: unknown): v is number[] => Array.isArray(v) && v.length > 0 && v.every((t) => typeof t === "number" && Number.isInteger(t));
   if (typeof input === "string") items.push({ text: input, tokens: countTextTokens(input) });
   else if (isIds(input)) items.push({ text: input.join(","), tokens: input.length });
-  else if (Array.isArray(input) && input.length > 0 && input.every((s) => typeof s === "string")) for (const s of input as string[]) items.push({ text: s, tokens: countTextTokens(s) });
-  else if (Array.isArray(input) && input.length > 0 && input.every(isIds)) for (const ids of input as number[][]) items.push({ text: ids.join(","), tokens: ids.length });
+  else if (Array.isArray(input) && input.length > 0 && input.every((s) => typeof s === "string"))
+    for (const s of input as string[]) items.push({ text: s, tokens: countTextTokens(s) });
+  else if (Array.isArray(input) && input.length > 0 && input.every(isIds))
+    for (const ids of input as number[][]) items.push({ text: ids.join(","), tokens: ids.length });
   else throw badRequest("input: expected a string, a list of strings, a list of token ids or a list of such lists", "input");
   for (const it of items) {
     if (it.tokens > limits.maxModelLen) {
-      throw badRequest(`This model's maximum context length is ${limits.maxModelLen} tokens. However, you requested ${it.tokens} tokens in the input for embedding generation. Please reduce the length of the input.`);
+      throw badRequest(
+        `This model's maximum context length is ${limits.maxModelLen} tokens. However, you requested ${it.tokens} tokens in the input for embedding generation. Please reduce the length of the input.`,
+      );
     }
   }
   return { model, inputs: items };
@@ -284,7 +293,8 @@ export function parseDetokenizeRequest(body: string, limits: RequestLimits): str
   if (o.model !== undefined && o.model !== null) checkModel(o, limits);
   const t = o.tokens;
   if (t === undefined || t === null) throw badRequest("tokens: Field required", "tokens");
-  if (!Array.isArray(t) || !t.every((x) => typeof x === "number" && Number.isInteger(x))) throw badRequest("tokens: Input should be a valid list of integers", "tokens");
+  if (!Array.isArray(t) || !t.every((x) => typeof x === "number" && Number.isInteger(x)))
+    throw badRequest("tokens: Input should be a valid list of integers", "tokens");
   let text = "";
   for (const id of t as number[]) {
     const piece = tokenText(id);

@@ -5,7 +5,7 @@
  * per-token tail from a table), so a token costs one small allocation and no
  * JSON.stringify.
  */
-import { VOCAB, type SimOutput } from "./text-model.ts";
+import { type SimOutput, VOCAB } from "./text-model.ts";
 
 const enc = new TextEncoder();
 
@@ -131,7 +131,16 @@ export interface FinishedChoice {
 function chatMessage(c: FinishedChoice): Record<string, unknown> {
   const t = c.toolCall;
   const toolCalls = t === undefined ? [] : [{ id: t.id, type: "function", function: { name: t.name, arguments: t.arguments } }];
-  return { role: "assistant", content: t === undefined ? c.text : "", refusal: null, annotations: null, audio: null, function_call: null, tool_calls: toolCalls, reasoning_content: null };
+  return {
+    role: "assistant",
+    content: t === undefined ? c.text : "",
+    refusal: null,
+    annotations: null,
+    audio: null,
+    function_call: null,
+    tool_calls: toolCalls,
+    reasoning_content: null,
+  };
 }
 
 /** vLLM's non-streaming ChatCompletionResponse. */
@@ -150,21 +159,33 @@ export function chatResponse(id: string, created: number, model: string, choices
     })),
     service_tier: null,
     system_fingerprint: null,
-    usage: usageObject(promptTokens, choices.reduce((a, c) => a + c.tokens, 0)),
+    usage: usageObject(
+      promptTokens,
+      choices.reduce((a, c) => a + c.tokens, 0),
+    ),
     prompt_logprobs: null,
     kv_transfer_params: null,
   };
 }
 
 /** vLLM's non-streaming CompletionResponse. */
-export function completionResponse(id: string, created: number, model: string, choices: readonly FinishedChoice[], promptTokens: number): Record<string, unknown> {
+export function completionResponse(
+  id: string,
+  created: number,
+  model: string,
+  choices: readonly FinishedChoice[],
+  promptTokens: number,
+): Record<string, unknown> {
   return {
     id,
     object: "text_completion",
     created,
     model,
     choices: choices.map((c) => ({ index: c.index, text: c.text, logprobs: null, finish_reason: c.finish, stop_reason: c.stopReason, prompt_logprobs: null })),
-    usage: usageObject(promptTokens, choices.reduce((a, c) => a + c.tokens, 0)),
+    usage: usageObject(
+      promptTokens,
+      choices.reduce((a, c) => a + c.tokens, 0),
+    ),
     kv_transfer_params: null,
   };
 }
@@ -208,7 +229,12 @@ export interface AdapterCard {
 }
 
 /** vLLM's GET /v1/models list: the served names, then the LoRA adapters. */
-export function modelsResponse(models: readonly string[], created: number, maxModelLen: number, adapters: readonly AdapterCard[] = []): Record<string, unknown> {
+export function modelsResponse(
+  models: readonly string[],
+  created: number,
+  maxModelLen: number,
+  adapters: readonly AdapterCard[] = [],
+): Record<string, unknown> {
   return {
     object: "list",
     data: [...models.map((id) => modelCard(id, id, null, maxModelLen, created)), ...adapters.map((a) => modelCard(a.id, a.root, a.parent, null, created))],

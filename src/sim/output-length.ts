@@ -30,7 +30,8 @@ export function parseLengthDistribution(spec: string): LengthDistribution {
   if (parts.length === 1 && ok(Number(parts[0]), 1) && Number.isInteger(Number(parts[0]))) return { kind: "fixed", tokens: Number(parts[0]) };
   if (parts[0] === "fixed" && nums.length === 1 && ok(nums[0], 1) && Number.isInteger(nums[0])) return { kind: "fixed", tokens: nums[0] };
   if (parts[0] === "lognormal" && nums.length === 2 && ok(nums[0], 1) && ok(nums[1], 0)) return { kind: "lognormal", median: nums[0], sigma: nums[1] };
-  if (parts[0] === "uniform" && nums.length === 2 && ok(nums[0], 1) && ok(nums[1], nums[0] ?? 1) && Number.isInteger(nums[0]) && Number.isInteger(nums[1])) return { kind: "uniform", min: nums[0], max: nums[1] };
+  if (parts[0] === "uniform" && nums.length === 2 && ok(nums[0], 1) && ok(nums[1], nums[0] ?? 1) && Number.isInteger(nums[0]) && Number.isInteger(nums[1]))
+    return { kind: "uniform", min: nums[0], max: nums[1] };
   throw new Error(`expected N, fixed:N, lognormal:MEDIAN:SIGMA or uniform:MIN:MAX, got '${spec}'`);
 }
 

@@ -5,23 +5,30 @@
  * the engine, request/response and metrics modules; this file wires them.
  */
 import { hostname as osHostname } from "node:os";
-import { applyConfigPatch, embeddingMs, liveConfigView, simConfigPatchSchema, type SimLiveConfig, type SimStaticConfig } from "./config.ts";
+import { KvEventPublisher } from "../engines/kv-events/publisher.ts";
+import { logger } from "../shared/logger.ts";
+import type { Closable } from "./answer-stream.ts";
+import { applyConfigPatch, embeddingMs, liveConfigView, type SimLiveConfig, type SimStaticConfig, simConfigPatchSchema } from "./config.ts";
 import { gpuSpec, SimGpus } from "./dcgm-text.ts";
 import { Engine } from "./engine.ts";
 import { renderEngineMetrics } from "./engine-metrics-text.ts";
 import { chooseFault, FAULT_HEADER } from "./faults.ts";
-import { KvEventPublisher } from "../engines/kv-events/publisher.ts";
-import { parseDetokenizeRequest, parseEmbeddingRequest, parseGenerationRequest, parseJsonObject, parseTokenizeRequest, type RequestLimits } from "./openai-request.ts";
-import { tokenText } from "./tokens.ts";
-import { logger } from "../shared/logger.ts";
-import { embeddingResponse, modelsResponse, randomId } from "./openai-response.ts";
-import type { Closable } from "./answer-stream.ts";
-import { JsonSink, SseSink } from "./sinks.ts";
 import { EngineLora, saltedForAdapter } from "./lora/engine-lora.ts";
 import { loraRoute } from "./lora/lora-routes.ts";
-import { badRequest, fastapiMethodNotAllowed, fastapiNotFound, SimHttpError, vllmErrorResponse } from "./vllm-errors.ts";
+import {
+  parseDetokenizeRequest,
+  parseEmbeddingRequest,
+  parseGenerationRequest,
+  parseJsonObject,
+  parseTokenizeRequest,
+  type RequestLimits,
+} from "./openai-request.ts";
+import { embeddingResponse, modelsResponse, randomId } from "./openai-response.ts";
 import { extraRoute } from "./routes/extra-routes.ts";
 import type { SimRouteContext } from "./routes/route-context.ts";
+import { JsonSink, SseSink } from "./sinks.ts";
+import { tokenText } from "./tokens.ts";
+import { badRequest, fastapiMethodNotAllowed, fastapiNotFound, SimHttpError, vllmErrorResponse } from "./vllm-errors.ts";
 
 /** Bun's maximum; streams additionally get server.timeout(req, 0) (Bun's 10 s idle timeout also runs while a response streams, and would cut a silent one). */
 const IDLE_TIMEOUT_S = 255;
@@ -62,8 +69,27 @@ export class SimServer {
       hashRoot: fixed.blockHashRoot,
       ...(this.lora ? { adapters: this.lora } : {}),
     };
-    this.routes = { engine: this.engine, fixed, live, limits: this.limits, owner: this.owner, track: (a) => void this.active.add(a), notReady: () => this.notReady(), counted: () => void this.requestsTotal++, adapter: (model) => this.lora?.resolve(model) };
-    if (fixed.gpus > 0) this.gpus = new SimGpus(gpuSpec(fixed.gpuModel), fixed.gpus, osHostname(), `${osHostname()}/${process.pid}`, performance.now(), fixed.dcgmModelLabel, fixed.reservedMiB);
+    this.routes = {
+      engine: this.engine,
+      fixed,
+      live,
+      limits: this.limits,
+      owner: this.owner,
+      track: (a) => void this.active.add(a),
+      notReady: () => this.notReady(),
+      counted: () => void this.requestsTotal++,
+      adapter: (model) => this.lora?.resolve(model),
+    };
+    if (fixed.gpus > 0)
+      this.gpus = new SimGpus(
+        gpuSpec(fixed.gpuModel),
+        fixed.gpus,
+        osHostname(),
+        `${osHostname()}/${process.pid}`,
+        performance.now(),
+        fixed.dcgmModelLabel,
+        fixed.reservedMiB,
+      );
   }
 
   /** What the engine holds on each of its GPUs, MiB (undefined: it simulates none). */
@@ -76,11 +102,24 @@ export class SimServer {
     // development: false — no HTML error pages, and a deliberately errored stream (cut:N) is not printed as a crash.
     // reusePort: false — Bun turns SO_REUSEPORT on with development: false, and a second sim-engine on a held
     // port would then share it silently (a gateway polling the port flips between their model lists).
-    this.api = Bun.serve({ hostname: host, port, idleTimeout: IDLE_TIMEOUT_S, development: false, reusePort: false, fetch: (req, server) => this.handle(req, server) });
+    this.api = Bun.serve({
+      hostname: host,
+      port,
+      idleTimeout: IDLE_TIMEOUT_S,
+      development: false,
+      reusePort: false,
+      fetch: (req, server) => this.handle(req, server),
+    });
     const out: { api: string; dcgm?: string; kvEvents?: string; kvReplay?: string } = { api: `http://${host}:${this.api.port}` };
     const kv = this.fixed.kvEvents;
     if (kv) {
-      const publisher = new KvEventPublisher({ endpoint: kv.endpoint, replayEndpoint: kv.replayEndpoint, topic: kv.topic, bufferSteps: kv.bufferSteps, hwmMessages: kv.hwm });
+      const publisher = new KvEventPublisher({
+        endpoint: kv.endpoint,
+        replayEndpoint: kv.replayEndpoint,
+        topic: kv.topic,
+        bufferSteps: kv.bufferSteps,
+        hwmMessages: kv.hwm,
+      });
       this.kvPublisher = publisher;
       this.engine.onKvEvents = (events) => publisher.publish(events);
       out.kvEvents = reachable(publisher.endpoint);
@@ -131,11 +170,17 @@ export class SimServer {
         case "/health":
           return new Response(null, { status: this.live.dead ? 503 : 200 });
         case "/metrics":
-          return new Response(renderEngineMetrics(this.fixed.metricsFlavor, this.engine, this.fixed, performance.now()) + (this.fixed.metricsFlavor !== "sglang" ? (this.lora?.metric.text() ?? "") : ""), { headers: { "content-type": PROM_CONTENT_TYPE } });
+          return new Response(
+            renderEngineMetrics(this.fixed.metricsFlavor, this.engine, this.fixed, performance.now()) +
+              (this.fixed.metricsFlavor !== "sglang" ? (this.lora?.metric.text() ?? "") : ""),
+            { headers: { "content-type": PROM_CONTENT_TYPE } },
+          );
         case "/tokenize":
-          return req.method === "POST" ? this.notReady() ?? this.tokenize(await req.text()) : fastapiMethodNotAllowed("POST");
+          return req.method === "POST" ? (this.notReady() ?? this.tokenize(await req.text())) : fastapiMethodNotAllowed("POST");
         case "/detokenize":
-          return req.method === "POST" ? this.notReady() ?? Response.json({ prompt: parseDetokenizeRequest(await req.text(), this.limits) }) : fastapiMethodNotAllowed("POST");
+          return req.method === "POST"
+            ? (this.notReady() ?? Response.json({ prompt: parseDetokenizeRequest(await req.text(), this.limits) }))
+            : fastapiMethodNotAllowed("POST");
         case "/reset_prefix_cache":
           return req.method === "POST" ? this.resetPrefixCache() : fastapiMethodNotAllowed("POST");
         case "/version":
@@ -225,7 +270,12 @@ export class SimServer {
   private tokenize(body: string): Response {
     const { prompt, tokenStrs } = parseTokenizeRequest(body, this.limits);
     const tokens = Array.from(prompt.ids);
-    return Response.json({ count: prompt.count, max_model_len: this.fixed.maxModelLen, tokens, token_strs: tokenStrs ? tokens.map((t) => tokenText(t) ?? "") : null });
+    return Response.json({
+      count: prompt.count,
+      max_model_len: this.fixed.maxModelLen,
+      tokens,
+      token_strs: tokenStrs ? tokens.map((t) => tokenText(t) ?? "") : null,
+    });
   }
 
   /** vLLM answers 200 whether or not the reset happened (it logs the refusal while requests hold blocks). */

@@ -4,12 +4,11 @@
  * batched prompts give several). The engine loop feeds them directly.
  */
 import type { ChoicePlan } from "./answer-plan.ts";
+import { AnswerStream, type Closable, CUT_AFTER_MS, InjectedCutError, type SinkOwner } from "./answer-stream.ts";
 import type { SeqSink } from "./engine.ts";
-import { AnswerStream, CUT_AFTER_MS, InjectedCutError, type Closable, type SinkOwner } from "./answer-stream.ts";
-import { chatResponse, completionResponse, StreamEncoder, type FinishedChoice } from "./openai-response.ts";
-import { SimOutput } from "./text-model.ts";
+import { chatResponse, completionResponse, type FinishedChoice, StreamEncoder } from "./openai-response.ts";
 import { argumentsText, toolCallDelta } from "./routes/tool-calls.ts";
-
+import { SimOutput } from "./text-model.ts";
 
 /** What both transports know of the request. */
 interface AnswerHead {
@@ -74,7 +73,12 @@ export class SseSink extends AnswerStream {
 
   private finishChoice(): void {
     if (!this.open || --this.left > 0) return;
-    this.end(this.encoders[0]!.end(this.head.promptTokens, this.generated.reduce((a, b) => a + b, 0)));
+    this.end(
+      this.encoders[0]!.end(
+        this.head.promptTokens,
+        this.generated.reduce((a, b) => a + b, 0),
+      ),
+    );
   }
 }
 

@@ -25,7 +25,7 @@
  * the same text the same ids and different block hashes, as two vLLM
  * processes do: a consumer of their events must key blocks by tokens.
  */
-import { readContext, extendState, seedState, VOCAB, VOCAB_INDEX } from "./text-model.ts";
+import { extendState, readContext, seedState, VOCAB, VOCAB_INDEX } from "./text-model.ts";
 
 export const CHARS_PER_TOKEN = 4;
 

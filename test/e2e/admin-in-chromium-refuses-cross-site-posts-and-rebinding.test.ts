@@ -13,14 +13,22 @@ import { afterAll, beforeAll, expect } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { counterValue, startGateway, startSim, type Gateway } from "../helpers/cluster.ts";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { counterValue, type Gateway, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 import { findTool, testWithTool } from "../helpers/system-tools.ts";
 
 const ADMIN_TOKEN = "chromium-door-admin-token-0123";
 const POSTS = 30;
-const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
+const CHROMIUM_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+];
 
 const tmp = mkdtempSync(join(tmpdir(), "admin-chromium-"));
 let gw: Gateway;
@@ -56,7 +64,10 @@ async function refusals(): Promise<Record<string, number>> {
 beforeAll(async () => {
   if (!runs) return;
   const sim = await startSim(["--model", "m"]);
-  gw = await startGateway({ data_dir: join(tmp, "data"), endpoints: [{ id: "sim", url: sim.api }], admin: { token: ADMIN_TOKEN }, health: { poll_interval_ms: 200 } }, 1);
+  gw = await startGateway(
+    { data_dir: join(tmp, "data"), endpoints: [{ id: "sim", url: sim.api }], admin: { token: ADMIN_TOKEN }, health: { poll_interval_ms: 200 } },
+    1,
+  );
   const html = attackerPage(gw.admin);
   attacker = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(html, { headers: { "content-type": "text/html" } }) });
   browser = await chromium.launchPersistentContext(mkdtempSync(join(tmp, "profile-")), {
@@ -97,7 +108,11 @@ testWithTool(
     expect(await page.evaluate("window.results.posts")).toBe(POSTS);
     expect(await page.evaluate("window.results.readable")).toBe(false);
     const after = await refusals();
-    expect({ origin: after.origin! - before.origin!, token: after.token! - before.token!, media_type: after.media_type! - before.media_type! }).toEqual({ origin: POSTS + 1, token: 0, media_type: 0 });
+    expect({ origin: after.origin! - before.origin!, token: after.token! - before.token!, media_type: after.media_type! - before.media_type! }).toEqual({
+      origin: POSTS + 1,
+      token: 0,
+      media_type: 0,
+    });
     await page.close();
   },
   60_000,

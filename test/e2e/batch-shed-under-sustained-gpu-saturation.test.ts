@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI, { toFile } from "openai";
 import { chatBatchJsonl } from "../helpers/batch-send.ts";
-import { counterValue, startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
+import { counterValue, type Gateway, type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
 const MODEL = "sim-model";
@@ -150,10 +150,16 @@ test("sustained saturation sheds the batch band only; the shed counter equals th
   const audits = auditLines();
   expect(audits.filter((a) => a.error_code === "GPU_SATURATED" && a.band === "batch" && a.batch_id === null).length).toBe(batch.length);
   expect(audits.some((a) => a.replay === true && a.status === 200 && a.endpoint === "sim-0")).toBe(false); // a replay reached no engine
-  expect(audits.filter((a) => a.replay === true)).toEqual([expect.objectContaining({ outcome: "ok", attempts: 0, endpoint: null, route: "/v1/chat/completions" })]);
+  expect(audits.filter((a) => a.replay === true)).toEqual([
+    expect.objectContaining({ outcome: "ok", attempts: 0, endpoint: null, route: "/v1/chat/completions" }),
+  ]);
   expect(audits.filter((a) => a.cache === "hit")).toHaveLength(1);
   const lines = audits.filter((a) => a.audit === "request" && a.batch_id === created.id && a.outcome === "ok");
   expect(lines).toHaveLength(5);
   expect(lines.every((a) => a.tenant === "a" && a.band === "batch" && a.endpoint === "sim-0")).toBe(true);
-  expect(audits.find((a) => a.audit === "batch" && a.batch_id === created.id)).toMatchObject({ outcome: "completed", route: "/v1/chat/completions", lines: { total: 5, completed: 5, failed: 0 } });
+  expect(audits.find((a) => a.audit === "batch" && a.batch_id === created.id)).toMatchObject({
+    outcome: "completed",
+    route: "/v1/chat/completions",
+    lines: { total: 5, completed: 5, failed: 0 },
+  });
 }, 90_000);

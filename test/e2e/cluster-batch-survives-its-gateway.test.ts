@@ -10,13 +10,13 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import OpenAI, { toFile } from "openai";
 import { DEFAULT_RESULT_FLUSH_LINES } from "../../src/jobs/pending-results.ts";
-import { RedisConnection } from "../../src/shared-state/redis-connection.ts";
 import { setLogLevel } from "../../src/shared/logger.ts";
+import { RedisConnection } from "../../src/shared-state/redis-connection.ts";
 import { chatBatchJsonl, expectEveryLineOnce } from "../helpers/batch-send.ts";
-import { startSim, type Sim } from "../helpers/cluster.ts";
-import { startGatewayCluster, type ClusterGateway } from "../helpers/gateway-cluster.ts";
+import { type Sim, startSim } from "../helpers/cluster.ts";
+import { type ClusterGateway, startGatewayCluster } from "../helpers/gateway-cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
-import { describeWithRedis, startRedisServer, stopRedisServers, type RedisServer } from "../helpers/redis-server.ts";
+import { describeWithRedis, type RedisServer, startRedisServer, stopRedisServers } from "../helpers/redis-server.ts";
 
 const MODEL = "sim-model";
 const LINES = 1_000;

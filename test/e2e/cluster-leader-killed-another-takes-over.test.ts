@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { FENCING_TOKEN_HEADER } from "../../src/protocol/agent-messages.ts";
 import { AGENT_TOKEN, capturedGpus, startAgent, type TestAgent } from "../helpers/fleet.ts";
 import { agentState, fleetCall, fleetGatewayConfig, serving } from "../helpers/fleet-gateway.ts";
-import { leaderOf, startGatewayCluster, type ClusterGateway } from "../helpers/gateway-cluster.ts";
+import { type ClusterGateway, leaderOf, startGatewayCluster } from "../helpers/gateway-cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 import { describeWithRedis, startRedisServer, stopRedisServers } from "../helpers/redis-server.ts";
 
@@ -36,7 +36,10 @@ async function allServe(gateways: readonly ClusterGateway[], n: number): Promise
 describeWithRedis("the reconciler's gateway is SIGKILLed", () => {
   beforeAll(async () => {
     const redis = await startRedisServer();
-    [a, b] = await Promise.all([startAgent("node-a", join(tmp, "a"), capturedGpus("h200", 2, "aa")), startAgent("node-b", join(tmp, "b"), capturedGpus("h100", 2, "bb"))]);
+    [a, b] = await Promise.all([
+      startAgent("node-a", join(tmp, "a"), capturedGpus("h200", 2, "aa")),
+      startAgent("node-b", join(tmp, "b"), capturedGpus("h100", 2, "bb")),
+    ]);
     const fleet = fleetGatewayConfig(join(tmp, "unused"), [a, b], { models: [{ name: MODEL, engine: "sim", replicas: 2, startup_ms: 300 }] });
     gws = await startGatewayCluster(redis, 3, { ...fleet, log_level: "warn" }, { state: { lease_ms: LEASE_MS, sync_interval_ms: 300 } });
     await waitUntil(() => allServe(gws, 2), { timeoutMs: 40_000, what: "2 replicas in rotation on every gateway" });
@@ -81,7 +84,10 @@ describeWithRedis("the reconciler's gateway is SIGKILLed", () => {
     // Both agents have taken the new leader's token: the dead leader's is refused, and changes nothing.
     for (const agent of [a, b]) {
       const victim = (await agentState(agent)).replicas[0]!;
-      const res = await fetch(`${agent.url}/v1/replicas/${victim.id}`, { method: "DELETE", headers: { authorization: `Bearer ${AGENT_TOKEN}`, [FENCING_TOKEN_HEADER]: String(oldToken) } });
+      const res = await fetch(`${agent.url}/v1/replicas/${victim.id}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${AGENT_TOKEN}`, [FENCING_TOKEN_HEADER]: String(oldToken) },
+      });
       expect(res.status).toBe(409);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe("STALE_FENCING_TOKEN");
       expect((await agentState(agent)).replicas.map((r) => r.id)).toContain(victim.id);

@@ -4,7 +4,7 @@
  * to the same engine whichever gateway it arrives at (prefix-rendezvous).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { ACME_KEY, FREE_KEY, startTenantCluster, type ClusterGateway } from "../helpers/gateway-cluster.ts";
+import { ACME_KEY, type ClusterGateway, FREE_KEY, startTenantCluster } from "../helpers/gateway-cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 import { describeWithRedis, startRedisServer, stopRedisServers } from "../helpers/redis-server.ts";
 

@@ -9,9 +9,9 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { counterValue } from "../helpers/cluster.ts";
-import { ACME_KEY, FREE_KEY, leaderOf, startTenantCluster, type ClusterGateway } from "../helpers/gateway-cluster.ts";
+import { ACME_KEY, type ClusterGateway, FREE_KEY, leaderOf, startTenantCluster } from "../helpers/gateway-cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
-import { describeWithRedis, startRedisServer, stopRedisServers, type RedisServer } from "../helpers/redis-server.ts";
+import { describeWithRedis, type RedisServer, startRedisServer, stopRedisServers } from "../helpers/redis-server.ts";
 
 const RPM = 600;
 let redis: RedisServer;
@@ -91,10 +91,13 @@ describeWithRedis("Redis stops under three gateways", () => {
 
     await Bun.sleep(500);
     await redis.start();
-    await waitUntil(async () => (await Promise.all(gws.map((g) => g.readyz()))).every((r) => r.state?.redis_up === true && !r.state.fail_static && r.state.gateways === 3), {
-      timeoutMs: 10_000,
-      what: "every gateway back on Redis, seeing the others",
-    });
+    await waitUntil(
+      async () => (await Promise.all(gws.map((g) => g.readyz()))).every((r) => r.state?.redis_up === true && !r.state.fail_static && r.state.gateways === 3),
+      {
+        timeoutMs: 10_000,
+        what: "every gateway back on Redis, seeing the others",
+      },
+    );
     const after = await leaderOf(gws);
     expect((await after.cluster()).leader.token!).toBeGreaterThan(tokenBefore);
     // Quotas are shared again: the next admission comes from Redis (another gateway's tenant bucket, fetched), not a local share.

@@ -9,9 +9,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStateDatabase } from "../../src/jobs/state-db.ts";
-import { chatBatchJsonl } from "../helpers/batch-send.ts";
 import { batchEnded, createBatchFrom, expectEachLineEndedOnce, linesDone, openaiClient } from "../helpers/batch-e2e.ts";
-import { startGateway, startSim, type Sim } from "../helpers/cluster.ts";
+import { chatBatchJsonl } from "../helpers/batch-send.ts";
+import { type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
 const MODEL = "sim-model";
@@ -26,7 +26,12 @@ beforeAll(async () => {
   config = {
     data_dir: dataDir,
     endpoints: [{ id: "sim-0", url: sim.api, models: [MODEL] }],
-    auth: { keys: [{ key: "sk-tenant-a", tenant: "a" }, { key: "sk-tenant-b", tenant: "b" }] },
+    auth: {
+      keys: [
+        { key: "sk-tenant-a", tenant: "a" },
+        { key: "sk-tenant-b", tenant: "b" },
+      ],
+    },
     batch: { concurrency_per_batch: 4, concurrency_per_tenant: 4 },
   };
 });
@@ -57,6 +62,9 @@ test("one batch row with invalid JSON fails that batch; the other tenant's batch
   const { output } = await expectEachLineEndedOnce(clientB, done, LINES);
   expect(output.every((l) => l.response?.status_code === 200)).toBe(true);
   // Reported once, not every tick.
-  const reports = gw.output().split("\n").filter((l) => l.includes("a batch record is corrupt")).length;
+  const reports = gw
+    .output()
+    .split("\n")
+    .filter((l) => l.includes("a batch record is corrupt")).length;
   expect(reports).toBe(1);
 }, 120_000);

@@ -11,9 +11,9 @@ import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { STATE_DB_FILE } from "../../src/jobs/state-db.ts";
-import { chatBatchJsonl } from "../helpers/batch-send.ts";
 import { batchEnded, createBatchFrom, expectEachLineEndedOnce, openaiClient } from "../helpers/batch-e2e.ts";
-import { counterValue, startGateway, startSim, type Sim } from "../helpers/cluster.ts";
+import { chatBatchJsonl } from "../helpers/batch-send.ts";
+import { counterValue, type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 
 const MODEL = "sim-model";

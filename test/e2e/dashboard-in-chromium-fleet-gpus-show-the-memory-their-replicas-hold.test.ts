@@ -9,13 +9,21 @@ import { afterAll, expect } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type BrowserContext } from "playwright-core";
+import { type BrowserContext, chromium } from "playwright-core";
 import { dashboardSnapshotSchema } from "../../src/admin/dashboard/snapshot.ts";
 import { demoAdminUrl, spawnDemo } from "../helpers/demo-process.ts";
 import { waitUntil } from "../helpers/processes.ts";
 import { testWithTool } from "../helpers/system-tools.ts";
 
-const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
+const CHROMIUM_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+];
 
 let demo: Bun.Subprocess<"ignore", "pipe", "pipe"> | undefined;
 let browser: BrowserContext | undefined;
@@ -36,11 +44,14 @@ testWithTool(
   async (chromiumPath) => {
     const admin = await startFleetDemo();
     // Two replicas, one per node, each on one GPU; the agents' next poll reports what they hold.
-    const snap = await waitUntil(async () => {
-      const s = dashboardSnapshotSchema.parse(await (await fetch(`${admin}/admin/v1/dashboard`)).json());
-      const busy = s.gpus.filter((g) => g.serves.length > 0);
-      return busy.length === 2 && busy.every((g) => (g.memory_used_bytes ?? 0) > 0) ? s : null;
-    }, { what: "two GPUs serving with their memory reported", timeoutMs: 15_000 });
+    const snap = await waitUntil(
+      async () => {
+        const s = dashboardSnapshotSchema.parse(await (await fetch(`${admin}/admin/v1/dashboard`)).json());
+        const busy = s.gpus.filter((g) => g.serves.length > 0);
+        return busy.length === 2 && busy.every((g) => (g.memory_used_bytes ?? 0) > 0) ? s : null;
+      },
+      { what: "two GPUs serving with their memory reported", timeoutMs: 15_000 },
+    );
     expect(snap.gpus).toHaveLength(8);
     for (const g of snap.gpus) {
       if (g.serves.length > 0) expect(g.memory_used_bytes! / g.memory_total_bytes!).toBeGreaterThan(0.5);
@@ -60,7 +71,10 @@ testWithTool(
     await page.waitForSelector('#status[data-live="true"]');
     const memTexts = async () =>
       page.$$eval("[data-gpu]", (gpus) =>
-        gpus.map((g) => ({ serves: g.querySelector(".gpu-serves")?.getAttribute("data-serves") ?? "", mem: g.querySelector('[data-meter="mem"] .num')?.textContent ?? "" })),
+        gpus.map((g) => ({
+          serves: g.querySelector(".gpu-serves")?.getAttribute("data-serves") ?? "",
+          mem: g.querySelector('[data-meter="mem"] .num')?.textContent ?? "",
+        })),
       );
     const drawn = await memTexts();
     expect(drawn).toHaveLength(8);
@@ -77,7 +91,10 @@ testWithTool(
       for (const g of body.gpus) g.memory_used_bytes = null;
       await route.fulfill({ response: res, json: body });
     });
-    await waitUntil(async () => (await memTexts()).every((g) => g.mem === "not reported"), { what: "every GPU's memory drawn as not reported", timeoutMs: 5_000 });
+    await waitUntil(async () => (await memTexts()).every((g) => g.mem === "not reported"), {
+      what: "every GPU's memory drawn as not reported",
+      timeoutMs: 5_000,
+    });
     expect(await page.locator('[data-gpu] [data-meter="mem"].absent').count()).toBe(8);
     expect(problems).toEqual([]);
 

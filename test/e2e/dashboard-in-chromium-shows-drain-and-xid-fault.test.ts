@@ -17,8 +17,8 @@ import { afterAll, beforeAll, expect } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { type Gateway, type Sim, startSim } from "../helpers/cluster.ts";
 import { capturedGpus, deleteAllReplicas, startAgent, type TestAgent } from "../helpers/fleet.ts";
 import { fleetCall, fleetGatewayConfig, serving, startFleetGateway } from "../helpers/fleet-gateway.ts";
 import { REPO_ROOT, stopAll, waitUntil } from "../helpers/processes.ts";
@@ -30,7 +30,15 @@ const ARTIFACTS = join(REPO_ROOT, "test-artifacts", "dashboard");
 const SHOWN_WITHIN_MS = 2_000;
 /** A small laptop screen. */
 const LAPTOP = { width: 1280, height: 800 };
-const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
+const CHROMIUM_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+];
 
 const tmp = mkdtempSync(join(tmpdir(), "dashboard-e2e-"));
 let a: TestAgent;
@@ -73,7 +81,10 @@ async function shownWithin(page: Page, selector: string, limitMs: number): Promi
 async function traffic(n: number): Promise<void> {
   await Promise.all(
     Array.from({ length: n }, async (_, i) => {
-      const res = await fetch(`${gw.api}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: MODEL, stream: true, max_tokens: 8, messages: [{ role: "user", content: `hello ${i}` }] }) });
+      const res = await fetch(`${gw.api}/v1/chat/completions`, {
+        method: "POST",
+        body: JSON.stringify({ model: MODEL, stream: true, max_tokens: 8, messages: [{ role: "user", content: `hello ${i}` }] }),
+      });
       await res.text();
     }),
   );
@@ -106,8 +117,11 @@ testWithTool(
     await page.waitForSelector('[data-node="node-a"][data-state="ready"]');
     await page.waitForSelector('[data-node="node-b"][data-state="ready"]');
     // Locators polled from here (the page's CSP forbids evaluating strings, and this project's TypeScript has no DOM types).
-    await waitUntil(async () => (await page.locator("[data-gpu]").count()) === 4 && (await page.locator('#replicas tr[data-state="ready"]').count()) === 2, { what: "4 GPUs and 2 ready replicas on the page" });
-    for (const gpu of ["node-a/0", "node-a/1", "node-b/0", "node-b/1"]) expect(await page.locator(`[data-gpu="${gpu}"]`).getAttribute("data-healthy")).toBe("true");
+    await waitUntil(async () => (await page.locator("[data-gpu]").count()) === 4 && (await page.locator('#replicas tr[data-state="ready"]').count()) === 2, {
+      what: "4 GPUs and 2 ready replicas on the page",
+    });
+    for (const gpu of ["node-a/0", "node-a/1", "node-b/0", "node-b/1"])
+      expect(await page.locator(`[data-gpu="${gpu}"]`).getAttribute("data-healthy")).toBe("true");
     expect(await page.locator(`#models tr[data-model="${MODEL}"] td.num`).textContent()).toBe("2 / 2");
     // node-a's GPUs show the exporter's temperature; node-b has no exporter: no temperature, never a made-up one.
     expect(await page.locator('[data-gpu="node-a/0"] .gpu-extra').textContent()).toContain("°C");
@@ -115,7 +129,11 @@ testWithTool(
     // node-b's utilisation is reported by nothing: drawn as absent, not as an idle 0%.
     for (const gpu of ["node-b/0", "node-b/1"]) {
       const util = page.locator(`[data-gpu="${gpu}"] [data-meter="util"]`);
-      expect({ gpu, cls: await util.getAttribute("class"), text: await util.locator(".num").textContent() }).toEqual({ gpu, cls: "meter absent", text: "not reported" });
+      expect({ gpu, cls: await util.getAttribute("class"), text: await util.locator(".num").textContent() }).toEqual({
+        gpu,
+        cls: "meter absent",
+        text: "not reported",
+      });
     }
     expect(await page.locator('[data-gpu="node-a/0"] [data-meter="util"]').getAttribute("class")).toBe("meter");
     const replicaNodes = await page.locator("#replicas tr[data-replica] td:nth-child(4)").allTextContents();
@@ -127,7 +145,10 @@ testWithTool(
     for (const part of await page.locator("header, section, .node, table").all()) {
       const box = await part.boundingBox();
       if (box === null) continue; // re-rendered by a poll since it was listed: no longer on the page
-      expect({ right: Math.ceil(box.x + box.width) <= LAPTOP.width, part: await part.getAttribute("class") }).toEqual({ right: true, part: await part.getAttribute("class") });
+      expect({ right: Math.ceil(box.x + box.width) <= LAPTOP.width, part: await part.getAttribute("class") }).toEqual({
+        right: true,
+        part: await part.getAttribute("class"),
+      });
     }
     await page.screenshot({ path: join(ARTIFACTS, "1-fleet-ready.png"), fullPage: true });
 
@@ -145,7 +166,10 @@ testWithTool(
     await traffic(12);
     await page.screenshot({ path: join(ARTIFACTS, "2-draining-with-xid-fault.png"), fullPage: true });
     // The replacement comes up on node-b and node-a's replica leaves; node-a stays cordoned.
-    await waitUntil(async () => (await page.locator('#replicas tr[data-replica][data-state="ready"]', { hasText: "node-b:" }).count()) === 2, { what: "2 replicas ready on node-b", timeoutMs: 30_000 });
+    await waitUntil(async () => (await page.locator('#replicas tr[data-replica][data-state="ready"]', { hasText: "node-b:" }).count()) === 2, {
+      what: "2 replicas ready on node-b",
+      timeoutMs: 30_000,
+    });
     await page.waitForSelector('[data-node="node-a"][data-state="cordoned"]', { timeout: 10_000 });
     await page.screenshot({ path: join(ARTIFACTS, "3-drained.png"), fullPage: true });
 
@@ -176,9 +200,12 @@ testWithTool(
 
     // Each GPU a replica runs on names it; a GPU nothing runs on says it is free.
     const { json } = await fleetCall(gw, "GET", "/replicas");
-    const running = (json.replicas as { id: string; shards: { node: string; gpus: number[] }[] }[]).flatMap((r) => r.shards.flatMap((s) => s.gpus.map((g) => ({ gpu: `${s.node}/${g}`, replica: r.id }))));
+    const running = (json.replicas as { id: string; shards: { node: string; gpus: number[] }[] }[]).flatMap((r) =>
+      r.shards.flatMap((s) => s.gpus.map((g) => ({ gpu: `${s.node}/${g}`, replica: r.id }))),
+    );
     expect(running.length).toBeGreaterThan(0);
-    for (const { gpu, replica } of running) await page.waitForSelector(`[data-gpu="${gpu}"] .gpu-serves[data-serves="${replica}"]`, { timeout: SHOWN_WITHIN_MS });
+    for (const { gpu, replica } of running)
+      await page.waitForSelector(`[data-gpu="${gpu}"] .gpu-serves[data-serves="${replica}"]`, { timeout: SHOWN_WITHIN_MS });
     const used = new Set(running.map((r) => r.gpu));
     const free = ["node-a/0", "node-a/1", "node-b/0", "node-b/1"].filter((g) => !used.has(g));
     for (const gpu of free) expect(await page.locator(`[data-gpu="${gpu}"] .gpu-serves`).textContent()).toBe("free");

@@ -11,14 +11,22 @@ import { afterAll, expect } from "bun:test";
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type BrowserContext } from "playwright-core";
+import { type BrowserContext, chromium } from "playwright-core";
 import { dashboardSnapshotSchema } from "../../src/admin/dashboard/snapshot.ts";
 import { demoAdminUrl, spawnDemo } from "../helpers/demo-process.ts";
 import { REPO_ROOT, waitUntil } from "../helpers/processes.ts";
 import { testWithTool } from "../helpers/system-tools.ts";
 
 const ARTIFACTS = join(REPO_ROOT, "test-artifacts", "dashboard");
-const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
+const CHROMIUM_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+];
 
 let demo: Bun.Subprocess<"ignore", "pipe", "pipe"> | undefined;
 let browser: BrowserContext | undefined;
@@ -40,10 +48,13 @@ testWithTool(
   async (chromiumPath) => {
     const admin = await startDemo();
     // The three exporters answered: three GPUs, each tied to its endpoint.
-    const snap = await waitUntil(async () => {
-      const s = dashboardSnapshotSchema.parse(await (await fetch(`${admin}/admin/v1/dashboard`)).json());
-      return s.gpus.length === 3 ? s : null;
-    }, { what: "three GPUs in the snapshot", timeoutMs: 15_000 });
+    const snap = await waitUntil(
+      async () => {
+        const s = dashboardSnapshotSchema.parse(await (await fetch(`${admin}/admin/v1/dashboard`)).json());
+        return s.gpus.length === 3 ? s : null;
+      },
+      { what: "three GPUs in the snapshot", timeoutMs: 15_000 },
+    );
     const cards = snap.gpus.map((g) => ({ card: new URL(g.exporter!).host, serves: g.serves })).sort((a, b) => a.serves[0]!.localeCompare(b.serves[0]!));
     expect(cards.map((c) => c.serves)).toEqual([["sim-1"], ["sim-2"], ["sim-3"]]);
     expect(new Set(cards.map((c) => c.card)).size).toBe(3);

@@ -52,7 +52,12 @@ function parseBanner(text: string): Banner {
 
 /** `npx llmgw ctl …` as the banner writes it, in a shell with its exports. */
 async function ctl(banner: Banner, args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const proc = Bun.spawn([process.execPath, CLI, "ctl", ...args], { cwd: REPO_ROOT, env: childEnv({ NO_COLOR: "1", ...banner.env }), stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([process.execPath, CLI, "ctl", ...args], {
+    cwd: REPO_ROOT,
+    env: childEnv({ NO_COLOR: "1", ...banner.env }),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, out, err };
 }
@@ -79,7 +84,9 @@ test("llmgw demo --fleet: two nodes ready, a replica serving, a drain completes,
   expect((await fetch(`${banner.admin}/dashboard`)).status).toBe(200);
 
   // Two nodes Ready, each with its simulated GPUs; one replica on each (placement spreads them).
-  const nodes = JSON.parse((await ctl(banner, ["nodes", "--json"])).out) as { nodes: { name: string; state: string; gpus: { class: string }[]; replicas: string[] }[] };
+  const nodes = JSON.parse((await ctl(banner, ["nodes", "--json"])).out) as {
+    nodes: { name: string; state: string; gpus: { class: string }[]; replicas: string[] }[];
+  };
   expect(nodes.nodes.map((n) => ({ name: n.name, state: n.state, gpus: n.gpus.length, class: n.gpus[0]?.class, replicas: n.replicas.length }))).toEqual([
     { name: "node-1", state: "Ready", gpus: 4, class: "h100-80g", replicas: 1 },
     { name: "node-2", state: "Ready", gpus: 4, class: "h100-80g", replicas: 1 },
@@ -87,7 +94,9 @@ test("llmgw demo --fleet: two nodes ready, a replica serving, a drain completes,
 
   // A replica serves a chat completion for the openai client (by the model's alias).
   const client = new OpenAI({ baseURL: `${banner.api}/v1`, apiKey: "unused", maxRetries: 0 });
-  const { data: answer, response } = await client.chat.completions.create({ model: "llama", max_tokens: 8, messages: [{ role: "user", content: "Hello!" }] }).withResponse();
+  const { data: answer, response } = await client.chat.completions
+    .create({ model: "llama", max_tokens: 8, messages: [{ role: "user", content: "Hello!" }] })
+    .withResponse();
   expect(answer.choices[0]!.message.content!.length).toBeGreaterThan(0);
   expect(response.headers.get("x-llmgw-endpoint")).toStartWith("fl-sim-llama-8b-");
 
@@ -99,7 +108,12 @@ test("llmgw demo --fleet: two nodes ready, a replica serving, a drain completes,
   expect(replicas.replicas.map((r) => `${r.shards[0]!.node} ${r.phase}`)).toEqual(["node-2 Ready", "node-2 Ready"]);
   const after = await ctl(banner, ["nodes"]);
   expect(after.out).toMatch(/\nnode-1 +Ready +drained /);
-  const stream = await client.chat.completions.create({ model: "sim-llama-8b", stream: true, max_tokens: 8, messages: [{ role: "user", content: "Still there?" }] });
+  const stream = await client.chat.completions.create({
+    model: "sim-llama-8b",
+    stream: true,
+    max_tokens: 8,
+    messages: [{ role: "user", content: "Still there?" }],
+  });
   let text = "";
   for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? "";
   expect(text.length).toBeGreaterThan(0);

@@ -9,8 +9,8 @@ import { afterAll, expect } from "bun:test";
 import { closeSync, openSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { toFile } from "openai";
-import { chatBatchJsonl } from "../helpers/batch-send.ts";
 import { batchEnded, createBatchFrom, expectEachLineEndedOnce, linesDone, openaiClient } from "../helpers/batch-e2e.ts";
+import { chatBatchJsonl } from "../helpers/batch-send.ts";
 import { startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 import { testOnSmallFs } from "../helpers/small-filesystem.ts";
@@ -47,7 +47,12 @@ testOnSmallFs(
       {
         data_dir: join(fs.dir, "data"),
         endpoints: [{ id: "sim-0", url: sim.api, models: [MODEL] }],
-        auth: { keys: [{ key: KEY, tenant: "t" }, { key: "sk-small-quota", tenant: "small" }] },
+        auth: {
+          keys: [
+            { key: KEY, tenant: "t" },
+            { key: "sk-small-quota", tenant: "small" },
+          ],
+        },
         batch: { concurrency_per_batch: 4, concurrency_per_tenant: 4, retry_backoff_ms: 100, tenant_max_files: 3 },
       },
       1,
@@ -59,14 +64,19 @@ testOnSmallFs(
 
     // A tenant at its file quota is told which limit.
     const small = openaiClient(gw.api, "sk-small-quota");
-    for (const name of ["one", "two", "three"]) await small.files.create({ file: await toFile(Buffer.from(chatBatchJsonl(1, MODEL)), `${name}.jsonl`), purpose: "batch" });
-    const quota = await small.files.create({ file: await toFile(Buffer.from(chatBatchJsonl(1, MODEL)), "four.jsonl"), purpose: "batch" }).catch((e: unknown) => e);
+    for (const name of ["one", "two", "three"])
+      await small.files.create({ file: await toFile(Buffer.from(chatBatchJsonl(1, MODEL)), `${name}.jsonl`), purpose: "batch" });
+    const quota = await small.files
+      .create({ file: await toFile(Buffer.from(chatBatchJsonl(1, MODEL)), "four.jsonl"), purpose: "batch" })
+      .catch((e: unknown) => e);
     expect((quota as { status?: number }).status).toBe(403);
     expect((quota as { message?: string }).message).toContain("batch.tenant_max_files");
 
     const filler = join(fs.dir, "filler");
     expect(fill(filler)).toBeGreaterThan(0);
-    const refused = await client.files.create({ file: await toFile(Buffer.from(chatBatchJsonl(200, MODEL)), "more.jsonl"), purpose: "batch" }).catch((e: unknown) => e);
+    const refused = await client.files
+      .create({ file: await toFile(Buffer.from(chatBatchJsonl(200, MODEL)), "more.jsonl"), purpose: "batch" })
+      .catch((e: unknown) => e);
     expect((refused as { status?: number }).status).toBe(507);
     expect((refused as { code?: string }).code).toBe("STORAGE_FULL");
     // Reads and inference are untouched.

@@ -27,7 +27,15 @@ import { runEmbeddingsBatchBench } from "../../src/bench/batch-embeddings-scenar
 const LINES = 10_000;
 
 test("10k-line embeddings batch under interactive load: no stall of the gateway's own, interactive TTFT p99 within 1.25x of idle, every line once", async () => {
-  const r = await runEmbeddingsBatchBench({ engines: 2, lines: LINES, lineBytes: 8_192, concurrency: 32, phaseMs: 8_000, maxBatchMs: 150_000, log: (l) => console.log(l) });
+  const r = await runEmbeddingsBatchBench({
+    engines: 2,
+    lines: LINES,
+    lineBytes: 8_192,
+    concurrency: 32,
+    phaseMs: 8_000,
+    maxBatchMs: 150_000,
+    log: (l) => console.log(l),
+  });
   console.log(JSON.stringify(r));
   expect(r.batch.status).toBe("completed");
   expect({ completed: r.batch.completed, failed: r.batch.failed }).toEqual({ completed: LINES, failed: 0 });

@@ -32,7 +32,12 @@ let gw: Gateway;
 /** Every engine pid any agent reported: none may outlive the replicas the agents still run. */
 const seenPids = new Set<number>();
 
-const config = () => fleetGatewayConfig(join(tmp, "data"), [a, b], { agent_poll_interval_ms: POLL_MS, node_not_ready_after_ms: NOT_READY_AFTER_MS, models: [{ name: MODEL, engine: "sim", replicas: 2, startup_ms: 1_500 }] });
+const config = () =>
+  fleetGatewayConfig(join(tmp, "data"), [a, b], {
+    agent_poll_interval_ms: POLL_MS,
+    node_not_ready_after_ms: NOT_READY_AFTER_MS,
+    models: [{ name: MODEL, engine: "sim", replicas: 2, startup_ms: 1_500 }],
+  });
 
 /** "id:pid" of every replica both agents run, sorted; records the pids. */
 async function running(): Promise<string[]> {
@@ -46,7 +51,10 @@ async function servingCount(): Promise<number> {
 }
 
 beforeAll(async () => {
-  [a, b] = await Promise.all([startAgent("node-a", join(tmp, "a"), capturedGpus("h200", 2, "aa")), startAgent("node-b", join(tmp, "b"), capturedGpus("h100", 2, "bb"))]);
+  [a, b] = await Promise.all([
+    startAgent("node-a", join(tmp, "a"), capturedGpus("h200", 2, "aa")),
+    startAgent("node-b", join(tmp, "b"), capturedGpus("h100", 2, "bb")),
+  ]);
   gw = await startFleetGateway(config());
   await waitUntil(async () => (await servingCount()) === 2, { timeoutMs: 40_000, what: "2 replicas in rotation" });
   await running();
@@ -65,11 +73,18 @@ describe("a fleet gateway whose agents and itself get killed", () => {
     await waitUntil(() => load.results.length >= 16, { what: "traffic flowing" });
     const killedAt = Date.now();
     await b.child.stop("SIGKILL");
-    await waitUntil(async () => !(await endpointRows(gw)).some((e) => onB.includes(e.id)), { intervalMs: 20, timeoutMs: 10_000, what: "node-b's replica out of rotation" });
+    await waitUntil(async () => !(await endpointRows(gw)).some((e) => onB.includes(e.id)), {
+      intervalMs: 20,
+      timeoutMs: 10_000,
+      what: "node-b's replica out of rotation",
+    });
     const outAt = Date.now();
     console.error(`fleet e2e: agent SIGKILL → replica out of the gateway's table after ${outAt - killedAt} ms (node_not_ready_after_ms ${NOT_READY_AFTER_MS})`);
     expect(outAt - killedAt).toBeLessThan(NOT_READY_AFTER_MS + 2 * POLL_MS + 1_000);
-    await waitUntil(async () => (await serving(gw, MODEL)).filter((e) => e.node === "node-a").length === 2, { timeoutMs: 30_000, what: "a replacement in rotation on node-a" });
+    await waitUntil(async () => (await serving(gw, MODEL)).filter((e) => e.node === "node-a").length === 2, {
+      timeoutMs: 30_000,
+      what: "a replacement in rotation on node-a",
+    });
     const report = await load.stop();
     console.error(`fleet e2e: load across the agent kill: ${JSON.stringify(report)}`);
     // Streams open on the killed node's engine when it died may break; nothing sent after it left rotation does.
@@ -118,10 +133,13 @@ describe("a fleet gateway whose agents and itself get killed", () => {
     const drain = await ctl(gw, ["drain", from.name, "--no-wait"]);
     expect(drain.code).toBe(0);
     // The replacements are launched and still loading their weights (startup_ms 1500) when the gateway dies.
-    const launched = await waitUntil(async () => {
-      const reps = (await agentState(to)).replicas.filter((r) => !stayed.includes(r.id));
-      return reps.length === originals.length ? reps : null;
-    }, { what: "replacements launched" });
+    const launched = await waitUntil(
+      async () => {
+        const reps = (await agentState(to)).replicas.filter((r) => !stayed.includes(r.id));
+        return reps.length === originals.length ? reps : null;
+      },
+      { what: "replacements launched" },
+    );
     expect(launched.some((r) => r.state !== "Ready")).toBe(true);
     await gw.stop("SIGKILL");
     expect((await agentState(from)).replicas.map((r) => r.id).sort()).toEqual([...originals].sort());
@@ -131,10 +149,13 @@ describe("a fleet gateway whose agents and itself get killed", () => {
     const final = (await agentState(to)).replicas.map((r) => r.id).sort();
     expect(final).toEqual([...stayed, ...launched.map((r) => r.id)].sort());
     await waitUntil(async () => (await servingCount()) === 2, { what: "2 replicas in rotation" });
-    const progress = await waitUntil(async () => {
-      const d = (await fleetCall(gw, "GET", `/nodes/${from.name}/drain`, undefined, null)).json;
-      return d.state === "done" ? d : null;
-    }, { what: "drain done" });
+    const progress = await waitUntil(
+      async () => {
+        const d = (await fleetCall(gw, "GET", `/nodes/${from.name}/drain`, undefined, null)).json;
+        return d.state === "done" ? d : null;
+      },
+      { what: "drain done" },
+    );
     expect(progress.waiting_for).toEqual([]);
     await running();
   }, 60_000);

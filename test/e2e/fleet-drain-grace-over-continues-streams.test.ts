@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ssePayloads, transcriptOf, type Transcript } from "../../src/bench/answer-transcript.ts";
+import { ssePayloads, type Transcript, transcriptOf } from "../../src/bench/answer-transcript.ts";
 import { counterValue, type Gateway } from "../helpers/cluster.ts";
 import { capturedGpus, startAgent, type TestAgent } from "../helpers/fleet.ts";
 import { fleetCall, fleetGatewayConfig, serving, startFleetGateway } from "../helpers/fleet-gateway.ts";
@@ -24,7 +24,10 @@ let b: TestAgent;
 let gw: Gateway;
 
 beforeAll(async () => {
-  [a, b] = await Promise.all([startAgent("node-a", join(tmp, "a"), capturedGpus("h200", 2, "aa")), startAgent("node-b", join(tmp, "b"), capturedGpus("h100", 2, "bb"))]);
+  [a, b] = await Promise.all([
+    startAgent("node-a", join(tmp, "a"), capturedGpus("h200", 2, "aa")),
+    startAgent("node-b", join(tmp, "b"), capturedGpus("h100", 2, "bb")),
+  ]);
   // 25 ms a token: a 100-token answer takes 2.5 s, far past the drain's 300 ms grace period.
   const model = { name: MODEL, engine: "sim", replicas: 2, engine_args: ["--itl-ms", "25", "--output-len", "400"] };
   gw = await startFleetGateway(fleetGatewayConfig(join(tmp, "data"), [a, b], { models: [model] }));
@@ -36,7 +39,14 @@ afterAll(async () => {
 });
 
 function body(n: number): Record<string, unknown> {
-  return { model: MODEL, stream: true, max_tokens: 100, seed: 5, stream_options: { include_usage: true }, messages: [{ role: "user", content: `Walk me through harbour ${n}` }] };
+  return {
+    model: MODEL,
+    stream: true,
+    max_tokens: 100,
+    seed: 5,
+    stream_options: { include_usage: true },
+    messages: [{ role: "user", content: `Walk me through harbour ${n}` }],
+  };
 }
 
 async function stream(b: Record<string, unknown>): Promise<{ endpoint: string | null; t: Transcript }> {
@@ -47,10 +57,13 @@ async function stream(b: Record<string, unknown>): Promise<{ endpoint: string | 
 
 describe("a drain whose grace period ends with streams open", () => {
   test("moves them to the other node's replica: every stream completes, byte-identical", async () => {
-    const before = await waitUntil(async () => {
-      const s = await serving(gw, MODEL);
-      return s.length === 2 ? s : null;
-    }, { timeoutMs: 40_000, what: "2 replicas in rotation" });
+    const before = await waitUntil(
+      async () => {
+        const s = await serving(gw, MODEL);
+        return s.length === 2 ? s : null;
+      },
+      { timeoutMs: 40_000, what: "2 replicas in rotation" },
+    );
     const original = before.find((e) => e.node === "node-a")!;
 
     const bodies = Array.from({ length: 8 }, (_, i) => body(i));

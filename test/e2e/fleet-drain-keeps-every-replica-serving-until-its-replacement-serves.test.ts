@@ -37,7 +37,9 @@ async function ctl(env: Record<string, string>, args: string[]): Promise<{ code:
 
 /** Fleet replicas the gateway routes new requests to (ready, not draining). */
 async function serving(admin: string): Promise<number> {
-  const body = (await (await fetch(`${admin}/admin/v1/endpoints`, { signal: AbortSignal.timeout(5_000) })).json()) as { endpoints: { node: string | null; ready: boolean; draining: boolean }[] };
+  const body = (await (await fetch(`${admin}/admin/v1/endpoints`, { signal: AbortSignal.timeout(5_000) })).json()) as {
+    endpoints: { node: string | null; ready: boolean; draining: boolean }[];
+  };
   return body.endpoints.filter((e) => e.node !== null && e.ready && !e.draining).length;
 }
 
@@ -99,7 +101,10 @@ test("a drain keeps every replica serving until its replacement serves, and hold
   expect(Math.min(...withinGrace.map((s) => s.serving))).toBeGreaterThanOrEqual(5);
   expect(second.ms).toBeGreaterThanOrEqual(SHORT_GRACE_MS);
   expect(await serving(admin)).toBe(4);
-  await waitUntil(() => errors.text.includes("no room for a replacement") || out.text.includes("no room for a replacement"), { timeoutMs: 5_000, what: "the log to say there was no room" });
+  await waitUntil(() => errors.text.includes("no room for a replacement") || out.text.includes("no room for a replacement"), {
+    timeoutMs: 5_000,
+    what: "the log to say there was no room",
+  });
 
   process.kill(demo.pid, "SIGINT");
   expect(await demo.exited).toBe(0);

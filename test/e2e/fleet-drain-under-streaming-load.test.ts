@@ -30,7 +30,10 @@ let b: TestAgent;
 let gw: Gateway;
 
 beforeAll(async () => {
-  [a, b] = await Promise.all([startAgent("node-a", join(tmp, "a"), capturedGpus("h200", 2, "aa")), startAgent("node-b", join(tmp, "b"), capturedGpus("h100", 2, "bb"))]);
+  [a, b] = await Promise.all([
+    startAgent("node-a", join(tmp, "a"), capturedGpus("h200", 2, "aa")),
+    startAgent("node-b", join(tmp, "b"), capturedGpus("h100", 2, "bb")),
+  ]);
   gw = await startFleetGateway(fleetGatewayConfig(join(tmp, "data"), [a, b], { models: [{ name: MODEL, engine: "sim", replicas: 2 }] }));
 });
 
@@ -41,16 +44,23 @@ afterAll(async () => {
 
 describe("a fleet-only gateway over two real agents", () => {
   test("2 replicas are placed one per node, turn Ready and serve through the OpenAI API", async () => {
-    const eps = await waitUntil(async () => {
-      const s = await serving(gw, MODEL);
-      return s.length === 2 ? s : null;
-    }, { timeoutMs: 40_000, what: "2 replicas in rotation" });
+    const eps = await waitUntil(
+      async () => {
+        const s = await serving(gw, MODEL);
+        return s.length === 2 ? s : null;
+      },
+      { timeoutMs: 40_000, what: "2 replicas in rotation" },
+    );
     expect(eps.map((e) => e.node).sort()).toEqual(["node-a", "node-b"]);
     const models = (await (await fetch(`${gw.api}/v1/models`)).json()) as { data: { id: string }[] };
     expect(models.data.map((m) => m.id)).toEqual([MODEL]);
     const served = new Set<string>();
     for (let i = 0; i < 8; i++) {
-      const res = await fetch(`${gw.api}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: MODEL, max_tokens: 4, messages: [{ role: "user", content: `hello ${i}` }] }) });
+      const res = await fetch(`${gw.api}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: MODEL, max_tokens: 4, messages: [{ role: "user", content: `hello ${i}` }] }),
+      });
       expect(res.status).toBe(200);
       expect(((await res.json()) as { choices: unknown[] }).choices).toHaveLength(1);
       served.add(res.headers.get("x-llmgw-endpoint")!);
@@ -63,11 +73,25 @@ describe("a fleet-only gateway over two real agents", () => {
     for (const e of eps) expect(text).toContain(`llmgw_endpoint_ready{endpoint="${e.id}"} 1`);
     // Each replica's KV-cache events are followed, and what a long prompt leaves in an engine's cache is indexed.
     const kvText = () => fetch(`${gw.admin}/metrics`).then((r) => r.text());
-    await waitUntil(async () => {
-      const t = await kvText();
-      return eps.every((e) => t.includes(`llmgw_kv_events_stream_state{endpoint="${e.id}",state="live"} 1`));
-    }, { what: "both replicas' event streams live" });
-    const long = await fetch(`${gw.api}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: MODEL, max_tokens: 2, messages: [{ role: "system", content: "Answer as the fleet's test assistant. ".repeat(40) }, { role: "user", content: "hi" }] }) });
+    await waitUntil(
+      async () => {
+        const t = await kvText();
+        return eps.every((e) => t.includes(`llmgw_kv_events_stream_state{endpoint="${e.id}",state="live"} 1`));
+      },
+      { what: "both replicas' event streams live" },
+    );
+    const long = await fetch(`${gw.api}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        model: MODEL,
+        max_tokens: 2,
+        messages: [
+          { role: "system", content: "Answer as the fleet's test assistant. ".repeat(40) },
+          { role: "user", content: "hi" },
+        ],
+      }),
+    });
     expect(long.status).toBe(200);
     const holder = long.headers.get("x-llmgw-endpoint")!;
     await waitUntil(async () => counterValue(await kvText(), "llmgw_kv_index_blocks", { endpoint: holder }) > 0, { what: "the prompt's blocks indexed" });
@@ -113,7 +137,9 @@ describe("a fleet-only gateway over two real agents", () => {
     const json = await ctl(gw, ["--json", "explain-placement", "huge"]);
     const p = JSON.parse(json.out) as { placed: number; candidates: { node: string; verdict: string; reasons: { code: string }[] }[] };
     expect(p.placed).toBe(0);
-    const byNode = Object.fromEntries(["node-a", "node-b"].map((n) => [n, p.candidates.filter((c) => c.node === n).flatMap((c) => c.reasons.map((r) => r.code))]));
+    const byNode = Object.fromEntries(
+      ["node-a", "node-b"].map((n) => [n, p.candidates.filter((c) => c.node === n).flatMap((c) => c.reasons.map((r) => r.code))]),
+    );
     expect(p.candidates.every((c) => c.verdict === "rejected")).toBe(true);
     expect(new Set(byNode["node-a"])).toEqual(new Set(["cordoned", "too-few-free-gpus"]));
     expect(new Set(byNode["node-b"])).toEqual(new Set(["too-few-free-gpus"]));
@@ -125,7 +151,9 @@ describe("a fleet-only gateway over two real agents", () => {
     const diagnostics = ["GET /admin/v1/diagnostics/memory", "GET /admin/v1/diagnostics/heap", "POST /admin/v1/diagnostics/gc"];
     // The page's own files (/dashboard/*.js, *.css) are static files, which the OpenAPI plugin leaves out.
     const dashboard = ["GET /dashboard", "GET /admin/v1/dashboard"];
-    expect(routes).toEqual(["GET /metrics", "GET /healthz", "GET /readyz", "GET /admin/v1/endpoints", ...diagnostics, ...dashboard, ...FLEET_API_ROUTES].sort());
+    expect(routes).toEqual(
+      ["GET /metrics", "GET /healthz", "GET /readyz", "GET /admin/v1/endpoints", ...diagnostics, ...dashboard, ...FLEET_API_ROUTES].sort(),
+    );
   });
 
   test("writes without the admin token (or with a wrong one) are 401 and change nothing", async () => {
@@ -140,11 +168,13 @@ describe("a fleet-only gateway over two real agents", () => {
         fleetCall(gw, "PUT", "/models/other", { name: "other", engine: "sim", replicas: 1 }, token),
         fleetCall(gw, "DELETE", `/models/${MODEL}`, undefined, token),
       ]);
-      for (const w of writes) expect({ status: w.status, code: (w.json.error as { code?: string } | undefined)?.code }).toEqual({ status: 401, code: "UNAUTHORIZED" });
+      for (const w of writes)
+        expect({ status: w.status, code: (w.json.error as { code?: string } | undefined)?.code }).toEqual({ status: 401, code: "UNAUTHORIZED" });
     }
     expect((await fleetCall(gw, "GET", "/models", undefined, null)).json).toEqual(modelsBefore);
     type Nodes = { nodes: { name: string; cordoned: boolean; cordon_reason: string | null; drain: unknown }[] };
-    const pick = (v: Record<string, unknown>) => (v as Nodes).nodes.map((n) => ({ name: n.name, cordoned: n.cordoned, reason: n.cordon_reason, drain: n.drain }));
+    const pick = (v: Record<string, unknown>) =>
+      (v as Nodes).nodes.map((n) => ({ name: n.name, cordoned: n.cordoned, reason: n.cordon_reason, drain: n.drain }));
     expect(pick((await fleetCall(gw, "GET", "/nodes", undefined, null)).json)).toEqual(pick(nodesBefore));
   });
 });

@@ -59,10 +59,13 @@ afterAll(async () => {
 
 describe("LoRA adapters in a fleet", () => {
   test("replicas start with LoRA on and nothing loaded; a request for a declared adapter is served once the agent loaded it", async () => {
-    const eps = await waitUntil(async () => {
-      const s = await serving(gw, BASE);
-      return s.length === 2 ? s : null;
-    }, { timeoutMs: 40_000, what: "2 replicas in rotation" });
+    const eps = await waitUntil(
+      async () => {
+        const s = await serving(gw, BASE);
+        return s.length === 2 ? s : null;
+      },
+      { timeoutMs: 40_000, what: "2 replicas in rotation" },
+    );
     const state = await agentState(agent);
     const urls = state.replicas.map((r) => r.endpoint);
     expect(urls).toHaveLength(2);
@@ -72,7 +75,11 @@ describe("LoRA adapters in a fleet", () => {
     expect(models.data.map((m) => `${m.id}:${m.parent}`).sort()).toEqual(["legal:sim-llama", "sim-llama:null", "sql:sim-llama"]);
 
     const started = Date.now();
-    const res = await fetch(`${gw.api}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "sql", max_tokens: 4, messages: [{ role: "user", content: "select" }] }) });
+    const res = await fetch(`${gw.api}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "sql", max_tokens: 4, messages: [{ role: "user", content: "select" }] }),
+    });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { model: string; choices: unknown[] };
     expect(body.model).toBe("sql");
@@ -90,7 +97,11 @@ describe("LoRA adapters in a fleet", () => {
 
     // Later requests go to the replica that has it, with no new load.
     for (let i = 0; i < 4; i++) {
-      const again = await fetch(`${gw.api}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "sql", max_tokens: 2, prompt: `q${i}` }) });
+      const again = await fetch(`${gw.api}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "sql", max_tokens: 2, prompt: `q${i}` }),
+      });
       expect(again.status).toBe(200);
       expect(again.headers.get("x-llmgw-endpoint")).toBe(servedBy);
     }
@@ -117,10 +128,19 @@ describe("LoRA adapters in a fleet", () => {
   }, 30_000);
 
   test("the agent refuses adapters for a replica without LoRA or one it does not run", async () => {
-    const put = (id: string) => fetch(`${agent.url}/v1/replicas/${id}/adapters/sql`, { method: "PUT", headers: { authorization: `Bearer ${AGENT_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ path: "/a" }) });
+    const put = (id: string) =>
+      fetch(`${agent.url}/v1/replicas/${id}/adapters/sql`, {
+        method: "PUT",
+        headers: { authorization: `Bearer ${AGENT_TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({ path: "/a" }),
+      });
     const missing = await put("no-such-replica");
     expect(missing.status).toBe(404);
-    const bad = await fetch(`${agent.url}/v1/replicas/x/adapters/sql`, { method: "PUT", headers: { authorization: `Bearer ${AGENT_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({}) });
+    const bad = await fetch(`${agent.url}/v1/replicas/x/adapters/sql`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${AGENT_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({}),
+    });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { code: string } }).error.code).toBe("VALIDATION_FAILED");
   });

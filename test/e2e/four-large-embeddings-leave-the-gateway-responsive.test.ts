@@ -19,8 +19,8 @@
  * real processes.
  */
 import { afterAll, expect, test } from "bun:test";
-import type { Server } from "bun";
 import { readFileSync } from "node:fs";
+import type { Server } from "bun";
 import { concurrentStreams } from "../../src/bench/concurrent-streams.ts";
 import { counterValue, startGateway, startSim } from "../helpers/cluster.ts";
 import { startLatencyProber } from "../helpers/latency-prober.ts";
@@ -122,7 +122,9 @@ test("four 240 MB embeddings answers stream through: bounded RSS, /health within
   );
   const streams = concurrentStreams({
     url: `${gw.api}/v1/chat/completions`,
-    bodies: Array.from({ length: 20 }, (_, i) => JSON.stringify({ model: "chat", stream: true, max_tokens: 40, messages: [{ role: "user", content: `healthy ${i}` }] })),
+    bodies: Array.from({ length: 20 }, (_, i) =>
+      JSON.stringify({ model: "chat", stream: true, max_tokens: 40, messages: [{ role: "user", content: `healthy ${i}` }] }),
+    ),
   });
   const [answers, healthy] = await Promise.all([embeddings, streams]);
   sampling = false;
@@ -139,7 +141,9 @@ test("four 240 MB embeddings answers stream through: bounded RSS, /health within
   expect(counterValue(metrics, "llmgw_upstream_failures_total", { endpoint: "sim" })).toBe(0);
   // The usage came from the answers' tails (never parsed whole).
   expect(counterValue(metrics, "llmgw_tokens_total", { model: "embed", kind: "prompt" })).toBe(4 * INPUTS);
-  console.log(`four large embeddings: RSS rest ${rest.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB; /health slowest ${health.slowestMs.map((ms) => ms.toFixed(1)).join(", ")} ms (net of CPU waits ${health.slowestNetMs.map((ms) => ms.toFixed(1)).join(", ")}), median ${health.medianMs.toFixed(1)} ms over ${health.probes} probes`);
+  console.log(
+    `four large embeddings: RSS rest ${rest.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB; /health slowest ${health.slowestMs.map((ms) => ms.toFixed(1)).join(", ")} ms (net of CPU waits ${health.slowestNetMs.map((ms) => ms.toFixed(1)).join(", ")}), median ${health.medianMs.toFixed(1)} ms over ${health.probes} probes`,
+  );
   expect(peak - rest).toBeLessThan(RSS_BOUND_MIB);
   expect(health.failures).toBe(0);
   expect(health.probes).toBeGreaterThan(10);

@@ -13,7 +13,14 @@ import { runBenchJson } from "../helpers/bench-json.ts";
 
 test("interactive TTFT p99 within 1.25x idle while batch is shed; batch lines stop under saturation and resume after", async () => {
   const r = await runBenchJson<BatchBenchReport>(["batch"]);
-  console.log(JSON.stringify({ ratio_during: r.ratio_during, ratio_before: r.ratio_before, lines_per_s: [r.before.batch_lines_per_s, r.during.batch_lines_per_s, r.after.batch_lines_per_s], shed: r.during.shed_429s }));
+  console.log(
+    JSON.stringify({
+      ratio_during: r.ratio_during,
+      ratio_before: r.ratio_before,
+      lines_per_s: [r.before.batch_lines_per_s, r.during.batch_lines_per_s, r.after.batch_lines_per_s],
+      shed: r.during.shed_429s,
+    }),
+  );
   expect(r.idle.errors + r.before.errors + r.during.errors + r.after.errors).toBe(0);
   expect(r.during.probes).toBeGreaterThan(60);
   expect(r.ratio_during).toBeLessThanOrEqual(1.25);

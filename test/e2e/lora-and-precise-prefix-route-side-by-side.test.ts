@@ -15,11 +15,25 @@
  *    lora_id) are not indexed, and A never loads `sql`.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { counterValue, SIM_KV_EVENTS, startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
+import { counterValue, type Gateway, SIM_KV_EVENTS, type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
 const BASE = "llama";
-const SIM_ARGS = ["--model", BASE, "--itl-ms", "5", "--enable-lora", "--max-loras", "1", "--max-cpu-loras", "4", "--lora-modules", "sql=/adapters/sql", "--kv-events-config", SIM_KV_EVENTS];
+const SIM_ARGS = [
+  "--model",
+  BASE,
+  "--itl-ms",
+  "5",
+  "--enable-lora",
+  "--max-loras",
+  "1",
+  "--max-cpu-loras",
+  "4",
+  "--lora-modules",
+  "sql=/adapters/sql",
+  "--kv-events-config",
+  SIM_KV_EVENTS,
+];
 /** ~1,000 tokens each (~62 blocks of 16). */
 const prefix = (name: string) => `${name}: you are a careful assistant for the ${name} team; answer in full sentences. `.repeat(48);
 
@@ -37,11 +51,23 @@ const blocks = (endpoint: string) => metric("llmgw_kv_index_blocks", { endpoint 
 const served = async (sim: Sim) => ((await sim.state()) as { requests_total: number }).requests_total;
 const lora = async (sim: Sim) => (await sim.state()).lora as { gpu_loads: number; on_gpu: string[] };
 
-const chat = (model: string, system: string, question: string) => JSON.stringify({ model, max_tokens: 2, messages: [{ role: "system", content: system }, { role: "user", content: question }] });
+const chat = (model: string, system: string, question: string) =>
+  JSON.stringify({
+    model,
+    max_tokens: 2,
+    messages: [
+      { role: "system", content: system },
+      { role: "user", content: question },
+    ],
+  });
 
 /** Straight to an engine, behind the gateway's back. */
 async function direct(sim: Sim, system: string): Promise<void> {
-  const res = await fetch(`${sim.api}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chat(BASE, system, "seed") });
+  const res = await fetch(`${sim.api}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: chat(BASE, system, "seed"),
+  });
   expect(res.status).toBe(200);
 }
 
@@ -50,7 +76,11 @@ async function routed(model: string, system: string, n: number): Promise<string[
   const out: string[] = [];
   for (let i = 0; i < n; i++) {
     const [ra, rb] = [await served(a), await served(b)];
-    const res = await fetch(`${gw.api}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chat(model, system, `question ${i}?`) });
+    const res = await fetch(`${gw.api}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: chat(model, system, `question ${i}?`),
+    });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { model: string }).model).toBe(model);
     out.push((await served(a)) > ra ? "a" : (await served(b)) > rb ? "b" : "?");
@@ -111,7 +141,9 @@ test("an adapter's requests go where it runs, not to the engine holding their pr
   expect(await routed("sql", p, 3)).toEqual(["b", "b", "b"]);
   expect(await metric("llmgw_tokenize_skipped_total", { reason: "lora_adapter" })).toBe(skippedTokenize + 3);
   // B stored the prompt's blocks under `sql` (lora_id on their events): counted, not indexed.
-  await waitUntil(async () => (await metric("llmgw_kv_index_skipped_blocks_total", { endpoint: "b" })) >= skippedBlocks + 50, { what: "B's adapter blocks seen and skipped" });
+  await waitUntil(async () => (await metric("llmgw_kv_index_skipped_blocks_total", { endpoint: "b" })) >= skippedBlocks + 50, {
+    what: "B's adapter blocks seen and skipped",
+  });
   expect(await blocks("b")).toBe(indexedB);
   // No engine swapped an adapter in for these requests.
   expect((await lora(a)).gpu_loads).toBe(0);

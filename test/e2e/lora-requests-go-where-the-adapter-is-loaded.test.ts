@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import OpenAI from "openai";
-import { startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
+import { type Gateway, type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
 const BASE = "llama";
@@ -61,10 +61,13 @@ beforeAll(async () => {
   hold(simA, "sql");
   chatHolder = hold(simB, "chat");
   // The gateway has seen both adapters running (its /v1/models lists the adapters once polled).
-  await waitUntil(async () => {
-    const [a, b] = await Promise.all([simA.metrics(), simB.metrics()]);
-    return a.includes('running_lora_adapters="sql"') && b.includes('running_lora_adapters="chat"');
-  }, { what: "adapters running" });
+  await waitUntil(
+    async () => {
+      const [a, b] = await Promise.all([simA.metrics(), simB.metrics()]);
+      return a.includes('running_lora_adapters="sql"') && b.includes('running_lora_adapters="chat"');
+    },
+    { what: "adapters running" },
+  );
   await Bun.sleep(300);
 }, 60_000);
 

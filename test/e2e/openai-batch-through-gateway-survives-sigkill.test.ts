@@ -11,10 +11,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI, { toFile } from "openai";
-import { openStateDatabase } from "../../src/jobs/state-db.ts";
 import { DEFAULT_RESULT_FLUSH_LINES } from "../../src/jobs/pending-results.ts";
+import { openStateDatabase } from "../../src/jobs/state-db.ts";
 import { chatBatchJsonl, expectEveryLineOnce } from "../helpers/batch-send.ts";
-import { startGateway, startSim, type Sim } from "../helpers/cluster.ts";
+import { type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
 const MODEL = "sim-model";
@@ -86,13 +86,24 @@ test("1,000 lines through the gateway with the openai client; SIGKILL mid-batch,
   expect(engineRequests).toBeLessThanOrEqual(LINES + inFlight);
   // Audit: the lines ran as the batch's tenant in the batch band, each naming the batch; then one line for the batch.
   // (The test keeps only the tail of the gateway's output: the last few hundred lines.)
-  const audits = await waitUntil(() => {
-    // The tail's first line may be cut: only whole JSON lines.
-    const all = gw.output().split("\n").filter((l) => l.startsWith("{") && l.includes('"msg":"audit"')).map((l) => JSON.parse(l) as Record<string, unknown>);
-    return all.some((a) => a.audit === "batch" && a.batch_id === created.id) ? all : undefined;
-  }, { what: "the batch's audit line" });
+  const audits = await waitUntil(
+    () => {
+      // The tail's first line may be cut: only whole JSON lines.
+      const all = gw
+        .output()
+        .split("\n")
+        .filter((l) => l.startsWith("{") && l.includes('"msg":"audit"'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      return all.some((a) => a.audit === "batch" && a.batch_id === created.id) ? all : undefined;
+    },
+    { what: "the batch's audit line" },
+  );
   const lineAudits = audits.filter((a) => a.audit === "request" && a.batch_id === created.id);
   expect(lineAudits.length).toBeGreaterThan(100);
   expect(lineAudits.every((a) => a.tenant === "evals" && a.band === "batch" && a.endpoint === "sim-0" && a.outcome === "ok")).toBe(true);
-  expect(audits.find((a) => a.audit === "batch")).toMatchObject({ outcome: "completed", tenant: "evals", lines: { total: LINES, completed: LINES, failed: 0 } });
+  expect(audits.find((a) => a.audit === "batch")).toMatchObject({
+    outcome: "completed",
+    tenant: "evals",
+    lines: { total: LINES, completed: LINES, failed: 0 },
+  });
 }, 180_000);

@@ -10,11 +10,28 @@
  * hit rate must be clearly higher with precise routing.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { SIM_KV_EVENTS, startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
+import { type Gateway, SIM_KV_EVENTS, type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
 // ~1,000 tokens each (62 blocks of 16); an engine holds 400 blocks: six prefixes.
-const SIM_ARGS = ["--model", "m", "--itl-ms", "1", "--output-len", "2", "--num-gpu-blocks", "400", "--max-model-len", "2048", "--frontend-latency-ms", "0", "--frontend-service-ms", "0", "--kv-events-config", SIM_KV_EVENTS];
+const SIM_ARGS = [
+  "--model",
+  "m",
+  "--itl-ms",
+  "1",
+  "--output-len",
+  "2",
+  "--num-gpu-blocks",
+  "400",
+  "--max-model-len",
+  "2048",
+  "--frontend-latency-ms",
+  "0",
+  "--frontend-service-ms",
+  "0",
+  "--kv-events-config",
+  SIM_KV_EVENTS,
+];
 const PREFIXES = Array.from({ length: 10 }, (_, p) => `Team ${p} handbook: ` + `rule ${p} says to be precise, polite and brief. `.repeat(82));
 const SCORERS = (prefix: string) => [
   { name: "queue-depth", weight: 2 },
@@ -35,13 +52,23 @@ async function startArm(scorer: string): Promise<Arm> {
     {
       log_level: "warn",
       scheduling: { scorers: SCORERS(scorer), prefix_affinity: { lru_entries: 16 } },
-      endpoints: sims.map((s, i) => ({ id: `${scorer}-${i}`, url: s.api, models: ["m"], kv_events: { endpoint: s.kvEvents, replay_endpoint: s.kvReplay, topic: "kv" } })),
+      endpoints: sims.map((s, i) => ({
+        id: `${scorer}-${i}`,
+        url: s.api,
+        models: ["m"],
+        kv_events: { endpoint: s.kvEvents, replay_endpoint: s.kvReplay, topic: "kv" },
+      })),
     },
     2,
   );
   // Only a profile that reads the engines' KV blocks follows their events: the estimating arm ignores its endpoints' kv_events.
   if (scorer === "precise-prefix") {
-    await waitUntil(async () => (await gw.metrics()).split("\n").filter((l) => l.startsWith("llmgw_kv_events_stream_state{") && l.includes('state="live"') && l.endsWith(" 1")).length === 2, { what: "both streams live" });
+    await waitUntil(
+      async () =>
+        (await gw.metrics()).split("\n").filter((l) => l.startsWith("llmgw_kv_events_stream_state{") && l.includes('state="live"') && l.endsWith(" 1"))
+          .length === 2,
+      { what: "both streams live" },
+    );
   }
   return { gw, sims };
 }
@@ -75,7 +102,14 @@ test("precise-prefix keeps the engines' prefix-cache hit rate well above the est
       [0, 1].map(async () => {
         while (next < order.length) {
           const i = next++;
-          const body = JSON.stringify({ model: "m", max_tokens: 2, messages: [{ role: "system", content: PREFIXES[order[i]!] }, { role: "user", content: `question ${i}?` }] });
+          const body = JSON.stringify({
+            model: "m",
+            max_tokens: 2,
+            messages: [
+              { role: "system", content: PREFIXES[order[i]!] },
+              { role: "user", content: `question ${i}?` },
+            ],
+          });
           const res = await fetch(`${arm.gw.api}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body });
           expect(res.status).toBe(200);
           await res.text();

@@ -14,7 +14,7 @@
  *    other prompts: BlockRemoved), goes to A only.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { counterValue, SIM_KV_EVENTS, startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
+import { counterValue, type Gateway, SIM_KV_EVENTS, type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 import { TcpRelay } from "../helpers/tcp-relay.ts";
 
@@ -55,7 +55,15 @@ async function metric(name: string, labels: Record<string, string>): Promise<num
 const live = async (endpoint: string) => (await metric("llmgw_kv_events_stream_state", { endpoint, state: "live" })) === 1;
 const blocks = (endpoint: string) => metric("llmgw_kv_index_blocks", { endpoint });
 
-const chat = (system: string, question: string) => JSON.stringify({ model: "m", max_tokens: 2, messages: [{ role: "system", content: system }, { role: "user", content: question }] });
+const chat = (system: string, question: string) =>
+  JSON.stringify({
+    model: "m",
+    max_tokens: 2,
+    messages: [
+      { role: "system", content: system },
+      { role: "user", content: question },
+    ],
+  });
 
 /** Straight to an engine, behind the gateway's back. */
 async function direct(sim: Sim, system: string, question: string): Promise<void> {
@@ -70,7 +78,11 @@ async function routed(system: string, n: number): Promise<string[]> {
   const out: string[] = [];
   for (let i = 0; i < n; i++) {
     const [ra, rb] = [await served(a), await served(b)];
-    const res = await fetch(`${gw.api}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: chat(system, `question ${i}?`) });
+    const res = await fetch(`${gw.api}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: chat(system, `question ${i}?`),
+    });
     expect(res.status).toBe(200);
     out.push((await served(a)) > ra ? "a" : (await served(b)) > rb ? "b" : "?");
   }
@@ -78,7 +90,8 @@ async function routed(system: string, n: number): Promise<string[]> {
 }
 
 /** The gateway's index of `endpoint` holds at least `min` blocks more than `from`. */
-const indexed = (endpoint: string, from: number, min: number) => waitUntil(async () => (await blocks(endpoint)) >= from + min, { what: `${endpoint}'s blocks indexed` });
+const indexed = (endpoint: string, from: number, min: number) =>
+  waitUntil(async () => (await blocks(endpoint)) >= from + min, { what: `${endpoint}'s blocks indexed` });
 
 test("prefixes only A holds go to A, request after request", async () => {
   const ps = ["billing", "legal", "sales", "support"].map(prefix);
@@ -112,6 +125,8 @@ test("prefixes both held go to A once B has evicted them", async () => {
   await Promise.all([indexed("a", ia, 2 * 50), indexed("b", ib, 2 * 50)]);
   const removed = await metric("llmgw_kv_events_total", { endpoint: "b", event: "block_removed" });
   for (const f of ["x", "y", "z"]) await direct(b, prefix(`filler ${f}`), "fill");
-  await waitUntil(async () => (await metric("llmgw_kv_events_total", { endpoint: "b", event: "block_removed" })) > removed + 100, { what: "B's evictions seen" });
+  await waitUntil(async () => (await metric("llmgw_kv_events_total", { endpoint: "b", event: "block_removed" })) > removed + 100, {
+    what: "B's evictions seen",
+  });
   for (const r of rs) expect(await routed(r, 2)).toEqual(["a", "a"]);
 }, 30_000);

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { quantile } from "../../src/bench/report.ts";
 import { timedStream } from "../../src/bench/stream-client.ts";
-import { startGateway, startSim, type Gateway } from "../helpers/cluster.ts";
+import { type Gateway, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 
 // 9 prefixes of ~2,000 characters (~500 tokens, ~31 blocks of 16) each; an
@@ -17,7 +17,20 @@ import { stopAll } from "../helpers/processes.ts";
 // an engine sees all nine and hits about a third of the time, so the p50 is a
 // miss; with affinity each engine keeps about three, so the p50 is a hit even
 // when the first placements are uneven.
-const SIM_ARGS = ["--model", "m", "--itl-ms", "5", "--prefill-overhead-ms", "2", "--prefill-ms-per-token", "0.4", "--num-gpu-blocks", "100", "--max-model-len", "1000"];
+const SIM_ARGS = [
+  "--model",
+  "m",
+  "--itl-ms",
+  "5",
+  "--prefill-overhead-ms",
+  "2",
+  "--prefill-ms-per-token",
+  "0.4",
+  "--num-gpu-blocks",
+  "100",
+  "--max-model-len",
+  "1000",
+];
 const PREFIXES = Array.from({ length: 9 }, (_, p) => `System prompt ${p}: ` + `you are assistant number ${p}, be helpful. `.repeat(48));
 
 let withAffinity: Gateway;
@@ -29,7 +42,12 @@ beforeAll(async () => {
   withAffinity = await startGateway(
     {
       log_level: "warn",
-      scheduling: { scorers: [{ name: "prefix-affinity", weight: 3 }, { name: "inflight", weight: 1 }] },
+      scheduling: {
+        scorers: [
+          { name: "prefix-affinity", weight: 3 },
+          { name: "inflight", weight: 1 },
+        ],
+      },
       endpoints: simsA.map((s, i) => ({ id: `a${i}`, url: s.api })),
     },
     3,
@@ -49,7 +67,15 @@ afterAll(stopAll);
 test("TTFT p50 is lower with prefix-affinity scoring than without, same workload, same run", async () => {
   const ttft: Record<"with" | "without", number[]> = { with: [], without: [] };
   const send = async (gw: Gateway, key: "with" | "without", prefix: string, i: number) => {
-    const body = JSON.stringify({ model: "m", stream: true, max_tokens: 2, messages: [{ role: "system", content: prefix }, { role: "user", content: `question ${i}` }] });
+    const body = JSON.stringify({
+      model: "m",
+      stream: true,
+      max_tokens: 2,
+      messages: [
+        { role: "system", content: prefix },
+        { role: "user", content: `question ${i}` },
+      ],
+    });
     const r = await timedStream(`${gw.api}/v1/chat/completions`, body);
     expect(r.ok).toBe(true);
     ttft[key].push(r.ttftMs);
@@ -64,7 +90,9 @@ test("TTFT p50 is lower with prefix-affinity scoring than without, same workload
   }
   const p50With = quantile(ttft.with, 0.5);
   const p50Without = quantile(ttft.without, 0.5);
-  console.log(`TTFT p50 with prefix affinity ${p50With.toFixed(1)} ms, without ${p50Without.toFixed(1)} ms; p90 ${quantile(ttft.with, 0.9).toFixed(1)} / ${quantile(ttft.without, 0.9).toFixed(1)}`);
+  console.log(
+    `TTFT p50 with prefix affinity ${p50With.toFixed(1)} ms, without ${p50Without.toFixed(1)} ms; p90 ${quantile(ttft.with, 0.9).toFixed(1)} / ${quantile(ttft.without, 0.9).toFixed(1)}`,
+  );
   // A cached prefix skips ~200 ms of prefill; demand at least a 1.5× difference.
   expect(p50With * 1.5).toBeLessThan(p50Without);
 }, 120_000);

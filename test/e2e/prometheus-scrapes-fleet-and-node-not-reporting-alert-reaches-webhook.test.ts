@@ -16,11 +16,11 @@ import { afterAll, expect } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startSim, type Gateway } from "../helpers/cluster.ts";
+import { type Gateway, startSim } from "../helpers/cluster.ts";
 import { capturedGpus, deleteAllReplicas, startAgent, type TestAgent } from "../helpers/fleet.ts";
 import { agentState, fleetGatewayConfig, serving, startFleetGateway } from "../helpers/fleet-gateway.ts";
 import { REPO_ROOT, stopAll, waitUntil } from "../helpers/processes.ts";
-import { promQuery, shippedPrometheusConfig, startAlertmanager, startPrometheus, type Daemon } from "../helpers/prometheus-stack.ts";
+import { type Daemon, promQuery, shippedPrometheusConfig, startAlertmanager, startPrometheus } from "../helpers/prometheus-stack.ts";
 import { runTool, testWithTools } from "../helpers/system-tools.ts";
 
 const MODEL = "sim-llama";
@@ -101,13 +101,20 @@ testWithTools(
 
       const prom = await startStack(prometheusBin, alertmanagerBin, new URL(gw.urls.metrics!).host, webhook.port!);
       for (let i = 0; i < 4; i++) {
-        const res = await fetch(`${gw.api}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: MODEL, stream: true, max_tokens: 4, messages: [{ role: "user", content: `hi ${i}` }] }) });
+        const res = await fetch(`${gw.api}/v1/chat/completions`, {
+          method: "POST",
+          body: JSON.stringify({ model: MODEL, stream: true, max_tokens: 4, messages: [{ role: "user", content: `hi ${i}` }] }),
+        });
         expect(res.status).toBe(200);
         await res.text();
       }
       const q = (expr: string) => promQuery(prom.url, expr);
       const byLabel = async (expr: string, label: string) => Object.fromEntries((await q(expr)).map((s) => [s.metric[label] ?? "", s.value]));
-      await waitUntil(async () => (await q('sum(llmgw_requests_total{outcome="ok"})'))[0]?.value === 4, { what: "4 ok requests in Prometheus", timeoutMs: 20_000, intervalMs: 250 });
+      await waitUntil(async () => (await q('sum(llmgw_requests_total{outcome="ok"})'))[0]?.value === 4, {
+        what: "4 ok requests in Prometheus",
+        timeoutMs: 20_000,
+        intervalMs: 250,
+      });
 
       expect(await byLabel("llmgw_nodes", "state")).toEqual({ ready: 2, not_ready: 0, cordoned: 0, draining: 0 });
       expect(await byLabel("llmgw_node_ready", "node")).toEqual({ "node-a": 1, "node-b": 1 });
@@ -138,10 +145,21 @@ testWithTools(
       ]);
       expect((await q("sum(llmgw_fabric_port_active)"))[0]?.value).toBe(4);
       // The Grafana dashboard's fleet panels have data here (a query that only evaluates would prove less).
-      const grafana = JSON.parse(readFileSync(join(REPO_ROOT, "deploy", "monitoring", "grafana-dashboard.json"), "utf8")) as { panels: { title: string; targets?: { expr: string }[] }[] };
-      const fleetPanels = ["Nodes by state", "Replicas by state", "Models: desired vs serving", "Fabric ports active", "Queue depth by pool and band", "GPUs healthy / faulted"];
+      const grafana = JSON.parse(readFileSync(join(REPO_ROOT, "deploy", "monitoring", "grafana-dashboard.json"), "utf8")) as {
+        panels: { title: string; targets?: { expr: string }[] }[];
+      };
+      const fleetPanels = [
+        "Nodes by state",
+        "Replicas by state",
+        "Models: desired vs serving",
+        "Fabric ports active",
+        "Queue depth by pool and band",
+        "GPUs healthy / faulted",
+      ];
       for (const p of grafana.panels.filter((x) => fleetPanels.includes(x.title))) {
-        for (const t of p.targets ?? []) if (!t.expr.includes("== 0")) expect({ panel: p.title, expr: t.expr, series: (await q(t.expr)).length > 0 }).toEqual({ panel: p.title, expr: t.expr, series: true });
+        for (const t of p.targets ?? [])
+          if (!t.expr.includes("== 0"))
+            expect({ panel: p.title, expr: t.expr, series: (await q(t.expr)).length > 0 }).toEqual({ panel: p.title, expr: t.expr, series: true });
       }
 
       // node-b's agent is killed: its engines stay (a restarted agent adopts them); the test stops them at the end.

@@ -14,7 +14,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startGateway, startSim } from "../helpers/cluster.ts";
 import { REPO_ROOT, stopAll, waitUntil } from "../helpers/processes.ts";
-import { promQuery, shippedPrometheusConfig, startAlertmanager, startPrometheus, type Daemon } from "../helpers/prometheus-stack.ts";
+import { type Daemon, promQuery, shippedPrometheusConfig, startAlertmanager, startPrometheus } from "../helpers/prometheus-stack.ts";
 import { testWithTools } from "../helpers/system-tools.ts";
 
 const MONITORING = join(REPO_ROOT, "deploy", "monitoring");
@@ -90,14 +90,21 @@ testWithTools(
         const r = await q(expr);
         return r.length === 1 ? r[0]!.value : undefined;
       };
-      await waitUntil(async () => (await one('sum(llmgw_requests_total{outcome="ok"})')) === 6, { what: "6 ok requests in Prometheus", timeoutMs: 20_000, intervalMs: 250 });
+      await waitUntil(async () => (await one('sum(llmgw_requests_total{outcome="ok"})')) === 6, {
+        what: "6 ok requests in Prometheus",
+        timeoutMs: 20_000,
+        intervalMs: 250,
+      });
       expect(await one('up{job="llmgw"}')).toBe(1);
       expect(await one("sum(llmgw_admission_grants_total)")).toBe(6);
       expect(await one("count(llmgw_admission_queue_depth)")).toBe(3);
       const saturation = await one('llmgw_pool_saturation{pool="default"}');
       expect(saturation).toBeGreaterThanOrEqual(0);
       expect(saturation).toBeLessThan(2);
-      await waitUntil(async () => (await one("count(model_le:llmgw_time_to_first_token_seconds_bucket:rate5m)")) !== undefined, { what: "recording rules evaluated", timeoutMs: 10_000 });
+      await waitUntil(async () => (await one("count(model_le:llmgw_time_to_first_token_seconds_bucket:rate5m)")) !== undefined, {
+        what: "recording rules evaluated",
+        timeoutMs: 10_000,
+      });
 
       // GPUs: three, on two nodes, with plausible values.
       const healthy = await q("llmgw_gpu_healthy");
@@ -116,7 +123,9 @@ testWithTools(
       // Every dashboard query and every rule evaluates.
       const dashboard = JSON.parse(readFileSync(join(MONITORING, "grafana-dashboard.json"), "utf8")) as { panels: { targets?: { expr: string }[] }[] };
       for (const p of dashboard.panels) for (const t of p.targets ?? []) await q(t.expr);
-      const rules = (await (await fetch(`${prom.url}/api/v1/rules`)).json()) as { data: { groups: { rules: { name: string; health: string; lastError?: string }[] }[] } };
+      const rules = (await (await fetch(`${prom.url}/api/v1/rules`)).json()) as {
+        data: { groups: { rules: { name: string; health: string; lastError?: string }[] }[] };
+      };
       const unhealthy = rules.data.groups.flatMap((g) => g.rules).filter((r) => r.health !== "ok" && r.health !== "unknown");
       expect(unhealthy).toEqual([]);
 

@@ -7,11 +7,11 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { toFile } from "openai";
-import { chatBatchJsonl } from "../helpers/batch-send.ts";
 import { batchEnded, createBatchFrom, expectEachLineEndedOnce, openaiClient } from "../helpers/batch-e2e.ts";
-import { startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
+import { chatBatchJsonl } from "../helpers/batch-send.ts";
+import { type Gateway, type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
-import { describeWithRedis, startRedisServer, stopRedisServers, type RedisServer } from "../helpers/redis-server.ts";
+import { describeWithRedis, type RedisServer, startRedisServer, stopRedisServers } from "../helpers/redis-server.ts";
 
 const MODEL = "sim-model";
 const KEY = "sk-redis-tenant";
@@ -46,7 +46,9 @@ describeWithRedis("an upload while Redis is hung", () => {
     redis.signal("SIGSTOP");
     try {
       const started = performance.now();
-      const err = await client.files.create({ file: await toFile(Buffer.from(chatBatchJsonl(50, MODEL)), "in.jsonl"), purpose: "batch" }).catch((e: unknown) => e);
+      const err = await client.files
+        .create({ file: await toFile(Buffer.from(chatBatchJsonl(50, MODEL)), "in.jsonl"), purpose: "batch" })
+        .catch((e: unknown) => e);
       const tookMs = performance.now() - started;
       expect((err as { status?: number }).status).toBe(503);
       expect((err as { code?: string }).code).toBe("STATE_UNAVAILABLE");
@@ -56,7 +58,11 @@ describeWithRedis("an upload while Redis is hung", () => {
     } finally {
       redis.signal("SIGCONT");
     }
-    const created = await waitUntil(() => createBatchFrom(client, chatBatchJsonl(50, MODEL)).catch(() => undefined), { timeoutMs: 20_000, intervalMs: 250, what: "an upload once Redis is back" });
+    const created = await waitUntil(() => createBatchFrom(client, chatBatchJsonl(50, MODEL)).catch(() => undefined), {
+      timeoutMs: 20_000,
+      intervalMs: 250,
+      what: "an upload once Redis is back",
+    });
     const done = await batchEnded(client, created.id, 60_000);
     expect(done.status).toBe("completed");
     await expectEachLineEndedOnce(client, done, 50);

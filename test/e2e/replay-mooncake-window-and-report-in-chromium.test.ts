@@ -13,16 +13,24 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { chromium, type BrowserContext } from "playwright-core";
-import type { ReplayReport } from "../../src/bench/replay/replay-report.ts";
+import { type BrowserContext, chromium } from "playwright-core";
 import { parseMooncakeJsonl } from "../../src/bench/replay/mooncake-trace.ts";
+import type { ReplayReport } from "../../src/bench/replay/replay-report.ts";
 import { MOONCAKE_BLOCK_TOKENS } from "../../src/bench/replay/trace.ts";
 import { TRACES_DIR } from "../../src/bench/replay/trace-files.ts";
 import { runBenchJson } from "../helpers/bench-json.ts";
 import { REPO_ROOT } from "../helpers/processes.ts";
 import { testWithTool } from "../helpers/system-tools.ts";
 
-const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
+const CHROMIUM_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+];
 const WINDOW_MS = 10_000;
 const tmp = mkdtempSync(join(tmpdir(), "replay-e2e-"));
 const reportPath = join(tmp, "report.html");
@@ -31,8 +39,18 @@ let browser: BrowserContext | undefined;
 
 beforeAll(async () => {
   r = await runBenchJson<ReplayReport>([
-    "replay", "--trace", "mooncake-conversation", "--duration", String(WINDOW_MS / 1000), "--speedup", "10", "--engines", "2",
-    "--engine-args=--itl-ms 5 --max-num-seqs 64", "--report", reportPath,
+    "replay",
+    "--trace",
+    "mooncake-conversation",
+    "--duration",
+    String(WINDOW_MS / 1000),
+    "--speedup",
+    "10",
+    "--engines",
+    "2",
+    "--engine-args=--itl-ms 5 --max-num-seqs 64",
+    "--report",
+    reportPath,
   ]);
 }, 120_000);
 
@@ -68,7 +86,8 @@ test("every request of the window accounted for, percentiles ordered, the engine
   // Prefix-cache hits happen (the trace shares blocks) and never exceed the tokens of blocks whose
   // whole id chain another request of the window also has: a fresh id never hits.
   const chains = new Map<string, number>();
-  for (const q of window) q.blockIds!.forEach((_, j) => chains.set(q.blockIds!.slice(0, j + 1).join(","), (chains.get(q.blockIds!.slice(0, j + 1).join(",")) ?? 0) + 1));
+  for (const q of window)
+    q.blockIds!.forEach((_, j) => chains.set(q.blockIds!.slice(0, j + 1).join(","), (chains.get(q.blockIds!.slice(0, j + 1).join(",")) ?? 0) + 1));
   let bound = 0;
   for (const q of window) {
     q.blockIds!.forEach((_, j) => {

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { startSim } from "../helpers/cluster.ts";
-import { startGatewayCluster, type ClusterGateway } from "../helpers/gateway-cluster.ts";
+import { type ClusterGateway, startGatewayCluster } from "../helpers/gateway-cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 import { describeWithRedis, startRedisServer, stopRedisServers } from "../helpers/redis-server.ts";
 
@@ -31,7 +31,12 @@ describeWithRedis("Responses API state across gateways on Redis", () => {
   beforeAll(async () => {
     const redis = await startRedisServer();
     const sims = await Promise.all([0, 1].map(() => startSim(["--model", "m", "--itl-ms", "2", "--output-len", "12"])));
-    gws = await startGatewayCluster(redis, 2, { log_level: "warn", endpoints: sims.map((s, i) => ({ id: `sim-${i}`, url: s.api, models: ["m"] })) }, { readyEndpoints: 2 });
+    gws = await startGatewayCluster(
+      redis,
+      2,
+      { log_level: "warn", endpoints: sims.map((s, i) => ({ id: `sim-${i}`, url: s.api, models: ["m"] })) },
+      { readyEndpoints: 2 },
+    );
     [one, two] = gws.map((g) => new OpenAI({ baseURL: `${g.api}/v1`, apiKey: "none", maxRetries: 0 })) as [OpenAI, OpenAI];
   });
 
@@ -55,10 +60,13 @@ describeWithRedis("Responses API state across gateways on Redis", () => {
 
   test("a background response created on one gateway is polled to completion on the other", async () => {
     const queued = await one.responses.create({ model: "m", input: "In the background", max_output_tokens: 6, background: true });
-    const done = await waitUntil(async () => {
-      const r = await two.responses.retrieve(queued.id);
-      return r.status === "queued" || r.status === "in_progress" ? undefined : r;
-    }, { what: "the background response" });
+    const done = await waitUntil(
+      async () => {
+        const r = await two.responses.retrieve(queued.id);
+        return r.status === "queued" || r.status === "in_progress" ? undefined : r;
+      },
+      { what: "the background response" },
+    );
     expect(done.status).toBe("incomplete");
     expect(done.usage!.output_tokens).toBe(6);
   });

@@ -36,7 +36,11 @@ testOnSmallFs(
     const sim = await startSim(["--model", "m", "--output-len", "3"]);
     const gw = await startGateway({ data_dir: join(fs.dir, "data"), models: [{ name: "m" }], endpoints: [{ id: "sim", url: sim.api, models: ["m"] }] }, 1);
     const create = (body: Record<string, unknown>) =>
-      fetch(`${gw.api}/v1/responses`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", input: "hi", ...body }) });
+      fetch(`${gw.api}/v1/responses`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", input: "hi", ...body }),
+      });
     const first = await create({});
     expect(first.status).toBe(200); // the store is open
     // An answer is stored as it finishes, after it went out: wait until it is, or filling the disk may fail that write.

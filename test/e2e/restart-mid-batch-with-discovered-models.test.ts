@@ -10,9 +10,9 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chatBatchJsonl } from "../helpers/batch-send.ts";
 import { batchEnded, createBatchFrom, expectEachLineEndedOnce, linesDone, openaiClient } from "../helpers/batch-e2e.ts";
-import { startGateway, startSim, type Sim } from "../helpers/cluster.ts";
+import { chatBatchJsonl } from "../helpers/batch-send.ts";
+import { type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
 const MODEL = "discovered-model";

@@ -7,8 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { parsePrometheusText, sumSamples } from "../../src/engines/prom-text.ts";
+import { type Gateway, type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { concurrentStreams } from "../helpers/concurrent-streams.ts";
-import { startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
 let sims: Sim[];

@@ -13,8 +13,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
-import { counterValue, startGateway, type Gateway } from "../helpers/cluster.ts";
-import { sampleRss, groupRssBytes } from "../helpers/process-memory.ts";
+import { counterValue, type Gateway, startGateway } from "../helpers/cluster.ts";
+import { groupRssBytes, sampleRss } from "../helpers/process-memory.ts";
 import { stopAll } from "../helpers/processes.ts";
 
 const MODEL = "sim-model";
@@ -33,7 +33,8 @@ beforeAll(async () => {
   // ~3 KB a line, 50,000 lines: just over 150 MB, written to disk (the client streams it from there).
   const pad = "x".repeat(3_000);
   const parts: string[] = [];
-  for (let i = 0; i < LINES; i++) parts.push(`${JSON.stringify({ custom_id: `req-${i}`, method: "POST", url: "/v1/embeddings", body: { model: MODEL, input: `${i} ${pad}` } })}\n`);
+  for (let i = 0; i < LINES; i++)
+    parts.push(`${JSON.stringify({ custom_id: `req-${i}`, method: "POST", url: "/v1/embeddings", body: { model: MODEL, input: `${i} ${pad}` } })}\n`);
   const text = parts.join("");
   inputPath = join(dir, "input.jsonl");
   writeFileSync(inputPath, text);

@@ -10,7 +10,11 @@ export function openaiClient(api: string, key: string): OpenAI {
 }
 
 /** Upload `jsonl` and create a batch on `endpoint`. */
-export async function createBatchFrom(client: OpenAI, jsonl: string, endpoint: "/v1/chat/completions" | "/v1/embeddings" = "/v1/chat/completions"): Promise<Batch> {
+export async function createBatchFrom(
+  client: OpenAI,
+  jsonl: string,
+  endpoint: "/v1/chat/completions" | "/v1/embeddings" = "/v1/chat/completions",
+): Promise<Batch> {
   const file = await client.files.create({ file: await toFile(Buffer.from(jsonl), "input.jsonl"), purpose: "batch" });
   return client.batches.create({ input_file_id: file.id, endpoint, completion_window: "24h" });
 }

@@ -1,6 +1,6 @@
 /** A gateway and sim-engines as real processes on loopback, for integration and end-to-end tests. */
 import { writeGatewayConfig } from "../../src/shared/llmgw-child.ts";
-import { startLlmgw, waitUntil, type Started } from "./processes.ts";
+import { type Started, startLlmgw, waitUntil } from "./processes.ts";
 
 export interface Sim extends Started {
   api: string;
@@ -54,7 +54,9 @@ export async function startGateway(config: Record<string, unknown>, readyEndpoin
     api: s.urls.api!,
     admin: s.urls.admin!,
     async endpoints() {
-      const r = (await (await fetch(`${s.urls.admin}/admin/v1/endpoints`)).json()) as { endpoints: { id: string; ready: boolean; circuit: string; inflight: number }[] };
+      const r = (await (await fetch(`${s.urls.admin}/admin/v1/endpoints`)).json()) as {
+        endpoints: { id: string; ready: boolean; circuit: string; inflight: number }[];
+      };
       return r.endpoints;
     },
     async metrics() {
@@ -62,13 +64,22 @@ export async function startGateway(config: Record<string, unknown>, readyEndpoin
     },
   });
   if (readyEndpoints > 0) {
-    await waitUntil(async () => (await gw.endpoints()).filter((e) => e.ready).length >= readyEndpoints, { what: `${readyEndpoints} ready endpoints`, timeoutMs: 15_000 });
+    await waitUntil(async () => (await gw.endpoints()).filter((e) => e.ready).length >= readyEndpoints, {
+      what: `${readyEndpoints} ready endpoints`,
+      timeoutMs: 15_000,
+    });
   }
   return gw;
 }
 
 /** vLLM's --kv-events-config for a sim on loopback: PUB and replay sockets on free ports. */
-export const SIM_KV_EVENTS = JSON.stringify({ enable_kv_cache_events: true, publisher: "zmq", endpoint: "tcp://*:0", replay_endpoint: "tcp://*:0", topic: "kv" });
+export const SIM_KV_EVENTS = JSON.stringify({
+  enable_kv_cache_events: true,
+  publisher: "zmq",
+  endpoint: "tcp://*:0",
+  replay_endpoint: "tcp://*:0",
+  topic: "kv",
+});
 
 /** Sum of a counter's samples whose labels include `match`, from /metrics text (0 when absent). */
 export function counterValue(text: string, name: string, match: Record<string, string> = {}): number {
@@ -96,7 +107,11 @@ export async function readSse(res: Response): Promise<string[]> {
 /** The gateway's audit line (`"msg":"audit"`) of one request, parsed, once its buffered log has been written. */
 export async function auditLine(gw: Started, requestId: string): Promise<Record<string, unknown>> {
   const line = await waitUntil(
-    () => gw.output().split("\n").find((l) => l.includes('"msg":"audit"') && l.includes(`"request_id":"${requestId}"`)),
+    () =>
+      gw
+        .output()
+        .split("\n")
+        .find((l) => l.includes('"msg":"audit"') && l.includes(`"request_id":"${requestId}"`)),
     { what: `the audit line of ${requestId}` },
   );
   return JSON.parse(line) as Record<string, unknown>;

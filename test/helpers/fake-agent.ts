@@ -48,7 +48,8 @@ export function startFakeAgent(node: string, gpus: AgentGpu[], opts: { token?: s
     idleTimeout: 30,
     async fetch(req) {
       const url = new URL(req.url);
-      if (req.headers.get("authorization") !== `Bearer ${agent.token}`) return json({ error: { message: "bad token", type: "authentication_error", param: null, code: "UNAUTHORIZED" } }, 401);
+      if (req.headers.get("authorization") !== `Bearer ${agent.token}`)
+        return json({ error: { message: "bad token", type: "authentication_error", param: null, code: "UNAUTHORIZED" } }, 401);
       if (agent.mode === "hang") return new Promise<Response>((resolve) => hung.push(resolve));
       if (url.pathname === "/v1/state") {
         if (agent.mode === "garbage") return new Response("<html>502 Bad Gateway</html>", { status: 200 });
@@ -62,19 +63,43 @@ export function startFakeAgent(node: string, gpus: AgentGpu[], opts: { token?: s
         const spec = (await req.json()) as AgentReplicaSpec;
         agent.puts.push({ id, spec });
         if (agent.mode === "refuse-launch") {
-          return json({ error: { message: `gpu-in-use: GPU ${spec.gpus[0]} is already used by replica 'someone-else'`, type: "invalid_request_error", param: "gpus", code: "VALIDATION_FAILED" } }, 400);
+          return json(
+            {
+              error: {
+                message: `gpu-in-use: GPU ${spec.gpus[0]} is already used by replica 'someone-else'`,
+                type: "invalid_request_error",
+                param: "gpus",
+                code: "VALIDATION_FAILED",
+              },
+            },
+            400,
+          );
         }
         const existed = agent.replicas.has(id);
         const replica: AgentReplicaStatus = {
-          id, engine: spec.engine, model: spec.model, gpus: spec.gpus, port: 9, endpoint: `http://127.0.0.1:9/${id}`, state: "Ready", pid: 1, restarts: 0, adopted: false,
-          exitCode: null, exitSignal: null, message: null, nextRestartInMs: null, logTail: null,
+          id,
+          engine: spec.engine,
+          model: spec.model,
+          gpus: spec.gpus,
+          port: 9,
+          endpoint: `http://127.0.0.1:9/${id}`,
+          state: "Ready",
+          pid: 1,
+          restarts: 0,
+          adopted: false,
+          exitCode: null,
+          exitSignal: null,
+          message: null,
+          nextRestartInMs: null,
+          logTail: null,
         };
         agent.replicas.set(id, replica);
         return json({ outcome: existed ? "unchanged" : "created", replica }, existed ? 200 : 201);
       }
       if (m && req.method === "DELETE") {
         agent.deletes.push(id);
-        if (!agent.replicas.delete(id)) return json({ error: { message: "no such replica", type: "invalid_request_error", param: null, code: "NOT_FOUND" } }, 404);
+        if (!agent.replicas.delete(id))
+          return json({ error: { message: "no such replica", type: "invalid_request_error", param: null, code: "NOT_FOUND" } }, 404);
         return json({ id, deleted: true });
       }
       return json({ error: { message: "no route", type: "invalid_request_error", param: null, code: "NOT_FOUND" } }, 404);

@@ -3,11 +3,12 @@
  * fleet.ts for the agents): its config, the management API and the real
  * `llmgw ctl` CLI as a child process.
  */
+
+import type { AgentState } from "../../src/protocol/agent-messages.ts";
 import { CLI_PATH, REPO_ROOT } from "../../src/shared/llmgw-child.ts";
 import { childEnv } from "../../src/shared/process-env.ts";
-import type { AgentState } from "../../src/protocol/agent-messages.ts";
+import { type Gateway, startGateway } from "./cluster.ts";
 import { ADMIN_TOKEN, AGENT_TOKEN, REGISTRATION_TOKEN, type TestAgent } from "./fleet.ts";
-import { startGateway, type Gateway } from "./cluster.ts";
 
 export interface EndpointRow {
   id: string;
@@ -54,7 +55,13 @@ export async function agentState(agent: TestAgent): Promise<AgentState> {
 }
 
 /** A management API call with the admin token (or `token`: null for none). */
-export async function fleetCall(gw: Gateway, method: string, path: string, body?: unknown, token: string | null = ADMIN_TOKEN): Promise<{ status: number; json: Record<string, unknown> }> {
+export async function fleetCall(
+  gw: Gateway,
+  method: string,
+  path: string,
+  body?: unknown,
+  token: string | null = ADMIN_TOKEN,
+): Promise<{ status: number; json: Record<string, unknown> }> {
   const headers: Record<string, string> = {};
   if (token !== null) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers["content-type"] = "application/json";

@@ -24,7 +24,10 @@ const sink: EndpointSink = {
 };
 const store = new SqliteFleetStore(config.dataDir);
 let manager: FleetManager | undefined;
-const poller = new AgentPoller({ intervalMs: config.fleet.agentPollIntervalMs, timeoutMs: config.fleet.agentPollTimeoutMs, staleAfterMs: 5_000 }, (node, snap) => manager?.onAgentSnapshot(node, snap));
+const poller = new AgentPoller(
+  { intervalMs: config.fleet.agentPollIntervalMs, timeoutMs: config.fleet.agentPollTimeoutMs, staleAfterMs: 5_000 },
+  (node, snap) => manager?.onAgentSnapshot(node, snap),
+);
 manager = await FleetManager.open({ config, store, sink, pollAgents: (agents) => poller.setTargets(agents), log });
 manager.start();
 poller.start();

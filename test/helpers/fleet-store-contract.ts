@@ -4,12 +4,22 @@
  * backend (issue 14) runs the same one.
  */
 import { describe, expect, test } from "bun:test";
+import { fleetModelSchema, toFleetModel } from "../../src/config/fleet-schema.ts";
 import type { FleetStore } from "../../src/control/store.ts";
 import type { Cordon, DrainOp, NodeBinding, RegisteredNode, ReplicaRecord, StoredModel } from "../../src/control/types.ts";
-import { toFleetModel, fleetModelSchema } from "../../src/config/fleet-schema.ts";
 
 export const SAMPLE_MODEL: StoredModel = {
-  spec: toFleetModel(fleetModelSchema.parse({ name: "meta-llama/Llama-3.1-8B-Instruct", engine: "vllm", replicas: 2, tensor_parallel: 2, quantization: "fp8", gpu_class: "h100-80g", engine_args: ["--max-model-len", "8192"] })),
+  spec: toFleetModel(
+    fleetModelSchema.parse({
+      name: "meta-llama/Llama-3.1-8B-Instruct",
+      engine: "vllm",
+      replicas: 2,
+      tensor_parallel: 2,
+      quantization: "fp8",
+      gpu_class: "h100-80g",
+      engine_args: ["--max-model-len", "8192"],
+    }),
+  ),
   source: "config",
   configHash: "abc",
   updatedAt: 1_000,
@@ -20,7 +30,23 @@ export const SAMPLE_REPLICA: ReplicaRecord = {
   model: "meta-llama/Llama-3.1-8B-Instruct",
   pool: "default",
   engine: "vllm",
-  shards: [{ node: "node-a", agentId: "fl-llama-abc123", gpus: [0, 1], rank: 0, spec: { engine: "vllm", model: "meta-llama/Llama-3.1-8B-Instruct", gpus: [0, 1], tensorParallel: 2, pipelineParallel: 1, quantization: "fp8", extraArgs: ["--max-model-len", "8192"] } }],
+  shards: [
+    {
+      node: "node-a",
+      agentId: "fl-llama-abc123",
+      gpus: [0, 1],
+      rank: 0,
+      spec: {
+        engine: "vllm",
+        model: "meta-llama/Llama-3.1-8B-Instruct",
+        gpus: [0, 1],
+        tensorParallel: 2,
+        pipelineParallel: 1,
+        quantization: "fp8",
+        extraArgs: ["--max-model-len", "8192"],
+      },
+    },
+  ],
   createdAt: 2_000,
   draining: { since: 3_000, reason: "drain", graceMs: 60_000 },
 };

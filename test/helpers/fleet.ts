@@ -4,12 +4,13 @@
  * FleetManager in process, fed by an in-process AgentPoller, handing
  * replicas to a RecordingSink instead of a gateway.
  */
-import { openapi } from "@elysiajs/openapi";
+
 import { expect } from "bun:test";
-import { Elysia } from "elysia";
 import { mkdirSync } from "node:fs";
-import { z } from "zod";
 import { join } from "node:path";
+import { openapi } from "@elysiajs/openapi";
+import { Elysia } from "elysia";
+import { z } from "zod";
 import { buildConfig } from "../../src/config/load.ts";
 import type { Config } from "../../src/config/types.ts";
 import type { EndpointSink, ManagedEndpoint } from "../../src/control/endpoint-sink.ts";
@@ -20,7 +21,7 @@ import { AgentPoller } from "../../src/polling/agent-poller.ts";
 import { capturedGpuRows, type GpuRow } from "../fixtures/agent/captures.ts";
 import { unpackTtar, writeFakeNvidiaSmi } from "../fixtures/agent/fake-tools.ts";
 import { sharedFixture } from "./fixtures.ts";
-import { startLlmgw, type Started } from "./processes.ts";
+import { type Started, startLlmgw } from "./processes.ts";
 
 export const AGENT_TOKEN = "fleet-agent-token";
 
@@ -32,7 +33,11 @@ const CAPTURES = {
 /** `count` GPUs of a captured card, with distinct indices and UUIDs. */
 export function capturedGpus(card: keyof typeof CAPTURES, count: number, uuidTag: string): GpuRow[] {
   const row = capturedGpuRows(sharedFixture(CAPTURES[card]), "idle")[0]!;
-  return Array.from({ length: count }, (_, i) => ({ ...row, index: String(i), uuid: `GPU-${uuidTag}${String(i).padStart(2, "0")}-0000-0000-0000-000000000000` }));
+  return Array.from({ length: count }, (_, i) => ({
+    ...row,
+    index: String(i),
+    uuid: `GPU-${uuidTag}${String(i).padStart(2, "0")}-0000-0000-0000-000000000000`,
+  }));
 }
 
 export interface TestAgent {
@@ -56,10 +61,29 @@ export interface FakeNodeTools {
 /** Start `llmgw agent` for node `name` over `gpus`, its state and fake tools under `dir`. */
 export async function startAgent(name: string, dir: string, gpus: GpuRow[], extraArgs: string[] = [], tools: FakeNodeTools = {}): Promise<TestAgent> {
   mkdirSync(dir, { recursive: true });
-  const nvidiaSmi = writeFakeNvidiaSmi(join(dir, "bin"), { gpus, apps: [], ...(tools.unknownNvidiaSmiFields ? { unknownFields: tools.unknownNvidiaSmiFields } : {}) });
+  const nvidiaSmi = writeFakeNvidiaSmi(join(dir, "bin"), {
+    gpus,
+    apps: [],
+    ...(tools.unknownNvidiaSmiFields ? { unknownFields: tools.unknownNvidiaSmiFields } : {}),
+  });
   const sysfs = join(dir, tools.infiniband ? "infiniband" : "no-infiniband");
   if (tools.infiniband) unpackTtar(sharedFixture("sysfs-class-infiniband__procfs-fixtures-excerpt.ttar"), sysfs, "fixtures/sys/class/infiniband");
-  const args = ["agent", "--listen", "127.0.0.1:0", "--token", AGENT_TOKEN, "--state-dir", join(dir, "state"), "--nvidia-smi", nvidiaSmi, "--sysfs-root", sysfs, "--stop-grace-ms", "2000", ...extraArgs];
+  const args = [
+    "agent",
+    "--listen",
+    "127.0.0.1:0",
+    "--token",
+    AGENT_TOKEN,
+    "--state-dir",
+    join(dir, "state"),
+    "--nvidia-smi",
+    nvidiaSmi,
+    "--sysfs-root",
+    sysfs,
+    "--stop-grace-ms",
+    "2000",
+    ...extraArgs,
+  ];
   const child = await startLlmgw(args, { timeoutMs: 20_000 });
   const agent: TestAgent = {
     name,
@@ -70,7 +94,10 @@ export async function startAgent(name: string, dir: string, gpus: GpuRow[], extr
     async restart() {
       // The same port: the control plane knows the agent by its URL.
       const port = new URL(agent.url).port;
-      agent.child = await startLlmgw(args.map((a) => (a === "127.0.0.1:0" ? `127.0.0.1:${port}` : a)), { timeoutMs: 20_000 });
+      agent.child = await startLlmgw(
+        args.map((a) => (a === "127.0.0.1:0" ? `127.0.0.1:${port}` : a)),
+        { timeoutMs: 20_000 },
+      );
       agent.url = agent.child.urls.agent!;
     },
   };
@@ -131,8 +158,9 @@ export async function startFleet(raw: Record<string, unknown>, sink = new Record
   const config = buildConfig(raw, {}, "test");
   const store = new SqliteFleetStore(config.dataDir);
   let manager: FleetManager | undefined;
-  const poller = new AgentPoller({ intervalMs: config.fleet.agentPollIntervalMs, timeoutMs: config.fleet.agentPollTimeoutMs, staleAfterMs: 5_000 }, (node, snap) =>
-    manager?.onAgentSnapshot(node, snap),
+  const poller = new AgentPoller(
+    { intervalMs: config.fleet.agentPollIntervalMs, timeoutMs: config.fleet.agentPollTimeoutMs, staleAfterMs: 5_000 },
+    (node, snap) => manager?.onAgentSnapshot(node, snap),
   );
   manager = await FleetManager.open({ config, store, sink, pollAgents: (agents) => poller.setTargets(agents) });
   manager.start();
@@ -158,7 +186,13 @@ export const REGISTRATION_TOKEN = "fleet-registration-token-0123";
 export function serveFleetApi(manager: FleetManager, opts: { adminToken?: string; registrationToken?: string } = {}): { url: string; stop(): Promise<void> } {
   const app = new Elysia()
     .use(openapi({ documentation: { info: { title: "llmgw fleet API (test)", version: "0" } }, mapJsonSchema: { zod: z.toJSONSchema } }))
-    .use(fleetApi(manager, { adminToken: opts.adminToken ?? ADMIN_TOKEN, registrationToken: opts.registrationToken ?? REGISTRATION_TOKEN, registrationIntervalMs: 500 }))
+    .use(
+      fleetApi(manager, {
+        adminToken: opts.adminToken ?? ADMIN_TOKEN,
+        registrationToken: opts.registrationToken ?? REGISTRATION_TOKEN,
+        registrationIntervalMs: 500,
+      }),
+    )
     .listen({ hostname: "127.0.0.1", port: 0 });
   return {
     url: `http://127.0.0.1:${app.server!.port}`,
@@ -189,13 +223,20 @@ export const FLEET_API_ROUTES = [
 
 /** The routes (`METHOD /path`, sorted) of the OpenAPI document at `url`, after checking it is OpenAPI 3 and every route has a summary and responses. */
 export async function documentedRoutes(url: string): Promise<string[]> {
-  const doc = (await (await fetch(url)).json()) as { openapi: string; paths: Record<string, Record<string, { summary?: string; responses?: Record<string, unknown> }>> };
+  const doc = (await (await fetch(url)).json()) as {
+    openapi: string;
+    paths: Record<string, Record<string, { summary?: string; responses?: Record<string, unknown> }>>;
+  };
   expect(doc.openapi).toMatch(/^3\./);
   const routes: string[] = [];
   for (const [path, ops] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(ops)) {
       const route = `${method.toUpperCase()} ${path}`;
-      expect({ route, summary: typeof op.summary, responses: Object.keys(op.responses ?? {}).length > 0 }).toEqual({ route, summary: "string", responses: true });
+      expect({ route, summary: typeof op.summary, responses: Object.keys(op.responses ?? {}).length > 0 }).toEqual({
+        route,
+        summary: "string",
+        responses: true,
+      });
       routes.push(route);
     }
   }

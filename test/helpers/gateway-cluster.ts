@@ -1,6 +1,6 @@
 /** Several `llmgw serve` processes sharing one redis-server (issue 14), for the cluster end-to-end tests. */
 import type { ClusterStatus } from "../../src/protocol/cluster-status.ts";
-import { startGateway, startSim, type Gateway } from "./cluster.ts";
+import { type Gateway, startGateway, startSim } from "./cluster.ts";
 import { waitUntil } from "./processes.ts";
 import type { RedisServer } from "./redis-server.ts";
 
@@ -20,7 +20,10 @@ export async function startGatewayCluster(
   const gws = await Promise.all(
     Array.from({ length: n }, async (_, i) => {
       const name = `gw-${i}`;
-      const gw = await startGateway({ ...config, state: { backend: "redis", redis_url: redis.url, gateway_id: name, ...opts.state } }, opts.readyEndpoints ?? 0);
+      const gw = await startGateway(
+        { ...config, state: { backend: "redis", redis_url: redis.url, gateway_id: name, ...opts.state } },
+        opts.readyEndpoints ?? 0,
+      );
       return Object.assign(gw, {
         name,
         async cluster() {
@@ -33,7 +36,10 @@ export async function startGatewayCluster(
     }),
   );
   // Every gateway has seen all the others in the demand exchange.
-  await waitUntil(async () => (await Promise.all(gws.map((g) => g.cluster()))).every((c) => c.gateways === n), { timeoutMs: 15_000, what: `${n} gateways in the demand exchange` });
+  await waitUntil(async () => (await Promise.all(gws.map((g) => g.cluster()))).every((c) => c.gateways === n), {
+    timeoutMs: 15_000,
+    what: `${n} gateways in the demand exchange`,
+  });
   return gws;
 }
 
@@ -59,7 +65,12 @@ export async function startTenantCluster(redis: RedisServer, rpm: number, opts: 
   const config = {
     log_level: "warn",
     endpoints: sims.map((s, i) => ({ id: `sim-${i}`, url: s.api })),
-    auth: { keys: [{ key: ACME_KEY, tenant: "acme" }, { key: FREE_KEY, tenant: "free" }] },
+    auth: {
+      keys: [
+        { key: ACME_KEY, tenant: "acme" },
+        { key: FREE_KEY, tenant: "free" },
+      ],
+    },
     tenants: [{ name: "acme", requests_per_minute: rpm }],
   };
   return startGatewayCluster(redis, 3, config, { readyEndpoints: 3, state: opts.state });

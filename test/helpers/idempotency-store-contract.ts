@@ -8,7 +8,14 @@ import { describe, expect, test } from "bun:test";
 import type { IdempotencyStore } from "../../src/jobs/idempotency-store.ts";
 import type { RecordedResponse } from "../../src/shared/recorded-response.ts";
 
-const ANSWER: RecordedResponse = { status: 201, headers: [["content-type", "text/event-stream"], ["x-request-id", "r1"]], body: new Uint8Array([100, 97, 0, 255, 10, 10]) };
+const ANSWER: RecordedResponse = {
+  status: 201,
+  headers: [
+    ["content-type", "text/event-stream"],
+    ["x-request-id", "r1"],
+  ],
+  body: new Uint8Array([100, 97, 0, 255, 10, 10]),
+};
 
 export function idempotencyStoreContract(backend: string, open: () => IdempotencyStore): void {
   describe(`IdempotencyStore contract: ${backend}`, () => {

@@ -4,15 +4,18 @@ import { ResponseCache } from "../../src/cache/response-cache-store.ts";
 import { buildConfig } from "../../src/config/load.ts";
 import type { Config } from "../../src/config/types.ts";
 import { AdapterCatalog } from "../../src/gateway/adapter-catalog.ts";
-import { SchedulerRejection, type AdmitRequest, type Grant } from "../../src/gateway/admission-client.ts";
+import { type AdmitRequest, type Grant, SchedulerRejection } from "../../src/gateway/admission-client.ts";
 import { Authenticator } from "../../src/gateway/api-keys.ts";
 import { ContinuationPolicy } from "../../src/gateway/continuation-policy.ts";
+import type { EndpointRegistry } from "../../src/gateway/endpoints.ts";
 import { ModelCatalog } from "../../src/gateway/model-catalog.ts";
 import { NO_TOKENIZE_TARGET, PromptTokenizer } from "../../src/gateway/prompt-tokens.ts";
 import { RetryBudget } from "../../src/gateway/retry-budget.ts";
 import { RouteSupport } from "../../src/gateway/route-support.ts";
 import { createFetchHandler, type DataPlaneDeps } from "../../src/gateway/server.ts";
 import { StreamEvictions } from "../../src/gateway/stream-evictions.ts";
+import type { IdempotencyCheck, IdempotencyGate } from "../../src/jobs/idempotency-gate.ts";
+import type { OpenJobs } from "../../src/jobs/jobs-service.ts";
 import { JobsMetrics } from "../../src/metrics/jobs-metrics.ts";
 import { registerKvEventsMetrics } from "../../src/metrics/kv-events-metrics.ts";
 import { GatewayMetrics } from "../../src/metrics/registry.ts";
@@ -20,9 +23,6 @@ import { EndpointTable } from "../../src/shared/endpoint-table.ts";
 import { GpuSaturationTable } from "../../src/shared/gpu-saturation-table.ts";
 import { KvEventStats } from "../../src/shared/kv-event-stats.ts";
 import { logger } from "../../src/shared/logger.ts";
-import type { IdempotencyCheck, IdempotencyGate } from "../../src/jobs/idempotency-gate.ts";
-import type { OpenJobs } from "../../src/jobs/jobs-service.ts";
-import type { EndpointRegistry } from "../../src/gateway/endpoints.ts";
 import type { UploadBudget } from "../../src/shared/upload-budget.ts";
 
 export const API_KEY = "sk-in-process-0123456789";
@@ -64,7 +64,13 @@ export interface InProcessGateway {
 }
 
 export function okChat(model: string): Response {
-  return Response.json({ id: "c1", object: "chat.completion", model, choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
+  return Response.json({
+    id: "c1",
+    object: "chat.completion",
+    model,
+    choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }],
+    usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+  });
 }
 
 export function chatBody(model = "m", extra: Record<string, unknown> = {}): string {
@@ -84,7 +90,13 @@ function partial<T extends object>(name: string, members: Partial<T> = {}): T {
 
 export function inProcessGateway(opts: InProcessOptions = {}): InProcessGateway {
   const config = buildConfig({
-    auth: { enabled: true, keys: [{ key: API_KEY, tenant: TENANT }, { key: BATCH_KEY, tenant: TENANT, max_band: "batch" }] },
+    auth: {
+      enabled: true,
+      keys: [
+        { key: API_KEY, tenant: TENANT },
+        { key: BATCH_KEY, tenant: TENANT, max_band: "batch" },
+      ],
+    },
     gpu_health: { sources: [], shed_batch: true, shed_band: "batch" },
     tenants: [{ name: TENANT }],
     models: [{ name: "m", aliases: [], fallback: [] }],
@@ -97,7 +109,10 @@ export function inProcessGateway(opts: InProcessOptions = {}): InProcessGateway 
   for (const list of Object.values(byModel)) for (const id of list) if (!ids.includes(id)) ids.push(id);
   const engine = opts.engine ?? ((_e: string, _p: string, body: Record<string, unknown>) => okChat(String(body.model)));
   const table = new EndpointTable(8);
-  const metrics = new GatewayMetrics(table, () => ids.map((id, index) => ({ index, id })), { defaultMetrics: false, bandNames: config.admission.bands.map((b) => b.name) });
+  const metrics = new GatewayMetrics(table, () => ids.map((id, index) => ({ index, id })), {
+    defaultMetrics: false,
+    bandNames: config.admission.bands.map((b) => b.name),
+  });
   const log = logger().child({});
   log.level = "silent";
 
@@ -132,10 +147,12 @@ export function inProcessGateway(opts: InProcessOptions = {}): InProcessGateway 
     trace.calls.push({ endpoint, model: String(body.model) });
     return engine(endpoint, u.pathname, body);
   };
-  const step = <A extends unknown[], R>(name: string, fn: (...args: A) => R) => (...args: A): R => {
-    trace.steps.push(name);
-    return fn(...args);
-  };
+  const step =
+    <A extends unknown[], R>(name: string, fn: (...args: A) => R) =>
+    (...args: A): R => {
+      trace.steps.push(name);
+      return fn(...args);
+    };
   const auth = new Authenticator(config.auth, config.admission);
   auth.authenticate = step("auth", auth.authenticate.bind(auth));
   const catalog = new ModelCatalog(config, new AdapterCatalog());
@@ -147,7 +164,9 @@ export function inProcessGateway(opts: InProcessOptions = {}): InProcessGateway 
   cache.check = step("cache", cache.check.bind(cache));
   const gpuSaturation = new GpuSaturationTable(4);
   gpuSaturation.saturated = step("shed", () => opts.saturated === true);
-  const idempotency = partial<IdempotencyGate>("idempotency gate", { check: step("replay", async (req: Request) => opts.idempotency?.(req) ?? ({ kind: "none" } as const)) });
+  const idempotency = partial<IdempotencyGate>("idempotency gate", {
+    check: step("replay", async (req: Request) => opts.idempotency?.(req) ?? ({ kind: "none" } as const)),
+  });
   const openJobs = partial<OpenJobs>("jobs service", { idempotency });
   const jobs = { opened: async () => openJobs, uploadBudget: partial<UploadBudget>("upload budget") };
   const kvMetrics = registerKvEventsMetrics(metrics.registry, new KvEventStats(8), () => []);

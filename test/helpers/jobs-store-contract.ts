@@ -4,21 +4,47 @@
  * leases, results recorded once.
  */
 import { describe, expect, test } from "bun:test";
-import { newBatchDoc, type BatchDoc, type BatchLine, type LineResult, type StoredFile } from "../../src/jobs/job-types.ts";
-import { UnknownCursorError, type JobsStore } from "../../src/jobs/jobs-store.ts";
+import { type BatchDoc, type BatchLine, type LineResult, newBatchDoc, type StoredFile } from "../../src/jobs/job-types.ts";
+import { type JobsStore, UnknownCursorError } from "../../src/jobs/jobs-store.ts";
 
 /** An in-progress batch of model "m" created at t = 1 s; `extra` overrides any field. */
 export function batchDoc(id: string, tenant: string, extra: Partial<BatchDoc> = {}): BatchDoc {
-  const base = newBatchDoc({ id, tenant, endpoint: "/v1/chat/completions", model: "m", inputFileId: "file-in", completionWindow: "24h", createdAtMs: 1_000, expiresAtMs: 1_000 + 86_400_000, metadata: null });
+  const base = newBatchDoc({
+    id,
+    tenant,
+    endpoint: "/v1/chat/completions",
+    model: "m",
+    inputFileId: "file-in",
+    completionWindow: "24h",
+    createdAtMs: 1_000,
+    expiresAtMs: 1_000 + 86_400_000,
+    metadata: null,
+  });
   return { ...base, status: "in_progress", inProgressAtMs: 1_000, ...extra };
 }
 
 export function lines(n: number): BatchLine[] {
-  return Array.from({ length: n }, (_, i) => ({ lineNo: i + 1, customId: `c${i + 1}`, method: "POST" as const, url: "/v1/chat/completions" as const, body: `{"model":"m","n":${i + 1}}` }));
+  return Array.from({ length: n }, (_, i) => ({
+    lineNo: i + 1,
+    customId: `c${i + 1}`,
+    method: "POST" as const,
+    url: "/v1/chat/completions" as const,
+    body: `{"model":"m","n":${i + 1}}`,
+  }));
 }
 
 export function okResult(extra: Partial<LineResult> = {}): LineResult {
-  return { ok: true, statusCode: 200, body: '{"object":"chat.completion"}', requestId: "r", errorCode: null, errorMessage: null, promptTokens: 3, completionTokens: 2, ...extra };
+  return {
+    ok: true,
+    statusCode: 200,
+    body: '{"object":"chat.completion"}',
+    requestId: "r",
+    errorCode: null,
+    errorMessage: null,
+    promptTokens: 3,
+    completionTokens: 2,
+    ...extra,
+  };
 }
 
 function file(id: string, tenant: string, createdAtMs = 1): StoredFile {
@@ -122,7 +148,10 @@ export function jobsStoreContract(backend: string, open: () => JobsStore, corrup
       const s = open();
       await s.createBatch(batchDoc("b", "a"), [lines(5)]);
       const first = await s.claimLines("b", 2, "r1", 100, 1_100);
-      expect(first.map((l) => [l.lineNo, l.customId, l.attempts])).toEqual([[1, "c1", 0], [2, "c2", 0]]);
+      expect(first.map((l) => [l.lineNo, l.customId, l.attempts])).toEqual([
+        [1, "c1", 0],
+        [2, "c2", 0],
+      ]);
       expect(first[0]!.body).toBe('{"model":"m","n":1}');
       expect((await s.claimLines("b", 10, "r2", 200, 1_200)).map((l) => l.lineNo)).toEqual([3, 4, 5]);
       expect(await s.claimLines("b", 10, "r2", 300, 1_300)).toEqual([]);
@@ -143,7 +172,12 @@ export function jobsStoreContract(backend: string, open: () => JobsStore, corrup
       expect(await s.recordResults("b", [{ lineNo: 1, result: okResult() }])).toEqual([true]);
       // Several at once, one of them a second answer for line 1: it is ignored, the others are recorded and counted.
       const failed = okResult({ ok: false, statusCode: 400, promptTokens: 0, completionTokens: 0 });
-      expect(await s.recordResults("b", [{ lineNo: 1, result: okResult({ body: '{"second":true}' }) }, { lineNo: 2, result: failed }])).toEqual([false, true]);
+      expect(
+        await s.recordResults("b", [
+          { lineNo: 1, result: okResult({ body: '{"second":true}' }) },
+          { lineNo: 2, result: failed },
+        ]),
+      ).toEqual([false, true]);
       expect(await s.recordResults("b", [])).toEqual([]);
       expect((await s.getBatch("a", "b"))?.counts).toEqual({ total: 4, completed: 1, failed: 1, promptTokens: 3, completionTokens: 2 });
       expect(await s.recordResults("b", [{ lineNo: 4, result: okResult() }])).toEqual([true]);
@@ -152,7 +186,12 @@ export function jobsStoreContract(backend: string, open: () => JobsStore, corrup
       await s.reclaimInFlight();
       expect((await s.claimLines("b", 4, "r2", 2_000, 3_000)).map((l) => l.lineNo)).toEqual([3]);
       const outcomes = await allOutcomes(s, "b");
-      expect(outcomes.map((o) => [o.lineNo, o.customId, o.result?.statusCode ?? null])).toEqual([[1, "c1", 200], [2, "c2", 400], [3, "c3", null], [4, "c4", 200]]);
+      expect(outcomes.map((o) => [o.lineNo, o.customId, o.result?.statusCode ?? null])).toEqual([
+        [1, "c1", 200],
+        [2, "c2", 400],
+        [3, "c3", null],
+        [4, "c4", 200],
+      ]);
       expect(outcomes[0]!.result!.body).toBe('{"object":"chat.completion"}');
     });
 

@@ -27,7 +27,9 @@ export class JsonLinesProcess {
       const found = this.lines.slice(from).find(match);
       if (found) return found;
       if (Date.now() > deadline || this.proc.exitCode !== null) {
-        throw new Error(`no matching line from ${this.proc.pid} (exit ${this.proc.exitCode}); lines: ${JSON.stringify(this.lines).slice(0, 2000)}; stderr: ${this.stderr.slice(0, 2000)}`);
+        throw new Error(
+          `no matching line from ${this.proc.pid} (exit ${this.proc.exitCode}); lines: ${JSON.stringify(this.lines).slice(0, 2000)}; stderr: ${this.stderr.slice(0, 2000)}`,
+        );
       }
       await Bun.sleep(20);
     }

@@ -18,7 +18,12 @@ interface Args {
 
 const args = JSON.parse(process.argv[2]!) as Args;
 const stats = new KvEventStats(8);
-const service = new KvEventsService(new KvBlockIndex(args.capacity, stats), stats, { staleAfterMs: args.staleAfterMs, replayTimeoutMs: 2_000, heartbeatIntervalMs: 1_000 }, () => {});
+const service = new KvEventsService(
+  new KvBlockIndex(args.capacity, stats),
+  stats,
+  { staleAfterMs: args.staleAfterMs, replayTimeoutMs: 2_000, heartbeatIntervalMs: 1_000 },
+  () => {},
+);
 service.start();
 for (const f of args.follow) service.follow(f.slot, f.id, f.source);
 

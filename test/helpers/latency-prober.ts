@@ -42,7 +42,10 @@ export function startLatencyProber(url: string, serverPid: number): { stop(): Pr
 if (import.meta.main) {
   const url = process.argv[2]!;
   // One probe first, uncounted: Bun starts its HTTP client thread with the first fetch.
-  await fetch(url).then((r) => r.arrayBuffer(), () => undefined);
+  await fetch(url).then(
+    (r) => r.arrayBuffer(),
+    () => undefined,
+  );
   // The server's main thread, and every thread of this prober: Bun's fetch does its HTTP work on a thread of its own.
   const watch = new RunQueueWatch([Number(process.argv[3]), ...threadsOf(process.pid).map((tid) => ({ pid: process.pid, tid }))]);
   let running = true;
@@ -69,7 +72,14 @@ if (import.meta.main) {
   }
   const slowest = (xs: number[]) => [...xs].sort((a, b) => b - a).slice(0, 5);
   times.sort((a, b) => a - b);
-  const summary: LatencySummary = { slowestMs: slowest(times), slowestNetMs: slowest(nets), worstMs: times.at(-1) ?? 0, medianMs: times[times.length >> 1] ?? 0, probes: times.length, failures };
+  const summary: LatencySummary = {
+    slowestMs: slowest(times),
+    slowestNetMs: slowest(nets),
+    worstMs: times.at(-1) ?? 0,
+    medianMs: times[times.length >> 1] ?? 0,
+    probes: times.length,
+    failures,
+  };
   console.log(JSON.stringify(summary));
   process.exit(0);
 }

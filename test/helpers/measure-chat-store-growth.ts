@@ -29,7 +29,14 @@ try {
   db.run("PRAGMA wal_checkpoint(TRUNCATE)");
   const pages = db.query<{ n: number }, []>("SELECT page_count * page_size AS n FROM pragma_page_count(), pragma_page_size()").get()!.n;
   db.close();
-  console.log(JSON.stringify({ turns, userTextMb: +((turns * bytes) / 1e6).toFixed(2), storeMb: +(pages / 1e6).toFixed(2), ratio: +(pages / (turns * bytes)).toFixed(1) }));
+  console.log(
+    JSON.stringify({
+      turns,
+      userTextMb: +((turns * bytes) / 1e6).toFixed(2),
+      storeMb: +(pages / 1e6).toFixed(2),
+      ratio: +(pages / (turns * bytes)).toFixed(1),
+    }),
+  );
 } finally {
   await stopAll();
   rmSync(dataDir, { recursive: true, force: true });

@@ -36,7 +36,16 @@ try {
     const items = JSON.stringify([{ role: "user", content: text }]);
     const id = `resp_idle${i}`;
     await store.put(
-      { id, tenant: "t", createdMs: now + i, expiresMs: now + 86_400_000, status: "completed", response: JSON.stringify({ id, object: "response", status: "completed", output: [] }), input: items, context: items },
+      {
+        id,
+        tenant: "t",
+        createdMs: now + i,
+        expiresMs: now + 86_400_000,
+        status: "completed",
+        response: JSON.stringify({ id, object: "response", status: "completed", output: [] }),
+        input: items,
+        context: items,
+      },
       Number.MAX_SAFE_INTEGER,
     );
   }
@@ -62,7 +71,15 @@ try {
   lat.sort((a, b) => a - b);
   const q = (p: number) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))]!.toFixed(1);
   console.log(
-    JSON.stringify({ records, storeMb: Math.round(storeMb), probes: lat.length, healthP50Ms: q(0.5), healthP99Ms: q(0.99), healthMaxMs: lat[lat.length - 1]!.toFixed(1), gatewayCpuPct: Math.round(cpu * 100) }),
+    JSON.stringify({
+      records,
+      storeMb: Math.round(storeMb),
+      probes: lat.length,
+      healthP50Ms: q(0.5),
+      healthP99Ms: q(0.99),
+      healthMaxMs: lat[lat.length - 1]!.toFixed(1),
+      gatewayCpuPct: Math.round(cpu * 100),
+    }),
   );
 } finally {
   await stopAll();

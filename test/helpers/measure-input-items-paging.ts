@@ -36,7 +36,19 @@ try {
   const items = Array.from({ length: n }, (_, i) => ({ id: `m${i}`, role: "user", content: "x" }));
   const input = JSON.stringify(items);
   const now = Date.now();
-  await new SqliteResponsesStore(db).put({ id: "resp_big", tenant: "default", createdMs: now, expiresMs: now + 3_600_000, status: "completed", response: '{"id":"resp_big","object":"response","output":[]}', input, context: "[]" }, Number.MAX_SAFE_INTEGER);
+  await new SqliteResponsesStore(db).put(
+    {
+      id: "resp_big",
+      tenant: "default",
+      createdMs: now,
+      expiresMs: now + 3_600_000,
+      status: "completed",
+      response: '{"id":"resp_big","object":"response","output":[]}',
+      input,
+      context: "[]",
+    },
+    Number.MAX_SAFE_INTEGER,
+  );
   db.close();
   const sim = await startSim(["--model", "m"]);
   const gw = await startGateway({ data_dir: dataDir, models: [{ name: "m" }], endpoints: [{ id: "sim", url: sim.api, models: ["m"] }] }, 1);

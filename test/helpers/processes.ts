@@ -3,13 +3,16 @@
  * spawned on port 0 in their own process group, found ready through their
  * "listening" log lines, and killed with their whole group.
  */
-import { spawnLlmgw, stopAllChildren, type LlmgwChild } from "../../src/shared/llmgw-child.ts";
+import { type LlmgwChild, spawnLlmgw, stopAllChildren } from "../../src/shared/llmgw-child.ts";
 
 export { CLI_PATH as CLI, REPO_ROOT } from "../../src/shared/llmgw-child.ts";
 export type Started = LlmgwChild;
 
 /** Start `llmgw <args>` and resolve once it has logged `waitFor` listening lines. */
-export function startLlmgw(args: string[], opts: { waitFor?: number; timeoutMs?: number; env?: Record<string, string>; launcher?: string[] } = {}): Promise<Started> {
+export function startLlmgw(
+  args: string[],
+  opts: { waitFor?: number; timeoutMs?: number; env?: Record<string, string>; launcher?: string[] } = {},
+): Promise<Started> {
   return spawnLlmgw(args, { ...opts, env: { LLMGW_LOG_LEVEL: process.env.LLMGW_TEST_LOG_LEVEL ?? "info", ...opts.env } });
 }
 

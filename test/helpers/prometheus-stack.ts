@@ -7,8 +7,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
-import { REPO_ROOT, waitUntil } from "./processes.ts";
 import { diesWithParent } from "../../src/shared/parent-binding.ts";
+import { REPO_ROOT, waitUntil } from "./processes.ts";
 
 export interface Daemon {
   url: string;
@@ -70,7 +70,12 @@ export function startPrometheus(bin: string, config: Record<string, unknown>, ru
 export function startAlertmanager(bin: string, config: Record<string, unknown>): Promise<Daemon> {
   return startDaemon(
     bin,
-    (dir, port) => [`--config.file=${join(dir, "alertmanager.yml")}`, `--storage.path=${join(dir, "data")}`, `--web.listen-address=127.0.0.1:${port}`, "--cluster.listen-address="],
+    (dir, port) => [
+      `--config.file=${join(dir, "alertmanager.yml")}`,
+      `--storage.path=${join(dir, "data")}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      "--cluster.listen-address=",
+    ],
     { "alertmanager.yml": config },
   );
 }
@@ -83,7 +88,11 @@ export interface PromSample {
 /** An instant query through Prometheus' HTTP API; throws on a query error. */
 export async function promQuery(prometheus: string, expr: string): Promise<PromSample[]> {
   const res = await fetch(`${prometheus}/api/v1/query?query=${encodeURIComponent(expr)}`);
-  const body = (await res.json()) as { status: string; error?: string; data?: { resultType: string; result: { metric: Record<string, string>; value: [number, string] }[] } };
+  const body = (await res.json()) as {
+    status: string;
+    error?: string;
+    data?: { resultType: string; result: { metric: Record<string, string>; value: [number, string] }[] };
+  };
   if (body.status !== "success" || !body.data) throw new Error(`query ${expr}: ${body.error ?? res.status}`);
   if (body.data.resultType !== "vector") return [];
   return body.data.result.map((r) => ({ metric: r.metric, value: Number(r.value[1]) }));
@@ -110,7 +119,8 @@ export function shippedPrometheusConfig(target: string, alertmanager: string): {
     scrape_configs: { static_configs: { targets: string[] }[] }[];
     alerting: { alertmanagers: { static_configs: { targets: string[] }[] }[] };
   };
-  if (shipped.scrape_configs.length !== 1) throw new Error(`prometheus.yml: expected one scrape job (one target for the fleet), found ${shipped.scrape_configs.length}`);
+  if (shipped.scrape_configs.length !== 1)
+    throw new Error(`prometheus.yml: expected one scrape job (one target for the fleet), found ${shipped.scrape_configs.length}`);
   shipped.global = { scrape_interval: "1s", evaluation_interval: "1s" };
   shipped.scrape_configs[0]!.static_configs = [{ targets: [target] }];
   shipped.alerting.alertmanagers = [{ static_configs: [{ targets: [alertmanager] }] }];

@@ -14,7 +14,17 @@ import type { ResponsesStore } from "../../src/jobs/responses-store.ts";
 const BIG = 1_000_000;
 
 function record(tenant: string, id: string, extra: Partial<StoredResponse> = {}, createdMs = Date.now()): StoredResponse {
-  return { id, tenant, createdMs, expiresMs: Date.now() + 60_000, status: "completed", response: JSON.stringify({ id, object: "response", status: "completed" }), input: "[]", context: "[]", ...extra };
+  return {
+    id,
+    tenant,
+    createdMs,
+    expiresMs: Date.now() + 60_000,
+    status: "completed",
+    response: JSON.stringify({ id, object: "response", status: "completed" }),
+    input: "[]",
+    context: "[]",
+    ...extra,
+  };
 }
 
 export function responsesStoreContract(backend: string, open: () => ResponsesStore): void {
@@ -24,7 +34,9 @@ export function responsesStoreContract(backend: string, open: () => ResponsesSto
       const now = Date.now();
       await s.put(record("a", "resp_1", { input: '[{"id":"msg_1"}]' }), BIG);
       const got = await s.get("a", "resp_1", now);
-      expect(await s.inputItems("a", "resp_1", now, { limit: 5, order: "asc" })).toEqual({ page: { object: "list", data: [{ id: "msg_1" }], first_id: "msg_1", last_id: "msg_1", has_more: false } });
+      expect(await s.inputItems("a", "resp_1", now, { limit: 5, order: "asc" })).toEqual({
+        page: { object: "list", data: [{ id: "msg_1" }], first_id: "msg_1", last_id: "msg_1", has_more: false },
+      });
       expect(got?.status).toBe("completed");
       expect(await s.get("b", "resp_1", now)).toBeUndefined();
       expect(await s.get("a", "resp_1", got!.expiresMs)).toBeUndefined(); // expired at that instant
@@ -57,7 +69,14 @@ export function responsesStoreContract(backend: string, open: () => ResponsesSto
       const running = await s.update("a", "resp_bg", ["queued"], { status: "in_progress", response: '{"status":"in_progress"}' });
       expect(running?.status).toBe("in_progress");
       expect(running?.request).toBe('{"body":{}}');
-      const done = await s.update("a", "resp_bg", ["queued", "in_progress"], { status: "completed", response: '{"status":"completed"}', context: '["c"]', request: null, owner: null, leaseUntilMs: null });
+      const done = await s.update("a", "resp_bg", ["queued", "in_progress"], {
+        status: "completed",
+        response: '{"status":"completed"}',
+        context: '["c"]',
+        request: null,
+        owner: null,
+        leaseUntilMs: null,
+      });
       expect(done?.request).toBeUndefined();
       const read = await s.get("a", "resp_bg", Date.now());
       expect([read?.status, read?.response, read?.request]).toEqual(["completed", '{"status":"completed"}', undefined]);

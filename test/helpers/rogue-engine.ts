@@ -8,7 +8,10 @@ import type { Server } from "bun";
 
 type ModelCard = { id: string } & Record<string, unknown>;
 
-export function startRogueEngine(models: readonly (string | ModelCard)[], answer: (req: Request, path: string) => Response | Promise<Response>): Server<undefined> {
+export function startRogueEngine(
+  models: readonly (string | ModelCard)[],
+  answer: (req: Request, path: string) => Response | Promise<Response>,
+): Server<undefined> {
   const data = models.map((m) => (typeof m === "string" ? { id: m, object: "model" } : { object: "model", ...m }));
   return Bun.serve({
     hostname: "127.0.0.1",

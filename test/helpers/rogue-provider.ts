@@ -64,7 +64,8 @@ export function startRogueProvider(tags: Record<string, string>, opts: { outputT
       const finish = i === total - 1 ? `"${total === output ? "stop" : "length"}"` : "null";
       events.push(env(`"choices":[{"index":0,"delta":{"content":"${word(model, i)}"},"finish_reason":${finish}}]`));
     }
-    if (body.stream_options?.include_usage) events.push(env(`"choices":[],"usage":{"prompt_tokens":${prompt},"completion_tokens":${total - from},"total_tokens":${prompt + total - from}}`));
+    if (body.stream_options?.include_usage)
+      events.push(env(`"choices":[],"usage":{"prompt_tokens":${prompt},"completion_tokens":${total - from},"total_tokens":${prompt + total - from}}`));
     events.push("data: [DONE]\n\n");
     // Where the stream stops: after the role chunk and `n` tokens.
     const stopAt = typeof b === "object" ? 1 + ("cut" in b ? b.cut : b.stall) : b === "no-first-token" ? 0 : Infinity;

@@ -49,6 +49,10 @@ export function kvIndexWith(held: Record<number, readonly number[]>, live: reado
 }
 
 /** A scheduling context over a prefix index (and a KV-block index: none live by default). */
-export function schedulingContext(prefixIndex = new PrefixIndex(64), kvIndex = kvIndexWith({}), preciseStandIn: SchedulingContext["preciseStandIn"] = "prefix-affinity"): SchedulingContext & { prefixIndex: PrefixIndex } {
+export function schedulingContext(
+  prefixIndex = new PrefixIndex(64),
+  kvIndex = kvIndexWith({}),
+  preciseStandIn: SchedulingContext["preciseStandIn"] = "prefix-affinity",
+): SchedulingContext & { prefixIndex: PrefixIndex } {
   return { prefixIndex, kvIndex, preciseStandIn };
 }

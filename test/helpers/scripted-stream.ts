@@ -1,6 +1,6 @@
 /** An upstream stream scripted chunk by chunk, for relay tests that need no engine. */
 import { AttemptDeadlines } from "../../src/gateway/proxy/deadlines.ts";
-import { SseScanner, type EventClassifier } from "../../src/gateway/proxy/sse-scanner.ts";
+import { type EventClassifier, SseScanner } from "../../src/gateway/proxy/sse-scanner.ts";
 import type { OpenStream } from "../../src/gateway/proxy/upstream.ts";
 
 const enc = new TextEncoder();

@@ -36,15 +36,19 @@ export function testOnSmallFs(name: string, sizeMiB: number, fn: (fs: SmallFs) =
   const probe = mountSmallFs(1);
   if (typeof probe !== "string") {
     probe.unmount();
-    test(name, async () => {
-      const fs = mountSmallFs(sizeMiB);
-      if (typeof fs === "string") throw new Error(fs);
-      try {
-        await fn(fs);
-      } finally {
-        fs.unmount();
-      }
-    }, timeoutMs);
+    test(
+      name,
+      async () => {
+        const fs = mountSmallFs(sizeMiB);
+        if (typeof fs === "string") throw new Error(fs);
+        try {
+          await fn(fs);
+        } finally {
+          fs.unmount();
+        }
+      },
+      timeoutMs,
+    );
   } else if (process.env.LLMGW_REQUIRE_SYSTEM_TESTS === "1") {
     test(name, () => {
       throw new Error(`${probe} (required under LLMGW_REQUIRE_SYSTEM_TESTS=1)`);

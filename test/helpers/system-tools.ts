@@ -69,7 +69,12 @@ export function systemPythonWith(modules: readonly string[]): string | null {
 }
 
 /** Like `testWithTool`, for a test that needs Debian's python3 with some modules: `packages` maps each module to its Debian package. */
-export function testWithSystemPython(packages: Readonly<Record<string, string>>, name: string, fn: (python: string) => Promise<void> | void, timeoutMs?: number): void {
+export function testWithSystemPython(
+  packages: Readonly<Record<string, string>>,
+  name: string,
+  fn: (python: string) => Promise<void> | void,
+  timeoutMs?: number,
+): void {
   let python: string | null = null;
   try {
     python = systemPythonWith(Object.keys(packages));

@@ -28,7 +28,10 @@ export class RawPeer {
   readonly ready = new Promise<void>((r) => (this.readyResolve = r));
   closed = false;
 
-  constructor(readonly socket: net.Socket, options: RawPeerOptions) {
+  constructor(
+    readonly socket: net.Socket,
+    options: RawPeerOptions,
+  ) {
     const greeting = encodeGreeting();
     greeting[11] = options.minor ?? 1;
     socket.write(greeting);

@@ -27,7 +27,11 @@ afterAll(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
-async function call(method: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: { error?: { code: string; type: string; message: string } } }> {
+async function call(
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: { error?: { code: string; type: string; message: string } } }> {
   const write = method !== "GET";
   const res = await fetch(`${gw.admin}${path}`, {
     method,

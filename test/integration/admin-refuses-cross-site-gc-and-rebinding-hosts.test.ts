@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { counterValue, startGateway, startSim, type Gateway } from "../helpers/cluster.ts";
+import { counterValue, type Gateway, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 import { rawExchange } from "../helpers/raw-http.ts";
 
@@ -109,7 +109,11 @@ describe("the admin listener's door", () => {
       expect({ path, status: r.responses[0]?.status }).toEqual({ path, status: 421 });
       expect(JSON.parse(r.responses[0]!.body).error.code).toBe("HOST_NOT_ALLOWED");
     }
-    const write = await rawExchange(gw.admin, `POST /admin/v1/diagnostics/gc HTTP/1.1\r\nHost: attacker.example\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Length: 0\r\n\r\n`, { expect: 1 });
+    const write = await rawExchange(
+      gw.admin,
+      `POST /admin/v1/diagnostics/gc HTTP/1.1\r\nHost: attacker.example\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Length: 0\r\n\r\n`,
+      { expect: 1 },
+    );
     expect(write.responses[0]?.status).toBe(421);
     for (const host of [hostHeader, `localhost:${port}`, "gw.internal", `GW.Internal:${port}`, `[::1]:${port}`]) {
       const r = await rawExchange(gw.admin, `GET /admin/v1/endpoints HTTP/1.1\r\nHost: ${host}\r\n\r\n`, { expect: 1 });
@@ -122,7 +126,11 @@ describe("the admin listener's door", () => {
     expect(refused.responses[0]?.status).toBe(421);
     expect(refused.closedAfterMs).toBeLessThan(2_000);
     // A refused write that declared a large body is answered and closed at once, its body never awaited.
-    const held = await rawExchange(gw.admin, `POST /admin/v1/diagnostics/gc HTTP/1.1\r\nHost: ${hostHeader}\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{`, { waitMs: 3_000 });
+    const held = await rawExchange(
+      gw.admin,
+      `POST /admin/v1/diagnostics/gc HTTP/1.1\r\nHost: ${hostHeader}\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{`,
+      { waitMs: 3_000 },
+    );
     expect(held.responses[0]?.status).toBe(401);
     expect(held.closedAfterMs).toBeLessThan(2_000);
   });
@@ -144,7 +152,12 @@ describe("the admin listener's door", () => {
     await gc({ authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "text/plain" }, "x");
     await rawExchange(gw.admin, `GET /metrics HTTP/1.1\r\nHost: attacker.example\r\n\r\n`, { expect: 1 });
     const after = await refusals();
-    expect({ host: after.host! - before.host!, origin: after.origin! - before.origin!, media_type: after.media_type! - before.media_type!, token: after.token! - before.token! }).toEqual({
+    expect({
+      host: after.host! - before.host!,
+      origin: after.origin! - before.origin!,
+      media_type: after.media_type! - before.media_type!,
+      token: after.token! - before.token!,
+    }).toEqual({
       host: 1,
       origin: 1,
       media_type: 1,

@@ -5,7 +5,7 @@
  * admit messages (and releases) appear, and queued decisions with them.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { counterValue, startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
+import { counterValue, type Gateway, type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { concurrentStreams } from "../helpers/concurrent-streams.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
@@ -40,7 +40,11 @@ describe("admission messages", () => {
     const before = await counts(gw);
     // Ten at a time: well under the pool's 2 × 64 × 1.1.
     for (let round = 0; round < 6; round++) {
-      const results = await Promise.all(Array.from({ length: 10 }, () => fetch(`${gw.api}/v1/chat/completions`, { method: "POST", body: streamBody(3) }).then(async (r) => [r.status, await r.text()] as const)));
+      const results = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          fetch(`${gw.api}/v1/chat/completions`, { method: "POST", body: streamBody(3) }).then(async (r) => [r.status, await r.text()] as const),
+        ),
+      );
       for (const [status, text] of results) {
         expect(status).toBe(200);
         expect(text).toContain("data: [DONE]");
@@ -69,7 +73,9 @@ describe("admission messages", () => {
     expect(r.errors).toBe(0);
     expect(r.ok).toBe(40);
     const after = await counts(gw);
-    console.log(`saturated burst of 40: ${after.admit - before.admit} admit messages, ${after.release - before.release} releases, ${after.fast - before.fast} fast, ${after.queued - before.queued} queued`);
+    console.log(
+      `saturated burst of 40: ${after.admit - before.admit} admit messages, ${after.release - before.release} releases, ${after.fast - before.fast} fast, ${after.queued - before.queued} queued`,
+    );
     expect(after.admit - before.admit).toBeGreaterThan(0);
     expect(after.release - before.release).toBeGreaterThan(0);
     expect(after.queued - before.queued).toBeGreaterThan(0);
@@ -82,7 +88,8 @@ describe("admission messages", () => {
 
 describe("admission messages for LoRA adapters", () => {
   const lora = ["--model", "m", "--itl-ms", "2", "--max-num-seqs", "64", "--enable-lora", "--max-loras", "2", "--lora-modules", "sql=/a/sql", "chat=/a/chat"];
-  const adapterBody = (model: string, tokens: number) => JSON.stringify({ model, stream: true, max_tokens: tokens, messages: [{ role: "user", content: "hi" }] });
+  const adapterBody = (model: string, tokens: number) =>
+    JSON.stringify({ model, stream: true, max_tokens: tokens, messages: [{ role: "user", content: "hi" }] });
 
   test("requests naming adapters cost no scheduler message while the pool is unsaturated", async () => {
     const sims = await Promise.all([0, 1].map(() => startSim(lora)));
@@ -95,10 +102,16 @@ describe("admission messages for LoRA adapters", () => {
       2,
     );
     // The adapters are known once /v1/models was polled.
-    await waitUntil(async () => ((await (await fetch(`${gw.api}/v1/models`)).json()) as { data: { id: string }[] }).data.length === 3, { what: "adapters discovered" });
+    await waitUntil(async () => ((await (await fetch(`${gw.api}/v1/models`)).json()) as { data: { id: string }[] }).data.length === 3, {
+      what: "adapters discovered",
+    });
     const before = await counts(gw);
     for (let round = 0; round < 6; round++) {
-      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => fetch(`${gw.api}/v1/chat/completions`, { method: "POST", body: adapterBody(i % 2 === 0 ? "sql" : "chat", 3) }).then((r) => r.status)));
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          fetch(`${gw.api}/v1/chat/completions`, { method: "POST", body: adapterBody(i % 2 === 0 ? "sql" : "chat", 3) }).then((r) => r.status),
+        ),
+      );
       expect(results.every((s) => s === 200)).toBe(true);
     }
     const after = await counts(gw);
@@ -120,7 +133,12 @@ describe("admission messages for LoRA adapters", () => {
     );
     // sql runs on the first engine (a long request straight to it).
     const hold = new AbortController();
-    const held = fetch(`${sims[0]!.api}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "sql", prompt: "hold", max_tokens: 100_000, ignore_eos: true, stream: true }), signal: hold.signal }).catch(() => undefined);
+    const held = fetch(`${sims[0]!.api}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "sql", prompt: "hold", max_tokens: 100_000, ignore_eos: true, stream: true }),
+      signal: hold.signal,
+    }).catch(() => undefined);
     await waitUntil(async () => (await sims[0]!.metrics()).includes('running_lora_adapters="sql"'), { what: "sql running" });
     await Bun.sleep(200);
     const served = async () => Promise.all(sims.map(async (s) => (await s.state()).requests_total as number));

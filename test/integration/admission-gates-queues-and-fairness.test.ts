@@ -8,8 +8,8 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { quantile } from "../../src/bench/report.ts";
 import { timedStream } from "../../src/bench/stream-client.ts";
-import { concurrentStreams } from "../helpers/concurrent-streams.ts";
 import { counterValue, startGateway, startSim } from "../helpers/cluster.ts";
+import { concurrentStreams } from "../helpers/concurrent-streams.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
 afterAll(stopAll);
@@ -84,7 +84,11 @@ describe("gates and bounded queues", () => {
     const t0 = performance.now();
     ac.abort();
     await leaving;
-    await waitUntil(async () => counterValue(await gw.metrics(), "llmgw_admission_queue_depth", { band: "parked" }) === 0, { what: "queue empty", timeoutMs: 500, intervalMs: 10 });
+    await waitUntil(async () => counterValue(await gw.metrics(), "llmgw_admission_queue_depth", { band: "parked" }) === 0, {
+      what: "queue empty",
+      timeoutMs: 500,
+      intervalMs: 10,
+    });
     expect(performance.now() - t0).toBeLessThan(500);
     const m = await gw.metrics();
     expect(counterValue(m, "llmgw_admission_rejections_total", { band: "parked", reason: "queue_full" })).toBe(1);
@@ -100,7 +104,12 @@ describe("fairness inside a band", () => {
     const sim = await startSim(["--model", "m", "--itl-ms", "10", "--max-num-seqs", "2"]);
     const gw = await startGateway(
       {
-        auth: { keys: [{ key: "key-of-tenant-a", tenant: "a" }, { key: "key-of-tenant-b", tenant: "b" }] },
+        auth: {
+          keys: [
+            { key: "key-of-tenant-a", tenant: "a" },
+            { key: "key-of-tenant-b", tenant: "b" },
+          ],
+        },
         tenants: [{ name: "a" }, { name: "b" }],
         admission: { initial_capacity: 2, headroom: 0, default_band: "shared", bands: [{ name: "shared", ceiling: 1, queue_limit: 1000, ttl_ms: 60_000 }] },
         endpoints: [{ id: "sim", url: sim.api }],
@@ -124,7 +133,9 @@ describe("fairness inside a band", () => {
     // The last of A's requests got its first token about when A's backlog drained.
     const aP99 = performance.now() - startedAt;
     const bP99 = quantile(bTtft, 0.99);
-    console.log(`fairness: tenant A backlog drained in ${aP99.toFixed(0)} ms, tenant B ttft p99 ${bP99.toFixed(0)} ms; B: ${bTtft.map((x) => x.toFixed(0)).join(" ")}`);
+    console.log(
+      `fairness: tenant A backlog drained in ${aP99.toFixed(0)} ms, tenant B ttft p99 ${bP99.toFixed(0)} ms; B: ${bTtft.map((x) => x.toFixed(0)).join(" ")}`,
+    );
     // A request takes ~45 ms on one of 2 slots; B waits for at most a few turns.
     expect(bP99).toBeLessThan(400);
     expect(bP99 * 10).toBeLessThan(aP99);
@@ -158,7 +169,9 @@ describe("leases", () => {
     // Learned, an endpoint's capacity is at most its 16 slots (unlearned it would be twice the high-water mark).
     const capacities = async () => ((await gw.endpoints()) as unknown as { capacity: number }[]).map((e) => e.capacity);
     for (let round = 0; round < 4 && !(await capacities()).every((c) => c >= 12 && c <= 16); round++) {
-      await Promise.all(Array.from({ length: 80 }, () => fetch(url, { method: "POST", headers: bearer("key-of-tenant-a"), body: chat(20) }).then((r) => r.text())));
+      await Promise.all(
+        Array.from({ length: 80 }, () => fetch(url, { method: "POST", headers: bearer("key-of-tenant-a"), body: chat(20) }).then((r) => r.text())),
+      );
       await Bun.sleep(200);
     }
     const learned = await capacities();
@@ -172,7 +185,10 @@ describe("leases", () => {
       // The gateway's own count: every request holding an endpoint, from its claim on.
       while (sampling) {
         const eps = (await gw.endpoints()) as unknown as { inflight: number }[];
-        peak = Math.max(peak, eps.reduce((n, e) => n + e.inflight, 0));
+        peak = Math.max(
+          peak,
+          eps.reduce((n, e) => n + e.inflight, 0),
+        );
         await Bun.sleep(2);
       }
     })();

@@ -8,11 +8,11 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { sharedFixture } from "../helpers/fixtures.ts";
-import { CLI, REPO_ROOT } from "../helpers/processes.ts";
+import { childEnv } from "../../src/shared/process-env.ts";
 import { capturedGpuRows } from "../fixtures/agent/captures.ts";
 import { unpackTtar, writeFakeNvidiaSmi } from "../fixtures/agent/fake-tools.ts";
-import { childEnv } from "../../src/shared/process-env.ts";
+import { sharedFixture } from "../helpers/fixtures.ts";
+import { CLI, REPO_ROOT } from "../helpers/processes.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "agent-inv-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -34,7 +34,16 @@ describe("llmgw agent inventory", () => {
     const r = await llmgw(["agent", "inventory", "--nvidia-smi", nvidiaSmi, "--sysfs-root", sysfs, "--json"]);
     expect(r.code).toBe(0);
     const inv = JSON.parse(r.stdout) as {
-      gpus: { index: number; uuid: string; name: string; class: string; memoryTotalMiB: number; computeCapability: string; utilizationPct: number | null; health: { ok: boolean; reasons: string[] } }[];
+      gpus: {
+        index: number;
+        uuid: string;
+        name: string;
+        class: string;
+        memoryTotalMiB: number;
+        computeCapability: string;
+        utilizationPct: number | null;
+        health: { ok: boolean; reasons: string[] };
+      }[];
       fabric: { adapters: { name: string }[]; island: string };
       nvidiaSmi: { droppedFields: string[] };
     };

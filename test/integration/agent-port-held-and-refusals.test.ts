@@ -15,19 +15,38 @@ import { join } from "node:path";
 import { freePort } from "../../src/agent/agent-service.ts";
 import { isAlive } from "../../src/agent/proc-info.ts";
 import { childEnv } from "../../src/shared/process-env.ts";
-import { CLI, REPO_ROOT, startLlmgw, stopAll, waitUntil, type Started } from "../helpers/processes.ts";
+import { CLI, REPO_ROOT, type Started, startLlmgw, stopAll, waitUntil } from "../helpers/processes.ts";
 
 const TOKEN = "port-test-token";
 const tmp = mkdtempSync(join(tmpdir(), "agent-ports-"));
 let agent: Started;
 
 function agentArgs(listen: string, stateDir: string): string[] {
-  return ["agent", "--listen", listen, "--token", TOKEN, "--state-dir", join(tmp, stateDir), "--nvidia-smi", join(tmp, "none"), "--sysfs-root", join(tmp, "none"), "--max-restarts", "5"];
+  return [
+    "agent",
+    "--listen",
+    listen,
+    "--token",
+    TOKEN,
+    "--state-dir",
+    join(tmp, stateDir),
+    "--nvidia-smi",
+    join(tmp, "none"),
+    "--sysfs-root",
+    join(tmp, "none"),
+    "--max-restarts",
+    "5",
+  ];
 }
 
 /** Run an agent expected to refuse to start; its exit code and everything it printed. */
 async function failedAgent(args: string[]): Promise<{ code: number; out: string }> {
-  const proc = Bun.spawn([process.execPath, CLI, ...args], { cwd: REPO_ROOT, env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }), stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([process.execPath, CLI, ...args], {
+    cwd: REPO_ROOT,
+    env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, out: out + err };
 }
@@ -97,27 +116,36 @@ describe("agent and held ports", () => {
   test("a crashed replica whose port was taken meanwhile is not started until the port is free again", async () => {
     const port = await freePort("127.0.0.1", new Set());
     expect((await call("/v1/replicas/r1", { method: "PUT", body: JSON.stringify({ engine: "sim", model: "m", port }) })).status).toBe(201);
-    const first = await waitUntil(async () => {
-      const r = await replica("r1");
-      return r.state === "Ready" ? r : null;
-    }, { timeoutMs: 15_000, what: "r1 Ready" });
+    const first = await waitUntil(
+      async () => {
+        const r = await replica("r1");
+        return r.state === "Ready" ? r : null;
+      },
+      { timeoutMs: 15_000, what: "r1 Ready" },
+    );
     if (!first?.pid) throw new Error("no engine pid");
     process.kill(first.pid, "SIGKILL");
     await waitUntil(() => !isAlive(first.pid!), { what: "engine gone" });
     // Grab the port before the restart (the first one waits 1 s).
     const srv = await waitUntil(() => hold(port).catch(() => null), { timeoutMs: 2_000, what: "port taken" });
     if (!srv) throw new Error("could not take the port");
-    const blocked = await waitUntil(async () => {
-      const r = await replica("r1");
-      return r.message?.includes("engine not started") ? r : null;
-    }, { timeoutMs: 10_000, what: "restart held back" });
+    const blocked = await waitUntil(
+      async () => {
+        const r = await replica("r1");
+        return r.message?.includes("engine not started") ? r : null;
+      },
+      { timeoutMs: 10_000, what: "restart held back" },
+    );
     expect(blocked).toMatchObject({ state: "Failed", pid: null });
     expect(blocked?.message).toStartWith(`port ${port} is held by another process, pid ${process.pid}`);
     srv.close();
-    const back = await waitUntil(async () => {
-      const r = await replica("r1");
-      return r.state === "Ready" ? r : null;
-    }, { timeoutMs: 20_000, what: "r1 Ready again" });
+    const back = await waitUntil(
+      async () => {
+        const r = await replica("r1");
+        return r.state === "Ready" ? r : null;
+      },
+      { timeoutMs: 20_000, what: "r1 Ready again" },
+    );
     expect(back?.pid).not.toBe(first.pid);
     expect((await call("/v1/replicas/r1", { method: "DELETE" })).status).toBe(200);
   }, 60_000);

@@ -8,11 +8,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { sharedFixture } from "../helpers/fixtures.ts";
-import { startLlmgw, stopAll, waitUntil, type Started } from "../helpers/processes.ts";
+import { groupMembers, isAlive } from "../../src/agent/proc-info.ts";
 import { capturedGpuRows } from "../fixtures/agent/captures.ts";
 import { writeFakeNvidiaSmi } from "../fixtures/agent/fake-tools.ts";
-import { groupMembers, isAlive } from "../../src/agent/proc-info.ts";
+import { sharedFixture } from "../helpers/fixtures.ts";
+import { type Started, startLlmgw, stopAll, waitUntil } from "../helpers/processes.ts";
 
 const TOKEN = "t0k3n";
 const FAKE_VLLM = join(import.meta.dir, "..", "fixtures", "agent", "fake-vllm.sh");
@@ -25,7 +25,22 @@ beforeAll(() => {
   const h200 = capturedGpuRows(sharedFixture("nvidia-smi-capture__linux-x86_64__nvidia-h200__590.48.01.txt"), "idle")[0]!;
   gpus = [0, 1, 2, 3].map((i) => ({ ...h200, index: String(i), uuid: `GPU-0000000${i}-0000-0000-0000-000000000000` }));
   const nvidiaSmi = writeFakeNvidiaSmi(join(tmp, "bin"), { gpus, apps: [] });
-  args = ["agent", "--listen", "127.0.0.1:0", "--token", TOKEN, "--state-dir", join(tmp, "state"), "--nvidia-smi", nvidiaSmi, "--sysfs-root", join(tmp, "none"), "--vllm", FAKE_VLLM, "--keep-engines-on-exit"];
+  args = [
+    "agent",
+    "--listen",
+    "127.0.0.1:0",
+    "--token",
+    TOKEN,
+    "--state-dir",
+    join(tmp, "state"),
+    "--nvidia-smi",
+    nvidiaSmi,
+    "--sysfs-root",
+    join(tmp, "none"),
+    "--vllm",
+    FAKE_VLLM,
+    "--keep-engines-on-exit",
+  ];
 });
 
 afterAll(async () => {
@@ -66,18 +81,24 @@ describe("agent restart", () => {
     expect(["Starting", "Loading"]).toContain(replicas[0]!.state);
 
     // GPU processes: the adopted engine's pid is ours, the test runner's is not.
-    writeFileSync(join(tmp, "bin", "nvidia-smi-data.json"), JSON.stringify({
-      gpus,
-      apps: [
-        { gpu_uuid: gpus[2]!.uuid!, pid: String(enginePid), used_memory: "70000" },
-        { gpu_uuid: gpus[3]!.uuid!, pid: String(process.pid), used_memory: "512" },
-      ],
-    }));
-    const health = await waitUntil(async () => {
-      const res = await fetch(`${second.url}/v1/state`, { headers: { authorization: `Bearer ${TOKEN}` } });
-      const body = (await res.json()) as { gpus: { index: number; health: { reasons: string[]; foreignProcesses: { pid: number }[] | null } }[] };
-      return body.gpus[3]?.health.reasons.length ? body.gpus : null;
-    }, { what: "foreign process flagged" });
+    writeFileSync(
+      join(tmp, "bin", "nvidia-smi-data.json"),
+      JSON.stringify({
+        gpus,
+        apps: [
+          { gpu_uuid: gpus[2]!.uuid!, pid: String(enginePid), used_memory: "70000" },
+          { gpu_uuid: gpus[3]!.uuid!, pid: String(process.pid), used_memory: "512" },
+        ],
+      }),
+    );
+    const health = await waitUntil(
+      async () => {
+        const res = await fetch(`${second.url}/v1/state`, { headers: { authorization: `Bearer ${TOKEN}` } });
+        const body = (await res.json()) as { gpus: { index: number; health: { reasons: string[]; foreignProcesses: { pid: number }[] | null } }[] };
+        return body.gpus[3]?.health.reasons.length ? body.gpus : null;
+      },
+      { what: "foreign process flagged" },
+    );
     expect(health?.[2]?.health).toMatchObject({ reasons: [], foreignProcesses: [] });
     expect(health?.[3]?.health).toMatchObject({ reasons: ["foreign_process"], foreignProcesses: [{ pid: process.pid }] });
 

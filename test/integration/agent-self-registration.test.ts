@@ -21,7 +21,12 @@ beforeAll(async () => {
   setLogLevel("warn");
   fleet = await startFleet({
     data_dir: join(tmp, "data"),
-    fleet: { agent_poll_interval_ms: 200, node_not_ready_after_ms: 1_500, reconcile_interval_ms: 200, models: [{ name: "sim-llama", engine: "sim", replicas: 1 }] },
+    fleet: {
+      agent_poll_interval_ms: 200,
+      node_not_ready_after_ms: 1_500,
+      reconcile_interval_ms: 200,
+      models: [{ name: "sim-llama", engine: "sim", replicas: 1 }],
+    },
   });
   api = serveFleetApi(fleet.manager);
 });
@@ -52,16 +57,26 @@ describe("agent self-registration", () => {
     await waitUntil(() => fleet.manager.state.registry.get("gpu-07")?.url === moved.url, { what: "registration follows the agent" });
     await waitUntil(() => fleet.manager.state.registry.state("gpu-07", Date.now(), 1_500) === "Ready", { what: "moved node Ready" });
     // Its engine stopped with the old agent: the replica is launched again through the new address.
-    const relaunched = await waitUntil(async () => {
-      const res = await fetch(`${moved.url}/v1/state`, { headers: { authorization: `Bearer ${AGENT_TOKEN}` } });
-      const state = (await res.json()) as { replicas: { id: string; state: string; endpoint: string }[] };
-      return state.replicas.find((r) => r.state === "Ready");
-    }, { timeoutMs: 20_000, what: "the replica relaunched on the moved agent" });
+    const relaunched = await waitUntil(
+      async () => {
+        const res = await fetch(`${moved.url}/v1/state`, { headers: { authorization: `Bearer ${AGENT_TOKEN}` } });
+        const state = (await res.json()) as { replicas: { id: string; state: string; endpoint: string }[] };
+        return state.replicas.find((r) => r.state === "Ready");
+      },
+      { timeoutMs: 20_000, what: "the replica relaunched on the moved agent" },
+    );
     await waitUntil(() => fleet.sink.serving().some((e) => e.id === relaunched.id && e.url === relaunched.endpoint), { what: "the replica back in rotation" });
   }, 60_000);
 
   test("a wrong registration token is refused, and the agent says why", async () => {
-    const agent = await startAgent("intruder", join(tmp, "b"), capturedGpus("h100", 1, "bad"), ["--register", api.url, "--registration-token", "not-the-token-at-all", "--node-name", "intruder"]);
+    const agent = await startAgent("intruder", join(tmp, "b"), capturedGpus("h100", 1, "bad"), [
+      "--register",
+      api.url,
+      "--registration-token",
+      "not-the-token-at-all",
+      "--node-name",
+      "intruder",
+    ]);
     await waitUntil(() => agent.child.output().includes("registration with the gateway failed"), { what: "refusal logged" });
     expect(agent.child.output()).toContain("HTTP 401");
     expect(fleet.manager.state.registry.get("intruder")).toBeUndefined();

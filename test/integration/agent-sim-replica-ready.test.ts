@@ -12,12 +12,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { sharedFixture } from "../helpers/fixtures.ts";
-import { startLlmgw, stopAll, waitUntil, type Started } from "../helpers/processes.ts";
-import { capturedGpuRows } from "../fixtures/agent/captures.ts";
-import { writeFakeNvidiaSmi } from "../fixtures/agent/fake-tools.ts";
 import { isAlive } from "../../src/agent/proc-info.ts";
 import { KvEventSubscriber } from "../../src/engines/kv-events/subscriber.ts";
+import { capturedGpuRows } from "../fixtures/agent/captures.ts";
+import { writeFakeNvidiaSmi } from "../fixtures/agent/fake-tools.ts";
+import { sharedFixture } from "../helpers/fixtures.ts";
+import { type Started, startLlmgw, stopAll, waitUntil } from "../helpers/processes.ts";
 
 const TOKEN = "agent-test-token";
 const STARTUP_MS = 2_000;
@@ -47,7 +47,21 @@ beforeAll(async () => {
   const h100 = capturedGpuRows(sharedFixture("nvidia-smi-capture__linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.txt"), "load")[0]!;
   const nvidiaSmi = writeFakeNvidiaSmi(join(tmp, "bin"), { gpus: [h100, { ...h100, index: "1", uuid: "GPU-11111111-0000-0000-0000-000000000001" }], apps: [] });
   agent = await startLlmgw(
-    ["agent", "--listen", "127.0.0.1:0", "--token", TOKEN, "--state-dir", join(tmp, "state"), "--nvidia-smi", nvidiaSmi, "--sysfs-root", join(tmp, "no-infiniband"), "--stop-grace-ms", "3000"],
+    [
+      "agent",
+      "--listen",
+      "127.0.0.1:0",
+      "--token",
+      TOKEN,
+      "--state-dir",
+      join(tmp, "state"),
+      "--nvidia-smi",
+      nvidiaSmi,
+      "--sysfs-root",
+      join(tmp, "no-infiniband"),
+      "--stop-grace-ms",
+      "3000",
+    ],
     { timeoutMs: 20_000 },
   );
 });
@@ -72,7 +86,10 @@ describe("llmgw agent API", () => {
   test("inventory: two h100-80g GPUs from nvidia-smi, no fabric (single-node island)", async () => {
     const res = await call("/v1/inventory");
     expect(res.status).toBe(200);
-    const inv = (await res.json()) as { gpus: { index: number; class: string; utilizationPct: number | null; computeCapability: string; health: { ok: boolean } }[]; fabric: { island: string; adapters: unknown[] } };
+    const inv = (await res.json()) as {
+      gpus: { index: number; class: string; utilizationPct: number | null; computeCapability: string; health: { ok: boolean } }[];
+      fabric: { island: string; adapters: unknown[] };
+    };
     expect(inv.gpus.map((g) => [g.index, g.class, g.utilizationPct, g.computeCapability, g.health.ok])).toEqual([
       [0, "h100-80g", 100, "9.0", true],
       [1, "h100-80g", 100, "9.0", true],
@@ -94,66 +111,69 @@ describe("llmgw agent API", () => {
     expect((await call("/v1/replicas/bad")).status).toBe(404);
   });
 
-  test(
-    "a sim-engine replica is Ready only after its startup time; the same PUT is a no-op; DELETE stops it",
-    async () => {
-      // --startup-answers split restated: the sim now holds requests while loading, as vLLM does, and this test watches /health answer first.
-      const spec = { engine: "sim", model: "sim-llama", startupMs: STARTUP_MS, gpus: [0], extraArgs: ["--startup-answers", "split"] };
-      const t0 = Date.now();
-      const created = await put("r1", spec);
-      expect(created.status).toBe(201);
-      const seen: string[] = [];
-      let readyAt = 0;
-      let replica: ReplicaView | undefined;
-      await waitUntil(
-        async () => {
-          const state = (await (await call("/v1/state")).json()) as { replicas: ReplicaView[] };
-          replica = state.replicas.find((r) => r.id === "r1");
-          if (replica && seen[seen.length - 1] !== replica.state) seen.push(replica.state);
-          if (replica?.state === "Failed") throw new Error(`replica failed: ${JSON.stringify(replica)}`);
-          if (replica?.state === "Ready") readyAt = Date.now();
-          return replica?.state === "Ready";
-        },
-        { timeoutMs: 30_000, intervalMs: 100, what: "replica Ready" },
-      );
-      expect(readyAt - t0).toBeGreaterThanOrEqual(STARTUP_MS);
-      console.error(`agent-sim: PUT → Ready ${readyAt - t0} ms (startup ${STARTUP_MS} ms), states seen: ${seen.join(" → ")}`);
-      expect(seen).toContain("Loading"); // health answered before the model was listed
-      expect(seen.indexOf("Loading")).toBeLessThan(seen.indexOf("Ready"));
-      const models = (await (await fetch(`${replica!.endpoint}/v1/models`)).json()) as { data: { id: string }[] };
-      expect(models.data.map((m) => m.id)).toContain("sim-llama");
+  test("a sim-engine replica is Ready only after its startup time; the same PUT is a no-op; DELETE stops it", async () => {
+    // --startup-answers split restated: the sim now holds requests while loading, as vLLM does, and this test watches /health answer first.
+    const spec = { engine: "sim", model: "sim-llama", startupMs: STARTUP_MS, gpus: [0], extraArgs: ["--startup-answers", "split"] };
+    const t0 = Date.now();
+    const created = await put("r1", spec);
+    expect(created.status).toBe(201);
+    const seen: string[] = [];
+    let readyAt = 0;
+    let replica: ReplicaView | undefined;
+    await waitUntil(
+      async () => {
+        const state = (await (await call("/v1/state")).json()) as { replicas: ReplicaView[] };
+        replica = state.replicas.find((r) => r.id === "r1");
+        if (replica && seen[seen.length - 1] !== replica.state) seen.push(replica.state);
+        if (replica?.state === "Failed") throw new Error(`replica failed: ${JSON.stringify(replica)}`);
+        if (replica?.state === "Ready") readyAt = Date.now();
+        return replica?.state === "Ready";
+      },
+      { timeoutMs: 30_000, intervalMs: 100, what: "replica Ready" },
+    );
+    expect(readyAt - t0).toBeGreaterThanOrEqual(STARTUP_MS);
+    console.error(`agent-sim: PUT → Ready ${readyAt - t0} ms (startup ${STARTUP_MS} ms), states seen: ${seen.join(" → ")}`);
+    expect(seen).toContain("Loading"); // health answered before the model was listed
+    expect(seen.indexOf("Loading")).toBeLessThan(seen.indexOf("Ready"));
+    const models = (await (await fetch(`${replica!.endpoint}/v1/models`)).json()) as { data: { id: string }[] };
+    expect(models.data.map((m) => m.id)).toContain("sim-llama");
 
-      // The engine publishes its KV-cache events where the replica's report says.
-      const kv = replica!.kvEvents!;
-      expect(kv.endpoint).toMatch(/^tcp:\/\/127\.0\.0\.1:\d+$/);
-      expect(kv.replayEndpoint).toMatch(/^tcp:\/\/127\.0\.0\.1:\d+$/);
-      expect(kv.topic).toBe("kv@r1@sim-llama");
-      let stored = 0;
-      const sub = new KvEventSubscriber({ endpoint: kv.endpoint, replayEndpoint: kv.replayEndpoint!, topic: kv.topic }, { batch: (b) => (stored += b.events.filter((e) => e.type === "BlockStored").length), reset: () => {} });
-      try {
-        await waitUntil(() => sub.stats().connected && sub.stats().replayRequests > 0, { what: "subscribed to the replica's events" });
-        const done = await fetch(`${replica!.endpoint}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "sim-llama", prompt: "z".repeat(400), max_tokens: 1 }) });
-        expect(done.status).toBe(200);
-        await waitUntil(() => stored > 0, { what: "BlockStored from the replica" });
-      } finally {
-        sub.close();
-      }
+    // The engine publishes its KV-cache events where the replica's report says.
+    const kv = replica!.kvEvents!;
+    expect(kv.endpoint).toMatch(/^tcp:\/\/127\.0\.0\.1:\d+$/);
+    expect(kv.replayEndpoint).toMatch(/^tcp:\/\/127\.0\.0\.1:\d+$/);
+    expect(kv.topic).toBe("kv@r1@sim-llama");
+    let stored = 0;
+    const sub = new KvEventSubscriber(
+      { endpoint: kv.endpoint, replayEndpoint: kv.replayEndpoint!, topic: kv.topic },
+      { batch: (b) => (stored += b.events.filter((e) => e.type === "BlockStored").length), reset: () => {} },
+    );
+    try {
+      await waitUntil(() => sub.stats().connected && sub.stats().replayRequests > 0, { what: "subscribed to the replica's events" });
+      const done = await fetch(`${replica!.endpoint}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "sim-llama", prompt: "z".repeat(400), max_tokens: 1 }),
+      });
+      expect(done.status).toBe(200);
+      await waitUntil(() => stored > 0, { what: "BlockStored from the replica" });
+    } finally {
+      sub.close();
+    }
 
-      const again = await put("r1", spec);
-      expect(again.status).toBe(200);
-      const body = (await again.json()) as { outcome: string; replica: ReplicaView };
-      expect(body.outcome).toBe("unchanged");
-      expect(body.replica).toMatchObject({ pid: replica!.pid, state: "Ready", restarts: 0 });
+    const again = await put("r1", spec);
+    expect(again.status).toBe(200);
+    const body = (await again.json()) as { outcome: string; replica: ReplicaView };
+    expect(body.outcome).toBe("unchanged");
+    expect(body.replica).toMatchObject({ pid: replica!.pid, state: "Ready", restarts: 0 });
 
-      const taken = await put("r2", { engine: "sim", model: "other", gpus: [0] });
-      expect(taken.status).toBe(400);
-      expect(((await taken.json()) as { error: { message: string } }).error.message).toBe("gpu-in-use: GPU 0 is already used by replica 'r1'");
+    const taken = await put("r2", { engine: "sim", model: "other", gpus: [0] });
+    expect(taken.status).toBe(400);
+    expect(((await taken.json()) as { error: { message: string } }).error.message).toBe("gpu-in-use: GPU 0 is already used by replica 'r1'");
 
-      const deleted = await call("/v1/replicas/r1", { method: "DELETE" });
-      expect(deleted.status).toBe(200);
-      expect(isAlive(replica!.pid!)).toBe(false);
-      expect((await call("/v1/replicas/r1")).status).toBe(404);
-    },
-    60_000,
-  );
+    const deleted = await call("/v1/replicas/r1", { method: "DELETE" });
+    expect(deleted.status).toBe(200);
+    expect(isAlive(replica!.pid!)).toBe(false);
+    expect((await call("/v1/replicas/r1")).status).toBe(404);
+  }, 60_000);
 });

@@ -9,11 +9,11 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { waitUntil } from "../helpers/processes.ts";
 import { pidFilePath, writePidFile } from "../../src/agent/pid-files.ts";
 import { cmdlineMatches, groupMembers, isAlive, readCmdline, readStat } from "../../src/agent/proc-info.ts";
 import { replicaSpecSchema, specFingerprint } from "../../src/agent/replica-spec.ts";
-import { Supervisor, type DesiredReplica, type SupervisorOptions } from "../../src/agent/supervisor.ts";
+import { type DesiredReplica, Supervisor, type SupervisorOptions } from "../../src/agent/supervisor.ts";
+import { waitUntil } from "../helpers/processes.ts";
 
 /**
  * Right after spawn the child may not have exec'd yet, and /proc/<pid>/cmdline
@@ -93,10 +93,13 @@ describe("supervisor over real processes", () => {
     const sup = supervisor(join(tmp, "loop"), { restart: { maxRestarts: 2, baseDelayMs: 100, maxDelayMs: 1_000 } });
     const t0 = Date.now();
     await sup.apply(desired("loop", ["sh", "-c", "echo run; exit 1"]));
-    const st = await waitUntil(() => {
-      const s = sup.status("loop");
-      return s?.state === "Failed" && s.restarts === 2 && s.nextRestartInMs === null ? s : null;
-    }, { what: "gave up" });
+    const st = await waitUntil(
+      () => {
+        const s = sup.status("loop");
+        return s?.state === "Failed" && s.restarts === 2 && s.nextRestartInMs === null ? s : null;
+      },
+      { what: "gave up" },
+    );
     // two restarts after 100 ms and 200 ms
     expect(Date.now() - t0).toBeGreaterThanOrEqual(300);
     expect(st?.logTail?.filter((l) => l === "run")).toHaveLength(3);
@@ -133,8 +136,20 @@ describe("supervisor over real processes", () => {
     await execDone(unrelated.pid, ["sleep", "1000"]);
     const fake = desired("ghost", ["sh", "-c", "my-engine --port 9; exit 0"]);
     writePidFile(dir, {
-      version: 1, id: "ghost", pid: unrelated.pid, pgid: unrelated.pid, startTime: readStat(unrelated.pid)?.startTime ?? null, argv: fake.plan.argv, env: {},
-      spec: fake.spec, fingerprint: fake.fingerprint, port: 9, endpoint: fake.endpoint, probeUrl: fake.probeUrl, startedAtMs: Date.now(), restarts: 0,
+      version: 1,
+      id: "ghost",
+      pid: unrelated.pid,
+      pgid: unrelated.pid,
+      startTime: readStat(unrelated.pid)?.startTime ?? null,
+      argv: fake.plan.argv,
+      env: {},
+      spec: fake.spec,
+      fingerprint: fake.fingerprint,
+      port: 9,
+      endpoint: fake.endpoint,
+      probeUrl: fake.probeUrl,
+      startedAtMs: Date.now(),
+      restarts: 0,
     });
 
     const second = supervisor(dir);

@@ -17,11 +17,11 @@ import { SqliteIdempotencyStore } from "../../src/jobs/idempotency-store.ts";
 import { createJobsRoutes } from "../../src/jobs/jobs-routes.ts";
 import { SqliteJobsStore } from "../../src/jobs/sqlite-jobs-store.ts";
 import { filesDirOf, openStateDatabase } from "../../src/jobs/state-db.ts";
-import { routesDeps } from "../helpers/jobs-routes-deps.ts";
 import type { AuditRecord } from "../../src/shared/audit.ts";
 import { asLlmgwError, errorResponse } from "../../src/shared/errors.ts";
 import { chatBatchJsonl, engineSend } from "../helpers/batch-send.ts";
-import { startSim, type Sim } from "../helpers/cluster.ts";
+import { type Sim, startSim } from "../helpers/cluster.ts";
+import { routesDeps } from "../helpers/jobs-routes-deps.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
 const MODEL = "sim-model";
@@ -53,7 +53,9 @@ beforeAll(async () => {
     audit: (r) => audits.push(r),
   });
   await runner.start();
-  const handle = createJobsRoutes(routesDeps({ store, knownModel: (m) => m === MODEL, limits: { maxFileBytes: MAX_FILE_BYTES, maxLines: 5_000 }, runner, idempotency: gate }));
+  const handle = createJobsRoutes(
+    routesDeps({ store, knownModel: (m) => m === MODEL, limits: { maxFileBytes: MAX_FILE_BYTES, maxLines: 5_000 }, runner, idempotency: gate }),
+  );
   server = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
@@ -61,7 +63,13 @@ beforeAll(async () => {
       const tenant = (req.headers.get("authorization") ?? "").replace(/^Bearer /, "");
       try {
         // The gateway's order: auth → quota → idempotent replay → the route.
-        const res = await handleIdempotently(gate, req, tenant, MAX_FILE_BYTES + 65_536, async (r) => (await handle(r, { tenant })) ?? new Response("not a jobs route", { status: 404 }));
+        const res = await handleIdempotently(
+          gate,
+          req,
+          tenant,
+          MAX_FILE_BYTES + 65_536,
+          async (r) => (await handle(r, { tenant })) ?? new Response("not a jobs route", { status: 404 }),
+        );
         return res;
       } catch (err) {
         return errorResponse(asLlmgwError(err));
@@ -97,7 +105,12 @@ describe("Batch and Files API with the openai client", () => {
     const before = Number((await sim.state()).requests_total);
     const file = await upload(client, chatBatchJsonl(1000, MODEL));
     expect(file).toMatchObject({ object: "file", purpose: "batch", filename: "batch.jsonl", status: "processed" });
-    const created = await client.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h", metadata: { run: "nightly" } });
+    const created = await client.batches.create({
+      input_file_id: file.id,
+      endpoint: "/v1/chat/completions",
+      completion_window: "24h",
+      metadata: { run: "nightly" },
+    });
     expect(created.status).toBe("validating");
     expect(created.request_counts).toEqual({ total: 1000, completed: 0, failed: 0 });
     expect(created.expires_at! - created.created_at).toBe(24 * 3600);
@@ -109,7 +122,10 @@ describe("Batch and Files API with the openai client", () => {
     for (const k of ["in_progress_at", "finalizing_at", "completed_at"] as const) expect(done[k]).toBeGreaterThanOrEqual(done.created_at);
 
     const text = await (await client.files.content(done.output_file_id!)).text();
-    const lines = text.trim().split("\n").map((l) => JSON.parse(l) as { id: string; custom_id: string; response: { status_code: number; body: { object: string } }; error: null });
+    const lines = text
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { id: string; custom_id: string; response: { status_code: number; body: { object: string } }; error: null });
     expect(lines.length).toBe(1000);
     expect(new Set(lines.map((l) => l.custom_id)).size).toBe(1000);
     expect(new Set(lines.map((l) => l.id)).size).toBe(1000);
@@ -119,13 +135,24 @@ describe("Batch and Files API with the openai client", () => {
     expect(output.purpose).toBe("batch_output");
     // The engine saw each line once: nothing was lost or sent twice.
     expect(Number((await sim.state()).requests_total) - before).toBe(1000);
-    expect(audits.find((a) => a.batch_id === created.id)).toMatchObject({ audit: "batch", outcome: "completed", tenant: "tenant-a", lines: { total: 1000, completed: 1000, failed: 0 } });
+    expect(audits.find((a) => a.batch_id === created.id)).toMatchObject({
+      audit: "batch",
+      outcome: "completed",
+      tenant: "tenant-a",
+      lines: { total: 1000, completed: 1000, failed: 0 },
+    });
   }, 120_000);
 
   test("bad files are refused naming the line, and nothing is stored", async () => {
     const client = clientFor("tenant-bad");
     const good = (i: number, extra: Record<string, unknown> = {}) =>
-      JSON.stringify({ custom_id: `c${i}`, method: "POST", url: "/v1/chat/completions", body: { model: MODEL, messages: [{ role: "user", content: "x" }] }, ...extra });
+      JSON.stringify({
+        custom_id: `c${i}`,
+        method: "POST",
+        url: "/v1/chat/completions",
+        body: { model: MODEL, messages: [{ role: "user", content: "x" }] },
+        ...extra,
+      });
     const cases: [string, RegExp][] = [
       [`${good(1)}\n${good(2)}\n{"custom_id": "c3", "method": "POST",\n`, /^line 3: not valid JSON/],
       [`${good(1)}\n${good(2)}\n${good(1)}\n`, /^line 3: duplicate custom_id 'c1' \(first on line 1\)/],
@@ -149,7 +176,9 @@ describe("Batch and Files API with the openai client", () => {
     const file = await upload(client, `${good(1)}\n`);
     const wrong = await client.batches.create({ input_file_id: file.id, endpoint: "/v1/embeddings", completion_window: "24h" }).catch((e: unknown) => e);
     expect((wrong as InstanceType<typeof OpenAI.APIError>).status).toBe(400);
-    expect(((wrong as InstanceType<typeof OpenAI.APIError>).error as { message: string }).message).toMatch(/^line 1: url '\/v1\/chat\/completions' is not the batch's endpoint/);
+    expect(((wrong as InstanceType<typeof OpenAI.APIError>).error as { message: string }).message).toMatch(
+      /^line 1: url '\/v1\/chat\/completions' is not the batch's endpoint/,
+    );
     const files = await client.files.list();
     expect(files.data.map((f) => f.id)).toEqual([file.id]);
     expect((await client.batches.list()).data).toEqual([]);
@@ -160,7 +189,13 @@ describe("Batch and Files API with the openai client", () => {
     const b = clientFor("tenant-iso-b");
     const file = await upload(a, chatBatchJsonl(2, MODEL));
     const batch = await a.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" });
-    for (const call of [() => b.files.retrieve(file.id), () => b.files.content(file.id), () => b.files.delete(file.id), () => b.batches.retrieve(batch.id), () => b.batches.cancel(batch.id)]) {
+    for (const call of [
+      () => b.files.retrieve(file.id),
+      () => b.files.content(file.id),
+      () => b.files.delete(file.id),
+      () => b.batches.retrieve(batch.id),
+      () => b.batches.cancel(batch.id),
+    ]) {
       expect(await call().catch((e: unknown) => e)).toBeInstanceOf(OpenAI.NotFoundError);
     }
     const reuse = await b.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" }).catch((e: unknown) => e);
@@ -193,7 +228,8 @@ describe("Batch and Files API with the openai client", () => {
     const client = clientFor("tenant-pages");
     const file = await upload(client, chatBatchJsonl(1, MODEL));
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await client.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" })).id);
+    for (let i = 0; i < 5; i++)
+      ids.push((await client.batches.create({ input_file_id: file.id, endpoint: "/v1/chat/completions", completion_window: "24h" })).id);
     const first = await client.batches.list({ limit: 2 });
     expect(first.data.map((b) => b.id)).toEqual([ids[4]!, ids[3]!]);
     expect(first.has_more).toBe(true);

@@ -14,12 +14,11 @@ import { parseBatchInput } from "../../src/jobs/batch-input.ts";
 import { DEFAULT_RESULT_FLUSH_LINES } from "../../src/jobs/pending-results.ts";
 import { SqliteJobsStore } from "../../src/jobs/sqlite-jobs-store.ts";
 import { filesDirOf, openStateDatabase } from "../../src/jobs/state-db.ts";
-import { contentText } from "../helpers/jobs-store-contract.ts";
 import { childEnv } from "../../src/shared/process-env.ts";
 import { chatBatchJsonl } from "../helpers/batch-send.ts";
-import { startSim, type Sim } from "../helpers/cluster.ts";
+import { type Sim, startSim } from "../helpers/cluster.ts";
+import { batchDoc, contentText } from "../helpers/jobs-store-contract.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
-import { batchDoc } from "../helpers/jobs-store-contract.ts";
 
 const MODEL = "sim-model";
 const LINES = 1000;
@@ -49,7 +48,13 @@ afterAll(async () => {
 });
 
 async function startRunner(): Promise<Bun.Subprocess<"ignore", "pipe", "inherit">> {
-  const child = Bun.spawn([process.execPath, SCRIPT, dataDir, sim.api, String(CONCURRENCY)], { env: childEnv(), stdin: "ignore", stdout: "pipe", stderr: "inherit", detached: true });
+  const child = Bun.spawn([process.execPath, SCRIPT, dataDir, sim.api, String(CONCURRENCY)], {
+    env: childEnv(),
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "inherit",
+    detached: true,
+  });
   children.push(child);
   const reader = child.stdout.getReader();
   let out = "";
@@ -65,12 +70,21 @@ async function startRunner(): Promise<Bun.Subprocess<"ignore", "pipe", "inherit"
 test("SIGKILL mid-batch, restart: the batch completes with nothing lost or duplicated", async () => {
   const db = openStateDatabase(dataDir);
   const store = new SqliteJobsStore(db, filesDirOf(dataDir));
-  const parsed = parseBatchInput(new TextEncoder().encode(chatBatchJsonl(LINES, MODEL, 3)), { maxLines: LINES, knownModel: () => true, maxLineBytes: 1 << 20, maxDepth: 64 });
+  const parsed = parseBatchInput(new TextEncoder().encode(chatBatchJsonl(LINES, MODEL, 3)), {
+    maxLines: LINES,
+    knownModel: () => true,
+    maxLineBytes: 1 << 20,
+    maxDepth: 64,
+  });
   const now = Date.now();
   await store.createBatch(batchDoc("batch_restart", "t", { createdAtMs: now, inProgressAtMs: now, expiresAtMs: now + 86_400_000 }), [parsed.lines]);
 
   const first = await startRunner();
-  await waitUntil(async () => ((await store.getBatch("t", "batch_restart"))?.counts.completed ?? 0) >= 300, { timeoutMs: 60_000, intervalMs: 20, what: "300 lines done" });
+  await waitUntil(async () => ((await store.getBatch("t", "batch_restart"))?.counts.completed ?? 0) >= 300, {
+    timeoutMs: 60_000,
+    intervalMs: 20,
+    what: "300 lines done",
+  });
   process.kill(-first.pid, "SIGKILL");
   await first.exited;
   const atKill = await store.getBatch("t", "batch_restart");
@@ -82,10 +96,13 @@ test("SIGKILL mid-batch, restart: the batch completes with nothing lost or dupli
   expect(inFlight).toBeLessThanOrEqual(CONCURRENCY + Math.ceil(CONCURRENCY / 4) + DEFAULT_RESULT_FLUSH_LINES);
 
   const second = await startRunner();
-  const done = await waitUntil(async () => {
-    const b = await store.getBatch("t", "batch_restart");
-    return b?.status === "completed" ? b : undefined;
-  }, { timeoutMs: 90_000, intervalMs: 50, what: "batch completed after restart" });
+  const done = await waitUntil(
+    async () => {
+      const b = await store.getBatch("t", "batch_restart");
+      return b?.status === "completed" ? b : undefined;
+    },
+    { timeoutMs: 90_000, intervalMs: 50, what: "batch completed after restart" },
+  );
   process.kill(-second.pid, "SIGKILL");
 
   expect(done.counts).toMatchObject({ total: LINES, completed: LINES, failed: 0 });

@@ -5,8 +5,8 @@
  * run (a relative property with a margin, not a figure). Two replicas × 4 slots hold the 8 adapters between them, one holds half: where affinity matters most..
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { buildLoraWorkload, DEFAULT_LORA_WORKLOAD, loraSimArgs, zipfWeights } from "../../src/bench/lora-workload.ts";
 import { runLoraBench } from "../../src/bench/lora-scenario.ts";
+import { buildLoraWorkload, DEFAULT_LORA_WORKLOAD, loraSimArgs, zipfWeights } from "../../src/bench/lora-workload.ts";
 import { stopAll } from "../helpers/processes.ts";
 
 afterAll(stopAll);
@@ -39,7 +39,9 @@ test("llmgw routing loads fewer adapters than random routing, same workload, sam
     timeScale: 2,
   });
   const [mine, random] = r.results;
-  console.log(`bench lora (small): llmgw ${mine!.loads_per_1000.toFixed(0)} vs random ${random!.loads_per_1000.toFixed(0)} loads per 1000; TTFT p90 ${mine!.ttft_p90_ms.toFixed(0)} vs ${random!.ttft_p90_ms.toFixed(0)} ms`);
+  console.log(
+    `bench lora (small): llmgw ${mine!.loads_per_1000.toFixed(0)} vs random ${random!.loads_per_1000.toFixed(0)} loads per 1000; TTFT p90 ${mine!.ttft_p90_ms.toFixed(0)} vs ${random!.ttft_p90_ms.toFixed(0)} ms`,
+  );
   expect(mine!.errors).toBe(0);
   expect(random!.errors).toBe(0);
   expect(mine!.adapter_loads).toBeGreaterThan(0);

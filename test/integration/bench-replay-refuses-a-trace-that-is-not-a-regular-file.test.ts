@@ -38,7 +38,12 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function bench(args: string[]): Promise<{ code: number | string; stderr: string }> {
-  const proc = Bun.spawn([process.execPath, CLI, "bench", ...args], { cwd: REPO_ROOT, env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }), stdout: "ignore", stderr: "pipe" });
+  const proc = Bun.spawn([process.execPath, CLI, "bench", ...args], {
+    cwd: REPO_ROOT,
+    env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
+    stdout: "ignore",
+    stderr: "pipe",
+  });
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
@@ -49,25 +54,39 @@ async function bench(args: string[]): Promise<{ code: number | string; stderr: s
   return { code: timedOut ? "still running after 60 s" : code, stderr: stderr.trim() };
 }
 
-test("a trace or gateway config that is not a regular file, or is too large, exits 2 with one line", async () => {
-  const cases: [string[], string][] = [
-    [["replay", "--trace", "/dev/zero"], "--trace: /dev/zero is a character device; expected a regular file"],
-    [["replay", "--trace", fifo], `--trace: ${fifo} is a FIFO; expected a regular file`],
-    [["replay", "--trace", fifoLink], `--trace: ${fifoLink} is a FIFO; expected a regular file`],
-    [["replay", "--trace", dir], `--trace: ${dir} is a directory; expected a regular file`],
-    [["replay", "--trace", oversized], `--trace: ${oversized} is ${MAX_TRACE_FILE_BYTES + 1} bytes; at most ${MAX_TRACE_FILE_BYTES} are read`],
-    [["replay", "--trace", "azure-code", "--duration", "1", "--gateway-config", "/dev/zero"], "--gateway-config: /dev/zero is a character device; expected a regular file"],
-    [["replay", "--trace", "azure-code", "--duration", "1", "--gateway-config", fifoLink], `--gateway-config: ${fifoLink} is a FIFO; expected a regular file`],
-  ];
-  for (const [args, message] of cases) {
-    const r = await bench(args);
-    // One line: the flag was right, so no usage text follows.
-    expect({ args, code: r.code, said: r.stderr.slice(0, 500) }).toEqual({ args, code: 2, said: `llmgw bench: ${message}` });
-  }
-}, 8 * GIVE_UP_MS);
+test(
+  "a trace or gateway config that is not a regular file, or is too large, exits 2 with one line",
+  async () => {
+    const cases: [string[], string][] = [
+      [["replay", "--trace", "/dev/zero"], "--trace: /dev/zero is a character device; expected a regular file"],
+      [["replay", "--trace", fifo], `--trace: ${fifo} is a FIFO; expected a regular file`],
+      [["replay", "--trace", fifoLink], `--trace: ${fifoLink} is a FIFO; expected a regular file`],
+      [["replay", "--trace", dir], `--trace: ${dir} is a directory; expected a regular file`],
+      [["replay", "--trace", oversized], `--trace: ${oversized} is ${MAX_TRACE_FILE_BYTES + 1} bytes; at most ${MAX_TRACE_FILE_BYTES} are read`],
+      [
+        ["replay", "--trace", "azure-code", "--duration", "1", "--gateway-config", "/dev/zero"],
+        "--gateway-config: /dev/zero is a character device; expected a regular file",
+      ],
+      [
+        ["replay", "--trace", "azure-code", "--duration", "1", "--gateway-config", fifoLink],
+        `--gateway-config: ${fifoLink} is a FIFO; expected a regular file`,
+      ],
+    ];
+    for (const [args, message] of cases) {
+      const r = await bench(args);
+      // One line: the flag was right, so no usage text follows.
+      expect({ args, code: r.code, said: r.stderr.slice(0, 500) }).toEqual({ args, code: 2, said: `llmgw bench: ${message}` });
+    }
+  },
+  8 * GIVE_UP_MS,
+);
 
-test("a routing policy file that links to a FIFO exits 2 with one line", async () => {
-  const r = await bench(["routing", "--policy-dir", policies, "--pods", "1", "--rates", "1", "--stage-s", "1"]);
-  const message = `routing policy: ${join(policies, "stuck.yaml")} is a FIFO; expected a regular file`;
-  expect({ code: r.code, said: r.stderr.slice(0, 500) }).toEqual({ code: 2, said: `llmgw bench: ${message}` });
-}, 2 * GIVE_UP_MS);
+test(
+  "a routing policy file that links to a FIFO exits 2 with one line",
+  async () => {
+    const r = await bench(["routing", "--policy-dir", policies, "--pods", "1", "--rates", "1", "--stage-s", "1"]);
+    const message = `routing policy: ${join(policies, "stuck.yaml")} is a FIFO; expected a regular file`;
+    expect({ code: r.code, said: r.stderr.slice(0, 500) }).toEqual({ code: 2, said: `llmgw bench: ${message}` });
+  },
+  2 * GIVE_UP_MS,
+);

@@ -7,7 +7,12 @@ import { childEnv } from "../../src/shared/process-env.ts";
 import { CLI, REPO_ROOT } from "../helpers/processes.ts";
 
 async function replay(args: string[]): Promise<{ code: number; stderr: string }> {
-  const proc = Bun.spawn([process.execPath, CLI, "bench", "replay", ...args], { cwd: REPO_ROOT, env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }), stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([process.execPath, CLI, "bench", "replay", ...args], {
+    cwd: REPO_ROOT,
+    env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
   return { code, stderr: stderr.split("\n")[0]! };
 }
@@ -26,7 +31,10 @@ test("no trace, an unknown one, a malformed file, an empty window, a flag the si
       [["--trace", "mooncake-synthetic", "--start", "5000"], "no requests in mooncake-synthetic between 5000 s and 5300 s"],
       [["--trace", "azure-code", "--speedup", "0"], "--speedup: expected a number"],
       [["--trace", "azure-code", "--duration", "1", "--engine-args=--no-such-flag 1"], "sim-engine refused its flags"],
-      [["--trace", "azure-code", "--duration", "1", "--gateway-config", config], "the gateway refused its config: admission.enabled: Invalid input: expected boolean"],
+      [
+        ["--trace", "azure-code", "--duration", "1", "--gateway-config", config],
+        "the gateway refused its config: admission.enabled: Invalid input: expected boolean",
+      ],
     ];
     for (const [args, message] of cases) {
       const r = await replay(args);

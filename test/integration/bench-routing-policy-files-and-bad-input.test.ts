@@ -17,7 +17,12 @@ const dir = mkdtempSync(join(tmpdir(), "routing-policies-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function routing(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const proc = Bun.spawn([process.execPath, CLI, "bench", "routing", ...args], { cwd: REPO_ROOT, env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }), stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([process.execPath, CLI, "bench", "routing", ...args], {
+    cwd: REPO_ROOT,
+    env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, stdout, stderr };
 }
@@ -28,7 +33,13 @@ const SMALL = ["--pods", "2", "--rates", "40", "--stage-s", "1", "--warmup-s", "
 test("a policy file wires each engine's announced listener into its endpoint entry (here its DCGM exporter)", async () => {
   writeFileSync(
     join(dir, "with-dcgm.yaml"),
-    ["description: default scheduling, each endpoint watching its engine's GPU", "engine_args: --gpus 1 --dcgm-port 0", "endpoint:", '  dcgm_url: "{engine.dcgm}/metrics"', ""].join("\n"),
+    [
+      "description: default scheduling, each endpoint watching its engine's GPU",
+      "engine_args: --gpus 1 --dcgm-port 0",
+      "endpoint:",
+      '  dcgm_url: "{engine.dcgm}/metrics"',
+      "",
+    ].join("\n"),
   );
   const r = await routing([...SMALL, "--policy-dir", dir, "--policies", "with-dcgm", "--json"]);
   expect({ code: r.code, err: r.code === 0 ? "" : r.stderr.slice(-1500) }).toEqual({ code: 0, err: "" });
@@ -59,7 +70,13 @@ test("bad flags, a policy the gateway would refuse, a template naming a listener
   ];
   for (const [args, message] of cases) {
     const r = await routing(args);
-    const said = r.stderr.includes(message) ? message : r.stderr.split("\n").filter((l) => l.trim() !== "").slice(-3).join(" | ");
+    const said = r.stderr.includes(message)
+      ? message
+      : r.stderr
+          .split("\n")
+          .filter((l) => l.trim() !== "")
+          .slice(-3)
+          .join(" | ");
     expect({ args, code: r.code, said }).toEqual({ args, code: 2, said: message });
   }
 }, 120_000);

@@ -11,8 +11,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
-import { ssePayloads, transcriptOf, type Transcript } from "../../src/bench/answer-transcript.ts";
-import { auditLine, counterValue, startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
+import { ssePayloads, type Transcript, transcriptOf } from "../../src/bench/answer-transcript.ts";
+import { auditLine, counterValue, type Gateway, type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 import { runTool, testWithTool } from "../helpers/system-tools.ts";
 
@@ -49,7 +49,19 @@ function bodyFor(route: Route, includeUsage: boolean, extra: Record<string, unkn
   const n = seq++; // a new prompt each time: prefix affinity must not pin them all to one replica
   const usage = includeUsage ? { stream_options: { include_usage: true } } : {};
   return route === "chat"
-    ? { model: "m", messages: [{ role: "system", content: "Be vivid." }, { role: "user", content: `Describe city ${n} at night` }], stream: true, max_tokens: 30, seed: 11, temperature: 0.8, ...usage, ...extra }
+    ? {
+        model: "m",
+        messages: [
+          { role: "system", content: "Be vivid." },
+          { role: "user", content: `Describe city ${n} at night` },
+        ],
+        stream: true,
+        max_tokens: 30,
+        seed: 11,
+        temperature: 0.8,
+        ...usage,
+        ...extra,
+      }
     : { model: "m", prompt: `Once upon a midnight dreary, number ${n}`, stream: true, ...usage, ...extra }; // no max_tokens: "stop" at --output-len
 }
 
@@ -109,7 +121,11 @@ describe("streams broken mid-answer on one of two replicas", () => {
     await faulty.configure({ fault_rate: 1, fault_types: ["cut:3"] });
     for (let i = 0; i < 24; i++) {
       const id = `audit-${i}`;
-      const res = await fetch(`${gw.api}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", "x-request-id": id }, body: JSON.stringify(bodyFor("chat", false)) });
+      const res = await fetch(`${gw.api}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-request-id": id },
+        body: JSON.stringify(bodyFor("chat", false)),
+      });
       await res.text();
       if (res.headers.get("x-llmgw-endpoint") !== "faulty") continue;
       const audit = await auditLine(gw, id);

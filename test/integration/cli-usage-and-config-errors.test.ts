@@ -2,8 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CLI, REPO_ROOT } from "../helpers/processes.ts";
 import { childEnv } from "../../src/shared/process-env.ts";
+import { CLI, REPO_ROOT } from "../helpers/processes.ts";
 
 async function llmgw(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const proc = Bun.spawn([process.execPath, CLI, ...args], { cwd: REPO_ROOT, env: childEnv(env), stdout: "pipe", stderr: "pipe" });
@@ -58,7 +58,10 @@ describe("llmgw CLI", () => {
   test("serve with a fleet and no endpoint: --check-config says the fleet runs; nothing to serve, or an unusable data_dir, exits 1", async () => {
     const dir = mkdtempSync(join(tmpdir(), "llmgw-cfg-"));
     const fleetOnly = join(dir, "fleet.yaml");
-    writeFileSync(fleetOnly, `data_dir: ${join(dir, "data")}\nnodes:\n  - { name: gpu-01, url: "http://127.0.0.1:1", token: t }\nfleet:\n  models: [{ name: m, engine: sim, replicas: 1 }]\n`);
+    writeFileSync(
+      fleetOnly,
+      `data_dir: ${join(dir, "data")}\nnodes:\n  - { name: gpu-01, url: "http://127.0.0.1:1", token: t }\nfleet:\n  models: [{ name: m, engine: sim, replicas: 1 }]\n`,
+    );
     const ok = await llmgw(["serve", "--config", fleetOnly, "--check-config"]);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toContain("configuration OK: 0 endpoint(s)");

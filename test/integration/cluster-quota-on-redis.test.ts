@@ -6,13 +6,13 @@
  * its share.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { ClusterQuota } from "../../src/shared-state/cluster-quota.ts";
-import type { TenantConfig } from "../../src/config/types.ts";
-import { RedisConnection } from "../../src/shared-state/redis-connection.ts";
 import type { QuotaDecision } from "../../src/admission/tenant-quota.ts";
+import type { TenantConfig } from "../../src/config/types.ts";
 import { LlmgwError } from "../../src/shared/errors.ts";
 import { setLogLevel } from "../../src/shared/logger.ts";
-import { describeWithRedis, startRedisServer, stopRedisServers, type RedisServer } from "../helpers/redis-server.ts";
+import { ClusterQuota } from "../../src/shared-state/cluster-quota.ts";
+import { RedisConnection } from "../../src/shared-state/redis-connection.ts";
+import { describeWithRedis, type RedisServer, startRedisServer, stopRedisServers } from "../helpers/redis-server.ts";
 
 const RPM = 600;
 const ALLOWANCE = 0.02; // 12 requests per fetch

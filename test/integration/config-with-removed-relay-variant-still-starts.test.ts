@@ -38,7 +38,12 @@ describe("a config that still sets relay_variant", () => {
 
   test("serve --check-config accepts the file and prints the warning", async () => {
     const config = writeGatewayConfig({ relay_variant: "chunk", endpoints: [{ id: "e", url: "http://127.0.0.1:1" }] });
-    const proc = Bun.spawn([process.execPath, CLI, "serve", "--config", config, "--check-config"], { cwd: REPO_ROOT, env: childEnv({ NO_COLOR: "1" }), stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn([process.execPath, CLI, "serve", "--config", config, "--check-config"], {
+      cwd: REPO_ROOT,
+      env: childEnv({ NO_COLOR: "1" }),
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
     expect({ code, stdout: stdout.startsWith("configuration OK") }).toEqual({ code: 0, stdout: true });
     expect(stderr).toContain("warning: relay_variant: removed, its value is ignored");

@@ -7,8 +7,8 @@
  * and is never a target again (it still serves ordinary requests).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ssePayloads, transcriptOf, type Transcript } from "../../src/bench/answer-transcript.ts";
-import { auditLine, counterValue, startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
+import { ssePayloads, type Transcript, transcriptOf } from "../../src/bench/answer-transcript.ts";
+import { auditLine, counterValue, type Gateway, type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 
 let cutA: Sim; // serves m: every stream cut after 5 tokens
@@ -53,12 +53,23 @@ beforeAll(async () => {
 afterAll(stopAll);
 
 function body(model: string, n: number): Record<string, unknown> {
-  return { model, messages: [{ role: "user", content: `Tell me about river ${n}` }], stream: true, max_tokens: 24, seed: 3, stream_options: { include_usage: true } };
+  return {
+    model,
+    messages: [{ role: "user", content: `Tell me about river ${n}` }],
+    stream: true,
+    max_tokens: 24,
+    seed: 3,
+    stream_options: { include_usage: true },
+  };
 }
 
 /** The uninterrupted answer (the sim's text depends on the prompt and seed, not on the model's name). */
 async function reference(b: Record<string, unknown>): Promise<Transcript> {
-  const res = await fetch(`${backup.api}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ...b, model: "m-backup" }) });
+  const res = await fetch(`${backup.api}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ ...b, model: "m-backup" }),
+  });
   return transcriptOf(ssePayloads(await res.text()), "chat");
 }
 
@@ -72,7 +83,11 @@ let requests = 0;
 /** A streamed chat request through `gw`: what the client read, and the request's audit line. */
 async function chat(gw: Gateway, b: Record<string, unknown>): Promise<Transcript & { audit: () => Promise<Audit> }> {
   const id = `limits-${requests++}`;
-  const res = await fetch(`${gw.api}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", "x-request-id": id }, body: JSON.stringify(b) });
+  const res = await fetch(`${gw.api}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-request-id": id },
+    body: JSON.stringify(b),
+  });
   expect(res.status).toBe(200);
   const t = transcriptOf(ssePayloads(await res.text()), "chat");
   return Object.assign(t, { audit: async () => (await auditLine(gw, id)) as unknown as Audit });

@@ -13,9 +13,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { ContinuationRewriter } from "../../src/gateway/continuation/chunk-rewriter.ts";
 import { continuable, continuationBody } from "../../src/gateway/continuation/continuation-body.ts";
-import { StreamTracker, type ResumePoint } from "../../src/gateway/continuation/stream-tracker.ts";
-import { SseScanner, type ScannedEvent } from "../../src/gateway/proxy/sse-scanner.ts";
-import { startSim, type Sim } from "../helpers/cluster.ts";
+import { type ResumePoint, StreamTracker } from "../../src/gateway/continuation/stream-tracker.ts";
+import { type ScannedEvent, SseScanner } from "../../src/gateway/proxy/sse-scanner.ts";
+import { type Sim, startSim } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 
 type Route = "chat" | "completions";
@@ -33,12 +33,29 @@ afterAll(stopAll);
 function bodyFor(route: Route, includeUsage: boolean): Record<string, unknown> {
   const usage = includeUsage ? { stream_options: { include_usage: true } } : {};
   return route === "chat"
-    ? { model: "m", messages: [{ role: "system", content: "Be vivid." }, { role: "user", content: "Describe the city at night" }], stream: true, max_tokens: 30, seed: 11, temperature: 0.8, ...usage }
+    ? {
+        model: "m",
+        messages: [
+          { role: "system", content: "Be vivid." },
+          { role: "user", content: "Describe the city at night" },
+        ],
+        stream: true,
+        max_tokens: 30,
+        seed: 11,
+        temperature: 0.8,
+        ...usage,
+      }
     : { model: "m", prompt: "Once upon a midnight dreary", stream: true, ...usage }; // no max_tokens: ends with "stop" at --output-len
 }
 
 /** Stream a request and split it into events; stops at the end, a broken connection, or `idleMs` of silence (a stall, as a gateway's deadline would). */
-async function stream(sim: Sim, route: Route, body: string, fault?: string, idleMs = 300): Promise<{ events: ScannedEvent[]; ended: "done" | "broken" | "idle" }> {
+async function stream(
+  sim: Sim,
+  route: Route,
+  body: string,
+  fault?: string,
+  idleMs = 300,
+): Promise<{ events: ScannedEvent[]; ended: "done" | "broken" | "idle" }> {
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (fault) headers["x-sim-fault"] = fault;
   const res = await fetch(`${sim.api}${PATH[route]}`, { method: "POST", headers, body });
@@ -97,7 +114,13 @@ function readClientStream(sse: string[], route: Route): Seen {
       seen.done++;
       continue;
     }
-    const o = JSON.parse(payload) as { id: string; created: number; model: string; choices: { delta?: { role?: string; content?: string }; text?: string; finish_reason: string | null }[]; usage?: unknown };
+    const o = JSON.parse(payload) as {
+      id: string;
+      created: number;
+      model: string;
+      choices: { delta?: { role?: string; content?: string }; text?: string; finish_reason: string | null }[];
+      usage?: unknown;
+    };
     seen.ids.add(`${o.id}|${o.created}|${o.model}`);
     if (o.usage) seen.usages.push(o.usage);
     const c = o.choices[0];

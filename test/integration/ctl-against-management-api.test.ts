@@ -16,7 +16,7 @@ import type { Server } from "bun";
 import { runCtl } from "../../src/ctl/command.ts";
 import { setLogLevel } from "../../src/shared/logger.ts";
 import { agentGpus } from "../fixtures/fleet/gpus.ts";
-import { startFakeAgent, type FakeAgent } from "../helpers/fake-agent.ts";
+import { type FakeAgent, startFakeAgent } from "../helpers/fake-agent.ts";
 import { sharedFixture } from "../helpers/fixtures.ts";
 import { ADMIN_TOKEN, serveFleetApi, startFleet, type TestFleet } from "../helpers/fleet.ts";
 import { waitUntil } from "../helpers/processes.ts";
@@ -66,7 +66,9 @@ beforeAll(async () => {
     },
   });
   api = serveFleetApi(fleet.manager);
-  await waitUntil(() => fleet.sink.serving().length === 1 && fleet.manager.state.registry.get("node-b")?.snapshot?.dcgm?.ok === true, { what: "m in rotation, DCGM scraped" });
+  await waitUntil(() => fleet.sink.serving().length === 1 && fleet.manager.state.registry.get("node-b")?.snapshot?.dcgm?.ok === true, {
+    what: "m in rotation, DCGM scraped",
+  });
 });
 
 afterAll(async () => {
@@ -87,7 +89,12 @@ describe("llmgw ctl", () => {
     expect(lines[1]).toMatch(/^node-a +Ready +ok +2 +2 +0 +0 +single-node +\d+\.\d s ago +-$/);
     expect(lines[2]).toMatch(/^node-b +Ready +ok +2 +0 +1 +1 +single-node +\d+\.\d s ago +-$/);
     // Aligned: every row's cells start where their header does.
-    for (const [header, cell] of [["GPUS", /^2 /], ["FABRIC", /^single-node /], ["LAST ANSWER", /^\d+\.\d s ago /], ["ERROR", /^-$/]] as const) {
+    for (const [header, cell] of [
+      ["GPUS", /^2 /],
+      ["FABRIC", /^single-node /],
+      ["LAST ANSWER", /^\d+\.\d s ago /],
+      ["ERROR", /^-$/],
+    ] as const) {
       const at = lines[0]!.indexOf(header);
       for (const row of lines.slice(1, 3)) expect(row.slice(at)).toMatch(cell);
     }

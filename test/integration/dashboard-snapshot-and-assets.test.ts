@@ -27,7 +27,11 @@ test("page, assets and snapshot on the admin listener; absent figures are null",
   // Every resource the page names is on this origin.
   const refs = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
   expect(refs.every((r) => r.startsWith("/dashboard/") || r === "data:,")).toBe(true);
-  for (const [name, type] of [["dashboard.js", "text/javascript"], ["traffic.js", "text/javascript"], ["dashboard.css", "text/css"]] as const) {
+  for (const [name, type] of [
+    ["dashboard.js", "text/javascript"],
+    ["traffic.js", "text/javascript"],
+    ["dashboard.css", "text/css"],
+  ] as const) {
     const res = await fetch(`${gw.admin}/dashboard/${name}`);
     expect({ name, status: res.status, type: res.headers.get("content-type")?.split(";")[0] }).toEqual({ name, status: 200, type });
     expect(await res.text()).not.toContain("http://");
@@ -37,15 +41,23 @@ test("page, assets and snapshot on the admin listener; absent figures are null",
   }
 
   for (let i = 0; i < 3; i++) {
-    const res = await fetch(`${gw.api}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "m", stream: true, max_tokens: 3, messages: [{ role: "user", content: `hi ${i}` }] }) });
+    const res = await fetch(`${gw.api}/v1/chat/completions`, {
+      method: "POST",
+      body: JSON.stringify({ model: "m", stream: true, max_tokens: 3, messages: [{ role: "user", content: `hi ${i}` }] }),
+    });
     await res.text();
   }
-  await fetch(`${gw.api}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "nope", messages: [{ role: "user", content: "x" }] }) }).then((r) => r.text());
+  await fetch(`${gw.api}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "nope", messages: [{ role: "user", content: "x" }] }) }).then(
+    (r) => r.text(),
+  );
 
-  const snap = await waitUntil(async () => {
-    const s = dashboardSnapshotSchema.parse(await (await fetch(`${gw.admin}/admin/v1/dashboard`)).json());
-    return s.gpus.length === 2 && s.traffic.requests === 4 ? s : null;
-  }, { what: "two GPUs and four requests in the snapshot" });
+  const snap = await waitUntil(
+    async () => {
+      const s = dashboardSnapshotSchema.parse(await (await fetch(`${gw.admin}/admin/v1/dashboard`)).json());
+      return s.gpus.length === 2 && s.traffic.requests === 4 ? s : null;
+    },
+    { what: "two GPUs and four requests in the snapshot" },
+  );
   expect(snap.fleet).toBe(false);
   expect(snap.nodes).toEqual([]);
   expect(snap.replicas).toEqual([]);
@@ -56,15 +68,28 @@ test("page, assets and snapshot on the admin listener; absent figures are null",
   expect(byIndex[1]!.temperature_c).toBeGreaterThan(20);
   // An unknown model is the client's error, not the gateway's.
   expect({ requests: snap.traffic.requests, errors: snap.traffic.errors, ttft: snap.traffic.ttft.count }).toEqual({ requests: 4, errors: 0, ttft: 3 });
-  expect(snap.pools).toEqual([{ name: "default", saturation: expect.any(Number), queue_depth: [{ band: "interactive", depth: 0 }, { band: "standard", depth: 0 }, { band: "batch", depth: 0 }] }]);
+  expect(snap.pools).toEqual([
+    {
+      name: "default",
+      saturation: expect.any(Number),
+      queue_depth: [
+        { band: "interactive", depth: 0 },
+        { band: "standard", depth: 0 },
+        { band: "batch", depth: 0 },
+      ],
+    },
+  ]);
   expect(snap.endpoints).toEqual([{ id: "sim", node: null, pool: "default", ready: true, draining: false, gpu_faulted: false, inflight: 0 }]);
 
   // An XID on GPU 1 shows in the next snapshot with its reason.
   await sim.configure({ gpus: [{ index: 1, xid_errors: 79 }] });
-  const faulted = await waitUntil(async () => {
-    const s = dashboardSnapshotSchema.parse(await (await fetch(`${gw.admin}/admin/v1/dashboard`)).json());
-    return s.gpus.find((g) => g.index === 1 && !g.healthy);
-  }, { what: "GPU 1 faulted in the snapshot" });
+  const faulted = await waitUntil(
+    async () => {
+      const s = dashboardSnapshotSchema.parse(await (await fetch(`${gw.admin}/admin/v1/dashboard`)).json());
+      return s.gpus.find((g) => g.index === 1 && !g.healthy);
+    },
+    { what: "GPU 1 faulted in the snapshot" },
+  );
   expect(faulted.faults).toEqual(["xid 79: GPU has fallen off the bus"]);
   await gw.stop();
 }, 60_000);
@@ -83,10 +108,13 @@ test("static GPUs are tied to the endpoints whose dcgm_url and gpu_ids name them
     },
     2,
   );
-  const snap = await waitUntil(async () => {
-    const s = dashboardSnapshotSchema.parse(await (await fetch(`${gw.admin}/admin/v1/dashboard`)).json());
-    return s.gpus.length === 2 ? s : null;
-  }, { what: "two GPUs in the snapshot" });
+  const snap = await waitUntil(
+    async () => {
+      const s = dashboardSnapshotSchema.parse(await (await fetch(`${gw.admin}/admin/v1/dashboard`)).json());
+      return s.gpus.length === 2 ? s : null;
+    },
+    { what: "two GPUs in the snapshot" },
+  );
   expect(snap.gpus.map((g) => ({ index: g.index, exporter: g.exporter, serves: g.serves })).sort((a, b) => a.index! - b.index!)).toEqual([
     { index: 0, exporter: dcgmUrl, serves: ["left"] },
     { index: 1, exporter: dcgmUrl, serves: ["right"] },

@@ -55,9 +55,7 @@ function isKnownMetric(name: string): boolean {
 function metricNames(expr: string): string[] {
   const noStrings = expr.replace(/"(?:[^"\\]|\\.)*"/g, '""');
   const noLabels = noStrings.replace(/\{[^}]*\}/g, "").replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, "");
-  return [...noLabels.matchAll(/[a-zA-Z_:][a-zA-Z0-9_:]*/g)]
-    .map((m) => m[0])
-    .filter((t) => t.startsWith("llmgw_") || t.includes(":") || t === "up");
+  return [...noLabels.matchAll(/[a-zA-Z_:][a-zA-Z0-9_:]*/g)].map((m) => m[0]).filter((t) => t.startsWith("llmgw_") || t.includes(":") || t === "up");
 }
 
 describe("deploy/monitoring", () => {
@@ -98,7 +96,16 @@ describe("deploy/monitoring", () => {
       for (const key of ["summary", "description", "runbook"]) expect((a.annotations?.[key] ?? "").length).toBeGreaterThan(20);
     }
     // The ones issue 10 asks for.
-    for (const name of ["LlmgwNodeNotReporting", "LlmgwModelBelowDesiredReplicas", "LlmgwGpuFaulted", "LlmgwGpuIdleHoldingModel", "LlmgwPoolSaturated", "LlmgwAdmissionRejecting", "LlmgwHighErrorRate", "LlmgwTimeToFirstTokenP99High"]) {
+    for (const name of [
+      "LlmgwNodeNotReporting",
+      "LlmgwModelBelowDesiredReplicas",
+      "LlmgwGpuFaulted",
+      "LlmgwGpuIdleHoldingModel",
+      "LlmgwPoolSaturated",
+      "LlmgwAdmissionRejecting",
+      "LlmgwHighErrorRate",
+      "LlmgwTimeToFirstTokenP99High",
+    ]) {
       expect(alerts.map((a) => a.alert)).toContain(name);
     }
   });
@@ -107,7 +114,11 @@ describe("deploy/monitoring", () => {
     const exprs = [...rules("recording.yml"), ...alerts].map((r) => r.expr);
     const panels = dashboard.panels.filter((p) => p.type !== "row");
     for (const p of panels) for (const t of p.targets ?? []) exprs.push(t.expr);
-    const unknown = exprs.flatMap((e) => metricNames(e).filter((n) => !isKnownMetric(n)).map((n) => `${n} in ${e}`));
+    const unknown = exprs.flatMap((e) =>
+      metricNames(e)
+        .filter((n) => !isKnownMetric(n))
+        .map((n) => `${n} in ${e}`),
+    );
     expect(unknown).toEqual([]);
     // The extraction itself sees through labels, strings and grouping.
     expect(metricNames('sum by (model, le) (rate(llmgw_x_bucket{outcome=~"a|b"}[5m])) / job:llmgw_y:rate5m')).toEqual(["llmgw_x_bucket", "job:llmgw_y:rate5m"]);

@@ -26,9 +26,9 @@
  * noticed whatever its length.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { auditLine, counterValue, readSse, startGateway, type Gateway } from "../helpers/cluster.ts";
+import { auditLine, counterValue, type Gateway, readSse, startGateway } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
-import { startRogueProvider, type RogueProvider } from "../helpers/rogue-provider.ts";
+import { type RogueProvider, startRogueProvider } from "../helpers/rogue-provider.ts";
 
 const SCENARIOS = ["never", "silent", "cut", "stall", "out40", "out60"] as const;
 type Scenario = (typeof SCENARIOS)[number];
@@ -59,9 +59,24 @@ async function ask(model: string, id: string, maxTokens = 60): Promise<Answer> {
   const res = await fetch(`${gw.api}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-request-id": id },
-    body: JSON.stringify({ model, stream: true, max_tokens: maxTokens, stream_options: { include_usage: true }, messages: [{ role: "user", content: PROMPT }] }),
+    body: JSON.stringify({
+      model,
+      stream: true,
+      max_tokens: maxTokens,
+      stream_options: { include_usage: true },
+      messages: [{ role: "user", content: PROMPT }],
+    }),
   });
-  const a: Answer = { status: res.status, ms: 0, text: "", model: res.headers.get("x-llmgw-model"), attempts: Number(res.headers.get("x-llmgw-attempts") ?? 0), usage: undefined, chunkModels: new Set(), errors: [] };
+  const a: Answer = {
+    status: res.status,
+    ms: 0,
+    text: "",
+    model: res.headers.get("x-llmgw-model"),
+    attempts: Number(res.headers.get("x-llmgw-attempts") ?? 0),
+    usage: undefined,
+    chunkModels: new Set(),
+    errors: [],
+  };
   if (res.status !== 200) {
     a.errors.push(await res.text());
     a.ms = performance.now() - t0;

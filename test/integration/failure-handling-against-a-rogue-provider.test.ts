@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Server } from "bun";
-import { counterValue, readSse, startGateway, type Gateway } from "../helpers/cluster.ts";
+import { counterValue, type Gateway, readSse, startGateway } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 import { startRogueEngine } from "../helpers/rogue-engine.ts";
 
@@ -51,8 +51,15 @@ beforeAll(async () => {
     }
     const sse = { "content-type": "text/event-stream" };
     // A finished answer, its usage written with spaces; "nodone" never sends [DONE].
-    if (body.stream) return new Response(chunk("hi") + chunk("!", "stop") + spacedUsage + (body.model === "nodone" ? "" : "data: [DONE]\n\n"), { headers: sse });
-    return Response.json({ id: "c", object: "chat.completion", model: body.model, choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }], usage: { prompt_tokens: 11, completion_tokens: 2, total_tokens: 13 } });
+    if (body.stream)
+      return new Response(chunk("hi") + chunk("!", "stop") + spacedUsage + (body.model === "nodone" ? "" : "data: [DONE]\n\n"), { headers: sse });
+    return Response.json({
+      id: "c",
+      object: "chat.completion",
+      model: body.model,
+      choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }],
+      usage: { prompt_tokens: 11, completion_tokens: 2, total_tokens: 13 },
+    });
   });
   // A hosted provider: no /health, and /v1/models lists its own names, not ours.
   provider = Bun.serve({
@@ -61,7 +68,13 @@ beforeAll(async () => {
     fetch(req) {
       const path = new URL(req.url).pathname;
       if (path === "/v1/models") return Response.json({ object: "list", data: [{ id: "provider-internal-name", object: "model" }] });
-      if (path === "/v1/chat/completions") return Response.json({ id: "p", object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: "from the provider" }, finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 3, total_tokens: 4 } });
+      if (path === "/v1/chat/completions")
+        return Response.json({
+          id: "p",
+          object: "chat.completion",
+          choices: [{ index: 0, message: { role: "assistant", content: "from the provider" }, finish_reason: "stop" }],
+          usage: { prompt_tokens: 1, completion_tokens: 3, total_tokens: 4 },
+        });
       return new Response("not found", { status: 404 });
     },
   });
@@ -90,7 +103,11 @@ afterAll(async () => {
 });
 
 const chat = (model: string, stream = true, headers: Record<string, string> = auth) =>
-  fetch(`${gw.api}/v1/chat/completions`, { method: "POST", headers, body: JSON.stringify({ model, stream, max_tokens: 5, messages: [{ role: "user", content: "hello" }] }) });
+  fetch(`${gw.api}/v1/chat/completions`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ model, stream, max_tokens: 5, messages: [{ role: "user", content: "hello" }] }),
+  });
 
 describe("before the first byte", () => {
   test("a 429 for one model cools down that model only: the other model on the same URL keeps serving", async () => {
@@ -105,7 +122,11 @@ describe("before the first byte", () => {
     expect(ep.model_circuits.free).toBeUndefined();
     expect(ep.circuit).toBe("closed");
     script.busy = [];
-    await waitUntil(async () => ((await gw.endpoints()).find((e) => e.id === "rogue") as unknown as { model_circuits: Record<string, string> }).model_circuits.busy === undefined, { what: "busy's cool-down to end" });
+    await waitUntil(
+      async () =>
+        ((await gw.endpoints()).find((e) => e.id === "rogue") as unknown as { model_circuits: Record<string, string> }).model_circuits.busy === undefined,
+      { what: "busy's cool-down to end" },
+    );
   });
 
   test("the only endpoint answers 429 with Retry-After: 1 → the same endpoint is retried about a second later", async () => {
@@ -119,7 +140,11 @@ describe("before the first byte", () => {
     expect(seen.busy! - before).toBe(2);
     expect(ms).toBeGreaterThanOrEqual(900);
     expect(ms).toBeLessThan(2_500);
-    await waitUntil(async () => ((await gw.endpoints()).find((e) => e.id === "rogue") as unknown as { model_circuits: Record<string, string> }).model_circuits.busy === undefined, { what: "busy's cool-down to end" });
+    await waitUntil(
+      async () =>
+        ((await gw.endpoints()).find((e) => e.id === "rogue") as unknown as { model_circuits: Record<string, string> }).model_circuits.busy === undefined,
+      { what: "busy's cool-down to end" },
+    );
   });
 
   test("one transient 500 on the only endpoint → retried there at once, and the answer arrives", async () => {
@@ -182,8 +207,16 @@ describe("answers", () => {
 
 describe("clients", () => {
   test("every data-plane route refuses a request without a key (401, OpenAI's shape)", async () => {
-    for (const [method, path] of [["POST", "/v1/chat/completions"], ["POST", "/v1/completions"], ["POST", "/v1/embeddings"], ["GET", "/v1/models"]] as const) {
-      const r = await fetch(`${gw.api}${path}`, { method, ...(method === "POST" ? { body: JSON.stringify({ model: "free", prompt: "x", input: "x", messages: [{ role: "user", content: "x" }] }) } : {}) });
+    for (const [method, path] of [
+      ["POST", "/v1/chat/completions"],
+      ["POST", "/v1/completions"],
+      ["POST", "/v1/embeddings"],
+      ["GET", "/v1/models"],
+    ] as const) {
+      const r = await fetch(`${gw.api}${path}`, {
+        method,
+        ...(method === "POST" ? { body: JSON.stringify({ model: "free", prompt: "x", input: "x", messages: [{ role: "user", content: "x" }] }) } : {}),
+      });
       expect({ path, status: r.status }).toEqual({ path, status: 401 });
       expect(((await r.json()) as { error: { code: string } }).error.code).toBe("INVALID_API_KEY");
     }
@@ -194,14 +227,19 @@ describe("clients", () => {
   test("a declared body over the limit gets llmgw's own 413, after authentication", async () => {
     const noKey = await rawRequest(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: ${10 * 1024 * 1024}\r\n\r\n`);
     expect(noKey).toContain("401");
-    const withKey = await rawRequest(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${KEY}\r\ncontent-length: ${10 * 1024 * 1024}\r\n\r\n`);
+    const withKey = await rawRequest(
+      `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${KEY}\r\ncontent-length: ${10 * 1024 * 1024}\r\n\r\n`,
+    );
     expect(withKey).toContain("413");
     expect(withKey).toContain('"code":"BODY_TOO_LARGE"');
   });
 
   test("a client that declares a body and sends less is cut at the body-read deadline (408), not held", async () => {
     const t0 = performance.now();
-    const answer = await rawRequest(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${KEY}\r\ncontent-length: 1000\r\n\r\n{"model":`, 5_000);
+    const answer = await rawRequest(
+      `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${KEY}\r\ncontent-length: 1000\r\n\r\n{"model":`,
+      5_000,
+    );
     expect(answer).toContain("408");
     expect(answer).toContain('"code":"BODY_READ_TIMEOUT"');
     expect(performance.now() - t0).toBeLessThan(2_000);

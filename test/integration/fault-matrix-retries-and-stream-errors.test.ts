@@ -6,7 +6,7 @@
  * model); after it the client gets an explicit SSE error event and [DONE].
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { counterValue, readSse, startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
+import { counterValue, type Gateway, readSse, type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
 let a: Sim;
@@ -31,10 +31,7 @@ beforeAll(async () => {
       // Breaks after the first byte end with their explicit error here; continuing them is tested in broken-streams-continue-on-another-replica.
       continuation: { enabled: false },
       health: { poll_interval_ms: 100 },
-      models: [
-        { name: "m", fallback: ["m-big"] },
-        { name: "m-big" },
-      ],
+      models: [{ name: "m", fallback: ["m-big"] }, { name: "m-big" }],
       endpoints: [
         { id: "a", url: a.api, models: ["m"] },
         { id: "b", url: b.api, models: ["m"] },
@@ -120,7 +117,10 @@ describe("before the first byte: retried on another endpoint", () => {
     // While cooling down, nothing goes to a.
     for (let i = 0; i < 5; i++) expect((await chat()).endpoint).toBe("b");
     // The Retry-After (1 s) passes: a is back in rotation for m.
-    await waitUntil(async () => ((await gw.endpoints()).find((e) => e.id === "a") as unknown as { model_circuits: Record<string, string> }).model_circuits.m === undefined, { what: "a's cool-down to end" });
+    await waitUntil(
+      async () => ((await gw.endpoints()).find((e) => e.id === "a") as unknown as { model_circuits: Record<string, string> }).model_circuits.m === undefined,
+      { what: "a's cool-down to end" },
+    );
   });
 });
 
@@ -213,8 +213,17 @@ describe("circuit breaker", () => {
     try {
       await a.configure({ fault_rate: 1, fault_types: ["500"] });
       // A 5xx counts against the model it happened to (m on a), not against a itself.
-      const state = async () => ((await (await fetch(`${gw2.admin}/admin/v1/endpoints`)).json()) as { endpoints: { id: string; circuit: string; model_circuits: Record<string, string> }[] }).endpoints[0]!;
-      const send = () => fetch(`${gw2.api}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "m", max_tokens: 2, messages: [{ role: "user", content: "x" }] }) });
+      const state = async () =>
+        (
+          (await (await fetch(`${gw2.admin}/admin/v1/endpoints`)).json()) as {
+            endpoints: { id: string; circuit: string; model_circuits: Record<string, string> }[];
+          }
+        ).endpoints[0]!;
+      const send = () =>
+        fetch(`${gw2.api}/v1/chat/completions`, {
+          method: "POST",
+          body: JSON.stringify({ model: "m", max_tokens: 2, messages: [{ role: "user", content: "x" }] }),
+        });
       for (let i = 0; i < 30 && (await state()).model_circuits.m !== "open"; i++) expect((await send()).status).toBe(200);
       expect((await state()).model_circuits.m).toBe("open");
       expect((await state()).circuit).toBe("closed");
@@ -247,7 +256,10 @@ describe("circuit breaker", () => {
       await Bun.sleep(1_100); // past the dial guard's "answered recently" window
       let retried = false;
       for (let i = 0; i < 16 && !retried; i++) {
-        const res = await fetch(`${gw3.api}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "m", max_tokens: 2, messages: [{ role: "user", content: "x" }] }) });
+        const res = await fetch(`${gw3.api}/v1/chat/completions`, {
+          method: "POST",
+          body: JSON.stringify({ model: "m", max_tokens: 2, messages: [{ role: "user", content: "x" }] }),
+        });
         expect(res.status).toBe(200);
         expect(res.headers.get("x-llmgw-endpoint")).toBe("b");
         await res.text();
@@ -283,7 +295,10 @@ describe("model lists that changed since the last poll", () => {
     try {
       let retried = false;
       for (let i = 0; i < 16 && !retried; i++) {
-        const res = await fetch(`${gw4.api}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "m", max_tokens: 2, messages: [{ role: "user", content: "x" }] }) });
+        const res = await fetch(`${gw4.api}/v1/chat/completions`, {
+          method: "POST",
+          body: JSON.stringify({ model: "m", max_tokens: 2, messages: [{ role: "user", content: "x" }] }),
+        });
         expect(res.status).toBe(200);
         expect(res.headers.get("x-llmgw-endpoint")).toBe("b");
         await res.text();

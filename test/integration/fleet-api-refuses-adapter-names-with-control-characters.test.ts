@@ -24,7 +24,11 @@ let api: { url: string; stop(): Promise<void> };
 
 const HOSTILE = ["nul\u0000lora", "evil\u202earol", "zero\u200bwidth", "tab\tlora", "-flag"];
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; json: { error?: { message: string; code: string; param: string | null; type: string } } & Record<string, unknown> }> {
+async function call(
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; json: { error?: { message: string; code: string; param: string | null; type: string } } & Record<string, unknown> }> {
   const res = await fetch(`${api.url}/admin/v1/fleet${path}`, {
     method,
     headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
@@ -39,7 +43,12 @@ async function stored(name: string): Promise<{ name: string; adapters?: { name: 
   return models.find((m) => m.name === name);
 }
 
-const withAdapters = (name: string, adapters: string[]) => ({ name, engine: "vllm", replicas: 0, adapters: adapters.map((a) => ({ name: a, path: `/adapters/${a.length}` })) });
+const withAdapters = (name: string, adapters: string[]) => ({
+  name,
+  engine: "vllm",
+  replicas: 0,
+  adapters: adapters.map((a) => ({ name: a, path: `/adapters/${a.length}` })),
+});
 
 beforeAll(async () => {
   setLogLevel("error");

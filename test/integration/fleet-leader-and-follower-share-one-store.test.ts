@@ -11,12 +11,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildConfig } from "../../src/config/load.ts";
-import { FleetManager, type FleetLeadership } from "../../src/control/fleet-manager.ts";
+import { type FleetLeadership, FleetManager } from "../../src/control/fleet-manager.ts";
 import { SqliteFleetStore } from "../../src/control/sqlite-store.ts";
 import { AgentPoller } from "../../src/polling/agent-poller.ts";
 import { setLogLevel } from "../../src/shared/logger.ts";
 import { agentGpus } from "../fixtures/fleet/gpus.ts";
-import { startFakeAgent, type FakeAgent } from "../helpers/fake-agent.ts";
+import { type FakeAgent, startFakeAgent } from "../helpers/fake-agent.ts";
 import { RecordingSink } from "../helpers/fleet.ts";
 import { waitUntil } from "../helpers/processes.ts";
 
@@ -34,7 +34,13 @@ async function gateway(): Promise<Gw> {
   const config = buildConfig({
     data_dir: join(tmp, "data"),
     nodes: [{ name: agent.node, url: agent.url, token: agent.token }],
-    fleet: { agent_poll_interval_ms: 100, agent_poll_timeout_ms: 500, reconcile_interval_ms: 100, drain_grace_ms: 500, models: [{ name: "m", engine: "vllm", replicas: 2 }] },
+    fleet: {
+      agent_poll_interval_ms: 100,
+      agent_poll_timeout_ms: 500,
+      reconcile_interval_ms: 100,
+      drain_grace_ms: 500,
+      models: [{ name: "m", engine: "vllm", replicas: 2 }],
+    },
   });
   const store = new SqliteFleetStore(config.dataDir);
   const sink = new RecordingSink();
@@ -75,7 +81,11 @@ afterAll(async () => {
   setLogLevel("info");
 });
 
-const ids = (g: Gw) => g.sink.serving().map((e) => e.id).sort();
+const ids = (g: Gw) =>
+  g.sink
+    .serving()
+    .map((e) => e.id)
+    .sort();
 
 test("the leader places, the follower routes to the same replicas, and an operator change made on the follower is acted on by the leader", async () => {
   await waitUntil(() => ids(a).length === 2 && ids(b).length === 2, { timeoutMs: 10_000, what: "both gateways route to 2 replicas" });

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setLogLevel } from "../../src/shared/logger.ts";
 import { agentGpus } from "../fixtures/fleet/gpus.ts";
-import { startFakeAgent, type FakeAgent } from "../helpers/fake-agent.ts";
+import { type FakeAgent, startFakeAgent } from "../helpers/fake-agent.ts";
 import { ADMIN_TOKEN, documentedRoutes, FLEET_API_ROUTES, REGISTRATION_TOKEN, serveFleetApi, startFleet, type TestFleet } from "../helpers/fleet.ts";
 import { waitUntil } from "../helpers/processes.ts";
 
@@ -22,11 +22,20 @@ let b: FakeAgent;
 let fleet: TestFleet;
 let api: { url: string; stop(): Promise<void> };
 
-async function call(method: string, path: string, body?: unknown, token: string | null = ADMIN_TOKEN): Promise<{ status: number; json: Record<string, unknown> }> {
+async function call(
+  method: string,
+  path: string,
+  body?: unknown,
+  token: string | null = ADMIN_TOKEN,
+): Promise<{ status: number; json: Record<string, unknown> }> {
   const headers: Record<string, string> = {};
   if (token !== null) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers["content-type"] = "application/json";
-  const res = await fetch(`${api.url}/admin/v1/fleet${path}`, { method, headers, ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }) });
+  const res = await fetch(`${api.url}/admin/v1/fleet${path}`, {
+    method,
+    headers,
+    ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }),
+  });
   return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }
 
@@ -42,7 +51,12 @@ beforeAll(async () => {
       { name: "node-a", url: a.url, token: a.token },
       { name: "node-b", url: b.url, token: b.token },
     ],
-    fleet: { agent_poll_interval_ms: 100, node_not_ready_after_ms: 1_000, reconcile_interval_ms: 100, models: [{ name: "cfg-model", engine: "vllm", replicas: 1 }] },
+    fleet: {
+      agent_poll_interval_ms: 100,
+      node_not_ready_after_ms: 1_000,
+      reconcile_interval_ms: 100,
+      models: [{ name: "cfg-model", engine: "vllm", replicas: 1 }],
+    },
   });
   api = serveFleetApi(fleet.manager);
   await waitUntil(() => fleet.sink.serving().length === 1, { what: "cfg-model in rotation" });
@@ -116,7 +130,9 @@ describe("management API", () => {
     const created = await call("PUT", `/models/${encodeURIComponent("org/sim-model")}`, { name: "org/sim-model", engine: "sim", replicas: 1 });
     expect(created.status).toBe(201);
     expect(created.json).toMatchObject({ name: "org/sim-model", source: "api", desired: 1 });
-    expect((await call("PUT", `/models/${encodeURIComponent("org/sim-model")}`, { name: "org/sim-model", engine: "sim", replicas: 1, pool: "batch" })).status).toBe(200);
+    expect(
+      (await call("PUT", `/models/${encodeURIComponent("org/sim-model")}`, { name: "org/sim-model", engine: "sim", replicas: 1, pool: "batch" })).status,
+    ).toBe(200);
     await waitUntil(() => fleet.sink.serving().length === 2, { what: "sim model in rotation" });
     const scaled = await call("PATCH", "/models/cfg-model", { replicas: 2 });
     expect(scaled.json).toMatchObject({ name: "cfg-model", desired: 2, source: "config" });
@@ -140,10 +156,13 @@ describe("management API", () => {
     const drain = await call("POST", "/nodes/node-a/drain", { grace_ms: 60_000 });
     expect(drain.status).toBe(202);
     expect(drain.json).toMatchObject({ node: "node-a", state: "running", grace_ms: 60_000 });
-    const progress = await waitUntil(async () => {
-      const p = await call("GET", "/nodes/node-a/drain", undefined, null);
-      return (p.json.waiting_for as string[]).length > 0 ? p.json : null;
-    }, { what: "drain progress" });
+    const progress = await waitUntil(
+      async () => {
+        const p = await call("GET", "/nodes/node-a/drain", undefined, null);
+        return (p.json.waiting_for as string[]).length > 0 ? p.json : null;
+      },
+      { what: "drain progress" },
+    );
     // Nowhere to place a replacement: the drain says so.
     expect((progress!.waiting_for as string[]).join("\n")).toContain("no place for it");
     const un = await call("POST", "/nodes/node-a/uncordon");

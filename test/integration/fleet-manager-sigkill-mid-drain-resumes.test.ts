@@ -13,7 +13,7 @@ import { join } from "node:path";
 import type { AgentState } from "../../src/protocol/agent-messages.ts";
 import { spawnLlmgw } from "../../src/shared/llmgw-child.ts";
 import { ADMIN_TOKEN, AGENT_TOKEN, capturedGpus, startAgent, type TestAgent } from "../helpers/fleet.ts";
-import { stopAll, waitUntil, type Started } from "../helpers/processes.ts";
+import { type Started, stopAll, waitUntil } from "../helpers/processes.ts";
 
 const SCRIPT = join(import.meta.dir, "..", "helpers", "fleet-manager-process.ts");
 const STARTUP_MS = 3_000;
@@ -42,13 +42,21 @@ function startManager(): Promise<Started> {
       { name: "node-a", url: a.url, token: AGENT_TOKEN },
       { name: "node-b", url: b.url, token: AGENT_TOKEN },
     ],
-    fleet: { agent_poll_interval_ms: 200, node_not_ready_after_ms: 2_000, reconcile_interval_ms: 200, models: [{ name: "sim-llama", engine: "sim", replicas: 1, startup_ms: STARTUP_MS }] },
+    fleet: {
+      agent_poll_interval_ms: 200,
+      node_not_ready_after_ms: 2_000,
+      reconcile_interval_ms: 200,
+      models: [{ name: "sim-llama", engine: "sim", replicas: 1, startup_ms: STARTUP_MS }],
+    },
   };
   return spawnLlmgw([JSON.stringify(config)], { script: SCRIPT, timeoutMs: 20_000, env: { LLMGW_LOG_LEVEL: "info" } });
 }
 
 beforeAll(async () => {
-  [a, b] = await Promise.all([startAgent("node-a", join(tmp, "a"), capturedGpus("h200", 2, "aa")), startAgent("node-b", join(tmp, "b"), capturedGpus("h100", 2, "bb"))]);
+  [a, b] = await Promise.all([
+    startAgent("node-a", join(tmp, "a"), capturedGpus("h200", 2, "aa")),
+    startAgent("node-b", join(tmp, "b"), capturedGpus("h100", 2, "bb")),
+  ]);
 });
 
 afterAll(async () => {
@@ -62,9 +70,15 @@ describe("a control plane killed mid-drain", () => {
     const original = await waitUntil(() => sinkEvents(first).find((e) => e.kind === "add"), { timeoutMs: 20_000, what: "first replica Ready" });
     expect(original.node).toBe("node-a");
 
-    const res = await fetch(`${first.urls.admin}/admin/v1/fleet/nodes/node-a/drain`, { method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ grace_ms: 60_000 }) });
+    const res = await fetch(`${first.urls.admin}/admin/v1/fleet/nodes/node-a/drain`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ grace_ms: 60_000 }),
+    });
     expect(res.status).toBe(202);
-    const replacement = await waitUntil(async () => (await agentState(b)).replicas.find((r) => r.model === "sim-llama"), { what: "replacement launched on node-b" });
+    const replacement = await waitUntil(async () => (await agentState(b)).replicas.find((r) => r.model === "sim-llama"), {
+      what: "replacement launched on node-b",
+    });
     expect(replacement.state).not.toBe("Ready"); // still loading its weights
     await first.stop("SIGKILL");
     expect(sinkEvents(first).filter((e) => e.kind === "remove")).toEqual([]);
@@ -79,10 +93,13 @@ describe("a control plane killed mid-drain", () => {
     expect(removeOriginal).toBeGreaterThan(addReplacement);
     // The one replica node-b runs is the one the killed process launched.
     expect((await agentState(b)).replicas.map((r) => r.id)).toEqual([replacement.id]);
-    const drain = await waitUntil(async () => {
-      const d = (await (await fetch(`${second.urls.admin}/admin/v1/fleet/nodes/node-a/drain`)).json()) as { state: string };
-      return d.state === "done" ? d : null;
-    }, { what: "drain done" });
+    const drain = await waitUntil(
+      async () => {
+        const d = (await (await fetch(`${second.urls.admin}/admin/v1/fleet/nodes/node-a/drain`)).json()) as { state: string };
+        return d.state === "done" ? d : null;
+      },
+      { what: "drain done" },
+    );
     expect(drain).toMatchObject({ state: "done", waiting_for: [] });
     await second.stop();
   }, 60_000);

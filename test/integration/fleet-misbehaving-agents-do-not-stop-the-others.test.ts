@@ -10,11 +10,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { FleetManager } from "../../src/control/fleet-manager.ts";
 import { modelsStatus, nodesStatus, replicasStatus } from "../../src/control/api-views.ts";
+import type { FleetManager } from "../../src/control/fleet-manager.ts";
 import { setLogLevel } from "../../src/shared/logger.ts";
 import { agentGpus } from "../fixtures/fleet/gpus.ts";
-import { startFakeAgent, type FakeAgent } from "../helpers/fake-agent.ts";
+import { type FakeAgent, startFakeAgent } from "../helpers/fake-agent.ts";
 import { startFleet, type TestFleet } from "../helpers/fleet.ts";
 import { waitUntil } from "../helpers/processes.ts";
 
@@ -63,7 +63,10 @@ describe("agents that misbehave", () => {
     const byName = Object.fromEntries(nodes.map((n) => [n.name, n]));
     expect(byName.good).toMatchObject({ state: "Ready", last_error: null });
     expect(byName.garbage).toMatchObject({ state: "NotReady", last_error: "GET /v1/state: the answer is not JSON" });
-    expect(byName["wrong-shape"]).toMatchObject({ state: "NotReady", last_error: "GET /v1/state: not an agent state (gpus: Invalid input: expected array, received string)" });
+    expect(byName["wrong-shape"]).toMatchObject({
+      state: "NotReady",
+      last_error: "GET /v1/state: not an agent state (gpus: Invalid input: expected array, received string)",
+    });
     expect(byName.silent).toMatchObject({ state: "NotReady", last_error: "GET /v1/state: timed out after 300 ms" });
     expect(byName.refuser!.state).toBe("Ready");
   });

@@ -88,7 +88,9 @@ describe("fleet with two real agents", () => {
     fleet.sink.inflights.set(original.id, 2);
     await fleet.manager.ops.drain("node-a", 30_000);
     await waitUntil(() => fleet.sink.endpoints.get(original.id)?.draining === true, { timeoutMs: 30_000, what: "original draining" });
-    const replacement = fleet.sink.serving().find((e) => !before.has(e.id) && e.node === "node-b" && eventIndex("add", e.id) < eventIndex("draining", original.id))!;
+    const replacement = fleet.sink
+      .serving()
+      .find((e) => !before.has(e.id) && e.node === "node-b" && eventIndex("add", e.id) < eventIndex("draining", original.id))!;
     expect(replacement).toBeDefined();
     expect(fleet.sink.serving()).toHaveLength(2);
     // Requests still open on the original hold it, replacement or not.
@@ -106,12 +108,18 @@ describe("fleet with two real agents", () => {
   let bPids: number[] = [];
   test("SIGKILL of node-b's agent: NotReady within the configured time, replicas out of rotation, replaced on node-a", async () => {
     await fleet.manager.ops.uncordon("node-a");
-    const onB = fleet.sink.serving().filter((e) => e.node === "node-b").map((e) => e.id);
+    const onB = fleet.sink
+      .serving()
+      .filter((e) => e.node === "node-b")
+      .map((e) => e.id);
     expect(onB).toHaveLength(2);
     bPids = (await agentState(b)).replicas.map((r) => r.pid!);
     const killedAt = Date.now();
     await b.child.stop("SIGKILL");
-    await waitUntil(() => fleet.manager.state.registry.state("node-b", Date.now(), NOT_READY_AFTER_MS) === "NotReady", { intervalMs: 20, what: "node-b NotReady" });
+    await waitUntil(() => fleet.manager.state.registry.state("node-b", Date.now(), NOT_READY_AFTER_MS) === "NotReady", {
+      intervalMs: 20,
+      what: "node-b NotReady",
+    });
     const notReadyAfter = Date.now() - killedAt;
     await waitUntil(() => onB.every((id) => !fleet.sink.endpoints.has(id)), { what: "node-b's replicas out of rotation" });
     const outOfRotation = Date.now() - killedAt;
@@ -123,12 +131,18 @@ describe("fleet with two real agents", () => {
 
   test("the restarted agent adopts its engines; the surplus is stopped and no engine is left orphaned", async () => {
     await b.restart();
-    const adopted = await waitUntil(async () => {
-      const s = await agentState(b);
-      return s.replicas.length === 2 && s.replicas.every((r) => r.adopted) ? s : null;
-    }, { what: "engines adopted" });
+    const adopted = await waitUntil(
+      async () => {
+        const s = await agentState(b);
+        return s.replicas.length === 2 && s.replicas.every((r) => r.adopted) ? s : null;
+      },
+      { what: "engines adopted" },
+    );
     expect(adopted!.replicas.map((r) => r.pid).sort()).toEqual([...bPids].sort());
-    await waitUntil(async () => (await agentState(a)).replicas.length + (await agentState(b)).replicas.length === 2, { timeoutMs: 30_000, what: "surplus stopped" });
+    await waitUntil(async () => (await agentState(a)).replicas.length + (await agentState(b)).replicas.length === 2, {
+      timeoutMs: 30_000,
+      what: "surplus stopped",
+    });
     const running = [...(await agentState(a)).replicas, ...(await agentState(b)).replicas];
     const runningPids = new Set(running.map((r) => r.pid));
     for (const pid of bPids) if (!runningPids.has(pid)) expect(isAlive(pid)).toBe(false);

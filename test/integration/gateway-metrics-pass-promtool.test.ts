@@ -16,7 +16,10 @@ testWithTool("promtool", "gateway /metrics after traffic passes promtool check m
   const gw = await startGateway({ endpoints: [{ id: "sim", url: sim.api, kv_events: { endpoint: sim.kvEvents, replay_endpoint: sim.kvReplay } }] }, 1);
   await waitUntil(async () => counterValue(await gw.metrics(), "llmgw_kv_events_stream_state", { state: "live" }) === 1, { what: "the event stream live" });
   for (const stream of [true, false]) {
-    const res = await fetch(`${gw.api}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "m", stream, max_tokens: 3, messages: [{ role: "user", content: "hi" }] }) });
+    const res = await fetch(`${gw.api}/v1/chat/completions`, {
+      method: "POST",
+      body: JSON.stringify({ model: "m", stream, max_tokens: 3, messages: [{ role: "user", content: "hi" }] }),
+    });
     expect(res.status).toBe(200);
     await res.text();
   }
@@ -29,5 +32,12 @@ testWithTool("promtool", "gateway /metrics after traffic passes promtool check m
   expect(r.out.trim()).toBe("");
   expect(r.code).toBe(0);
   expect(text).toContain("llmgw_router_overhead_seconds_bucket");
-  for (const name of ["llmgw_kv_events_total", "llmgw_kv_index_blocks", "llmgw_kv_events_staleness_seconds", "llmgw_kv_index_drops_total", "llmgw_tokenize_requests_total"]) expect(text).toContain(`${name}{`);
+  for (const name of [
+    "llmgw_kv_events_total",
+    "llmgw_kv_index_blocks",
+    "llmgw_kv_events_staleness_seconds",
+    "llmgw_kv_index_drops_total",
+    "llmgw_tokenize_requests_total",
+  ])
+    expect(text).toContain(`${name}{`);
 });

@@ -15,13 +15,25 @@ import { startLlmgw, stopAll, waitUntil } from "../helpers/processes.ts";
 afterAll(stopAll);
 
 test("sustained full utilisation saturates the pool and sheds the batch band only; stale data sheds nothing", async () => {
-  const sim = await startLlmgw(["sim-engine", "--port", "0", "--model", "m", "--max-num-seqs", "4", "--itl-ms", "40", "--gpus", "2", "--dcgm-port", "0"], { waitFor: 2 });
-  const config = buildConfig({ gpu_health: { sources: [{ url: `${sim.urls.dcgm}/metrics`, pool: "p" }], poll_interval_ms: 100, stale_after_ms: 600, sustained_samples: 3, shed_util_pct: 95 } });
+  const sim = await startLlmgw(["sim-engine", "--port", "0", "--model", "m", "--max-num-seqs", "4", "--itl-ms", "40", "--gpus", "2", "--dcgm-port", "0"], {
+    waitFor: 2,
+  });
+  const config = buildConfig({
+    gpu_health: {
+      sources: [{ url: `${sim.urls.dcgm}/metrics`, pool: "p" }],
+      poll_interval_ms: 100,
+      stale_after_ms: 600,
+      sustained_samples: 3,
+      shed_util_pct: 95,
+    },
+  });
   const gh = config.gpuHealth!;
   const source = gh.sources[0]!;
   const tracker = new PoolSaturationTracker(gh);
-  const poller = new DcgmPoller([{ index: 0, id: "node-0", url: source.url }], { intervalMs: gh.pollIntervalMs, timeoutMs: 500, staleAfterMs: gh.staleAfterMs }, (_i, snap) =>
-    tracker.ingest(source, snap.gpus, snap.sampledAt),
+  const poller = new DcgmPoller(
+    [{ index: 0, id: "node-0", url: source.url }],
+    { intervalMs: gh.pollIntervalMs, timeoutMs: 500, staleAfterMs: gh.staleAfterMs },
+    (_i, snap) => tracker.ingest(source, snap.gpus, snap.sampledAt),
   );
   poller.start();
   try {

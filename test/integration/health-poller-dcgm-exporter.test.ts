@@ -4,8 +4,8 @@
  * the exporter dies and the last good GPUs are kept with their old time.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { sharedFixture as fixture } from "../helpers/fixtures.ts";
 import { DcgmPoller, type DcgmSnapshot } from "../../src/polling/dcgm-poller.ts";
+import { sharedFixture as fixture } from "../helpers/fixtures.ts";
 
 const T4 = fixture("dcgm-exporter-metrics__tesla-t4__datadog-fixture.txt");
 const FIRST_T4 = "GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e";
@@ -65,7 +65,11 @@ describe("DCGM poller against a fake exporter", () => {
 
   test("a bare origin is scraped at /metrics", async () => {
     const exporter = startExporter();
-    const poller = new DcgmPoller([{ index: 0, id: "n", url: `${exporter.url}/` }], { intervalMs: 1_000, timeoutMs: 500, staleAfterMs: 1_000 }, () => undefined);
+    const poller = new DcgmPoller(
+      [{ index: 0, id: "n", url: `${exporter.url}/` }],
+      { intervalMs: 1_000, timeoutMs: 500, staleAfterMs: 1_000 },
+      () => undefined,
+    );
     cleanups.push(() => poller.stop());
     await poller.pollOnce();
     expect(poller.snapshot(0)?.ok).toBe(true);

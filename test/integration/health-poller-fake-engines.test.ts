@@ -5,9 +5,9 @@
  * flavors, and stop() aborting a poll in flight.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { sharedFixture as fixture } from "../helpers/fixtures.ts";
 import { EndpointPoller, type EngineEndpoint, type PollerOptions } from "../../src/polling/endpoint-poller.ts";
 import type { EndpointSnapshot } from "../../src/polling/readiness.ts";
+import { sharedFixture as fixture } from "../helpers/fixtures.ts";
 
 interface FakeEngine {
   url: string;

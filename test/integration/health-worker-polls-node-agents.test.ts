@@ -22,7 +22,16 @@ beforeAll(async () => {
   worker = new Worker(new URL("../../workers/health.ts", import.meta.url).href);
   worker.onmessage = (e: MessageEvent<FromHealth>) => void received.push(e.data);
   const table = new EndpointTable(1);
-  worker.postMessage({ type: "init", buffer: table.buffer, maxEndpoints: 1, signals: new Signals().buffer, endpoints: [], health: { pollIntervalMs: 100, timeoutMs: 1_000, staleAfterMs: 2_000, timeoutsBeforeUnready: 3 }, gpuHealth: null, gpuSaturation: new SharedArrayBuffer(8) } satisfies ToHealth);
+  worker.postMessage({
+    type: "init",
+    buffer: table.buffer,
+    maxEndpoints: 1,
+    signals: new Signals().buffer,
+    endpoints: [],
+    health: { pollIntervalMs: 100, timeoutMs: 1_000, staleAfterMs: 2_000, timeoutsBeforeUnready: 3 },
+    gpuHealth: null,
+    gpuSaturation: new SharedArrayBuffer(8),
+  } satisfies ToHealth);
   await waitUntil(() => received.some((m) => m.type === "ready"), { what: "worker ready" });
 });
 
@@ -34,15 +43,27 @@ afterAll(async () => {
 
 describe("health worker and node agents", () => {
   test("posts every poll of the agents it is given, and follows a new list", async () => {
-    worker.postMessage({ type: "agents", agents: [{ node: "node-a", url: agent.url, token: AGENT_TOKEN, dcgmUrl: undefined }], settings: { intervalMs: 100, timeoutMs: 1_000 } } satisfies ToHealth);
-    const first = await waitUntil(() => received.find((m): m is Extract<FromHealth, { type: "agent" }> => m.type === "agent" && m.snapshot.ok), { what: "an agent poll" });
+    worker.postMessage({
+      type: "agents",
+      agents: [{ node: "node-a", url: agent.url, token: AGENT_TOKEN, dcgmUrl: undefined }],
+      settings: { intervalMs: 100, timeoutMs: 1_000 },
+    } satisfies ToHealth);
+    const first = await waitUntil(() => received.find((m): m is Extract<FromHealth, { type: "agent" }> => m.type === "agent" && m.snapshot.ok), {
+      what: "an agent poll",
+    });
     expect(first.node).toBe("node-a");
     expect(first.snapshot.state?.gpus.map((g) => [g.index, g.class])).toEqual([
       [0, "h100-80g"],
       [1, "h100-80g"],
     ]);
-    worker.postMessage({ type: "agents", agents: [{ node: "node-x", url: agent.url, token: "wrong", dcgmUrl: undefined }], settings: { intervalMs: 100, timeoutMs: 1_000 } } satisfies ToHealth);
-    const wrong = await waitUntil(() => received.find((m): m is Extract<FromHealth, { type: "agent" }> => m.type === "agent" && m.node === "node-x"), { what: "a poll of the new list" });
+    worker.postMessage({
+      type: "agents",
+      agents: [{ node: "node-x", url: agent.url, token: "wrong", dcgmUrl: undefined }],
+      settings: { intervalMs: 100, timeoutMs: 1_000 },
+    } satisfies ToHealth);
+    const wrong = await waitUntil(() => received.find((m): m is Extract<FromHealth, { type: "agent" }> => m.type === "agent" && m.node === "node-x"), {
+      what: "a poll of the new list",
+    });
     expect(wrong.snapshot).toMatchObject({ ok: false, lastError: "GET /v1/state: HTTP 401" });
     const count = received.filter((m) => m.type === "agent" && m.node === "node-a").length;
     await Bun.sleep(300);

@@ -19,7 +19,12 @@ afterAll(async () => {
 
 /** Run llmgw expected to exit at start by itself (killed after `limitMs` if it does not, which fails): its exit code and output. */
 async function mustFailToStart(args: string[], limitMs = 15_000): Promise<{ code: number; out: string }> {
-  const proc = Bun.spawn([process.execPath, CLI, ...args], { cwd: REPO_ROOT, env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }), stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([process.execPath, CLI, ...args], {
+    cwd: REPO_ROOT,
+    env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   let killed = false;
   const timer = setTimeout(() => {
     killed = true;

@@ -10,7 +10,7 @@
  * error and go on serving.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
+import { type Gateway, type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 import { rawExchange } from "../helpers/raw-http.ts";
 
@@ -57,7 +57,11 @@ test("HTTP/1.0 without Host: /health, /v1/models, a chat completion, the Files A
 });
 
 test("pipelined requests Bun answers at once come back in order on one connection", async () => {
-  const r = await rawExchange(gw.api, `GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\n\r\n`, { expect: 3 });
+  const r = await rawExchange(
+    gw.api,
+    `GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\n\r\n`,
+    { expect: 3 },
+  );
   expect(r.responses.map((x) => x.status)).toEqual([200, 200, 404]);
   expect(JSON.parse(r.responses[1]!.body).object).toBe("list");
 });

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { counterValue, startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
+import { counterValue, type Gateway, type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 
 const MODEL = "sim-model";

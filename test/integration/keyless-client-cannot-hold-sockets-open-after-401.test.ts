@@ -7,7 +7,7 @@
  * and a client with a key keeps its connection alive as before.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { startGateway, startSim, type Gateway } from "../helpers/cluster.ts";
+import { type Gateway, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 import { closedWithin, openSocket, parseResponses, rawExchange } from "../helpers/raw-http.ts";
 
@@ -24,7 +24,8 @@ afterAll(async () => {
   await stopAll();
 });
 
-const declared = (path: string, headers = "") => `POST ${path} HTTP/1.1\r\nHost: x\r\n${headers}Content-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{"mo`;
+const declared = (path: string, headers = "") =>
+  `POST ${path} HTTP/1.1\r\nHost: x\r\n${headers}Content-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{"mo`;
 
 test(`${SOCKETS} keyless clients that declare a large body are each answered 401 and closed; a healthy request still goes through`, async () => {
   const sockets = await Promise.all(Array.from({ length: SOCKETS }, () => openSocket(gw.api)));

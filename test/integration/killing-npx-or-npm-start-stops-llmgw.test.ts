@@ -6,12 +6,12 @@
  * demo's sim-engines go with it.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { freePort } from "../../src/agent/agent-service.ts";
 import { isAlive, readStat } from "../../src/agent/proc-info.ts";
-import { findPortHolder } from "../../src/shared/port-holder.ts";
 import { writeGatewayConfig } from "../../src/shared/llmgw-child.ts";
+import { findPortHolder } from "../../src/shared/port-holder.ts";
 import { REPO_ROOT, waitUntil } from "../helpers/processes.ts";
 
 const started: ChildProcess[] = [];
@@ -36,10 +36,13 @@ function launch(argv: string[]): { child: ChildProcess; output: () => string } {
 
 /** The pid serving `port`, once something does. */
 async function serverOn(port: number, output: () => string): Promise<number> {
-  const holder = await waitUntil(() => {
-    const h = findPortHolder(port);
-    return h !== null && h !== "unknown" ? h : null;
-  }, { timeoutMs: 60_000, what: `a process listening on ${port}; output so far:\n${output()}` });
+  const holder = await waitUntil(
+    () => {
+      const h = findPortHolder(port);
+      return h !== null && h !== "unknown" ? h : null;
+    },
+    { timeoutMs: 60_000, what: `a process listening on ${port}; output so far:\n${output()}` },
+  );
   servers.push(holder.pid);
   return holder.pid;
 }
@@ -48,7 +51,10 @@ async function serverOn(port: number, output: () => string): Promise<number> {
 async function stopsWithNpm(child: ChildProcess, signal: NodeJS.Signals, serverPid: number, port: number, output: () => string, said: string): Promise<void> {
   expect(serverPid).not.toBe(child.pid);
   child.kill(signal);
-  await waitUntil(() => !isAlive(serverPid) && findPortHolder(port) === null, { timeoutMs: 20_000, what: `llmgw (pid ${serverPid}) gone after ${signal} to npm; output:\n${output()}` });
+  await waitUntil(() => !isAlive(serverPid) && findPortHolder(port) === null, {
+    timeoutMs: 20_000,
+    what: `llmgw (pid ${serverPid}) gone after ${signal} to npm; output:\n${output()}`,
+  });
   expect(output()).toContain(said);
   await waitUntil(() => child.exitCode !== null || child.signalCode !== null, { timeoutMs: 10_000, what: "npm exited" });
 }

@@ -27,7 +27,16 @@ afterEach(async () => {
 /** Batch k: a block whose hash is above 2^63 (k even) or sha256-sized bytes (k odd), and every third batch a removal. */
 function events(k: number): KvCacheEvent[] {
   const hash = k % 2 === 0 ? 2n ** 63n + BigInt(k) : new Uint8Array(32).fill(k);
-  const out: KvCacheEvent[] = [blockStored({ blockHashes: [hash], parentBlockHash: null, tokenIds: Array.from({ length: 4 }, (_, i) => k * 4 + i), blockSize: 4, loraName: k === 1 ? "sql-lora" : null, groupIdx: 0 })];
+  const out: KvCacheEvent[] = [
+    blockStored({
+      blockHashes: [hash],
+      parentBlockHash: null,
+      tokenIds: Array.from({ length: 4 }, (_, i) => k * 4 + i),
+      blockSize: 4,
+      loraName: k === 1 ? "sql-lora" : null,
+      groupIdx: 0,
+    }),
+  ];
   if (k % 3 === 2) out.push({ type: "BlockRemoved", blockHashes: [hash], medium: "GPU", groupIdx: null });
   if (k === 4) out.push({ type: "AllBlocksCleared" });
   return out;
@@ -40,7 +49,19 @@ function pythonView(k: number, layout: "tagged-map" | "tagged-array"): unknown[]
   const lora = k === 1 ? "sql-lora" : null;
   const out: unknown[] =
     layout === "tagged-map"
-      ? [{ type: "BlockStored", block_hashes: [hash], parent_block_hash: null, token_ids: tokens, block_size: 4, lora_id: null, medium: "GPU", lora_name: lora, group_idx: 0 }]
+      ? [
+          {
+            type: "BlockStored",
+            block_hashes: [hash],
+            parent_block_hash: null,
+            token_ids: tokens,
+            block_size: 4,
+            lora_id: null,
+            medium: "GPU",
+            lora_name: lora,
+            group_idx: 0,
+          },
+        ]
       : [["BlockStored", [hash], null, tokens, 4, null, "GPU", lora, null, 0]];
   if (k % 3 === 2) out.push(layout === "tagged-map" ? { type: "BlockRemoved", block_hashes: [hash], medium: "GPU" } : ["BlockRemoved", [hash], "GPU"]);
   if (k === 4) out.push(layout === "tagged-map" ? { type: "AllBlocksCleared" } : ["AllBlocksCleared"]);
@@ -58,7 +79,14 @@ describe("llmgw's publisher feeds a Python (libzmq) SUB and answers its DEALER's
       PACKAGES,
       v.label,
       async (python) => {
-        const pub = new KvEventPublisher({ endpoint: "tcp://127.0.0.1:0", replayEndpoint: "tcp://127.0.0.1:0", topic: "kv@node-1@model", dataParallelRank: 1, layout: v.layout, replayTopicFrame: v.replayTopicFrame });
+        const pub = new KvEventPublisher({
+          endpoint: "tcp://127.0.0.1:0",
+          replayEndpoint: "tcp://127.0.0.1:0",
+          topic: "kv@node-1@model",
+          dataParallelRank: 1,
+          layout: v.layout,
+          replayTopicFrame: v.replayTopicFrame,
+        });
         publishers.push(pub);
         // History published before anyone subscribed.
         for (let k = 0; k < 3; k++) pub.publish(events(k));

@@ -10,7 +10,7 @@
 import { afterEach, describe, expect } from "bun:test";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { blockStored, type BlockHash, type KvCacheEvent } from "../../src/engines/kv-events/model.ts";
+import { type BlockHash, blockStored, type KvCacheEvent } from "../../src/engines/kv-events/model.ts";
 import { KvEventSubscriber, type ResetReason } from "../../src/engines/kv-events/subscriber.ts";
 import type { ZmtpCloseReason } from "../../src/engines/zmq/errors.ts";
 import { JsonLinesProcess } from "../helpers/json-lines-process.ts";
@@ -53,7 +53,17 @@ function expectedEvents(k: number, v: Variant): KvCacheEvent[] {
 }
 
 async function startPublisher(python: string, v: Variant, ports: { pub: number; replay: number } = { pub: 0, replay: 0 }, preload = 0) {
-  const proc = new JsonLinesProcess([python, SCRIPT, String(ports.pub), String(ports.replay), "kv@node-1@model", v.layout, v.replayForm, v.hashes, String(preload)]);
+  const proc = new JsonLinesProcess([
+    python,
+    SCRIPT,
+    String(ports.pub),
+    String(ports.replay),
+    "kv@node-1@model",
+    v.layout,
+    v.replayForm,
+    v.hashes,
+    String(preload),
+  ]);
   children.push(proc);
   const hello = await proc.line((l) => "pub" in l);
   let answers = 1;
@@ -101,7 +111,11 @@ describe("a Python (libzmq) vLLM-shaped publisher feeds llmgw's subscriber", () 
 
         // History from before the subscriber existed, through libzmq's ROUTER.
         await waitUntil(() => seen.length === 3, { what: "history by replay" });
-        expect(seen.map((s) => [s.seq, s.source])).toEqual([[0, "replay"], [1, "replay"], [2, "replay"]]);
+        expect(seen.map((s) => [s.seq, s.source])).toEqual([
+          [0, "replay"],
+          [1, "replay"],
+          [2, "replay"],
+        ]);
         // Let the SUBSCRIBE reach libzmq before publishing live.
         await Bun.sleep(300);
 

@@ -35,7 +35,14 @@ afterAll(async () => {
 const batchOf = (seed: number, blocks: number, tokenBase: number) =>
   encodeKvEventBatch({
     ts: 1_700_000_000 + seed,
-    events: [blockStored({ blockHashes: Array.from({ length: blocks }, (_, i) => BigInt(seed * 1_000_000 + i)), parentBlockHash: null, tokenIds: Array.from({ length: blocks * 16 }, (_, i) => tokenBase + i), blockSize: 16 })],
+    events: [
+      blockStored({
+        blockHashes: Array.from({ length: blocks }, (_, i) => BigInt(seed * 1_000_000 + i)),
+        parentBlockHash: null,
+        tokenIds: Array.from({ length: blocks * 16 }, (_, i) => tokenBase + i),
+        blockSize: 16,
+      }),
+    ],
     dataParallelRank: 0,
   });
 
@@ -49,7 +56,13 @@ test("a publisher flooding after a gap while its replay trickles: memory bounded
   const healthy = new KvEventPublisher({ endpoint: "tcp://127.0.0.1:0", replayEndpoint: "tcp://127.0.0.1:0" });
   cleanup.push(() => healthy.close());
   let h = 0;
-  const healthyTimer = setInterval(() => healthy.publish([blockStored({ blockHashes: [BigInt(++h)], parentBlockHash: null, tokenIds: Array.from({ length: 16 }, (_, i) => h * 16 + i), blockSize: 16 })]), 200);
+  const healthyTimer = setInterval(
+    () =>
+      healthy.publish([
+        blockStored({ blockHashes: [BigInt(++h)], parentBlockHash: null, tokenIds: Array.from({ length: 16 }, (_, i) => h * 16 + i), blockSize: 16 }),
+      ]),
+    200,
+  );
   cleanup.push(() => clearInterval(healthyTimer));
 
   // The rogue: its first replay (from 0) is honest; every later one sends its anchor, then one batch every 500 ms (under the 2 s replay timeout), never the end.
@@ -57,19 +70,23 @@ test("a publisher flooding after a gap while its replay trickles: memory bounded
   const first = batchOf(1, 1, 0);
   let trickle: ReturnType<typeof setInterval> | undefined;
   let honest = true;
-  const router = new RouterSocket("tcp://127.0.0.1:0", {}, {
-    message: (identity, frames) => {
-      if (parseReplayRequest(frames) === undefined) return;
-      router.send(identity, replayBatchFrames(topic, 0, first));
-      if (honest) {
-        router.send(identity, replayEndFrames(true));
-        return;
-      }
-      if (trickle !== undefined) clearInterval(trickle);
-      let s = 0;
-      trickle = setInterval(() => router.send(identity, replayBatchFrames(topic, ++s, batchOf(100 + s, 1, 0))), 500);
+  const router = new RouterSocket(
+    "tcp://127.0.0.1:0",
+    {},
+    {
+      message: (identity, frames) => {
+        if (parseReplayRequest(frames) === undefined) return;
+        router.send(identity, replayBatchFrames(topic, 0, first));
+        if (honest) {
+          router.send(identity, replayEndFrames(true));
+          return;
+        }
+        if (trickle !== undefined) clearInterval(trickle);
+        let s = 0;
+        trickle = setInterval(() => router.send(identity, replayBatchFrames(topic, ++s, batchOf(100 + s, 1, 0))), 500);
+      },
     },
-  });
+  );
   const pub = new PubSocket("tcp://127.0.0.1:0", { sendHwmMessages: 32 });
   const stopRogue = () => {
     if (trickle !== undefined) clearInterval(trickle);
@@ -86,8 +103,20 @@ test("a publisher flooding after a gap while its replay trickles: memory bounded
       staleAfterMs: 3_000,
       capacity: 65_536,
       follow: [
-        { slot: 0, id: "rogue", source: { endpoint: `tcp://127.0.0.1:${pub.port}`, replayEndpoint: router.endpoint.replace("0.0.0.0", "127.0.0.1"), topic: "" } },
-        { slot: 1, id: "healthy", source: { endpoint: healthy.endpoint.replace("0.0.0.0", "127.0.0.1"), replayEndpoint: healthy.replayEndpoint!.replace("0.0.0.0", "127.0.0.1"), topic: "" } },
+        {
+          slot: 0,
+          id: "rogue",
+          source: { endpoint: `tcp://127.0.0.1:${pub.port}`, replayEndpoint: router.endpoint.replace("0.0.0.0", "127.0.0.1"), topic: "" },
+        },
+        {
+          slot: 1,
+          id: "healthy",
+          source: {
+            endpoint: healthy.endpoint.replace("0.0.0.0", "127.0.0.1"),
+            replayEndpoint: healthy.replayEndpoint!.replace("0.0.0.0", "127.0.0.1"),
+            topic: "",
+          },
+        },
       ],
     }),
   ]);
@@ -124,7 +153,17 @@ test("a publisher flooding after a gap while its replay trickles: memory bounded
   const healthyLive = during.filter((l) => l.slots[1]!.live).length / Math.max(1, during.length);
   const rogue = lines[lines.length - 1]!.slots[0]!;
   console.log(
-    JSON.stringify({ baselineMB: Math.round(baseline / MB), peakMB: Math.round(peak / MB), growthMB: Math.round((peak - baseline) / MB), maxLagMs: maxLag, maxLagAfterLeftMs: Math.max(...after.map((l) => l.lagMs)), healthyLiveShare: healthyLive.toFixed(2), reports: during.length, rogueDropped: rogue.dropped, rogueDrops: rogue.drops }),
+    JSON.stringify({
+      baselineMB: Math.round(baseline / MB),
+      peakMB: Math.round(peak / MB),
+      growthMB: Math.round((peak - baseline) / MB),
+      maxLagMs: maxLag,
+      maxLagAfterLeftMs: Math.max(...after.map((l) => l.lagMs)),
+      healthyLiveShare: healthyLive.toFixed(2),
+      reports: during.length,
+      rogueDropped: rogue.dropped,
+      rogueDrops: rogue.drops,
+    }),
   );
 
   // ~540 MB went out; what the gateway holds is bounded by its budgets (32 MiB a stream, 128 MiB in all) plus what decoding and the allocator keep.

@@ -12,11 +12,11 @@ import { mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../../src/agent/agent-service.ts";
-import { findPortHolder } from "../../src/shared/port-holder.ts";
 import { groupMembers, isAlive, readStat } from "../../src/agent/proc-info.ts";
 import { writeGatewayConfig } from "../../src/shared/llmgw-child.ts";
 import { parseOpenFilesLimit } from "../../src/shared/open-files-limit.ts";
-import { REPO_ROOT, startLlmgw, stopAll, waitUntil, type Started } from "../helpers/processes.ts";
+import { findPortHolder } from "../../src/shared/port-holder.ts";
+import { REPO_ROOT, type Started, startLlmgw, stopAll, waitUntil } from "../helpers/processes.ts";
 
 const SH_LAUNCHER = ["/bin/sh", join(REPO_ROOT, "bin", "llmgw")];
 const NODE_LAUNCHER = ["node", join(REPO_ROOT, "bin", "llmgw.mjs")];
@@ -67,7 +67,10 @@ describe("kill -9 of the supervised process", () => {
     expect(limit).toBeDefined();
     expect(limit!.hard).toBeGreaterThan(LOW_SOFT_LIMIT);
     expect(limit!.soft).toBe(limit!.hard);
-    const logged = gw.output().split("\n").find((l) => l.includes('"msg":"open files limit"'));
+    const logged = gw
+      .output()
+      .split("\n")
+      .find((l) => l.includes('"msg":"open files limit"'));
     expect(logged).toBeDefined();
     expect(JSON.parse(logged!)).toMatchObject({ soft: limit!.soft, hard: limit!.hard, needed: 258, maxOpenStreams: 1 });
 
@@ -101,31 +104,57 @@ describe("kill -9 of the supervised process", () => {
 
   test("agent through bin/llmgw with a sim-engine replica: SIGKILL takes the engine down too; the restarted agent relaunches it on its port", async () => {
     const port = await freePort("127.0.0.1", new Set());
-    const args = ["agent", "--listen", `127.0.0.1:${port}`, "--token", TOKEN, "--state-dir", join(tmp, "state"), "--nvidia-smi", join(tmp, "no-nvidia-smi"), "--sysfs-root", join(tmp, "no-ib")];
+    const args = [
+      "agent",
+      "--listen",
+      `127.0.0.1:${port}`,
+      "--token",
+      TOKEN,
+      "--state-dir",
+      join(tmp, "state"),
+      "--nvidia-smi",
+      join(tmp, "no-nvidia-smi"),
+      "--sysfs-root",
+      join(tmp, "no-ib"),
+    ];
     const agent = await startLlmgw(args, { launcher: SH_LAUNCHER });
     expect(realpathSync(readlinkSync(`/proc/${agent.proc.pid}/exe`))).toBe(bunBinary);
     const auth = { authorization: `Bearer ${TOKEN}` };
-    const put = await fetch(`${agent.url}/v1/replicas/sim1`, { method: "PUT", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ engine: "sim", model: "m" }) });
+    const put = await fetch(`${agent.url}/v1/replicas/sim1`, {
+      method: "PUT",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ engine: "sim", model: "m" }),
+    });
     expect(put.status).toBe(201);
-    const replica = async (base: string) => ((await (await fetch(`${base}/v1/state`, { headers: auth })).json()) as { replicas: { state: string; pid: number | null; port: number }[] }).replicas[0];
-    const ready = await waitUntil(async () => {
-      const r = await replica(agent.url);
-      return r?.state === "Ready" ? r : null;
-    }, { timeoutMs: 15_000, what: "replica Ready" });
+    const replica = async (base: string) =>
+      ((await (await fetch(`${base}/v1/state`, { headers: auth })).json()) as { replicas: { state: string; pid: number | null; port: number }[] }).replicas[0];
+    const ready = await waitUntil(
+      async () => {
+        const r = await replica(agent.url);
+        return r?.state === "Ready" ? r : null;
+      },
+      { timeoutMs: 15_000, what: "replica Ready" },
+    );
     if (!ready?.pid) throw new Error("no engine pid");
     const enginePid = ready.pid;
     enginePids.push(enginePid);
     expect(readStat(enginePid)?.ppid).toBe(agent.proc.pid);
 
     await killAndWaitGone(agent);
-    await waitUntil(() => !isAlive(enginePid) && groupMembers(enginePid).length === 0 && findPortHolder(ready.port) === null, { timeoutMs: 8_000, what: "engine gone with its agent" });
+    await waitUntil(() => !isAlive(enginePid) && groupMembers(enginePid).length === 0 && findPortHolder(ready.port) === null, {
+      timeoutMs: 8_000,
+      what: "engine gone with its agent",
+    });
 
     const again = await startLlmgw(args, { launcher: SH_LAUNCHER });
     expect(again.url).toBe(`http://127.0.0.1:${port}`);
-    const back = await waitUntil(async () => {
-      const r = await replica(again.url);
-      return r?.state === "Ready" && r.pid !== enginePid ? r : null;
-    }, { timeoutMs: 20_000, what: "replica relaunched and Ready" });
+    const back = await waitUntil(
+      async () => {
+        const r = await replica(again.url);
+        return r?.state === "Ready" && r.pid !== enginePid ? r : null;
+      },
+      { timeoutMs: 20_000, what: "replica relaunched and Ready" },
+    );
     if (!back?.pid) throw new Error("no relaunched engine pid");
     enginePids.push(back.pid);
     expect(back.port).toBe(ready.port);

@@ -5,11 +5,11 @@
  * Redis stepping down by the time another may take over.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { setLogLevel } from "../../src/shared/logger.ts";
 import { LeaderLease } from "../../src/shared-state/leader-lease.ts";
 import { RedisConnection } from "../../src/shared-state/redis-connection.ts";
-import { setLogLevel } from "../../src/shared/logger.ts";
 import { waitUntil } from "../helpers/processes.ts";
-import { describeWithRedis, startRedisServer, stopRedisServers, type RedisServer } from "../helpers/redis-server.ts";
+import { describeWithRedis, type RedisServer, startRedisServer, stopRedisServers } from "../helpers/redis-server.ts";
 
 const LEASE_MS = 600;
 let server: RedisServer;
@@ -63,7 +63,11 @@ describeWithRedis("leader lease", () => {
 
     const stoppedAt = Date.now();
     await second.lease.stop();
-    const third = await waitUntil(() => gws.find((g) => g !== first && g !== second && g.lease.isLeader()), { timeoutMs: 3 * LEASE_MS, intervalMs: 5, what: "the last one leads" });
+    const third = await waitUntil(() => gws.find((g) => g !== first && g !== second && g.lease.isLeader()), {
+      timeoutMs: 3 * LEASE_MS,
+      intervalMs: 5,
+      what: "the last one leads",
+    });
     expect(Date.now() - stoppedAt).toBeLessThan(LEASE_MS);
     expect(third.lease.fencingToken()).toBeGreaterThan(t2);
   });

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startGateway, startSim, type Gateway } from "../helpers/cluster.ts";
+import { type Gateway, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 import { rawExchange } from "../helpers/raw-http.ts";
 
@@ -100,9 +100,15 @@ const ADMIN: [string, string][] = [
   ["cordon as a form", adminWrite("POST", "/admin/v1/fleet/nodes/x/cordon", "a=b", "application/x-www-form-urlencoded")],
   ["drain grace negative", adminWrite("POST", "/admin/v1/fleet/nodes/x/drain", '{"grace_ms":-1}')],
   ["cordon body not JSON", adminWrite("POST", "/admin/v1/fleet/nodes/x/cordon", "{bad")],
-  ["registration an array", `POST /admin/v1/fleet/register HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer fuzz-registration-token-0123\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\n[1,2]`],
+  [
+    "registration an array",
+    `POST /admin/v1/fleet/register HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer fuzz-registration-token-0123\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\n[1,2]`,
+  ],
   ["node name with NUL", `GET /admin/v1/fleet/nodes/%00%ff HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`],
-  ["chunk size not hex", `POST /admin/v1/fleet/nodes/x/cordon HTTP/1.1\r\nHost: 127.0.0.1\r\n${ADMIN_AUTH}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n`],
+  [
+    "chunk size not hex",
+    `POST /admin/v1/fleet/nodes/x/cordon HTTP/1.1\r\nHost: 127.0.0.1\r\n${ADMIN_AUTH}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n`,
+  ],
 ];
 
 async function fuzz(url: string, cases: [string, string][]): Promise<string[]> {
@@ -121,7 +127,8 @@ async function fuzz(url: string, cases: [string, string][]): Promise<string[]> {
     }
     if (res.headers["content-type"]?.startsWith("application/json")) {
       const e = (JSON.parse(res.body) as { error?: { message?: unknown; type?: unknown; code?: unknown } }).error;
-      if (typeof e?.message !== "string" || typeof e.type !== "string" || typeof e.code !== "string") wrong.push(`${what}: not OpenAI-shaped: ${res.body.slice(0, 120)}`);
+      if (typeof e?.message !== "string" || typeof e.type !== "string" || typeof e.code !== "string")
+        wrong.push(`${what}: not OpenAI-shaped: ${res.body.slice(0, 120)}`);
       if (res.status >= 500) wrong.push(`${what}: HTTP ${res.status} from a handler`);
     } else if (res.body !== "" || r.closedAfterMs === undefined) {
       wrong.push(`${what}: HTTP ${res.status} neither OpenAI-shaped nor Bun's bare refusal: ${JSON.stringify(res.body.slice(0, 80))}`);
@@ -145,7 +152,16 @@ test("a management change of something missing says what is missing, not that th
 });
 
 test("none of it is logged as an error, and the gateway still serves", async () => {
-  expect(gw.output().split("\n").filter((l) => /"level":(50|60)/.test(l))).toEqual([]);
-  const ok = await fetch(`${gw.api}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${KEY}` }, body: JSON.stringify({ model: "m", max_tokens: 2, messages: [{ role: "user", content: "hi" }] }) });
+  expect(
+    gw
+      .output()
+      .split("\n")
+      .filter((l) => /"level":(50|60)/.test(l)),
+  ).toEqual([]);
+  const ok = await fetch(`${gw.api}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${KEY}` },
+    body: JSON.stringify({ model: "m", max_tokens: 2, messages: [{ role: "user", content: "hi" }] }),
+  });
   expect(ok.status).toBe(200);
 });

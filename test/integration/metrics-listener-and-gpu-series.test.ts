@@ -15,7 +15,20 @@ import { optionalTool, runTool } from "../helpers/system-tools.ts";
 afterAll(stopAll);
 
 /** Paths only the admin listener (or the API) serves, and some nobody serves. */
-const NOT_ON_METRICS_LISTENER = ["/", "/admin/v1/endpoints", "/openapi", "/openapi/json", "/dashboard", "/dashboard/dashboard.js", "/admin/v1/dashboard", "/debug/heap", "/debug/pprof/heap", "/admin/v1/heap-snapshot", "/v1/models", "/metrics/extra"];
+const NOT_ON_METRICS_LISTENER = [
+  "/",
+  "/admin/v1/endpoints",
+  "/openapi",
+  "/openapi/json",
+  "/dashboard",
+  "/dashboard/dashboard.js",
+  "/admin/v1/dashboard",
+  "/debug/heap",
+  "/debug/pprof/heap",
+  "/admin/v1/heap-snapshot",
+  "/v1/models",
+  "/metrics/extra",
+];
 
 function gpuLines(text: string, name: string): string[] {
   return text.split("\n").filter((l) => l.startsWith(`${name}{`));
@@ -43,21 +56,28 @@ test("metrics listener: metrics and health only; GPU series from DCGM at scrape 
     }
   }
   // The API listener serves the OpenAI API alone.
-  for (const path of ["/metrics", "/admin/v1/endpoints", "/openapi/json"]) expect({ path, status: (await fetch(`${gw.api}${path}`)).status }).toEqual({ path, status: 404 });
+  for (const path of ["/metrics", "/admin/v1/endpoints", "/openapi/json"])
+    expect({ path, status: (await fetch(`${gw.api}${path}`)).status }).toEqual({ path, status: 404 });
   // The admin listener serves what the metrics listener refuses.
   expect((await fetch(`${gw.admin}/admin/v1/endpoints`)).status).toBe(200);
   expect((await fetch(`${gw.admin}/openapi/json`)).status).toBe(200);
   expect((await fetch(`${gw.admin}/no-such-route`)).status).toBe(404);
 
-  const res = await fetch(`${gw.api}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ model: "m", max_tokens: 2, messages: [{ role: "user", content: "hi" }] }) });
+  const res = await fetch(`${gw.api}/v1/chat/completions`, {
+    method: "POST",
+    body: JSON.stringify({ model: "m", max_tokens: 2, messages: [{ role: "user", content: "hi" }] }),
+  });
   expect(res.status).toBe(200);
   await res.text();
 
   // Both GPUs, on the node named after the dcgm_url host, with plausible values.
-  const text = await waitUntil(async () => {
-    const t = await (await fetch(`${metricsUrl}/metrics`)).text();
-    return gpuLines(t, "llmgw_gpu_healthy").length === 2 ? t : "";
-  }, { what: "two GPUs exported" });
+  const text = await waitUntil(
+    async () => {
+      const t = await (await fetch(`${metricsUrl}/metrics`)).text();
+      return gpuLines(t, "llmgw_gpu_healthy").length === 2 ? t : "";
+    },
+    { what: "two GPUs exported" },
+  );
   expect(gpuLines(text, "llmgw_gpu_healthy").every((l) => l.includes('node="127.0.0.1"') && l.includes('class="h100-80g"') && l.endsWith(" 1"))).toBe(true);
   expect(counterValue(text, "llmgw_gpu_memory_total_bytes")).toBe(2 * 81559 * 1024 * 1024);
   const util = gpuLines(text, "llmgw_gpu_utilization_ratio").map((l) => Number(l.slice(l.lastIndexOf(" ") + 1)));
@@ -76,10 +96,13 @@ test("metrics listener: metrics and health only; GPU series from DCGM at scrape 
 
   // GPU 1 stops reporting utilisation and takes an XID 79.
   await sim.configure({ gpus: [{ index: 1, xid_errors: 79, utilization_reported: false }] });
-  const faulted = await waitUntil(async () => {
-    const t = await (await fetch(`${metricsUrl}/metrics`)).text();
-    return gpuLines(t, "llmgw_gpu_fault").length === 1 && gpuLines(t, "llmgw_gpu_utilization_ratio").length === 1 ? t : "";
-  }, { what: "GPU 1 faulted, without utilisation" });
+  const faulted = await waitUntil(
+    async () => {
+      const t = await (await fetch(`${metricsUrl}/metrics`)).text();
+      return gpuLines(t, "llmgw_gpu_fault").length === 1 && gpuLines(t, "llmgw_gpu_utilization_ratio").length === 1 ? t : "";
+    },
+    { what: "GPU 1 faulted, without utilisation" },
+  );
   const fault = gpuLines(faulted, "llmgw_gpu_fault")[0]!;
   expect(fault).toContain('gpu="1"');
   expect(fault).toContain('kind="xid"');
@@ -107,7 +130,11 @@ test("/metrics answers 503 until the first engine poll completed", async () => {
     },
   });
   try {
-    const gw = await startGateway({ metrics_listen: "127.0.0.1:0", health: { timeout_ms: 5_000 }, endpoints: [{ id: "slow", url: `http://127.0.0.1:${slow.port}` }] });
+    const gw = await startGateway({
+      metrics_listen: "127.0.0.1:0",
+      health: { timeout_ms: 5_000 },
+      endpoints: [{ id: "slow", url: `http://127.0.0.1:${slow.port}` }],
+    });
     for (const url of [gw.urls.metrics!, gw.admin]) {
       const early = await fetch(`${url}/metrics`);
       expect(early.status).toBe(503);

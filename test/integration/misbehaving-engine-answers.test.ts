@@ -12,7 +12,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Server } from "bun";
-import { counterValue, readSse, startGateway, type Gateway } from "../helpers/cluster.ts";
+import { counterValue, type Gateway, readSse, startGateway } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 import { startRogueEngine } from "../helpers/rogue-engine.ts";
 
@@ -24,7 +24,8 @@ let rogue: Server<undefined>;
 let lastChatBody = new Uint8Array(0);
 let gw: Gateway;
 
-const chunk = (content: string) => `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"${content}"},"finish_reason":null}]}\n\n`;
+const chunk = (content: string) =>
+  `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"${content}"},"finish_reason":null}]}\n\n`;
 
 /** A body stream of `total` bytes of filler after `head`, in 64 KiB chunks, with no blank line. */
 function endless(head: string, total: number): ReadableStream<Uint8Array> {
@@ -48,7 +49,12 @@ beforeAll(async () => {
     const body = JSON.parse(new TextDecoder().decode(raw)) as { input?: string; stream?: boolean; messages?: { content: string }[] };
     if (path === "/v1/embeddings") {
       const n = body.input === "small" ? 100 : 40_000; // ~2 KB vs ~800 KB of JSON
-      const json = JSON.stringify({ object: "list", data: [{ object: "embedding", index: 0, embedding: Array.from({ length: n }, (_, i) => i / n) }], model: "m", usage: { prompt_tokens: 1, total_tokens: 1 } });
+      const json = JSON.stringify({
+        object: "list",
+        data: [{ object: "embedding", index: 0, embedding: Array.from({ length: n }, (_, i) => i / n) }],
+        model: "m",
+        usage: { prompt_tokens: 1, total_tokens: 1 },
+      });
       if (body.input === "chunked") return new Response(new Blob([json]).stream(), { headers: { "content-type": "application/json" } });
       return new Response(json, { headers: { "content-type": "application/json" } });
     }
@@ -56,7 +62,8 @@ beforeAll(async () => {
     const what = body.messages?.[0]?.content ?? "";
     const sse = { "content-type": "text/event-stream" };
     if (what === "endless-first") return new Response(endless('data: {"id":"c","choices":[{"delta":{"content":"', 20 * 1024 * 1024), { headers: sse });
-    if (what === "endless-later") return new Response(endless(chunk("hello") + 'data: {"id":"c","choices":[{"delta":{"content":"', 20 * 1024 * 1024), { headers: sse });
+    if (what === "endless-later")
+      return new Response(endless(chunk("hello") + 'data: {"id":"c","choices":[{"delta":{"content":"', 20 * 1024 * 1024), { headers: sse });
     return new Response(chunk("ok") + "data: [DONE]\n\n", { headers: sse });
   });
   gw = await startGateway(
@@ -79,7 +86,11 @@ afterAll(async () => {
 });
 
 const post = (path: string, body: unknown) =>
-  fetch(`${gw.api}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body) });
+  fetch(`${gw.api}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body),
+  });
 
 describe("non-streaming answers over max_response_bytes", () => {
   for (const input of ["big", "chunked"]) {

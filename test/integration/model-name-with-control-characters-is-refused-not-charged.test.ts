@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { buildConfig } from "../../src/config/load.ts";
-import { auditLine, readSse, startGateway, type Gateway } from "../helpers/cluster.ts";
+import { auditLine, type Gateway, readSse, startGateway } from "../helpers/cluster.ts";
 import { issuesOf } from "../helpers/config-issues.ts";
 import { stopAll } from "../helpers/processes.ts";
 import { startRogueEngine } from "../helpers/rogue-engine.ts";
@@ -32,10 +32,19 @@ beforeAll(async () => {
     seen.push(body.model);
     const usage = { prompt_tokens: 11, completion_tokens: 2, total_tokens: 13 };
     if (body.stream) {
-      const sse = chunk(body.model, "hi", null) + chunk(body.model, "!", "stop") + `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [], usage })}\n\ndata: [DONE]\n\n`;
+      const sse =
+        chunk(body.model, "hi", null) +
+        chunk(body.model, "!", "stop") +
+        `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [], usage })}\n\ndata: [DONE]\n\n`;
       return new Response(sse, { headers: { "content-type": "text/event-stream" } });
     }
-    return Response.json({ id: "c", object: "chat.completion", model: body.model, choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }], usage });
+    return Response.json({
+      id: "c",
+      object: "chat.completion",
+      model: body.model,
+      choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop" }],
+      usage,
+    });
   });
   gw = await startGateway(
     {
@@ -80,7 +89,9 @@ describe("model names with characters a header cannot carry", () => {
   });
 
   test("a hostile name the engine lists is not discovered: 404 before any engine, nothing charged", async () => {
-    const listed = ((await (await fetch(`${gw.api}/v1/models`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as { data: { id: string }[] }).data.map((m) => m.id);
+    const listed = (
+      (await (await fetch(`${gw.api}/v1/models`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as { data: { id: string }[] }
+    ).data.map((m) => m.id);
     expect(listed.sort()).toEqual([...PRINTABLE].sort());
     const asked = seen.length;
     for (const model of [...HOSTILE, "sql\u0000lora"]) {

@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Server } from "bun";
-import { startGateway, type Gateway } from "../helpers/cluster.ts";
+import { type Gateway, startGateway } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
 let loading: Server<undefined>;
@@ -25,9 +25,16 @@ beforeAll(async () => {
     fetch(req) {
       const path = new URL(req.url).pathname;
       if (path === "/health") return new Response("");
-      if (path === "/v1/models") return listed ? Response.json({ object: "list", data: [{ id: "late-model", object: "model" }] }) : new Response("loading", { status: 503 });
+      if (path === "/v1/models")
+        return listed ? Response.json({ object: "list", data: [{ id: "late-model", object: "model" }] }) : new Response("loading", { status: 503 });
       if (path === "/metrics") return new Response("", { status: 404 });
-      return Response.json({ id: "x", object: "chat.completion", model: "late-model", choices: [{ index: 0, message: { role: "assistant", content: "here" }, finish_reason: "stop" }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
+      return Response.json({
+        id: "x",
+        object: "chat.completion",
+        model: "late-model",
+        choices: [{ index: 0, message: { role: "assistant", content: "here" }, finish_reason: "stop" }],
+        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+      });
     },
   });
   // A port nothing listens on: bound once, then released.
@@ -49,7 +56,11 @@ afterAll(async () => {
 });
 
 const chat = (model: string) =>
-  fetch(`${gw.api}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model, max_tokens: 2, messages: [{ role: "user", content: "hi" }] }) });
+  fetch(`${gw.api}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model, max_tokens: 2, messages: [{ role: "user", content: "hi" }] }),
+  });
 
 async function expect503(model: string): Promise<void> {
   const r = await chat(model);
@@ -67,7 +78,14 @@ describe("before every upstream has listed its models", () => {
   });
 
   test("the unreachable upstream is logged at warn", async () => {
-    const line = await waitUntil(() => gw.output().split("\n").find((l) => l.includes('"endpoint":"unreachable"') && l.includes("endpoint unreachable or unhealthy")), { what: "the warn line" });
+    const line = await waitUntil(
+      () =>
+        gw
+          .output()
+          .split("\n")
+          .find((l) => l.includes('"endpoint":"unreachable"') && l.includes("endpoint unreachable or unhealthy")),
+      { what: "the warn line" },
+    );
     expect((JSON.parse(line) as { level: number }).level).toBe(40);
   });
 });

@@ -7,7 +7,7 @@
  * still open (the server holds each one 300 ms: an open loop never waits).
  */
 import { afterAll, expect, test } from "bun:test";
-import { startOpenLoop, type ScheduledRequest } from "../../src/bench/replay/open-loop-driver.ts";
+import { type ScheduledRequest, startOpenLoop } from "../../src/bench/replay/open-loop-driver.ts";
 import { CHARS_PER_TOKEN } from "../../src/sim/tokens.ts";
 
 const HOLD_MS = 300;

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
-import { startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
+import { type Gateway, type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 
 let sims: Sim[];

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
+import { type Gateway, type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 import { rawExchange } from "../helpers/raw-http.ts";
 
@@ -27,7 +27,11 @@ let sim: Sim;
 beforeAll(async () => {
   sim = await startSim(["--model", "m", "--itl-ms", "20"]);
   gw = await startGateway(
-    { endpoints: [{ id: "sim", url: sim.api }], auth: { keys: [{ key: KEY, tenant: "t" }] }, data_dir: join(mkdtempSync(join(tmpdir(), "llmgw-pipelined-")), "data") },
+    {
+      endpoints: [{ id: "sim", url: sim.api }],
+      auth: { keys: [{ key: KEY, tenant: "t" }] },
+      data_dir: join(mkdtempSync(join(tmpdir(), "llmgw-pipelined-")), "data"),
+    },
     1,
   );
 }, 60_000);
@@ -59,7 +63,9 @@ test("behind a refusal whose body was read whole, the pipelined request is answe
 });
 
 test("behind a refusal before the body was read (no key), the refusal arrives whole and the connection closes", async () => {
-  const r = await rawExchange(gw.api, post("/v1/chat/completions", JSON.stringify({ model: "m", messages: [] }), "sk-wrong-000000000000000") + HEALTH, { waitMs: 10_000 });
+  const r = await rawExchange(gw.api, post("/v1/chat/completions", JSON.stringify({ model: "m", messages: [] }), "sk-wrong-000000000000000") + HEALTH, {
+    waitMs: 10_000,
+  });
   expect(r.responses[0]?.status).toBe(401);
   expect(JSON.parse(r.responses[0]!.body).error.code).toBe("INVALID_API_KEY");
   expect(r.closedAfterMs).toBeDefined();
@@ -78,7 +84,10 @@ async function bunAnswersPipelinedBehindAsync(): Promise<boolean> {
     },
   });
   try {
-    const r = await rawExchange(`http://127.0.0.1:${server.port}`, `POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}${HEALTH}`, { expect: 2, waitMs: 5_000 });
+    const r = await rawExchange(`http://127.0.0.1:${server.port}`, `POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}${HEALTH}`, {
+      expect: 2,
+      waitMs: 5_000,
+    });
     return r.responses.length > 0;
   } finally {
     server.stop(true);
@@ -86,7 +95,10 @@ async function bunAnswersPipelinedBehindAsync(): Promise<boolean> {
 }
 
 test("behind a chat completion in flight: both answered in order where Bun allows it; otherwise the connection closes promptly, the engine drops the request, and service goes on", async () => {
-  const first = post("/v1/chat/completions", JSON.stringify({ model: "m", stream: true, max_tokens: 200, messages: [{ role: "user", content: "a long answer please" }] }));
+  const first = post(
+    "/v1/chat/completions",
+    JSON.stringify({ model: "m", stream: true, max_tokens: 200, messages: [{ role: "user", content: "a long answer please" }] }),
+  );
   const bunAnswers = await bunAnswersPipelinedBehindAsync();
   const r = await rawExchange(gw.api, first + HEALTH, { waitMs: 10_000 });
   if (bunAnswers) {
@@ -102,6 +114,10 @@ test("behind a chat completion in flight: both answered in order where Bun allow
     await waitUntil(async () => (await sim.state()).running === 0, { timeoutMs: 3_000, what: "the sim to drop the abandoned stream" });
   }
   expect(errorLines()).toEqual([]);
-  const after = await rawExchange(gw.api, post("/v1/chat/completions", JSON.stringify({ model: "m", max_tokens: 2, messages: [{ role: "user", content: "hi" }] })), { expect: 1, waitMs: 10_000 });
+  const after = await rawExchange(
+    gw.api,
+    post("/v1/chat/completions", JSON.stringify({ model: "m", max_tokens: 2, messages: [{ role: "user", content: "hi" }] })),
+    { expect: 1, waitMs: 10_000 },
+  );
   expect(after.responses[0]?.status).toBe(200);
 }, 60_000);

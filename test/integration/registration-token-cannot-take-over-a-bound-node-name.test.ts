@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startGateway, type Gateway } from "../helpers/cluster.ts";
+import { type Gateway, startGateway } from "../helpers/cluster.ts";
 import { ADMIN_TOKEN, capturedGpus, REGISTRATION_TOKEN, startAgent, type TestAgent } from "../helpers/fleet.ts";
 import { ctl } from "../helpers/fleet-gateway.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
@@ -32,7 +32,13 @@ afterAll(async () => {
 function fleetConfig(dataDir: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     data_dir: dataDir,
-    fleet: { admin_token: ADMIN_TOKEN, registration_token: REGISTRATION_TOKEN, agent_poll_interval_ms: 200, node_not_ready_after_ms: 1_500, registration_interval_ms: 300 },
+    fleet: {
+      admin_token: ADMIN_TOKEN,
+      registration_token: REGISTRATION_TOKEN,
+      agent_poll_interval_ms: 200,
+      node_not_ready_after_ms: 1_500,
+      registration_interval_ms: 300,
+    },
     ...extra,
   };
 }

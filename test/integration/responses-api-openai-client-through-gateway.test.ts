@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
-import { auditLine, counterValue, startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
+import { auditLine, counterValue, type Gateway, type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
 const KEY_A = "sk-tenant-a-0000";
@@ -39,7 +39,12 @@ beforeAll(async () => {
       circuit_breaker: { failure_threshold: 1000 },
       models: [{ name: "m" }, { name: "m-plain", continuation: false }],
       endpoints: sims.map((s, i) => ({ id: `sim-${i}`, url: s.api, models: ["m", "m-plain"] })),
-      auth: { keys: [{ key: KEY_A, tenant: "a" }, { key: KEY_B, tenant: "b" }] },
+      auth: {
+        keys: [
+          { key: KEY_A, tenant: "a" },
+          { key: KEY_B, tenant: "b" },
+        ],
+      },
     },
     2,
   );
@@ -105,7 +110,9 @@ describe("the Responses API through llmgw (openai client)", () => {
     // The first replica goes away: the follow-up can only be answered by the other, which never saw turn one.
     await firstSim.configure({ dead: true });
     try {
-      const second = await a.responses.create({ model: "m", previous_response_id: first.data.id, input: "What is my name?", max_output_tokens: 4 }).withResponse();
+      const second = await a.responses
+        .create({ model: "m", previous_response_id: first.data.id, input: "What is my name?", max_output_tokens: 4 })
+        .withResponse();
       expect(simOf(second.response.headers.get("x-llmgw-endpoint"))).toBe(other);
       // The engine was sent the conversation, not the id; the stored response says what the client asked.
       expect((await a.responses.retrieve(second.data.id)).previous_response_id).toBe(first.data.id);
@@ -128,14 +135,21 @@ describe("the Responses API through llmgw (openai client)", () => {
   });
 
   test("retrieve, inputItems.list and delete work as OpenAI documents them", async () => {
-    const r = await a.responses.create({ model: "m", input: [{ role: "user", content: "one" }, { role: "user", content: [{ type: "input_text", text: "two" }] }], max_output_tokens: 3 });
+    const r = await a.responses.create({
+      model: "m",
+      input: [
+        { role: "user", content: "one" },
+        { role: "user", content: [{ type: "input_text", text: "two" }] },
+      ],
+      max_output_tokens: 3,
+    });
     const got = await a.responses.retrieve(r.id);
     expect(got.id).toBe(r.id);
     expect(got.output_text).toBe(r.output_text);
     const items = [];
     for await (const item of a.responses.inputItems.list(r.id)) items.push(item);
     expect(items.length).toBe(2);
-    const texts = items.map((i) => ((i as { content: { text: string }[] }).content[0]!.text));
+    const texts = items.map((i) => (i as { content: { text: string }[] }).content[0]!.text);
     expect(texts).toEqual(["two", "one"]); // newest first, OpenAI's default order
     expect(items.every((i) => typeof i.id === "string" && i.id.startsWith("msg_"))).toBe(true);
     const asc = await a.responses.inputItems.list(r.id, { order: "asc", limit: 1 });
@@ -150,7 +164,9 @@ describe("the Responses API through llmgw (openai client)", () => {
     const err = await caught(b.responses.retrieve(r.id));
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     expect(await caught(b.responses.delete(r.id))).toBeInstanceOf(OpenAI.NotFoundError);
-    const followUp = (await caught(b.responses.create({ model: "m", previous_response_id: r.id, input: "and?" }))) as InstanceType<typeof OpenAI.BadRequestError>;
+    const followUp = (await caught(b.responses.create({ model: "m", previous_response_id: r.id, input: "and?" }))) as InstanceType<
+      typeof OpenAI.BadRequestError
+    >;
     expect(followUp).toBeInstanceOf(OpenAI.BadRequestError);
     expect(followUp.code).toBe("PREVIOUS_RESPONSE_NOT_FOUND");
     expect(followUp.param).toBe("previous_response_id");
@@ -163,10 +179,13 @@ describe("the Responses API through llmgw (openai client)", () => {
     const queued = await a.responses.create({ model: "m", input: "Write slowly", max_output_tokens: 8, background: true });
     expect(queued.status).toBe("queued");
     expect(queued.background).toBe(true);
-    const done = await waitUntil(async () => {
-      const r = await a.responses.retrieve(queued.id);
-      return r.status === "queued" || r.status === "in_progress" ? undefined : r;
-    }, { what: "the background response to finish" });
+    const done = await waitUntil(
+      async () => {
+        const r = await a.responses.retrieve(queued.id);
+        return r.status === "queued" || r.status === "in_progress" ? undefined : r;
+      },
+      { what: "the background response to finish" },
+    );
     expect(done.id).toBe(queued.id);
     expect(done.status).toBe("incomplete");
     expect(done.output_text.length).toBeGreaterThan(0);
@@ -189,7 +208,9 @@ describe("the Responses API through llmgw (openai client)", () => {
   test("a stream cut after its first events ends with the API's error and response.failed events, never a clean end", async () => {
     await Promise.all(sims.map((s) => s.configure({ fault_rate: 1, fault_types: ["cut:3"] })));
     try {
-      const { data: stream, response } = await a.responses.create({ model: "m-plain", input: "Break here", max_output_tokens: 10, stream: true }).withResponse();
+      const { data: stream, response } = await a.responses
+        .create({ model: "m-plain", input: "Break here", max_output_tokens: 10, stream: true })
+        .withResponse();
       const events: { type: string; [k: string]: unknown }[] = [];
       for await (const ev of stream) events.push(ev as unknown as { type: string });
       const types = events.map((e) => e.type);
@@ -219,9 +240,15 @@ describe("a broken Responses stream continued on the other replica", () => {
       let recovered = 0;
       for (let i = 0; i < 20 && recovered < 2; i++) {
         const body = { model: "m", input: [{ role: "user", content: `Tell story ${i}` }], max_output_tokens: 10, stream: true };
-        const direct = await fetch(`${healthy.api}/v1/responses`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+        const direct = await fetch(`${healthy.api}/v1/responses`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
         const reference = (await direct.text()).split("\n\n").filter((e) => e.includes("response.completed"))[0]!;
-        const expected = JSON.parse(reference.slice(reference.indexOf("data:") + 5)) as { response: { output: { content: { text: string }[] }[]; usage: { input_tokens: number; output_tokens: number } } };
+        const expected = JSON.parse(reference.slice(reference.indexOf("data:") + 5)) as {
+          response: { output: { content: { text: string }[] }[]; usage: { input_tokens: number; output_tokens: number } };
+        };
         const { data: stream, response } = await a.responses.create(body as OpenAI.Responses.ResponseCreateParamsStreaming).withResponse();
         const events: { type: string; sequence_number: number; delta?: string; response?: OpenAI.Responses.Response }[] = [];
         for await (const ev of stream) events.push(ev as unknown as (typeof events)[number]);
@@ -229,7 +256,10 @@ describe("a broken Responses stream continued on the other replica", () => {
         expect(types.filter((t) => t === "response.created").length).toBe(1);
         expect(types.at(-1)).toBe("response.completed");
         expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, k) => k));
-        const text = events.filter((e) => e.type === "response.output_text.delta").map((e) => e.delta).join("");
+        const text = events
+          .filter((e) => e.type === "response.output_text.delta")
+          .map((e) => e.delta)
+          .join("");
         const final = events.at(-1)!.response!;
         expect(text).toBe(expected.response.output[0]!.content[0]!.text);
         expect((final.output[0] as { content: { text: string }[] }).content[0]!.text).toBe(text);
@@ -262,7 +292,9 @@ describe("a follow-up whose stored state has expired", () => {
       const r = await client.responses.create({ model: "m", input: "soon gone", max_output_tokens: 2 });
       expect((await client.responses.retrieve(r.id)).id).toBe(r.id);
       await Bun.sleep(1_200);
-      const err = (await caught(client.responses.create({ model: "m", previous_response_id: r.id, input: "still there?" }))) as InstanceType<typeof OpenAI.BadRequestError>;
+      const err = (await caught(client.responses.create({ model: "m", previous_response_id: r.id, input: "still there?" }))) as InstanceType<
+        typeof OpenAI.BadRequestError
+      >;
       expect(err).toBeInstanceOf(OpenAI.BadRequestError);
       expect(err.code).toBe("PREVIOUS_RESPONSE_NOT_FOUND");
       expect(await caught(client.responses.retrieve(r.id))).toBeInstanceOf(OpenAI.NotFoundError);

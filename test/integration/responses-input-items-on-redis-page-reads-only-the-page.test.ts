@@ -39,7 +39,10 @@ describeWithRedis("input items on redis", () => {
     const items = Array.from({ length: N }, (_, i) => ({ id: `msg_${i}`, type: "message", role: "user", content: "x".repeat(16) }));
     const input = JSON.stringify(items);
     const now = Date.now();
-    await s.put({ id: "resp_big", tenant: "a", createdMs: now, expiresMs: now + 600_000, status: "completed", response: '{"id":"resp_big"}', input, context: "[]" }, 1e9);
+    await s.put(
+      { id: "resp_big", tenant: "a", createdMs: now, expiresMs: now + 600_000, status: "completed", response: '{"id":"resp_big"}', input, context: "[]" },
+      1e9,
+    );
     expect(Number(await redis.send("LLEN", ["big:resp:i:1:a:resp_big"]))).toBe(N);
     expect(Number(await redis.send("HLEN", ["big:resp:x:1:a:resp_big"]))).toBe(N);
 
@@ -67,7 +70,19 @@ describeWithRedis("input items on redis", () => {
   test("the item keys expire with their record", async () => {
     const s = new RedisResponsesStore(redis, "ttl:");
     const now = Date.now();
-    await s.put({ id: "resp_t", tenant: "a", createdMs: now, expiresMs: now + 600_000, status: "completed", response: "{}", input: '[{"id":"m1"},{"id":"m2"}]', context: "[]" }, 1e9);
+    await s.put(
+      {
+        id: "resp_t",
+        tenant: "a",
+        createdMs: now,
+        expiresMs: now + 600_000,
+        status: "completed",
+        response: "{}",
+        input: '[{"id":"m1"},{"id":"m2"}]',
+        context: "[]",
+      },
+      1e9,
+    );
     const ttl = (key: string) => redis.send("PTTL", [key]).then(Number);
     const record = await ttl("ttl:resp:r:1:a:resp_t");
     expect(record).toBeGreaterThan(600_000);
@@ -77,7 +92,15 @@ describeWithRedis("input items on redis", () => {
   test("a record of the earlier layout (items inside its json) pages, and moves its items to the list when next written", async () => {
     const s = new RedisResponsesStore(redis, "old:");
     const now = Date.now();
-    const body = { id: "resp_old", tenant: "a", createdMs: now, expiresMs: now + 600_000, response: '{"id":"resp_old","output":[{"content":"a1"}]}', input: '[{"id":"m1"},{"id":"m2"},{"id":"m3"}]', context: '[{"content":"q1"}]' };
+    const body = {
+      id: "resp_old",
+      tenant: "a",
+      createdMs: now,
+      expiresMs: now + 600_000,
+      response: '{"id":"resp_old","output":[{"content":"a1"}]}',
+      input: '[{"id":"m1"},{"id":"m2"},{"id":"m3"}]',
+      context: '[{"content":"q1"}]',
+    };
     await redis.send("HSET", ["old:resp:r:1:a:resp_old", "json", JSON.stringify(body), "status", "in_progress", "v", "1"]);
     const ids = async (q: { after?: string; limit: number; order: "asc" | "desc" }) => {
       const got = await s.inputItems("a", "resp_old", Date.now(), q);

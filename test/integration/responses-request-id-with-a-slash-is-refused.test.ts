@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startGateway, startSim, type Gateway } from "../helpers/cluster.ts";
+import { type Gateway, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 
 let gw: Gateway;
@@ -25,7 +25,12 @@ afterAll(async () => {
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
-const create = (body: Record<string, unknown>) => fetch(`${gw.api}/v1/responses`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", input: "hi", ...body }) });
+const create = (body: Record<string, unknown>) =>
+  fetch(`${gw.api}/v1/responses`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "m", input: "hi", ...body }),
+  });
 
 test("a request_id with a slash, a space or of the wrong type is a 400 naming request_id; an ordinary one is stored, read and deleted", async () => {
   for (const request_id of ["a/b", "../resp_x", "has space", "", 42]) {

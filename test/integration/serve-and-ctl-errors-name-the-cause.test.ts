@@ -62,7 +62,10 @@ describe("ctl names what is missing", () => {
   }, 60_000);
 
   test("ctl against a gateway without a fleet: this gateway runs no fleet manager", async () => {
-    const gw = await startLlmgw(["serve", "--config", writeGatewayConfig({ data_dir: join(tmp, "plain-data"), endpoints: [{ id: "e", url: "http://127.0.0.1:1" }] })], { waitFor: 2 });
+    const gw = await startLlmgw(
+      ["serve", "--config", writeGatewayConfig({ data_dir: join(tmp, "plain-data"), endpoints: [{ id: "e", url: "http://127.0.0.1:1" }] })],
+      { waitFor: 2 },
+    );
     for (const args of [["nodes"], ["scale", "m", "1", "--token", ADMIN_TOKEN], ["drain", "n", "--token", ADMIN_TOKEN]]) {
       const r = await ctlAt(gw.urls.admin!, args);
       expect({ args, code: r.code }).toEqual({ args, code: 6 });
@@ -80,12 +83,36 @@ describe("serve names the cause", () => {
     const holder = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("mine") });
     try {
       const port = holder.port!;
-      const api = await llmgw(["serve", "--upstream", "http://127.0.0.1:1", "--listen", `127.0.0.1:${port}`, "--admin-listen", "127.0.0.1:0", "--log-level", "silent"]);
+      const api = await llmgw([
+        "serve",
+        "--upstream",
+        "http://127.0.0.1:1",
+        "--listen",
+        `127.0.0.1:${port}`,
+        "--admin-listen",
+        "127.0.0.1:0",
+        "--log-level",
+        "silent",
+      ]);
       expect(api.code).toBe(1);
       expect(api.stderr.trim().split("\n")).toEqual([
-        expect.stringMatching(new RegExp(`^llmgw serve: cannot start the API listener on 127\\.0\\.0\\.1:${port}: port ${port} is held by another process, pid ${process.pid} \\(.+\\); free it or give the gateway another --listen port$`)),
+        expect.stringMatching(
+          new RegExp(
+            `^llmgw serve: cannot start the API listener on 127\\.0\\.0\\.1:${port}: port ${port} is held by another process, pid ${process.pid} \\(.+\\); free it or give the gateway another --listen port$`,
+          ),
+        ),
       ]);
-      const admin = await llmgw(["serve", "--upstream", "http://127.0.0.1:1", "--listen", "127.0.0.1:0", "--admin-listen", `127.0.0.1:${port}`, "--log-level", "silent"]);
+      const admin = await llmgw([
+        "serve",
+        "--upstream",
+        "http://127.0.0.1:1",
+        "--listen",
+        "127.0.0.1:0",
+        "--admin-listen",
+        `127.0.0.1:${port}`,
+        "--log-level",
+        "silent",
+      ]);
       expect(admin.code).toBe(1);
       expect(admin.stderr.trim().split("\n")).toHaveLength(1);
       expect(admin.stderr).toContain(`cannot start the admin listener on 127.0.0.1:${port}: port ${port} is held by another process, pid ${process.pid}`);
@@ -110,11 +137,20 @@ describe("serve names the cause", () => {
     expect(bad.stderr.trim().split("\n")).toEqual([`invalid configuration (${file}):`, "  listen: expected HOST:PORT, e.g. 127.0.0.1:8080, got 'abc'"]);
     // The same file with a bad --admin-listen: the flag is named, not the file.
     const flag = await llmgw(["serve", "--config", join(REPO_ROOT, "config", "llmgw.example.yaml"), "--admin-listen", "localhost:99999", "--check-config"]);
-    expect(flag.stderr.trim().split("\n")).toEqual(["invalid configuration (--admin-listen):", "  admin_listen: expected a port of at most 65535 (set by --admin-listen)"]);
+    expect(flag.stderr.trim().split("\n")).toEqual([
+      "invalid configuration (--admin-listen):",
+      "  admin_listen: expected a port of at most 65535 (set by --admin-listen)",
+    ]);
   }, 30_000);
 
   test("--print-config: file, flags, environment and defaults merged, every secret masked", async () => {
-    const secrets = { key: "sk-plaintext-key-1", agent: "agent-token-secret", registration: "registration-token-0123", redis: "hunter2-redis-pw", admin: "admin-token-from-env-01" };
+    const secrets = {
+      key: "sk-plaintext-key-1",
+      agent: "agent-token-secret",
+      registration: "registration-token-0123",
+      redis: "hunter2-redis-pw",
+      admin: "admin-token-from-env-01",
+    };
     const file = join(tmp, "print.yaml");
     writeFileSync(
       file,
@@ -127,7 +163,10 @@ describe("serve names the cause", () => {
         "max_open_streams: 500",
       ].join("\n"),
     );
-    const r = await llmgw(["serve", "--config", file, "--listen", "127.0.0.1:8181", "--print-config"], { LLMGW_ADMIN_TOKEN: secrets.admin, LLMGW_RETRY__MAX_ATTEMPTS: "5" });
+    const r = await llmgw(["serve", "--config", file, "--listen", "127.0.0.1:8181", "--print-config"], {
+      LLMGW_ADMIN_TOKEN: secrets.admin,
+      LLMGW_RETRY__MAX_ATTEMPTS: "5",
+    });
     expect(r.code).toBe(0);
     for (const s of Object.values(secrets)) expect(r.stdout).not.toContain(s);
     const doc = parseYaml(r.stdout) as {
@@ -160,16 +199,32 @@ describe("serve names the cause", () => {
     const streams = Math.floor((limit - 256) / 2);
     const lowLimit = ["/bin/sh", "-c", `ulimit -n ${limit} && exec "$0" "$@"`, process.execPath, CLI];
     const sized = await startLlmgw(["serve", "--config", config], { launcher: lowLimit, waitFor: 2 });
-    const lines = sized.output().split("\n").filter((l) => l.includes("open files"));
+    const lines = sized
+      .output()
+      .split("\n")
+      .filter((l) => l.includes("open files"));
     expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 30, hard: limit, maxOpenStreams: streams, needed: 2 * streams + 256, msg: expect.stringContaining(`max_open_streams not set, sized to ${streams}`) });
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      level: 30,
+      hard: limit,
+      maxOpenStreams: streams,
+      needed: 2 * streams + 256,
+      msg: expect.stringContaining(`max_open_streams not set, sized to ${streams}`),
+    });
     expect(await sized.stop("SIGTERM")).toBe(0);
     const last = sized.output().trim().split("\n").at(-1)!;
     expect(JSON.parse(last)).toMatchObject({ msg: "stopped", signal: "SIGTERM" });
 
     const chosen = await startLlmgw(["serve", "--config", config], { launcher: lowLimit, waitFor: 2, env: { LLMGW_MAX_OPEN_STREAMS: "10000" } });
-    const warned = chosen.output().split("\n").find((l) => l.includes("open files"))!;
-    expect(JSON.parse(warned)).toMatchObject({ level: 40, maxOpenStreams: 10_000, msg: expect.stringContaining(`the hard limit ${limit} cannot hold max_open_streams 10000`) });
+    const warned = chosen
+      .output()
+      .split("\n")
+      .find((l) => l.includes("open files"))!;
+    expect(JSON.parse(warned)).toMatchObject({
+      level: 40,
+      maxOpenStreams: 10_000,
+      msg: expect.stringContaining(`the hard limit ${limit} cannot hold max_open_streams 10000`),
+    });
     await chosen.stop();
   }, 60_000);
 });

@@ -1,7 +1,7 @@
 /** A client that leaves (mid-stream, during prefill, or while a fault holds it) gives its KV blocks back at once. */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { parsePrometheusText } from "../../src/engines/prom-text.ts";
-import { startLlmgw, stopAll, waitUntil, type Started } from "../helpers/processes.ts";
+import { type Started, startLlmgw, stopAll, waitUntil } from "../helpers/processes.ts";
 
 let sim: Started;
 beforeAll(async () => {
@@ -39,7 +39,10 @@ function start(prompt: string, headers: Record<string, string> = {}): { ac: Abor
 }
 
 async function expectAllFreed(disconnects: number): Promise<void> {
-  await waitUntil(async () => (await metric("vllm:num_requests_running")) === 0 && (await metric("vllm:kv_cache_usage_perc")) === 0, { timeoutMs: 3_000, what: "running and KV usage back to 0" });
+  await waitUntil(async () => (await metric("vllm:num_requests_running")) === 0 && (await metric("vllm:kv_cache_usage_perc")) === 0, {
+    timeoutMs: 3_000,
+    what: "running and KV usage back to 0",
+  });
   const s = await state();
   expect(s.running).toBe(0);
   expect(s.kv_blocks_used).toBe(0);

@@ -5,7 +5,7 @@
  * time covers the continued text, and bad combinations are vLLM's 400s.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startSim, type Sim } from "../helpers/cluster.ts";
+import { type Sim, startSim } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 
 let sim: Sim;
@@ -29,7 +29,11 @@ async function answer(path: string, body: Record<string, unknown>): Promise<Answ
   expect(res.status).toBe(200);
   const j = (await res.json()) as { choices: { message?: { content: string }; text?: string; finish_reason: string }[]; usage: Answer["usage"] };
   const c = j.choices[0]!;
-  return { text: c.message?.content ?? c.text!, finish: c.finish_reason, usage: { prompt_tokens: j.usage.prompt_tokens, completion_tokens: j.usage.completion_tokens } };
+  return {
+    text: c.message?.content ?? c.text!,
+    finish: c.finish_reason,
+    usage: { prompt_tokens: j.usage.prompt_tokens, completion_tokens: j.usage.completion_tokens },
+  };
 }
 
 /** The first k tokens of an answer (each sim token is one space-led word). */
@@ -96,7 +100,15 @@ describe("sim-engine continuation", () => {
       const whole = await answer("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "go" }], max_tokens: 150, ignore_eos: true });
       expect(whole.usage.completion_tokens).toBe(150);
       const fresh = await ttft({ model: "m", messages: [{ role: "user", content: "go" }] });
-      const continued = await ttft({ model: "m", messages: [{ role: "user", content: "go" }, { role: "assistant", content: whole.text }], continue_final_message: true, add_generation_prompt: false });
+      const continued = await ttft({
+        model: "m",
+        messages: [
+          { role: "user", content: "go" },
+          { role: "assistant", content: whole.text },
+        ],
+        continue_final_message: true,
+        add_generation_prompt: false,
+      });
       // 150 continued tokens at 2 ms each, none of them in the prefix cache.
       expect(continued - fresh).toBeGreaterThan(150 * 2 * 0.8);
     } finally {

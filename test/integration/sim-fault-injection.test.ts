@@ -1,6 +1,6 @@
 /** Each injected fault shows the client exactly the behaviour the gateway's tests rely on. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startLlmgw, stopAll, type Started } from "../helpers/processes.ts";
+import { type Started, startLlmgw, stopAll } from "../helpers/processes.ts";
 
 const ITL_MS = 10;
 let sim: Started;
@@ -50,7 +50,11 @@ function dataEvents(text: string): string[] {
 
 describe("sim-engine faults", () => {
   test("500, 429 (Retry-After: 1) and 503 answer in vLLM's error shape", async () => {
-    for (const [fault, type] of [["500", "InternalServerError"], ["429", "RateLimitError"], ["503", "ServiceUnavailableError"]] as const) {
+    for (const [fault, type] of [
+      ["500", "InternalServerError"],
+      ["429", "RateLimitError"],
+      ["503", "ServiceUnavailableError"],
+    ] as const) {
       const res = await request(fault);
       expect(res.status).toBe(Number(fault));
       const body = (await res.json()) as { error: { message: string; type: string; param: unknown; code: number } };
@@ -92,7 +96,11 @@ describe("sim-engine faults", () => {
     expect(r.text).not.toContain("[DONE]");
     // Non-streaming: the body breaks too.
     const ns = await request("cut:2", { stream: false }).then(
-      (res) => res.text().then(() => "clean", () => "broken body"),
+      (res) =>
+        res.text().then(
+          () => "clean",
+          () => "broken body",
+        ),
       () => "broken before headers",
     );
     expect(ns).not.toBe("clean");
@@ -118,7 +126,8 @@ describe("sim-engine faults", () => {
   });
 
   test("--fault-rate via POST /sim/config applies to requests without the header; a bad header is a 400", async () => {
-    const set = (body: unknown) => fetch(`${sim.url}/sim/config`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const set = (body: unknown) =>
+      fetch(`${sim.url}/sim/config`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
     expect((await set({ fault_rate: 1, fault_types: ["429"] })).status).toBe(200);
     expect((await request(undefined)).status).toBe(429);
     expect((await set({ fault_rate: 0 })).status).toBe(200);

@@ -9,7 +9,7 @@
 import { afterAll, expect, test } from "bun:test";
 import type { BlockStored, KvCacheEvent } from "../../src/engines/kv-events/model.ts";
 import { KvEventSubscriber } from "../../src/engines/kv-events/subscriber.ts";
-import { startLlmgw, stopAll, waitUntil, type Started } from "../helpers/processes.ts";
+import { type Started, startLlmgw, stopAll, waitUntil } from "../helpers/processes.ts";
 
 afterAll(stopAll);
 
@@ -21,7 +21,10 @@ async function startSim(extra: string[] = []): Promise<Started> {
 
 function follow(sim: Started): { events: KvCacheEvent[]; sub: KvEventSubscriber } {
   const events: KvCacheEvent[] = [];
-  const sub = new KvEventSubscriber({ endpoint: sim.urls["kv-events"]!, replayEndpoint: sim.urls["kv-replay"]!, topic: "kv@sim" }, { batch: (b) => events.push(...b.events), reset: () => {} });
+  const sub = new KvEventSubscriber(
+    { endpoint: sim.urls["kv-events"]!, replayEndpoint: sim.urls["kv-replay"]!, topic: "kv@sim" },
+    { batch: (b) => events.push(...b.events), reset: () => {} },
+  );
   return { events, sub };
 }
 

@@ -6,7 +6,7 @@
  * with VLLM_ALLOW_RUNTIME_LORA_UPDATING, and vllm:lora_requests_info.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parsePrometheusText } from "../../src/engines/prom-text.ts";
@@ -22,12 +22,35 @@ describe("sim-engine LoRA adapters", () => {
     mkdirSync(join(dir, "r8"));
     writeFileSync(join(dir, "r8", "adapter_config.json"), JSON.stringify({ r: 8, target_modules: ["q_proj", "v_proj"] }));
     const sim = await startLlmgw([
-      "sim-engine", "--port", "0", "--model", "org/base", "--model", "alias", "--itl-ms", "2",
-      "--enable-lora", "--max-loras", "2", "--max-cpu-loras", "4",
-      "--lora-modules", "sql=/adapters/sql", `small=${join(dir, "r8")}`, '{"name":"chat","path":"/adapters/chat","base_model_name":"alias"}',
+      "sim-engine",
+      "--port",
+      "0",
+      "--model",
+      "org/base",
+      "--model",
+      "alias",
+      "--itl-ms",
+      "2",
+      "--enable-lora",
+      "--max-loras",
+      "2",
+      "--max-cpu-loras",
+      "4",
+      "--lora-modules",
+      "sql=/adapters/sql",
+      `small=${join(dir, "r8")}`,
+      '{"name":"chat","path":"/adapters/chat","base_model_name":"alias"}',
     ]);
-    const models = (await (await fetch(`${sim.url}/v1/models`)).json()) as { data: { id: string; root: string; parent: string | null; max_model_len: number | null }[] };
-    expect(models.data.map((m) => [m.id, m.parent])).toEqual([["org/base", null], ["alias", null], ["sql", "org/base"], ["small", "org/base"], ["chat", "alias"]]);
+    const models = (await (await fetch(`${sim.url}/v1/models`)).json()) as {
+      data: { id: string; root: string; parent: string | null; max_model_len: number | null }[];
+    };
+    expect(models.data.map((m) => [m.id, m.parent])).toEqual([
+      ["org/base", null],
+      ["alias", null],
+      ["sql", "org/base"],
+      ["small", "org/base"],
+      ["chat", "alias"],
+    ]);
     expect(models.data[2]).toMatchObject({ root: "/adapters/sql", max_model_len: null });
 
     const res = await json(`${sim.url}/v1/chat/completions`, { model: "sql", messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
@@ -37,7 +60,9 @@ describe("sim-engine LoRA adapters", () => {
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as { error: { type: string } }).error.type).toBe("NotFoundError");
 
-    const state = (await (await fetch(`${sim.url}/sim/state`)).json()) as { lora: { registered: { name: string; rank: number }[]; on_gpu: string[]; gpu_loads: number } };
+    const state = (await (await fetch(`${sim.url}/sim/state`)).json()) as {
+      lora: { registered: { name: string; rank: number }[]; on_gpu: string[]; gpu_loads: number };
+    };
     expect(state.lora.registered.find((a) => a.name === "small")!.rank).toBe(8);
     expect(state.lora.on_gpu).toEqual(["sql"]);
     expect(state.lora.gpu_loads).toBe(1);
@@ -60,13 +85,18 @@ describe("sim-engine LoRA adapters", () => {
   });
 
   test("runtime load and unload with VLLM_ALLOW_RUNTIME_LORA_UPDATING, vLLM's answers, and the metric", async () => {
-    const sim = await startLlmgw(["sim-engine", "--port", "0", "--model", "base", "--itl-ms", "2", "--enable-lora", "--max-loras", "2"], { env: { VLLM_ALLOW_RUNTIME_LORA_UPDATING: "True" } });
+    const sim = await startLlmgw(["sim-engine", "--port", "0", "--model", "base", "--itl-ms", "2", "--enable-lora", "--max-loras", "2"], {
+      env: { VLLM_ALLOW_RUNTIME_LORA_UPDATING: "True" },
+    });
     const load = await json(`${sim.url}/v1/load_lora_adapter`, { lora_name: "sql", lora_path: "/adapters/sql" });
     expect(load.status).toBe(200);
     expect(await load.text()).toBe("Success: LoRA adapter 'sql' added successfully.");
     const again = await json(`${sim.url}/v1/load_lora_adapter`, { lora_name: "sql", lora_path: "/adapters/sql" });
     expect(again.status).toBe(400);
-    expect(((await again.json()) as { error: { type: string; message: string } }).error).toMatchObject({ type: "InvalidUserInput", message: expect.stringContaining("has already been loaded") });
+    expect(((await again.json()) as { error: { type: string; message: string } }).error).toMatchObject({
+      type: "InvalidUserInput",
+      message: expect.stringContaining("has already been loaded"),
+    });
     const missing = await json(`${sim.url}/v1/load_lora_adapter`, { lora_name: "", lora_path: "/p" });
     expect(missing.status).toBe(400);
     const notJson = await fetch(`${sim.url}/v1/load_lora_adapter`, { method: "POST", headers: { "content-type": "text/plain" }, body: "x" });

@@ -1,7 +1,7 @@
 /** Every /metrics flavor and the DCGM listener pass `promtool check metrics` (engine names may only draw the ':' complaint). */
 import { afterAll, expect } from "bun:test";
 import { parsePrometheusText } from "../../src/engines/prom-text.ts";
-import { startLlmgw, stopAll, type Started } from "../helpers/processes.ts";
+import { type Started, startLlmgw, stopAll } from "../helpers/processes.ts";
 import { testWithTool } from "../helpers/system-tools.ts";
 
 afterAll(stopAll);
@@ -13,8 +13,12 @@ async function promtool(tool: string, text: string): Promise<{ code: number; com
 }
 
 async function exercise(sim: Started, model = "org/m"): Promise<void> {
-  const post = (body: unknown) => fetch(`${sim.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }).then((r) => r.text());
-  await Promise.all([post({ model, prompt: "hello ".repeat(30), max_tokens: 3 }), post({ model: "org/m", prompt: "hello ".repeat(30), max_tokens: 3, stream: true })]);
+  const post = (body: unknown) =>
+    fetch(`${sim.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }).then((r) => r.text());
+  await Promise.all([
+    post({ model, prompt: "hello ".repeat(30), max_tokens: 3 }),
+    post({ model: "org/m", prompt: "hello ".repeat(30), max_tokens: 3, stream: true }),
+  ]);
 }
 
 for (const flavor of ["vllm-v1", "vllm-v0", "sglang"]) {
@@ -37,7 +41,9 @@ for (const flavor of ["vllm-v1", "vllm-v0", "sglang"]) {
 
 testWithTool("promtool", "DCGM /metrics passes promtool outright and follows /sim/config GPU faults", async (tool) => {
   // The promtool-clean variant, restated: the default now writes dcgm-exporter's own labels (modelName), which promtool flags.
-  const sim = await startLlmgw(["sim-engine", "--port", "0", "--model", "org/m", "--gpus", "2", "--dcgm-port", "0", "--dcgm-model-label", "DCGM_FI_DEV_NAME"], { waitFor: 2 });
+  const sim = await startLlmgw(["sim-engine", "--port", "0", "--model", "org/m", "--gpus", "2", "--dcgm-port", "0", "--dcgm-model-label", "DCGM_FI_DEV_NAME"], {
+    waitFor: 2,
+  });
   const dcgm = sim.urls.dcgm!;
   expect(dcgm).toBeDefined();
   const before = await (await fetch(`${dcgm}/metrics`)).text();
@@ -45,7 +51,8 @@ testWithTool("promtool", "DCGM /metrics passes promtool outright and follows /si
   expect(check.complaints).toEqual([]);
   expect(check.code).toBe(0);
 
-  const set = (body: unknown) => fetch(`${sim.url}/sim/config`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const set = (body: unknown) =>
+    fetch(`${sim.url}/sim/config`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
   expect((await set({ gpus: [{ index: 1, xid_errors: 79, temperature_c: 97, ecc_dbe_volatile_total: 3 }] })).status).toBe(200);
   expect((await set({ gpus: [{ index: 5, xid_errors: 79 }] })).status).toBe(400);
   const after = parsePrometheusText(await (await fetch(`${dcgm}/metrics`)).text()).samples;
@@ -58,7 +65,11 @@ testWithTool("promtool", "DCGM /metrics passes promtool outright and follows /si
   expect(labels.device).toBe("nvidia0");
   expect(labels.DCGM_FI_DEV_NAME).toBe("NVIDIA H100 80GB HBM3");
   // Utilisation follows the engine's load.
-  const stream = fetch(`${sim.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "org/m", prompt: "x", max_tokens: 50, stream: true }) });
+  const stream = fetch(`${sim.url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "org/m", prompt: "x", max_tokens: 50, stream: true }),
+  });
   const res = await stream;
   const reader = res.body!.getReader();
   // Past the comment that flushes the headers, to the first token: a step has run.

@@ -16,7 +16,15 @@ async function ttftMs(url: string, system: string, question: string): Promise<nu
   const res = await fetch(`${url}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: "m", messages: [{ role: "system", content: system }, { role: "user", content: question }], max_tokens: 2, stream: true }),
+    body: JSON.stringify({
+      model: "m",
+      messages: [
+        { role: "system", content: system },
+        { role: "user", content: question },
+      ],
+      max_tokens: 2,
+      stream: true,
+    }),
   });
   const reader = res.body!.getReader();
   for (let seen = ""; !seen.includes("data: "); ) seen += new TextDecoder().decode((await reader.read()).value ?? new Uint8Array());
@@ -44,7 +52,11 @@ test("a repeated prefix raises prefix-cache hits and lowers TTFT", async () => {
 test("more requests than --max-num-seqs wait and show in num_requests_waiting", async () => {
   const sim = await startLlmgw(["sim-engine", "--port", "0", "--model", "m", "--itl-ms", "20", "--max-num-seqs", "2"]);
   const streams = Array.from({ length: 5 }, () =>
-    fetch(`${sim.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", prompt: "hi", max_tokens: 15, stream: true }) }).then((r) => r.text()),
+    fetch(`${sim.url}/v1/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "m", prompt: "hi", max_tokens: 15, stream: true }),
+    }).then((r) => r.text()),
   );
   await waitUntil(async () => (await metric(sim.url, "vllm:num_requests_waiting")) === 3, { timeoutMs: 3_000, what: "3 waiting" });
   expect(await metric(sim.url, "vllm:num_requests_running")).toBe(2);

@@ -7,16 +7,36 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { parsePrometheusText } from "../../src/engines/prom-text.ts";
-import { startLlmgw, stopAll, type Started } from "../helpers/processes.ts";
+import { type Started, startLlmgw, stopAll } from "../helpers/processes.ts";
 
 let sim: Started;
 beforeAll(async () => {
   // Flat prefill of 2 ms per token: a 1,000-token prompt takes ~2 s before its first token.
-  sim = await startLlmgw(["sim-engine", "--port", "0", "--model", "m", "--prefill-ms-per-token", "2", "--prefill-overhead-ms", "0", "--itl-ms", "10", "--gpus", "1", "--dcgm-port", "0"], { waitFor: 2 });
+  sim = await startLlmgw(
+    [
+      "sim-engine",
+      "--port",
+      "0",
+      "--model",
+      "m",
+      "--prefill-ms-per-token",
+      "2",
+      "--prefill-overhead-ms",
+      "0",
+      "--itl-ms",
+      "10",
+      "--gpus",
+      "1",
+      "--dcgm-port",
+      "0",
+    ],
+    { waitFor: 2 },
+  );
 });
 afterAll(stopAll);
 
-const post = (path: string, body: unknown) => fetch(`${sim.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+const post = (path: string, body: unknown) =>
+  fetch(`${sim.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 
 function dataEvents(text: string): Record<string, unknown>[] {
   return text
@@ -40,17 +60,34 @@ test("stream headers arrive at once; the first token only after the prefill", as
 });
 
 test("n = 3 streams every choice with its index, the role chunks first, one usage chunk counting all choices", async () => {
-  const res = await post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: "hi" }], n: 3, max_tokens: 4, stream: true, stream_options: { include_usage: true } });
-  type Chunk = { choices: { index: number; delta: { role?: string; content?: string }; finish_reason: string | null }[]; usage: { prompt_tokens: number; completion_tokens: number } | null };
+  const res = await post("/v1/chat/completions", {
+    model: "m",
+    messages: [{ role: "user", content: "hi" }],
+    n: 3,
+    max_tokens: 4,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  type Chunk = {
+    choices: { index: number; delta: { role?: string; content?: string }; finish_reason: string | null }[];
+    usage: { prompt_tokens: number; completion_tokens: number } | null;
+  };
   const events = dataEvents(await res.text()) as unknown as Chunk[];
-  expect(events.slice(0, 3).map((e) => [e.choices[0]!.index, e.choices[0]!.delta.role])).toEqual([[0, "assistant"], [1, "assistant"], [2, "assistant"]]);
+  expect(events.slice(0, 3).map((e) => [e.choices[0]!.index, e.choices[0]!.delta.role])).toEqual([
+    [0, "assistant"],
+    [1, "assistant"],
+    [2, "assistant"],
+  ]);
   const tokens = events.filter((e) => e.choices.length === 1 && e.choices[0]!.delta.role === undefined);
   expect(tokens.length).toBe(12);
   expect([0, 1, 2].map((i) => tokens.filter((e) => e.choices[0]!.index === i && e.choices[0]!.finish_reason === "length").length)).toEqual([1, 1, 1]);
   const usage = events.at(-1)!.usage!;
   expect(usage.completion_tokens).toBe(12);
   expect(usage.prompt_tokens).toBe(Math.ceil("<|user|>\nhi\n<|assistant|>\n".length / 4));
-  const json = (await (await post("/v1/completions", { model: "m", prompt: "x", n: 2, max_tokens: 3 })).json()) as { choices: { index: number }[]; usage: { completion_tokens: number } };
+  const json = (await (await post("/v1/completions", { model: "m", prompt: "x", n: 2, max_tokens: 3 })).json()) as {
+    choices: { index: number }[];
+    usage: { completion_tokens: number };
+  };
   expect(json.choices.map((c) => c.index)).toEqual([0, 1]);
   expect(json.usage.completion_tokens).toBe(6);
 });
@@ -59,7 +96,9 @@ test("a stop string ends the stream with finish_reason stop and stop_reason the 
   const body = { model: "m", prompt: "Once upon a time", max_tokens: 60, ignore_eos: true };
   const whole = ((await (await post("/v1/completions", body)).json()) as { choices: { text: string }[] }).choices[0]!.text;
   const stop = whole.split(" ")[8]!;
-  const events = dataEvents(await (await post("/v1/completions", { ...body, stop: [stop], stream: true })).text()) as unknown as { choices: { text: string; finish_reason: string | null; stop_reason: string | null }[] }[];
+  const events = dataEvents(await (await post("/v1/completions", { ...body, stop: [stop], stream: true })).text()) as unknown as {
+    choices: { text: string; finish_reason: string | null; stop_reason: string | null }[];
+  }[];
   const last = events.at(-1)!.choices[0]!;
   expect([last.finish_reason, last.stop_reason]).toEqual(["stop", stop]);
   const streamed = events.map((e) => e.choices[0]!.text).join("");

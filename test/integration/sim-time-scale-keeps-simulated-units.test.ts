@@ -12,7 +12,11 @@ afterAll(stopAll);
 test("a 20× clock: wall-clock gaps shrink 20×, the engine's histograms stay in simulated seconds", async () => {
   const sim = await startLlmgw(["sim-engine", "--port", "0", "--model", "m", "--itl-ms", "100", "--batch-slowdown", "0", "--time-scale", "20"]);
   const t0 = performance.now();
-  const res = await fetch(`${sim.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", prompt: "x", max_tokens: 40, ignore_eos: true }) });
+  const res = await fetch(`${sim.url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "m", prompt: "x", max_tokens: 40, ignore_eos: true }),
+  });
   expect(res.status).toBe(200);
   await res.json();
   const wallMs = performance.now() - t0;
@@ -33,7 +37,11 @@ test("the served engine keeps the derived clock: a lone decode on the L4 × Qwen
   const { loneDecodeMs } = await import("../../src/sim/step-time.ts");
   const want = loneDecodeMs(resolveProfile({ profile: "l4-qwen2.5-0.5b" }).profile.cost);
   const sim = await startLlmgw(["sim-engine", "--port", "0", "--model", "m", "--profile", "l4-qwen2.5-0.5b"]);
-  const res = await fetch(`${sim.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "m", prompt: "x", max_tokens: 150, ignore_eos: true }) });
+  const res = await fetch(`${sim.url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "m", prompt: "x", max_tokens: 150, ignore_eos: true }),
+  });
   await res.json();
   const samples = parsePrometheusText(await (await fetch(`${sim.url}/metrics`)).text()).samples;
   const tpot = samples.find((s) => s.name === "vllm:request_time_per_output_token_seconds_sum")!.value * 1000;

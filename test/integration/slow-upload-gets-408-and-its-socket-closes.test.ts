@@ -12,7 +12,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startGateway, startSim, type Gateway } from "../helpers/cluster.ts";
+import { type Gateway, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 import { openSocket, parseResponses } from "../helpers/raw-http.ts";
 
@@ -66,7 +66,9 @@ async function drip(path: string, contentType: string, prefix: string, declared:
   sock.on("end", closed);
   sock.on("close", closed);
   sock.on("error", () => {});
-  sock.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: ${contentType}\r\nContent-Length: ${declared}\r\n${extraHeaders}\r\n${prefix}`);
+  sock.write(
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: ${contentType}\r\nContent-Length: ${declared}\r\n${extraHeaders}\r\n${prefix}`,
+  );
   let sent = prefix.length;
   const tickMs = 100;
   const perTick = Math.max(1, Math.round((bytesPerS * tickMs) / 1000));
@@ -85,8 +87,10 @@ async function drip(path: string, contentType: string, prefix: string, declared:
 }
 
 const chatPrefix = '{"model":"m","messages":[{"role":"user","content":"hi"}]';
-const filePrefix = '--XX\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n--XX\r\nContent-Disposition: form-data; name="file"; filename="in.jsonl"\r\nContent-Type: application/jsonl\r\n\r\n';
-const audioPrefix = '--XX\r\nContent-Disposition: form-data; name="model"\r\n\r\nm\r\n--XX\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\n';
+const filePrefix =
+  '--XX\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n--XX\r\nContent-Disposition: form-data; name="file"; filename="in.jsonl"\r\nContent-Type: application/jsonl\r\n\r\n';
+const audioPrefix =
+  '--XX\r\nContent-Disposition: form-data; name="model"\r\n\r\nm\r\n--XX\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\n';
 const MULTIPART = "multipart/form-data; boundary=XX";
 
 function expectCutWith408(what: string, d: Drip): void {

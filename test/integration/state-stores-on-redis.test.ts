@@ -10,9 +10,9 @@ import { RedisResponsesStore } from "../../src/shared-state/redis-responses-stor
 import { fleetStoreContract } from "../helpers/fleet-store-contract.ts";
 import { idempotencyStoreContract } from "../helpers/idempotency-store-contract.ts";
 import { jobsStoreContract } from "../helpers/jobs-store-contract.ts";
+import { describeWithRedis, startRedisServer, stopRedisServers } from "../helpers/redis-server.ts";
 import { responseCacheStoreContract } from "../helpers/response-cache-store-contract.ts";
 import { responsesStoreContract } from "../helpers/responses-store-contract.ts";
-import { describeWithRedis, startRedisServer, stopRedisServers } from "../helpers/redis-server.ts";
 
 let redis: RedisConnection;
 let n = 0;

@@ -6,19 +6,19 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { ResponseCache } from "../../src/cache/response-cache-store.ts";
+import { handleIdempotently, IdempotencyGate } from "../../src/jobs/idempotency-gate.ts";
+import { createJobsRoutes } from "../../src/jobs/jobs-routes.ts";
+import { asLlmgwError, errorResponse, LlmgwError } from "../../src/shared/errors.ts";
+import { setLogLevel } from "../../src/shared/logger.ts";
 import { RedisConnection } from "../../src/shared-state/redis-connection.ts";
 import { RedisFleetStore } from "../../src/shared-state/redis-fleet-store.ts";
 import { RedisIdempotencyStore } from "../../src/shared-state/redis-idempotency-store.ts";
 import { RedisJobsStore } from "../../src/shared-state/redis-jobs-store.ts";
 import { RedisResponseCacheStore } from "../../src/shared-state/redis-response-cache-store.ts";
-import { handleIdempotently, IdempotencyGate } from "../../src/jobs/idempotency-gate.ts";
-import { createJobsRoutes } from "../../src/jobs/jobs-routes.ts";
-import { asLlmgwError, errorResponse, LlmgwError } from "../../src/shared/errors.ts";
-import { setLogLevel } from "../../src/shared/logger.ts";
 import { chatBatchJsonl } from "../helpers/batch-send.ts";
 import { routesDeps } from "../helpers/jobs-routes-deps.ts";
 import { waitUntil } from "../helpers/processes.ts";
-import { describeWithRedis, startRedisServer, stopRedisServers, type RedisServer } from "../helpers/redis-server.ts";
+import { describeWithRedis, type RedisServer, startRedisServer, stopRedisServers } from "../helpers/redis-server.ts";
 
 let server: RedisServer;
 let redis: RedisConnection;
@@ -37,7 +37,9 @@ describeWithRedis("what needs the shared store while Redis is away", () => {
   });
 
   test("503 STATE_UNAVAILABLE for uploads, batches and idempotent requests; the cache misses; all back, with the data, when Redis returns", async () => {
-    const jobs = createJobsRoutes(routesDeps({ store: new RedisJobsStore(redis, "t:"), knownModel: () => true, limits: { maxFileBytes: 1 << 20, maxLines: 100 } }));
+    const jobs = createJobsRoutes(
+      routesDeps({ store: new RedisJobsStore(redis, "t:"), knownModel: () => true, limits: { maxFileBytes: 1 << 20, maxLines: 100 } }),
+    );
     const gate = new IdempotencyGate(new RedisIdempotencyStore(redis, "t:"), { ttlMs: 60_000, waitMs: 100, maxResponseBytes: 1 << 20 }, { lockMs: 30_000 });
     const cache = new ResponseCache({ models: ["m"], maxBytes: 1 << 20, maxEntryBytes: 1 << 16, ttlMs: 60_000 }, new RedisResponseCacheStore(redis, "t:"));
     const principal = { tenant: "acme" };
@@ -48,7 +50,13 @@ describeWithRedis("what needs the shared store while Redis is away", () => {
       return jobs(new Request("http://gw/v1/files", { method: "POST", body: form }), principal);
     };
     const createBatch = (fileId: string) =>
-      jobs(new Request("http://gw/v1/batches", { method: "POST", body: JSON.stringify({ input_file_id: fileId, endpoint: "/v1/chat/completions", completion_window: "24h" }) }), principal);
+      jobs(
+        new Request("http://gw/v1/batches", {
+          method: "POST",
+          body: JSON.stringify({ input_file_id: fileId, endpoint: "/v1/chat/completions", completion_window: "24h" }),
+        }),
+        principal,
+      );
     const idempotent = async () => {
       const req = new Request("http://gw/v1/chat/completions", { method: "POST", headers: { "idempotency-key": "k-1" }, body: "{}" });
       try {
@@ -67,7 +75,12 @@ describeWithRedis("what needs the shared store while Redis is away", () => {
     await Bun.sleep(20);
 
     await server.stop();
-    for (const res of [await upload(), await createBatch(file.id), await jobs(new Request(`http://gw/v1/batches/${batch.id}`), principal), await idempotent()]) {
+    for (const res of [
+      await upload(),
+      await createBatch(file.id),
+      await jobs(new Request(`http://gw/v1/batches/${batch.id}`), principal),
+      await idempotent(),
+    ]) {
       expect(res!.status).toBe(503);
       expect(res!.headers.get("retry-after")).toBe("1");
       const body = (await res!.json()) as { error: { code: string; type: string; message: string } };

@@ -9,8 +9,8 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { testWithTool } from "../helpers/system-tools.ts";
 import { REPO_ROOT } from "../helpers/processes.ts";
+import { testWithTool } from "../helpers/system-tools.ts";
 
 const UNITS = { "llmgw.service": 3.5, "llmgw-agent.service": 8.5 } as const;
 const tmp = mkdtempSync(join(tmpdir(), "systemd-units-"));
@@ -36,14 +36,19 @@ async function run(argv: string[]): Promise<{ code: number; out: string }> {
 
 describe("deploy/systemd units", () => {
   for (const [name, maxExposure] of Object.entries(UNITS)) {
-    testWithTool("systemd-analyze", `${name}: verify is silent, exposure at most ${maxExposure}`, async (tool) => {
-      const path = localUnit(name);
-      const verify = await run([tool, "verify", "--man=no", path]);
-      expect(verify).toEqual({ code: 0, out: "" });
-      const security = await run([tool, "security", "--offline=yes", "--no-pager", `--threshold=${maxExposure * 10}`, path]);
-      expect(security.out).toContain(`Overall exposure level for ${name}`);
-      expect(security.code).toBe(0);
-    }, 60_000);
+    testWithTool(
+      "systemd-analyze",
+      `${name}: verify is silent, exposure at most ${maxExposure}`,
+      async (tool) => {
+        const path = localUnit(name);
+        const verify = await run([tool, "verify", "--man=no", path]);
+        expect(verify).toEqual({ code: 0, out: "" });
+        const security = await run([tool, "security", "--offline=yes", "--no-pager", `--threshold=${maxExposure * 10}`, path]);
+        expect(security.out).toContain(`Overall exposure level for ${name}`);
+        expect(security.code).toBe(0);
+      },
+      60_000,
+    );
   }
 
   test("both units start Bun through the exec launcher and stop their whole cgroup", () => {

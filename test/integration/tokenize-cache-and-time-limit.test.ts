@@ -14,7 +14,7 @@ import { PromptTokenizer, type TokenizeTarget } from "../../src/gateway/prompt-t
 import { registerKvEventsMetrics } from "../../src/metrics/kv-events-metrics.ts";
 import { tokenBlockKeys } from "../../src/scheduling/token-blocks.ts";
 import { KvEventStats } from "../../src/shared/kv-event-stats.ts";
-import { counterValue, startSim, type Sim } from "../helpers/cluster.ts";
+import { counterValue, type Sim, startSim } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 import { startRogueEngine } from "../helpers/rogue-engine.ts";
 
@@ -30,7 +30,11 @@ function tokenizer(url: string | undefined, over: Partial<KvEventsConfig["tokeni
   const registry = new Registry();
   const metrics = registerKvEventsMetrics(registry, new KvEventStats(4), () => []);
   const target: TokenizeTarget = { following: () => true, urlFor: () => url };
-  return { t: new PromptTokenizer({ ...SETTINGS, ...over }, target, metrics), count: async (result: string) => counterValue(await registry.metrics(), "llmgw_tokenize_requests_total", { result }), skipped: async (reason: string) => counterValue(await registry.metrics(), "llmgw_tokenize_skipped_total", { reason }) };
+  return {
+    t: new PromptTokenizer({ ...SETTINGS, ...over }, target, metrics),
+    count: async (result: string) => counterValue(await registry.metrics(), "llmgw_tokenize_requests_total", { result }),
+    skipped: async (reason: string) => counterValue(await registry.metrics(), "llmgw_tokenize_skipped_total", { reason }),
+  };
 }
 
 async function engineKeys(body: Record<string, unknown>): Promise<number[]> {
@@ -39,7 +43,10 @@ async function engineKeys(body: Record<string, unknown>): Promise<number[]> {
 }
 
 const system = "You answer questions about the KV cache, carefully and in order. ".repeat(30);
-const messages = (q: string) => [{ role: "system", content: system }, { role: "user", content: q }];
+const messages = (q: string) => [
+  { role: "system", content: system },
+  { role: "user", content: q },
+];
 
 describe("prompt tokenizer", () => {
   test("a chat's keys are the engine's ids; the same prompt, then another question on the same history, are cache hits", async () => {
@@ -49,7 +56,9 @@ describe("prompt tokenizer", () => {
     expect(await first).toEqual(await engineKeys({ model: "m", messages: messages("what is a block?") }));
     expect(await count("miss")).toBe(1);
     await Bun.sleep(50); // the history's call runs in the background
-    expect(t.keysFor({ model: "m", messages: messages("what is a block?") }, "chat", "m", 500)).toEqual(await engineKeys({ model: "m", messages: messages("what is a block?") }));
+    expect(t.keysFor({ model: "m", messages: messages("what is a block?") }, "chat", "m", 500)).toEqual(
+      await engineKeys({ model: "m", messages: messages("what is a block?") }),
+    );
     const other = t.keysFor({ model: "m", messages: messages("and eviction?") }, "chat", "m", 500);
     expect(other).toEqual(await engineKeys({ model: "m", messages: messages("x").slice(0, 1), add_generation_prompt: false }));
     expect(await count("hit")).toBe(2);
@@ -65,7 +74,9 @@ describe("prompt tokenizer", () => {
     expect(keys).toEqual(await engineKeys({ model: "m", prompt: head.slice(0, 8_192) }));
     expect(await count("hit")).toBe(1);
     // Token ids need no call.
-    expect(t.keysFor({ model: "m", prompt: Array.from({ length: 200 }, (_, i) => i) }, "completions", "m", 200)).toEqual(tokenBlockKeys(Array.from({ length: 200 }, (_, i) => i)));
+    expect(t.keysFor({ model: "m", prompt: Array.from({ length: 200 }, (_, i) => i) }, "completions", "m", 200)).toEqual(
+      tokenBlockKeys(Array.from({ length: 200 }, (_, i) => i)),
+    );
   });
 
   test("short prompts, no live stream, batches and embeddings are not tokenized", async () => {
@@ -104,7 +115,9 @@ describe("prompt tokenizer", () => {
       expect(t.keysFor({ model: "m", prompt: "q".repeat(1_000) }, "completions", "m", 300)).toBeUndefined();
       expect(await count("busy")).toBe(1);
       await Bun.sleep(300);
-      expect(t.keysFor({ model: "m", prompt: "p".repeat(1_000) }, "completions", "m", 300)).toEqual(tokenBlockKeys(Array.from({ length: 300 }, (_, i) => i + 1_000)));
+      expect(t.keysFor({ model: "m", prompt: "p".repeat(1_000) }, "completions", "m", 300)).toEqual(
+        tokenBlockKeys(Array.from({ length: 300 }, (_, i) => i + 1_000)),
+      );
     } finally {
       slow.stop(true);
     }

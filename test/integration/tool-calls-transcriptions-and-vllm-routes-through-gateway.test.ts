@@ -16,12 +16,16 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI, { toFile } from "openai";
-import { auditLine, counterValue, readSse, startGateway, startSim, type Gateway, type Sim } from "../helpers/cluster.ts";
+import { auditLine, counterValue, type Gateway, readSse, type Sim, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 
 const weather = {
   type: "function" as const,
-  function: { name: "get_weather", description: "Weather in a city", parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } }, required: ["city"] } },
+  function: {
+    name: "get_weather",
+    description: "Weather in a city",
+    parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } }, required: ["city"] },
+  },
 };
 
 let sims: Sim[];
@@ -105,13 +109,20 @@ afterAll(async () => {
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
-const post = (path: string, body: unknown) => fetch(`${gw.api}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+const post = (path: string, body: unknown) =>
+  fetch(`${gw.api}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 const toolCalls = async (route: string) => counterValue(await gw.metrics(), "llmgw_tool_calls_total", { route });
 
 describe("tool-call streams through llmgw", () => {
   test("chat: tool_choice required streams a call in pieces, finish_reason tool_calls, relayed untouched and counted", async () => {
     const before = await toolCalls("chat");
-    const stream = await client.chat.completions.create({ model: "m", stream: true, messages: [{ role: "user", content: "Weather in Paris?" }], tools: [weather], tool_choice: "required" });
+    const stream = await client.chat.completions.create({
+      model: "m",
+      stream: true,
+      messages: [{ role: "user", content: "Weather in Paris?" }],
+      tools: [weather],
+      tool_choice: "required",
+    });
     let args = "";
     let name: string | undefined;
     let id: string | undefined;
@@ -137,7 +148,12 @@ describe("tool-call streams through llmgw", () => {
 
   test("chat, not streaming, a named function: message.tool_calls, counted", async () => {
     const before = await toolCalls("chat");
-    const r = await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "Weather?" }], tools: [weather], tool_choice: { type: "function", function: { name: "get_weather" } } });
+    const r = await client.chat.completions.create({
+      model: "m",
+      messages: [{ role: "user", content: "Weather?" }],
+      tools: [weather],
+      tool_choice: { type: "function", function: { name: "get_weather" } },
+    });
     const call = r.choices[0]!.message.tool_calls![0]! as { type: string; function: { name: string; arguments: string } };
     expect(call.type).toBe("function");
     expect(call.function.name).toBe("get_weather");
@@ -170,7 +186,13 @@ describe("tool-call streams through llmgw", () => {
     try {
       const metrics = await gw.metrics();
       const refused = counterValue(metrics, "llmgw_stream_recoveries_total", { result: "not_continuable" });
-      const res = await post("/v1/chat/completions", { model: "m", stream: true, messages: [{ role: "user", content: "Weather?" }], tools: [weather], tool_choice: "required" });
+      const res = await post("/v1/chat/completions", {
+        model: "m",
+        stream: true,
+        messages: [{ role: "user", content: "Weather?" }],
+        tools: [weather],
+        tool_choice: "required",
+      });
       const events = await readSse(res);
       expect(events.at(-1)).toBe("[DONE]");
       const error = JSON.parse(events.at(-2)!) as { error: { code: string } };

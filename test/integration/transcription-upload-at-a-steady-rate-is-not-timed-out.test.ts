@@ -10,7 +10,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startGateway, startSim, type Gateway } from "../helpers/cluster.ts";
+import { type Gateway, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll } from "../helpers/processes.ts";
 import { openSocket, parseResponses } from "../helpers/raw-http.ts";
 
@@ -40,7 +40,9 @@ afterAll(async () => {
 function audioForm(): Buffer {
   const audio = Buffer.alloc(AUDIO_BYTES);
   for (let i = 0; i < audio.length; i++) audio[i] = (i * 31) % 251;
-  const head = Buffer.from('--XX\r\nContent-Disposition: form-data; name="model"\r\n\r\nm\r\n--XX\r\nContent-Disposition: form-data; name="file"; filename="speech.wav"\r\nContent-Type: audio/wav\r\n\r\n');
+  const head = Buffer.from(
+    '--XX\r\nContent-Disposition: form-data; name="model"\r\n\r\nm\r\n--XX\r\nContent-Disposition: form-data; name="file"; filename="speech.wav"\r\nContent-Type: audio/wav\r\n\r\n',
+  );
   return Buffer.concat([head, audio, Buffer.from("\r\n--XX--\r\n")]);
 }
 
@@ -84,7 +86,11 @@ test("a 2 MiB transcription sent at a steady 512 KiB/s (four times body_read_tim
   expect({ status: steady.status, body: steady.body.slice(0, 200) }).toEqual({ status: 200, body: expect.stringContaining('"text"') });
   expect(steady.sendMs).toBeGreaterThan(2 * BODY_READ_TIMEOUT_MS); // the scenario held: a fixed total would have cut it
   // The same form sent at once gets the same words: the slow one arrived intact.
-  const atOnce = await fetch(`${gw.api}/v1/audio/transcriptions`, { method: "POST", headers: { "content-type": "multipart/form-data; boundary=XX" }, body: form });
+  const atOnce = await fetch(`${gw.api}/v1/audio/transcriptions`, {
+    method: "POST",
+    headers: { "content-type": "multipart/form-data; boundary=XX" },
+    body: form,
+  });
   expect(atOnce.status).toBe(200);
   expect((JSON.parse(steady.body) as { text: string }).text).toBe(((await atOnce.json()) as { text: string }).text);
 }, 60_000);

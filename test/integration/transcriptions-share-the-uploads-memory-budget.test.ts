@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { counterValue, startGateway, startSim, type Gateway } from "../helpers/cluster.ts";
+import { counterValue, type Gateway, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 import { openSocket, parseResponses, rawExchange } from "../helpers/raw-http.ts";
 
@@ -39,11 +39,14 @@ afterAll(async () => {
 });
 
 function audioForm(): Buffer {
-  const head = Buffer.from('--XX\r\nContent-Disposition: form-data; name="model"\r\n\r\nm\r\n--XX\r\nContent-Disposition: form-data; name="file"; filename="speech.wav"\r\nContent-Type: audio/wav\r\n\r\n');
+  const head = Buffer.from(
+    '--XX\r\nContent-Disposition: form-data; name="model"\r\n\r\nm\r\n--XX\r\nContent-Disposition: form-data; name="file"; filename="speech.wav"\r\nContent-Type: audio/wav\r\n\r\n',
+  );
   return Buffer.concat([head, Buffer.alloc(AUDIO_BYTES, 9), Buffer.from("\r\n--XX--\r\n")]);
 }
 
-const requestHead = (length: number) => `POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=XX\r\nContent-Length: ${length}\r\n\r\n`;
+const requestHead = (length: number) =>
+  `POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=XX\r\nContent-Length: ${length}\r\n\r\n`;
 
 async function heldBytes(): Promise<number> {
   return counterValue(await gw.metrics(), UPLOAD_MEMORY);
@@ -62,7 +65,11 @@ test("a second form that does not fit beside one held is refused at once with 50
 
   const second = await rawExchange(gw.api, Buffer.concat([Buffer.from(requestHead(form.length)), form]), { expect: 1, waitMs: 5_000 });
   const refused = second.responses[0];
-  expect({ status: refused?.status, retryAfter: refused?.headers["retry-after"], connection: refused?.headers.connection }).toEqual({ status: 503, retryAfter: "1", connection: "close" });
+  expect({ status: refused?.status, retryAfter: refused?.headers["retry-after"], connection: refused?.headers.connection }).toEqual({
+    status: 503,
+    retryAfter: "1",
+    connection: "close",
+  });
   expect((JSON.parse(refused!.body) as { error: { code: string } }).error.code).toBe("UPLOAD_BUDGET_EXHAUSTED");
 
   first.write(form.subarray(64 * 1024));
@@ -72,7 +79,11 @@ test("a second form that does not fit beside one held is refused at once with 50
 
   // Given back once answered: the same form now fits.
   await waitUntil(async () => (await heldBytes()) === 0 || undefined, { timeoutMs: 5_000, what: "the held bytes to come back" });
-  const again = await fetch(`${gw.api}/v1/audio/transcriptions`, { method: "POST", headers: { "content-type": "multipart/form-data; boundary=XX" }, body: form });
+  const again = await fetch(`${gw.api}/v1/audio/transcriptions`, {
+    method: "POST",
+    headers: { "content-type": "multipart/form-data; boundary=XX" },
+    body: form,
+  });
   expect(again.status).toBe(200);
   expect(await heldBytes()).toBe(0);
 }, 60_000);
@@ -89,7 +100,11 @@ test("a form whose client leaves mid-body, or one refused as malformed, gives it
   await waitUntil(async () => (await heldBytes()) === 0 || undefined, { timeoutMs: 5_000, what: "the abandoned form's bytes to come back" });
   // A form without a model field: 400, and nothing stays held.
   const noModel = Buffer.from('--XX\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\nabc\r\n--XX--\r\n');
-  const res = await fetch(`${gw.api}/v1/audio/transcriptions`, { method: "POST", headers: { "content-type": "multipart/form-data; boundary=XX" }, body: noModel });
+  const res = await fetch(`${gw.api}/v1/audio/transcriptions`, {
+    method: "POST",
+    headers: { "content-type": "multipart/form-data; boundary=XX" },
+    body: noModel,
+  });
   expect(res.status).toBe(400);
   expect(((await res.json()) as { error: { param: string } }).error.param).toBe("model");
   expect(await heldBytes()).toBe(0);

@@ -28,7 +28,8 @@ describe("Host names", () => {
   test("a loopback listener answers for loopback names and its allow-list only", () => {
     const ok = hostAllowed({ allowedHosts: ["gw.internal"], listenHost: "127.0.0.1", machineName: "box1.lan" });
     for (const name of ["127.0.0.1", "127.0.0.2", "localhost", "::1", "gw.internal"]) expect({ name, ok: ok(name) }).toEqual({ name, ok: true });
-    for (const name of ["attacker.example", "10.0.0.5", "box1", "box1.lan", "localhost.attacker.example", "127.0.0.1.attacker.example"]) expect({ name, ok: ok(name) }).toEqual({ name, ok: false });
+    for (const name of ["attacker.example", "10.0.0.5", "box1", "box1.lan", "localhost.attacker.example", "127.0.0.1.attacker.example"])
+      expect({ name, ok: ok(name) }).toEqual({ name, ok: false });
   });
 
   test("a wildcard listener also answers for any IP literal and the machine's name", () => {
@@ -44,7 +45,13 @@ describe("Host names", () => {
 });
 
 describe("the door", () => {
-  const door = adminRequestGuard({ token: TOKEN, allowedHosts: ["gw.internal"], listenHost: "127.0.0.1", ownCredentialPaths: ["/admin/v1/fleet/register"], machineName: "box1" });
+  const door = adminRequestGuard({
+    token: TOKEN,
+    allowedHosts: ["gw.internal"],
+    listenHost: "127.0.0.1",
+    ownCredentialPaths: ["/admin/v1/fleet/register"],
+    machineName: "box1",
+  });
   const auth = { authorization: `Bearer ${TOKEN}` };
 
   test("reads pass without a token under an allowed Host, and not under another", async () => {
@@ -77,7 +84,13 @@ describe("the door", () => {
   });
 
   test("an inert prefix (the management API of a gateway with no fleet) asks no token, but keeps the Host, origin and media rules", async () => {
-    const noFleet = adminRequestGuard({ token: undefined, allowedHosts: [], listenHost: "127.0.0.1", ownCredentialPaths: [], inertPrefixes: ["/admin/v1/fleet"] });
+    const noFleet = adminRequestGuard({
+      token: undefined,
+      allowedHosts: [],
+      listenHost: "127.0.0.1",
+      ownCredentialPaths: [],
+      inertPrefixes: ["/admin/v1/fleet"],
+    });
     const host = { host: "127.0.0.1:9090", "content-type": "application/json" };
     expect(await verdict(noFleet(req("PATCH", host, "/admin/v1/fleet/models/m")))).toBe("pass");
     expect(await verdict(noFleet(req("POST", host, "/admin/v1/fleet")))).toBe("pass");

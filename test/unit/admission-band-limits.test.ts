@@ -1,6 +1,6 @@
 /** Band flow limits from pool saturation: the static ceiling, and work-conserving lending of room the higher bands leave unused. */
 import { describe, expect, test } from "bun:test";
-import { bandLimits, CapacityLearner, poolSaturation, type PoolMember } from "../../src/admission/pool-saturation.ts";
+import { bandLimits, CapacityLearner, type PoolMember, poolSaturation } from "../../src/admission/pool-saturation.ts";
 import { PoolTable, UNLIMITED } from "../../src/shared/endpoint-table.ts";
 
 const opts = { headroom: 0, staleMetrics: "ignore" as const };
@@ -12,8 +12,24 @@ const pool = [member(0), member(1), member(2)];
 describe("band limits", () => {
   test("static: ⌈ceiling × room⌉, unlimited above 1, 0 when KV alone reaches the ceiling or nothing is ready", () => {
     expect(bandLimits(pool, cap32, opts, [2, 1, 0.6, 0], UNLIMITED)).toEqual([UNLIMITED, 96, 58, 0]);
-    expect(bandLimits(pool.map((m) => ({ ...m, kvUsage: 0.7 })), cap32, opts, [2, 1, 0.6], UNLIMITED)).toEqual([UNLIMITED, 96, 0]);
-    expect(bandLimits(pool.map((m) => ({ ...m, ready: false })), cap32, opts, [2, 1, 0.6], UNLIMITED)).toEqual([0, 0, 0]);
+    expect(
+      bandLimits(
+        pool.map((m) => ({ ...m, kvUsage: 0.7 })),
+        cap32,
+        opts,
+        [2, 1, 0.6],
+        UNLIMITED,
+      ),
+    ).toEqual([UNLIMITED, 96, 0]);
+    expect(
+      bandLimits(
+        pool.map((m) => ({ ...m, ready: false })),
+        cap32,
+        opts,
+        [2, 1, 0.6],
+        UNLIMITED,
+      ),
+    ).toEqual([0, 0, 0]);
     // Headroom widens the room: 96 × 1.25 = 120.
     expect(bandLimits(pool, cap32, { ...opts, headroom: 0.25 }, [1, 0.5], UNLIMITED)).toEqual([120, 60]);
   });
@@ -21,7 +37,12 @@ describe("band limits", () => {
   test("a band may flow exactly while saturation is below its ceiling (the limit agrees with poolSaturation)", () => {
     for (const ceiling of [0.3, 0.6, 0.95, 1]) {
       const [limit] = bandLimits(pool, cap32, opts, [ceiling], UNLIMITED);
-      const at = (held: number) => poolSaturation(pool.map((m, i) => ({ ...m, inflight: i === 0 ? held : 0 })), cap32, opts);
+      const at = (held: number) =>
+        poolSaturation(
+          pool.map((m, i) => ({ ...m, inflight: i === 0 ? held : 0 })),
+          cap32,
+          opts,
+        );
       expect(at(limit! - 1)).toBeLessThan(ceiling);
       expect(at(limit!)).toBeGreaterThanOrEqual(ceiling);
     }
@@ -33,8 +54,26 @@ describe("band limits", () => {
     // A burst of 60 above: the lent room shrinks back to the ceiling's share, never below it.
     expect(bandLimits(pool, cap32, opts, [2, 0.6], UNLIMITED, [2, 77])).toEqual([UNLIMITED, 58]);
     // KV: the band's KV bound rises with what it may use (1 − 6/96 ≈ 0.94), not past it.
-    expect(bandLimits(pool.map((m) => ({ ...m, kvUsage: 0.8 })), cap32, opts, [2, 0.6], UNLIMITED, [2, 6])).toEqual([UNLIMITED, 90]);
-    expect(bandLimits(pool.map((m) => ({ ...m, kvUsage: 0.95 })), cap32, opts, [2, 0.6], UNLIMITED, [2, 6])).toEqual([UNLIMITED, 0]);
+    expect(
+      bandLimits(
+        pool.map((m) => ({ ...m, kvUsage: 0.8 })),
+        cap32,
+        opts,
+        [2, 0.6],
+        UNLIMITED,
+        [2, 6],
+      ),
+    ).toEqual([UNLIMITED, 90]);
+    expect(
+      bandLimits(
+        pool.map((m) => ({ ...m, kvUsage: 0.95 })),
+        cap32,
+        opts,
+        [2, 0.6],
+        UNLIMITED,
+        [2, 6],
+      ),
+    ).toEqual([UNLIMITED, 0]);
     // A parked band (ceiling 0) never flows, lent room or not.
     expect(bandLimits(pool, cap32, opts, [2, 0], UNLIMITED, [2, 2])).toEqual([UNLIMITED, 0]);
   });

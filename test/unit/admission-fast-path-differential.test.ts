@@ -83,7 +83,13 @@ function run(events: readonly Event[], fast: boolean, workerEvery: number): RunR
   const stats = new AdmissionStatsTable(bands, 2);
   const prefixIndex = new PrefixIndex(1000);
   let now = 1_000_000;
-  const descriptors: EndpointDescriptor[] = Array.from({ length: ENDPOINTS }, (_, i) => ({ index: i, id: `e${i}`, pool: 0, poolName: "default", models: ["m"] }));
+  const descriptors: EndpointDescriptor[] = Array.from({ length: ENDPOINTS }, (_, i) => ({
+    index: i,
+    id: `e${i}`,
+    pool: 0,
+    poolName: "default",
+    models: ["m"],
+  }));
   for (const d of descriptors) {
     table.setInt(d.index, I.READY, 1);
     table.setInt(d.index, I.RUNNING, 0);
@@ -111,7 +117,8 @@ function run(events: readonly Event[], fast: boolean, workerEvery: number): RunR
     const ceiling = config.admission.bands[band]!.ceiling;
     // The claim and the check are one compare-and-swap: after it, a band of
     // ceiling ≤ 1 never holds more than its published limit.
-    if (ceiling <= 1 && pools.held(pool) > pools.limit(pool, band)) result.ceilingViolations.push(`request ${id} (band ${band}): held ${pools.held(pool)} > limit ${pools.limit(pool, band)}`);
+    if (ceiling <= 1 && pools.held(pool) > pools.limit(pool, band))
+      result.ceilingViolations.push(`request ${id} (band ${band}): held ${pools.held(pool)} > limit ${pools.limit(pool, band)}`);
   };
   const pump = () => {
     for (const out of controller.pump(now)) {
@@ -141,7 +148,8 @@ function run(events: readonly Event[], fast: boolean, workerEvery: number): RunR
         if (tokenBlockKeys !== undefined) prefixOf.set(id, e.prefix);
         bandOf.set(id, e.band);
         hashesOf.set(id, prefixHashes);
-        const before = fast && prefixIndex.matchedBlocks(prefixHashes, 0) + prefixIndex.matchedBlocks(prefixHashes, 1) + prefixIndex.matchedBlocks(prefixHashes, 2) > 0;
+        const before =
+          fast && prefixIndex.matchedBlocks(prefixHashes, 0) + prefixIndex.matchedBlocks(prefixHashes, 1) + prefixIndex.matchedBlocks(prefixHashes, 2) > 0;
         if (fast) {
           const waitingAhead = stats.depth(0) + (e.band >= 1 ? stats.depth(1) : 0) + (e.band >= 2 ? stats.depth(2) : 0);
           const f = fastAdmit(pools, chooser, config.admission, 0, { model: "m", ...keys, band: e.band }, random, now);

@@ -28,7 +28,11 @@ describe("BandQueue round-robin", () => {
     const q = rr();
     for (let i = 0; i < 3; i++) for (const tenant of ["A", "B", "C"]) q.enqueue(ticket(tenant));
     q.enqueue(ticket("A"));
-    expect(drain(q).map((t) => t.tenant).join("")).toBe("ABCABCABCA");
+    expect(
+      drain(q)
+        .map((t) => t.tenant)
+        .join(""),
+    ).toBe("ABCABCABCA");
   });
 
   test("a tenant with 300 queued takes one slot per rotation; a late small tenant is served within a few turns", () => {
@@ -60,7 +64,11 @@ describe("BandQueue round-robin", () => {
     q.enqueue(ticket("C"));
     expect(q.take()?.tenant).toBe("A"); // A empties
     q.enqueue(ticket("A")); // rejoins after C
-    expect(drain(q).map((t) => t.tenant).join("")).toBe("BCAC");
+    expect(
+      drain(q)
+        .map((t) => t.tenant)
+        .join(""),
+    ).toBe("BCAC");
   });
 
   test("enqueue refuses at the limit", () => {
@@ -77,7 +85,10 @@ describe("BandQueue token-deficit", () => {
     const q = drr(1000);
     for (let i = 0; i < 200; i++) q.enqueue(ticket("A", { estTokens: 4000 }));
     for (let i = 0; i < 5000; i++) q.enqueue(ticket("B", { estTokens: 100 }));
-    const served = new Map<string, number>([["A", 0], ["B", 0]]);
+    const served = new Map<string, number>([
+      ["A", 0],
+      ["B", 0],
+    ]);
     for (let i = 0; i < 2000; i++) {
       const t = q.take()!;
       served.set(t.tenant, served.get(t.tenant)! + t.estTokens);
@@ -121,7 +132,11 @@ describe("BandQueue token-deficit", () => {
     const q = drr(300);
     for (let i = 0; i < 4; i++) q.enqueue(ticket("A", { estTokens: 100 }));
     for (let i = 0; i < 4; i++) q.enqueue(ticket("B", { estTokens: 100 }));
-    expect(drain(q).map((t) => t.tenant).join("")).toBe("AAABBBAB");
+    expect(
+      drain(q)
+        .map((t) => t.tenant)
+        .join(""),
+    ).toBe("AAABBBAB");
   });
 
   test("a tenant that empties forfeits its deficit", () => {
@@ -131,7 +146,11 @@ describe("BandQueue token-deficit", () => {
     expect(q.take()?.tenant).toBe("A");
     q.enqueue(ticket("A", { estTokens: 1900 })); // would fit 990+1000 if the deficit had been kept
     // B: 1000 (round 0) → 2000 (round 1) serves; A: 1000, 2000 → serves after B.
-    expect(drain(q).map((t) => t.tenant).join("")).toBe("BA");
+    expect(
+      drain(q)
+        .map((t) => t.tenant)
+        .join(""),
+    ).toBe("BA");
   });
 
   test("peek() is exactly what take() takes, over random operations (seeded)", () => {
@@ -287,9 +306,18 @@ describe("BandQueue remove and expire", () => {
     const gone = q.expire(1300, 1000); // enqueuedAt <= 300
     expect(gone.map((t) => t.enqueuedAt)).toEqual([100, 200, 300]);
     expect(q.size).toBe(2);
-    expect(q.depthByTenant()).toEqual(new Map([["A", 1], ["B", 1]]));
+    expect(q.depthByTenant()).toEqual(
+      new Map([
+        ["A", 1],
+        ["B", 1],
+      ]),
+    );
     expect(q.expire(1300, 1000)).toEqual([]);
-    expect(drain(q).map((t) => t.enqueuedAt).sort()).toEqual([900, 950]);
+    expect(
+      drain(q)
+        .map((t) => t.enqueuedAt)
+        .sort(),
+    ).toEqual([900, 950]);
   });
 });
 
@@ -389,7 +417,10 @@ describe("AdmissionQueues", () => {
   });
 
   test("token-deficit fairness applies inside each (band, pool)", () => {
-    const a = new AdmissionQueues(BANDS.map((b) => ({ ...b, queueLimit: 100 })), { fairness: "token-deficit", quantumTokens: 300 });
+    const a = new AdmissionQueues(
+      BANDS.map((b) => ({ ...b, queueLimit: 100 })),
+      { fairness: "token-deficit", quantumTokens: 300 },
+    );
     for (let i = 0; i < 4; i++) a.enqueue(ticket("A", { estTokens: 100 }));
     for (let i = 0; i < 4; i++) a.enqueue(ticket("B", { estTokens: 100 }));
     const order: string[] = [];

@@ -21,20 +21,54 @@ const IB: ResolvedFabric = {
 describe("vLLM adapter", () => {
   test("single node: serve, parallel sizes, limits, quantization, port; CUDA_VISIBLE_DEVICES", () => {
     const plan = buildLaunchPlan(
-      input({ engine: "vllm", model: "meta-llama/Llama-3.1-70B", gpus: [2, 3, 4, 5], tensorParallel: 4, maxNumSeqs: 128, gpuMemoryUtilization: 0.9, quantization: "fp8", extraArgs: ["--max-model-len", "8192"] }),
+      input({
+        engine: "vllm",
+        model: "meta-llama/Llama-3.1-70B",
+        gpus: [2, 3, 4, 5],
+        tensorParallel: 4,
+        maxNumSeqs: 128,
+        gpuMemoryUtilization: 0.9,
+        quantization: "fp8",
+        extraArgs: ["--max-model-len", "8192"],
+      }),
     );
     expect(plan.argv).toEqual([
-      "vllm", "serve", "meta-llama/Llama-3.1-70B", "--host", "10.0.0.5", "--port", "8001",
-      "--tensor-parallel-size", "4", "--pipeline-parallel-size", "1", "--max-num-seqs", "128",
-      "--gpu-memory-utilization", "0.9", "--quantization", "fp8", "--max-model-len", "8192",
+      "vllm",
+      "serve",
+      "meta-llama/Llama-3.1-70B",
+      "--host",
+      "10.0.0.5",
+      "--port",
+      "8001",
+      "--tensor-parallel-size",
+      "4",
+      "--pipeline-parallel-size",
+      "1",
+      "--max-num-seqs",
+      "128",
+      "--gpu-memory-utilization",
+      "0.9",
+      "--quantization",
+      "fp8",
+      "--max-model-len",
+      "8192",
     ]);
     expect(plan.env).toEqual({ CUDA_VISIBLE_DEVICES: "2,3,4,5", CUDA_DEVICE_ORDER: "PCI_BUS_ID" });
   });
 
   test("multi-node: rank 0 serves, other ranks run --headless; NCCL gets the exact HCA list", () => {
-    const spec = { engine: "vllm", model: "m", gpus: [0, 1, 2, 3, 4, 5, 6, 7], tensorParallel: 8, pipelineParallel: 2, multiNode: { nnodes: 2, nodeRank: 0, masterAddr: "10.0.0.1", masterPort: 29600 } };
+    const spec = {
+      engine: "vllm",
+      model: "m",
+      gpus: [0, 1, 2, 3, 4, 5, 6, 7],
+      tensorParallel: 8,
+      pipelineParallel: 2,
+      multiNode: { nnodes: 2, nodeRank: 0, masterAddr: "10.0.0.1", masterPort: 29600 },
+    };
     const head = buildLaunchPlan(input(spec, { fabric: IB }));
-    expect(head.argv.join(" ")).toContain("--tensor-parallel-size 8 --pipeline-parallel-size 2 --nnodes 2 --node-rank 0 --master-addr 10.0.0.1 --master-port 29600");
+    expect(head.argv.join(" ")).toContain(
+      "--tensor-parallel-size 8 --pipeline-parallel-size 2 --nnodes 2 --node-rank 0 --master-addr 10.0.0.1 --master-port 29600",
+    );
     expect(head.argv).not.toContain("--headless");
     expect(head.env.NCCL_IB_HCA).toBe("=mlx5_0:1,mlx5_1:1");
     const worker = buildLaunchPlan(input({ ...spec, multiNode: { ...spec.multiNode, nodeRank: 1 } }, { fabric: IB }));
@@ -44,16 +78,33 @@ describe("vLLM adapter", () => {
 
 describe("SGLang adapter", () => {
   test("single node", () => {
-    const plan = buildLaunchPlan(input({ engine: "sglang", model: "Qwen/Qwen2.5-7B", gpus: [0, 1], tensorParallel: 2, maxNumSeqs: 64, gpuMemoryUtilization: 0.8 }));
+    const plan = buildLaunchPlan(
+      input({ engine: "sglang", model: "Qwen/Qwen2.5-7B", gpus: [0, 1], tensorParallel: 2, maxNumSeqs: 64, gpuMemoryUtilization: 0.8 }),
+    );
     expect(plan.argv).toEqual([
-      "python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen2.5-7B", "--host", "10.0.0.5", "--port", "8001",
-      "--tp", "2", "--max-running-requests", "64", "--mem-fraction-static", "0.8",
+      "python3",
+      "-m",
+      "sglang.launch_server",
+      "--model-path",
+      "Qwen/Qwen2.5-7B",
+      "--host",
+      "10.0.0.5",
+      "--port",
+      "8001",
+      "--tp",
+      "2",
+      "--max-running-requests",
+      "64",
+      "--mem-fraction-static",
+      "0.8",
     ]);
     expect(plan.env.CUDA_VISIBLE_DEVICES).toBe("0,1");
   });
 
   test("multi-node: --tp counts every node's GPUs, --dist-init-addr host:port", () => {
-    const plan = buildLaunchPlan(input({ engine: "sglang", model: "m", gpus: [0, 1], tensorParallel: 4, multiNode: { nnodes: 2, nodeRank: 1, masterAddr: "sgl-dev-0" } }));
+    const plan = buildLaunchPlan(
+      input({ engine: "sglang", model: "m", gpus: [0, 1], tensorParallel: 4, multiNode: { nnodes: 2, nodeRank: 1, masterAddr: "sgl-dev-0" } }),
+    );
     expect(plan.argv.join(" ")).toContain("--tp 4 --nnodes 2 --node-rank 1 --dist-init-addr sgl-dev-0:29500");
   });
 });
@@ -61,7 +112,21 @@ describe("SGLang adapter", () => {
 describe("sim-engine adapter", () => {
   test("bun + src/cli.ts sim-engine with port, model, startup time, GPU count", () => {
     const plan = buildLaunchPlan(input({ engine: "sim", model: "sim-llama", gpus: [0, 1], tensorParallel: 2, startupMs: 1500 }, { host: "127.0.0.1" }));
-    expect(plan.argv).toEqual(["/opt/bun", "/repo/src/cli.ts", "sim-engine", "--host", "127.0.0.1", "--port", "8001", "--model", "sim-llama", "--startup-ms", "1500", "--gpus", "2"]);
+    expect(plan.argv).toEqual([
+      "/opt/bun",
+      "/repo/src/cli.ts",
+      "sim-engine",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "8001",
+      "--model",
+      "sim-llama",
+      "--startup-ms",
+      "1500",
+      "--gpus",
+      "2",
+    ]);
   });
 
   test("no GPUs: CUDA_VISIBLE_DEVICES is empty (hides every GPU), no --gpus", () => {

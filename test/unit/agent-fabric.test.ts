@@ -2,9 +2,9 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { sharedFixture } from "../helpers/fixtures.ts";
-import { unpackTtar } from "../fixtures/agent/fake-tools.ts";
 import { discoverFabric, parsePortState, parseRateGbps, pickRoceGidIndex } from "../../src/agent/fabric.ts";
+import { unpackTtar } from "../fixtures/agent/fake-tools.ts";
+import { sharedFixture } from "../helpers/fixtures.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "agent-fabric-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -50,7 +50,16 @@ describe("fabric discovery from /sys/class/infiniband", () => {
     expect(f.adapters.map((a) => a.name)).toEqual(["hfi1_0", "mlx4_0", "mlx5_0"]);
     const mlx4 = f.adapters.find((a) => a.name === "mlx4_0")!;
     expect(mlx4.ports.map((p) => p.port)).toEqual([1, 2]);
-    expect(mlx4.ports[0]).toMatchObject({ state: "ACTIVE", active: true, physState: "LinkUp", rate: "40 Gb/sec (4X QDR)", rateGbps: 40, linkLayer: "InfiniBand", transport: "ib", roceGidIndex: null });
+    expect(mlx4.ports[0]).toMatchObject({
+      state: "ACTIVE",
+      active: true,
+      physState: "LinkUp",
+      rate: "40 Gb/sec (4X QDR)",
+      rateGbps: 40,
+      linkLayer: "InfiniBand",
+      transport: "ib",
+      roceGidIndex: null,
+    });
     // port 2's link_layer has a trailing blank line in the sample
     expect(mlx4.ports[1]?.linkLayer).toBe("InfiniBand");
     expect(f.adapters.find((a) => a.name === "mlx5_0")?.ports[0]).toMatchObject({ rateGbps: 25, transport: "ib", active: true });
@@ -79,7 +88,12 @@ describe("fabric discovery from /sys/class/infiniband", () => {
       "gid_attrs/ndevs/2": "eth2\n",
       "gid_attrs/ndevs/3": "eth2\n",
     });
-    writeFiles(join(root, "mlx5_2", "ports", "1"), { state: "1: DOWN\n", phys_state: "3: Disabled\n", rate: "10 Gb/sec (4X SDR)\n", link_layer: "InfiniBand\n" });
+    writeFiles(join(root, "mlx5_2", "ports", "1"), {
+      state: "1: DOWN\n",
+      phys_state: "3: Disabled\n",
+      rate: "10 Gb/sec (4X SDR)\n",
+      link_layer: "InfiniBand\n",
+    });
     const f = discoverFabric(root);
     const roce = f.adapters.find((a) => a.name === "mlx5_1")!.ports[0]!;
     expect(roce).toMatchObject({ transport: "roce", linkLayer: "Ethernet", rateGbps: 400, active: true, roceGidIndex: 3 });

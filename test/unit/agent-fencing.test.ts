@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FENCING_FILE, FencingGuard } from "../../src/agent/fencing.ts";
 import { AgentCallError, httpAgentClient } from "../../src/control/agent-client.ts";
-import { FENCING_TOKEN_HEADER, type AgentReplicaSpec } from "../../src/protocol/agent-messages.ts";
+import { type AgentReplicaSpec, FENCING_TOKEN_HEADER } from "../../src/protocol/agent-messages.ts";
 import { asLlmgwError, errorResponse, type LlmgwError } from "../../src/shared/errors.ts";
 import { setLogLevel } from "../../src/shared/logger.ts";
 
@@ -60,7 +60,29 @@ describe("agent client and fencing", () => {
         return errorResponse(asLlmgwError(err));
       }
       if (init.method === "DELETE") return Response.json({ id: "fl-x", deleted: true });
-      return Response.json({ outcome: "created", replica: { id: "fl-x", engine: "sim", model: "m", gpus: [0], port: 1, endpoint: "http://127.0.0.1:1", state: "Starting", pid: 1, restarts: 0, adopted: false, exitCode: null, exitSignal: null, message: null, nextRestartInMs: null, logTail: null } }, { status: 201 });
+      return Response.json(
+        {
+          outcome: "created",
+          replica: {
+            id: "fl-x",
+            engine: "sim",
+            model: "m",
+            gpus: [0],
+            port: 1,
+            endpoint: "http://127.0.0.1:1",
+            state: "Starting",
+            pid: 1,
+            restarts: 0,
+            adopted: false,
+            exitCode: null,
+            exitSignal: null,
+            message: null,
+            nextRestartInMs: null,
+            logTail: null,
+          },
+        },
+        { status: 201 },
+      );
     };
     let token: number | undefined = 5;
     const client = httpAgentClient(1_000, agentFetch, () => token);

@@ -18,10 +18,24 @@ function recordingService(calls: string[]): AgentService {
     calls.push(`${op} ${id}${name === undefined ? "" : ` ${name}`}`);
     return op === "status" ? { id } : Promise.resolve(op === "putReplica" ? { outcome: "unchanged", replica: { id } } : true);
   };
-  return { status: record("status"), putReplica: record("putReplica"), deleteReplica: record("deleteReplica"), loadAdapter: record("loadAdapter"), unloadAdapter: record("unloadAdapter") } as unknown as AgentService;
+  return {
+    status: record("status"),
+    putReplica: record("putReplica"),
+    deleteReplica: record("deleteReplica"),
+    loadAdapter: record("loadAdapter"),
+    unloadAdapter: record("unloadAdapter"),
+  } as unknown as AgentService;
 }
 
-const MALFORMED = ["/v1/replicas/%E0%A4%A", "/v1/replicas/%zz", "/v1/replicas/%", "/v1/replicas/%C0%AF", "/v1/replicas/r1/adapters/%zz", "/v1/replicas/%E0/adapters/sql", "/%zz"];
+const MALFORMED = [
+  "/v1/replicas/%E0%A4%A",
+  "/v1/replicas/%zz",
+  "/v1/replicas/%",
+  "/v1/replicas/%C0%AF",
+  "/v1/replicas/r1/adapters/%zz",
+  "/v1/replicas/%E0/adapters/sql",
+  "/%zz",
+];
 
 describe("the node agent and a malformed percent-encoding", () => {
   test("is a 400 in the agent's error shape for every method, and the service is never called", async () => {
@@ -29,7 +43,13 @@ describe("the node agent and a malformed percent-encoding", () => {
     const handle = createAgentHandler(recordingService(calls), TOKEN);
     for (const path of MALFORMED) {
       for (const method of ["GET", "PUT", "DELETE"]) {
-        const res = await handle(new Request(`http://127.0.0.1:7070${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, ...(method === "PUT" ? { body: "{}" } : {}) }));
+        const res = await handle(
+          new Request(`http://127.0.0.1:7070${path}`, {
+            method,
+            headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+            ...(method === "PUT" ? { body: "{}" } : {}),
+          }),
+        );
         expect(res.status).toBe(400);
         const body = (await res.json()) as { error: { code: string; type: string; message: string; param: string | null } };
         expect(body.error).toMatchObject({ code: "INVALID_REQUEST", type: "invalid_request_error", param: null });

@@ -2,13 +2,13 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { sharedFixture } from "../helpers/fixtures.ts";
-import { capturedGpuRows, queryGpuOutput, type GpuRow } from "../fixtures/agent/captures.ts";
-import { writeFakeNvidiaSmi } from "../fixtures/agent/fake-tools.ts";
-import { OPTIONAL_GPU_FIELDS, parseGpuCsv, rejectedFields, REQUIRED_GPU_FIELDS, parseComputeAppsCsv } from "../../src/agent/nvidia-smi-csv.ts";
-import { computeCapabilityAtLeast, gpuClass, gpuFamily } from "../../src/shared/gpu-class.ts";
 import { discoverGpus } from "../../src/agent/gpu-discovery.ts";
 import { gpuHealth } from "../../src/agent/gpu-health.ts";
+import { OPTIONAL_GPU_FIELDS, parseComputeAppsCsv, parseGpuCsv, REQUIRED_GPU_FIELDS, rejectedFields } from "../../src/agent/nvidia-smi-csv.ts";
+import { computeCapabilityAtLeast, gpuClass, gpuFamily } from "../../src/shared/gpu-class.ts";
+import { capturedGpuRows, type GpuRow, queryGpuOutput } from "../fixtures/agent/captures.ts";
+import { writeFakeNvidiaSmi } from "../fixtures/agent/fake-tools.ts";
+import { sharedFixture } from "../helpers/fixtures.ts";
 
 const FIELDS = [...REQUIRED_GPU_FIELDS, ...OPTIONAL_GPU_FIELDS];
 const CAPTURES = {
@@ -37,7 +37,16 @@ describe("nvidia-smi query-gpu parsing over the real captures", () => {
     expect(idle.malformed).toEqual([]);
     expect(idle.gpus).toHaveLength(1);
     const g = idle.gpus[0]!;
-    expect(g).toMatchObject({ index: 0, name: "NVIDIA H200", memoryTotalMiB: 143771, memoryUsedMiB: 0, computeCapability: "9.0", eccUncorrectedVolatile: 0, migEnabled: false, utilizationPct: 0 });
+    expect(g).toMatchObject({
+      index: 0,
+      name: "NVIDIA H200",
+      memoryTotalMiB: 143771,
+      memoryUsedMiB: 0,
+      computeCapability: "9.0",
+      eccUncorrectedVolatile: 0,
+      migEnabled: false,
+      utilizationPct: 0,
+    });
     expect(g.uuid).toStartWith("GPU-");
     expect(gpuClass(g.name, g.memoryTotalMiB)).toBe("h200-140g");
     const load = parseCapture("h200", "load").gpus[0]!;
@@ -111,7 +120,17 @@ describe("GPU class rule", () => {
 });
 
 describe("GPU health", () => {
-  const base = { index: 0, uuid: "GPU-a", name: "x", memoryTotalMiB: 1, memoryUsedMiB: 1, computeCapability: "9.0", eccCorrectedVolatile: 0, migEnabled: false, utilizationPct: 0 };
+  const base = {
+    index: 0,
+    uuid: "GPU-a",
+    name: "x",
+    memoryTotalMiB: 1,
+    memoryUsedMiB: 1,
+    computeCapability: "9.0",
+    eccCorrectedVolatile: 0,
+    migEnabled: false,
+    utilizationPct: 0,
+  };
   test("uncorrected ECC errors and foreign processes are flagged; our own pids are not", () => {
     const apps = [
       { gpuUuid: "GPU-a", pid: 100, usedMemoryMiB: 500 },

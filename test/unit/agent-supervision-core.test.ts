@@ -1,11 +1,11 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, statSync, writeFileSync, appendFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { tokenMatches } from "../../src/agent/agent-server.ts";
 import { capLogFile, readTail } from "../../src/agent/log-file.ts";
 import { cmdlineMatches, parseProcStat, readCmdline, readStat } from "../../src/agent/proc-info.ts";
 import { decideRestart, modelsListModel, readinessState } from "../../src/agent/replica-state.ts";
-import { tokenMatches } from "../../src/agent/agent-server.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "agent-core-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));

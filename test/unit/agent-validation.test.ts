@@ -1,20 +1,42 @@
 import { describe, expect, test } from "bun:test";
-import { LlmgwError } from "../../src/shared/errors.ts";
 import type { Fabric, FabricPort } from "../../src/agent/fabric.ts";
 import type { GpuView } from "../../src/agent/gpu-health.ts";
 import { replicaSpecSchema } from "../../src/agent/replica-spec.ts";
-import { validateReplica, type ValidationContext } from "../../src/agent/validation.ts";
+import { type ValidationContext, validateReplica } from "../../src/agent/validation.ts";
+import { LlmgwError } from "../../src/shared/errors.ts";
 
 function gpu(index: number, cls = "h100-80g", cc = "9.0", reasons: GpuView["health"]["reasons"] = []): GpuView {
   return {
-    index, uuid: `GPU-${index}`, name: "NVIDIA H100 80GB HBM3", class: cls, memoryTotalMiB: 81559, memoryTotalGiB: 79.65, memoryUsedMiB: 0,
-    computeCapability: cc, utilizationPct: 0, eccUncorrectedVolatile: 0, eccCorrectedVolatile: 0, migEnabled: false,
+    index,
+    uuid: `GPU-${index}`,
+    name: "NVIDIA H100 80GB HBM3",
+    class: cls,
+    memoryTotalMiB: 81559,
+    memoryTotalGiB: 79.65,
+    memoryUsedMiB: 0,
+    computeCapability: cc,
+    utilizationPct: 0,
+    eccUncorrectedVolatile: 0,
+    eccCorrectedVolatile: 0,
+    migEnabled: false,
     health: { ok: reasons.length === 0, reasons, foreignProcesses: [] },
   };
 }
 
 function port(p: Partial<FabricPort>): FabricPort {
-  return { port: 1, state: "ACTIVE", active: true, physState: "LinkUp", rate: "400 Gb/sec (4X NDR)", rateGbps: 400, linkLayer: "InfiniBand", transport: "ib", gids: [], roceGidIndex: null, ...p };
+  return {
+    port: 1,
+    state: "ACTIVE",
+    active: true,
+    physState: "LinkUp",
+    rate: "400 Gb/sec (4X NDR)",
+    rateGbps: 400,
+    linkLayer: "InfiniBand",
+    transport: "ib",
+    gids: [],
+    roceGidIndex: null,
+    ...p,
+  };
 }
 
 const fabric: Fabric = {
@@ -23,7 +45,17 @@ const fabric: Fabric = {
     { name: "mlx5_0", ports: [port({})] },
     { name: "mlx5_1", ports: [port({})] },
     { name: "mlx5_2", ports: [port({ state: "DOWN", active: false })] },
-    { name: "mlx5_3", ports: [port({ linkLayer: "Ethernet", transport: "roce", roceGidIndex: 3, gids: [{ index: 3, gid: "0000:0000:0000:0000:0000:ffff:0a00:0005", type: "RoCE v2", netdev: "eth3" }] })] },
+    {
+      name: "mlx5_3",
+      ports: [
+        port({
+          linkLayer: "Ethernet",
+          transport: "roce",
+          roceGidIndex: 3,
+          gids: [{ index: 3, gid: "0000:0000:0000:0000:0000:ffff:0a00:0005", type: "RoCE v2", netdev: "eth3" }],
+        }),
+      ],
+    },
     { name: "mlx5_4", ports: [port({ linkLayer: "Ethernet", transport: "roce", roceGidIndex: 1, gids: [] })] },
   ],
 };
@@ -55,27 +87,48 @@ describe("replica validation", () => {
   test("GPU indices must exist, be listed once, and not belong to another replica", () => {
     expect(refusal({ ...vllm, gpus: [7] })).toStartWith("gpu-exists: GPU 7 does not exist");
     expect(refusal({ ...vllm, gpus: [1, 1], tensorParallel: 2 })).toStartWith("gpu-duplicate");
-    expect(refusal({ ...vllm, gpus: [1] }, { ...ctx, others: [{ id: "r1", gpus: [1], port: 9000 }] })).toStartWith("gpu-in-use: GPU 1 is already used by replica 'r1'");
+    expect(refusal({ ...vllm, gpus: [1] }, { ...ctx, others: [{ id: "r1", gpus: [1], port: 9000 }] })).toStartWith(
+      "gpu-in-use: GPU 1 is already used by replica 'r1'",
+    );
     expect(refusal({ ...vllm, gpus: [] })).toStartWith("gpus-required");
   });
 
   test("node × GPU × TP × PP arithmetic", () => {
-    expect(refusal({ ...vllm, gpus: [0, 1], tensorParallel: 4 })).toStartWith("parallel-arithmetic: 1 node(s) × 2 GPU(s) = 2, but tensorParallel 4 × pipelineParallel 1 = 4");
-    expect(() => validateReplica(replicaSpecSchema.parse({ ...vllm, gpus: [0, 1, 2, 3], tensorParallel: 4, pipelineParallel: 2, multiNode: { nnodes: 2, nodeRank: 1, masterAddr: "h" } }), ctx)).not.toThrow();
-    expect(refusal({ ...vllm, gpus: [0, 1, 2, 3], tensorParallel: 4, multiNode: { nnodes: 2, nodeRank: 0, masterAddr: "h" } })).toStartWith("parallel-arithmetic");
+    expect(refusal({ ...vllm, gpus: [0, 1], tensorParallel: 4 })).toStartWith(
+      "parallel-arithmetic: 1 node(s) × 2 GPU(s) = 2, but tensorParallel 4 × pipelineParallel 1 = 4",
+    );
+    expect(() =>
+      validateReplica(
+        replicaSpecSchema.parse({
+          ...vllm,
+          gpus: [0, 1, 2, 3],
+          tensorParallel: 4,
+          pipelineParallel: 2,
+          multiNode: { nnodes: 2, nodeRank: 1, masterAddr: "h" },
+        }),
+        ctx,
+      ),
+    ).not.toThrow();
+    expect(refusal({ ...vllm, gpus: [0, 1, 2, 3], tensorParallel: 4, multiNode: { nnodes: 2, nodeRank: 0, masterAddr: "h" } })).toStartWith(
+      "parallel-arithmetic",
+    );
     expect(refusal({ ...vllm, gpus: [0], multiNode: { nnodes: 2, nodeRank: 2, masterAddr: "h" }, tensorParallel: 2 })).toStartWith("multi-node");
   });
 
   test("no mixed GPU types in a tensor-parallel group", () => {
     const mixed = { ...ctx, gpus: [gpu(0), gpu(1, "a100-sxm4-80g", "8.0")] };
-    expect(refusal({ ...vllm, gpus: [0, 1], tensorParallel: 2 }, mixed)).toBe("mixed-gpu-types: a tensor-parallel group needs one GPU type, got 0=h100-80g, 1=a100-sxm4-80g");
+    expect(refusal({ ...vllm, gpus: [0, 1], tensorParallel: 2 }, mixed)).toBe(
+      "mixed-gpu-types: a tensor-parallel group needs one GPU type, got 0=h100-80g, 1=a100-sxm4-80g",
+    );
   });
 
   test("fp8 refused below compute capability 8.9 (and when unknown)", () => {
     const ampere = { ...ctx, gpus: [gpu(0, "a100-sxm4-80g", "8.0")] };
     expect(refusal({ ...vllm, gpus: [0], quantization: "fp8" }, ampere)).toStartWith("fp8-compute-capability");
     expect(() => validateReplica(replicaSpecSchema.parse({ ...vllm, gpus: [0], quantization: "awq" }), ampere)).not.toThrow();
-    expect(() => validateReplica(replicaSpecSchema.parse({ ...vllm, gpus: [0], quantization: "fp8" }), { ...ctx, gpus: [gpu(0, "l40s-45g", "8.9")] })).not.toThrow();
+    expect(() =>
+      validateReplica(replicaSpecSchema.parse({ ...vllm, gpus: [0], quantization: "fp8" }), { ...ctx, gpus: [gpu(0, "l40s-45g", "8.9")] }),
+    ).not.toThrow();
   });
 
   test("unusable GPUs, taken ports, misplaced options", () => {
@@ -100,17 +153,32 @@ describe("replica validation", () => {
     expect(refusal({ engine: "sim", model: "-m" })).toStartWith("model-name");
     expect(refusal({ ...vllm, gpus: [0], model: "m\n--port 1" })).toStartWith("model-name: model contains control characters");
     expect(refusal({ ...vllm, gpus: [0], quantization: "--host" })).toStartWith("engine-option: quantization '--host'");
-    expect(refusal({ ...vllm, gpus: [0, 1], tensorParallel: 2, multiNode: { nnodes: 2, nodeRank: 1, masterAddr: "--port" } })).toStartWith("multi-node: multiNode.masterAddr");
+    expect(refusal({ ...vllm, gpus: [0, 1], tensorParallel: 2, multiNode: { nnodes: 2, nodeRank: 1, masterAddr: "--port" } })).toStartWith(
+      "multi-node: multiNode.masterAddr",
+    );
     for (const model of ["meta-llama/Llama-3.1-8B-Instruct", "/models/llama 8b", "Qwen/Qwen2.5-7B-Instruct-AWQ"]) {
       expect(() => validateReplica(replicaSpecSchema.parse({ ...vllm, gpus: [0], model }), ctx)).not.toThrow();
     }
   });
 
   test("extraArgs may not set what the agent owns, in any spelling argparse accepts", () => {
-    const owned = [["--port", "9"], ["--port=9"], ["--po", "9"], ["--host", "0.0.0.0"], ["--tensor_parallel_size", "8"], ["-tp", "8"], ["-tp8"], ["--served-model-name", "x", "--model", "y"]];
+    const owned = [
+      ["--port", "9"],
+      ["--port=9"],
+      ["--po", "9"],
+      ["--host", "0.0.0.0"],
+      ["--tensor_parallel_size", "8"],
+      ["-tp", "8"],
+      ["-tp8"],
+      ["--served-model-name", "x", "--model", "y"],
+    ];
     for (const extraArgs of owned) expect(refusal({ ...vllm, gpus: [0], extraArgs })).toStartWith("engine-args: extraArgs[");
-    expect(refusal({ ...vllm, gpus: [0], extraArgs: ["--port", "9"] })).toBe("engine-args: extraArgs[0] '--port' sets --port, which the agent sets from the spec (host, port, model and GPU layout are the agent's)");
-    expect(refusal({ engine: "sglang", model: "m", gpus: [0], extraArgs: ["--model-path", "other"] })).toStartWith("engine-args: extraArgs[0] '--model-path' sets --model-path");
+    expect(refusal({ ...vllm, gpus: [0], extraArgs: ["--port", "9"] })).toBe(
+      "engine-args: extraArgs[0] '--port' sets --port, which the agent sets from the spec (host, port, model and GPU layout are the agent's)",
+    );
+    expect(refusal({ engine: "sglang", model: "m", gpus: [0], extraArgs: ["--model-path", "other"] })).toStartWith(
+      "engine-args: extraArgs[0] '--model-path' sets --model-path",
+    );
     expect(refusal({ engine: "sim", model: "m", extraArgs: ["--startup-ms", "5"] })).toStartWith("engine-args");
     expect(refusal({ ...vllm, gpus: [0], extraArgs: ["other-model"] })).toStartWith("engine-args: extraArgs[0] 'other-model' is not a flag");
     expect(refusal({ ...vllm, gpus: [0], extraArgs: ["--x", "a\u0000b"] })).toStartWith("engine-args: extraArgs[1] contains a control character");

@@ -2,10 +2,42 @@
 import { expect, test } from "bun:test";
 import { AUDIT_SCHEMA_VERSION, batchAuditRecord, requestAuditRecord } from "../../src/shared/audit.ts";
 
-const FIELDS = ["audit", "v", "ts", "request_id", "tenant", "model", "band", "route", "endpoint", "stream", "attempts", "outcome", "status", "error_code", "error_message", "tokens", "durations_ms", "cache", "replay", "batch_id", "lines", "recoveries", "models"];
+const FIELDS = [
+  "audit",
+  "v",
+  "ts",
+  "request_id",
+  "tenant",
+  "model",
+  "band",
+  "route",
+  "endpoint",
+  "stream",
+  "attempts",
+  "outcome",
+  "status",
+  "error_code",
+  "error_message",
+  "tokens",
+  "durations_ms",
+  "cache",
+  "replay",
+  "batch_id",
+  "lines",
+  "recoveries",
+  "models",
+];
 
 test("a request record: fields in schema order, unknowns null, durations from start and end", () => {
-  const minimal = requestAuditRecord({ tenant: "t", route: "/v1/chat/completions", outcome: "rejected", status: 429, errorCode: "GPU_SATURATED", startedAtMs: 1_000, endedAtMs: 1_004 });
+  const minimal = requestAuditRecord({
+    tenant: "t",
+    route: "/v1/chat/completions",
+    outcome: "rejected",
+    status: 429,
+    errorCode: "GPU_SATURATED",
+    startedAtMs: 1_000,
+    endedAtMs: 1_004,
+  });
   expect(Object.keys(minimal)).toEqual(FIELDS);
   expect(minimal).toMatchObject({
     audit: "request",
@@ -48,7 +80,18 @@ test("a request record: fields in schema order, unknowns null, durations from st
     batchId: "batch_1",
     models: ["m", "m-fallback"],
   });
-  expect(full).toMatchObject({ models: ["m", "m-fallback"], endpoint: "engine-2", stream: true, attempts: 2, tokens: { prompt: 0, completion: 7 }, durations_ms: { total: 50, queue: 3, ttft: 12 }, cache: "hit", replay: true, batch_id: "batch_1", band: "batch" });
+  expect(full).toMatchObject({
+    models: ["m", "m-fallback"],
+    endpoint: "engine-2",
+    stream: true,
+    attempts: 2,
+    tokens: { prompt: 0, completion: 7 },
+    durations_ms: { total: 50, queue: 3, ttft: 12 },
+    cache: "hit",
+    replay: true,
+    batch_id: "batch_1",
+    band: "batch",
+  });
   expect(JSON.parse(JSON.stringify(full))).toEqual(full);
 });
 
@@ -68,5 +111,18 @@ test("a batch record: final status as outcome, line counts, tokens and the first
     12_500,
   );
   expect(Object.keys(r)).toEqual(FIELDS);
-  expect(r).toMatchObject({ audit: "batch", outcome: "failed", band: "batch", route: "/v1/embeddings", endpoint: null, stream: null, attempts: null, status: null, error_code: "model_not_found", batch_id: "batch_1", durations_ms: { total: 2_500, queue: null, ttft: null }, lines: { total: 3, completed: 0, failed: 0 } });
+  expect(r).toMatchObject({
+    audit: "batch",
+    outcome: "failed",
+    band: "batch",
+    route: "/v1/embeddings",
+    endpoint: null,
+    stream: null,
+    attempts: null,
+    status: null,
+    error_code: "model_not_found",
+    batch_id: "batch_1",
+    durations_ms: { total: 2_500, queue: null, ttft: null },
+    lines: { total: 3, completed: 0, failed: 0 },
+  });
 });

@@ -6,7 +6,15 @@ const ROUTES: { name: string; path: string; init: RequestInit }[] = [
   { name: "chat completions", path: "/v1/chat/completions", init: { method: "POST", headers: { "content-type": "application/json" }, body: chatBody() } },
   { name: "models", path: "/v1/models", init: { method: "GET" } },
   { name: "files", path: "/v1/files", init: { method: "GET" } },
-  { name: "batches", path: "/v1/batches", init: { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ input_file_id: "file-x", endpoint: "/v1/chat/completions", completion_window: "24h" }) } },
+  {
+    name: "batches",
+    path: "/v1/batches",
+    init: {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ input_file_id: "file-x", endpoint: "/v1/chat/completions", completion_window: "24h" }),
+    },
+  },
   { name: "stored response", path: "/v1/responses/resp_abc123", init: { method: "GET" } },
 ];
 
@@ -29,7 +37,13 @@ describe("the auth gate refuses every route alike", () => {
         const res = await gw.request(route.path, { ...route.init, headers });
         const body = (await res.json()) as { error: Record<string, unknown> };
         const after = await gw.counter("llmgw_admission_rejections_total", UNAUTHORIZED);
-        const got: Record<string, unknown> = { status: res.status, connection: res.headers.get("connection"), contentType: res.headers.get("content-type"), counted: after - before, error: { ...body.error, message: typeof body.error.message } };
+        const got: Record<string, unknown> = {
+          status: res.status,
+          connection: res.headers.get("connection"),
+          contentType: res.headers.get("content-type"),
+          counted: after - before,
+          error: { ...body.error, message: typeof body.error.message },
+        };
         expect({ route: route.name, ...got } as Record<string, unknown>).toEqual({
           route: route.name,
           status: 401,

@@ -116,7 +116,9 @@ describe("an upload's line scan and batch creation's JSON.parse", () => {
 
   test("the values' places: each span is the value as written, the last of duplicate keys, body keys only in the body", () => {
     const scanner = new JsonLineScanner(8);
-    const line = encoder.encode(`{"model":"top","custom_id":"x","body":{"model":"first","input":[1, 2]},"custom_id":"y","body":{"input":"s","stream":true,"deep":{"model":"no"}}}`);
+    const line = encoder.encode(
+      `{"model":"top","custom_id":"x","body":{"model":"first","input":[1, 2]},"custom_id":"y","body":{"input":"s","stream":true,"deep":{"model":"no"}}}`,
+    );
     expect(scanner.scan(line)).toBe(true);
     const text = (key: LineKey) => {
       const start = scanner.spans[2 * key]!;

@@ -1,24 +1,27 @@
 /** The batch runner over the sqlite store with a scripted `send`: concurrency bounds, saturation waits, retries, cancel, expiry, late results. */
 import { Database } from "bun:sqlite";
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterAll, afterEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { BatchRunner, type SendLine, type SendResult } from "../../src/jobs/batch-runner.ts";
 import { SqliteJobsStore } from "../../src/jobs/sqlite-jobs-store.ts";
 import type { AuditRecord } from "../../src/shared/audit.ts";
 import { batchDoc, contentText, lines } from "../helpers/jobs-store-contract.ts";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll } from "bun:test";
 
 const root = mkdtempSync(join(tmpdir(), "llmgw-runner-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 let dirs = 0;
 const filesDir = () => join(root, `files-${dirs++}`);
+
 import { waitUntil } from "../helpers/processes.ts";
 
 const OK: SendResult = { status: 200, body: JSON.stringify({ object: "chat.completion", usage: { prompt_tokens: 4, completion_tokens: 2 } }) };
 /** An OpenAI error answer, as JSON text. */
-const errorAnswer = (status: number, code: string, type: string, message = code): SendResult => ({ status, body: JSON.stringify({ error: { message, type, param: null, code } }) });
+const errorAnswer = (status: number, code: string, type: string, message = code): SendResult => ({
+  status,
+  body: JSON.stringify({ error: { message, type, param: null, code } }),
+});
 const LIMITS = { concurrencyPerBatch: 4, concurrencyPerTenant: 8, maxAttempts: 3, retryBackoffMs: 5, leaseMs: 60_000 };
 
 const runners: BatchRunner[] = [];
@@ -26,11 +29,25 @@ afterEach(async () => {
   await Promise.all(runners.splice(0).map((r) => r.stop()));
 });
 
-function setup(send: SendLine, opts: { limits?: Partial<typeof LIMITS>; saturated?: () => boolean; now?: () => number; knownModel?: (m: string) => boolean } = {}) {
+function setup(
+  send: SendLine,
+  opts: { limits?: Partial<typeof LIMITS>; saturated?: () => boolean; now?: () => number; knownModel?: (m: string) => boolean } = {},
+) {
   const store = new SqliteJobsStore(new Database(":memory:", { strict: true }), filesDir());
   const audits: AuditRecord[] = [];
   const make = (owner: string, reclaimOnStart = false) => {
-    const r = new BatchRunner({ store, send, limits: { ...LIMITS, ...opts.limits }, saturated: opts.saturated, now: opts.now, knownModel: opts.knownModel, tickMs: 10, owner, reclaimOnStart, audit: (a) => audits.push(a) });
+    const r = new BatchRunner({
+      store,
+      send,
+      limits: { ...LIMITS, ...opts.limits },
+      saturated: opts.saturated,
+      now: opts.now,
+      knownModel: opts.knownModel,
+      tickMs: 10,
+      owner,
+      reclaimOnStart,
+      audit: (a) => audits.push(a),
+    });
     runners.push(r);
     return r;
   };
@@ -46,10 +63,13 @@ function fresh(id: string, tenant: string, extra: Parameters<typeof batchDoc>[2]
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function finished(store: SqliteJobsStore, tenant: string, id: string, status = "completed") {
-  return waitUntil(async () => {
-    const b = await store.getBatch(tenant, id);
-    return b?.status === status ? b : undefined;
-  }, { timeoutMs: 10_000, intervalMs: 10, what: `${id} ${status}` });
+  return waitUntil(
+    async () => {
+      const b = await store.getBatch(tenant, id);
+      return b?.status === status ? b : undefined;
+    },
+    { timeoutMs: 10_000, intervalMs: 10, what: `${id} ${status}` },
+  );
 }
 
 async function fileText(store: SqliteJobsStore, tenant: string, id: string | null): Promise<string[]> {
@@ -66,19 +86,27 @@ describe("batch runner", () => {
       active.set(k, v);
       peak.set(k, Math.max(peak.get(k) ?? 0, v));
     };
-    const { store, runner } = setup(async (_l, _s, meta) => {
-      bump(meta.batchId, 1);
-      bump(meta.tenant, 1);
-      await sleep(3);
-      bump(meta.batchId, -1);
-      bump(meta.tenant, -1);
-      return OK;
-    }, { limits: { concurrencyPerBatch: 3, concurrencyPerTenant: 4 } });
+    const { store, runner } = setup(
+      async (_l, _s, meta) => {
+        bump(meta.batchId, 1);
+        bump(meta.tenant, 1);
+        await sleep(3);
+        bump(meta.batchId, -1);
+        bump(meta.tenant, -1);
+        return OK;
+      },
+      { limits: { concurrencyPerBatch: 3, concurrencyPerTenant: 4 } },
+    );
     await store.createBatch(fresh("a1", "A", { status: "validating", inProgressAtMs: null }), [lines(20)]);
     await store.createBatch(fresh("a2", "A"), [lines(20)]);
     await store.createBatch(fresh("b1", "B"), [lines(20)]);
     await runner.start();
-    for (const [t, id] of [["A", "a1"], ["A", "a2"], ["B", "b1"]] as const) expect((await finished(store, t, id)).counts.completed).toBe(20);
+    for (const [t, id] of [
+      ["A", "a1"],
+      ["A", "a2"],
+      ["B", "b1"],
+    ] as const)
+      expect((await finished(store, t, id)).counts.completed).toBe(20);
     expect(Math.max(peak.get("a1")!, peak.get("a2")!, peak.get("b1")!)).toBe(3);
     expect(peak.get("A")).toBe(4);
     expect(peak.get("B")).toBe(3);
@@ -90,10 +118,13 @@ describe("batch runner", () => {
     const { store, runner } = setup(async () => (sent++, OK), { saturated: () => saturated });
     await store.createBatch(fresh("b", "t"), [lines(10)]);
     await runner.start();
-    const waiting = await waitUntil(async () => {
-      const b = await store.getBatch("t", "b");
-      return b?.waitingReason === "gpu_saturated" ? b : undefined;
-    }, { what: "waiting reason" });
+    const waiting = await waitUntil(
+      async () => {
+        const b = await store.getBatch("t", "b");
+        return b?.waitingReason === "gpu_saturated" ? b : undefined;
+      },
+      { what: "waiting reason" },
+    );
     expect(waiting.status).toBe("in_progress");
     await sleep(50);
     expect(sent).toBe(0);
@@ -106,13 +137,16 @@ describe("batch runner", () => {
   test("a 429 GPU_SATURATED from send puts the line back without spending an attempt", async () => {
     let refusals = 0;
     const reasons = new Set<string | null>();
-    const { store, runner } = setup(async () => {
-      if (refusals < 12) {
-        refusals++;
-        return { ...errorAnswer(429, "GPU_SATURATED", "rate_limit_error", "saturated"), retryAfterS: 0.01 };
-      }
-      return OK;
-    }, { limits: { maxAttempts: 1 } });
+    const { store, runner } = setup(
+      async () => {
+        if (refusals < 12) {
+          refusals++;
+          return { ...errorAnswer(429, "GPU_SATURATED", "rate_limit_error", "saturated"), retryAfterS: 0.01 };
+        }
+        return OK;
+      },
+      { limits: { maxAttempts: 1 } },
+    );
     await store.createBatch(fresh("b", "t"), [lines(6)]);
     await runner.start();
     const poll = setInterval(async () => reasons.add((await store.getBatch("t", "b"))?.waitingReason ?? null), 2);
@@ -142,21 +176,36 @@ describe("batch runner", () => {
     // c4's 503 NO_READY_ENDPOINT is a wait, not an attempt.
     expect(runner.lineStats).toEqual({ completed: 2, failed: 3, retried: 4, waited: 1 });
     expect(runner.waitStats).toMatchObject({ engine_error: 4, no_ready_endpoint: 1 });
-    const errors = (await fileText(store, "t", done.errorFileId)).map((l) => JSON.parse(l) as { custom_id: string; response: { status_code: number } | null; error: { code: string } | null });
-    expect(errors.map((e) => [e.custom_id, e.response?.status_code ?? null, e.error?.code ?? null])).toEqual([["c1", 500, null], ["c2", 400, null], ["c3", null, "request_failed"]]);
+    const errors = (await fileText(store, "t", done.errorFileId)).map(
+      (l) => JSON.parse(l) as { custom_id: string; response: { status_code: number } | null; error: { code: string } | null },
+    );
+    expect(errors.map((e) => [e.custom_id, e.response?.status_code ?? null, e.error?.code ?? null])).toEqual([
+      ["c1", 500, null],
+      ["c2", 400, null],
+      ["c3", null, "request_failed"],
+    ]);
     expect((await fileText(store, "t", done.outputFileId)).length).toBe(2);
   });
 
   test("no ready endpoint, a model not yet discovered, an unreachable engine: lines wait past max_attempts and every line ends once", async () => {
     const refuse = (status: number, code: string): SendResult => errorAnswer(status, code, "service_unavailable_error");
-    const answers = [refuse(503, "NO_READY_ENDPOINT"), refuse(404, "MODEL_NOT_FOUND"), refuse(502, "UPSTREAM_CONNECT_FAILED"), refuse(429, "GPU_SATURATED"), refuse(503, "ADMISSION_QUEUE_FULL")];
+    const answers = [
+      refuse(503, "NO_READY_ENDPOINT"),
+      refuse(404, "MODEL_NOT_FOUND"),
+      refuse(502, "UPSTREAM_CONNECT_FAILED"),
+      refuse(429, "GPU_SATURATED"),
+      refuse(503, "ADMISSION_QUEUE_FULL"),
+    ];
     let refused = 0;
     const calls = new Map<string, number>();
-    const { store, runner } = setup(async (_l, _s, meta) => {
-      calls.set(meta.customId, (calls.get(meta.customId) ?? 0) + 1);
-      if (refused < 25) return answers[refused++ % answers.length]!;
-      return OK;
-    }, { limits: { maxAttempts: 1, retryBackoffMs: 1 } });
+    const { store, runner } = setup(
+      async (_l, _s, meta) => {
+        calls.set(meta.customId, (calls.get(meta.customId) ?? 0) + 1);
+        if (refused < 25) return answers[refused++ % answers.length]!;
+        return OK;
+      },
+      { limits: { maxAttempts: 1, retryBackoffMs: 1 } },
+    );
     await store.createBatch(fresh("b", "t"), [lines(6)]);
     await runner.start();
     const done = await finished(store, "t", "b");
@@ -172,7 +221,14 @@ describe("batch runner", () => {
     let sent = 0;
     let ready: () => void = () => {};
     const store = new SqliteJobsStore(new Database(":memory:", { strict: true }), filesDir());
-    const runner = new BatchRunner({ store, send: async () => (sent++, OK), limits: LIMITS, tickMs: 10, audit: () => {}, whenReady: () => new Promise<void>((r) => (ready = r)) });
+    const runner = new BatchRunner({
+      store,
+      send: async () => (sent++, OK),
+      limits: LIMITS,
+      tickMs: 10,
+      audit: () => {},
+      whenReady: () => new Promise<void>((r) => (ready = r)),
+    });
     runners.push(runner);
     await store.createBatch(fresh("b", "t"), [lines(3)]);
     const started = runner.start();
@@ -186,11 +242,14 @@ describe("batch runner", () => {
   test("cancel: lines in flight finish and keep their results, the rest never run", async () => {
     const held: (() => void)[] = [];
     let sent = 0;
-    const { store, runner, audits } = setup(async () => {
-      sent++;
-      await new Promise<void>((r) => held.push(r));
-      return OK;
-    }, { limits: { concurrencyPerBatch: 2 } });
+    const { store, runner, audits } = setup(
+      async () => {
+        sent++;
+        await new Promise<void>((r) => held.push(r));
+        return OK;
+      },
+      { limits: { concurrencyPerBatch: 2 } },
+    );
     await store.createBatch(fresh("b", "t"), [lines(8)]);
     await runner.start();
     await waitUntil(() => held.length === 2, { what: "two lines in flight" });
@@ -212,11 +271,14 @@ describe("batch runner", () => {
   test("expiry: unfinished lines are cancelled, finished ones are in the output, the rest are batch_expired", async () => {
     let now = 10_000;
     let first = true;
-    const { store, runner } = setup(async (_l, signal) => {
-      if (first) return (first = false), OK;
-      await new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
-      return OK;
-    }, { now: () => now, limits: { concurrencyPerBatch: 1 } });
+    const { store, runner } = setup(
+      async (_l, signal) => {
+        if (first) return ((first = false), OK);
+        await new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason)));
+        return OK;
+      },
+      { now: () => now, limits: { concurrencyPerBatch: 1 } },
+    );
     await store.createBatch(fresh("b", "t", { expiresAtMs: 20_000 }), [lines(4)]);
     await runner.start();
     await waitUntil(async () => (await store.getBatch("t", "b"))?.counts.completed === 1, { what: "one line done" });
@@ -225,7 +287,11 @@ describe("batch runner", () => {
     expect(done.expiredAtMs).toBe(20_000);
     expect((await fileText(store, "t", done.outputFileId)).length).toBe(1);
     const errors = await fileText(store, "t", done.errorFileId);
-    expect(errors.map((l) => (JSON.parse(l) as { custom_id: string; error: { code: string } }).error.code)).toEqual(["batch_expired", "batch_expired", "batch_expired"]);
+    expect(errors.map((l) => (JSON.parse(l) as { custom_id: string; error: { code: string } }).error.code)).toEqual([
+      "batch_expired",
+      "batch_expired",
+      "batch_expired",
+    ]);
   });
 
   test("a batch whose model is gone when validation runs fails with the line named", async () => {
@@ -240,11 +306,14 @@ describe("batch runner", () => {
   test("a restarted runner re-drives lines in flight; a late answer from the old one is not recorded twice", async () => {
     const held: ((r: SendResult) => void)[] = [];
     let calls = 0;
-    const { store, runner, make } = setup(async () => {
-      calls++;
-      if (calls <= 3) return new Promise<SendResult>((r) => held.push(r));
-      return OK;
-    }, { limits: { concurrencyPerBatch: 3 } });
+    const { store, runner, make } = setup(
+      async () => {
+        calls++;
+        if (calls <= 3) return new Promise<SendResult>((r) => held.push(r));
+        return OK;
+      },
+      { limits: { concurrencyPerBatch: 3 } },
+    );
     await store.createBatch(fresh("b", "t"), [lines(5)]);
     await runner.start();
     await waitUntil(() => held.length === 3, { what: "three lines in flight" });
@@ -268,7 +337,10 @@ describe("batch runner", () => {
       get(target, key) {
         if (key === "claimLines") calls.claimLines++;
         const value: unknown = Reflect.get(target, key);
-        if (key === "recordResults") return (id: string, records: readonly unknown[]) => (calls.recordResults.push(records.length), target.recordResults(id, records as Parameters<SqliteJobsStore["recordResults"]>[1]));
+        if (key === "recordResults")
+          return (id: string, records: readonly unknown[]) => (
+            calls.recordResults.push(records.length), target.recordResults(id, records as Parameters<SqliteJobsStore["recordResults"]>[1])
+          );
         return typeof value === "function" ? value.bind(target) : value;
       },
     });
@@ -277,7 +349,14 @@ describe("batch runner", () => {
         held.push(() => resolve(OK));
         signal.addEventListener("abort", () => reject(signal.reason), { once: true });
       });
-    const runner = new BatchRunner({ store: counted, send, limits: { ...LIMITS, concurrencyPerBatch: 8, concurrencyPerTenant: 8 }, tickMs: 10_000, resultFlushMs: 80, audit: () => {} });
+    const runner = new BatchRunner({
+      store: counted,
+      send,
+      limits: { ...LIMITS, concurrencyPerBatch: 8, concurrencyPerTenant: 8 },
+      tickMs: 10_000,
+      resultFlushMs: 80,
+      audit: () => {},
+    });
     runners.push(runner);
     await store.createBatch(fresh("b", "t"), [lines(40)]);
     await runner.start();
@@ -302,7 +381,15 @@ describe("batch runner", () => {
         held.push(() => resolve(OK));
         signal.addEventListener("abort", () => reject(signal.reason), { once: true });
       });
-    const slow = new BatchRunner({ store, send, limits: { ...LIMITS, concurrencyPerBatch: 4 }, tickMs: 10_000, resultFlushMs: 60_000, owner: "slow", audit: () => {} });
+    const slow = new BatchRunner({
+      store,
+      send,
+      limits: { ...LIMITS, concurrencyPerBatch: 4 },
+      tickMs: 10_000,
+      resultFlushMs: 60_000,
+      owner: "slow",
+      audit: () => {},
+    });
     runners.push(slow);
     await store.createBatch(fresh("b", "t"), [lines(10)]);
     await slow.start();
@@ -318,4 +405,3 @@ describe("batch runner", () => {
     expect(again.map((l) => [l.lineNo, l.attempts])).toEqual([3, 4, 5, 6, 7, 8, 9, 10].map((n) => [n, 0]));
   });
 });
-

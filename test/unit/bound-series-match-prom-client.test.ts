@@ -26,21 +26,21 @@ function pair() {
 
 test("the same observations give the same exposition as prom-client's children", async () => {
   const { prom, bound } = pair();
-  const bh = boundHistogram(bound.h, { model: "m\"1", route: "chat" });
+  const bh = boundHistogram(bound.h, { model: 'm"1', route: "chat" });
   const bh2 = boundHistogram(bound.h, { model: "m2", route: "chat" });
   const bu = boundHistogram(bound.u);
-  const bc = boundCounter(bound.c, { model: "m\"1", outcome: "ok" });
+  const bc = boundCounter(bound.c, { model: 'm"1', outcome: "ok" });
   for (const v of VALUES) {
-    prom.h.labels({ model: "m\"1", route: "chat" }).observe(v);
+    prom.h.labels({ model: 'm"1', route: "chat" }).observe(v);
     prom.h.labels({ model: "m2", route: "chat" }).observe(v * 2);
     prom.u.observe(v);
-    prom.c.labels({ model: "m\"1", outcome: "ok" }).inc(v);
+    prom.c.labels({ model: 'm"1', outcome: "ok" }).inc(v);
     bh.observe(v);
     bh2.observe(v * 2);
     bu.observe(v);
     bc.inc(v);
   }
-  prom.c.labels({ model: "m\"1", outcome: "ok" }).inc();
+  prom.c.labels({ model: 'm"1', outcome: "ok" }).inc();
   bc.inc();
   expect(await bound.registry.metrics()).toBe(await prom.registry.metrics());
 });

@@ -158,7 +158,12 @@ describe("circuit breaker, actively probed", () => {
   test("a probe answered after the endpoint's slot was reset says nothing about the new one", async () => {
     const t = new EndpointTable(1);
     let release: (v: { ok: true }) => void = () => {};
-    const b = new CircuitBreakers(t, probing(1_000), () => {}, () => new Promise((r) => (release = r)));
+    const b = new CircuitBreakers(
+      t,
+      probing(1_000),
+      () => {},
+      () => new Promise((r) => (release = r)),
+    );
     b.failure(0, I.CIRCUIT, TARGET);
     await Bun.sleep(30); // the probe is on its way
     b.reset(0);

@@ -38,7 +38,12 @@ afterAll(() => engine.stop(true));
 
 describe("an active probe", () => {
   test("sends one token of the route that failed", () => {
-    expect(JSON.parse(probeBody({ route: "chat", model: "m" }))).toEqual({ model: "m", messages: [{ role: "user", content: "ping" }], max_tokens: 1, stream: true });
+    expect(JSON.parse(probeBody({ route: "chat", model: "m" }))).toEqual({
+      model: "m",
+      messages: [{ role: "user", content: "ping" }],
+      max_tokens: 1,
+      stream: true,
+    });
     expect(JSON.parse(probeBody({ route: "completions", model: "m" }))).toEqual({ model: "m", prompt: "ping", max_tokens: 1, stream: true });
     expect(JSON.parse(probeBody({ route: "embeddings", model: "m" }))).toEqual({ model: "m", input: "ping" });
   });

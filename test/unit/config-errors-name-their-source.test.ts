@@ -31,12 +31,16 @@ describe("config errors name their source", () => {
 
   test("a flag's value is the flag's, an added endpoint its --upstream", () => {
     const err = errorOf(() =>
-      loadConfigFile(undefined, (raw, origins) => {
-        raw.endpoints = [{ id: "upstream-1", url: "nope" }];
-        origins.set("endpoints[0]", "--upstream");
-        raw.listen = "0.0.0.0:70000";
-        origins.set("listen", "--listen");
-      }, {}),
+      loadConfigFile(
+        undefined,
+        (raw, origins) => {
+          raw.endpoints = [{ id: "upstream-1", url: "nope" }];
+          origins.set("endpoints[0]", "--upstream");
+          raw.listen = "0.0.0.0:70000";
+          origins.set("listen", "--listen");
+        },
+        {},
+      ),
     );
     expect(err.message).toStartWith("invalid configuration (--listen, --upstream):");
     expect(err.issues).toEqual(["listen: expected a port of at most 65535 (set by --listen)", "endpoints[0].url: expected an http(s) URL (set by --upstream)"]);
@@ -50,10 +54,12 @@ describe("config errors name their source", () => {
 
   test("LLMGW_ADMIN_TOKEN is fleet.admin_token; the long form agrees with it or is an error", () => {
     expect(buildConfig({}, { LLMGW_ADMIN_TOKEN: "admin-token-0123456789" }).fleet.adminToken).toBe("admin-token-0123456789");
-    expect(buildConfig({}, { LLMGW_ADMIN_TOKEN: "admin-token-0123456789", LLMGW_FLEET__ADMIN_TOKEN: "admin-token-0123456789" }).fleet.adminToken).toBe("admin-token-0123456789");
-    expect(issuesOf(() => buildConfig({}, { LLMGW_ADMIN_TOKEN: "admin-token-0123456789", LLMGW_FLEET__ADMIN_TOKEN: "another-token-0123456789" }))[0]).toStartWith(
-      "fleet.admin_token: LLMGW_ADMIN_TOKEN and LLMGW_FLEET__ADMIN_TOKEN are both set and differ",
+    expect(buildConfig({}, { LLMGW_ADMIN_TOKEN: "admin-token-0123456789", LLMGW_FLEET__ADMIN_TOKEN: "admin-token-0123456789" }).fleet.adminToken).toBe(
+      "admin-token-0123456789",
     );
+    expect(
+      issuesOf(() => buildConfig({}, { LLMGW_ADMIN_TOKEN: "admin-token-0123456789", LLMGW_FLEET__ADMIN_TOKEN: "another-token-0123456789" }))[0],
+    ).toStartWith("fleet.admin_token: LLMGW_ADMIN_TOKEN and LLMGW_FLEET__ADMIN_TOKEN are both set and differ");
   });
 
   test("the effective document: defaults and derived values filled in, max_open_streams left for the start to size", () => {

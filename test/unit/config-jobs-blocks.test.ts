@@ -1,7 +1,7 @@
 /** Config blocks of issue 12 (data_dir, batch, idempotency, response_cache, gpu_health): defaults, derived sources, key-path errors. */
 import { describe, expect, test } from "bun:test";
-import { buildConfig } from "../../src/config/load.ts";
 import * as D from "../../src/config/defaults.ts";
+import { buildConfig } from "../../src/config/load.ts";
 import { issuesOf } from "../helpers/config-issues.ts";
 
 describe("issue 12 config blocks", () => {
@@ -23,7 +23,11 @@ describe("issue 12 config blocks", () => {
       tenantMaxBytes: D.DEFAULT_BATCH_TENANT_MAX_BYTES,
       tenantMaxFiles: D.DEFAULT_BATCH_TENANT_MAX_FILES,
     });
-    expect(c.idempotency).toEqual({ ttlMs: D.DEFAULT_IDEMPOTENCY_TTL_S * 1000, waitMs: D.DEFAULT_IDEMPOTENCY_WAIT_MS, maxResponseBytes: D.DEFAULT_IDEMPOTENCY_MAX_RESPONSE_BYTES });
+    expect(c.idempotency).toEqual({
+      ttlMs: D.DEFAULT_IDEMPOTENCY_TTL_S * 1000,
+      waitMs: D.DEFAULT_IDEMPOTENCY_WAIT_MS,
+      maxResponseBytes: D.DEFAULT_IDEMPOTENCY_MAX_RESPONSE_BYTES,
+    });
     expect(c.responseCache.models).toEqual([]);
     expect(c.gpuHealth).toBeNull();
     expect(Object.isFrozen(c.batch)).toBe(true);
@@ -61,12 +65,14 @@ describe("issue 12 config blocks", () => {
   });
 
   test("bad values name the key path and what was expected", () => {
-    const issues = issuesOf(() => buildConfig({
-      batch: { concurrency_per_batch: 0, colour: "red" },
-      idempotency: { ttl_s: "1d" },
-      response_cache: { models: "m" },
-      gpu_health: { sustained_samples: 0, shed_util_pct: 101, sources: [{ url: "dcgm:9400" }] },
-    }));
+    const issues = issuesOf(() =>
+      buildConfig({
+        batch: { concurrency_per_batch: 0, colour: "red" },
+        idempotency: { ttl_s: "1d" },
+        response_cache: { models: "m" },
+        gpu_health: { sustained_samples: 0, shed_util_pct: 101, sources: [{ url: "dcgm:9400" }] },
+      }),
+    );
     const paths = issues.map((i) => i.slice(0, i.indexOf(":")));
     expect(paths).toEqual(
       expect.arrayContaining([
@@ -80,7 +86,9 @@ describe("issue 12 config blocks", () => {
       ]),
     );
     expect(issues.find((i) => i.startsWith("gpu_health.sources[0].url"))).toContain("expected an http(s) URL");
-    expect(issuesOf(() => buildConfig({ gpu_health: { shed_band: "bulk" } }))).toEqual(["gpu_health.shed_band: unknown band 'bulk' (expected one of interactive, standard, batch)"]);
+    expect(issuesOf(() => buildConfig({ gpu_health: { shed_band: "bulk" } }))).toEqual([
+      "gpu_health.shed_band: unknown band 'bulk' (expected one of interactive, standard, batch)",
+    ]);
   });
 
   test("LLMGW_* overrides reach the new blocks", () => {

@@ -40,7 +40,9 @@ describe("state config", () => {
   });
 
   test("errors name the key and what was expected", () => {
-    expect(issuesOf(() => buildConfig({ state: { backend: "redis" } }))).toEqual(["state.redis_url: required when state.backend is redis (e.g. redis://127.0.0.1:6379/0)"]);
+    expect(issuesOf(() => buildConfig({ state: { backend: "redis" } }))).toEqual([
+      "state.redis_url: required when state.backend is redis (e.g. redis://127.0.0.1:6379/0)",
+    ]);
     expect(issuesOf(() => buildConfig({ state: { backend: "redis", redis_url: "http://x:6379" } }))).toEqual([
       "state.redis_url: expected a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379/0",
     ]);

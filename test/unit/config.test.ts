@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { applyEnvOverrides, buildConfig, parseConfigText } from "../../src/config/load.ts";
 import * as D from "../../src/config/defaults.ts";
+import { applyEnvOverrides, buildConfig, parseConfigText } from "../../src/config/load.ts";
 import { issuesOf } from "../helpers/config-issues.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
@@ -33,11 +33,19 @@ describe("config loading", () => {
   });
 
   test("kv_events: an endpoint's sockets, the gateway's block; bad values name the key", () => {
-    const c = buildConfig({ endpoints: [{ id: "a", url: "http://h:1", kv_events: { endpoint: "tcp://h:5557" } }], kv_events: { index_blocks: 4096, tokenize: { timeout_ms: 5 } } });
+    const c = buildConfig({
+      endpoints: [{ id: "a", url: "http://h:1", kv_events: { endpoint: "tcp://h:5557" } }],
+      kv_events: { index_blocks: 4096, tokenize: { timeout_ms: 5 } },
+    });
     expect(c.endpoints[0]!.kvEvents).toEqual({ endpoint: "tcp://h:5557", replayEndpoint: null, topic: "" });
     expect(c.kvEvents.indexBlocks).toBe(4096);
     expect(c.kvEvents.tokenize).toMatchObject({ timeoutMs: 5, minPromptTokens: 128 });
-    const issues = issuesOf(() => buildConfig({ endpoints: [{ id: "a", url: "http://h:1", kv_events: { endpoint: "tcp://*:5557", replay_endpoint: "http://h:1" } }], kv_events: { index_blocks: 10, tokenize: { nope: 1 } } }));
+    const issues = issuesOf(() =>
+      buildConfig({
+        endpoints: [{ id: "a", url: "http://h:1", kv_events: { endpoint: "tcp://*:5557", replay_endpoint: "http://h:1" } }],
+        kv_events: { index_blocks: 10, tokenize: { nope: 1 } },
+      }),
+    );
     expect(issues).toContain("endpoints[0].kv_events.endpoint: expected a ZMQ address tcp://HOST:PORT, e.g. tcp://10.0.0.5:5557, got 'tcp://*:5557'");
     expect(issues.some((i) => i.startsWith("endpoints[0].kv_events.replay_endpoint: expected a ZMQ address"))).toBe(true);
     expect(issues.some((i) => i.startsWith("kv_events.index_blocks:"))).toBe(true);
@@ -50,29 +58,43 @@ describe("config loading", () => {
     expect(c.retry.sameEndpoint.first_token_timeout).toBe("last_resort");
     expect(c.retry.sameEndpoint.status_5xx).toBe("before_fallback");
     const set = buildConfig({ retry: { same_endpoint: { headers_timeout: "before_fallback", status_429: "never" } } });
-    expect([set.retry.sameEndpoint.headers_timeout, set.retry.sameEndpoint.status_429, set.retry.sameEndpoint.connect]).toEqual(["before_fallback", "never", "before_fallback"]);
+    expect([set.retry.sameEndpoint.headers_timeout, set.retry.sameEndpoint.status_429, set.retry.sameEndpoint.connect]).toEqual([
+      "before_fallback",
+      "never",
+      "before_fallback",
+    ]);
     const issues = issuesOf(() => buildConfig({ retry: { same_endpoint: { headers_timeout: "sometimes" } } }));
     expect(issues.some((i) => i.startsWith("retry.same_endpoint.headers_timeout:"))).toBe(true);
     expect(issuesOf(() => buildConfig({ retry: { same_endpoint: { idle_timeout: "never" } } })).some((i) => i.includes("idle_timeout"))).toBe(true);
   });
 
   test("circuit_breaker.probe: on by default, every 2 s, 5 s deadline; a bad value names the key", () => {
-    expect(buildConfig({}).circuitBreaker.probe).toEqual({ enabled: true, intervalMs: D.DEFAULT_CIRCUIT_PROBE_INTERVAL_MS, timeoutMs: D.DEFAULT_CIRCUIT_PROBE_TIMEOUT_MS });
+    expect(buildConfig({}).circuitBreaker.probe).toEqual({
+      enabled: true,
+      intervalMs: D.DEFAULT_CIRCUIT_PROBE_INTERVAL_MS,
+      timeoutMs: D.DEFAULT_CIRCUIT_PROBE_TIMEOUT_MS,
+    });
     expect(buildConfig({ circuit_breaker: { probe: { enabled: false } } }).circuitBreaker.probe.enabled).toBe(false);
-    expect(issuesOf(() => buildConfig({ circuit_breaker: { probe: { interval_ms: 5 } } })).some((i) => i.startsWith("circuit_breaker.probe.interval_ms:"))).toBe(true);
+    expect(
+      issuesOf(() => buildConfig({ circuit_breaker: { probe: { interval_ms: 5 } } })).some((i) => i.startsWith("circuit_breaker.probe.interval_ms:")),
+    ).toBe(true);
   });
 
   test("a bad endpoint URL names the key path and what was expected", () => {
     const issues = issuesOf(() =>
-      buildConfig({ endpoints: [{ id: "a", url: "http://x:1" }, { id: "b", url: "http://y:1" }, { id: "c", url: "ftp://nope" }] }),
+      buildConfig({
+        endpoints: [
+          { id: "a", url: "http://x:1" },
+          { id: "b", url: "http://y:1" },
+          { id: "c", url: "ftp://nope" },
+        ],
+      }),
     );
     expect(issues).toContain("endpoints[2].url: expected an http(s) URL");
   });
 
   test("unknown keys, wrong types and unknown plugin names are reported with paths", () => {
-    const issues = issuesOf(() =>
-      buildConfig({ listen: 8080, helth: {}, scheduling: { scorers: [{ name: "vibes", weight: 1 }], picker: "best" } }),
-    );
+    const issues = issuesOf(() => buildConfig({ listen: 8080, helth: {}, scheduling: { scorers: [{ name: "vibes", weight: 1 }], picker: "best" } }));
     expect(issues.some((i) => i.startsWith("listen:"))).toBe(true);
     expect(issues.some((i) => i.startsWith("(root): unknown key(s) 'helth'"))).toBe(true);
     expect(issues.some((i) => i.startsWith("scheduling.scorers[0].name:"))).toBe(true);
@@ -95,10 +117,7 @@ describe("config loading", () => {
   test("cross-field checks: duplicate ids, alias shadowing a model, unknown fallback", () => {
     const issues = issuesOf(() =>
       buildConfig({
-        models: [
-          { name: "a", aliases: ["b"], fallback: ["zzz"] },
-          { name: "b" },
-        ],
+        models: [{ name: "a", aliases: ["b"], fallback: ["zzz"] }, { name: "b" }],
         endpoints: [
           { id: "e1", url: "http://h:1" },
           { id: "e1", url: "http://h:2" },
@@ -111,7 +130,10 @@ describe("config loading", () => {
   });
 
   test("LLMGW_* environment overrides, nested with a double underscore, typed as YAML scalars", () => {
-    const c = buildConfig({ health: { poll_interval_ms: 100 } }, { LLMGW_LISTEN: "127.0.0.1:1234", LLMGW_HEALTH__POLL_INTERVAL_MS: "500", LLMGW_CONFIG: "ignored.yaml", LLMGW_AGENT_TOKEN: "not a config key" });
+    const c = buildConfig(
+      { health: { poll_interval_ms: 100 } },
+      { LLMGW_LISTEN: "127.0.0.1:1234", LLMGW_HEALTH__POLL_INTERVAL_MS: "500", LLMGW_CONFIG: "ignored.yaml", LLMGW_AGENT_TOKEN: "not a config key" },
+    );
     expect(c.listen).toEqual({ host: "127.0.0.1", port: 1234 });
     expect(c.health.pollIntervalMs).toBe(500);
     expect(applyEnvOverrides({}, { LLMGW_RETRY__MAX_ATTEMPTS: "2" })).toEqual({ retry: { max_attempts: 2 } });

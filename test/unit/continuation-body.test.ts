@@ -16,7 +16,13 @@ const chat = {
   stop: ["\n\n", "THE END"],
   user: "u1",
 };
-const completion = { model: "m", prompt: "Once upon a time", stream: true, max_completion_tokens: 50, stream_options: { include_usage: false, continuous_usage_stats: true } };
+const completion = {
+  model: "m",
+  prompt: "Once upon a time",
+  stream: true,
+  max_completion_tokens: 50,
+  stream_options: { include_usage: false, continuous_usage_stats: true },
+};
 
 function parsed(body: string | undefined): Record<string, unknown> {
   expect(body).toBeDefined();
@@ -28,8 +34,15 @@ describe("continuable", () => {
     expect(continuable(chat, "chat")).toEqual({ ok: true });
     expect(continuable(completion, "completions")).toEqual({ ok: true });
     expect(continuable({ ...completion, prompt: ["one prompt"] }, "completions")).toEqual({ ok: true });
-    expect(continuable({ ...chat, tools: [{ type: "function" }], tool_choice: "none", logprobs: false, n: 1, response_format: { type: "text" } }, "chat")).toEqual({ ok: true });
-    expect(continuable({ ...chat, messages: [...chat.messages, { role: "assistant", content: "Once" }], continue_final_message: true, add_generation_prompt: false }, "chat")).toEqual({ ok: true });
+    expect(
+      continuable({ ...chat, tools: [{ type: "function" }], tool_choice: "none", logprobs: false, n: 1, response_format: { type: "text" } }, "chat"),
+    ).toEqual({ ok: true });
+    expect(
+      continuable(
+        { ...chat, messages: [...chat.messages, { role: "assistant", content: "Once" }], continue_final_message: true, add_generation_prompt: false },
+        "chat",
+      ),
+    ).toEqual({ ok: true });
   });
 
   test("what cannot be continued exactly says why", () => {
@@ -48,7 +61,11 @@ describe("continuable", () => {
       [{ ...completion, echo: true }, "completions", "echo"],
       [{ ...chat, presence_penalty: 0.5 }, "chat", "output_penalties"],
       [{ ...completion, prompt: [1, 2, 3] }, "completions", "prompt_not_text"],
-      [{ ...chat, messages: [{ role: "assistant", content: [{ type: "text", text: "x" }] }], continue_final_message: true, add_generation_prompt: false }, "chat", "prefill_not_text"],
+      [
+        { ...chat, messages: [{ role: "assistant", content: [{ type: "text", text: "x" }] }], continue_final_message: true, add_generation_prompt: false },
+        "chat",
+        "prefill_not_text",
+      ],
       [{ ...chat, add_generation_prompt: false }, "chat", "no_generation_prompt"],
     ];
     for (const [body, route, reason] of cases) expect({ route, answer: continuable(body, route) }).toEqual({ route, answer: { ok: false, reason } });

@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { ContinuationRewriter } from "../../src/gateway/continuation/chunk-rewriter.ts";
 import { Delivery } from "../../src/gateway/continuation/delivery.ts";
 import { StreamTracker } from "../../src/gateway/continuation/stream-tracker.ts";
-import { SseScanner, type ScannedEvent } from "../../src/gateway/proxy/sse-scanner.ts";
+import { type ScannedEvent, SseScanner } from "../../src/gateway/proxy/sse-scanner.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -55,7 +55,8 @@ describe("StreamTracker on the original stream", () => {
   });
 
   test("JSON with spaces, completions' text, and the engine's running usage count", () => {
-    const spaced = 'data: {"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [{"index": 0, "delta": {"content" : "a b"}, "finish_reason": null}], "usage": {"prompt_tokens": 9, "total_tokens": 14, "completion_tokens": 5}}\n\n';
+    const spaced =
+      'data: {"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [{"index": 0, "delta": {"content" : "a b"}, "finish_reason": null}], "usage": {"prompt_tokens": 9, "total_tokens": 14, "completion_tokens": 5}}\n\n';
     const t = new StreamTracker("chat");
     for (const e of scan(spaced)) t.observe(e);
     expect(t.resumePoint()).toEqual({ ok: true, text: "a b", tokens: 5 });
@@ -66,7 +67,8 @@ describe("StreamTracker on the original stream", () => {
 
   test("tool calls and reasoning cannot be continued exactly; an unreadable chunk is not guessed at", () => {
     const tool = new StreamTracker("chat");
-    for (const e of scan(vllmChat("c", 1, "m", '{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get","arguments":""}}]}'))) tool.observe(e);
+    for (const e of scan(vllmChat("c", 1, "m", '{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get","arguments":""}}]}')))
+      tool.observe(e);
     expect(tool.resumePoint()).toEqual({ ok: false, reason: "tool_calls" });
     const think = new StreamTracker("chat");
     for (const e of scan(vllmChat("c", 1, "m", '{"reasoning_content":"Let me think"}'))) think.observe(e);
@@ -115,7 +117,9 @@ describe("ContinuationRewriter", () => {
     // Byte-exact: only the envelope changed.
     expect(out[0]).toBe(vllmChat("chatcmpl-orig", 1760000000, "org/model", '{"content":" and"}'));
     expect(out[1]).toBe(vllmChat("chatcmpl-orig", 1760000000, "org/model", '{"content":" more"}', '"stop"'));
-    expect(out[2]).toBe(`data: ${JSON.stringify({ id: "chatcmpl-orig", object: "chat.completion.chunk", created: 1760000000, model: "org/model", choices: [], usage: { prompt_tokens: 20, total_tokens: 26, completion_tokens: 6 } })}\n\n`);
+    expect(out[2]).toBe(
+      `data: ${JSON.stringify({ id: "chatcmpl-orig", object: "chat.completion.chunk", created: 1760000000, model: "org/model", choices: [], usage: { prompt_tokens: 20, total_tokens: 26, completion_tokens: 6 } })}\n\n`,
+    );
     expect(out[3]).toBe("data: [DONE]\n\n");
     expect(r.usage).toEqual({ prompt_tokens: 20, completion_tokens: 6 });
     expect(r.delivery.text()).toBe(`${DELIVERED} and more`);
@@ -134,9 +138,19 @@ describe("ContinuationRewriter", () => {
   test("a role that comes with content loses only the role; a chunk with another envelope is rewritten through JSON", () => {
     const r = new ContinuationRewriter("chat", identity, { text: "", tokens: 0 });
     const first = r.rewrite(scan(vllmChat("x", 5, "m2", '{"role":"assistant","content":"Hi"}'))[0]!)!;
-    expect(JSON.parse(dec.decode(first).slice(6))).toEqual({ ...identity, object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: "Hi" }, logprobs: null, finish_reason: null }], usage: null });
+    expect(JSON.parse(dec.decode(first).slice(6))).toEqual({
+      ...identity,
+      object: "chat.completion.chunk",
+      choices: [{ index: 0, delta: { content: "Hi" }, logprobs: null, finish_reason: null }],
+      usage: null,
+    });
     const odd = r.rewrite(scan('data: {"model":"m2","id":"x","choices":[{"index":0,"delta":{"content":"!"}}]}\n\n')[0]!)!;
-    expect(JSON.parse(dec.decode(odd).slice(6))).toEqual({ model: "org/model", id: "chatcmpl-orig", choices: [{ index: 0, delta: { content: "!" } }], created: 1760000000 });
+    expect(JSON.parse(dec.decode(odd).slice(6))).toEqual({
+      model: "org/model",
+      id: "chatcmpl-orig",
+      choices: [{ index: 0, delta: { content: "!" } }],
+      created: 1760000000,
+    });
     expect(r.resumePoint()).toEqual({ ok: true, text: "Hi!", tokens: 2 });
   });
 
@@ -150,8 +164,10 @@ describe("ContinuationRewriter", () => {
 
 describe("per-chunk cost (printed)", () => {
   test("tracker and rewriter per chunk, against JSON.parse of the same chunk", () => {
-    const words = [" the", " of", " and", " \\\"quoted\\\"", " café", "\\n"];
-    const sse = Array.from({ length: 256 }, (_, i) => vllmChat("chatcmpl-0123456789abcdef0123456789abcdef", 1760000000, "meta-llama/Llama-3.1-8B-Instruct", `{"content":"${words[i % words.length]}"}`)).join("");
+    const words = [" the", " of", " and", ' \\"quoted\\"', " café", "\\n"];
+    const sse = Array.from({ length: 256 }, (_, i) =>
+      vllmChat("chatcmpl-0123456789abcdef0123456789abcdef", 1760000000, "meta-llama/Llama-3.1-8B-Instruct", `{"content":"${words[i % words.length]}"}`),
+    ).join("");
     const events = scan(sse);
     const rounds = 400;
     const time = (fn: () => void) => {
@@ -167,7 +183,8 @@ describe("per-chunk cost (printed)", () => {
     });
     let sink = 0;
     const parseNs = time(() => {
-      for (const e of events) sink += (JSON.parse(dec.decode(e.bytes.subarray(6))) as { choices: { delta: { content: string } }[] }).choices[0]!.delta.content.length;
+      for (const e of events)
+        sink += (JSON.parse(dec.decode(e.bytes.subarray(6))) as { choices: { delta: { content: string } }[] }).choices[0]!.delta.content.length;
     });
     let rewriter = new ContinuationRewriter("chat", tracker.identity!, { text: "", tokens: 0 });
     const rewriteNs = time(() => {
@@ -175,7 +192,9 @@ describe("per-chunk cost (printed)", () => {
       for (const e of events) sink += rewriter.rewrite(e)?.length ?? 0;
     });
     const textNs = time(() => void (sink += tracker.delivery.text()!.length)) * events.length;
-    console.log(`per chunk (${events[0]!.bytes.length} B): tracker ${trackNs.toFixed(0)} ns, rewriter ${rewriteNs.toFixed(0)} ns, JSON.parse+decode ${parseNs.toFixed(0)} ns; decoding ${events.length} chunks' text once: ${(textNs / 1000).toFixed(1)} µs`);
+    console.log(
+      `per chunk (${events[0]!.bytes.length} B): tracker ${trackNs.toFixed(0)} ns, rewriter ${rewriteNs.toFixed(0)} ns, JSON.parse+decode ${parseNs.toFixed(0)} ns; decoding ${events.length} chunks' text once: ${(textNs / 1000).toFixed(1)} µs`,
+    );
     expect(sink).toBeGreaterThan(0);
     const want = Array.from({ length: 256 }, (_, i) => JSON.parse(`"${words[i % words.length]}"`) as string).join("");
     expect(tracker.resumePoint()).toEqual({ ok: true, text: want, tokens: 256 });

@@ -63,7 +63,10 @@ describe("what runs on each GPU", () => {
     const snap = dashboardSnapshot({
       at: 1,
       fleet,
-      gpus: [{ node: "gpu-01", gpu: gpu(0, "GPU-x") }, { node: "10.0.0.1", gpu: gpu(0, "GPU-a0"), exporter: EXPORTER_A }],
+      gpus: [
+        { node: "gpu-01", gpu: gpu(0, "GPU-x") },
+        { node: "10.0.0.1", gpu: gpu(0, "GPU-a0"), exporter: EXPORTER_A },
+      ],
       statics,
       endpoints: [],
       pools: [],
@@ -82,7 +85,15 @@ describe("the page with its snapshot", () => {
   const page = "<head><!--llmgw:snapshot--></head>";
 
   test("a JSON data block that no string inside can close; without a snapshot, nothing", () => {
-    const snap = dashboardSnapshot({ at: 1, fleet: undefined, gpus: [], statics: [], endpoints: [{ id: "</script><script>alert(1)</script>", node: null, pool: "p", ready: true, draining: false, gpu_faulted: false, inflight: 0 }], pools: [], traffic: { requests: 0, errors: 0, ttft: { count: 0, sum: 0, buckets: [] } } });
+    const snap = dashboardSnapshot({
+      at: 1,
+      fleet: undefined,
+      gpus: [],
+      statics: [],
+      endpoints: [{ id: "</script><script>alert(1)</script>", node: null, pool: "p", ready: true, draining: false, gpu_faulted: false, inflight: 0 }],
+      pools: [],
+      traffic: { requests: 0, errors: 0, ttft: { count: 0, sum: 0, buckets: [] } },
+    });
     const html = pageWithSnapshot(page, snap);
     expect(html.match(/<\/script>/g)).toHaveLength(1);
     expect(html.match(/<script/g)).toHaveLength(1);

@@ -6,8 +6,8 @@
  */
 import { describe, expect, test } from "bun:test";
 import { Counter, Histogram, Registry } from "prom-client";
-import { errorRatio, requestRate, ttftQuantile, windowEnds, type TrafficSample } from "../../src/admin/dashboard/traffic.js";
 import { trafficTotals } from "../../src/admin/dashboard/dashboard-source.ts";
+import { errorRatio, requestRate, type TrafficSample, ttftQuantile, windowEnds } from "../../src/admin/dashboard/traffic.js";
 
 function sample(at: number, requests: number, errors: number, buckets: [number, number][], count = buckets.at(-1)?.[1] ?? 0): TrafficSample {
   return { at, traffic: { requests, errors, ttft: { count, sum: 0, buckets: buckets.map(([le, n]) => ({ le, count: n })) } } };
@@ -25,13 +25,37 @@ describe("traffic.js", () => {
   });
 
   test("TTFT quantiles interpolate inside the bucket that holds them; the +Inf bucket answers the highest bound", () => {
-    const a = sample(0, 0, 0, [[0.1, 0], [0.5, 0], [1, 0]]);
-    const b = sample(1_000, 10, 0, [[0.1, 4], [0.5, 8], [1, 10]]);
+    const a = sample(0, 0, 0, [
+      [0.1, 0],
+      [0.5, 0],
+      [1, 0],
+    ]);
+    const b = sample(1_000, 10, 0, [
+      [0.1, 4],
+      [0.5, 8],
+      [1, 10],
+    ]);
     expect(ttftQuantile(a, b, 0.2)).toBeCloseTo(0.05, 10);
     expect(ttftQuantile(a, b, 0.5)).toBeCloseTo(0.1 + 0.4 * (1 / 4), 10);
     expect(ttftQuantile(a, b, 0.99)).toBeCloseTo(0.5 + 0.5 * (1.9 / 2), 10);
     // Two of ten above the last finite bound.
-    expect(ttftQuantile(a, sample(1_000, 10, 0, [[0.1, 4], [0.5, 8], [1, 8]], 10), 0.99)).toBe(1);
+    expect(
+      ttftQuantile(
+        a,
+        sample(
+          1_000,
+          10,
+          0,
+          [
+            [0.1, 4],
+            [0.5, 8],
+            [1, 8],
+          ],
+          10,
+        ),
+        0.99,
+      ),
+    ).toBe(1);
     expect(ttftQuantile(b, b, 0.5)).toBeNull();
   });
 

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { sharedFixture as fixture } from "../helpers/fixtures.ts";
-import { parseDcgmExport, parseDcgmMetrics, type GpuSample } from "../../src/gpuhealth/dcgm.ts";
 import { assessGpu, DEFAULT_GPU_THRESHOLDS } from "../../src/gpuhealth/assess.ts";
+import { type GpuSample, parseDcgmExport, parseDcgmMetrics } from "../../src/gpuhealth/dcgm.ts";
 import { FATAL_XIDS } from "../../src/gpuhealth/xid.ts";
+import { sharedFixture as fixture } from "../helpers/fixtures.ts";
 
 const T4 = "dcgm-exporter-metrics__tesla-t4__datadog-fixture.txt";
 
@@ -95,7 +95,15 @@ describe("DCGM snippets", () => {
         line("DCGM_FI_DEV_XID_ERRORS", 13),
       ].join("\n"),
     );
-    expect(g).toMatchObject({ hostname: "node-a", pciBusId: "00000000:18:00.0", utilPct: 97, eccSbeVolatile: 12, eccDbeVolatile: 0, eccDbeAggregate: 3, lastXid: 13 });
+    expect(g).toMatchObject({
+      hostname: "node-a",
+      pciBusId: "00000000:18:00.0",
+      utilPct: 97,
+      eccSbeVolatile: 12,
+      eccDbeVolatile: 0,
+      eccDbeAggregate: 3,
+      lastXid: 13,
+    });
     // XID 13 is an application fault; lifetime DBEs alone do not fault a GPU.
     expect(assessGpu(g)).toEqual({ faulted: false, reasons: [], kinds: [], saturated: true });
   });
@@ -133,7 +141,9 @@ describe("assessGpu", () => {
   });
 
   test("the recent-XID window counter is read too", () => {
-    const g = only([line("DCGM_FI_DEV_XID_ERRORS", 13), line("DCGM_EXP_XID_ERRORS_COUNT", 1, ',xid="79"'), line("DCGM_EXP_XID_ERRORS_COUNT", 4, ',xid="13"')].join("\n"));
+    const g = only(
+      [line("DCGM_FI_DEV_XID_ERRORS", 13), line("DCGM_EXP_XID_ERRORS_COUNT", 1, ',xid="79"'), line("DCGM_EXP_XID_ERRORS_COUNT", 4, ',xid="13"')].join("\n"),
+    );
     expect(g.recentXids).toEqual({ 79: 1, 13: 4 });
     expect(assessGpu(g).reasons).toEqual(["xid 79: GPU has fallen off the bus"]);
   });
@@ -163,7 +173,12 @@ describe("assessGpu", () => {
   test("thresholds are overridable; just under a threshold is fine", () => {
     const g = only([line("DCGM_FI_DEV_GPU_TEMP", 89), line("DCGM_FI_DEV_GPU_UTIL", 94)].join("\n"));
     expect(assessGpu(g)).toEqual({ faulted: false, reasons: [], kinds: [], saturated: false });
-    expect(assessGpu(g, { maxTempC: 85, saturatedUtilPct: 90 })).toEqual({ faulted: true, reasons: ["temperature 89 C >= 85 C"], kinds: ["temperature"], saturated: true });
+    expect(assessGpu(g, { maxTempC: 85, saturatedUtilPct: 90 })).toEqual({
+      faulted: true,
+      reasons: ["temperature 89 C >= 85 C"],
+      kinds: ["temperature"],
+      saturated: true,
+    });
     expect(assessGpu(only(line("DCGM_FI_DEV_XID_ERRORS", 13)), { fatalXids: new Map([[13, "strict site policy"]]) }).faulted).toBe(true);
     expect(DEFAULT_GPU_THRESHOLDS.saturatedUtilPct).toBe(95);
   });

@@ -10,11 +10,11 @@
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parse as parseYaml, parseAllDocuments } from "yaml";
+import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { agentCommand } from "../../src/agent/command.ts";
-import { parseCommandArgs } from "../../src/shared/flags.ts";
 import { parseConfigText } from "../../src/config/load.ts";
 import { serveCommand } from "../../src/serve/serve-command.ts";
+import { parseCommandArgs } from "../../src/shared/flags.ts";
 import { REPO_ROOT } from "../helpers/processes.ts";
 
 const DIR = join(REPO_ROOT, "deploy", "k8s");

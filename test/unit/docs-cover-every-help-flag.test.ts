@@ -9,7 +9,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { manualPages, pageExists, proseLines, readPage, ROOT } from "../helpers/docs.ts";
+import { manualPages, pageExists, proseLines, ROOT, readPage } from "../helpers/docs.ts";
 
 /** Where each command is documented. */
 const PAGES: Record<string, string[]> = {

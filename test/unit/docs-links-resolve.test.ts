@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
-import { headingAnchors, manualPages, proseLines, readPage, ROOT } from "../helpers/docs.ts";
+import { headingAnchors, manualPages, proseLines, ROOT, readPage } from "../helpers/docs.ts";
 
 interface Link {
   page: string;

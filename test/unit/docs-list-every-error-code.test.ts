@@ -42,7 +42,10 @@ describe("the error-code table", () => {
 
   test("a missing code or a wrong status is caught", () => {
     const sample = tableRows("| status | code | when |\n| --- | --- | --- |\n| 401 | `INVALID_API_KEY` | no key |\n| 500 | `RATE_LIMITED` | wrong |\n");
-    expect(sample).toEqual([{ status: 401, codes: ["INVALID_API_KEY"] }, { status: 500, codes: ["RATE_LIMITED"] }]);
+    expect(sample).toEqual([
+      { status: 401, codes: ["INVALID_API_KEY"] },
+      { status: 500, codes: ["RATE_LIMITED"] },
+    ]);
     const listedWith = (code: string, status: number) => sample.some((r) => r.status === status && r.codes.includes(code));
     expect(listedWith("INVALID_API_KEY", describeCode("INVALID_API_KEY").status)).toBe(true);
     expect(listedWith("RATE_LIMITED", describeCode("RATE_LIMITED").status)).toBe(false);

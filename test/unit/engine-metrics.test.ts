@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { sharedFixture as fixture } from "../helpers/fixtures.ts";
 import { detectFlavor, parseEngineMetrics } from "../../src/engines/engine-metrics.ts";
+import { sharedFixture as fixture } from "../helpers/fixtures.ts";
 
 const VLLM_MIXED = "vllm-metrics__opt-125m__datadog-fixture.txt";
 const SGLANG_DOCS = "sglang-metrics__llama-3.1-8b__sglang-docs-example.txt";
@@ -97,7 +97,11 @@ describe("vLLM snippets", () => {
 
   test("an engine label alone marks V1; zero queries leave the hit rate absent", () => {
     const m = parseEngineMetrics(
-      ['vllm:num_requests_running{engine="0",model_name="m"} 1', 'vllm:prefix_cache_queries_total{engine="0",model_name="m"} 0', 'vllm:prefix_cache_hits_total{engine="0",model_name="m"} 0'].join("\n"),
+      [
+        'vllm:num_requests_running{engine="0",model_name="m"} 1',
+        'vllm:prefix_cache_queries_total{engine="0",model_name="m"} 0',
+        'vllm:prefix_cache_hits_total{engine="0",model_name="m"} 0',
+      ].join("\n"),
       "auto",
     );
     expect(m.flavor).toBe("vllm-v1");
@@ -107,7 +111,11 @@ describe("vLLM snippets", () => {
 
   test("maxRunning from an *_info label when a build states it", () => {
     const m = parseEngineMetrics(
-      ['vllm:scheduler_config_info{engine="0",max_num_seqs="256"} 1', 'vllm:scheduler_config_info{engine="1",max_num_seqs="256"} 1', 'vllm:kv_cache_usage_perc{engine="0"} 0.1'].join("\n"),
+      [
+        'vllm:scheduler_config_info{engine="0",max_num_seqs="256"} 1',
+        'vllm:scheduler_config_info{engine="1",max_num_seqs="256"} 1',
+        'vllm:kv_cache_usage_perc{engine="0"} 0.1',
+      ].join("\n"),
       "auto",
     );
     expect(m.maxRunning).toBe(512);
@@ -189,7 +197,10 @@ describe("edge cases", () => {
   });
 
   test("one malformed line does not blank the view", () => {
-    const m = parseEngineMetrics(['sglang:num_running_reqs{model_name="m"} 2', 'sglang:num_queue_reqs{model_name="m} 1', "sglang:token_usage 0.3"].join("\n"), "auto");
+    const m = parseEngineMetrics(
+      ['sglang:num_running_reqs{model_name="m"} 2', 'sglang:num_queue_reqs{model_name="m} 1', "sglang:token_usage 0.3"].join("\n"),
+      "auto",
+    );
     expect(m.running).toBe(2);
     expect(m.waiting).toBeUndefined();
     expect(m.kvUsage).toBe(0.3);

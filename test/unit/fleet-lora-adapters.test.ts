@@ -10,7 +10,7 @@ import { replicaSpecSchema } from "../../src/agent/replica-spec.ts";
 import { validateReplica } from "../../src/agent/validation.ts";
 import { fleetModelSchema, fleetModelWire, toFleetModel } from "../../src/config/fleet-schema.ts";
 import { buildConfig, ConfigError } from "../../src/config/load.ts";
-import { planAdapters, rendezvousHash, type AdapterPlanInput, type AdapterReplicaView } from "../../src/control/adapter-plan.ts";
+import { type AdapterPlanInput, type AdapterReplicaView, planAdapters, rendezvousHash } from "../../src/control/adapter-plan.ts";
 
 const bins = { vllm: "vllm", python: "python3", bun: "/opt/bun", cli: "/repo/src/cli.ts" };
 
@@ -24,12 +24,27 @@ function issues(raw: Record<string, unknown>): string[] {
   }
 }
 
-const model = (over: Record<string, unknown> = {}) => toFleetModel(fleetModelSchema.parse({ name: "llama", engine: "vllm", replicas: 2, adapters: [{ name: "sql", path: "/a/sql" }, { name: "chat", path: "/a/chat" }], ...over }));
+const model = (over: Record<string, unknown> = {}) =>
+  toFleetModel(
+    fleetModelSchema.parse({
+      name: "llama",
+      engine: "vllm",
+      replicas: 2,
+      adapters: [
+        { name: "sql", path: "/a/sql" },
+        { name: "chat", path: "/a/chat" },
+      ],
+      ...over,
+    }),
+  );
 
 describe("fleet.models[].adapters", () => {
   test("a model with adapters gets LoRA settings (max_loras 4 unless set) and round-trips through its wire form", () => {
     const m = model();
-    expect(m.adapters).toEqual([{ name: "sql", path: "/a/sql" }, { name: "chat", path: "/a/chat" }]);
+    expect(m.adapters).toEqual([
+      { name: "sql", path: "/a/sql" },
+      { name: "chat", path: "/a/chat" },
+    ]);
     expect(m.lora).toEqual({ maxLoras: 4 });
     expect(model({ max_loras: 8, max_lora_rank: 64, max_cpu_loras: 16 }).lora).toEqual({ maxLoras: 8, maxLoraRank: 64, maxCpuLoras: 16 });
     expect(toFleetModel(fleetModelSchema.parse(fleetModelWire(model({ max_loras: 8 }))))).toEqual(model({ max_loras: 8 }));
@@ -38,11 +53,24 @@ describe("fleet.models[].adapters", () => {
 
   test("bad adapter settings name their key", () => {
     const one = (m: Record<string, unknown>) => issues({ fleet: { models: [{ name: "llama", engine: "vllm", replicas: 1, ...m }] } });
-    expect(one({ engine: "sglang", adapters: [{ name: "a", path: "/a" }] })).toEqual(["fleet.models[0].adapters: LoRA adapters are loaded at run time on vllm and sim replicas only"]);
+    expect(one({ engine: "sglang", adapters: [{ name: "a", path: "/a" }] })).toEqual([
+      "fleet.models[0].adapters: LoRA adapters are loaded at run time on vllm and sim replicas only",
+    ]);
     expect(one({ max_loras: 4 })).toEqual(["fleet.models[0].max_loras: applies with adapters only"]);
-    expect(one({ adapters: [{ name: "a", path: "/a" }], max_loras: 8, max_cpu_loras: 4 })).toEqual(["fleet.models[0].max_cpu_loras: expected at least max_loras (8)"]);
-    expect(one({ adapters: [{ name: "a", path: "/a" }, { name: "a", path: "/b" }] })).toEqual(["fleet.models[0].adapters[1].name: 'a' is already the model's or another adapter's name"]);
-    expect(one({ adapters: [{ name: "llama", path: "/a" }] })).toEqual(["fleet.models[0].adapters[0].name: 'llama' is already the model's or another adapter's name"]);
+    expect(one({ adapters: [{ name: "a", path: "/a" }], max_loras: 8, max_cpu_loras: 4 })).toEqual([
+      "fleet.models[0].max_cpu_loras: expected at least max_loras (8)",
+    ]);
+    expect(
+      one({
+        adapters: [
+          { name: "a", path: "/a" },
+          { name: "a", path: "/b" },
+        ],
+      }),
+    ).toEqual(["fleet.models[0].adapters[1].name: 'a' is already the model's or another adapter's name"]);
+    expect(one({ adapters: [{ name: "llama", path: "/a" }] })).toEqual([
+      "fleet.models[0].adapters[0].name: 'llama' is already the model's or another adapter's name",
+    ]);
     expect(one({ adapters: [{ name: "a", path: "/a" }], max_lora_rank: 12 })[0]).toStartWith("fleet.models[0].max_lora_rank:");
     expect(
       issues({
@@ -65,12 +93,20 @@ describe("launching a replica with LoRA", () => {
       expect(plan.argv.join(" ")).toContain("--enable-lora --max-loras 4 --max-lora-rank 32");
       expect(plan.env.VLLM_ALLOW_RUNTIME_LORA_UPDATING).toBe("True");
     }
-    const plain = buildLaunchPlan({ spec: replicaSpecSchema.parse({ engine: "vllm", model: "llama", gpus: [0] }), port: 8001, host: "127.0.0.1", fabric: null, bins });
+    const plain = buildLaunchPlan({
+      spec: replicaSpecSchema.parse({ engine: "vllm", model: "llama", gpus: [0] }),
+      port: 8001,
+      host: "127.0.0.1",
+      fabric: null,
+      bins,
+    });
     expect(plain.argv).not.toContain("--enable-lora");
     expect(plain.env.VLLM_ALLOW_RUNTIME_LORA_UPDATING).toBeUndefined();
     const ctx = { gpus: [], fabric: { adapters: [], island: "single-node" as const }, others: [] };
     expect(() => validateReplica(replicaSpecSchema.parse({ engine: "sglang", model: "m", lora: { maxLoras: 2 } }), ctx)).toThrow("vllm and sim replicas");
-    expect(() => validateReplica(replicaSpecSchema.parse({ engine: "vllm", model: "m", lora: { maxLoras: 2 }, extraArgs: ["--max-loras", "8"] }), ctx)).toThrow("sets --max-loras");
+    expect(() => validateReplica(replicaSpecSchema.parse({ engine: "vllm", model: "m", lora: { maxLoras: 2 }, extraArgs: ["--max-loras", "8"] }), ctx)).toThrow(
+      "sets --max-loras",
+    );
   });
 });
 

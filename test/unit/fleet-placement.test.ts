@@ -1,7 +1,7 @@
 /** Placement rule by rule, over literal nodes built from the shared nvidia-smi and DCGM captures. */
 import { describe, expect, test } from "bun:test";
-import { gpuFaults } from "../../src/control/placement-inputs.ts";
 import { place } from "../../src/control/placement.ts";
+import { gpuFaults } from "../../src/control/placement-inputs.ts";
 import type { PlacementGpu, PlacementNode, PlacementRequest } from "../../src/control/placement-types.ts";
 import { nextDcgmVerdicts } from "../../src/polling/agent-poller.ts";
 import { agentGpus, placementGpus } from "../fixtures/fleet/gpus.ts";
@@ -23,7 +23,11 @@ function codes(result: ReturnType<typeof place>, nodeName: string): string[] {
 
 describe("placement policy", () => {
   test("replicas of one model spread across nodes first, then pack; ties go by node name", () => {
-    const nodes = [node("c", placementGpus("h100", 2, "c")), node("a", placementGpus("h100", 2, "a")), node("b", used(placementGpus("h100", 4, "b"), [3], "other"))];
+    const nodes = [
+      node("c", placementGpus("h100", 2, "c")),
+      node("a", placementGpus("h100", 2, "a")),
+      node("b", used(placementGpus("h100", 4, "b"), [3], "other")),
+    ];
     const r = place(req({ count: 3 }), nodes);
     expect(r.placements.map((p) => p.map((s) => `${s.node}:${s.gpus.join(",")}`).join())).toEqual(["a:0", "c:0", "b:0"]);
     expect(r.unplaced).toBe(0);
@@ -61,7 +65,10 @@ describe("placement rejections, one rule at a time", () => {
   });
 
   test("NotReady, and Unknown before the first answer", () => {
-    const r = place(req(), [node("gone", placementGpus("h100", 1, "g"), { state: "NotReady" }), node("new", placementGpus("h100", 1, "n"), { state: "Unknown" })]);
+    const r = place(req(), [
+      node("gone", placementGpus("h100", 1, "g"), { state: "NotReady" }),
+      node("new", placementGpus("h100", 1, "n"), { state: "Unknown" }),
+    ]);
     expect(r.candidates.map((c) => [c.node, c.reasons.map((x) => x.message)])).toEqual([
       ["gone", ["the agent stopped answering (NotReady)"]],
       ["new", ["the agent has not answered yet"]],
@@ -74,13 +81,23 @@ describe("placement rejections, one rule at a time", () => {
       .replace(/(DCGM_FI_DEV_GPU_TEMP\{[^}]*\}) 25/, "$1 93");
     const dcgm = nextDcgmVerdicts(undefined, { ok: true, status: 200, body: t4 }, 1_000, { staleAfterMs: 5_000 });
     const h100 = agentGpus("h100", 2, "d");
-    const fromDcgm: PlacementGpu[] = h100.map((g) => ({ index: g.index, uuid: g.uuid, class: g.class, memoryGiB: g.memoryTotalGiB, computeCapability: g.computeCapability, faults: gpuFaults(g, dcgm), usedBy: null }));
+    const fromDcgm: PlacementGpu[] = h100.map((g) => ({
+      index: g.index,
+      uuid: g.uuid,
+      class: g.class,
+      memoryGiB: g.memoryTotalGiB,
+      computeCapability: g.computeCapability,
+      faults: gpuFaults(g, dcgm),
+      usedBy: null,
+    }));
     const r = place(req({ tensorParallel: 2 }), [node("mig", placementGpus("h100-mig", 2, "m")), node("xid", fromDcgm)]);
     expect(codes(r, "mig")).toEqual(["gpu-unhealthy"]);
     expect(r.candidates.find((c) => c.node === "mig")!.reasons[0]!.message).toContain("GPU 0: MIG mode is enabled");
     const xid = r.candidates.find((c) => c.node === "xid")!;
     expect(xid.reasons.map((x) => x.code)).toEqual(["gpu-unhealthy"]);
-    expect(xid.reasons[0]!.message).toBe("needs 2 healthy free h100-80g GPU(s), 1 healthy: GPU 0: DCGM: xid 79: GPU has fallen off the bus; DCGM: temperature 93 C >= 90 C");
+    expect(xid.reasons[0]!.message).toBe(
+      "needs 2 healthy free h100-80g GPU(s), 1 healthy: GPU 0: DCGM: xid 79: GPU has fallen off the bus; DCGM: temperature 93 C >= 90 C",
+    );
   });
 
   test("a stale DCGM scrape is no evidence: the GPU stays usable", () => {
@@ -94,9 +111,14 @@ describe("placement rejections, one rule at a time", () => {
   });
 
   test("too few free GPUs, naming what holds the others", () => {
-    const r = place(req({ tensorParallel: 4 }), [node("a", used(placementGpus("h100", 4, "a"), [1, 2], "fl-x-abc")), node("small", placementGpus("h100", 2, "s"))]);
+    const r = place(req({ tensorParallel: 4 }), [
+      node("a", used(placementGpus("h100", 4, "a"), [1, 2], "fl-x-abc")),
+      node("small", placementGpus("h100", 2, "s")),
+    ]);
     expect(codes(r, "a")).toEqual(["too-few-free-gpus"]);
-    expect(r.candidates.find((c) => c.node === "a")!.reasons[0]!.message).toBe("needs 4 free h100-80g GPU(s), 2 free of 4; in use: GPU 1 by fl-x-abc, GPU 2 by fl-x-abc");
+    expect(r.candidates.find((c) => c.node === "a")!.reasons[0]!.message).toBe(
+      "needs 4 free h100-80g GPU(s), 2 free of 4; in use: GPU 1 by fl-x-abc, GPU 2 by fl-x-abc",
+    );
     expect(codes(r, "small")).toEqual(["too-few-free-gpus"]);
     expect(place(req(), [node("none", [])]).candidates[0]!.reasons[0]!.message).toBe("needs 1 free GPU(s); the node has none");
   });
@@ -109,7 +131,9 @@ describe("placement rejections, one rule at a time", () => {
 
   test("too little memory (GiB as the driver reports it)", () => {
     const r = place(req({ minGpuMemoryGiB: 100 }), [node("h100", placementGpus("h100", 1, "a")), node("h200", placementGpus("h200", 1, "b"))]);
-    expect(r.candidates.find((c) => c.node === "h100")!.reasons).toEqual([{ code: "too-little-memory", message: "GPU memory 79.65 GiB; the model needs at least 100 GiB per GPU" }]);
+    expect(r.candidates.find((c) => c.node === "h100")!.reasons).toEqual([
+      { code: "too-little-memory", message: "GPU memory 79.65 GiB; the model needs at least 100 GiB per GPU" },
+    ]);
     expect(r.placements[0]![0]!.node).toBe("h200");
   });
 
@@ -126,21 +150,41 @@ describe("placement rejections, one rule at a time", () => {
 
   test("fp8 below compute capability 8.9 (an unknown capability is refused too)", () => {
     const unknownCc = placementGpus("h100", 1, "u").map((g) => ({ ...g, computeCapability: null }));
-    const r = place(req({ quantization: "fp8" }), [node("turing", placementGpus("rtx2080", 1, "t")), node("unknown", unknownCc), node("hopper", placementGpus("h100", 1, "h"))]);
-    expect(r.candidates.find((c) => c.node === "turing")!.reasons).toEqual([{ code: "fp8-compute-capability", message: "quantization fp8 needs compute capability ≥ 8.9; these GPUs have 7.5" }]);
+    const r = place(req({ quantization: "fp8" }), [
+      node("turing", placementGpus("rtx2080", 1, "t")),
+      node("unknown", unknownCc),
+      node("hopper", placementGpus("h100", 1, "h")),
+    ]);
+    expect(r.candidates.find((c) => c.node === "turing")!.reasons).toEqual([
+      { code: "fp8-compute-capability", message: "quantization fp8 needs compute capability ≥ 8.9; these GPUs have 7.5" },
+    ]);
     expect(codes(r, "unknown")).toEqual(["fp8-compute-capability"]);
     expect(r.placements[0]![0]!.node).toBe("hopper");
     expect(codes(place(req({ quantization: "awq" }), [node("turing", placementGpus("rtx2080", 1, "t"))]), "turing")).toEqual([]);
   });
 
   test("multi-node without a shared fabric", () => {
-    const island = place(req({ tensorParallel: 2, nodesPerReplica: 2 }), [node("a", placementGpus("h100", 2, "a")), node("b", placementGpus("h100", 2, "b"), { transports: null })]);
+    const island = place(req({ tensorParallel: 2, nodesPerReplica: 2 }), [
+      node("a", placementGpus("h100", 2, "a")),
+      node("b", placementGpus("h100", 2, "b"), { transports: null }),
+    ]);
     expect(codes(island, "a")).toEqual(["no-shared-fabric"]);
     expect(codes(island, "b")).toEqual(["no-shared-fabric"]);
-    const mixedFabric = place(req({ tensorParallel: 2, nodesPerReplica: 2 }), [node("ib", placementGpus("h100", 2, "a"), { transports: ["ib"] }), node("roce", placementGpus("h100", 2, "b"), { transports: ["roce"] })]);
+    const mixedFabric = place(req({ tensorParallel: 2, nodesPerReplica: 2 }), [
+      node("ib", placementGpus("h100", 2, "a"), { transports: ["ib"] }),
+      node("roce", placementGpus("h100", 2, "b"), { transports: ["roce"] }),
+    ]);
     expect(mixedFabric.unplacedReason).toBe("a replica spans 2 nodes sharing one fabric (InfiniBand or RoCE); 2 eligible node(s) found");
-    const ok = place(req({ tensorParallel: 2, nodesPerReplica: 2 }), [node("n2", placementGpus("h200", 2, "a"), { transports: ["ib"] }), node("n1", placementGpus("h200", 4, "b"), { transports: ["ib", "roce"] })]);
-    expect(ok.placements).toEqual([[{ node: "n2", gpus: [0, 1] }, { node: "n1", gpus: [0, 1] }]]);
+    const ok = place(req({ tensorParallel: 2, nodesPerReplica: 2 }), [
+      node("n2", placementGpus("h200", 2, "a"), { transports: ["ib"] }),
+      node("n1", placementGpus("h200", 4, "b"), { transports: ["ib", "roce"] }),
+    ]);
+    expect(ok.placements).toEqual([
+      [
+        { node: "n2", gpus: [0, 1] },
+        { node: "n1", gpus: [0, 1] },
+      ],
+    ]);
   });
 
   test("a model that fits nowhere names every node with all of its reasons", () => {

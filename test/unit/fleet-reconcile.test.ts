@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { fleetModelSchema, toFleetModel } from "../../src/config/fleet-schema.ts";
 import type { FleetModelSpec } from "../../src/config/types.ts";
 import type { PlacementNode } from "../../src/control/placement-types.ts";
-import { chooseVictims, planReconcile, type Action, type ReconcileView, type ReplicaView } from "../../src/control/reconcile.ts";
+import { type Action, chooseVictims, planReconcile, type ReconcileView, type ReplicaView } from "../../src/control/reconcile.ts";
 import type { DrainOp, ReplicaRecord } from "../../src/control/types.ts";
 import { placementGpus } from "../fixtures/fleet/gpus.ts";
 
@@ -29,7 +29,17 @@ function record(id: string, node: string, over: Partial<ReplicaRecord> = {}): Re
 
 /** A Ready replica in rotation, with overrides. */
 function replica(id: string, node: string, over: Partial<ReplicaView> = {}, rec: Partial<ReplicaRecord> = {}): ReplicaView {
-  return { record: record(id, node, rec), phase: "Ready", busy: false, handedOff: true, drainingSignalled: false, inflight: 0, gatewayReady: true, launchFailures: 0, ...over };
+  return {
+    record: record(id, node, rec),
+    phase: "Ready",
+    busy: false,
+    handedOff: true,
+    drainingSignalled: false,
+    inflight: 0,
+    gatewayReady: true,
+    launchFailures: 0,
+    ...over,
+  };
 }
 
 function nodes(...names: string[]): PlacementNode[] {
@@ -38,12 +48,31 @@ function nodes(...names: string[]): PlacementNode[] {
 
 /** A planner input; agents default to one per node, in the node's state, running no fleet replica. */
 function view(over: Partial<ReconcileView>): ReconcileView {
-  const v: ReconcileView = { now: NOW, models: [model("m", 2)], replicas: [], nodes: nodes("a", "b"), agents: [], drains: [], backoffUntil: {}, drainGraceMs: GRACE, maxLaunchFailures: 3, ...over };
+  const v: ReconcileView = {
+    now: NOW,
+    models: [model("m", 2)],
+    replicas: [],
+    nodes: nodes("a", "b"),
+    agents: [],
+    drains: [],
+    backoffUntil: {},
+    drainGraceMs: GRACE,
+    maxLaunchFailures: 3,
+    ...over,
+  };
   return over.agents ? v : { ...v, agents: v.nodes.map((n) => ({ node: n.name, state: n.state, fleetIds: [] })) };
 }
 
 const kinds = (actions: Action[]) =>
-  actions.map((a) => ("replica" in a ? `${a.kind} ${a.replica}` : a.kind === "create" ? `create ${a.shards.map((s) => s.node).join("+")}` : "node" in a ? `${a.kind} ${a.node}` : `${a.kind} ${a.model}`));
+  actions.map((a) =>
+    "replica" in a
+      ? `${a.kind} ${a.replica}`
+      : a.kind === "create"
+        ? `create ${a.shards.map((s) => s.node).join("+")}`
+        : "node" in a
+          ? `${a.kind} ${a.node}`
+          : `${a.kind} ${a.model}`,
+  );
 const draining = (since: number, reason: "drain" | "scale-down" | "model-removed" = "drain", graceMs = GRACE) => ({ draining: { since, reason, graceMs } });
 
 describe("counting replicas against desired", () => {
@@ -76,18 +105,26 @@ describe("counting replicas against desired", () => {
   });
 
   test("a model no longer desired: all its replicas leave", () => {
-    expect(planReconcile(view({ models: [], replicas: [replica("r1", "a")] }))).toEqual([{ kind: "mark-draining", replica: "r1", reason: "model-removed", graceMs: GRACE }]);
+    expect(planReconcile(view({ models: [], replicas: [replica("r1", "a")] }))).toEqual([
+      { kind: "mark-draining", replica: "r1", reason: "model-removed", graceMs: GRACE },
+    ]);
   });
 
   test("Lost and Failed replicas do not count: replacements are placed", () => {
     const bGone = nodes("a", "b").map((n) => (n.name === "b" ? { ...n, state: "NotReady" as const } : n));
-    expect(kinds(planReconcile(view({ nodes: bGone, replicas: [replica("r1", "a"), replica("lost", "b", { phase: "Lost" })] })))).toEqual(["remove-endpoint lost", "create a"]);
+    expect(kinds(planReconcile(view({ nodes: bGone, replicas: [replica("r1", "a"), replica("lost", "b", { phase: "Lost" })] })))).toEqual([
+      "remove-endpoint lost",
+      "create a",
+    ]);
   });
 });
 
 describe("one replica's lifecycle", () => {
   test("Ready and not in the gateway → add; in the gateway but no longer Ready → remove", () => {
-    expect(kinds(planReconcile(view({ replicas: [replica("r1", "a", { handedOff: false }), replica("r2", "b", { phase: "Starting" })] })))).toEqual(["add-endpoint r1", "remove-endpoint r2"]);
+    expect(kinds(planReconcile(view({ replicas: [replica("r1", "a", { handedOff: false }), replica("r2", "b", { phase: "Starting" })] })))).toEqual([
+      "add-endpoint r1",
+      "remove-endpoint r2",
+    ]);
   });
 
   test("Missing: launched again; given up after repeated refusals; replaced elsewhere when its node is cordoned", () => {
@@ -101,7 +138,10 @@ describe("one replica's lifecycle", () => {
 
   test("Lost on a node that is no longer registered: forgotten (a NotReady node may come back: kept)", () => {
     const lost = replica("r1", "gone", { phase: "Lost", handedOff: false });
-    const agents = [{ node: "a", state: "Ready" as const, fleetIds: [] }, { node: "b", state: "NotReady" as const, fleetIds: [] }];
+    const agents = [
+      { node: "a", state: "Ready" as const, fleetIds: [] },
+      { node: "b", state: "NotReady" as const, fleetIds: [] },
+    ];
     expect(kinds(planReconcile(view({ models: [model("m", 0)], agents, replicas: [lost] })))).toEqual(["forget r1"]);
     expect(kinds(planReconcile(view({ models: [model("m", 0)], agents, replicas: [replica("r2", "b", { phase: "Lost", handedOff: false })] })))).toEqual([]);
   });
@@ -116,7 +156,9 @@ describe("drain", () => {
   const op: DrainOp = { node: "a", startedAt: NOW - 10, graceMs: 5_000, state: "running", finishedAt: null };
 
   test("replicas on a draining node are marked with the drain's grace, and their replacements placed in the same round", () => {
-    const actions = planReconcile(view({ drains: [op], nodes: nodes("a", "b").map((n) => ({ ...n, cordoned: n.name === "a" })), replicas: [replica("ra", "a"), replica("rb", "b")] }));
+    const actions = planReconcile(
+      view({ drains: [op], nodes: nodes("a", "b").map((n) => ({ ...n, cordoned: n.name === "a" })), replicas: [replica("ra", "a"), replica("rb", "b")] }),
+    );
     expect(actions[0]).toEqual({ kind: "mark-draining", replica: "ra", reason: "drain", graceMs: 5_000 });
     expect(kinds(actions)).toEqual(["mark-draining ra", "create b"]);
   });
@@ -133,7 +175,9 @@ describe("drain", () => {
     expect(kinds(planReconcile(view({ replicas: [leaving({ drainingSignalled: true, inflight: 3 }), other, replacement()] })))).toEqual([]);
     expect(kinds(planReconcile(view({ replicas: [leaving({ drainingSignalled: true, inflight: 0 }), other, replacement()] })))).toEqual(["stop ra"]);
     // Out of rotation, in-flight 0, but the replacement no longer serves (the gateway's view): back into rotation, not stopped.
-    expect(kinds(planReconcile(view({ replicas: [leaving({ drainingSignalled: true }), other, replacement({ gatewayReady: false })] })))).toEqual(["signal-draining ra"]);
+    expect(kinds(planReconcile(view({ replicas: [leaving({ drainingSignalled: true }), other, replacement({ gatewayReady: false })] })))).toEqual([
+      "signal-draining ra",
+    ]);
   });
 
   test("the last replica serving its model stays in rotation until a replacement serves", () => {
@@ -149,7 +193,9 @@ describe("drain", () => {
     const loading = replica("new", "b", { phase: "Starting", handedOff: false });
     expect(planReconcile(view({ models: m1, replicas: [restarted, loading] }))).toEqual([{ kind: "add-endpoint", replica: "ra", draining: false }]);
     const m2 = [model("m", 2)];
-    expect(planReconcile(view({ models: m2, replicas: [restarted, replica("rb", "b"), loading] }))).toEqual([{ kind: "add-endpoint", replica: "ra", draining: false }]);
+    expect(planReconcile(view({ models: m2, replicas: [restarted, replica("rb", "b"), loading] }))).toEqual([
+      { kind: "add-endpoint", replica: "ra", draining: false },
+    ]);
   });
 
   test("every replica on a drained node stays in rotation until its own replacement serves: the model never serves fewer than desired", () => {
@@ -170,10 +216,16 @@ describe("drain", () => {
       "stop a2",
     ]);
     // A replacement that stops serving brings an original back into rotation.
-    expect(kinds(planReconcile(view({ models: m3, replicas: [a1({ drainingSignalled: true }), a2({ drainingSignalled: true }), b1, replica("n1", "b", { phase: "Starting" }), replica("n2", "b")] })))).toEqual([
-      "signal-draining a1",
-      "remove-endpoint n1",
-    ]);
+    expect(
+      kinds(
+        planReconcile(
+          view({
+            models: m3,
+            replicas: [a1({ drainingSignalled: true }), a2({ drainingSignalled: true }), b1, replica("n1", "b", { phase: "Starting" }), replica("n2", "b")],
+          }),
+        ),
+      ),
+    ).toEqual(["signal-draining a1", "remove-endpoint n1"]);
   });
 
   test("a drained replica with no room for its replacement keeps serving until the grace period ends, then stops", () => {
@@ -183,7 +235,12 @@ describe("drain", () => {
     const during = planReconcile(view({ models: m2, nodes: full, replicas: [held(NOW - 100), replica("rb", "b")] }));
     expect(during).toEqual([{ kind: "replacement-unplaced", model: "m", missing: 1, reason: expect.any(String) }]);
     const over = planReconcile(view({ models: m2, nodes: full, replicas: [held(NOW - GRACE), replica("rb", "b")] }));
-    expect(over[0]).toEqual({ kind: "stop", replica: "ra", reason: expect.stringContaining("grace period over before a replacement served"), short: { serving: 1, desired: 2 } });
+    expect(over[0]).toEqual({
+      kind: "stop",
+      replica: "ra",
+      reason: expect.stringContaining("grace period over before a replacement served"),
+      short: { serving: 1, desired: 2 },
+    });
   });
 
   test("a leaving replica being stopped (out of the gateway, DELETE on its way) is not handed back while the engine still answers", () => {
@@ -204,7 +261,9 @@ describe("drain", () => {
   });
 
   test("a leaving replica on an unreachable node is forgotten (its agent cleans it up as an orphan later)", () => {
-    expect(kinds(planReconcile(view({ models: [model("m", 0)], replicas: [replica("ra", "a", { phase: "Lost" }, draining(NOW - 1))] })))).toEqual(["forget ra"]);
+    expect(kinds(planReconcile(view({ models: [model("m", 0)], replicas: [replica("ra", "a", { phase: "Lost" }, draining(NOW - 1))] })))).toEqual([
+      "forget ra",
+    ]);
   });
 
   test("the drain finishes once no replica is left on the node", () => {

@@ -9,7 +9,7 @@
 import { describe, expect, test } from "bun:test";
 import { Registry } from "prom-client";
 import { fabricPorts, fleetGpuReport, nodeStateLabel, replicaStateLabel } from "../../src/control/metric-figures.ts";
-import { registerFleetCollector, replicaCounts, type FleetSeriesInput } from "../../src/metrics/fleet-collector.ts";
+import { type FleetSeriesInput, registerFleetCollector, replicaCounts } from "../../src/metrics/fleet-collector.ts";
 import { DcgmGpuStore } from "../../src/metrics/gpu-collector.ts";
 import { bandDepths, registerPoolCollector } from "../../src/metrics/pool-collector.ts";
 import type { AgentGpu, AgentSnapshot, DcgmVerdicts } from "../../src/protocol/agent-messages.ts";
@@ -55,7 +55,13 @@ function dcgmReport(over: Partial<GpuReport> = {}): GpuReport {
 }
 
 function verdicts(reports: GpuReport[]): DcgmVerdicts {
-  return { ok: true, sampledAt: 1_000, stale: false, lastError: undefined, gpus: reports.map((r) => ({ uuid: r.uuid, index: r.index, reasons: r.faultReasons, report: r })) };
+  return {
+    ok: true,
+    sampledAt: 1_000,
+    stale: false,
+    lastError: undefined,
+    gpus: reports.map((r) => ({ uuid: r.uuid, index: r.index, reasons: r.faultReasons, report: r })),
+  };
 }
 
 describe("labels", () => {
@@ -68,7 +74,10 @@ describe("labels", () => {
   });
 
   test("a replica: leaving wins; Lost and Missing are lost; Starting is loading once a shard loads", () => {
-    const v = (phase: Parameters<typeof replicaStateLabel>[0]["phase"], draining = false) => ({ phase, record: { draining: draining ? { since: 0, reason: "drain" as const, graceMs: 1 } : null } });
+    const v = (phase: Parameters<typeof replicaStateLabel>[0]["phase"], draining = false) => ({
+      phase,
+      record: { draining: draining ? { since: 0, reason: "drain" as const, graceMs: 1 } : null },
+    });
     expect(replicaStateLabel(v("Ready", true), [])).toBe("draining");
     expect(replicaStateLabel(v("Ready"), [])).toBe("ready");
     expect(replicaStateLabel(v("Failed"), [])).toBe("failed");
@@ -110,7 +119,10 @@ describe("a fleet GPU", () => {
     const mig = fleetGpuReport(agentGpu({ migEnabled: true, health: { ok: false, reasons: ["mig_enabled"], foreignProcesses: [] } }), undefined);
     expect({ kinds: mig.faultKinds, reasons: mig.faultReasons.length }).toEqual({ kinds: [], reasons: 1 });
     // A foreign process is reported by the agent, not a reason to keep the GPU out.
-    expect(fleetGpuReport(agentGpu({ health: { ok: false, reasons: ["foreign_process"], foreignProcesses: [{ pid: 1, usedMemoryMiB: 5 }] } }), undefined).faultReasons).toEqual([]);
+    expect(
+      fleetGpuReport(agentGpu({ health: { ok: false, reasons: ["foreign_process"], foreignProcesses: [{ pid: 1, usedMemoryMiB: 5 }] } }), undefined)
+        .faultReasons,
+    ).toEqual([]);
   });
 
   test("fabric ports: rate in bytes per second (absent when sysfs has none), active flag, link layer", () => {
@@ -167,9 +179,20 @@ describe("fleet collector", () => {
 
   test("nodes by state (every state, zeros known), readiness per node, fabric (no rate series without a rate)", async () => {
     const lines = await scrapeFleet(input);
-    expect(lines.filter((l) => l.startsWith("llmgw_nodes{"))).toEqual(['llmgw_nodes{state="ready"} 1', 'llmgw_nodes{state="not_ready"} 1', 'llmgw_nodes{state="cordoned"} 0', 'llmgw_nodes{state="draining"} 1']);
-    expect(lines.filter((l) => l.startsWith("llmgw_node_ready{"))).toEqual(['llmgw_node_ready{node="a"} 1', 'llmgw_node_ready{node="b"} 0', 'llmgw_node_ready{node="c"} 1']);
-    expect(lines.filter((l) => l.startsWith("llmgw_fabric_port_rate_bytes_per_second{"))).toEqual(['llmgw_fabric_port_rate_bytes_per_second{node="a",adapter="mlx5_0",port="1",link_layer="InfiniBand"} 50000000000']);
+    expect(lines.filter((l) => l.startsWith("llmgw_nodes{"))).toEqual([
+      'llmgw_nodes{state="ready"} 1',
+      'llmgw_nodes{state="not_ready"} 1',
+      'llmgw_nodes{state="cordoned"} 0',
+      'llmgw_nodes{state="draining"} 1',
+    ]);
+    expect(lines.filter((l) => l.startsWith("llmgw_node_ready{"))).toEqual([
+      'llmgw_node_ready{node="a"} 1',
+      'llmgw_node_ready{node="b"} 0',
+      'llmgw_node_ready{node="c"} 1',
+    ]);
+    expect(lines.filter((l) => l.startsWith("llmgw_fabric_port_rate_bytes_per_second{"))).toEqual([
+      'llmgw_fabric_port_rate_bytes_per_second{node="a",adapter="mlx5_0",port="1",link_layer="InfiniBand"} 50000000000',
+    ]);
     expect(lines.filter((l) => l.startsWith("llmgw_fabric_port_active{"))).toEqual([
       'llmgw_fabric_port_active{node="a",adapter="mlx5_0",port="1",link_layer="InfiniBand"} 1',
       'llmgw_fabric_port_active{node="a",adapter="mlx5_1",port="1"} 0',

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
+import { QuotaLimiter } from "../../src/admission/tenant-quota.ts";
 import { buildConfig, sha256Hex } from "../../src/config/load.ts";
 import { Authenticator } from "../../src/gateway/api-keys.ts";
-import { QuotaLimiter } from "../../src/admission/tenant-quota.ts";
 import { errorResponse, LlmgwError } from "../../src/shared/errors.ts";
 
 const HASHED_KEY = "sk-hashed-0123456789";

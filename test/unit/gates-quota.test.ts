@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import type { TenantConfig } from "../../src/config/types.ts";
 import { formatResetDuration, QuotaLimiter } from "../../src/admission/tenant-quota.ts";
+import type { TenantConfig } from "../../src/config/types.ts";
 import { DEFAULT_COMPLETION_TOKENS_ESTIMATE, estimateTokens } from "../../src/gateway/request/token-estimate.ts";
 import { errorResponse, LlmgwError } from "../../src/shared/errors.ts";
 
@@ -25,7 +25,9 @@ const DURATION = /^(\d+h)?(\d+m)?(\d+(\.\d+)?s|\d+ms)$/;
 describe("estimateTokens", () => {
   test("ceil(prompt chars / 4) + max_tokens, or the default completion budget", () => {
     expect(estimateTokens({ model: "m", messages: [{ role: "user", content: "abcdefghi" }], max_tokens: 10 })).toBe(3 + 10);
-    expect(estimateTokens({ model: "m", messages: [{ role: "user", content: [{ type: "text", text: "abcd" }] }] })).toBe(1 + DEFAULT_COMPLETION_TOKENS_ESTIMATE);
+    expect(estimateTokens({ model: "m", messages: [{ role: "user", content: [{ type: "text", text: "abcd" }] }] })).toBe(
+      1 + DEFAULT_COMPLETION_TOKENS_ESTIMATE,
+    );
     expect(estimateTokens({ model: "m", prompt: "12345678", max_completion_tokens: 5 })).toBe(2 + 5);
     expect(estimateTokens({ model: "m", prompt: [[1, 2, 3]], max_tokens: 1 })).toBe(3 + 1);
     expect(estimateTokens({ model: "m", prompt: "abcd", max_tokens: 10, n: 3 })).toBe(1 + 30);

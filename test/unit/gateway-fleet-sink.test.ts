@@ -10,10 +10,10 @@ import { beforeEach, describe, expect, test } from "bun:test";
 import { buildConfig } from "../../src/config/load.ts";
 import type { ManagedEndpoint } from "../../src/control/endpoint-sink.ts";
 import { CircuitBreakers } from "../../src/gateway/circuit-breaker.ts";
-import { EndpointRegistry, type EndpointListeners } from "../../src/gateway/endpoints.ts";
-import { RegistryEndpointSink } from "../../src/serve/fleet-endpoint-sink.ts";
-import { ModelCatalog } from "../../src/gateway/model-catalog.ts";
 import { DialGuard } from "../../src/gateway/dial-guard.ts";
+import { type EndpointListeners, EndpointRegistry } from "../../src/gateway/endpoints.ts";
+import { ModelCatalog } from "../../src/gateway/model-catalog.ts";
+import { RegistryEndpointSink } from "../../src/serve/fleet-endpoint-sink.ts";
 import { EndpointTable, I, SLOT_FREE, SLOT_RETIRING } from "../../src/shared/endpoint-table.ts";
 
 const SLOTS = 4;

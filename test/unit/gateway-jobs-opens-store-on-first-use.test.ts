@@ -6,8 +6,8 @@ import { join } from "node:path";
 import { buildConfig } from "../../src/config/load.ts";
 import { GatewayJobs } from "../../src/jobs/jobs-service.ts";
 import { STATE_DB_FILE } from "../../src/jobs/state-db.ts";
-import { logger } from "../../src/shared/logger.ts";
 import { LlmgwError } from "../../src/shared/errors.ts";
+import { logger } from "../../src/shared/logger.ts";
 
 const root = mkdtempSync(join(tmpdir(), "llmgw-jobs-lazy-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

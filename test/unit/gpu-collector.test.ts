@@ -7,9 +7,9 @@ import { describe, expect, test } from "bun:test";
 import { Registry } from "prom-client";
 import { assessGpu } from "../../src/gpuhealth/assess.ts";
 import { parseDcgmMetrics } from "../../src/gpuhealth/dcgm.ts";
-import { framebufferTotalMiB, gpuReport } from "../../src/polling/gpu-reports.ts";
-import { DcgmGpuStore, nodeOfDcgmUrl, registerGpuCollector, type NodeGpu } from "../../src/metrics/gpu-collector.ts";
+import { DcgmGpuStore, type NodeGpu, nodeOfDcgmUrl, registerGpuCollector } from "../../src/metrics/gpu-collector.ts";
 import { GatewayMetrics } from "../../src/metrics/registry.ts";
+import { framebufferTotalMiB, gpuReport } from "../../src/polling/gpu-reports.ts";
 import type { GpuReport } from "../../src/protocol/gpu-report.ts";
 import { EndpointTable } from "../../src/shared/endpoint-table.ts";
 import { sharedFixture } from "../helpers/fixtures.ts";
@@ -56,7 +56,9 @@ describe("GPU reports from DCGM samples", () => {
   });
 
   test("framebuffer total: the field if sent, else used + free + reserved, else absent", () => {
-    const [s] = parseDcgmMetrics('DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-x"} 10\nDCGM_FI_DEV_FB_FREE{gpu="0",UUID="GPU-x"} 20\nDCGM_FI_DEV_FB_RESERVED{gpu="0",UUID="GPU-x"} 2\n');
+    const [s] = parseDcgmMetrics(
+      'DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-x"} 10\nDCGM_FI_DEV_FB_FREE{gpu="0",UUID="GPU-x"} 20\nDCGM_FI_DEV_FB_RESERVED{gpu="0",UUID="GPU-x"} 2\n',
+    );
     expect(framebufferTotalMiB(s!)).toBe(32);
     expect(framebufferTotalMiB({ ...s!, fbTotalMiB: 40 })).toBe(40);
     expect(framebufferTotalMiB({ ...s!, fbFreeMiB: undefined })).toBeUndefined();
@@ -119,7 +121,12 @@ describe("DCGM GPU store", () => {
   test("an exporter whose last good scrape is older than stale_after_ms drops its GPUs", () => {
     const store = new DcgmGpuStore(2_000);
     store.update({ type: "gpus", url: "http://10.0.0.11:9400/metrics", sampledAt: 1_000, gpus: [report()] });
-    store.update({ type: "gpus", url: "http://10.0.0.12:9400/metrics", sampledAt: 2_500, gpus: [report({ uuid: "GPU-2" }), report({ uuid: "GPU-3", index: 1 })] });
+    store.update({
+      type: "gpus",
+      url: "http://10.0.0.12:9400/metrics",
+      sampledAt: 2_500,
+      gpus: [report({ uuid: "GPU-2" }), report({ uuid: "GPU-3", index: 1 })],
+    });
     expect(store.live(3_000).map((g) => [g.node, g.gpu.uuid])).toEqual([
       ["10.0.0.11", "GPU-1"],
       ["10.0.0.12", "GPU-2"],

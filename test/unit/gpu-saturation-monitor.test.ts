@@ -47,7 +47,13 @@ function setup(gpuHealth: Record<string, unknown>) {
 
 const A = "http://node-a:9400/metrics";
 const B = "http://node-b:9400/metrics";
-const endpoint = (index: number, pool: string, poolRow: number, dcgmUrl: string | undefined): SaturationEndpoint => ({ index, pool, poolRow, dcgmUrl, gpuIds: [] });
+const endpoint = (index: number, pool: string, poolRow: number, dcgmUrl: string | undefined): SaturationEndpoint => ({
+  index,
+  pool,
+  poolRow,
+  dcgmUrl,
+  gpuIds: [],
+});
 
 test("sources from the endpoints: a pool is published saturated once every GPU's ring is full and hot; it clears with one cool sample", async () => {
   const { table, monitor, ex, poll } = setup({});

@@ -2,14 +2,17 @@
 import { describe, expect, test } from "bun:test";
 import { buildConfig } from "../../src/config/load.ts";
 import type { GpuSample } from "../../src/gpuhealth/dcgm.ts";
-import { PoolSaturationTracker, UtilRing, type ScrapedGpu } from "../../src/gpuhealth/gpu-saturation.ts";
+import { PoolSaturationTracker, type ScrapedGpu, UtilRing } from "../../src/gpuhealth/gpu-saturation.ts";
 import { shedDecision } from "../../src/gpuhealth/shed.ts";
 import { GpuSaturationTable } from "../../src/shared/gpu-saturation-table.ts";
 
 const RULES = { sustainedSamples: 3, shedUtilPct: 95, staleAfterMs: 1_000 };
 
 function gpu(uuid: string, util: number | undefined, extra: Partial<GpuSample> = {}, faulted = false): ScrapedGpu {
-  return { sample: { uuid, gpu: Number(uuid.slice(-1)), utilPct: util, grEngineActive: undefined, migInstance: undefined, ...extra } as GpuSample, assessment: { faulted } };
+  return {
+    sample: { uuid, gpu: Number(uuid.slice(-1)), utilPct: util, grEngineActive: undefined, migInstance: undefined, ...extra } as GpuSample,
+    assessment: { faulted },
+  };
 }
 
 describe("utilisation ring", () => {
@@ -44,9 +47,21 @@ describe("pool saturation", () => {
 
   test("all healthy GPUs saturated → the pool is; one that is not, or is stale, keeps it open", () => {
     const t = new PoolSaturationTracker(RULES);
-    feed(t, [[gpu("GPU-0", 99), gpu("GPU-1", 99)], [gpu("GPU-0", 99), gpu("GPU-1", 50)], [gpu("GPU-0", 99), gpu("GPU-1", 99)]]);
+    feed(t, [
+      [gpu("GPU-0", 99), gpu("GPU-1", 99)],
+      [gpu("GPU-0", 99), gpu("GPU-1", 50)],
+      [gpu("GPU-0", 99), gpu("GPU-1", 99)],
+    ]);
     expect(t.saturated("p", 200)).toBe(false);
-    feed(t, [[gpu("GPU-0", 99), gpu("GPU-1", 99)], [gpu("GPU-0", 99), gpu("GPU-1", 99)]], src, 300);
+    feed(
+      t,
+      [
+        [gpu("GPU-0", 99), gpu("GPU-1", 99)],
+        [gpu("GPU-0", 99), gpu("GPU-1", 99)],
+      ],
+      src,
+      300,
+    );
     expect(t.saturated("p", 400)).toBe(true);
     expect(t.saturated("other-pool", 400)).toBe(false); // no GPUs seen: never shed
     // The exporter stops answering: nothing new comes in and the data goes stale.
@@ -55,10 +70,16 @@ describe("pool saturation", () => {
 
   test("a faulted GPU is out of rotation and does not hold the pool open; a pool of faulted GPUs is not saturated", () => {
     const t = new PoolSaturationTracker(RULES);
-    feed(t, [0, 1, 2].map(() => [gpu("GPU-0", 99), gpu("GPU-1", 0, {}, true)]));
+    feed(
+      t,
+      [0, 1, 2].map(() => [gpu("GPU-0", 99), gpu("GPU-1", 0, {}, true)]),
+    );
     expect(t.saturated("p", 200)).toBe(true);
     const dead = new PoolSaturationTracker(RULES);
-    feed(dead, [0, 1, 2].map(() => [gpu("GPU-0", 99, {}, true)]));
+    feed(
+      dead,
+      [0, 1, 2].map(() => [gpu("GPU-0", 99, {}, true)]),
+    );
     expect(dead.saturated("p", 200)).toBe(false);
   });
 
@@ -68,7 +89,11 @@ describe("pool saturation", () => {
     expect(t.saturated("p", 0)).toBe(false);
     const picky = new PoolSaturationTracker(RULES);
     const only1 = { ...src, gpuIds: ["1"] };
-    feed(picky, [0, 1, 2].map(() => [gpu("GPU-0", 10), gpu("GPU-1", 99)]), only1);
+    feed(
+      picky,
+      [0, 1, 2].map(() => [gpu("GPU-0", 10), gpu("GPU-1", 99)]),
+      only1,
+    );
     expect(picky.saturated("p", 200)).toBe(true);
     expect(picky.view(200).map((g) => [g.key, g.saturated, g.latestUtilPct])).toEqual([["http://dcgm-a/metrics#GPU-1", true, 99]]);
   });
@@ -76,9 +101,17 @@ describe("pool saturation", () => {
   test("saturatedUntil: when the oldest latest sample of the pool's healthy GPUs turns stale; 0 when not saturated", () => {
     const t = new PoolSaturationTracker(RULES);
     expect(t.saturatedUntil("p", 0)).toBe(0);
-    feed(t, [0, 1, 2].map(() => [gpu("GPU-0", 99)]));
+    feed(
+      t,
+      [0, 1, 2].map(() => [gpu("GPU-0", 99)]),
+    );
     const other = { ...src, url: "http://dcgm-b/metrics" };
-    feed(t, [0, 1, 2].map(() => [gpu("GPU-7", 99)]), other, 50);
+    feed(
+      t,
+      [0, 1, 2].map(() => [gpu("GPU-7", 99)]),
+      other,
+      50,
+    );
     // GPU-0's latest sample (200) is older than GPU-7's (250): it bounds the pool.
     expect(t.saturatedUntil("p", 250)).toBe(200 + RULES.staleAfterMs);
     expect(t.saturatedUntil("q", 250)).toBe(0);
@@ -98,7 +131,10 @@ describe("pool saturation", () => {
 
   test("DCGM_FI_PROF_GR_ENGINE_ACTIVE stands in when GPU_UTIL is absent", () => {
     const t = new PoolSaturationTracker(RULES);
-    feed(t, [0, 1, 2].map(() => [gpu("GPU-0", undefined, { grEngineActive: 0.97 })]));
+    feed(
+      t,
+      [0, 1, 2].map(() => [gpu("GPU-0", undefined, { grEngineActive: 0.97 })]),
+    );
     expect(t.saturated("p", 200)).toBe(true);
   });
 });

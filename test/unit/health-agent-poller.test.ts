@@ -72,7 +72,10 @@ describe("AgentPoller", () => {
   test("targets change at run time: a removed node is no longer polled, a moved one starts afresh", async () => {
     const f = fakeFetch(() => Response.json(STATE));
     const { poller: p } = poller(f.fetch);
-    p.setTargets([{ node: "a", url: "http://a:1", token: "t", dcgmUrl: undefined }, { node: "b", url: "http://b:1", token: "t", dcgmUrl: undefined }]);
+    p.setTargets([
+      { node: "a", url: "http://a:1", token: "t", dcgmUrl: undefined },
+      { node: "b", url: "http://b:1", token: "t", dcgmUrl: undefined },
+    ]);
     await p.pollOnce();
     expect(p.snapshotOf("a")?.ok).toBe(true);
     p.setTargets([{ node: "a", url: "http://a:2", token: "t", dcgmUrl: undefined }]);

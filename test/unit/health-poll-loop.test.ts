@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { setLogLevel } from "../../src/shared/logger.ts";
-import { PollLoop } from "../../src/polling/poll-loop.ts";
 import { EndpointPoller } from "../../src/polling/endpoint-poller.ts";
+import { PollLoop } from "../../src/polling/poll-loop.ts";
+import { type FetchFn, originPath, probe } from "../../src/polling/probe.ts";
 import type { EndpointSnapshot } from "../../src/polling/readiness.ts";
-import { probe, originPath, type FetchFn } from "../../src/polling/probe.ts";
+import { setLogLevel } from "../../src/shared/logger.ts";
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;
@@ -62,7 +62,8 @@ describe("PollLoop", () => {
 
 describe("probe", () => {
   test("a fetch that never answers is cut at the deadline", async () => {
-    const hang: FetchFn = (_url, init) => new Promise((_r, reject) => init.signal?.addEventListener("abort", () => reject(new DOMException("aborted", "AbortError"))));
+    const hang: FetchFn = (_url, init) =>
+      new Promise((_r, reject) => init.signal?.addEventListener("abort", () => reject(new DOMException("aborted", "AbortError"))));
     const t0 = performance.now();
     const r = await probe(hang, "http://127.0.0.1:1/metrics", 50, new AbortController().signal, "GET /metrics");
     const took = performance.now() - t0;
@@ -91,8 +92,10 @@ describe("EndpointPoller with an injected fetch", () => {
       return new Response("");
     };
     const got: Array<[number, EndpointSnapshot]> = [];
-    const poller = new EndpointPoller([{ index: 7, id: "e7", url: "http://10.0.0.1:8000", engine: "auto", models: ["m"] }], { intervalMs: 1_000, timeoutMs: 100, staleAfterMs: 1_000, fetch: fake }, (i, s) =>
-      got.push([i, s]),
+    const poller = new EndpointPoller(
+      [{ index: 7, id: "e7", url: "http://10.0.0.1:8000", engine: "auto", models: ["m"] }],
+      { intervalMs: 1_000, timeoutMs: 100, staleAfterMs: 1_000, fetch: fake },
+      (i, s) => got.push([i, s]),
     );
     await poller.pollOnce();
     expect(seen.sort()).toEqual(["/health", "/metrics", "/v1/models"]);

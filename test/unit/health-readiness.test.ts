@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { INITIAL_SNAPSHOT, isReady, nextSnapshot, parseModelIds, type PollOutcome } from "../../src/polling/readiness.ts";
 import type { EngineMetrics } from "../../src/engines/engine-metrics.ts";
+import { INITIAL_SNAPSHOT, isReady, nextSnapshot, type PollOutcome, parseModelIds } from "../../src/polling/readiness.ts";
 
 const METRICS: EngineMetrics = { flavor: "vllm-v1", running: 2, waiting: 1, kvUsage: 0.5, malformedLines: 0 };
 
@@ -59,7 +59,12 @@ describe("nextSnapshot", () => {
 
   test("a failed /metrics keeps the last good view and its time; staleness follows the clock", () => {
     const good = nextSnapshot(INITIAL_SNAPSHOT, outcome({}), ["m"], 2_000);
-    const soon = nextSnapshot(good, outcome({ metrics: undefined, errors: ["GET /metrics: timed out after 500 ms"], startedAt: 2_000, finishedAt: 2_500 }), ["m"], 2_000);
+    const soon = nextSnapshot(
+      good,
+      outcome({ metrics: undefined, errors: ["GET /metrics: timed out after 500 ms"], startedAt: 2_000, finishedAt: 2_500 }),
+      ["m"],
+      2_000,
+    );
     expect(soon.metrics).toBe(METRICS);
     expect(soon.metricsAt).toBe(1_010);
     expect(soon.metricsStale).toBe(false);
@@ -71,7 +76,12 @@ describe("nextSnapshot", () => {
   });
 
   test("failures count while /health fails, reset on the first healthy poll", () => {
-    let s = nextSnapshot(INITIAL_SNAPSHOT, outcome({ healthOk: false, models: undefined, metrics: undefined, errors: ["GET /health: ECONNREFUSED"] }), undefined, 2_000);
+    let s = nextSnapshot(
+      INITIAL_SNAPSHOT,
+      outcome({ healthOk: false, models: undefined, metrics: undefined, errors: ["GET /health: ECONNREFUSED"] }),
+      undefined,
+      2_000,
+    );
     s = nextSnapshot(s, outcome({ healthOk: false, models: undefined, metrics: undefined }), undefined, 2_000);
     expect(s.consecutiveFailures).toBe(2);
     expect(s.healthy).toBe(false);

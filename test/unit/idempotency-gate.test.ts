@@ -1,7 +1,7 @@
 /** Idempotent replay over the sqlite store: byte-for-byte replay (JSON and SSE), 422 on another body, wait-then-409 for a concurrent duplicate, nothing kept from failures. */
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { IdempotencyGate, REPLAY_HEADER, type IdempotencyCheck } from "../../src/jobs/idempotency-gate.ts";
+import { type IdempotencyCheck, IdempotencyGate, REPLAY_HEADER } from "../../src/jobs/idempotency-gate.ts";
 import { SqliteIdempotencyStore } from "../../src/jobs/idempotency-store.ts";
 import { LlmgwError } from "../../src/shared/errors.ts";
 
@@ -21,7 +21,14 @@ function post(key: string | null, body: string, path = "/v1/chat/completions"): 
 }
 
 /** Run the gate as the gateway would: replay, or call `handler` and relay its answer through the recorder. */
-async function serve(gate: IdempotencyGate, tenant: string, key: string | null, body: string, handler: () => Response | Promise<Response>, path?: string): Promise<Response> {
+async function serve(
+  gate: IdempotencyGate,
+  tenant: string,
+  key: string | null,
+  body: string,
+  handler: () => Response | Promise<Response>,
+  path?: string,
+): Promise<Response> {
   const [req, raw] = post(key, body, path);
   let check: IdempotencyCheck;
   try {
@@ -54,7 +61,12 @@ describe("idempotency gate", () => {
   test("a retry with the same key and body replays the answer byte for byte, once run", async () => {
     const { gate } = setup();
     let runs = 0;
-    const handler = () => (runs++, new Response(`{"id":"chatcmpl-${runs}","n":${Math.random()}}`, { headers: { "content-type": "application/json", "x-request-id": "r1", "x-ratelimit-remaining-requests": "9" } }));
+    const handler = () => (
+      runs++,
+      new Response(`{"id":"chatcmpl-${runs}","n":${Math.random()}}`, {
+        headers: { "content-type": "application/json", "x-request-id": "r1", "x-ratelimit-remaining-requests": "9" },
+      })
+    );
     const first = await (await serve(gate, "t", "k1", '{"a":1}', handler)).text();
     await settle();
     const again = await serve(gate, "t", "k1", '{"a":1}', handler);
@@ -96,7 +108,10 @@ describe("idempotency gate", () => {
     const { gate } = setup();
     await (await serve(gate, "t", "k", '{"a":1}', () => new Response("{}"))).text();
     await settle();
-    for (const [body, path] of [['{"a":2}', undefined], ['{"a":1}', "/v1/completions"]] as const) {
+    for (const [body, path] of [
+      ['{"a":2}', undefined],
+      ['{"a":1}', "/v1/completions"],
+    ] as const) {
       const res = await serve(gate, "t", "k", body, () => new Response("{}"), path);
       expect(res.status).toBe(422);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe("IDEMPOTENCY_KEY_REUSED");

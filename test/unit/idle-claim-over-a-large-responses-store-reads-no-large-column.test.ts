@@ -25,7 +25,10 @@ test("claims over twenty 2 MB stored responses read no record: kilobytes, not th
   const big = JSON.stringify([{ role: "user", content: "x".repeat(1_000_000) }]);
   const now = Date.now();
   for (let i = 0; i < 20; i++) {
-    await writer.put({ id: `resp_${i}`, tenant: "t", createdMs: now + i, expiresMs: now + 3_600_000, status: "completed", response: "{}", input: big, context: big }, Number.MAX_SAFE_INTEGER);
+    await writer.put(
+      { id: `resp_${i}`, tenant: "t", createdMs: now + i, expiresMs: now + 3_600_000, status: "completed", response: "{}", input: big, context: big },
+      Number.MAX_SAFE_INTEGER,
+    );
   }
   // A fresh connection: nothing of the store in SQLite's page cache.
   const store = new SqliteResponsesStore(new Database(file, { strict: true }));

@@ -19,7 +19,7 @@ const withoutTime = (line: string) => line.replace(/"time":\d+/, '"time":0');
 
 const record = requestAuditRecord({
   requestId: "req-1",
-  tenant: "acme \"quoted\" \u2028",
+  tenant: 'acme "quoted" \u2028',
   model: "llama",
   band: "interactive",
   route: "/v1/chat/completions",

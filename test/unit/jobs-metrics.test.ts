@@ -41,7 +41,13 @@ describe("jobs metrics", () => {
     new JobsMetrics(registry, { pools: () => ["default"] });
     const text = await registry.metrics();
     const samples = text.split("\n").filter((l) => l !== "" && !l.startsWith("#"));
-    for (const name of ["llmgw_gpu_shed_total", "llmgw_pool_gpu_saturated", "llmgw_batch_lines_total", "llmgw_response_cache_lookups_total", "llmgw_idempotent_replays_total"]) {
+    for (const name of [
+      "llmgw_gpu_shed_total",
+      "llmgw_pool_gpu_saturated",
+      "llmgw_batch_lines_total",
+      "llmgw_response_cache_lookups_total",
+      "llmgw_idempotent_replays_total",
+    ]) {
       expect(samples.filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))).toEqual([]);
     }
   });

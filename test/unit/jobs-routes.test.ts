@@ -4,16 +4,26 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { routesDeps } from "../helpers/jobs-routes-deps.ts";
 import { createJobsRoutes } from "../../src/jobs/jobs-routes.ts";
 import { SqliteJobsStore } from "../../src/jobs/sqlite-jobs-store.ts";
+import { routesDeps } from "../helpers/jobs-routes-deps.ts";
 
 const root = mkdtempSync(join(tmpdir(), "llmgw-jobs-routes-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-const handle = createJobsRoutes(routesDeps({ store: new SqliteJobsStore(new Database(":memory:", { strict: true }), root), knownModel: () => true, limits: { maxFileBytes: 1024, maxLines: 10 } }));
+const handle = createJobsRoutes(
+  routesDeps({
+    store: new SqliteJobsStore(new Database(":memory:", { strict: true }), root),
+    knownModel: () => true,
+    limits: { maxFileBytes: 1024, maxLines: 10 },
+  }),
+);
 const principal = { tenant: "t" };
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; json: { error?: { code: string; param: string | null; message: string } } } | undefined> {
+async function call(
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; json: { error?: { code: string; param: string | null; message: string } } } | undefined> {
   const res = await handle(new Request(`http://gw${path}`, { method, body: body === undefined ? undefined : JSON.stringify(body) }), principal);
   if (res === undefined) return undefined;
   return { status: res.status, json: (await res.json()) as { error?: { code: string; param: string | null; message: string } } };
@@ -41,7 +51,10 @@ describe("jobs routes", () => {
       [base, 404, "input_file_id"],
     ];
     for (const [body, status, param] of cases) {
-      const res = await handle(new Request("http://gw/v1/batches", { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body) }), principal);
+      const res = await handle(
+        new Request("http://gw/v1/batches", { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body) }),
+        principal,
+      );
       expect(res?.status).toBe(status);
       expect(((await res!.json()) as { error: { param: string | null } }).error.param).toBe(param);
     }
@@ -60,7 +73,10 @@ describe("jobs routes", () => {
     const store = new SqliteJobsStore(new Database(":memory:", { strict: true }), join(root, "large"));
     const big = createJobsRoutes(routesDeps({ store, knownModel: () => true }));
     const text = "x".repeat(8_000);
-    const jsonl = Array.from({ length: 2_000 }, (_, i) => `${JSON.stringify({ custom_id: `r${i}`, method: "POST", url: "/v1/embeddings", body: { model: "m", input: text } })}\n`).join("");
+    const jsonl = Array.from(
+      { length: 2_000 },
+      (_, i) => `${JSON.stringify({ custom_id: `r${i}`, method: "POST", url: "/v1/embeddings", body: { model: "m", input: text } })}\n`,
+    ).join("");
     const form = new FormData();
     form.set("purpose", "batch");
     form.set("file", new File([jsonl], "big.jsonl"));
@@ -70,11 +86,16 @@ describe("jobs routes", () => {
     const timer = setInterval(() => ticks++, 1);
     await Bun.sleep(5);
     const before = ticks;
-    const res = await big(new Request("http://gw/v1/batches", { method: "POST", body: JSON.stringify({ input_file_id: file.id, endpoint: "/v1/embeddings", completion_window: "24h" }) }), principal);
+    const res = await big(
+      new Request("http://gw/v1/batches", {
+        method: "POST",
+        body: JSON.stringify({ input_file_id: file.id, endpoint: "/v1/embeddings", completion_window: "24h" }),
+      }),
+      principal,
+    );
     clearInterval(timer);
     expect(res?.status).toBe(200);
     expect(((await res!.json()) as { request_counts: { total: number } }).request_counts.total).toBe(2_000);
     expect(ticks - before).toBeGreaterThanOrEqual(5);
   });
 });
-

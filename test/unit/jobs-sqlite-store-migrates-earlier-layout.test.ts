@@ -24,7 +24,9 @@ test("file bytes move to data_dir/files; bodies of pending lines and results of 
   try {
     const db = new Database(join(dir, "llmgw.sqlite"), { create: true, strict: true });
     db.run(EARLIER);
-    db.query("INSERT INTO files (id, tenant, filename, purpose, bytes, created_at_ms, endpoint, model, line_count, content) VALUES ('file-a', 't', 'a.jsonl', 'batch', 5, 1, NULL, NULL, 1, ?)").run(new TextEncoder().encode("hello"));
+    db.query(
+      "INSERT INTO files (id, tenant, filename, purpose, bytes, created_at_ms, endpoint, model, line_count, content) VALUES ('file-a', 't', 'a.jsonl', 'batch', 5, 1, NULL, NULL, 1, ?)",
+    ).run(new TextEncoder().encode("hello"));
     const doc = batchDoc("b", "t");
     db.query("INSERT INTO batches (id, tenant, status, doc, total, completed) VALUES ('b', 't', 'in_progress', ?, 2, 1)").run(JSON.stringify(doc));
     db.run(`INSERT INTO batch_lines (batch_id, line_no, custom_id, url, body, state, ok, status_code, result_body, request_id, prompt_tokens)
@@ -37,7 +39,10 @@ test("file bytes move to data_dir/files; bodies of pending lines and results of 
     const claimed = await store.claimLines("b", 5, "r", 0, 1_000);
     expect(claimed.map((l) => [l.lineNo, l.customId, l.body])).toEqual([[2, "c2", '{"n":2}']]);
     const outcomes = await store.lineOutcomes("b", 0, 10);
-    expect(outcomes.map((o) => [o.customId, o.result?.statusCode ?? null, o.result?.body ?? null])).toEqual([["c1", 200, '{"answer":1}'], ["c2", null, null]]);
+    expect(outcomes.map((o) => [o.customId, o.result?.statusCode ?? null, o.result?.body ?? null])).toEqual([
+      ["c1", 200, '{"answer":1}'],
+      ["c2", null, null],
+    ]);
     // Opening again changes nothing.
     const again = new SqliteJobsStore(db, join(dir, "files"));
     expect((await again.getBatch("t", "b"))?.counts.completed).toBe(1);

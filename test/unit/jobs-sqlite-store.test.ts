@@ -1,10 +1,9 @@
 /** The JobsStore contract against the embedded bun:sqlite backend, plus what only it does: state that survives reopening the data directory. */
 import { Database } from "bun:sqlite";
-import { expect, test } from "bun:test";
+import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll } from "bun:test";
 import type { JobsStore } from "../../src/jobs/jobs-store.ts";
 import { SqliteJobsStore } from "../../src/jobs/sqlite-jobs-store.ts";
 import { filesDirOf, openStateDatabase } from "../../src/jobs/state-db.ts";
@@ -38,9 +37,7 @@ test("a reopened data directory has the batches, results and in-flight lines; re
     db1.close();
     const s2 = new SqliteJobsStore(openStateDatabase(dir), filesDirOf(dir));
     expect((await s2.getBatch("a", "b"))?.counts.completed).toBe(1);
-    expect(await s2.claimLines("b", 10, "new-runner", 0, 1)).toEqual([
-      expect.objectContaining({ lineNo: 4 }),
-    ]);
+    expect(await s2.claimLines("b", 10, "new-runner", 0, 1)).toEqual([expect.objectContaining({ lineNo: 4 })]);
     expect(await s2.reclaimInFlight()).toBe(3); // lines 2 and 3 of the dead runner, and 4 just claimed
     expect((await s2.claimLines("b", 10, "new-runner", 0, 1)).map((l) => l.lineNo)).toEqual([2, 3, 4]);
   } finally {

@@ -1,6 +1,6 @@
 /** The KV-events worker's index of what each engine holds: keyed by tokens (not the engine's hashes), bounded, dropped on a reset. */
 import { describe, expect, test } from "bun:test";
-import { blockStored, type BlockHash, type KvCacheEvent } from "../../src/engines/kv-events/model.ts";
+import { type BlockHash, blockStored, type KvCacheEvent } from "../../src/engines/kv-events/model.ts";
 import { KvBlockTracker } from "../../src/polling/kv-block-tracker.ts";
 import { KvBlockIndex } from "../../src/scheduling/kv-block-index.ts";
 import { tokenBlockKeys } from "../../src/scheduling/token-blocks.ts";
@@ -84,9 +84,29 @@ describe("KvBlockTracker", () => {
   test("bounded: at the ceiling the endpoint holding the most lets its oldest blocks go, and memory stays at the ceiling", () => {
     const { index, tracker, stats } = setup(1024);
     // Endpoint 1 holds a little; endpoint 0 stores far more than fits.
-    tracker.apply(1, batch([stored(tokens(9, 160), Array.from({ length: 10 }, (_, i) => BigInt(900 + i)), null)]));
+    tracker.apply(
+      1,
+      batch([
+        stored(
+          tokens(9, 160),
+          Array.from({ length: 10 }, (_, i) => BigInt(900 + i)),
+          null,
+        ),
+      ]),
+    );
     const prompts = Array.from({ length: 40 }, (_, p) => tokens(100 + p, 16 * 32));
-    prompts.forEach((ids, p) => tracker.apply(0, batch([stored(ids, Array.from({ length: 32 }, (_, i) => BigInt(p * 100 + i)), null)])));
+    prompts.forEach((ids, p) =>
+      tracker.apply(
+        0,
+        batch([
+          stored(
+            ids,
+            Array.from({ length: 32 }, (_, i) => BigInt(p * 100 + i)),
+            null,
+          ),
+        ]),
+      ),
+    );
     expect(index.size).toBe(1024);
     expect(stats.blocks(0) + stats.blocks(1)).toBe(1024);
     expect(stats.counter(0, KV_COUNTER.EVICTED)).toBe(40 * 32 + 10 - 1024);

@@ -170,7 +170,18 @@ describe("encoding as msgspec does", () => {
       ts: 1.5,
       dataParallelRank: null,
       events: [
-        blockStored({ blockHashes: [new Uint8Array([1, 2, 3])], parentBlockHash: -(2n ** 63n), tokenIds: [5, 6], blockSize: 2, loraId: 7, loraName: "a", groupIdx: 2, kvCacheSpecKind: "full_attention", kvCacheSpecSlidingWindow: 128, extraKeys: [["salt"]] }),
+        blockStored({
+          blockHashes: [new Uint8Array([1, 2, 3])],
+          parentBlockHash: -(2n ** 63n),
+          tokenIds: [5, 6],
+          blockSize: 2,
+          loraId: 7,
+          loraName: "a",
+          groupIdx: 2,
+          kvCacheSpecKind: "full_attention",
+          kvCacheSpecSlidingWindow: 128,
+          extraKeys: [["salt"]],
+        }),
         { type: "AllBlocksCleared" },
       ],
     };
@@ -182,7 +193,11 @@ describe("encoding as msgspec does", () => {
   });
 
   test("a hash outside 64 bits or a non-finite ts is refused at the publisher", () => {
-    const bad = (blockHashes: bigint[]): KvEventBatch => ({ ts: 1, dataParallelRank: 0, events: [{ type: "BlockRemoved", blockHashes, medium: null, groupIdx: null }] });
+    const bad = (blockHashes: bigint[]): KvEventBatch => ({
+      ts: 1,
+      dataParallelRank: 0,
+      events: [{ type: "BlockRemoved", blockHashes, medium: null, groupIdx: null }],
+    });
     expect(() => encodeKvEventBatch(bad([2n ** 64n]))).toThrow(RangeError);
     expect(() => encodeKvEventBatch(bad([-(2n ** 63n) - 1n]))).toThrow(RangeError);
     expect(() => encodeKvEventBatch({ ts: NaN, events: [], dataParallelRank: 0 })).toThrow(RangeError);
@@ -191,7 +206,10 @@ describe("encoding as msgspec does", () => {
 
 describe("helpers for an index", () => {
   test("blockTokens cuts tokens per block, or says it cannot", () => {
-    expect(blockTokens(blockStored({ blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: [1, 2, 3, 4], blockSize: 2 }))).toEqual([[1, 2], [3, 4]]);
+    expect(blockTokens(blockStored({ blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: [1, 2, 3, 4], blockSize: 2 }))).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
     expect(blockTokens(blockStored({ blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: [], blockSize: 2, medium: "CPU" }))).toBeUndefined();
     expect(blockTokens(blockStored({ blockHashes: [1n], parentBlockHash: null, tokenIds: [1, 2, 3], blockSize: 2 }))).toBeUndefined();
   });

@@ -4,7 +4,14 @@ import { encodeKvEventBatch } from "../../src/engines/kv-events/encode.ts";
 import { blockStored, type KvCacheEvent, type KvEventBatch } from "../../src/engines/kv-events/model.ts";
 import { KvEventPublisher } from "../../src/engines/kv-events/publisher.ts";
 import { type BatchInfo, KvEventSubscriber, type KvEventSubscriberOptions, type ResetReason } from "../../src/engines/kv-events/subscriber.ts";
-import { parseReplayReply, parseReplayRequest, publishedFrames, replayBatchFrames, replayEndFrames, replayRequestFrames } from "../../src/engines/kv-events/wire.ts";
+import {
+  parseReplayReply,
+  parseReplayRequest,
+  publishedFrames,
+  replayBatchFrames,
+  replayEndFrames,
+  replayRequestFrames,
+} from "../../src/engines/kv-events/wire.ts";
 import { DealerSocket } from "../../src/engines/zmq/dealer-socket.ts";
 import { PubSocket } from "../../src/engines/zmq/pub-socket.ts";
 import { RouterSocket } from "../../src/engines/zmq/router-socket.ts";
@@ -47,7 +54,9 @@ function subscriber(options: KvEventSubscriberOptions) {
 
 describe("publisher to subscriber", () => {
   test("history before the subscriber arrives comes by replay, then live; the topic filters; batches decode as published", async () => {
-    const pub = track(new KvEventPublisher({ endpoint: "tcp://127.0.0.1:0", replayEndpoint: "tcp://127.0.0.1:0", topic: "kv@host@model", dataParallelRank: 2 }));
+    const pub = track(
+      new KvEventPublisher({ endpoint: "tcp://127.0.0.1:0", replayEndpoint: "tcp://127.0.0.1:0", topic: "kv@host@model", dataParallelRank: 2 }),
+    );
     for (let n = 0; n < 3; n++) pub.publish(stored(n), 1700000000 + n);
     const s = subscriber({ endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint, topic: "kv@host" });
     const other = subscriber({ endpoint: pub.endpoint, replayEndpoint: pub.replayEndpoint, topic: "other" });
@@ -101,14 +110,19 @@ describe("subscriber against a scripted publisher", () => {
     const pub = track(new PubSocket("tcp://127.0.0.1:0"));
     const requests: number[] = [];
     const router = track(
-      new RouterSocket("tcp://127.0.0.1:0", {}, {
-        message: (id, frames) => {
-          const from = parseReplayRequest(frames)!;
-          requests.push(from);
-          for (const [seq, payload] of [...payloads].sort(([a], [b]) => a - b)) if (seq >= from) router.send(id, replayBatchFrames(options.replayTopicFrame ? text("kv") : undefined, seq, payload));
-          router.send(id, replayEndFrames(options.replayTopicFrame));
+      new RouterSocket(
+        "tcp://127.0.0.1:0",
+        {},
+        {
+          message: (id, frames) => {
+            const from = parseReplayRequest(frames)!;
+            requests.push(from);
+            for (const [seq, payload] of [...payloads].sort(([a], [b]) => a - b))
+              if (seq >= from) router.send(id, replayBatchFrames(options.replayTopicFrame ? text("kv") : undefined, seq, payload));
+            router.send(id, replayEndFrames(options.replayTopicFrame));
+          },
         },
-      }),
+      ),
     );
     /** Record batch `seq`; send it live unless `lost`. */
     const emit = (seq: number, lost = false, payload = encodeKvEventBatch({ ts: seq, events: stored(seq), dataParallelRank: 0 })): void => {
@@ -156,10 +170,18 @@ describe("subscriber against a scripted publisher", () => {
   test("a handler that throws is counted and the stream goes on", async () => {
     const pub = track(new KvEventPublisher({ endpoint: "tcp://127.0.0.1:0" }));
     let calls = 0;
-    const sub = track(new KvEventSubscriber({ endpoint: pub.endpoint, heartbeatIntervalMs: 0 }, { batch: () => {
-      calls++;
-      throw new Error("index bug");
-    }, reset: () => {} }));
+    const sub = track(
+      new KvEventSubscriber(
+        { endpoint: pub.endpoint, heartbeatIntervalMs: 0 },
+        {
+          batch: () => {
+            calls++;
+            throw new Error("index bug");
+          },
+          reset: () => {},
+        },
+      ),
+    );
     await waitUntil(() => pub.stats().subscribers === 1, { what: "subscriber" });
     await Bun.sleep(50);
     pub.publish(stored(0));
@@ -177,20 +199,26 @@ describe("publisher's replay socket", () => {
     const replies: string[] = [];
     let seqs = 0;
     let ended = false;
-    const dealer = track(new DealerSocket(pub.replayEndpoint!, {}, {
-      connected: () => {
-        dealer.send([text("garbage")]);
-        dealer.send(replayRequestFrames(100));
-      },
-      message: (frames) => {
-        const r = parseReplayReply(frames);
-        if (r.kind === "batch") {
-          if (seqs === 0) replies.push(`first:${r.seq}:${frames.length}`);
-          seqs++;
-        } else if (r.kind === "end") ended = true;
-        else replies.push(r.error);
-      },
-    }));
+    const dealer = track(
+      new DealerSocket(
+        pub.replayEndpoint!,
+        {},
+        {
+          connected: () => {
+            dealer.send([text("garbage")]);
+            dealer.send(replayRequestFrames(100));
+          },
+          message: (frames) => {
+            const r = parseReplayReply(frames);
+            if (r.kind === "batch") {
+              if (seqs === 0) replies.push(`first:${r.seq}:${frames.length}`);
+              seqs++;
+            } else if (r.kind === "end") ended = true;
+            else replies.push(r.error);
+          },
+        },
+      ),
+    );
     await waitUntil(() => ended, { what: "end of replay", timeoutMs: 30_000 });
     // 3,500 published, 3,000 kept: 500…3,499.
     expect(replies).toEqual(["first:500:4"]);

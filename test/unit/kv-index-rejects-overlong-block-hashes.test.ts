@@ -31,8 +31,14 @@ describe("the KV-block index refuses over-long block hashes", () => {
     expect(index.size).toBe(0);
 
     const ids = tokens(99, 16 * 3);
-    tracker.apply(0, batch([blockStored({ blockHashes: [bytes(32, 1), bytes(MAX_BLOCK_HASH_BYTES, 2)], parentBlockHash: null, tokenIds: ids.slice(0, 32), blockSize: 16 })]));
-    tracker.apply(0, batch([blockStored({ blockHashes: [-(2n ** 63n)], parentBlockHash: bytes(MAX_BLOCK_HASH_BYTES, 2), tokenIds: ids.slice(32), blockSize: 16 })]));
+    tracker.apply(
+      0,
+      batch([blockStored({ blockHashes: [bytes(32, 1), bytes(MAX_BLOCK_HASH_BYTES, 2)], parentBlockHash: null, tokenIds: ids.slice(0, 32), blockSize: 16 })]),
+    );
+    tracker.apply(
+      0,
+      batch([blockStored({ blockHashes: [-(2n ** 63n)], parentBlockHash: bytes(MAX_BLOCK_HASH_BYTES, 2), tokenIds: ids.slice(32), blockSize: 16 })]),
+    );
     expect(index.matchedBlocks(tokenBlockKeys(ids), 0)).toBe(3);
     expect(stats.rejected(0, "hash-length")).toBe(60);
   });
@@ -40,7 +46,10 @@ describe("the KV-block index refuses over-long block hashes", () => {
   test("an over-long parent hash refuses the BlockStored; an over-long hash in a BlockRemoved refuses it and removes nothing", () => {
     const { stats, tracker } = setup();
     const ids = tokens(7, 32);
-    tracker.apply(0, batch([blockStored({ blockHashes: [1n], parentBlockHash: bytes(MAX_BLOCK_HASH_BYTES + 1, 3), tokenIds: ids.slice(0, 16), blockSize: 16 })]));
+    tracker.apply(
+      0,
+      batch([blockStored({ blockHashes: [1n], parentBlockHash: bytes(MAX_BLOCK_HASH_BYTES + 1, 3), tokenIds: ids.slice(0, 16), blockSize: 16 })]),
+    );
     expect(stats.rejected(0, "hash-length")).toBe(1);
     tracker.apply(0, batch([blockStored({ blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: ids, blockSize: 16 })]));
     tracker.apply(0, batch([{ type: "BlockRemoved", blockHashes: [1n, bytes(MAX_BLOCK_HASH_BYTES + 1, 4)], medium: "GPU", groupIdx: null }]));

@@ -1,15 +1,16 @@
 /** One BlockStored bigger than the index can take is refused whole: the other engines keep their blocks, the index holds no orphan entry, and they can fill it afterwards. */
 import { describe, expect, test } from "bun:test";
-import { blockStored, type BlockHash, type KvCacheEvent } from "../../src/engines/kv-events/model.ts";
+import { type BlockHash, blockStored, type KvCacheEvent } from "../../src/engines/kv-events/model.ts";
 import { KvBlockTracker } from "../../src/polling/kv-block-tracker.ts";
 import { KvBlockIndex } from "../../src/scheduling/kv-block-index.ts";
 import { tokenBlockKeys } from "../../src/scheduling/token-blocks.ts";
-import { KV_COUNTER, KV_STREAM, KvEventStats, type KvEventRejectReason } from "../../src/shared/kv-event-stats.ts";
+import { KV_COUNTER, KV_STREAM, type KvEventRejectReason, KvEventStats } from "../../src/shared/kv-event-stats.ts";
 
 const CAPACITY = 1024;
 const tokens = (seed: number, n: number) => Array.from({ length: n }, (_, i) => seed * 100_000 + i);
 const batch = (events: KvCacheEvent[]) => ({ ts: 1, events, dataParallelRank: 0 });
-const stored = (ids: number[], hashes: BlockHash[], parent: BlockHash | null, blockSize = 16) => blockStored({ blockHashes: hashes, parentBlockHash: parent, tokenIds: ids, blockSize });
+const stored = (ids: number[], hashes: BlockHash[], parent: BlockHash | null, blockSize = 16) =>
+  blockStored({ blockHashes: hashes, parentBlockHash: parent, tokenIds: ids, blockSize });
 const hashes = (from: number, n: number) => Array.from({ length: n }, (_, i) => BigInt(from + i));
 
 function setup() {

@@ -15,7 +15,7 @@ import { EngineCore } from "../../src/sim/engine-core.ts";
 import { saltedForAdapter } from "../../src/sim/lora/engine-lora.ts";
 import type { SeqAdapter } from "../../src/sim/sequence.ts";
 import { NO_FRONTEND } from "../../src/sim/step-time.ts";
-import { textPrompt, type PromptTokens } from "../../src/sim/tokens.ts";
+import { type PromptTokens, textPrompt } from "../../src/sim/tokens.ts";
 
 const SQL: SeqAdapter = { id: 1, name: "sql" };
 const CHAT: SeqAdapter = { id: 2, name: "chat" };
@@ -24,14 +24,31 @@ const PROMPT = textPrompt("z".repeat(4 * 70), 16, undefined, 42n); // 70 tokens:
 function core(): EngineCore {
   return new EngineCore(
     { maxNumSeqs: 4, maxNumBatchedTokens: 256, numGpuBlocks: 64, blockSize: 16, maxModelLen: 1024, kvEvents: true, maxLoras: 2 },
-    { timing: { derived: undefined, derivedScale: 1, flatDecode: { itlMs: 1, batchSlowdown: 0, maxNumSeqs: 4 }, flatPrefill: { msPerToken: 0 } }, jitter: 0, frontend: NO_FRONTEND, firstTokenDelayMs: 0 },
+    {
+      timing: { derived: undefined, derivedScale: 1, flatDecode: { itlMs: 1, batchSlowdown: 0, maxNumSeqs: 4 }, flatPrefill: { msPerToken: 0 } },
+      jitter: 0,
+      frontend: NO_FRONTEND,
+      firstTokenDelayMs: 0,
+    },
   );
 }
 
 /** Run one request to its end; the events its steps recorded. */
 function serve(c: EngineCore, prompt: PromptTokens, adapter?: SeqAdapter): KvCacheEvent[] {
   let done = false;
-  c.submit({ prompt, ...(adapter ? { adapter } : {}), outputTokens: 2, finishReason: "length", stallAfter: -1, cutAfter: -1, intervalMs: 0, sink: { token() {}, finish: () => (done = true), cut() {} } }, 0);
+  c.submit(
+    {
+      prompt,
+      ...(adapter ? { adapter } : {}),
+      outputTokens: 2,
+      finishReason: "length",
+      stallAfter: -1,
+      cutAfter: -1,
+      intervalMs: 0,
+      sink: { token() {}, finish: () => (done = true), cut() {} },
+    },
+    0,
+  );
   const events: KvCacheEvent[] = [];
   for (let i = 0; i < 100 && !done; i++) {
     c.advance(c.nextEventAt());

@@ -17,19 +17,28 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { EndpointChooser } from "../../src/admission/chooser.ts";
 import { EndpointDirectory } from "../../src/admission/endpoint-directory.ts";
-import { parseSchedulingForTest } from "../helpers/lora.ts";
 import { parseEngineMetrics } from "../../src/engines/engine-metrics.ts";
 import { loraInfo } from "../../src/engines/lora-info.ts";
 import { parsePrometheusText } from "../../src/engines/prom-text.ts";
 import { AdapterCatalog, UNNUMBERED_ADAPTER } from "../../src/gateway/adapter-catalog.ts";
 import { writeLora } from "../../src/polling/health-service.ts";
-import { INITIAL_SNAPSHOT, parseModelList, type EndpointSnapshot } from "../../src/polling/readiness.ts";
+import { type EndpointSnapshot, INITIAL_SNAPSHOT, parseModelList } from "../../src/polling/readiness.ts";
 import { servesAdapter } from "../../src/scheduling/filters/serves-adapter.ts";
 import { SchedulingProfile } from "../../src/scheduling/profile.ts";
-import { HOME_BONUS, homeHash, LORA_RESIDENT_SCORE, LORA_ROOM_SCORE, LORA_RUNNING_SCORE, LORA_WAITING_SCORE, loraAffinity, loraAffinityScore } from "../../src/scheduling/scorers/lora-affinity.ts";
+import {
+  HOME_BONUS,
+  homeHash,
+  LORA_RESIDENT_SCORE,
+  LORA_ROOM_SCORE,
+  LORA_RUNNING_SCORE,
+  LORA_WAITING_SCORE,
+  loraAffinity,
+  loraAffinityScore,
+} from "../../src/scheduling/scorers/lora-affinity.ts";
 import type { AdapterView } from "../../src/scheduling/types.ts";
 import { EndpointTable, F, I } from "../../src/shared/endpoint-table.ts";
 import { AdapterNames, LoraTable, MAX_ADAPTERS, RECENT } from "../../src/shared/lora-table.ts";
+import { parseSchedulingForTest } from "../helpers/lora.ts";
 import { endpoint, schedulingContext } from "../helpers/scheduling.ts";
 
 const FIXTURE = readFileSync(join(import.meta.dir, "..", "fixtures", "vllm-lora-requests-info.txt"), "utf8");
@@ -39,13 +48,15 @@ describe("vllm:lora_requests_info", () => {
     const info = loraInfo(parsePrometheusText(FIXTURE).samples);
     expect(info).toEqual({ maxLoras: 2, running: [], waiting: [], at: 1.7886264577368872e9 });
     // Drop the idle line: the latest is then adapter_json, running and waiting.
-    const mid = FIXTURE.split("\n").filter((l) => !l.includes('running_lora_adapters=""')).join("\n");
+    const mid = FIXTURE.split("\n")
+      .filter((l) => !l.includes('running_lora_adapters=""'))
+      .join("\n");
     expect(loraInfo(parsePrometheusText(mid).samples)).toMatchObject({ maxLoras: 2, running: ["adapter_json"], waiting: ["adapter_json"] });
   });
 
   test("several adapters are comma-joined; label order does not matter; absent is undefined", () => {
     const text = [
-      '# TYPE vllm:lora_requests_info gauge',
+      "# TYPE vllm:lora_requests_info gauge",
       'vllm:lora_requests_info{waiting_lora_adapters="c",running_lora_adapters="a,b",max_lora="4"} 1.79e+09',
       'vllm:lora_requests_info{max_lora="4",running_lora_adapters="a",waiting_lora_adapters=""} 1.78e+09',
     ].join("\n");
@@ -84,8 +95,25 @@ describe("the shared LoRA table", () => {
     const names = new AdapterNames();
     const fresh: [string, number][] = [];
     const metrics = parseEngineMetrics('vllm:lora_requests_info{max_lora="2",running_lora_adapters="sql",waiting_lora_adapters="chat,sql"} 1.79e+09\n', "vllm");
-    writeLora(lora, names, 1, snapshot({ adapters: [{ name: "sql", parent: "llama" }, { name: "chat", parent: "llama" }, { name: "legal", parent: "llama" }], metrics }), fresh);
-    expect(fresh).toEqual([["sql", 0], ["chat", 1], ["legal", 2]]);
+    writeLora(
+      lora,
+      names,
+      1,
+      snapshot({
+        adapters: [
+          { name: "sql", parent: "llama" },
+          { name: "chat", parent: "llama" },
+          { name: "legal", parent: "llama" },
+        ],
+        metrics,
+      }),
+      fresh,
+    );
+    expect(fresh).toEqual([
+      ["sql", 0],
+      ["chat", 1],
+      ["legal", 2],
+    ]);
     expect([0, 1, 2].map((id) => lora.has(1, "registered", id))).toEqual([true, true, true]);
     expect([0, 1, 2].map((id) => lora.has(1, "running", id))).toEqual([true, false, false]);
     expect([0, 1, 2].map((id) => lora.has(1, "waiting", id))).toEqual([true, true, false]);
@@ -97,7 +125,13 @@ describe("the shared LoRA table", () => {
     expect(lora.recency(1, 1)).toBe(-1);
     expect(lora.has(0, "registered", 0)).toBe(false);
     // A later poll whose metrics have no LoRA gauge: running, waiting and slots are gone, registered stays.
-    writeLora(lora, names, 1, snapshot({ adapters: [{ name: "sql", parent: "llama" }], metrics: parseEngineMetrics("vllm:num_requests_running 0\n", "vllm") }), []);
+    writeLora(
+      lora,
+      names,
+      1,
+      snapshot({ adapters: [{ name: "sql", parent: "llama" }], metrics: parseEngineMetrics("vllm:num_requests_running 0\n", "vllm") }),
+      [],
+    );
     expect(lora.has(1, "running", 0)).toBe(false);
     expect(lora.maxLoras(1)).toBeUndefined();
     expect(lora.has(1, "registered", 0)).toBe(true);
@@ -145,7 +179,16 @@ describe("the adapter catalog", () => {
   });
 });
 
-const view = (over: Partial<AdapterView> = {}): AdapterView => ({ registered: true, running: false, waiting: false, resident: false, active: 1, runningAdapters: 1, maxLoras: 2, ...over });
+const view = (over: Partial<AdapterView> = {}): AdapterView => ({
+  registered: true,
+  running: false,
+  waiting: false,
+  resident: false,
+  active: 1,
+  runningAdapters: 1,
+  maxLoras: 2,
+  ...over,
+});
 
 describe("lora-affinity and serves-adapter", () => {
   test("running > still in a slot > room > waiting > none; nothing reported scores as none", () => {
@@ -213,7 +256,7 @@ describe("the chooser over the shared tables", () => {
     lora.setAdapters(2, "running", [0]);
     lora.setState(2, 1, 1);
     let seed = 1;
-    const random = () => ((seed = (seed * 48271) % 2147483647) / 2147483647);
+    const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
     for (let i = 0; i < 5; i++) {
       const c = chooser.choose({ model: "llama", prefixHashes: [], adapter: 0 }, random, now);
       expect(c.ok && c.index).toBe(2);

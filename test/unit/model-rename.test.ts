@@ -11,7 +11,9 @@ describe("an answer's model as the client asked for it", () => {
     expect(apply(r, 'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"fallback-7b","choices":[{"delta":{"content":"hi"}}]}\n\n')).toBe(
       'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"my-model","choices":[{"delta":{"content":"hi"}}]}\n\n',
     );
-    expect(apply(r, 'data: {"id": "c", "model" : "x\\"y", "choices": [], "usage": {"prompt_tokens": 1}}\n\n')).toBe('data: {"id": "c", "model" : "my-model", "choices": [], "usage": {"prompt_tokens": 1}}\n\n');
+    expect(apply(r, 'data: {"id": "c", "model" : "x\\"y", "choices": [], "usage": {"prompt_tokens": 1}}\n\n')).toBe(
+      'data: {"id": "c", "model" : "my-model", "choices": [], "usage": {"prompt_tokens": 1}}\n\n',
+    );
     expect(apply(r, '{"object":"list","data":[{"embedding":[0.1]}],"model":"emb"}')).toBe('{"object":"list","data":[{"embedding":[0.1]}],"model":"my-model"}');
   });
 

@@ -28,7 +28,10 @@ async function codeAndParam(p: Promise<unknown>): Promise<[string, string | null
 test("model and stream are read whatever the chunking, before or after the file; the first of a repeated field counts", async () => {
   const audio = "\u0007".repeat(5000);
   for (const size of [1, 7, 64, 100_000]) {
-    expect(await fieldsOf(part("model", "whisper") + part("file", audio, "a.wav") + part("stream", "true") + END, size)).toEqual({ model: "whisper", stream: true });
+    expect(await fieldsOf(part("model", "whisper") + part("file", audio, "a.wav") + part("stream", "true") + END, size)).toEqual({
+      model: "whisper",
+      stream: true,
+    });
     expect(await fieldsOf(part("file", audio, "a.wav") + part("model", "m") + part("model", "other") + END, size)).toEqual({ model: "m", stream: false });
   }
 });

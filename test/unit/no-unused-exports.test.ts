@@ -87,7 +87,10 @@ function unusedExports(extra = new Map<string, string>()): string[] {
       } else if (topLevel.has(node) && hasExportModifier(node)) {
         if (ts.isVariableStatement(node)) {
           for (const d of node.declarationList.declarations) if (ts.isIdentifier(d.name)) names.add(d.name.text);
-        } else if ((ts.canHaveModifiers(node) && (ts.getModifiers(node) ?? []).some((m) => m.kind === ts.SyntaxKind.DefaultKeyword)) || ts.isExportAssignment(node)) {
+        } else if (
+          (ts.canHaveModifiers(node) && (ts.getModifiers(node) ?? []).some((m) => m.kind === ts.SyntaxKind.DefaultKeyword)) ||
+          ts.isExportAssignment(node)
+        ) {
           names.add("default");
         } else {
           const name = (node as ts.DeclarationStatement).name;

@@ -17,7 +17,9 @@ describe("open files limit", () => {
   test("two sockets per stream plus a reserve; a warning names the remedy", () => {
     expect(fdsNeeded(10_000)).toBe(20_256);
     expect(openFilesVerdict({ soft: 65536, hard: 65536 }, 10_000)).toEqual({
-      level: "info", msg: "open files limit", fields: { soft: 65536, hard: 65536, needed: 20_256, maxOpenStreams: 10_000 },
+      level: "info",
+      msg: "open files limit",
+      fields: { soft: 65536, hard: 65536, needed: 20_256, maxOpenStreams: 10_000 },
     });
     const low = openFilesVerdict({ soft: 20_000, hard: 20_000 }, 10_000);
     expect(low.level).toBe("warn");

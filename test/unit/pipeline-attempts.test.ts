@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { API_KEY, chatBody, inProcessGateway, okChat, type FakeEngine } from "../helpers/in-process-gateway.ts";
+import { API_KEY, chatBody, type FakeEngine, inProcessGateway, okChat } from "../helpers/in-process-gateway.ts";
 
 const post = (gw: ReturnType<typeof inProcessGateway>, body = chatBody()) =>
   gw.request("/v1/chat/completions", { method: "POST", headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" }, body });
@@ -17,7 +17,11 @@ describe("the attempt loop, in process", () => {
   test("a retryable failure (503) moves the request to the model's next endpoint", async () => {
     const gw = inProcessGateway({ engine: failingOn(["e1"], 503) });
     const res = await post(gw);
-    expect({ status: res.status, attempts: res.headers.get("x-llmgw-attempts"), endpoint: res.headers.get("x-llmgw-endpoint") }).toEqual({ status: 200, attempts: "2", endpoint: "e2" });
+    expect({ status: res.status, attempts: res.headers.get("x-llmgw-attempts"), endpoint: res.headers.get("x-llmgw-endpoint") }).toEqual({
+      status: 200,
+      attempts: "2",
+      endpoint: "e2",
+    });
     expect(gw.trace.calls.map((c) => c.endpoint)).toEqual(["e1", "e2"]);
   });
 

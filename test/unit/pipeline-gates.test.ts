@@ -1,8 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { API_KEY, BATCH_KEY, chatBody, inProcessGateway, type InProcessGateway } from "../helpers/in-process-gateway.ts";
+import { API_KEY, BATCH_KEY, chatBody, type InProcessGateway, inProcessGateway } from "../helpers/in-process-gateway.ts";
 
 function post(gw: InProcessGateway, body: string, headers: Record<string, string> = {}): Promise<Response> {
-  return gw.request("/v1/chat/completions", { method: "POST", headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json", ...headers }, body });
+  return gw.request("/v1/chat/completions", {
+    method: "POST",
+    headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json", ...headers },
+    body,
+  });
 }
 
 async function refusal(res: Response): Promise<{ status: number; code: unknown }> {

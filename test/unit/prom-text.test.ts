@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { sharedFixture as fixture } from "../helpers/fixtures.ts";
 import { parsePrometheusText, sumSamples } from "../../src/engines/prom-text.ts";
+import { sharedFixture as fixture } from "../helpers/fixtures.ts";
 
 describe("prometheus text parser", () => {
   test("parses labels with escapes, special values and timestamps", () => {

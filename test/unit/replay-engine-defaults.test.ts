@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
-import { DEFAULT_REPLAY_PROFILE, replayEngineDefaults } from "../../src/bench/replay-scenario.ts";
 import type { WindowRequest } from "../../src/bench/replay/trace.ts";
+import { DEFAULT_REPLAY_PROFILE, replayEngineDefaults } from "../../src/bench/replay-scenario.ts";
 
 const req = (inputTokens: number, outputTokens: number): WindowRequest => ({ atMs: 0, inputTokens, outputTokens, index: 0 });
 

@@ -2,15 +2,24 @@
 import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { replayScenario } from "../../src/bench/replay-scenario.ts";
 import { LogHistogram } from "../../src/bench/replay/log-histogram.ts";
 import type { RequestRecord } from "../../src/bench/replay/open-loop-driver.ts";
 import { errorKind, summarize } from "../../src/bench/replay/summary.ts";
 import { bucketWidth, timeline } from "../../src/bench/replay/timeline.ts";
+import { replayScenario } from "../../src/bench/replay-scenario.ts";
 import { splitArgs } from "../../src/bench/sim-fleet.ts";
 import { REPO_ROOT } from "../../src/shared/llmgw-child.ts";
 
-const rec = (id: number, o: Partial<RequestRecord>): RequestRecord => ({ id, atMs: id * 1000, lateMs: 0, status: 200, durationMs: 1000, outputTokens: 10, promptTokens: 100, ...o });
+const rec = (id: number, o: Partial<RequestRecord>): RequestRecord => ({
+  id,
+  atMs: id * 1000,
+  lateMs: 0,
+  status: 200,
+  durationMs: 1000,
+  outputTokens: 10,
+  promptTokens: 100,
+  ...o,
+});
 
 const records: RequestRecord[] = [
   rec(0, { endpoint: "sim-1", ttftMs: 100, itlMeanMs: 20 }),
@@ -64,7 +73,12 @@ test("the timeline: arrivals per bucket, requests open on average, per endpoint"
 test("the log histogram: quantiles within 2 %, mergeable, through JSON", () => {
   const h = new LogHistogram();
   for (let i = 1; i <= 1000; i++) h.add(i);
-  for (const [q, want] of [[0.5, 500], [0.9, 900], [0.99, 990]] as const) expect(Math.abs(h.quantile(q) - want) / want).toBeLessThan(0.02);
+  for (const [q, want] of [
+    [0.5, 500],
+    [0.9, 900],
+    [0.99, 990],
+  ] as const)
+    expect(Math.abs(h.quantile(q) - want) / want).toBeLessThan(0.02);
   const back = LogHistogram.from(JSON.parse(JSON.stringify(h.toJSON())));
   back.merge(h);
   expect(back.count).toBe(2000);

@@ -7,17 +7,18 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseAzureCsv, azureTimestampMs } from "../../src/bench/replay/azure-trace.ts";
+import { azureTimestampMs, parseAzureCsv } from "../../src/bench/replay/azure-trace.ts";
 import { parseMooncakeJsonl } from "../../src/bench/replay/mooncake-trace.ts";
 import { keyText, PromptTextCache, segmentTokens, traceSegments } from "../../src/bench/replay/prompt-text.ts";
-import { tracePrefixShare, traceWindow, TraceFormatError, type Trace } from "../../src/bench/replay/trace.ts";
+import { type Trace, TraceFormatError, tracePrefixShare, traceWindow } from "../../src/bench/replay/trace.ts";
 import { parseTraceText, SHIPPED_TRACES, TRACES_DIR } from "../../src/bench/replay/trace-files.ts";
 import { schedule } from "../../src/bench/replay-scenario.ts";
 import { parseGenerationRequest } from "../../src/sim/openai-request.ts";
 import { CHARS_PER_TOKEN, textPrompt } from "../../src/sim/tokens.ts";
 
 // The first rows of the published files, as they are (CRLF line ends in the Azure CSV).
-const AZURE = "TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:15:46.6805900,374,44\r\n2023-11-16 18:15:50.9951690,396,109\r\n2023-11-16 18:15:51.0000000,879,31\r\n";
+const AZURE =
+  "TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:15:46.6805900,374,44\r\n2023-11-16 18:15:50.9951690,396,109\r\n2023-11-16 18:15:51.0000000,879,31\r\n";
 const MOONCAKE = [
   '{"timestamp": 0, "input_length": 6758, "output_length": 500, "hash_ids": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]}',
   '{"timestamp": 0, "input_length": 7322, "output_length": 490, "hash_ids": [0, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27]}',
@@ -51,7 +52,10 @@ describe("Azure CSV", () => {
       ["TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,12\n", /line 2: expected 3 fields, got 2/],
       ["TIMESTAMP,ContextTokens,GeneratedTokens\nyesterday,12,4\n", /line 2: TIMESTAMP: expected/],
       ["TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-30 00:00:00,12,4\n", /line 2: TIMESTAMP/],
-      ["TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,12,4\n2023-11-16 18:15:47,-1,4\n", /line 3: ContextTokens: expected an integer ≥ 1, got '-1'/],
+      [
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,12,4\n2023-11-16 18:15:47,-1,4\n",
+        /line 3: ContextTokens: expected an integer ≥ 1, got '-1'/,
+      ],
       ["TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,12,0\n", /line 2: GeneratedTokens/],
       ["TIMESTAMP,ContextTokens,GeneratedTokens\r\n", /no requests/],
     ];
@@ -132,7 +136,9 @@ test("the trace's own prefix sharing: tokens in blocks whose whole chain an earl
   // Request 2 reuses block 0 of request 1 (512 tokens); request 3 reuses blocks 0 and 1 of request 1 (1024).
   expect(tracePrefixShare(t.requests)).toBeCloseTo((512 + 1024) / (6758 + 7322 + 1100), 9);
   // A block id seen before, but after a different block, is not a prefix hit.
-  const moved = parseMooncakeJsonl('{"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]}\n{"timestamp": 1, "input_length": 1024, "output_length": 1, "hash_ids": [3, 2]}');
+  const moved = parseMooncakeJsonl(
+    '{"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]}\n{"timestamp": 1, "input_length": 1024, "output_length": 1, "hash_ids": [3, 2]}',
+  );
   expect(tracePrefixShare(moved.requests)).toBe(0);
   expect(tracePrefixShare(parseAzureCsv(AZURE).requests)).toBeUndefined();
 });
@@ -146,7 +152,11 @@ describe("prompts from block ids", () => {
   const BLOCK = 512 * CHARS_PER_TOKEN;
 
   test("the sim counts exactly input_length tokens, and no tail of it as its own output", () => {
-    for (const [p, r] of [[pa, a], [pb, b], [pc, c]] as const) {
+    for (const [p, r] of [
+      [pa, a],
+      [pb, b],
+      [pc, c],
+    ] as const) {
       expect(p.length).toBe(r!.inputTokens * CHARS_PER_TOKEN);
       const parsed = textPrompt(p, 16);
       expect({ count: parsed.count, continued: parsed.continued }).toEqual({ count: r!.inputTokens, continued: 0 });

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { canonicalJson, isDeterministic, responseCacheKey } from "../../src/cache/cache-key.ts";
 import { LruByteCache } from "../../src/cache/lru-byte-cache.ts";
-import { CACHE_HEADER, ResponseCache, type CacheLookup } from "../../src/cache/response-cache-store.ts";
+import { CACHE_HEADER, type CacheLookup, ResponseCache } from "../../src/cache/response-cache-store.ts";
 
 const CFG = { models: ["m"], maxBytes: 64 * 1024, maxEntryBytes: 8 * 1024, ttlMs: 60_000 };
 const chat = (extra: Record<string, unknown> = {}) => ({ model: "m", messages: [{ role: "user", content: "hi" }], temperature: 0, ...extra });
@@ -46,7 +46,13 @@ describe("byte-bounded LRU", () => {
 });
 
 describe("response cache", () => {
-  const lookup = (tenant: string, body: Record<string, unknown>, model = "m"): CacheLookup => ({ tenant, route: "chat", requestedModel: model, model: "m", body });
+  const lookup = (tenant: string, body: Record<string, unknown>, model = "m"): CacheLookup => ({
+    tenant,
+    route: "chat",
+    requestedModel: model,
+    model: "m",
+    body,
+  });
 
   async function serve(cache: ResponseCache, q: CacheLookup, answer: () => Response): Promise<[Response, number]> {
     let engine = 0;
@@ -88,7 +94,7 @@ describe("response cache", () => {
     await Bun.sleep(1);
     expect((await cache.check(lookup("t", chat({ n: 1 })))).kind).toBe("miss");
     expect((await cache.check(lookup("t", chat({ n: 2 })))).kind).toBe("miss");
-    const sse = "data: {\"a\":1}\n\ndata: [DONE]\n\n";
+    const sse = 'data: {"a":1}\n\ndata: [DONE]\n\n';
     const stream = () => new Response(new Blob([sse]).stream(), { headers: { "content-type": "text/event-stream" } });
     await (await serve(cache, lookup("t", chat({ stream: true })), stream))[0].text();
     await Bun.sleep(1);

@@ -23,8 +23,25 @@ test("an earlier layout's records, input items, conversations and queued backgro
   db.run(EARLIER);
   const now = Date.now();
   const insert = db.query("INSERT INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  const whole = JSON.stringify([{ role: "user", content: "q1" }, { role: "assistant", content: "a1" }, { role: "user", content: "q2" }]);
-  insert.run("t", "resp_done", now, now + 60_000, "completed", JSON.stringify({ id: "resp_done", output: [{ role: "assistant", content: "a2" }] }), '[{"id":"msg_a"},{"id":"msg_b"}]', whole, null, null, null, 100);
+  const whole = JSON.stringify([
+    { role: "user", content: "q1" },
+    { role: "assistant", content: "a1" },
+    { role: "user", content: "q2" },
+  ]);
+  insert.run(
+    "t",
+    "resp_done",
+    now,
+    now + 60_000,
+    "completed",
+    JSON.stringify({ id: "resp_done", output: [{ role: "assistant", content: "a2" }] }),
+    '[{"id":"msg_a"},{"id":"msg_b"}]',
+    whole,
+    null,
+    null,
+    null,
+    100,
+  );
   insert.run("t", "resp_bg", now + 1, now + 60_000, "queued", '{"id":"resp_bg","status":"queued"}', "[]", "[]", '{"body":{}}', null, null, 50);
 
   const store = new SqliteResponsesStore(db);

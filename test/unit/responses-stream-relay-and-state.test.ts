@@ -8,22 +8,25 @@
  * their pages.
  */
 import { describe, expect, test } from "bun:test";
+import { ResponsesTracker, responsesContinuable, responsesContinuationBody } from "../../src/gateway/continuation/responses-continuation.ts";
+import { usageFromTail } from "../../src/gateway/proxy/json-answer.ts";
 import type { RelayOwner } from "../../src/gateway/proxy/relay.ts";
 import { classifyResponsesEvent } from "../../src/gateway/proxy/responses-events.ts";
 import { relayBody } from "../../src/gateway/proxy/sse-response.ts";
 import { answerToolCalls, chatToolCallStarts } from "../../src/gateway/proxy/stream-dialect.ts";
-import { usageFromTail } from "../../src/gateway/proxy/json-answer.ts";
 import { RouteSupport, routeMissing } from "../../src/gateway/route-support.ts";
-import { expandedInput, inputItemsPage, listedItems, type ConversationLink } from "../../src/jobs/responses-objects.ts";
-import { openStreamOf } from "../helpers/scripted-stream.ts";
+import { type ConversationLink, expandedInput, inputItemsPage, listedItems } from "../../src/jobs/responses-objects.ts";
 import { sseEndedCleanly } from "../../src/shared/recorded-response.ts";
-import { responsesContinuable, responsesContinuationBody, ResponsesTracker } from "../../src/gateway/continuation/responses-continuation.ts";
+import { openStreamOf } from "../helpers/scripted-stream.ts";
 
 const enc = new TextEncoder();
 const ev = (type: string, body: Record<string, unknown> = {}) => `event: ${type}\ndata: ${JSON.stringify({ ...body, type })}\n\n`;
 const CREATED = ev("response.created", { response: { id: "resp_1", object: "response", status: "in_progress", model: "m", output: [] }, sequence_number: 0 });
 const DELTA = (t: string, n: number) => ev("response.output_text.delta", { delta: t, item_id: "msg_1", output_index: 0, content_index: 0, sequence_number: n });
-const COMPLETED = ev("response.completed", { response: { id: "resp_1", status: "completed", usage: { input_tokens: 9, output_tokens: 2, total_tokens: 11 } }, sequence_number: 5 });
+const COMPLETED = ev("response.completed", {
+  response: { id: "resp_1", status: "completed", usage: { input_tokens: 9, output_tokens: 2, total_tokens: 11 } },
+  sequence_number: 5,
+});
 
 function kindOf(text: string): string {
   const b = enc.encode(text);
@@ -96,7 +99,10 @@ describe("the Responses API's stream in the relay", () => {
   test("a stream cut after commit ends with the API's error then response.failed (same response id, next sequence numbers), no [DONE]", async () => {
     const { events, owner: o } = await relay([CREATED, DELTA("a", 1), new Error("socket closed")]);
     expect(events.map((e) => e.type)).toEqual(["response.created", "response.output_text.delta", "error", "response.failed"]);
-    const [err, failed] = events.slice(-2) as unknown as [{ code: string; sequence_number: number }, { response: { id: string; status: string; error: { code: string } }; sequence_number: number }];
+    const [err, failed] = events.slice(-2) as unknown as [
+      { code: string; sequence_number: number },
+      { response: { id: string; status: string; error: { code: string } }; sequence_number: number },
+    ];
     expect(err.code).toBe("UPSTREAM_STREAM_TRUNCATED");
     expect(err.sequence_number).toBe(2);
     expect(failed.sequence_number).toBe(3);
@@ -114,11 +120,22 @@ describe("the Responses API's stream in the relay", () => {
 
   test("tool calls are counted when tools were offered: a function_call item in a Responses stream, a call's first delta in chat", async () => {
     const o = owner(true);
-    await relay([CREATED, ev("response.output_item.added", { item: { type: "function_call", name: "f" } }) + ev("response.function_call_arguments.delta", { delta: "{}" }), COMPLETED], o);
+    await relay(
+      [
+        CREATED,
+        ev("response.output_item.added", { item: { type: "function_call", name: "f" } }) + ev("response.function_call_arguments.delta", { delta: "{}" }),
+        COMPLETED,
+      ],
+      o,
+    );
     expect(o.toolCalls).toBe(1);
-    const chunk = enc.encode('data: {"choices":[{"delta":{"tool_calls":[{"id":"c1","type":"function","index":0,"function":{"name":"f","arguments":""}},{"id":"c2","type":"function","index":1,"function":{"name":"g","arguments":""}}]}}]}');
+    const chunk = enc.encode(
+      'data: {"choices":[{"delta":{"tool_calls":[{"id":"c1","type":"function","index":0,"function":{"name":"f","arguments":""}},{"id":"c2","type":"function","index":1,"function":{"name":"g","arguments":""}}]}}]}',
+    );
     expect(chatToolCallStarts(chunk, 0, chunk.length)).toBe(2);
-    const later = enc.encode('data: {"id":"chatcmpl-1","choices":[{"delta":{"tool_calls":[{"id":null,"type":"function","index":0,"function":{"name":null,"arguments":"{\\"id\\":\\"x\\"}"}}]}}]}');
+    const later = enc.encode(
+      'data: {"id":"chatcmpl-1","choices":[{"delta":{"tool_calls":[{"id":null,"type":"function","index":0,"function":{"name":null,"arguments":"{\\"id\\":\\"x\\"}"}}]}}]}',
+    );
     expect(chatToolCallStarts(later, 0, later.length)).toBe(0); // SGLang's later deltas; an "id" inside the arguments is escaped
     expect(answerToolCalls(enc.encode('{"tools":[{"type":"function","name":"f"}],"output":[{"type":"function_call","name":"f"}]}'), "responses")).toBe(1);
   });
@@ -130,7 +147,10 @@ describe("the Responses API's stream in the relay", () => {
   });
 
   test("usage in any engine's shape: prompt/completion, input/output (Responses), total only (rerank)", () => {
-    expect(usageFromTail(enc.encode('{"usage":{"input_tokens":3,"output_tokens":4,"total_tokens":7},"user":null}'))).toEqual({ prompt_tokens: 3, completion_tokens: 4 });
+    expect(usageFromTail(enc.encode('{"usage":{"input_tokens":3,"output_tokens":4,"total_tokens":7},"user":null}'))).toEqual({
+      prompt_tokens: 3,
+      completion_tokens: 4,
+    });
     expect(usageFromTail(enc.encode('{"results":[],"usage":{"total_tokens":12}}'))).toEqual({ prompt_tokens: 12, completion_tokens: 0 });
     expect(usageFromTail(enc.encode('{"text":"x","usage":{"type":"duration","seconds":3}}'))).toBeUndefined();
   });
@@ -138,7 +158,20 @@ describe("the Responses API's stream in the relay", () => {
 
 describe("which routes an endpoint serves", () => {
   test("configured routes are the only ones; a route-missing 404 is learned per path, a model's 404 is not", () => {
-    const r = new RouteSupport([{ id: "tok", url: "http://x", models: ["m"], modelsSource: "static", pool: "default", engine: "auto", gpuIds: [], dcgmUrl: undefined, kvEvents: undefined, routes: ["tokenize"] }]);
+    const r = new RouteSupport([
+      {
+        id: "tok",
+        url: "http://x",
+        models: ["m"],
+        modelsSource: "static",
+        pool: "default",
+        engine: "auto",
+        gpuIds: [],
+        dcgmUrl: undefined,
+        kvEvents: undefined,
+        routes: ["tokenize"],
+      },
+    ]);
     expect(r.limited).toBe(true);
     expect(r.serves("tok", "tokenize", "/tokenize")).toBe(true);
     expect(r.serves("tok", "chat", "/v1/chat/completions")).toBe(false);
@@ -154,7 +187,9 @@ describe("which routes an endpoint serves", () => {
 });
 
 describe("conversation state", () => {
-  const stored = (context: unknown[], output: unknown[]): ConversationLink[] => [{ response: JSON.stringify({ id: "resp_1", output }), context: JSON.stringify(context) }];
+  const stored = (context: unknown[], output: unknown[]): ConversationLink[] => [
+    { response: JSON.stringify({ id: "resp_1", output }), context: JSON.stringify(context) },
+  ];
 
   test("a follow-up's input is the stored conversation, its output, then the new input", () => {
     const out = { type: "message", role: "assistant", content: [{ type: "output_text", text: "hi" }] };
@@ -166,11 +201,21 @@ describe("conversation state", () => {
     const o1 = { type: "message", role: "assistant", content: "one" };
     const o2 = { type: "message", role: "assistant", content: "two" };
     const links = [...stored([{ role: "user", content: "a" }], [o1]), ...stored([{ role: "user", content: "b" }], [o2])];
-    expect(expandedInput(links, [{ role: "user", content: "c" }])).toEqual([{ role: "user", content: "a" }, o1, { role: "user", content: "b" }, o2, { role: "user", content: "c" }]);
+    expect(expandedInput(links, [{ role: "user", content: "c" }])).toEqual([
+      { role: "user", content: "a" },
+      o1,
+      { role: "user", content: "b" },
+      o2,
+      { role: "user", content: "c" },
+    ]);
   });
 
   test("input items are listed with ids and typed content; pages go newest first by default, after a cursor", () => {
-    const items = listedItems([{ role: "user", content: "one" }, { id: "msg_given", type: "message", role: "user", content: [{ type: "input_text", text: "two" }] }, { type: "function_call_output", call_id: "c", output: "42" }]);
+    const items = listedItems([
+      { role: "user", content: "one" },
+      { id: "msg_given", type: "message", role: "user", content: [{ type: "input_text", text: "two" }] },
+      { type: "function_call_output", call_id: "c", output: "42" },
+    ]);
     expect(items[0]).toMatchObject({ type: "message", content: [{ type: "input_text", text: "one" }] });
     expect(items[0]!.id).toMatch(/^msg_/);
     expect(items[1]!.id).toBe("msg_given");
@@ -194,20 +239,30 @@ describe("continuing a Responses stream", () => {
     expect(responsesContinuable({ ...body, tools: [{ type: "function", name: "f" }] })).toEqual({ ok: false, reason: "tools" });
     expect(responsesContinuable({ ...body, tools: [{ type: "function", name: "f" }], tool_choice: "none" })).toEqual({ ok: true });
     expect(responsesContinuable({ ...body, include: ["message.output_text.logprobs"] })).toEqual({ ok: false, reason: "logprobs" });
-    expect(responsesContinuable({ ...body, text: { format: { type: "json_schema", name: "x", schema: {} } } })).toEqual({ ok: false, reason: "structured_output" });
+    expect(responsesContinuable({ ...body, text: { format: { type: "json_schema", name: "x", schema: {} } } })).toEqual({
+      ok: false,
+      reason: "structured_output",
+    });
   });
 
   test("the continuation body: the input, then the delivered text as an in_progress assistant message; max_output_tokens reduced", () => {
     const out = JSON.parse(responsesContinuationBody(body, " a b", 2, "m2")!) as Record<string, unknown>;
     expect(out.model).toBe("m2");
     expect(out.max_output_tokens).toBe(8);
-    expect(out.input).toEqual([{ role: "user", content: "Tell me" }, { type: "message", role: "assistant", status: "in_progress", content: [{ type: "output_text", text: " a b" }] }]);
+    expect(out.input).toEqual([
+      { role: "user", content: "Tell me" },
+      { type: "message", role: "assistant", status: "in_progress", content: [{ type: "output_text", text: " a b" }] },
+    ]);
     expect(responsesContinuationBody(body, " a".repeat(10), 10)).toBeUndefined();
   });
 
   test("the tracker reads what went out; the rewriter drops the continuation's opening, renumbers, and makes the closing events whole", () => {
     const tracker = new ResponsesTracker();
-    const added = ev("response.output_item.added", { item: { id: "msg_orig", type: "message", role: "assistant", content: [], status: "in_progress" }, output_index: 0, sequence_number: 1 });
+    const added = ev("response.output_item.added", {
+      item: { id: "msg_orig", type: "message", role: "assistant", content: [], status: "in_progress" },
+      output_index: 0,
+      sequence_number: 1,
+    });
     for (const e of [CREATED, added, DELTA(" a", 2), DELTA(" b", 3)]) tracker.observeData(enc.encode(e));
     const point = tracker.resumePoint();
     expect(point).toEqual({ ok: true, text: " a b", tokens: 2 });
@@ -219,10 +274,29 @@ describe("continuing a Responses stream", () => {
     expect(rw(ev("response.created", { response: { id: "resp_cont" }, sequence_number: 0 }), "meta")).toBeUndefined();
     expect(rw(ev("response.output_item.added", { item: { id: "msg_cont", type: "message" }, sequence_number: 2 }), "meta")).toBeUndefined();
     expect(rw(DELTA(" c", 4).replace("msg_1", "msg_cont"), "data")).toMatchObject({ delta: " c", item_id: "msg_orig", sequence_number: 4 });
-    expect(rw(ev("response.output_text.done", { item_id: "msg_cont", text: " c", sequence_number: 5 }), "meta")).toMatchObject({ text: " a b c", item_id: "msg_orig", sequence_number: 5 });
-    const final = rw(ev("response.completed", { response: { id: "resp_cont", created_at: 9, output: [{ id: "msg_cont", type: "message", content: [{ type: "output_text", text: " c" }] }], usage: { input_tokens: 12, output_tokens: 1, total_tokens: 13 } }, sequence_number: 6 }), "final")!;
+    expect(rw(ev("response.output_text.done", { item_id: "msg_cont", text: " c", sequence_number: 5 }), "meta")).toMatchObject({
+      text: " a b c",
+      item_id: "msg_orig",
+      sequence_number: 5,
+    });
+    const final = rw(
+      ev("response.completed", {
+        response: {
+          id: "resp_cont",
+          created_at: 9,
+          output: [{ id: "msg_cont", type: "message", content: [{ type: "output_text", text: " c" }] }],
+          usage: { input_tokens: 12, output_tokens: 1, total_tokens: 13 },
+        },
+        sequence_number: 6,
+      }),
+      "final",
+    )!;
     expect(final.sequence_number).toBe(6);
-    expect(final.response).toMatchObject({ id: "resp_1", output: [{ id: "msg_orig", content: [{ text: " a b c" }] }], usage: { input_tokens: 10, output_tokens: 3, total_tokens: 13 } });
+    expect(final.response).toMatchObject({
+      id: "resp_1",
+      output: [{ id: "msg_orig", content: [{ text: " a b c" }] }],
+      usage: { input_tokens: 10, output_tokens: 3, total_tokens: 13 },
+    });
     expect(seg.usage).toEqual({ prompt_tokens: 10, completion_tokens: 3 });
   });
 
@@ -232,7 +306,13 @@ describe("continuing a Responses stream", () => {
     t.observeData(enc.encode(ev("response.output_item.added", { item: { id: "fc_1", type: "function_call" }, sequence_number: 1 })));
     expect(t.resumePoint()).toEqual({ ok: false, reason: "tool_calls" });
     const done = new ResponsesTracker();
-    for (const e of [CREATED, ev("response.output_item.added", { item: { id: "m", type: "message" }, sequence_number: 1 }), DELTA("x", 2), ev("response.output_text.done", { text: "x", sequence_number: 3 })]) done.observeData(enc.encode(e));
+    for (const e of [
+      CREATED,
+      ev("response.output_item.added", { item: { id: "m", type: "message" }, sequence_number: 1 }),
+      DELTA("x", 2),
+      ev("response.output_text.done", { text: "x", sequence_number: 3 }),
+    ])
+      done.observeData(enc.encode(e));
     expect(done.resumePoint()).toEqual({ ok: false, reason: "finished" });
   });
 });

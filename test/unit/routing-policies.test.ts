@@ -2,7 +2,15 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { derivedPolicies, endpointExtras, readPolicyFile, readPolicyFiles, routingPolicies, selectPolicies, templateListeners } from "../../src/bench/routing/policies.ts";
+import {
+  derivedPolicies,
+  endpointExtras,
+  readPolicyFile,
+  readPolicyFiles,
+  routingPolicies,
+  selectPolicies,
+  templateListeners,
+} from "../../src/bench/routing/policies.ts";
 import { SCORER_NAMES } from "../../src/config/plugin-names.ts";
 import { schedulingSchema } from "../../src/config/schema.ts";
 import { UsageError } from "../../src/shared/flags.ts";
@@ -54,12 +62,32 @@ describe("derived policies", () => {
   test("a scorer no file uses replaces the default's prefix scorer (precise-prefix) at its weight; a scorer a file uses is not derived", () => {
     const files = readPolicyFiles(dirWith({ "x.yaml": "description: x\ngateway:\n  scheduling:\n    scorers: [{ name: prefix-rendezvous, weight: 1 }]\n" }));
     const derived = derivedPolicies(files);
-    expect(derived.map((p) => p.name)).toEqual(["queue-depth", "kv-cache", "inflight", "prefix-affinity", "precise-prefix", "lora-affinity", "random", "round-robin"]);
+    expect(derived.map((p) => p.name)).toEqual([
+      "queue-depth",
+      "kv-cache",
+      "inflight",
+      "prefix-affinity",
+      "precise-prefix",
+      "lora-affinity",
+      "random",
+      "round-robin",
+    ]);
     // A scorer of the default's own is not listed twice.
-    expect(derived.find((p) => p.name === "inflight")!.gateway).toEqual({ scheduling: { scorers: [{ name: "queue-depth", weight: 2 }, { name: "kv-cache", weight: 1 }, { name: "lora-affinity", weight: 6 }, { name: "inflight", weight: 3 }] } });
+    expect(derived.find((p) => p.name === "inflight")!.gateway).toEqual({
+      scheduling: {
+        scorers: [
+          { name: "queue-depth", weight: 2 },
+          { name: "kv-cache", weight: 1 },
+          { name: "lora-affinity", weight: 6 },
+          { name: "inflight", weight: 3 },
+        ],
+      },
+    });
     const rendezvous = derivedPolicies([]).find((p) => p.name === "prefix-rendezvous")!;
     const weight = DEFAULTS.scorers.find((s) => s.name === "precise-prefix")!.weight;
-    expect(rendezvous.gateway).toEqual({ scheduling: { scorers: [...DEFAULTS.scorers.filter((s) => s.name !== "precise-prefix"), { name: "prefix-rendezvous", weight }] } });
+    expect(rendezvous.gateway).toEqual({
+      scheduling: { scorers: [...DEFAULTS.scorers.filter((s) => s.name !== "precise-prefix"), { name: "prefix-rendezvous", weight }] },
+    });
     expect(derived.some((p) => p.name === "prefix-rendezvous")).toBe(false);
   });
 
@@ -117,7 +145,10 @@ describe("endpoint templates", () => {
   test("{engine.NAME} becomes the engine's listener URL of that name, anywhere in the entry", () => {
     const t = { kv_events: { endpoint: "{engine.kv-events}", replay: ["{engine.kv-replay}"] }, weight: 2 };
     expect(templateListeners(t).sort()).toEqual(["kv-events", "kv-replay"]);
-    expect(endpointExtras(t, { api: "http://a", "kv-events": "tcp://127.0.0.1:5557", "kv-replay": "tcp://127.0.0.1:5558" })).toEqual({ kv_events: { endpoint: "tcp://127.0.0.1:5557", replay: ["tcp://127.0.0.1:5558"] }, weight: 2 });
+    expect(endpointExtras(t, { api: "http://a", "kv-events": "tcp://127.0.0.1:5557", "kv-replay": "tcp://127.0.0.1:5558" })).toEqual({
+      kv_events: { endpoint: "tcp://127.0.0.1:5557", replay: ["tcp://127.0.0.1:5558"] },
+      weight: 2,
+    });
     expect(() => endpointExtras(t, { api: "http://a" })).toThrow(/\{engine\.kv-events\}, which the engine did not announce \(it has: api\)/);
     expect(templateListeners({})).toEqual([]);
   });

@@ -1,7 +1,19 @@
 import { describe, expect, test } from "bun:test";
-import { buildSchedule, promptSegments, seededRandom, type SharedPrefixWorkload } from "../../src/bench/routing/shared-prefix-workload.ts";
+import { buildSchedule, promptSegments, type SharedPrefixWorkload, seededRandom } from "../../src/bench/routing/shared-prefix-workload.ts";
 
-const W: SharedPrefixWorkload = { groups: 5, perGroup: 3, systemLen: 40, questionLen: 8, outputLen: 6, warmup: { rate: 50, durationS: 1 }, stages: [{ rate: 100, durationS: 4 }, { rate: 300, durationS: 2 }], seed: 7 };
+const W: SharedPrefixWorkload = {
+  groups: 5,
+  perGroup: 3,
+  systemLen: 40,
+  questionLen: 8,
+  outputLen: 6,
+  warmup: { rate: 50, durationS: 1 },
+  stages: [
+    { rate: 100, durationS: 4 },
+    { rate: 300, durationS: 2 },
+  ],
+  seed: 7,
+};
 
 describe("shared_prefix schedule", () => {
   test("the same seed gives the same schedule; another seed another", () => {
@@ -34,11 +46,21 @@ describe("shared_prefix schedule", () => {
   });
 
   test("Poisson arrivals stage by stage: each within its stage, about rate × length of them, the warm-up first as stage -1", () => {
-    const { requests, stageStartMs, endMs } = buildSchedule({ ...W, stages: [{ rate: 2000, durationS: 2 }, { rate: 500, durationS: 4 }] });
+    const { requests, stageStartMs, endMs } = buildSchedule({
+      ...W,
+      stages: [
+        { rate: 2000, durationS: 2 },
+        { rate: 500, durationS: 4 },
+      ],
+    });
     expect(stageStartMs).toEqual([1000, 3000]);
     expect(endMs).toBe(7000);
     const of = (stage: number) => requests.filter((r) => r.stage === stage);
-    for (const [stage, from, to, expected] of [[-1, 0, 1000, 50], [0, 1000, 3000, 4000], [1, 3000, 7000, 2000]] as const) {
+    for (const [stage, from, to, expected] of [
+      [-1, 0, 1000, 50],
+      [0, 1000, 3000, 4000],
+      [1, 3000, 7000, 2000],
+    ] as const) {
       const rs = of(stage);
       for (const r of rs) {
         expect(r.atMs).toBeGreaterThanOrEqual(from);
@@ -49,7 +71,9 @@ describe("shared_prefix schedule", () => {
     }
     for (let i = 1; i < requests.length; i++) expect(requests[i]!.atMs).toBeGreaterThanOrEqual(requests[i - 1]!.atMs);
     // Exponential gaps: their spread is their mean (coefficient of variation 1), not a fixed pace.
-    const gaps = of(0).slice(1).map((r, i) => r.atMs - of(0)[i]!.atMs);
+    const gaps = of(0)
+      .slice(1)
+      .map((r, i) => r.atMs - of(0)[i]!.atMs);
     const mean = gaps.reduce((s, g) => s + g, 0) / gaps.length;
     const sd = Math.sqrt(gaps.reduce((s, g) => s + (g - mean) ** 2, 0) / gaps.length);
     expect(mean).toBeGreaterThan(0.4);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { RequestRecord } from "../../src/bench/replay/open-loop-driver.ts";
 import { PUBLISHED_SETUP, PUBLISHED_STAGES, PUBLISHED_SUMMARY } from "../../src/bench/routing/published-37-capacity.ts";
-import { ratios, ratioText, targetVerdict, type PolicyReport } from "../../src/bench/routing/routing-report.ts";
+import { type PolicyReport, ratios, ratioText, targetVerdict } from "../../src/bench/routing/routing-report.ts";
 import { policyFigures, type RecordMeta } from "../../src/bench/routing/routing-summary.ts";
 import * as S from "../../src/bench/routing/scaling.ts";
 
@@ -29,7 +29,10 @@ describe("a policy's figures", () => {
     rec(5, 2000, { ttftMs: 400, durationMs: 2000, endpoint: "sim-2" }), // ends at 4000
     rec(6, 2500, { status: 503, error: "HTTP 503 ADMISSION_QUEUE_FULL", ttftMs: undefined, outputTokens: 0, itlMeanMs: undefined, endpoint: "sim-1" }),
   ];
-  const stages = [{ rate: 10, durationS: 1 }, { rate: 20, durationS: 1 }];
+  const stages = [
+    { rate: 10, durationS: 1 },
+    { rate: 20, durationS: 1 },
+  ];
   const f = policyFigures(records, (id) => meta[id]!, stages, 1);
 
   test("the warm-up is left out; success is answered ÷ sent", () => {
@@ -42,7 +45,10 @@ describe("a policy's figures", () => {
   test("per stage: output tokens of its answered requests ÷ (its first send → its last answer); the summary is their mean", () => {
     // Stage 0: 10 + 10 + 30 tokens over 1.0 → 3.0 s; stage 1: 10 tokens over 2.0 → 4.0 s.
     expect(f.stages.map((s) => s.output_tok_s)).toEqual([25, 5]);
-    expect(f.stages.map((s) => [s.rate, s.requests, s.answered])).toEqual([[10, 3, 3], [20, 2, 1]]);
+    expect(f.stages.map((s) => [s.rate, s.requests, s.answered])).toEqual([
+      [10, 3, 3],
+      [20, 2, 1],
+    ]);
     expect(f.output_tok_s).toBe(15);
     // req/s: 4 answered over 1.0 → 4.0 s.
     expect(f.req_s).toBe(1.33);
@@ -107,11 +113,26 @@ describe("the scaling keeps the published cache ratios", () => {
 
 describe("against random, and the target", () => {
   const report = (name: string, tok: number, p90: number, published?: "random" | "estimated"): PolicyReport =>
-    ({ name, description: "", source: "", ...(published ? { published } : {}), figures: { output_tok_s: tok, ttft_s: { p50: 0, p90, mean: 0 } }, prefix_cache_hit_rate: 0, preemptions: 0, send_lateness_ms: { p50: 0, p99: 0 }, wall_s: 0 }) as unknown as PolicyReport;
+    ({
+      name,
+      description: "",
+      source: "",
+      ...(published ? { published } : {}),
+      figures: { output_tok_s: tok, ttft_s: { p50: 0, p90, mean: 0 } },
+      prefix_cache_hit_rate: 0,
+      preemptions: 0,
+      send_lateness_ms: { p50: 0, p99: 0 },
+      wall_s: 0,
+    }) as unknown as PolicyReport;
 
   test("each policy ÷ random, with the published ratio where the policy stands beside a published scheduler", () => {
     const rows = ratios([report("random", 1000, 10, "random"), report("default", 2000, 0.25, "estimated")]);
-    expect(rows[1]).toEqual({ name: "default", output_tok_s: 2, ttft_p90: 0.025, published: { scheduler: "estimated", output_tok_s: 1.139, ttft_p90: 0.7586 } });
+    expect(rows[1]).toEqual({
+      name: "default",
+      output_tok_s: 2,
+      ttft_p90: 0.025,
+      published: { scheduler: "estimated", output_tok_s: 1.139, ttft_p90: 0.7586 },
+    });
     expect(targetVerdict(rows)).toMatchObject({ policy: "default", output_tok_s_ratio: 2, ttft_p90_ratio: 0.025, met: true });
     expect(targetVerdict(ratios([report("random", 1000, 10), report("default", 1700, 0.4)]))!.met).toBe(true);
     expect(targetVerdict(ratios([report("random", 1000, 10), report("default", 1500, 0.1)]))!.met).toBe(false); // too few tokens

@@ -1,13 +1,21 @@
 import { describe, expect, test } from "bun:test";
-import { endpoint, kvIndexWith, schedulingContext, seeded } from "../helpers/scheduling.ts";
 import { FILTER_NAMES, PICKER_NAMES, SCORER_NAMES } from "../../src/config/plugin-names.ts";
 import { excludeTried } from "../../src/scheduling/filters/exclude.ts";
-import { PrefixIndex } from "../../src/scheduling/prefix-index.ts";
 import { FILTERS, PICKERS, SCORERS } from "../../src/scheduling/plugin-registry.ts";
+import { PrefixIndex } from "../../src/scheduling/prefix-index.ts";
 import type { AdapterView, EndpointView, RequestView, SchedulingContext } from "../../src/scheduling/types.ts";
+import { endpoint, kvIndexWith, schedulingContext, seeded } from "../helpers/scheduling.ts";
 
-const adapter = (over: Partial<AdapterView> = {}): AdapterView => ({ registered: true, running: false, waiting: false, resident: false, active: 0, runningAdapters: 0, maxLoras: 2, ...over });
-
+const adapter = (over: Partial<AdapterView> = {}): AdapterView => ({
+  registered: true,
+  running: false,
+  waiting: false,
+  resident: false,
+  active: 0,
+  runningAdapters: 0,
+  maxLoras: 2,
+  ...over,
+});
 
 /** A fleet with every awkward case: absent metrics, extremes, faults, other models. */
 function awkwardFleet(): EndpointView[] {
@@ -17,8 +25,22 @@ function awkwardFleet(): EndpointView[] {
     endpoint(2, { waiting: 50, kvUsage: 1, inflight: 9, adapter: adapter({ running: true, waiting: true, active: 2 }) }),
     endpoint(3, { waiting: NaN, kvUsage: NaN, inflight: NaN, adapter: adapter({ registered: false, active: NaN, maxLoras: NaN }) }),
     endpoint(4, { waiting: 3, kvUsage: 1.5, inflight: 2, ready: false, adapter: adapter({ waiting: true, active: 5, maxLoras: 1 }) }),
-    endpoint(5, { waiting: -1, kvUsage: -0.2, inflight: 0, draining: true, circuitOpen: true, adapter: adapter({ resident: true, active: -1, runningAdapters: -1, maxLoras: 0 }) }),
-    endpoint(6, { waiting: Infinity, kvUsage: 0.5, inflight: Infinity, gpuFaulted: true, models: ["other"], adapter: adapter({ resident: true, active: 0, runningAdapters: NaN, maxLoras: Infinity }) }),
+    endpoint(5, {
+      waiting: -1,
+      kvUsage: -0.2,
+      inflight: 0,
+      draining: true,
+      circuitOpen: true,
+      adapter: adapter({ resident: true, active: -1, runningAdapters: -1, maxLoras: 0 }),
+    }),
+    endpoint(6, {
+      waiting: Infinity,
+      kvUsage: 0.5,
+      inflight: Infinity,
+      gpuFaulted: true,
+      models: ["other"],
+      adapter: adapter({ resident: true, active: 0, runningAdapters: NaN, maxLoras: Infinity }),
+    }),
     endpoint(7, { waiting: undefined, kvUsage: 0.3, inflight: 1, adapter: adapter({ registered: false, running: true }) }),
   ];
 }
@@ -109,17 +131,30 @@ describe("scorer conformance", () => {
   }
 
   test("an endpoint with absent metrics never outscores a known idle one", () => {
-    const fleet = [endpoint(0, { waiting: 0, kvUsage: 0, inflight: 0 }), endpoint(1, { waiting: undefined, running: undefined, kvUsage: undefined, inflight: 0 })];
+    const fleet = [
+      endpoint(0, { waiting: 0, kvUsage: 0, inflight: 0 }),
+      endpoint(1, { waiting: undefined, running: undefined, kvUsage: undefined, inflight: 0 }),
+    ];
     for (const s of Object.values(SCORERS)) {
       const [known, absent] = s.score(requests["with hashes"]!, fleet, context());
       expect(absent!).toBeLessThanOrEqual(known!);
     }
     // The same for an adapter: an endpoint whose metrics are absent scores no more than a known one with room, whichever
     // of the two is the adapter's home.
-    for (const [a, b] of [[0, 1], [5, 6], [11, 12]]) {
+    for (const [a, b] of [
+      [0, 1],
+      [5, 6],
+      [11, 12],
+    ]) {
       const withAdapter = [
         endpoint(a!, { waiting: 0, kvUsage: 0, inflight: 0, adapter: adapter() }),
-        endpoint(b!, { waiting: undefined, running: undefined, kvUsage: undefined, inflight: 0, adapter: adapter({ resident: false, active: undefined, runningAdapters: undefined, maxLoras: undefined }) }),
+        endpoint(b!, {
+          waiting: undefined,
+          running: undefined,
+          kvUsage: undefined,
+          inflight: 0,
+          adapter: adapter({ resident: false, active: undefined, runningAdapters: undefined, maxLoras: undefined }),
+        }),
       ];
       for (const s of Object.values(SCORERS)) {
         const [known, absent] = s.score(requests["with adapter"]!, withAdapter, context());

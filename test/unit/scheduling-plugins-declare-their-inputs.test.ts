@@ -6,12 +6,12 @@
  * gateway whose profile names no other reader), fails here.
  */
 import { describe, expect, test } from "bun:test";
-import { endpoint } from "../helpers/scheduling.ts";
-import { FILTERS, SCORERS } from "../../src/scheduling/plugin-registry.ts";
-import { excludeTried } from "../../src/scheduling/filters/exclude.ts";
-import { profileInputs } from "../../src/scheduling/profile-inputs.ts";
-import { SCHEDULING_INPUTS, type RequestView, type SchedulingContext, type SchedulingInput } from "../../src/scheduling/types.ts";
 import { schedulingSchema } from "../../src/config/schema.ts";
+import { excludeTried } from "../../src/scheduling/filters/exclude.ts";
+import { FILTERS, SCORERS } from "../../src/scheduling/plugin-registry.ts";
+import { profileInputs } from "../../src/scheduling/profile-inputs.ts";
+import { type RequestView, SCHEDULING_INPUTS, type SchedulingContext, type SchedulingInput } from "../../src/scheduling/types.ts";
+import { endpoint } from "../helpers/scheduling.ts";
 
 const fleet = [endpoint(0, { waiting: 3, inflight: 2 }), endpoint(1, { waiting: 0, kvUsage: 0.5 }), endpoint(2, { inflight: 5, capacity: 4 })];
 
@@ -94,8 +94,24 @@ describe("profileInputs: what a configured profile needs wired", () => {
   });
 
   test("a scorer weighted 0 moves no decision, so nothing is wired for it", () => {
-    expect(has([{ name: "precise-prefix", weight: 0 }, { name: "inflight", weight: 1 }], "kv-blocks")).toBe(false);
-    expect(has([{ name: "precise-prefix", weight: 0 }, { name: "inflight", weight: 1 }], "prefix-hashes")).toBe(false);
+    expect(
+      has(
+        [
+          { name: "precise-prefix", weight: 0 },
+          { name: "inflight", weight: 1 },
+        ],
+        "kv-blocks",
+      ),
+    ).toBe(false);
+    expect(
+      has(
+        [
+          { name: "precise-prefix", weight: 0 },
+          { name: "inflight", weight: 1 },
+        ],
+        "prefix-hashes",
+      ),
+    ).toBe(false);
   });
 
   test("filters count whatever the scorers are", () => {

@@ -1,9 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { endpoint, schedulingContext } from "../helpers/scheduling.ts";
-import { PrefixIndex } from "../../src/scheduling/prefix-index.ts";
 import { FILTERS, PICKERS, SCORERS } from "../../src/scheduling/plugin-registry.ts";
+import { PrefixIndex } from "../../src/scheduling/prefix-index.ts";
 import type { EndpointView, RequestView, SchedulingContext } from "../../src/scheduling/types.ts";
-
+import { endpoint, schedulingContext } from "../helpers/scheduling.ts";
 
 const req: RequestView = { model: "m", prefixHashes: [] };
 const ctx = (): SchedulingContext & { prefixIndex: PrefixIndex } => schedulingContext(new PrefixIndex(64));
@@ -59,7 +58,9 @@ describe("queue-depth", () => {
 describe("kv-cache", () => {
   const s = SCORERS["kv-cache"];
   test("1 - usage, clamped; absent scores as if full", () => {
-    expect(s.score(req, [endpoint(0, { kvUsage: 0.25 }), endpoint(1, { kvUsage: 1.2 }), endpoint(2, { kvUsage: undefined }), endpoint(3, { kvUsage: 0 })], ctx())).toEqual([0.75, 0, 0, 1]);
+    expect(
+      s.score(req, [endpoint(0, { kvUsage: 0.25 }), endpoint(1, { kvUsage: 1.2 }), endpoint(2, { kvUsage: undefined }), endpoint(3, { kvUsage: 0 })], ctx()),
+    ).toEqual([0.75, 0, 0, 1]);
   });
 });
 
@@ -72,7 +73,12 @@ describe("inflight", () => {
   });
   test("a mix of endpoints with and without a free batch slot: every free one outscores every full one", () => {
     // 30 and 31 of 32 have a slot; 32 of 32 has none; 40 of 64 has many.
-    const fleet = [endpoint(0, { inflight: 32, capacity: 32 }), endpoint(1, { inflight: 31, capacity: 32 }), endpoint(2, { inflight: 30, capacity: 32 }), endpoint(3, { inflight: 40, capacity: 64 })];
+    const fleet = [
+      endpoint(0, { inflight: 32, capacity: 32 }),
+      endpoint(1, { inflight: 31, capacity: 32 }),
+      endpoint(2, { inflight: 30, capacity: 32 }),
+      endpoint(3, { inflight: 40, capacity: 64 }),
+    ];
     const [full, almost, less, big] = s.score(req, fleet, ctx()) as [number, number, number, number];
     expect(full).toBeLessThan(0.5);
     for (const free of [almost, less, big]) expect(free).toBeGreaterThanOrEqual(0.5);
@@ -147,4 +153,3 @@ describe("round-robin picker", () => {
     for (const turn of [undefined, -3, NaN, 1.5, Infinity]) expect(p.pick(fleet, [0, 0], () => 0.5, turn)!.id).toBe("e0");
   });
 });
-

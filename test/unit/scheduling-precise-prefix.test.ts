@@ -1,9 +1,9 @@
 /** Scorer precise-prefix and the KV-block index it reads: the fraction of the request's blocks an engine holds, longest prefix first; the estimate where no live stream says. */
 import { describe, expect, test } from "bun:test";
 import { KvBlockIndex } from "../../src/scheduling/kv-block-index.ts";
-import { PrefixIndex } from "../../src/scheduling/prefix-index.ts";
 import { SCORERS } from "../../src/scheduling/plugin-registry.ts";
-import { INDEX_BLOCK_TOKENS, nextTokenKey, tokenBlockKeys, TOKEN_KEY_ROOT } from "../../src/scheduling/token-blocks.ts";
+import { PrefixIndex } from "../../src/scheduling/prefix-index.ts";
+import { INDEX_BLOCK_TOKENS, nextTokenKey, TOKEN_KEY_ROOT, tokenBlockKeys } from "../../src/scheduling/token-blocks.ts";
 import { KV_STREAM, KvEventStats } from "../../src/shared/kv-event-stats.ts";
 import { endpoint, kvIndexWith, schedulingContext } from "../helpers/scheduling.ts";
 

@@ -1,9 +1,9 @@
 /** Scorer prefix-rendezvous: every gateway sends a prefix to the same replica (same answer whatever the slot numbers or order), only a leaving replica's prefixes move, and prefixes spread over replicas. */
 import { describe, expect, test } from "bun:test";
-import { PrefixIndex } from "../../src/scheduling/prefix-index.ts";
-import { prefixHashes } from "../../src/scheduling/prefix-hash.ts";
-import { SchedulingProfile } from "../../src/scheduling/profile.ts";
 import { SCORERS } from "../../src/scheduling/plugin-registry.ts";
+import { prefixHashes } from "../../src/scheduling/prefix-hash.ts";
+import { PrefixIndex } from "../../src/scheduling/prefix-index.ts";
+import { SchedulingProfile } from "../../src/scheduling/profile.ts";
 import type { EndpointView } from "../../src/scheduling/types.ts";
 import { endpoint, schedulingContext, seeded } from "../helpers/scheduling.ts";
 

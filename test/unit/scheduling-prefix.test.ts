@@ -55,7 +55,13 @@ describe("promptText", () => {
       model: "m",
       messages: [
         { role: "system", content: "be brief" },
-        { role: "user", content: [{ type: "text", text: "look: " }, { type: "image_url", image_url: { url: "http://x/1.png" } }] },
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "look: " },
+            { type: "image_url", image_url: { url: "http://x/1.png" } },
+          ],
+        },
         { role: "assistant", content: null, tool_calls: [] },
       ],
     };
@@ -83,7 +89,12 @@ describe("promptText", () => {
 
   test("stops at maxChars, even inside a huge part", () => {
     const huge = "z".repeat(1_000_000);
-    const body = { messages: [{ role: "user", content: [{ type: "input_audio", input_audio: { data: huge } }] }, { role: "user", content: huge }] };
+    const body = {
+      messages: [
+        { role: "user", content: [{ type: "input_audio", input_audio: { data: huge } }] },
+        { role: "user", content: huge },
+      ],
+    };
     const t = promptText(body, 100);
     expect(t).toHaveLength(100);
     expect(t.startsWith("<|user|>\n[input_audio]zzz")).toBe(true);

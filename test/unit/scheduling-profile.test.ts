@@ -1,10 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { endpoint, seeded } from "../helpers/scheduling.ts";
-import { prefixHashes } from "../../src/scheduling/prefix-hash.ts";
-import { SchedulingProfile, type SchedulingConfig } from "../../src/scheduling/profile.ts";
 import { FILTERS, PICKERS, SCORERS } from "../../src/scheduling/plugin-registry.ts";
+import { prefixHashes } from "../../src/scheduling/prefix-hash.ts";
+import { type SchedulingConfig, SchedulingProfile } from "../../src/scheduling/profile.ts";
 import type { RequestView, Scorer } from "../../src/scheduling/types.ts";
-
+import { endpoint, seeded } from "../helpers/scheduling.ts";
 
 /** The config schema's defaults. */
 const DEFAULTS: SchedulingConfig = {
@@ -50,13 +49,25 @@ describe("SchedulingProfile", () => {
   });
 
   test("weighted totals decide, and the chosen endpoint's unweighted scores are reported", () => {
-    const p = new SchedulingProfile({ ...DEFAULTS, scorers: [{ name: "queue-depth", weight: 1 }, { name: "kv-cache", weight: 3 }] });
+    const p = new SchedulingProfile({
+      ...DEFAULTS,
+      scorers: [
+        { name: "queue-depth", weight: 1 },
+        { name: "kv-cache", weight: 3 },
+      ],
+    });
     // e0: short queue but nearly full KV; e1: longer queue, empty KV. KV weighs more.
     const fleet = [endpoint(0, { waiting: 0, kvUsage: 0.9 }), endpoint(1, { waiting: 3, kvUsage: 0 })];
     const d = p.schedule({ model: "m", prefixHashes: [] }, fleet, seeded(1));
     expect(d.endpoint?.id).toBe("e1");
     expect(d.scores).toEqual({ "queue-depth": 1 - 3 / 4, "kv-cache": 1 });
-    const flipped = new SchedulingProfile({ ...DEFAULTS, scorers: [{ name: "queue-depth", weight: 3 }, { name: "kv-cache", weight: 1 }] });
+    const flipped = new SchedulingProfile({
+      ...DEFAULTS,
+      scorers: [
+        { name: "queue-depth", weight: 3 },
+        { name: "kv-cache", weight: 1 },
+      ],
+    });
     expect(flipped.schedule({ model: "m", prefixHashes: [] }, fleet, seeded(1)).endpoint?.id).toBe("e0");
   });
 
@@ -161,7 +172,12 @@ describe("speed", () => {
     const p = new SchedulingProfile({ ...DEFAULTS, prefixAffinity: { blockChars: 256, maxBlocks: 16, lruEntries: 100_000 } });
     const random = seeded(7);
     const fleet = Array.from({ length: 100 }, (_, i) =>
-      endpoint(i, { waiting: i % 3 === 0 ? undefined : Math.floor(random() * 20), kvUsage: random(), inflight: Math.floor(random() * 10), models: i % 10 === 0 ? ["other"] : ["m"] }),
+      endpoint(i, {
+        waiting: i % 3 === 0 ? undefined : Math.floor(random() * 20),
+        kvUsage: random(),
+        inflight: Math.floor(random() * 10),
+        models: i % 10 === 0 ? ["other"] : ["m"],
+      }),
     );
     const requests: RequestView[] = Array.from({ length: 500 }, (_, i) => ({
       model: "m",
@@ -172,7 +188,9 @@ describe("speed", () => {
     const t0 = performance.now();
     for (let i = 0; i < decisions; i++) if (p.schedule(requests[i % requests.length]!, fleet, random).endpoint !== undefined) chosen++;
     const ms = performance.now() - t0;
-    console.log(`scheduling: ${decisions} decisions over ${fleet.length} endpoints in ${ms.toFixed(1)} ms (${((ms * 1000) / decisions).toFixed(1)} µs/decision)`);
+    console.log(
+      `scheduling: ${decisions} decisions over ${fleet.length} endpoints in ${ms.toFixed(1)} ms (${((ms * 1000) / decisions).toFixed(1)} µs/decision)`,
+    );
     expect(chosen).toBe(decisions);
   });
 });

@@ -1,11 +1,12 @@
 /** What a request's choices answer, as vLLM's sampling parameters decide: max_tokens, ignore_eos, min_tokens, stop, n, batched prompts. */
 import { describe, expect, test } from "bun:test";
 import { parseGenerationRequest } from "../../src/sim/openai-request.ts";
-import { naturalLength, parseLengthDistribution, DEFAULT_LENGTH_DISTRIBUTION } from "../../src/sim/output-length.ts";
+import { DEFAULT_LENGTH_DISTRIBUTION, naturalLength, parseLengthDistribution } from "../../src/sim/output-length.ts";
 import { SimOutput } from "../../src/sim/text-model.ts";
 
 const limits = { models: ["m"], maxModelLen: 4096, blockSize: 16, outputLen: 20, outputLenDist: { kind: "fixed", tokens: 20 } as const };
-const completion = (body: Record<string, unknown>) => parseGenerationRequest("completion", JSON.stringify({ model: "m", prompt: "Tell me a story", ...body }), limits);
+const completion = (body: Record<string, unknown>) =>
+  parseGenerationRequest("completion", JSON.stringify({ model: "m", prompt: "Tell me a story", ...body }), limits);
 
 describe("sim answers", () => {
   test("max_tokens and max_completion_tokens cap the answer; without them it ends at its natural length with stop", () => {
@@ -16,7 +17,10 @@ describe("sim answers", () => {
   });
 
   test("ignore_eos runs to max_tokens, or to the context left when nothing caps it", () => {
-    expect([completion({ max_tokens: 200, ignore_eos: true }).outputTokens, completion({ max_tokens: 200, ignore_eos: true }).finishReason]).toEqual([200, "length"]);
+    expect([completion({ max_tokens: 200, ignore_eos: true }).outputTokens, completion({ max_tokens: 200, ignore_eos: true }).finishReason]).toEqual([
+      200,
+      "length",
+    ]);
     const uncapped = completion({ ignore_eos: true });
     expect([uncapped.outputTokens, uncapped.finishReason]).toEqual([4096 - uncapped.prompt.count, "length"]);
   });
@@ -29,7 +33,10 @@ describe("sim answers", () => {
   test("a stop string ends the answer with stop_reason set, the string left out, and its text held back token by token", () => {
     const whole = new SimOutput(completion({}).prompt.state).text(20);
     // A stop string taken from the middle of the natural answer: the word starting at the 6th token.
-    const words = whole.split(" ").slice(1).map((w) => ` ${w}`);
+    const words = whole
+      .split(" ")
+      .slice(1)
+      .map((w) => ` ${w}`);
     const stop = words[5]!.trim();
     const a = completion({ stop: [stop, "never-there"] });
     const choice = a.choices[0]!;
@@ -56,11 +63,26 @@ describe("sim answers", () => {
   });
 
   test("a batch of completion prompts answers each, choices indexed prompt × n + sample; token-id prompts count one token per id", () => {
-    const batch = parseGenerationRequest("completion", JSON.stringify({ model: "m", prompt: ["first prompt", "second, longer prompt"], n: 2, max_tokens: 3 }), limits);
+    const batch = parseGenerationRequest(
+      "completion",
+      JSON.stringify({ model: "m", prompt: ["first prompt", "second, longer prompt"], n: 2, max_tokens: 3 }),
+      limits,
+    );
     expect(batch.prompts.length).toBe(2);
     expect(batch.choices.map((c) => c.index)).toEqual([0, 1, 2, 3]);
     expect(batch.choices[2]!.prompt).toBe(batch.prompts[1]!);
-    const ids = parseGenerationRequest("completion", JSON.stringify({ model: "m", prompt: [[1, 2, 3], [4, 5]], max_tokens: 3 }), limits);
+    const ids = parseGenerationRequest(
+      "completion",
+      JSON.stringify({
+        model: "m",
+        prompt: [
+          [1, 2, 3],
+          [4, 5],
+        ],
+        max_tokens: 3,
+      }),
+      limits,
+    );
     expect(ids.prompts.map((p) => p.count)).toEqual([3, 2]);
   });
 

@@ -58,7 +58,14 @@ describe("sim continuation requests", () => {
   test("chat: continue_final_message continues the assistant prefill; output and max_tokens count new tokens only", () => {
     const base = parseGenerationRequest("chat", JSON.stringify({ model: "m", messages, max_tokens: 25, seed: 3 }), limits);
     const delivered = new SimOutput(base.prompt.state).text(10);
-    const body = { model: "m", messages: [...messages, { role: "assistant", content: delivered }], continue_final_message: true, add_generation_prompt: false, max_tokens: 15, seed: 3 };
+    const body = {
+      model: "m",
+      messages: [...messages, { role: "assistant", content: delivered }],
+      continue_final_message: true,
+      add_generation_prompt: false,
+      max_tokens: 15,
+      seed: 3,
+    };
     const cont = parseGenerationRequest("chat", JSON.stringify(body), limits);
     expect([cont.prompt.count, cont.prompt.continued, cont.outputTokens, cont.finishReason]).toEqual([base.prompt.count + 10, 10, 15, "length"]);
     expect(delivered + new SimOutput(cont.prompt.state).text(15)).toBe(new SimOutput(base.prompt.state).text(25));
@@ -75,7 +82,11 @@ describe("sim continuation requests", () => {
   test("add_generation_prompt: false without a prefill renders no generation prompt; completions ignore the chat flags", () => {
     const a = parseGenerationRequest("chat", JSON.stringify({ model: "m", messages, add_generation_prompt: false }), limits);
     expect(a.prompt.count).toBe(textPrompt(renderChat(messages, "none"), 4).count);
-    const c = parseGenerationRequest("completion", JSON.stringify({ model: "m", prompt: "x", continue_final_message: true, add_generation_prompt: true }), limits);
+    const c = parseGenerationRequest(
+      "completion",
+      JSON.stringify({ model: "m", prompt: "x", continue_final_message: true, add_generation_prompt: true }),
+      limits,
+    );
     expect(c.prompt.count).toBe(1);
   });
 

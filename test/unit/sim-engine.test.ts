@@ -4,10 +4,36 @@ import { Engine, type SeqSink } from "../../src/sim/engine.ts";
 import { textPrompt } from "../../src/sim/tokens.ts";
 
 function fixed(over: Partial<SimStaticConfig> = {}): SimStaticConfig {
-  return { models: ["m"], maxNumSeqs: 4, numGpuBlocks: 64, blockSize: 4, maxModelLen: 256, outputLen: 8, embeddingDim: 8, startupMs: 0, metricsFlavor: "vllm-v1", gpus: 0, gpuModel: "x", dcgmModelLabel: "DCGM_FI_DEV_NAME", ...over };
+  return {
+    models: ["m"],
+    maxNumSeqs: 4,
+    numGpuBlocks: 64,
+    blockSize: 4,
+    maxModelLen: 256,
+    outputLen: 8,
+    embeddingDim: 8,
+    startupMs: 0,
+    metricsFlavor: "vllm-v1",
+    gpus: 0,
+    gpuModel: "x",
+    dcgmModelLabel: "DCGM_FI_DEV_NAME",
+    ...over,
+  };
 }
 function live(over: Partial<SimLiveConfig> = {}): SimLiveConfig {
-  return { itlMs: 2, prefillOverheadMs: 1, prefillMsPerToken: 0, jitter: 0, batchSlowdown: 0, faultRate: 0, faultTypes: [], dead: false, dcgmDead: false, gpus: [newGpuFaultState()], ...over };
+  return {
+    itlMs: 2,
+    prefillOverheadMs: 1,
+    prefillMsPerToken: 0,
+    jitter: 0,
+    batchSlowdown: 0,
+    faultRate: 0,
+    faultTypes: [],
+    dead: false,
+    dcgmDead: false,
+    gpus: [newGpuFaultState()],
+    ...over,
+  };
 }
 
 class Recorder implements SeqSink {
@@ -32,7 +58,11 @@ class Recorder implements SeqSink {
   }
 }
 
-function req(sink: SeqSink, text = "hello world, this is a prompt", extra: Partial<{ outputTokens: number; stallAfter: number; cutAfter: number; intervalMs: number }> = {}) {
+function req(
+  sink: SeqSink,
+  text = "hello world, this is a prompt",
+  extra: Partial<{ outputTokens: number; stallAfter: number; cutAfter: number; intervalMs: number }> = {},
+) {
   return { prompt: textPrompt(text, 4), outputTokens: 5, finishReason: "length" as const, stallAfter: -1, cutAfter: -1, intervalMs: 0, sink, ...extra };
 }
 

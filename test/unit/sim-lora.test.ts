@@ -1,11 +1,11 @@
 /** The sim-engine's LoRA adapters: vLLM's max_loras rule in the scheduler, the cost of a swap, the two caches, the flags and the metric's text. */
 import { describe, expect, test } from "bun:test";
-import { EngineCore, type CoreConfig, type CoreTiming } from "../../src/sim/engine-core.ts";
+import { type CoreConfig, type CoreTiming, EngineCore } from "../../src/sim/engine-core.ts";
 import { AdapterSlots } from "../../src/sim/lora/adapter-slots.ts";
 import { EngineLora } from "../../src/sim/lora/engine-lora.ts";
+import { adapterBytes, adapterCostModel, diskLoadMs, swapMs } from "../../src/sim/lora/load-cost.ts";
 import { expandLoraModulesArgv, LoraConfigError, loraSettings, parseLoraModule, runtimeLoraUpdatesAllowed } from "../../src/sim/lora/lora-config.ts";
 import { goFloat, LoraRequestsInfo, MAX_SERIES } from "../../src/sim/lora/lora-metric.ts";
-import { adapterBytes, adapterCostModel, diskLoadMs, swapMs } from "../../src/sim/lora/load-cost.ts";
 import { findArch } from "../../src/sim/profiles/model-facts.ts";
 import type { SeqAdapter, SeqSink } from "../../src/sim/sequence.ts";
 import { NO_FRONTEND, type StepTiming } from "../../src/sim/step-time.ts";
@@ -33,7 +33,16 @@ class Sink implements SeqSink {
 }
 
 function req(sink: SeqSink, outputTokens: number, adapter?: SeqAdapter) {
-  return { prompt: { count: 16, ids: new Int32Array(0), blockHashes: [], state: 1, continued: 0 }, outputTokens, finishReason: "length" as const, stallAfter: -1, cutAfter: -1, intervalMs: 0, sink, ...(adapter ? { adapter } : {}) };
+  return {
+    prompt: { count: 16, ids: new Int32Array(0), blockHashes: [], state: 1, continued: 0 },
+    outputTokens,
+    finishReason: "length" as const,
+    stallAfter: -1,
+    cutAfter: -1,
+    intervalMs: 0,
+    sink,
+    ...(adapter ? { adapter } : {}),
+  };
 }
 
 function run(c: EngineCore, clock: { t: number }): void {
@@ -158,7 +167,16 @@ describe("sim LoRA: flags as vLLM takes them", () => {
     expect(() => parseLoraModule('{"name":"sql","path":"/a","rank":8}')).toThrow("Invalid fields for --lora-modules");
     expect(() => parseLoraModule("{not json")).toThrow("Invalid JSON format for --lora-modules");
     expect(() => parseLoraModule("a=b=c")).toThrow(LoraConfigError);
-    expect(expandLoraModulesArgv(["--port", "0", "--lora-modules", "a=/x", "b=/y", "--max-loras", "2"])).toEqual(["--port", "0", "--lora-modules", "a=/x", "--lora-modules", "b=/y", "--max-loras", "2"]);
+    expect(expandLoraModulesArgv(["--port", "0", "--lora-modules", "a=/x", "b=/y", "--max-loras", "2"])).toEqual([
+      "--port",
+      "0",
+      "--lora-modules",
+      "a=/x",
+      "--lora-modules",
+      "b=/y",
+      "--max-loras",
+      "2",
+    ]);
   });
 
   test("vLLM's defaults and refusals", () => {
@@ -195,7 +213,12 @@ describe("sim LoRA: vllm:lora_requests_info", () => {
     // The same combination again: one series, its value moved on.
     now += 1;
     m.record(["a"], ["x"]);
-    expect(m.text().split("\n").filter((l) => l.includes('running_lora_adapters="a"'))).toHaveLength(1);
+    expect(
+      m
+        .text()
+        .split("\n")
+        .filter((l) => l.includes('running_lora_adapters="a"')),
+    ).toHaveLength(1);
     expect(goFloat(1.0)).toBe("1.0");
     expect(goFloat(0.25)).toBe("0.25");
     expect(goFloat(1_790_060_019)).toBe("1.790060019e+09");
@@ -204,7 +227,11 @@ describe("sim LoRA: vllm:lora_requests_info", () => {
   test("two steps in one clock tick still order, and the kept series are bounded", () => {
     const m = new LoraRequestsInfo(1, () => 1000);
     for (let i = 0; i < MAX_SERIES + 10; i++) m.record([`a${i}`], []);
-    const values = m.text().split("\n").filter((l) => l.startsWith("vllm:")).map((l) => Number(l.split(" ")[1]));
+    const values = m
+      .text()
+      .split("\n")
+      .filter((l) => l.startsWith("vllm:"))
+      .map((l) => Number(l.split(" ")[1]));
     expect(values).toHaveLength(MAX_SERIES);
     for (let i = 1; i < values.length; i++) expect(values[i]!).toBeGreaterThan(values[i - 1]!);
   });

@@ -1,22 +1,62 @@
 import { describe, expect, test } from "bun:test";
 import { detectFlavor } from "../../src/engines/flavor.ts";
 import { parsePrometheusText } from "../../src/engines/prom-text.ts";
-import { newGpuFaultState, type MetricsFlavor, type SimStaticConfig } from "../../src/sim/config.ts";
-import { SimGpus, gpuSpec } from "../../src/sim/dcgm-text.ts";
+import { type MetricsFlavor, newGpuFaultState, type SimStaticConfig } from "../../src/sim/config.ts";
+import { gpuSpec, SimGpus } from "../../src/sim/dcgm-text.ts";
 import { Engine } from "../../src/sim/engine.ts";
 import { renderEngineMetrics } from "../../src/sim/engine-metrics-text.ts";
 import { sharedFixture } from "../helpers/fixtures.ts";
 
-const fixed: SimStaticConfig = { models: ["org/model"], maxNumSeqs: 8, numGpuBlocks: 32, blockSize: 16, maxModelLen: 512, outputLen: 4, embeddingDim: 8, startupMs: 0, metricsFlavor: "vllm-v1", gpus: 1, gpuModel: "NVIDIA H100 80GB HBM3", dcgmModelLabel: "DCGM_FI_DEV_NAME" };
+const fixed: SimStaticConfig = {
+  models: ["org/model"],
+  maxNumSeqs: 8,
+  numGpuBlocks: 32,
+  blockSize: 16,
+  maxModelLen: 512,
+  outputLen: 4,
+  embeddingDim: 8,
+  startupMs: 0,
+  metricsFlavor: "vllm-v1",
+  gpus: 1,
+  gpuModel: "NVIDIA H100 80GB HBM3",
+  dcgmModelLabel: "DCGM_FI_DEV_NAME",
+};
 
 async function busyEngine(): Promise<Engine> {
-  const e = new Engine(fixed, { itlMs: 1, prefillOverheadMs: 0, prefillMsPerToken: 0, jitter: 0, batchSlowdown: 0, faultRate: 0, faultTypes: [], dead: false, dcgmDead: false, gpus: [] });
+  const e = new Engine(fixed, {
+    itlMs: 1,
+    prefillOverheadMs: 0,
+    prefillMsPerToken: 0,
+    jitter: 0,
+    batchSlowdown: 0,
+    faultRate: 0,
+    faultTypes: [],
+    dead: false,
+    dcgmDead: false,
+    gpus: [],
+  });
   let done = () => {};
   const finished = new Promise<void>((r) => (done = r));
   const sink = { token() {}, finish: () => done(), cut() {} };
-  e.submit({ prompt: { count: 40, ids: new Int32Array(40), blockHashes: [1n, 2n], state: 1, continued: 0 }, outputTokens: 4, finishReason: "length", stallAfter: -1, cutAfter: -1, intervalMs: 0, sink });
+  e.submit({
+    prompt: { count: 40, ids: new Int32Array(40), blockHashes: [1n, 2n], state: 1, continued: 0 },
+    outputTokens: 4,
+    finishReason: "length",
+    stallAfter: -1,
+    cutAfter: -1,
+    intervalMs: 0,
+    sink,
+  });
   await finished;
-  e.submit({ prompt: { count: 40, ids: new Int32Array(40), blockHashes: [1n, 2n], state: 1, continued: 0 }, outputTokens: 100, finishReason: "length", stallAfter: 0, cutAfter: -1, intervalMs: 0, sink });
+  e.submit({
+    prompt: { count: 40, ids: new Int32Array(40), blockHashes: [1n, 2n], state: 1, continued: 0 },
+    outputTokens: 100,
+    finishReason: "length",
+    stallAfter: 0,
+    cutAfter: -1,
+    intervalMs: 0,
+    sink,
+  });
   await Bun.sleep(5);
   return e;
 }
@@ -53,7 +93,15 @@ describe("sim metrics text", () => {
     expect(get("vllm:time_to_first_token_seconds_count")[0]!.value).toBe(1); // the stalled one never got a first token
     // Every name a real V1 scrape shares with us is spelled the same.
     const real = fixtureFamilies("vllm-metrics__opt-125m__datadog-fixture.txt");
-    for (const n of ["vllm:num_requests_running", "vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total", "vllm:generation_tokens_total", "vllm:inter_token_latency_seconds", "vllm:request_queue_time_seconds", "vllm:e2e_request_latency_seconds"]) {
+    for (const n of [
+      "vllm:num_requests_running",
+      "vllm:kv_cache_usage_perc",
+      "vllm:prefix_cache_queries_total",
+      "vllm:generation_tokens_total",
+      "vllm:inter_token_latency_seconds",
+      "vllm:request_queue_time_seconds",
+      "vllm:e2e_request_latency_seconds",
+    ]) {
       expect(real.has(n)).toBe(true);
     }
     e.stop();
@@ -67,7 +115,14 @@ describe("sim metrics text", () => {
     expect(v0.has("vllm:gpu_prefix_cache_hits_total")).toBe(true);
     const sg = names(renderEngineMetrics("sglang", e, fixed, performance.now()));
     const real = fixtureFamilies("sglang-metrics__v0.5.10.post1__datadog-fixture.txt");
-    for (const n of ["sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage", "sglang:cache_hit_rate", "sglang:prompt_tokens_total", "sglang:generation_tokens_total"]) {
+    for (const n of [
+      "sglang:num_running_reqs",
+      "sglang:num_queue_reqs",
+      "sglang:token_usage",
+      "sglang:cache_hit_rate",
+      "sglang:prompt_tokens_total",
+      "sglang:generation_tokens_total",
+    ]) {
       expect(sg.has(n)).toBe(true);
       expect(real.has(n)).toBe(true);
     }
@@ -125,7 +180,10 @@ describe("sim metrics text", () => {
     const faults = [newGpuFaultState(), { ...newGpuFaultState(), utilizationPct: 97 }];
     const samples = parsePrometheusText(gpus.render({ utilization: 0 }, faults, 1000)).samples;
     const util = samples.filter((x) => x.name === "DCGM_FI_DEV_GPU_UTIL").map((x) => [x.labels.gpu, x.value]);
-    expect(util).toEqual([["0", 0], ["1", 97]]);
+    expect(util).toEqual([
+      ["0", 0],
+      ["1", 97],
+    ]);
     const power = samples.filter((x) => x.name === "DCGM_FI_DEV_POWER_USAGE").map((x) => x.value);
     expect(power[1]!).toBeGreaterThan(power[0]!);
   });

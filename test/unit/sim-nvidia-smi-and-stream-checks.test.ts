@@ -9,10 +9,10 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { gpuClass } from "../../src/shared/gpu-class.ts";
 import { discoverGpus } from "../../src/agent/gpu-discovery.ts";
-import { streamDefect, summarize } from "../../src/bench/checked-stream-load.ts";
 import { SIM_H100, simNvidiaSmiScript, writeSimNvidiaSmi } from "../../src/agent/sim-nvidia-smi.ts";
+import { streamDefect, summarize } from "../../src/bench/checked-stream-load.ts";
+import { gpuClass } from "../../src/shared/gpu-class.ts";
 import { holdSimGpus, visibleGpuIndices } from "../../src/shared/sim-gpu-ledger.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "sim-nvidia-smi-"));
@@ -25,7 +25,9 @@ describe("simulated nvidia-smi", () => {
     expect(d.note).toBeUndefined();
     expect(d.droppedFields).toEqual([]);
     expect(d.computeApps).toEqual([]);
-    expect(d.gpus.map((g) => [g.index, g.uuid, gpuClass(g.name, g.memoryTotalMiB), g.computeCapability, g.eccUncorrectedVolatile, g.migEnabled, g.utilizationPct])).toEqual([
+    expect(
+      d.gpus.map((g) => [g.index, g.uuid, gpuClass(g.name, g.memoryTotalMiB), g.computeCapability, g.eccUncorrectedVolatile, g.migEnabled, g.utilizationPct]),
+    ).toEqual([
       [0, "GPU-q7-0000-0000-0000-000000000000", "h100-80g", "9.0", 0, false, undefined],
       [1, "GPU-q7-0000-0000-0000-000000000001", "h100-80g", "9.0", 0, false, undefined],
       [2, "GPU-q7-0000-0000-0000-000000000002", "h100-80g", "9.0", 0, false, undefined],

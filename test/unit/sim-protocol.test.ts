@@ -74,7 +74,9 @@ describe("sim request parsing", () => {
       const e = err(() => parseGenerationRequest("chat", body, limits));
       expect([e.status, e.type] as [number, string]).toEqual([status, type]);
     }
-    expect(err(() => parseGenerationRequest("chat", JSON.stringify({ model: "m", messages: [{ role: "user", content: "x".repeat(400) }] }), limits)).message).toMatch(/maximum context length is 100 tokens/);
+    expect(
+      err(() => parseGenerationRequest("chat", JSON.stringify({ model: "m", messages: [{ role: "user", content: "x".repeat(400) }] }), limits)).message,
+    ).toMatch(/maximum context length is 100 tokens/);
     expect(err(() => parseEmbeddingRequest(JSON.stringify({ model: "m", input: 5 }), limits)).status).toBe(400);
   });
 });
@@ -90,14 +92,32 @@ describe("sim SSE encoder", () => {
       return JSON.parse(s.slice(6));
     };
     const head = { id: "chatcmpl-1", object: "chat.completion.chunk", created: 7, model: "m" };
-    expect(json(e.role())).toEqual({ ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }], usage: null });
-    expect(json(e.token(0, null))).toEqual({ ...head, choices: [{ index: 0, delta: { content: out.tokenText(0) }, logprobs: null, finish_reason: null }], usage: null });
-    expect(json(e.token(1, "stop"))).toEqual({ ...head, choices: [{ index: 0, delta: { content: out.tokenText(1) }, logprobs: null, finish_reason: "stop", stop_reason: null }], usage: null });
+    expect(json(e.role())).toEqual({
+      ...head,
+      choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }],
+      usage: null,
+    });
+    expect(json(e.token(0, null))).toEqual({
+      ...head,
+      choices: [{ index: 0, delta: { content: out.tokenText(0) }, logprobs: null, finish_reason: null }],
+      usage: null,
+    });
+    expect(json(e.token(1, "stop"))).toEqual({
+      ...head,
+      choices: [{ index: 0, delta: { content: out.tokenText(1) }, logprobs: null, finish_reason: "stop", stop_reason: null }],
+      usage: null,
+    });
     const end = dec.decode(e.end(5, 2)).split("\n\n");
     expect(JSON.parse(end[0]!.slice(6))).toEqual({ ...head, choices: [], usage: { prompt_tokens: 5, total_tokens: 7, completion_tokens: 2 } });
     expect(end[1]).toBe("data: [DONE]");
     const c = new StreamEncoder("completion", "cmpl-1", 7, "m", false, out);
-    expect(json(c.token(0, "length"))).toEqual({ id: "cmpl-1", object: "text_completion", created: 7, model: "m", choices: [{ index: 0, text: out.tokenText(0), logprobs: null, finish_reason: "length", stop_reason: null }] });
+    expect(json(c.token(0, "length"))).toEqual({
+      id: "cmpl-1",
+      object: "text_completion",
+      created: 7,
+      model: "m",
+      choices: [{ index: 0, text: out.tokenText(0), logprobs: null, finish_reason: "length", stop_reason: null }],
+    });
     expect(dec.decode(c.end(1, 1))).toBe("data: [DONE]\n\n");
   });
 

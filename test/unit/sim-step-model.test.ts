@@ -1,16 +1,23 @@
 /** The engine core steps as vLLM's V1 scheduler: decodes and prefill chunks share a step, the budget caps it, KV pressure preempts. */
 import { describe, expect, test } from "bun:test";
-import { EngineCore, type CoreConfig, type CoreTiming } from "../../src/sim/engine-core.ts";
+import { type CoreConfig, type CoreTiming, EngineCore } from "../../src/sim/engine-core.ts";
 import { KvCache } from "../../src/sim/kv-cache.ts";
-import { Sequence, type SeqSink } from "../../src/sim/sequence.ts";
-import { planStep, type PlannerHost } from "../../src/sim/step-planner.ts";
-import { NO_FRONTEND, stepMs, type StepTiming } from "../../src/sim/step-time.ts";
+import { type SeqSink, Sequence } from "../../src/sim/sequence.ts";
+import { type PlannerHost, planStep } from "../../src/sim/step-planner.ts";
+import { NO_FRONTEND, type StepTiming, stepMs } from "../../src/sim/step-time.ts";
 import { WaitQueue } from "../../src/sim/wait-queue.ts";
 
 /** Flat timing: a decode step 10 ms, prefill 0.1 ms per token on top. */
 const FLAT: StepTiming = { derived: undefined, derivedScale: 1, flatDecode: { itlMs: 10, batchSlowdown: 0, maxNumSeqs: 8 }, flatPrefill: { msPerToken: 0.1 } };
 const timing = (t: StepTiming = FLAT): CoreTiming => ({ timing: t, jitter: 0, frontend: NO_FRONTEND, firstTokenDelayMs: 0 });
-const config = (over: Partial<CoreConfig> = {}): CoreConfig => ({ maxNumSeqs: 8, maxNumBatchedTokens: 256, numGpuBlocks: 1000, blockSize: 16, maxModelLen: 4096, ...over });
+const config = (over: Partial<CoreConfig> = {}): CoreConfig => ({
+  maxNumSeqs: 8,
+  maxNumBatchedTokens: 256,
+  numGpuBlocks: 1000,
+  blockSize: 16,
+  maxModelLen: 4096,
+  ...over,
+});
 
 /** Records when each token came (virtual ms). */
 class Clocked implements SeqSink {
@@ -40,7 +47,15 @@ function run(core: EngineCore, clock: { t: number }, until = Infinity): void {
 }
 
 function req(sink: SeqSink, promptTokens: number, outputTokens: number, hashes: bigint[] = []) {
-  return { prompt: { count: promptTokens, ids: new Int32Array(promptTokens), blockHashes: hashes, state: promptTokens, continued: 0 }, outputTokens, finishReason: "length" as const, stallAfter: -1, cutAfter: -1, intervalMs: 0, sink };
+  return {
+    prompt: { count: promptTokens, ids: new Int32Array(promptTokens), blockHashes: hashes, state: promptTokens, continued: 0 },
+    outputTokens,
+    finishReason: "length" as const,
+    stallAfter: -1,
+    cutAfter: -1,
+    intervalMs: 0,
+    sink,
+  };
 }
 
 describe("sim step model", () => {
@@ -130,7 +145,18 @@ describe("sim step model", () => {
     const c = { seqs: 4, tokens: 4, decodeSeqs: 4, decodeContext: 400, prefillTokens: 0, prefillSeqs: 0, prefillContext: 0, prefillPairs: 0, running: 4 };
     expect(stepMs(FLAT, c)).toBe(10);
     expect(stepMs(FLAT, { ...c, seqs: 5, tokens: 104, prefillTokens: 100, prefillSeqs: 1, prefillContext: 100, prefillPairs: 5050 })).toBeCloseTo(20, 9);
-    const m = { weightBytes: 1e9, kvBytesPerToken: 1e5, flopsPerToken: 2e9, attnFlopsPerPair: 1e6, bytesPerMs: 1e9, flopsPerMs: 1e12, stepOverheadMs: 1, perSeqOverheadMs: 0.1, commMsPerToken: 0, commMsPerStep: 0 };
+    const m = {
+      weightBytes: 1e9,
+      kvBytesPerToken: 1e5,
+      flopsPerToken: 2e9,
+      attnFlopsPerPair: 1e6,
+      bytesPerMs: 1e9,
+      flopsPerMs: 1e12,
+      stepOverheadMs: 1,
+      perSeqOverheadMs: 0.1,
+      commMsPerToken: 0,
+      commMsPerStep: 0,
+    };
     const derived: StepTiming = { derived: m, derivedScale: 1, flatDecode: undefined, flatPrefill: undefined };
     // Memory-bound: 1e9 + 400 × 1e5 bytes at 1e9 per ms = 1.04 ms, + 1 + 4 × 0.1.
     expect(stepMs(derived, c)).toBeCloseTo(1 + 0.4 + 1.04, 9);

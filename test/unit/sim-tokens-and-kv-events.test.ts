@@ -105,11 +105,27 @@ describe("sim KV cache events", () => {
   test("the engine core stores a prompt's full blocks with the prompt's own ids, block by block as its chunks compute", () => {
     const core = new EngineCore(
       { maxNumSeqs: 4, maxNumBatchedTokens: 32, numGpuBlocks: 64, blockSize: 16, maxModelLen: 1024, kvEvents: true },
-      { timing: { derived: undefined, derivedScale: 1, flatDecode: { itlMs: 1, batchSlowdown: 0, maxNumSeqs: 4 }, flatPrefill: { msPerToken: 0 } }, jitter: 0, frontend: NO_FRONTEND, firstTokenDelayMs: 0 },
+      {
+        timing: { derived: undefined, derivedScale: 1, flatDecode: { itlMs: 1, batchSlowdown: 0, maxNumSeqs: 4 }, flatPrefill: { msPerToken: 0 } },
+        jitter: 0,
+        frontend: NO_FRONTEND,
+        firstTokenDelayMs: 0,
+      },
     );
     const prompt = textPrompt("y".repeat(4 * 70), 16, undefined, 42n);
     let done = false;
-    core.submit({ prompt, outputTokens: 2, finishReason: "length", stallAfter: -1, cutAfter: -1, intervalMs: 0, sink: { token() {}, finish: () => (done = true), cut() {} } }, 0);
+    core.submit(
+      {
+        prompt,
+        outputTokens: 2,
+        finishReason: "length",
+        stallAfter: -1,
+        cutAfter: -1,
+        intervalMs: 0,
+        sink: { token() {}, finish: () => (done = true), cut() {} },
+      },
+      0,
+    );
     const stored: BlockStored[] = [];
     for (let i = 0; i < 100 && !done; i++) {
       core.advance(core.nextEventAt());
@@ -125,8 +141,18 @@ describe("sim KV cache events", () => {
 
 describe("--kv-events-config", () => {
   test("vLLM's keys and defaults; disabled or the null publisher publish nothing", () => {
-    expect(parseKvEventsConfig('{"enable_kv_cache_events":true}')).toEqual({ endpoint: "tcp://*:5557", replayEndpoint: undefined, bufferSteps: 10_000, hwm: 100_000, topic: "" });
-    expect(parseKvEventsConfig('{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:0","replay_endpoint":"tcp://*:0","topic":"kv@a@m","buffer_steps":5}')).toMatchObject({ replayEndpoint: "tcp://*:0", topic: "kv@a@m", bufferSteps: 5 });
+    expect(parseKvEventsConfig('{"enable_kv_cache_events":true}')).toEqual({
+      endpoint: "tcp://*:5557",
+      replayEndpoint: undefined,
+      bufferSteps: 10_000,
+      hwm: 100_000,
+      topic: "",
+    });
+    expect(
+      parseKvEventsConfig(
+        '{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:0","replay_endpoint":"tcp://*:0","topic":"kv@a@m","buffer_steps":5}',
+      ),
+    ).toMatchObject({ replayEndpoint: "tcp://*:0", topic: "kv@a@m", bufferSteps: 5 });
     expect(parseKvEventsConfig("{}")).toBeUndefined();
     expect(parseKvEventsConfig('{"enable_kv_cache_events":true,"publisher":"null"}')).toBeUndefined();
   });

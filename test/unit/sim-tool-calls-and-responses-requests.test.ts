@@ -9,9 +9,13 @@ import { SimHttpError } from "../../src/sim/vllm-errors.ts";
 const limits = { models: ["m"], maxModelLen: 4096, blockSize: 16, outputLen: 20, outputLenDist: { kind: "fixed", tokens: 20 } as const };
 const weather = {
   type: "function",
-  function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" }, unit: { enum: ["c", "f"] } }, required: ["city"] } },
+  function: {
+    name: "get_weather",
+    parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" }, unit: { enum: ["c", "f"] } }, required: ["city"] },
+  },
 };
-const chat = (body: Record<string, unknown>) => parseGenerationRequest("chat", JSON.stringify({ model: "m", messages: [{ role: "user", content: "weather?" }], tools: [weather], ...body }), limits);
+const chat = (body: Record<string, unknown>) =>
+  parseGenerationRequest("chat", JSON.stringify({ model: "m", messages: [{ role: "user", content: "weather?" }], tools: [weather], ...body }), limits);
 const responses = (body: Record<string, unknown>) => parseResponsesRequest(JSON.stringify({ model: "m", input: "weather?", ...body }), limits);
 
 function status(fn: () => unknown): number | undefined {
@@ -54,10 +58,20 @@ describe("sim tool calls", () => {
 
   test("arguments for a schema-less function are an empty object; nested objects and arrays are filled", () => {
     expect(toolArguments(undefined, 1)).toBe("{}");
-    const nested = JSON.parse(toolArguments({ type: "object", properties: { where: { type: "object", properties: { lat: { type: "number" } } }, tags: { type: "array", items: { type: "string" } } } }, 7));
+    const nested = JSON.parse(
+      toolArguments(
+        {
+          type: "object",
+          properties: { where: { type: "object", properties: { lat: { type: "number" } } }, tags: { type: "array", items: { type: "string" } } },
+        },
+        7,
+      ),
+    );
     expect(typeof nested.where.lat).toBe("number");
     expect(nested.tags.length).toBe(1);
-    expect(forcedToolChoice({ tools: [{ type: "function", name: "flat", parameters: {} }], tool_choice: { type: "function", name: "flat" } })!.name).toBe("flat");
+    expect(forcedToolChoice({ tools: [{ type: "function", name: "flat", parameters: {} }], tool_choice: { type: "function", name: "flat" } })!.name).toBe(
+      "flat",
+    );
   });
 });
 
@@ -75,10 +89,21 @@ describe("sim Responses requests", () => {
     const plain = responses({ input: [{ role: "user", content: "weather?" }], max_output_tokens: 10 });
     const whole = new SimOutput(plain.plan.state);
     const delivered = whole.text(4);
-    const partial = responses({ input: [{ role: "user", content: "weather?" }, { type: "message", role: "assistant", status: "in_progress", content: [{ type: "output_text", text: delivered }] }], max_output_tokens: 6 });
+    const partial = responses({
+      input: [
+        { role: "user", content: "weather?" },
+        { type: "message", role: "assistant", status: "in_progress", content: [{ type: "output_text", text: delivered }] },
+      ],
+      max_output_tokens: 6,
+    });
     expect(new SimOutput(partial.plan.state).text(6)).toBe(whole.text(10).slice(delivered.length));
     // A completed assistant message is history, not a prefill: a new turn starts after it.
-    const done = responses({ input: [{ role: "user", content: "weather?" }, { type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: delivered }] }] });
+    const done = responses({
+      input: [
+        { role: "user", content: "weather?" },
+        { type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: delivered }] },
+      ],
+    });
     expect(done.plan.prompt.state).not.toBe(partial.plan.prompt.state);
   });
 

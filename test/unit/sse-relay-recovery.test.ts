@@ -8,12 +8,12 @@
  * not the engine's fault.
  */
 import { describe, expect, test } from "bun:test";
-import type { BreakCause } from "../../src/metrics/names.ts";
-import type { Evictable } from "../../src/gateway/stream-evictions.ts";
 import type { RelayOwner, RelayRecovery } from "../../src/gateway/proxy/relay.ts";
 import { SseRelay } from "../../src/gateway/proxy/relay.ts";
 import type { OpenStream } from "../../src/gateway/proxy/upstream.ts";
 import type { AttemptVerdict, Usage } from "../../src/gateway/request/exchange.ts";
+import type { Evictable } from "../../src/gateway/stream-evictions.ts";
+import type { BreakCause } from "../../src/metrics/names.ts";
 import { HANG, openStreamOf } from "../helpers/scripted-stream.ts";
 
 const dec = new TextDecoder();

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { ModelRename } from "../../src/gateway/request/model-rename.ts";
 import type { RelayOwner } from "../../src/gateway/proxy/relay.ts";
 import { relayBody } from "../../src/gateway/proxy/sse-response.ts";
 import { MAX_EVENT_BYTES, SseScanner } from "../../src/gateway/proxy/sse-scanner.ts";
+import { ModelRename } from "../../src/gateway/request/model-rename.ts";
 import { openStreamOf } from "../helpers/scripted-stream.ts";
 
 const enc = new TextEncoder();
@@ -139,7 +139,11 @@ describe("SSE relay", () => {
 
   test("a fallback's answer reads as the model the client asked for: every data and usage event renamed, the rest as it came", async () => {
     const ev = (model: string, rest: string) => `data: {"id":"x","model":"${model}",${rest}}\n\n`;
-    const chunks = (model: string) => [ev(model, '"choices":[{"index":0,"delta":{"content":"a"}}]') + ": keep-alive\n\n", ev(model, '"choices":[{"index":0,"delta":{"content":"b"},"finish_reason":"stop"}]'), ev(model, '"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2}') + DONE];
+    const chunks = (model: string) => [
+      ev(model, '"choices":[{"index":0,"delta":{"content":"a"}}]') + ": keep-alive\n\n",
+      ev(model, '"choices":[{"index":0,"delta":{"content":"b"},"finish_reason":"stop"}]'),
+      ev(model, '"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2}') + DONE,
+    ];
     const owner = Object.assign(recordingOwner(true), { modelRename: new ModelRename("asked") });
     const text = await new Response(relayBody(owner, openStreamOf(chunks("fallback-7b")))).text();
     expect(text).toBe(chunks("asked").join(""));

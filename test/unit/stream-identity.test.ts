@@ -9,12 +9,15 @@ import { identityOf } from "../../src/gateway/continuation/stream-tracker.ts";
 const enc = new TextEncoder();
 const parsed = (payload: string) => {
   const j = JSON.parse(payload) as Record<string, unknown>;
-  return typeof j.id === "string" && typeof j.created === "number" && typeof j.model === "string" ? { id: j.id, created: j.created, model: j.model } : undefined;
+  return typeof j.id === "string" && typeof j.created === "number" && typeof j.model === "string"
+    ? { id: j.id, created: j.created, model: j.model }
+    : undefined;
 };
 
 const CHUNKS: Record<string, string> = {
   vllm: '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1760000000,"model":"org/model","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}',
-  "sglang, spaces": '{"id": "abc", "object": "chat.completion.chunk", "created": 1760000001, "model": "m", "choices": [{"index": 0, "delta": {"content": "x"}}]}',
+  "sglang, spaces":
+    '{"id": "abc", "object": "chat.completion.chunk", "created": 1760000001, "model": "m", "choices": [{"index": 0, "delta": {"content": "x"}}]}',
   "escaped id (parsed)": '{"id":"a\\"b","object":"chat.completion.chunk","created":1,"model":"m","choices":[]}',
   "non-ASCII model (parsed)": '{"id":"a","created":1,"model":"modèle","choices":[]}',
   "choices first, a tool call's id inside (parsed)": '{"choices":[{"delta":{"tool_calls":[{"id":"call_1"}]}}],"id":"real","created":2,"model":"m"}',

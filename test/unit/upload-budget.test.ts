@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
-import { BudgetShare, UploadBudget } from "../../src/shared/upload-budget.ts";
 import { LlmgwError } from "../../src/shared/errors.ts";
+import { BudgetShare, UploadBudget } from "../../src/shared/upload-budget.ts";
 
 test("a share grows to what its body holds, refuses past the budget with 503 and Retry-After, and gives back once", () => {
   const budget = new UploadBudget(100);

@@ -111,7 +111,16 @@ describe("ZMTP connection", () => {
 
   test("PING gets a PONG with its context; SUBSCRIBE/CANCEL reach the socket; unknown commands are ignored", () => {
     const { conn, transport, events } = open({ socketType: "PUB" });
-    conn.receive(new Uint8Array([...peerGreeting(), ...readyCommand("SUB"), ...pingCommand(100, text("abc")), ...encodeCommand("SUBSCRIBE", text("kv")), ...encodeCommand("NEWTHING"), ...encodeCommand("CANCEL", text("kv"))]));
+    conn.receive(
+      new Uint8Array([
+        ...peerGreeting(),
+        ...readyCommand("SUB"),
+        ...pingCommand(100, text("abc")),
+        ...encodeCommand("SUBSCRIBE", text("kv")),
+        ...encodeCommand("NEWTHING"),
+        ...encodeCommand("CANCEL", text("kv")),
+      ]),
+    );
     const names = transport.frames().map((f) => decodeCommand(f.body));
     expect(names[1]).toEqual({ name: "PONG", context: text("abc") });
     expect(events.subs).toEqual(["+kv", "-kv"]);
@@ -142,7 +151,10 @@ describe("ZMTP connection", () => {
     await Bun.sleep(250);
     expect(slow.events.closed[0]?.[0]).toBe("handshake-timeout");
     expect(silent.events.closed[0]?.[0]).toBe("heartbeat-timeout");
-    const pings = silent.transport.frames().slice(1).map((f) => decodeCommand(f.body));
+    const pings = silent.transport
+      .frames()
+      .slice(1)
+      .map((f) => decodeCommand(f.body));
     expect(pings.length).toBeGreaterThan(0);
     expect(pings[0]).toEqual({ name: "PING", ttlDeciseconds: 1, context: new Uint8Array(0) });
   });

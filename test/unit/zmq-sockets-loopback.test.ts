@@ -1,8 +1,8 @@
 /** PUB/SUB and ROUTER/DEALER over loopback TCP: filtering, ZMTP 3.0 peers, high-water marks, reconnection, heartbeats, identities. */
 import { afterEach, describe, expect, test } from "bun:test";
-import { encodeCommand } from "../../src/engines/zmq/frames.ts";
 import { DealerSocket } from "../../src/engines/zmq/dealer-socket.ts";
 import type { ZmtpCloseReason } from "../../src/engines/zmq/errors.ts";
+import { encodeCommand } from "../../src/engines/zmq/frames.ts";
 import { PubSocket } from "../../src/engines/zmq/pub-socket.ts";
 import { RouterSocket } from "../../src/engines/zmq/router-socket.ts";
 import { SubSocket } from "../../src/engines/zmq/sub-socket.ts";
@@ -37,14 +37,21 @@ describe("PUB/SUB", () => {
     pub.send([text("kv@b"), text("4")]);
     pub.send([text("other"), text("5")]);
     await waitUntil(() => got.length === 3, { what: "messages" });
-    expect(got).toEqual([["kv@a", "1", ""], ["other", "3"], ["other", "5"]]);
+    expect(got).toEqual([
+      ["kv@a", "1", ""],
+      ["other", "3"],
+      ["other", "5"],
+    ]);
   });
 
   test("a publisher takes ZMTP 3.0 subscription messages and 3.1 commands alike", async () => {
     const pub = track(new PubSocket("tcp://127.0.0.1:0"));
     const old = await dialRaw(pub.port, { socketType: "SUB", minor: 0 });
     const modern = await dialRaw(pub.port, { socketType: "SUB" });
-    cleanups.push(() => old.close(), () => modern.close());
+    cleanups.push(
+      () => old.close(),
+      () => modern.close(),
+    );
     await Promise.all([old.ready, modern.ready]);
     old.send([new Uint8Array([1, ...text("a")])]);
     modern.write(encodeCommand("SUBSCRIBE", text("b")));
@@ -101,11 +108,14 @@ describe("PUB/SUB", () => {
     await waitUntil(() => fast === total, { what: `all ${total} messages at the fast subscriber`, timeoutMs: 30_000 });
     expect(pub.droppedMessages).toBeGreaterThan(0);
     slow.socket.resume();
-    await waitUntil(async () => {
-      const before = slow.messages.length;
-      await Bun.sleep(100);
-      return slow.messages.length === before && before > 0;
-    }, { what: "slow subscriber drained", timeoutMs: 30_000 });
+    await waitUntil(
+      async () => {
+        const before = slow.messages.length;
+        await Bun.sleep(100);
+        return slow.messages.length === before && before > 0;
+      },
+      { what: "slow subscriber drained", timeoutMs: 30_000 },
+    );
     const seqs = slow.messages.map((m) => new DataView(m[0]!.buffer, m[0]!.byteOffset).getUint32(0));
     expect(slow.messages.every((m) => m.length === 2 && m[1]!.length === payload.length)).toBe(true);
     expect(seqs.length).toBe(total - pub.droppedMessages);
@@ -116,11 +126,18 @@ describe("PUB/SUB", () => {
     const port = await freePort();
     const got: string[] = [];
     const events: string[] = [];
-    const sub = track(new SubSocket(`tcp://127.0.0.1:${port}`, ["t"], { reconnectIntervalMs: 20, reconnectIntervalMaxMs: 50 }, {
-      message: (f) => got.push(str(f[1])),
-      connected: () => events.push("up"),
-      disconnected: (reason) => events.push(`down:${reason}`),
-    }));
+    const sub = track(
+      new SubSocket(
+        `tcp://127.0.0.1:${port}`,
+        ["t"],
+        { reconnectIntervalMs: 20, reconnectIntervalMaxMs: 50 },
+        {
+          message: (f) => got.push(str(f[1])),
+          connected: () => events.push("up"),
+          disconnected: (reason) => events.push(`down:${reason}`),
+        },
+      ),
+    );
     await Bun.sleep(120);
     expect(sub.dialAttempts).toBeGreaterThan(1);
     let pub = new PubSocket(`tcp://127.0.0.1:${port}`);
@@ -159,16 +176,34 @@ describe("PUB/SUB", () => {
 describe("ROUTER/DEALER", () => {
   test("identities: announced ones are kept, missing ones made up; replies are routed by them", async () => {
     const seen: string[] = [];
-    const router = track(new RouterSocket("tcp://127.0.0.1:0", {}, {
-      message: (id, frames) => {
-        seen.push(`${Buffer.from(id).toString("hex")}:${frames.map(str).join("|")}`);
-        router.send(id, [new Uint8Array(0), text(`re:${str(frames[1])}`)]);
-      },
-    }));
+    const router = track(
+      new RouterSocket(
+        "tcp://127.0.0.1:0",
+        {},
+        {
+          message: (id, frames) => {
+            seen.push(`${Buffer.from(id).toString("hex")}:${frames.map(str).join("|")}`);
+            router.send(id, [new Uint8Array(0), text(`re:${str(frames[1])}`)]);
+          },
+        },
+      ),
+    );
     const replies: Record<string, string[]> = { alice: [], anon: [] };
     const connected = { alice: false, anon: false };
-    const alice = track(new DealerSocket(`tcp://127.0.0.1:${router.port}`, { identity: text("alice") }, { message: (f) => replies.alice!.push(f.map(str).join("|")), connected: () => (connected.alice = true) }));
-    const anon = track(new DealerSocket(`tcp://127.0.0.1:${router.port}`, {}, { message: (f) => replies.anon!.push(f.map(str).join("|")), connected: () => (connected.anon = true) }));
+    const alice = track(
+      new DealerSocket(
+        `tcp://127.0.0.1:${router.port}`,
+        { identity: text("alice") },
+        { message: (f) => replies.alice!.push(f.map(str).join("|")), connected: () => (connected.alice = true) },
+      ),
+    );
+    const anon = track(
+      new DealerSocket(
+        `tcp://127.0.0.1:${router.port}`,
+        {},
+        { message: (f) => replies.anon!.push(f.map(str).join("|")), connected: () => (connected.anon = true) },
+      ),
+    );
     await waitUntil(() => connected.alice && connected.anon, { what: "dealers" });
     expect(alice.send([new Uint8Array(0), text("hi")])).toBe("queued");
     expect(anon.send([new Uint8Array(0), text("yo")])).toBe("queued");

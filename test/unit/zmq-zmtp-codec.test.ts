@@ -24,9 +24,7 @@ function reason(fn: () => unknown): string {
 
 describe("greeting", () => {
   test("ours is ZMTP 3.1, NULL, libzmq's padding, 64 bytes", () => {
-    expect(hex(encodeGreeting())).toBe(
-      "ff00000000000000017f" + "0301" + hex(text("NULL")) + "00".repeat(16) + "00" + "00".repeat(31),
-    );
+    expect(hex(encodeGreeting())).toBe("ff00000000000000017f" + "0301" + hex(text("NULL")) + "00".repeat(16) + "00" + "00".repeat(31));
   });
 
   test("a 3.0 peer is accepted with its minor version; 2.0, PLAIN and non-ZMTP bytes are refused", () => {
@@ -97,7 +95,12 @@ describe("commands", () => {
   });
 
   test("property names are case-insensitive; truncated metadata is refused", () => {
-    const props = decodeProperties(encodeProperties([["SOCKET-TYPE", text("SUB")], ["X-Extra", new Uint8Array(0)]]));
+    const props = decodeProperties(
+      encodeProperties([
+        ["SOCKET-TYPE", text("SUB")],
+        ["X-Extra", new Uint8Array(0)],
+      ]),
+    );
     expect([...props.keys()]).toEqual(["socket-type", "x-extra"]);
     const bad = encodeProperties([["Socket-Type", text("SUB")]]).subarray(0, 10);
     expect(reason(() => decodeProperties(bad))).toBe("protocol-violation");
@@ -141,7 +144,8 @@ describe("endpoints", () => {
     expect(parseTcpEndpoint("tcp://[::1]:5558")).toEqual({ host: "::1", port: 5558 });
     expect(parseTcpEndpoint("tcp://engine-3.local:5557")).toEqual({ host: "engine-3.local", port: 5557 });
     expect(formatTcpEndpoint("::1", 5)).toBe("tcp://[::1]:5");
-    for (const bad of ["ipc:///tmp/x", "tcp://host", "tcp://host:99999", "tcp://:5557", "tcp://a b:1"]) expect(() => parseTcpEndpoint(bad)).toThrow(/ZMQ TCP endpoint|out of range/);
+    for (const bad of ["ipc:///tmp/x", "tcp://host", "tcp://host:99999", "tcp://:5557", "tcp://a b:1"])
+      expect(() => parseTcpEndpoint(bad)).toThrow(/ZMQ TCP endpoint|out of range/);
   });
 });
 

@@ -33,13 +33,17 @@
   function parameters(doc, params) {
     var table = el("table");
     var head = el("tr");
-    ["name", "in", "required", "type", "description"].forEach(function (h) { head.appendChild(el("th", null, h)); });
+    ["name", "in", "required", "type", "description"].forEach(function (h) {
+      head.appendChild(el("th", null, h));
+    });
     table.appendChild(head);
     params.forEach(function (p) {
       p = deref(doc, p);
       var row = el("tr");
       var type = p.schema ? deref(doc, p.schema).type || "" : "";
-      [p.name, p.in, p.required ? "yes" : "no", type, p.description || ""].forEach(function (c) { row.appendChild(el("td", null, c)); });
+      [p.name, p.in, p.required ? "yes" : "no", type, p.description || ""].forEach(function (c) {
+        row.appendChild(el("td", null, c));
+      });
       table.appendChild(row);
     });
     return table;
@@ -94,19 +98,26 @@
     // Group by the first tag (or the path's first segment after /admin/v1).
     var groups = {};
     var order = [];
-    Object.keys(doc.paths || {}).sort().forEach(function (path) {
-      var item = doc.paths[path];
-      METHODS.forEach(function (m) {
-        var op = item[m];
-        if (!op) return;
-        var tag = (op.tags && op.tags[0]) || path.split("/").filter(Boolean).slice(0, 3).join("/");
-        if (!groups[tag]) { groups[tag] = []; order.push(tag); }
-        groups[tag].push(operation(doc, path, m, op));
+    Object.keys(doc.paths || {})
+      .sort()
+      .forEach(function (path) {
+        var item = doc.paths[path];
+        METHODS.forEach(function (m) {
+          var op = item[m];
+          if (!op) return;
+          var tag = (op.tags && op.tags[0]) || path.split("/").filter(Boolean).slice(0, 3).join("/");
+          if (!groups[tag]) {
+            groups[tag] = [];
+            order.push(tag);
+          }
+          groups[tag].push(operation(doc, path, m, op));
+        });
       });
-    });
     order.forEach(function (tag) {
       root.appendChild(el("h2", null, tag));
-      groups[tag].forEach(function (box) { root.appendChild(box); });
+      groups[tag].forEach(function (box) {
+        root.appendChild(box);
+      });
     });
     root.setAttribute("data-rendered", "true");
   }

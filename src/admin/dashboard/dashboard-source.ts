@@ -3,13 +3,14 @@
  * and GPU reads the collectors use (../fleet-collectors.ts), the endpoint table,
  * the pool and admission tables, and the request counters.
  */
-import { dashboardSnapshot, type DashboardSnapshot } from "./snapshot.ts";
-import { bandDepths } from "../../metrics/pool-collector.ts";
+
+import type { GatewayContext } from "../../gateway/context.ts";
 import { SERVER_FAULT_OUTCOMES } from "../../metrics/names.ts";
+import { bandDepths } from "../../metrics/pool-collector.ts";
 import type { AdmissionStatsTable, PoolTable } from "../../shared/endpoint-table.ts";
 import { endpointStates } from "../admin-listener.ts";
-import type { GatewayContext } from "../../gateway/context.ts";
 import type { FleetReads } from "../fleet-collectors.ts";
+import { type DashboardSnapshot, dashboardSnapshot } from "./snapshot.ts";
 
 interface DashboardSourceDeps {
   ctx: GatewayContext;
@@ -64,7 +65,15 @@ export function dashboardSource(deps: DashboardSourceDeps): () => Promise<Dashbo
         .active()
         .filter(({ spec }) => spec.node === undefined)
         .map(({ spec }) => ({ id: spec.id, dcgmUrl: spec.dcgmUrl, gpuIds: spec.gpuIds })),
-      endpoints: endpointStates(deps.ctx).map((e) => ({ id: e.id, node: e.node, pool: e.pool, ready: e.ready, draining: e.draining, gpu_faulted: e.gpu_faulted, inflight: e.inflight })),
+      endpoints: endpointStates(deps.ctx).map((e) => ({
+        id: e.id,
+        node: e.node,
+        pool: e.pool,
+        ready: e.ready,
+        draining: e.draining,
+        gpu_faulted: e.gpu_faulted,
+        inflight: e.inflight,
+      })),
       pools: [...deps.poolList()].map(({ index, name }) => {
         const saturation = deps.stats.saturation(index);
         return {

@@ -35,7 +35,13 @@ const stateWords = { not_ready: "not ready", ready: "ready", draining: "draining
 function meter(name, ratio, text) {
   const fill = h("div", { class: ratio !== null && ratio >= 0.9 ? "fill hot" : "fill" });
   if (ratio !== null) fill.style.setProperty("width", `${Math.max(0, Math.min(1, ratio)) * 100}%`);
-  return h("div", { class: ratio === null ? "meter absent" : "meter", "data-meter": name }, h("span", { class: "name" }, name), h("div", { class: "track" }, fill), h("span", { class: "num" }, text));
+  return h(
+    "div",
+    { class: ratio === null ? "meter absent" : "meter", "data-meter": name },
+    h("span", { class: "name" }, name),
+    h("div", { class: "track" }, fill),
+    h("span", { class: "num" }, text),
+  );
 }
 
 /** What runs on the GPU: its endpoints (static) or replicas (fleet), or that nothing does. */
@@ -52,7 +58,9 @@ function memoryText(g) {
 
 function gpuView(card, g) {
   const mem = g.memory_total_bytes !== null && g.memory_used_bytes !== null ? g.memory_used_bytes / g.memory_total_bytes : null;
-  const extra = [g.temperature_c === null ? null : `${Math.round(g.temperature_c)} °C`, g.power_w === null ? null : `${Math.round(g.power_w)} W`].filter((x) => x !== null);
+  const extra = [g.temperature_c === null ? null : `${Math.round(g.temperature_c)} °C`, g.power_w === null ? null : `${Math.round(g.power_w)} W`].filter(
+    (x) => x !== null,
+  );
   return h(
     "div",
     { class: "gpu", "data-gpu": `${card}/${g.index ?? g.uuid}`, "data-healthy": g.healthy },
@@ -94,24 +102,40 @@ function nodesView(snap) {
   }
   // Fleet nodes first (in their order), then the machines of static endpoints' exporters, in the order of their endpoints.
   const cards = snap.nodes.map((n) => ({ name: n.name, node: n, gpus: byCard.get(n.name) ?? [] }));
-  const endpointOrder = (gpus) => Math.min(...gpus.flatMap((g) => g.serves.map((id) => snap.endpoints.findIndex((e) => e.id === id))).filter((i) => i >= 0), Infinity);
-  const statics = [...byCard].filter(([name]) => !snap.nodes.some((n) => n.name === name)).map(([name, gpus]) => ({ name, node: null, gpus, order: endpointOrder(gpus) }));
+  const endpointOrder = (gpus) =>
+    Math.min(...gpus.flatMap((g) => g.serves.map((id) => snap.endpoints.findIndex((e) => e.id === id))).filter((i) => i >= 0), Infinity);
+  const statics = [...byCard]
+    .filter(([name]) => !snap.nodes.some((n) => n.name === name))
+    .map(([name, gpus]) => ({ name, node: null, gpus, order: endpointOrder(gpus) }));
   statics.sort((a, b) => a.order - b.order || a.name.localeCompare(b.name));
   cards.push(...statics);
   if (cards.length === 0) return [h("p", { class: "empty" }, "No nodes or GPUs reported (no fleet, no dcgm_url).")];
   return cards.map(({ name, node, gpus }) => {
     const state = node ? node.state : "static";
     const replicas = snap.replicas.filter((r) => r.shards.some((s) => s.node === name));
-    const note = node && !node.answering ? `no answer${node.last_answer_age_ms === null ? " yet" : ` for ${Math.round(node.last_answer_age_ms / 1000)} s`}` : `${replicas.length} replica(s)`;
+    const note =
+      node && !node.answering
+        ? `no answer${node.last_answer_age_ms === null ? " yet" : ` for ${Math.round(node.last_answer_age_ms / 1000)} s`}`
+        : `${replicas.length} replica(s)`;
     const endpoints = [...new Set(gpus.flatMap((g) => g.serves))];
     const staticNote = endpoints.length === 0 ? "static endpoint" : `static endpoint${endpoints.length > 1 ? "s" : ""} ${endpoints.join(", ")}`;
     return h(
       "div",
       { class: "node", "data-node": name, "data-state": state },
-      h("div", { class: "node-head" }, h("span", { class: "node-name" }, name), h("span", { class: "node-note" }, node ? note : staticNote), node ? h("span", { class: `badge ${state}` }, stateWords[state] ?? state) : null),
-      node && node.cordon_reason !== null ? h("div", { class: "node-note cordon", "data-cordon-reason": node.cordon_reason }, `cordoned: ${node.cordon_reason}`) : null,
+      h(
+        "div",
+        { class: "node-head" },
+        h("span", { class: "node-name" }, name),
+        h("span", { class: "node-note" }, node ? note : staticNote),
+        node ? h("span", { class: `badge ${state}` }, stateWords[state] ?? state) : null,
+      ),
+      node && node.cordon_reason !== null
+        ? h("div", { class: "node-note cordon", "data-cordon-reason": node.cordon_reason }, `cordoned: ${node.cordon_reason}`)
+        : null,
       node?.last_error && !node.answering ? h("div", { class: "node-note" }, node.last_error) : null,
-      gpus.length > 0 ? gpus.map((g) => gpuView(name, g)) : h("p", { class: "empty" }, node && !node.answering ? "GPUs not shown: the node does not answer." : "No GPUs reported."),
+      gpus.length > 0
+        ? gpus.map((g) => gpuView(name, g))
+        : h("p", { class: "empty" }, node && !node.answering ? "GPUs not shown: the node does not answer." : "No GPUs reported."),
     );
   });
 }
@@ -123,7 +147,12 @@ function rows(tbody, list, empty, row) {
 function render(snap) {
   document.getElementById("nodes").replaceChildren(...nodesView(snap));
   rows(document.querySelector("#models tbody"), snap.models, snap.fleet ? "No desired models." : "No fleet.", (m) =>
-    h("tr", { "data-model": m.name, class: m.serving < m.desired ? "short" : undefined }, h("td", {}, m.name), h("td", { class: "num" }, `${m.serving} / ${m.desired}`)),
+    h(
+      "tr",
+      { "data-model": m.name, class: m.serving < m.desired ? "short" : undefined },
+      h("td", {}, m.name),
+      h("td", { class: "num" }, `${m.serving} / ${m.desired}`),
+    ),
   );
   rows(document.querySelector("#replicas tbody"), snap.replicas, snap.fleet ? "No replicas." : "No fleet.", (r) =>
     h(
@@ -143,7 +172,11 @@ function render(snap) {
             { class: "pool", "data-pool": p.name },
             h("div", { class: "pool-head" }, h("span", {}, p.name), h("span", {}, `queued ${p.queue_depth.reduce((n, b) => n + b.depth, 0)}`)),
             meter("sat", p.saturation, p.saturation === null ? NA : pct(p.saturation)),
-            h("div", { class: "bands" }, p.queue_depth.map((b) => h("span", { "data-band": b.band }, `${b.band} `, h("b", {}, String(b.depth))))),
+            h(
+              "div",
+              { class: "bands" },
+              p.queue_depth.map((b) => h("span", { "data-band": b.band }, `${b.band} `, h("b", {}, String(b.depth)))),
+            ),
           ),
         )
       : [h("p", { class: "empty" }, "No pools yet.")]),
@@ -154,7 +187,15 @@ function render(snap) {
       { "data-endpoint": e.id },
       h("td", {}, e.id),
       h("td", {}, e.node ?? "—"),
-      h("td", {}, h("span", { class: `badge ${e.gpu_faulted ? "fault" : e.draining ? "draining" : e.ready ? "ok" : "not_ready"}` }, e.gpu_faulted ? "GPU fault" : e.draining ? "draining" : e.ready ? "ready" : "not ready")),
+      h(
+        "td",
+        {},
+        h(
+          "span",
+          { class: `badge ${e.gpu_faulted ? "fault" : e.draining ? "draining" : e.ready ? "ok" : "not_ready"}` },
+          e.gpu_faulted ? "GPU fault" : e.draining ? "draining" : e.ready ? "ready" : "not ready",
+        ),
+      ),
       h("td", { class: "num" }, String(e.inflight)),
     ),
   );

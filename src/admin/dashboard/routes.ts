@@ -9,10 +9,11 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Elysia } from "elysia";
-import { dashboardSnapshotSchema, type DashboardSnapshot } from "./snapshot.ts";
+import { type DashboardSnapshot, dashboardSnapshotSchema } from "./snapshot.ts";
 
 /** The page may load and connect to its own origin only (the icon is an inline empty data: URL). */
-export const DASHBOARD_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+export const DASHBOARD_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 const ASSETS = {
   "dashboard.css": "text/css; charset=utf-8",
@@ -23,7 +24,10 @@ const ASSETS = {
 /** Read once at start: a gateway whose dashboard files are missing fails at start, not on a click. */
 function loadAssets(): { page: string; assets: Record<keyof typeof ASSETS, string> } {
   const read = (name: string) => readFileSync(join(import.meta.dir, name), "utf8");
-  return { page: read("index.html"), assets: { "dashboard.css": read("dashboard.css"), "dashboard.js": read("dashboard.js"), "traffic.js": read("traffic.js") } };
+  return {
+    page: read("index.html"),
+    assets: { "dashboard.css": read("dashboard.css"), "dashboard.js": read("dashboard.js"), "traffic.js": read("traffic.js") },
+  };
 }
 
 function asset(body: string, contentType: string, csp = false): Response {
@@ -46,7 +50,10 @@ export function pageWithSnapshot(page: string, snap: DashboardSnapshot | undefin
   return page.replace(SNAPSHOT_SLOT, () => `<script type="application/json" id="${INITIAL_SNAPSHOT_ID}">${json}</script>`);
 }
 
-const textDoc = (summary: string, type: string) => ({ summary, responses: { 200: { description: summary, content: { [type]: { schema: { type: "string" as const } } } } } });
+const textDoc = (summary: string, type: string) => ({
+  summary,
+  responses: { 200: { description: summary, content: { [type]: { schema: { type: "string" as const } } } } },
+});
 
 /** `snapshot`: the fleet, GPUs, pools and traffic now. */
 export function dashboardRoutes(snapshot: () => Promise<DashboardSnapshot> | DashboardSnapshot) {

@@ -6,9 +6,9 @@
  * snapshots), so the gateway keeps no history for it.
  */
 import { z } from "zod";
-import { NODE_STATES, REPLICA_STATES } from "../../metrics/names.ts";
 import type { FleetFigures } from "../../control/metric-figures.ts";
 import type { NodeGpu } from "../../metrics/gpu-collector.ts";
+import { NODE_STATES, REPLICA_STATES } from "../../metrics/names.ts";
 
 const nullable = <T extends z.ZodType>(t: T, what: string) => t.nullable().describe(`${what}; null when not reported`);
 
@@ -22,7 +22,10 @@ export const dashboardSnapshotSchema = z.object({
       answering: z.boolean(),
       last_answer_age_ms: nullable(z.number().int(), "since the agent last answered"),
       last_error: z.string().nullable(),
-      cordon_reason: z.string().nullable().describe("why the node takes no new replicas, as given to cordon (a drain's is \"drain\"); null when not cordoned or given none"),
+      cordon_reason: z
+        .string()
+        .nullable()
+        .describe('why the node takes no new replicas, as given to cordon (a drain\'s is "drain"); null when not cordoned or given none'),
     }),
   ),
   gpus: z.array(
@@ -40,7 +43,9 @@ export const dashboardSnapshotSchema = z.object({
       healthy: z.boolean(),
       faults: z.array(z.string()).describe("why the GPU is kept out of rotation and placement"),
       exporter: z.string().nullable().describe("the dcgm_url a static endpoint's GPU is read from; null for a fleet node's GPU (its agent reports it)"),
-      serves: z.array(z.string()).describe("what runs on the GPU: the static endpoints whose dcgm_url and gpu_ids name it, or the fleet replicas with a shard on it"),
+      serves: z
+        .array(z.string())
+        .describe("what runs on the GPU: the static endpoints whose dcgm_url and gpu_ids name it, or the fleet replicas with a shard on it"),
     }),
   ),
   replicas: z.array(
@@ -117,7 +122,9 @@ const orNull = (v: number | undefined) => (v === undefined || !Number.isFinite(v
 export function gpuServes(g: NodeGpu, statics: readonly StaticEndpointGpus[], replicas: FleetFigures["replicas"]): string[] {
   if (g.exporter !== undefined) {
     const index = g.gpu.index === undefined ? undefined : String(g.gpu.index);
-    return statics.filter((e) => e.dcgmUrl === g.exporter && (e.gpuIds.length === 0 || e.gpuIds.includes(g.gpu.uuid) || (index !== undefined && e.gpuIds.includes(index)))).map((e) => e.id);
+    return statics
+      .filter((e) => e.dcgmUrl === g.exporter && (e.gpuIds.length === 0 || e.gpuIds.includes(g.gpu.uuid) || (index !== undefined && e.gpuIds.includes(index))))
+      .map((e) => e.id);
   }
   const index = g.gpu.index;
   if (index === undefined) return [];
@@ -147,7 +154,14 @@ export function dashboardSnapshot(i: DashboardInputs): DashboardSnapshot {
   return {
     at: i.at,
     fleet: f !== undefined,
-    nodes: (f?.nodes ?? []).map((n) => ({ name: n.name, state: n.state, answering: n.answering, last_answer_age_ms: n.lastAnswerAgeMs, last_error: n.lastError, cordon_reason: n.cordonReason })),
+    nodes: (f?.nodes ?? []).map((n) => ({
+      name: n.name,
+      state: n.state,
+      answering: n.answering,
+      last_answer_age_ms: n.lastAnswerAgeMs,
+      last_error: n.lastError,
+      cordon_reason: n.cordonReason,
+    })),
     gpus: i.gpus.map((ng) => ({ ...gpuView(ng), serves: gpuServes(ng, i.statics, f?.replicas ?? []) })),
     replicas: (f?.replicas ?? []).map((r) => ({ id: r.id, model: r.model, state: r.state, shards: r.shards, in_rotation: r.inRotation, detail: r.detail })),
     models: (f?.models ?? []).map((m) => ({ ...m })),

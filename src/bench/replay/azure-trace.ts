@@ -6,7 +6,7 @@
  * differences matter, so it is read as UTC. The published files end lines
  * with CRLF. Pure.
  */
-import { normaliseArrivals, spanOf, TraceFormatError, type Trace, type TraceRequest } from "./trace.ts";
+import { normaliseArrivals, spanOf, type Trace, TraceFormatError, type TraceRequest } from "./trace.ts";
 
 const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?$/;
 
@@ -31,7 +31,11 @@ function tokenCount(field: string | undefined, min: number): number {
 
 export function parseAzureCsv(text: string, source = "Azure trace"): Trace {
   const lines = text.split("\n");
-  const header = (lines[0] ?? "").replace(/\r$/, "").replace(/^\uFEFF/, "").split(",").map((h) => h.trim());
+  const header = (lines[0] ?? "")
+    .replace(/\r$/, "")
+    .replace(/^\uFEFF/, "")
+    .split(",")
+    .map((h) => h.trim());
   const col = (name: string) => header.indexOf(name);
   const iTime = col("TIMESTAMP");
   const iIn = col("ContextTokens");

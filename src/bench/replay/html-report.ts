@@ -4,8 +4,9 @@
  * read-out, the run's JSON embedded — that opens from disk with no network
  * (its Content-Security-Policy forbids any fetch). Pure: report in, HTML out.
  */
-import { escapeHtml, lineChart, type ChartSeries } from "./svg-chart.ts";
-import { ENDPOINT_COLUMNS, endpointRows, LATENCY_COLUMNS, latencyRows, runTitle, summaryRows, type ReplayReport } from "./replay-report.ts";
+
+import { ENDPOINT_COLUMNS, endpointRows, LATENCY_COLUMNS, latencyRows, type ReplayReport, runTitle, summaryRows } from "./replay-report.ts";
+import { type ChartSeries, escapeHtml, lineChart } from "./svg-chart.ts";
 
 const CSS = `
 body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#222;max-width:1500px}
@@ -67,8 +68,14 @@ export function renderReplayHtml(r: ReplayReport): string {
   const t = r.timeline;
   const endpoints = Object.entries(t.endpoint_in_flight).map(([name, values]) => ({ name, values }));
   const charts = [
-    chart("arrivals", "Arrival rate", "requests/s of trace time", r, [{ name: "arrivals", values: t.arrivals_per_s }, { name: "errors", values: t.errors.map((e) => e / t.bucket_s) }]),
-    chart("ttft", "TTFT of the requests arriving", "ms", r, [{ name: "p50", values: t.ttft_p50_ms }, { name: "p90", values: t.ttft_p90_ms }]),
+    chart("arrivals", "Arrival rate", "requests/s of trace time", r, [
+      { name: "arrivals", values: t.arrivals_per_s },
+      { name: "errors", values: t.errors.map((e) => e / t.bucket_s) },
+    ]),
+    chart("ttft", "TTFT of the requests arriving", "ms", r, [
+      { name: "p50", values: t.ttft_p50_ms },
+      { name: "p90", values: t.ttft_p90_ms },
+    ]),
     chart("itl", "ITL, per-request mean, of the requests arriving", "ms", r, [{ name: "p50", values: t.tpot_p50_ms }]),
     chart("in-flight", "Requests in flight", "requests, bucket average", r, [{ name: "all", values: t.in_flight }]),
     chart("endpoints", "In flight per endpoint", "requests, bucket average", r, endpoints),
@@ -82,7 +89,14 @@ export function renderReplayHtml(r: ReplayReport): string {
     `${escapeHtml(run.date)}${run.commit ? `, llmgw ${escapeHtml(run.commit)}` : ""}`,
     `buckets of ${t.bucket_s} s`,
   ].join(" · ");
-  const errors = r.errors.length === 0 ? "<p>none</p>" : table(["error", "count"], r.errors.map((e) => [e.error, String(e.count)]), "errors");
+  const errors =
+    r.errors.length === 0
+      ? "<p>none</p>"
+      : table(
+          ["error", "count"],
+          r.errors.map((e) => [e.error, String(e.count)]),
+          "errors",
+        );
   const json = JSON.stringify(r).replace(/</g, "\\u003c");
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">

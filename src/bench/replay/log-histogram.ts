@@ -67,7 +67,13 @@ export class LogHistogram {
   }
 
   toJSON(): LogHistogramData {
-    return { buckets: Object.fromEntries(this.buckets), count: this.count, sum: this.sum, min: this.count === 0 ? null : this.min, max: this.count === 0 ? null : this.max };
+    return {
+      buckets: Object.fromEntries(this.buckets),
+      count: this.count,
+      sum: this.sum,
+      min: this.count === 0 ? null : this.min,
+      max: this.count === 0 ? null : this.max,
+    };
   }
 
   static from(data: LogHistogramData): LogHistogram {

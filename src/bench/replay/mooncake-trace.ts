@@ -6,7 +6,7 @@
  * breaks that rule is refused: its prefix sharing could not be replayed as
  * recorded. Pure.
  */
-import { MOONCAKE_BLOCK_TOKENS, normaliseArrivals, spanOf, TraceFormatError, type Trace, type TraceRequest } from "./trace.ts";
+import { MOONCAKE_BLOCK_TOKENS, normaliseArrivals, spanOf, type Trace, TraceFormatError, type TraceRequest } from "./trace.ts";
 
 function isCount(v: unknown, min: number): v is number {
   return typeof v === "number" && Number.isInteger(v) && v >= min;
@@ -29,7 +29,8 @@ export function parseMooncakeJsonl(text: string, source = "Mooncake trace"): Tra
     }
     if (typeof v !== "object" || v === null || Array.isArray(v)) return fail("expected a JSON object");
     const o = v as Record<string, unknown>;
-    if (typeof o.timestamp !== "number" || !Number.isFinite(o.timestamp) || o.timestamp < 0) fail(`timestamp: expected ms ≥ 0, got ${JSON.stringify(o.timestamp)}`);
+    if (typeof o.timestamp !== "number" || !Number.isFinite(o.timestamp) || o.timestamp < 0)
+      fail(`timestamp: expected ms ≥ 0, got ${JSON.stringify(o.timestamp)}`);
     if (!isCount(o.input_length, 1)) fail(`input_length: expected an integer ≥ 1, got ${JSON.stringify(o.input_length)}`);
     if (!isCount(o.output_length, 1)) fail(`output_length: expected an integer ≥ 1, got ${JSON.stringify(o.output_length)}`);
     const ids = o.hash_ids;

@@ -22,8 +22,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { childEnv } from "../../shared/process-env.ts";
 import { LogHistogram, type LogHistogramData } from "./log-histogram.ts";
-import { PromptTextCache, type PromptSegment } from "./prompt-text.ts";
-import { timedCompletion, type CompletionTiming } from "./timed-completion.ts";
+import { type PromptSegment, PromptTextCache } from "./prompt-text.ts";
+import { type CompletionTiming, timedCompletion } from "./timed-completion.ts";
 
 export interface ScheduledRequest {
   /** Send time, ms after the run starts (any speed-up already applied). */
@@ -72,7 +72,10 @@ export interface OpenLoopResult {
   cpuS: number;
 }
 
-type Message = { type: "progress"; progress: OpenLoopProgress } | { type: "record"; record: RequestRecord } | { type: "end"; itl: LogHistogramData; wallMs: number; cpuS: number };
+type Message =
+  | { type: "progress"; progress: OpenLoopProgress }
+  | { type: "record"; record: RequestRecord }
+  | { type: "end"; itl: LogHistogramData; wallMs: number; cpuS: number };
 
 const PROGRESS_EVERY_MS = 1_000;
 /** Prompts are built this far ahead of their send time. */
@@ -114,7 +117,10 @@ async function run(o: OpenLoopOptions, stopped: Promise<void>, emit: (m: Message
   let prepared = 0;
   for (; prepared < o.requests.length && o.requests[prepared]!.atMs <= PREPARE_AHEAD_MS; prepared++) bodies.set(prepared, body(prepared));
   const t0 = performance.now();
-  const ticker = setInterval(() => emit({ type: "progress", progress: { ...p, elapsedMs: performance.now() - t0, inFlight: inFlight.size } }), PROGRESS_EVERY_MS);
+  const ticker = setInterval(
+    () => emit({ type: "progress", progress: { ...p, elapsedMs: performance.now() - t0, inFlight: inFlight.size } }),
+    PROGRESS_EVERY_MS,
+  );
   let lastEnd = t0;
 
   const send = (i: number): void => {
@@ -157,7 +163,10 @@ async function run(o: OpenLoopOptions, stopped: Promise<void>, emit: (m: Message
   clearInterval(ticker);
   // Requests never sent (the run was stopped first) are accounted for too.
   for (let i = next; i < o.requests.length; i++) {
-    emit({ type: "record", record: { id: i, atMs: o.requests[i]!.atMs, lateMs: 0, status: 0, durationMs: 0, outputTokens: 0, error: "unsent: the run was stopped first" } });
+    emit({
+      type: "record",
+      record: { id: i, atMs: o.requests[i]!.atMs, lateMs: 0, status: 0, durationMs: 0, outputTokens: 0, error: "unsent: the run was stopped first" },
+    });
   }
   const cpu = process.cpuUsage();
   emit({ type: "end", itl: gaps.toJSON(), wallMs: lastEnd - t0, cpuS: (cpu.user + cpu.system) / 1e6 });

@@ -70,7 +70,10 @@ export function summaryRows(r: ReplayReport): [string, string][] {
   return [
     ["requests: total / answered / errors", `${r.requests.total} / ${r.requests.answered} / ${r.requests.errors}`],
     ["answers shorter than max_tokens", String(r.requests.short_answers)],
-    ["throughput: req/s, output tok/s, prompt tok/s", `${formatNumber(r.throughput.requests_per_s)}, ${formatNumber(r.throughput.output_tokens_per_s)}, ${formatNumber(r.throughput.prompt_tokens_per_s)}`],
+    [
+      "throughput: req/s, output tok/s, prompt tok/s",
+      `${formatNumber(r.throughput.requests_per_s)}, ${formatNumber(r.throughput.output_tokens_per_s)}, ${formatNumber(r.throughput.prompt_tokens_per_s)}`,
+    ],
     [`goodput (TTFT ≤ ${g.slo_ttft_ms} ms and ITL ≤ ${g.slo_itl_ms} ms): requests`, `${g.requests} (${pct(g.fraction)})`],
     ["goodput: req/s, output tok/s", `${formatNumber(g.requests_per_s)}, ${formatNumber(g.output_tokens_per_s)}`],
     ["prefix-cache hits: engines / the trace's own sharing", `${pct(engineHitRate(r))} / ${pct(r.run.trace_prefix_share ?? NaN)}`],
@@ -94,14 +97,26 @@ function engineHitRate(r: ReplayReport): number {
 
 export function endpointRows(r: ReplayReport): string[][] {
   const pct = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? "-" : `${(x * 100).toFixed(1)} %`);
-  return r.endpoints.map((e) => [e.id, String(e.requests), String(e.errors), String(e.prompt_tokens), String(e.output_tokens), pct(e.engine?.prefix_cache_hit_rate)]);
+  return r.endpoints.map((e) => [
+    e.id,
+    String(e.requests),
+    String(e.errors),
+    String(e.prompt_tokens),
+    String(e.output_tokens),
+    pct(e.engine?.prefix_cache_hit_rate),
+  ]);
 }
 
 export const ENDPOINT_COLUMNS = ["endpoint", "requests", "errors", "prompt tokens", "output tokens", "prefix-cache hits"];
 export const LATENCY_COLUMNS = ["latency (ms)", "p50", "p90", "p99", "mean"];
 
 export function latencyRows(r: ReplayReport): string[][] {
-  return [percentileRow("TTFT", r.ttft_ms), percentileRow("ITL (every gap)", r.itl_ms), percentileRow("ITL (per-request mean)", r.tpot_ms), percentileRow("E2E", r.e2e_ms)];
+  return [
+    percentileRow("TTFT", r.ttft_ms),
+    percentileRow("ITL (every gap)", r.itl_ms),
+    percentileRow("ITL (per-request mean)", r.tpot_ms),
+    percentileRow("E2E", r.e2e_ms),
+  ];
 }
 
 export function formatReplayText(r: ReplayReport): string {
@@ -110,7 +125,11 @@ export function formatReplayText(r: ReplayReport): string {
     "",
     formatTable({ title: "figures", columns: ["", "value"], rows: summaryRows(r) }),
     "",
-    formatTable({ title: "per endpoint (gateway's x-llmgw-endpoint; prefix-cache hits from the engine's own counters)", columns: ENDPOINT_COLUMNS, rows: endpointRows(r) }),
+    formatTable({
+      title: "per endpoint (gateway's x-llmgw-endpoint; prefix-cache hits from the engine's own counters)",
+      columns: ENDPOINT_COLUMNS,
+      rows: endpointRows(r),
+    }),
   ];
   if (r.errors.length > 0) out.push("", formatTable({ title: "errors", columns: ["error", "count"], rows: r.errors.map((e) => [e.error, e.count]) }));
   return out.join("\n");

@@ -82,7 +82,13 @@ function meetsSlo(r: RequestRecord, slo: Slo): boolean {
  * @param expectedTokens max_tokens of request id (an answer shorter than it is counted in short_answers:
  *   an engine that ignored ignore_eos, or a stream cut short)
  */
-export function summarize(records: readonly RequestRecord[], itl: LogHistogramData, wallMs: number, slo: Slo, expectedTokens: (id: number) => number): ReplaySummary {
+export function summarize(
+  records: readonly RequestRecord[],
+  itl: LogHistogramData,
+  wallMs: number,
+  slo: Slo,
+  expectedTokens: (id: number) => number,
+): ReplaySummary {
   const answered = records.filter((r) => r.error === undefined);
   const good = answered.filter((r) => meetsSlo(r, slo));
   const wallS = wallMs / 1000;

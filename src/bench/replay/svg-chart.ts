@@ -71,7 +71,9 @@ export function lineChart(o: LineChartOptions): string {
   parts.push(`<text class="title" x="${M.left}" y="16">${escapeHtml(o.title)} <tspan class="unit">(${escapeHtml(o.unit)})</tspan></text>`);
   for (let v = 0; v <= yMax + yStep / 2; v += yStep) {
     const y = py(v).toFixed(1);
-    parts.push(`<line class="grid" x1="${M.left}" x2="${M.left + plotW}" y1="${y}" y2="${y}"/><text class="tick" x="${M.left - 6}" y="${y}" text-anchor="end" dominant-baseline="middle">${fmt(v)}</text>`);
+    parts.push(
+      `<line class="grid" x1="${M.left}" x2="${M.left + plotW}" y1="${y}" y2="${y}"/><text class="tick" x="${M.left - 6}" y="${y}" text-anchor="end" dominant-baseline="middle">${fmt(v)}</text>`,
+    );
   }
   for (let xv = Math.ceil(x0 / xStep) * xStep; xv <= x1 + 1e-9; xv += xStep) {
     const x = (M.left + ((xv - x0) / (x1 - x0 || 1)) * plotW).toFixed(1);

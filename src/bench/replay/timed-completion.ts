@@ -55,7 +55,12 @@ export async function timedCompletion(
   let tokenEvents = 0;
   let done = false;
   try {
-    const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...opts.headers }, body, ...(opts.signal ? { signal: opts.signal } : {}) });
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...opts.headers },
+      body,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
     t.status = res.status;
     const endpoint = res.headers.get("x-llmgw-endpoint");
     if (endpoint !== null) t.endpoint = endpoint;

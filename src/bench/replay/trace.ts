@@ -47,7 +47,12 @@ export class TraceFormatError extends Error {
 
 /** Sort by arrival (stable: equal times keep file order) and make the first arrival 0. */
 export function normaliseArrivals(requests: TraceRequest[]): TraceRequest[] {
-  const sorted = requests.every((r, i) => i === 0 || requests[i - 1]!.atMs <= r.atMs) ? requests : requests.map((r, i) => ({ r, i })).sort((a, b) => a.r.atMs - b.r.atMs || a.i - b.i).map((x) => x.r);
+  const sorted = requests.every((r, i) => i === 0 || requests[i - 1]!.atMs <= r.atMs)
+    ? requests
+    : requests
+        .map((r, i) => ({ r, i }))
+        .sort((a, b) => a.r.atMs - b.r.atMs || a.i - b.i)
+        .map((x) => x.r);
   const t0 = sorted[0]?.atMs ?? 0;
   if (t0 !== 0) for (const r of sorted) r.atMs -= t0;
   return sorted;

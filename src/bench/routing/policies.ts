@@ -91,7 +91,16 @@ export function readPolicyFile(path: string): RoutingPolicy {
     if (key in p.gateway) throw new UsageError(`${path}: gateway.${key} is the bench's to set`);
   }
   checkGatewayFragment(path, p.gateway);
-  return { name, description: p.description, ...(p.published ? { published: p.published } : {}), order: p.order ?? DEFAULT_ORDER, gateway: p.gateway, engineArgs: p.engine_args, endpoint: p.endpoint, source: path };
+  return {
+    name,
+    description: p.description,
+    ...(p.published ? { published: p.published } : {}),
+    order: p.order ?? DEFAULT_ORDER,
+    gateway: p.gateway,
+    engineArgs: p.engine_args,
+    endpoint: p.endpoint,
+    source: path,
+  };
 }
 
 /** The gateway's own validation, on the fragment over one placeholder endpoint: a bad key fails before any engine starts. */
@@ -141,7 +150,15 @@ export function derivedPolicies(files: readonly RoutingPolicy[]): RoutingPolicy[
   }
   for (const picker of PICKER_NAMES) {
     if (usedPickers.has(picker)) continue;
-    out.push({ name: picker, description: `llmgw's default scorers with the ${picker} picker`, order: DEFAULT_ORDER, gateway: { scheduling: { picker } }, engineArgs: "", endpoint: {}, source: `derived: picker ${picker}` });
+    out.push({
+      name: picker,
+      description: `llmgw's default scorers with the ${picker} picker`,
+      order: DEFAULT_ORDER,
+      gateway: { scheduling: { picker } },
+      engineArgs: "",
+      endpoint: {},
+      source: `derived: picker ${picker}`,
+    });
   }
   return out;
 }
@@ -175,7 +192,10 @@ export function endpointExtras(template: Record<string, unknown>, urls: Readonly
     if (typeof v === "string") {
       return v.replace(/\{engine\.([a-z0-9_-]+)\}/gi, (_, name: string) => {
         const url = urls[name];
-        if (url === undefined) throw new UsageError(`a routing policy's endpoint template names {engine.${name}}, which the engine did not announce (it has: ${Object.keys(urls).join(", ") || "none"})`);
+        if (url === undefined)
+          throw new UsageError(
+            `a routing policy's endpoint template names {engine.${name}}, which the engine did not announce (it has: ${Object.keys(urls).join(", ") || "none"})`,
+          );
         return url;
       });
     }

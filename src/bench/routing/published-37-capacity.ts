@@ -56,10 +56,50 @@ interface PublishedRow {
 
 /** "Summary across QPS". */
 export const PUBLISHED_SUMMARY: readonly PublishedRow[] = [
-  { scheduler: "precise", experiment: "precise-prefix-cache_load", what: "prefix from vLLM's KV events ×2 + KV ×1 + active requests ×1", outputTokS: 5380.9, reqS: 6.913, success: 1, ttftP90S: 0.409, ttftMeanS: 0.259, itlMeanS: 0.02 },
-  { scheduler: "estimated", experiment: "estimate-prefix-cache_load", what: "prefix estimated by the router (LRU) ×2 + KV ×1 + active requests ×1", outputTokS: 3408.6, reqS: 6.92, success: 1, ttftP90S: 64.43, ttftMeanS: 25.337, itlMeanS: 0.026 },
-  { scheduler: "random", experiment: "random", what: "a random pod", outputTokS: 2991.5, reqS: 7.122, success: 1, ttftP90S: 84.938, ttftMeanS: 40.915, itlMeanS: 0.026 },
-  { scheduler: "load", experiment: "load", what: "KV ×1 + active requests ×1", outputTokS: 2669.0, reqS: 6.921, success: 0.9771, ttftP90S: 98.318, ttftMeanS: 40.689, itlMeanS: 0.026 },
+  {
+    scheduler: "precise",
+    experiment: "precise-prefix-cache_load",
+    what: "prefix from vLLM's KV events ×2 + KV ×1 + active requests ×1",
+    outputTokS: 5380.9,
+    reqS: 6.913,
+    success: 1,
+    ttftP90S: 0.409,
+    ttftMeanS: 0.259,
+    itlMeanS: 0.02,
+  },
+  {
+    scheduler: "estimated",
+    experiment: "estimate-prefix-cache_load",
+    what: "prefix estimated by the router (LRU) ×2 + KV ×1 + active requests ×1",
+    outputTokS: 3408.6,
+    reqS: 6.92,
+    success: 1,
+    ttftP90S: 64.43,
+    ttftMeanS: 25.337,
+    itlMeanS: 0.026,
+  },
+  {
+    scheduler: "random",
+    experiment: "random",
+    what: "a random pod",
+    outputTokS: 2991.5,
+    reqS: 7.122,
+    success: 1,
+    ttftP90S: 84.938,
+    ttftMeanS: 40.915,
+    itlMeanS: 0.026,
+  },
+  {
+    scheduler: "load",
+    experiment: "load",
+    what: "KV ×1 + active requests ×1",
+    outputTokS: 2669.0,
+    reqS: 6.921,
+    success: 0.9771,
+    ttftP90S: 98.318,
+    ttftMeanS: 40.689,
+    itlMeanS: 0.026,
+  },
 ];
 
 /** Per stage ("Per-QPS Results"): output tok/s and TTFT p90 (s), for the per-stage table. */

@@ -66,7 +66,14 @@ export interface RoutingReport {
   /** Each policy ÷ random: output tok/s (higher is better) and TTFT p90 (lower is better). */
   vs_random: RatioRow[];
   /** `applies`: the run has the 37-capacity shape the target is set on (no shape flag changed). */
-  target: { policy: string; output_tok_s_ratio: number; ttft_p90_ratio: number; wanted: { output_tok_s_ratio: number; ttft_p90_ratio: number }; met: boolean; applies: boolean } | null;
+  target: {
+    policy: string;
+    output_tok_s_ratio: number;
+    ttft_p90_ratio: number;
+    wanted: { output_tok_s_ratio: number; ttft_p90_ratio: number };
+    met: boolean;
+    applies: boolean;
+  } | null;
   published: { source: string; summary: typeof PUBLISHED_SUMMARY };
 }
 
@@ -80,7 +87,15 @@ export function ratios(policies: readonly PolicyReport[]): RatioRow[] {
       name: p.name,
       output_tok_s: round(p.figures.output_tok_s / random.figures.output_tok_s, 3),
       ttft_p90: round(p.figures.ttft_s.p90 / random.figures.ttft_s.p90, 4),
-      ...(pub ? { published: { scheduler: pub.scheduler, output_tok_s: round(pub.outputTokS / pubRandom.outputTokS, 3), ttft_p90: round(pub.ttftP90S / pubRandom.ttftP90S, 4) } } : {}),
+      ...(pub
+        ? {
+            published: {
+              scheduler: pub.scheduler,
+              output_tok_s: round(pub.outputTokS / pubRandom.outputTokS, 3),
+              ttft_p90: round(pub.ttftP90S / pubRandom.ttftP90S, 4),
+            },
+          }
+        : {}),
     };
   });
 }
@@ -119,17 +134,48 @@ export function ratioText(x: number): string {
   return `1/${inv >= 10 ? Math.round(inv) : inv.toFixed(1)}`;
 }
 
-const POLICY_COLUMNS = ["policy", "output tok/s", "req/s", "success", "TTFT p50 s", "TTFT p90 s", "TTFT mean s", "ITL mean ms", "prefix-cache hits", "pods per group"];
+const POLICY_COLUMNS = [
+  "policy",
+  "output tok/s",
+  "req/s",
+  "success",
+  "TTFT p50 s",
+  "TTFT p90 s",
+  "TTFT mean s",
+  "ITL mean ms",
+  "prefix-cache hits",
+  "pods per group",
+];
 
 function policyRows(r: RoutingReport): string[][] {
   return r.policies.map((p) => {
     const f = p.figures;
-    return [p.name, num(f.output_tok_s), num(f.req_s), pct(f.success), num(f.ttft_s.p50), num(f.ttft_s.p90), num(f.ttft_s.mean), num(f.itl_mean_ms), pct(p.prefix_cache_hit_rate), num(f.pods_per_group)];
+    return [
+      p.name,
+      num(f.output_tok_s),
+      num(f.req_s),
+      pct(f.success),
+      num(f.ttft_s.p50),
+      num(f.ttft_s.p90),
+      num(f.ttft_s.mean),
+      num(f.itl_mean_ms),
+      pct(p.prefix_cache_hit_rate),
+      num(f.pods_per_group),
+    ];
   });
 }
 
 function publishedRows(): string[][] {
-  return PUBLISHED_SUMMARY.map((p) => [p.experiment, num(p.outputTokS), num(p.reqS), pct(p.success), num(p.ttftP90S), num(p.ttftMeanS), num(p.itlMeanS * 1000), p.what]);
+  return PUBLISHED_SUMMARY.map((p) => [
+    p.experiment,
+    num(p.outputTokS),
+    num(p.reqS),
+    pct(p.success),
+    num(p.ttftP90S),
+    num(p.ttftMeanS),
+    num(p.itlMeanS * 1000),
+    p.what,
+  ]);
 }
 
 export function formatRoutingText(r: RoutingReport): string {
@@ -139,12 +185,23 @@ export function formatRoutingText(r: RoutingReport): string {
   const out = [
     formatTable({ title, columns: POLICY_COLUMNS, rows: policyRows(r) }),
     "",
-    formatTable({ title: `published (${PUBLISHED_SOURCE}): 4 × vLLM, Llama-3.1-70B on 4 × H100 each; req/s there is requests sent ÷ the stages' length`, columns: ["scheduler", "output tok/s", "req/s", "success", "TTFT p90 s", "TTFT mean s", "ITL mean ms", "what it scores"], rows: publishedRows() }),
+    formatTable({
+      title: `published (${PUBLISHED_SOURCE}): 4 × vLLM, Llama-3.1-70B on 4 × H100 each; req/s there is requests sent ÷ the stages' length`,
+      columns: ["scheduler", "output tok/s", "req/s", "success", "TTFT p90 s", "TTFT mean s", "ITL mean ms", "what it scores"],
+      rows: publishedRows(),
+    }),
     "",
     formatTable({
       title: "against random, measured and published (output tok/s × random's; TTFT p90 as a fraction of random's)",
       columns: ["policy", "output tok/s", "TTFT p90", "published scheduler", "published output tok/s", "published TTFT p90"],
-      rows: r.vs_random.map((x) => [x.name, ratioText(x.output_tok_s), ratioText(x.ttft_p90), x.published?.scheduler ?? "-", x.published ? ratioText(x.published.output_tok_s) : "-", x.published ? ratioText(x.published.ttft_p90) : "-"]),
+      rows: r.vs_random.map((x) => [
+        x.name,
+        ratioText(x.output_tok_s),
+        ratioText(x.ttft_p90),
+        x.published?.scheduler ?? "-",
+        x.published ? ratioText(x.published.output_tok_s) : "-",
+        x.published ? ratioText(x.published.ttft_p90) : "-",
+      ]),
     }),
     "",
     formatTable({
@@ -153,7 +210,9 @@ export function formatRoutingText(r: RoutingReport): string {
       rows: [
         ...r.policies.map((p) => [p.name, ...p.figures.stages.map((s) => `${num(s.output_tok_s)} / ${num(s.ttft_p90_s)}`)]),
         // The published stages beside them when the run has as many (each scaled from one published stage).
-        ...(run.stages.length === PUBLISHED_STAGES.random.length ? (["precise", "random"] as const).map((k) => [`published ${k}`, ...PUBLISHED_STAGES[k].map((s) => `${num(s.outputTokS)} / ${num(s.ttftP90S)}`)]) : []),
+        ...(run.stages.length === PUBLISHED_STAGES.random.length
+          ? (["precise", "random"] as const).map((k) => [`published ${k}`, ...PUBLISHED_STAGES[k].map((s) => `${num(s.outputTokS)} / ${num(s.ttftP90S)}`)])
+          : []),
       ],
     }),
     "",
@@ -161,7 +220,11 @@ export function formatRoutingText(r: RoutingReport): string {
       title: "the cache, scaled and published (the report's slot arithmetic: 8 requests in flight a pod, each holding its question and half its answer)",
       columns: ["", "this run", "published"],
       rows: [
-        ["prefix slots a pod / cluster", `${r.shape.run.slotsPerPod} / ${r.shape.run.slotsCluster}`, `${r.shape.published.slotsPerPod} / ${r.shape.published.slotsCluster}`],
+        [
+          "prefix slots a pod / cluster",
+          `${r.shape.run.slotsPerPod} / ${r.shape.run.slotsCluster}`,
+          `${r.shape.published.slotsPerPod} / ${r.shape.published.slotsCluster}`,
+        ],
         ["working set ÷ the cluster's slots", num(r.shape.run.workingSetOfCluster), num(r.shape.published.workingSetOfCluster)],
         ["working set ÷ one pod's cache", num(r.shape.run.workingSetOfPod), num(r.shape.published.workingSetOfPod)],
         ["shared share of a prompt", pct(r.shape.run.sharedShareOfPrompt), pct(r.shape.published.sharedShareOfPrompt)],
@@ -171,7 +234,16 @@ export function formatRoutingText(r: RoutingReport): string {
     formatTable({
       title: "runs",
       columns: ["policy", "source", "answered a pod", "preemptions", "KV events in", "send lateness p50 / p99 ms", "wall s", "errors"],
-      rows: r.policies.map((p) => [p.name, p.source, Object.values(p.figures.requests_per_pod).join(" / "), String(p.preemptions), String(p.kv_events_received), `${num(p.send_lateness_ms.p50)} / ${num(p.send_lateness_ms.p99)}`, num(p.wall_s), p.figures.errors.map((e) => `${e.count} × ${e.error}`).join("; ") || "0"]),
+      rows: r.policies.map((p) => [
+        p.name,
+        p.source,
+        Object.values(p.figures.requests_per_pod).join(" / "),
+        String(p.preemptions),
+        String(p.kv_events_received),
+        `${num(p.send_lateness_ms.p50)} / ${num(p.send_lateness_ms.p99)}`,
+        num(p.wall_s),
+        p.figures.errors.map((e) => `${e.count} × ${e.error}`).join("; ") || "0",
+      ]),
     }),
   ];
   if (r.target) {

@@ -17,9 +17,10 @@
  *   token chunks, Σ(last token − first) ÷ Σ(tokens − 1); success: answered ÷
  *   sent.
  */
-import { quantile } from "../report.ts";
+
 import type { RequestRecord } from "../replay/open-loop-driver.ts";
 import { errorKind } from "../replay/summary.ts";
+import { quantile } from "../report.ts";
 import type { Stage } from "./shared-prefix-workload.ts";
 
 interface StageFigures {
@@ -82,7 +83,15 @@ export function policyFigures(records: readonly RequestRecord[], meta: (id: numb
       requests: rs.length,
       answered: ok.length,
       output_tok_s: round(ok.length > 0 && spanS > 0 ? tokens / spanS : 0, 1),
-      ttft_p90_s: round(sim(quantile(ok.map((r) => r.ttftMs!), 0.9)), 3),
+      ttft_p90_s: round(
+        sim(
+          quantile(
+            ok.map((r) => r.ttftMs!),
+            0.9,
+          ),
+        ),
+        3,
+      ),
     };
   });
   const withStages = perStage.filter((s) => s.requests > 0);

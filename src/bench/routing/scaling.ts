@@ -60,7 +60,15 @@ export interface CacheShape {
  * holds its question and half its answer (the live decode); the rest of the
  * cache holds system prompts.
  */
-export function cacheShape(o: { pods: number; kvTokens: number; groups: number; systemLen: number; questionLen: number; outputLen: number; inFlightPerPod?: number }): CacheShape {
+export function cacheShape(o: {
+  pods: number;
+  kvTokens: number;
+  groups: number;
+  systemLen: number;
+  questionLen: number;
+  outputLen: number;
+  inFlightPerPod?: number;
+}): CacheShape {
   const inFlight = o.inFlightPerPod ?? PUBLISHED_SETUP.inFlightPerPod;
   const ephemeral = inFlight * (o.questionLen + o.outputLen / 2);
   const slotsPerPod = o.systemLen > 0 ? Math.max(0, Math.floor((o.kvTokens - ephemeral) / o.systemLen)) : Infinity;

@@ -104,7 +104,12 @@ function opaque(v: unknown, depth: number): unknown {
 }
 
 function blockStored(f: Fields): BlockStored {
-  for (const [i, n] of [[1, "block_hashes"], [3, "token_ids"], [4, "block_size"]] as const) if (!f.has(i, n)) fail(`BlockStored without ${n}`);
+  for (const [i, n] of [
+    [1, "block_hashes"],
+    [3, "token_ids"],
+    [4, "block_size"],
+  ] as const)
+    if (!f.has(i, n)) fail(`BlockStored without ${n}`);
   const blockSize = int(f.get(4, "block_size"), "block_size");
   if (blockSize <= 0) fail("block_size is not positive");
   const extra = f.get(8, "extra_keys");

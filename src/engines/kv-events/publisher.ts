@@ -6,7 +6,7 @@
  */
 import { PubSocket } from "../zmq/pub-socket.ts";
 import { RouterSocket } from "../zmq/router-socket.ts";
-import { type KvEventLayout, encodeKvEventBatch } from "./encode.ts";
+import { encodeKvEventBatch, type KvEventLayout } from "./encode.ts";
 import type { KvCacheEvent, KvEventBatch } from "./model.ts";
 import { ReplayBuffer } from "./replay-buffer.ts";
 import { parseReplayRequest, publishedFrames, replayBatchFrames, replayEndFrames } from "./wire.ts";
@@ -73,7 +73,11 @@ export class KvEventPublisher {
       this.router =
         options.replayEndpoint === undefined
           ? undefined
-          : new RouterSocket(options.replayEndpoint, { maxMessageBytes: REPLAY_MAX_INBOUND_BYTES }, { message: (identity, frames) => void this.serveReplay(identity, frames) });
+          : new RouterSocket(
+              options.replayEndpoint,
+              { maxMessageBytes: REPLAY_MAX_INBOUND_BYTES },
+              { message: (identity, frames) => void this.serveReplay(identity, frames) },
+            );
     } catch (err) {
       this.pub.close();
       throw err;

@@ -14,12 +14,13 @@
  * high-water mark holds the rest), and should it still outgrow the budget it
  * is dropped and the consumer told to reset ("apply-overrun").
  */
+
+import type { KvBatchDropBound } from "../../shared/kv-event-stats.ts";
 import type { ZmtpCloseReason } from "../zmq/errors.ts";
 import { SubSocket } from "../zmq/sub-socket.ts";
+import { KvByteBudget } from "./byte-budget.ts";
 import { decodeKvEventBatch } from "./decode.ts";
 import type { KvEventBatch } from "./model.ts";
-import type { KvBatchDropBound } from "../../shared/kv-event-stats.ts";
-import { KvByteBudget } from "./byte-budget.ts";
 import { ReplayClient } from "./replay-client.ts";
 import { type DeliverySource, type ResetReason, SequenceTracker } from "./sequence-tracker.ts";
 import { parsePublished } from "./wire.ts";
@@ -135,7 +136,14 @@ export class KvEventSubscriber {
     replayFailures: 0,
     handlerErrors: 0,
   };
-  private readonly resets: Record<ResetReason, number> = { "publisher-restarted": 0, "replay-incomplete": 0, "replay-failed": 0, "replay-overrun": 0, "apply-overrun": 0, "no-replay-endpoint": 0 };
+  private readonly resets: Record<ResetReason, number> = {
+    "publisher-restarted": 0,
+    "replay-incomplete": 0,
+    "replay-failed": 0,
+    "replay-overrun": 0,
+    "apply-overrun": 0,
+    "no-replay-endpoint": 0,
+  };
   private readonly dropped: Record<KvBatchDropBound, number> = { "endpoint-bytes": 0, "gateway-bytes": 0, batches: 0 };
   private readonly budget: KvByteBudget;
   /** Batches to hand over, oldest at `backlogHead`. */
@@ -300,7 +308,12 @@ export class KvEventSubscriber {
     if (this.closed) return;
     this.counts.replayRequests++;
     const client = new ReplayClient(
-      { endpoint, fromSeq, inactivityTimeoutMs: this.options.replayTimeoutMs ?? DEFAULT_REPLAY_TIMEOUT_MS, maxMessageBytes: this.options.maxMessageBytes ?? DEFAULT_MAX_KV_MESSAGE_BYTES },
+      {
+        endpoint,
+        fromSeq,
+        inactivityTimeoutMs: this.options.replayTimeoutMs ?? DEFAULT_REPLAY_TIMEOUT_MS,
+        maxMessageBytes: this.options.maxMessageBytes ?? DEFAULT_MAX_KV_MESSAGE_BYTES,
+      },
       {
         batch: (seq, payload) => this.tracker.replayBatch(id, seq, own(payload)),
         end: () => {

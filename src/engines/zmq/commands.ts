@@ -60,7 +60,8 @@ export function decodeProperties(data: Uint8Array): Map<string, Uint8Array> {
 /** Parse a command frame's body: name-length octet, name, data. */
 export function decodeCommand(body: Uint8Array): ZmtpCommand {
   const nameLength = body[0];
-  if (nameLength === undefined || nameLength === 0 || 1 + nameLength > body.length) throw new ZmtpProtocolError("protocol-violation", "malformed command frame");
+  if (nameLength === undefined || nameLength === 0 || 1 + nameLength > body.length)
+    throw new ZmtpProtocolError("protocol-violation", "malformed command frame");
   const name = ascii.decode(body.subarray(1, 1 + nameLength));
   const data = body.subarray(1 + nameLength);
   switch (name) {

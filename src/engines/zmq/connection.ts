@@ -88,7 +88,9 @@ export class ZmtpConnection {
   ) {
     this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     this.maxMessageFrames = options.maxMessageFrames ?? DEFAULT_MAX_MESSAGE_FRAMES;
-    this.outbound = new SendQueue(transport, options.sendHwmMessages ?? DEFAULT_SEND_HWM_MESSAGES, () => this.close("connection-lost", "write to a closed socket"));
+    this.outbound = new SendQueue(transport, options.sendHwmMessages ?? DEFAULT_SEND_HWM_MESSAGES, () =>
+      this.close("connection-lost", "write to a closed socket"),
+    );
     this.handshakeTimer = setTimeout(() => this.close("handshake-timeout", "no READY in time"), options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS);
     this.handshakeTimer.unref?.();
     // The whole greeting goes at once: libzmq sends its signature first and

@@ -5,8 +5,8 @@
  * succeeds. SUB and DEALER sit on it.
  */
 import type { Socket } from "bun";
-import { type TcpEndpoint, parseTcpEndpoint } from "./endpoint.ts";
 import { ZmtpConnection, type ZmtpConnectionHandlers, type ZmtpConnectionOptions } from "./connection.ts";
+import { parseTcpEndpoint, type TcpEndpoint } from "./endpoint.ts";
 
 /** libzmq's ZMQ_RECONNECT_IVL default. */
 const DEFAULT_RECONNECT_INTERVAL_MS = 100;

@@ -57,6 +57,7 @@ export function parseGreeting(greeting: Uint8Array): PeerGreeting {
   const raw = greeting.subarray(MECHANISM_OFFSET, MECHANISM_OFFSET + MECHANISM_BYTES);
   const end = raw.indexOf(0);
   const mechanism = new TextDecoder().decode(end === -1 ? raw : raw.subarray(0, end));
-  if (mechanism !== "NULL") throw new ZmtpProtocolError("unsupported-mechanism", `peer asks for the ${JSON.stringify(mechanism)} security mechanism; only NULL is supported`);
+  if (mechanism !== "NULL")
+    throw new ZmtpProtocolError("unsupported-mechanism", `peer asks for the ${JSON.stringify(mechanism)} security mechanism; only NULL is supported`);
   return { major, minor, mechanism, asServer: greeting[32] === 1 };
 }

@@ -1,7 +1,7 @@
 /** The binding side of a ZMQ socket: a Bun TCP listener whose every accepted connection speaks ZMTP. PUB and ROUTER sit on it. */
 import type { Socket, TCPSocketListener } from "bun";
-import { type TcpEndpoint, formatTcpEndpoint, parseTcpEndpoint } from "./endpoint.ts";
 import { ZmtpConnection, type ZmtpConnectionHandlers, type ZmtpConnectionOptions } from "./connection.ts";
+import { formatTcpEndpoint, parseTcpEndpoint, type TcpEndpoint } from "./endpoint.ts";
 
 interface SocketState {
   conn?: ZmtpConnection;

@@ -6,9 +6,9 @@
  * does not filter cannot push unwanted topics through.
  */
 import type { ZmtpConnection } from "./connection.ts";
-import { encodeCommand } from "./frames.ts";
 import { ZmtpDialer, type ZmtpDialerOptions } from "./dialer.ts";
 import type { ZmtpCloseReason } from "./errors.ts";
+import { encodeCommand } from "./frames.ts";
 import { Subscriptions } from "./subscriptions.ts";
 
 type SubSocketOptions = Omit<ZmtpDialerOptions, "socketType" | "identity">;

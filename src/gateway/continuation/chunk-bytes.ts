@@ -10,7 +10,7 @@
  * followed by `:` is therefore a key (a value is followed by `,` `}` or `]`).
  */
 
-import { BACKSLASH, COLON, QUOTE, SPACE, bytesAt, nativeIndexOf, skipBlanks } from "../../shared/bytes.ts";
+import { BACKSLASH, bytesAt, COLON, nativeIndexOf, QUOTE, SPACE, skipBlanks } from "../../shared/bytes.ts";
 
 const enc = new TextEncoder();
 

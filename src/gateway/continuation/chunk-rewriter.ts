@@ -16,7 +16,7 @@ import type { ScannedEvent } from "../proxy/sse-scanner.ts";
 import type { Usage } from "../request/exchange.ts";
 import { dataPayloadAt, keyAt, keyBytes, startsWithBytes, valueAt } from "./chunk-bytes.ts";
 import { Delivery } from "./delivery.ts";
-import { resumePointOf, type ResumePoint, type StreamIdentity } from "./stream-tracker.ts";
+import { type ResumePoint, resumePointOf, type StreamIdentity } from "./stream-tracker.ts";
 
 const CHOICES = keyBytes("choices");
 const ROLE = keyBytes("role");
@@ -137,7 +137,8 @@ export class ContinuationRewriter {
     const u = obj && typeof obj.usage === "object" && obj.usage !== null ? (obj.usage as Json) : undefined;
     if (!obj || !u) return bytes;
     if (typeof u.completion_tokens === "number") this.delivery.settleTokens(u.completion_tokens);
-    const prompt = this.options.originalPromptTokens ?? (typeof u.prompt_tokens === "number" ? Math.max(0, u.prompt_tokens - this.delivery.tokensBefore) : undefined);
+    const prompt =
+      this.options.originalPromptTokens ?? (typeof u.prompt_tokens === "number" ? Math.max(0, u.prompt_tokens - this.delivery.tokensBefore) : undefined);
     if (prompt !== undefined && typeof u.completion_tokens === "number") {
       const completion = this.delivery.tokens;
       // prompt_tokens_details (cached tokens) described the continuation's prompt, not the client's: dropped.

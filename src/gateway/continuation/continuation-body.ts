@@ -61,7 +61,10 @@ export function continuable(body: Body, route: Route): Continuability {
   if ((typeof body.n === "number" && body.n > 1) || (typeof body.best_of === "number" && body.best_of > 1)) return NO("several_choices");
   if (present(body.logprobs) || present(body.top_logprobs) || present(body.prompt_logprobs)) return NO("logprobs");
   if (present(body.echo)) return NO("echo");
-  if ((typeof body.presence_penalty === "number" && body.presence_penalty !== 0) || (typeof body.frequency_penalty === "number" && body.frequency_penalty !== 0)) {
+  if (
+    (typeof body.presence_penalty === "number" && body.presence_penalty !== 0) ||
+    (typeof body.frequency_penalty === "number" && body.frequency_penalty !== 0)
+  ) {
     return NO("output_penalties");
   }
   if (GUIDED_KEYS.some((k) => present(body[k]))) return NO("structured_output");
@@ -100,7 +103,10 @@ function reduced(v: unknown, delivered: number): number | undefined | "spent" {
  */
 export function continuationBody(original: Body, route: Route, deliveredText: string, deliveredTokens: number, model?: string): string | undefined {
   const out: Record<string, unknown> = { ...original, model: model ?? original.model, stream: true };
-  out.stream_options = { ...(typeof original.stream_options === "object" && original.stream_options !== null ? original.stream_options : {}), include_usage: true };
+  out.stream_options = {
+    ...(typeof original.stream_options === "object" && original.stream_options !== null ? original.stream_options : {}),
+    include_usage: true,
+  };
   for (const key of ["max_tokens", "max_completion_tokens"] as const) {
     const left = reduced(original[key], deliveredTokens);
     if (left === "spent") return undefined;

@@ -10,9 +10,9 @@ import type { Route } from "../../metrics/names.ts";
 import type { ScannedEvent } from "../proxy/sse-scanner.ts";
 import type { Usage } from "../request/exchange.ts";
 import { ContinuationRewriter } from "./chunk-rewriter.ts";
-import { continuable, continuationBody, type Continuability } from "./continuation-body.ts";
-import { responsesContinuable, responsesContinuationBody, ResponsesTracker } from "./responses-continuation.ts";
-import { StreamTracker, type ResumePoint, type StreamIdentity } from "./stream-tracker.ts";
+import { type Continuability, continuable, continuationBody } from "./continuation-body.ts";
+import { ResponsesTracker, responsesContinuable, responsesContinuationBody } from "./responses-continuation.ts";
+import { type ResumePoint, type StreamIdentity, StreamTracker } from "./stream-tracker.ts";
 
 type Body = Readonly<Record<string, unknown>>;
 type Before = { text: string; tokens: number };

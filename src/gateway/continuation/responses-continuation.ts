@@ -21,13 +21,14 @@
  * (the original prompt, every output token). JSON is parsed per event of a
  * continuation only; the original stream is read as bytes.
  */
-import type { ResumePoint } from "./stream-tracker.ts";
-import type { ScannedEvent } from "../proxy/sse-scanner.ts";
-import type { Usage } from "../request/exchange.ts";
+
 import { inputItems } from "../../jobs/responses-objects.ts";
 import { bytesAt, nativeIndexOf } from "../../shared/bytes.ts";
-import type { Continuability } from "./continuation-body.ts";
+import type { ScannedEvent } from "../proxy/sse-scanner.ts";
+import type { Usage } from "../request/exchange.ts";
 import { keyBytes, stringEnd, valueAt } from "./chunk-bytes.ts";
+import type { Continuability } from "./continuation-body.ts";
+import type { ResumePoint } from "./stream-tracker.ts";
 
 type Obj = Record<string, unknown>;
 type Body = Readonly<Obj>;
@@ -52,7 +53,8 @@ export function responsesContinuable(body: Body): Continuability {
   if (body.stream !== true) return { ok: false, reason: "not_streaming" };
   if (Array.isArray(body.tools) && body.tools.length > 0 && body.tool_choice !== "none") return { ok: false, reason: "tools" };
   const include = body.include;
-  if ((typeof body.top_logprobs === "number" && body.top_logprobs > 0) || (Array.isArray(include) && include.includes("message.output_text.logprobs"))) return { ok: false, reason: "logprobs" };
+  if ((typeof body.top_logprobs === "number" && body.top_logprobs > 0) || (Array.isArray(include) && include.includes("message.output_text.logprobs")))
+    return { ok: false, reason: "logprobs" };
   const text = body.text;
   const format = typeof text === "object" && text !== null ? (text as Obj).format : undefined;
   if (typeof format === "object" && format !== null && (format as Obj).type !== "text") return { ok: false, reason: "structured_output" };
@@ -151,7 +153,8 @@ export class ResponsesTracker {
     }
     if (bytesAt(bytes, 0, EVENT_ITEM_ADDED)) {
       const item = payload(bytes)?.item as Obj | undefined;
-      if (item?.type === "message" && typeof item.id === "string" && this.identity !== undefined && this.identity.itemId === undefined) this.identity.itemId = item.id;
+      if (item?.type === "message" && typeof item.id === "string" && this.identity !== undefined && this.identity.itemId === undefined)
+        this.identity.itemId = item.id;
       else if (item?.type === "function_call") this.d.inexact ??= "tool_calls";
       else if (item?.type === "reasoning") this.d.inexact ??= "reasoning";
       return;
@@ -253,7 +256,9 @@ class ResponsesContinuationRewriter {
   /** The message item as the whole answer: the original's id, the whole text. */
   private wholeItem(item: unknown): Obj {
     const i = (typeof item === "object" && item !== null ? item : {}) as Obj;
-    const content = Array.isArray(i.content) ? i.content.map((c: unknown, k) => (k === 0 && typeof c === "object" && c !== null ? { ...(c as Obj), text: this.d.text } : c)) : i.content;
+    const content = Array.isArray(i.content)
+      ? i.content.map((c: unknown, k) => (k === 0 && typeof c === "object" && c !== null ? { ...(c as Obj), text: this.d.text } : c))
+      : i.content;
     return { ...i, id: this.identity.itemId, content };
   }
 

@@ -15,22 +15,22 @@
  * continuation attempt). The relay calls it; it never calls back up, and it
  * opens upstreams only through the OpenContinuation the attempt loop gives it.
  */
-import type { BreakCause, RecoveryResult } from "../../metrics/names.ts";
-import type { Grant } from "../admission-client.ts";
+
 import type { Config } from "../../config/types.ts";
+import type { BreakCause, RecoveryResult } from "../../metrics/names.ts";
 import type { GatewayMetrics } from "../../metrics/registry.ts";
 import type { Logger } from "../../shared/logger.ts";
-import type { AdmissionClient } from "../admission-client.ts";
+import type { AdmissionClient, Grant } from "../admission-client.ts";
 import type { CircuitBreakers } from "../circuit-breaker.ts";
 import type { ContinuationPolicy } from "../continuation-policy.ts";
 import type { EndpointRegistry } from "../endpoints.ts";
 import type { ModelCatalog } from "../model-catalog.ts";
-import type { RetryBudget } from "../retry-budget.ts";
 import { abandon, type ContinuationFailed, type OpenContinuation, type OpenStream, type RelayRecovery } from "../proxy/relay-contracts.ts";
 import type { Exchange, RecoveryNote, Usage } from "../request/exchange.ts";
 import type { ParsedRequest } from "../request/parse.ts";
-import { continuationKit, type ContinuationKit, type ContinuationSegment, type ContinuationTracker } from "./continuation-kit.ts";
+import type { RetryBudget } from "../retry-budget.ts";
 import type { Evictable } from "../stream-evictions.ts";
+import { type ContinuationKit, type ContinuationSegment, type ContinuationTracker, continuationKit } from "./continuation-kit.ts";
 
 /** Why a break was not continued (the metric's result, and a detail for the audit line). */
 interface Refusal {
@@ -99,7 +99,14 @@ export class StreamRecovery implements RelayRecovery {
   }
 
   /** The recovery of a stream just opened on `slot` for chain[0]; undefined when continuation is off for that model. */
-  static for(ctx: StreamRecoveryDeps, x: Exchange, request: ParsedRequest, open: OpenContinuation, chain: readonly string[], slot: number): StreamRecovery | undefined {
+  static for(
+    ctx: StreamRecoveryDeps,
+    x: Exchange,
+    request: ParsedRequest,
+    open: OpenContinuation,
+    chain: readonly string[],
+    slot: number,
+  ): StreamRecovery | undefined {
     if (!ctx.continuation.modelOn(chain[0]!)) return undefined;
     const kit = continuationKit(x.route);
     const c = kit.continuable(request.body);
@@ -259,7 +266,10 @@ export class StreamRecovery implements RelayRecovery {
     const { ctx } = this;
     const id = ctx.endpoints.idOf(grant.index);
     if (id !== undefined && ctx.continuation.learnRefusal(id, model)) {
-      ctx.log.warn({ endpoint: id, model, status: refusal.status, error: refusal.message }, "endpoint refused a continuation: no longer a continuation target for this model");
+      ctx.log.warn(
+        { endpoint: id, model, status: refusal.status, error: refusal.message },
+        "endpoint refused a continuation: no longer a continuation target for this model",
+      );
     }
   }
 }

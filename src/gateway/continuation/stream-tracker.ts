@@ -6,8 +6,8 @@
  * it exactly. Runs per event on the hot path; see delivery.ts for the cost.
  */
 import type { Route } from "../../metrics/names.ts";
-import type { ScannedEvent } from "../proxy/sse-scanner.ts";
 import { skipBlanks } from "../../shared/bytes.ts";
+import type { ScannedEvent } from "../proxy/sse-scanner.ts";
 import { dataPayloadAt, keyAt, keyBytes, readUint, stringEnd, valueAt } from "./chunk-bytes.ts";
 import { Delivery, type InexactReason } from "./delivery.ts";
 

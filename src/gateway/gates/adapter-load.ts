@@ -16,6 +16,7 @@ interface AdapterLoads {
   requested(adapter: string): void;
   readonly waitMs: number;
 }
+
 import type { Exchange } from "../request/exchange.ts";
 
 /** What the adapter-load gate uses: the catalog's LoRA adapters, and how to ask the fleet for one (absent: no fleet). */
@@ -39,5 +40,9 @@ async function waitForLoad(adapters: AdapterCatalog, x: Exchange, model: string,
   loads.requested(model);
   if (await listed) return;
   if (x.signal.aborted) throw new LlmgwError("INTERNAL_ERROR", "client went away while its adapter was being loaded");
-  throw new LlmgwError("NO_READY_ENDPOINT", `the LoRA adapter '${model}' is not loaded on any replica yet (the fleet is loading it; waited ${loads.waitMs} ms)`, { retryAfterS: 1 });
+  throw new LlmgwError(
+    "NO_READY_ENDPOINT",
+    `the LoRA adapter '${model}' is not loaded on any replica yet (the fleet is loading it; waited ${loads.waitMs} ms)`,
+    { retryAfterS: 1 },
+  );
 }

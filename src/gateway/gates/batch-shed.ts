@@ -6,8 +6,9 @@
  * (src/gpuhealth/shed.ts), counted in llmgw_gpu_shed_total; every other band
  * passes, and without a gpu_health block nothing is ever shed.
  */
-import { shedDecision } from "../../gpuhealth/shed.ts";
+
 import type { Config } from "../../config/types.ts";
+import { shedDecision } from "../../gpuhealth/shed.ts";
 import type { JobsMetrics } from "../../metrics/jobs-metrics.ts";
 import type { GpuSaturationTable } from "../../shared/gpu-saturation-table.ts";
 import type { AdmissionClient } from "../admission-client.ts";

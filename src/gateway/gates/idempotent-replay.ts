@@ -17,7 +17,13 @@ export interface ReplayGateDeps {
 }
 
 /** undefined at once for a request without an Idempotency-Key. */
-export function idempotentReplayGate(ctx: ReplayGateDeps, x: Exchange, request: ParsedRequest, req: Request, answer: AnswerRecorders): Promise<Response | undefined> | undefined {
+export function idempotentReplayGate(
+  ctx: ReplayGateDeps,
+  x: Exchange,
+  request: ParsedRequest,
+  req: Request,
+  answer: AnswerRecorders,
+): Promise<Response | undefined> | undefined {
   if (!req.headers.has(IDEMPOTENCY_HEADER)) return undefined;
   return replayOrRecord(ctx, x, request, req, answer);
 }

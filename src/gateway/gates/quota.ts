@@ -1,6 +1,7 @@
 /** Gate 2: charge the tenant's quota (admission/tenant-quota.ts) for the request and its estimated tokens, or refuse with 429 and Retry-After. */
-import type { Exchange } from "../request/exchange.ts";
+
 import type { QuotaDecision, TenantQuota } from "../../admission/tenant-quota.ts";
+import type { Exchange } from "../request/exchange.ts";
 import type { AuthGateDeps } from "./auth.ts";
 
 /** What the quota gate uses: the tenants' quotas, and the counter of requests turned away. */

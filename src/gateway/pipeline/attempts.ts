@@ -8,30 +8,30 @@
  * the relay, which owns it from then on.
  */
 import type { SameEndpointPolicy } from "../../config/retry-policy.ts";
-import type { AdmissionRejection } from "../../metrics/names.ts";
-import { LlmgwError } from "../../shared/errors.ts";
-import { SchedulerRejection, type Grant } from "../admission-client.ts";
 import type { Config } from "../../config/types.ts";
+import type { AdmissionRejection } from "../../metrics/names.ts";
 import type { GatewayMetrics } from "../../metrics/registry.ts";
+import { LlmgwError } from "../../shared/errors.ts";
+import type { AdmissionClient } from "../admission-client.ts";
+import { type Grant, SchedulerRejection } from "../admission-client.ts";
 import type { CircuitBreakers } from "../circuit-breaker.ts";
+import type { StreamRecoveryDeps } from "../continuation/stream-recovery.ts";
+import { StreamRecovery } from "../continuation/stream-recovery.ts";
 import type { ContinuationPolicy } from "../continuation-policy.ts";
 import type { EndpointRegistry } from "../endpoints.ts";
 import type { ModelCatalog } from "../model-catalog.ts";
-import type { RetryBudget } from "../retry-budget.ts";
-import type { RouteSupport } from "../route-support.ts";
-import type { UpstreamDial, UpstreamFetch } from "../upstream-reach.ts";
-import type { AdmissionClient } from "../admission-client.ts";
-import type { StreamRecoveryDeps } from "../continuation/stream-recovery.ts";
-import type { ContinuationOpenerDeps } from "./continuation-attempt.ts";
-import { StreamRecovery } from "../continuation/stream-recovery.ts";
-import type { Exchange } from "../request/exchange.ts";
-import type { ParsedRequest } from "../request/parse.ts";
 import { attemptVerdict } from "../proxy/attempt-verdict.ts";
-import { FAILURE_CODE, engineError, isContextLengthError, rejectedResponse } from "../proxy/failures.ts";
+import { engineError, FAILURE_CODE, isContextLengthError, rejectedResponse } from "../proxy/failures.ts";
 import { relayAnswer, usageFromTail } from "../proxy/json-answer.ts";
 import { relayBody } from "../proxy/sse-response.ts";
 import { answerToolCalls } from "../proxy/stream-dialect.ts";
-import { openUpstream, type AttemptFailed, type AttemptResult } from "../proxy/upstream.ts";
+import { type AttemptFailed, type AttemptResult, openUpstream } from "../proxy/upstream.ts";
+import type { Exchange } from "../request/exchange.ts";
+import type { ParsedRequest } from "../request/parse.ts";
+import type { RetryBudget } from "../retry-budget.ts";
+import type { RouteSupport } from "../route-support.ts";
+import type { UpstreamDial, UpstreamFetch } from "../upstream-reach.ts";
+import type { ContinuationOpenerDeps } from "./continuation-attempt.ts";
 import { continuationOpener } from "./continuation-attempt.ts";
 
 /** What the attempt loop uses itself: admission and scoring, the retry settings and budget, the fallback chains, which endpoint serves which route, how to reach an engine, and its metrics. */
@@ -39,7 +39,10 @@ interface AttemptLoopOwnDeps {
   readonly config: Pick<Config, "retry" | "maxResponseBytes" | "admission">;
   readonly catalog: Pick<ModelCatalog, "deadlinesFor" | "fallbacksOf">;
   readonly budget: Pick<RetryBudget, "deposit" | "tryWithdraw">;
-  readonly metrics: Pick<GatewayMetrics, "admissionRejections" | "admissionWait" | "fallbacks" | "filterDrops" | "grantSeries" | "retries" | "sameEndpointRetries">;
+  readonly metrics: Pick<
+    GatewayMetrics,
+    "admissionRejections" | "admissionWait" | "fallbacks" | "filterDrops" | "grantSeries" | "retries" | "sameEndpointRetries"
+  >;
   readonly admission: Pick<AdmissionClient, "admit" | "reschedule" | "release">;
   readonly routes: Pick<RouteSupport, "learn" | "limited" | "serves">;
   readonly endpoints: Pick<EndpointRegistry, "idOf" | "urlOf">;
@@ -53,6 +56,7 @@ interface AttemptLoopOwnDeps {
 
 /** The attempt loop's dependencies: its own, and those of the stream recovery and the continuation opener it hands streams to. */
 export type AttemptLoopDeps = AttemptLoopOwnDeps & StreamRecoveryDeps & ContinuationOpenerDeps;
+
 import { noReadyEndpoint } from "./no-ready-endpoint.ts";
 import { upstreamBody } from "./upstream-body.ts";
 
@@ -130,7 +134,8 @@ export class AttemptLoop {
       if (x.signal.aborted) return x.fail(CANCELLED(), "cancelled");
       if (x.attempts > 0 && !(await this.mayRetry(deadlines.totalMs))) return "give_up";
       const totalLeftMs = x.totalLeftMs(deadlines.totalMs);
-      if (totalLeftMs <= 0) return x.fail(new LlmgwError("UPSTREAM_TOTAL_TIMEOUT", "the request exceeded its total deadline before an engine answered"), "timeout");
+      if (totalLeftMs <= 0)
+        return x.fail(new LlmgwError("UPSTREAM_TOTAL_TIMEOUT", "the request exceeded its total deadline before an engine answered"), "timeout");
       let grant = await this.grant(model, exclude, !hasFallback);
       if (grant === undefined && exclude.size > 0) grant = await this.sameEndpointAgain(model, exclude, deadlines.totalMs, hasFallback);
       if (grant instanceof Response) return grant;
@@ -142,7 +147,11 @@ export class AttemptLoop {
           index: grant.index,
           url: ctx.endpoints.urlOf(grant.index)!,
           body: upstreamBody(x, this.request, model),
-          headers: { "content-type": this.request.contentType, accept: this.request.stream ? "text/event-stream" : "application/json", "x-request-id": x.requestId },
+          headers: {
+            "content-type": this.request.contentType,
+            accept: this.request.stream ? "text/event-stream" : "application/json",
+            "x-request-id": x.requestId,
+          },
           stream: this.request.stream,
           deadlines,
           totalLeftMs,
@@ -221,7 +230,11 @@ export class AttemptLoop {
       let grant: Grant;
       if (first) {
         this.admitted = true;
-        const g = ctx.admission.admit({ model, band: x.band, tenant: x.tenant, estTokens: x.estTokens, ...x.routingKeys() }, x.signal, ctx.config.admission.fastPath);
+        const g = ctx.admission.admit(
+          { model, band: x.band, tenant: x.tenant, estTokens: x.estTokens, ...x.routingKeys() },
+          x.signal,
+          ctx.config.admission.fastPath,
+        );
         grant = g instanceof Promise ? await g : g;
         const series = ctx.metrics.grantSeries(x.bandName, ctx.tenantLabel(x.tenant));
         series.wait.observe(grant.waitedMs / 1000);
@@ -253,7 +266,8 @@ export class AttemptLoop {
       }
       // Nothing (else) ready for this model: an engine's own failure stays the one to report.
       // (Nor does "no endpoint serves the route" give way to "none is ready".)
-      if (this.last === undefined || (this.last instanceof LlmgwError && this.last.code !== "ROUTE_NOT_SERVED")) this.last = err instanceof LlmgwError ? err : new LlmgwError("NO_READY_ENDPOINT", String(err));
+      if (this.last === undefined || (this.last instanceof LlmgwError && this.last.code !== "ROUTE_NOT_SERVED"))
+        this.last = err instanceof LlmgwError ? err : new LlmgwError("NO_READY_ENDPOINT", String(err));
       return undefined;
     }
   }
@@ -313,9 +327,14 @@ export class AttemptLoop {
       return new Response(body, { status: 200, headers: { "content-type": result.contentType, ...x.headers(true) } });
     }
     // A stream that breaks after its first byte may be continued elsewhere: on this model, then down the chain.
-    const recovery = ctx.continuation.enabled ? StreamRecovery.for(ctx, x, this.request, continuationOpener(ctx, x), this.chain.slice(this.at), slot) : undefined;
+    const recovery = ctx.continuation.enabled
+      ? StreamRecovery.for(ctx, x, this.request, continuationOpener(ctx, x), this.chain.slice(this.at), slot)
+      : undefined;
     const body = relayBody(x, result, recovery);
-    return new Response(body, { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...x.headers(true) } });
+    return new Response(body, {
+      status: 200,
+      headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...x.headers(true) },
+    });
   }
 
   /** Record a failed attempt against its endpoint and decide where the request goes next. */
@@ -336,7 +355,8 @@ export class AttemptLoop {
       // model list changed since the last poll — or does not have the route
       // at all (learned: it is never sent that path again). Another endpoint may.
       if (result.status === 404) {
-        if (ctx.routes.learn(x.endpointId ?? "", x.path, result.body)) this.last = new LlmgwError("ROUTE_NOT_SERVED", `no ready endpoint of model '${this.request.model}' serves ${x.path}`);
+        if (ctx.routes.learn(x.endpointId ?? "", x.path, result.body))
+          this.last = new LlmgwError("ROUTE_NOT_SERVED", `no ready endpoint of model '${this.request.model}' serves ${x.path}`);
         return "retry";
       }
       const status = result.status ?? 400;
@@ -362,7 +382,11 @@ export class AttemptLoop {
     const failure = last.failure === "cancelled" ? "connect" : last.failure;
     const retryAfterS = last.retryAfterMs !== undefined ? last.retryAfterMs / 1000 : undefined;
     const detail = failure === "status_5xx" || failure === "status_429" ? `: ${engineError(last.body).message}` : "";
-    const err = new LlmgwError(FAILURE_CODE[failure], `all ${x.attempts} attempt(s) failed; last: ${last.message}${detail}`, retryAfterS === undefined ? {} : { retryAfterS });
+    const err = new LlmgwError(
+      FAILURE_CODE[failure],
+      `all ${x.attempts} attempt(s) failed; last: ${last.message}${detail}`,
+      retryAfterS === undefined ? {} : { retryAfterS },
+    );
     return x.fail(err, failure.endsWith("timeout") ? "timeout" : "upstream_error");
   }
 

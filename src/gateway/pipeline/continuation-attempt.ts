@@ -8,12 +8,12 @@
 import type { Config } from "../../config/types.ts";
 import type { EndpointRegistry } from "../endpoints.ts";
 import type { ModelCatalog } from "../model-catalog.ts";
-import type { UpstreamDial, UpstreamFetch } from "../upstream-reach.ts";
 import { attemptVerdict } from "../proxy/attempt-verdict.ts";
 import { engineError, isContextLengthError } from "../proxy/failures.ts";
 import type { ContinuationFailed, OpenContinuation } from "../proxy/relay-contracts.ts";
 import { openUpstream } from "../proxy/upstream.ts";
 import type { Exchange } from "../request/exchange.ts";
+import type { UpstreamDial, UpstreamFetch } from "../upstream-reach.ts";
 
 /** Engine answers to a chat (or Responses API) continuation that mean "no prefill here" (vLLM's and OpenAI's validation errors). */
 const REFUSAL_STATUSES: ReadonlySet<number | undefined> = new Set([400, 422]);

@@ -12,19 +12,31 @@
  * (its last event for a stream, the body otherwise) and the response stored
  * with its input and the conversation it answered.
  */
-import { expandedInput, inputItems, listedItems, queuedResponse, RESPONSE_ID, RUNNING, statusOf, type BackgroundRequest, type ConversationLink, type StoredResponse } from "../../jobs/responses-objects.ts";
+
+import type { Config } from "../../config/types.ts";
+import {
+  type BackgroundRequest,
+  type ConversationLink,
+  expandedInput,
+  inputItems,
+  listedItems,
+  queuedResponse,
+  RESPONSE_ID,
+  RUNNING,
+  type StoredResponse,
+  statusOf,
+} from "../../jobs/responses-objects.ts";
+import type { GatewayResponses } from "../../jobs/responses-service.ts";
 import { isStorageFull, storageFull } from "../../jobs/storage-errors.ts";
 import type { NotStoredReason } from "../../metrics/names.ts";
-import { LlmgwError } from "../../shared/errors.ts";
-import type { Config } from "../../config/types.ts";
-import type { GatewayResponses } from "../../jobs/responses-service.ts";
 import type { GatewayMetrics } from "../../metrics/registry.ts";
+import { LlmgwError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { classifyResponsesEvent, responsesEventJson } from "../proxy/responses-events.ts";
 import { SseScanner } from "../proxy/sse-scanner.ts";
 import type { AnswerRecorders } from "../request/answer-recorders.ts";
 import type { Exchange } from "../request/exchange.ts";
-import { parsedRequest, type InferenceBody, type ParsedRequest } from "../request/parse.ts";
+import { type InferenceBody, type ParsedRequest, parsedRequest } from "../request/parse.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -54,7 +66,12 @@ async function previousConversation(ctx: ConversationDeps, x: Exchange, id: stri
   const { store } = await ctx.responses.opened();
   const prev = await store.conversation(x.tenant, id, Date.now());
   if (prev === undefined) throw notFound(id);
-  if (RUNNING.includes(prev.status)) throw new LlmgwError("INVALID_REQUEST", `Previous response with id '${id}' is still ${prev.status === "queued" ? "queued" : "in progress"}; continue it once it has completed.`, { param: "previous_response_id" });
+  if (RUNNING.includes(prev.status))
+    throw new LlmgwError(
+      "INVALID_REQUEST",
+      `Previous response with id '${id}' is still ${prev.status === "queued" ? "queued" : "in progress"}; continue it once it has completed.`,
+      { param: "previous_response_id" },
+    );
   return prev.links;
 }
 
@@ -64,11 +81,21 @@ async function previousConversation(ctx: ConversationDeps, x: Exchange, id: stri
  * answered here (a background response accepted), otherwise the request to
  * go on with (a follow-up's expanded, without the fields only llmgw reads).
  */
-export async function conversationStep(ctx: ConversationDeps, x: Exchange, request: ParsedRequest, answer: AnswerRecorders, target: ConversationTarget | undefined): Promise<Response | ParsedRequest> {
+export async function conversationStep(
+  ctx: ConversationDeps,
+  x: Exchange,
+  request: ParsedRequest,
+  answer: AnswerRecorders,
+  target: ConversationTarget | undefined,
+): Promise<Response | ParsedRequest> {
   const { body } = request;
   // vLLM answers under the request's request_id: one that no /v1/responses/{id} path can name would be stored unreachable.
   if ("request_id" in body && (typeof body.request_id !== "string" || !RESPONSE_ID.test(body.request_id))) {
-    throw new LlmgwError("INVALID_REQUEST", "'request_id' must be 1 to 200 characters of letters, digits, '_', '-', '.' or ':' (it becomes the response's id)", { param: "request_id" });
+    throw new LlmgwError(
+      "INVALID_REQUEST",
+      "'request_id' must be 1 to 200 characters of letters, digits, '_', '-', '.' or ':' (it becomes the response's id)",
+      { param: "request_id" },
+    );
   }
   const fullForS = body.store !== false && target === undefined ? ctx.responses.storageFullForS() : undefined;
   if (fullForS !== undefined) throw storeRefused(fullForS);
@@ -102,7 +129,10 @@ function notStored(ctx: ConversationDeps, x: Exchange, reason: NotStoredReason, 
 /** `background: true`: stored queued (with what to run) and answered with the queued response at once. */
 async function acceptBackground(ctx: ConversationDeps, x: Exchange, body: Readonly<InferenceBody>): Promise<Response> {
   if (body.store === false) throw new LlmgwError("INVALID_REQUEST", "background mode requires store to be true", { param: "background" });
-  if (body.stream === true) throw new LlmgwError("INVALID_REQUEST", "a background response cannot stream through llmgw; create it without stream and poll GET /v1/responses/{id}", { param: "stream" });
+  if (body.stream === true)
+    throw new LlmgwError("INVALID_REQUEST", "a background response cannot stream through llmgw; create it without stream and poll GET /v1/responses/{id}", {
+      param: "stream",
+    });
   if (typeof body.previous_response_id === "string") await previousConversation(ctx, x, body.previous_response_id);
   const { store, background } = await ctx.responses.opened();
   const id = `resp_${crypto.randomUUID().replaceAll("-", "")}`;

@@ -4,13 +4,14 @@
  * (Idempotency-Key: batch creation runs once), then the jobs routes
  * (src/jobs/), each tenant seeing only its own files and batches.
  */
+
+import type { Config } from "../../config/types.ts";
 import { handleIdempotently } from "../../jobs/idempotency-gate.ts";
+import type { GatewayJobs } from "../../jobs/jobs-service.ts";
 import { bodyDeadlines, bodyReadWhole, declaresBody } from "../../shared/bounded-body.ts";
 import { asLlmgwError, errorResponse, LlmgwError } from "../../shared/errors.ts";
-import type { Config } from "../../config/types.ts";
-import type { GatewayJobs } from "../../jobs/jobs-service.ts";
 import type { Logger } from "../../shared/logger.ts";
-import { authenticateRoute, type AuthGateDeps } from "../gates/auth.ts";
+import { type AuthGateDeps, authenticateRoute } from "../gates/auth.ts";
 
 /** Room for the multipart boundaries and part headers around an uploaded file. */
 const MULTIPART_OVERHEAD_BYTES = 64 * 1024;

@@ -13,5 +13,7 @@ const NO_READY_RETRY_AFTER_S = 1;
 
 /** 503 NO_READY_ENDPOINT for `model` (the name the client asked for), with Retry-After; `why` is appended to the stable message. */
 export function noReadyEndpoint(model: string, why?: string): LlmgwError {
-  return new LlmgwError("NO_READY_ENDPOINT", `no ready endpoint serves model '${model}'${why === undefined ? "" : `: ${why}`}`, { retryAfterS: NO_READY_RETRY_AFTER_S });
+  return new LlmgwError("NO_READY_ENDPOINT", `no ready endpoint serves model '${model}'${why === undefined ? "" : `: ${why}`}`, {
+    retryAfterS: NO_READY_RETRY_AFTER_S,
+  });
 }

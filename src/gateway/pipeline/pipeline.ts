@@ -15,42 +15,42 @@
  * background responses (serve/background-send.ts) with their creator's.
  */
 import type { Server } from "bun";
+import type { Config } from "../../config/types.ts";
+import type { GatewayJobs } from "../../jobs/jobs-service.ts";
 import type { Route } from "../../metrics/names.ts";
 import { prefixHashes } from "../../scheduling/prefix-hash.ts";
 import { walkPrompt } from "../../scheduling/prompt-walk.ts";
 import { bodyDeadlines, bodyReadWhole } from "../../shared/bounded-body.ts";
 import { asLlmgwError, LlmgwError } from "../../shared/errors.ts";
-import { BudgetShare } from "../../shared/upload-budget.ts";
-import type { Config } from "../../config/types.ts";
-import type { GatewayJobs } from "../../jobs/jobs-service.ts";
 import type { Logger } from "../../shared/logger.ts";
+import { BudgetShare } from "../../shared/upload-budget.ts";
+import type { Principal } from "../api-keys.ts";
+import type { AdapterLoadGateDeps } from "../gates/adapter-load.ts";
+import { adapterLoadGate } from "../gates/adapter-load.ts";
+import type { AuthGateDeps } from "../gates/auth.ts";
+import { AUTH_REFUSAL_HEADERS, authGate } from "../gates/auth.ts";
+import type { ShedGateDeps } from "../gates/batch-shed.ts";
+import { batchShedGate } from "../gates/batch-shed.ts";
+import type { ReplayGateDeps } from "../gates/idempotent-replay.ts";
+import { idempotentReplayGate } from "../gates/idempotent-replay.ts";
+import type { QuotaGateDeps } from "../gates/quota.ts";
+import { quotaGate } from "../gates/quota.ts";
+import type { CacheGateDeps } from "../gates/response-cache.ts";
+import { responseCacheGate } from "../gates/response-cache.ts";
 import type { ModelCatalog } from "../model-catalog.ts";
 import type { PromptTokenizer } from "../prompt-tokens.ts";
-import type { AdapterLoadGateDeps } from "../gates/adapter-load.ts";
-import type { AuthGateDeps } from "../gates/auth.ts";
-import type { ShedGateDeps } from "../gates/batch-shed.ts";
-import type { ReplayGateDeps } from "../gates/idempotent-replay.ts";
-import type { QuotaGateDeps } from "../gates/quota.ts";
-import type { CacheGateDeps } from "../gates/response-cache.ts";
-import type { ExchangeDeps } from "../request/exchange.ts";
-import type { AttemptLoopDeps } from "./attempts.ts";
-import type { ConversationDeps } from "./conversation-state.ts";
-import type { Principal } from "../api-keys.ts";
-import { AUTH_REFUSAL_HEADERS, authGate } from "../gates/auth.ts";
-import { adapterLoadGate } from "../gates/adapter-load.ts";
-import { batchShedGate } from "../gates/batch-shed.ts";
-import { idempotentReplayGate } from "../gates/idempotent-replay.ts";
-import { quotaGate } from "../gates/quota.ts";
-import { estimateFromWalk } from "../request/token-estimate.ts";
-import { responseCacheGate } from "../gates/response-cache.ts";
-import { AttemptLoop } from "./attempts.ts";
-import { noReadyEndpoint } from "./no-ready-endpoint.ts";
-import { conversationStep, type ConversationTarget } from "./conversation-state.ts";
 import { AnswerRecorders } from "../request/answer-recorders.ts";
+import type { ExchangeDeps } from "../request/exchange.ts";
 import { Exchange } from "../request/exchange.ts";
 import { MultipartFields } from "../request/multipart-fields.ts";
-import { parsedRequest, parseInferenceBody, readBodyLimited, type InferenceBody, type ParsedRequest } from "../request/parse.ts";
+import { type InferenceBody, type ParsedRequest, parsedRequest, parseInferenceBody, readBodyLimited } from "../request/parse.ts";
 import { hashesPrefix, promptViewOf } from "../request/prompt-view.ts";
+import { estimateFromWalk } from "../request/token-estimate.ts";
+import type { AttemptLoopDeps } from "./attempts.ts";
+import { AttemptLoop } from "./attempts.ts";
+import type { ConversationDeps } from "./conversation-state.ts";
+import { type ConversationTarget, conversationStep } from "./conversation-state.ts";
+import { noReadyEndpoint } from "./no-ready-endpoint.ts";
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -84,13 +84,29 @@ interface ParseDeps {
 }
 
 /** The pipeline's dependencies: exactly those of its stages, each named by the stage that uses it. */
-export type PipelineDeps = AuthGateDeps & ParseDeps & ConversationDeps & QuotaGateDeps & ReplayGateDeps & CacheGateDeps & ShedGateDeps & AdapterLoadGateDeps & ExchangeDeps & AttemptLoopDeps;
+export type PipelineDeps = AuthGateDeps &
+  ParseDeps &
+  ConversationDeps &
+  QuotaGateDeps &
+  ReplayGateDeps &
+  CacheGateDeps &
+  ShedGateDeps &
+  AdapterLoadGateDeps &
+  ExchangeDeps &
+  AttemptLoopDeps;
 
 /** Refusals before any engine (the client may retry later): outcome "rejected", as admission's own. */
 const REJECTIONS = new Set(["INVALID_API_KEY", "RATE_LIMITED", "GPU_SATURATED"]);
 
 /** `server` is the data plane's (undefined for a batch line or a background response, which no idle timeout can cut). */
-export async function handleInference(ctx: PipelineDeps, req: Request, server: Server<undefined> | undefined, route: Route, path: string, origin?: InProcessOrigin): Promise<Response> {
+export async function handleInference(
+  ctx: PipelineDeps,
+  req: Request,
+  server: Server<undefined> | undefined,
+  route: Route,
+  path: string,
+  origin?: InProcessOrigin,
+): Promise<Response> {
   const x = new Exchange(ctx, route, path, requestIdOf(req), req.signal);
   const answer = new AnswerRecorders();
   let authenticated = false;
@@ -135,7 +151,9 @@ export async function handleInference(ctx: PipelineDeps, req: Request, server: S
     if (req.signal.aborted) return answer.wrap(x.fail(new LlmgwError("INTERNAL_ERROR", "client went away while sending the body"), "cancelled"));
     const e = asLlmgwError(err);
     if (e.code === "INTERNAL_ERROR") ctx.log.error({ err, request_id: x.requestId }, "request failed");
-    const res = answer.wrap(x.fail(e, REJECTIONS.has(e.code) ? "rejected" : e.code === "NO_READY_ENDPOINT" ? "no_endpoint" : e.status < 500 ? "client_error" : "upstream_error"));
+    const res = answer.wrap(
+      x.fail(e, REJECTIONS.has(e.code) ? "rejected" : e.code === "NO_READY_ENDPOINT" ? "no_endpoint" : e.status < 500 ? "client_error" : "upstream_error"),
+    );
     // Refused before its body was read (no key, too large): close the connection rather than let Bun drain
     // a declared length a byte at a time — a client without a key must not be able to hold sockets open.
     if (!authenticated && origin === undefined) for (const [k, v] of Object.entries(AUTH_REFUSAL_HEADERS)) res.headers.set(k, v);

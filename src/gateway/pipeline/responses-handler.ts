@@ -6,11 +6,11 @@
  * responses only). Authenticated like every data route; each tenant sees
  * only its own responses: another tenant's id, or an expired one, is a 404.
  */
-import { deletedObject, RESPONSE_ID, RUNNING, type InputItemsQuery } from "../../jobs/responses-objects.ts";
-import { asLlmgwError, errorResponse, LlmgwError } from "../../shared/errors.ts";
-import { authenticateRoute, type AuthGateDeps } from "../gates/auth.ts";
+import { deletedObject, type InputItemsQuery, RESPONSE_ID, RUNNING } from "../../jobs/responses-objects.ts";
 import type { GatewayResponses } from "../../jobs/responses-service.ts";
+import { asLlmgwError, errorResponse, LlmgwError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/logger.ts";
+import { type AuthGateDeps, authenticateRoute } from "../gates/auth.ts";
 
 export const RESPONSE_PATH = new RegExp(`^/v1/responses/(${RESPONSE_ID.source.slice(1, -1)})(/input_items|/cancel)?$`);
 
@@ -32,7 +32,8 @@ function methodNotAllowed(method: string, path: string, allow: string): LlmgwErr
 function pageQuery(url: URL): InputItemsQuery {
   const limitText = url.searchParams.get("limit");
   const limit = limitText === null ? DEFAULT_PAGE : Number(limitText);
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new LlmgwError("INVALID_REQUEST", `'limit' must be an integer from 1 to ${MAX_PAGE}`, { param: "limit" });
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE)
+    throw new LlmgwError("INVALID_REQUEST", `'limit' must be an integer from 1 to ${MAX_PAGE}`, { param: "limit" });
   const order = url.searchParams.get("order") ?? "desc";
   if (order !== "asc" && order !== "desc") throw new LlmgwError("INVALID_REQUEST", "'order' must be 'asc' or 'desc'", { param: "order" });
   const after = url.searchParams.get("after");
@@ -79,7 +80,8 @@ async function route(ctx: ResponsesHandlerDeps, req: Request, path: string, tena
     const record = await store.get(tenant, id, now);
     if (record === undefined) throw notFound(id);
     const response = JSON.parse(record.response) as Record<string, unknown>;
-    if (response.background !== true) throw new LlmgwError("INVALID_REQUEST", "Only responses created with background set to true can be cancelled.", { param: "response_id" });
+    if (response.background !== true)
+      throw new LlmgwError("INVALID_REQUEST", "Only responses created with background set to true can be cancelled.", { param: "response_id" });
     if (!RUNNING.includes(record.status)) return json(record.response); // finished: it stays as it finished
     const cancelled = JSON.stringify({ ...response, status: "cancelled" });
     const updated = await store.update(tenant, id, RUNNING, { status: "cancelled", response: cancelled, request: null, owner: null, leaseUntilMs: null });
@@ -89,7 +91,8 @@ async function route(ctx: ResponsesHandlerDeps, req: Request, path: string, tena
   }
   switch (req.method) {
     case "GET": {
-      if (url.searchParams.get("stream") === "true") throw new LlmgwError("INVALID_REQUEST", "llmgw does not replay a stored response as a stream; GET it without stream", { param: "stream" });
+      if (url.searchParams.get("stream") === "true")
+        throw new LlmgwError("INVALID_REQUEST", "llmgw does not replay a stored response as a stream; GET it without stream", { param: "stream" });
       const record = await store.get(tenant, id, now);
       if (record === undefined) throw notFound(id);
       return json(record.response);

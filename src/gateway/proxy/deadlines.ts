@@ -130,4 +130,3 @@ export class AttemptDeadlines {
     if (!this.controller.signal.aborted) this.controller.abort(new Error(reason));
   }
 }
-

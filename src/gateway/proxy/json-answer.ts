@@ -11,10 +11,10 @@
  */
 import type { AttemptFailure, Outcome } from "../../metrics/names.ts";
 import type { ErrorCode } from "../../shared/errors.ts";
-import { FAILURE_CODE } from "./failures.ts";
 import type { AttemptVerdict, Usage } from "../request/exchange.ts";
+import { type BodyReader, readMany } from "./body-reader.ts";
 import type { AttemptDeadlines } from "./deadlines.ts";
-import { readMany, type BodyReader } from "./body-reader.ts";
+import { FAILURE_CODE } from "./failures.ts";
 
 /** Answers up to this size are held until complete (retriable); larger ones stream through. */
 const BUFFER_LIMIT_BYTES = 1024 * 1024;

@@ -7,12 +7,12 @@
  * itself).
  */
 import type { AttemptFailure, BreakCause, Outcome, Route } from "../../metrics/names.ts";
-import { errorBody, type ErrorCode } from "../../shared/errors.ts";
-import type { Evictable } from "../stream-evictions.ts";
+import { type ErrorCode, errorBody } from "../../shared/errors.ts";
+import type { Grant } from "../admission-client.ts";
 import type { AttemptVerdict, Usage } from "../request/exchange.ts";
 import type { ModelRename } from "../request/model-rename.ts";
+import type { Evictable } from "../stream-evictions.ts";
 import { eventJson } from "./sse-scanner.ts";
-import type { Grant } from "../admission-client.ts";
 import type { OpenStream } from "./upstream.ts";
 
 export type { OpenStream };

@@ -17,16 +17,16 @@
  */
 import type { AttemptFailure, BreakCause, Outcome } from "../../metrics/names.ts";
 import type { ErrorCode } from "../../shared/errors.ts";
-import type { Evictable } from "../stream-evictions.ts";
 import type { AttemptVerdict } from "../request/exchange.ts";
 import type { ModelRename } from "../request/model-rename.ts";
-import { ENDPOINT_FAULTS } from "./failures.ts";
-import { abandon, DONE_EVENT, engineErrorMessage, readUsage, view, type RelayOwner, type RelayRecovery } from "./relay-contracts.ts";
-import { chatToolCallStarts, dialectFor, type StreamDialect } from "./stream-dialect.ts";
-import { finishedChoices, MAX_EVENT_BYTES, type EventVisitor, type ScannedEvent, type SseEventKind } from "./sse-scanner.ts";
-import { drains } from "./upstream-drains.ts";
+import type { Evictable } from "../stream-evictions.ts";
 import { readMany } from "./body-reader.ts";
+import { ENDPOINT_FAULTS } from "./failures.ts";
+import { abandon, DONE_EVENT, engineErrorMessage, type RelayOwner, type RelayRecovery, readUsage, view } from "./relay-contracts.ts";
+import { type EventVisitor, finishedChoices, MAX_EVENT_BYTES, type ScannedEvent, type SseEventKind } from "./sse-scanner.ts";
+import { chatToolCallStarts, dialectFor, type StreamDialect } from "./stream-dialect.ts";
 import type { OpenStream } from "./upstream.ts";
+import { drains } from "./upstream-drains.ts";
 
 export type { RelayOwner, RelayRecovery } from "./relay-contracts.ts";
 
@@ -128,8 +128,10 @@ export class SseRelay implements Evictable {
           break;
         }
         if (this.evicted) this.drained();
-        else if (deadlines.fired === "idle_timeout") this.broken("UPSTREAM_IDLE_TIMEOUT", "idle_timeout", "the engine sent nothing within the inter-token deadline", "stall");
-        else if (deadlines.fired === "total_timeout") this.broken("UPSTREAM_TOTAL_TIMEOUT", "total_timeout", "the request exceeded its total deadline", undefined);
+        else if (deadlines.fired === "idle_timeout")
+          this.broken("UPSTREAM_IDLE_TIMEOUT", "idle_timeout", "the engine sent nothing within the inter-token deadline", "stall");
+        else if (deadlines.fired === "total_timeout")
+          this.broken("UPSTREAM_TOTAL_TIMEOUT", "total_timeout", "the request exceeded its total deadline", undefined);
         else this.broken("UPSTREAM_STREAM_TRUNCATED", "truncated", "the engine connection broke mid-stream", "cut");
         break;
       }
@@ -139,7 +141,8 @@ export class SseRelay implements Evictable {
         scanner.scan(chunk, this.visit);
         this.endOfChunk();
         // Events completed before an overflow still go out, then the error.
-        if (scanner.overflowed && !this.over && !this.pending) this.broken("UPSTREAM_MALFORMED", "malformed", `the engine sent an SSE event over ${MAX_EVENT_BYTES} bytes`, undefined);
+        if (scanner.overflowed && !this.over && !this.pending)
+          this.broken("UPSTREAM_MALFORMED", "malformed", `the engine sent an SSE event over ${MAX_EVENT_BYTES} bytes`, undefined);
       }
       if (done && !this.over && !this.pending) {
         if (this.complete()) this.finishWithoutDone();
@@ -349,7 +352,8 @@ export class SseRelay implements Evictable {
     this.flushRun();
     const outcome: Outcome = failure === "idle_timeout" || failure === "total_timeout" ? "timeout" : "stream_error";
     const excused = this.open.deadlines.excused;
-    const verdict: AttemptVerdict = failure !== undefined && ENDPOINT_FAULTS.has(failure) && !excused ? { kind: "fault", failure } : { kind: "neutral", failure, excused };
+    const verdict: AttemptVerdict =
+      failure !== undefined && ENDPOINT_FAULTS.has(failure) && !excused ? { kind: "fault", failure } : { kind: "neutral", failure, excused };
     if (this.recovery !== undefined && cause !== undefined) {
       abandon(this.open);
       this.x.endAttempt(verdict);

@@ -9,8 +9,9 @@
  * gateway must read (the first response.created, the final event, an
  * error). Pure.
  */
-import { bytesAt, CR, LF, nativeIndexOf, SPACE } from "../../shared/bytes.ts";
+
 import type { Route } from "../../metrics/names.ts";
+import { bytesAt, CR, LF, nativeIndexOf, SPACE } from "../../shared/bytes.ts";
 import type { Usage } from "../request/exchange.ts";
 import { classifyEvent, type EventClassifier, type SseEventKind } from "./sse-scanner.ts";
 

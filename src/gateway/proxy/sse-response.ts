@@ -2,7 +2,7 @@
  * How an SSE relay's bytes reach Bun's response: Bun's direct stream, each
  * piece written to the socket and flushed, with no queue in between.
  */
-import { SseRelay, type RelayOwner, type RelayRecovery } from "./relay.ts";
+import { type RelayOwner, type RelayRecovery, SseRelay } from "./relay.ts";
 import type { OpenStream } from "./upstream.ts";
 
 /**

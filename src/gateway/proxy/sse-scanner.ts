@@ -20,7 +20,7 @@ export type SseEventKind =
 /** Classifies the event in buf[start, end) (without its trailing blank line): one per API's stream (chat's below, the Responses API's in responses-events.ts). */
 export type EventClassifier = (buf: Uint8Array, start: number, end: number) => SseEventKind;
 
-import { CR, LF, SPACE, bytesAt, nativeIndexOf, skipBlanks } from "../../shared/bytes.ts";
+import { bytesAt, CR, LF, nativeIndexOf, SPACE, skipBlanks } from "../../shared/bytes.ts";
 
 const enc = new TextEncoder();
 const DATA = enc.encode("data:");

@@ -10,7 +10,7 @@
  */
 import type { Route } from "../../metrics/names.ts";
 import { nativeIndexOf } from "../../shared/bytes.ts";
-import { errorBody, type ErrorCode } from "../../shared/errors.ts";
+import { type ErrorCode, errorBody } from "../../shared/errors.ts";
 import type { Usage } from "../request/exchange.ts";
 import { DONE_EVENT, sseErrorEvent } from "./relay-contracts.ts";
 import { classifyResponsesEvent, isCreatedEvent, responsesEvent, responsesEventJson, responsesUsage, startsToolCall } from "./responses-events.ts";
@@ -62,7 +62,10 @@ class ResponsesDialect implements StreamDialect {
     const seq = forwarded + this.metas;
     const { error } = errorBody(code, message);
     const response = { ...(this.created ?? { object: "response", output: [] }), status: "failed", error: { code, message }, usage: null };
-    return [responsesEvent("error", { code, message, param: error.param, sequence_number: seq }), responsesEvent("response.failed", { response, sequence_number: seq + 1 })];
+    return [
+      responsesEvent("error", { code, message, param: error.param, sequence_number: seq }),
+      responsesEvent("response.failed", { response, sequence_number: seq + 1 }),
+    ];
   }
 }
 

@@ -52,4 +52,3 @@ class UpstreamDrains {
 }
 
 export const drains = new UpstreamDrains();
-

@@ -8,12 +8,12 @@
  */
 import type { Deadlines } from "../../config/types.ts";
 import type { AttemptFailure, Route } from "../../metrics/names.ts";
-import { AttemptDeadlines } from "./deadlines.ts";
 import type { UpstreamDial, UpstreamFetch } from "../upstream-reach.ts";
-import { readAnswer, type CommittedAnswer } from "./json-answer.ts";
-import { defaultReader, type BodyReader } from "./body-reader.ts";
-import { MAX_EVENT_BYTES, SseScanner, type ScannedEvent } from "./sse-scanner.ts";
+import { type BodyReader, defaultReader } from "./body-reader.ts";
+import { AttemptDeadlines } from "./deadlines.ts";
+import { type CommittedAnswer, readAnswer } from "./json-answer.ts";
 import { classifierFor } from "./responses-events.ts";
+import { MAX_EVENT_BYTES, type ScannedEvent, SseScanner } from "./sse-scanner.ts";
 
 interface AttemptInput {
   index: number;
@@ -170,7 +170,12 @@ export async function openUpstream(input: AttemptInput, path: string): Promise<A
   const reasonOf = (err: unknown): AttemptFailed => {
     dl.dispose();
     if (input.clientSignal.aborted) return failed("cancelled", "client went away");
-    if (dl.fired) return failed(dl.fired, `upstream ${dl.fired.replace("_", " ")} after ${describeDeadline(dl.fired, d, input.totalLeftMs)} ms`, dl.excused ? { excused: true } : {});
+    if (dl.fired)
+      return failed(
+        dl.fired,
+        `upstream ${dl.fired.replace("_", " ")} after ${describeDeadline(dl.fired, d, input.totalLeftMs)} ms`,
+        dl.excused ? { excused: true } : {},
+      );
     return failed("connect", cleanMessage(err));
   };
 
@@ -205,7 +210,13 @@ export async function openUpstream(input: AttemptInput, path: string): Promise<A
  * failure before the first byte reaches the client can still be retried
  * elsewhere; from there the relay owns the reader.
  */
-async function openStream(res: Response, dl: AttemptDeadlines, d: Deadlines, reasonOf: (err: unknown) => AttemptFailed, scanner: SseScanner): Promise<AttemptResult> {
+async function openStream(
+  res: Response,
+  dl: AttemptDeadlines,
+  d: Deadlines,
+  reasonOf: (err: unknown) => AttemptFailed,
+  scanner: SseScanner,
+): Promise<AttemptResult> {
   if (!res.body) {
     dl.dispose();
     return failed("truncated", "engine sent a stream with no body");
@@ -229,7 +240,8 @@ async function openStream(res: Response, dl: AttemptDeadlines, d: Deadlines, rea
         return e.kind !== "malformed" && e.kind !== "comment";
       });
       if (events.length === 0) continue;
-      if (events[0]!.kind === "error") return giveUp("status_5xx", `engine sent an error event before the first token: ${new TextDecoder().decode(events[0]!.bytes).trim().slice(0, 300)}`);
+      if (events[0]!.kind === "error")
+        return giveUp("status_5xx", `engine sent an error event before the first token: ${new TextDecoder().decode(events[0]!.bytes).trim().slice(0, 300)}`);
       dl.armIdle(d.idleMs);
       return { ok: true, kind: "stream", response: res, reader, scanner, deadlines: dl, firstEvents: events, malformedDropped };
     }

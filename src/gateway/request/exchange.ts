@@ -7,24 +7,23 @@
  * line. The request path (pipeline → gates → attempts → relay) hands this
  * object down; nothing climbs back up through callbacks to end a request.
  */
-import type { AttemptFailure, BreakCause, Outcome, RecoveryResult, Route } from "../../metrics/names.ts";
-import { I } from "../../shared/endpoint-table.ts";
-import { probeTargetOf } from "../circuit-breaker.ts";
-import { UNKNOWN_MODEL } from "../../metrics/names.ts";
-import type { RequestSeries } from "../../metrics/registry.ts";
-import { requestAuditRecord, type AuditRecovery } from "../../shared/audit.ts";
-import { errorResponse, type ErrorCode, type LlmgwError } from "../../shared/errors.ts";
-import { infoRecord } from "../../shared/logger.ts";
-import type { Grant } from "../admission-client.ts";
+
 import type { TenantQuota } from "../../admission/tenant-quota.ts";
 import type { Config } from "../../config/types.ts";
-import type { GatewayMetrics } from "../../metrics/registry.ts";
+import type { AttemptFailure, BreakCause, Outcome, RecoveryResult, Route } from "../../metrics/names.ts";
+import { UNKNOWN_MODEL } from "../../metrics/names.ts";
+import type { GatewayMetrics, RequestSeries } from "../../metrics/registry.ts";
+import { type AuditRecovery, requestAuditRecord } from "../../shared/audit.ts";
+import { I } from "../../shared/endpoint-table.ts";
+import { type ErrorCode, errorResponse, type LlmgwError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/logger.ts";
-import type { AdmissionClient } from "../admission-client.ts";
-import type { CircuitBreakers } from "../circuit-breaker.ts";
-import type { EndpointRegistry } from "../endpoints.ts";
-import type { Principal } from "../api-keys.ts";
+import { infoRecord } from "../../shared/logger.ts";
 import { headerSafeName } from "../../shared/model-name.ts";
+import type { AdmissionClient, Grant } from "../admission-client.ts";
+import type { Principal } from "../api-keys.ts";
+import type { CircuitBreakers } from "../circuit-breaker.ts";
+import { probeTargetOf } from "../circuit-breaker.ts";
+import type { EndpointRegistry } from "../endpoints.ts";
 import { ModelRename } from "./model-rename.ts";
 import type { ParsedRequest } from "./parse.ts";
 
@@ -53,7 +52,10 @@ export type AttemptVerdict =
 /** What an exchange reports to and gives back to: the bands, the request metrics, the claimed endpoint's circuits and admission slot, the quota to settle, the audit log. */
 export interface ExchangeDeps {
   readonly config: { readonly admission: Pick<Config["admission"], "defaultBand" | "bands"> };
-  readonly metrics: Pick<GatewayMetrics, "requestSeries" | "scoreSeries" | "overheadSeries" | "deadlinesExcused" | "attemptFailures" | "malformedEvents" | "toolCalls">;
+  readonly metrics: Pick<
+    GatewayMetrics,
+    "requestSeries" | "scoreSeries" | "overheadSeries" | "deadlinesExcused" | "attemptFailures" | "malformedEvents" | "toolCalls"
+  >;
   readonly endpoints: Pick<EndpointRegistry, "idOf">;
   readonly breakers: Pick<CircuitBreakers, "success" | "failure" | "coolDown" | "abandon">;
   readonly admission: Pick<AdmissionClient, "release">;

@@ -3,9 +3,10 @@
  * the fields the gateway relies on, and compute the prompt-prefix hashes for
  * affinity. Every failure is an OpenAI-shaped 400/404/413.
  */
-import { readBodyBytes, readBodyChunks, type BodyDeadlines } from "../../shared/bounded-body.ts";
-import { LlmgwError } from "../../shared/errors.ts";
+
 import type { Route } from "../../metrics/names.ts";
+import { type BodyDeadlines, readBodyBytes, readBodyChunks } from "../../shared/bounded-body.ts";
+import { LlmgwError } from "../../shared/errors.ts";
 
 export interface InferenceBody {
   model: string;
@@ -59,7 +60,12 @@ export function parsedRequest(body: InferenceBody, rawBody: Uint8Array, model: s
  * form counts against the memory budget uploads share. `watch.chunk` sees
  * each chunk as it arrives (a form parsed on the way).
  */
-export async function readBodyLimited(req: Request, limit: number, deadlines: BodyDeadlines, watch: { hold?: (bytes: number) => void; chunk?: (chunk: Uint8Array) => void } = {}): Promise<Uint8Array> {
+export async function readBodyLimited(
+  req: Request,
+  limit: number,
+  deadlines: BodyDeadlines,
+  watch: { hold?: (bytes: number) => void; chunk?: (chunk: Uint8Array) => void } = {},
+): Promise<Uint8Array> {
   const { hold } = watch;
   if (hold === undefined && watch.chunk === undefined) return readBodyBytes(req, limit, () => tooLarge(limit), deadlines);
   const declared = Number(req.headers.get("content-length") ?? NaN);
@@ -144,7 +150,8 @@ function optionalType(b: Record<string, unknown>, key: string, type: "boolean" |
 function checkOtherRoute(b: Record<string, unknown>, route: Route): void {
   switch (route) {
     case "responses":
-      if (typeof b.input !== "string" && !Array.isArray(b.input)) throw new LlmgwError("INVALID_REQUEST", "'input' must be a string or an array of input items", { param: "input" });
+      if (typeof b.input !== "string" && !Array.isArray(b.input))
+        throw new LlmgwError("INVALID_REQUEST", "'input' must be a string or an array of input items", { param: "input" });
       for (const key of ["background", "store"]) optionalType(b, key, "boolean");
       optionalType(b, "previous_response_id", "string");
       return;
@@ -154,15 +161,19 @@ function checkOtherRoute(b: Record<string, unknown>, route: Route): void {
       }
       break;
     case "detokenize":
-      if (!Array.isArray(b.tokens) || !b.tokens.every((t) => Number.isInteger(t))) throw new LlmgwError("INVALID_REQUEST", "'tokens' must be an array of token ids", { param: "tokens" });
+      if (!Array.isArray(b.tokens) || !b.tokens.every((t) => Number.isInteger(t)))
+        throw new LlmgwError("INVALID_REQUEST", "'tokens' must be an array of token ids", { param: "tokens" });
       break;
     case "rerank":
-      if (typeof b.query !== "string" && (typeof b.query !== "object" || b.query === null)) throw new LlmgwError("INVALID_REQUEST", "'query' is required", { param: "query" });
-      if (!Array.isArray(b.documents) && (typeof b.documents !== "object" || b.documents === null)) throw new LlmgwError("INVALID_REQUEST", "'documents' must be an array", { param: "documents" });
+      if (typeof b.query !== "string" && (typeof b.query !== "object" || b.query === null))
+        throw new LlmgwError("INVALID_REQUEST", "'query' is required", { param: "query" });
+      if (!Array.isArray(b.documents) && (typeof b.documents !== "object" || b.documents === null))
+        throw new LlmgwError("INVALID_REQUEST", "'documents' must be an array", { param: "documents" });
       break;
     case "pooling":
     case "classify":
-      if (b.input === undefined && !Array.isArray(b.messages)) throw new LlmgwError("INVALID_REQUEST", "'input' (or 'messages') is required", { param: "input" });
+      if (b.input === undefined && !Array.isArray(b.messages))
+        throw new LlmgwError("INVALID_REQUEST", "'input' (or 'messages') is required", { param: "input" });
       break;
     default:
       break;

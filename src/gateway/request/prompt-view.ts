@@ -61,7 +61,9 @@ function responsesMessages(body: InferenceBody): Obj[] {
 /** Message contents as plain strings (a pooling or tokenize request given as messages). */
 function messageTexts(messages: unknown): string[] {
   if (!Array.isArray(messages)) return [];
-  return messages.flatMap((m) => (isObj(m) ? strings(m.content, Array.isArray(m.content) ? m.content.map((p: unknown) => (isObj(p) ? p.text : undefined)) : undefined) : []));
+  return messages.flatMap((m) =>
+    isObj(m) ? strings(m.content, Array.isArray(m.content) ? m.content.map((p: unknown) => (isObj(p) ? p.text : undefined)) : undefined) : [],
+  );
 }
 
 const NOTHING: Obj = Object.freeze({ input: "" });

@@ -2,7 +2,7 @@
  * A request's token estimate before it runs: what the quota gate charges up
  * front and settles against the engine's usage afterwards.
  */
-import { walkPrompt, type PromptWalk } from "../../scheduling/prompt-walk.ts";
+import { type PromptWalk, walkPrompt } from "../../scheduling/prompt-walk.ts";
 
 /** Completion tokens assumed when a request names no max_tokens / max_completion_tokens. */
 export const DEFAULT_COMPLETION_TOKENS_ESTIMATE = 256;
@@ -29,4 +29,3 @@ export function estimateFromWalk(body: unknown, walk: PromptWalk): number {
 function positiveInt(v: unknown): number | undefined {
   return typeof v === "number" && Number.isInteger(v) && v > 0 ? v : undefined;
 }
-

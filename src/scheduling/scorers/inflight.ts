@@ -19,7 +19,7 @@
  * the plain formula is the score.
  */
 import { tierByFreeSlot } from "../free-slot-tiers.ts";
-import type { EndpointView, RequestView, Scorer, SchedulingContext } from "../types.ts";
+import type { EndpointView, RequestView, SchedulingContext, Scorer } from "../types.ts";
 
 export const inflight: Scorer = {
   name: "inflight",

@@ -11,7 +11,7 @@
  * with and without one.
  */
 import { tierByFreeSlot } from "../free-slot-tiers.ts";
-import type { EndpointView, RequestView, Scorer, SchedulingContext } from "../types.ts";
+import type { EndpointView, RequestView, SchedulingContext, Scorer } from "../types.ts";
 
 /** Score given to an endpoint whose engine has not reported KV usage. */
 const KV_CACHE_ABSENT_SCORE = 0;

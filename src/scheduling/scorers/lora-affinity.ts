@@ -25,7 +25,7 @@
  * no room and no slot, so it scores at most the home bonus. A request
  * without an adapter scores 0 everywhere: the other scorers decide.
  */
-import type { AdapterView, EndpointView, RequestView, Scorer, SchedulingContext } from "../types.ts";
+import type { AdapterView, EndpointView, RequestView, SchedulingContext, Scorer } from "../types.ts";
 
 export const LORA_RUNNING_SCORE = 1;
 export const LORA_RESIDENT_SCORE = 0.9;

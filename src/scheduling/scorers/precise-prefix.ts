@@ -14,7 +14,7 @@
  * instead (`ctx.preciseStandIn`: prefix-affinity, or prefix-rendezvous with
  * several gateways), so engines that publish nothing are routed as before.
  */
-import type { EndpointView, RequestView, Scorer, SchedulingContext } from "../types.ts";
+import type { EndpointView, RequestView, SchedulingContext, Scorer } from "../types.ts";
 import { prefixAffinity } from "./prefix-affinity.ts";
 import { prefixRendezvous } from "./prefix-rendezvous.ts";
 

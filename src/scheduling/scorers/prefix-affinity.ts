@@ -8,7 +8,7 @@
  * without hashes (prompt shorter than one block) scores 0 everywhere, so the
  * other scorers decide.
  */
-import type { EndpointView, RequestView, Scorer, SchedulingContext } from "../types.ts";
+import type { EndpointView, RequestView, SchedulingContext, Scorer } from "../types.ts";
 
 export const prefixAffinity: Scorer = {
   name: "prefix-affinity",

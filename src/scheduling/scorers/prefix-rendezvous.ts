@@ -16,7 +16,7 @@
  * reported nothing (no queue, no KV usage: absent or stale) scores 0 too,
  * so a replica nobody has heard from is never drawn traffic by it.
  */
-import type { EndpointView, RequestView, Scorer, SchedulingContext } from "../types.ts";
+import type { EndpointView, RequestView, SchedulingContext, Scorer } from "../types.ts";
 
 export const prefixRendezvous: Scorer = {
   name: "prefix-rendezvous",

@@ -14,7 +14,7 @@
  * to an engine whose slots are all taken while another has one free.
  */
 import { tierByFreeSlot } from "../free-slot-tiers.ts";
-import type { EndpointView, RequestView, Scorer, SchedulingContext } from "../types.ts";
+import type { EndpointView, RequestView, SchedulingContext, Scorer } from "../types.ts";
 
 /** Score given to an endpoint whose engine has not reported a queue depth. */
 const QUEUE_DEPTH_ABSENT_SCORE = 0;

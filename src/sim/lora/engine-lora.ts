@@ -15,9 +15,9 @@ import type { PromptTokens } from "../tokens.ts";
 import { SimHttpError } from "../vllm-errors.ts";
 import type { WaitQueue } from "../wait-queue.ts";
 import { AdapterSlots, type SlotAdapter } from "./adapter-slots.ts";
+import { adapterBytes, diskLoadMs, swapMs } from "./load-cost.ts";
 import type { LoraModuleSpec, SimLoraSettings } from "./lora-config.ts";
 import { LoraRequestsInfo } from "./lora-metric.ts";
-import { adapterBytes, diskLoadMs, swapMs } from "./load-cost.ts";
 
 interface SimAdapter extends SeqAdapter, SlotAdapter {
   readonly path: string;
@@ -98,7 +98,11 @@ export class EngineLora implements CoreLora {
     if (!name || !path) throw new SimHttpError(400, "InvalidUserInput", "Both 'lora_name' and 'lora_path' must be provided.");
     const existing = this.byName.get(name);
     if (existing && !loadInplace) {
-      throw new SimHttpError(400, "InvalidUserInput", `The lora adapter '${name}' has already been loaded. If you want to load the adapter in place, set 'load_inplace' to True.`);
+      throw new SimHttpError(
+        400,
+        "InvalidUserInput",
+        `The lora adapter '${name}' has already been loaded. If you want to load the adapter in place, set 'load_inplace' to True.`,
+      );
     }
     if (existing) this.slots.remove(existing.id);
     return this.register({ name, path, ...(baseModelName !== undefined ? { baseModelName } : {}) }, true, existing?.id);
@@ -154,7 +158,16 @@ export class EngineLora implements CoreLora {
       max_cpu_loras: this.settings.maxCpuLoras,
       max_lora_rank: this.settings.maxLoraRank,
       runtime_updates: this.settings.runtimeUpdates,
-      registered: [...this.byName.values()].map((a) => ({ name: a.name, id: a.id, path: a.path, parent: a.parent, rank: a.rank, bytes: Math.round(a.bytes), swap_ms: a.swapMs, disk_ms: a.diskMs })),
+      registered: [...this.byName.values()].map((a) => ({
+        name: a.name,
+        id: a.id,
+        path: a.path,
+        parent: a.parent,
+        rank: a.rank,
+        bytes: Math.round(a.bytes),
+        swap_ms: a.swapMs,
+        disk_ms: a.diskMs,
+      })),
       on_gpu: this.slots.onGpu().map(nameOf),
       in_host: this.slots.inHost().map(nameOf),
       gpu_loads: st.gpuLoads,

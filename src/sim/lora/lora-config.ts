@@ -7,8 +7,9 @@
  * `--max-cpu-loras` (host-memory LRU, default max_loras), and
  * VLLM_ALLOW_RUNTIME_LORA_UPDATING for the load/unload routes. Pure.
  */
-import { adapterCostModel, type AdapterCostModel } from "./load-cost.ts";
+
 import type { ModelArch } from "../profiles/model-facts.ts";
+import { type AdapterCostModel, adapterCostModel } from "./load-cost.ts";
 
 export const DEFAULT_MAX_LORAS = 1;
 export const DEFAULT_MAX_LORA_RANK = 16;
@@ -59,7 +60,8 @@ export function parseLoraModule(item: string): LoraModuleSpec {
   } catch {
     throw new LoraConfigError(`Invalid JSON format for --lora-modules: ${item}`);
   }
-  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new LoraConfigError(`Invalid fields for --lora-modules: ${item} - expected an object with name and path`);
+  if (typeof v !== "object" || v === null || Array.isArray(v))
+    throw new LoraConfigError(`Invalid fields for --lora-modules: ${item} - expected an object with name and path`);
   const o = v as Record<string, unknown>;
   const unknown = Object.keys(o).filter((k) => k !== "name" && k !== "path" && k !== "base_model_name");
   if (unknown.length > 0) throw new LoraConfigError(`Invalid fields for --lora-modules: ${item} - unexpected keyword argument '${unknown[0]}'`);
@@ -106,7 +108,11 @@ interface LoraFlags {
 }
 
 /** The LoRA settings of an engine, or undefined without --enable-lora. Throws LoraConfigError. */
-export function loraSettings(flags: LoraFlags, env: Record<string, string | undefined>, hw: { arch: ModelArch; gpuId: string; tp: number }): SimLoraSettings | undefined {
+export function loraSettings(
+  flags: LoraFlags,
+  env: Record<string, string | undefined>,
+  hw: { arch: ModelArch; gpuId: string; tp: number },
+): SimLoraSettings | undefined {
   if (!flags.enableLora) {
     if (flags.modules.length > 0) throw new LoraConfigError("--lora-modules needs --enable-lora (vLLM: LoRA is not enabled)");
     return undefined;
@@ -129,6 +135,9 @@ export function loraSettings(flags: LoraFlags, env: Record<string, string | unde
     maxCpuLoras,
     modules,
     runtimeUpdates: runtimeLoraUpdatesAllowed(env),
-    cost: adapterCostModel(hw.arch, hw.gpuId, hw.tp, { ...(flags.swapMs !== undefined ? { swapMs: flags.swapMs } : {}), ...(flags.diskMs !== undefined ? { diskMs: flags.diskMs } : {}) }),
+    cost: adapterCostModel(hw.arch, hw.gpuId, hw.tp, {
+      ...(flags.swapMs !== undefined ? { swapMs: flags.swapMs } : {}),
+      ...(flags.diskMs !== undefined ? { diskMs: flags.diskMs } : {}),
+    }),
   };
 }

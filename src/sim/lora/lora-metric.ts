@@ -62,7 +62,9 @@ export class LoraRequestsInfo {
     const lines = [`# HELP ${LORA_INFO_METRIC} ${HELP}`, `# TYPE ${LORA_INFO_METRIC} gauge`];
     for (const [key, at] of this.series) {
       const [running, waiting] = key.split("\u0000");
-      lines.push(`${LORA_INFO_METRIC}{max_lora="${this.maxLora}",running_lora_adapters="${escapeLabel(running ?? "")}",waiting_lora_adapters="${escapeLabel(waiting ?? "")}"} ${goFloat(at)}`);
+      lines.push(
+        `${LORA_INFO_METRIC}{max_lora="${this.maxLora}",running_lora_adapters="${escapeLabel(running ?? "")}",waiting_lora_adapters="${escapeLabel(waiting ?? "")}"} ${goFloat(at)}`,
+      );
     }
     return lines.join("\n") + "\n";
   }

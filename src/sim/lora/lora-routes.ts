@@ -53,7 +53,8 @@ export function loraRoute(lora: EngineLora | undefined, path: string, req: Reque
       const name = requiredString(body, "lora_name");
       const lpath = requiredString(body, "lora_path");
       const inplace = body.load_inplace;
-      if (inplace !== undefined && typeof inplace !== "boolean") throw new SimHttpError(400, "BadRequestError", "load_inplace: Input should be a valid boolean");
+      if (inplace !== undefined && typeof inplace !== "boolean")
+        throw new SimHttpError(400, "BadRequestError", "load_inplace: Input should be a valid boolean");
       lora.load(name, lpath, inplace === true);
       return new Response(`Success: LoRA adapter '${name}' added successfully.`);
     }

@@ -1,9 +1,9 @@
 /** Named GPU × model profiles (`--profile NAME`), the default one, and the table `--list-profiles` prints. */
-import { loneDecodeMs, stepMs, type StepComposition } from "../step-time.ts";
-import { GPUS, findGpu, type Dtype } from "./gpu-facts.ts";
-import { ARCHS, findArch } from "./model-facts.ts";
+import { loneDecodeMs, type StepComposition, stepMs } from "../step-time.ts";
 import type { EfficiencyConstants } from "./efficiency.ts";
-import { deriveProfile, ProfileError, type DerivedProfile } from "./profile.ts";
+import { type Dtype, findGpu, GPUS } from "./gpu-facts.ts";
+import { ARCHS, findArch } from "./model-facts.ts";
+import { type DerivedProfile, deriveProfile, ProfileError } from "./profile.ts";
 
 export interface NamedProfile {
   name: string;
@@ -19,9 +19,25 @@ export interface NamedProfile {
 
 export const NAMED_PROFILES: readonly NamedProfile[] = [
   { name: "h100-llama-3.1-8b", gpu: "h100", arch: "llama-3.1-8b", tp: 1, dtype: "bf16", what: "the default; fitted to InferenceBench's H100 sweep" },
-  { name: "l4-qwen2.5-0.5b", gpu: "l4", arch: "qwen2.5-0.5b", tp: 1, dtype: "bf16", gpuMemoryUtilization: 0.6, maxModelLen: 8192, what: "fitted to the L4 sweep (its --gpu-memory-utilization 0.6 --max-model-len 8192)" },
+  {
+    name: "l4-qwen2.5-0.5b",
+    gpu: "l4",
+    arch: "qwen2.5-0.5b",
+    tp: 1,
+    dtype: "bf16",
+    gpuMemoryUtilization: 0.6,
+    maxModelLen: 8192,
+    what: "fitted to the L4 sweep (its --gpu-memory-utilization 0.6 --max-model-len 8192)",
+  },
   { name: "h100-qwen3-8b", gpu: "h100", arch: "qwen3-8b", tp: 1, dtype: "bf16", what: "predicted, no constant fitted to it (GPUStack's ShareGPT runs)" },
-  { name: "a100-40gb-llama-3.1-8b", gpu: "a100-40gb", arch: "llama-3.1-8b", tp: 1, dtype: "bf16", what: "predicted, no constant fitted to it (an A100 40GB sweep)" },
+  {
+    name: "a100-40gb-llama-3.1-8b",
+    gpu: "a100-40gb",
+    arch: "llama-3.1-8b",
+    tp: 1,
+    dtype: "bf16",
+    what: "predicted, no constant fitted to it (an A100 40GB sweep)",
+  },
   { name: "a100-80gb-llama-3.1-8b", gpu: "a100-80gb", arch: "llama-3.1-8b", tp: 1, dtype: "bf16", what: "derived" },
   { name: "l40s-qwen3-8b", gpu: "l40s", arch: "qwen3-8b", tp: 1, dtype: "bf16", what: "derived" },
   { name: "h200-llama-3.1-8b", gpu: "h200", arch: "llama-3.1-8b", tp: 1, dtype: "bf16", what: "derived" },
@@ -59,7 +75,10 @@ export function resolveProfile(c: ProfileChoice, efficiency?: EfficiencyConstant
   const tp = c.tp ?? (same ? base.tp : 1);
   const dtype = c.dtype ?? (same ? base.dtype : "bf16");
   const profile = deriveProfile({
-    gpu, arch, tp, dtype,
+    gpu,
+    arch,
+    tp,
+    dtype,
     gpuMemoryUtilization: c.gpuMemoryUtilization ?? (same ? base.gpuMemoryUtilization : undefined),
     maxModelLen: same ? base.maxModelLen : undefined,
     efficiency,
@@ -71,12 +90,32 @@ export function resolveProfile(c: ProfileChoice, efficiency?: EfficiencyConstant
 /** A step that fills the token budget with one prefill chunk at the start of its prompt. */
 function budgetPrefill(p: DerivedProfile): StepComposition {
   const n = p.maxNumBatchedTokens;
-  return { seqs: 1, tokens: n, decodeSeqs: 0, decodeContext: 0, prefillTokens: n, prefillSeqs: 1, prefillContext: n, prefillPairs: (n * (n + 1)) / 2, running: 1 };
+  return {
+    seqs: 1,
+    tokens: n,
+    decodeSeqs: 0,
+    decodeContext: 0,
+    prefillTokens: n,
+    prefillSeqs: 1,
+    prefillContext: n,
+    prefillPairs: (n * (n + 1)) / 2,
+    running: 1,
+  };
 }
 
 /** A step decoding a full batch of 1k-token contexts. */
 function fullDecode(seqs: number): StepComposition {
-  return { seqs, tokens: seqs, decodeSeqs: seqs, decodeContext: seqs * 1024, prefillTokens: 0, prefillSeqs: 0, prefillContext: 0, prefillPairs: 0, running: seqs };
+  return {
+    seqs,
+    tokens: seqs,
+    decodeSeqs: seqs,
+    decodeContext: seqs * 1024,
+    prefillTokens: 0,
+    prefillSeqs: 0,
+    prefillContext: 0,
+    prefillPairs: 0,
+    running: seqs,
+  };
 }
 
 export interface ProfileRow {
@@ -98,9 +137,15 @@ export interface ProfileRow {
 export function profileRow(name: string, p: DerivedProfile, what: string): ProfileRow {
   const t = { derived: p.cost, derivedScale: 1, flatDecode: undefined, flatPrefill: undefined };
   return {
-    name, gpu: p.gpu.id, arch: p.arch.id, tp: p.tp, dtype: p.dtype,
-    maxNumSeqs: p.maxNumSeqs, maxNumBatchedTokens: p.maxNumBatchedTokens,
-    numGpuBlocks: p.numGpuBlocks, kvTokens: p.numGpuBlocks * p.blockSize,
+    name,
+    gpu: p.gpu.id,
+    arch: p.arch.id,
+    tp: p.tp,
+    dtype: p.dtype,
+    maxNumSeqs: p.maxNumSeqs,
+    maxNumBatchedTokens: p.maxNumBatchedTokens,
+    numGpuBlocks: p.numGpuBlocks,
+    kvTokens: p.numGpuBlocks * p.blockSize,
     stepBatch1Ms: loneDecodeMs(p.cost),
     stepBudgetMs: stepMs(t, budgetPrefill(p)),
     stepDecode256Ms: stepMs(t, fullDecode(Math.min(256, p.maxNumSeqs))),

@@ -6,9 +6,9 @@
  * blocks, max_model_len) and the step cost model.
  */
 import type { Frontend, StepCostModel } from "../step-time.ts";
-import { FITTED, type EfficiencyConstants } from "./efficiency.ts";
-import { GIB, MIB, type Dtype, type GpuFacts } from "./gpu-facts.ts";
-import { kvBytesPerToken, matmulParams, totalParams, type ModelArch } from "./model-facts.ts";
+import { type EfficiencyConstants, FITTED } from "./efficiency.ts";
+import { type Dtype, GIB, type GpuFacts, MIB } from "./gpu-facts.ts";
+import { kvBytesPerToken, type ModelArch, matmulParams, totalParams } from "./model-facts.ts";
 
 const BLOCK_SIZE_TOKENS = 16;
 const DEFAULT_GPU_MEMORY_UTILIZATION = 0.9;
@@ -114,12 +114,18 @@ export function deriveProfile(input: ProfileInput): DerivedProfile {
     commMsPerToken: tp > 1 ? (2 * arch.layers * hiddenBytes * ((2 * (tp - 1)) / tp)) / ((gpu.interconnectGBs * 1e9) / 1000) : 0,
   };
   return {
-    gpu, arch, tp, dtype,
+    gpu,
+    arch,
+    tp,
+    dtype,
     gpuMemoryUtilization: gmu,
-    maxNumSeqs, maxNumBatchedTokens, numGpuBlocks,
+    maxNumSeqs,
+    maxNumBatchedTokens,
+    numGpuBlocks,
     blockSize: BLOCK_SIZE_TOKENS,
     maxModelLen,
-    weightBytes, kvBytesPerTokenPerGpu,
+    weightBytes,
+    kvBytesPerTokenPerGpu,
     reservedMiB: Math.round(gpu.memoryMiB * gmu),
     frontend: { latencyMs: eff.frontendLatencyMs, serviceMs: eff.frontendServiceMs },
     cost,

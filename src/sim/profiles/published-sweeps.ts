@@ -73,7 +73,8 @@ export const PUBLISHED_SWEEPS: readonly PublishedSweep[] = [
     inputTokens: 200,
     outputTokens: 64,
     outputSpread: 0.5,
-    lengthsNote: "not published (\"short chat turns\" from a chat dataset, so of varying length); 200 in and 32–96 out (mean 64) chosen from the table's own Little's-law consistency at c=4 (about 53–64 output tokens per request)",
+    lengthsNote:
+      "not published (\"short chat turns\" from a chat dataset, so of varying length); 200 in and 32–96 out (mean 64) chosen from the table's own Little's-law consistency at c=4 (about 53–64 output tokens per request)",
     requests: (c) => Math.max(50, 20 * c),
     fitted: true,
     points: [
@@ -86,7 +87,8 @@ export const PUBLISHED_SWEEPS: readonly PublishedSweep[] = [
   {
     id: "h100-qwen3-8b",
     title: "H100 SXM · Qwen3-8B BF16 · vLLM 0.11.0 (ShareGPT)",
-    source: "github.com/gpustack/gpustack docs/performance-lab/qwen3-8b/h100-latency.md: vllm bench serve --dataset-name sharegpt --num-prompts 100 (23,260 in / 22,061 out tokens); mean latency per request at batch 1, 2, 4, 8; the full report at concurrency 4",
+    source:
+      "github.com/gpustack/gpustack docs/performance-lab/qwen3-8b/h100-latency.md: vllm bench serve --dataset-name sharegpt --num-prompts 100 (23,260 in / 22,061 out tokens); mean latency per request at batch 1, 2, 4, 8; the full report at concurrency 4",
     profile: { profile: "h100-qwen3-8b" },
     inputTokens: 233,
     outputTokens: 221,
@@ -103,7 +105,8 @@ export const PUBLISHED_SWEEPS: readonly PublishedSweep[] = [
   {
     id: "a100-40gb-llama-3.1-8b",
     title: "A100 40GB · Llama-3.1-8B-Instruct BF16 · vLLM 0.23.0",
-    source: "johnmusgrave.com/p/vllm-throughput-latency-sweep-on: vllm bench serve, random 1024 in / 128 out, --ignore-eos, --num-prompts 20×C; decode at C=1 \"about 75 tokens/sec\", C=8 \"a 6.6x gain\" in throughput over C=1",
+    source:
+      'johnmusgrave.com/p/vllm-throughput-latency-sweep-on: vllm bench serve, random 1024 in / 128 out, --ignore-eos, --num-prompts 20×C; decode at C=1 "about 75 tokens/sec", C=8 "a 6.6x gain" in throughput over C=1',
     profile: { profile: "a100-40gb-llama-3.1-8b" },
     inputTokens: 1024,
     outputTokens: 128,

@@ -6,8 +6,8 @@
  */
 import { fastapiMethodNotAllowed } from "../vllm-errors.ts";
 import { classifyRoute, poolingRoute, rerankRoute, scoreRoute } from "./pooling-routes.ts";
-import type { BunServer, SimRouteContext } from "./route-context.ts";
 import { responsesRoute } from "./responses-route.ts";
+import type { BunServer, SimRouteContext } from "./route-context.ts";
 import { transcriptionsRoute } from "./transcriptions.ts";
 
 type Handler = (ctx: SimRouteContext, req: Request, server: BunServer) => Promise<Response>;

@@ -48,7 +48,9 @@ function relevance(a: string, b: string): number {
 
 function checkLength(tokens: number, ctx: SimRouteContext): void {
   if (tokens > ctx.limits.maxModelLen) {
-    throw badRequest(`This model's maximum context length is ${ctx.limits.maxModelLen} tokens. However, you requested ${tokens} tokens in the input. Please reduce the length of the input.`);
+    throw badRequest(
+      `This model's maximum context length is ${ctx.limits.maxModelLen} tokens. However, you requested ${tokens} tokens in the input. Please reduce the length of the input.`,
+    );
   }
 }
 
@@ -64,7 +66,8 @@ export async function scoreRoute(ctx: SimRouteContext, req: Request): Promise<Re
   const model = modelOf(o, ctx);
   const left = texts(o.text_1, "text_1");
   const right = texts(o.text_2, "text_2");
-  if (left.length > 1 && left.length !== right.length) throw badRequest("text_1 and text_2 lists must have the same length (or text_1 a single text)", "text_1");
+  if (left.length > 1 && left.length !== right.length)
+    throw badRequest("text_1 and text_2 lists must have the same length (or text_1 a single text)", "text_1");
   const pairs = right.map((r, i) => [left.length === 1 ? left[0]! : left[i]!, r] as const);
   let tokens = 0;
   for (const [a, b] of pairs) {
@@ -93,7 +96,9 @@ export async function rerankRoute(ctx: SimRouteContext, req: Request): Promise<R
     tokens += t;
   }
   await prefill(ctx, tokens);
-  const results = docs.map((text, index) => ({ index, document: { text }, relevance_score: relevance(query, text) })).sort((a, b) => b.relevance_score - a.relevance_score);
+  const results = docs
+    .map((text, index) => ({ index, document: { text }, relevance_score: relevance(query, text) }))
+    .sort((a, b) => b.relevance_score - a.relevance_score);
   return Response.json({ id: randomId("rerank-"), model, usage: { total_tokens: tokens }, results: topN > 0 ? results.slice(0, topN) : results });
 }
 
@@ -103,7 +108,8 @@ function poolingInputs(o: Obj): { text: string; tokens: number }[] {
   const ids = (v: unknown): v is number[] => Array.isArray(v) && v.length > 0 && v.every((t) => typeof t === "number" && Number.isInteger(t));
   if (typeof input === "string") return [{ text: input, tokens: countTextTokens(input) }];
   if (ids(input)) return [{ text: input.join(","), tokens: input.length }];
-  if (Array.isArray(input) && input.length > 0 && input.every((s) => typeof s === "string")) return (input as string[]).map((s) => ({ text: s, tokens: countTextTokens(s) }));
+  if (Array.isArray(input) && input.length > 0 && input.every((s) => typeof s === "string"))
+    return (input as string[]).map((s) => ({ text: s, tokens: countTextTokens(s) }));
   if (Array.isArray(input) && input.length > 0 && input.every(ids)) return (input as number[][]).map((v) => ({ text: v.join(","), tokens: v.length }));
   throw badRequest("input: expected a string, a list of strings, a list of token ids or a list of such lists", "input");
 }

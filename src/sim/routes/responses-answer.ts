@@ -14,8 +14,8 @@
  * connection is cut (fault cut:N) just stops, as vLLM's would.
  */
 import type { ChoicePlan } from "../answer-plan.ts";
-import type { SeqSink } from "../engine.ts";
 import { AnswerStream, CUT_AFTER_MS, InjectedCutError, type SinkOwner } from "../answer-stream.ts";
+import type { SeqSink } from "../engine.ts";
 import { SimOutput } from "../text-model.ts";
 import type { GenerationAnswer } from "./run-sequences.ts";
 import { argumentsText } from "./tool-calls.ts";
@@ -81,7 +81,13 @@ function responseObject(h: ResponsesHead, status: string, output: Obj[], tokens:
 }
 
 function messageItem(id: string, text: string, status: string): Obj {
-  return { id, content: status === "in_progress" ? [] : [{ annotations: [], text, type: "output_text", logprobs: null }], role: "assistant", status, type: "message" };
+  return {
+    id,
+    content: status === "in_progress" ? [] : [{ annotations: [], text, type: "output_text", logprobs: null }],
+    role: "assistant",
+    status,
+    type: "message",
+  };
 }
 
 function callItem(plan: ChoicePlan, args: string, status: string): Obj {
@@ -137,7 +143,14 @@ export class ResponsesSseAnswer extends AnswerStream implements GenerationAnswer
     if (p.tool) out.push(this.event("response.output_item.added", { item: callItem(p, "", "in_progress"), output_index: 0 }));
     else {
       out.push(this.event("response.output_item.added", { item: messageItem(this.itemId, "", "in_progress"), output_index: 0 }));
-      out.push(this.event("response.content_part.added", { content_index: 0, item_id: this.itemId, output_index: 0, part: { annotations: [], text: "", type: "output_text", logprobs: [] } }));
+      out.push(
+        this.event("response.content_part.added", {
+          content_index: 0,
+          item_id: this.itemId,
+          output_index: 0,
+          part: { annotations: [], text: "", type: "output_text", logprobs: [] },
+        }),
+      );
     }
     return out;
   }

@@ -12,9 +12,9 @@
  * gateway in front keeps the state). Pure: body text in, a plan or a
  * SimHttpError out.
  */
-import { planChoices, type ChoicePlan } from "../answer-plan.ts";
+import { type ChoicePlan, planChoices } from "../answer-plan.ts";
 import { parseJsonObject, type RequestLimits } from "../openai-request.ts";
-import { renderChat, textPrompt, type ChatEnding } from "../tokens.ts";
+import { type ChatEnding, renderChat, textPrompt } from "../tokens.ts";
 import { badRequest, SimHttpError } from "../vllm-errors.ts";
 import { answerWithToolCall, forcedToolChoice } from "./tool-calls.ts";
 
@@ -109,7 +109,8 @@ export function parseResponsesRequest(body: string, limits: RequestLimits): Resp
   const o = parseJsonObject(body);
   const model = o.model;
   if (typeof model !== "string") throw badRequest("model: Field required", "model");
-  if (!limits.models.includes(model) && !limits.adapters?.has(model)) throw new SimHttpError(404, "NotFoundError", `The model \`${model}\` does not exist.`, "model");
+  if (!limits.models.includes(model) && !limits.adapters?.has(model))
+    throw new SimHttpError(404, "NotFoundError", `The model \`${model}\` does not exist.`, "model");
   if (o.stream !== undefined && o.stream !== null && typeof o.stream !== "boolean") throw badRequest("stream: Input should be a valid boolean", "stream");
   const store = o.store ?? true;
   if (o.background === true) {

@@ -5,11 +5,12 @@
  * answers and readiness. Routes are modules of their own, wired into the
  * server's fetch handler by path (routes/extra-routes.ts).
  */
+
+import type { Closable, SinkOwner } from "../answer-stream.ts";
 import type { SimLiveConfig, SimStaticConfig } from "../config.ts";
 import type { Engine } from "../engine.ts";
 import type { RequestLimits } from "../openai-request.ts";
 import type { SeqAdapter } from "../sequence.ts";
-import type { Closable, SinkOwner } from "../answer-stream.ts";
 
 export interface SimRouteContext {
   readonly engine: Engine;
@@ -29,4 +30,5 @@ export interface SimRouteContext {
 }
 
 type BunServer = ReturnType<typeof Bun.serve>;
+
 export type { BunServer };

@@ -6,12 +6,12 @@
  * stream or a pending JSON response) is the route's own.
  */
 import type { ChoicePlan } from "../answer-plan.ts";
+import type { Closable } from "../answer-stream.ts";
 import type { SeqSink } from "../engine.ts";
 import { chooseFault, FAULT_HEADER } from "../faults.ts";
 import { saltedForAdapter } from "../lora/engine-lora.ts";
 import type { SeqAdapter } from "../sequence.ts";
 import type { PromptTokens } from "../tokens.ts";
-import type { Closable } from "../answer-stream.ts";
 import { badRequest, SimHttpError, vllmErrorResponse } from "../vllm-errors.ts";
 import type { BunServer, SimRouteContext } from "./route-context.ts";
 

@@ -13,9 +13,8 @@
  */
 import type { ChoicePlan } from "../answer-plan.ts";
 import { SimOutput } from "../text-model.ts";
-import type { ToolCallPlan } from "./tool-call-plan.ts";
 import { badRequest } from "../vllm-errors.ts";
-
+import type { ToolCallPlan } from "./tool-call-plan.ts";
 
 type Obj = Record<string, unknown>;
 
@@ -46,7 +45,8 @@ function toolFunction(tool: unknown, i: number): { name: string; parameters: unk
 /** The named function of a tool_choice object (`{type:"function", function:{name}}` in chat, `{type:"function", name}` in Responses). */
 function namedChoice(choice: Obj): string {
   const fn = isObj(choice.function) ? choice.function : choice;
-  if (choice.type !== "function" || typeof fn.name !== "string") throw badRequest("tool_choice: expected 'none', 'auto', 'required' or a named function", "tool_choice");
+  if (choice.type !== "function" || typeof fn.name !== "string")
+    throw badRequest("tool_choice: expected 'none', 'auto', 'required' or a named function", "tool_choice");
   return fn.name;
 }
 
@@ -62,7 +62,7 @@ export function forcedToolChoice(o: Obj): ToolChoice | undefined {
   const fns = (Array.isArray(tools) ? tools : []).map(toolFunction).filter((f) => f !== undefined);
   if (choice === undefined || choice === null || choice === "auto" || choice === "none") return undefined;
   if (choice === "required") {
-    if (fns.length === 0) throw badRequest('When using `tool_choice`, `tools` must be set.', "tool_choice");
+    if (fns.length === 0) throw badRequest("When using `tool_choice`, `tools` must be set.", "tool_choice");
     // The model picks one: the sim's pick is a function of the request (its tool list), so it is the same every time.
     return { ...fns[0]!, finish: "tool_calls" };
   }
@@ -124,13 +124,20 @@ function hexId(): string {
 /** One choice's call, for the model state the choice follows from. */
 function planToolCall(choice: ToolChoice, state: number): ToolCallPlan {
   // vLLM's make_tool_call_id ("random"): chatcmpl-tool-<uuid hex>; the Responses API's call ids are call_<uuid>.
-  return { id: `chatcmpl-tool-${hexId()}`, itemId: `fc_${hexId()}`, name: choice.name, pieces: argumentPieces(toolArguments(choice.parameters, state)), finish: choice.finish };
+  return {
+    id: `chatcmpl-tool-${hexId()}`,
+    itemId: `fc_${hexId()}`,
+    name: choice.name,
+    pieces: argumentPieces(toolArguments(choice.parameters, state)),
+    finish: choice.finish,
+  };
 }
 
 /** The chat delta of token `index` of a call: the first names the function (id, type, name), later ones carry arguments only (vLLM's DeltaToolCall, unset fields left out). */
 export function toolCallDelta(plan: ToolCallPlan, index: number): string {
   const args = JSON.stringify(plan.pieces[index] ?? "");
-  if (index === 0) return `{"tool_calls":[{"id":"${plan.id}","type":"function","index":0,"function":{"name":${JSON.stringify(plan.name)},"arguments":${args}}}]}`;
+  if (index === 0)
+    return `{"tool_calls":[{"id":"${plan.id}","type":"function","index":0,"function":{"name":${JSON.stringify(plan.name)},"arguments":${args}}}]}`;
   return `{"tool_calls":[{"index":0,"function":{"arguments":${args}}}]}`;
 }
 

@@ -10,14 +10,14 @@
  * stream=true vLLM's `transcription.chunk` events then [DONE].
  */
 import { planChoices } from "../answer-plan.ts";
-import type { SeqSink } from "../engine.ts";
 import { AnswerStream, CUT_AFTER_MS, InjectedCutError, type SinkOwner } from "../answer-stream.ts";
+import type { SeqSink } from "../engine.ts";
 import { DONE_BYTES, randomId } from "../openai-response.ts";
 import { extendState, SimOutput, seedState } from "../text-model.ts";
 import type { PromptTokens } from "../tokens.ts";
 import { badRequest, SimHttpError } from "../vllm-errors.ts";
 import type { BunServer, SimRouteContext } from "./route-context.ts";
-import { runGeneration, type GenerationAnswer } from "./run-sequences.ts";
+import { type GenerationAnswer, runGeneration } from "./run-sequences.ts";
 
 const enc = new TextEncoder();
 /** 16 kHz, 16-bit, mono PCM: what Whisper resamples every input to. */
@@ -66,13 +66,25 @@ export async function transcriptionsRoute(ctx: SimRouteContext, req: Request, se
   const bytes = new Uint8Array(await file.arrayBuffer());
   const seconds = Math.max(1, Math.ceil(bytes.length / AUDIO_BYTES_PER_SECOND));
   const count = seconds * AUDIO_TOKENS_PER_SECOND;
-  if (count >= ctx.limits.maxModelLen) throw badRequest(`The audio is ${seconds} s long, more than this model's context of ${ctx.limits.maxModelLen} tokens holds.`, "file");
+  if (count >= ctx.limits.maxModelLen)
+    throw badRequest(`The audio is ${seconds} s long, more than this model's context of ${ctx.limits.maxModelLen} tokens holds.`, "file");
   // The text follows from the audio (and the prompt): the same file transcribes the same way.
   const state = extendState(extendState(seedState(undefined), String(Bun.hash(bytes))), field(form, "prompt") ?? "");
   const prompt: PromptTokens = { count, ids: new Int32Array(0), blockHashes: [], state, continued: 0, baseState: state };
   const plan = planChoices([prompt], { maxTokens: undefined, ignoreEos: false, minTokens: 0, stop: [], includeStopStr: false, n: 1 }, ctx.limits)[0]!;
-  const head: TranscriptionHead = { id: randomId("trsc-"), created: Math.floor(Date.now() / 1000), model, seconds, promptTokens: count, output: new SimOutput(state), includeUsage, format };
-  return runGeneration(ctx, req, server, [plan], stream, (streaming) => (streaming ? new TranscriptionStream(head, ctx.owner) : new TranscriptionJson(head, ctx.owner)));
+  const head: TranscriptionHead = {
+    id: randomId("trsc-"),
+    created: Math.floor(Date.now() / 1000),
+    model,
+    seconds,
+    promptTokens: count,
+    output: new SimOutput(state),
+    includeUsage,
+    format,
+  };
+  return runGeneration(ctx, req, server, [plan], stream, (streaming) =>
+    streaming ? new TranscriptionStream(head, ctx.owner) : new TranscriptionJson(head, ctx.owner),
+  );
 }
 
 /** vLLM's transcription stream: one transcription.chunk per token, the last with finish_reason, the usage chunk if asked, [DONE]. */
@@ -140,7 +152,11 @@ class TranscriptionJson implements GenerationAnswer {
       token: (index) => void (this.generated = index + 1),
       finish: () => {
         const text = this.h.output.text(this.generated);
-        this.end(this.h.format === "text" ? new Response(text, { headers: { "content-type": "text/plain; charset=utf-8" } }) : Response.json({ text, usage: { type: "duration", seconds: this.h.seconds } }));
+        this.end(
+          this.h.format === "text"
+            ? new Response(text, { headers: { "content-type": "text/plain; charset=utf-8" } })
+            : Response.json({ text, usage: { type: "duration", seconds: this.h.seconds } }),
+        );
       },
       cut: () => {
         const body = new ReadableStream<Uint8Array>({
