@@ -50,6 +50,12 @@ export interface InProcessOptions {
   idempotency?: (req: Request) => IdempotencyCheck;
   /** Whether the pool's GPUs are saturated (the shed gate's input; default false). */
   saturated?: boolean;
+  /**
+   * A fleet that loads declared LoRA adapters on demand: the adapters it
+   * declares, how long a request waits for one, and what the fleet does when
+   * asked (e.g. list it on an endpoint through the catalog it is given).
+   */
+  fleet?: { declared: { name: string; base: string }[]; waitMs: number; onRequested(adapter: string, catalog: AdapterCatalog): void };
 }
 
 export interface InProcessGateway {
@@ -155,7 +161,11 @@ export function inProcessGateway(opts: InProcessOptions = {}): InProcessGateway 
     };
   const auth = new Authenticator(config.auth, config.admission);
   auth.authenticate = step("auth", auth.authenticate.bind(auth));
-  const catalog = new ModelCatalog(config, new AdapterCatalog());
+  const adapters = new AdapterCatalog();
+  if (opts.fleet) adapters.setDeclared(opts.fleet.declared);
+  const fleet = opts.fleet;
+  const adapterLoads = fleet && { waitMs: fleet.waitMs, requested: step("adapter-load", (adapter: string) => fleet.onRequested(adapter, adapters)) };
+  const catalog = new ModelCatalog(config, adapters);
   // The parse step resolves the model once the body is read and parsed.
   catalog.resolve = step("body", catalog.resolve.bind(catalog));
   const quota = new QuotaLimiter(config.tenants);
@@ -193,6 +203,7 @@ export function inProcessGateway(opts: InProcessOptions = {}): InProcessGateway 
     cache,
     gpuSaturation,
     jobsMetrics: new JobsMetrics(metrics.registry, { pools: () => ["default"] }),
+    ...(adapterLoads ? { adapterLoads } : {}),
   };
   const handler = createFetchHandler(deps);
   return {

@@ -84,4 +84,36 @@ describe("the pipeline's gates, in process", () => {
     expect(await refusal(res)).toEqual({ status: 503, code: "NO_READY_ENDPOINT" });
     expect(gw.trace.calls).toEqual([]);
   });
+
+  test("a declared LoRA adapter no replica lists: the adapter-load gate asks the fleet after the shed check, waits, and the request is served once it is listed", async () => {
+    const gw = inProcessGateway({
+      endpoints: { m: ["e1", "e2"], "m-sql": ["e1"] },
+      fleet: {
+        declared: [{ name: "m-sql", base: "m" }],
+        waitMs: 5_000,
+        // The fleet loads it on e1 a moment later, as an agent would.
+        onRequested: (adapter, catalog) => void setTimeout(() => catalog.setEndpoint(0, [{ name: adapter, parent: "m" }]), 20),
+      },
+    });
+    // The batch band's key: the shed check runs (and passes) before the adapter-load gate.
+    const res = await post(gw, chatBody("m-sql"), { authorization: `Bearer ${BATCH_KEY}` });
+    expect(res.status).toBe(200);
+    expect(gw.trace.steps).toEqual(["auth", "body", "quota", "shed", "adapter-load", "admission", "engine"]);
+    expect(gw.trace.calls).toEqual([{ endpoint: "e1", model: "m-sql" }]);
+    // Listed now: the next request for it passes the gate without asking.
+    expect((await post(gw, chatBody("m-sql"))).status).toBe(200);
+    expect(gw.trace.steps.filter((s) => s === "adapter-load")).toHaveLength(1);
+  });
+
+  test("an adapter the fleet does not load within its wait is a 503 NO_READY_ENDPOINT with Retry-After, and no engine is asked", async () => {
+    const gw = inProcessGateway({
+      endpoints: { m: ["e1"], "m-sql": ["e1"] },
+      fleet: { declared: [{ name: "m-sql", base: "m" }], waitMs: 30, onRequested: () => {} },
+    });
+    const res = await post(gw, chatBody("m-sql"));
+    expect(res.headers.get("retry-after")).toBe("1");
+    expect(await refusal(res)).toEqual({ status: 503, code: "NO_READY_ENDPOINT" });
+    expect(gw.trace.steps).not.toContain("admission");
+    expect(gw.trace.calls).toEqual([]);
+  });
 });

@@ -10,14 +10,13 @@
 import { LlmgwError } from "../../shared/errors.ts";
 import type { AdapterCatalog } from "../adapter-catalog.ts";
 import type { ModelCatalog } from "../model-catalog.ts";
+import type { Exchange } from "../request/exchange.ts";
 
 /** How the gate asks the fleet to load an adapter, and how long a request waits for it. */
 interface AdapterLoads {
   requested(adapter: string): void;
   readonly waitMs: number;
 }
-
-import type { Exchange } from "../request/exchange.ts";
 
 /** What the adapter-load gate uses: the catalog's LoRA adapters, and how to ask the fleet for one (absent: no fleet). */
 export interface AdapterLoadGateDeps {
