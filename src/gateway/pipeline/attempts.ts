@@ -142,16 +142,19 @@ export class AttemptLoop {
       if (grant === undefined) return "next_model";
       x.hold(grant, model);
       x.sending();
+      const url = ctx.endpoints.urlOf(grant.index)!;
+      const headers: Record<string, string> = {
+        "content-type": this.request.contentType,
+        accept: this.request.stream ? "text/event-stream" : "application/json",
+        "x-request-id": x.requestId,
+      };
+      if (x.trace !== undefined) x.trace.attempt(headers, url, x.endpointId, model);
       const result = await openUpstream(
         {
           index: grant.index,
-          url: ctx.endpoints.urlOf(grant.index)!,
+          url,
           body: upstreamBody(x, this.request, model),
-          headers: {
-            "content-type": this.request.contentType,
-            accept: this.request.stream ? "text/event-stream" : "application/json",
-            "x-request-id": x.requestId,
-          },
+          headers,
           stream: this.request.stream,
           deadlines,
           totalLeftMs,
@@ -230,6 +233,7 @@ export class AttemptLoop {
       let grant: Grant;
       if (first) {
         this.admitted = true;
+        x.trace?.admitting(x.bandName);
         const g = ctx.admission.admit(
           { model, band: x.band, tenant: x.tenant, estTokens: x.estTokens, ...x.routingKeys() },
           x.signal,
@@ -250,6 +254,7 @@ export class AttemptLoop {
       }
       return ctx.routes.limited ? this.servingRoute(grant, model, exclude) : grant;
     } catch (err) {
+      x.trace?.unscheduled(err instanceof LlmgwError ? err.code : "INTERNAL_ERROR");
       if (err instanceof SchedulerRejection) this.observeDrops(err.drops);
       if (x.signal.aborted) {
         if (first) this.rejectedAdmission(performance.now() - x.arrivedAt, "cancelled");
@@ -313,6 +318,7 @@ export class AttemptLoop {
     x.answered();
     if (result.kind === "json") {
       x.usage = usageFromTail(result.body.subarray(-USAGE_TAIL_BYTES));
+      x.trace?.answerBody(result.body);
       if (x.offersTools) x.toolCalls = answerToolCalls(result.body, x.route);
       x.endAttempt({ kind: "neutral" });
       // A held answer is small: its model reads as the client's name. (A committed large one streams through as it is.)
@@ -326,6 +332,7 @@ export class AttemptLoop {
       const body = relayAnswer(x, result.answer, ctx.config.maxResponseBytes);
       return new Response(body, { status: 200, headers: { "content-type": result.contentType, ...x.headers(true) } });
     }
+    x.trace?.firstEvent(result.firstEvents[0]!.bytes);
     // A stream that breaks after its first byte may be continued elsewhere: on this model, then down the chain.
     const recovery = ctx.continuation.enabled
       ? StreamRecovery.for(ctx, x, this.request, continuationOpener(ctx, x), this.chain.slice(this.at), slot)

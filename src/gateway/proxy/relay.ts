@@ -216,7 +216,11 @@ export class SseRelay implements Evictable {
     switch (kind) {
       case "data": {
         this.tokensInChunk = true;
-        this.finished += finishedChoices(buf, start, end);
+        const finished = finishedChoices(buf, start, end);
+        if (finished > 0) {
+          this.finished += finished;
+          this.x.trace?.finishEvent(view(buf, start, end));
+        }
         if (this.countTools) this.x.toolCalls = (this.x.toolCalls ?? 0) + chatToolCallStarts(buf, start, end);
         const w = this.watch;
         if (w !== undefined) {
