@@ -12,6 +12,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Server } from "bun";
 import { writeGatewayConfig } from "../../src/shared/llmgw-child.ts";
+import { startSim } from "../helpers/cluster.ts";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../helpers/otlp-receiver.ts";
 import { type Started, startLlmgw, stopAll, waitUntil } from "../helpers/processes.ts";
 import { startRogueEngine } from "../helpers/rogue-engine.ts";
@@ -215,5 +216,54 @@ describe("tracing off (the default)", () => {
     await gw.stop();
     await Bun.sleep(300);
     expect(rx.requests.length).toBe(before);
+  });
+});
+
+describe("a stream cut mid-answer on one sim-engine and continued on another", () => {
+  test("the continuation is a child of the request, with its own decision and attempt; the broken attempt records its failure", async () => {
+    const args = ["--model", "m", "--itl-ms", "2", "--output-len", "40"];
+    const [faulty, healthy] = await Promise.all([startSim(args), startSim(args)]);
+    await faulty.configure({ fault_rate: 1, fault_types: ["cut:3"] });
+    const config = writeGatewayConfig({
+      health: { poll_interval_ms: 100 },
+      // Every cut counts against the faulty replica; keep it in rotation so that streams keep landing there.
+      circuit_breaker: { failure_threshold: 1000 },
+      endpoints: [
+        { id: "faulty", url: faulty.api, models: ["m"] },
+        { id: "healthy", url: healthy.api, models: ["m"] },
+      ],
+      tracing: { endpoint: `${rx.url}/v1/traces`, export_interval_ms: 100 },
+    });
+    const gw = await startLlmgw(["serve", "--config", config], { waitFor: 2 });
+    await waitUntil(
+      async () => {
+        const r = (await (await fetch(`${gw.urls.admin}/admin/v1/endpoints`)).json()) as { endpoints: { ready: boolean }[] };
+        return r.endpoints.filter((e) => e.ready).length === 2;
+      },
+      { what: "two ready sims", timeoutMs: 15_000 },
+    );
+    let id: string | undefined;
+    for (let i = 0; i < 24 && id === undefined; i++) {
+      const res = await fetch(`${gw.urls.api}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-request-id": `trace-cut-${i}` },
+        body: JSON.stringify({ model: "m", stream: true, max_tokens: 20, messages: [{ role: "user", content: `Describe city ${i} at night` }] }),
+      });
+      expect(await res.text()).toContain("data: [DONE]");
+      if (res.headers.get("x-llmgw-endpoint") === "faulty") id = `trace-cut-${i}`;
+    }
+    if (id === undefined) throw new Error("no stream started on the faulty replica");
+    const { request, children } = await spansOf(id);
+    expect(request.attributes["llmgw.outcome"]).toBe("ok");
+    const broken = children.find((c) => c.name === "attempt")!;
+    expect(broken.attributes["llmgw.endpoint"]).toBe("faulty");
+    expect(broken.attributes["error.type"]).toBe("truncated");
+    const continuation = children.find((c) => c.name === "continuation")!;
+    expect(continuation.attributes["llmgw.break_cause"]).toBe("cut");
+    expect(continuation.attributes["llmgw.recovery"]).toBe("recovered");
+    const under = rx.spans().filter((s) => s.parentSpanId === continuation.spanId);
+    expect(under.map((s) => s.name).sort()).toEqual(["attempt", "scheduling"]);
+    expect(under.find((s) => s.name === "attempt")!.attributes["llmgw.endpoint"]).toBe("healthy");
+    await gw.stop();
   });
 });
