@@ -74,7 +74,7 @@ export class OtelRequestTrace implements RequestTrace {
   }
 
   scheduled(
-    grant: { scores: Record<string, number>; drops: Record<string, number>; waitedMs: number; path?: string },
+    grant: { scores: Record<string, number>; drops: Record<string, number>; candidates: number; waitedMs: number; path?: string },
     endpointId: string | undefined,
     model: string,
   ): void {
@@ -85,7 +85,7 @@ export class OtelRequestTrace implements RequestTrace {
       if (grant.path !== undefined) a.setAttribute("llmgw.admission.path", grant.path);
       a.end();
     }
-    const attrs: Attributes = { "gen_ai.request.model": model };
+    const attrs: Attributes = { "gen_ai.request.model": model, "llmgw.scheduling.candidates": grant.candidates };
     if (endpointId !== undefined) attrs["llmgw.endpoint"] = endpointId;
     for (const name in grant.scores) attrs[`llmgw.scheduling.score.${name}`] = grant.scores[name];
     for (const name in grant.drops) if (grant.drops[name]! > 0) attrs[`llmgw.scheduling.dropped.${name}`] = grant.drops[name];

@@ -19,8 +19,8 @@ export interface RequestTrace {
   parsed(model: string, stream: boolean): void;
   /** The first scheduling decision waits in admission from now. */
   admitting(band: string): void;
-  /** An endpoint was chosen (admission's first grant or a rescheduling): its scores and the filters' drops. */
-  scheduled(grant: Pick<GrantDetail, "scores" | "drops" | "waitedMs"> & { path?: string }, endpointId: string | undefined, model: string): void;
+  /** An endpoint was chosen (admission's first grant or a rescheduling): how many were ranked, its scores, the filters' drops. */
+  scheduled(grant: Pick<GrantDetail, "scores" | "drops" | "candidates" | "waitedMs"> & { path?: string }, endpointId: string | undefined, model: string): void;
   /** Admission or scheduling found nothing, or refused. */
   unscheduled(code: string): void;
   /** An upstream attempt starts: its span opens and `headers` get its traceparent (and the client's tracestate). */

@@ -125,6 +125,7 @@ function expectTree(request: ReceivedSpan, children: ReceivedSpan[], requestId: 
   expect(names).toContain("scheduling");
   const scheduling = children.find((c) => c.name === "scheduling")!;
   expect(scheduling.attributes["llmgw.endpoint"]).toBe("eng");
+  expect(scheduling.attributes["llmgw.scheduling.candidates"]).toBe(1);
   expect(Object.keys(scheduling.attributes).some((k) => k.startsWith("llmgw.scheduling.score."))).toBe(true);
   const attempts = children.filter((c) => c.name === "attempt");
   expect(attempts.length).toBe(1);
@@ -264,6 +265,8 @@ describe("a stream cut mid-answer on one sim-engine and continued on another", (
     const under = rx.spans().filter((s) => s.parentSpanId === continuation.spanId);
     expect(under.map((s) => s.name).sort()).toEqual(["attempt", "scheduling"]);
     expect(under.find((s) => s.name === "attempt")!.attributes["llmgw.endpoint"]).toBe("healthy");
+    // The faulty replica was spent for this continuation: the healthy one was the only candidate.
+    expect(under.find((s) => s.name === "scheduling")!.attributes["llmgw.scheduling.candidates"]).toBe(1);
     await gw.stop();
   });
 });
