@@ -15,15 +15,24 @@ const recordSetter = {
 /** A JSON answer is parsed for its id and finish reasons only up to this size (a larger one is streamed through, not held). */
 const MAX_PARSED_ANSWER_BYTES = 4 * 1024 * 1024;
 
+/** Endpoint URLs already parsed (a fleet has a few hundred at most; bounded all the same). */
+const servers = new Map<string, Attributes>();
+const MAX_SERVERS = 4096;
+
 /** Where an engine listens, as server.address and server.port (the URL's default port when it names none). */
 function serverOf(url: string): Attributes {
+  let attrs = servers.get(url);
+  if (attrs !== undefined) return attrs;
   try {
     const u = new URL(url);
     const port = u.port !== "" ? Number(u.port) : u.protocol === "https:" ? 443 : 80;
-    return { "server.address": u.hostname.replace(/^\[|\]$/g, ""), "server.port": port };
+    attrs = { "server.address": u.hostname.replace(/^\[|\]$/g, ""), "server.port": port };
   } catch {
-    return {};
+    attrs = {};
   }
+  if (servers.size >= MAX_SERVERS) servers.clear();
+  servers.set(url, attrs);
+  return attrs;
 }
 
 const decoder = new TextDecoder();

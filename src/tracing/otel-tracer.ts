@@ -126,7 +126,13 @@ export function openTracer(t: TracingConfig, registry: Registry): RequestTracer 
   const failures = new Counter({ ...TRACING.exportFailures, registers: [registry] });
   const Exporter = t.protocol === "http/json" ? JsonTraceExporter : ProtoTraceExporter;
   const exporter = new CountingExporter(
-    new Exporter({ url: t.endpoint, headers: { ...t.headers }, timeoutMillis: t.exportTimeoutMs, concurrencyLimit: 4 }),
+    // A flush (on stop) sends every queued batch at once: the exporter must take them all, or it fails the rest.
+    new Exporter({
+      url: t.endpoint,
+      headers: { ...t.headers },
+      timeoutMillis: t.exportTimeoutMs,
+      concurrencyLimit: Math.ceil((t.maxQueueSpans + t.maxBatchSpans) / t.maxBatchSpans) + 1,
+    }),
     failures,
   );
   const queue = new CountedQueue(

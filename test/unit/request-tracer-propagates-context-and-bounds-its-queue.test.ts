@@ -3,6 +3,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { Registry } from "prom-client";
 import type { TracingConfig } from "../../src/config/types.ts";
 import { openTracer } from "../../src/tracing/otel-tracer.ts";
+import { startOtlpReceiver } from "../helpers/otlp-receiver.ts";
 
 const TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736";
 /** A collector that takes export requests and never answers. */
@@ -72,5 +73,21 @@ describe("the export queue", () => {
     const tracer = openTracer(settings({ maxQueueSpans: 1, maxBatchSpans: 1, sampleRatio: 0 }), registry);
     for (let i = 0; i < 20; i++) tracer.start(new Headers(), "chat", "/v1/chat/completions", `r${i}`).finish("ok", 200, undefined);
     expect(await dropped(registry)).toBe(0);
+  });
+});
+
+describe("stopping", () => {
+  test("shutdown sends every queued span, however many batches wait (none fails on the exporter's concurrency limit)", async () => {
+    const rx = startOtlpReceiver();
+    try {
+      const registry = new Registry();
+      const tracer = openTracer(settings({ endpoint: `${rx.url}/v1/traces`, maxQueueSpans: 100, maxBatchSpans: 2 }), registry);
+      for (let i = 0; i < 30; i++) tracer.start(new Headers(), "chat", "/v1/chat/completions", `stop-${i}`).finish("ok", 200, undefined);
+      await tracer.shutdown();
+      expect(rx.spans().length).toBe(30);
+      expect((await registry.getSingleMetric("llmgw_trace_export_failures_total")!.get()).values[0]?.value ?? 0).toBe(0);
+    } finally {
+      rx.server.stop(true);
+    }
   });
 });
