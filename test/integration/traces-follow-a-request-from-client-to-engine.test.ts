@@ -77,8 +77,11 @@ function gatewayConfig(tracing: Record<string, unknown> | undefined): string {
   });
 }
 
+/** The OTLP variables a developer's shell may hold, blanked (an empty variable is unset to llmgw): each gateway here is traced only as its test says. */
+const NO_OTEL_ENV = { OTEL_EXPORTER_OTLP_ENDPOINT: "", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "", OTEL_SDK_DISABLED: "" };
+
 async function startTraced(tracing: Record<string, unknown> | undefined, env: Record<string, string> = {}): Promise<Started> {
-  const gw = await startLlmgw(["serve", "--config", gatewayConfig(tracing)], { waitFor: 2, env });
+  const gw = await startLlmgw(["serve", "--config", gatewayConfig(tracing)], { waitFor: 2, env: { ...NO_OTEL_ENV, ...env } });
   await waitUntil(
     async () => {
       const r = (await (await fetch(`${gw.urls.admin}/admin/v1/endpoints`)).json()) as { endpoints: { ready: boolean }[] };
