@@ -315,12 +315,10 @@ export class AttemptLoop {
       x.usage = usageFromTail(result.body.subarray(-USAGE_TAIL_BYTES));
       if (x.offersTools) x.toolCalls = answerToolCalls(result.body, x.route);
       x.endAttempt({ kind: "neutral" });
-      // A held answer is small: its model reads as the client's name. (A committed large one streams through as it is.)
-      const body = x.modelRename === undefined ? result.body : x.modelRename.apply(result.body);
       // Built before the audit line is written: nothing that can fail comes after an "ok".
       const headers = { "content-type": result.contentType, ...x.headers(true) };
       x.finish("ok", 200);
-      return new Response(body, { status: 200, headers });
+      return new Response(result.body, { status: 200, headers });
     }
     if (result.kind === "json-stream") {
       const body = relayAnswer(x, result.answer, ctx.config.maxResponseBytes);

@@ -10,7 +10,6 @@ import type { AttemptFailure, BreakCause, Outcome, Route } from "../../metrics/n
 import { type ErrorCode, errorBody } from "../../shared/errors.ts";
 import type { Grant } from "../admission-client.ts";
 import type { AttemptVerdict, Usage } from "../request/exchange.ts";
-import type { ModelRename } from "../request/model-rename.ts";
 import type { Evictable } from "../stream-evictions.ts";
 import { eventJson } from "./sse-scanner.ts";
 import type { OpenStream } from "./upstream.ts";
@@ -55,8 +54,6 @@ export interface RelayOwner {
   /** Choices the answer has (the request's n): a stream is complete once each has a finish_reason. */
   readonly choices: number;
   usage: Usage | undefined;
-  /** Set when the answer's `model` must read as the client's name (an alias, a fallback answered): every data and usage event goes through it. */
-  readonly modelRename?: ModelRename | undefined;
   firstToken(now: number): void;
   tokens(now: number): void;
   /** An invalid event was dropped. */
