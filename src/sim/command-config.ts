@@ -97,6 +97,12 @@ function loraFromFlags(args: ParsedArgs, env: Record<string, string | undefined>
   }
 }
 
+function apiKeyFlag(args: ParsedArgs): { apiKey?: string } {
+  const key = stringFlag(args, "api-key");
+  if (key === "") throw new UsageError("--api-key: expected a key");
+  return key === undefined ? {} : { apiKey: key };
+}
+
 export function buildSimConfig(args: ParsedArgs, env: Record<string, string | undefined> = process.env): SimCommandConfig {
   const models = stringListFlag(args, "model");
   if (models.length === 0) throw new UsageError("--model is required");
@@ -143,6 +149,7 @@ export function buildSimConfig(args: ParsedArgs, env: Record<string, string | un
   if (startupAnswers !== "held" && startupAnswers !== "split") throw new UsageError(`--startup-answers: expected held or split, got '${startupAnswers}'`);
   const fixed: SimStaticConfig = Object.freeze({
     models: Object.freeze([...new Set(models)]),
+    ...apiKeyFlag(args),
     maxNumSeqs: numberFlag(args, "max-num-seqs", p.maxNumSeqs, { min: 1, integer: true }),
     maxNumBatchedTokens: numberFlag(args, "max-num-batched-tokens", p.maxNumBatchedTokens, { min: 1, integer: true }),
     numGpuBlocks,

@@ -54,6 +54,7 @@ Server:
   --host HOST                 listen address (default 127.0.0.1)
   --port N                    API port, 0 = any free port (default ${DEFAULT_SIM_PORT})
   --model NAME                served model name (repeatable; the first labels metrics)
+  --api-key KEY               /v1 requests must carry 'Authorization: Bearer KEY' (else 401, as vLLM)
   --startup-ms MS             "loading weights" this long (default 0)
   --startup-answers MODE      while loading: held (default, as vLLM: requests wait, answered once loaded)
                               or split (/health 200 at once, /v1/models and the API 503)
@@ -141,6 +142,7 @@ export const simEngineCommand: CommandSpec = {
     host: { type: "string" },
     port: { type: "string" },
     model: { type: "string", multiple: true },
+    "api-key": { type: "string" },
     profile: { type: "string" },
     gpu: { type: "string" },
     arch: { type: "string" },

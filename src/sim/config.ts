@@ -26,6 +26,8 @@ export const METRICS_FLAVORS: readonly MetricsFlavor[] = ["vllm-v1", "vllm-v0", 
 export interface SimStaticConfig {
   /** Served model names; the first labels the metrics (like vLLM's served_model_name[0]). */
   models: readonly string[];
+  /** --api-key: the bearer token /v1 requests must carry (undefined: none asked). */
+  apiKey?: string;
   maxNumSeqs: number;
   numGpuBlocks: number;
   blockSize: number;
