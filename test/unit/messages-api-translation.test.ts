@@ -13,6 +13,7 @@ import { dialectFor } from "../../src/gateway/proxy/stream-dialect.ts";
 import { countTokensToTokenize, messagesToChat } from "../../src/gateway/request/messages-to-chat.ts";
 import type { InferenceBody } from "../../src/gateway/request/parse.ts";
 import { anthropicErrorType } from "../../src/shared/anthropic-errors.ts";
+import { sseEndedCleanly } from "../../src/shared/recorded-response.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -232,6 +233,20 @@ describe("the Messages event stream as the relay reads it", () => {
     expect(usage).toEqual({ prompt_tokens: 11, completion_tokens: 4 });
     expect(meta('event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t"}}').toolUse).toBe(true);
     expect(meta('event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}').toolUse).toBe(false);
+  });
+
+  test("a broken stream ends with the API's error event (typed by the code's status); only a stream ending with message_stop is whole for replay", () => {
+    const [end] = dialectFor("messages").brokenEnd("UPSTREAM_IDLE_TIMEOUT", "the engine sent nothing within the inter-token deadline", 3);
+    const text = dec.decode(end!);
+    expect(text.startsWith("event: error\ndata: ")).toBe(true);
+    expect(JSON.parse(text.slice(text.indexOf("data: ") + 6))).toEqual({
+      type: "error",
+      error: { type: "timeout_error", message: "the engine sent nothing within the inter-token deadline" },
+    });
+    const whole =
+      'event: message_start\ndata: {"type":"message_start","message":{}}\n\nevent: content_block_delta\ndata: {"type":"content_block_delta"}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n';
+    expect(sseEndedCleanly(enc.encode(whole))).toBe(true);
+    expect(sseEndedCleanly(enc.encode(whole.slice(0, whole.indexOf("event: message_stop")) + text))).toBe(false);
   });
 
   test("Anthropic's error type by status", () => {
