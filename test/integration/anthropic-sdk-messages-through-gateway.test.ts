@@ -8,7 +8,8 @@
  * SDK's typed errors (an unknown model is a NotFoundError, a wrong key an
  * AuthenticationError, a bad body a BadRequestError); and the same calls on
  * the engine without the API, translated to chat completions (and /tokenize)
- * once its 404 taught the gateway that it lacks the route.
+ * once its 404 taught the gateway that it lacks the route; and a fallback
+ * down a model's chain.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import Anthropic from "@anthropic-ai/sdk";
@@ -36,12 +37,12 @@ beforeAll(async () => {
   gw = await startGateway(
     {
       health: { poll_interval_ms: 100 },
-      models: [{ name: "m" }, { name: "c" }, { name: "down" }],
+      models: [{ name: "m" }, { name: "c" }, { name: "down" }, { name: "falls", fallback: ["c"] }],
       endpoints: [
         { id: "native", url: native.api, models: ["m"] },
         { id: "chat-only", url: chatOnly.api, models: ["c"] },
         // Nothing listens there: its model is configured but never ready.
-        { id: "gone", url: "http://127.0.0.1:9", models: ["down"] },
+        { id: "gone", url: "http://127.0.0.1:9", models: ["down", "falls"] },
       ],
       auth: { keys: [{ key: KEY, tenant: "a" }] },
     },
@@ -173,6 +174,15 @@ describe("errors in Anthropic's shape", () => {
     expect(body.error.type).toBe("invalid_request_error");
     expect(body.error.message).toContain("max_tokens");
   });
+});
+
+test("a model whose endpoints are down falls back down its chain, streaming, to a model served only in chat", async () => {
+  const stream = client.messages.stream({ model: "falls", max_tokens: 4, messages: [{ role: "user", content: "hello" }] });
+  const final = await stream.finalMessage();
+  expect(final.usage.output_tokens).toBe(4);
+  const { response } = await stream.withResponse();
+  expect(response.headers.get("x-llmgw-endpoint")).toBe("chat-only");
+  expect(response.headers.get("x-llmgw-model")).toBe("c");
 });
 
 test("the engine without the Messages API, once learned, is asked in chat at once", async () => {
