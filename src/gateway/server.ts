@@ -3,7 +3,9 @@
  * hot path): routes each request to its handler — inference to the request
  * pipeline (pipeline/pipeline.ts), files and batches to the jobs handler
  * (jobs-handler.ts), stored responses to the responses handler
- * (responses-handler.ts). Every error leaves in OpenAI's shape.
+ * (responses-handler.ts), Anthropic's Messages API to its wrapper of the
+ * pipeline (messages-handler.ts). Every error leaves in OpenAI's shape,
+ * but on the Messages API's routes, where it leaves in Anthropic's.
  */
 import type { Server } from "bun";
 import type { Route } from "../metrics/names.ts";
@@ -13,6 +15,7 @@ import type { GatewayContext } from "./context.ts";
 import { authenticateRoute } from "./gates/auth.ts";
 import type { ModelCatalog } from "./model-catalog.ts";
 import { handleJobs, JOBS_PATH, type JobsHandlerDeps } from "./pipeline/jobs-handler.ts";
+import { handleMessages } from "./pipeline/messages-handler.ts";
 import { handleInference, type PipelineDeps } from "./pipeline/pipeline.ts";
 import { handleResponses, RESPONSE_PATH, type ResponsesHandlerDeps } from "./pipeline/responses-handler.ts";
 
@@ -32,6 +35,12 @@ const ROUTES: Record<string, Route> = {
   "/pooling": "pooling",
   "/classify": "classify",
   "/v1/audio/transcriptions": "transcriptions",
+};
+
+/** Anthropic's Messages API (looked up only after the routes above: chat's path pays nothing for it). */
+const MESSAGES_ROUTES: Record<string, Route> = {
+  "/v1/messages": "messages",
+  "/v1/messages/count_tokens": "count_tokens",
 };
 
 /**
@@ -70,6 +79,8 @@ export function createFetchHandler(ctx: DataPlaneDeps) {
         );
       return handleInference(ctx, req, server, route, path);
     }
+    const messages = MESSAGES_ROUTES[path];
+    if (messages) return handleMessages(ctx, req, server, messages, path);
     if (path === "/v1/models") {
       if (req.method !== "GET")
         return errorResponse(
