@@ -12,7 +12,7 @@ import { adminConfigIssues, toAdminConfig } from "./admin-config.ts";
 import * as D from "./defaults.ts";
 import { fleetConfigIssues, toFleetConfig, toNodeConfigs } from "./fleet-schema.ts";
 import { jobsCrossFieldIssues, resolveJobsConfig } from "./jobs-config.ts";
-import { resolveKvEventsConfig } from "./kv-events-resolve.ts";
+import { kvEventsIssues, resolveKvEventsConfig } from "./kv-events-resolve.ts";
 import { resolveResponsesConfig } from "./responses-config.ts";
 import { dropRetiredKeys } from "./retired-keys.ts";
 import { configSchema, type ParsedConfig } from "./schema.ts";
@@ -214,6 +214,7 @@ function crossFieldIssues(c: ParsedConfig): string[] {
     tenantNames.add(t.name);
   });
   if (c.endpoints.length > c.max_endpoints) issues.push(`max_endpoints: expected at least the ${c.endpoints.length} configured endpoints`);
+  issues.push(...kvEventsIssues(c));
   const d = c.deadlines;
   if (d.total_ms !== undefined && d.first_token_ms !== undefined && d.total_ms < d.first_token_ms) {
     issues.push(`deadlines.total_ms: expected at least deadlines.first_token_ms (${d.first_token_ms})`);
@@ -327,7 +328,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       kvEvents:
         e.kv_events === undefined
           ? undefined
-          : { endpoint: e.kv_events.endpoint, replayEndpoint: e.kv_events.replay_endpoint ?? null, topic: e.kv_events.topic },
+          : { endpoint: e.kv_events.endpoint ?? null, replayEndpoint: e.kv_events.replay_endpoint ?? null, topic: e.kv_events.topic },
       ...(e.routes === undefined ? {} : { routes: e.routes }),
     })),
     scheduling: {

@@ -118,6 +118,7 @@ export class SimServer {
     if (kv) {
       const publisher = new KvEventPublisher({
         endpoint: kv.endpoint,
+        connect: kv.connect,
         replayEndpoint: kv.replayEndpoint,
         topic: kv.topic,
         bufferSteps: kv.bufferSteps,
