@@ -49,8 +49,8 @@ describe("the attempt loop, in process", () => {
       { endpoint: "e2", model: "m" },
       { endpoint: "e3", model: "m2" },
     ]);
-    // The client reads the name it asked for.
-    expect(((await res.json()) as { model: string }).model).toBe("m");
+    // The answer names the model that answered, as OpenAI's does.
+    expect(((await res.json()) as { model: string }).model).toBe("m2");
   });
 
   test("retries stop when the retry budget is spent: one retry per request deposited, none from the floor", async () => {
