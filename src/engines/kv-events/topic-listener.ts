@@ -15,8 +15,11 @@
 
 import type { KvUnroutedReason } from "../../shared/kv-event-stats.ts";
 import { BoundSubSocket } from "../zmq/bound-sub-socket.ts";
-import type { ZmtpConnection } from "../zmq/connection.ts";
+import { InboundBudget, type ZmtpConnection } from "../zmq/connection.ts";
 import type { KvLiveFeed, KvLiveFeedEvents } from "./subscriber.ts";
+
+/** Unparsed and partial-message bytes all publishers of the bound socket hold together (a flood of connections holds this, not connections × the message bound). */
+const LISTEN_INBOUND_BYTES = 256 * 1024 * 1024;
 
 /** No engine's topic is this long (llm-d's is `kv@` + a pod name or address + `@` + a model name); a longer first frame is nobody's. */
 const MAX_TOPIC_BYTES = 512;
@@ -51,7 +54,12 @@ export class KvTopicListener {
     this.socket = new BoundSubSocket(
       endpoint,
       [""],
-      { maxMessageBytes: options.maxMessageBytes, maxConnections: options.maxPublishers, heartbeat: options.heartbeat },
+      {
+        maxMessageBytes: options.maxMessageBytes,
+        maxConnections: options.maxPublishers,
+        heartbeat: options.heartbeat,
+        inboundBudget: new InboundBudget(Math.max(LISTEN_INBOUND_BYTES, 2 * options.maxMessageBytes)),
+      },
       {
         message: (conn, frames) => {
           if (frames.length !== 3) {
