@@ -97,6 +97,13 @@ function loraFromFlags(args: ParsedArgs, env: Record<string, string | undefined>
   }
 }
 
+/** vLLM takes --api-key, else the VLLM_API_KEY variable (which keeps the key out of the process list). */
+function apiKeyFlag(args: ParsedArgs, env: Record<string, string | undefined>): { apiKey?: string } {
+  const key = stringFlag(args, "api-key") ?? env.VLLM_API_KEY;
+  if (key === undefined || key === "") return {};
+  return { apiKey: key };
+}
+
 export function buildSimConfig(args: ParsedArgs, env: Record<string, string | undefined> = process.env): SimCommandConfig {
   const models = stringListFlag(args, "model");
   if (models.length === 0) throw new UsageError("--model is required");
@@ -165,6 +172,7 @@ export function buildSimConfig(args: ParsedArgs, env: Record<string, string | un
     kvEvents: kvEventsFlag(args),
     blockHashRoot: blockHashRoot(env.PYTHONHASHSEED),
     lora: loraFromFlags(args, env, { arch: p.arch, gpuId: p.gpu.id, tp: p.tp }),
+    ...apiKeyFlag(args, env),
   });
   const flatDecode = has(args, "batch-slowdown");
   const flatPrefill = has(args, "prefill-overhead-ms") || has(args, "prefill-ms-per-token");

@@ -63,6 +63,8 @@ export interface SimStaticConfig {
   blockHashRoot?: bigint;
   /** LoRA adapters (--enable-lora); absent: LoRA off. */
   lora?: SimLoraSettings;
+  /** --api-key (or VLLM_API_KEY), as vLLM: requests outside its public paths need `Authorization: Bearer KEY`; absent: none. */
+  apiKey?: string;
 }
 
 /** Per-GPU fault state set through POST /sim/config. */
