@@ -66,6 +66,8 @@ export interface EndpointConfig {
   kvEvents: KvEventsSource | undefined;
   /** The routes it serves; undefined: every route, less those it answers with a 404 for the path (learned). */
   routes?: readonly Route[];
+  /** Sent with every request to its engine: configured headers and `authorization` from api_key_env/api_key_file (a secret: never logged). */
+  upstreamHeaders?: Readonly<Record<string, string>>;
 }
 
 export interface Listen {
