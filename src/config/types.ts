@@ -140,6 +140,8 @@ export interface FleetModelSpec {
   adapters: readonly FleetAdapterSpec[];
   /** Replicas start with LoRA on: present exactly when there are adapters. */
   lora: FleetLoraSettings | undefined;
+  /** The variable holding the replicas' API key, on the agents and on the gateway; absent: no key. */
+  apiKeyEnv?: string;
 }
 
 interface FleetAdapterSpec {
