@@ -18,6 +18,7 @@ import { dropRetiredKeys } from "./retired-keys.ts";
 import { configSchema, type ParsedConfig } from "./schema.ts";
 import { effectiveScorers, resolveStateConfig, stateCrossFieldIssues } from "./state-resolve.ts";
 import type { Config, Deadlines, Listen } from "./types.ts";
+import { resolveUpstreamHeaders } from "./upstream-credentials.ts";
 
 export function sha256Hex(text: string): string {
   return createHash("sha256").update(text).digest("hex");
@@ -279,7 +280,9 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
   const result = configSchema.safeParse(withEnv);
   if (!result.success) throw configError(source, formatZodIssues(result.error.issues), origins);
   const c = result.data;
+  const credentials = c.endpoints.map((e, i) => resolveUpstreamHeaders(e, `endpoints[${i}]`, env));
   const cross = [
+    ...credentials.flatMap((r) => r.issues),
     ...aliasIssues(env),
     ...crossFieldIssues(c),
     ...jobsCrossFieldIssues(c),
@@ -316,7 +319,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       fallback: m.fallback,
       deadlines: resolveDeadlines(deadlines, m.deadlines),
     })),
-    endpoints: c.endpoints.map((e) => ({
+    endpoints: c.endpoints.map((e, i) => ({
       id: e.id,
       url: e.url.replace(/\/+$/, ""),
       models: e.models,
@@ -330,6 +333,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
           ? undefined
           : { endpoint: e.kv_events.endpoint ?? null, replayEndpoint: e.kv_events.replay_endpoint ?? null, topic: e.kv_events.topic },
       ...(e.routes === undefined ? {} : { routes: e.routes }),
+      upstreamHeaders: credentials[i]!.headers,
     })),
     scheduling: {
       filters: c.scheduling.filters,

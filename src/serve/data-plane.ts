@@ -178,7 +178,7 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
     promptTokens: new PromptTokenizer(
       config.kvEvents.tokenize,
       // Nothing reads token ids unless the profile reads KV blocks: never ask for them then.
-      kvEvents ? tokenizeTarget(kvEvents, workers.directory, t.table, t.kvStats, (i) => registry.urlOf(i)) : NO_TOKENIZE_TARGET,
+      kvEvents ? tokenizeTarget(kvEvents, workers.directory, t.table, t.kvStats, registry) : NO_TOKENIZE_TARGET,
       kvMetrics,
     ),
     auth: new Authenticator(config.auth, config.admission),

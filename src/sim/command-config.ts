@@ -97,10 +97,11 @@ function loraFromFlags(args: ParsedArgs, env: Record<string, string | undefined>
   }
 }
 
-function apiKeyFlag(args: ParsedArgs): { apiKey?: string } {
-  const key = stringFlag(args, "api-key");
-  if (key === "") throw new UsageError("--api-key: expected a key");
-  return key === undefined ? {} : { apiKey: key };
+/** vLLM takes --api-key, else the VLLM_API_KEY variable (which keeps the key out of the process list). */
+function apiKeyFlag(args: ParsedArgs, env: Record<string, string | undefined>): { apiKey?: string } {
+  const key = stringFlag(args, "api-key") ?? env.VLLM_API_KEY;
+  if (key === undefined || key === "") return {};
+  return { apiKey: key };
 }
 
 export function buildSimConfig(args: ParsedArgs, env: Record<string, string | undefined> = process.env): SimCommandConfig {
@@ -149,7 +150,6 @@ export function buildSimConfig(args: ParsedArgs, env: Record<string, string | un
   if (startupAnswers !== "held" && startupAnswers !== "split") throw new UsageError(`--startup-answers: expected held or split, got '${startupAnswers}'`);
   const fixed: SimStaticConfig = Object.freeze({
     models: Object.freeze([...new Set(models)]),
-    ...apiKeyFlag(args),
     maxNumSeqs: numberFlag(args, "max-num-seqs", p.maxNumSeqs, { min: 1, integer: true }),
     maxNumBatchedTokens: numberFlag(args, "max-num-batched-tokens", p.maxNumBatchedTokens, { min: 1, integer: true }),
     numGpuBlocks,
@@ -173,6 +173,7 @@ export function buildSimConfig(args: ParsedArgs, env: Record<string, string | un
     kvEvents: kvEventsFlag(args),
     blockHashRoot: blockHashRoot(env.PYTHONHASHSEED),
     lora: loraFromFlags(args, env, { arch: p.arch, gpuId: p.gpu.id, tp: p.tp }),
+    ...apiKeyFlag(args, env),
   });
   const flatDecode = has(args, "batch-slowdown");
   const flatPrefill = has(args, "prefill-overhead-ms") || has(args, "prefill-ms-per-token");

@@ -54,7 +54,6 @@ Server:
   --host HOST                 listen address (default 127.0.0.1)
   --port N                    API port, 0 = any free port (default ${DEFAULT_SIM_PORT})
   --model NAME                served model name (repeatable; the first labels metrics)
-  --api-key KEY               /v1 requests must carry 'Authorization: Bearer KEY' (else 401, as vLLM)
   --startup-ms MS             "loading weights" this long (default 0)
   --startup-answers MODE      while loading: held (default, as vLLM: requests wait, answered once loaded)
                               or split (/health 200 at once, /v1/models and the API 503)
@@ -63,6 +62,8 @@ Server:
   --fault-types LIST          500,429,503,no-headers,no-first-token,stall:N,cut:N,slow:MS
   --reject-continuation       answer 400 to continue_final_message / add_generation_prompt
   --no-messages-api           answer 404 on /v1/messages and /v1/messages/count_tokens (an engine without Anthropic's API)
+  --api-key KEY               as vLLM: every route but /health, /metrics, /version … (and /sim/*) wants
+                              Authorization: Bearer KEY, else 401 {"error":"Unauthorized"} (default: VLLM_API_KEY)
   --kv-events-config JSON     publish vLLM's KV-cache events over ZMQ, as vLLM's flag: e.g.
                               '{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557",
                               "replay_endpoint":"tcp://*:5558","topic":"kv"}' (the endpoint must be a wildcard one)
@@ -143,7 +144,6 @@ export const simEngineCommand: CommandSpec = {
     host: { type: "string" },
     port: { type: "string" },
     model: { type: "string", multiple: true },
-    "api-key": { type: "string" },
     profile: { type: "string" },
     gpu: { type: "string" },
     arch: { type: "string" },
@@ -178,6 +178,7 @@ export const simEngineCommand: CommandSpec = {
     "dcgm-model-label": { type: "string" },
     "reject-continuation": { type: "boolean" },
     "no-messages-api": { type: "boolean" },
+    "api-key": { type: "string" },
     "kv-events-config": { type: "string" },
     "enable-lora": { type: "boolean" },
     "lora-modules": { type: "string", multiple: true },

@@ -26,8 +26,6 @@ export const METRICS_FLAVORS: readonly MetricsFlavor[] = ["vllm-v1", "vllm-v0", 
 export interface SimStaticConfig {
   /** Served model names; the first labels the metrics (like vLLM's served_model_name[0]). */
   models: readonly string[];
-  /** --api-key: the bearer token /v1 requests must carry (undefined: none asked). */
-  apiKey?: string;
   maxNumSeqs: number;
   numGpuBlocks: number;
   blockSize: number;
@@ -67,6 +65,8 @@ export interface SimStaticConfig {
   blockHashRoot?: bigint;
   /** LoRA adapters (--enable-lora); absent: LoRA off. */
   lora?: SimLoraSettings;
+  /** --api-key (or VLLM_API_KEY), as vLLM: requests outside its public paths need `Authorization: Bearer KEY`; absent: none. */
+  apiKey?: string;
 }
 
 /** Per-GPU fault state set through POST /sim/config. */

@@ -8,7 +8,7 @@ import { hostname as osHostname } from "node:os";
 import { KvEventPublisher } from "../engines/kv-events/publisher.ts";
 import { logger } from "../shared/logger.ts";
 import type { Closable } from "./answer-stream.ts";
-import { apiKeyGate } from "./api-key.ts";
+import { apiKeyRefusal } from "./api-key-guard.ts";
 import { applyConfigPatch, embeddingMs, liveConfigView, type SimLiveConfig, type SimStaticConfig, simConfigPatchSchema } from "./config.ts";
 import { gpuSpec, SimGpus } from "./dcgm-text.ts";
 import { Engine } from "./engine.ts";
@@ -51,7 +51,6 @@ export class SimServer {
   private api: BunServer | undefined;
   private dcgm: BunServer | undefined;
   private kvPublisher: KvEventPublisher | undefined;
-  private readonly keyGate: ((req: Request, path: string) => Response | undefined) | undefined;
   /** What the added routes (routes/) see of this server. */
   private readonly routes: SimRouteContext;
 
@@ -60,7 +59,6 @@ export class SimServer {
     readonly live: SimLiveConfig,
   ) {
     this.engine = new Engine(fixed, live);
-    this.keyGate = fixed.apiKey === undefined ? undefined : apiKeyGate(fixed.apiKey);
     if (fixed.lora) this.lora = this.engine.core.lora = new EngineLora(fixed.lora, fixed.models, () => this.engine.runningCount + this.engine.waitingCount > 0);
     this.limits = {
       models: fixed.models,
@@ -152,8 +150,6 @@ export class SimServer {
 
   private async handle(req: Request, server: BunServer): Promise<Response> {
     const path = new URL(req.url).pathname;
-    const unauthorized = this.keyGate?.(req, path);
-    if (unauthorized) return unauthorized;
     // vLLM binds its port before it builds the engine and serves HTTP only once
     // the weights are loaded (api_server.run_server, vllm-project/vllm#8204):
     // a request made while loading is accepted and answered when ready.
@@ -161,6 +157,8 @@ export class SimServer {
       server.timeout(req, 0);
       await Bun.sleep(Math.max(0, this.startedAt + this.fixed.startupMs - Date.now()));
     }
+    const refused = apiKeyRefusal(req, path, this.fixed.apiKey);
+    if (refused) return refused;
     try {
       const adapterRoute = loraRoute(this.lora, path, req);
       if (adapterRoute) return await adapterRoute;

@@ -47,7 +47,7 @@ interface AttemptLoopOwnDeps {
   >;
   readonly admission: Pick<AdmissionClient, "admit" | "reschedule" | "release">;
   readonly routes: Pick<RouteSupport, "learn" | "limited" | "serves">;
-  readonly endpoints: Pick<EndpointRegistry, "idOf" | "urlOf">;
+  readonly endpoints: Pick<EndpointRegistry, "idOf" | "urlOf" | "upstreamHeadersOf">;
   readonly breakers: Pick<CircuitBreakers, "abandon">;
   readonly continuation: Pick<ContinuationPolicy, "enabled">;
   readonly dial: UpstreamDial;
@@ -64,6 +64,9 @@ import { upstreamBody } from "./upstream-body.ts";
 
 /** What to do after a failed attempt. */
 type Next = "retry" | "next_model" | "give_up";
+
+/** Refusals that stay the answer when nothing else is ready afterwards: they say more than NO_READY_ENDPOINT. */
+const KEPT_REFUSALS: ReadonlySet<string> = new Set(["ROUTE_NOT_SERVED", "UPSTREAM_UNAUTHORIZED"]);
 
 const CANCELLED = () => new LlmgwError("INTERNAL_ERROR", "client went away");
 
@@ -156,6 +159,8 @@ export class AttemptLoop {
           url: ctx.endpoints.urlOf(grant.index)!,
           body: via === undefined ? upstreamBody(x, this.request, model) : translatedBody(this.request, model, via),
           headers: {
+            // The endpoint's own credentials (never the client's Authorization, which is llmgw's key).
+            ...ctx.endpoints.upstreamHeadersOf(grant.index),
             "content-type": this.request.contentType,
             accept: stream ? "text/event-stream" : "application/json",
             "x-request-id": x.requestId,
@@ -273,8 +278,8 @@ export class AttemptLoop {
         if (joined !== undefined) return ctx.routes.limited ? this.servingRoute(joined, model, exclude) : joined;
       }
       // Nothing (else) ready for this model: an engine's own failure stays the one to report.
-      // (Nor does "no endpoint serves the route" give way to "none is ready".)
-      if (this.last === undefined || (this.last instanceof LlmgwError && this.last.code !== "ROUTE_NOT_SERVED"))
+      // (Nor does "no endpoint serves the route", or "an engine refused our key", give way to "none is ready".)
+      if (this.last === undefined || (this.last instanceof LlmgwError && !KEPT_REFUSALS.has(this.last.code)))
         this.last = err instanceof LlmgwError ? err : new LlmgwError("NO_READY_ENDPOINT", String(err));
       return undefined;
     }
@@ -377,6 +382,16 @@ export class AttemptLoop {
       // 404: this endpoint does not (or no longer) serve the model — its
       // model list changed since the last poll — or does not have the route
       // at all (learned: it is never sent that path again). Another endpoint may.
+      // 401/403: the engine refused llmgw's own credentials (its api_key_env or api_key_file), which says nothing
+      // about the client's request; another endpoint may hold the right key. Never passed on as the client's 401.
+      if (result.status === 401 || result.status === 403) {
+        const id = ctx.endpoints.idOf(grant.index) ?? String(grant.index);
+        this.last = new LlmgwError(
+          "UPSTREAM_UNAUTHORIZED",
+          `endpoint '${id}' refused the gateway's credentials (HTTP ${result.status}): set its api_key_env or api_key_file to the engine's key`,
+        );
+        return "retry";
+      }
       if (result.status === 404) {
         const path = via?.path ?? x.path;
         if (ctx.routes.learn(x.endpointId ?? "", path, result.body)) {

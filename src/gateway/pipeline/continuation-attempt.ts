@@ -22,7 +22,7 @@ const REFUSAL_STATUSES: ReadonlySet<number | undefined> = new Set([400, 422]);
 export interface ContinuationOpenerDeps {
   readonly config: Pick<Config, "maxResponseBytes" | "retry">;
   readonly catalog: Pick<ModelCatalog, "deadlinesFor">;
-  readonly endpoints: Pick<EndpointRegistry, "urlOf">;
+  readonly endpoints: Pick<EndpointRegistry, "urlOf" | "upstreamHeadersOf">;
   readonly dial: UpstreamDial;
   readonly upstreamFetch?: UpstreamFetch;
 }
@@ -36,7 +36,12 @@ export function continuationOpener(ctx: ContinuationOpenerDeps, x: Exchange): Op
         index: grant.index,
         url: ctx.endpoints.urlOf(grant.index)!,
         body,
-        headers: { "content-type": "application/json", accept: "text/event-stream", "x-request-id": x.requestId },
+        headers: {
+          ...ctx.endpoints.upstreamHeadersOf(grant.index),
+          "content-type": "application/json",
+          accept: "text/event-stream",
+          "x-request-id": x.requestId,
+        },
         stream: true,
         deadlines: ctx.catalog.deadlinesFor(model),
         totalLeftMs: leftMs,
