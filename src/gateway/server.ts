@@ -40,7 +40,7 @@ export const ROUTES: Record<string, Route> = {
 };
 
 /** Anthropic's Messages API (looked up only after the routes above: chat's path pays nothing for it). */
-const MESSAGES_ROUTES: Record<string, Route> = {
+export const MESSAGES_ROUTES: Record<string, Route> = {
   "/v1/messages": "messages",
   "/v1/messages/count_tokens": "count_tokens",
 };

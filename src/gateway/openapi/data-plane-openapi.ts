@@ -158,7 +158,45 @@ const VLLM_PATHS: Record<string, Json> = {
 };
 
 /** Other APIs the gateway speaks beside OpenAI's (the Anthropic Messages API's /v1/messages routes belong here). */
-const OTHER_API_PATHS: Record<string, Json> = {};
+/** Anthropic's Messages API: its own body, answer, events and error shape; an llmgw key as a bearer token or as x-api-key. */
+const anthropicError = (description: string): Json => ({ description, content: json(schemaRef("AnthropicError")) });
+const ANTHROPIC_ERRORS: Json = Object.fromEntries(
+  [
+    ["400", "invalid_request_error"],
+    ["401", "authentication_error (a wrong or missing llmgw key)"],
+    ["404", "not_found_error (no such model)"],
+    ["413", "request_too_large"],
+    ["429", "rate_limit_error (quota, saturation or the engine's own limit; Retry-After)"],
+    ["502", "api_error (every attempt failed)"],
+    ["503", "overloaded_error (no ready endpoint, a full queue; Retry-After)"],
+    ["504", "timeout_error (a deadline passed)"],
+  ].map(([status, what]) => [status, anthropicError(what!)]),
+);
+const anthropic = (summary: string, body: string, answer: string, streams: boolean): Json => ({
+  post: {
+    tags: ["Anthropic"],
+    summary,
+    security: [{ apiKey: [] }, { anthropicApiKey: [] }],
+    parameters: [parameterRef("RequestId"), parameterRef("Priority"), parameterRef("IdempotencyKey")],
+    requestBody: { required: true, content: json(schemaRef(body)) },
+    responses: {
+      "200": {
+        description: streams ? "the message; with stream: true, Anthropic's events (message_start … message_stop)" : "the count",
+        headers: answerHeaders,
+        content: {
+          ...json(schemaRef(answer)),
+          ...(streams ? { "text/event-stream": { schema: { type: "string", description: "`event: {type}` and `data: {event}` pairs" } } } : {}),
+        },
+      },
+      ...ANTHROPIC_ERRORS,
+    },
+  },
+});
+
+const OTHER_API_PATHS: Record<string, Json> = {
+  "/v1/messages": anthropic("Create a message (Anthropic's Messages API)", "MessagesRequest", "Message", true),
+  "/v1/messages/count_tokens": anthropic("Count a message's input tokens", "CountTokensRequest", "TokenCount", false),
+};
 
 const PUBLIC_PATHS: Record<string, Json> = {
   "/health": { get: { tags: ["Gateway"], summary: "Liveness: 200 while the process serves", security: [], responses: { "200": { description: "alive" } } } },
@@ -187,6 +225,7 @@ export function dataPlaneOpenApi(): Json {
     security: [{ apiKey: [] }],
     tags: [
       { name: "OpenAI", description: "OpenAI's API, routed by model" },
+      { name: "Anthropic", description: "Anthropic's Messages API, routed by model through the same gates as chat" },
       { name: "Stored responses", description: "the Responses API's stored state, per tenant" },
       { name: "Files and batches", description: "the Files and Batch APIs, per tenant" },
       { name: "vLLM routes", description: "vLLM's own routes, sent to an engine of the body's model that serves them" },
