@@ -17,6 +17,7 @@ import { z } from "zod";
 import type { fleetApi } from "../control/fleet-api.ts";
 import { FLEET_API_PREFIX } from "../control/fleet-api-schemas.ts";
 import type { GatewayContext } from "../gateway/context.ts";
+import { dataPlaneOpenApi } from "../gateway/openapi/data-plane-openapi.ts";
 import { AGENT_REGISTRATION_PATH } from "../protocol/agent-messages.ts";
 import { CIRCUIT_CLOSED, type EndpointTable, F, FLAVOR_CODES, I, modelCircuitField } from "../shared/endpoint-table.ts";
 import { errorResponse, LlmgwError } from "../shared/errors.ts";
@@ -233,7 +234,7 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?
         provider: null,
       }),
     )
-    .use(apiReferenceRoutes({ title: ADMIN_API_TITLE, specPath: `${API_REFERENCE_PATH}/json` }))
+    .use(apiReferenceRoutes({ title: ADMIN_API_TITLE, specPath: `${API_REFERENCE_PATH}/json`, dataPlane: dataPlaneOpenApi }))
     .use(observability(ctx, state))
     .get("/admin/v1/endpoints", () => ({ endpoints: endpointStates(ctx) }), {
       response: z.object({ endpoints: z.array(endpointStateSchema) }),

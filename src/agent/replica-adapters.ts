@@ -9,6 +9,7 @@
 import { z } from "zod";
 import { errorBodyMessage, LlmgwError } from "../shared/errors.ts";
 import { modelNameProblem, quotedName } from "../shared/model-name.ts";
+import { engineAuthHeaders } from "./engine-key.ts";
 import type { DesiredReplica } from "./supervisor.ts";
 
 const adapterLoadSchema = z.strictObject({ path: z.string().min(1).max(4096) });
@@ -37,7 +38,7 @@ async function engineCall(fetchFn: FetchFn, replica: DesiredReplica, path: strin
   try {
     const res = await fetchFn(url, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { ...engineAuthHeaders(replica.spec), "content-type": "application/json" },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(ADAPTER_CALL_TIMEOUT_MS),
     });

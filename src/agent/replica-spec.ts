@@ -51,6 +51,11 @@ export const replicaSpecSchema = z.strictObject({
       maxCpuLoras: z.int().min(1).optional(),
     })
     .optional(),
+  /** vllm, sim: the variable of the agent's environment holding the engine's API key (the key never travels). */
+  apiKeyEnv: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+    .optional(),
   extraArgs: z.array(z.string()).default([]),
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
 });

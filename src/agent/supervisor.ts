@@ -12,6 +12,7 @@
 import { closeSync, mkdirSync } from "node:fs";
 import { logger } from "../shared/logger.ts";
 import type { LaunchPlan } from "./engine-adapters.ts";
+import { engineAuthHeaders, engineKeyEnv } from "./engine-key.ts";
 import { type EngineBinding, engineBinding, engineEnv } from "./engine-lifetime.ts";
 import { appendLine, capLogFile, DEFAULT_LOG_MAX_BYTES, DEFAULT_TAIL_BYTES, DEFAULT_TAIL_LINES, openLogForAppend, readTail } from "./log-file.ts";
 import { logFilePath, readPidFiles, removePidFile, writePidFile } from "./pid-files.ts";
@@ -272,7 +273,8 @@ export class Supervisor {
     try {
       appendLine(this.logPath(e), `[llmgw agent] starting (restart ${e.restarts}): ${argv.join(" ")}`);
       proc = Bun.spawn([...this.binding.prefix, ...argv], {
-        env: engineEnv(process.env, this.binding, env),
+        // The key joins the environment here only: the plan (and its pid file) holds the variable's name, never the key.
+        env: engineEnv(process.env, this.binding, { ...env, ...engineKeyEnv(e.desired.spec) }),
         stdin: "ignore",
         stdout: fd,
         stderr: fd,
@@ -322,7 +324,7 @@ export class Supervisor {
     }
     e.probing = true;
     try {
-      const result = await this.probe(e.desired.probeUrl, e.desired.spec.model);
+      const result = await this.probe(e.desired.probeUrl, e.desired.spec.model, engineAuthHeaders(e.desired.spec));
       // The generation changes on exit, stop and relaunch: a stale probe result is dropped.
       if (gen === e.generation) {
         const next = readinessState(result);

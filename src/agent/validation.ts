@@ -39,6 +39,8 @@ export interface OtherReplica {
 }
 
 export interface ValidationContext {
+  /** The agent's environment, where apiKeyEnv is looked up (process.env when absent). */
+  env?: Readonly<Record<string, string | undefined>>;
   gpus: readonly GpuView[];
   fabric: Fabric;
   /** The other replicas of this node (the one a PUT replaces is left out). */
@@ -160,6 +162,10 @@ function validateEngineInputs(spec: ReplicaSpec): void {
   for (const key of Object.keys(spec.env)) {
     if (OWNED_ENV.includes(key) || key.startsWith("LLMGW_")) refuse("engine-env", `env ${key} is set by the agent (GPU assignment, parent binding)`, "env");
   }
+  // The key travels by name only: spelled out in argv or env it would sit in the process list, the pid file and the log.
+  const keyFlag = spec.extraArgs.findIndex((a) => flagName(a) === "--api-key");
+  if (keyFlag >= 0) refuse("engine-args", `extraArgs[${keyFlag}] sets --api-key: name the variable holding the key in apiKeyEnv instead`, "extraArgs");
+  if (Object.hasOwn(spec.env, "VLLM_API_KEY")) refuse("engine-env", "env VLLM_API_KEY: name the variable holding the key in apiKeyEnv instead", "env");
   if (spec.lora) {
     // SGLang loads adapters through its own API and flags; the agent speaks vLLM's.
     if (spec.engine === "sglang") refuse("engine-option", "lora: run-time LoRA adapters are supported on vllm and sim replicas", "lora");
@@ -210,6 +216,12 @@ function resolveFabric(spec: ReplicaSpec, fabric: Fabric): ResolvedFabric | null
 /** Validate `spec` for this node; returns the fabric ports NCCL should use (null: none asked for). */
 export function validateReplica(spec: ReplicaSpec, ctx: ValidationContext): ResolvedFabric | null {
   validateEngineInputs(spec);
+  if (spec.apiKeyEnv !== undefined) {
+    if (spec.engine === "sglang")
+      refuse("engine-option", "apiKeyEnv: SGLang takes its key on the command line only; vllm and sim replicas take one", "apiKeyEnv");
+    if (!(ctx.env ?? process.env)[spec.apiKeyEnv]?.trim())
+      refuse("engine-env", `apiKeyEnv: environment variable ${spec.apiKeyEnv} is not set or empty on this node's agent`, "apiKeyEnv");
+  }
   const chosen = validateGpus(spec, ctx);
   validateLayout(spec, chosen);
   if (spec.port !== undefined) {

@@ -34,7 +34,8 @@ const SCENARIOS: Record<string, { summary: string; load: () => Promise<BenchScen
     load: async () => (await import("./calibrate-scenario.ts")).calibrateScenario,
   },
   replay: {
-    summary: "a production trace (Azure 2023, Mooncake) replayed open-loop onto sim-engines behind llmgw: TTFT/ITL/E2E, goodput, per-endpoint load",
+    summary:
+      "a production trace (Azure 2023, Mooncake) replayed open-loop onto sim-engines behind llmgw or any OpenAI-compatible server: TTFT/TPOT/ITL/E2EL, goodput, per-endpoint load",
     load: async () => (await import("./replay-scenario.ts")).replayScenario,
   },
   lora: {

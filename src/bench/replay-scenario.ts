@@ -1,40 +1,42 @@
 /**
  * `llmgw bench replay`: a production trace (Azure LLM inference 2023, or
  * Mooncake's with prefix-block hashes) replayed open-loop at its recorded
- * arrival times onto sim-engines behind one llmgw gateway. Streaming
+ * arrival times onto sim-engines behind one llmgw gateway, or onto any
+ * OpenAI-compatible server named by --base-url (nothing started). Streaming
  * /v1/completions: the trace records raw token counts, and a raw prompt is
  * exactly as many tokens as the trace says (a chat template would add its
  * own) and keeps each Mooncake block on the engine's block boundaries.
- * Reports TTFT, ITL and E2E percentiles, goodput under an SLO, the load
- * each endpoint took, errors, how late the sends were; --report writes a
+ * Reports TTFT, TPOT, ITL and E2EL in `vllm bench serve`'s names, goodput
+ * under an SLO, the load each endpoint took, errors, how late the sends
+ * were; --report writes a
  * self-contained HTML page with charts over time.
  */
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { parse as parseYaml } from "yaml";
 import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
 import { DEFAULT_BLOCK_SIZE_TOKENS } from "../sim/config.ts";
 import { resolveProfile } from "../sim/profiles/catalog.ts";
 import { gitCommit } from "./git-commit.ts";
-import { MAX_CONFIG_FILE_BYTES, MAX_TRACE_FILE_BYTES, readInputFile } from "./input-file.ts";
+import { MAX_TRACE_FILE_BYTES } from "./input-file.ts";
 import { progressPrinter } from "./progress-line.ts";
 import { renderReplayHtml } from "./replay/html-report.ts";
 import { type OpenLoopProgress, type ScheduledRequest, startOpenLoop } from "./replay/open-loop-driver.ts";
 import { traceSegments } from "./replay/prompt-text.ts";
-import { type EndpointReport, formatReplayText, type ReplayReport } from "./replay/replay-report.ts";
-import { summarize } from "./replay/summary.ts";
+import { formatReplayText, type ReplayReport } from "./replay/replay-report.ts";
+import { type ReplayTarget, startTarget } from "./replay/replay-target.ts";
+import { BENCH_API_KEY_ENV, serverRoot } from "./replay/server-target.ts";
+import { DEFAULT_METRIC_PERCENTILES, summarize } from "./replay/summary.ts";
 import { timeline } from "./replay/timeline.ts";
 import { type Trace, tracePrefixShare, traceWindow, type WindowRequest } from "./replay/trace.ts";
 import { loadTrace, SHIPPED_TRACES, tracePath } from "./replay/trace-files.ts";
 import type { BenchScenario } from "./scenario.ts";
-import { engineCounters, splitArgs, startSimFleet } from "./sim-fleet.ts";
+import { splitArgs } from "./sim-fleet.ts";
 
-const MODEL = "replay-model";
 export const DEFAULT_SPEEDUP = 1;
 export const DEFAULT_DURATION_S = 300;
 export const DEFAULT_ENGINES = 4;
 export const DEFAULT_SLO_TTFT_MS = 2_000;
-export const DEFAULT_SLO_ITL_MS = 100;
+export const DEFAULT_SLO_TPOT_MS = 100;
 export const DEFAULT_DRAIN_S = 60;
 /**
  * The sim-engine profile every engine gets unless --engine-args says
@@ -51,11 +53,10 @@ export interface ReplayOptions {
   startS: number;
   durationS: number;
   speedup: number;
-  engines: number;
-  /** Passed to every sim-engine after the bench's own flags (so they win). */
-  engineArgs: string[];
-  gatewayConfigPath?: string;
-  slo: { ttftMs: number; itlMs: number };
+  target: ReplayTarget;
+  slo: { ttftMs: number; tpotMs: number };
+  /** The pN_*_ms keys to report (vLLM's --metric-percentiles). */
+  percentiles: readonly number[];
   drainS: number;
   progress?: (line: string, final: boolean) => void;
 }
@@ -79,18 +80,6 @@ export function schedule(requests: readonly WindowRequest[], speedup: number): S
   return requests.map((r) => ({ atMs: r.atMs / speedup, segments: traceSegments(r, r.index), maxTokens: r.outputTokens }));
 }
 
-function readGatewayConfig(path: string): Record<string, unknown> {
-  let v: unknown;
-  try {
-    v = parseYaml(readInputFile(path, MAX_CONFIG_FILE_BYTES, "--gateway-config"));
-  } catch (err) {
-    if (err instanceof UsageError) throw err;
-    throw new UsageError(`--gateway-config ${path}: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new UsageError(`--gateway-config ${path}: expected a YAML mapping`);
-  return v as Record<string, unknown>;
-}
-
 function progressLine(p: OpenLoopProgress, total: number, runS: number): string {
   return `replay: ${(p.elapsedMs / 1000).toFixed(0)} s (last send at ${runS.toFixed(0)} s)  sent ${p.sent}/${total}  done ${p.done}  in flight ${p.inFlight}  errors ${p.errors}`;
 }
@@ -101,18 +90,14 @@ export async function runReplay(o: ReplayOptions): Promise<ReplayReport> {
     throw new UsageError(
       `no requests in ${o.trace.name} between ${o.startS} s and ${o.startS + o.durationS} s (the trace spans ${(o.trace.spanMs / 1000).toFixed(0)} s)`,
     );
-  const engineArgs = [...replayEngineDefaults(window), ...o.engineArgs];
-  const gatewayConfig = o.gatewayConfigPath === undefined ? {} : readGatewayConfig(o.gatewayConfigPath);
   const requests = schedule(window, o.speedup);
-  const fleet = await startSimFleet({ engines: o.engines, model: MODEL, engineArgs, gatewayConfig }).catch((err: unknown) => {
-    throw err instanceof UsageError && o.gatewayConfigPath !== undefined && err.message.startsWith("the gateway refused")
-      ? new UsageError(`--gateway-config ${o.gatewayConfigPath}: ${err.message}`)
-      : err;
-  });
+  const target = await startTarget(o.target, replayEngineDefaults(window));
   try {
     const runS = requests[requests.length - 1]!.atMs / 1000;
-    const load = startOpenLoop({ url: `${fleet.gateway.api}/v1/completions`, model: MODEL, requests, drainMs: o.drainS * 1000 }, (p) =>
-      o.progress?.(progressLine(p, requests.length, runS), false),
+    const load = startOpenLoop(
+      { url: target.url, model: target.model, requests, drainMs: o.drainS * 1000 },
+      (p) => o.progress?.(progressLine(p, requests.length, runS), false),
+      target.secretHeaders,
     );
     const onSigint = () => load.stop();
     process.on("SIGINT", onSigint);
@@ -121,81 +106,68 @@ export async function runReplay(o: ReplayOptions): Promise<ReplayReport> {
 
     const commit = gitCommit();
     const share = tracePrefixShare(window);
-    const counters = await Promise.all(fleet.engines.map(async (e) => ({ id: e.id, c: await engineCounters(e.url) })));
-    const summary = summarize(result.records, result.itl, result.wallMs, o.slo, (id) => requests[id]!.maxTokens);
-    // An engine the gateway sent nothing to is a row too (0 requests says something about routing).
-    const unused = fleet.engines
-      .filter((e) => !summary.endpoints.some((x) => x.id === e.id))
-      .map((e) => ({ id: e.id, requests: 0, errors: 0, prompt_tokens: 0, output_tokens: 0 }));
-    const endpoints: EndpointReport[] = [...summary.endpoints, ...unused].map((e) => {
-      const c = counters.find((x) => x.id === e.id)?.c;
-      if (!c) return e;
-      const hitRate =
-        c.prefixCacheQueries !== undefined && c.prefixCacheQueries > 0 && c.prefixCacheHits !== undefined
-          ? c.prefixCacheHits / c.prefixCacheQueries
-          : undefined;
-      return {
-        ...e,
-        engine: {
-          requests: c.requests,
-          prompt_tokens: c.promptTokens,
-          generation_tokens: c.generationTokens,
-          prefix_cache_hit_tokens: c.prefixCacheHits,
-          prefix_cache_hit_rate: hitRate,
-        },
-      };
-    });
+    const summary = summarize(result.records, result.itl, result.wallMs, o.slo, (id) => requests[id]!.maxTokens, o.percentiles);
     return {
       scenario: "replay",
-      run: {
-        trace: o.trace.name,
-        format: o.trace.format,
-        start_s: o.startS,
-        duration_s: o.durationS,
-        speedup: o.speedup,
-        requests_in_window: window.length,
-        ...(share === undefined ? {} : { trace_prefix_share: Math.round(share * 10_000) / 10_000 }),
-        engines: o.engines,
-        engine_args: engineArgs,
-        ...(o.gatewayConfigPath === undefined ? {} : { gateway_config: o.gatewayConfigPath }),
-        date: new Date().toISOString(),
-        ...(commit === undefined ? {} : { commit }),
-      },
-      load_process: {
-        cpu_s: Math.round(result.cpuS * 100) / 100,
-        cpu_share: result.wallMs > 0 ? Math.round((result.cpuS / (result.wallMs / 1000)) * 1000) / 1000 : NaN,
-      },
+      target: o.target.kind,
+      model_id: target.model,
+      num_prompts: window.length,
+      trace: o.trace.name,
+      trace_format: o.trace.format,
+      trace_start_s: o.startS,
+      trace_duration_s: o.durationS,
+      speedup: o.speedup,
+      ...(share === undefined ? {} : { trace_prefix_share: Math.round(share * 10_000) / 10_000 }),
+      ...target.settings,
+      date: new Date().toISOString(),
+      ...(commit === undefined ? {} : { commit }),
+      load_process_cpu_s: Math.round(result.cpuS * 100) / 100,
+      load_process_cpu_share: result.wallMs > 0 ? Math.round((result.cpuS / (result.wallMs / 1000)) * 1000) / 1000 : NaN,
       ...summary,
-      endpoints,
+      endpoints: await target.endpoints(summary.endpoints),
       timeline: timeline(result.records, { speedup: o.speedup, startS: o.startS, durationS: Math.min(o.durationS, o.trace.spanMs / 1000 - o.startS) }),
     };
   } finally {
-    await fleet.stop();
+    await target.stop();
   }
+}
+
+/** --metric-percentiles "90,99" → [90, 99]: each in (0, 100), as vLLM's. */
+function percentilesFlag(raw: string | undefined): number[] {
+  if (raw === undefined) return [...DEFAULT_METRIC_PERCENTILES];
+  const list = raw.split(",").map((p) => p.trim());
+  const out = list.map(Number);
+  if (list.some((p) => p === "") || out.some((p) => !Number.isFinite(p) || p <= 0 || p >= 100))
+    throw new UsageError(`--metric-percentiles: expected comma-separated percentiles between 0 and 100 (such as 50,90,99), got '${raw}'`);
+  return [...new Set(out)];
 }
 
 const NAMES = Object.keys(SHIPPED_TRACES).join(", ");
 
-const USAGE = `usage: llmgw bench replay --trace NAME|FILE [--speedup X] [--start S] [--duration S] [--engines N]
-                          [--engine-args=FLAGS] [--gateway-config FILE] [--slo-ttft-ms MS] [--slo-itl-ms MS]
+const USAGE = `usage: llmgw bench replay --trace NAME|FILE [--speedup X] [--start S] [--duration S]
+                          [--engines N] [--engine-args=FLAGS] [--gateway-config FILE]
+                          [--base-url URL [--api-key KEY] [--model NAME]]
+                          [--slo-ttft-ms MS] [--slo-tpot-ms MS] [--metric-percentiles LIST]
                           [--drain-s S] [--report FILE.html] [--json]
 
 Replays a production trace open-loop: every request is sent at its recorded
 arrival time (divided by --speedup) whether or not earlier ones have been
 answered, from a load process of its own, onto sim-engines behind one llmgw
-gateway. Requests are streaming /v1/completions with max_tokens = the
+gateway, or with --base-url onto any OpenAI-compatible server (nothing is
+started). Requests are streaming /v1/completions with max_tokens = the
 trace's output length and ignore_eos, so each answer is as long as it was.
 A Mooncake request's prompt is built block by block from its hash_ids (the
 same id, the same 512 tokens of text), so prefix sharing is the trace's; an
-Azure request gets a prompt of its own. Reports TTFT, ITL and E2E
-percentiles, goodput under the SLO, each endpoint's load and prefix-cache
-hit rate, errors, and how late the sends were.
+Azure request gets a prompt of its own. Reports TTFT, TPOT, ITL and E2EL
+(mean, median, std, percentiles; vllm bench serve's definitions and names),
+throughput, goodput under the SLO, each endpoint's load and prefix-cache hit
+rate, errors, and how late the sends were.
 
 flags:
   --trace NAME|FILE      a shipped trace — ${Object.keys(SHIPPED_TRACES).slice(0, 2).join(", ")},
                          ${Object.keys(SHIPPED_TRACES).slice(2).join(", ")} (bench/traces/README.md) —
-                         or a file: Azure CSV, or Mooncake JSON lines (.jsonl); a
-                         regular file of at most ${MAX_TRACE_FILE_BYTES / 1024 / 1024} MiB
+                         or a file: Azure CSV (RFC 4180), or Mooncake JSON lines (.jsonl);
+                         a regular file of at most ${MAX_TRACE_FILE_BYTES / 1024 / 1024} MiB
   --speedup X            replay X times faster than recorded (default ${DEFAULT_SPEEDUP})
   --start S              window start, s of trace time (default 0)
   --duration S           window length, s of trace time (default ${DEFAULT_DURATION_S})
@@ -206,16 +178,53 @@ flags:
                          here wins. Write it with '=': --engine-args='--profile h200-llama-3.1-8b'
   --gateway-config FILE  a gateway config (YAML) to replay through; its listeners
                          and endpoints are replaced by the bench's (default: defaults)
+  --base-url URL         replay onto this OpenAI-compatible server instead
+                         (http://host:port, a trailing /v1 is dropped); no gateway
+                         and no sim-engine is started
+  --api-key KEY          with --base-url: sent as 'Authorization: Bearer KEY'
+                         (default: $${BENCH_API_KEY_ENV}, which keeps it out of ps)
+  --model NAME           with --base-url: the model to name (default: the first
+                         the server's /v1/models lists)
   --slo-ttft-ms MS       goodput SLO on time to first token (default ${DEFAULT_SLO_TTFT_MS})
-  --slo-itl-ms MS        goodput SLO on a request's mean inter-token latency (default ${DEFAULT_SLO_ITL_MS})
+  --slo-tpot-ms MS       goodput SLO on time per output token after the first (default ${DEFAULT_SLO_TPOT_MS})
+  --metric-percentiles LIST
+                         the percentiles reported, comma-separated (default ${DEFAULT_METRIC_PERCENTILES.join(",")}):
+                         p99 → p99_ttft_ms, p99_tpot_ms, p99_itl_ms, p99_e2el_ms
   --drain-s S            after the last send, wait this long for open answers, then
                          abort them and count them unfinished (default ${DEFAULT_DRAIN_S})
   --report FILE.html     also write a self-contained HTML report with charts over time
-  --json                 one JSON object instead of the tables`;
+  --json                 one JSON object instead of the tables: flat keys in
+                         vllm bench serve's names (docs/benchmarks.md)`;
+
+/** Flags that start or shape the fleet, and so mean nothing with --base-url. */
+const FLEET_FLAGS = ["engines", "engine-args", "gateway-config"] as const;
+
+function targetFromFlags(args: Parameters<BenchScenario["run"]>[0]): ReplayTarget {
+  const baseUrl = stringFlag(args, "base-url");
+  const apiKeyFlag = stringFlag(args, "api-key");
+  const model = stringFlag(args, "model");
+  if (baseUrl === undefined) {
+    if (apiKeyFlag !== undefined) throw new UsageError("--api-key goes with --base-url (the bench's own fleet wants no key)");
+    if (model !== undefined) throw new UsageError("--model goes with --base-url (the bench's own fleet serves one model)");
+    const gatewayConfigPath = stringFlag(args, "gateway-config");
+    return {
+      kind: "llmgw",
+      engines: numberFlag(args, "engines", DEFAULT_ENGINES, { min: 1, max: 64, integer: true }),
+      engineArgs: splitArgs(stringFlag(args, "engine-args") ?? ""),
+      ...(gatewayConfigPath === undefined ? {} : { gatewayConfigPath: resolve(gatewayConfigPath) }),
+    };
+  }
+  const fleetFlag = FLEET_FLAGS.find((f) => args.values[f] !== undefined);
+  if (fleetFlag !== undefined) throw new UsageError(`--${fleetFlag} shapes the fleet the bench starts; with --base-url it starts none`);
+  const apiKey = apiKeyFlag ?? (process.env[BENCH_API_KEY_ENV] || undefined);
+  if (model === "") throw new UsageError("--model: expected a model name");
+  return { kind: "base-url", root: serverRoot(baseUrl), ...(apiKey === undefined ? {} : { apiKey }), ...(model === undefined ? {} : { model }) };
+}
 
 export const replayScenario: BenchScenario = {
   name: "replay",
-  summary: "a production trace (Azure 2023, Mooncake) replayed open-loop onto sim-engines behind llmgw: TTFT/ITL/E2E, goodput, per-endpoint load",
+  summary:
+    "a production trace (Azure 2023, Mooncake) replayed open-loop onto sim-engines behind llmgw or any OpenAI-compatible server: TTFT/TPOT/ITL/E2EL, goodput, per-endpoint load",
   usage: USAGE,
   options: {
     trace: { type: "string" },
@@ -225,8 +234,12 @@ export const replayScenario: BenchScenario = {
     engines: { type: "string" },
     "engine-args": { type: "string" },
     "gateway-config": { type: "string" },
+    "base-url": { type: "string" },
+    "api-key": { type: "string" },
+    model: { type: "string" },
     "slo-ttft-ms": { type: "string" },
-    "slo-itl-ms": { type: "string" },
+    "slo-tpot-ms": { type: "string" },
+    "metric-percentiles": { type: "string" },
     "drain-s": { type: "string" },
     report: { type: "string" },
   },
@@ -235,16 +248,17 @@ export const replayScenario: BenchScenario = {
     if (traceArg === undefined) throw new UsageError(`--trace is required (${NAMES}, or a file)`);
     const path = tracePath(traceArg);
     if (path === undefined) throw new UsageError(`--trace: '${traceArg}' is neither a shipped trace (${NAMES}) nor a file`);
-    const gatewayConfigPath = stringFlag(args, "gateway-config");
     const report = stringFlag(args, "report");
     const o: Omit<ReplayOptions, "trace"> = {
       speedup: numberFlag(args, "speedup", DEFAULT_SPEEDUP, { min: 0.01, max: 10_000 }),
       startS: numberFlag(args, "start", 0, { min: 0 }),
       durationS: numberFlag(args, "duration", DEFAULT_DURATION_S, { min: 0.001 }),
-      engines: numberFlag(args, "engines", DEFAULT_ENGINES, { min: 1, max: 64, integer: true }),
-      engineArgs: splitArgs(stringFlag(args, "engine-args") ?? ""),
-      ...(gatewayConfigPath === undefined ? {} : { gatewayConfigPath: resolve(gatewayConfigPath) }),
-      slo: { ttftMs: numberFlag(args, "slo-ttft-ms", DEFAULT_SLO_TTFT_MS, { min: 0 }), itlMs: numberFlag(args, "slo-itl-ms", DEFAULT_SLO_ITL_MS, { min: 0 }) },
+      target: targetFromFlags(args),
+      slo: {
+        ttftMs: numberFlag(args, "slo-ttft-ms", DEFAULT_SLO_TTFT_MS, { min: 0 }),
+        tpotMs: numberFlag(args, "slo-tpot-ms", DEFAULT_SLO_TPOT_MS, { min: 0 }),
+      },
+      percentiles: percentilesFlag(stringFlag(args, "metric-percentiles")),
       drainS: numberFlag(args, "drain-s", DEFAULT_DRAIN_S, { min: 0, max: 86_400 }),
       progress: progressPrinter(),
     };

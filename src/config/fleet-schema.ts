@@ -62,6 +62,14 @@ const fleetModelFields = {
   max_lora_rank: z.union(FLEET_LORA_RANKS.map((r) => z.literal(r))).optional(),
   /** With adapters: adapters kept in host memory (--max-cpu-loras); vLLM's default max_loras. */
   max_cpu_loras: z.number().int().min(1).max(100_000).optional(),
+  /**
+   * vllm and sim: replicas want this key (`Authorization: Bearer …`); the name of an environment variable that holds
+   * it on every agent (the engine gets it as VLLM_API_KEY) and on the gateway (which sends it). The key never crosses the wire.
+   */
+  api_key_env: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: "expected an environment variable name" })
+    .optional(),
 };
 
 export const fleetModelSchema = z.strictObject({ name: fleetModelName, ...fleetModelFields });
@@ -75,6 +83,11 @@ export function fleetModelIssues(m: FleetModelWire): { path: string; message: st
   const issues: { path: string; message: string }[] = [];
   if (m.startup_ms !== undefined && m.engine !== "sim") issues.push({ path: "startup_ms", message: "applies to engine sim only" });
   if (m.nodes_per_replica > 1 && m.engine === "sim") issues.push({ path: "nodes_per_replica", message: "the sim engine runs on one node" });
+  if (m.api_key_env !== undefined && m.engine === "sglang")
+    issues.push({
+      path: "api_key_env",
+      message: "SGLang takes its key on the command line only, where every user of the node reads it: vllm and sim replicas take one",
+    });
   if (m.adapters.length > 0 && m.engine === "sglang")
     issues.push({ path: "adapters", message: "LoRA adapters are loaded at run time on vllm and sim replicas only" });
   const hasLora = m.adapters.length > 0;
@@ -108,6 +121,7 @@ export function toFleetModel(m: FleetModelWire): FleetModelSpec {
     gpuMemoryUtilization: m.gpu_memory_utilization,
     startupMs: m.startup_ms,
     adapters: m.adapters.map((a) => ({ name: a.name, path: a.path })),
+    ...(m.api_key_env !== undefined ? { apiKeyEnv: m.api_key_env } : {}),
     lora:
       m.adapters.length > 0
         ? {
@@ -139,6 +153,7 @@ export function fleetModelWire(m: FleetModelSpec): FleetModelWire {
     ...(m.lora !== undefined ? { max_loras: m.lora.maxLoras } : {}),
     ...(m.lora?.maxLoraRank !== undefined ? { max_lora_rank: m.lora.maxLoraRank as (typeof FLEET_LORA_RANKS)[number] } : {}),
     ...(m.lora?.maxCpuLoras !== undefined ? { max_cpu_loras: m.lora.maxCpuLoras } : {}),
+    ...(m.apiKeyEnv !== undefined ? { api_key_env: m.apiKeyEnv } : {}),
   };
 }
 
@@ -204,6 +219,8 @@ export function fleetConfigIssues(nodes: readonly NodeWire[], fleet: FleetWire, 
     if (first !== undefined) issues.push(`fleet.models[${i}].name: duplicate model '${m.name}' (also fleet.models[${first}])`);
     else models.set(m.name, i);
     for (const issue of fleetModelIssues(m)) issues.push(`fleet.models[${i}].${issue.path}: ${issue.message}`);
+    if (m.api_key_env !== undefined && !env[m.api_key_env])
+      issues.push(`fleet.models[${i}].api_key_env: environment variable ${m.api_key_env} is not set or empty (the gateway sends the replicas' key)`);
   });
   // A request names a model or an adapter: every name in the fleet means one thing.
   const adapterOwner = new Map<string, number>();

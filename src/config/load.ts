@@ -12,13 +12,14 @@ import { adminConfigIssues, toAdminConfig } from "./admin-config.ts";
 import * as D from "./defaults.ts";
 import { fleetConfigIssues, toFleetConfig, toNodeConfigs } from "./fleet-schema.ts";
 import { jobsCrossFieldIssues, resolveJobsConfig } from "./jobs-config.ts";
-import { resolveKvEventsConfig } from "./kv-events-resolve.ts";
+import { kvEventsIssues, resolveKvEventsConfig } from "./kv-events-resolve.ts";
 import { resolveResponsesConfig } from "./responses-config.ts";
 import { dropRetiredKeys } from "./retired-keys.ts";
 import { configSchema, type ParsedConfig } from "./schema.ts";
 import { effectiveScorers, resolveStateConfig, stateCrossFieldIssues } from "./state-resolve.ts";
 import { resolveTracingConfig, tracingIssues } from "./tracing-config.ts";
 import type { Config, Deadlines, Listen } from "./types.ts";
+import { resolveUpstreamHeaders } from "./upstream-credentials.ts";
 
 export function sha256Hex(text: string): string {
   return createHash("sha256").update(text).digest("hex");
@@ -215,6 +216,7 @@ function crossFieldIssues(c: ParsedConfig): string[] {
     tenantNames.add(t.name);
   });
   if (c.endpoints.length > c.max_endpoints) issues.push(`max_endpoints: expected at least the ${c.endpoints.length} configured endpoints`);
+  issues.push(...kvEventsIssues(c));
   const d = c.deadlines;
   if (d.total_ms !== undefined && d.first_token_ms !== undefined && d.total_ms < d.first_token_ms) {
     issues.push(`deadlines.total_ms: expected at least deadlines.first_token_ms (${d.first_token_ms})`);
@@ -279,7 +281,9 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
   const result = configSchema.safeParse(withEnv);
   if (!result.success) throw configError(source, formatZodIssues(result.error.issues), origins);
   const c = result.data;
+  const credentials = c.endpoints.map((e, i) => resolveUpstreamHeaders(e, `endpoints[${i}]`, env));
   const cross = [
+    ...credentials.flatMap((r) => r.issues),
     ...aliasIssues(env),
     ...crossFieldIssues(c),
     ...jobsCrossFieldIssues(c),
@@ -317,7 +321,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       fallback: m.fallback,
       deadlines: resolveDeadlines(deadlines, m.deadlines),
     })),
-    endpoints: c.endpoints.map((e) => ({
+    endpoints: c.endpoints.map((e, i) => ({
       id: e.id,
       url: e.url.replace(/\/+$/, ""),
       models: e.models,
@@ -329,8 +333,9 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
       kvEvents:
         e.kv_events === undefined
           ? undefined
-          : { endpoint: e.kv_events.endpoint, replayEndpoint: e.kv_events.replay_endpoint ?? null, topic: e.kv_events.topic },
+          : { endpoint: e.kv_events.endpoint ?? null, replayEndpoint: e.kv_events.replay_endpoint ?? null, topic: e.kv_events.topic },
       ...(e.routes === undefined ? {} : { routes: e.routes }),
+      upstreamHeaders: credentials[i]!.headers,
     })),
     scheduling: {
       filters: c.scheduling.filters,

@@ -21,6 +21,8 @@ export const ROUTE_NAMES = [
   "completions",
   "embeddings",
   "responses",
+  "messages",
+  "count_tokens",
   "tokenize",
   "detokenize",
   "score",

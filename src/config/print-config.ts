@@ -2,7 +2,7 @@
  * The effective configuration as YAML (`llmgw serve --print-config`): the
  * validated document with defaults, flags and LLMGW_* overrides merged, and
  * every secret masked — API keys, agent and admin tokens, the password of a
- * Redis URL (or of any URL) — so the output can be pasted into an issue or a chat.
+ * Redis URL (or of any URL), every value of an endpoint's `headers` — so the output can be pasted into an issue or a chat.
  */
 import { stringify } from "yaml";
 
@@ -12,6 +12,8 @@ export const MASK = "********";
 const SECRET_KEYS: ReadonlySet<string> = new Set(["key", "token", "admin_token", "registration_token"]);
 /** Keys holding URLs (`url`, `redis_url`, `dcgm_url` …): their user information (a Redis password) is a secret. */
 const isUrlKey = (key: string) => key === "url" || key.endsWith("_url");
+/** Maps whose every value may be a secret (an endpoint's extra `headers`: X-Api-Key, a cookie). */
+const SECRET_MAPS: ReadonlySet<string> = new Set(["headers"]);
 
 /** `redis://:pw@host:6379/0` → `redis://:********@host:6379/0`; a URL without user information is left alone. */
 export function maskUrlPassword(url: string): string {
@@ -35,7 +37,8 @@ export function maskSecrets(value: unknown, key?: string): unknown {
     // A headers map (tracing.headers) carries credentials under any header name.
     if (key === "headers") return Object.fromEntries(Object.keys(value).map((k) => [k, MASK]));
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = maskSecrets(v, k);
+    const all = key !== undefined && SECRET_MAPS.has(key);
+    for (const [k, v] of Object.entries(value)) out[k] = all ? MASK : maskSecrets(v, k);
     return out;
   }
   if (typeof value === "string" && key !== undefined) {

@@ -13,6 +13,7 @@ import { RESPONSES_DEFAULTS, responsesSchema } from "./responses-config.ts";
 import { SAME_ENDPOINT_POLICIES, type SameEndpointFailure } from "./retry-policy.ts";
 import { STATE_DEFAULTS, stateSchema } from "./state-config.ts";
 import { TRACING_DEFAULTS, tracingSchema } from "./tracing-config.ts";
+import { upstreamCredentialKeys } from "./upstream-credentials.ts";
 import { httpUrl, id, modelName } from "./wire-primitives.ts";
 
 /** One check, so a malformed value gets one message (a regex and a port check side by side would both fire). */
@@ -66,6 +67,8 @@ const endpointSchema = z
     kv_events: endpointKvEventsSchema.optional(),
     /** The routes this endpoint serves (chat, responses, rerank …); absent: every route, less those it answers with FastAPI's 404 (learned). */
     routes: z.array(z.enum(ROUTE_NAMES)).min(1).optional(),
+    /** The engine's API key (api_key_env or api_key_file) and extra headers, sent on every request to it. */
+    ...upstreamCredentialKeys,
   })
   .strict();
 

@@ -86,6 +86,8 @@ export interface EndpointConfig {
   kvEvents: KvEventsSource | undefined;
   /** The routes it serves; undefined: every route, less those it answers with a 404 for the path (learned). */
   routes?: readonly Route[];
+  /** Sent with every request to its engine: configured headers and `authorization` from api_key_env/api_key_file (a secret: never logged). */
+  upstreamHeaders?: Readonly<Record<string, string>>;
 }
 
 export interface Listen {
@@ -158,6 +160,8 @@ export interface FleetModelSpec {
   adapters: readonly FleetAdapterSpec[];
   /** Replicas start with LoRA on: present exactly when there are adapters. */
   lora: FleetLoraSettings | undefined;
+  /** The variable holding the replicas' API key, on the agents and on the gateway; absent: no key. */
+  apiKeyEnv?: string;
 }
 
 interface FleetAdapterSpec {

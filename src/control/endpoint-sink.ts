@@ -19,6 +19,8 @@ export interface ManagedEndpoint {
   gpuIds: string[];
   /** Where its engine publishes KV-cache events (the rank-0 shard's, as its agent reports); absent: none. */
   kvEvents?: KvEventsSource;
+  /** The gateway's environment variable holding the engine's API key (the model's api_key_env); absent: none. */
+  apiKeyEnv?: string;
 }
 
 /** The LoRA adapters an endpoint's engine lists, runs and queues, as the gateway's health poll last saw them. */

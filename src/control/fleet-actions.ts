@@ -224,6 +224,7 @@ export class FleetActions {
       gpuIds,
       // The gateway subscribes to it and indexes what the engine holds, with no configuration.
       ...(rank0.kvEvents ? { kvEvents: rank0.kvEvents } : {}),
+      ...(entry.record.shards[0]?.spec.apiKeyEnv !== undefined ? { apiKeyEnv: entry.record.shards[0].spec.apiKeyEnv } : {}),
     };
     this.sinkCall(() => this.sink.addEndpoint(endpoint));
     entry.runtime.handedOff = true;

@@ -73,6 +73,8 @@ interface FleetManagerOptions {
   adapterDemand?: AdapterDemand;
   /** The adapters the desired models declare, with their base, whenever that list changes (the gateway resolves their names). */
   onDeclaredAdapters?: (adapters: { name: string; base: string }[]) => void;
+  /** Where a model's api_key_env is looked up (process.env when absent). */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 export class FleetManager {
@@ -130,6 +132,7 @@ export class FleetManager {
       fleet: opts.config.fleet,
       requestTick: () => this.requestTick(),
       pushPollTargets: () => this.pushPollTargets(),
+      env: opts.env ?? process.env,
     });
   }
 

@@ -20,6 +20,8 @@ interface OperationHooks {
   fleet: FleetConfig;
   requestTick: () => void;
   pushPollTargets: () => void;
+  /** This gateway's environment: where a model's api_key_env must be set. */
+  env: Readonly<Record<string, string | undefined>>;
 }
 
 function nameBound(reg: AgentRegistration, bound: NodeBinding): LlmgwError {
@@ -50,6 +52,9 @@ export class FleetOperations {
   async putModel(spec: FleetModelSpec): Promise<StoredModel> {
     const issue = fleetModelIssues(fleetModelWire(spec))[0];
     if (issue) throw invalid(issue.path, issue.message);
+    // This gateway sends the replicas' key: without it every replica would refuse it.
+    if (spec.apiKeyEnv !== undefined && !this.hooks.env[spec.apiKeyEnv])
+      throw invalid("api_key_env", `environment variable ${spec.apiKeyEnv} is not set or empty on this gateway`);
     const prev = this.state.models.get(spec.name);
     // A config model changed through the API stays a config model: a later edit of its config entry still wins.
     const stored: StoredModel = { spec, source: prev?.source ?? "api", configHash: prev?.configHash ?? null, updatedAt: this.hooks.now() };

@@ -60,6 +60,7 @@ function agentSpec(spec: FleetModelSpec, shard: ChosenShard, rank: number, maste
     ...(spec.gpuMemoryUtilization !== undefined ? { gpuMemoryUtilization: spec.gpuMemoryUtilization } : {}),
     ...(spec.startupMs !== undefined ? { startupMs: spec.startupMs } : {}),
     ...(spec.lora !== undefined ? { lora: { ...spec.lora } } : {}),
+    ...(spec.apiKeyEnv !== undefined ? { apiKeyEnv: spec.apiKeyEnv } : {}),
     ...(nodes > 1 && masterAddr !== undefined ? { multiNode: { nnodes: nodes, nodeRank: rank, masterAddr, masterPort: MULTI_NODE_MASTER_PORT } } : {}),
   };
 }

@@ -42,7 +42,7 @@ interface ShardView {
   message: string | null;
   logTail: string[] | null;
   /** Where the shard's engine publishes KV-cache events, as its agent reports (null: none, or not reported). */
-  kvEvents: KvEventsSource | null;
+  kvEvents: (KvEventsSource & { endpoint: string }) | null;
 }
 
 export interface PhaseVerdict {

@@ -66,14 +66,20 @@ async function firstEventOk(body: ReadableStream<Uint8Array>): Promise<boolean> 
  * client's 4xx counts); a 5xx, 408, 429, a deadline or a refused connection
  * is not.
  */
-export async function sendProbe(baseUrl: string, target: ProbeTarget, timeoutMs: number, requestId: string): Promise<ProbeVerdict> {
+export async function sendProbe(
+  baseUrl: string,
+  target: ProbeTarget,
+  timeoutMs: number,
+  requestId: string,
+  upstreamHeaders: Readonly<Record<string, string>> = {},
+): Promise<ProbeVerdict> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error("probe deadline")), timeoutMs);
   try {
     const stream = target.route !== "embeddings";
     const res = await fetch(baseUrl + PATHS[target.route], {
       method: "POST",
-      headers: { "content-type": "application/json", accept: stream ? "text/event-stream" : "application/json", "x-request-id": requestId },
+      headers: { ...upstreamHeaders, "content-type": "application/json", accept: stream ? "text/event-stream" : "application/json", "x-request-id": requestId },
       body: probeBody(target),
       signal: controller.signal,
     });

@@ -3,9 +3,22 @@
  * the config's switches — globally, per model, per endpoint — and what the
  * gateway learned at run time: an endpoint that answered a chat continuation
  * with a 400 cannot take a prefill, and is never a target for that model
- * again.
+ * again. What was learned is kept in a small file in data_dir, so a restart
+ * does not lose one more stream to each such endpoint to learn it again.
  */
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import type { ContinuationConfig } from "../config/types.ts";
+import type { Logger } from "../shared/logger.ts";
+
+/** The file, in data_dir, that keeps the learned refusals across restarts. */
+export const REFUSALS_FILE = "continuation-refusals.json";
+
+/** Where learned refusals are kept: the file's path and where to say it could not be read or written. */
+interface RefusalsFile {
+  readonly path: string;
+  readonly log: Pick<Logger, "warn">;
+}
 
 /** Learned refusals kept at most (endpoint ids of fleet replicas come and go; the oldest are forgotten first). */
 const MAX_LEARNED = 4096;
@@ -16,9 +29,13 @@ export class ContinuationPolicy {
   /** `${endpointId}\0${model}` of endpoints that refused a continuation of that model. */
   private readonly refused = new Set<string>();
 
-  constructor(readonly config: ContinuationConfig) {
+  constructor(
+    readonly config: ContinuationConfig,
+    private readonly file?: RefusalsFile,
+  ) {
     this.offModels = new Set(config.offModels);
     this.offEndpoints = new Set(config.offEndpoints);
+    if (file) this.load(file);
   }
 
   get enabled(): boolean {
@@ -45,6 +62,41 @@ export class ContinuationPolicy {
     if (this.refused.has(key)) return false;
     if (this.refused.size >= MAX_LEARNED) this.refused.delete(this.refused.values().next().value!);
     this.refused.add(key);
+    if (this.file) this.save(this.file);
     return true;
+  }
+
+  /** Pairs of strings, at most MAX_LEARNED; anything else in the file is skipped (a missing file is the usual first start). */
+  private load(file: RefusalsFile): void {
+    let text: string;
+    try {
+      text = readFileSync(file.path, "utf8");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT")
+        file.log.warn({ err: (err as Error).message, path: file.path }, "cannot read learned continuation refusals");
+      return;
+    }
+    let pairs: unknown;
+    try {
+      pairs = JSON.parse(text);
+    } catch {
+      file.log.warn({ path: file.path }, "learned continuation refusals are not JSON: starting without them");
+      return;
+    }
+    if (!Array.isArray(pairs)) return;
+    for (const p of pairs.slice(-MAX_LEARNED))
+      if (Array.isArray(p) && p.length === 2 && typeof p[0] === "string" && typeof p[1] === "string") this.refused.add(`${p[0]}\u0000${p[1]}`);
+  }
+
+  /** Written whole through a temporary file and a rename: a crash mid-write leaves the previous file. Refusals are rare; the file is small. */
+  private save(file: RefusalsFile): void {
+    const pairs = [...this.refused].map((k) => k.split("\u0000"));
+    try {
+      mkdirSync(dirname(file.path), { recursive: true });
+      writeFileSync(`${file.path}.tmp`, JSON.stringify(pairs));
+      renameSync(`${file.path}.tmp`, file.path);
+    } catch (err) {
+      file.log.warn({ err: (err as Error).message, path: file.path }, "cannot keep learned continuation refusals (kept in memory only)");
+    }
   }
 }

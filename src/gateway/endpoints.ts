@@ -32,7 +32,12 @@ export interface EndpointSpec {
   node?: string | undefined;
   /** Where its engine publishes KV-cache events (config `kv_events`, or the replica's report); absent: none. */
   kvEvents?: KvEventsSource | undefined;
+  /** Sent with every request to its engine (its API key as `authorization`, configured headers); a secret, never logged. */
+  upstreamHeaders?: Readonly<Record<string, string>> | undefined;
 }
+
+/** An endpoint without credentials sends none. */
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 /** Who must hear of a change (the two workers' clients); attached once they exist. */
 export interface EndpointListeners {
@@ -148,6 +153,11 @@ export class EndpointRegistry {
     return (this.specs.get(index) ?? this.retiring.get(index))?.url;
   }
 
+  /** The headers every request to the engine in a slot carries (a retiring one's too, as urlOf). */
+  upstreamHeadersOf(index: number): Readonly<Record<string, string>> {
+    return (this.specs.get(index) ?? this.retiring.get(index))?.upstreamHeaders ?? NO_HEADERS;
+  }
+
   specOf(index: number): EndpointSpec | undefined {
     return this.specs.get(index);
   }
@@ -188,6 +198,7 @@ export class EndpointRegistry {
       dcgmUrl: spec.dcgmUrl,
       pool: spec.pool,
       poolRow: this.poolRow(spec.pool),
+      ...(spec.upstreamHeaders ? { headers: { ...spec.upstreamHeaders } } : {}),
     };
   }
 

@@ -41,15 +41,21 @@ interface Candidate {
   body: () => Record<string, unknown>;
 }
 
+/** An engine to ask: its base URL and the headers every request to it carries (its API key). */
+interface TokenizeEndpoint {
+  url: string;
+  headers: Readonly<Record<string, string>>;
+}
+
 export interface TokenizeTarget {
   /** Whether some endpoint's events are followed at all (otherwise nothing is counted). */
   following(): boolean;
-  /** The base URL of a ready endpoint serving `model` whose event stream is live; undefined when none. */
-  urlFor(model: string): string | undefined;
+  /** A ready endpoint serving `model` whose event stream is live; undefined when none. */
+  endpointFor(model: string): TokenizeEndpoint | undefined;
 }
 
 /** Nothing to tokenize at (no precise-prefix scorer configured). */
-export const NO_TOKENIZE_TARGET: TokenizeTarget = Object.freeze({ following: () => false, urlFor: () => undefined });
+export const NO_TOKENIZE_TARGET: TokenizeTarget = Object.freeze({ following: () => false, endpointFor: () => undefined });
 
 export class PromptTokenizer {
   /** Cache key → keys, least recently used first. */
@@ -77,8 +83,8 @@ export class PromptTokenizer {
     if (route === "embeddings" || !this.target.following()) return undefined;
     // An adapter's blocks are keyed by the adapter too, and the index holds base-model blocks only: its keys would match blocks it cannot use.
     if (loraAdapter) return this.skip("lora_adapter");
-    const url = this.target.urlFor(model);
-    if (url === undefined) return this.skip("no_live_stream");
+    const engine = this.target.endpointFor(model);
+    if (engine === undefined) return this.skip("no_live_stream");
     if (promptTokens < this.config.minPromptTokens) return this.skip("short");
     const prompt = body.prompt;
     if (route === "completions" && Array.isArray(prompt) && prompt.length > 0 && prompt.every((t) => typeof t === "number"))
@@ -95,8 +101,8 @@ export class PromptTokenizer {
       }
     }
     const [whole, ...heads] = candidates;
-    const asked = this.ask(url, whole!);
-    for (const h of heads) void this.ask(url, h);
+    const asked = this.ask(engine, whole!);
+    for (const h of heads) void this.ask(engine, h);
     if (asked === undefined) {
       this.metrics.tokenized("busy");
       return undefined;
@@ -125,21 +131,22 @@ export class PromptTokenizer {
   }
 
   /** One /tokenize call per candidate at a time; undefined when the budget of calls is spent. */
-  private ask(url: string, c: Candidate): Promise<Keys | undefined> | undefined {
+  private ask(engine: TokenizeEndpoint, c: Candidate): Promise<Keys | undefined> | undefined {
     const pending = this.inflight.get(c.key);
     if (pending) return pending;
     if (this.inflight.size >= this.config.maxInflight) return undefined;
-    const p = this.call(url, c).finally(() => this.inflight.delete(c.key));
+    const p = this.call(engine, c).finally(() => this.inflight.delete(c.key));
     this.inflight.set(c.key, p);
     return p;
   }
 
-  private async call(url: string, c: Candidate): Promise<Keys | undefined> {
+  private async call(engine: TokenizeEndpoint, c: Candidate): Promise<Keys | undefined> {
     const t0 = performance.now();
     try {
-      const res = await fetch(`${url}/tokenize`, {
+      // Newer vLLM guards /tokenize with its --api-key too (every route outside its PUBLIC_ENDPOINTS).
+      const res = await fetch(`${engine.url}/tokenize`, {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers: { ...engine.headers, "content-type": "application/json" },
         body: JSON.stringify(c.body()),
         signal: AbortSignal.timeout(this.config.timeoutMs * ABANDON_AFTER_TIMEOUTS),
       });

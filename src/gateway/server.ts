@@ -3,8 +3,11 @@
  * hot path): routes each request to its handler — inference to the request
  * pipeline (pipeline/pipeline.ts), files and batches to the jobs handler
  * (jobs-handler.ts), stored responses to the responses handler
- * (responses-handler.ts). Every error leaves in OpenAI's shape.
+ * (responses-handler.ts), Anthropic's Messages API to its wrapper of the
+ * pipeline (messages-handler.ts). Every error leaves in OpenAI's shape,
+ * but on the Messages API's routes, where it leaves in Anthropic's.
  */
+
 import type { Server } from "bun";
 import type { Route } from "../metrics/names.ts";
 import { declaresBody } from "../shared/bounded-body.ts";
@@ -12,12 +15,14 @@ import { errorResponse, LlmgwError } from "../shared/errors.ts";
 import type { GatewayContext } from "./context.ts";
 import { authenticateRoute } from "./gates/auth.ts";
 import type { ModelCatalog } from "./model-catalog.ts";
+import { dataPlaneOpenApi } from "./openapi/data-plane-openapi.ts";
 import { handleJobs, JOBS_PATH, type JobsHandlerDeps } from "./pipeline/jobs-handler.ts";
+import { handleMessages } from "./pipeline/messages-handler.ts";
 import { handleInference, type PipelineDeps } from "./pipeline/pipeline.ts";
 import { handleResponses, RESPONSE_PATH, type ResponsesHandlerDeps } from "./pipeline/responses-handler.ts";
 
 /** Inference routes by path: OpenAI's, and vLLM's own (its paths, with and without /v1 as vLLM serves them). */
-const ROUTES: Record<string, Route> = {
+export const ROUTES: Record<string, Route> = {
   "/v1/chat/completions": "chat",
   "/v1/completions": "completions",
   "/v1/embeddings": "embeddings",
@@ -32,6 +37,12 @@ const ROUTES: Record<string, Route> = {
   "/pooling": "pooling",
   "/classify": "classify",
   "/v1/audio/transcriptions": "transcriptions",
+};
+
+/** Anthropic's Messages API (looked up only after the routes above: chat's path pays nothing for it). */
+export const MESSAGES_ROUTES: Record<string, Route> = {
+  "/v1/messages": "messages",
+  "/v1/messages/count_tokens": "count_tokens",
 };
 
 /**
@@ -57,6 +68,19 @@ function handleModels(ctx: { readonly catalog: Pick<ModelCatalog, "listed"> }): 
   return json({ object: "list", data });
 }
 
+const OPENAPI_PATH = "/openapi.json";
+let openApiText: string | undefined;
+
+function openApiDocument(req: Request, hasBody: boolean): Response {
+  if (req.method !== "GET")
+    return errorResponse(
+      new LlmgwError("METHOD_NOT_ALLOWED", `${req.method} is not allowed on ${OPENAPI_PATH}; use GET`),
+      hasBody ? { allow: "GET", ...CLOSE } : { allow: "GET" },
+    );
+  openApiText ??= JSON.stringify(dataPlaneOpenApi());
+  return new Response(openApiText, { headers: { "content-type": "application/json", "cache-control": "no-cache" } });
+}
+
 export function createFetchHandler(ctx: DataPlaneDeps) {
   /** `server` is absent when the handler is driven in process (nothing to lift an idle timeout on). */
   return async function gatewayFetch(req: Request, server?: Server<undefined>): Promise<Response> {
@@ -70,6 +94,8 @@ export function createFetchHandler(ctx: DataPlaneDeps) {
         );
       return handleInference(ctx, req, server, route, path);
     }
+    const messages = MESSAGES_ROUTES[path];
+    if (messages) return handleMessages(ctx, req, server, messages, path);
     if (path === "/v1/models") {
       if (req.method !== "GET")
         return errorResponse(
@@ -81,6 +107,8 @@ export function createFetchHandler(ctx: DataPlaneDeps) {
       return principal instanceof Response ? principal : handleModels(ctx);
     }
     if (path === "/health") return new Response(null, { status: 200 });
+    // Public, as OpenAI publishes its own: the shape of the API, naming no model, endpoint or tenant (SDK generators fetch it keyless).
+    if (path === OPENAPI_PATH) return openApiDocument(req, declaresBody(req));
     if (JOBS_PATH.test(path)) return handleJobs(ctx, req.url.charCodeAt(0) === 47 ? new Request(new URL(req.url, NO_HOST_BASE).href, req) : req);
     if (RESPONSE_PATH.test(path)) return handleResponses(ctx, req.url.charCodeAt(0) === 47 ? new Request(new URL(req.url, NO_HOST_BASE).href, req) : req, path);
     return errorResponse(new LlmgwError("NOT_FOUND", `no route for ${req.method} ${path}`), declaresBody(req) ? CLOSE : {});

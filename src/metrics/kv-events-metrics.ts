@@ -13,6 +13,7 @@ import {
   KV_INDEX_DROP_REASONS,
   KV_STREAM,
   KV_STREAM_NAMES,
+  KV_UNROUTED_REASONS,
   type KvEventStats,
 } from "../shared/kv-event-stats.ts";
 import { KV, KV_EVENT_TYPES, TOKENIZE_RESULTS, TOKENIZE_SKIPS, type TokenizeResult, type TokenizeSkip } from "./names.ts";
@@ -99,6 +100,36 @@ export function registerKvEventsMetrics(
   });
   perEndpoint("counter", KV.droppedBatches, (set) => {
     for (const e of followed()) for (const bound of KV_BATCH_DROP_BOUNDS) set({ endpoint: e.id, bound }, stats.droppedBatches(e.index, bound));
+  });
+  // The bound SUB socket's series exist only while it is bound (absent is not zero).
+  const bound = () => !Number.isNaN(stats.listenPublishers);
+  new Gauge({
+    name: KV.listenPublishers.name,
+    help: KV.listenPublishers.help,
+    registers,
+    collect() {
+      this.reset();
+      if (bound()) this.set(stats.listenPublishers);
+    },
+  });
+  new Counter({
+    name: KV.listenRefused.name,
+    help: KV.listenRefused.help,
+    registers,
+    collect() {
+      this.reset();
+      if (bound()) this.inc(stats.listenRefused);
+    },
+  });
+  new Counter({
+    name: KV.unrouted.name,
+    help: KV.unrouted.help,
+    labelNames: KV.unrouted.labels,
+    registers,
+    collect() {
+      this.reset();
+      if (bound()) for (const reason of KV_UNROUTED_REASONS) this.inc({ reason }, stats.unrouted(reason));
+    },
   });
 
   const tokenize = new Counter({ name: KV.tokenize.name, help: KV.tokenize.help, labelNames: KV.tokenize.labels, registers });

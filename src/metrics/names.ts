@@ -401,6 +401,21 @@ export const KV = {
     help: "Received batches the worker dropped rather than hold, by the bound reached: endpoint-bytes, gateway-bytes, or batches (live ones waiting for a replay); the endpoint's index is dropped with them.",
     labels: ["endpoint", "bound"],
   },
+  listenPublishers: {
+    name: "llmgw_kv_events_listen_publishers",
+    help: "Engine publishers connected to the gateway's bound SUB socket (kv_events.listen); absent when none is bound.",
+    labels: [],
+  },
+  listenRefused: {
+    name: "llmgw_kv_events_listen_refused_total",
+    help: "Connections to the bound SUB socket closed on arrival because kv_events.listen_max_publishers were connected.",
+    labels: [],
+  },
+  unrouted: {
+    name: "llmgw_kv_events_unrouted_messages_total",
+    help: "Messages on the bound SUB socket dropped before any endpoint's stream, by reason: unknown-topic (no endpoint's kv_events.topic), malformed (not [topic, seq, payload]).",
+    labels: ["reason"],
+  },
   tokenize: {
     name: "llmgw_tokenize_requests_total",
     help: "Requests that needed their prompt's token ids for precise-prefix routing, by how they got them: hit (tokenize cache), miss (the engine's /tokenize in time), timeout, error or busy (routed without).",

@@ -22,6 +22,13 @@ export interface EngineEndpoint {
   models?: readonly string[];
   /** The configured models are authoritative: ready on /health alone (readiness.ts isReadyStatic). */
   staticModels?: boolean;
+  /**
+   * Sent with every poll: the engine's API key and configured headers. vLLM's
+   * --api-key leaves /health and /metrics open (PUBLIC_ENDPOINTS in its
+   * AuthenticationMiddleware) but guards /v1/models; a proxy in front of an
+   * engine may guard all three, so all three carry them.
+   */
+  headers?: Readonly<Record<string, string>>;
 }
 
 export interface PollerOptions {
@@ -34,6 +41,9 @@ export interface PollerOptions {
   timeoutsBeforeUnready?: number;
   fetch?: FetchFn;
 }
+
+/** What a 401 or 403 from an engine means to the operator reading the poll's errors. */
+const UNAUTHORIZED_HINT = ": the engine wants an API key (set the endpoint's api_key_env or api_key_file), or refused the one configured";
 
 type OnEndpointSnapshot = (index: number, snapshot: EndpointSnapshot) => void;
 
@@ -56,13 +66,13 @@ export class EndpointPoller extends TargetPoller<EngineEndpoint, EndpointSnapsho
     const { timeoutMs } = this.options;
     const startedAt = Date.now();
     const [metricsRes, healthRes, modelsRes] = await Promise.all([
-      probe(this.fetchFn, originPath(ep.url, "/metrics"), timeoutMs, signal, "GET /metrics"),
-      probe(this.fetchFn, originPath(ep.url, "/health"), timeoutMs, signal, "GET /health"),
-      probe(this.fetchFn, originPath(ep.url, "/v1/models"), timeoutMs, signal, "GET /v1/models"),
+      probe(this.fetchFn, originPath(ep.url, "/metrics"), timeoutMs, signal, "GET /metrics", ep.headers),
+      probe(this.fetchFn, originPath(ep.url, "/health"), timeoutMs, signal, "GET /health", ep.headers),
+      probe(this.fetchFn, originPath(ep.url, "/v1/models"), timeoutMs, signal, "GET /v1/models", ep.headers),
     ]);
     if (signal.aborted) return undefined;
     const errors: string[] = [];
-    for (const r of [healthRes, modelsRes, metricsRes]) if (!r.ok) errors.push(r.error);
+    for (const r of [healthRes, modelsRes, metricsRes]) if (!r.ok) errors.push(r.status === 401 || r.status === 403 ? r.error + UNAUTHORIZED_HINT : r.error);
 
     let metrics: EngineMetrics | undefined;
     if (metricsRes.ok) {

@@ -120,7 +120,15 @@ export class HealthService {
     this.remove(e.index);
     this.lora?.resetRow(e.index);
     this.endpoints.set(e.index, e);
-    this.engines.add({ index: e.index, id: e.id, url: e.url, engine: e.engine, staticModels: e.staticModels, ...(e.models ? { models: e.models } : {}) });
+    this.engines.add({
+      index: e.index,
+      id: e.id,
+      url: e.url,
+      engine: e.engine,
+      staticModels: e.staticModels,
+      ...(e.models ? { models: e.models } : {}),
+      ...(e.headers ? { headers: e.headers } : {}),
+    });
     this.saturation?.setEndpoint(e);
     // One poller target per distinct exporter URL; endpoints sharing a node share its scrape.
     if (e.dcgmUrl && !this.dcgmTargets.has(e.dcgmUrl)) {

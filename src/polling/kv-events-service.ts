@@ -16,6 +16,11 @@
  * stream was heard from and caught up, and a scorer treats one not stamped
  * within stale_after_ms as stale (KvEventStats.live), worker stalled or not.
  *
+ * An engine whose publisher connects to the gateway (llm-d's topology) is
+ * followed through the one SUB socket bound at kv_events.listen
+ * (KvTopicListener), by its topic; it is bound on the first such endpoint,
+ * and a bind that fails (address taken) is tried again every tick.
+ *
  * It runs off the main thread because applying a batch costs: decoding and
  * indexing the 512 blocks an 8k-token prefill stores takes ~1.3 ms here, a
  * stall the request path would take at every long prefill of every engine.
@@ -23,7 +28,8 @@
 
 import { KvByteBudget } from "../engines/kv-events/byte-budget.ts";
 import type { ResetReason } from "../engines/kv-events/subscriber.ts";
-import { DEFAULT_MAX_HELD_BYTES, KvEventSubscriber } from "../engines/kv-events/subscriber.ts";
+import { DEFAULT_MAX_HELD_BYTES, DEFAULT_MAX_KV_MESSAGE_BYTES, KvEventSubscriber, type KvEventSubscriberOptions } from "../engines/kv-events/subscriber.ts";
+import { KvTopicListener } from "../engines/kv-events/topic-listener.ts";
 import type { KvEventsSettings, KvEventsSource, StreamNote } from "../protocol/kv-events-messages.ts";
 import type { KvBlockIndex } from "../scheduling/kv-block-index.ts";
 import { KV_COUNTER, KV_STREAM, type KvEventStats, type KvStreamState } from "../shared/kv-event-stats.ts";
@@ -50,6 +56,9 @@ export class KvEventsService {
   /** Per "slot/event": when it was last noted, and how many went unnoted since. */
   private readonly sparing = new Map<string, { at: number; held: number }>();
   private readonly heldBytes: KvByteBudget;
+  private listener: KvTopicListener | undefined;
+  /** Endpoints on the bound socket waiting for it to bind. */
+  private readonly awaitingListener = new Map<number, { id: string; source: KvEventsSource }>();
 
   /** `limits`: the bytes one stream, and every stream together, may hold unapplied. */
   constructor(
@@ -73,6 +82,12 @@ export class KvEventsService {
   start(): void {
     this.timer ??= setInterval(
       () => {
+        if (this.awaitingListener.size > 0 && this.bindListener() !== undefined) {
+          const waiting = [...this.awaitingListener];
+          this.awaitingListener.clear();
+          for (const [slot, { id, source }] of waiting) this.follow(slot, id, source);
+        }
+        if (this.listener !== undefined) this.stats.setListen(this.listener.publishers, this.listener.refusedConnections);
         for (const slot of this.followed.keys()) this.refresh(slot);
       },
       Math.min(MAX_TICK_MS, Math.max(10, Math.floor(this.settings.staleAfterMs / 4))),
@@ -85,11 +100,24 @@ export class KvEventsService {
     if (current && current.id === id && sameSource(current.source, source)) return;
     this.unfollow(slot);
     this.stats.reset(slot, KV_STREAM.STALE);
+    let live: Pick<KvEventSubscriberOptions, "endpoint" | "topic" | "feed">;
+    if (source.endpoint !== null) live = { endpoint: source.endpoint, topic: source.topic };
+    else {
+      const listener = this.bindListener();
+      if (listener === undefined) {
+        this.awaitingListener.set(slot, { id, source });
+        return;
+      }
+      if (listener.has(source.topic)) {
+        this.note({ slot, id, event: "topic-conflict", detail: `topic '${source.topic}' is another endpoint's: not followed` });
+        return;
+      }
+      live = { feed: (events) => listener.attach(source.topic, events) };
+    }
     const sub = new KvEventSubscriber(
       {
-        endpoint: source.endpoint,
+        ...live,
         ...(source.replayEndpoint !== null ? { replayEndpoint: source.replayEndpoint } : {}),
-        topic: source.topic,
         replayTimeoutMs: this.settings.replayTimeoutMs,
         heartbeatIntervalMs: this.settings.heartbeatIntervalMs,
         heartbeatTimeoutMs: Math.max(this.settings.heartbeatIntervalMs * 3, this.settings.staleAfterMs),
@@ -118,7 +146,7 @@ export class KvEventsService {
           this.noteSparingly({ slot, id, event: "invalid-batch", detail: error });
         },
         connected: () => {
-          this.note({ slot, id, event: "connected", detail: source.endpoint });
+          this.note({ slot, id, event: "connected", detail: source.endpoint ?? `topic ${source.topic} on ${this.settings.listen}` });
           queueMicrotask(() => this.refresh(slot));
         },
         disconnected: (reason, detail) => {
@@ -132,6 +160,7 @@ export class KvEventsService {
 
   /** Stop following an endpoint and forget its index. */
   unfollow(slot: number): void {
+    if (this.awaitingListener.delete(slot)) this.stats.reset(slot, KV_STREAM.NONE);
     const f = this.followed.get(slot);
     if (!f) return;
     f.sub.close();
@@ -145,6 +174,38 @@ export class KvEventsService {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
     for (const slot of [...this.followed.keys()]) this.unfollow(slot);
+    this.awaitingListener.clear();
+    this.listener?.close();
+    this.listener = undefined;
+  }
+
+  /** The bound SUB socket, bound on first use; undefined when none is configured or the bind failed (noted; tried again on the next call). */
+  private bindListener(): KvTopicListener | undefined {
+    const listen = this.settings.listen;
+    if (this.listener !== undefined || listen === null) return this.listener;
+    try {
+      const hb = this.settings.heartbeatIntervalMs;
+      this.listener = new KvTopicListener(
+        listen,
+        {
+          maxMessageBytes: DEFAULT_MAX_KV_MESSAGE_BYTES,
+          maxPublishers: this.settings.listenMaxPublishers,
+          heartbeat: hb > 0 ? { intervalMs: hb, timeoutMs: Math.max(hb * 3, this.settings.staleAfterMs) } : undefined,
+        },
+        { unrouted: (reason) => this.stats.addUnrouted(reason) },
+      );
+    } catch (err) {
+      this.noteSparingly({
+        slot: -1,
+        id: "kv_events.listen",
+        event: "listen-failed",
+        detail: `${listen}: ${err instanceof Error ? err.message : String(err)}`,
+      });
+      return undefined;
+    }
+    this.stats.setListen(0, 0);
+    this.note({ slot: -1, id: "kv_events.listen", event: "listening", detail: this.listener.endpoint });
+    return this.listener;
   }
 
   /** A note of trouble a publisher can repeat at will: the first at once, then at most one per NOTE_INTERVAL_MS saying how many it stands for. */

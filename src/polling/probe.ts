@@ -20,7 +20,7 @@ export async function probe(
   timeoutMs: number,
   outer: AbortSignal,
   label: string,
-  headers: Record<string, string> = {},
+  headers: Readonly<Record<string, string>> = {},
 ): Promise<ProbeResult> {
   // One controller, the outer signal forwarded with a listener removed at the
   // end: AbortSignal.any() leaves a composite signal behind per call.

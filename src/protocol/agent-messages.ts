@@ -127,6 +127,8 @@ export interface AgentReplicaSpec {
   kvEvents?: boolean;
   /** LoRA on (vllm, sim): the engine starts with --enable-lora and these slots, and takes adapters at run time. */
   lora?: { maxLoras: number; maxLoraRank?: number; maxCpuLoras?: number };
+  /** The agent's environment variable holding the engine's API key (the key itself never travels). */
+  apiKeyEnv?: string;
   extraArgs: string[];
   env?: Record<string, string>;
 }

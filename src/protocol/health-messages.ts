@@ -23,6 +23,8 @@ export interface PolledEndpoint {
   /** Its pool, and the pool's row in the shared pool tables (GPU saturation is published per pool row). */
   pool: string;
   poolRow: number;
+  /** Sent with each poll of the engine (its API key, configured headers); absent: none. */
+  headers?: Record<string, string>;
 }
 
 /** A node agent the health worker polls (fleet manager). */

@@ -5,16 +5,30 @@ export type { KvEventsSource };
 
 /** How the worker follows streams (from the config's kv_events block). */
 export interface KvEventsSettings {
+  /** The SUB socket to bind for publishers that connect (kv_events.listen); null: none. */
+  listen: string | null;
+  listenMaxPublishers: number;
   staleAfterMs: number;
   replayTimeoutMs: number;
   heartbeatIntervalMs: number;
 }
 
-/** Something worth a log line about one endpoint's stream. */
+/** Something worth a log line about one endpoint's stream (or, with slot -1, the bound SUB socket: listening, listen-failed). */
 export interface StreamNote {
   slot: number;
   id: string;
-  event: "connected" | "disconnected" | "live" | "stale" | "dropped" | "invalid-batch" | "rejected-event" | "overrun";
+  event:
+    | "connected"
+    | "disconnected"
+    | "live"
+    | "stale"
+    | "dropped"
+    | "invalid-batch"
+    | "rejected-event"
+    | "overrun"
+    | "listening"
+    | "listen-failed"
+    | "topic-conflict";
   detail: string;
 }
 

@@ -1,5 +1,6 @@
 /** Builds a gateway's data plane from a Config, part by part in dependency order, wiring only the inputs its scheduling profile reads. */
 
+import { join } from "node:path";
 import { registerFleetMetrics } from "../admin/fleet-collectors.ts";
 import { QuotaLimiter } from "../admission/tenant-quota.ts";
 import { maskUrlPassword } from "../config/print-config.ts";
@@ -8,7 +9,7 @@ import { AdapterCatalog } from "../gateway/adapter-catalog.ts";
 import { Authenticator } from "../gateway/api-keys.ts";
 import type { CircuitBreakers } from "../gateway/circuit-breaker.ts";
 import type { GatewayContext } from "../gateway/context.ts";
-import { ContinuationPolicy } from "../gateway/continuation-policy.ts";
+import { ContinuationPolicy, REFUSALS_FILE } from "../gateway/continuation-policy.ts";
 import type { EndpointRegistry } from "../gateway/endpoints.ts";
 import { ModelCatalog } from "../gateway/model-catalog.ts";
 import { NO_TOKENIZE_TARGET, PromptTokenizer } from "../gateway/prompt-tokens.ts";
@@ -189,12 +190,12 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
     promptTokens: new PromptTokenizer(
       config.kvEvents.tokenize,
       // Nothing reads token ids unless the profile reads KV blocks: never ask for them then.
-      kvEvents ? tokenizeTarget(kvEvents, workers.directory, t.table, t.kvStats, (i) => registry.urlOf(i)) : NO_TOKENIZE_TARGET,
+      kvEvents ? tokenizeTarget(kvEvents, workers.directory, t.table, t.kvStats, registry) : NO_TOKENIZE_TARGET,
       kvMetrics,
     ),
     auth: new Authenticator(config.auth, config.admission),
     quota: cluster?.quota ?? new QuotaLimiter(config.tenants),
-    continuation: new ContinuationPolicy(config.continuation),
+    continuation: new ContinuationPolicy(config.continuation, { path: join(config.dataDir, REFUSALS_FILE), log }),
     routes: new RouteSupport(config.endpoints),
     tenantLabel: (tenant) => (tenantNames.has(tenant) ? tenant : OTHER_TENANT),
     ...services,

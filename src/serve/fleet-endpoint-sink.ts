@@ -11,7 +11,9 @@ import type { EndpointRegistry, EndpointSpec } from "../gateway/endpoints.ts";
 import { I } from "../shared/endpoint-table.ts";
 
 /** The registry's form of a replica's endpoint; `dcgmUrl`: its node's exporter, so GPU faults take it out of rotation. */
-function managedEndpointSpec(e: ManagedEndpoint, dcgmUrl: string | undefined): EndpointSpec {
+function managedEndpointSpec(e: ManagedEndpoint, dcgmUrl: string | undefined, env: Readonly<Record<string, string | undefined>>): EndpointSpec {
+  // Unset here (checked when the model was set): sent without, the engine's 401 names the setting.
+  const key = e.apiKeyEnv === undefined ? undefined : env[e.apiKeyEnv]?.trim();
   return {
     id: e.id,
     url: e.url,
@@ -22,6 +24,7 @@ function managedEndpointSpec(e: ManagedEndpoint, dcgmUrl: string | undefined): E
     dcgmUrl,
     node: e.node,
     ...(e.kvEvents ? { kvEvents: { ...e.kvEvents } } : {}),
+    ...(key ? { upstreamHeaders: { authorization: `Bearer ${key}` } } : {}),
   };
 }
 
@@ -37,7 +40,8 @@ function sameSpec(a: EndpointSpec, b: EndpointSpec): boolean {
     a.node === b.node &&
     same(a.models, b.models) &&
     same(a.gpuIds, b.gpuIds) &&
-    kv(a) === kv(b)
+    kv(a) === kv(b) &&
+    a.upstreamHeaders?.authorization === b.upstreamHeaders?.authorization
   );
 }
 
@@ -48,6 +52,8 @@ export class RegistryEndpointSink implements EndpointSink {
     private readonly dcgmUrlOf: (node: string) => string | undefined = () => undefined,
     /** An endpoint slot's LoRA adapters as the health poll saw them (absent: the fleet loads none). */
     private readonly adaptersOf?: (slot: number) => EndpointAdapters | undefined,
+    /** Where a replica's api_key_env is read. */
+    private readonly env: Readonly<Record<string, string | undefined>> = process.env,
   ) {}
 
   adapters(id: string): EndpointAdapters | undefined {
@@ -62,7 +68,7 @@ export class RegistryEndpointSink implements EndpointSink {
    * finish there, and a draining mark carries over.
    */
   addEndpoint(e: ManagedEndpoint): void {
-    const spec = managedEndpointSpec(e, this.dcgmUrlOf(e.node));
+    const spec = managedEndpointSpec(e, this.dcgmUrlOf(e.node), this.env);
     const slot = this.registry.slotOf(e.id);
     const current = slot === undefined ? undefined : this.registry.specOf(slot);
     if (current && sameSpec(current, spec)) return;

@@ -117,7 +117,13 @@ export function openRegistry(
     if (url === undefined) return { ok: false, gone: true };
     // A model circuit probes its own model; the endpoint's probes the model whose request failed there.
     const model = field === I.CIRCUIT ? target.model : (modelOf(index, field) ?? target.model);
-    const verdict = await sendProbe(url, { route: target.route, model }, config.circuitBreaker.probe.timeoutMs, `llmgw-probe-${++probes}`);
+    const verdict = await sendProbe(
+      url,
+      { route: target.route, model },
+      config.circuitBreaker.probe.timeoutMs,
+      `llmgw-probe-${++probes}`,
+      registry().upstreamHeadersOf(index),
+    );
     const id = registry().idOf(index) ?? String(index);
     metrics.peek()?.circuitProbes.inc({ endpoint: id, result: verdict.ok ? "ok" : "failed" });
     log.debug({ endpoint: id, model, route: target.route, ok: verdict.ok }, "circuit probe");

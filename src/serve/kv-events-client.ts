@@ -7,12 +7,21 @@
  * per-endpoint stream stats), read by both choosers and the metrics.
  */
 import type { KvEventsConfig } from "../config/kv-events-config.ts";
-import type { FromKvEvents, KvEventsSource, ToKvEvents } from "../protocol/kv-events-messages.ts";
+import type { FromKvEvents, KvEventsSource, StreamNote, ToKvEvents } from "../protocol/kv-events-messages.ts";
 import type { KvBlockIndex } from "../scheduling/kv-block-index.ts";
 import type { KvEventStats } from "../shared/kv-event-stats.ts";
 import type { Logger } from "../shared/logger.ts";
 
 const WORKER_URL = new URL("../../workers/kv-events.ts", import.meta.url);
+const WARNINGS: ReadonlySet<StreamNote["event"]> = new Set([
+  "dropped",
+  "stale",
+  "invalid-batch",
+  "rejected-event",
+  "overrun",
+  "listen-failed",
+  "topic-conflict",
+]);
 
 export class KvEventsClient {
   private worker: Worker | undefined;
@@ -69,8 +78,7 @@ export class KvEventsClient {
           return;
         case "note": {
           const fields = { endpoint: msg.id, event: msg.event, detail: msg.detail };
-          if (msg.event === "dropped" || msg.event === "stale" || msg.event === "invalid-batch" || msg.event === "rejected-event" || msg.event === "overrun")
-            this.log.warn(fields, "kv events");
+          if (WARNINGS.has(msg.event)) this.log.warn(fields, "kv events");
           else this.log.info(fields, "kv events");
           return;
         }
@@ -87,7 +95,13 @@ export class KvEventsClient {
       capacity: this.tables.index.capacity,
       stats: this.tables.stats.buffer,
       slots: this.tables.stats.slots,
-      settings: { staleAfterMs: c.staleAfterMs, replayTimeoutMs: c.replayTimeoutMs, heartbeatIntervalMs: c.heartbeatIntervalMs },
+      settings: {
+        listen: c.listen,
+        listenMaxPublishers: c.listenMaxPublishers,
+        staleAfterMs: c.staleAfterMs,
+        replayTimeoutMs: c.replayTimeoutMs,
+        heartbeatIntervalMs: c.heartbeatIntervalMs,
+      },
     } satisfies ToKvEvents);
     this.worker = w;
     return w;

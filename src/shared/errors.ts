@@ -32,6 +32,7 @@ export type ErrorCode =
   | "UPSTREAM_TOTAL_TIMEOUT"
   | "UPSTREAM_ERROR"
   | "UPSTREAM_REJECTED"
+  | "UPSTREAM_UNAUTHORIZED"
   | "UPSTREAM_RATE_LIMITED"
   | "UPSTREAM_STREAM_TRUNCATED"
   | "UPSTREAM_MALFORMED"
@@ -141,6 +142,8 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
     case "UPSTREAM_STREAM_TRUNCATED":
     case "UPSTREAM_MALFORMED":
     case "UPSTREAM_RESPONSE_TOO_LARGE":
+    // The engine refused the gateway's own key (endpoints[].api_key_env / api_key_file): a gateway fault, not the client's.
+    case "UPSTREAM_UNAUTHORIZED":
       return { status: 502, type: "server_error" };
     case "NO_READY_ENDPOINT":
     case "ADMISSION_QUEUE_FULL":

@@ -51,6 +51,14 @@ export type KvEventRejectReason = (typeof KV_EVENT_REJECT_REASONS)[number];
 export const KV_BATCH_DROP_BOUNDS = ["endpoint-bytes", "gateway-bytes", "batches"] as const;
 export type KvBatchDropBound = (typeof KV_BATCH_DROP_BOUNDS)[number];
 
+/**
+ * Why a message on the gateway's bound SUB socket (`kv_events.listen`) was
+ * dropped before reaching any endpoint's stream: its topic is no endpoint's
+ * `kv_events.topic`, or it is not `[topic, seq, payload]`.
+ */
+export const KV_UNROUTED_REASONS = ["unknown-topic", "malformed"] as const;
+export type KvUnroutedReason = (typeof KV_UNROUTED_REASONS)[number];
+
 /** Int32 fields per endpoint. */
 const I_STATE = 0;
 /** Blocks of 16 tokens the index holds for the endpoint. */
@@ -79,9 +87,17 @@ const F_DROPS = 9;
 const F_REJECTED = F_DROPS + KV_INDEX_DROP_REASONS.length;
 const F_DROPPED_BATCHES = F_REJECTED + KV_EVENT_REJECT_REASONS.length;
 const FLOAT_STRIDE = F_DROPPED_BATCHES + KV_BATCH_DROP_BOUNDS.length;
-/** Float64 header before the slots: stale_after_ms, written by the worker at start (NaN until then). */
-const HEADER_FLOATS = 1;
+/**
+ * Float64 header before the slots: stale_after_ms, written by the worker at
+ * start (NaN until then); and the bound SUB socket's counts: publishers
+ * connected (NaN while nothing is bound), connections refused past the
+ * publisher limit, messages dropped unrouted by reason.
+ */
 const H_STALE_AFTER_MS = 0;
+const H_LISTEN_PUBLISHERS = 1;
+const H_LISTEN_REFUSED = 2;
+const H_UNROUTED = 3;
+const HEADER_FLOATS = H_UNROUTED + KV_UNROUTED_REASONS.length;
 
 export class KvEventStats {
   readonly buffer: SharedArrayBuffer;
@@ -102,6 +118,7 @@ export class KvEventStats {
     this.ints = new Int32Array(this.buffer, floatBytes, slots * INT_STRIDE);
     if (!buffer) {
       this.header[H_STALE_AFTER_MS] = NaN;
+      this.header[H_LISTEN_PUBLISHERS] = NaN;
       for (let s = 0; s < slots; s++) {
         this.floats[s * FLOAT_STRIDE + F_LAST_HEARD] = NaN;
         this.floats[s * FLOAT_STRIDE + F_CAUGHT_UP] = NaN;
@@ -164,7 +181,30 @@ export class KvEventStats {
     return this.header[H_STALE_AFTER_MS]!;
   }
 
+  /** Publishers connected to the bound SUB socket; NaN while none is bound. */
+  get listenPublishers(): number {
+    return this.header[H_LISTEN_PUBLISHERS]!;
+  }
+
+  /** Connections to the bound SUB socket closed on arrival, past its publisher limit. */
+  get listenRefused(): number {
+    return this.header[H_LISTEN_REFUSED]!;
+  }
+
+  unrouted(reason: KvUnroutedReason): number {
+    return this.header[H_UNROUTED + KV_UNROUTED_REASONS.indexOf(reason)]!;
+  }
+
   // ——— the KV-events worker only ———
+
+  setListen(publishers: number, refused: number): void {
+    this.header[H_LISTEN_PUBLISHERS] = publishers;
+    this.header[H_LISTEN_REFUSED] = refused;
+  }
+
+  addUnrouted(reason: KvUnroutedReason, n = 1): void {
+    this.header[H_UNROUTED + KV_UNROUTED_REASONS.indexOf(reason)]! += n;
+  }
 
   /** A new stream in this slot (or none): counters back to zero. */
   reset(slot: number, state: KvStreamState): void {

@@ -37,7 +37,7 @@ const ERROR_EVENT = 'data: {"error"';
 
 /**
  * A relayed SSE stream is complete when it ends with `data: [DONE]` (a
- * Responses API stream: with response.completed) and no event is an error: llmgw ends a broken stream with an explicit error event
+ * Responses API stream: with response.completed; a Messages API stream: with message_stop) and no event is an error: llmgw ends a broken stream with an explicit error event
  * and then [DONE] (README, "Relay and deadlines"), and such a stream must not
  * be replayed as if it were the answer.
  */
@@ -48,6 +48,8 @@ export function sseEndedCleanly(body: Uint8Array): boolean {
   const lastEvent = text.slice(last < 0 ? 0 : last + 2);
   if (lastEvent.startsWith("event: response.completed\n") || lastEvent.startsWith("event: response.incomplete\n"))
     return !/\nevent: (error|response\.failed)\n/.test(`\n${text}`);
+  // Anthropic's Messages stream: whole when it ends with message_stop.
+  if (lastEvent.startsWith("event: message_stop\n")) return !/\nevent: error\n/.test(`\n${text}`);
   if (!text.trimEnd().endsWith(DONE_EVENT)) return false;
   return !text.startsWith(ERROR_EVENT) && !text.includes(`\n${ERROR_EVENT}`);
 }

@@ -97,6 +97,13 @@ function loraFromFlags(args: ParsedArgs, env: Record<string, string | undefined>
   }
 }
 
+/** vLLM takes --api-key, else the VLLM_API_KEY variable (which keeps the key out of the process list). */
+function apiKeyFlag(args: ParsedArgs, env: Record<string, string | undefined>): { apiKey?: string } {
+  const key = stringFlag(args, "api-key") ?? env.VLLM_API_KEY;
+  if (key === undefined || key === "") return {};
+  return { apiKey: key };
+}
+
 export function buildSimConfig(args: ParsedArgs, env: Record<string, string | undefined> = process.env): SimCommandConfig {
   const models = stringListFlag(args, "model");
   if (models.length === 0) throw new UsageError("--model is required");
@@ -158,6 +165,7 @@ export function buildSimConfig(args: ParsedArgs, env: Record<string, string | un
     gpuModel: gpuModelFlag ?? p.gpu.dcgmName,
     dcgmModelLabel: modelLabel,
     rejectContinuation: boolFlag(args, "reject-continuation"),
+    noMessagesApi: boolFlag(args, "no-messages-api"),
     timeScale: numberFlag(args, "time-scale", 1, { min: 0.001, max: 10_000 }),
     // A GPU named by --gpu-model that is not the profile's keeps vLLM's 0.9 of its own memory.
     reservedMiB: gpuModelFlag === undefined || gpuModelFlag === p.gpu.dcgmName ? p.reservedMiB : undefined,
@@ -165,6 +173,7 @@ export function buildSimConfig(args: ParsedArgs, env: Record<string, string | un
     kvEvents: kvEventsFlag(args),
     blockHashRoot: blockHashRoot(env.PYTHONHASHSEED),
     lora: loraFromFlags(args, env, { arch: p.arch, gpuId: p.gpu.id, tp: p.tp }),
+    ...apiKeyFlag(args, env),
   });
   const flatDecode = has(args, "batch-slowdown");
   const flatPrefill = has(args, "prefill-overhead-ms") || has(args, "prefill-ms-per-token");

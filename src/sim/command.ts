@@ -61,6 +61,9 @@ Server:
   --fault-rate P              probability of injecting a fault per request (default 0)
   --fault-types LIST          500,429,503,no-headers,no-first-token,stall:N,cut:N,slow:MS
   --reject-continuation       answer 400 to continue_final_message / add_generation_prompt
+  --no-messages-api           answer 404 on /v1/messages and /v1/messages/count_tokens (an engine without Anthropic's API)
+  --api-key KEY               as vLLM: every route but /health, /metrics, /version … (and /sim/*) wants
+                              Authorization: Bearer KEY, else 401 {"error":"Unauthorized"} (default: VLLM_API_KEY)
   --kv-events-config JSON     publish vLLM's KV-cache events over ZMQ, as vLLM's flag: e.g.
                               '{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:5557",
                               "replay_endpoint":"tcp://*:5558","topic":"kv"}' (the endpoint must be a wildcard one)
@@ -174,6 +177,8 @@ export const simEngineCommand: CommandSpec = {
     "dcgm-port": { type: "string" },
     "dcgm-model-label": { type: "string" },
     "reject-continuation": { type: "boolean" },
+    "no-messages-api": { type: "boolean" },
+    "api-key": { type: "string" },
     "kv-events-config": { type: "string" },
     "enable-lora": { type: "boolean" },
     "lora-modules": { type: "string", multiple: true },

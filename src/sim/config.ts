@@ -43,6 +43,8 @@ export interface SimStaticConfig {
   dcgmModelLabel: "DCGM_FI_DEV_NAME" | "modelName";
   /** Refuse chat prefills (continue_final_message, add_generation_prompt) with a 400, as OpenAI's API does (absent: accepted). */
   rejectContinuation?: boolean;
+  /** Answer FastAPI's 404 on the Anthropic Messages API's paths, as an engine without that API (SGLang, an older vLLM) does (absent: served). */
+  noMessagesApi?: boolean;
   /** The per-step token budget (vLLM's max_num_batched_tokens; absent: 2048). */
   maxNumBatchedTokens?: number;
   /** The engine's clock runs this many times faster than the wall clock (absent: 1). */
@@ -63,6 +65,8 @@ export interface SimStaticConfig {
   blockHashRoot?: bigint;
   /** LoRA adapters (--enable-lora); absent: LoRA off. */
   lora?: SimLoraSettings;
+  /** --api-key (or VLLM_API_KEY), as vLLM: requests outside its public paths need `Authorization: Bearer KEY`; absent: none. */
+  apiKey?: string;
 }
 
 /** Per-GPU fault state set through POST /sim/config. */

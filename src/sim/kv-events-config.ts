@@ -1,10 +1,10 @@
 /**
  * `--kv-events-config`: vLLM's KVEventsConfig (vllm/config/kv_events.py) as
  * JSON, with its keys and defaults. The publisher is "zmq" when events are
- * enabled and none is named, "null" (nothing published) otherwise. vLLM
- * binds its PUB socket when the endpoint has a wildcard (`*` or `::`) and
- * connects to any other; the sim binds only, so it refuses an endpoint vLLM
- * would connect with, rather than bind where vLLM would not. Pure.
+ * enabled and none is named, "null" (nothing published) otherwise. Like
+ * vLLM's ZmqEventPublisher, the sim binds its PUB socket when the endpoint
+ * has a wildcard (`*` or `::`) and connects to any other (a gateway's bound
+ * SUB, as in llm-d); the replay ROUTER always binds. Pure.
  */
 import { z } from "zod";
 import { parseTcpEndpoint } from "../engines/zmq/endpoint.ts";
@@ -29,6 +29,8 @@ const kvEventsConfigSchema = z.strictObject({
 /** What the sim publishes with, once enabled and with the zmq publisher. */
 export interface SimKvEventsConfig {
   endpoint: string;
+  /** Connect the PUB socket to `endpoint` (it names a host) rather than bind it (a wildcard). */
+  connect: boolean;
   replayEndpoint: string | undefined;
   bufferSteps: number;
   hwm: number;
@@ -48,11 +50,8 @@ export function parseKvEventsConfig(json: string): SimKvEventsConfig | undefined
   const c = r.data;
   const publisher = c.publisher ?? (c.enable_kv_cache_events ? "zmq" : "null");
   if (!c.enable_kv_cache_events || publisher === "null") return undefined;
-  if (!c.endpoint.includes("*") && !c.endpoint.includes("::")) {
-    throw new Error(
-      `endpoint: vLLM connects its publisher to ${c.endpoint} (it binds only an endpoint with a wildcard); the sim-engine binds only: give tcp://*:PORT`,
-    );
-  }
+  // vLLM's heuristic, word for word: "bind if wildcard / * present, else connect".
+  const connect = !c.endpoint.includes("*") && !c.endpoint.includes("::");
   for (const [key, value] of [
     ["endpoint", c.endpoint],
     ["replay_endpoint", c.replay_endpoint],
@@ -64,5 +63,7 @@ export function parseKvEventsConfig(json: string): SimKvEventsConfig | undefined
       throw new Error(`${key}: ${err instanceof Error ? err.message : String(err)} (the sim-engine speaks tcp:// only)`);
     }
   }
-  return { endpoint: c.endpoint, replayEndpoint: c.replay_endpoint ?? undefined, bufferSteps: c.buffer_steps, hwm: c.hwm, topic: c.topic };
+  if (connect && parseTcpEndpoint(c.endpoint).port === 0)
+    throw new Error("endpoint: a publisher that connects needs the port of the SUB it connects to, not 0");
+  return { endpoint: c.endpoint, connect, replayEndpoint: c.replay_endpoint ?? undefined, bufferSteps: c.buffer_steps, hwm: c.hwm, topic: c.topic };
 }

@@ -8,6 +8,7 @@ import { hostname as osHostname } from "node:os";
 import { KvEventPublisher } from "../engines/kv-events/publisher.ts";
 import { logger } from "../shared/logger.ts";
 import type { Closable } from "./answer-stream.ts";
+import { apiKeyRefusal } from "./api-key-guard.ts";
 import { applyConfigPatch, embeddingMs, liveConfigView, type SimLiveConfig, type SimStaticConfig, simConfigPatchSchema } from "./config.ts";
 import { gpuSpec, SimGpus } from "./dcgm-text.ts";
 import { Engine } from "./engine.ts";
@@ -115,6 +116,7 @@ export class SimServer {
     if (kv) {
       const publisher = new KvEventPublisher({
         endpoint: kv.endpoint,
+        connect: kv.connect,
         replayEndpoint: kv.replayEndpoint,
         topic: kv.topic,
         bufferSteps: kv.bufferSteps,
@@ -155,6 +157,8 @@ export class SimServer {
       server.timeout(req, 0);
       await Bun.sleep(Math.max(0, this.startedAt + this.fixed.startupMs - Date.now()));
     }
+    const refused = apiKeyRefusal(req, path, this.fixed.apiKey);
+    if (refused) return refused;
     try {
       const adapterRoute = loraRoute(this.lora, path, req);
       if (adapterRoute) return await adapterRoute;

@@ -37,17 +37,20 @@ function serverOf(url: string): Attributes {
 
 const decoder = new TextDecoder();
 
-/** The JSON of one SSE event (`data: {...}`), or undefined (the relay hands whole events, "[DONE]" never comes here). */
+/** The JSON of one SSE event (`data: {...}`, after an `event:` line in Anthropic's streams), or undefined. */
 function eventJson(event: Uint8Array): unknown {
   const text = decoder.decode(event).trim();
+  const data = text.startsWith("data:") ? 0 : text.indexOf("\ndata:") + 1;
   try {
-    return JSON.parse(text.startsWith("data:") ? text.slice(5) : text);
+    return JSON.parse(data > 0 || text.startsWith("data:") ? text.slice(data + 5) : text);
   } catch {
     return undefined;
   }
 }
 
-type Answer = { id?: unknown; model?: unknown; choices?: unknown; response?: { id?: unknown; model?: unknown } };
+type Identity = { id?: unknown; model?: unknown };
+/** The fields read of an answer: chat's and completions' choices, the Responses API's `response`, Anthropic's `message` and `message_delta`. */
+type Answer = Identity & { choices?: unknown; response?: Identity; message?: Identity; stop_reason?: unknown; delta?: { stop_reason?: unknown } };
 
 export class OtelRequestTrace implements RequestTrace {
   private admission: Span | undefined;
@@ -148,8 +151,7 @@ export class OtelRequestTrace implements RequestTrace {
       return;
     }
     this.identity(json);
-    const choices = (json as Answer | undefined)?.choices;
-    if (Array.isArray(choices)) for (const c of choices) this.reason(c);
+    this.reasons(json);
   }
 
   firstEvent(event: Uint8Array): void {
@@ -157,8 +159,7 @@ export class OtelRequestTrace implements RequestTrace {
   }
 
   finishEvent(event: Uint8Array): void {
-    const choices = (eventJson(event) as Answer | undefined)?.choices;
-    if (Array.isArray(choices)) for (const c of choices) this.reason(c);
+    this.reasons(eventJson(event));
   }
 
   firstToken(ttftMs: number): void {
@@ -208,9 +209,19 @@ export class OtelRequestTrace implements RequestTrace {
   private identity(json: unknown): void {
     if (typeof json !== "object" || json === null || this.responseId !== undefined) return;
     const a = json as Answer;
-    const src = typeof a.response === "object" && a.response !== null ? a.response : a;
+    const inner = a.response ?? a.message;
+    const src = typeof inner === "object" && inner !== null ? inner : a;
     if (typeof src.id === "string") this.responseId = src.id;
     if (typeof src.model === "string") this.responseModel = src.model;
+  }
+
+  /** Each choice's finish_reason (chat, completions), or Anthropic's stop_reason (an answer's, or message_delta's). */
+  private reasons(json: unknown): void {
+    if (typeof json !== "object" || json === null) return;
+    const a = json as Answer;
+    if (Array.isArray(a.choices)) for (const c of a.choices) this.reason(c);
+    const stop = a.delta?.stop_reason ?? a.stop_reason;
+    if (typeof stop === "string") (this.finishReasons ??= []).push(stop);
   }
 
   private reason(choice: unknown): void {

@@ -24,7 +24,13 @@ import { OtelRequestTrace, propagator } from "./otel-request-trace.ts";
 import type { RequestTrace, RequestTracer } from "./tracer-contract.ts";
 
 /** gen_ai.operation.name per route (the GenAI conventions' well-known values; llmgw's route name for the others). */
-const OPERATION: Partial<Record<Route, string>> = { chat: "chat", responses: "chat", completions: "text_completion", embeddings: "embeddings" };
+const OPERATION: Partial<Record<Route, string>> = {
+  chat: "chat",
+  responses: "chat",
+  messages: "chat",
+  completions: "text_completion",
+  embeddings: "embeddings",
+};
 
 const headerGetter = {
   get: (h: Headers, key: string) => h.get(key) ?? undefined,

@@ -151,7 +151,7 @@ testWithTool(
 
 testWithTool(
   "chromium",
-  "the API reference renders from the listener's own files: no request off the admin origin, no error",
+  "the API reference renders both documents from the listener's own files: no request off the admin origin, no error",
   async () => {
     const { page, problems, requested } = await newPage();
     const res = await page.goto(`${gw.admin}/openapi`);
@@ -159,6 +159,9 @@ testWithTool(
     // The page lays out each operation with its summary once the document is loaded.
     await page.waitForSelector('#reference[data-rendered="true"]', { timeout: 20_000 });
     await page.getByText("Every endpoint with readiness, load and circuit state").first().waitFor({ timeout: 20_000 });
+    // The data plane's document follows the admin API's on the same page.
+    await page.getByText("llmgw data plane").first().waitFor({ timeout: 20_000 });
+    await page.getByText("/v1/chat/completions").first().waitFor({ timeout: 20_000 });
     const origin = new URL(gw.admin).origin;
     expect(requested.filter((u) => !u.startsWith(origin) && !u.startsWith("data:"))).toEqual([]);
     expect(problems).toEqual([]);

@@ -141,6 +141,7 @@ export function inProcessGateway(opts: InProcessOptions = {}): InProcessGateway 
   const endpoints = {
     idOf: (i: number) => ids[i],
     urlOf: (i: number) => (ids[i] === undefined ? undefined : `http://${ids[i]}.invalid`),
+    upstreamHeadersOf: () => ({}),
     poolName: () => "default",
     active: (): ReturnType<EndpointRegistry["active"]> => [],
     evictions: new StreamEvictions(),

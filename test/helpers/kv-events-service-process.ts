@@ -21,7 +21,7 @@ const stats = new KvEventStats(8);
 const service = new KvEventsService(
   new KvBlockIndex(args.capacity, stats),
   stats,
-  { staleAfterMs: args.staleAfterMs, replayTimeoutMs: 2_000, heartbeatIntervalMs: 1_000 },
+  { listen: null, listenMaxPublishers: 1, staleAfterMs: args.staleAfterMs, replayTimeoutMs: 2_000, heartbeatIntervalMs: 1_000 },
   () => {},
 );
 service.start();

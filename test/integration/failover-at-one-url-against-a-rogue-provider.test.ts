@@ -151,8 +151,8 @@ describe("before the first byte: one wasted deadline at most", () => {
     expect(a.ms).toBeLessThan(35_000);
     expect(a.ms).toBeGreaterThanOrEqual(29_000);
     expect(providers.never.seen.never).toBe(1);
-    // The client asked for "never": every chunk says so, though the fallback wrote them.
-    expect([...a.chunkModels]).toEqual(["never"]);
+    // The fallback wrote every chunk, and every chunk names it (as OpenAI names the model that answered).
+    expect([...a.chunkModels]).toEqual(["never-fallback"]);
     expect((await auditLine(gw, "never")).models).toEqual(["never-fallback"]);
   });
 

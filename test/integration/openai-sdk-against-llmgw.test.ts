@@ -43,6 +43,8 @@ describe("openai SDK against llmgw", () => {
     expect(chunks[0]!.choices[0]!.delta.role).toBe("assistant");
     expect(chunks.every((c) => c.choices.length > 0)).toBe(true); // no usage chunk leaked
     expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe("length");
+    // Every chunk names the model that answered, as OpenAI names the snapshot behind an alias.
+    expect(new Set(chunks.map((c) => c.model))).toEqual(new Set(["sim-model"]));
     const text = chunks.map((c) => c.choices[0]?.delta.content ?? "").join("");
     expect(text.length).toBeGreaterThan(0);
   });

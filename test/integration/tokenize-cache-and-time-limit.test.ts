@@ -29,7 +29,7 @@ const SETTINGS: KvEventsConfig["tokenize"] = { timeoutMs: 500, minPromptTokens: 
 function tokenizer(url: string | undefined, over: Partial<KvEventsConfig["tokenize"]> = {}) {
   const registry = new Registry();
   const metrics = registerKvEventsMetrics(registry, new KvEventStats(4), () => []);
-  const target: TokenizeTarget = { following: () => true, urlFor: () => url };
+  const target: TokenizeTarget = { following: () => true, endpointFor: () => (url === undefined ? undefined : { url, headers: {} }) };
   return {
     t: new PromptTokenizer({ ...SETTINGS, ...over }, target, metrics),
     count: async (result: string) => counterValue(await registry.metrics(), "llmgw_tokenize_requests_total", { result }),

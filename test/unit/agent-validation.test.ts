@@ -192,4 +192,16 @@ describe("replica validation", () => {
     }
     expect(() => validateReplica(replicaSpecSchema.parse({ ...vllm, gpus: [0], env: { NCCL_DEBUG: "INFO", HF_HOME: "/models" } }), ctx)).not.toThrow();
   });
+
+  test("an API key travels by the name of its variable only: set on this agent, never in argv or env, not for SGLang", () => {
+    const keyed = { ...ctx, env: { ENGINE_KEY: "sk-1" } };
+    expect(validateReplica(replicaSpecSchema.parse({ engine: "sim", model: "m", apiKeyEnv: "ENGINE_KEY" }), keyed)).toBeNull();
+    expect(refusal({ engine: "sim", model: "m", apiKeyEnv: "NOT_HERE" }, keyed)).toBe(
+      "engine-env: apiKeyEnv: environment variable NOT_HERE is not set or empty on this node's agent",
+    );
+    expect(refusal({ engine: "sglang", model: "m", gpus: [0], apiKeyEnv: "ENGINE_KEY" }, keyed)).toStartWith("engine-option: apiKeyEnv: SGLang");
+    expect(refusal({ ...vllm, gpus: [0], extraArgs: ["--api-key", "sk-1"] })).toStartWith("engine-args: extraArgs[0] sets --api-key");
+    expect(refusal({ ...vllm, gpus: [0], extraArgs: ["--api-key=sk-1"] })).toStartWith("engine-args: extraArgs[0] sets --api-key");
+    expect(refusal({ ...vllm, gpus: [0], env: { VLLM_API_KEY: "sk-1" } })).toStartWith("engine-env: env VLLM_API_KEY");
+  });
 });

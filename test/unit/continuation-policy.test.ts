@@ -1,7 +1,11 @@
-/** Which streams may be continued and where (issue 13): the config's switches and the refusals learned at run time. */
-import { describe, expect, test } from "bun:test";
+/** Which streams may be continued and where: the config's switches and the refusals learned at run time, kept across restarts. */
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { buildConfig } from "../../src/config/load.ts";
-import { ContinuationPolicy } from "../../src/gateway/continuation-policy.ts";
+import { ContinuationPolicy, REFUSALS_FILE } from "../../src/gateway/continuation-policy.ts";
+import type { Logger } from "../../src/shared/logger.ts";
 
 function policy(raw: Record<string, unknown>): ContinuationPolicy {
   return new ContinuationPolicy(buildConfig(raw, {}, "test").continuation);
@@ -33,5 +37,39 @@ describe("ContinuationPolicy", () => {
   test("a bad value names the key", () => {
     expect(() => policy({ continuation: { max_recoveries: 0 } })).toThrow("continuation.max_recoveries");
     expect(() => policy({ models: [{ name: "a", continuation: "no" }] })).toThrow("models[0].continuation");
+  });
+});
+
+describe("learned refusals across a restart", () => {
+  const dir = mkdtempSync(join(tmpdir(), "llmgw-refusals-"));
+  const log = { warn: (o: object, msg: string) => warnings.push(`${msg} ${JSON.stringify(o)}`) } as unknown as Pick<Logger, "warn">;
+  const warnings: string[] = [];
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  test("a refusal learned before a restart is still known after it; the file survives garbage", () => {
+    const path = join(dir, "data", REFUSALS_FILE);
+    const config = buildConfig({}, {}, "test").continuation;
+    const first = new ContinuationPolicy(config, { path, log });
+    expect(first.learnRefusal("hosted", "fb")).toBe(true);
+    const again = new ContinuationPolicy(config, { path, log });
+    expect([again.target("hosted", "fb"), again.target("hosted", "other"), again.target("e1", "fb")]).toEqual([false, true, true]);
+    expect(again.learnRefusal("hosted", "fb")).toBe(false);
+
+    for (const garbage of ["{not json", '{"a":1}', '[["x"], [1, 2], "s", ["ok-endpoint", "ok-model"]]']) {
+      writeFileSync(path, garbage);
+      const p = new ContinuationPolicy(config, { path, log });
+      expect(p.target("hosted", "fb")).toBe(true);
+      expect(p.target("ok-endpoint", "ok-model")).toBe(garbage.startsWith("{"));
+    }
+    expect(warnings.some((w) => w.includes("not JSON"))).toBe(true);
+  });
+
+  test("a data_dir that cannot be written keeps the refusal in memory and says so", () => {
+    const blocker = join(dir, "a-file");
+    writeFileSync(blocker, "");
+    const p = new ContinuationPolicy(buildConfig({}, {}, "test").continuation, { path: join(blocker, REFUSALS_FILE), log });
+    expect(p.learnRefusal("e", "m")).toBe(true);
+    expect(p.target("e", "m")).toBe(false);
+    expect(warnings.some((w) => w.includes("kept in memory only"))).toBe(true);
   });
 });

@@ -49,6 +49,19 @@ beforeEach(() => {
 });
 
 describe("RegistryEndpointSink", () => {
+  test("a replica of a model with api_key_env carries the gateway's key to its engine, and to its polls", () => {
+    const keyed = new RegistryEndpointSink(registry, () => undefined, undefined, { FLEET_KEY: "sk-fleet" });
+    keyed.addEndpoint({ ...replica, apiKeyEnv: "FLEET_KEY" });
+    const slot = registry.slotOf(replica.id)!;
+    expect(registry.upstreamHeadersOf(slot)).toEqual({ authorization: "Bearer sk-fleet" });
+    expect(registry.polled(slot)?.headers).toEqual({ authorization: "Bearer sk-fleet" });
+    // The same replica handed over again changes nothing; without the variable, nothing is sent.
+    keyed.addEndpoint({ ...replica, apiKeyEnv: "FLEET_KEY" });
+    expect(registry.slotOf(replica.id)).toBe(slot);
+    new RegistryEndpointSink(registry, () => undefined, undefined, {}).addEndpoint({ ...replica, id: "other", apiKeyEnv: "FLEET_KEY" });
+    expect(registry.upstreamHeadersOf(registry.slotOf("other")!)).toEqual({});
+  });
+
   test("a Ready replica is routed at once: configured model, node, GPUs and the node's DCGM exporter", () => {
     expect(catalog.resolve("sim-llama")).toBeUndefined();
     sink.addEndpoint(replica);

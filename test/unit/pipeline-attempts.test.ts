@@ -36,6 +36,20 @@ describe("the attempt loop, in process", () => {
     expect(gw.trace.calls.map((c) => c.endpoint)).toEqual(["e1"]);
   });
 
+  test("an engine refusing the gateway's own credentials (401, 403) sends the request on; none left is 502 UPSTREAM_UNAUTHORIZED, never the client's 401", async () => {
+    const moved = inProcessGateway({ engine: failingOn(["e1"], 401) });
+    const ok = await post(moved);
+    expect({ status: ok.status, endpoint: ok.headers.get("x-llmgw-endpoint") }).toEqual({ status: 200, endpoint: "e2" });
+    for (const status of [401, 403]) {
+      const gw = inProcessGateway({ engine: failingOn(["e1", "e2"], status) });
+      const res = await post(gw);
+      expect(res.status).toBe(502);
+      const error = ((await res.json()) as { error: { code: string; message: string } }).error;
+      expect(error.code).toBe("UPSTREAM_UNAUTHORIZED");
+      expect(error.message).toMatch(/endpoint 'e[12]' refused the gateway's credentials \(HTTP 40[13]\)/);
+    }
+  });
+
   test("when every endpoint of the model failed, the request falls back to the next model in its chain", async () => {
     const gw = inProcessGateway({
       config: { models: [{ name: "m", fallback: ["m2"] }, { name: "m2" }], retry: { backoff_ms: 1, same_endpoint: { status_5xx: "never" } } },
@@ -49,8 +63,8 @@ describe("the attempt loop, in process", () => {
       { endpoint: "e2", model: "m" },
       { endpoint: "e3", model: "m2" },
     ]);
-    // The client reads the name it asked for.
-    expect(((await res.json()) as { model: string }).model).toBe("m");
+    // The answer names the model that answered, as OpenAI's does.
+    expect(((await res.json()) as { model: string }).model).toBe("m2");
   });
 
   test("retries stop when the retry budget is spent: one retry per request deposited, none from the floor", async () => {

@@ -91,3 +91,54 @@ describe("stopping", () => {
     }
   });
 });
+
+describe("what the request span reads of an answer", () => {
+  async function exported(feed: (trace: ReturnType<ReturnType<typeof openTracer>["start"]>) => void, route: "chat" | "messages") {
+    const rx = startOtlpReceiver();
+    try {
+      const tracer = openTracer(settings({ endpoint: `${rx.url}/v1/traces` }), new Registry());
+      const trace = tracer.start(new Headers(), route, "/v1/x", "answer");
+      trace.parsed("m", true);
+      feed(trace);
+      trace.finish("ok", 200, undefined);
+      await tracer.shutdown();
+      return rx.spans().find((s) => s.attributes["llmgw.request_id"] === "answer")!;
+    } finally {
+      rx.server.stop(true);
+    }
+  }
+
+  test("a chat stream: the first event's id and model, each choice's finish_reason", async () => {
+    const span = await exported((t) => {
+      t.firstEvent(new TextEncoder().encode('data: {"id":"chatcmpl-9","model":"m-snap","choices":[{"index":0,"delta":{"content":"a"}}]}'));
+      t.finishEvent(
+        new TextEncoder().encode(
+          'data: {"id":"chatcmpl-9","choices":[{"index":0,"delta":{},"finish_reason":"stop"},{"index":1,"delta":{},"finish_reason":"length"}]}',
+        ),
+      );
+    }, "chat");
+    expect(span.name).toBe("chat m");
+    expect(span.attributes).toMatchObject({
+      "gen_ai.response.id": "chatcmpl-9",
+      "gen_ai.response.model": "m-snap",
+      "gen_ai.response.finish_reasons": ["stop", "length"],
+    });
+  });
+
+  test("an Anthropic Messages stream: message_start's id and model, message_delta's stop_reason", async () => {
+    const span = await exported((t) => {
+      t.firstEvent(
+        new TextEncoder().encode('event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","model":"claude-ish","role":"assistant"}}'),
+      );
+      t.finishEvent(
+        new TextEncoder().encode('event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}'),
+      );
+    }, "messages");
+    expect(span.name).toBe("chat m");
+    expect(span.attributes).toMatchObject({
+      "gen_ai.response.id": "msg_1",
+      "gen_ai.response.model": "claude-ish",
+      "gen_ai.response.finish_reasons": ["end_turn"],
+    });
+  });
+});

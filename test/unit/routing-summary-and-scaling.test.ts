@@ -6,7 +6,7 @@ import { policyFigures, type RecordMeta } from "../../src/bench/routing/routing-
 import * as S from "../../src/bench/routing/scaling.ts";
 
 function rec(id: number, atMs: number, o: Partial<RequestRecord> = {}): RequestRecord {
-  return { id, atMs, lateMs: 0, status: 200, durationMs: 1000, ttftMs: 100, outputTokens: 10, itlMeanMs: 20, endpoint: "sim-1", ...o };
+  return { id, atMs, lateMs: 0, status: 200, durationMs: 1000, ttftMs: 100, outputTokens: 10, tpotMs: 20, endpoint: "sim-1", ...o };
 }
 
 describe("a policy's figures", () => {
@@ -25,9 +25,9 @@ describe("a policy's figures", () => {
     rec(1, 10, { ttftMs: 9_999 }),
     rec(2, 1000, { ttftMs: 100, durationMs: 1000, endpoint: "sim-1" }),
     rec(3, 1500, { ttftMs: 200, durationMs: 1500, endpoint: "sim-2" }), // ends at 3000
-    rec(4, 1900, { ttftMs: 300, durationMs: 600, endpoint: "sim-1", outputTokens: 30, itlMeanMs: 10 }),
+    rec(4, 1900, { ttftMs: 300, durationMs: 600, endpoint: "sim-1", outputTokens: 30, tpotMs: 10 }),
     rec(5, 2000, { ttftMs: 400, durationMs: 2000, endpoint: "sim-2" }), // ends at 4000
-    rec(6, 2500, { status: 503, error: "HTTP 503 ADMISSION_QUEUE_FULL", ttftMs: undefined, outputTokens: 0, itlMeanMs: undefined, endpoint: "sim-1" }),
+    rec(6, 2500, { status: 503, error: "HTTP 503 ADMISSION_QUEUE_FULL", ttftMs: undefined, outputTokens: 0, tpotMs: undefined, endpoint: "sim-1" }),
   ];
   const stages = [
     { rate: 10, durationS: 1 },

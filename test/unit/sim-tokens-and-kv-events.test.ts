@@ -143,6 +143,7 @@ describe("--kv-events-config", () => {
   test("vLLM's keys and defaults; disabled or the null publisher publish nothing", () => {
     expect(parseKvEventsConfig('{"enable_kv_cache_events":true}')).toEqual({
       endpoint: "tcp://*:5557",
+      connect: false,
       replayEndpoint: undefined,
       bufferSteps: 10_000,
       hwm: 100_000,
@@ -157,11 +158,20 @@ describe("--kv-events-config", () => {
     expect(parseKvEventsConfig('{"enable_kv_cache_events":true,"publisher":"null"}')).toBeUndefined();
   });
 
-  test("bad values name the key; an endpoint vLLM would connect to is refused", () => {
+  test("as vLLM: a wildcard endpoint binds, one that names a host connects", () => {
+    const on = (endpoint: string) => parseKvEventsConfig(JSON.stringify({ enable_kv_cache_events: true, endpoint }))?.connect;
+    expect(on("tcp://*:5557")).toBe(false);
+    expect(on("tcp://[::]:5557")).toBe(false);
+    expect(on("tcp://10.0.0.1:5557")).toBe(true);
+    expect(on("tcp://router.llm-d.svc:5557")).toBe(true);
+    // A connection needs the port of the SUB it connects to.
+    expect(() => on("tcp://10.0.0.1:0")).toThrow(/endpoint: .*port/);
+  });
+
+  test("bad values name the key", () => {
     expect(() => parseKvEventsConfig("nope")).toThrow(/not JSON/);
     expect(() => parseKvEventsConfig('{"enable_kv_cache_events":true,"bogus":1}')).toThrow(/bogus/);
     expect(() => parseKvEventsConfig('{"enable_kv_cache_events":true,"buffer_steps":0}')).toThrow(/buffer_steps/);
-    expect(() => parseKvEventsConfig('{"enable_kv_cache_events":true,"endpoint":"tcp://10.0.0.1:5557"}')).toThrow(/connects/);
     expect(() => parseKvEventsConfig('{"enable_kv_cache_events":true,"endpoint":"ipc://*"}')).toThrow(/tcp/);
   });
 });

@@ -2,7 +2,6 @@ import { describe, expect, test } from "bun:test";
 import type { RelayOwner } from "../../src/gateway/proxy/relay.ts";
 import { relayBody } from "../../src/gateway/proxy/sse-response.ts";
 import { MAX_EVENT_BYTES, SseScanner } from "../../src/gateway/proxy/sse-scanner.ts";
-import { ModelRename } from "../../src/gateway/request/model-rename.ts";
 import { openStreamOf } from "../helpers/scripted-stream.ts";
 
 const enc = new TextEncoder();
@@ -135,20 +134,6 @@ describe("SSE relay", () => {
     expect(hidden.ends).toEqual([{ outcome: "ok" }]);
     const shown = await relay([TOKEN(0), USAGE + DONE], true);
     expect(shown.payloads).toEqual([TOKEN(0).trim(), USAGE.trim(), "data: [DONE]"]);
-  });
-
-  test("a fallback's answer reads as the model the client asked for: every data and usage event renamed, the rest as it came", async () => {
-    const ev = (model: string, rest: string) => `data: {"id":"x","model":"${model}",${rest}}\n\n`;
-    const chunks = (model: string) => [
-      ev(model, '"choices":[{"index":0,"delta":{"content":"a"}}]') + ": keep-alive\n\n",
-      ev(model, '"choices":[{"index":0,"delta":{"content":"b"},"finish_reason":"stop"}]'),
-      ev(model, '"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2}') + DONE,
-    ];
-    const owner = Object.assign(recordingOwner(true), { modelRename: new ModelRename("asked") });
-    const text = await new Response(relayBody(owner, openStreamOf(chunks("fallback-7b")))).text();
-    expect(text).toBe(chunks("asked").join(""));
-    expect(owner.usage).toEqual({ prompt_tokens: 7, completion_tokens: 2 });
-    expect(owner.ends).toEqual([{ outcome: "ok" }]);
   });
 
   test("a stream that ends without [DONE] is finalised with an explicit error", async () => {

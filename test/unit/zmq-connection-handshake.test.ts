@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { ByteQueue } from "../../src/engines/zmq/byte-queue.ts";
 import { decodeCommand, errorCommand, pingCommand, readyCommand } from "../../src/engines/zmq/commands.ts";
-import { ZmtpConnection, type ZmtpConnectionOptions, type ZmtpTransport } from "../../src/engines/zmq/connection.ts";
+import { InboundBudget, ZmtpConnection, type ZmtpConnectionOptions, type ZmtpTransport } from "../../src/engines/zmq/connection.ts";
 import type { ZmtpCloseReason } from "../../src/engines/zmq/errors.ts";
 import { encodeCommand, encodeMessage, type Frame, takeFrame } from "../../src/engines/zmq/frames.ts";
 import { encodeGreeting } from "../../src/engines/zmq/greeting.ts";
@@ -107,6 +107,25 @@ describe("ZMTP connection", () => {
     const many = open({ socketType: "SUB", maxMessageFrames: 3 });
     many.conn.receive(new Uint8Array([...peerGreeting(), ...readyCommand("PUB"), ...encodeMessage([text("a"), text("b"), text("c"), text("d")])]));
     expect(many.events.closed[0]?.[0]).toBe("message-too-large");
+  });
+
+  test("connections sharing an inbound budget: partial messages count together; the one past the sum is closed, a closed one gives its share back", () => {
+    const budget = new InboundBudget(250);
+    const partial = (n: number) => encodeMessage([new Uint8Array(n)]).subarray(0, n - 5);
+    const a = open({ socketType: "SUB", maxMessageBytes: 200, inboundBudget: budget });
+    const b = open({ socketType: "SUB", maxMessageBytes: 200, inboundBudget: budget });
+    for (const c of [a, b]) c.conn.receive(new Uint8Array([...peerGreeting(), ...readyCommand("PUB")]));
+    a.conn.receive(partial(150));
+    expect([a.conn.isClosed, budget.held]).toEqual([false, 145]);
+    // Each within the message bound, together past the budget: the one that went past is closed.
+    b.conn.receive(partial(150));
+    expect([a.conn.isClosed, b.conn.isClosed, b.events.closed[0]?.[0], budget.held]).toEqual([false, true, "message-too-large", 145]);
+    // Whole messages are handed on and held no longer.
+    const c = open({ socketType: "SUB", maxMessageBytes: 200, inboundBudget: budget });
+    c.conn.receive(new Uint8Array([...peerGreeting(), ...readyCommand("PUB"), ...encodeMessage([text("kv@x"), new Uint8Array(90)])]));
+    expect([c.conn.isClosed, c.events.messages.length, budget.held]).toEqual([false, 1, 145]);
+    a.conn.close();
+    expect(budget.held).toBe(0);
   });
 
   test("PING gets a PONG with its context; SUBSCRIBE/CANCEL reach the socket; unknown commands are ignored", () => {

@@ -1,12 +1,12 @@
-// The admin API reference page: reads the OpenAPI document from this
-// listener (/openapi/json) and lays out every operation with its parameters,
-// body and responses. Text goes in through textContent only, never as HTML,
+// The API reference page: reads the OpenAPI documents this listener names in
+// data-spec (the admin API's, then the data plane's) and lays out every
+// operation of each with its parameters, body and responses. Text goes in through textContent only, never as HTML,
 // so nothing in the document can run here.
 (function () {
   "use strict";
   var METHODS = ["get", "post", "put", "patch", "delete"];
   var root = document.getElementById("reference");
-  var specUrl = root.getAttribute("data-spec");
+  var specUrls = root.getAttribute("data-spec").split(" ").filter(Boolean);
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -85,15 +85,15 @@
     return box;
   }
 
-  function render(doc) {
+  function render(doc, specUrl, first) {
     var info = doc.info || {};
-    document.title = info.title || document.title;
+    if (first) document.title = info.title || document.title;
     root.appendChild(el("h1", null, info.title || "API"));
     root.appendChild(el("p", "", (info.version ? "version " + info.version + " · " : "") + "OpenAPI " + (doc.openapi || "") + " · "));
     var raw = el("a", null, "the document as JSON");
     raw.href = specUrl;
     root.lastChild.appendChild(raw);
-    root.lastChild.id = "meta";
+    root.lastChild.className = "meta";
     if (info.description) root.appendChild(el("p", null, info.description));
     // Group by the first tag (or the path's first segment after /admin/v1).
     var groups = {};
@@ -119,15 +119,23 @@
         root.appendChild(box);
       });
     });
-    root.setAttribute("data-rendered", "true");
   }
 
-  fetch(specUrl, { headers: { accept: "application/json" } })
-    .then(function (res) {
-      if (!res.ok) throw new Error(specUrl + " answered " + res.status);
-      return res.json();
+  // Fetched together, rendered in the order named.
+  Promise.all(
+    specUrls.map(function (url) {
+      return fetch(url, { headers: { accept: "application/json" } }).then(function (res) {
+        if (!res.ok) throw new Error(url + " answered " + res.status);
+        return res.json();
+      });
+    }),
+  )
+    .then(function (docs) {
+      docs.forEach(function (doc, i) {
+        render(doc, specUrls[i], i === 0);
+      });
+      root.setAttribute("data-rendered", "true");
     })
-    .then(render)
     .catch(function (err) {
       root.appendChild(el("p", "error", "Could not load the API description: " + err.message));
     });

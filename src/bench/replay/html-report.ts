@@ -5,7 +5,7 @@
  * (its Content-Security-Policy forbids any fetch). Pure: report in, HTML out.
  */
 
-import { ENDPOINT_COLUMNS, endpointRows, LATENCY_COLUMNS, latencyRows, type ReplayReport, runTitle, summaryRows } from "./replay-report.ts";
+import { ENDPOINT_COLUMNS, endpointRows, latencyColumns, latencyRows, type ReplayReport, runTitle, summaryRows } from "./replay-report.ts";
 import { type ChartSeries, escapeHtml, lineChart } from "./svg-chart.ts";
 
 const CSS = `
@@ -76,25 +76,28 @@ export function renderReplayHtml(r: ReplayReport): string {
       { name: "p50", values: t.ttft_p50_ms },
       { name: "p90", values: t.ttft_p90_ms },
     ]),
-    chart("itl", "ITL, per-request mean, of the requests arriving", "ms", r, [{ name: "p50", values: t.tpot_p50_ms }]),
+    chart("tpot", "TPOT of the requests arriving", "ms", r, [{ name: "p50", values: t.tpot_p50_ms }]),
     chart("in-flight", "Requests in flight", "requests, bucket average", r, [{ name: "all", values: t.in_flight }]),
     chart("endpoints", "In flight per endpoint", "requests, bucket average", r, endpoints),
   ];
-  const run = r.run;
   const meta = [
-    `trace <code>${escapeHtml(run.trace)}</code> (${escapeHtml(run.format)})`,
-    `window ${run.start_s}–${run.start_s + run.duration_s} s at ×${run.speedup}`,
-    `${run.engines} sim-engines, flags <code>${escapeHtml(run.engine_args.join(" "))}</code>`,
-    run.gateway_config ? `gateway config <code>${escapeHtml(run.gateway_config)}</code>` : "gateway config: defaults",
-    `${escapeHtml(run.date)}${run.commit ? `, llmgw ${escapeHtml(run.commit)}` : ""}`,
+    `trace <code>${escapeHtml(r.trace)}</code> (${escapeHtml(r.trace_format)})`,
+    `window ${r.trace_start_s}–${r.trace_start_s + r.trace_duration_s} s at ×${r.speedup}`,
+    ...(r.target === "base-url"
+      ? [`server <code>${escapeHtml(r.base_url ?? "")}</code>, model <code>${escapeHtml(r.model_id)}</code>`]
+      : [
+          `${r.engines} sim-engines, flags <code>${escapeHtml((r.engine_args ?? []).join(" "))}</code>`,
+          r.gateway_config ? `gateway config <code>${escapeHtml(r.gateway_config)}</code>` : "gateway config: defaults",
+        ]),
+    `${escapeHtml(r.date)}${r.commit ? `, llmgw ${escapeHtml(r.commit)}` : ""}`,
     `buckets of ${t.bucket_s} s`,
   ].join(" · ");
   const errors =
-    r.errors.length === 0
+    r.error_kinds.length === 0
       ? "<p>none</p>"
       : table(
           ["error", "count"],
-          r.errors.map((e) => [e.error, String(e.count)]),
+          r.error_kinds.map((e) => [e.error, String(e.count)]),
           "errors",
         );
   const json = JSON.stringify(r).replace(/</g, "\\u003c");
@@ -108,7 +111,7 @@ export function renderReplayHtml(r: ReplayReport): string {
 <h1>${escapeHtml(runTitle(r))}</h1>
 <p class="meta">${meta}</p>
 <h2>Latency</h2>
-${table(LATENCY_COLUMNS, latencyRows(r), "latency")}
+${table(latencyColumns(r), latencyRows(r), "latency")}
 <h2>Figures</h2>
 ${table(["", "value"], summaryRows(r), "figures")}
 <h2>Over time</h2>

@@ -18,6 +18,8 @@ export interface LogHistogramData {
   buckets: Record<string, number>;
   count: number;
   sum: number;
+  /** Σ value²: with sum and count, the standard deviation. */
+  sumSq: number;
   /** null when empty (JSON has no Infinity). */
   min: number | null;
   max: number | null;
@@ -27,6 +29,7 @@ export class LogHistogram {
   private readonly buckets = new Map<number, number>();
   count = 0;
   sum = 0;
+  sumSq = 0;
   min = Infinity;
   max = -Infinity;
 
@@ -37,6 +40,7 @@ export class LogHistogram {
     this.buckets.set(b, (this.buckets.get(b) ?? 0) + 1);
     this.count++;
     this.sum += value;
+    this.sumSq += value * value;
     if (value < this.min) this.min = value;
     if (value > this.max) this.max = value;
   }
@@ -45,12 +49,20 @@ export class LogHistogram {
     for (const [b, n] of other.buckets) this.buckets.set(b, (this.buckets.get(b) ?? 0) + n);
     this.count += other.count;
     this.sum += other.sum;
+    this.sumSq += other.sumSq;
     this.min = Math.min(this.min, other.min);
     this.max = Math.max(this.max, other.max);
   }
 
   get mean(): number {
     return this.count === 0 ? NaN : this.sum / this.count;
+  }
+
+  /** Population standard deviation (numpy's std, as vLLM's benchmark reports it), NaN when empty. */
+  get std(): number {
+    if (this.count === 0) return NaN;
+    const m = this.sum / this.count;
+    return Math.sqrt(Math.max(0, this.sumSq / this.count - m * m));
   }
 
   /** The q-quantile (0..1), NaN when empty; clamped to the values seen. */
@@ -71,6 +83,7 @@ export class LogHistogram {
       buckets: Object.fromEntries(this.buckets),
       count: this.count,
       sum: this.sum,
+      sumSq: this.sumSq,
       min: this.count === 0 ? null : this.min,
       max: this.count === 0 ? null : this.max,
     };
@@ -81,6 +94,7 @@ export class LogHistogram {
     for (const [b, n] of Object.entries(data.buckets)) h.buckets.set(Number(b), n);
     h.count = data.count;
     h.sum = data.sum;
+    h.sumSq = data.sumSq;
     h.min = data.min ?? Infinity;
     h.max = data.max ?? -Infinity;
     return h;

@@ -179,12 +179,20 @@ interface OpenLoopRun {
   stop(): void;
 }
 
-export function startOpenLoop(o: OpenLoopOptions, onProgress: (p: OpenLoopProgress) => void = () => {}): OpenLoopRun {
+/** Headers the load process sends but the options file never holds (an API key): they travel in its environment. */
+const SECRET_HEADERS_ENV = "LLMGW_OPEN_LOOP_SECRET_HEADERS";
+
+/** @param secretHeaders sent with every request like o.headers, but never written to disk */
+export function startOpenLoop(
+  o: OpenLoopOptions,
+  onProgress: (p: OpenLoopProgress) => void = () => {},
+  secretHeaders: Record<string, string> = {},
+): OpenLoopRun {
   const dir = mkdtempSync(join(tmpdir(), "llmgw-open-loop-"));
   const optionsFile = join(dir, "options.json");
   writeFileSync(optionsFile, JSON.stringify(o));
   const proc = Bun.spawn([process.execPath, import.meta.path, optionsFile], {
-    env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
+    env: childEnv({ LLMGW_PARENT_PID: String(process.pid), [SECRET_HEADERS_ENV]: JSON.stringify(secretHeaders) }),
     stdin: "pipe",
     stdout: "pipe",
     stderr: "pipe",
@@ -243,6 +251,8 @@ if (import.meta.main) {
   // Ctrl-C reaches the whole foreground group: the bench stops this process through stdin and still reports.
   process.on("SIGINT", () => {});
   const o = JSON.parse(readFileSync(process.argv[2]!, "utf8")) as OpenLoopOptions;
+  const secret = JSON.parse(process.env[SECRET_HEADERS_ENV] ?? "{}") as Record<string, string>;
+  o.headers = { ...o.headers, ...secret };
   const stopped = (async () => {
     for await (const _ of Bun.stdin.stream()) return;
   })();

@@ -3,27 +3,39 @@
  * prints and the HTML page embeds) and its text tables.
  */
 import { formatNumber, formatTable } from "../report.ts";
-import type { EndpointLoad, Percentiles, ReplaySummary } from "./summary.ts";
+import { type EndpointLoad, LATENCY_METRICS, percentileKey, type ReplaySummary } from "./summary.ts";
 import type { Timeline } from "./timeline.ts";
 
+/** The run's settings, flat beside the figures (vLLM's names where it has one: date, model_id, num_prompts). */
 interface ReplayRun {
+  scenario: "replay";
+  /** "llmgw": sim-engines behind an llmgw gateway the bench started; "base-url": a server it was pointed at (nothing started). */
+  target: "llmgw" | "base-url";
+  /** The server measured, with --base-url. */
+  base_url?: string;
+  /** The model every request named. */
+  model_id: string;
+  /** Requests of the trace in the window (every one of them is completed or failed). */
+  num_prompts: number;
   /** Shipped trace name or file path. */
   trace: string;
-  format: string;
-  start_s: number;
-  duration_s: number;
+  trace_format: string;
+  trace_start_s: number;
+  trace_duration_s: number;
   speedup: number;
-  /** Requests of the trace in the window (all of them are accounted for in `requests`). */
-  requests_in_window: number;
   /** The window's own prefix sharing: the hit rate one engine with an unbounded cache would see (traces with block ids). */
   trace_prefix_share?: number;
-  engines: number;
+  /** Sim-engines started (llmgw target only). */
+  engines?: number;
   /** The flags every sim-engine got (the bench's, then --engine-args). */
-  engine_args: string[];
+  engine_args?: string[];
   gateway_config?: string;
-  /** ISO date of the run, and the llmgw commit when it runs from a git checkout. */
+  /** ISO 8601 date of the run, and the llmgw commit when it runs from a git checkout. */
   date: string;
   commit?: string;
+  /** CPU the load process used, s, and as a share of one core over the run. */
+  load_process_cpu_s: number;
+  load_process_cpu_share: number;
 }
 
 /** An engine's own counters over the run. */
@@ -41,46 +53,43 @@ export interface EndpointReport extends EndpointLoad {
   engine?: EngineLoad;
 }
 
-export interface ReplayReport extends Omit<ReplaySummary, "endpoints"> {
-  scenario: "replay";
-  run: ReplayRun;
-  /** CPU the load process used, s, and as a share of one core over the run. */
-  load_process: { cpu_s: number; cpu_share: number };
-  endpoints: EndpointReport[];
-  timeline: Timeline;
-}
+export type ReplayReport = Omit<ReplaySummary, "endpoints"> &
+  ReplayRun & {
+    endpoints: EndpointReport[];
+    timeline: Timeline;
+  };
 
 function ms(n: number): string {
   return Number.isFinite(n) ? formatNumber(Math.round(n * 10) / 10) : "-";
 }
 
-function percentileRow(name: string, p: Percentiles): string[] {
-  return [name, ms(p.p50), ms(p.p90), ms(p.p99), ms(p.mean)];
-}
-
 export function runTitle(r: ReplayReport): string {
-  const end = r.run.start_s + r.run.duration_s;
-  return `llmgw bench replay — ${r.run.trace}, trace ${formatNumber(r.run.start_s)}–${formatNumber(end)} s at ×${formatNumber(r.run.speedup)}: ${r.run.requests_in_window} requests, ${r.run.engines} sim-engines behind llmgw`;
+  const end = r.trace_start_s + r.trace_duration_s;
+  const target = r.target === "base-url" ? `${r.base_url} (${r.model_id})` : `${r.engines} sim-engines behind llmgw`;
+  return `llmgw bench replay — ${r.trace}, trace ${formatNumber(r.trace_start_s)}–${formatNumber(end)} s at ×${formatNumber(r.speedup)}: ${r.num_prompts} requests, ${target}`;
 }
 
-/** Figure rows shared by the text and HTML reports. */
+/** Figure rows shared by the text and HTML reports; each names the JSON key it shows. */
 export function summaryRows(r: ReplayReport): [string, string][] {
-  const g = r.goodput;
   const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(1)} %` : "-");
-  return [
-    ["requests: total / answered / errors", `${r.requests.total} / ${r.requests.answered} / ${r.requests.errors}`],
-    ["answers shorter than max_tokens", String(r.requests.short_answers)],
-    [
-      "throughput: req/s, output tok/s, prompt tok/s",
-      `${formatNumber(r.throughput.requests_per_s)}, ${formatNumber(r.throughput.output_tokens_per_s)}, ${formatNumber(r.throughput.prompt_tokens_per_s)}`,
-    ],
-    [`goodput (TTFT ≤ ${g.slo_ttft_ms} ms and ITL ≤ ${g.slo_itl_ms} ms): requests`, `${g.requests} (${pct(g.fraction)})`],
-    ["goodput: req/s, output tok/s", `${formatNumber(g.requests_per_s)}, ${formatNumber(g.output_tokens_per_s)}`],
-    ["prefix-cache hits: engines / the trace's own sharing", `${pct(engineHitRate(r))} / ${pct(r.run.trace_prefix_share ?? NaN)}`],
-    ["arrival lateness p50 / p99 / max (ms)", `${ms(r.arrival_lateness_ms.p50)} / ${ms(r.arrival_lateness_ms.p99)} / ${ms(r.arrival_lateness_ms.max)}`],
-    ["load process CPU (s, share of a core)", `${formatNumber(Math.round(r.load_process.cpu_s * 10) / 10)}, ${pct(r.load_process.cpu_share)}`],
-    ["run (s)", formatNumber(Math.round(r.wall_s * 10) / 10)],
+  const rows: [string, string][] = [
+    ["completed / failed (of num_prompts)", `${r.completed} / ${r.failed} (of ${r.num_prompts})`],
+    ["short_answers (shorter than max_tokens)", String(r.short_answers)],
+    ["request_throughput (req/s)", formatNumber(r.request_throughput)],
+    ["output_throughput / total_token_throughput (tok/s)", `${formatNumber(r.output_throughput)} / ${formatNumber(r.total_token_throughput)}`],
+    ["total_input_tokens / total_output_tokens", `${r.total_input_tokens} / ${r.total_output_tokens}`],
+    ["max_concurrent_requests", String(r.max_concurrent_requests)],
+    [`goodput_requests (TTFT ≤ ${r.goodput_slo_ttft_ms} ms and TPOT ≤ ${r.goodput_slo_tpot_ms} ms)`, `${r.goodput_requests} (${pct(r.goodput_fraction)})`],
+    ["request_goodput (req/s) / goodput_output_throughput (tok/s)", `${formatNumber(r.request_goodput)} / ${formatNumber(r.goodput_output_throughput)}`],
   ];
+  if (r.target === "llmgw")
+    rows.push(["prefix-cache hits: engines / the trace's own sharing", `${pct(engineHitRate(r))} / ${pct(r.trace_prefix_share ?? NaN)}`]);
+  rows.push(
+    ["arrival_lateness p50 / p99 / max (ms)", `${ms(r.arrival_lateness_p50_ms)} / ${ms(r.arrival_lateness_p99_ms)} / ${ms(r.arrival_lateness_max_ms)}`],
+    ["load_process_cpu (s, share of a core)", `${formatNumber(Math.round(r.load_process_cpu_s * 10) / 10)}, ${pct(r.load_process_cpu_share)}`],
+    ["duration (s)", formatNumber(Math.round(r.duration * 10) / 10)],
+  );
+  return rows;
 }
 
 /** Prompt tokens the engines found in their prefix caches / prompt tokens, over all engines; NaN when none reported. */
@@ -108,29 +117,38 @@ export function endpointRows(r: ReplayReport): string[][] {
 }
 
 export const ENDPOINT_COLUMNS = ["endpoint", "requests", "errors", "prompt tokens", "output tokens", "prefix-cache hits"];
-export const LATENCY_COLUMNS = ["latency (ms)", "p50", "p90", "p99", "mean"];
+/** The latency table's columns: the statistic part of the JSON keys (mean_ttft_ms, median_ttft_ms, std_ttft_ms, p99_ttft_ms …). */
+export function latencyColumns(r: ReplayReport): string[] {
+  return ["latency (ms)", "mean", "median", "std", ...r.metric_percentiles.map((p) => `p${String(p)}`)];
+}
 
+/** One row per metric, labelled with the metric part of its JSON keys, upper-cased: TTFT ↔ *_ttft_ms, TPOT ↔ *_tpot_ms … */
 export function latencyRows(r: ReplayReport): string[][] {
-  return [
-    percentileRow("TTFT", r.ttft_ms),
-    percentileRow("ITL (every gap)", r.itl_ms),
-    percentileRow("ITL (per-request mean)", r.tpot_ms),
-    percentileRow("E2E", r.e2e_ms),
-  ];
+  return LATENCY_METRICS.map((m) => [
+    m.toUpperCase(),
+    ms(r[`mean_${m}_ms`]),
+    ms(r[`median_${m}_ms`]),
+    ms(r[`std_${m}_ms`]),
+    ...r.metric_percentiles.map((p) => ms(r[percentileKey(p, m)] ?? NaN)),
+  ]);
 }
 
 export function formatReplayText(r: ReplayReport): string {
   const out = [
-    formatTable({ title: runTitle(r), columns: LATENCY_COLUMNS, rows: latencyRows(r) }),
+    formatTable({ title: runTitle(r), columns: latencyColumns(r), rows: latencyRows(r) }),
     "",
     formatTable({ title: "figures", columns: ["", "value"], rows: summaryRows(r) }),
     "",
     formatTable({
-      title: "per endpoint (gateway's x-llmgw-endpoint; prefix-cache hits from the engine's own counters)",
+      title:
+        r.target === "llmgw"
+          ? "endpoints (gateway's x-llmgw-endpoint; prefix-cache hits from the engine's own counters)"
+          : "endpoints (x-llmgw-endpoint when the server is an llmgw gateway, else -)",
       columns: ENDPOINT_COLUMNS,
       rows: endpointRows(r),
     }),
   ];
-  if (r.errors.length > 0) out.push("", formatTable({ title: "errors", columns: ["error", "count"], rows: r.errors.map((e) => [e.error, e.count]) }));
+  if (r.error_kinds.length > 0)
+    out.push("", formatTable({ title: "error_kinds", columns: ["error", "count"], rows: r.error_kinds.map((e) => [e.error, e.count]) }));
   return out.join("\n");
 }

@@ -15,13 +15,15 @@ export interface CompletionTiming {
   endpoint?: string;
   /** Send → first chunk with a token, ms. */
   ttftMs?: number;
-  /** Send → end of the answer (or of the failure), ms. */
+  /** Send → end of the answer (or of the failure), ms: how long the request was open. */
   durationMs: number;
+  /** Send → last chunk with a token, ms: vLLM's E2EL (its `latency`; the usage chunk and [DONE] after it do not count). */
+  e2elMs?: number;
   /** usage.completion_tokens, else the token-bearing events seen. */
   outputTokens: number;
   promptTokens?: number;
-  /** (last token chunk − first) / (tokens − 1), ms: the request's mean inter-token latency (vLLM's TPOT). */
-  itlMeanMs?: number;
+  /** TPOT as vLLM defines it: (E2EL − TTFT) / (tokens − 1) = (last token chunk − first) / (tokens − 1), ms. */
+  tpotMs?: number;
   /** What failed: `HTTP 503 ADMISSION_QUEUE_FULL`, `stream error …`, `no [DONE]`, `transport: …`. */
   error?: string;
 }
@@ -106,13 +108,18 @@ export async function timedCompletion(
       tokenEvents += tokensHere;
     }
     if (!done) t.error ??= "no [DONE]";
+    // vLLM's benchmark fails an answer without a token too: it has no TTFT to measure.
+    if (tokenEvents === 0) t.error ??= "no token in the answer";
   } catch (err) {
     t.error ??= `transport: ${err instanceof Error ? err.message : String(err)}`;
   } finally {
     t.durationMs = performance.now() - start;
-    if (tokenEvents > 0) t.ttftMs = firstAt - start;
+    if (tokenEvents > 0) {
+      t.ttftMs = firstAt - start;
+      t.e2elMs = lastAt - start;
+    }
     if (t.outputTokens === 0) t.outputTokens = tokenEvents;
-    if (t.outputTokens > 1 && tokenEvents > 0) t.itlMeanMs = (lastAt - firstAt) / (t.outputTokens - 1);
+    if (t.outputTokens > 1 && tokenEvents > 0) t.tpotMs = (lastAt - firstAt) / (t.outputTokens - 1);
   }
   return t;
 }

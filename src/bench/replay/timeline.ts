@@ -1,6 +1,6 @@
 /**
  * A replay over time, in buckets of trace time (what the report charts):
- * the arrival rate, TTFT and per-request ITL of the requests arriving in
+ * the arrival rate, TTFT and TPOT of the requests arriving in
  * each bucket, and the requests open on average during it, in all and per
  * endpoint. Pure.
  */
@@ -62,7 +62,7 @@ export function timeline(records: readonly RequestRecord[], clock: TimelineClock
     if (r.error !== undefined) errors[b]!++;
     else {
       if (r.ttftMs !== undefined) ttfts[b]!.push(r.ttftMs);
-      if (r.itlMeanMs !== undefined) tpots[b]!.push(r.itlMeanMs);
+      if (r.tpotMs !== undefined) tpots[b]!.push(r.tpotMs);
     }
     if (r.error?.startsWith("unsent")) continue;
     const from = toTrace(r.atMs + r.lateMs);

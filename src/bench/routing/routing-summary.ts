@@ -104,8 +104,8 @@ export function policyFigures(records: readonly RequestRecord[], meta: (id: numb
   let decodeMs = 0;
   let gaps = 0;
   for (const r of answered) {
-    if (r.itlMeanMs === undefined || r.outputTokens < 2) continue;
-    decodeMs += r.itlMeanMs * (r.outputTokens - 1);
+    if (r.tpotMs === undefined || r.outputTokens < 2) continue;
+    decodeMs += r.tpotMs * (r.outputTokens - 1);
     gaps += r.outputTokens - 1;
   }
 

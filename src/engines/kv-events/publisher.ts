@@ -19,8 +19,10 @@ const DEFAULT_PUBLISHER_HWM_MESSAGES = 100_000;
 const REPLAY_MAX_INBOUND_BYTES = 1024;
 
 interface KvEventPublisherOptions {
-  /** Where the PUB socket binds: `tcp://*:5557`, `tcp://127.0.0.1:0` (port 0: any free one). */
+  /** Where the PUB socket binds: `tcp://*:5557`, `tcp://127.0.0.1:0` (port 0: any free one); or, with `connect`, the SUB it connects to. */
   endpoint: string;
+  /** Connect the PUB socket to a bound SUB (a gateway's, as in llm-d) instead of binding it; the replay ROUTER still binds. */
+  connect?: boolean;
   /** Where the replay ROUTER binds; without it, nobody can ask for missed batches. */
   replayEndpoint?: string;
   /** First frame of every message; subscribers filter on its prefix. Default "". */
@@ -61,14 +63,14 @@ export class KvEventPublisher {
   private closed = false;
   private readonly counts = { replayRequests: 0, invalidReplayRequests: 0, replayedBatches: 0 };
 
-  /** Binds both sockets now; throws on a bad endpoint or a port in use. */
+  /** Binds both sockets now (or starts dialing the SUB); throws on a bad endpoint or a port in use. */
   constructor(options: KvEventPublisherOptions) {
     this.topic = new TextEncoder().encode(options.topic ?? "");
     this.rank = options.dataParallelRank ?? 0;
     this.layout = options.layout ?? "tagged-map";
     this.replayTopicFrame = options.replayTopicFrame ?? true;
     this.buffer = new ReplayBuffer(options.bufferSteps ?? DEFAULT_REPLAY_BUFFER_STEPS);
-    this.pub = new PubSocket(options.endpoint, { sendHwmMessages: options.hwmMessages ?? DEFAULT_PUBLISHER_HWM_MESSAGES });
+    this.pub = new PubSocket(options.endpoint, { sendHwmMessages: options.hwmMessages ?? DEFAULT_PUBLISHER_HWM_MESSAGES, connect: options.connect });
     try {
       this.router =
         options.replayEndpoint === undefined
@@ -84,7 +86,7 @@ export class KvEventPublisher {
     }
   }
 
-  /** The PUB endpoint as bound (`tcp://0.0.0.0:port` for a wildcard). */
+  /** The PUB endpoint as bound (`tcp://0.0.0.0:port` for a wildcard), or as dialed. */
   get endpoint(): string {
     return this.pub.endpoint;
   }

@@ -38,15 +38,34 @@ const DEFAULT_HEARTBEAT_TIMEOUT_MS = 15_000;
 /** Bytes of batches one stream may hold (waiting for a replay, or to be handed over): a few seconds of a busy engine's events. */
 export const DEFAULT_MAX_HELD_BYTES = 32 * 1024 * 1024;
 /** Largest message taken from a publisher: a batch of a 128k-token prefill is under 1 MB; it must fit the held bytes. */
-const DEFAULT_MAX_KV_MESSAGE_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_MAX_KV_MESSAGE_BYTES = 16 * 1024 * 1024;
 /** Hand batches over for at most this long before letting the thread's other work run. */
 const HANDOVER_SLICE_MS = 5;
 /** Stop reading the sockets while the backlog holds this share of the budget or more; read again below half of it. */
 const PAUSE_SHARE = 4;
 
+/** Where a stream's live batches come from: a SUB socket of its own (SubSocket), or one topic of the gateway's bound SUB (KvTopicListener). */
+export interface KvLiveFeed {
+  readonly connected: boolean;
+  /** TCP connection attempts (or, on a bound socket, connections the stream has arrived on). */
+  readonly dialAttempts: number;
+  readonly lastHeardAtMs: number | undefined;
+  setReading(reading: boolean): void;
+  close(): void;
+}
+
+/** What a live feed reports; `connected` on every new connection the publisher's batches come over. */
+export interface KvLiveFeedEvents {
+  message(frames: Uint8Array[]): void;
+  connected(): void;
+  disconnected(reason: ZmtpCloseReason, detail: string): void;
+}
+
 export interface KvEventSubscriberOptions {
-  /** The engine's PUB socket: `tcp://host:port`. */
-  endpoint: string;
+  /** The engine's PUB socket, `tcp://host:port`, to connect to; or `feed`. */
+  endpoint?: string;
+  /** A live feed other than a SUB socket of its own (the gateway's bound SUB, for one topic); `endpoint` and `topic` are then unused. */
+  feed?: (events: KvLiveFeedEvents) => KvLiveFeed;
   /** Its replay ROUTER; without one, every gap or reconnection means a reset. */
   replayEndpoint?: string;
   /** Topic prefix to subscribe to; default "" (everything). */
@@ -121,7 +140,7 @@ interface Held {
 }
 
 export class KvEventSubscriber {
-  private readonly sub: SubSocket;
+  private readonly sub: KvLiveFeed;
   private readonly tracker: SequenceTracker;
   private replay: { id: number; client: ReplayClient } | undefined;
   private closed = false;
@@ -153,7 +172,7 @@ export class KvEventSubscriber {
   private handover: ReturnType<typeof setTimeout> | undefined;
   private reading = true;
 
-  /** Starts connecting at once; throws only on a malformed endpoint. */
+  /** Starts connecting at once; throws only on a malformed endpoint (or with neither an endpoint nor a feed). */
   constructor(
     private readonly options: KvEventSubscriberOptions,
     private readonly handlers: KvEventSubscriberHandlers,
@@ -175,6 +194,26 @@ export class KvEventSubscriber {
       },
       { replayAvailable: replayEndpoint !== undefined, maxPendingLive: options.maxPendingLiveBatches ?? DEFAULT_MAX_PENDING_LIVE_BATCHES, budget: this.budget },
     );
+    const events: KvLiveFeedEvents = {
+      message: (frames) => {
+        const msg = parsePublished(frames);
+        if (!msg.ok) {
+          this.counts.invalidMessages++;
+          return;
+        }
+        this.tracker.live(msg.seq, own(msg.payload));
+      },
+      connected: () => {
+        this.call(() => handlers.connected?.());
+        this.tracker.connected();
+      },
+      disconnected: (reason, detail) => this.call(() => handlers.disconnected?.(reason, detail)),
+    };
+    if (options.feed !== undefined) {
+      this.sub = options.feed(events);
+      return;
+    }
+    if (options.endpoint === undefined) throw new Error("KvEventSubscriber needs an endpoint or a feed");
     const hbInterval = options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS;
     this.sub = new SubSocket(
       options.endpoint,
@@ -185,21 +224,7 @@ export class KvEventSubscriber {
         maxMessageBytes: options.maxMessageBytes ?? DEFAULT_MAX_KV_MESSAGE_BYTES,
         heartbeat: hbInterval > 0 ? { intervalMs: hbInterval, timeoutMs: options.heartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_MS } : undefined,
       },
-      {
-        message: (frames) => {
-          const msg = parsePublished(frames);
-          if (!msg.ok) {
-            this.counts.invalidMessages++;
-            return;
-          }
-          this.tracker.live(msg.seq, own(msg.payload));
-        },
-        connected: () => {
-          this.call(() => handlers.connected?.());
-          this.tracker.connected();
-        },
-        disconnected: (reason, detail) => this.call(() => handlers.disconnected?.(reason, detail)),
-      },
+      events,
     );
   }
 

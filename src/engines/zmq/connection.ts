@@ -28,8 +28,21 @@ interface HeartbeatOptions {
   timeoutMs: number;
 }
 
+/**
+ * Bytes that several connections hold together, unparsed or in partial
+ * messages (a bound socket's publishers): the connection whose bytes take the
+ * sum past `maxBytes` is closed, so a flood of connections holds at most
+ * this, not their number times the message bound.
+ */
+export class InboundBudget {
+  held = 0;
+  constructor(readonly maxBytes: number) {}
+}
+
 export interface ZmtpConnectionOptions {
   socketType: ZmtpSocketType;
+  /** Shared by the connections of one bound socket; none: only the per-message bound applies. */
+  inboundBudget?: InboundBudget;
   /** Our Identity property (ROUTER/DEALER only); empty lets the ROUTER peer pick one. */
   identity?: Uint8Array;
   sendHwmMessages?: number;
@@ -69,6 +82,8 @@ type Phase = "greeting" | "handshake" | "ready" | "closed";
 export class ZmtpConnection {
   private phase: Phase = "greeting";
   private readonly inbound = new ByteQueue();
+  /** What this connection counts in its inbound budget. */
+  private heldCounted = 0;
   private readonly outbound: SendQueue;
   private signatureChecked = false;
   private peerMinor = 0;
@@ -127,12 +142,26 @@ export class ZmtpConnection {
     this.inbound.push(chunk);
     try {
       this.parse();
+      const budget = this.options.inboundBudget;
+      if (budget !== undefined) {
+        this.countHeld(this.inbound.length + this.partsBytes);
+        if (budget.held > budget.maxBytes)
+          throw new ZmtpProtocolError("message-too-large", `the bound socket's publishers hold above ${budget.maxBytes} bytes together`);
+      }
     } catch (err) {
       if (!(err instanceof ZmtpProtocolError)) throw err;
       // RFC 23: a peer that detects an error during the handshake MAY say why.
       if (this.phase === "handshake" && err.reason !== "peer-error") this.outbound.enqueueControl(errorCommand(err.message));
       this.close(err.reason, err.message);
     }
+  }
+
+  /** This connection's share of its inbound budget is now `bytes`. */
+  private countHeld(bytes: number): void {
+    const budget = this.options.inboundBudget;
+    if (budget === undefined) return;
+    budget.held += bytes - this.heldCounted;
+    this.heldCounted = bytes;
   }
 
   /**
@@ -186,6 +215,7 @@ export class ZmtpConnection {
     this.outbound.close();
     this.inbound.clear();
     this.parts = [];
+    this.countHeld(0);
     try {
       this.transport.end();
     } catch {

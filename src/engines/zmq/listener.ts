@@ -11,11 +11,15 @@ export class ZmtpListener {
   private readonly server: TCPSocketListener<SocketState>;
   private readonly conns = new Set<ZmtpConnection>();
   private readonly bound: TcpEndpoint;
+  private refused = 0;
 
-  /** Bind now; throws if the address is taken or not a tcp:// endpoint. */
-  constructor(endpoint: string, options: ZmtpConnectionOptions, handlers: ZmtpConnectionHandlers) {
+  /** Bind now; throws if the address is taken or not a tcp:// endpoint. `maxConnections`: connections past it are closed at once (many peers must not grow us without bound). */
+  constructor(endpoint: string, options: ZmtpConnectionOptions, handlers: ZmtpConnectionHandlers, maxConnections = Number.POSITIVE_INFINITY) {
     const { host, port } = parseTcpEndpoint(endpoint);
     const conns = this.conns;
+    const refuse = (): void => {
+      this.refused++;
+    };
     const tracked: ZmtpConnectionHandlers = {
       ready: (c) => handlers.ready(c),
       message: (c, frames) => handlers.message(c, frames),
@@ -32,6 +36,11 @@ export class ZmtpListener {
       socket: {
         binaryType: "uint8array",
         open(socket: Socket<SocketState>) {
+          if (conns.size >= maxConnections) {
+            refuse();
+            socket.end();
+            return;
+          }
           socket.setNoDelay(true);
           const conn = new ZmtpConnection(socket, options, tracked);
           socket.data = { conn };
@@ -67,6 +76,11 @@ export class ZmtpListener {
   /** Connections accepted and not yet closed, handshaken or not. */
   get connections(): ReadonlySet<ZmtpConnection> {
     return this.conns;
+  }
+
+  /** Connections closed on arrival because `maxConnections` were open. */
+  get refusedConnections(): number {
+    return this.refused;
   }
 
   /** Stop accepting and close every connection. */

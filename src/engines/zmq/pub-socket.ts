@@ -1,12 +1,15 @@
 /**
- * A ZMQ PUB socket that binds: each message goes to every handshaken
- * subscriber whose subscriptions match its first frame. A subscriber whose
+ * A ZMQ PUB socket that binds, or connects (and reconnects) to one bound
+ * SUB: each message goes to every handshaken subscriber whose subscriptions
+ * match its first frame. A subscriber whose
  * queue is at the high-water mark loses the message, whole, and nobody else
  * waits for it (libzmq's PUB behaviour, RFC 29/PUBSUB). Subscriptions arrive
  * as ZMTP 3.1 SUBSCRIBE/CANCEL commands, or as ZMTP 3.0 messages whose first
  * byte is 1 (subscribe) or 0 (cancel).
  */
-import type { ZmtpConnection, ZmtpConnectionOptions } from "./connection.ts";
+import type { ZmtpConnection, ZmtpConnectionHandlers, ZmtpConnectionOptions } from "./connection.ts";
+import { ZmtpDialer } from "./dialer.ts";
+import { parseTcpEndpoint } from "./endpoint.ts";
 import type { ZmtpCloseReason } from "./errors.ts";
 import { encodeMessage } from "./frames.ts";
 import { ZmtpListener } from "./listener.ts";
@@ -15,7 +18,10 @@ import { Subscriptions } from "./subscriptions.ts";
 /** Subscription messages are a byte and a topic; anything larger from a subscriber is hostile. */
 const DEFAULT_PUB_MAX_INBOUND_BYTES = 64 * 1024;
 
-type PubSocketOptions = Omit<ZmtpConnectionOptions, "socketType" | "identity">;
+type PubSocketOptions = Omit<ZmtpConnectionOptions, "socketType" | "identity"> & {
+  /** Connect to a bound SUB at the endpoint instead of binding it (vLLM connects its PUB when the endpoint names a host). */
+  connect?: boolean;
+};
 
 interface PubSendResult {
   /** Subscribers the message was queued for. */
@@ -30,38 +36,44 @@ interface PubSocketEvents {
 }
 
 export class PubSocket {
-  private readonly listener: ZmtpListener;
+  private readonly listener: ZmtpListener | undefined;
+  private readonly dialer: ZmtpDialer | undefined;
+  private readonly target: string;
   private readonly peers = new Map<ZmtpConnection, Subscriptions>();
   private dropped = 0;
 
+  /** Binds now (throws if the address is taken), or starts dialing; throws on a malformed endpoint. */
   constructor(endpoint: string, options: PubSocketOptions = {}, events: PubSocketEvents = {}) {
     const peers = this.peers;
-    this.listener = new ZmtpListener(
-      endpoint,
-      { maxMessageBytes: DEFAULT_PUB_MAX_INBOUND_BYTES, ...options, socketType: "PUB" },
-      {
-        ready: (conn) => peers.set(conn, new Subscriptions()),
-        subscription: (conn, subscribe, topic) => applySubscription(peers.get(conn), subscribe, topic),
-        message: (conn, frames) => {
-          // ZMTP 3.0 subscriptions: one frame, first byte 1 or 0, the topic after it.
-          const first = frames[0]!;
-          if (frames.length !== 1 || first.length === 0 || first[0]! > 1) return;
-          applySubscription(peers.get(conn), first[0] === 1, first.subarray(1));
-        },
-        closed: (conn, reason, detail) => {
-          peers.delete(conn);
-          events.subscriberClosed?.(reason, detail);
-        },
+    const { connect, ...connOptions } = options;
+    const handlers: ZmtpConnectionHandlers = {
+      ready: (conn) => peers.set(conn, new Subscriptions()),
+      subscription: (conn, subscribe, topic) => applySubscription(peers.get(conn), subscribe, topic),
+      message: (conn, frames) => {
+        // ZMTP 3.0 subscriptions: one frame, first byte 1 or 0, the topic after it.
+        const first = frames[0]!;
+        if (frames.length !== 1 || first.length === 0 || first[0]! > 1) return;
+        applySubscription(peers.get(conn), first[0] === 1, first.subarray(1));
       },
-    );
+      closed: (conn, reason, detail) => {
+        peers.delete(conn);
+        events.subscriberClosed?.(reason, detail);
+      },
+    };
+    const opts = { maxMessageBytes: DEFAULT_PUB_MAX_INBOUND_BYTES, ...connOptions, socketType: "PUB" as const };
+    this.target = endpoint;
+    if (connect === true) this.dialer = new ZmtpDialer(endpoint, opts, handlers);
+    else this.listener = new ZmtpListener(endpoint, opts, handlers);
   }
 
+  /** As bound, or the endpoint dialed. */
   get endpoint(): string {
-    return this.listener.endpoint;
+    return this.listener?.endpoint ?? this.target;
   }
 
+  /** The bound port, or the one dialed. */
   get port(): number {
-    return this.listener.port;
+    return this.listener?.port ?? parseTcpEndpoint(this.target).port;
   }
 
   /** Subscribers past the handshake. */
@@ -97,7 +109,8 @@ export class PubSocket {
   }
 
   close(): void {
-    this.listener.close();
+    this.listener?.close();
+    this.dialer?.close();
     this.peers.clear();
   }
 }

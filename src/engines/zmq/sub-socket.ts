@@ -22,7 +22,7 @@ interface SubSocketEvents {
 
 const toBytes = (t: string | Uint8Array): Uint8Array => (typeof t === "string" ? new TextEncoder().encode(t) : t);
 
-function subscriptionFrames(conn: ZmtpConnection, subscribe: boolean, topic: Uint8Array): void {
+export function subscriptionFrames(conn: ZmtpConnection, subscribe: boolean, topic: Uint8Array): void {
   if ((conn.peer?.zmtpMinor ?? 0) >= 1) {
     conn.sendCommand(encodeCommand(subscribe ? "SUBSCRIBE" : "CANCEL", topic));
     return;

@@ -27,12 +27,14 @@ import { relayBody } from "../proxy/sse-response.ts";
 import { answerToolCalls } from "../proxy/stream-dialect.ts";
 import { type AttemptFailed, type AttemptResult, openUpstream } from "../proxy/upstream.ts";
 import type { Exchange } from "../request/exchange.ts";
+import { TRANSLATED_ROUTES } from "../request/messages-to-chat.ts";
 import type { ParsedRequest } from "../request/parse.ts";
 import type { RetryBudget } from "../retry-budget.ts";
 import type { RouteSupport } from "../route-support.ts";
 import type { UpstreamDial, UpstreamFetch } from "../upstream-reach.ts";
 import type { ContinuationOpenerDeps } from "./continuation-attempt.ts";
 import { continuationOpener } from "./continuation-attempt.ts";
+import { type Translation, translatedAnswer, translatedBody, translatedStream, translatedWhole } from "./messages-translation.ts";
 
 /** What the attempt loop uses itself: admission and scoring, the retry settings and budget, the fallback chains, which endpoint serves which route, how to reach an engine, and its metrics. */
 interface AttemptLoopOwnDeps {
@@ -45,7 +47,7 @@ interface AttemptLoopOwnDeps {
   >;
   readonly admission: Pick<AdmissionClient, "admit" | "reschedule" | "release">;
   readonly routes: Pick<RouteSupport, "learn" | "limited" | "serves">;
-  readonly endpoints: Pick<EndpointRegistry, "idOf" | "urlOf">;
+  readonly endpoints: Pick<EndpointRegistry, "idOf" | "urlOf" | "upstreamHeadersOf">;
   readonly breakers: Pick<CircuitBreakers, "abandon">;
   readonly continuation: Pick<ContinuationPolicy, "enabled">;
   readonly dial: UpstreamDial;
@@ -62,6 +64,9 @@ import { upstreamBody } from "./upstream-body.ts";
 
 /** What to do after a failed attempt. */
 type Next = "retry" | "next_model" | "give_up";
+
+/** Refusals that stay the answer when nothing else is ready afterwards: they say more than NO_READY_ENDPOINT. */
+const KEPT_REFUSALS: ReadonlySet<string> = new Set(["ROUTE_NOT_SERVED", "UPSTREAM_UNAUTHORIZED"]);
 
 const CANCELLED = () => new LlmgwError("INTERNAL_ERROR", "client went away");
 
@@ -103,12 +108,16 @@ export class AttemptLoop {
   /** The model and its fallbacks, in order; the one being tried. */
   private chain: readonly string[] = [];
   private at = 0;
+  /** Where this route goes, translated, on an endpoint that does not serve it (the Messages API's routes; undefined for every other). */
+  private readonly translation: Translation | undefined;
 
   constructor(
     private readonly ctx: AttemptLoopDeps,
     private readonly x: Exchange,
     private readonly request: ParsedRequest,
-  ) {}
+  ) {
+    this.translation = TRANSLATED_ROUTES[x.route];
+  }
 
   async run(): Promise<Response> {
     const { ctx, request } = this;
@@ -142,10 +151,14 @@ export class AttemptLoop {
       if (grant === undefined) return "next_model";
       x.hold(grant, model);
       x.sending();
+      const via = this.translation !== undefined && !ctx.routes.serves(ctx.endpoints.idOf(grant.index) ?? "", x.route, x.path) ? this.translation : undefined;
+      const stream = this.request.stream && via?.route !== "tokenize";
       const url = ctx.endpoints.urlOf(grant.index)!;
       const headers: Record<string, string> = {
+        // The endpoint's own credentials (never the client's Authorization, which is llmgw's key).
+        ...ctx.endpoints.upstreamHeadersOf(grant.index),
         "content-type": this.request.contentType,
-        accept: this.request.stream ? "text/event-stream" : "application/json",
+        accept: stream ? "text/event-stream" : "application/json",
         "x-request-id": x.requestId,
       };
       if (x.trace !== undefined) x.trace.attempt(headers, url, x.endpointId, model);
@@ -153,21 +166,21 @@ export class AttemptLoop {
         {
           index: grant.index,
           url,
-          body: upstreamBody(x, this.request, model),
+          body: via === undefined ? upstreamBody(x, this.request, model) : translatedBody(this.request, model, via),
           headers,
-          stream: this.request.stream,
+          stream,
           deadlines,
           totalLeftMs,
           clientSignal: x.signal,
           dial: ctx.dial,
           fetch: ctx.upstreamFetch,
           maxResponseBytes: ctx.config.maxResponseBytes,
-          route: x.route,
+          route: via?.route ?? x.route,
         },
-        x.path,
+        via?.path ?? x.path,
       );
-      if (result.ok) return this.answer(result, grant.index);
-      const next = this.failed(result, grant, exclude, hasFallback);
+      if (result.ok) return this.answer(result, grant.index, via);
+      const next = this.failed(result, grant, exclude, hasFallback, via);
       if (next instanceof Response || next !== "retry") return next;
     }
     return "next_model";
@@ -270,8 +283,8 @@ export class AttemptLoop {
         if (joined !== undefined) return ctx.routes.limited ? this.servingRoute(joined, model, exclude) : joined;
       }
       // Nothing (else) ready for this model: an engine's own failure stays the one to report.
-      // (Nor does "no endpoint serves the route" give way to "none is ready".)
-      if (this.last === undefined || (this.last instanceof LlmgwError && this.last.code !== "ROUTE_NOT_SERVED"))
+      // (Nor does "no endpoint serves the route", or "an engine refused our key", give way to "none is ready".)
+      if (this.last === undefined || (this.last instanceof LlmgwError && !KEPT_REFUSALS.has(this.last.code)))
         this.last = err instanceof LlmgwError ? err : new LlmgwError("NO_READY_ENDPOINT", String(err));
       return undefined;
     }
@@ -296,7 +309,11 @@ export class AttemptLoop {
    */
   private servingRoute(grant: Grant, model: string, exclude: ReadonlySet<number>): Grant | undefined {
     const { ctx, x } = this;
-    const serves = (g: Grant) => ctx.routes.serves(ctx.endpoints.idOf(g.index) ?? "", x.route, x.path);
+    const alt = this.translation;
+    const serves = (g: Grant) => {
+      const id = ctx.endpoints.idOf(g.index) ?? "";
+      return ctx.routes.serves(id, x.route, x.path) || (alt !== undefined && ctx.routes.serves(id, alt.route, alt.path));
+    };
     const skip = new Set(exclude);
     while (!serves(grant)) {
       skip.add(grant.index);
@@ -313,16 +330,23 @@ export class AttemptLoop {
   }
 
   /** The engine answered: a complete JSON body, or a stream for the relay. */
-  private answer(result: Exclude<AttemptResult, AttemptFailed>, slot: number): Response {
+  private answer(result: Exclude<AttemptResult, AttemptFailed>, slot: number, via: Translation | undefined): Response {
     const { ctx, x } = this;
     x.answered();
     if (result.kind === "json") {
       x.usage = usageFromTail(result.body.subarray(-USAGE_TAIL_BYTES));
       x.trace?.answerBody(result.body);
-      if (x.offersTools) x.toolCalls = answerToolCalls(result.body, x.route);
+      let body = result.body;
+      if (via !== undefined) {
+        const translated = translatedAnswer(body, via);
+        if (translated === undefined) {
+          x.endAttempt({ kind: "fault", failure: "malformed" });
+          return x.fail(new LlmgwError("UPSTREAM_MALFORMED", `the engine's answer on ${via.path} could not be read as one`), "upstream_error");
+        }
+        body = translated;
+      }
+      if (x.offersTools) x.toolCalls = answerToolCalls(body, x.route);
       x.endAttempt({ kind: "neutral" });
-      // A held answer is small: its model reads as the client's name. (A committed large one streams through as it is.)
-      const body = x.modelRename === undefined ? result.body : x.modelRename.apply(result.body);
       // Built before the audit line is written: nothing that can fail comes after an "ok".
       const headers = { "content-type": result.contentType, ...x.headers(true) };
       x.finish("ok", 200);
@@ -330,14 +354,18 @@ export class AttemptLoop {
     }
     if (result.kind === "json-stream") {
       const body = relayAnswer(x, result.answer, ctx.config.maxResponseBytes);
-      return new Response(body, { status: 200, headers: { "content-type": result.contentType, ...x.headers(true) } });
+      return new Response(via === undefined ? body : translatedWhole(body, via), {
+        status: 200,
+        headers: { "content-type": result.contentType, ...x.headers(true) },
+      });
     }
     x.trace?.firstEvent(result.firstEvents[0]!.bytes);
     // A stream that breaks after its first byte may be continued elsewhere: on this model, then down the chain.
     const recovery = ctx.continuation.enabled
       ? StreamRecovery.for(ctx, x, this.request, continuationOpener(ctx, x), this.chain.slice(this.at), slot)
       : undefined;
-    const body = relayBody(x, result, recovery);
+    const relayed = relayBody(x, result, recovery);
+    const body = via === undefined ? relayed : translatedStream(relayed, x);
     return new Response(body, {
       status: 200,
       headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...x.headers(true) },
@@ -345,7 +373,7 @@ export class AttemptLoop {
   }
 
   /** Record a failed attempt against its endpoint and decide where the request goes next. */
-  private failed(result: AttemptFailed, grant: Grant, exclude: Set<number>, hasFallback: boolean): Response | Next {
+  private failed(result: AttemptFailed, grant: Grant, exclude: Set<number>, hasFallback: boolean, via: Translation | undefined): Response | Next {
     const { ctx, x } = this;
     if (result.failure === "cancelled") {
       x.endAttempt({ kind: "neutral" });
@@ -361,9 +389,23 @@ export class AttemptLoop {
       // 404: this endpoint does not (or no longer) serve the model — its
       // model list changed since the last poll — or does not have the route
       // at all (learned: it is never sent that path again). Another endpoint may.
+      // 401/403: the engine refused llmgw's own credentials (its api_key_env or api_key_file), which says nothing
+      // about the client's request; another endpoint may hold the right key. Never passed on as the client's 401.
+      if (result.status === 401 || result.status === 403) {
+        const id = ctx.endpoints.idOf(grant.index) ?? String(grant.index);
+        this.last = new LlmgwError(
+          "UPSTREAM_UNAUTHORIZED",
+          `endpoint '${id}' refused the gateway's credentials (HTTP ${result.status}): set its api_key_env or api_key_file to the engine's key`,
+        );
+        return "retry";
+      }
       if (result.status === 404) {
-        if (ctx.routes.learn(x.endpointId ?? "", x.path, result.body))
-          this.last = new LlmgwError("ROUTE_NOT_SERVED", `no ready endpoint of model '${this.request.model}' serves ${x.path}`);
+        const path = via?.path ?? x.path;
+        if (ctx.routes.learn(x.endpointId ?? "", path, result.body)) {
+          this.last = new LlmgwError("ROUTE_NOT_SERVED", `no ready endpoint of model '${this.request.model}' serves ${path}`);
+          // A Messages route it lacks: the same endpoint is asked again, translated.
+          if (via === undefined && this.translation !== undefined) exclude.delete(grant.index);
+        }
         return "retry";
       }
       const status = result.status ?? 400;

@@ -22,7 +22,7 @@ const REFUSAL_STATUSES: ReadonlySet<number | undefined> = new Set([400, 422]);
 export interface ContinuationOpenerDeps {
   readonly config: Pick<Config, "maxResponseBytes" | "retry">;
   readonly catalog: Pick<ModelCatalog, "deadlinesFor">;
-  readonly endpoints: Pick<EndpointRegistry, "urlOf">;
+  readonly endpoints: Pick<EndpointRegistry, "urlOf" | "upstreamHeadersOf">;
   readonly dial: UpstreamDial;
   readonly upstreamFetch?: UpstreamFetch;
 }
@@ -32,7 +32,12 @@ export function continuationOpener(ctx: ContinuationOpenerDeps, x: Exchange): Op
     x.hold(grant, model);
     x.sending();
     const url = ctx.endpoints.urlOf(grant.index)!;
-    const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream", "x-request-id": x.requestId };
+    const headers: Record<string, string> = {
+      ...ctx.endpoints.upstreamHeadersOf(grant.index),
+      "content-type": "application/json",
+      accept: "text/event-stream",
+      "x-request-id": x.requestId,
+    };
     if (x.trace !== undefined) x.trace.attempt(headers, url, x.endpointId, model);
     const result = await openUpstream(
       {

@@ -11,7 +11,6 @@ import { type ErrorCode, errorBody } from "../../shared/errors.ts";
 import type { RequestTrace } from "../../tracing/tracer-contract.ts";
 import type { Grant } from "../admission-client.ts";
 import type { AttemptVerdict, Usage } from "../request/exchange.ts";
-import type { ModelRename } from "../request/model-rename.ts";
 import type { Evictable } from "../stream-evictions.ts";
 import { eventJson } from "./sse-scanner.ts";
 import type { OpenStream } from "./upstream.ts";
@@ -58,8 +57,6 @@ export interface RelayOwner {
   usage: Usage | undefined;
   /** The request's spans (tracing on): told each choice's finish_reason. */
   readonly trace?: RequestTrace | undefined;
-  /** Set when the answer's `model` must read as the client's name (an alias, a fallback answered): every data and usage event goes through it. */
-  readonly modelRename?: ModelRename | undefined;
   firstToken(now: number): void;
   tokens(now: number): void;
   /** An invalid event was dropped. */

@@ -18,7 +18,6 @@
 import type { AttemptFailure, BreakCause, Outcome } from "../../metrics/names.ts";
 import type { ErrorCode } from "../../shared/errors.ts";
 import type { AttemptVerdict } from "../request/exchange.ts";
-import type { ModelRename } from "../request/model-rename.ts";
 import type { Evictable } from "../stream-evictions.ts";
 import { readMany } from "./body-reader.ts";
 import { ENDPOINT_FAULTS } from "./failures.ts";
@@ -63,8 +62,6 @@ export class SseRelay implements Evictable {
   private runStart = 0;
   private runEnd = 0;
   private tokensInChunk = false;
-  /** The answer's `model` rewritten to the client's name (undefined, the usual case: the engine's bytes go as they are). */
-  private readonly rename: ModelRename | undefined;
   /** What differs between the APIs' streams (chat's shared object unless this is another API's). */
   private readonly dialect: StreamDialect;
   /** The request offered tools: tool-call starts are counted (only then is a chunk searched for them). */
@@ -78,7 +75,6 @@ export class SseRelay implements Evictable {
     private readonly recovery?: RelayRecovery,
   ) {
     this.first = open.firstEvents;
-    this.rename = x.modelRename;
     this.dialect = dialectFor(x.route);
     this.countTools = x.offersTools === true;
     for (let i = 0; i < open.malformedDropped; i++) x.malformed();
@@ -228,7 +224,6 @@ export class SseRelay implements Evictable {
           w.observe(view(buf, start, end));
         }
         this.x.delivered++;
-        if (this.rename !== undefined) return this.forwardCopy(this.rename.apply(view(buf, start, end)));
         return this.forward(buf, start, end);
       }
       case "comment":
@@ -237,6 +232,8 @@ export class SseRelay implements Evictable {
         // A Responses API event that carries no token: it goes out, and tells the dialect what it needs.
         const calls = this.dialect.meta(buf, start, end);
         if (calls > 0 && this.countTools) this.x.toolCalls = (this.x.toolCalls ?? 0) + calls;
+        // Anthropic's stop reason comes in a meta event (message_delta), not with the tokens.
+        if (this.x.trace !== undefined && this.x.route === "messages") this.x.trace.finishEvent(view(buf, start, end));
         const w = this.watch;
         if (w !== undefined) {
           if (w.rewriting) return this.forwardCopy(w.rewrite("meta", view(buf, start, end)));
@@ -267,7 +264,7 @@ export class SseRelay implements Evictable {
             this.x.usage = w.usage;
             this.sawUsage = true;
           }
-          if (this.x.includeUsage) this.forwardCopy(this.renamed(bytes));
+          if (this.x.includeUsage) this.forwardCopy(bytes);
           return;
         }
         const usage = readUsage(buf.subarray(start, end));
@@ -276,7 +273,6 @@ export class SseRelay implements Evictable {
           this.sawUsage = true;
         }
         if (!this.x.includeUsage) return;
-        if (this.rename !== undefined) return this.forwardCopy(this.rename.apply(view(buf, start, end)));
         return this.forward(buf, start, end);
       }
       case "malformed":
@@ -314,11 +310,7 @@ export class SseRelay implements Evictable {
   /** A continuation's data event as rewritten (undefined: dropped, as its role delta is: not delivered). */
   private forwardRewritten(bytes: Uint8Array | undefined): void {
     if (bytes !== undefined) this.x.delivered++;
-    this.forwardCopy(this.renamed(bytes));
-  }
-
-  private renamed(bytes: Uint8Array | undefined): Uint8Array | undefined {
-    return bytes === undefined || this.rename === undefined ? bytes : this.rename.apply(bytes);
+    this.forwardCopy(bytes);
   }
 
   private flushRun(): void {

@@ -13,6 +13,7 @@
 import type { Route } from "../../metrics/names.ts";
 import { bytesAt, CR, LF, nativeIndexOf, SPACE } from "../../shared/bytes.ts";
 import type { Usage } from "../request/exchange.ts";
+import { classifyMessagesEvent } from "./messages-events.ts";
 import { classifyEvent, type EventClassifier, type SseEventKind } from "./sse-scanner.ts";
 
 const enc = new TextEncoder();
@@ -119,5 +120,5 @@ export function responsesEvent(type: string, body: Record<string, unknown>): Uin
 
 /** The classifier of a route's stream (stateless: the upstream opener reads the first events with it). */
 export function classifierFor(route: Route | undefined): EventClassifier {
-  return route === "responses" ? classifyResponsesEvent : classifyEvent;
+  return route === "responses" ? classifyResponsesEvent : route === "messages" ? classifyMessagesEvent : classifyEvent;
 }

@@ -3,15 +3,18 @@
  * API: how events are classified (the scanner's classifier), the bytes that
  * end a stream broken after its first byte (chat and completions: an error
  * chunk then [DONE]; the Responses API: its `error` event then
- * `response.failed`, never a [DONE] it does not know), and what the rare
+ * `response.failed`, never a [DONE] it does not know; Anthropic's Messages
+ * API: its `error` event), and what the rare
  * non-token events tell (a Responses tool call starting, the final usage).
  * The relay asks its dialect at those points only; chat's is one shared
  * object that keeps no state, so a chat stream pays nothing for the others.
  */
 import type { Route } from "../../metrics/names.ts";
+import { anthropicErrorBody } from "../../shared/anthropic-errors.ts";
 import { nativeIndexOf } from "../../shared/bytes.ts";
-import { type ErrorCode, errorBody } from "../../shared/errors.ts";
+import { describeCode, type ErrorCode, errorBody } from "../../shared/errors.ts";
 import type { Usage } from "../request/exchange.ts";
+import { classifyMessagesEvent, mergeMessagesUsage, messagesEvent, messagesMeta } from "./messages-events.ts";
 import { DONE_EVENT, sseErrorEvent } from "./relay-contracts.ts";
 import { classifyResponsesEvent, isCreatedEvent, responsesEvent, responsesEventJson, responsesUsage, startsToolCall } from "./responses-events.ts";
 import { classifyEvent, type EventClassifier } from "./sse-scanner.ts";
@@ -69,9 +72,35 @@ class ResponsesDialect implements StreamDialect {
   }
 }
 
+/**
+ * Anthropic's Messages API stream. Its usage comes in two meta events
+ * (message_start's input_tokens, message_delta's output_tokens), read as
+ * they pass and reported at message_stop; a broken stream ends with the
+ * API's `error` event, typed as Anthropic types the code's HTTP status.
+ */
+class MessagesDialect implements StreamDialect {
+  readonly classify = classifyMessagesEvent;
+  private usage: Usage | undefined;
+
+  meta(buf: Uint8Array, start: number, end: number): number {
+    const m = messagesMeta(buf, start, end);
+    if (m.usage !== undefined) this.usage = mergeMessagesUsage(this.usage, m.usage);
+    return m.toolUse ? 1 : 0;
+  }
+
+  finalUsage(): Usage | undefined {
+    return this.usage;
+  }
+
+  brokenEnd(code: ErrorCode, message: string): Uint8Array[] {
+    const { error } = anthropicErrorBody(describeCode(code).status, message);
+    return [messagesEvent("error", { error })];
+  }
+}
+
 /** The dialect of one stream of `route` (a fresh one where it keeps state). */
 export function dialectFor(route: Route | undefined): StreamDialect {
-  return route === "responses" ? new ResponsesDialect() : CHAT;
+  return route === "responses" ? new ResponsesDialect() : route === "messages" ? new MessagesDialect() : CHAT;
 }
 
 const TYPE_FUNCTION = new TextEncoder().encode('"type":"function"');
@@ -94,10 +123,11 @@ export function chatToolCallStarts(buf: Uint8Array, start: number, end: number):
 }
 
 const TYPE_FUNCTION_CALL = new TextEncoder().encode('"type":"function_call"');
+const TYPE_TOOL_USE = new TextEncoder().encode('"type":"tool_use"');
 
-/** Tool calls in a whole (non-streaming) answer: chat's message.tool_calls, or the Responses API's function_call output items. */
+/** Tool calls in a whole (non-streaming) answer: chat's message.tool_calls, the Responses API's function_call output items, a message's tool_use blocks. */
 export function answerToolCalls(body: Uint8Array, route: Route): number {
-  const pattern = route === "responses" ? TYPE_FUNCTION_CALL : TYPE_FUNCTION;
+  const pattern = route === "responses" ? TYPE_FUNCTION_CALL : route === "messages" ? TYPE_TOOL_USE : TYPE_FUNCTION;
   let n = 0;
   for (let at = nativeIndexOf.call(body, pattern, 0); at >= 0; at = nativeIndexOf.call(body, pattern, at + pattern.length)) n++;
   return n;

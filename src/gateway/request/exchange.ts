@@ -25,7 +25,6 @@ import type { Principal } from "../api-keys.ts";
 import type { CircuitBreakers } from "../circuit-breaker.ts";
 import { probeTargetOf } from "../circuit-breaker.ts";
 import type { EndpointRegistry } from "../endpoints.ts";
-import { ModelRename } from "./model-rename.ts";
 import type { ParsedRequest } from "./parse.ts";
 
 export interface Usage {
@@ -95,8 +94,6 @@ export class Exchange {
   readonly wrote: string[] = [];
   /** `wrote` as x-llmgw-model carries it, each name encoded when its attempt was claimed, before any engine generated. */
   private readonly wroteInHeader: string[] = [];
-  /** The answer's `model` is rewritten to the client's name: an engine was asked for another (an alias, a fallback). */
-  modelRename: ModelRename | undefined;
   /** Breaks of the stream after its first byte and how each was handled; undefined when none. */
   recoveries: RecoveryNote[] | undefined;
   /** Audit: answered from the response cache ("hit") or recorded into it ("miss"); undefined when not cacheable. */
@@ -205,9 +202,6 @@ export class Exchange {
     if (!g) return;
     const model = this.attemptModel;
     if (model !== undefined && this.wrote[this.wrote.length - 1] !== model) {
-      // The first answer sets what the client reads as `model`; a continuation keeps the first answer's identity anyway.
-      const asked = this.request?.body.model;
-      if (this.wrote.length === 0 && asked !== undefined && asked !== model) this.modelRename = new ModelRename(asked);
       this.wrote.push(model);
       this.wroteInHeader.push(this.attemptModelInHeader);
     }

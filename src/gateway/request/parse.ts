@@ -155,6 +155,14 @@ function checkOtherRoute(b: Record<string, unknown>, route: Route): void {
       for (const key of ["background", "store"]) optionalType(b, key, "boolean");
       optionalType(b, "previous_response_id", "string");
       return;
+    case "messages":
+    case "count_tokens":
+      // Anthropic's Messages API: max_tokens is required there (count_tokens takes none), and a message list.
+      if (!Array.isArray(b.messages) || b.messages.length === 0)
+        throw new LlmgwError("INVALID_REQUEST", "'messages' must be a non-empty array", { param: "messages" });
+      if (route === "count_tokens") break;
+      if (b.max_tokens === undefined || b.max_tokens === null) throw new LlmgwError("INVALID_REQUEST", "'max_tokens' is required", { param: "max_tokens" });
+      return;
     case "tokenize":
       if (typeof b.prompt !== "string" && !Array.isArray(b.prompt) && !Array.isArray(b.messages)) {
         throw new LlmgwError("INVALID_REQUEST", "'prompt' (a string) or 'messages' (an array) is required", { param: "prompt" });

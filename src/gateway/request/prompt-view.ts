@@ -77,6 +77,12 @@ export function promptViewOf(route: Route, body: InferenceBody): unknown {
       return body;
     case "responses":
       return { messages: responsesMessages(body), max_tokens: body.max_output_tokens };
+    case "messages":
+    case "count_tokens":
+      return {
+        messages: body.system === undefined ? body.messages : [{ role: "system", content: body.system }, ...(body.messages as unknown[])],
+        max_tokens: body.max_tokens,
+      };
     case "tokenize":
     case "pooling":
     case "classify":
@@ -93,5 +99,5 @@ export function promptViewOf(route: Route, body: InferenceBody): unknown {
 
 /** Routes whose prompt prefix is hashed for affinity: those that generate from a prompt an engine may have cached. */
 export function hashesPrefix(route: Route): boolean {
-  return route === "chat" || route === "completions" || route === "responses";
+  return route === "chat" || route === "completions" || route === "responses" || route === "messages";
 }

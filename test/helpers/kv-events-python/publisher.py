@@ -8,7 +8,9 @@ buffer of past payloads, and a ROUTER replay socket answering
 The batch is msgpack as msgspec writes vLLM's KVEventBatch.
 
 Usage: publisher.py PUB_PORT REPLAY_PORT TOPIC LAYOUT REPLAY_FORM HASHES PRELOAD
-  PORT 0 picks a free one; LAYOUT "map" (current vLLM) or "array" (0.9);
+  PORT 0 picks a free one; a PUB_PORT of "connect:tcp://HOST:PORT" connects
+  the PUB to a bound SUB there instead, as vLLM does for an endpoint that
+  names a host (and prints "pub": 0); LAYOUT "map" (current vLLM) or "array" (0.9);
   REPLAY_FORM "topic" (current vLLM) or "plain" (earlier); HASHES "int" or
   "bytes"; PRELOAD batches are buffered before the sockets bind, as if
   published before any subscriber could connect.
@@ -74,7 +76,10 @@ ctx = zmq.Context.instance()
 pub = ctx.socket(zmq.PUB)
 pub.setsockopt(zmq.SNDHWM, 100_000)
 router = ctx.socket(zmq.ROUTER)
-if pub_port == "0":
+if pub_port.startswith("connect:"):
+    pub.connect(pub_port[len("connect:"):])
+    pub_port = "0"
+elif pub_port == "0":
     pub_port = pub.bind_to_random_port("tcp://127.0.0.1")
 else:
     pub.bind(f"tcp://127.0.0.1:{pub_port}")
