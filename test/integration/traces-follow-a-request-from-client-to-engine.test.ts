@@ -273,3 +273,38 @@ describe("a stream cut mid-answer on one sim-engine and continued on another", (
     await gw.stop();
   });
 });
+
+describe("Anthropic's Messages API, streamed from a sim-engine that serves it", () => {
+  test("the request span names the GenAI operation and reads Anthropic's events: message id, stop reason, usage", async () => {
+    const sim = await startSim(["--model", "m", "--itl-ms", "2", "--output-len", "12"]);
+    const config = writeGatewayConfig({
+      health: { poll_interval_ms: 100 },
+      endpoints: [{ id: "sim", url: sim.api, models: ["m"] }],
+      tracing: { endpoint: `${rx.url}/v1/traces`, protocol: "http/json", export_interval_ms: 100 },
+    });
+    const gw = await startLlmgw(["serve", "--config", config], { waitFor: 2, env: NO_OTEL_ENV });
+    await waitUntil(
+      async () => {
+        const r = (await (await fetch(`${gw.urls.admin}/admin/v1/endpoints`)).json()) as { endpoints: { ready: boolean }[] };
+        return r.endpoints.some((e) => e.ready);
+      },
+      { what: "a ready sim", timeoutMs: 15_000 },
+    );
+    const res = await fetch(`${gw.urls.api}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-request-id": "trace-messages", traceparent: TRACEPARENT },
+      body: JSON.stringify({ model: "m", max_tokens: 5, stream: true, messages: [{ role: "user", content: "Tell me about the sea" }] }),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain("message_stop");
+    const { request, children } = await spansOf("trace-messages");
+    expect(request.traceId).toBe(TRACE_ID);
+    expect(request.name).toBe("chat m");
+    expect(request.attributes["gen_ai.operation.name"]).toBe("chat");
+    expect(String(request.attributes["gen_ai.response.id"])).toStartWith("msg");
+    expect(request.attributes["gen_ai.response.finish_reasons"]).toEqual(["max_tokens"]);
+    expect(request.attributes["gen_ai.usage.output_tokens"]).toBe(5);
+    expect(children.map((c) => c.name)).toContain("attempt");
+    await gw.stop();
+  });
+});
