@@ -41,6 +41,8 @@ type Choice =
       pool: number;
       scores: Readonly<Record<string, number>>;
       drops: Readonly<Record<string, number>>;
+      /** Endpoints scored (left after the filters). */
+      candidates: number;
       /** The circuit field whose single probe slot this request took, or -1. */
       probe: number;
       /** The circuit field of the request's model on this endpoint, or -1 (the endpoint's own stands for it). */
@@ -116,7 +118,16 @@ export class EndpointChooser {
       }
       this.table.addInt(row, I.INFLIGHT, 1);
       if (adapter) adapter.lora.touch(row, adapter.id);
-      return { ok: true, index: row, pool: this.directory.get(row)?.pool ?? 0, scores: decision.scores, drops: decision.drops, probe, circuit };
+      return {
+        ok: true,
+        index: row,
+        pool: this.directory.get(row)?.pool ?? 0,
+        scores: decision.scores,
+        drops: decision.drops,
+        candidates: decision.candidates,
+        probe,
+        circuit,
+      };
     }
   }
 }

@@ -157,6 +157,7 @@ export class AdmissionController {
         band,
         scores: { ...c.scores },
         drops: { ...c.drops },
+        candidates: c.candidates,
         waitedMs,
         probe: c.probe,
         circuit: c.circuit,

@@ -17,6 +17,7 @@ type FastOutcome =
       pool: number;
       scores: Readonly<Record<string, number>>;
       drops: Readonly<Record<string, number>>;
+      candidates: number;
       probe: number;
       circuit: number;
     }
@@ -43,7 +44,8 @@ export function fastAdmit(
     pools.take(pool, req.band);
   }
   const c = chooser.choose(req, random, now);
-  if (c.ok) return { kind: "granted", index: c.index, pool: c.pool, scores: c.scores, drops: c.drops, probe: c.probe, circuit: c.circuit };
+  if (c.ok)
+    return { kind: "granted", index: c.index, pool: c.pool, scores: c.scores, drops: c.drops, candidates: c.candidates, probe: c.probe, circuit: c.circuit };
   pools.release(pool, req.band);
   return { kind: "no_endpoint", drops: c.drops };
 }

@@ -175,3 +175,15 @@ export const DEFAULT_RESPONSES_MAX_RECORD_BYTES = 16 * 1024 * 1024;
 export const DEFAULT_RESPONSES_BACKGROUND_CONCURRENCY = 16;
 /** OpenAI's limit for an audio upload (/v1/audio/transcriptions): 25 MB. */
 export const DEFAULT_MAX_AUDIO_BYTES = 25 * 1024 * 1024;
+// OpenTelemetry traces: the `tracing` block (the OTel SDK's own defaults where it has one).
+export const DEFAULT_TRACING_SERVICE_NAME = "llmgw";
+/** OTLP/HTTP's default traces URL (a collector on this host). */
+export const DEFAULT_TRACING_ENDPOINT = "http://localhost:4318/v1/traces";
+/** Spans waiting for export; past it new spans are dropped and counted (OTEL_BSP_MAX_QUEUE_SIZE's default). */
+export const DEFAULT_TRACING_MAX_QUEUE_SPANS = 2048;
+/** Spans per export request (OTEL_BSP_MAX_EXPORT_BATCH_SIZE's default). */
+export const DEFAULT_TRACING_MAX_BATCH_SPANS = 512;
+/** How often a partial batch is sent (OTEL_BSP_SCHEDULE_DELAY's default). */
+export const DEFAULT_TRACING_EXPORT_INTERVAL_MS = 5_000;
+/** An export request unanswered this long is given up (OTEL_EXPORTER_OTLP_TIMEOUT's default). */
+export const DEFAULT_TRACING_EXPORT_TIMEOUT_MS = 10_000;

@@ -17,6 +17,7 @@ import { resolveResponsesConfig } from "./responses-config.ts";
 import { dropRetiredKeys } from "./retired-keys.ts";
 import { configSchema, type ParsedConfig } from "./schema.ts";
 import { effectiveScorers, resolveStateConfig, stateCrossFieldIssues } from "./state-resolve.ts";
+import { resolveTracingConfig, tracingIssues } from "./tracing-config.ts";
 import type { Config, Deadlines, Listen } from "./types.ts";
 import { resolveUpstreamHeaders } from "./upstream-credentials.ts";
 
@@ -288,6 +289,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
     ...jobsCrossFieldIssues(c),
     ...fleetConfigIssues(c.nodes, c.fleet, env),
     ...stateCrossFieldIssues(c),
+    ...tracingIssues(c.tracing, env),
     ...adminConfigIssues(c.admin, c.fleet.admin_token),
   ];
   if (cross.length > 0) throw configError(source, cross, origins);
@@ -400,6 +402,7 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
     nodes: toNodeConfigs(c.nodes, env),
     fleet: toFleetConfig(c.fleet),
     ...resolveStateConfig(c),
+    ...resolveTracingConfig(c.tracing, env),
     responses: resolveResponsesConfig(c.responses),
     warnings,
     // What is in effect where the wire form leaves a key to be derived: the deadlines, auth on or off, the scorers (max_open_streams stays in place for serve to size).

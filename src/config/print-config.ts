@@ -34,6 +34,8 @@ export function maskUrlPassword(url: string): string {
 export function maskSecrets(value: unknown, key?: string): unknown {
   if (Array.isArray(value)) return value.map((v) => maskSecrets(v));
   if (typeof value === "object" && value !== null) {
+    // A headers map (tracing.headers) carries credentials under any header name.
+    if (key === "headers") return Object.fromEntries(Object.keys(value).map((k) => [k, MASK]));
     const out: Record<string, unknown> = {};
     const all = key !== undefined && SECRET_MAPS.has(key);
     for (const [k, v] of Object.entries(value)) out[k] = all ? MASK : maskSecrets(v, k);

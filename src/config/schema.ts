@@ -12,6 +12,7 @@ import { FILTER_NAMES, PICKER_NAMES, ROUTE_NAMES, SCORER_NAMES } from "./plugin-
 import { RESPONSES_DEFAULTS, responsesSchema } from "./responses-config.ts";
 import { SAME_ENDPOINT_POLICIES, type SameEndpointFailure } from "./retry-policy.ts";
 import { STATE_DEFAULTS, stateSchema } from "./state-config.ts";
+import { TRACING_DEFAULTS, tracingSchema } from "./tracing-config.ts";
 import { upstreamCredentialKeys } from "./upstream-credentials.ts";
 import { httpUrl, id, modelName } from "./wire-primitives.ts";
 
@@ -410,6 +411,8 @@ export const configSchema = z
     kv_events: kvEventsSchema.default(KV_EVENTS_DEFAULTS),
     // The Responses API's stored state and background responses.
     responses: responsesSchema.default(RESPONSES_DEFAULTS),
+    /** OpenTelemetry traces (OTLP/HTTP); off unless enabled here or an OTLP endpoint variable is set. */
+    tracing: tracingSchema.default(TRACING_DEFAULTS),
   })
   .strict();
 

@@ -9,6 +9,26 @@ import type { SameEndpointFailure, SameEndpointPolicy } from "./retry-policy.ts"
 /** Where state shared by gateways lives: the embedded bun:sqlite store, or Redis shared by several gateways. */
 export type StateBackendName = "sqlite" | "redis";
 
+/** OTLP/HTTP's two encodings (gRPC is not spoken). */
+export type OtlpProtocol = "http/protobuf" | "http/json";
+
+/** The `tracing` block with the OTEL_* variables applied (src/config/tracing-config.ts); null when tracing is off. */
+export interface TracingConfig {
+  /** The full OTLP traces URL (…/v1/traces). */
+  endpoint: string;
+  protocol: OtlpProtocol;
+  /** Sent with every export (a collector's or vendor's auth). Secrets: never logged. */
+  headers: Readonly<Record<string, string>>;
+  serviceName: string;
+  /** Root sampler: the share of traces started here that are kept; a client's sampled flag decides for its own (parent-based) unless `parentBased` is false. */
+  sampleRatio: number;
+  parentBased: boolean;
+  maxQueueSpans: number;
+  maxBatchSpans: number;
+  exportIntervalMs: number;
+  exportTimeoutMs: number;
+}
+
 /** The `state` block, validated (src/config/state-config.ts has the wire form). */
 export interface StateConfig {
   backend: StateBackendName;
@@ -339,6 +359,8 @@ export interface Config {
   fleet: FleetConfig;
   // Shared state across gateways.
   state: StateConfig;
+  /** OpenTelemetry traces; null: off (the request path does nothing for them). */
+  tracing: TracingConfig | null;
   /** The Responses API's stored state and background responses. */
   responses: ResponsesConfig;
   /** Things worth a warning at start (plaintext keys, auth off); logged by serve. */

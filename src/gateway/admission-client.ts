@@ -98,6 +98,7 @@ export class AdmissionClient {
             pool: msg.pool,
             scores: msg.scores,
             drops: msg.drops,
+            candidates: msg.candidates,
             waitedMs: msg.waitedMs,
             probe: msg.probe,
             circuit: msg.circuit,
@@ -160,7 +161,17 @@ export class AdmissionClient {
         target.adapter === undefined ? req : { ...req, model: target.model, adapter: target.adapter },
       );
       if (f.kind === "granted")
-        return { index: f.index, pool: f.pool, scores: f.scores, drops: f.drops, waitedMs: 0, probe: f.probe, circuit: f.circuit, path: "fast" };
+        return {
+          index: f.index,
+          pool: f.pool,
+          scores: f.scores,
+          drops: f.drops,
+          candidates: f.candidates,
+          waitedMs: 0,
+          probe: f.probe,
+          circuit: f.circuit,
+          path: "fast",
+        };
       // Nothing chosen with room in the pool (all unready, open, faulted…): the worker says the same, with the same drops.
       if (f.kind === "no_endpoint") throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${req.model}'`, 0, undefined, f.drops);
     }
@@ -223,7 +234,17 @@ export class AdmissionClient {
     const c = this.chooser.choose({ model: target.model, ...keys, exclude, lastResort, ...(target.adapter !== undefined ? { adapter: target.adapter } : {}) });
     if (!c.ok) throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${model}'`, 0, undefined, c.drops);
     this.pools.take(c.pool, band);
-    return { index: c.index, pool: c.pool, scores: c.scores, drops: c.drops, waitedMs: 0, probe: c.probe, circuit: c.circuit, path: "fast" };
+    return {
+      index: c.index,
+      pool: c.pool,
+      scores: c.scores,
+      drops: c.drops,
+      candidates: c.candidates,
+      waitedMs: 0,
+      probe: c.probe,
+      circuit: c.circuit,
+      path: "fast",
+    };
   }
 
   /** A request let go of its endpoint: the counts go down, and queued requests may move (a message only when something waits). */

@@ -11,6 +11,7 @@ import type { ClusterStatus } from "../protocol/cluster-status.ts";
 import type { EndpointTable } from "../shared/endpoint-table.ts";
 import type { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
 import type { Logger } from "../shared/logger.ts";
+import type { RequestTracer } from "../tracing/tracer-contract.ts";
 import type { AdmissionClient } from "./admission-client.ts";
 import type { Authenticator } from "./api-keys.ts";
 import type { CircuitBreakers } from "./circuit-breaker.ts";
@@ -61,4 +62,6 @@ export interface GatewayContext {
   cluster?: { status(): ClusterStatus };
   /** The fleet loads declared LoRA adapters on demand: how to ask, and how long a request waits (absent: no fleet). */
   adapterLoads?: { requested(adapter: string): void; waitMs: number };
+  /** OpenTelemetry traces: absent when tracing is off (the request path then creates no span and reads no header). */
+  tracer?: RequestTracer;
 }

@@ -432,3 +432,15 @@ export const KV = {
     labels: ["outcome"],
   },
 } as const;
+
+/** OpenTelemetry export (series registered only while tracing is on: absent, not zero, when off). */
+export const TRACING = {
+  spansDropped: {
+    name: "llmgw_trace_spans_dropped_total",
+    help: "Finished spans dropped before export because tracing.max_queue_spans were already waiting (the collector is slow or away).",
+  },
+  exportFailures: {
+    name: "llmgw_trace_export_failures_total",
+    help: "OTLP export requests that failed (their spans are lost).",
+  },
+} as const;

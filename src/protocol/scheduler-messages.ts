@@ -63,6 +63,8 @@ export type ToScheduler =
 export interface GrantDetail {
   scores: Record<string, number>;
   drops: Record<string, number>;
+  /** Endpoints the scorers ranked (left after the filters). */
+  candidates: number;
   /** Time spent in the admission queue, ms (0 when it flowed at once). */
   waitedMs: number;
   /** The circuit field (endpoint table) whose single half-open probe slot this grant took, or -1. */

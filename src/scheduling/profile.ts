@@ -82,7 +82,7 @@ export class SchedulingProfile {
       candidates = kept;
     }
     const n = candidates.length;
-    if (n === 0) return { endpoint: undefined, drops, scores: NO_SCORES };
+    if (n === 0) return { endpoint: undefined, drops, scores: NO_SCORES, candidates: 0 };
 
     const perScorer: number[][] = new Array<number[]>(this.scorers.length);
     const totals = new Array<number>(n).fill(0);
@@ -98,12 +98,12 @@ export class SchedulingProfile {
     }
 
     const endpoint = this.picker.pick(candidates, totals, random, this.turns++);
-    if (endpoint === undefined) return { endpoint: undefined, drops, scores: NO_SCORES };
+    if (endpoint === undefined) return { endpoint: undefined, drops, scores: NO_SCORES, candidates: n };
     const at = candidates.indexOf(endpoint);
     const scores: Record<string, number> = {};
     for (let s = 0; s < this.scorers.length; s++) scores[this.scorers[s]!.scorer.name] = perScorer[s]![at] ?? 0;
     if (req.prefixHashes.length > 0) this.prefixIndex.record(req.prefixHashes, endpoint.index);
-    return { endpoint, drops, scores };
+    return { endpoint, drops, scores, candidates: n };
   }
 
   /** An endpoint went away or restarted with an empty cache: stop drawing its old prefixes to it. */

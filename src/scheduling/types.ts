@@ -163,4 +163,6 @@ export interface Decision {
   readonly drops: Readonly<Record<string, number>>;
   /** The chosen endpoint's score from each scorer, before weighting (scorer name → score). */
   readonly scores: Readonly<Record<string, number>>;
+  /** Endpoints left after the filters: those scored (0 when none was). */
+  readonly candidates: number;
 }

@@ -3,6 +3,7 @@
 import { join } from "node:path";
 import { registerFleetMetrics } from "../admin/fleet-collectors.ts";
 import { QuotaLimiter } from "../admission/tenant-quota.ts";
+import { maskUrlPassword } from "../config/print-config.ts";
 import type { Config } from "../config/types.ts";
 import { AdapterCatalog } from "../gateway/adapter-catalog.ts";
 import { Authenticator } from "../gateway/api-keys.ts";
@@ -24,6 +25,7 @@ import type { Logger } from "../shared/logger.ts";
 import { loopLag } from "../shared/loop-lag.ts";
 import { ClusterRuntime } from "../shared-state/cluster-runtime.ts";
 import { openStateBackend, type StateBackend } from "../shared-state/state-backend.ts";
+import type { RequestTracer } from "../tracing/tracer-contract.ts";
 import { endpointAdaptersReader } from "./endpoint-adapters.ts";
 import { type GatewayFleet, openGatewayFleet } from "./fleet-wiring.ts";
 import { type BatchServices, openBatchServices, openRegistry, type SharedTables, sharedTables, startWorkers, type Workers } from "./gateway-parts.ts";
@@ -163,6 +165,16 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
     },
   });
   const tenantNames = new Set(config.tenants.map((tenant) => tenant.name));
+  // The OpenTelemetry SDK is loaded only when tracing is on: off, the gateway neither loads nor runs any of it.
+  let tracer: RequestTracer | undefined;
+  if (config.tracing) {
+    const { openTracer } = await import("../tracing/otel-tracer.ts");
+    tracer = openTracer(config.tracing, metrics.registry);
+    log.info(
+      { endpoint: maskUrlPassword(config.tracing.endpoint), protocol: config.tracing.protocol, sample_ratio: config.tracing.sampleRatio },
+      "tracing on: OTLP export",
+    );
+  }
   const ctx = requestPath.bind({
     config,
     catalog,
@@ -190,6 +202,7 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
     gpuSaturation: t.gpuSaturation,
     cluster,
     ...(fleet ? { adapterLoads: { requested: () => fleet.manager.requestTick(), waitMs: config.fleet.adapterLoadWaitMs } } : {}),
+    ...(tracer ? { tracer } : {}),
   });
 
   let closing: Promise<void> | undefined;
@@ -199,7 +212,8 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
       services.responses.close();
       breakers.stop();
       admission.terminate();
-      await Promise.all([workers.health.stop(), kvEvents?.stop()]);
+      // The spans of the last requests go out before the gateway exits (bounded by tracing.export_timeout_ms).
+      await Promise.all([workers.health.stop(), kvEvents?.stop(), tracer?.shutdown().catch(() => {})]);
       await state.close();
     })());
   return { ctx, tables: t, registry, breakers, workers, services, fleet, cluster, state, fleetReads, bandNames, discovered, close };

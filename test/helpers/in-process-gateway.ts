@@ -126,7 +126,7 @@ export function inProcessGateway(opts: InProcessOptions = {}): InProcessGateway 
   const pick = (model: string, exclude: ReadonlySet<number>): Grant => {
     const index = (byModel[model] ?? []).map((id) => ids.indexOf(id)).find((i) => !exclude.has(i));
     if (index === undefined) throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${model}'`, 0, undefined);
-    return { index, pool: 0, circuit: -1, probe: -1, waitedMs: 0, path: "fast", scores: {}, drops: {} };
+    return { index, pool: 0, circuit: -1, probe: -1, waitedMs: 0, path: "fast", scores: {}, drops: {}, candidates: 1 };
   };
   const admission = {
     admit(req: AdmitRequest): Grant {

@@ -145,6 +145,7 @@ export class StreamRecovery implements RelayRecovery {
     const { ctx, x } = this;
     const brokeAt = performance.now();
     const from = x.endpointId;
+    x.trace?.continuing(cause);
     this.leave();
     this.spend(this.slot, this.chain[this.at]!);
     const got = await this.continuation();
@@ -152,6 +153,7 @@ export class StreamRecovery implements RelayRecovery {
     if (!got.ok && got.reason !== undefined) note.reason = got.reason;
     (x.recoveries ??= []).push(note);
     ctx.metrics.streamRecoveries.inc({ model: this.request.model, cause, result: note.result });
+    x.trace?.continued(note.result, note.reason);
     if (!got.ok) return undefined;
     note.to = x.endpointId;
     if (got.at > 0) note.model = this.chain[got.at];

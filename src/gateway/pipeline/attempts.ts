@@ -153,18 +153,21 @@ export class AttemptLoop {
       x.sending();
       const via = this.translation !== undefined && !ctx.routes.serves(ctx.endpoints.idOf(grant.index) ?? "", x.route, x.path) ? this.translation : undefined;
       const stream = this.request.stream && via?.route !== "tokenize";
+      const url = ctx.endpoints.urlOf(grant.index)!;
+      const headers: Record<string, string> = {
+        // The endpoint's own credentials (never the client's Authorization, which is llmgw's key).
+        ...ctx.endpoints.upstreamHeadersOf(grant.index),
+        "content-type": this.request.contentType,
+        accept: stream ? "text/event-stream" : "application/json",
+        "x-request-id": x.requestId,
+      };
+      if (x.trace !== undefined) x.trace.attempt(headers, url, x.endpointId, model);
       const result = await openUpstream(
         {
           index: grant.index,
-          url: ctx.endpoints.urlOf(grant.index)!,
+          url,
           body: via === undefined ? upstreamBody(x, this.request, model) : translatedBody(this.request, model, via),
-          headers: {
-            // The endpoint's own credentials (never the client's Authorization, which is llmgw's key).
-            ...ctx.endpoints.upstreamHeadersOf(grant.index),
-            "content-type": this.request.contentType,
-            accept: stream ? "text/event-stream" : "application/json",
-            "x-request-id": x.requestId,
-          },
+          headers,
           stream,
           deadlines,
           totalLeftMs,
@@ -243,6 +246,7 @@ export class AttemptLoop {
       let grant: Grant;
       if (first) {
         this.admitted = true;
+        x.trace?.admitting(x.bandName);
         const g = ctx.admission.admit(
           { model, band: x.band, tenant: x.tenant, estTokens: x.estTokens, ...x.routingKeys() },
           x.signal,
@@ -263,6 +267,7 @@ export class AttemptLoop {
       }
       return ctx.routes.limited ? this.servingRoute(grant, model, exclude) : grant;
     } catch (err) {
+      x.trace?.unscheduled(err instanceof LlmgwError ? err.code : "INTERNAL_ERROR");
       if (err instanceof SchedulerRejection) this.observeDrops(err.drops);
       if (x.signal.aborted) {
         if (first) this.rejectedAdmission(performance.now() - x.arrivedAt, "cancelled");
@@ -330,6 +335,7 @@ export class AttemptLoop {
     x.answered();
     if (result.kind === "json") {
       x.usage = usageFromTail(result.body.subarray(-USAGE_TAIL_BYTES));
+      x.trace?.answerBody(result.body);
       let body = result.body;
       if (via !== undefined) {
         const translated = translatedAnswer(body, via);
@@ -353,6 +359,7 @@ export class AttemptLoop {
         headers: { "content-type": result.contentType, ...x.headers(true) },
       });
     }
+    x.trace?.firstEvent(result.firstEvents[0]!.bytes);
     // A stream that breaks after its first byte may be continued elsewhere: on this model, then down the chain.
     const recovery = ctx.continuation.enabled
       ? StreamRecovery.for(ctx, x, this.request, continuationOpener(ctx, x), this.chain.slice(this.at), slot)

@@ -31,17 +31,20 @@ export function continuationOpener(ctx: ContinuationOpenerDeps, x: Exchange): Op
   return async function openContinuation({ grant, model, body, leftMs }) {
     x.hold(grant, model);
     x.sending();
+    const url = ctx.endpoints.urlOf(grant.index)!;
+    const headers: Record<string, string> = {
+      ...ctx.endpoints.upstreamHeadersOf(grant.index),
+      "content-type": "application/json",
+      accept: "text/event-stream",
+      "x-request-id": x.requestId,
+    };
+    if (x.trace !== undefined) x.trace.attempt(headers, url, x.endpointId, model);
     const result = await openUpstream(
       {
         index: grant.index,
-        url: ctx.endpoints.urlOf(grant.index)!,
+        url,
         body,
-        headers: {
-          ...ctx.endpoints.upstreamHeadersOf(grant.index),
-          "content-type": "application/json",
-          accept: "text/event-stream",
-          "x-request-id": x.requestId,
-        },
+        headers,
         stream: true,
         deadlines: ctx.catalog.deadlinesFor(model),
         totalLeftMs: leftMs,

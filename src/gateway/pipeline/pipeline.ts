@@ -24,6 +24,7 @@ import { bodyDeadlines, bodyReadWhole } from "../../shared/bounded-body.ts";
 import { asLlmgwError, LlmgwError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { BudgetShare } from "../../shared/upload-budget.ts";
+import type { RequestTracer } from "../../tracing/tracer-contract.ts";
 import type { Principal } from "../api-keys.ts";
 import type { AdapterLoadGateDeps } from "../gates/adapter-load.ts";
 import { adapterLoadGate } from "../gates/adapter-load.ts";
@@ -83,8 +84,14 @@ interface ParseDeps {
   readonly log: Pick<Logger, "error">;
 }
 
+/** Tracing: present only while it is on. */
+interface TracingDeps {
+  readonly tracer?: RequestTracer;
+}
+
 /** The pipeline's dependencies: exactly those of its stages, each named by the stage that uses it. */
-export type PipelineDeps = AuthGateDeps &
+export type PipelineDeps = TracingDeps &
+  AuthGateDeps &
   ParseDeps &
   ConversationDeps &
   QuotaGateDeps &
@@ -108,6 +115,7 @@ export async function handleInference(
   origin?: InProcessOrigin,
 ): Promise<Response> {
   const x = new Exchange(ctx, route, path, requestIdOf(req), req.signal);
+  if (ctx.tracer !== undefined) x.trace = ctx.tracer.start(req.headers, route, path, x.requestId);
   const answer = new AnswerRecorders();
   let authenticated = false;
   let bodyRead = false;

@@ -8,6 +8,7 @@
  */
 import type { AttemptFailure, BreakCause, Outcome, Route } from "../../metrics/names.ts";
 import { type ErrorCode, errorBody } from "../../shared/errors.ts";
+import type { RequestTrace } from "../../tracing/tracer-contract.ts";
 import type { Grant } from "../admission-client.ts";
 import type { AttemptVerdict, Usage } from "../request/exchange.ts";
 import type { Evictable } from "../stream-evictions.ts";
@@ -54,6 +55,8 @@ export interface RelayOwner {
   /** Choices the answer has (the request's n): a stream is complete once each has a finish_reason. */
   readonly choices: number;
   usage: Usage | undefined;
+  /** The request's spans (tracing on): told each choice's finish_reason. */
+  readonly trace?: RequestTrace | undefined;
   firstToken(now: number): void;
   tokens(now: number): void;
   /** An invalid event was dropped. */

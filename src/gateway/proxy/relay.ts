@@ -212,7 +212,11 @@ export class SseRelay implements Evictable {
     switch (kind) {
       case "data": {
         this.tokensInChunk = true;
-        this.finished += finishedChoices(buf, start, end);
+        const finished = finishedChoices(buf, start, end);
+        if (finished > 0) {
+          this.finished += finished;
+          this.x.trace?.finishEvent(view(buf, start, end));
+        }
         if (this.countTools) this.x.toolCalls = (this.x.toolCalls ?? 0) + chatToolCallStarts(buf, start, end);
         const w = this.watch;
         if (w !== undefined) {
@@ -228,6 +232,8 @@ export class SseRelay implements Evictable {
         // A Responses API event that carries no token: it goes out, and tells the dialect what it needs.
         const calls = this.dialect.meta(buf, start, end);
         if (calls > 0 && this.countTools) this.x.toolCalls = (this.x.toolCalls ?? 0) + calls;
+        // Anthropic's stop reason comes in a meta event (message_delta), not with the tokens.
+        if (this.x.trace !== undefined && this.x.route === "messages") this.x.trace.finishEvent(view(buf, start, end));
         const w = this.watch;
         if (w !== undefined) {
           if (w.rewriting) return this.forwardCopy(w.rewrite("meta", view(buf, start, end)));

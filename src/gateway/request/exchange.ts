@@ -19,6 +19,7 @@ import { type ErrorCode, errorResponse, type LlmgwError } from "../../shared/err
 import type { Logger } from "../../shared/logger.ts";
 import { infoRecord } from "../../shared/logger.ts";
 import { headerSafeName } from "../../shared/model-name.ts";
+import type { RequestTrace } from "../../tracing/tracer-contract.ts";
 import type { AdmissionClient, Grant } from "../admission-client.ts";
 import type { Principal } from "../api-keys.ts";
 import type { CircuitBreakers } from "../circuit-breaker.ts";
@@ -101,6 +102,8 @@ export class Exchange {
   replay = false;
   /** Audit: the batch this request runs a line of. */
   batchId: string | undefined;
+  /** The request's spans; undefined when tracing is off (each stage then checks this and nothing else). */
+  trace: RequestTrace | undefined;
   /** What scoring reads of the prompt. */
   routingKeys(): { prefixHashes: readonly number[]; tokenBlockKeys?: readonly number[] } {
     return this.tokenBlockKeys === undefined ? { prefixHashes: this.prefixHashes } : { prefixHashes: this.prefixHashes, tokenBlockKeys: this.tokenBlockKeys };
@@ -145,6 +148,7 @@ export class Exchange {
   parsed(request: ParsedRequest): void {
     this.request = request;
     this.series = this.ctx.metrics.requestSeries(request.model, this.route);
+    this.trace?.parsed(request.model, request.stream);
   }
 
   /** Canonical model (alias resolved) once parsed. */
@@ -183,6 +187,7 @@ export class Exchange {
     this.endpointId = this.ctx.endpoints.idOf(grant.index);
     this.endpointInHeader = this.endpointId === undefined ? undefined : headerSafeName(this.endpointId);
     for (const scorer in grant.scores) this.ctx.metrics.scoreSeries(scorer).observe(grant.scores[scorer]!);
+    this.trace?.scheduled(grant, this.endpointId, model);
   }
 
   /** The held endpoint is about to be sent the request: one more attempt; the router's own overhead ends at the first. */
@@ -202,6 +207,7 @@ export class Exchange {
     }
     this.ctx.breakers.success(g.index, I.CIRCUIT);
     if (g.circuit >= 0) this.ctx.breakers.success(g.index, g.circuit);
+    if (model !== undefined) this.trace?.answered(model);
   }
 
   /** The current attempt is over: let go of the endpoint and tell its circuit breaker what it showed. */
@@ -209,6 +215,7 @@ export class Exchange {
     const g = this.grant;
     if (!g) return;
     this.grant = undefined;
+    this.trace?.attemptEnded(verdict);
     const { breakers, metrics } = this.ctx;
     this.ctx.admission.release(g.index, g.pool, this.band);
     if (verdict.kind === "neutral" && verdict.excused && verdict.failure !== undefined) metrics.deadlinesExcused.inc({ deadline: verdict.failure });
@@ -241,6 +248,7 @@ export class Exchange {
     this.lastTokenAt = now;
     this.ttftMs = now - this.arrivedAt;
     this.series?.ttft.observe(this.ttftMs / 1000);
+    this.trace?.firstToken(this.ttftMs);
   }
 
   /** More tokens went to the client (observed once per upstream chunk). */
@@ -317,6 +325,7 @@ export class Exchange {
       models: this.wrote,
     });
     infoRecord(ctx.log, record, "audit");
+    this.trace?.finish(outcome, status, this.usage, errorCode);
   }
 }
 
