@@ -368,6 +368,11 @@ export class SseRelay implements Evictable {
   private end(outcome: Outcome, verdict: AttemptVerdict, error?: string, code?: ErrorCode): void {
     if (this.over) return;
     this.over = true;
+    // A chunk that carried tokens and the end at once (a short answer read in one go): its tokens went out now, before the finish.
+    if (this.tokensInChunk) {
+      this.tokensInChunk = false;
+      this.tokensSent();
+    }
     this.recovery?.close();
     this.open.deadlines.dispose();
     this.x.endAttempt(verdict);
