@@ -1,23 +1,25 @@
 /**
  * Configuration: YAML file → defaults → LLMGW_* environment overrides → zod
  * validation → cross-field checks → a frozen, typed Config. Every failure is a
- * ConfigError listing each offending key path and what was expected.
+ * ConfigError listing each offending key path and what was expected, schema
+ * and cross-field errors together.
  */
 
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml, YAMLParseError } from "yaml";
-import type { z } from "zod";
-import { adminConfigIssues, toAdminConfig } from "./admin-config.ts";
+import { toAdminConfig } from "./admin-config.ts";
+import { boundIssues, nestingIssue, parseCollecting, readsFailed } from "./collect-issues.ts";
+import { crossFieldIssues } from "./cross-field-checks.ts";
 import * as D from "./defaults.ts";
-import { fleetConfigIssues, toFleetConfig, toNodeConfigs } from "./fleet-schema.ts";
-import { jobsCrossFieldIssues, resolveJobsConfig } from "./jobs-config.ts";
-import { kvEventsIssues, resolveKvEventsConfig } from "./kv-events-resolve.ts";
+import { toFleetConfig, toNodeConfigs } from "./fleet-schema.ts";
+import { resolveJobsConfig } from "./jobs-config.ts";
+import { resolveKvEventsConfig } from "./kv-events-resolve.ts";
 import { resolveResponsesConfig } from "./responses-config.ts";
 import { dropRetiredKeys } from "./retired-keys.ts";
 import { configSchema, type ParsedConfig } from "./schema.ts";
-import { effectiveScorers, resolveStateConfig, stateCrossFieldIssues } from "./state-resolve.ts";
-import { resolveTracingConfig, tracingIssues } from "./tracing-config.ts";
+import { effectiveScorers, resolveStateConfig } from "./state-resolve.ts";
+import { resolveTracingConfig } from "./tracing-config.ts";
 import type { Config, Deadlines, Listen } from "./types.ts";
 import { resolveUpstreamHeaders } from "./upstream-credentials.ts";
 
@@ -28,28 +30,11 @@ export function sha256Hex(text: string): string {
 export class ConfigError extends Error {
   readonly issues: readonly string[];
   constructor(source: string, issues: string[]) {
-    super(`invalid configuration (${source}):\n${issues.map((i) => `  ${i}`).join("\n")}`);
+    const listed = boundIssues(issues);
+    super(`invalid configuration (${source}):\n${listed.map((i) => `  ${i}`).join("\n")}`);
     this.name = "ConfigError";
-    this.issues = issues;
+    this.issues = listed;
   }
-}
-
-/** `endpoints[2].url` from zod's path array. */
-function formatPath(path: readonly PropertyKey[]): string {
-  let out = "";
-  for (const p of path) {
-    if (typeof p === "number") out += `[${p}]`;
-    else out += out === "" ? String(p) : `.${String(p)}`;
-  }
-  return out === "" ? "(root)" : out;
-}
-
-function formatZodIssues(issues: readonly z.core.$ZodIssue[]): string[] {
-  return issues.map((i) => {
-    let message = i.message;
-    if (i.code === "unrecognized_keys") message = `unknown key(s) ${i.keys.map((k) => `'${k}'`).join(", ")}`;
-    return `${formatPath(i.path)}: ${message}`;
-  });
 }
 
 /**
@@ -159,71 +144,6 @@ function parseListen(value: string): Listen {
   return { host: host === "" ? "0.0.0.0" : host, port: Number(value.slice(i + 1)) };
 }
 
-function crossFieldIssues(c: ParsedConfig): string[] {
-  const issues: string[] = [];
-  const seenIds = new Map<string, number>();
-  c.endpoints.forEach((e, i) => {
-    const first = seenIds.get(e.id);
-    if (first !== undefined) issues.push(`endpoints[${i}].id: duplicate endpoint id '${e.id}' (also endpoints[${first}])`);
-    if (e.models_source === "static" && (e.models === undefined || e.models.length === 0))
-      issues.push(`endpoints[${i}].models: models_source static needs the models listed here`);
-    else seenIds.set(e.id, i);
-  });
-  const modelNames = new Map<string, number>();
-  c.models.forEach((m, i) => {
-    const first = modelNames.get(m.name);
-    if (first !== undefined) issues.push(`models[${i}].name: duplicate model '${m.name}' (also models[${first}])`);
-    else modelNames.set(m.name, i);
-  });
-  const aliasOwner = new Map<string, string>();
-  c.models.forEach((m, i) => {
-    m.aliases.forEach((a, j) => {
-      if (modelNames.has(a)) issues.push(`models[${i}].aliases[${j}]: alias '${a}' shadows the model of that name`);
-      const owner = aliasOwner.get(a);
-      if (owner !== undefined && owner !== m.name) issues.push(`models[${i}].aliases[${j}]: alias '${a}' is already an alias of '${owner}'`);
-      aliasOwner.set(a, m.name);
-    });
-    m.fallback.forEach((f, j) => {
-      if (f === m.name) issues.push(`models[${i}].fallback[${j}]: a model cannot fall back to itself`);
-      else if (!modelNames.has(f) && !aliasOwner.has(f)) issues.push(`models[${i}].fallback[${j}]: unknown model '${f}' (expected a name under models)`);
-    });
-  });
-  const scorerSeen = new Set<string>();
-  c.scheduling.scorers.forEach((s, i) => {
-    if (scorerSeen.has(s.name)) issues.push(`scheduling.scorers[${i}].name: scorer '${s.name}' listed twice`);
-    scorerSeen.add(s.name);
-  });
-  const bandIndex = new Map<string, number>();
-  c.admission.bands.forEach((b, i) => {
-    if (bandIndex.has(b.name)) issues.push(`admission.bands[${i}].name: duplicate band '${b.name}'`);
-    else bandIndex.set(b.name, i);
-  });
-  if (!bandIndex.has(c.admission.default_band)) {
-    issues.push(`admission.default_band: unknown band '${c.admission.default_band}' (expected one of ${[...bandIndex.keys()].join(", ")})`);
-  }
-  const keyHashes = new Map<string, number>();
-  c.auth.keys.forEach((k, i) => {
-    if (k.max_band !== undefined && !bandIndex.has(k.max_band)) issues.push(`auth.keys[${i}].max_band: unknown band '${k.max_band}'`);
-    const hash = k.key_sha256 ?? sha256Hex(k.key ?? "");
-    const first = keyHashes.get(hash);
-    if (first !== undefined) issues.push(`auth.keys[${i}]: the same key as auth.keys[${first}]`);
-    else keyHashes.set(hash, i);
-  });
-  if (c.auth.enabled === true && c.auth.keys.length === 0) issues.push("auth.enabled: true needs at least one entry under auth.keys");
-  const tenantNames = new Set<string>();
-  c.tenants.forEach((t, i) => {
-    if (tenantNames.has(t.name)) issues.push(`tenants[${i}].name: duplicate tenant '${t.name}'`);
-    tenantNames.add(t.name);
-  });
-  if (c.endpoints.length > c.max_endpoints) issues.push(`max_endpoints: expected at least the ${c.endpoints.length} configured endpoints`);
-  issues.push(...kvEventsIssues(c));
-  const d = c.deadlines;
-  if (d.total_ms !== undefined && d.first_token_ms !== undefined && d.total_ms < d.first_token_ms) {
-    issues.push(`deadlines.total_ms: expected at least deadlines.first_token_ms (${d.first_token_ms})`);
-  }
-  return issues;
-}
-
 type WireDeadlines = ParsedConfig["deadlines"];
 
 function resolveDeadlines(base: Deadlines, wire: WireDeadlines): Deadlines {
@@ -275,24 +195,24 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
   if (raw !== null && raw !== undefined && (typeof raw !== "object" || Array.isArray(raw))) {
     throw new ConfigError(source, ["(root): expected a mapping of keys"]);
   }
+  const tooDeep = nestingIssue(raw);
+  if (tooDeep !== undefined) throw new ConfigError(source, [tooDeep]);
   const origins: ConfigOrigins = new Map(flagOrigins);
   const withEnv = applyEnvOverrides((raw ?? {}) as Record<string, unknown>, env, origins);
   const warnings = dropRetiredKeys(withEnv);
-  const result = configSchema.safeParse(withEnv);
-  if (!result.success) throw configError(source, formatZodIssues(result.error.issues), origins);
-  const c = result.data;
+  // Schema errors and cross-field errors in one report: the checks run over what parsed, skipping those whose input failed.
+  const parsed = parseCollecting(configSchema, withEnv);
+  if (parsed.data === undefined) throw configError(source, parsed.issues, origins);
+  const c = parsed.data;
+  const skip = (reads: readonly string[]) => readsFailed(reads, parsed.failed);
   const credentials = c.endpoints.map((e, i) => resolveUpstreamHeaders(e, `endpoints[${i}]`, env));
-  const cross = [
-    ...credentials.flatMap((r) => r.issues),
+  const issues = [
+    ...parsed.issues,
+    ...(skip(["endpoints"]) ? [] : credentials.flatMap((r) => r.issues)),
     ...aliasIssues(env),
-    ...crossFieldIssues(c),
-    ...jobsCrossFieldIssues(c),
-    ...fleetConfigIssues(c.nodes, c.fleet, env),
-    ...stateCrossFieldIssues(c),
-    ...tracingIssues(c.tracing, env),
-    ...adminConfigIssues(c.admin, c.fleet.admin_token),
+    ...crossFieldIssues(c, env, skip),
   ];
-  if (cross.length > 0) throw configError(source, cross, origins);
+  if (issues.length > 0) throw configError(source, issues, origins);
   const scorers = effectiveScorers(c, withEnv);
 
   const deadlines = resolveDeadlines(BUILTIN_DEADLINES, c.deadlines);

@@ -134,8 +134,17 @@ export function placementStatus(manager: FleetManager, model: string): Placement
     requested: r.requested,
     placed: r.placements.length,
     unplaced_reason: r.unplacedReason,
-    candidates: r.candidates.map((c) => ({ node: c.node, gpus: c.gpus, gpu_class: c.gpuClass, verdict: c.verdict, rank: c.rank, reasons: c.reasons })),
+    candidates: r.candidates.map((c) => ({
+      node: c.node,
+      gpus: c.gpus,
+      gpu_class: c.gpuClass,
+      verdict: c.verdict,
+      rank: c.rank,
+      reasons: c.reasons,
+      score: c.score === null ? null : { model_replicas: c.score.modelReplicas, free_gpus_after: c.score.freeGpusAfter },
+    })),
     placements: r.placements,
+    decision: r.decision === null ? null : { rule: r.decision.rule, winner: r.decision.winner, runner_up: r.decision.runnerUp },
   };
 }
 

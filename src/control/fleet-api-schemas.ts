@@ -1,7 +1,7 @@
 /** The management API's bodies as zod schemas: they validate requests, document every route in OpenAPI, and type the views (snake_case, absent values null). */
 import { z } from "zod";
 import { fleetModelSchema } from "../config/fleet-schema.ts";
-import { REJECTION_CODES } from "./placement-types.ts";
+import { PLACEMENT_RULES, REJECTION_CODES } from "./placement-types.ts";
 
 /** Where the management API lives on the admin listener. */
 export const FLEET_API_PREFIX = "/admin/v1/fleet";
@@ -123,7 +123,18 @@ export const candidateSchema = z.object({
   verdict: z.enum(["chosen", "eligible", "rejected"]),
   rank: z.number().int().nullable(),
   reasons: z.array(z.object({ code: z.enum(REJECTION_CODES), message: z.string() })),
+  // Defaults let a newer ctl read an older gateway's answer, which has no scores.
+  score: z
+    .object({
+      model_replicas: z.number().int().describe("replicas of the model already on the node (spread: fewer is better)"),
+      free_gpus_after: z.number().int().describe("healthy free GPUs the node keeps after this placement (pack: fewer is better)"),
+    })
+    .nullable()
+    .default(null)
+    .describe("what the policy compared, in order; null when rejected"),
 });
+
+const shardSchema = z.object({ node: z.string(), gpus: z.array(z.number().int()) });
 
 export const placementSchema = z.object({
   model: z.string(),
@@ -131,7 +142,16 @@ export const placementSchema = z.object({
   placed: z.number().int(),
   unplaced_reason: z.string().nullable(),
   candidates: z.array(candidateSchema),
-  placements: z.array(z.array(z.object({ node: z.string(), gpus: z.array(z.number().int()) }))),
+  placements: z.array(z.array(shardSchema)),
+  decision: z
+    .object({
+      rule: z.enum(PLACEMENT_RULES).describe("spread, pack, then the tie-breaks node-name and lowest-gpu; only-candidate when nothing else was eligible"),
+      winner: shardSchema,
+      runner_up: shardSchema.nullable(),
+    })
+    .nullable()
+    .default(null)
+    .describe("the rule that ranked the first eligible candidate ahead of the second; null when nothing was eligible"),
 });
 
 export const drainProgressSchema = z.object({

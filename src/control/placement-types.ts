@@ -67,6 +67,27 @@ export interface Candidate {
   reasons: Rejection[];
   /** Position among the eligible candidates of the first round (1 = preferred); null when rejected. */
   rank: number | null;
+  /** What the policy compared, for an eligible or chosen candidate; null when rejected. */
+  score: CandidateScore | null;
+}
+
+/** Score components, lower is better in each, compared in order (src/control/placement-score.ts). */
+export interface CandidateScore {
+  /** Replicas of the model already on the node (spread). */
+  modelReplicas: number;
+  /** Healthy free GPUs the node would have left after this placement (pack). */
+  freeGpusAfter: number;
+}
+
+/** The rules in the order they are applied; the last two are tie-breaks. `only-candidate`: nothing to compare. */
+export const PLACEMENT_RULES = ["spread", "pack", "node-name", "lowest-gpu", "only-candidate"] as const;
+export type PlacementRule = (typeof PLACEMENT_RULES)[number];
+
+/** Why the first-ranked candidate of the first round won over the second. */
+export interface PlacementDecision {
+  rule: PlacementRule;
+  winner: ChosenShard;
+  runnerUp: ChosenShard | null;
 }
 
 export interface ChosenShard {
@@ -83,4 +104,6 @@ export interface PlacementResult {
   unplaced: number;
   /** Why the first unplaced replica found none; null when all were placed. */
   unplacedReason: string | null;
+  /** The rule that ranked the first-round winner ahead of the runner-up; null when nothing was eligible. */
+  decision: PlacementDecision | null;
 }

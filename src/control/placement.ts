@@ -7,11 +7,21 @@
  * Policy, deterministic: replicas of one model spread across nodes first
  * (fewest replicas of the model on the node), then pack (the node left with
  * the fewest free GPUs wins, keeping whole nodes free for large models), then
- * node name, then lowest GPU index. Replicas are placed one at a time, each
+ * node name, then lowest GPU index (src/control/placement-score.ts). Replicas are placed one at a time, each
  * seeing the GPUs taken by the ones before it. A replica spanning nodes takes
  * that many distinct eligible nodes sharing one fabric transport.
  */
-import type { Candidate, ChosenShard, PlacementGpu, PlacementNode, PlacementRequest, PlacementResult, Rejection } from "./placement-types.ts";
+import { candidateScore, compareCandidates, decide } from "./placement-score.ts";
+import type {
+  Candidate,
+  ChosenShard,
+  PlacementDecision,
+  PlacementGpu,
+  PlacementNode,
+  PlacementRequest,
+  PlacementResult,
+  Rejection,
+} from "./placement-types.ts";
 
 /** fp8 weights need compute capability 8.9 (Ada, Hopper); engines fall back to a slower path below it. */
 const FP8_MIN_COMPUTE_CAPABILITY: readonly [number, number] = [8, 9];
@@ -104,6 +114,7 @@ function nodeCandidates(req: PlacementRequest, node: PlacementNode): Candidate[]
         gpuClass: null,
         verdict: "rejected",
         rank: null,
+        score: null,
         reasons: [...base, { code: "too-few-free-gpus", message: `needs ${req.tensorParallel} free GPU(s); the node has none` }],
       },
     ];
@@ -123,6 +134,7 @@ function nodeCandidates(req: PlacementRequest, node: PlacementNode): Candidate[]
       gpuClass: cls,
       verdict: reasons.length === 0 ? "eligible" : "rejected",
       rank: null,
+      score: null,
       reasons,
     });
   }
@@ -136,6 +148,7 @@ function nodeCandidates(req: PlacementRequest, node: PlacementNode): Candidate[]
       gpuClass: null,
       verdict: "rejected",
       rank: null,
+      score: null,
       reasons: [
         ...base,
         { code: "mixed-gpu-types", message: `GPUs ${list(set)} are ${set.map((g) => g.class).join(", ")}: a tensor-parallel group needs one GPU type` },
@@ -143,24 +156,6 @@ function nodeCandidates(req: PlacementRequest, node: PlacementNode): Candidate[]
     });
   }
   return out;
-}
-
-function freeAfter(node: PlacementNode, taking: number): number {
-  return node.gpus.filter((g) => g.usedBy === null && g.faults.length === 0).length - taking;
-}
-
-/** Policy order: spread (fewest replicas of the model), pack (fewest usable GPUs left), name, lowest GPU. */
-function compareCandidates(req: PlacementRequest, nodes: ReadonlyMap<string, PlacementNode>): (a: Candidate, b: Candidate) => number {
-  return (a, b) => {
-    const na = nodes.get(a.node)!;
-    const nb = nodes.get(b.node)!;
-    const spread = (na.modelReplicas[req.model] ?? 0) - (nb.modelReplicas[req.model] ?? 0);
-    if (spread !== 0) return spread;
-    const pack = freeAfter(na, a.gpus.length) - freeAfter(nb, b.gpus.length);
-    if (pack !== 0) return pack;
-    if (a.node !== b.node) return a.node < b.node ? -1 : 1;
-    return (a.gpus[0] ?? 0) - (b.gpus[0] ?? 0);
-  };
 }
 
 /** Pick the shards of one replica from ranked eligible candidates; a multi-node replica needs distinct nodes on one transport. */
@@ -198,13 +193,17 @@ export function place(req: PlacementRequest, nodesIn: readonly PlacementNode[]):
   let candidates: Candidate[] = [];
   const placements: ChosenShard[][] = [];
   let unplacedReason: string | null = null;
+  let decision: PlacementDecision | null = null;
   for (let round = 0; round < req.count; round++) {
     const byName = new Map(nodes.map((n) => [n.name, n]));
     const all = nodes.flatMap((n) => nodeCandidates(req, n));
-    const ranked = all.filter((c) => c.verdict === "eligible").sort(compareCandidates(req, byName));
+    const eligible = all.filter((c) => c.verdict === "eligible");
+    for (const c of eligible) c.score = candidateScore(req, byName.get(c.node)!, c);
+    const ranked = eligible.sort(compareCandidates);
     if (round === 0) {
       ranked.forEach((c, i) => (c.rank = i + 1));
       candidates = all;
+      decision = decide(ranked);
     }
     const shards = pickShards(req, ranked, byName);
     if (typeof shards === "string") {
@@ -218,5 +217,5 @@ export function place(req: PlacementRequest, nodesIn: readonly PlacementNode[]):
     const chosen = placements.some((p) => p.some((s) => s.node === c.node && s.gpus.join() === c.gpus.join()));
     if (chosen && c.verdict === "eligible") c.verdict = "chosen";
   }
-  return { candidates, placements, unplaced: req.count - placements.length, unplacedReason };
+  return { candidates, placements, unplaced: req.count - placements.length, unplacedReason, decision };
 }

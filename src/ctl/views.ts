@@ -116,12 +116,40 @@ export function formatModels(models: readonly ModelStatus[], colour: boolean): s
   return [table, "", renderTable(["ADAPTER", "MODEL", "LOADED ON", "RUNNING ON", "QUEUED ON", "LAST REQUEST"], rows, { colour })].join("\n");
 }
 
+type PlacementCandidate = PlacementStatus["candidates"][number];
+type Shard = PlacementStatus["placements"][number][number];
+
+const shardText = (s: Shard) => `${s.node}:${s.gpus.join(",")}`;
+
+/** One line saying which rule ranked the winner first, with the figures it compared. */
+function decisionText(p: PlacementStatus): string | null {
+  const d = p.decision;
+  if (d === null) return null;
+  const find = (s: Shard) => p.candidates.find((c) => c.node === s.node && c.gpus.join() === s.gpus.join())?.score ?? null;
+  const [w, r] = [find(d.winner), d.runner_up === null ? null : find(d.runner_up)];
+  const head = `ranked first: ${shardText(d.winner)}`;
+  if (d.rule === "only-candidate" || d.runner_up === null || w === null || r === null) return `${head}, the only eligible candidate`;
+  const over = `over ${shardText(d.runner_up)}`;
+  const tie = `spread and pack tie (${w.model_replicas} replica(s) of ${p.model} there, ${w.free_gpus_after} free GPU(s) left)`;
+  switch (d.rule) {
+    case "spread":
+      return `${head} ${over} by spread: ${w.model_replicas} replica(s) of ${p.model} already there against ${r.model_replicas}`;
+    case "pack":
+      return `${head} ${over} by pack: ${w.free_gpus_after} free GPU(s) left after it against ${r.free_gpus_after}, keeping larger nodes whole`;
+    case "node-name":
+      return `${head} ${over}: ${tie}; tie-break node-name: the alphabetically first node`;
+    case "lowest-gpu":
+      return `${head} ${over}: ${tie}; tie-break lowest-gpu: the lowest GPU index on the same node`;
+  }
+}
+
 export function formatPlacement(p: PlacementStatus, colour: boolean): string {
   const head =
     p.placed === p.requested
-      ? `${p.model}: ${p.requested} more replica(s) would go to ${p.placements.map((s) => s.map((x) => `${x.node}:${x.gpus.join(",")}`).join("+")).join(", ")}`
+      ? `${p.model}: ${p.requested} more replica(s) would go to ${p.placements.map((s) => s.map(shardText).join("+")).join(", ")}`
       : `${p.model}: ${p.placed} of ${p.requested} replica(s) can be placed; ${p.unplaced_reason ?? "no eligible candidate"}`;
   const rows: CellInput[][] = [];
+  const scoreCells = (c: PlacementCandidate): CellInput[] => (c.score === null ? ["-", "-"] : [c.score.model_replicas, c.score.free_gpus_after]);
   for (const c of p.candidates) {
     const verdict: Cell =
       c.verdict === "chosen"
@@ -130,10 +158,13 @@ export function formatPlacement(p: PlacementStatus, colour: boolean): string {
           ? { text: `eligible (#${c.rank})`, tint: "yellow" }
           : { text: "rejected", tint: "red" };
     const first = c.reasons[0];
-    rows.push([c.node, dash(c.gpus.join(",")), dash(c.gpu_class), verdict, first ? `${first.code}: ${first.message}` : "-"]);
-    for (const r of c.reasons.slice(1)) rows.push(["", "", "", "", `${r.code}: ${r.message}`]);
+    rows.push([c.node, dash(c.gpus.join(",")), dash(c.gpu_class), verdict, ...scoreCells(c), first ? `${first.code}: ${first.message}` : "-"]);
+    for (const r of c.reasons.slice(1)) rows.push(["", "", "", "", "", "", `${r.code}: ${r.message}`]);
   }
-  return `${head}\n\n${renderTable(["NODE", "GPUS", "CLASS", "VERDICT", "REASONS"], rows, { colour })}`;
+  const table = renderTable(["NODE", "GPUS", "CLASS", "VERDICT", "REPLICAS HERE", "FREE AFTER", "REASONS"], rows, { colour });
+  const decision = decisionText(p);
+  const order = "order: spread (fewest replicas here), pack (fewest free GPUs after), then tie-breaks node-name, lowest-gpu";
+  return `${head}\n\n${table}${decision === null ? "" : `\n\n${decision}\n${order}`}`;
 }
 
 export function formatDrain(d: DrainProgress): string {

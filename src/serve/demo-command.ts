@@ -13,13 +13,14 @@ import { flushLogger, initLogger } from "../shared/logger.ts";
 import { PortInUseError } from "../shared/port-holder.ts";
 import { shutdownSignal } from "../shared/signals.ts";
 import { DEMO_FLEET_NODES, DEMO_SIM_GPUS, runFleetDemo } from "./demo-fleet.ts";
+import { applyListenFlags, metricsLine } from "./demo-listen-flags.ts";
 import { startGateway } from "./start-gateway.ts";
 
 const DEMO_CONFIG = join(REPO_ROOT, "config", "demo.yaml");
 const DEMO_MODEL = "sim-llama-8b";
 
-const USAGE = `usage: llmgw demo [--engines N] [--listen HOST:PORT] [--admin-listen HOST:PORT]
-       llmgw demo --fleet [--listen HOST:PORT] [--admin-listen HOST:PORT]
+const USAGE = `usage: llmgw demo [--engines N] [--listen HOST:PORT] [--admin-listen HOST:PORT] [--metrics-listen HOST:PORT]
+       llmgw demo --fleet [--listen HOST:PORT] [--admin-listen HOST:PORT] [--metrics-listen HOST:PORT]
 
 Starts three sim-engines (simulated vLLM servers on loopback, each with one
 simulated GPU) and a gateway in front of them, using config/demo.yaml.
@@ -32,15 +33,22 @@ flags:
   --engines N              number of sim-engines (default 3; not with --fleet)
   --fleet                  the fleet manager over node agents on simulated GPUs
   --listen HOST:PORT       gateway API listener (default 127.0.0.1:8080)
-  --admin-listen HOST:PORT admin listener (default 127.0.0.1:9090)`;
+  --admin-listen HOST:PORT admin listener (default 127.0.0.1:9090)
+  --metrics-listen HOST:PORT
+                           metrics-only listener (/metrics, /healthz, /readyz; default off):
+                           127.0.0.1:9190 is the target deploy/monitoring/prometheus.yml scrapes`;
 
-function banner(api: string, admin: string, engines: string[]): string {
+function listenFlags(args: ParsedArgs) {
+  return { listen: stringFlag(args, "listen"), adminListen: stringFlag(args, "admin-listen"), metricsListen: stringFlag(args, "metrics-listen") };
+}
+
+function banner(api: string, admin: string, metrics: string | undefined, engines: string[]): string {
   return `
 llmgw demo is running: a gateway in front of ${engines.length} simulated vLLM engines.
 
   OpenAI API     ${api}/v1        (model "${DEMO_MODEL}", alias "llama")
   Dashboard      ${admin}/dashboard
-  Admin          ${admin}/admin/v1/endpoints   ${admin}/metrics   ${admin}/openapi
+  Admin          ${admin}/admin/v1/endpoints   ${admin}/metrics   ${admin}/openapi${metricsLine(metrics)}
   Sim-engines    ${engines.join("  ")}
 
 Try it:
@@ -65,7 +73,13 @@ export const demoCommand: CommandSpec = {
   name: "demo",
   summary: "gateway plus three sim-engines on the embedded config (--fleet: a fleet on simulated GPUs)",
   usage: USAGE,
-  options: { engines: { type: "string" }, fleet: { type: "boolean" }, listen: { type: "string" }, "admin-listen": { type: "string" } },
+  options: {
+    engines: { type: "string" },
+    fleet: { type: "boolean" },
+    listen: { type: "string" },
+    "admin-listen": { type: "string" },
+    "metrics-listen": { type: "string" },
+  },
   async run(args) {
     try {
       return await (boolFlag(args, "fleet") ? fleetDemo(args) : plainDemo(args));
@@ -83,7 +97,7 @@ export const demoCommand: CommandSpec = {
 async function fleetDemo(args: ParsedArgs): Promise<number> {
   if (args.values.engines !== undefined) throw new UsageError("--engines applies to the plain demo; --fleet places replicas on node agents instead");
   const log = initLogger({ role: "demo", level: "warn" });
-  const code = await runFleetDemo({ listen: stringFlag(args, "listen"), adminListen: stringFlag(args, "admin-listen"), log });
+  const code = await runFleetDemo({ ...listenFlags(args), log });
   await flushLogger();
   return code;
 }
@@ -111,12 +125,7 @@ async function plainDemo(args: ParsedArgs): Promise<number> {
   try {
     const config = loadConfigFile(DEMO_CONFIG, (raw, origins) => {
       raw.endpoints = engines.map((e, i) => ({ id: `sim-${i + 1}`, url: e.urls.api, dcgm_url: e.urls.dcgm ? `${e.urls.dcgm}/metrics` : undefined }));
-      const listen = stringFlag(args, "listen");
-      const adminListen = stringFlag(args, "admin-listen");
-      if (listen) raw.listen = listen;
-      if (adminListen) raw.admin_listen = adminListen;
-      if (listen) origins.set("listen", "--listen");
-      if (adminListen) origins.set("admin_listen", "--admin-listen");
+      applyListenFlags(raw, origins, listenFlags(args));
     });
     gw = await startGateway(config, { log });
   } catch (err) {
@@ -127,6 +136,7 @@ async function plainDemo(args: ParsedArgs): Promise<number> {
     banner(
       gw.urls.api,
       gw.urls.admin,
+      gw.urls.metrics,
       engines.map((e) => e.urls.api ?? e.url),
     ),
   );

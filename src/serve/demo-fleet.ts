@@ -18,6 +18,7 @@ import type { Config } from "../config/types.ts";
 import { type LlmgwChild, REPO_ROOT, spawnLlmgw } from "../shared/llmgw-child.ts";
 import type { Logger } from "../shared/logger.ts";
 import { shutdownSignal } from "../shared/signals.ts";
+import { applyListenFlags, metricsLine } from "./demo-listen-flags.ts";
 import { ensureListenersFree, type RunningGateway, startGateway } from "./start-gateway.ts";
 
 const DEMO_FLEET_CONFIG = join(REPO_ROOT, "config", "demo-fleet.yaml");
@@ -31,6 +32,7 @@ const CTL_DEFAULT_GATEWAY = `http://${DEFAULT_ADMIN_LISTEN}`;
 interface FleetDemoOptions {
   listen: string | undefined;
   adminListen: string | undefined;
+  metricsListen: string | undefined;
   log: Logger;
 }
 
@@ -39,14 +41,7 @@ function demoConfig(o: FleetDemoOptions, dataDir: string, adminToken: string, no
     raw.data_dir = dataDir;
     raw.nodes = nodes;
     raw.fleet = { ...(raw.fleet as Record<string, unknown>), admin_token: adminToken };
-    if (o.listen) {
-      raw.listen = o.listen;
-      origins.set("listen", "--listen");
-    }
-    if (o.adminListen) {
-      raw.admin_listen = o.adminListen;
-      origins.set("admin_listen", "--admin-listen");
-    }
+    applyListenFlags(raw, origins, o);
   });
 }
 
@@ -92,7 +87,7 @@ ${model.replicas} replicas of "${model.name}" are placed and serving.
 
   OpenAI API     ${api}/v1        (model "${model.name}"${alias ? `, alias "${alias}"` : ""})
   Dashboard      ${admin}/dashboard
-  Admin          ${admin}/admin/v1/fleet/nodes   ${admin}/metrics   ${admin}/openapi
+  Admin          ${admin}/admin/v1/fleet/nodes   ${admin}/metrics   ${admin}/openapi${metricsLine(gw.urls.metrics)}
   Node agents    ${agents.map((a) => `${a.name} ${a.url}`).join("   ")}
 
 Try it:

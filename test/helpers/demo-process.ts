@@ -17,14 +17,18 @@ export function spawnDemo(extra: readonly string[] = []): DemoProcess {
   });
 }
 
-/** The admin URL from the demo's banner (its Dashboard line), once the whole banner is out; throws with what it printed if it ends first. */
-export async function demoAdminUrl(demo: DemoProcess): Promise<string> {
+/** The demo's whole banner, once it is out (its Dashboard line and "Press Ctrl-C"); throws with what it printed if it ends first. */
+export async function demoBanner(demo: DemoProcess): Promise<string> {
   let text = "";
   const decoder = new TextDecoder();
   for await (const chunk of demo.stdout) {
     text += decoder.decode(chunk, { stream: true });
-    const admin = /Dashboard\s+(\S+)\/dashboard/.exec(text)?.[1];
-    if (admin && text.includes("Press Ctrl-C")) return admin;
+    if (/Dashboard\s+\S+\/dashboard/.test(text) && text.includes("Press Ctrl-C")) return text;
   }
   throw new Error(`the demo ended before its banner:\n${text}${await new Response(demo.stderr).text()}`);
+}
+
+/** The admin URL from the demo's banner (its Dashboard line). */
+export async function demoAdminUrl(demo: DemoProcess): Promise<string> {
+  return /Dashboard\s+(\S+)\/dashboard/.exec(await demoBanner(demo))![1]!;
 }

@@ -126,10 +126,23 @@ describe("llmgw ctl", () => {
     const r = await ctl(["explain-placement", "big"]);
     expect(r.code).toBe(0);
     expect(r.out).toContain("big: 0 of 1 replica(s) can be placed; no eligible candidate");
-    expect(r.out).toMatch(/\nnode-a +0,1 +h100-80g +rejected +wrong-gpu-class: GPU class h100-80g; the model asks for h200-140g\n/);
+    expect(r.out).toMatch(/\nnode-a +0,1 +h100-80g +rejected +- +- +wrong-gpu-class: GPU class h100-80g; the model asks for h200-140g\n/);
     expect(r.out).toMatch(
-      /\nnode-b +0,1 +h100-80g +rejected +wrong-gpu-class: GPU class h100-80g; the model asks for h200-140g\n +too-few-free-gpus: needs 2 free h100-80g GPU\(s\), 0 free of 2; in use: GPU 1 by fl-m-\w+; unhealthy: GPU 0: DCGM: xid 79: GPU has fallen off the bus\n/,
+      /\nnode-b +0,1 +h100-80g +rejected +- +- +wrong-gpu-class: GPU class h100-80g; the model asks for h200-140g\n +too-few-free-gpus: needs 2 free h100-80g GPU\(s\), 0 free of 2; in use: GPU 1 by fl-m-\w+; unhealthy: GPU 0: DCGM: xid 79: GPU has fallen off the bus\n/,
     );
+  });
+
+  test("explain-placement gives the eligible node's score and the rule that ranked it first, as a table and as JSON", async () => {
+    const r = await ctl(["explain-placement", "m"]);
+    expect(r.code).toBe(0);
+    // node-a: no replica of m yet, one of its two GPUs left after; node-b has no healthy free GPU.
+    expect(r.out).toMatch(/\nNODE +GPUS +CLASS +VERDICT +REPLICAS HERE +FREE AFTER +REASONS\n/);
+    expect(r.out).toMatch(/\nnode-a +0 +h100-80g +chosen \(#1\) +0 +1 +-\n/);
+    expect(r.out).toContain("ranked first: node-a:0, the only eligible candidate");
+    const j = JSON.parse((await ctl(["explain-placement", "m", "--json"])).out);
+    expect(j.decision).toEqual({ rule: "only-candidate", winner: { node: "node-a", gpus: [0] }, runner_up: null });
+    expect(j.candidates.find((c: { node: string }) => c.node === "node-a").score).toEqual({ model_replicas: 0, free_gpus_after: 1 });
+    expect(j.candidates.find((c: { node: string }) => c.node === "node-b").score).toBeNull();
   });
 
   test("exit codes: unreachable 4, token refused 5, no such node 6, refused change 7, usage 2", async () => {

@@ -77,7 +77,7 @@ describe("issue 12 config blocks", () => {
     expect(paths).toEqual(
       expect.arrayContaining([
         "batch.concurrency_per_batch",
-        "batch",
+        "batch.colour",
         "idempotency.ttl_s",
         "response_cache.models",
         "gpu_health.sustained_samples",

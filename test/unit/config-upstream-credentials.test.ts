@@ -50,7 +50,7 @@ describe("upstream credentials in the config", () => {
     const refused = (headers: Record<string, string>) => issues(endpoint({ headers }));
     expect(refused({ "X-Ok": "a\r\nX-Injected: 1" })).toEqual(["endpoints[0].headers.X-Ok: a header value must not contain CR, LF or NUL"]);
     expect(refused({ "X-Ok": "a\nb" })[0]).toContain("must not contain CR, LF or NUL");
-    expect(refused({ "Bad Name": "v" })[0]).toContain("endpoints[0].headers.Bad Name: expected a header name");
+    expect(refused({ "Bad Name": "v" })[0]).toContain('endpoints[0].headers["Bad Name"]: expected a header name');
     expect(refused({ "X-A:b": "v" })[0]).toContain("expected a header name");
     expect(refused({ "": "v" })[0]).toContain("expected a header name");
     for (const name of ["Connection", "transfer-encoding", "Host", "Content-Length", "Upgrade", "TE", "Proxy-Authorization", "Keep-Alive"])

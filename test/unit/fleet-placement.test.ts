@@ -57,6 +57,46 @@ describe("placement policy", () => {
   });
 });
 
+describe("placement explanation: each eligible candidate's score and the rule that ranked the winner first", () => {
+  test("two eligible nodes, one wins on score (pack), with both scores given", () => {
+    const r = place(req(), [node("roomy", placementGpus("h100", 8, "r")), node("tight", used(placementGpus("h100", 4, "t"), [0, 1], "other"))]);
+    expect(r.candidates.map((c) => [c.node, c.verdict, c.rank, c.score])).toEqual([
+      ["roomy", "eligible", 2, { modelReplicas: 0, freeGpusAfter: 7 }],
+      ["tight", "chosen", 1, { modelReplicas: 0, freeGpusAfter: 1 }],
+    ]);
+    expect(r.decision).toEqual({ rule: "pack", winner: { node: "tight", gpus: [2] }, runnerUp: { node: "roomy", gpus: [0] } });
+  });
+
+  test("spread outranks pack: the node without a replica of the model wins though it keeps more GPUs free", () => {
+    const r = place(req(), [node("has-one", placementGpus("h100", 2, "h"), { modelReplicas: { m: 1 } }), node("none", placementGpus("h100", 8, "n"))]);
+    expect(r.decision).toMatchObject({ rule: "spread", winner: { node: "none" }, runnerUp: { node: "has-one" } });
+  });
+
+  test("two tied on score: the tie-break is named (node-name), and the same whatever the input order", () => {
+    const nodes = [node("node-b", placementGpus("h100", 2, "b")), node("node-a", placementGpus("h100", 2, "a"))];
+    const r = place(req(), nodes);
+    expect(r.candidates.map((c) => c.score)).toEqual([
+      { modelReplicas: 0, freeGpusAfter: 1 },
+      { modelReplicas: 0, freeGpusAfter: 1 },
+    ]);
+    expect(r.decision).toEqual({ rule: "node-name", winner: { node: "node-a", gpus: [0] }, runnerUp: { node: "node-b", gpus: [0] } });
+    expect(place(req(), [...nodes].reverse())).toEqual(r);
+  });
+
+  test("tied on one node across GPU classes: lowest-gpu decides", () => {
+    const gpus = [...placementGpus("h100", 1, "x"), ...placementGpus("h200", 1, "y", 1)];
+    const r = place(req(), [node("mixed", gpus)]);
+    expect(r.decision).toMatchObject({ rule: "lowest-gpu", winner: { node: "mixed", gpus: [0] }, runnerUp: { node: "mixed", gpus: [1] } });
+  });
+
+  test("one eligible candidate is named as such; none eligible gives no decision and no scores", () => {
+    expect(place(req(), [node("solo", placementGpus("h100", 1, "s"))]).decision).toMatchObject({ rule: "only-candidate", runnerUp: null });
+    const none = place(req(), [node("full", used(placementGpus("h100", 1, "f"), [0], "other"))]);
+    expect(none.decision).toBeNull();
+    expect(none.candidates.every((c) => c.score === null)).toBe(true);
+  });
+});
+
 describe("placement rejections, one rule at a time", () => {
   test("cordoned", () => {
     const r = place(req(), [node("a", placementGpus("h100", 2, "a"), { cordoned: true })]);
