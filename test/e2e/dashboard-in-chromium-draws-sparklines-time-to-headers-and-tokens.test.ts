@@ -5,7 +5,7 @@
  * "—"); output tokens per second are above 0; the sparklines under the
  * header figures have points. Once streams run, the cells say TTFT again.
  * The page's own origin only (its CSP): no console error. Screenshot:
- * test-artifacts/dashboard/sparklines.png.
+ * test-artifacts/dashboard/sparklines*.png and header.png.
  */
 import { afterAll, expect } from "bun:test";
 import { mkdirSync, mkdtempSync } from "node:fs";
@@ -121,6 +121,8 @@ testWithTool(
       expect(ttft.tokens).toBeGreaterThan(0);
       expect(ttft.sparks.rate).toBeGreaterThan(headers.sparks.rate);
       await page.screenshot({ path: join(ARTIFACTS, "sparklines.png") });
+      // The header alone (docs/dashboard-header.png is this one).
+      await page.locator("header").screenshot({ path: join(ARTIFACTS, "header.png") });
       expect(problems).toEqual([]);
     } finally {
       stop = true;
