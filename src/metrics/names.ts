@@ -187,6 +187,28 @@ export const M = {
     help: "Age of the engine metrics the router scores on (absent when never scraped).",
     labels: ["endpoint"],
   },
+  // What routing reads of each engine, as it reads it: absent while the
+  // endpoint's metrics are stale or never came (not a reassuring 0).
+  endpointKvCacheUsage: {
+    name: "llmgw_endpoint_kv_cache_usage_ratio",
+    help: "KV-cache usage 0..1 the endpoint's engine last reported (absent while its metrics are stale or it reports none).",
+    labels: ["endpoint"],
+  },
+  endpointRequestsWaiting: {
+    name: "llmgw_endpoint_requests_waiting",
+    help: "Requests queued in the endpoint's engine as it last reported (absent while its metrics are stale or it reports none).",
+    labels: ["endpoint"],
+  },
+  endpointRequestsRunning: {
+    name: "llmgw_endpoint_requests_running",
+    help: "Requests in the endpoint's engine batch as it last reported (absent while its metrics are stale or it reports none).",
+    labels: ["endpoint"],
+  },
+  buildInfo: {
+    name: "llmgw_build_info",
+    help: "Always 1; the labels say which llmgw runs: its version (package.json), git commit (unknown when not known) and Bun version.",
+    labels: ["version", "commit", "bun"],
+  },
   modelCircuitTransitions: {
     name: "llmgw_model_circuit_transitions_total",
     help: "Circuit breaker state changes of one model on one endpoint (429s, 5xx, timeouts count against the model; connect failures against the endpoint).",

@@ -7,6 +7,7 @@ import { SCORER_NAMES } from "../config/plugin-names.ts";
 import { type AdmissionStatsTable, type EndpointTable, F, I } from "../shared/endpoint-table.ts";
 import type { LoraTable } from "../shared/lora-table.ts";
 import { boundCounter, boundHistogram, type Observer } from "./bound-series.ts";
+import { registerBuildInfo } from "./build-info.ts";
 import { ADMIN_REFUSALS, M, type Outcome } from "./names.ts";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -188,12 +189,13 @@ export class GatewayMetrics {
       });
     }
     fromTable(M.endpointReady, (row) => table.getInt(row, I.READY));
+    // Engine figures older than stale_after_ms are absent to the scorers, and so to the scrape.
+    const fresh = (row: number) => {
+      const at = table.getFloat(row, F.METRICS_AT);
+      return !Number.isNaN(at) && Date.now() - at <= (opts.staleAfterMs ?? Infinity);
+    };
     const lora = opts.lora;
     if (lora) {
-      const fresh = (row: number) => {
-        const at = table.getFloat(row, F.METRICS_AT);
-        return !Number.isNaN(at) && Date.now() - at <= (opts.staleAfterMs ?? Infinity);
-      };
       new Gauge<"endpoint" | "state">({
         ...M.endpointLoraAdapters,
         labelNames: M.endpointLoraAdapters.labels,
@@ -215,6 +217,14 @@ export class GatewayMetrics {
       const at = table.getFloat(row, F.METRICS_AT);
       return Number.isNaN(at) ? undefined : Math.max(0, (Date.now() - at) / 1000);
     });
+    // What the scorers read, with their rule for stale metrics (src/admission/endpoint-views.ts).
+    fromTable(M.endpointKvCacheUsage, (row) => {
+      const kv = table.getFloat(row, F.KV_USAGE);
+      return fresh(row) && !Number.isNaN(kv) ? kv : undefined;
+    });
+    fromTable(M.endpointRequestsWaiting, (row) => (fresh(row) ? table.optionalInt(row, I.WAITING) : undefined));
+    fromTable(M.endpointRequestsRunning, (row) => (fresh(row) ? table.optionalInt(row, I.RUNNING) : undefined));
+    registerBuildInfo(this.registry);
   }
 
   private readonly scoreChildren = new Map<string, Observer>();

@@ -70,7 +70,7 @@ describe("what runs on each GPU", () => {
       statics,
       endpoints: [],
       pools: [],
-      traffic: { requests: 0, errors: 0, ttft: { count: 0, sum: 0, buckets: [] } },
+      traffic: { requests: 0, errors: 0, ttft: { count: 0, sum: 0, buckets: [] }, time_to_headers: { count: 0, sum: 0, buckets: [] }, completion_tokens: 0 },
     });
     expect(dashboardSnapshotSchema.parse(snap)).toEqual(snap);
     expect(snap.nodes.map((n) => n.cordon_reason)).toEqual(["bios update", null]);
@@ -92,7 +92,7 @@ describe("the page with its snapshot", () => {
       statics: [],
       endpoints: [{ id: "</script><script>alert(1)</script>", node: null, pool: "p", ready: true, draining: false, gpu_faulted: false, inflight: 0 }],
       pools: [],
-      traffic: { requests: 0, errors: 0, ttft: { count: 0, sum: 0, buckets: [] } },
+      traffic: { requests: 0, errors: 0, ttft: { count: 0, sum: 0, buckets: [] }, time_to_headers: { count: 0, sum: 0, buckets: [] }, completion_tokens: 0 },
     });
     const html = pageWithSnapshot(page, snap);
     expect(html.match(/<\/script>/g)).toHaveLength(1);

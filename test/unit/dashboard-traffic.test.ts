@@ -7,10 +7,22 @@
 import { describe, expect, test } from "bun:test";
 import { Counter, Histogram, Registry } from "prom-client";
 import { trafficTotals } from "../../src/admin/dashboard/dashboard-source.ts";
-import { errorRatio, requestRate, type TrafficSample, ttftQuantile, windowEnds } from "../../src/admin/dashboard/traffic.js";
+import { errorRatio, firstResponseQuantile, requestRate, type TrafficSample, tokenRate, ttftQuantile, windowEnds } from "../../src/admin/dashboard/traffic.js";
 
-function sample(at: number, requests: number, errors: number, buckets: [number, number][], count = buckets.at(-1)?.[1] ?? 0): TrafficSample {
-  return { at, traffic: { requests, errors, ttft: { count, sum: 0, buckets: buckets.map(([le, n]) => ({ le, count: n })) } } };
+const histogram = (buckets: [number, number][], count = buckets.at(-1)?.[1] ?? 0) => ({ count, sum: 0, buckets: buckets.map(([le, n]) => ({ le, count: n })) });
+
+function sample(
+  at: number,
+  requests: number,
+  errors: number,
+  buckets: [number, number][],
+  count = buckets.at(-1)?.[1] ?? 0,
+  extra: { headers?: [number, number][]; tokens?: number } = {},
+): TrafficSample {
+  return {
+    at,
+    traffic: { requests, errors, ttft: histogram(buckets, count), time_to_headers: histogram(extra.headers ?? []), completion_tokens: extra.tokens ?? 0 },
+  };
 }
 
 describe("traffic.js", () => {
@@ -59,6 +71,46 @@ describe("traffic.js", () => {
     expect(ttftQuantile(b, b, 0.5)).toBeNull();
   });
 
+  test("output tokens per second; none across a restart", () => {
+    const a = sample(0, 0, 0, [], 0, { tokens: 100 });
+    expect(tokenRate(a, sample(2_000, 0, 0, [], 0, { tokens: 700 }))).toBe(300);
+    expect(tokenRate(a, sample(2_000, 0, 0, [], 0, { tokens: 10 }))).toBeNull();
+    expect(tokenRate(a, a)).toBeNull();
+  });
+
+  test("the first-response figure: TTFT when a stream finished in the window, else the time to headers, marked; nothing with neither", () => {
+    const zero: [number, number][] = [
+      [0.1, 0],
+      [1, 0],
+    ];
+    const a = sample(0, 0, 0, zero, 0, { headers: zero });
+    const nonStreamed = sample(1_000, 4, 0, zero, 0, {
+      headers: [
+        [0.1, 0],
+        [1, 4],
+      ],
+    });
+    expect(firstResponseQuantile(a, nonStreamed, 0.5)).toEqual({ value: 0.55, kind: "headers" });
+    const mixed = sample(
+      1_000,
+      6,
+      0,
+      [
+        [0.1, 2],
+        [1, 2],
+      ],
+      2,
+      {
+        headers: [
+          [0.1, 0],
+          [1, 4],
+        ],
+      },
+    );
+    expect(firstResponseQuantile(a, mixed, 0.5)).toEqual({ value: 0.05, kind: "ttft" });
+    expect(firstResponseQuantile(a, a, 0.5)).toBeNull();
+  });
+
   test("the window: the oldest snapshot within it and the newest", () => {
     const s = [0, 500, 1_000, 11_000, 11_500].map((at) => sample(at, at, 0, []));
     expect(windowEnds(s, 10_000)).toEqual({ first: s[3]!, last: s[4]! });
@@ -72,6 +124,8 @@ describe("trafficTotals", () => {
     const registry = new Registry();
     const requests = new Counter({ name: "r_total", help: "r", labelNames: ["model", "route", "outcome"], registers: [registry] });
     const ttft = new Histogram({ name: "t", help: "t", labelNames: ["model"], buckets: [0.1, 1], registers: [registry] });
+    const duration = new Histogram({ name: "d", help: "d", labelNames: ["model", "route", "stream"], buckets: [0.1, 1], registers: [registry] });
+    const tokens = new Counter({ name: "k_total", help: "k", labelNames: ["model", "kind"], registers: [registry] });
     requests.inc({ model: "a", route: "chat", outcome: "ok" }, 5);
     requests.inc({ model: "a", route: "chat", outcome: "client_error" }, 2);
     requests.inc({ model: "b", route: "chat", outcome: "upstream_error" }, 1);
@@ -80,7 +134,15 @@ describe("trafficTotals", () => {
     ttft.observe({ model: "a" }, 0.05);
     ttft.observe({ model: "b" }, 0.5);
     ttft.observe({ model: "b" }, 5);
-    const t = trafficTotals(await requests.get(), await ttft.get());
+    const t0 = trafficTotals(await requests.get(), await ttft.get(), await duration.get(), await tokens.get());
+    expect({ headers: t0.time_to_headers.count, tokens: t0.completion_tokens }).toEqual({ headers: 0, tokens: 0 });
+    duration.observe({ model: "a", route: "chat", stream: "true" }, 3);
+    duration.observe({ model: "a", route: "chat", stream: "false" }, 0.5);
+    duration.observe({ model: "b", route: "embeddings", stream: "false" }, 0.05);
+    tokens.inc({ model: "a", kind: "prompt" }, 40);
+    tokens.inc({ model: "a", kind: "completion" }, 7);
+    tokens.inc({ model: "b", kind: "completion" }, 5);
+    const t = trafficTotals(await requests.get(), await ttft.get(), await duration.get(), await tokens.get());
     expect({ requests: t.requests, errors: t.errors }).toEqual({ requests: 12, errors: 2 });
     expect(t.ttft.count).toBe(3);
     expect(t.ttft.sum).toBeCloseTo(5.55, 10);
@@ -88,5 +150,12 @@ describe("trafficTotals", () => {
       { le: 0.1, count: 1 },
       { le: 1, count: 2 },
     ]);
+    // Time to headers: the non-streamed requests' durations only, every route.
+    expect(t.time_to_headers.count).toBe(2);
+    expect(t.time_to_headers.buckets).toEqual([
+      { le: 0.1, count: 1 },
+      { le: 1, count: 2 },
+    ]);
+    expect(t.completion_tokens).toBe(12);
   });
 });

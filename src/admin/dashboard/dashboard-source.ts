@@ -29,18 +29,15 @@ interface MetricValues {
 
 const faults = new Set<string>(SERVER_FAULT_OUTCOMES);
 
-/** Requests and server-fault errors so far, and the TTFT histogram of every model together. */
-export function trafficTotals(requests: MetricValues, ttft: MetricValues): DashboardSnapshot["traffic"] {
-  let total = 0;
-  let errors = 0;
-  for (const v of requests.values) {
-    total += v.value;
-    if (faults.has(String(v.labels.outcome))) errors += v.value;
-  }
+type Histogram = DashboardSnapshot["traffic"]["ttft"];
+
+/** The series of a prom-client histogram that `keep` accepts, added up into one histogram. */
+function sumHistogram(h: MetricValues, keep: (labels: MetricValues["values"][number]["labels"]) => boolean = () => true): Histogram {
   const byLe = new Map<number, number>();
   let count = 0;
   let sum = 0;
-  for (const v of ttft.values) {
+  for (const v of h.values) {
+    if (!keep(v.labels)) continue;
     if (v.metricName?.endsWith("_count")) count += v.value;
     else if (v.metricName?.endsWith("_sum")) sum += v.value;
     else if (v.metricName?.endsWith("_bucket") && v.labels.le !== "+Inf") {
@@ -49,13 +46,37 @@ export function trafficTotals(requests: MetricValues, ttft: MetricValues): Dashb
     }
   }
   const buckets = [...byLe].sort((a, b) => a[0] - b[0]).map(([le, n]) => ({ le, count: n }));
-  return { requests: total, errors, ttft: { count, sum, buckets } };
+  return { count, sum, buckets };
+}
+
+/**
+ * Requests and server-fault errors so far, the TTFT histogram of every model
+ * together, the duration of non-streamed requests (their time to headers:
+ * a buffered answer's headers go out with its body) and the output tokens.
+ */
+export function trafficTotals(requests: MetricValues, ttft: MetricValues, duration: MetricValues, tokens: MetricValues): DashboardSnapshot["traffic"] {
+  let total = 0;
+  let errors = 0;
+  for (const v of requests.values) {
+    total += v.value;
+    if (faults.has(String(v.labels.outcome))) errors += v.value;
+  }
+  let completion = 0;
+  for (const v of tokens.values) if (v.labels.kind === "completion") completion += v.value;
+  return {
+    requests: total,
+    errors,
+    ttft: sumHistogram(ttft),
+    time_to_headers: sumHistogram(duration, (labels) => String(labels.stream) === "false"),
+    completion_tokens: completion,
+  };
 }
 
 export function dashboardSource(deps: DashboardSourceDeps): () => Promise<DashboardSnapshot> {
   const now = deps.now ?? Date.now;
   return async () => {
-    const [requests, ttft] = await Promise.all([deps.ctx.metrics.requests.get(), deps.ctx.metrics.ttft.get()]);
+    const m = deps.ctx.metrics;
+    const [requests, ttft, duration, tokens] = await Promise.all([m.requests.get(), m.ttft.get(), m.duration.get(), m.tokens.get()]);
     const fleet = deps.reads.figures();
     return dashboardSnapshot({
       at: now(),
@@ -82,7 +103,7 @@ export function dashboardSource(deps: DashboardSourceDeps): () => Promise<Dashbo
           queue_depth: bandDepths(deps.pools, index).map((depth, b) => ({ band: deps.bandNames[b] ?? String(b), depth })),
         };
       }),
-      traffic: trafficTotals(requests, ttft),
+      traffic: trafficTotals(requests, ttft, duration, tokens),
     });
   };
 }

@@ -5,7 +5,7 @@
  * agents: never parsed as HTML); nothing is fetched from anywhere but this
  * origin.
  */
-import { errorRatio, requestRate, ttftQuantile, windowEnds } from "./traffic.js";
+import { errorRatio, firstResponseQuantile, requestRate, tokenRate, windowEnds } from "./traffic.js";
 
 const SNAPSHOT_URL = "/admin/v1/dashboard";
 const POLL_MS = 500;
@@ -14,6 +14,12 @@ const RATE_WINDOW_MS = 10_000;
 const HISTORY = Math.ceil(RATE_WINDOW_MS / POLL_MS) + 4;
 
 const history = [];
+
+/** How far back the sparklines go: the KPIs' values at each snapshot this page saw, kept in the page only. */
+const TREND_MS = 5 * 60_000;
+/** At most this many points a line (a poll every POLL_MS fills it; a slow one leaves gaps). */
+const TREND_POINTS = Math.ceil(TREND_MS / POLL_MS);
+const trend = [];
 
 /** Create an element: attributes (`data-*`, `class`, `title`) and children (strings become text). */
 function h(tag, attrs, ...children) {
@@ -202,13 +208,77 @@ function render(snap) {
   const ready = snap.nodes.filter((n) => n.answering).length;
   document.getElementById("kpi-nodes").textContent = snap.fleet ? `${ready} / ${snap.nodes.length}` : "—";
   document.getElementById("kpi-gpus").textContent = snap.gpus.length > 0 ? `${snap.gpus.filter((g) => g.healthy).length} / ${snap.gpus.length}` : "—";
+  const k = kpis();
+  document.getElementById("kpi-rate").textContent = k.rate === null ? "—" : k.rate.toFixed(k.rate < 10 ? 1 : 0);
+  document.getElementById("kpi-errors").textContent = k.errors === null ? "—" : pct(k.errors);
+  firstResponseKpi("p50", k.p50);
+  firstResponseKpi("p99", k.p99);
+  document.getElementById("kpi-tokens").textContent = k.tokens === null ? "—" : k.tokens.toFixed(k.tokens < 10 ? 1 : 0);
+  for (const [id, key] of [
+    ["rate", "rate"],
+    ["errors", "errors"],
+    ["ttft-p50", "p50"],
+    ["ttft-p99", "p99"],
+    ["tokens", "tokens"],
+  ]) {
+    sparkline(document.getElementById(`spark-${id}`), trend, (t) => (key === "p50" || key === "p99" ? (t[key]?.value ?? null) : t[key]));
+  }
+}
+
+/** The header's figures over the rate window ending at the newest snapshot. */
+function kpis() {
   const ends = windowEnds(history, RATE_WINDOW_MS);
-  const rate = ends ? requestRate(ends.first, ends.last) : null;
-  const errors = ends ? errorRatio(ends.first, ends.last) : null;
-  document.getElementById("kpi-rate").textContent = rate === null ? "—" : rate.toFixed(rate < 10 ? 1 : 0);
-  document.getElementById("kpi-errors").textContent = errors === null ? "—" : pct(errors);
-  document.getElementById("kpi-ttft-p50").textContent = seconds(ends ? ttftQuantile(ends.first, ends.last, 0.5) : null);
-  document.getElementById("kpi-ttft-p99").textContent = seconds(ends ? ttftQuantile(ends.first, ends.last, 0.99) : null);
+  if (!ends) return { rate: null, errors: null, p50: null, p99: null, tokens: null };
+  return {
+    rate: requestRate(ends.first, ends.last),
+    errors: errorRatio(ends.first, ends.last),
+    p50: firstResponseQuantile(ends.first, ends.last, 0.5),
+    p99: firstResponseQuantile(ends.first, ends.last, 0.99),
+    tokens: tokenRate(ends.first, ends.last),
+  };
+}
+
+/** TTFT, or with no stream in the window the non-streamed requests' time to headers, said so in the label. */
+function firstResponseKpi(q, figure) {
+  const value = document.getElementById(`kpi-ttft-${q}`);
+  const label = document.getElementById(`kpi-ttft-${q}-label`);
+  const headers = figure?.kind === "headers";
+  value.textContent = seconds(figure?.value ?? null);
+  value.dataset.kind = figure?.kind ?? "";
+  value.title = headers ? "no stream finished in the last 10 s: the time to response headers of non-streamed requests (their answer comes whole)" : "";
+  label.textContent = `${headers ? "time to headers" : "TTFT"} ${q}`;
+  label.classList.toggle("headers", headers);
+}
+
+/**
+ * Draw `points` (the trend, oldest first) into an inline SVG: x is time from
+ * the oldest point kept (at most TREND_MS back: a page open for a minute
+ * fills the width with that minute), y the value from 0 to the highest one
+ * seen; a point with no value breaks the line rather than drawing it at 0.
+ */
+function sparkline(svg, points, read) {
+  const now = points.length > 0 ? points[points.length - 1].at : 0;
+  const span = Math.max(POLL_MS, points.length > 0 ? now - points[0].at : 0);
+  const values = points.map(read);
+  const max = Math.max(0, ...values.filter((v) => v !== null));
+  let d = "";
+  let drawn = 0;
+  let pen = false;
+  points.forEach((p, i) => {
+    const v = values[i];
+    if (v === null) {
+      pen = false;
+      return;
+    }
+    const x = 120 - ((now - p.at) / span) * 120;
+    const y = max > 0 ? 23 - (v / max) * 22 : 23;
+    d += `${pen ? "L" : "M"}${x.toFixed(1)} ${y.toFixed(1)}`;
+    pen = true;
+    drawn++;
+  });
+  svg.querySelector("path").setAttribute("d", d);
+  svg.dataset.points = String(drawn);
+  svg.dataset.max = String(max);
 }
 
 function setStatus(live, text) {
@@ -223,6 +293,9 @@ function show(snap) {
   if (last && snap.traffic.requests < last.traffic.requests) history.length = 0;
   history.push(snap);
   if (history.length > HISTORY) history.shift();
+  const { rate, errors, p50, p99, tokens } = kpis();
+  trend.push({ at: snap.at, rate, errors, p50, p99, tokens });
+  while (trend.length > TREND_POINTS || (trend.length > 0 && snap.at - trend[0].at > TREND_MS)) trend.shift();
   render(snap);
 }
 

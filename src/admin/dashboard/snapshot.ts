@@ -12,6 +12,12 @@ import { NODE_STATES, REPLICA_STATES } from "../../metrics/names.ts";
 
 const nullable = <T extends z.ZodType>(t: T, what: string) => t.nullable().describe(`${what}; null when not reported`);
 
+const histogramSchema = z.object({
+  count: z.number(),
+  sum: z.number(),
+  buckets: z.array(z.object({ le: z.number(), count: z.number() })).describe("cumulative; +Inf is `count`"),
+});
+
 export const dashboardSnapshotSchema = z.object({
   at: z.number().int().describe("Date.now() of the snapshot (ms)"),
   fleet: z.boolean().describe("whether the gateway runs the fleet manager"),
@@ -81,13 +87,13 @@ export const dashboardSnapshotSchema = z.object({
     .object({
       requests: z.number().describe("requests finished since start, every outcome"),
       errors: z.number().describe("of which failed through the gateway's or the fleet's fault (no_endpoint, upstream_error, stream_error, timeout)"),
-      ttft: z.object({
-        count: z.number(),
-        sum: z.number(),
-        buckets: z.array(z.object({ le: z.number(), count: z.number() })).describe("cumulative, every model together; +Inf is `count`"),
-      }),
+      ttft: histogramSchema.describe("arrival to the first token relayed, streamed requests of every model together"),
+      time_to_headers: histogramSchema.describe(
+        "duration of non-streamed requests, every model and route together: their answer is held until complete and its headers go out with it, so this is their time to headers (an answer over 1 MiB streams through after its headers: it reads high there)",
+      ),
+      completion_tokens: z.number().describe("output tokens the engines reported since start, every model"),
     })
-    .describe("cumulative counters: the page derives rates and TTFT quantiles from two snapshots"),
+    .describe("cumulative counters: the page derives rates, TTFT (or time to headers) quantiles and tokens per second from two snapshots"),
 });
 export type DashboardSnapshot = z.infer<typeof dashboardSnapshotSchema>;
 

@@ -7,3 +7,5 @@ export function windowEnds<T extends TrafficSample>(samples: readonly T[], windo
 export function requestRate(a: TrafficSample, b: TrafficSample): number | null;
 export function errorRatio(a: TrafficSample, b: TrafficSample): number | null;
 export function ttftQuantile(a: TrafficSample, b: TrafficSample, q: number): number | null;
+export function tokenRate(a: TrafficSample, b: TrafficSample): number | null;
+export function firstResponseQuantile(a: TrafficSample, b: TrafficSample, q: number): { value: number; kind: "ttft" | "headers" } | null;
