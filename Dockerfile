@@ -1,6 +1,7 @@
 # llmgw's container image: the gateway, the node agent and the sim-engine,
 # run by the pinned Bun. Build from the repository root:
-#   podman build --format docker -t localhost/llmgw:0.1.0 .      (or docker build)
+#   podman build --format docker -t localhost/llmgw:0.1.0 .
+#   (or docker build: Docker 23+, whose BuildKit reads RUN --mount)
 # or `npm run image:build` (deploy/image/build.sh), which makes the base from
 # Debian packages when no registry is reachable. docs/deploy.md#container-image.
 #
