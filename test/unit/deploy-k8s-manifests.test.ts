@@ -123,7 +123,7 @@ describe("deploy/k8s", () => {
   });
 
   test("the gateway runs `serve` on the mounted ConfigMap; the Service targets its ports", () => {
-    const [, , sub, ...args] = gatewayContainer.command;
+    const [, sub, ...args] = gatewayContainer.command;
     expect(sub).toBe("serve");
     const parsed = parseCommandArgs(serveCommand, args);
     const configPath = String(parsed.values.config);
@@ -138,7 +138,7 @@ describe("deploy/k8s", () => {
     const pod = agent.spec!.template!.spec;
     expect(pod.nodeSelector).toEqual({ "nvidia.com/gpu.present": "true" });
     expect(pod.hostPID).toBe(true);
-    const [, , sub, ...args] = agentContainer.command;
+    const [, sub, ...args] = agentContainer.command;
     expect(sub).toBe("agent");
     const parsed = parseCommandArgs(agentCommand, args);
     expect(parsed.values.token).toBeUndefined(); // never on the command line

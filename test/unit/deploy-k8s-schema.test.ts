@@ -1,7 +1,7 @@
 /**
  * deploy/k8s/ against a schema of the Kubernetes objects it uses, written
  * here from the API reference (kubernetes.io/docs/reference/kubernetes-api:
- * Deployment, DaemonSet, Service, ConfigMap, PersistentVolumeClaim, and the
+ * Namespace, Deployment, DaemonSet, Service, ConfigMap, PersistentVolumeClaim, and the
  * PodSpec, Container, Volume and Probe they hold) rather than vendored: the
  * fields each object requires, their types and enums, DNS-1123 names,
  * quantities and port ranges, every field strict so a misspelt key fails —
@@ -57,6 +57,7 @@ const container = z
   .object({
     name: dns1123,
     image: z.string().min(1),
+    imagePullPolicy: z.enum(["Always", "IfNotPresent", "Never"]).optional(),
     workingDir: z.string().optional(),
     command: z.array(z.string()).optional(),
     env: z.array(envVar).optional(),
@@ -70,6 +71,9 @@ const container = z
       .optional(),
     securityContext: z
       .object({
+        runAsNonRoot: z.boolean().optional(),
+        runAsUser: z.number().int().min(0).optional(),
+        runAsGroup: z.number().int().min(0).optional(),
         allowPrivilegeEscalation: z.boolean().optional(),
         capabilities: z
           .object({ add: z.array(z.string()).optional(), drop: z.array(z.string()).optional() })
@@ -122,6 +126,7 @@ const podSpec = z
       .object({
         runAsNonRoot: z.boolean().optional(),
         runAsUser: z.number().int().optional(),
+        runAsGroup: z.number().int().optional(),
         fsGroup: z.number().int().optional(),
         seccompProfile: z
           .object({ type: z.enum(["RuntimeDefault", "Unconfined", "Localhost"]) })
@@ -203,7 +208,15 @@ const pvc = z
       .strict(),
   })
   .strict();
-const SCHEMAS: Record<string, z.ZodType> = { Deployment: deployment, DaemonSet: daemonSet, Service: service, ConfigMap: configMap, PersistentVolumeClaim: pvc };
+const namespace = z.object({ apiVersion: z.literal("v1"), kind: z.literal("Namespace"), metadata }).strict();
+const SCHEMAS: Record<string, z.ZodType> = {
+  Namespace: namespace,
+  Deployment: deployment,
+  DaemonSet: daemonSet,
+  Service: service,
+  ConfigMap: configMap,
+  PersistentVolumeClaim: pvc,
+};
 
 type Doc = { kind: string; metadata: { name: string }; spec?: Record<string, unknown> };
 const files = readdirSync(DIR).filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml");
