@@ -152,9 +152,16 @@ describeWithRedis("live keys across two gateways on Redis", () => {
     expect(refused.status).toBe(403);
     const body = (await refused.json()) as { error: { code: string; param: string; type: string } };
     expect(body.error).toMatchObject({ code: "MODEL_NOT_ALLOWED", param: "model", type: "invalid_request_error" });
+    // /v1/models lists only what the key may ask for.
+    const models = async (gw: ClusterGateway) =>
+      ((await (await fetch(`${gw.api}/v1/models`, { headers: { authorization: `Bearer ${key.secret}` } })).json()) as { data: { id: string }[] }).data.map(
+        (m) => m.id,
+      );
+    expect(await models(two)).toEqual(["m"]);
     // Widened on one gateway: the other follows.
     expect((await admin(one, "PATCH", `/${key.id}`, { models: null })).status).toBe(200);
     await waitUntil(async () => ((await chat(two, key.secret, "other")).status === 200 ? true : undefined), { timeoutMs: 5_000, intervalMs: 50 });
+    expect((await models(two)).sort()).toEqual(["m", "other"]);
   });
 
   test("usage is counted across both gateways, read through either, and exported per key", async () => {
