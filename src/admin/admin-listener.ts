@@ -3,7 +3,8 @@
  * listener, on Elysia: they are cold paths. Admin serves the endpoint table
  * as JSON with an OpenAPI description (/openapi, /openapi/json), Prometheus
  * metrics, /healthz (process alive) and /readyz (workers up and at least one
- * endpoint ready), the live dashboard (/dashboard), and the fleet's
+ * endpoint ready), the live dashboard (/dashboard), the keys API
+ * (/admin/v1/keys, keys-routes.ts), and the fleet's
  * management API when the gateway runs a fleet. The metrics listener serves /metrics, /healthz and /readyz and
  * nothing else. Any other path is an OpenAI-shaped 404 on both. Every
  * request to the admin listener passes its door first (request-guard.ts:
@@ -25,6 +26,7 @@ import { malformedPathError } from "../shared/path-segment.ts";
 import { API_REFERENCE_PATH, apiReferenceRoutes } from "./api-reference/routes.ts";
 import { dashboardRoutes } from "./dashboard/routes.ts";
 import type { DashboardSnapshot } from "./dashboard/snapshot.ts";
+import { keysRoutes } from "./keys-routes.ts";
 import { noFleetApi } from "./no-fleet-api.ts";
 import { adminRequestGuard } from "./request-guard.ts";
 
@@ -286,6 +288,7 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?
       },
     );
   if (dashboard) app.use(dashboardRoutes(dashboard));
+  app.use(keysRoutes({ auth: ctx.auth, liveKeys: ctx.liveKeys }));
   const cluster = ctx.cluster;
   if (cluster) {
     app.get("/admin/v1/cluster", () => cluster.status(), {

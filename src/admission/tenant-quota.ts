@@ -77,8 +77,11 @@ interface TenantBuckets {
  */
 export class QuotaLimiter implements TenantQuota {
   readonly #tenants = new Map<string, TenantBuckets>();
+  /** What a refusal calls the holder of the limits ("tenant", or "API key" for a live key's own). */
+  readonly #subject: string;
 
-  constructor(tenants: Config["tenants"]) {
+  constructor(tenants: Config["tenants"], subject = "tenant") {
+    this.#subject = subject;
     for (const t of tenants) {
       const requests = t.requestsPerMinute === undefined ? undefined : new Bucket(t.requestsPerMinute);
       const tokens = t.tokensPerMinute === undefined ? undefined : new Bucket(t.tokensPerMinute);
@@ -99,7 +102,7 @@ export class QuotaLimiter implements TenantQuota {
     if (tokens !== undefined && estTokens > tokens.limit) {
       throw new LlmgwError(
         "RATE_LIMITED",
-        `Request too large for tenant '${tenant}': about ${estTokens} tokens (prompt plus max_tokens) exceeds its limit of ${tokens.limit} tokens per minute. Lower max_tokens or shorten the prompt.`,
+        `Request too large for ${this.#subject} '${tenant}': about ${estTokens} tokens (prompt plus max_tokens) exceeds its limit of ${tokens.limit} tokens per minute. Lower max_tokens or shorten the prompt.`,
         { headers: rateLimitHeaders(q, now) },
       );
     }
@@ -112,7 +115,7 @@ export class QuotaLimiter implements TenantQuota {
       if (waitTokens > 0) which.push(`tokens per minute (limit ${tokens!.limit}, requested about ${estTokens})`);
       throw new LlmgwError(
         "RATE_LIMITED",
-        `Rate limit reached for tenant '${tenant}' on ${which.join(" and ")}. Please try again in ${formatResetDuration(waitMs)}.`,
+        `Rate limit reached for ${this.#subject} '${tenant}' on ${which.join(" and ")}. Please try again in ${formatResetDuration(waitMs)}.`,
         { retryAfterS: waitMs / 1000, headers: rateLimitHeaders(q, now) },
       );
     }

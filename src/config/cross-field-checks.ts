@@ -119,10 +119,6 @@ const CROSS_FIELD_CHECKS: readonly CrossFieldCheck[] = [
   { reads: ["scheduling.scorers"], run: scorerIssues },
   { reads: ["admission.bands", "admission.default_band"], run: bandIssues },
   { reads: ["auth.keys", "admission.bands"], run: authKeyIssues },
-  {
-    reads: ["auth.enabled", "auth.keys"],
-    run: (c) => (c.auth.enabled === true && c.auth.keys.length === 0 ? ["auth.enabled: true needs at least one entry under auth.keys"] : []),
-  },
   { reads: ["tenants"], run: tenantIssues },
   { reads: ["endpoints", "kv_events"], run: kvEventsIssues },
   { reads: ["deadlines"], run: deadlineIssues },

@@ -221,6 +221,9 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
   c.auth.keys.forEach((k, i) => {
     if (k.key !== undefined) warnings.push(`auth.keys[${i}]: a plaintext key in the config; store key_sha256 (${sha256Hex(k.key)}) instead`);
   });
+  // Keys may all be live ones (the keys API): auth on with none in the file is a deployment, not a mistake.
+  if (authEnabled && c.auth.keys.length === 0)
+    warnings.push("auth.enabled: true with no auth.keys: only live keys are accepted (llmgw ctl keys create); until one exists every request is a 401");
   if (!authEnabled) warnings.push("auth is OFF: no API keys are checked and every request is the anonymous tenant (for a trusted network only)");
   const config: Config = {
     listen: parseListen(c.listen),

@@ -36,10 +36,12 @@ export class CtlClient {
   constructor(
     private readonly gateway: string,
     private readonly token: string | undefined,
+    /** The API's path prefix: the management API's, or the keys API's. */
+    private readonly prefix: string = FLEET_API_PREFIX,
   ) {}
 
   async call<S extends z.ZodType>(method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE", path: string, schema: S, body?: unknown): Promise<z.output<S>> {
-    const url = new URL(`${FLEET_API_PREFIX}${path}`, this.gateway).toString();
+    const url = new URL(`${this.prefix}${path}`, this.gateway).toString();
     const headers: Record<string, string> = {};
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers["content-type"] = "application/json";

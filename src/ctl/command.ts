@@ -1,9 +1,10 @@
-/** `llmgw ctl`: operator CLI against a gateway's management API (nodes, replicas, models, placement, scale, cordon, drain, rebind). */
+/** `llmgw ctl`: operator CLI against a gateway's admin listener: the management API (nodes, replicas, models, placement, scale, cordon, drain, rebind) and the keys API. */
 import { z } from "zod";
 import * as S from "../control/fleet-api-schemas.ts";
 import { boolFlag, type CommandSpec, numberFlag, type ParsedArgs, parseCommandArgs, stringFlag, UsageError } from "../shared/flags.ts";
 import { useColour } from "../shared/text-table.ts";
 import { CTL_EXIT, CtlClient, CtlError } from "./client.ts";
+import { KEYS_OPTIONS, KEYS_USAGE, runKeys } from "./keys-command.ts";
 import { formatDrain, formatModels, formatNodes, formatPlacement, formatReplicas } from "./views.ts";
 
 export const DEFAULT_CTL_GATEWAY = "http://127.0.0.1:9090";
@@ -25,6 +26,7 @@ commands:
                               cordon NODE and move its replicas elsewhere; waits and shows progress
   rebind NODE                 let the next agent that registers as NODE take the name (the node
                               moved, or its agent lost its state directory and so its node key)
+${KEYS_USAGE}
 
 flags:
   --gateway URL    admin listener (default $LLMGW_GATEWAY or ${DEFAULT_CTL_GATEWAY})
@@ -33,7 +35,8 @@ flags:
   --json           print the API's JSON answer instead of a table
 
 exit codes: 0 ok, 1 other error, 2 usage, 4 gateway unreachable, 5 token refused,
-6 no such node or model (or a gateway that runs no fleet manager), 7 change refused (invalid).`;
+6 no such node, model or key (or a gateway that runs no fleet manager), 7 change refused (invalid,
+or a config key the keys API cannot change).`;
 
 const OPTIONS = {
   gateway: { type: "string" },
@@ -42,6 +45,7 @@ const OPTIONS = {
   reason: { type: "string" },
   "grace-ms": { type: "string" },
   "no-wait": { type: "boolean" },
+  ...KEYS_OPTIONS,
 } as const;
 
 /** Where ctl writes; tests capture it. */
@@ -62,6 +66,8 @@ const ARITY: Record<string, { args: string[]; flags: string[] }> = {
   uncordon: { args: ["NODE"], flags: [] },
   drain: { args: ["NODE"], flags: ["grace-ms", "no-wait"] },
   rebind: { args: ["NODE"], flags: [] },
+  /** Its sub-commands check their own arguments and flags (keys-command.ts). */
+  keys: { args: [], flags: Object.keys(KEYS_OPTIONS) },
 };
 
 function checkArgs(args: ParsedArgs): { command: string; params: string[] } {
@@ -69,8 +75,9 @@ function checkArgs(args: ParsedArgs): { command: string; params: string[] } {
   if (command === undefined) throw new UsageError("a command is required");
   const spec = ARITY[command];
   if (!spec) throw new UsageError(`unknown command '${command}'`);
-  if (params.length !== spec.args.length) throw new UsageError(`${command} takes ${spec.args.length === 0 ? "no arguments" : spec.args.join(" ")}`);
-  for (const f of ["reason", "grace-ms", "no-wait"])
+  if (command !== "keys" && params.length !== spec.args.length)
+    throw new UsageError(`${command} takes ${spec.args.length === 0 ? "no arguments" : spec.args.join(" ")}`);
+  for (const f of ["reason", "grace-ms", "no-wait", ...Object.keys(KEYS_OPTIONS)])
     if (args.values[f] !== undefined && !spec.flags.includes(f)) throw new UsageError(`--${f} does not apply to ${command}`);
   return { command, params };
 }
@@ -147,6 +154,8 @@ async function run(args: ParsedArgs, io: CtlIo): Promise<number> {
     }
     case "drain":
       return drainAndWait(client, a, args, io, json);
+    case "keys":
+      return runKeys(params, args, { gateway: stringFlag(args, "gateway") ?? io.env.LLMGW_GATEWAY ?? DEFAULT_CTL_GATEWAY, token, json, colour, out: io.out });
     case "rebind": {
       const r = await client.call("POST", `/nodes/${enc(a)}/rebind`, S.rebindSchema);
       show(r, () => `${r.node}: re-bind approved; the next agent that registers as ${r.node} binds the name to its own node key`);

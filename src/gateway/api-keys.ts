@@ -1,5 +1,7 @@
 /** API keys → principals: Authorization: Bearer <key> → tenant and band (capped at the key's max band), synchronous and allocation-free on the hit path. */
 import type { Config } from "../config/types.ts";
+import { YAML_KEY_ID_PREFIX } from "../keys/live-key.ts";
+import type { KeyGrant } from "../keys/live-keys.ts";
 import { LlmgwError } from "../shared/errors.ts";
 
 export interface Principal {
@@ -9,6 +11,20 @@ export interface Principal {
   readonly band: number;
   /** The band's name (for logs/metrics). */
   readonly bandName: string;
+  /** A live key's grant (its id, model allow-list, own limits, usage); absent for a config key and with auth off. */
+  readonly key?: KeyGrant;
+}
+
+/** A config key as the keys API lists it: no secret, the digest's start as its id. */
+interface ConfigKeyView {
+  readonly id: string;
+  readonly tenant: string;
+  readonly maxBand: string;
+}
+
+/** Live keys as the authenticator consults them: a digest → principals lookup held in memory (src/keys/live-keys.ts). */
+interface LiveKeyLookup {
+  lookup(digest: string, now: number): readonly Principal[] | undefined;
 }
 
 const ANONYMOUS_TENANT = "anonymous";
@@ -31,37 +47,85 @@ const UNKNOWN_KEY_MESSAGE = "Incorrect API key provided. Check the key this gate
  */
 export class Authenticator {
   readonly #enabled: boolean;
-  /** sha256 hex of the key → principals indexed by band (entries below the key's max band hold the capped one). */
-  readonly #byDigest = new Map<string, readonly Principal[]>();
+  readonly #admission: Config["admission"];
+  /** sha256 hex of a config key → principals indexed by band (entries below the key's max band hold the capped one). */
+  #byDigest = new Map<string, readonly Principal[]>();
+  #configKeys: readonly ConfigKeyView[] = [];
+  /** Ladders of config keys and the anonymous tenant, shared by every key of the same tenant and max band. */
+  readonly #ladders = new Map<string, readonly Principal[]>();
   readonly #anonymous: readonly Principal[];
   readonly #bandIndex = new Map<string, number>();
   readonly #bandNames: string;
+  /** Live keys, consulted after the config keys; absent until the data plane attaches them. */
+  #live: LiveKeyLookup | undefined;
 
   constructor(auth: Config["auth"], admission: Config["admission"]) {
     this.#enabled = auth.enabled;
+    this.#admission = admission;
     admission.bands.forEach((b, i) => this.#bandIndex.set(b.name, i));
     this.#bandNames = admission.bands.map((b) => b.name).join(", ");
-    const byMax = new Map<string, readonly Principal[]>();
-    const ladder = (tenant: string, maxBand: number): readonly Principal[] => {
-      const k = `${maxBand}\u0000${tenant}`;
-      let out = byMax.get(k);
-      if (out === undefined) {
-        out = Object.freeze(
-          admission.bands.map((_, i) => {
-            const band = Math.max(i, maxBand);
-            return Object.freeze({ tenant, band, bandName: admission.bands[band]!.name });
-          }),
-        );
-        byMax.set(k, out);
-      }
-      return out;
-    };
-    for (const key of auth.keys) {
-      // load.ts resolves a missing max_band to the default band; guard a hand-built config all the same.
-      const maxBand = key.maxBand >= 0 && key.maxBand < admission.bands.length ? key.maxBand : admission.defaultBand;
-      this.#byDigest.set(key.sha256.toLowerCase(), ladder(key.tenant, maxBand));
+    this.setConfigKeys(auth.keys);
+    this.#anonymous = this.#ladder(ANONYMOUS_TENANT, admission.defaultBand);
+  }
+
+  #ladder(tenant: string, maxBand: number, key?: KeyGrant): readonly Principal[] {
+    const build = () =>
+      Object.freeze(
+        this.#admission.bands.map((_, i) => {
+          const band = Math.max(i, maxBand);
+          const bandName = this.#admission.bands[band]!.name;
+          return Object.freeze(key === undefined ? { tenant, band, bandName } : { tenant, band, bandName, key });
+        }),
+      );
+    if (key !== undefined) return build();
+    const k = `${maxBand}\u0000${tenant}`;
+    let out = this.#ladders.get(k);
+    if (out === undefined) {
+      out = build();
+      this.#ladders.set(k, out);
     }
-    this.#anonymous = ladder(ANONYMOUS_TENANT, admission.defaultBand);
+    return out;
+  }
+
+  /** Replace the config's keys (auth.keys) as a whole; live keys are another layer and stay as they are. */
+  setConfigKeys(keys: Config["auth"]["keys"]): void {
+    const byDigest = new Map<string, readonly Principal[]>();
+    const views: ConfigKeyView[] = [];
+    for (const key of keys) {
+      // load.ts resolves a missing max_band to the default band; guard a hand-built config all the same.
+      const maxBand = key.maxBand >= 0 && key.maxBand < this.#admission.bands.length ? key.maxBand : this.#admission.defaultBand;
+      const digest = key.sha256.toLowerCase();
+      byDigest.set(digest, this.#ladder(key.tenant, maxBand));
+      views.push({ id: YAML_KEY_ID_PREFIX + digest.slice(0, 16), tenant: key.tenant, maxBand: this.#admission.bands[maxBand]!.name });
+    }
+    this.#byDigest = byDigest;
+    this.#configKeys = views;
+  }
+
+  /** The config's keys as the keys API lists them. */
+  configKeys(): readonly ConfigKeyView[] {
+    return this.#configKeys;
+  }
+
+  /** Consult `live` for a key the config does not hold. */
+  attachLiveKeys(live: LiveKeyLookup): void {
+    this.#live = live;
+  }
+
+  /** A live key's principals (built once per refresh of the key, so a request allocates nothing); an unknown band name is the default band. */
+  liveLadder(tenant: string, maxBand: string | null, key: KeyGrant): readonly Principal[] {
+    const idx = maxBand === null ? undefined : this.#bandIndex.get(maxBand);
+    return this.#ladder(tenant, idx ?? this.#admission.defaultBand, key);
+  }
+
+  /** Whether `name` is a band (the keys API checks a live key's max_band). */
+  hasBand(name: string): boolean {
+    return this.#bandIndex.has(name);
+  }
+
+  /** Whether keys are checked at all (auth.enabled). */
+  get enabled(): boolean {
+    return this.#enabled;
   }
 
   /** Throws INVALID_API_KEY (401) for a missing, malformed or unknown key; INVALID_REQUEST (400) for an unknown band name. */
@@ -87,7 +151,8 @@ export class Authenticator {
     const key = h.slice(7).trim();
     // A Map lookup on the key's sha256 leaks nothing about the key through timing (the attacker controls the
     // input, not the digest). Bun.SHA256.hash measured ~170 ns vs ~650 ns for node:crypto createHash.
-    const ladder = this.#byDigest.get(Bun.SHA256.hash(key, "hex"));
+    const digest = Bun.SHA256.hash(key, "hex");
+    const ladder = this.#byDigest.get(digest) ?? this.#live?.lookup(digest, Date.now());
     if (ladder === undefined) throw new LlmgwError("INVALID_API_KEY", UNKNOWN_KEY_MESSAGE);
     return ladder;
   }

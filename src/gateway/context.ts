@@ -5,6 +5,7 @@ import type { ResponseCache } from "../cache/response-cache-store.ts";
 import type { Config } from "../config/types.ts";
 import type { GatewayJobs } from "../jobs/jobs-service.ts";
 import type { GatewayResponses } from "../jobs/responses-service.ts";
+import type { LiveKeys } from "../keys/live-keys.ts";
 import type { JobsMetrics } from "../metrics/jobs-metrics.ts";
 import type { GatewayMetrics } from "../metrics/registry.ts";
 import type { ClusterStatus } from "../protocol/cluster-status.ts";
@@ -13,7 +14,7 @@ import type { GpuSaturationTable } from "../shared/gpu-saturation-table.ts";
 import type { Logger } from "../shared/logger.ts";
 import type { RequestTracer } from "../tracing/tracer-contract.ts";
 import type { AdmissionClient } from "./admission-client.ts";
-import type { Authenticator } from "./api-keys.ts";
+import type { Authenticator, Principal } from "./api-keys.ts";
 import type { CircuitBreakers } from "./circuit-breaker.ts";
 import type { ContinuationPolicy } from "./continuation-policy.ts";
 import type { EndpointRegistry } from "./endpoints.ts";
@@ -40,6 +41,8 @@ export interface GatewayContext {
   /** Whether any configured scorer needs prompt-prefix hashes (skip hashing otherwise). */
   usesPrefixHashes: boolean;
   auth: Authenticator;
+  /** Live API keys (created through the admin API), kept in the state backend; the authenticator consults them after the config's keys. */
+  liveKeys: LiveKeys<readonly Principal[]>;
   quota: TenantQuota;
   /** Mid-stream continuation: what may be continued, and where. */
   continuation: ContinuationPolicy;

@@ -62,9 +62,12 @@ function json(body: unknown, headers: Record<string, string> = {}): Response {
 /** What the data plane's routes use: each handler's dependencies, and the catalog /v1/models lists. */
 export type DataPlaneDeps = PipelineDeps & JobsHandlerDeps & ResponsesHandlerDeps & { readonly catalog: Pick<ModelCatalog, "listed"> };
 
-function handleModels(ctx: { readonly catalog: Pick<ModelCatalog, "listed"> }): Response {
+/** `allowed`: a live key's model allow-list (the models it may not ask for are not listed, as the gate would refuse them); undefined: every model. */
+function handleModels(ctx: { readonly catalog: Pick<ModelCatalog, "listed"> }, allowed: ReadonlySet<string> | undefined): Response {
   const created = Math.floor(Date.now() / 1000);
-  const data = ctx.catalog.listed().map((m) => ({ id: m.id, object: "model", created, owned_by: "llmgw", root: m.root, parent: m.parent ?? null }));
+  const listed = ctx.catalog.listed();
+  const visible = allowed === undefined ? listed : listed.filter((m) => allowed.has(m.id) || allowed.has(m.root));
+  const data = visible.map((m) => ({ id: m.id, object: "model", created, owned_by: "llmgw", root: m.root, parent: m.parent ?? null }));
   return json({ object: "list", data });
 }
 
@@ -104,7 +107,7 @@ export function createFetchHandler(ctx: DataPlaneDeps) {
         );
       // A data route like the others: which models a gateway serves is not public when keys are required.
       const principal = authenticateRoute(ctx, req);
-      return principal instanceof Response ? principal : handleModels(ctx);
+      return principal instanceof Response ? principal : handleModels(ctx, principal.key?.models);
     }
     if (path === "/health") return new Response(null, { status: 200 });
     // Public, as OpenAI publishes its own: the shape of the API, naming no model, endpoint or tenant (SDK generators fetch it keyless).

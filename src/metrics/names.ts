@@ -367,6 +367,26 @@ export const CLUSTER = {
   },
 } as const;
 
+// ---- Live API keys (created through the admin API; not the config's auth.keys).
+
+/** The `key` label of keys past the cap (and the label's cap itself): live key ids are made at run time, so the series they make are bounded. */
+export const OTHER_KEY = "other";
+export const KEY_SERIES_CAP = 200;
+
+export const KEYS = {
+  requests: {
+    name: "llmgw_key_requests_total",
+    help: `Inference requests finished under each live API key, by key id (the first ${KEY_SERIES_CAP} keys seen by this gateway; later ones are 'other').`,
+    labels: ["key"],
+  },
+  tokens: {
+    name: "llmgw_key_tokens_total",
+    help: "Tokens of the requests under each live API key, by key id (bounded as llmgw_key_requests_total) and direction: in (prompt) or out (completion).",
+    labels: ["key", "direction"],
+  },
+  active: { name: "llmgw_live_keys", help: "Live API keys that authenticate on this gateway now (not revoked, a secret not expired).", labels: [] },
+} as const;
+
 // ---- Engines' KV-cache events and precise prefix routing. Per endpoint that
 // publishes events (absent for the others); read from shared memory at scrape time.
 

@@ -6,7 +6,7 @@ import { QuotaLimiter } from "../admission/tenant-quota.ts";
 import { maskUrlPassword } from "../config/print-config.ts";
 import type { Config } from "../config/types.ts";
 import { AdapterCatalog } from "../gateway/adapter-catalog.ts";
-import { Authenticator } from "../gateway/api-keys.ts";
+import { Authenticator, type Principal } from "../gateway/api-keys.ts";
 import type { CircuitBreakers } from "../gateway/circuit-breaker.ts";
 import type { GatewayContext } from "../gateway/context.ts";
 import { ContinuationPolicy, REFUSALS_FILE } from "../gateway/continuation-policy.ts";
@@ -15,8 +15,11 @@ import { ModelCatalog } from "../gateway/model-catalog.ts";
 import { NO_TOKENIZE_TARGET, PromptTokenizer } from "../gateway/prompt-tokens.ts";
 import { RetryBudget } from "../gateway/retry-budget.ts";
 import { RouteSupport } from "../gateway/route-support.ts";
+import { LiveKeys } from "../keys/live-keys.ts";
+
 import { registerClusterMetrics } from "../metrics/cluster-metrics.ts";
 import { DcgmGpuStore } from "../metrics/gpu-collector.ts";
+import { registerKeyMetrics } from "../metrics/key-metrics.ts";
 import { registerKvEventsMetrics } from "../metrics/kv-events-metrics.ts";
 import { OTHER_TENANT } from "../metrics/names.ts";
 import { GatewayMetrics } from "../metrics/registry.ts";
@@ -31,6 +34,7 @@ import { type GatewayFleet, openGatewayFleet } from "./fleet-wiring.ts";
 import { type BatchServices, openBatchServices, openRegistry, type SharedTables, sharedTables, startWorkers, type Workers } from "./gateway-parts.ts";
 import type { HealthClient, HealthEvents } from "./health-client.ts";
 import { Late } from "./late.ts";
+import { openKeyStore } from "./open-key-store.ts";
 import { tokenizeTarget } from "./tokenize-target.ts";
 
 export interface DataPlane {
@@ -175,6 +179,15 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
       "tracing on: OTLP export",
     );
   }
+  // Live keys: read once before the listeners open (a key created before this start works on its first request), then followed each second.
+  const auth = new Authenticator(config.auth, config.admission);
+  const liveKeys: LiveKeys<readonly Principal[]> = new LiveKeys({
+    store: state.shared?.keys ?? openKeyStore(config.dataDir, log),
+    ladder: (tenant, maxBand, grant) => auth.liveLadder(tenant, maxBand, grant),
+    metrics: registerKeyMetrics(metrics.registry, () => liveKeys.active),
+  });
+  auth.attachLiveKeys(liveKeys);
+  await liveKeys.start();
   const ctx = requestPath.bind({
     config,
     catalog,
@@ -193,7 +206,8 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
       kvEvents ? tokenizeTarget(kvEvents, workers.directory, t.table, t.kvStats, registry) : NO_TOKENIZE_TARGET,
       kvMetrics,
     ),
-    auth: new Authenticator(config.auth, config.admission),
+    auth,
+    liveKeys,
     quota: cluster?.quota ?? new QuotaLimiter(config.tenants),
     continuation: new ContinuationPolicy(config.continuation, { path: join(config.dataDir, REFUSALS_FILE), log }),
     routes: new RouteSupport(config.endpoints),
@@ -210,6 +224,8 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
     (closing ??= (async () => {
       services.jobs.close();
       services.responses.close();
+      // The last second's usage goes to the store before it closes.
+      await liveKeys.stop();
       breakers.stop();
       admission.terminate();
       // The spans of the last requests go out before the gateway exits (bounded by tracing.export_timeout_ms).

@@ -13,10 +13,12 @@ import type { FleetStore } from "../control/store.ts";
 import type { IdempotencyStore } from "../jobs/idempotency-store.ts";
 import type { JobsStore } from "../jobs/jobs-store.ts";
 import type { ResponsesStore } from "../jobs/responses-store.ts";
+import type { KeyStore } from "../keys/key-store.ts";
 import { RedisConnection } from "./redis-connection.ts";
 import { RedisFleetStore } from "./redis-fleet-store.ts";
 import { RedisIdempotencyStore } from "./redis-idempotency-store.ts";
 import { RedisJobsStore } from "./redis-jobs-store.ts";
+import { RedisKeyStore } from "./redis-key-store.ts";
 import { RedisResponseCacheStore } from "./redis-response-cache-store.ts";
 import { RedisResponsesStore } from "./redis-responses-store.ts";
 
@@ -32,6 +34,8 @@ interface SharedStores {
   responseCache: ResponseCacheStore;
   /** The Responses API's stored responses (conversation state, background responses). */
   responses: ResponsesStore;
+  /** Live API keys and their usage. */
+  keys: KeyStore;
 }
 
 export interface StateBackend {
@@ -70,6 +74,7 @@ export async function openStateBackend(config: Config): Promise<StateBackend> {
       idempotency: new RedisIdempotencyStore(redis, p),
       responseCache: new RedisResponseCacheStore(redis, p),
       responses: new RedisResponsesStore(redis, p),
+      keys: new RedisKeyStore(redis, p),
     },
     async close() {
       redis.close();

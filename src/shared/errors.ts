@@ -18,6 +18,7 @@ export type ErrorCode =
   // auth and quota
   | "INVALID_API_KEY"
   | "RATE_LIMITED"
+  | "MODEL_NOT_ALLOWED"
   // admission and capacity
   | "NO_READY_ENDPOINT"
   | "ROUTE_NOT_SERVED"
@@ -128,6 +129,9 @@ export function describeCode(code: ErrorCode): { status: number; type: OpenAIErr
     case "UPSTREAM_RATE_LIMITED":
     case "ENGINE_OVERLOADED":
       return { status: 429, type: "rate_limit_error" };
+    // A live API key asked for a model outside its allow-list (OpenAI answers 403 for a model a key may not use).
+    case "MODEL_NOT_ALLOWED":
+      return { status: 403, type: "invalid_request_error" };
     // A tenant's stored bytes or files at its limit (batch.tenant_max_bytes, batch.tenant_max_files): deleting files makes room.
     case "STORAGE_QUOTA_EXCEEDED":
       return { status: 403, type: "invalid_request_error" };

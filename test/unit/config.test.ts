@@ -149,3 +149,10 @@ describe("config loading", () => {
     expect(issues[0]).toMatch(/^line \d+, column \d+: /);
   });
 });
+
+test("auth.enabled: true with no auth.keys is live keys only: accepted, with a warning that says so", () => {
+  const c = buildConfig({ auth: { enabled: true } });
+  expect(c.auth).toEqual({ enabled: true, keys: [] });
+  expect(c.warnings.some((w) => w.startsWith("auth.enabled: true with no auth.keys: only live keys"))).toBe(true);
+  expect(buildConfig({}).warnings.some((w) => w.includes("only live keys"))).toBe(false);
+});

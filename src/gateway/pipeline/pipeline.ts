@@ -34,6 +34,7 @@ import type { ShedGateDeps } from "../gates/batch-shed.ts";
 import { batchShedGate } from "../gates/batch-shed.ts";
 import type { ReplayGateDeps } from "../gates/idempotent-replay.ts";
 import { idempotentReplayGate } from "../gates/idempotent-replay.ts";
+import { keyModelsGate } from "../gates/key-models.ts";
 import type { QuotaGateDeps } from "../gates/quota.ts";
 import { quotaGate } from "../gates/quota.ts";
 import type { CacheGateDeps } from "../gates/response-cache.ts";
@@ -128,6 +129,7 @@ export async function handleInference(
     authenticated = true;
     let request = await readRequest(ctx, x, req, route);
     bodyRead = true;
+    keyModelsGate(x.principal, request.body.model, request.model);
     if (route === "responses") {
       const next = await conversationStep(ctx, x, request, answer, origin?.conversation);
       if (next instanceof Response) return answer.wrap(next);

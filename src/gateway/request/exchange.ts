@@ -294,7 +294,10 @@ export class Exchange {
     if (this.estTokens > 0) {
       const actual = this.usage ? this.usage.prompt_tokens + this.usage.completion_tokens : this.delivered > 0 ? this.promptEstimate + this.delivered : 0;
       ctx.quota.settle(tenant, this.estTokens, actual, now);
+      this.principal?.key?.quota?.settle(this.principal.key.id, this.estTokens, actual, now);
     }
+    // A live key's usage: what the engine reported, else the data events that reached the client as its tokens out.
+    this.principal?.key?.used(this.usage?.prompt_tokens ?? 0, this.usage?.completion_tokens ?? this.delivered, now);
     const seconds = (performance.now() - this.arrivedAt) / 1000;
     const series = this.series ?? ctx.metrics.requestSeries(UNKNOWN_MODEL, this.route);
     series.finished(outcome, this.stream, seconds, this.usage);
