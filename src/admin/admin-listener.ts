@@ -26,6 +26,7 @@ import { API_REFERENCE_PATH, apiReferenceRoutes } from "./api-reference/routes.t
 import { dashboardRoutes } from "./dashboard/routes.ts";
 import type { DashboardSnapshot } from "./dashboard/snapshot.ts";
 import { noFleetApi } from "./no-fleet-api.ts";
+import { reloadRoute } from "./reload-route.ts";
 import { adminRequestGuard } from "./request-guard.ts";
 
 const ADMIN_API_TITLE = "llmgw admin API";
@@ -212,7 +213,13 @@ function malformedPath(request: Request): Response | undefined {
   return err === undefined ? undefined : errorResponse(err);
 }
 
-export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?: ReturnType<typeof fleetApi>, dashboard?: () => Promise<DashboardSnapshot>) {
+export function createAdminApp(
+  ctx: GatewayContext,
+  state: ListenerState,
+  fleet?: ReturnType<typeof fleetApi>,
+  dashboard?: () => Promise<DashboardSnapshot>,
+  reload?: Parameters<typeof reloadRoute>[0],
+) {
   const door = adminRequestGuard({
     token: ctx.config.admin.token,
     allowedHosts: ctx.config.admin.allowedHosts,
@@ -286,6 +293,7 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?
       },
     );
   if (dashboard) app.use(dashboardRoutes(dashboard));
+  app.use(reloadRoute(reload));
   const cluster = ctx.cluster;
   if (cluster) {
     app.get("/admin/v1/cluster", () => cluster.status(), {

@@ -38,8 +38,14 @@ export class CtlClient {
     private readonly token: string | undefined,
   ) {}
 
-  async call<S extends z.ZodType>(method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE", path: string, schema: S, body?: unknown): Promise<z.output<S>> {
-    const url = new URL(`${FLEET_API_PREFIX}${path}`, this.gateway).toString();
+  /** A call to the fleet's management API (`path` under its prefix). */
+  call<S extends z.ZodType>(method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE", path: string, schema: S, body?: unknown): Promise<z.output<S>> {
+    return this.callAt(method, `${FLEET_API_PREFIX}${path}`, schema, body);
+  }
+
+  /** A call to any admin route (`path` from the listener's root). */
+  async callAt<S extends z.ZodType>(method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE", path: string, schema: S, body?: unknown): Promise<z.output<S>> {
+    const url = new URL(path, this.gateway).toString();
     const headers: Record<string, string> = {};
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers["content-type"] = "application/json";

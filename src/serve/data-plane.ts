@@ -26,16 +26,22 @@ import { loopLag } from "../shared/loop-lag.ts";
 import { ClusterRuntime } from "../shared-state/cluster-runtime.ts";
 import { openStateBackend, type StateBackend } from "../shared-state/state-backend.ts";
 import type { RequestTracer } from "../tracing/tracer-contract.ts";
+import { ConfigReloader } from "./config-reload.ts";
 import { endpointAdaptersReader } from "./endpoint-adapters.ts";
 import { type GatewayFleet, openGatewayFleet } from "./fleet-wiring.ts";
 import { type BatchServices, openBatchServices, openRegistry, type SharedTables, sharedTables, startWorkers, type Workers } from "./gateway-parts.ts";
 import type { HealthClient, HealthEvents } from "./health-client.ts";
 import { Late } from "./late.ts";
+import { LiveContext } from "./live-context.ts";
 import { tokenizeTarget } from "./tokenize-target.ts";
 
 export interface DataPlane {
-  /** What the request path reads (the API listener serves it). */
+  /** What the request path read at start (the API listener serves `live.current`). */
   ctx: GatewayContext;
+  /** The request path's context as of now: a configuration reload swaps it. */
+  live: LiveContext;
+  /** Re-reads the config file and applies it live (absent without `reread`: nothing to re-read). */
+  reloader: ConfigReloader | undefined;
   tables: SharedTables;
   registry: EndpointRegistry;
   breakers: CircuitBreakers;
@@ -69,7 +75,10 @@ export interface DataPlane {
  * `prefix-hashes`; the KV-events worker and the engines' /tokenize for
  * `kv-blocks`.
  */
-export async function buildDataPlane(config: Config, opts: { log: Logger; defaultMetrics?: boolean }): Promise<DataPlane> {
+export async function buildDataPlane(
+  config: Config,
+  opts: { log: Logger; defaultMetrics?: boolean /** Reads the config file again as at start, for a reload. */; reread?: () => Config },
+): Promise<DataPlane> {
   const { log } = opts;
   const reads = profileInputs(config.scheduling);
   if (!reads.has("kv-blocks") && config.endpoints.some((e) => e.kvEvents !== undefined)) {
@@ -85,7 +94,7 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
 
   const lateMetrics = new Late<GatewayMetrics>("gateway metrics");
   const lateHealth = new Late<HealthClient>("health worker");
-  const requestPath = new Late<GatewayContext>("request path");
+  const requestPath = new Late<LiveContext>("request path");
 
   const { registry, breakers } = openRegistry(config, t, catalog, log, lateMetrics);
   // Several gateways (state.backend: redis): lease, demand exchange and shared quotas; the pool table's rows are the registry's pools.
@@ -175,7 +184,9 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
       "tracing on: OTLP export",
     );
   }
-  const ctx = requestPath.bind({
+  const authFor = (c: Config) => new Authenticator(c.auth, c.admission);
+  const localQuota = cluster ? undefined : new QuotaLimiter(config.tenants);
+  const ctx: GatewayContext = {
     config,
     catalog,
     table: t.table,
@@ -193,8 +204,8 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
       kvEvents ? tokenizeTarget(kvEvents, workers.directory, t.table, t.kvStats, registry) : NO_TOKENIZE_TARGET,
       kvMetrics,
     ),
-    auth: new Authenticator(config.auth, config.admission),
-    quota: cluster?.quota ?? new QuotaLimiter(config.tenants),
+    auth: authFor(config),
+    quota: cluster?.quota ?? (localQuota as QuotaLimiter),
     continuation: new ContinuationPolicy(config.continuation, { path: join(config.dataDir, REFUSALS_FILE), log }),
     routes: new RouteSupport(config.endpoints),
     tenantLabel: (tenant) => (tenantNames.has(tenant) ? tenant : OTHER_TENANT),
@@ -203,7 +214,11 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
     cluster,
     ...(fleet ? { adapterLoads: { requested: () => fleet.manager.requestTick(), waitMs: config.fleet.adapterLoadWaitMs } } : {}),
     ...(tracer ? { tracer } : {}),
-  });
+  };
+  const live = requestPath.bind(new LiveContext(ctx));
+  const reloader = opts.reread
+    ? new ConfigReloader({ read: opts.reread, live, tables: t, quota: localQuota, authFor, registry: metrics.registry, log })
+    : undefined;
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -216,7 +231,7 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
       await Promise.all([workers.health.stop(), kvEvents?.stop(), tracer?.shutdown().catch(() => {})]);
       await state.close();
     })());
-  return { ctx, tables: t, registry, breakers, workers, services, fleet, cluster, state, fleetReads, bandNames, discovered, close };
+  return { ctx, live, reloader, tables: t, registry, breakers, workers, services, fleet, cluster, state, fleetReads, bandNames, discovered, close };
 }
 
 /** What the health worker's reports do on the main thread: the catalog learns models and adapters, the GPU store and the fleet their figures. */

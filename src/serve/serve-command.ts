@@ -143,7 +143,8 @@ export const serveCommand: CommandSpec = {
     log[files.level](files.fields, files.msg);
     let gw: Awaited<ReturnType<typeof startGateway>>;
     try {
-      gw = await startGateway(config, { log });
+      // A reload reads the file again with the same flags and environment, through the same validation.
+      gw = await startGateway(config, { log, reread: () => configFromArgs(args) });
     } catch (err) {
       // An unusable data_dir, or a port someone holds: the cause in one line, not a stack trace.
       if (err instanceof ConfigError) {
@@ -160,7 +161,10 @@ export const serveCommand: CommandSpec = {
       }
       throw err;
     }
-    const signal = await shutdownSignal((sig) => log.info({ signal: sig }, "shutting down"));
+    // SIGHUP reloads the configuration (as systemd's ExecReload sends it); SIGINT and SIGTERM stop the gateway.
+    const reload = gw.reload;
+    if (reload) process.on("SIGHUP", () => void reload("signal"));
+    const signal = await shutdownSignal((sig) => log.info({ signal: sig }, "shutting down"), ["SIGINT", "SIGTERM"]);
     await gw.stop();
     log.info({ signal }, "stopped");
     await flushLogger();
