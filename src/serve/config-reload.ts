@@ -36,8 +36,12 @@ interface ReloadDeps {
   log: Logger;
 }
 
-function sameSet<T>(a: ReadonlySet<T>, b: ReadonlySet<T>): boolean {
-  return a.size === b.size && [...a].every((x) => b.has(x));
+/** What the data plane wires at start only for a profile that reads it (data-plane.ts): prompt-prefix hashing, the KV-events worker. */
+const WIRED_AT_START = ["prefix-hashes", "kv-blocks"] as const;
+
+function wired(scheduling: Config["scheduling"]): string[] {
+  const reads = profileInputs(scheduling);
+  return WIRED_AT_START.filter((input) => reads.has(input));
 }
 
 /** Refusals that depend on how this gateway was started, beyond the two documents. */
@@ -46,12 +50,10 @@ function startRefusals(plan: ReloadPlan, running: Config, next: Config, clustere
   if (clustered && plan.live.includes("tenants")) out.push("tenants (quotas are shared through Redis: restart the gateways)");
   const scheduling = plan.live.filter((k) => k.startsWith("scheduling."));
   if (scheduling.length > 0) {
-    const before = profileInputs(running.scheduling);
-    const after = profileInputs(next.scheduling);
-    if (!sameSet(before, after))
-      out.push(
-        `${scheduling.join(", ")} (the profile would read ${[...after].sort().join(", ") || "nothing"} instead of ${[...before].sort().join(", ") || "nothing"}: what the gateway follows is wired at start)`,
-      );
+    const before = wired(running.scheduling).join(", ") || "neither";
+    const after = wired(next.scheduling).join(", ") || "neither";
+    if (before !== after)
+      out.push(`${scheduling.join(", ")} (of ${WIRED_AT_START.join(" and ")}, the profile would read ${after} instead of ${before}: that is wired at start)`);
   }
   return out;
 }
