@@ -141,6 +141,14 @@ export const serveCommand: CommandSpec = {
     const log = initLogger({ role: "serve", level: config.logLevel });
     const files = openFilesAtStart(limit, config.maxOpenStreams, DEFAULT_MAX_OPEN_STREAMS);
     log[files.level](files.fields, files.msg);
+    // SIGHUP reloads the configuration (systemd's ExecReload sends it); SIGINT and SIGTERM stop the gateway.
+    // One that arrives while the gateway starts must not kill it (SIGHUP's default): the reload runs once it has started.
+    let reloadOnHangup: (() => void) | undefined;
+    let hangupWhileStarting = false;
+    process.on("SIGHUP", () => {
+      if (reloadOnHangup) reloadOnHangup();
+      else hangupWhileStarting = true;
+    });
     let gw: Awaited<ReturnType<typeof startGateway>>;
     try {
       // A reload reads the file again with the same flags and environment, through the same validation.
@@ -161,9 +169,11 @@ export const serveCommand: CommandSpec = {
       }
       throw err;
     }
-    // SIGHUP reloads the configuration (as systemd's ExecReload sends it); SIGINT and SIGTERM stop the gateway.
     const reload = gw.reload;
-    if (reload) process.on("SIGHUP", () => void reload("signal"));
+    if (reload) {
+      reloadOnHangup = () => void reload("signal");
+      if (hangupWhileStarting) reloadOnHangup();
+    }
     const signal = await shutdownSignal((sig) => log.info({ signal: sig }, "shutting down"), ["SIGINT", "SIGTERM"]);
     await gw.stop();
     log.info({ signal }, "stopped");
