@@ -15,6 +15,7 @@ import { SchedulingProfile } from "../scheduling/profile.ts";
 import { profileInputs } from "../scheduling/profile-inputs.ts";
 import { I, SLOT_FREE } from "../shared/endpoint-table.ts";
 import type { Logger } from "../shared/logger.ts";
+import { fleetEnabled } from "./fleet-wiring.ts";
 import type { SharedTables } from "./gateway-parts.ts";
 import type { LiveContext } from "./live-context.ts";
 
@@ -122,6 +123,13 @@ export class ConfigReloader {
         result: "refused",
         message: `these keys cannot change while the gateway runs (restart it to change them): ${refused.join("; ")}`,
         keys: refused,
+      };
+    // serve refuses to start with nothing to route to; a reload must not leave a running gateway there either.
+    if (next.endpoints.length === 0 && !fleetEnabled(next))
+      return {
+        result: "refused",
+        message: "endpoints: the file leaves nothing to serve (no endpoints and no fleet); the running endpoints stay",
+        keys: ["endpoints"],
       };
     const e = plan.endpoints;
     // A changed endpoint takes a new slot while its old one retires (its open streams hold it): count both before touching anything.

@@ -90,6 +90,12 @@ test("a reload swaps the context whole, keeps the state of what stays, and refus
   expect(plane.live.current).toBe(now);
   expect(plane.workers.admission.posted.scheduling).toBe(1);
 
+  // No endpoint and no fleet: serve would not start on it, and a reload does not leave a gateway there.
+  next = () => buildConfig(doc({ endpoints: [] }));
+  const empty = await reloader.reload("signal");
+  expect(empty.result === "refused" && empty.keys).toEqual(["endpoints"]);
+  expect(plane.live.current.endpoints.active().map((e) => e.id)).toEqual(["b", "c"]);
+
   next = () => {
     throw new ConfigError("llmgw.yaml", ["retry.max_attempts: expected a number"]);
   };
