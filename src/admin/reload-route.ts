@@ -2,7 +2,7 @@
 import { Elysia } from "elysia";
 import { z } from "zod";
 import type { ReloadOutcome } from "../serve/config-reload.ts";
-import { errorResponse, LlmgwError } from "../shared/errors.ts";
+import { LlmgwError } from "../shared/errors.ts";
 
 export const RELOAD_PATH = "/admin/v1/reload";
 
@@ -20,14 +20,16 @@ export function reloadRoute(reload: ((trigger: "admin") => Promise<ReloadOutcome
   return new Elysia({ name: "llmgw-reload" }).post(
     RELOAD_PATH,
     async () => {
-      if (reload === undefined) return errorResponse(new LlmgwError("CONFLICT", NO_RELOAD_MESSAGE));
+      // Thrown: the admin app answers an LlmgwError in the error shape.
+      if (reload === undefined) throw new LlmgwError("CONFLICT", NO_RELOAD_MESSAGE);
       const outcome = await reload("admin");
       // 422: the file does not validate; 409: it does, but changes what only a restart can.
-      if (outcome.result === "invalid") return errorResponse(new LlmgwError("VALIDATION_FAILED", outcome.message));
-      if (outcome.result === "refused") return errorResponse(new LlmgwError("CONFLICT", outcome.message));
-      return outcome;
+      if (outcome.result === "invalid") throw new LlmgwError("VALIDATION_FAILED", outcome.message);
+      if (outcome.result === "refused") throw new LlmgwError("CONFLICT", outcome.message);
+      return { result: outcome.result, changed: [...outcome.changed], endpoints: outcome.endpoints };
     },
     {
+      response: { 200: reloadAppliedSchema },
       detail: {
         summary: "Re-read the configuration file and apply what can change live (as SIGHUP does)",
         description:

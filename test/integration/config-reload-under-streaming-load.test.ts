@@ -193,7 +193,13 @@ describe("a config reload under streaming load", () => {
     expect(r.code).toBe(7);
     expect(r.stderr).toContain("cannot change while the gateway runs");
     expect(r.stderr).toMatch(/: listen\b/);
-    expect(await metric("llmgw_config_reload_total", '{result="refused"}')).toBe(1);
+    // The admin route answers the same refusal in the error shape.
+    const direct = await fetch(`${gw.admin}/admin/v1/reload`, { method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(direct.status).toBe(409);
+    const body = (await direct.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("CONFLICT");
+    expect(body.error.message).toMatch(/: listen\b/);
+    expect(await metric("llmgw_config_reload_total", '{result="refused"}')).toBe(2);
     expect(await metric("llmgw_config_last_reload_success")).toBe(0);
     expect((await chat("third-alias", KEEP)).status).toBe(404);
 
