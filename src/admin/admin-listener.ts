@@ -28,6 +28,7 @@ import { dashboardRoutes } from "./dashboard/routes.ts";
 import type { DashboardSnapshot } from "./dashboard/snapshot.ts";
 import { keysRoutes } from "./keys-routes.ts";
 import { noFleetApi } from "./no-fleet-api.ts";
+import { reloadRoute } from "./reload-route.ts";
 import { adminRequestGuard } from "./request-guard.ts";
 
 const ADMIN_API_TITLE = "llmgw admin API";
@@ -214,7 +215,13 @@ function malformedPath(request: Request): Response | undefined {
   return err === undefined ? undefined : errorResponse(err);
 }
 
-export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?: ReturnType<typeof fleetApi>, dashboard?: () => Promise<DashboardSnapshot>) {
+export function createAdminApp(
+  ctx: GatewayContext,
+  state: ListenerState,
+  fleet?: ReturnType<typeof fleetApi>,
+  dashboard?: () => Promise<DashboardSnapshot>,
+  reload?: Parameters<typeof reloadRoute>[0],
+) {
   const door = adminRequestGuard({
     token: ctx.config.admin.token,
     allowedHosts: ctx.config.admin.allowedHosts,
@@ -289,6 +296,7 @@ export function createAdminApp(ctx: GatewayContext, state: ListenerState, fleet?
     );
   if (dashboard) app.use(dashboardRoutes(dashboard));
   app.use(keysRoutes({ auth: ctx.auth, liveKeys: ctx.liveKeys }));
+  app.use(reloadRoute(reload));
   const cluster = ctx.cluster;
   if (cluster) {
     app.get("/admin/v1/cluster", () => cluster.status(), {

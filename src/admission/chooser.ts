@@ -57,11 +57,16 @@ export class EndpointChooser {
   constructor(
     private readonly table: EndpointTable,
     private readonly directory: EndpointDirectory,
-    private readonly profile: SchedulingProfile,
+    private profile: SchedulingProfile,
     private readonly staleAfterMs: number,
     /** LoRA adapters per endpoint (absent: adapters are not scored, every endpoint looks the same for them). */
     private readonly lora?: LoraTable,
   ) {}
+
+  /** Scheduling settings of a reloaded config: the next choice uses them (a choice is synchronous, so none is half made). */
+  useProfile(profile: SchedulingProfile): void {
+    this.profile = profile;
+  }
 
   /**
    * Choose and claim (in-flight +1) an endpoint serving `req.model`; the

@@ -82,9 +82,28 @@ export class QuotaLimiter implements TenantQuota {
 
   constructor(tenants: Config["tenants"], subject = "tenant") {
     this.#subject = subject;
+    this.reconfigure(tenants);
+  }
+
+  /**
+   * New limits (a configuration reload), applied at once. A tenant keeps
+   * what it has spent in the last minute, counted against the new limit:
+   * lowering a limit cannot hand it a fresh, full bucket, and raising one
+   * frees room at once.
+   */
+  reconfigure(tenants: Config["tenants"], now = Date.now()): void {
+    const carried = (old: Bucket | undefined, limit: number | undefined): Bucket | undefined => {
+      if (limit === undefined) return undefined;
+      const b = new Bucket(limit);
+      if (old !== undefined && old.tat > now) b.tat = now + Math.min((old.tat - now) * (b.msPerUnit / old.msPerUnit), 2 * WINDOW_MS);
+      return b;
+    };
+    const previous = new Map(this.#tenants);
+    this.#tenants.clear();
     for (const t of tenants) {
-      const requests = t.requestsPerMinute === undefined ? undefined : new Bucket(t.requestsPerMinute);
-      const tokens = t.tokensPerMinute === undefined ? undefined : new Bucket(t.tokensPerMinute);
+      const before = previous.get(t.name);
+      const requests = carried(before?.requests, t.requestsPerMinute);
+      const tokens = carried(before?.tokens, t.tokensPerMinute);
       if (requests !== undefined || tokens !== undefined) this.#tenants.set(t.name, { requests, tokens });
     }
   }

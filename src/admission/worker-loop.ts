@@ -29,6 +29,9 @@ export class SchedulerWorkerLoop {
   private readonly directory: EndpointDirectory;
   private readonly admission: AdmissionController;
   private readonly signals: Signals;
+  private readonly chooser: EndpointChooser;
+  private readonly prefixIndex: PrefixIndex;
+  private readonly kvIndex: KvBlockIndex;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private timerAt = Infinity;
   private stopped = false;
@@ -42,16 +45,17 @@ export class SchedulerWorkerLoop {
     const stats = new AdmissionStatsTable(init.admission.bands.length, init.maxPools, init.stats);
     this.signals = new Signals(init.signals);
     this.directory = new EndpointDirectory(init.directory);
-    const prefixIndex = new PrefixIndex(init.scheduling.prefixAffinity.lruEntries, init.prefixIndex);
-    const kvIndex = new KvBlockIndex(init.kvIndexCapacity, new KvEventStats(init.maxEndpoints, init.kvStats), init.kvIndex);
+    this.prefixIndex = new PrefixIndex(init.scheduling.prefixAffinity.lruEntries, init.prefixIndex);
+    this.kvIndex = new KvBlockIndex(init.kvIndexCapacity, new KvEventStats(init.maxEndpoints, init.kvStats), init.kvIndex);
     const lora = init.lora ? new LoraTable(init.maxEndpoints, init.lora) : undefined;
     const chooser = new EndpointChooser(
       table,
       this.directory,
-      new SchedulingProfile(init.scheduling, undefined, prefixIndex, kvIndex),
+      new SchedulingProfile(init.scheduling, undefined, this.prefixIndex, this.kvIndex),
       init.staleAfterMs,
       lora,
     );
+    this.chooser = chooser;
     const shares = init.shares ? new PoolShareTable(init.maxPools, init.shares) : undefined;
     this.admission = new AdmissionController(table, pools, stats, this.directory, chooser, init.admission, init.staleAfterMs, undefined, shares);
     this.admission.refresh();
@@ -70,6 +74,9 @@ export class SchedulerWorkerLoop {
         return;
       case "models":
         this.directory.setModels(msg.index, msg.models);
+        return;
+      case "scheduling":
+        this.chooser.useProfile(new SchedulingProfile(msg.scheduling, undefined, this.prefixIndex, this.kvIndex));
         return;
       case "admit": {
         const out = this.admission.admit(msg);

@@ -130,7 +130,8 @@ export function parseCollecting<T>(schema: z.ZodType<T>, doc: Record<string, unk
     if (again.success) return { data: again.data, issues: [...issues], failed: removed.map(formatPath) };
     for (const line of formatIssues(
       schema,
-      again.error.issues.filter((i) => !removed.some((r) => within(i.path, r))),
+      // Not reported again: what fails inside a removed key, and an object's own rule (a refinement) that fails because one of its keys was removed.
+      again.error.issues.filter((i) => !removed.some((r) => within(i.path, r) || (i.code === "custom" && within(r, i.path)))),
     ))
       issues.add(line);
     pending = again.error.issues;

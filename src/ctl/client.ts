@@ -40,8 +40,14 @@ export class CtlClient {
     private readonly prefix: string = FLEET_API_PREFIX,
   ) {}
 
-  async call<S extends z.ZodType>(method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE", path: string, schema: S, body?: unknown): Promise<z.output<S>> {
-    const url = new URL(`${this.prefix}${path}`, this.gateway).toString();
+  /** A call to this client's API (`path` under its prefix: the management API's or the keys API's). */
+  call<S extends z.ZodType>(method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE", path: string, schema: S, body?: unknown): Promise<z.output<S>> {
+    return this.callAt(method, `${this.prefix}${path}`, schema, body);
+  }
+
+  /** A call to any admin route (`path` from the listener's root). */
+  async callAt<S extends z.ZodType>(method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE", path: string, schema: S, body?: unknown): Promise<z.output<S>> {
+    const url = new URL(path, this.gateway).toString();
     const headers: Record<string, string> = {};
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers["content-type"] = "application/json";

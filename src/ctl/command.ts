@@ -1,5 +1,6 @@
-/** `llmgw ctl`: operator CLI against a gateway's admin listener: the management API (nodes, replicas, models, placement, scale, cordon, drain, rebind) and the keys API. */
+/** `llmgw ctl`: operator CLI against a gateway's admin listener: the management API (nodes, replicas, models, placement, scale, cordon, drain, rebind), the keys API and a config reload. */
 import { z } from "zod";
+import { RELOAD_PATH, reloadAppliedSchema } from "../admin/reload-route.ts";
 import * as S from "../control/fleet-api-schemas.ts";
 import { boolFlag, type CommandSpec, numberFlag, type ParsedArgs, parseCommandArgs, stringFlag, UsageError } from "../shared/flags.ts";
 import { useColour } from "../shared/text-table.ts";
@@ -26,6 +27,9 @@ commands:
                               cordon NODE and move its replicas elsewhere; waits and shows progress
   rebind NODE                 let the next agent that registers as NODE take the name (the node
                               moved, or its agent lost its state directory and so its node key)
+  reload                      re-read the gateway's config file and apply what can change live (as
+                              SIGHUP does); an invalid file, or a change that needs a restart, is
+                              refused whole and the running configuration stays (exit 7)
 ${KEYS_USAGE}
 
 flags:
@@ -66,6 +70,7 @@ const ARITY: Record<string, { args: string[]; flags: string[] }> = {
   uncordon: { args: ["NODE"], flags: [] },
   drain: { args: ["NODE"], flags: ["grace-ms", "no-wait"] },
   rebind: { args: ["NODE"], flags: [] },
+  reload: { args: [], flags: [] },
   /** Its sub-commands check their own arguments and flags (keys-command.ts). */
   keys: { args: [], flags: Object.keys(KEYS_OPTIONS) },
 };
@@ -83,6 +88,17 @@ function checkArgs(args: ParsedArgs): { command: string; params: string[] } {
 }
 
 const enc = encodeURIComponent;
+
+function formatReload(r: z.infer<typeof reloadAppliedSchema>): string {
+  if (r.changed.length === 0) return "configuration reloaded: nothing changed";
+  const e = r.endpoints;
+  const parts = [
+    ...(e.added.length ? [`added ${e.added.join(", ")}`] : []),
+    ...(e.removed.length ? [`draining ${e.removed.join(", ")}`] : []),
+    ...(e.changed.length ? [`changed ${e.changed.join(", ")}`] : []),
+  ];
+  return `configuration reloaded: ${r.changed.join(", ")} changed${parts.length ? ` (endpoints: ${parts.join("; ")})` : ""}`;
+}
 
 async function drainAndWait(client: CtlClient, node: string, args: ParsedArgs, io: CtlIo, json: boolean): Promise<number> {
   const graceMs = args.values["grace-ms"] === undefined ? undefined : numberFlag(args, "grace-ms", 0, { min: 0, max: 86_400_000, integer: true });
@@ -159,6 +175,11 @@ async function run(args: ParsedArgs, io: CtlIo): Promise<number> {
     case "rebind": {
       const r = await client.call("POST", `/nodes/${enc(a)}/rebind`, S.rebindSchema);
       show(r, () => `${r.node}: re-bind approved; the next agent that registers as ${r.node} binds the name to its own node key`);
+      return CTL_EXIT.ok;
+    }
+    case "reload": {
+      const r = await client.callAt("POST", RELOAD_PATH, reloadAppliedSchema);
+      show(r, () => formatReload(r));
       return CTL_EXIT.ok;
     }
     default:

@@ -14,6 +14,7 @@ import type { EndpointDirectory } from "../admission/endpoint-directory.ts";
 import { fastAdmit } from "../admission/fast-path.ts";
 import type { Config } from "../config/types.ts";
 import type { EndpointDescriptor, FromScheduler, GrantDetail, ToScheduler } from "../protocol/scheduler-messages.ts";
+import type { SchedulingProfile } from "../scheduling/profile.ts";
 import { type EndpointTable, I, type PoolTable } from "../shared/endpoint-table.ts";
 import { LlmgwError } from "../shared/errors.ts";
 import type { AdapterCatalog } from "./adapter-catalog.ts";
@@ -63,7 +64,7 @@ export class AdmissionClient {
   private nextId = 1;
   private readonly ready: Promise<void>;
   /** Messages posted to the worker, by kind (a metric: the fast path posts none). */
-  readonly posted: Record<MessageKind, number> = { init: 0, endpoint: 0, models: 0, admit: 0, cancel: 0, release: 0 };
+  readonly posted: Record<MessageKind, number> = { init: 0, endpoint: 0, models: 0, scheduling: 0, admit: 0, cancel: 0, release: 0 };
 
   constructor(
     init: SchedulerInit,
@@ -137,6 +138,12 @@ export class AdmissionClient {
   setEndpoint(index: number, d: EndpointDescriptor | undefined): void {
     this.directory.set(index, d);
     this.post({ type: "endpoint", index, descriptor: d ?? null });
+  }
+
+  /** Scheduling settings of a reloaded config, here (the fast path) and in the worker. */
+  setScheduling(scheduling: Config["scheduling"], profile: SchedulingProfile): void {
+    this.chooser.useProfile(profile);
+    this.post({ type: "scheduling", scheduling });
   }
 
   setModels(index: number, models: string[]): void {

@@ -46,7 +46,7 @@ const UNKNOWN_KEY_MESSAGE = "Incorrect API key provided. Check the key this gate
  * With auth off the anonymous tenant's max band is admission.defaultBand, with the same rule.
  */
 export class Authenticator {
-  readonly #enabled: boolean;
+  #enabled: boolean;
   readonly #admission: Config["admission"];
   /** sha256 hex of a config key → principals indexed by band (entries below the key's max band hold the capped one). */
   #byDigest = new Map<string, readonly Principal[]>();
@@ -108,6 +108,12 @@ export class Authenticator {
   }
 
   /** Consult `live` for a key the config does not hold. */
+  /** A configuration reload: whether keys are checked, and the YAML keys (the live keys stay attached). */
+  reconfigure(auth: Config["auth"]): void {
+    this.#enabled = auth.enabled;
+    this.setConfigKeys(auth.keys);
+  }
+
   attachLiveKeys(live: LiveKeyLookup): void {
     this.#live = live;
   }

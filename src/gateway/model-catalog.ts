@@ -19,11 +19,11 @@ interface EndpointModels {
 }
 
 export class ModelCatalog {
-  private readonly configured = new Map<string, ModelConfig>();
-  private readonly aliases = new Map<string, string>();
+  private configured = new Map<string, ModelConfig>();
+  private aliases = new Map<string, string>();
   /** endpoint slot → models it serves. */
   private readonly endpoints = new Map<number, EndpointModels>();
-  private readonly defaultDeadlines: Deadlines;
+  private defaultDeadlines: Deadlines;
   /** Every model some endpoint serves (rebuilt after a change). */
   private served: Set<string> | undefined;
   /** Endpoints whose models come from discovery that have not listed them yet. */
@@ -36,10 +36,20 @@ export class ModelCatalog {
     /** LoRA adapters: a request may name one as its model (served by the adapter's base). */
     readonly adapters?: AdapterCatalog,
   ) {
+    this.defaultDeadlines = config.deadlines;
+    this.reconfigure(config);
+  }
+
+  /** The configured models, aliases, fallbacks and deadlines of a reloaded config, swapped in one step; what endpoints serve is kept. */
+  reconfigure(config: Pick<Config, "models" | "deadlines">): void {
+    const configured = new Map<string, ModelConfig>();
+    const aliases = new Map<string, string>();
     for (const m of config.models) {
-      this.configured.set(m.name, m);
-      for (const a of m.aliases) this.aliases.set(a, m.name);
+      configured.set(m.name, m);
+      for (const a of m.aliases) aliases.set(a, m.name);
     }
+    this.configured = configured;
+    this.aliases = aliases;
     this.defaultDeadlines = config.deadlines;
   }
 

@@ -118,8 +118,18 @@ export function createFetchHandler(ctx: DataPlaneDeps) {
   };
 }
 
-export function startDataPlane(ctx: GatewayContext): Server<undefined> {
-  const fetchHandler = createFetchHandler(ctx);
+/** `current`: the context each request starts with (a configuration reload swaps it; the listen address is never among what changes). */
+export function startDataPlane(ctx: GatewayContext, current: () => GatewayContext = () => ctx): Server<undefined> {
+  let handlerCtx = ctx;
+  let handler = createFetchHandler(ctx);
+  const fetchHandler = (req: Request, server?: Server<undefined>): Promise<Response> => {
+    const now = current();
+    if (now !== handlerCtx) {
+      handlerCtx = now;
+      handler = createFetchHandler(now);
+    }
+    return handler(req, server);
+  };
   return Bun.serve({
     hostname: ctx.config.listen.host,
     port: ctx.config.listen.port,

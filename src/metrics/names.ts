@@ -486,3 +486,22 @@ export const TRACING = {
     help: "OTLP export requests that failed (their spans are lost).",
   },
 } as const;
+
+/** How a configuration reload ended: applied, the file invalid, or a change that needs a restart. */
+export const CONFIG_RELOAD_RESULTS = ["ok", "invalid", "refused"] as const;
+
+/** Configuration reloads (SIGHUP, `llmgw ctl reload`, POST /admin/v1/reload). */
+export const CONFIG_RELOAD = {
+  total: {
+    name: "llmgw_config_reload_total",
+    help: "Configuration reloads by result: ok (applied), invalid (the file did not validate), refused (a key that needs a restart changed); the running configuration is kept unless ok.",
+  },
+  lastSuccess: {
+    name: "llmgw_config_last_reload_success",
+    help: "1 if the last configuration reload was applied (or none was tried since start), 0 if it was invalid or refused.",
+  },
+  lastTimestamp: {
+    name: "llmgw_config_last_reload_timestamp_seconds",
+    help: "Unix time of the last configuration reload attempt, whatever its result (the start until one is tried).",
+  },
+} as const;

@@ -41,6 +41,8 @@ export type ToScheduler =
   /** An endpoint took a slot (descriptor) or left it (null). */
   | { type: "endpoint"; index: number; descriptor: EndpointDescriptor | null }
   | { type: "models"; index: number; models: string[] }
+  /** A configuration reload changed the scheduling profile's filters, scorers or picker (never what it reads: that needs a restart). */
+  | { type: "scheduling"; scheduling: Config["scheduling"] }
   /** A request the main thread could not admit by itself: admission (may queue), then scoring. */
   | {
       type: "admit";

@@ -29,17 +29,23 @@ import { loopLag } from "../shared/loop-lag.ts";
 import { ClusterRuntime } from "../shared-state/cluster-runtime.ts";
 import { openStateBackend, type StateBackend } from "../shared-state/state-backend.ts";
 import type { RequestTracer } from "../tracing/tracer-contract.ts";
+import { ConfigReloader } from "./config-reload.ts";
 import { endpointAdaptersReader } from "./endpoint-adapters.ts";
 import { type GatewayFleet, openGatewayFleet } from "./fleet-wiring.ts";
 import { type BatchServices, openBatchServices, openRegistry, type SharedTables, sharedTables, startWorkers, type Workers } from "./gateway-parts.ts";
 import type { HealthClient, HealthEvents } from "./health-client.ts";
 import { Late } from "./late.ts";
+import { LiveContext } from "./live-context.ts";
 import { openKeyStore } from "./open-key-store.ts";
 import { tokenizeTarget } from "./tokenize-target.ts";
 
 export interface DataPlane {
-  /** What the request path reads (the API listener serves it). */
+  /** What the request path read at start (the API listener serves `live.current`). */
   ctx: GatewayContext;
+  /** The request path's context as of now: a configuration reload swaps it. */
+  live: LiveContext;
+  /** Re-reads the config file and applies it live (absent without `reread`: nothing to re-read). */
+  reloader: ConfigReloader | undefined;
   tables: SharedTables;
   registry: EndpointRegistry;
   breakers: CircuitBreakers;
@@ -73,7 +79,10 @@ export interface DataPlane {
  * `prefix-hashes`; the KV-events worker and the engines' /tokenize for
  * `kv-blocks`.
  */
-export async function buildDataPlane(config: Config, opts: { log: Logger; defaultMetrics?: boolean }): Promise<DataPlane> {
+export async function buildDataPlane(
+  config: Config,
+  opts: { log: Logger; defaultMetrics?: boolean /** Reads the config file again as at start, for a reload. */; reread?: () => Config },
+): Promise<DataPlane> {
   const { log } = opts;
   const reads = profileInputs(config.scheduling);
   if (!reads.has("kv-blocks") && config.endpoints.some((e) => e.kvEvents !== undefined)) {
@@ -89,7 +98,7 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
 
   const lateMetrics = new Late<GatewayMetrics>("gateway metrics");
   const lateHealth = new Late<HealthClient>("health worker");
-  const requestPath = new Late<GatewayContext>("request path");
+  const requestPath = new Late<LiveContext>("request path");
 
   const { registry, breakers } = openRegistry(config, t, catalog, log, lateMetrics);
   // Several gateways (state.backend: redis): lease, demand exchange and shared quotas; the pool table's rows are the registry's pools.
@@ -188,7 +197,13 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
   });
   auth.attachLiveKeys(liveKeys);
   await liveKeys.start();
-  const ctx = requestPath.bind({
+  // A reload changes the one authenticator in place (its YAML keys, whether keys are checked): the live keys and the keys API stay attached to it.
+  const authFor = (c: Config) => {
+    auth.reconfigure(c.auth);
+    return auth;
+  };
+  const localQuota = cluster ? undefined : new QuotaLimiter(config.tenants);
+  const ctx: GatewayContext = {
     config,
     catalog,
     table: t.table,
@@ -208,7 +223,7 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
     ),
     auth,
     liveKeys,
-    quota: cluster?.quota ?? new QuotaLimiter(config.tenants),
+    quota: cluster?.quota ?? (localQuota as QuotaLimiter),
     continuation: new ContinuationPolicy(config.continuation, { path: join(config.dataDir, REFUSALS_FILE), log }),
     routes: new RouteSupport(config.endpoints),
     tenantLabel: (tenant) => (tenantNames.has(tenant) ? tenant : OTHER_TENANT),
@@ -217,7 +232,11 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
     cluster,
     ...(fleet ? { adapterLoads: { requested: () => fleet.manager.requestTick(), waitMs: config.fleet.adapterLoadWaitMs } } : {}),
     ...(tracer ? { tracer } : {}),
-  });
+  };
+  const live = requestPath.bind(new LiveContext(ctx));
+  const reloader = opts.reread
+    ? new ConfigReloader({ read: opts.reread, live, tables: t, quota: localQuota, authFor, registry: metrics.registry, log })
+    : undefined;
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -232,7 +251,7 @@ export async function buildDataPlane(config: Config, opts: { log: Logger; defaul
       await Promise.all([workers.health.stop(), kvEvents?.stop(), tracer?.shutdown().catch(() => {})]);
       await state.close();
     })());
-  return { ctx, tables: t, registry, breakers, workers, services, fleet, cluster, state, fleetReads, bandNames, discovered, close };
+  return { ctx, live, reloader, tables: t, registry, breakers, workers, services, fleet, cluster, state, fleetReads, bandNames, discovered, close };
 }
 
 /** What the health worker's reports do on the main thread: the catalog learns models and adapters, the GPU store and the fleet their figures. */

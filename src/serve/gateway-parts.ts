@@ -40,6 +40,7 @@ import { batchLineSend } from "./batch-line-send.ts";
 import { HealthClient, type HealthEvents } from "./health-client.ts";
 import { KvEventsClient } from "./kv-events-client.ts";
 import { Late } from "./late.ts";
+import type { LiveContext } from "./live-context.ts";
 
 /** What the main thread, the scheduler worker and the health worker all read and write. */
 export interface SharedTables {
@@ -257,7 +258,7 @@ export function openBatchServices(
     admission: AdmissionClient;
     gpuSaturation: GpuSaturationTable;
     metrics: GatewayMetrics;
-    requestPath: Late<GatewayContext>;
+    requestPath: Late<LiveContext>;
     /** Resolves once every endpoint was polled once (and a fleet settled): batch lines wait for it. */
     discovered: () => Promise<void>;
   },
@@ -267,11 +268,17 @@ export function openBatchServices(
     const row = registry.pools().find((p) => p.name === name)?.index;
     return row !== undefined && deps.gpuSaturation.saturated(row, Date.now());
   };
-  let send: SendLine | undefined;
+  // A batch line or background response takes the request path's context current when it is sent (a reload swaps it), as a client's request does.
+  let send: { ctx: GatewayContext; fn: SendLine } | undefined;
+  const sendLine: SendLine = (line, signal, meta) => {
+    const ctx = deps.requestPath.get().current;
+    if (send?.ctx !== ctx) send = { ctx, fn: batchLineSend(ctx) };
+    return send.fn(line, signal, meta);
+  };
   const jobs = new GatewayJobs({
     config,
     log: deps.log,
-    send: (line, signal, meta) => (send ??= batchLineSend(deps.requestPath.get()))(line, signal, meta),
+    send: sendLine,
     saturated: poolSaturated,
     poolOf: (model) => {
       const row = deps.admission.poolOf(deps.catalog.resolve(model) ?? model);
@@ -281,11 +288,15 @@ export function openBatchServices(
     discovered: deps.discovered,
     shared: deps.state.shared,
   });
-  let sendBackground: BackgroundSend | undefined;
+  let sendBackground: { ctx: GatewayContext; fn: BackgroundSend } | undefined;
   const responses = new GatewayResponses({
     config,
     log: deps.log,
-    send: (req, target, signal) => (sendBackground ??= backgroundSend(deps.requestPath.get()))(req, target, signal),
+    send: (req, target, signal) => {
+      const ctx = deps.requestPath.get().current;
+      if (sendBackground?.ctx !== ctx) sendBackground = { ctx, fn: backgroundSend(ctx) };
+      return sendBackground.fn(req, target, signal);
+    },
     ...(deps.state.shared === undefined ? {} : { shared: deps.state.shared.responses }),
   });
   const cache = new ResponseCache(config.responseCache, deps.state.shared?.responseCache);

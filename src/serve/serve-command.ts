@@ -141,9 +141,18 @@ export const serveCommand: CommandSpec = {
     const log = initLogger({ role: "serve", level: config.logLevel });
     const files = openFilesAtStart(limit, config.maxOpenStreams, DEFAULT_MAX_OPEN_STREAMS);
     log[files.level](files.fields, files.msg);
+    // SIGHUP reloads the configuration (systemd's ExecReload sends it); SIGINT and SIGTERM stop the gateway.
+    // One that arrives while the gateway starts must not kill it (SIGHUP's default): the reload runs once it has started.
+    let reloadOnHangup: (() => void) | undefined;
+    let hangupWhileStarting = false;
+    process.on("SIGHUP", () => {
+      if (reloadOnHangup) reloadOnHangup();
+      else hangupWhileStarting = true;
+    });
     let gw: Awaited<ReturnType<typeof startGateway>>;
     try {
-      gw = await startGateway(config, { log });
+      // A reload reads the file again with the same flags and environment, through the same validation.
+      gw = await startGateway(config, { log, reread: () => configFromArgs(args) });
     } catch (err) {
       // An unusable data_dir, or a port someone holds: the cause in one line, not a stack trace.
       if (err instanceof ConfigError) {
@@ -160,7 +169,12 @@ export const serveCommand: CommandSpec = {
       }
       throw err;
     }
-    const signal = await shutdownSignal((sig) => log.info({ signal: sig }, "shutting down"));
+    const reload = gw.reload;
+    if (reload) {
+      reloadOnHangup = () => void reload("signal");
+      if (hangupWhileStarting) reloadOnHangup();
+    }
+    const signal = await shutdownSignal((sig) => log.info({ signal: sig }, "shutting down"), ["SIGINT", "SIGTERM"]);
     await gw.stop();
     log.info({ signal }, "stopped");
     await flushLogger();

@@ -16,6 +16,7 @@ import { type Logger, logger, logListening } from "../shared/logger.ts";
 import { bindExplained, ensurePortsFree, type ListenerSpec } from "../shared/port-holder.ts";
 import type { ClusterRuntime } from "../shared-state/cluster-runtime.ts";
 import type { StateBackend } from "../shared-state/state-backend.ts";
+import type { ConfigReloader } from "./config-reload.ts";
 import { buildDataPlane } from "./data-plane.ts";
 import type { GatewayFleet } from "./fleet-wiring.ts";
 
@@ -30,6 +31,8 @@ export interface RunningGateway {
   /** Where shared state lives (state.backend), and this gateway's part in a cluster (redis only). */
   state: StateBackend;
   cluster: ClusterRuntime | undefined;
+  /** Re-reads the config file and applies what can change live (absent when started without `reread`). */
+  reload: ConfigReloader["reload"] | undefined;
   stop(): Promise<void>;
 }
 
@@ -65,12 +68,13 @@ function startAdminListeners(
   state: ListenerState,
   fleetApi: GatewayFleet["api"] | undefined,
   dashboard: ReturnType<typeof dashboardSource>,
+  reload: ConfigReloader["reload"] | undefined,
 ) {
   const { config, log } = ctx;
   const specs = listenerSpecs(config);
   // Elysia's listen turns SO_REUSEPORT on: two gateways would then share a held port silently. A held port must fail the start.
   const admin = bindExplained(specs.admin, GATEWAY, () =>
-    createAdminApp(ctx, state, fleetApi, dashboard).listen({ hostname: config.adminListen.host, port: config.adminListen.port, reusePort: false }),
+    createAdminApp(ctx, state, fleetApi, dashboard, reload).listen({ hostname: config.adminListen.host, port: config.adminListen.port, reusePort: false }),
   );
   const metricsSpec = specs.metrics;
   const metricsApp = metricsSpec
@@ -87,17 +91,24 @@ function startAdminListeners(
   return { admin, metricsApp, urls };
 }
 
-export async function startGateway(config: Config, opts: { log?: Logger; defaultMetrics?: boolean } = {}): Promise<RunningGateway> {
+export async function startGateway(
+  config: Config,
+  opts: { log?: Logger; defaultMetrics?: boolean /** Reads the config file again as at start: enables reloads. */; reread?: () => Config } = {},
+): Promise<RunningGateway> {
   const log = opts.log ?? logger();
   await ensureListenersFree(config);
   for (const w of config.warnings) log.warn(w);
-  const plane = await buildDataPlane(config, { log, ...(opts.defaultMetrics === undefined ? {} : { defaultMetrics: opts.defaultMetrics }) });
+  const plane = await buildDataPlane(config, {
+    log,
+    ...(opts.defaultMetrics === undefined ? {} : { defaultMetrics: opts.defaultMetrics }),
+    ...(opts.reread ? { reread: opts.reread } : {}),
+  });
   const { ctx, tables: t, services, fleet, cluster, state } = plane;
   // Agents are polled by the health worker from here on; replicas join the registry as they turn Ready.
   cluster?.start();
   fleet?.start();
 
-  const api = bindExplained(listenerSpecs(config).api, GATEWAY, () => startDataPlane(ctx));
+  const api = bindExplained(listenerSpecs(config).api, GATEWAY, () => startDataPlane(ctx, () => plane.live.current));
   // Batches a previous run left resume now (their in-flight lines re-driven), not at the first request.
   await services.jobs.resume();
   // Background responses a previous run left (or other gateways queued in Redis) are taken up now.
@@ -108,7 +119,9 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
   const dashboard = dashboardSource({ ctx, reads: plane.fleetReads, pools: t.pools, stats: t.stats, bandNames: plane.bandNames, poolList });
   const apiUrl = urlOf(api);
   logListening(log, "api", apiUrl);
-  const { admin, metricsApp, urls: adminUrls } = startAdminListeners(ctx, listenerState, fleet?.api, dashboard);
+  const reloader = plane.reloader;
+  const reload = reloader ? (trigger: "signal" | "admin") => reloader.reload(trigger) : undefined;
+  const { admin, metricsApp, urls: adminUrls } = startAdminListeners(ctx, listenerState, fleet?.api, dashboard, reload);
   const urls = { api: apiUrl, ...adminUrls };
 
   const inflight = () => {
@@ -136,5 +149,5 @@ export async function startGateway(config: Config, opts: { log?: Logger; default
       await metricsApp?.stop();
       await plane.close();
     })());
-  return { ctx, urls, fleet: fleet?.manager, state, cluster, stop };
+  return { ctx, urls, fleet: fleet?.manager, state, cluster, reload, stop };
 }

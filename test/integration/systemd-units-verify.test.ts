@@ -59,4 +59,8 @@ describe("deploy/systemd units", () => {
       expect(text).toMatch(/^NoNewPrivileges=yes$/m);
     }
   });
+
+  test("systemctl reload llmgw sends the gateway SIGHUP (a live config reload), not a restart", () => {
+    expect(unitText("llmgw.service")).toMatch(/^ExecReload=\/bin\/kill -HUP \$MAINPID$/m);
+  });
 });
