@@ -17,7 +17,11 @@ name=llmgw-smoke-$$
 sim=$name-sim
 gw=$name-gw
 
-cleanup() { "$engine" rm -f "$gw" "$sim" >/dev/null 2>&1 || true; }
+# One at a time: podman stops at a name already gone (the gateway, once stopped) and would leave the engine running.
+cleanup() {
+  "$engine" rm -f "$gw" >/dev/null 2>&1 || true
+  "$engine" rm -f "$sim" >/dev/null 2>&1 || true
+}
 trap cleanup EXIT
 fail() {
   echo "smoke: FAILED: $*" >&2
