@@ -151,8 +151,27 @@ describe("a fleet-only gateway over two real agents", () => {
     const diagnostics = ["GET /admin/v1/diagnostics/memory", "GET /admin/v1/diagnostics/heap", "POST /admin/v1/diagnostics/gc"];
     // The page's own files (/dashboard/*.js, *.css) are static files, which the OpenAPI plugin leaves out.
     const dashboard = ["GET /dashboard", "GET /admin/v1/dashboard"];
+    const keys = ["GET", "POST"].map((m) => `${m} /admin/v1/keys`);
+    const key = [
+      "GET /admin/v1/keys/{id}",
+      "PATCH /admin/v1/keys/{id}",
+      "GET /admin/v1/keys/{id}/usage",
+      "POST /admin/v1/keys/{id}/revoke",
+      "POST /admin/v1/keys/{id}/rotate",
+    ];
     expect(routes).toEqual(
-      ["GET /metrics", "GET /healthz", "GET /readyz", "GET /admin/v1/endpoints", ...diagnostics, ...dashboard, ...FLEET_API_ROUTES].sort(),
+      [
+        "GET /metrics",
+        "GET /healthz",
+        "GET /readyz",
+        "GET /admin/v1/endpoints",
+        "POST /admin/v1/reload",
+        ...diagnostics,
+        ...dashboard,
+        ...keys,
+        ...key,
+        ...FLEET_API_ROUTES,
+      ].sort(),
     );
   });
 
