@@ -1,13 +1,12 @@
 /** Re-reads the config file and applies what can change live, or refuses the whole reload naming the keys that need a restart. */
 
-import { join } from "node:path";
 import type { Registry } from "prom-client";
 import { Counter, Gauge } from "prom-client";
 import { ConfigError } from "../config/load.ts";
 import { planReload, type ReloadOutcome, type ReloadPlan } from "../config/reload-plan.ts";
 import type { Config } from "../config/types.ts";
 import type { GatewayContext } from "../gateway/context.ts";
-import { ContinuationPolicy, REFUSALS_FILE } from "../gateway/continuation-policy.ts";
+import { ContinuationPolicy, refusalsFileOf } from "../gateway/continuation-policy.ts";
 import { RetryBudget } from "../gateway/retry-budget.ts";
 import { RouteSupport } from "../gateway/route-support.ts";
 import { CONFIG_RELOAD, CONFIG_RELOAD_RESULTS, OTHER_TENANT } from "../metrics/names.ts";
@@ -161,9 +160,7 @@ export class ConfigReloader {
       config: next,
       auth: changed.has("auth") ? this.deps.authFor(next) : ctx.auth,
       budget: retryBudgetChanged ? new RetryBudget(r.budgetRatio, r.minPerS) : ctx.budget,
-      continuation: changed.has("continuation")
-        ? new ContinuationPolicy(next.continuation, { path: join(next.dataDir, REFUSALS_FILE), log: ctx.log })
-        : ctx.continuation,
+      continuation: changed.has("continuation") ? new ContinuationPolicy(next.continuation, refusalsFileOf(next, ctx.log)) : ctx.continuation,
       routes: changed.has("endpoints") ? new RouteSupport(next.endpoints) : ctx.routes,
       tenantLabel: changed.has("tenants") ? (tenant) => (tenantNames.has(tenant) ? tenant : OTHER_TENANT) : ctx.tenantLabel,
     });

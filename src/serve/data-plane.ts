@@ -1,6 +1,5 @@
 /** Builds a gateway's data plane from a Config, part by part in dependency order, wiring only the inputs its scheduling profile reads. */
 
-import { join } from "node:path";
 import { registerFleetMetrics } from "../admin/fleet-collectors.ts";
 import { QuotaLimiter } from "../admission/tenant-quota.ts";
 import { maskUrlPassword } from "../config/print-config.ts";
@@ -9,7 +8,7 @@ import { AdapterCatalog } from "../gateway/adapter-catalog.ts";
 import { Authenticator, type Principal } from "../gateway/api-keys.ts";
 import type { CircuitBreakers } from "../gateway/circuit-breaker.ts";
 import type { GatewayContext } from "../gateway/context.ts";
-import { ContinuationPolicy, REFUSALS_FILE } from "../gateway/continuation-policy.ts";
+import { ContinuationPolicy, refusalsFileOf } from "../gateway/continuation-policy.ts";
 import type { EndpointRegistry } from "../gateway/endpoints.ts";
 import { ModelCatalog } from "../gateway/model-catalog.ts";
 import { NO_TOKENIZE_TARGET, PromptTokenizer } from "../gateway/prompt-tokens.ts";
@@ -224,7 +223,7 @@ export async function buildDataPlane(
     auth,
     liveKeys,
     quota: cluster?.quota ?? (localQuota as QuotaLimiter),
-    continuation: new ContinuationPolicy(config.continuation, { path: join(config.dataDir, REFUSALS_FILE), log }),
+    continuation: new ContinuationPolicy(config.continuation, refusalsFileOf(config, log)),
     routes: new RouteSupport(config.endpoints),
     tenantLabel: (tenant) => (tenantNames.has(tenant) ? tenant : OTHER_TENANT),
     ...services,

@@ -46,18 +46,29 @@ describe("learned refusals across a restart", () => {
   const warnings: string[] = [];
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  test("a refusal learned before a restart is still known after it; the file survives garbage", () => {
+  test("a refusal learned before a restart is still known after it while the endpoint keeps its URL; the file survives garbage", () => {
     const path = join(dir, "data", REFUSALS_FILE);
     const config = buildConfig({}, {}, "test").continuation;
-    const first = new ContinuationPolicy(config, { path, log });
-    expect(first.learnRefusal("hosted", "fb")).toBe(true);
-    const again = new ContinuationPolicy(config, { path, log });
+    const urls = new Map([
+      ["hosted", "https://api.example/v1"],
+      ["ok-endpoint", "http://10.0.0.9:8000"],
+    ]);
+    const first = new ContinuationPolicy(config, { path, log, urls });
+    expect(first.learnRefusal("hosted", "fb", "https://api.example/v1")).toBe(true);
+    const again = new ContinuationPolicy(config, { path, log, urls });
     expect([again.target("hosted", "fb"), again.target("hosted", "other"), again.target("e1", "fb")]).toEqual([false, true, true]);
-    expect(again.learnRefusal("hosted", "fb")).toBe(false);
+    expect(again.learnRefusal("hosted", "fb", "https://api.example/v1")).toBe(false);
+    // The same id now names another engine: it is asked again.
+    const moved = new ContinuationPolicy(config, { path, log, urls: new Map([["hosted", "http://10.0.0.7:8000"]]) });
+    expect(moved.target("hosted", "fb")).toBe(true);
 
-    for (const garbage of ["{not json", '{"a":1}', '[["x"], [1, 2], "s", ["ok-endpoint", "ok-model"]]']) {
+    for (const garbage of [
+      "{not json",
+      '{"a":1}',
+      '[["x"], [1, 2, 3], "s", ["ok-endpoint", "ok-model"], ["ok-endpoint", "ok-model", "http://10.0.0.9:8000"]]',
+    ]) {
       writeFileSync(path, garbage);
-      const p = new ContinuationPolicy(config, { path, log });
+      const p = new ContinuationPolicy(config, { path, log, urls });
       expect(p.target("hosted", "fb")).toBe(true);
       expect(p.target("ok-endpoint", "ok-model")).toBe(garbage.startsWith("{"));
     }
@@ -67,8 +78,8 @@ describe("learned refusals across a restart", () => {
   test("a data_dir that cannot be written keeps the refusal in memory and says so", () => {
     const blocker = join(dir, "a-file");
     writeFileSync(blocker, "");
-    const p = new ContinuationPolicy(buildConfig({}, {}, "test").continuation, { path: join(blocker, REFUSALS_FILE), log });
-    expect(p.learnRefusal("e", "m")).toBe(true);
+    const p = new ContinuationPolicy(buildConfig({}, {}, "test").continuation, { path: join(blocker, REFUSALS_FILE), log, urls: new Map() });
+    expect(p.learnRefusal("e", "m", "http://e")).toBe(true);
     expect(p.target("e", "m")).toBe(false);
     expect(warnings.some((w) => w.includes("kept in memory only"))).toBe(true);
   });

@@ -51,7 +51,7 @@ export interface StreamRecoveryDeps {
   readonly budget: Pick<RetryBudget, "tryWithdraw">;
   readonly catalog: Pick<ModelCatalog, "deadlinesFor">;
   readonly continuation: Pick<ContinuationPolicy, "learnRefusal" | "maxRecoveries" | "modelOn" | "target">;
-  readonly endpoints: Pick<EndpointRegistry, "active" | "evictions" | "idOf">;
+  readonly endpoints: Pick<EndpointRegistry, "active" | "evictions" | "idOf" | "urlOf">;
   readonly log: Pick<Logger, "warn">;
   readonly metrics: Pick<GatewayMetrics, "streamRecoveries" | "streamRecoverySeconds">;
 }
@@ -267,7 +267,7 @@ export class StreamRecovery implements RelayRecovery {
   private refused(grant: Grant, model: string, refusal: { status: number; message: string }): void {
     const { ctx } = this;
     const id = ctx.endpoints.idOf(grant.index);
-    if (id !== undefined && ctx.continuation.learnRefusal(id, model)) {
+    if (id !== undefined && ctx.continuation.learnRefusal(id, model, ctx.endpoints.urlOf(grant.index))) {
       ctx.log.warn(
         { endpoint: id, model, status: refusal.status, error: refusal.message },
         "endpoint refused a continuation: no longer a continuation target for this model",
