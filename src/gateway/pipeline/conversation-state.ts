@@ -32,7 +32,8 @@ import type { NotStoredReason } from "../../metrics/names.ts";
 import type { GatewayMetrics } from "../../metrics/registry.ts";
 import { LlmgwError } from "../../shared/errors.ts";
 import type { Logger } from "../../shared/logger.ts";
-import { classifyResponsesEvent, responsesEventJson } from "../proxy/responses-events.ts";
+import { namedEventJson } from "../proxy/named-events.ts";
+import { classifyResponsesEvent } from "../proxy/responses-events.ts";
 import { SseScanner } from "../proxy/sse-scanner.ts";
 import type { AnswerRecorders } from "../request/answer-recorders.ts";
 import type { Exchange } from "../request/exchange.ts";
@@ -205,7 +206,7 @@ class AnswerCapture {
   /** The response object, or undefined when the answer holds none (a broken stream, an oversized body). */
   response(): Obj | undefined {
     if (this.scanner) {
-      const r = this.final === undefined ? undefined : responsesEventJson(this.final)?.response;
+      const r = this.final === undefined ? undefined : namedEventJson(this.final)?.response;
       return typeof r === "object" && r !== null ? (r as Obj) : undefined;
     }
     if (this.overflow) return undefined;

@@ -8,13 +8,14 @@
  * Classification reads the type from the event line's bytes; JSON is parsed
  * only for the two events that carry usage. Pure.
  */
-import { bytesAt, CR, LF, nativeIndexOf, SPACE } from "../../shared/bytes.ts";
+import { nativeIndexOf } from "../../shared/bytes.ts";
 import type { Usage } from "../request/exchange.ts";
-import { classifyEvent, type SseEventKind } from "./sse-scanner.ts";
+import { classifyNamedEvent, namedEventJson, typeIs, typeSpan } from "./named-events.ts";
+import type { SseEventKind } from "./sse-scanner.ts";
 
 const enc = new TextEncoder();
-const EVENT = enc.encode("event:");
-const DATA_LINE = enc.encode("\ndata:");
+const _EVENT = enc.encode("event:");
+const _DATA_LINE = enc.encode("\ndata:");
 const T_DELTA = enc.encode("content_block_delta");
 const T_STOP = enc.encode("message_stop");
 const T_ERROR = enc.encode("error");
@@ -23,34 +24,7 @@ const T_MESSAGE_DELTA = enc.encode("message_delta");
 const T_BLOCK_START = enc.encode("content_block_start");
 const TOOL_USE = enc.encode('"type":"tool_use"');
 
-const decoder = new TextDecoder();
-
-/** The JSON payload of an event (after its `data:` line's prefix), or undefined when it does not parse. */
-function eventPayload(bytes: Uint8Array): Record<string, unknown> | undefined {
-  const at = nativeIndexOf.call(bytes, DATA_LINE, 0);
-  const from = at >= 0 ? at + DATA_LINE.length : bytesAt(bytes, 0, DATA_LINE.subarray(1)) ? DATA_LINE.length - 1 : -1;
-  if (from < 0) return undefined;
-  try {
-    const v: unknown = JSON.parse(decoder.decode(bytes.subarray(from)));
-    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Where an event's type name lies: [start, end), or undefined without an `event:` line. */
-function typeSpan(buf: Uint8Array, start: number, end: number): [number, number] | undefined {
-  if (!bytesAt(buf, start, EVENT, end)) return undefined;
-  let i = start + EVENT.length;
-  if (buf[i] === SPACE) i++;
-  let j = i;
-  while (j < end && buf[j] !== LF && buf[j] !== CR) j++;
-  return [i, j];
-}
-
-function typeIs(buf: Uint8Array, span: [number, number], name: Uint8Array): boolean {
-  return span[1] - span[0] === name.length && bytesAt(buf, span[0], name);
-}
+const _decoder = new TextDecoder();
 
 function kindOfType(type: string): SseEventKind {
   if (type === "content_block_delta") return "data";
@@ -65,21 +39,13 @@ function kindOfType(type: string): SseEventKind {
  * event without an `event:` line is read by its JSON's `type`.
  */
 export function classifyMessagesEvent(buf: Uint8Array, start: number, end: number): SseEventKind {
-  while (end > start && (buf[end - 1] === LF || buf[end - 1] === CR)) end--;
-  if (end === start || buf[start] === 58 /* ':' */) return "comment";
-  const span = typeSpan(buf, start, end);
-  if (span === undefined) {
-    const kind = classifyEvent(buf, start, end);
-    if (kind !== "data" && kind !== "usage") return kind;
-    const type = eventPayload(buf.subarray(start, end))?.type;
-    return typeof type === "string" ? kindOfType(type) : "malformed";
-  }
-  const data = nativeIndexOf.call(buf, DATA_LINE, span[1]);
-  if (data < 0 || data >= end) return "malformed";
+  return classifyNamedEvent(buf, start, end, kindOfName, kindOfType);
+}
+
+function kindOfName(buf: Uint8Array, span: readonly [number, number]): SseEventKind {
   if (typeIs(buf, span, T_DELTA)) return "data";
   if (typeIs(buf, span, T_STOP)) return "final";
-  if (typeIs(buf, span, T_ERROR)) return "error";
-  return "meta";
+  return typeIs(buf, span, T_ERROR) ? "error" : "meta";
 }
 
 /** What a meta event tells: the usage it carries (message_start, message_delta), and whether it opens a tool_use block. */
@@ -92,7 +58,7 @@ export function messagesMeta(buf: Uint8Array, start: number, end: number): { usa
   }
   const isStart = typeIs(buf, span, T_START);
   if (!isStart && !typeIs(buf, span, T_MESSAGE_DELTA)) return { toolUse: false };
-  const json = eventPayload(buf.subarray(start, end));
+  const json = namedEventJson(buf.subarray(start, end));
   const holder = isStart ? json?.message : json;
   const usage = typeof holder === "object" && holder !== null ? (holder as Record<string, unknown>).usage : undefined;
   return typeof usage === "object" && usage !== null ? { usage: usage as Record<string, unknown>, toolUse: false } : { toolUse: false };

@@ -11,15 +11,16 @@
  */
 
 import type { Route } from "../../metrics/names.ts";
-import { bytesAt, CR, LF, nativeIndexOf, SPACE } from "../../shared/bytes.ts";
+import { bytesAt, nativeIndexOf } from "../../shared/bytes.ts";
 import type { Usage } from "../request/exchange.ts";
 import { classifyMessagesEvent } from "./messages-events.ts";
+import { classifyNamedEvent, typeIs, typeSpan } from "./named-events.ts";
 import { classifyEvent, type EventClassifier, type SseEventKind } from "./sse-scanner.ts";
 
 const enc = new TextEncoder();
-const decoder = new TextDecoder();
-const EVENT = enc.encode("event:");
-const DATA_LINE = enc.encode("\ndata:");
+const _decoder = new TextDecoder();
+const _EVENT = enc.encode("event:");
+const _DATA_LINE = enc.encode("\ndata:");
 const DELTA = enc.encode(".delta");
 const T_COMPLETED = enc.encode("response.completed");
 const T_INCOMPLETE = enc.encode("response.incomplete");
@@ -28,33 +29,6 @@ const T_ERROR = enc.encode("error");
 const T_ITEM_ADDED = enc.encode("response.output_item.added");
 const T_CREATED = enc.encode("response.created");
 const FUNCTION_CALL_ITEM = enc.encode('"type":"function_call"');
-
-/** Where an event's type name lies in buf: [start, end), or undefined for an event without an `event:` line. */
-function typeSpan(buf: Uint8Array, start: number, end: number): [number, number] | undefined {
-  if (!bytesAt(buf, start, EVENT, end)) return undefined;
-  let i = start + EVENT.length;
-  if (buf[i] === SPACE) i++;
-  let j = i;
-  while (j < end && buf[j] !== LF && buf[j] !== CR) j++;
-  return [i, j];
-}
-
-function typeIs(buf: Uint8Array, span: [number, number], name: Uint8Array): boolean {
-  return span[1] - span[0] === name.length && bytesAt(buf, span[0], name);
-}
-
-/** The JSON payload of an event (after its `data:` line's prefix), or undefined when it does not parse. */
-export function responsesEventJson(bytes: Uint8Array): Record<string, unknown> | undefined {
-  const at = nativeIndexOf.call(bytes, DATA_LINE, 0);
-  const from = at >= 0 ? at + DATA_LINE.length : bytesAt(bytes, 0, DATA_LINE.subarray(1)) ? DATA_LINE.length - 1 : -1;
-  if (from < 0) return undefined;
-  try {
-    const v: unknown = JSON.parse(decoder.decode(bytes.subarray(from)));
-    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 function kindOfType(type: string): SseEventKind {
   if (type === "response.completed" || type === "response.incomplete") return "final";
@@ -71,17 +45,10 @@ function kindOfType(type: string): SseEventKind {
  * as chat's would be ([DONE], an error object).
  */
 export function classifyResponsesEvent(buf: Uint8Array, start: number, end: number): SseEventKind {
-  while (end > start && (buf[end - 1] === LF || buf[end - 1] === CR)) end--;
-  if (end === start || buf[start] === 58 /* ':' */) return "comment";
-  const span = typeSpan(buf, start, end);
-  if (span === undefined) {
-    const kind = classifyEvent(buf, start, end);
-    if (kind !== "data" && kind !== "usage") return kind;
-    const type = responsesEventJson(buf.subarray(start, end))?.type;
-    return typeof type === "string" ? kindOfType(type) : "malformed";
-  }
-  const data = nativeIndexOf.call(buf, DATA_LINE, span[1]);
-  if (data < 0 || data >= end) return "malformed";
+  return classifyNamedEvent(buf, start, end, kindOfName, kindOfType);
+}
+
+function kindOfName(buf: Uint8Array, span: readonly [number, number]): SseEventKind {
   const [ts, te] = span;
   if (te - ts > DELTA.length && bytesAt(buf, te - DELTA.length, DELTA)) return "data";
   if (typeIs(buf, span, T_COMPLETED) || typeIs(buf, span, T_INCOMPLETE)) return "final";

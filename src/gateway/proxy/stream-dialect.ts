@@ -15,8 +15,9 @@ import { nativeIndexOf } from "../../shared/bytes.ts";
 import { describeCode, type ErrorCode, errorBody } from "../../shared/errors.ts";
 import type { Usage } from "../request/exchange.ts";
 import { classifyMessagesEvent, mergeMessagesUsage, messagesEvent, messagesMeta } from "./messages-events.ts";
+import { namedEventJson } from "./named-events.ts";
 import { DONE_EVENT, sseErrorEvent } from "./relay-contracts.ts";
-import { classifyResponsesEvent, isCreatedEvent, responsesEvent, responsesEventJson, responsesUsage, startsToolCall } from "./responses-events.ts";
+import { classifyResponsesEvent, isCreatedEvent, responsesEvent, responsesUsage, startsToolCall } from "./responses-events.ts";
 import { classifyEvent, type EventClassifier } from "./sse-scanner.ts";
 
 export interface StreamDialect {
@@ -51,14 +52,14 @@ class ResponsesDialect implements StreamDialect {
   meta(buf: Uint8Array, start: number, end: number): number {
     this.metas++;
     if (this.created === undefined && isCreatedEvent(buf, start, end)) {
-      const r = responsesEventJson(buf.subarray(start, end))?.response;
+      const r = namedEventJson(buf.subarray(start, end))?.response;
       if (typeof r === "object" && r !== null) this.created = r as Record<string, unknown>;
     }
     return startsToolCall(buf, start, end) ? 1 : 0;
   }
 
   finalUsage(event: Uint8Array): Usage | undefined {
-    return responsesUsage(responsesEventJson(event));
+    return responsesUsage(namedEventJson(event));
   }
 
   brokenEnd(code: ErrorCode, message: string, forwarded: number): Uint8Array[] {
