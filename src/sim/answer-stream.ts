@@ -19,6 +19,8 @@ export interface SinkOwner {
 
 /** Give Bun time to write what was queued before the connection is cut. */
 export const CUT_AFTER_MS = 10;
+/** The longest a cut waits for Bun to take the bytes queued before it. */
+const CUT_WAIT_MAX_MS = 2_000;
 
 /** The error a cut stream ends with (named, should a stack trace ever show it). */
 export class InjectedCutError extends Error {
@@ -71,13 +73,21 @@ export abstract class AnswerStream implements Closable {
   /**
    * Erroring the body makes Bun drop the connection without the final
    * chunk: the client sees a reset / truncated body, never a clean end.
-   * Erroring at once would also drop the bytes still queued, so wait a beat.
+   * Erroring would also drop the bytes still queued, so the cut waits until
+   * Bun has taken them all (on a busy host that can take far longer than a
+   * beat), then a beat more for the socket write, and at most CUT_WAIT_MAX_MS
+   * in all: a client that stopped reading is cut anyway.
    */
   cut(): void {
     const c = this.#controller;
     if (!this.open || c === undefined) return;
     this.#markDone();
-    setTimeout(() => c.error(new InjectedCutError()), CUT_AFTER_MS);
+    const giveUpAt = performance.now() + CUT_WAIT_MAX_MS;
+    const cutWhenTaken = () => {
+      if ((c.desiredSize ?? 1) <= 0 && performance.now() < giveUpAt) setTimeout(cutWhenTaken, CUT_AFTER_MS);
+      else setTimeout(() => c.error(new InjectedCutError()), CUT_AFTER_MS);
+    };
+    cutWhenTaken();
   }
 
   shutdown(): void {
