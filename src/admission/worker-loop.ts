@@ -19,9 +19,9 @@ import { AdmissionController } from "./controller.ts";
 import { EndpointDirectory } from "./endpoint-directory.ts";
 
 /** Queue re-check period while requests wait; also how late a TTL may fire. */
-const QUEUE_TICK_MS = 5;
+export const QUEUE_TICK_MS = 5;
 /** Limits are recomputed at least this often when no engine poll arrives (staleness is a matter of time). */
-const IDLE_TICK_MS = 250;
+export const IDLE_TICK_MS = 250;
 
 type Init = Extract<ToScheduler, { type: "init" }>;
 

@@ -20,15 +20,16 @@ import { gitCommit } from "./git-commit.ts";
 import { MAX_TRACE_FILE_BYTES } from "./input-file.ts";
 import { progressPrinter } from "./progress-line.ts";
 import { renderReplayHtml } from "./replay/html-report.ts";
-import { type OpenLoopProgress, type ScheduledRequest, startOpenLoop } from "./replay/open-loop-driver.ts";
+import { type OpenLoopProgress, type OpenLoopResult, type ScheduledRequest, startOpenLoop } from "./replay/open-loop-driver.ts";
 import { traceSegments } from "./replay/prompt-text.ts";
-import { formatReplayText, type ReplayReport } from "./replay/replay-report.ts";
+import { type EndpointReport, formatReplayText, type ReplayReport } from "./replay/replay-report.ts";
 import { type ReplayTarget, startTarget } from "./replay/replay-target.ts";
 import { BENCH_API_KEY_ENV, serverRoot } from "./replay/server-target.ts";
-import { DEFAULT_METRIC_PERCENTILES, summarize } from "./replay/summary.ts";
+import { DEFAULT_METRIC_PERCENTILES, type EndpointLoad, summarize } from "./replay/summary.ts";
 import { timeline } from "./replay/timeline.ts";
 import { type Trace, tracePrefixShare, traceWindow, type WindowRequest } from "./replay/trace.ts";
 import { loadTrace, SHIPPED_TRACES, tracePath } from "./replay/trace-files.ts";
+import { replayInTwin } from "./replay/twin-target.ts";
 import type { BenchScenario } from "./scenario.ts";
 import { splitArgs } from "./sim-fleet.ts";
 
@@ -47,6 +48,8 @@ export const DEFAULT_DRAIN_S = 60;
  * the profile.
  */
 export const DEFAULT_REPLAY_PROFILE = "h100-llama-3.1-8b";
+/** Engines a twin run may have (the real-time run is held to what one host can start). */
+const MAX_TWIN_ENGINES = 1024;
 
 export interface ReplayOptions {
   trace: Trace;
@@ -91,45 +94,69 @@ export async function runReplay(o: ReplayOptions): Promise<ReplayReport> {
       `no requests in ${o.trace.name} between ${o.startS} s and ${o.startS + o.durationS} s (the trace spans ${(o.trace.spanMs / 1000).toFixed(0)} s)`,
     );
   const requests = schedule(window, o.speedup);
+  const runS = requests[requests.length - 1]!.atMs / 1000;
+  const onProgress = (p: OpenLoopProgress) => o.progress?.(progressLine(p, requests.length, runS), false);
+  if (o.target.kind === "twin") {
+    let stopped = false;
+    const onSigint = () => {
+      stopped = true;
+    };
+    process.on("SIGINT", onSigint);
+    try {
+      const tw = replayInTwin(o.target, replayEngineDefaults(window), requests, o.drainS * 1000, onProgress, () => stopped);
+      return replayReport(o, window, requests, tw.result, tw.model, tw.settings, tw.endpoints);
+    } finally {
+      process.off("SIGINT", onSigint);
+    }
+  }
   const target = await startTarget(o.target, replayEngineDefaults(window));
   try {
-    const runS = requests[requests.length - 1]!.atMs / 1000;
-    const load = startOpenLoop(
-      { url: target.url, model: target.model, requests, drainMs: o.drainS * 1000 },
-      (p) => o.progress?.(progressLine(p, requests.length, runS), false),
-      target.secretHeaders,
-    );
+    const load = startOpenLoop({ url: target.url, model: target.model, requests, drainMs: o.drainS * 1000 }, onProgress, target.secretHeaders);
     const onSigint = () => load.stop();
     process.on("SIGINT", onSigint);
     const result = await load.done.finally(() => process.off("SIGINT", onSigint));
-    o.progress?.(`replay: done in ${(result.wallMs / 1000).toFixed(1)} s, ${result.records.length} requests`, true);
-
-    const commit = gitCommit();
-    const share = tracePrefixShare(window);
-    const summary = summarize(result.records, result.itl, result.wallMs, o.slo, (id) => requests[id]!.maxTokens, o.percentiles);
-    return {
-      scenario: "replay",
-      target: o.target.kind,
-      model_id: target.model,
-      num_prompts: window.length,
-      trace: o.trace.name,
-      trace_format: o.trace.format,
-      trace_start_s: o.startS,
-      trace_duration_s: o.durationS,
-      speedup: o.speedup,
-      ...(share === undefined ? {} : { trace_prefix_share: Math.round(share * 10_000) / 10_000 }),
-      ...target.settings,
-      date: new Date().toISOString(),
-      ...(commit === undefined ? {} : { commit }),
-      load_process_cpu_s: Math.round(result.cpuS * 100) / 100,
-      load_process_cpu_share: result.wallMs > 0 ? Math.round((result.cpuS / (result.wallMs / 1000)) * 1000) / 1000 : NaN,
-      ...summary,
-      endpoints: await target.endpoints(summary.endpoints),
-      timeline: timeline(result.records, { speedup: o.speedup, startS: o.startS, durationS: Math.min(o.durationS, o.trace.spanMs / 1000 - o.startS) }),
-    };
+    const report = replayReport(o, window, requests, result, target.model, target.settings, (loads) => loads);
+    report.endpoints = await target.endpoints(report.endpoints);
+    return report;
   } finally {
     await target.stop();
   }
+}
+
+/** The report of a run, whichever target ran it; `endpoints` completes each endpoint's row. */
+function replayReport(
+  o: ReplayOptions,
+  window: readonly WindowRequest[],
+  requests: readonly ScheduledRequest[],
+  result: OpenLoopResult,
+  model: string,
+  settings: Partial<ReplayReport>,
+  endpoints: (loads: EndpointLoad[]) => EndpointReport[],
+): ReplayReport {
+  o.progress?.(`replay: done in ${(result.wallMs / 1000).toFixed(1)} s, ${result.records.length} requests`, true);
+  const commit = gitCommit();
+  const share = tracePrefixShare(window);
+  const summary = summarize(result.records, result.itl, result.wallMs, o.slo, (id) => requests[id]!.maxTokens, o.percentiles);
+  return {
+    scenario: "replay",
+    target: o.target.kind,
+    model_id: model,
+    num_prompts: window.length,
+    trace: o.trace.name,
+    trace_format: o.trace.format,
+    trace_start_s: o.startS,
+    trace_duration_s: o.durationS,
+    speedup: o.speedup,
+    ...(share === undefined ? {} : { trace_prefix_share: Math.round(share * 10_000) / 10_000 }),
+    ...settings,
+    date: new Date().toISOString(),
+    ...(commit === undefined ? {} : { commit }),
+    load_process_cpu_s: Math.round(result.cpuS * 100) / 100,
+    load_process_cpu_share: result.wallMs > 0 ? Math.round((result.cpuS / (result.wallMs / 1000)) * 1000) / 1000 : NaN,
+    ...summary,
+    endpoints: endpoints(summary.endpoints),
+    timeline: timeline(result.records, { speedup: o.speedup, startS: o.startS, durationS: Math.min(o.durationS, o.trace.spanMs / 1000 - o.startS) }),
+  };
 }
 
 /** --metric-percentiles "90,99" → [90, 99]: each in (0, 100), as vLLM's. */
@@ -148,7 +175,7 @@ const USAGE = `usage: llmgw bench replay --trace NAME|FILE [--speedup X] [--star
                           [--engines N] [--engine-args=FLAGS] [--gateway-config FILE]
                           [--base-url URL [--api-key KEY] [--model NAME]]
                           [--slo-ttft-ms MS] [--slo-tpot-ms MS] [--metric-percentiles LIST]
-                          [--drain-s S] [--report FILE.html] [--json]
+                          [--drain-s S] [--twin] [--report FILE.html] [--json]
 
 Replays a production trace open-loop: every request is sent at its recorded
 arrival time (divided by --speedup) whether or not earlier ones have been
@@ -192,6 +219,10 @@ flags:
                          p99 → p99_ttft_ms, p99_tpot_ms, p99_itl_ms, p99_e2el_ms
   --drain-s S            after the last send, wait this long for open answers, then
                          abort them and count them unfinished (default ${DEFAULT_DRAIN_S})
+  --twin                 replay in the fleet twin instead of onto processes: the
+                         gateway's own scheduling and admission modules and the
+                         sim-engine's core on a virtual clock, in this process (up to
+                         ${MAX_TWIN_ENGINES} engines; deterministic, whatever the host's load)
   --report FILE.html     also write a self-contained HTML report with charts over time
   --json                 one JSON object instead of the tables: flat keys in
                          vllm bench serve's names (docs/benchmarks.md)`;
@@ -207,13 +238,15 @@ function targetFromFlags(args: Parameters<BenchScenario["run"]>[0]): ReplayTarge
     if (apiKeyFlag !== undefined) throw new UsageError("--api-key goes with --base-url (the bench's own fleet wants no key)");
     if (model !== undefined) throw new UsageError("--model goes with --base-url (the bench's own fleet serves one model)");
     const gatewayConfigPath = stringFlag(args, "gateway-config");
+    const twin = boolFlag(args, "twin");
     return {
-      kind: "llmgw",
-      engines: numberFlag(args, "engines", DEFAULT_ENGINES, { min: 1, max: 64, integer: true }),
+      kind: twin ? "twin" : "llmgw",
+      engines: numberFlag(args, "engines", DEFAULT_ENGINES, { min: 1, max: twin ? MAX_TWIN_ENGINES : 64, integer: true }),
       engineArgs: splitArgs(stringFlag(args, "engine-args") ?? ""),
       ...(gatewayConfigPath === undefined ? {} : { gatewayConfigPath: resolve(gatewayConfigPath) }),
     };
   }
+  if (boolFlag(args, "twin")) throw new UsageError("--twin runs the bench's own fleet in the fleet twin; with --base-url nothing is simulated");
   const fleetFlag = FLEET_FLAGS.find((f) => args.values[f] !== undefined);
   if (fleetFlag !== undefined) throw new UsageError(`--${fleetFlag} shapes the fleet the bench starts; with --base-url it starts none`);
   const apiKey = apiKeyFlag ?? (process.env[BENCH_API_KEY_ENV] || undefined);
@@ -242,6 +275,7 @@ export const replayScenario: BenchScenario = {
     "metric-percentiles": { type: "string" },
     "drain-s": { type: "string" },
     report: { type: "string" },
+    twin: { type: "boolean" },
   },
   async run(args) {
     const traceArg = stringFlag(args, "trace");

@@ -12,9 +12,11 @@ import { resolve } from "node:path";
 import { parsePrometheusText } from "../engines/prom-text.ts";
 import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
 import { REPO_ROOT } from "../shared/llmgw-child.ts";
+import { DEFAULT_KV_EVENT_DELAY_MS, TwinFleet } from "../twin/twin-fleet.ts";
 import { gitCommit } from "./git-commit.ts";
 import { progressPrinter } from "./progress-line.ts";
 import { type OpenLoopResult, startOpenLoop } from "./replay/open-loop-driver.ts";
+import { runTwinOpenLoop } from "./replay/twin-open-loop.ts";
 import { quantile } from "./report.ts";
 import { endpointExtras, POLICY_DIR, type RoutingPolicy, routingPolicies, selectPolicies, templateListeners } from "./routing/policies.ts";
 import { PUBLISHED_SOURCE, PUBLISHED_SUMMARY } from "./routing/published-37-capacity.ts";
@@ -22,6 +24,7 @@ import { formatRoutingText, type PolicyReport, type RoutingReport, type RoutingR
 import { policyFigures } from "./routing/routing-summary.ts";
 import * as S from "./routing/scaling.ts";
 import { buildSchedule, type Stage, type WorkloadSchedule } from "./routing/shared-prefix-workload.ts";
+import { formatTwinCheck, twinCheck } from "./routing/twin-check.ts";
 import type { BenchScenario } from "./scenario.ts";
 import { engineCounters, type SimEngine, splitArgs, startBenchGateway, startSimEngines } from "./sim-fleet.ts";
 
@@ -43,6 +46,8 @@ export const DEFAULT_DRAIN_S = 60;
 /** A stage's length when --rates is given without --stage-s, simulated s. */
 export const DEFAULT_CUSTOM_STAGE_S = 3;
 const BLOCK_TOKENS = 16;
+/** Engines a twin run may have (the real-time run is held to what one host can start). */
+const MAX_TWIN_ENGINES = 1024;
 /** How long an engine has to announce a listener a policy's endpoint template names. */
 const LISTENER_WAIT_MS = 10_000;
 
@@ -71,6 +76,10 @@ export interface RoutingOptions {
   /** Extra sim-engine flags for every engine (after the bench's, before a policy's). */
   engineArgs: string[];
   policies: RoutingPolicy[];
+  /** Run each policy in the fleet twin (virtual clock, one process) instead of on real processes. */
+  twin: boolean;
+  /** The twin's delay from an engine's step to the gateway's KV-block index holding its events, simulated ms. */
+  kvEventDelayMs?: number;
   progress?: (line: string, final: boolean) => void;
 }
 
@@ -171,6 +180,60 @@ async function runPolicy(
   }
 }
 
+/**
+ * One policy in the fleet twin: the same engine flags, gateway config and
+ * schedule as runPolicy, on a virtual clock in this process. Times are
+ * simulated throughout (the schedule is not divided by the time scale).
+ */
+function runPolicyTwin(
+  o: RoutingOptions,
+  policy: RoutingPolicy,
+  schedule: WorkloadSchedule,
+  interrupt: Interrupt,
+  onProgress: (line: string) => void,
+): PolicyReport {
+  const t0 = performance.now();
+  const fleet = new TwinFleet({
+    engines: o.pods,
+    model: MODEL,
+    engineFlags: [...engineFlags(o), ...splitArgs(policy.engineArgs)],
+    gateway: mergeConfig(BASE_GATEWAY_CONFIG, policy.gateway),
+    kvEvents: policy.endpoint.kv_events !== undefined,
+    seed: o.seed,
+    ...(o.kvEventDelayMs !== undefined ? { kvEventDelayMs: o.kvEventDelayMs } : {}),
+  });
+  const lastS = schedule.endMs / 1000;
+  const result = runTwinOpenLoop(fleet, {
+    requests: schedule.requests,
+    drainMs: o.drainS * 1000,
+    stopped: () => interrupt.stopped,
+    onProgress: (p) =>
+      onProgress(
+        `routing (twin): ${policy.name}: ${(p.elapsedMs / 1000).toFixed(0)} of ${lastS.toFixed(0)} s  sent ${p.sent}/${schedule.requests.length}  done ${p.done}  in flight ${p.inFlight}  errors ${p.errors}`,
+      ),
+  });
+  let hits = 0;
+  let queries = 0;
+  let preemptions = 0;
+  for (const e of fleet.engines) {
+    hits += e.core.stats.prefixHits;
+    queries += e.core.stats.prefixQueries;
+    preemptions += e.core.stats.preemptions;
+  }
+  return {
+    name: policy.name,
+    description: policy.description,
+    source: policy.source.startsWith("derived") ? policy.source : policy.source.replace(`${REPO_ROOT}/`, ""),
+    ...(policy.published ? { published: policy.published } : {}),
+    figures: policyFigures(result.records, (id) => schedule.requests[id]!, o.stages, 1),
+    prefix_cache_hit_rate: queries > 0 ? Math.round((hits / queries) * 10_000) / 10_000 : NaN,
+    preemptions,
+    kv_events_received: fleet.gateway.kvEventsApplied,
+    send_lateness_ms: { p50: 0, p99: 0 },
+    wall_s: Math.round((performance.now() - t0) / 100) / 10,
+  };
+}
+
 export async function runRouting(o: RoutingOptions): Promise<RoutingReport> {
   const schedule = buildSchedule({
     groups: o.groups,
@@ -193,7 +256,8 @@ export async function runRouting(o: RoutingOptions): Promise<RoutingReport> {
   try {
     for (const policy of o.policies) {
       if (interrupt.stopped) break;
-      policies.push(await runPolicy(o, policy, schedule, interrupt, (line) => o.progress?.(line, false)));
+      const progress = (line: string) => o.progress?.(line, false);
+      policies.push(o.twin ? runPolicyTwin(o, policy, schedule, interrupt, progress) : await runPolicy(o, policy, schedule, interrupt, progress));
       const f = policies[policies.length - 1]!.figures;
       o.progress?.(`routing: ${policy.name}: output ${f.output_tok_s} tok/s, TTFT p90 ${f.ttft_s.p90} s, ${f.answered}/${f.requests} answered`, true);
     }
@@ -216,6 +280,7 @@ export async function runRouting(o: RoutingOptions): Promise<RoutingReport> {
     seed: o.seed,
     requests: schedule.requests.length,
     engine_args: engineFlags(o),
+    clock: o.twin ? "twin" : "real-time",
     date: new Date().toISOString(),
     ...(commit === undefined ? {} : { commit }),
   };
@@ -280,7 +345,7 @@ const list = (xs: readonly number[]) => xs.map((x) => String(Math.round(x * 1000
 const USAGE = `usage: llmgw bench routing [--workload shared-prefix|lora] [--pods N] [--profile NAME] [--kv-tokens N] [--groups N] [--per-group N]
                           [--system-len N] [--question-len N] [--output-len N] [--rates LIST] [--stage-s LIST]
                           [--warmup-rate R] [--warmup-s S] [--time-scale X] [--policies LIST] [--policy-dir DIR] [--seed N]
-                          [--drain-s S] [--engine-args=FLAGS] [--json]
+                          [--drain-s S] [--engine-args=FLAGS] [--twin | --check] [--kv-events-delay-ms MS] [--json]
 
 llm-d's "37-capacity" routing experiment on sim-engines, scaled to this
 machine: ${S.DEFAULT_PODS} pods, a working set of prefixes that fits the cluster's KV
@@ -321,6 +386,15 @@ flags:
   --drain-s S          after the last send, answers still open this much later
                        are cut and count as failed (default ${DEFAULT_DRAIN_S})
   --engine-args=FLAGS  more sim-engine flags for every engine; write it with '='
+  --twin               run every policy in the fleet twin: the gateway's own
+                       scheduling and admission modules and the sim-engine's core
+                       on a virtual clock, in this process (up to ${MAX_TWIN_ENGINES} pods);
+                       deterministic, whatever the host's load
+  --kv-events-delay-ms MS  in the twin, from an engine's step to the gateway's
+                       KV-block index holding its events (default ${DEFAULT_KV_EVENT_DELAY_MS})
+  --check              run the schedule both ways, real-time then the twin, and
+                       print each policy's figures side by side with the twin's
+                       error and whether both rank the policies alike
   --json               one JSON object instead of the tables`;
 
 export const routingScenario: BenchScenario = {
@@ -347,6 +421,9 @@ export const routingScenario: BenchScenario = {
     seed: { type: "string" },
     "drain-s": { type: "string" },
     "engine-args": { type: "string" },
+    twin: { type: "boolean" },
+    check: { type: "boolean" },
+    "kv-events-delay-ms": { type: "string" },
   },
   async run(args) {
     const rates = numberList(
@@ -356,12 +433,15 @@ export const routingScenario: BenchScenario = {
     );
     const lengths = numberList(args, "stage-s", stringFlag(args, "rates") === undefined ? S.DEFAULT_STAGES.map((s) => s.durationS) : [DEFAULT_CUSTOM_STAGE_S]);
     const warmupS = numberFlag(args, "warmup-s", S.DEFAULT_WARMUP.durationS, { min: 0, max: 86_400 });
+    const twin = boolFlag(args, "twin");
+    if (!twin && !boolFlag(args, "check") && args.values["kv-events-delay-ms"] !== undefined)
+      throw new UsageError("--kv-events-delay-ms applies to the fleet twin: give --twin or --check too");
     const wanted = (stringFlag(args, "policies") ?? "")
       .split(",")
       .map((x) => x.trim())
       .filter((x) => x !== "");
     const o: RoutingOptions = {
-      pods: numberFlag(args, "pods", S.DEFAULT_PODS, { min: 1, max: 64, integer: true }),
+      pods: numberFlag(args, "pods", S.DEFAULT_PODS, { min: 1, max: twin ? MAX_TWIN_ENGINES : 64, integer: true }),
       profile: stringFlag(args, "profile") ?? S.DEFAULT_PROFILE,
       kvTokens: numberFlag(args, "kv-tokens", S.DEFAULT_KV_TOKENS, { min: BLOCK_TOKENS, integer: true }),
       groups: numberFlag(args, "groups", S.DEFAULT_GROUPS, { min: 1, max: 1_000_000, integer: true }),
@@ -376,8 +456,19 @@ export const routingScenario: BenchScenario = {
       drainS: numberFlag(args, "drain-s", DEFAULT_DRAIN_S, { min: 0, max: 86_400 }),
       engineArgs: splitArgs(stringFlag(args, "engine-args") ?? ""),
       policies: selectPolicies(routingPolicies(resolve(stringFlag(args, "policy-dir") ?? POLICY_DIR)), wanted),
+      twin,
+      kvEventDelayMs: numberFlag(args, "kv-events-delay-ms", DEFAULT_KV_EVENT_DELAY_MS, { min: 0, max: 60_000 }),
       progress: progressPrinter(),
     };
+    if (boolFlag(args, "check")) {
+      if (twin) throw new UsageError("--check runs the real-time stack and the twin: leave --twin out");
+      const real = await runRouting(o);
+      const inTwin = await runRouting({ ...o, twin: true });
+      const check = twinCheck(real, inTwin);
+      if (boolFlag(args, "json")) console.log(JSON.stringify({ scenario: "routing-twin-check", real, twin: inTwin, check }));
+      else console.log(`${formatRoutingText(real)}\n\n${formatTwinCheck(check)}`);
+      return 0;
+    }
     const r = await runRouting(o);
     // The target is set on the 37-capacity shape: it holds the run to it only when no flag changed that shape.
     if (r.target) r.target.applies = SHAPE_FLAGS.every((f) => args.values[f] === undefined);

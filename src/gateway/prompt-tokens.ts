@@ -28,7 +28,7 @@ import type { Route, TokenizeSkip } from "../metrics/names.ts";
 import { tokenBlockKeys } from "../scheduling/token-blocks.ts";
 
 /** Keys kept per prompt: 8,192 blocks of 16 tokens (131,072 tokens) are more than a context holds. */
-const MAX_KEYS = 8_192;
+export const MAX_TOKEN_BLOCK_KEYS = 8_192;
 /** A tokenize call still unanswered after this many time limits is abandoned. */
 const ABANDON_AFTER_TIMEOUTS = 50;
 /** Chat fields the engine's template reads besides the messages. */
@@ -88,7 +88,7 @@ export class PromptTokenizer {
     if (promptTokens < this.config.minPromptTokens) return this.skip("short");
     const prompt = body.prompt;
     if (route === "completions" && Array.isArray(prompt) && prompt.length > 0 && prompt.every((t) => typeof t === "number"))
-      return tokenBlockKeys(prompt as number[], MAX_KEYS);
+      return tokenBlockKeys(prompt as number[], MAX_TOKEN_BLOCK_KEYS);
     const candidates = this.candidates(body, route, model);
     if (candidates === undefined) return this.skip("not_text");
     for (const c of candidates) {
@@ -155,7 +155,7 @@ export class PromptTokenizer {
       if (!Array.isArray(tokens) || !tokens.every((t) => typeof t === "number" && Number.isInteger(t)))
         throw new Error(`/tokenize answered ${res.status} without token ids`);
       this.metrics.tokenizeSeconds("ok", (performance.now() - t0) / 1000);
-      const keys = tokenBlockKeys(tokens as number[], MAX_KEYS);
+      const keys = tokenBlockKeys(tokens as number[], MAX_TOKEN_BLOCK_KEYS);
       this.remember(c.key, keys);
       return keys;
     } catch {

@@ -28,7 +28,7 @@ function endpointGpuFaulted(gpus: readonly AssessedGpu[], gpuIds: readonly strin
   );
 }
 
-function writeSnapshot(table: EndpointTable, row: number, s: EndpointSnapshot): void {
+export function writeSnapshot(table: EndpointTable, row: number, s: EndpointSnapshot): void {
   table.setInt(row, I.HEALTHY, s.healthy ? 1 : 0);
   table.setInt(row, I.READY, s.ready ? 1 : 0);
   table.setInt(row, I.POLL_FAILURES, s.consecutiveFailures);

@@ -18,6 +18,39 @@ export type { SeqSink } from "./sequence.ts";
 /** DCGM's utilisation window: NVML samples over up to a second. */
 const UTILIZATION_WINDOW_MS = 1_000;
 
+/**
+ * The core of an engine with these settings: the served engine's, and the
+ * fleet twin's on its virtual clock. Timing is read through `live` at every
+ * step (POST /sim/config may change it). `minStepMs`: the shortest step
+ * (Infinity: none).
+ */
+export function engineCore(fixed: SimStaticConfig, live: SimLiveConfig, random: () => number, minStepMs: number): EngineCore {
+  const view: CoreTiming = {
+    get timing() {
+      return stepTimingOf(live, fixed.maxNumSeqs).timing;
+    },
+    get jitter() {
+      return live.jitter;
+    },
+    get frontend() {
+      return stepTimingOf(live, fixed.maxNumSeqs).frontend;
+    },
+    get firstTokenDelayMs() {
+      return stepTimingOf(live, fixed.maxNumSeqs).firstTokenDelayMs;
+    },
+  };
+  const config = {
+    maxNumSeqs: fixed.maxNumSeqs,
+    maxNumBatchedTokens: fixed.maxNumBatchedTokens ?? DEFAULT_MAX_NUM_BATCHED_TOKENS,
+    numGpuBlocks: fixed.numGpuBlocks,
+    blockSize: fixed.blockSize,
+    maxModelLen: fixed.maxModelLen,
+    kvEvents: fixed.kvEvents !== undefined,
+    ...(fixed.lora ? { maxLoras: fixed.lora.maxLoras } : {}),
+  };
+  return new EngineCore(config, view, random, minStepMs);
+}
+
 export class Engine {
   readonly core: EngineCore;
   private readonly scale: number;
@@ -34,31 +67,8 @@ export class Engine {
     random: () => number = Math.random,
   ) {
     this.scale = fixed.timeScale ?? 1;
-    const view: CoreTiming = {
-      get timing() {
-        return stepTimingOf(live, fixed.maxNumSeqs).timing;
-      },
-      get jitter() {
-        return live.jitter;
-      },
-      get frontend() {
-        return stepTimingOf(live, fixed.maxNumSeqs).frontend;
-      },
-      get firstTokenDelayMs() {
-        return stepTimingOf(live, fixed.maxNumSeqs).firstTokenDelayMs;
-      },
-    };
-    const config = {
-      maxNumSeqs: fixed.maxNumSeqs,
-      maxNumBatchedTokens: fixed.maxNumBatchedTokens ?? DEFAULT_MAX_NUM_BATCHED_TOKENS,
-      numGpuBlocks: fixed.numGpuBlocks,
-      blockSize: fixed.blockSize,
-      maxModelLen: fixed.maxModelLen,
-      kvEvents: fixed.kvEvents !== undefined,
-      ...(fixed.lora ? { maxLoras: fixed.lora.maxLoras } : {}),
-    };
     // On a real-time clock a step lasts at least a millisecond: one step per timer callback, as the engine's own loop would.
-    this.core = new EngineCore(config, view, random, this.scale <= 1 ? 1 : Infinity);
+    this.core = engineCore(fixed, live, random, this.scale <= 1 ? 1 : Infinity);
   }
 
   get kv(): KvCache {

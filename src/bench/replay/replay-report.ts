@@ -9,8 +9,8 @@ import type { Timeline } from "./timeline.ts";
 /** The run's settings, flat beside the figures (vLLM's names where it has one: date, model_id, num_prompts). */
 interface ReplayRun {
   scenario: "replay";
-  /** "llmgw": sim-engines behind an llmgw gateway the bench started; "base-url": a server it was pointed at (nothing started). */
-  target: "llmgw" | "base-url";
+  /** "llmgw": sim-engines behind an llmgw gateway the bench started; "twin": the same in the fleet twin, on a virtual clock; "base-url": a server it was pointed at (nothing started). */
+  target: "llmgw" | "twin" | "base-url";
   /** The server measured, with --base-url. */
   base_url?: string;
   /** The model every request named. */
@@ -65,7 +65,10 @@ function ms(n: number): string {
 
 export function runTitle(r: ReplayReport): string {
   const end = r.trace_start_s + r.trace_duration_s;
-  const target = r.target === "base-url" ? `${r.base_url} (${r.model_id})` : `${r.engines} sim-engines behind llmgw`;
+  const target =
+    r.target === "base-url"
+      ? `${r.base_url} (${r.model_id})`
+      : `${r.engines} sim-engines behind llmgw${r.target === "twin" ? ", in the fleet twin (virtual clock; times simulated)" : ""}`;
   return `llmgw bench replay — ${r.trace}, trace ${formatNumber(r.trace_start_s)}–${formatNumber(end)} s at ×${formatNumber(r.speedup)}: ${r.num_prompts} requests, ${target}`;
 }
 

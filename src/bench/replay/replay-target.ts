@@ -12,17 +12,20 @@ import { authHeaders, firstServedModel } from "./server-target.ts";
 import type { EndpointLoad } from "./summary.ts";
 
 /** The one model the bench's own fleet serves. */
-const MODEL = "replay-model";
+export const MODEL = "replay-model";
+
+/** Sim-engines behind llmgw, which the bench starts: as processes, or in the fleet twin. */
+export interface FleetTarget {
+  kind: "llmgw" | "twin";
+  engines: number;
+  /** Passed to every sim-engine after the bench's own flags (so they win). */
+  engineArgs: string[];
+  gatewayConfigPath?: string;
+}
 
 /** Where the replay goes: a fleet the bench starts, or a server it is pointed at. */
 export type ReplayTarget =
-  | {
-      kind: "llmgw";
-      engines: number;
-      /** Passed to every sim-engine after the bench's own flags (so they win). */
-      engineArgs: string[];
-      gatewayConfigPath?: string;
-    }
+  | FleetTarget
   | {
       kind: "base-url";
       /** The server's root (serverRoot): /v1/completions is appended. */
@@ -32,7 +35,7 @@ export type ReplayTarget =
       model?: string;
     };
 
-function readGatewayConfig(path: string): Record<string, unknown> {
+export function readGatewayConfig(path: string): Record<string, unknown> {
   let v: unknown;
   try {
     v = parseYaml(readInputFile(path, MAX_CONFIG_FILE_BYTES, "--gateway-config"));
@@ -55,7 +58,7 @@ interface StartedTarget {
 }
 
 /** Start what `t` needs (nothing for a server) and say where to send; `engineDefaults` go before --engine-args. */
-export async function startTarget(t: ReplayTarget, engineDefaults: readonly string[]): Promise<StartedTarget> {
+export async function startTarget(t: Exclude<ReplayTarget, { kind: "twin" }>, engineDefaults: readonly string[]): Promise<StartedTarget> {
   if (t.kind === "base-url") {
     const headers = authHeaders(t.apiKey);
     const model = t.model ?? (await firstServedModel(t.root, headers));

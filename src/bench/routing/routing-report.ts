@@ -30,6 +30,8 @@ export interface RoutingRun {
   requests: number;
   /** The flags every engine got (before a policy's own). */
   engine_args: string[];
+  /** "real-time": sim-engine processes and a gateway on the wall clock; "twin": the fleet twin on a virtual clock. */
+  clock: "real-time" | "twin";
   date: string;
   commit?: string;
 }
@@ -181,7 +183,7 @@ function publishedRows(): string[][] {
 export function formatRoutingText(r: RoutingReport): string {
   const run = r.run;
   const stagesText = run.stages.map((s) => `${num(s.rate)}/s × ${num(s.durationS)} s`).join(", ");
-  const title = `llmgw bench routing — 37-capacity shape: ${run.pods} × ${run.profile}, KV ${formatNumber(run.kv_tokens)} tokens a pod; ${run.groups} groups × ${run.per_group} prompts of ${run.system_len} + ${run.question_len} tokens, ${run.output_len} out; ${run.requests} requests a policy${run.time_scale !== 1 ? `; engines' clock ×${run.time_scale}` : ""} (times in simulated seconds)`;
+  const title = `llmgw bench routing — 37-capacity shape: ${run.pods} × ${run.profile}, KV ${formatNumber(run.kv_tokens)} tokens a pod; ${run.groups} groups × ${run.per_group} prompts of ${run.system_len} + ${run.question_len} tokens, ${run.output_len} out; ${run.requests} requests a policy${run.time_scale !== 1 && run.clock === "real-time" ? `; engines' clock ×${run.time_scale}` : ""}${run.clock === "twin" ? "; fleet twin (virtual clock)" : ""} (times in simulated seconds)`;
   const out = [
     formatTable({ title, columns: POLICY_COLUMNS, rows: policyRows(r) }),
     "",

@@ -1,0 +1,55 @@
+/**
+ * A fleet twin: N simulated engines and one gateway's decisions over them,
+ * on one virtual clock (twin-engine.ts, twin-gateway.ts), built from the
+ * same inputs the real-time benches start processes with: sim-engine flags
+ * for the engines and a gateway config mapping (endpoints are added here).
+ */
+import { buildConfig } from "../config/load.ts";
+import { EventQueue } from "./event-queue.ts";
+import { TwinEngine } from "./twin-engine.ts";
+import { TwinGateway } from "./twin-gateway.ts";
+
+/** From an engine's step to the gateway's KV-block index holding its events, simulated ms (publish, ZMQ on loopback, the worker's apply). */
+export const DEFAULT_KV_EVENT_DELAY_MS = 2;
+
+interface TwinFleetOptions {
+  engines: number;
+  model: string;
+  /** `llmgw sim-engine` flags for every engine (--model is added). */
+  engineFlags: readonly string[];
+  /** The gateway's config without `endpoints` (one is added per engine). */
+  gateway: Readonly<Record<string, unknown>>;
+  /** The endpoints follow the engines' KV-cache events (as `endpoints[].kv_events` configures). */
+  kvEvents: boolean;
+  seed: number;
+  kvEventDelayMs?: number;
+}
+
+export class TwinFleet {
+  readonly clock = new EventQueue();
+  readonly engines: TwinEngine[];
+  readonly gateway: TwinGateway;
+
+  constructor(o: TwinFleetOptions) {
+    this.engines = Array.from({ length: o.engines }, (_, i) => new TwinEngine(`engine-${i}`, o.model, o.engineFlags, this.clock, o.seed * 1_000_003 + i));
+    if (o.kvEvents && this.engines.some((e) => e.fixed.kvEvents === undefined))
+      throw new RangeError("the endpoints follow KV-cache events, but the engines publish none (add --kv-events-config to the engine flags)");
+    // The endpoints' URLs are never dialled: they only give the config its shape.
+    const endpoints = this.engines.map((e) => ({ id: e.id, url: `http://${e.id}.twin.invalid:8000`, models: [o.model] }));
+    const raw = { ...o.gateway, max_endpoints: Math.max(o.engines, numberOr(o.gateway.max_endpoints, 0)), endpoints };
+    const config = buildConfig(raw, {}, "the twin's gateway config");
+    this.gateway = new TwinGateway({
+      config,
+      engines: this.engines,
+      model: o.model,
+      clock: this.clock,
+      seed: o.seed,
+      kvEventDelayMs: o.kvEventDelayMs ?? DEFAULT_KV_EVENT_DELAY_MS,
+      followKvEvents: o.kvEvents,
+    });
+  }
+}
+
+function numberOr(v: unknown, fallback: number): number {
+  return typeof v === "number" ? v : fallback;
+}

@@ -1,0 +1,239 @@
+/**
+ * The gateway's decisions in the fleet twin: the modules `llmgw serve` runs
+ * — the shared endpoint table, the scheduling profile (filters, scorers,
+ * picker) with its prefix index, the fast path and the scheduler worker's
+ * admission controller (bands, queues, saturation, learned capacity), the
+ * KV-block index fed by the engines' KV-cache events through the KV-events
+ * worker's tracker — built from a gateway config and driven on the virtual
+ * clock. What the gateway's threads would learn by polling and by events,
+ * the twin writes with the same functions, after the same intervals.
+ *
+ * Left out: the HTTP hops themselves (a request reaches its engine at the
+ * instant it is granted), circuits and retries (twin engines do not fail),
+ * the main thread's and the workers' own CPU time.
+ */
+import { EndpointChooser, type RoutingKeys } from "../admission/chooser.ts";
+import { AdmissionController } from "../admission/controller.ts";
+import { EndpointDirectory } from "../admission/endpoint-directory.ts";
+import { fastAdmit } from "../admission/fast-path.ts";
+import { IDLE_TICK_MS, QUEUE_TICK_MS } from "../admission/worker-loop.ts";
+import type { Config } from "../config/types.ts";
+import { MAX_TOKEN_BLOCK_KEYS } from "../gateway/prompt-tokens.ts";
+import { estimateFromWalk } from "../gateway/request/token-estimate.ts";
+import { writeSnapshot } from "../polling/health-service.ts";
+import { KvBlockTracker } from "../polling/kv-block-tracker.ts";
+import { type EndpointSnapshot, INITIAL_SNAPSHOT, nextSnapshot } from "../polling/readiness.ts";
+import type { EndpointDescriptor } from "../protocol/scheduler-messages.ts";
+import { prefixHashes } from "../scheduling/prefix-hash.ts";
+import { SchedulingProfile } from "../scheduling/profile.ts";
+import { profileInputs } from "../scheduling/profile-inputs.ts";
+import { walkPrompt } from "../scheduling/prompt-walk.ts";
+import { tokenBlockKeys } from "../scheduling/token-blocks.ts";
+import { type SharedTables, sharedTables } from "../serve/gateway-parts.ts";
+import { I } from "../shared/endpoint-table.ts";
+import { KV_STREAM } from "../shared/kv-event-stats.ts";
+import type { EventQueue } from "./event-queue.ts";
+import { seededUnit } from "./seeded.ts";
+import type { TwinEngine } from "./twin-engine.ts";
+
+/** Why a request got no engine (the gateway's error code), or its grant. */
+type Admitted = { ok: true; index: number; pool: number; band: number; waitedMs: number } | { ok: false; code: string; message: string };
+
+interface Pending {
+  resolve(a: Admitted): void;
+}
+
+interface TwinGatewayOptions {
+  config: Config;
+  /** Slot i of the endpoint table is engines[i]. */
+  engines: readonly TwinEngine[];
+  model: string;
+  clock: EventQueue;
+  seed: number;
+  /** From an engine's step to the KV-block index having its events (publish, ZMQ, the worker's apply). */
+  kvEventDelayMs: number;
+  /** The endpoints are configured to follow the engines' KV-cache events. */
+  followKvEvents: boolean;
+}
+
+/** A completion request's routing inputs, computed as the gateway's parse and estimate stages do. */
+interface TwinRequestKeys extends RoutingKeys {
+  estTokens: number;
+}
+
+export class TwinGateway {
+  readonly tables: SharedTables;
+  readonly directory: EndpointDirectory;
+  private readonly fastChooser: EndpointChooser;
+  private readonly controller: AdmissionController;
+  private readonly random: () => number;
+  private readonly snapshots: EndpointSnapshot[];
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private readonly hashing: boolean;
+  private readonly tokenizing: boolean;
+  private readonly band: number;
+  private stopped = false;
+  /** KV-cache events the index applied. */
+  kvEventsApplied = 0;
+
+  constructor(private readonly o: TwinGatewayOptions) {
+    const { config, engines, model } = o;
+    if (engines.length > config.maxEndpoints) throw new RangeError(`${engines.length} engines exceed max_endpoints (${config.maxEndpoints})`);
+    this.random = seededUnit(o.seed ^ 0x5bd1e995);
+    const t = (this.tables = sharedTables(config));
+    const descriptors: EndpointDescriptor[] = engines.map((e, index) => ({ index, id: e.id, pool: 0, poolName: "default", models: [model] }));
+    for (const d of descriptors) t.table.resetRow(d.index);
+    this.directory = new EndpointDirectory(descriptors);
+    const inputs = profileInputs(config.scheduling);
+    this.hashing = inputs.has("prefix-hashes");
+    // The gateway follows KV events (and tokenizes prompts) only when the profile reads KV blocks and the engines publish them.
+    const kvEvents = o.followKvEvents && inputs.has("kv-blocks");
+    this.tokenizing = kvEvents;
+    const staleAfterMs = config.health.staleAfterMs;
+    // The main thread and the scheduler worker each hold a profile over the same shared indexes, as in the gateway.
+    const profile = () => new SchedulingProfile(config.scheduling, undefined, t.prefixIndex, t.kvIndex);
+    this.fastChooser = new EndpointChooser(t.table, this.directory, profile(), staleAfterMs, t.lora);
+    const workerChooser = new EndpointChooser(t.table, this.directory, profile(), staleAfterMs, t.lora);
+    this.controller = new AdmissionController(t.table, t.pools, t.stats, this.directory, workerChooser, config.admission, staleAfterMs, this.random);
+    this.band = config.admission.defaultBand;
+    this.snapshots = engines.map(() => INITIAL_SNAPSHOT);
+    if (kvEvents) {
+      const tracker = new KvBlockTracker(t.kvIndex, t.kvStats);
+      engines.forEach((e, slot) => {
+        t.kvStats.reset(slot, KV_STREAM.LIVE);
+        e.onKvEvents = (events) =>
+          o.clock.after(o.kvEventDelayMs, () => {
+            tracker.apply(slot, { ts: o.clock.now / 1000, events, dataParallelRank: null });
+            this.kvEventsApplied += events.length;
+          });
+      });
+    }
+  }
+
+  /** Start polling the engines and ticking the scheduler, as `llmgw serve` does once it is up. */
+  start(): void {
+    this.poll();
+    this.tick();
+  }
+
+  /** Stop the periodic work: the run is over. */
+  stop(): void {
+    this.stopped = true;
+  }
+
+  /** The routing inputs of a completion prompt: prefix hashes of its text, token-block keys of its tokens when the profile reads KV blocks. */
+  keysOf(prompt: string, maxTokens: number): TwinRequestKeys {
+    const affinity = this.o.config.scheduling.prefixAffinity;
+    const body = { model: this.o.model, prompt, max_tokens: maxTokens };
+    const walk = walkPrompt(body, this.hashing ? affinity.blockChars * affinity.maxBlocks : 0);
+    return {
+      estTokens: estimateFromWalk(body, walk),
+      prefixHashes: this.hashing ? prefixHashes(walk.text, affinity.blockChars, affinity.maxBlocks) : [],
+      // The gateway asks an engine's /tokenize; the sim-engine answers with these ids.
+      ...(this.tokenizing ? { tokenBlockKeys: tokenBlockKeys(this.o.engines[0]!.prompt(prompt).ids, MAX_TOKEN_BLOCK_KEYS) } : {}),
+    };
+  }
+
+  /**
+   * Admission and scoring for one request: the fast path, else the
+   * scheduler worker's queue. `done` is called once, now or when the queue
+   * lets the request go; the returned function takes a queued request out
+   * (its client left) and returns false when it was not queued.
+   */
+  admit(keys: TwinRequestKeys, done: (a: Admitted) => void): () => boolean {
+    const now = this.o.clock.now;
+    const pool = this.directory.poolOf(this.o.model);
+    const notQueued = () => false;
+    if (pool === undefined) {
+      done({ ok: false, code: "NO_READY_ENDPOINT", message: "no endpoint serves the model" });
+      return notQueued;
+    }
+    const req = {
+      model: this.o.model,
+      prefixHashes: keys.prefixHashes,
+      ...(keys.tokenBlockKeys ? { tokenBlockKeys: keys.tokenBlockKeys } : {}),
+      band: this.band,
+    };
+    const f = fastAdmit(this.tables.pools, this.fastChooser, this.o.config.admission, pool, req, this.random, now);
+    if (f.kind !== "slow") {
+      done(
+        f.kind === "granted"
+          ? { ok: true, index: f.index, pool: f.pool, band: this.band, waitedMs: 0 }
+          : { ok: false, code: "NO_READY_ENDPOINT", message: "no ready endpoint" },
+      );
+      return notQueued;
+    }
+    const id = this.nextId++;
+    const out = this.controller.admit(
+      {
+        type: "admit",
+        id,
+        model: this.o.model,
+        pool,
+        band: this.band,
+        tenant: "anonymous",
+        estTokens: keys.estTokens,
+        prefixHashes: keys.prefixHashes,
+        ...(keys.tokenBlockKeys ? { tokenBlockKeys: keys.tokenBlockKeys } : {}),
+      },
+      now,
+    );
+    if (out) {
+      done(this.outcome(out));
+      return notQueued;
+    }
+    this.pending.set(id, { resolve: done });
+    return () => this.pending.delete(id) && this.controller.cancel(id);
+  }
+
+  /** A request let go of its endpoint: the counts go down, and what waits may flow. */
+  release(grant: { index: number; pool: number; band: number }): void {
+    this.tables.table.addInt(grant.index, I.INFLIGHT, -1);
+    this.tables.pools.release(grant.pool, grant.band);
+    if (this.tables.pools.queued(grant.pool) > 0) this.pump();
+  }
+
+  private outcome(out: NonNullable<ReturnType<AdmissionController["admit"]>>): Admitted {
+    if (out.type === "grant") return { ok: true, index: out.index, pool: out.pool, band: out.band, waitedMs: out.waitedMs };
+    return { ok: false, code: out.error.code, message: out.error.message };
+  }
+
+  private pump(): void {
+    const now = this.o.clock.now;
+    for (const out of this.controller.pump(now)) {
+      const p = this.pending.get(out.id);
+      if (!p) continue;
+      this.pending.delete(out.id);
+      p.resolve(this.outcome(out));
+    }
+  }
+
+  /** The health worker's engine poll: what each engine's /metrics says now, written as the worker writes it; the scheduler follows. */
+  private poll(): void {
+    if (this.stopped) return;
+    const { clock, engines, config, model } = this.o;
+    const now = clock.now;
+    engines.forEach((e, row) => {
+      const snap = nextSnapshot(
+        this.snapshots[row]!,
+        { healthOk: true, healthStatus: 200, models: [model], metrics: e.metrics(), errors: [], timedOutOnly: false, startedAt: now, finishedAt: now },
+        [model],
+        config.health.staleAfterMs,
+      );
+      this.snapshots[row] = snap;
+      writeSnapshot(this.tables.table, row, snap);
+    });
+    if (this.controller.queued > 0) this.pump();
+    else this.controller.refresh(now);
+    clock.after(config.health.pollIntervalMs, () => this.poll());
+  }
+
+  /** The scheduler worker's own tick: fast while something is queued, slow otherwise. */
+  private tick(): void {
+    if (this.stopped) return;
+    if (this.controller.queued > 0) this.pump();
+    else this.controller.refresh(this.o.clock.now);
+    this.o.clock.after(this.controller.queued > 0 ? QUEUE_TICK_MS : IDLE_TICK_MS, () => this.tick());
+  }
+}
