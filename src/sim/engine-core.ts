@@ -227,10 +227,10 @@ export class EngineCore implements PlannerHost {
       if (s.phase !== "running") continue; // aborted while the step ran
       const before = s.computed;
       s.computed += plan.tokens[i]!;
-      const prompt = s.req.prompt;
-      const upTo = Math.min(Math.floor(s.computed / bs), prompt.blockHashes.length);
+      // Every block the step filled joins the prefix cache, generated tokens' too (vLLM's cache_full_blocks).
       const from = Math.floor(before / bs);
-      if (from < upTo) this.kv.registerRun(s.blocks, prompt.blockHashes, prompt.ids, from, upTo, s.req.adapter);
+      const upTo = s.hashFullBlocks(Math.floor(s.computed / bs), bs);
+      if (from < upTo) this.kv.registerRun(s.blocks, s.blockHashes, s.tokenIds(upTo * bs), from, upTo, s.req.adapter);
       if (s.computed < s.totalTokens) continue;
       const delay = this.live.firstTokenDelayMs;
       if (s.generated === 0 && delay > 0) {

@@ -250,8 +250,9 @@ export class SimServer {
     const adapter = this.lora?.resolve(parsed.model);
     const seqs = parsed.choices.map((plan, k) =>
       this.engine.submit({
-        prompt: adapter ? saltedForAdapter(plan.prompt, adapter) : plan.prompt,
+        prompt: adapter ? saltedForAdapter(plan.prompt, adapter, this.fixed.blockSize) : plan.prompt,
         ...(adapter ? { adapter } : {}),
+        outputState: plan.state,
         outputTokens: faultTokens >= 0 ? Math.max(plan.outputTokens, faultTokens + 1) : plan.outputTokens,
         finishReason: plan.finishReason,
         stallAfter,

@@ -141,9 +141,9 @@ export function planStep(running: Sequence[], waiting: WaitQueue, kv: KvCache, l
         skipped.push(s);
         continue;
       }
-      const prompt = s.req.prompt;
-      // At least one prompt token is always computed, so a full hit still samples (vLLM caps hits the same way).
-      const hits = s.computed === 0 ? kv.lookupPrefix(prompt.blockHashes, Math.floor((prompt.count - 1) / bs)) : [];
+      // At least one token is always computed, so a full hit still samples (vLLM caps hits at num_tokens - 1).
+      // A resumed request looks its generated blocks up too.
+      const hits = s.computed === 0 ? kv.lookupPrefix(s.blockHashes, Math.floor((s.totalTokens - 1) / bs)) : [];
       const hitTokens = hits.length * bs;
       const n = Math.min(s.totalTokens - hitTokens, budget);
       const blocks = kv.allocateAfter(hits, kv.blocksFor(hitTokens + n) - hits.length);

@@ -147,3 +147,26 @@ export function readContext(text: string, seed: number | undefined): ContextStat
   }
   return { state, continued, continuedFrom, baseState: continued > 0 ? baseState : state };
 }
+
+/**
+ * The vocabulary indices of text[from, to) when every word of it is what
+ * the model predicts there, starting from `state` (the state after
+ * text[0, from)); undefined when any word is not, or the text is not made
+ * of space-led vocabulary words.
+ */
+export function ownWords(state: number, text: string, from: number, to: number): number[] | undefined {
+  if (from >= to || text.charCodeAt(from) !== 32) return undefined;
+  const out: number[] = [];
+  let h = state;
+  let at = from;
+  while (at < to) {
+    let next = text.indexOf(" ", at + 1);
+    if (next < 0 || next > to) next = to;
+    const w = VOCAB_INDEX.get(text.slice(at, next));
+    if (w === undefined || nextToken(h) !== w) return undefined;
+    out.push(w);
+    h = extendState(h, text, at, next);
+    at = next;
+  }
+  return out;
+}
