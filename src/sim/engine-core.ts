@@ -153,7 +153,9 @@ export class EngineCore implements PlannerHost {
     this.waiting.unshift(v);
   }
 
-  admit(s: Sequence): void {
+  admit(s: Sequence, hitTokens: number): void {
+    // vLLM records a lookup at admission; one of a request coming back from preemption goes to its own counters.
+    if (s.scheduledAt >= 0) this.stats.noteResumed(s.totalTokens, hitTokens);
     s.phase = "running";
     this.running.push(s);
     this.runningLive++;
@@ -320,7 +322,7 @@ export class EngineCore implements PlannerHost {
     if (s.generated > 1) st.tpot.observe((s.lastTokenAt - s.firstTokenAt) / 1000 / (s.generated - 1));
     st.generationLen.observe(s.generated);
     try {
-      s.req.sink.finish(s.req.finishReason);
+      s.req.sink.finish(s.req.finishReason, s.cachedTokens);
     } catch {
       // the client is gone; nothing left to tell it
     }

@@ -6,8 +6,8 @@ import { extendBlockHashes, type PromptTokens, WORD_BASE } from "./tokens.ts";
 export interface SeqSink {
   /** Token `index` (0-based) was generated; `last` on the final one. */
   token(index: number, last: boolean): void;
-  /** Called after the last token, when the request has finished. */
-  finish(reason: "stop" | "length"): void;
+  /** Called after the last token, when the request has finished; `cachedTokens`: its prompt tokens found in the prefix cache when first scheduled (vLLM's num_cached_tokens). */
+  finish(reason: "stop" | "length", cachedTokens: number): void;
   /** Fault `cut:N`: drop the connection now. */
   cut(): void;
 }
@@ -51,6 +51,7 @@ export class Sequence {
   /** Tokens whose KV is computed (vLLM's num_computed_tokens). */
   computed = 0;
   blocks: number[] = [];
+  /** Tokens found in the prefix cache when it was first scheduled (vLLM's num_cached_tokens: a resumption does not change it). */
   cachedTokens = 0;
   scheduledAt = -1;
   firstTokenAt = -1;

@@ -51,8 +51,8 @@ export interface StepPlan {
 export interface PlannerHost {
   /** Take `victim` out of the batch and put it back at the head of the waiting queue. */
   preempt(victim: Sequence): void;
-  /** `s` left the waiting queue for the batch. */
-  admit(s: Sequence): void;
+  /** `s` left the waiting queue for the batch, `hitTokens` of its tokens found in the prefix cache. */
+  admit(s: Sequence, hitTokens: number): void;
 }
 
 function addToComposition(c: StepComposition, s: Sequence, n: number): void {
@@ -152,7 +152,7 @@ export function planStep(running: Sequence[], waiting: WaitQueue, kv: KvCache, l
       s.blocks = blocks;
       s.computed = hitTokens;
       if (s.scheduledAt < 0) s.cachedTokens = hitTokens;
-      host.admit(s);
+      host.admit(s, hitTokens);
       plan.admitted.push(s);
       live++;
       plan.seqs.push(s);
