@@ -149,24 +149,25 @@ export function readContext(text: string, seed: number | undefined): ContextStat
 }
 
 /**
- * The vocabulary indices of text[from, to) when every word of it is what
- * the model predicts there, starting from `state` (the state after
- * text[0, from)); undefined when any word is not, or the text is not made
- * of space-led vocabulary words.
+ * The longest run of whole space-led words at the start of text[from, to)
+ * that are each what the model predicts there, starting from `state` (the
+ * state after text[0, from)): their vocabulary indices and where the run
+ * ends. An answer sent back whole is all of it; one cut short by a stop
+ * string, or with text added, keeps the words it shares with what was
+ * generated.
  */
-export function ownWords(state: number, text: string, from: number, to: number): number[] | undefined {
-  if (from >= to || text.charCodeAt(from) !== 32) return undefined;
-  const out: number[] = [];
+export function ownWords(state: number, text: string, from: number, to: number): { words: number[]; end: number } {
+  const words: number[] = [];
   let h = state;
   let at = from;
-  while (at < to) {
+  while (at < to && text.charCodeAt(at) === 32) {
     let next = text.indexOf(" ", at + 1);
     if (next < 0 || next > to) next = to;
     const w = VOCAB_INDEX.get(text.slice(at, next));
-    if (w === undefined || nextToken(h) !== w) return undefined;
-    out.push(w);
+    if (w === undefined || nextToken(h) !== w) break;
+    words.push(w);
     h = extendState(h, text, at, next);
     at = next;
   }
-  return out;
+  return { words, end: at };
 }

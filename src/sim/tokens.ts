@@ -15,10 +15,10 @@
  * - Chat messages are rendered `<|role|>\ncontent\n` per message, then the
  *   generation prompt `<|assistant|>\n` (or nothing, or the final message
  *   left open: see ChatEnding), and the rendered text is tokenized. An
- *   earlier assistant message whose content is exactly the model's own
- *   answer there (every word what it predicts after the text before it) is
- *   tokenized as it was generated, one token a word, and the text after it
- *   is cut into tokens afresh. So a chat's next turn carries the previous
+ *   earlier assistant message that starts with the model's own answer there
+ *   (whole words, each what it predicts after the text before it) has those
+ *   words tokenized as they were generated, one token a word, and the text
+ *   after them is cut into tokens afresh. So a chat's next turn carries the previous
  *   turn's prompt and answer as the very ids that turn computed, as a real
  *   tokenizer gives back the ids it generated, and hits their cached blocks.
  * - There are no special tokens (no BOS): `add_special_tokens` changes
@@ -163,8 +163,8 @@ export function chatPrompt(
     const to = answers[k + 1]!;
     state = extendState(state, text, folded, from);
     folded = from;
-    const words = ownWords(state, text, from, to);
-    if (words) own.push({ from, to, ids: words.map((w) => WORD_BASE + w) });
+    const run = ownWords(state, text, from, to);
+    if (run.words.length > 0) own.push({ from, to: run.end, ids: run.words.map((w) => WORD_BASE + w) });
   }
   return textPrompt(text, blockSize, seed, keys, own);
 }

@@ -29,6 +29,20 @@ describe("a chat's second turn and the first answer's blocks", () => {
     expect(second.state).toBe(textPrompt(renderChat(next), BS, undefined, ROOT).state);
   });
 
+  test("an answer sent back cut short, with text of the client's after it, keeps the generated ids of its whole words", () => {
+    const { prompt, answer } = firstTurn();
+    const words = answer.split(" ").slice(0, 31).join(" "); // "", then 30 words
+    const edited = [
+      { role: "user", content: QUESTION },
+      { role: "assistant", content: `${words} — edited by the client` },
+      { role: "user", content: "ok" },
+    ];
+    const second = chatPrompt(edited, "generation-prompt", BS, undefined, ROOT);
+    const generated = Array.from({ length: 30 }, (_, i) => WORD_BASE + new SimOutput(prompt.state).tokenIndex(i));
+    expect(Array.from(second.ids.subarray(0, prompt.count + 30))).toEqual([...Array.from(prompt.ids), ...generated]);
+    expect(second.ids[prompt.count + 30]! < WORD_BASE).toBe(true);
+  });
+
   test("an assistant message that is not the model's own answer is plain text", () => {
     const messages = [
       { role: "user", content: QUESTION },
