@@ -18,9 +18,10 @@
  *   earlier assistant message that starts with the model's own answer there
  *   (whole words, each what it predicts after the text before it) has those
  *   words tokenized as they were generated, one token a word, and the text
- *   after them is cut into tokens afresh. So a chat's next turn carries the previous
- *   turn's prompt and answer as the very ids that turn computed, as a real
- *   tokenizer gives back the ids it generated, and hits their cached blocks.
+ *   after them is cut into tokens afresh. So a chat's next turn carries
+ *   the previous turn's prompt and answer as the very ids that turn
+ *   computed, as a real tokenizer gives back the ids it generated, and hits
+ *   their cached blocks.
  * - There are no special tokens (no BOS): `add_special_tokens` changes
  *   nothing.
  *
