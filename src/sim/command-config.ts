@@ -166,6 +166,7 @@ export function buildSimConfig(args: ParsedArgs, env: Record<string, string | un
     dcgmModelLabel: modelLabel,
     rejectContinuation: boolFlag(args, "reject-continuation"),
     noMessagesApi: boolFlag(args, "no-messages-api"),
+    enablePromptTokensDetails: boolFlag(args, "enable-prompt-tokens-details"),
     timeScale: numberFlag(args, "time-scale", 1, { min: 0.001, max: 10_000 }),
     // A GPU named by --gpu-model that is not the profile's keeps vLLM's 0.9 of its own memory.
     reservedMiB: gpuModelFlag === undefined || gpuModelFlag === p.gpu.dcgmName ? p.reservedMiB : undefined,

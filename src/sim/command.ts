@@ -62,6 +62,9 @@ Server:
   --fault-types LIST          500,429,503,no-headers,no-first-token,stall:N,cut:N,slow:MS
   --reject-continuation       answer 400 to continue_final_message / add_generation_prompt
   --no-messages-api           answer 404 on /v1/messages and /v1/messages/count_tokens (an engine without Anthropic's API)
+  --enable-prompt-tokens-details
+                              as vLLM: usage.prompt_tokens_details.cached_tokens on chat and completions
+                              answers that the prefix cache served (default: prompt_tokens_details null)
   --api-key KEY               as vLLM: every route but /health, /metrics, /version … (and /sim/*) wants
                               Authorization: Bearer KEY, else 401 {"error":"Unauthorized"} (default: VLLM_API_KEY)
   --kv-events-config JSON     publish vLLM's KV-cache events over ZMQ, as vLLM's flag: e.g.
@@ -178,6 +181,7 @@ export const simEngineCommand: CommandSpec = {
     "dcgm-model-label": { type: "string" },
     "reject-continuation": { type: "boolean" },
     "no-messages-api": { type: "boolean" },
+    "enable-prompt-tokens-details": { type: "boolean" },
     "api-key": { type: "string" },
     "kv-events-config": { type: "string" },
     "enable-lora": { type: "boolean" },

@@ -59,6 +59,8 @@ export interface SimStaticConfig {
    * at once, /v1/models and the API 503 until loaded). Absent: held.
    */
   startupAnswers?: "held" | "split";
+  /** --enable-prompt-tokens-details: usage carries prompt_tokens_details.cached_tokens when the prefix cache served some of the prompt, as vLLM's flag; absent: never. */
+  enablePromptTokensDetails?: boolean;
   /** Publish vLLM's KV-cache events (--kv-events-config); absent: none. */
   kvEvents?: SimKvEventsConfig;
   /** The root of the prefix cache's block-hash chain (vLLM's NONE_HASH: random per process unless PYTHONHASHSEED); absent: 0. */

@@ -153,7 +153,9 @@ export class EngineCore implements PlannerHost {
     this.waiting.unshift(v);
   }
 
-  admit(s: Sequence): void {
+  admit(s: Sequence, hitTokens: number): void {
+    // vLLM records a lookup at admission; one of a request coming back from preemption goes to its own counters.
+    if (s.scheduledAt >= 0) this.stats.noteResumed(s.totalTokens, hitTokens);
     s.phase = "running";
     this.running.push(s);
     this.runningLive++;
@@ -227,10 +229,10 @@ export class EngineCore implements PlannerHost {
       if (s.phase !== "running") continue; // aborted while the step ran
       const before = s.computed;
       s.computed += plan.tokens[i]!;
-      const prompt = s.req.prompt;
-      const upTo = Math.min(Math.floor(s.computed / bs), prompt.blockHashes.length);
+      // Every block the step filled joins the prefix cache, generated tokens' too (vLLM's cache_full_blocks).
       const from = Math.floor(before / bs);
-      if (from < upTo) this.kv.registerRun(s.blocks, prompt.blockHashes, prompt.ids, from, upTo, s.req.adapter);
+      const upTo = s.hashFullBlocks(Math.floor(s.computed / bs), bs);
+      if (from < upTo) this.kv.registerRun(s.blocks, s.blockHashes, s.tokenIds(upTo * bs), from, upTo, s.req.adapter);
       if (s.computed < s.totalTokens) continue;
       const delay = this.live.firstTokenDelayMs;
       if (s.generated === 0 && delay > 0) {
@@ -320,7 +322,7 @@ export class EngineCore implements PlannerHost {
     if (s.generated > 1) st.tpot.observe((s.lastTokenAt - s.firstTokenAt) / 1000 / (s.generated - 1));
     st.generationLen.observe(s.generated);
     try {
-      s.req.sink.finish(s.req.finishReason);
+      s.req.sink.finish(s.req.finishReason, s.cachedTokens);
     } catch {
       // the client is gone; nothing left to tell it
     }

@@ -11,6 +11,13 @@ export class EngineStats {
   generationTokens = 0;
   prefixQueries = 0;
   prefixHits = 0;
+  /**
+   * Lookups of requests coming back after a preemption, apart from the
+   * others as vLLM's PrefixCacheStats keeps them (preempted_requests,
+   * preempted_queries: their tokens then, prompt and output; preempted_hits):
+   * its prefix-cache counters count first admissions only.
+   */
+  readonly preemptedPrefix = { requests: 0, queries: 0, hits: 0 };
   preemptions = 0;
   readonly success: Record<FinishedReason, number> = { stop: 0, length: 0, abort: 0 };
   readonly ttft = new Histogram(TTFT_BUCKETS_S);
@@ -38,6 +45,13 @@ export class EngineStats {
     this.prefixHits += cached;
     this.promptTokens += promptTokens;
     this.promptLen.observe(promptTokens);
+  }
+
+  /** A preempted request was admitted again with `tokens` tokens, `hits` of them found in the prefix cache. */
+  noteResumed(tokens: number, hits: number): void {
+    this.preemptedPrefix.requests++;
+    this.preemptedPrefix.queries += tokens;
+    this.preemptedPrefix.hits += hits;
   }
 
   /** Record a decode step's tokens (for the generation throughput gauge). */

@@ -2,8 +2,12 @@
  * The simulated paged KV cache: a fixed pool of blocks with reference
  * counts, and a prefix cache in the manner of vLLM's BlockPool
  * (vllm/v1/core/block_pool.py): full prompt blocks are known by a chained
- * hash, blocks no request holds stay cached until evicted, oldest-freed
- * first (LRU). Blocks without a hash are reused before any cached one.
+ * hash, blocks no request holds stay cached until evicted. Free blocks,
+ * cached or not, wait in one queue, least recently freed first, and a new
+ * block is always its head (FreeKVCacheBlockQueue): a cached one is evicted
+ * then. A request's blocks are freed tail-first, as
+ * SingleTypeKVCacheManager.free does, so eviction eats a cached prefix from
+ * its end and the head of the prefix stays usable.
  *
  * With events on, it records what vLLM's BlockPool queues for its KV-event
  * publisher: a BlockStored per run of blocks a request caches (their
@@ -26,10 +30,8 @@ export class KvCache {
   private readonly refCount: Int32Array;
   private readonly blockHash: (bigint | undefined)[];
   private readonly byHash = new Map<bigint, number>();
-  /** Free blocks that still hold a cached prefix, oldest-freed first (Map keeps insertion order). */
-  private readonly freeCached = new Map<number, true>();
-  /** Free blocks with nothing cached in them. */
-  private readonly freeClean: number[] = [];
+  /** Every free block, cached or not, least recently freed first (a Map keeps insertion order). */
+  private readonly freeQueue = new Map<number, true>();
   private usedBlocks = 0;
   /** Events since the last drain; undefined when events are off. */
   private events: KvCacheEvent[] | undefined;
@@ -39,7 +41,7 @@ export class KvCache {
     this.blockSize = blockSize;
     this.refCount = new Int32Array(numBlocks);
     this.blockHash = new Array<bigint | undefined>(numBlocks).fill(undefined);
-    for (let b = numBlocks - 1; b >= 0; b--) this.freeClean.push(b);
+    for (let b = 0; b < numBlocks; b++) this.freeQueue.set(b, true);
     if (opts.events) this.events = [];
   }
 
@@ -49,7 +51,7 @@ export class KvCache {
   }
 
   get free(): number {
-    return this.freeClean.length + this.freeCached.size;
+    return this.freeQueue.size;
   }
 
   /** Blocks in the prefix cache (held or free). */
@@ -182,13 +184,18 @@ export class KvCache {
     return b;
   }
 
+  /**
+   * Give back a request's blocks (in sequence order). They join the free
+   * queue last block first: the tail of a prefix is evicted before its
+   * head, which a later request can still hit.
+   */
   release(blocks: readonly number[]): void {
-    for (const b of blocks) {
+    for (let i = blocks.length - 1; i >= 0; i--) {
+      const b = blocks[i]!;
       const n = --this.refCount[b]!;
       if (n > 0) continue;
       this.usedBlocks--;
-      if (this.blockHash[b] !== undefined) this.freeCached.set(b, true);
-      else this.freeClean.push(b);
+      this.freeQueue.set(b, true);
     }
   }
 
@@ -199,11 +206,7 @@ export class KvCache {
    */
   resetPrefixCache(): boolean {
     if (this.usedBlocks > 0) return false;
-    for (const b of this.freeCached.keys()) {
-      this.blockHash[b] = undefined;
-      this.freeClean.push(b);
-    }
-    this.freeCached.clear();
+    for (const b of this.freeQueue.keys()) this.blockHash[b] = undefined;
     this.byHash.clear();
     this.events?.push({ type: "AllBlocksCleared" });
     return true;
@@ -212,19 +215,17 @@ export class KvCache {
   private ref(b: number): void {
     if (this.refCount[b] === 0) {
       this.usedBlocks++;
-      this.freeCached.delete(b);
+      this.freeQueue.delete(b);
     }
     this.refCount[b]!++;
   }
 
-  /** A free block: a clean one if any, else evict the least recently freed cached one. */
+  /** The head of the free queue (the least recently freed block), evicting what it caches. */
   private takeFree(): number {
-    const clean = this.freeClean.pop();
-    if (clean !== undefined) return clean;
-    const oldest = this.freeCached.keys().next();
+    const oldest = this.freeQueue.keys().next();
     if (oldest.done) throw new Error("KvCache: no free block (caller must check free first)");
     const b = oldest.value;
-    this.freeCached.delete(b);
+    this.freeQueue.delete(b);
     const h = this.blockHash[b];
     if (h !== undefined && this.byHash.get(h) === b) {
       this.byHash.delete(h);

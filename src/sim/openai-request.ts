@@ -6,7 +6,7 @@
 import { type ChoicePlan, planChoices } from "./answer-plan.ts";
 import type { LengthDistribution } from "./output-length.ts";
 import { answerWithToolCall, forcedToolChoice } from "./routes/tool-calls.ts";
-import { type ChatEnding, countTextTokens, idsPrompt, type PromptTokens, renderChat, textPrompt, tokenText, VOCAB_END } from "./tokens.ts";
+import { type ChatEnding, chatPrompt, countTextTokens, idsPrompt, type PromptTokens, textPrompt, tokenText, VOCAB_END } from "./tokens.ts";
 import { badRequest, SimHttpError } from "./vllm-errors.ts";
 
 interface GenerationRequest {
@@ -139,7 +139,22 @@ function chatEnding(o: Obj): ChatEnding {
   return addGen === false ? "none" : "generation-prompt";
 }
 
-function chatPrompt(o: Obj, limits: RequestLimits, seed: number | undefined): PromptTokens {
+/**
+ * How a request's blocks are hashed: from the engine's root, with the
+ * request's cache_salt as an extra key of its first block, so a salted
+ * request shares no block with another salt or with none
+ * (vllm/v1/core/kv_cache_utils.py, generate_block_hash_extra_keys). vLLM
+ * refuses a salt that is not a non-empty string (check_cache_salt_support).
+ */
+export function promptHashKeys(o: Obj, limits: RequestLimits): { root: bigint; salt?: string } {
+  const root = limits.hashRoot ?? 0n;
+  const salt = o.cache_salt;
+  if (salt === undefined || salt === null) return { root };
+  if (typeof salt !== "string" || salt === "") throw badRequest("Value error, Parameter 'cache_salt' must be a non-empty string if provided.", "cache_salt");
+  return { root, salt };
+}
+
+function chatRequestPrompt(o: Obj, limits: RequestLimits, seed: number | undefined, keys: { root: bigint; salt?: string }): PromptTokens {
   const messages = o.messages;
   if (messages === undefined) throw badRequest("messages: Field required", "messages");
   if (!Array.isArray(messages)) throw badRequest("messages: Input should be a valid list", "messages");
@@ -150,7 +165,7 @@ function chatPrompt(o: Obj, limits: RequestLimits, seed: number | undefined): Pr
     if (typeof role !== "string") throw badRequest(`messages[${i}].role: Field required`, "messages");
     return { role, content: messageText((m as Obj).content, i) };
   });
-  return textPrompt(renderChat(rendered, chatEnding(o)), limits.blockSize, seed, limits.hashRoot);
+  return chatPrompt(rendered, chatEnding(o), limits.blockSize, seed, keys);
 }
 
 /** vLLM takes a string, a list of strings, a list of token ids or a list of such lists (a batch: one set of choices per prompt). */
@@ -163,7 +178,8 @@ function checkVocab(ids: readonly number[]): number[] {
 }
 
 function completionPrompts(o: Obj, limits: RequestLimits, seed: number | undefined): PromptTokens[] {
-  const { blockSize, hashRoot } = limits;
+  const { blockSize } = limits;
+  const hashRoot = promptHashKeys(o, limits);
   const p = o.prompt;
   if (p === undefined || p === null) throw badRequest("prompt: Field required", "prompt");
   if (typeof p === "string") return [textPrompt(p, blockSize, seed, hashRoot)];
@@ -212,7 +228,7 @@ export function parseGenerationRequest(kind: "chat" | "completion", body: string
     throw badRequest(`min_tokens must be less than or equal to max_tokens=${maxTokens}, got ${minTokens}.`, "min_tokens");
   const stop = stopStrings(o);
   const includeStopStr = optBool(o, "include_stop_str_in_output") ?? false;
-  const prompts = kind === "chat" ? [chatPrompt(o, limits, seed)] : completionPrompts(o, limits, seed);
+  const prompts = kind === "chat" ? [chatRequestPrompt(o, limits, seed, promptHashKeys(o, limits))] : completionPrompts(o, limits, seed);
   if (prompts.length * n > MAX_CHOICES)
     throw badRequest(`the sim-engine serves at most ${MAX_CHOICES} choices per request (prompts × n), got ${prompts.length * n}`, "n");
   for (const prompt of prompts) checkLength(prompt, maxTokens, limits.maxModelLen);
@@ -280,7 +296,7 @@ export function parseTokenizeRequest(body: string, limits: RequestLimits): Token
   if (o.model !== undefined && o.model !== null) checkModel(o, limits);
   optBool(o, "add_special_tokens");
   const tokenStrs = optBool(o, "return_token_strs") ?? false;
-  if (o.messages !== undefined) return { prompt: chatPrompt(o, limits, undefined), tokenStrs };
+  if (o.messages !== undefined) return { prompt: chatRequestPrompt(o, limits, undefined, { root: limits.hashRoot ?? 0n }), tokenStrs };
   const p = o.prompt;
   if (p === undefined || p === null) throw badRequest("prompt: Field required (or messages, for a chat request)", "prompt");
   if (typeof p !== "string") throw badRequest("prompt: Input should be a valid string", "prompt");

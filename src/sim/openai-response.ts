@@ -98,10 +98,11 @@ export class StreamEncoder {
     return enc.encode(`${this.headText}"delta":${delta},"logprobs":null,"finish_reason":${f}}]${u}}\n\n`);
   }
 
-  /** The closing events: the usage chunk (when asked for) and [DONE]. */
-  end(promptTokens: number, completionTokens: number): Uint8Array {
+  /** The closing events: the usage chunk (when asked for; prompt_tokens_details only with `cachedTokens`) and [DONE]. */
+  end(promptTokens: number, completionTokens: number, cachedTokens?: number): Uint8Array {
     if (!this.includeUsage) return DONE_BYTES;
-    const usage = `{"prompt_tokens":${promptTokens},"total_tokens":${promptTokens + completionTokens},"completion_tokens":${completionTokens}}`;
+    const details = cachedTokens === undefined ? "" : `,"prompt_tokens_details":{"cached_tokens":${cachedTokens}}`;
+    const usage = `{"prompt_tokens":${promptTokens},"total_tokens":${promptTokens + completionTokens},"completion_tokens":${completionTokens}${details}}`;
     return concat([enc.encode(`data: ${this.envelope},"choices":[],"usage":${usage}}\n\n`), DONE_BYTES]);
   }
 
@@ -112,8 +113,9 @@ export function randomId(prefix: string): string {
   return `${prefix}${crypto.randomUUID().replaceAll("-", "")}`;
 }
 
-function usageObject(prompt: number, completion: number): Record<string, unknown> {
-  return { prompt_tokens: prompt, total_tokens: prompt + completion, completion_tokens: completion, prompt_tokens_details: null };
+function usageObject(prompt: number, completion: number, cachedTokens?: number): Record<string, unknown> {
+  const details = cachedTokens === undefined ? null : { cached_tokens: cachedTokens };
+  return { prompt_tokens: prompt, total_tokens: prompt + completion, completion_tokens: completion, prompt_tokens_details: details };
 }
 
 /** One finished choice of a non-streaming answer. */
@@ -144,7 +146,14 @@ function chatMessage(c: FinishedChoice): Record<string, unknown> {
 }
 
 /** vLLM's non-streaming ChatCompletionResponse. */
-export function chatResponse(id: string, created: number, model: string, choices: readonly FinishedChoice[], promptTokens: number): Record<string, unknown> {
+export function chatResponse(
+  id: string,
+  created: number,
+  model: string,
+  choices: readonly FinishedChoice[],
+  promptTokens: number,
+  cachedTokens?: number,
+): Record<string, unknown> {
   return {
     id,
     object: "chat.completion",
@@ -162,6 +171,7 @@ export function chatResponse(id: string, created: number, model: string, choices
     usage: usageObject(
       promptTokens,
       choices.reduce((a, c) => a + c.tokens, 0),
+      cachedTokens,
     ),
     prompt_logprobs: null,
     kv_transfer_params: null,
@@ -175,6 +185,7 @@ export function completionResponse(
   model: string,
   choices: readonly FinishedChoice[],
   promptTokens: number,
+  cachedTokens?: number,
 ): Record<string, unknown> {
   return {
     id,
@@ -185,6 +196,7 @@ export function completionResponse(
     usage: usageObject(
       promptTokens,
       choices.reduce((a, c) => a + c.tokens, 0),
+      cachedTokens,
     ),
     kv_transfer_params: null,
   };

@@ -243,6 +243,7 @@ export class SimServer {
       created: Math.floor(Date.now() / 1000),
       model: parsed.model,
       promptTokens: parsed.prompts.reduce((a, p) => a + p.count, 0),
+      promptTokensDetails: this.fixed.enablePromptTokensDetails === true,
     };
     const streaming = parsed.stream && fault?.kind !== "no-headers";
     const answer = streaming ? new SseSink(head, parsed.choices, parsed.includeUsage, this.owner) : new JsonSink(head, parsed.choices, this.owner);
@@ -250,8 +251,9 @@ export class SimServer {
     const adapter = this.lora?.resolve(parsed.model);
     const seqs = parsed.choices.map((plan, k) =>
       this.engine.submit({
-        prompt: adapter ? saltedForAdapter(plan.prompt, adapter) : plan.prompt,
+        prompt: adapter ? saltedForAdapter(plan.prompt, adapter, this.fixed.blockSize) : plan.prompt,
         ...(adapter ? { adapter } : {}),
+        outputState: plan.state,
         outputTokens: faultTokens >= 0 ? Math.max(plan.outputTokens, faultTokens + 1) : plan.outputTokens,
         finishReason: plan.finishReason,
         stallAfter,
@@ -328,7 +330,12 @@ export class SimServer {
       requests_total: this.requestsTotal,
       prompt_tokens_total: e.stats.promptTokens,
       generation_tokens_total: e.stats.generationTokens,
-      prefix_cache: { queries: e.stats.prefixQueries, hits: e.stats.prefixHits, cached_blocks: e.kv.cached },
+      prefix_cache: {
+        queries: e.stats.prefixQueries,
+        hits: e.stats.prefixHits,
+        preempted: { ...e.stats.preemptedPrefix },
+        cached_blocks: e.kv.cached,
+      },
       kv_events: this.kvPublisher ? this.kvPublisher.stats() : null,
       preemptions: e.stats.preemptions,
       open_responses: this.active.size,

@@ -18,6 +18,21 @@ interface AnswerHead {
   model: string;
   /** Prompt tokens over every prompt of the request (usage counts them once). */
   promptTokens: number;
+  /** Report usage.prompt_tokens_details (--enable-prompt-tokens-details). */
+  promptTokensDetails: boolean;
+}
+
+/**
+ * The cached tokens usage reports, when it reports them: vLLM's serving
+ * code reads num_cached_tokens off one output — a chat's, a completion's
+ * last prompt's — and sets prompt_tokens_details only when the flag is on
+ * and that number is not 0 (serving_chat.py, serving_completion.py).
+ */
+function reportedCached(head: AnswerHead, plans: readonly ChoicePlan[], cached: readonly number[]): number | undefined {
+  if (!head.promptTokensDetails) return undefined;
+  const lastPrompt = plans[plans.length - 1]!.prompt;
+  const n = cached[plans.findIndex((p) => p.prompt === lastPrompt)] ?? 0;
+  return n > 0 ? n : undefined;
 }
 
 /** A tool call's finish_reason: its own ("tool_calls" or "stop"), or "length" when max_tokens cut its arguments. */
@@ -34,6 +49,7 @@ export class SseSink extends AnswerStream {
   private rolesSent = false;
   private left: number;
   private readonly generated: number[];
+  private readonly cached: number[];
   private readonly encoders: StreamEncoder[];
 
   constructor(
@@ -46,11 +62,19 @@ export class SseSink extends AnswerStream {
     this.encoders = plans.map((p) => new StreamEncoder(head.kind, head.id, head.created, head.model, includeUsage, new SimOutput(p.state), p.index));
     this.left = plans.length;
     this.generated = plans.map(() => 0);
+    this.cached = plans.map(() => 0);
   }
 
   /** The engine-facing sink of choice `k`. */
   sink(k: number): SeqSink {
-    return { token: (index, last) => this.token(k, index, last), finish: () => this.finishChoice(), cut: () => this.cut() };
+    return {
+      token: (index, last) => this.token(k, index, last),
+      finish: (_reason, cached) => {
+        this.cached[k] = cached;
+        this.finishChoice();
+      },
+      cut: () => this.cut(),
+    };
   }
 
   private token(k: number, index: number, last: boolean): void {
@@ -77,6 +101,7 @@ export class SseSink extends AnswerStream {
       this.encoders[0]!.end(
         this.head.promptTokens,
         this.generated.reduce((a, b) => a + b, 0),
+        reportedCached(this.head, this.plans, this.cached),
       ),
     );
   }
@@ -89,6 +114,7 @@ export class JsonSink implements Closable {
   private done = false;
   private left: number;
   private readonly generated: number[];
+  private readonly cached: number[];
 
   constructor(
     private readonly head: AnswerHead,
@@ -98,10 +124,18 @@ export class JsonSink implements Closable {
     this.response = new Promise((r) => (this.resolve = r));
     this.left = plans.length;
     this.generated = plans.map(() => 0);
+    this.cached = plans.map(() => 0);
   }
 
   sink(k: number): SeqSink {
-    return { token: (index) => void (this.generated[k] = index + 1), finish: () => this.finishChoice(), cut: () => this.cut() };
+    return {
+      token: (index) => void (this.generated[k] = index + 1),
+      finish: (_reason, cached) => {
+        this.cached[k] = cached;
+        this.finishChoice();
+      },
+      cut: () => this.cut(),
+    };
   }
 
   private finishChoice(): void {
@@ -113,7 +147,7 @@ export class JsonSink implements Closable {
       return { index: p.index, text: choiceText(p, new SimOutput(p.state), n), finish: p.finishReason, stopReason: p.stopReason, tokens: n };
     });
     const make = this.head.kind === "chat" ? chatResponse : completionResponse;
-    const body = make(this.head.id, this.head.created, this.head.model, choices, this.head.promptTokens);
+    const body = make(this.head.id, this.head.created, this.head.model, choices, this.head.promptTokens, reportedCached(this.head, this.plans, this.cached));
     this.end(new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } }));
   }
 

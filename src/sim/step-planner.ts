@@ -51,8 +51,8 @@ export interface StepPlan {
 export interface PlannerHost {
   /** Take `victim` out of the batch and put it back at the head of the waiting queue. */
   preempt(victim: Sequence): void;
-  /** `s` left the waiting queue for the batch. */
-  admit(s: Sequence): void;
+  /** `s` left the waiting queue for the batch, `hitTokens` of its tokens found in the prefix cache. */
+  admit(s: Sequence, hitTokens: number): void;
 }
 
 function addToComposition(c: StepComposition, s: Sequence, n: number): void {
@@ -141,9 +141,9 @@ export function planStep(running: Sequence[], waiting: WaitQueue, kv: KvCache, l
         skipped.push(s);
         continue;
       }
-      const prompt = s.req.prompt;
-      // At least one prompt token is always computed, so a full hit still samples (vLLM caps hits the same way).
-      const hits = s.computed === 0 ? kv.lookupPrefix(prompt.blockHashes, Math.floor((prompt.count - 1) / bs)) : [];
+      // At least one token is always computed, so a full hit still samples (vLLM caps hits at num_tokens - 1).
+      // A resumed request looks its generated blocks up too.
+      const hits = s.computed === 0 ? kv.lookupPrefix(s.blockHashes, Math.floor((s.totalTokens - 1) / bs)) : [];
       const hitTokens = hits.length * bs;
       const n = Math.min(s.totalTokens - hitTokens, budget);
       const blocks = kv.allocateAfter(hits, kv.blocksFor(hitTokens + n) - hits.length);
@@ -152,7 +152,7 @@ export function planStep(running: Sequence[], waiting: WaitQueue, kv: KvCache, l
       s.blocks = blocks;
       s.computed = hitTokens;
       if (s.scheduledAt < 0) s.cachedTokens = hitTokens;
-      host.admit(s);
+      host.admit(s, hitTokens);
       plan.admitted.push(s);
       live++;
       plan.seqs.push(s);

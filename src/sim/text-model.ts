@@ -147,3 +147,27 @@ export function readContext(text: string, seed: number | undefined): ContextStat
   }
   return { state, continued, continuedFrom, baseState: continued > 0 ? baseState : state };
 }
+
+/**
+ * The longest run of whole space-led words at the start of text[from, to)
+ * that are each what the model predicts there, starting from `state` (the
+ * state after text[0, from)): their vocabulary indices and where the run
+ * ends. An answer sent back whole is all of it; one cut short by a stop
+ * string, or with text added, keeps the words it shares with what was
+ * generated.
+ */
+export function ownWords(state: number, text: string, from: number, to: number): { words: number[]; end: number } {
+  const words: number[] = [];
+  let h = state;
+  let at = from;
+  while (at < to && text.charCodeAt(at) === 32) {
+    let next = text.indexOf(" ", at + 1);
+    if (next < 0 || next > to) next = to;
+    const w = VOCAB_INDEX.get(text.slice(at, next));
+    if (w === undefined || nextToken(h) !== w) break;
+    words.push(w);
+    h = extendState(h, text, at, next);
+    at = next;
+  }
+  return { words, end: at };
+}

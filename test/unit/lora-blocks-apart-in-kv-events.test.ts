@@ -62,11 +62,11 @@ const storedOf = (events: KvCacheEvent[]) => events.filter((e): e is BlockStored
 
 describe("an adapter's KV blocks are its own", () => {
   test("salted hashes: the same adapter the same chain, another adapter or the base another; ids untouched", () => {
-    const sql = saltedForAdapter(PROMPT, SQL);
+    const sql = saltedForAdapter(PROMPT, SQL, 16);
     expect(sql.blockHashes).toHaveLength(PROMPT.blockHashes.length);
     expect(sql.blockHashes.every((h) => typeof h === "bigint")).toBe(true);
-    expect(saltedForAdapter(PROMPT, SQL).blockHashes).toEqual(sql.blockHashes);
-    const chat = saltedForAdapter(PROMPT, CHAT).blockHashes;
+    expect(saltedForAdapter(PROMPT, SQL, 16).blockHashes).toEqual(sql.blockHashes);
+    const chat = saltedForAdapter(PROMPT, CHAT, 16).blockHashes;
     for (let j = 0; j < sql.blockHashes.length; j++) {
       expect(sql.blockHashes[j]).not.toBe(PROMPT.blockHashes[j]!);
       expect(sql.blockHashes[j]).not.toBe(chat[j]!);
@@ -77,10 +77,10 @@ describe("an adapter's KV blocks are its own", () => {
   test("the sim names the adapter on its blocks' events, and the gateway's index skips them; the base prompt's blocks are indexed", () => {
     const c = core();
     const base = storedOf(serve(c, PROMPT));
-    const lora = storedOf(serve(c, saltedForAdapter(PROMPT, SQL), SQL));
+    const lora = storedOf(serve(c, saltedForAdapter(PROMPT, SQL, 16), SQL));
     // The adapter's request found nothing of the base's blocks in the prefix cache: it stored all four again, under its own hashes.
     expect(base.flatMap((e) => e.blockHashes)).toEqual(PROMPT.blockHashes);
-    expect(lora.flatMap((e) => e.blockHashes)).toEqual(saltedForAdapter(PROMPT, SQL).blockHashes);
+    expect(lora.flatMap((e) => e.blockHashes)).toEqual(saltedForAdapter(PROMPT, SQL, 16).blockHashes);
     expect(base.every((e) => e.loraId === null && e.loraName === null)).toBe(true);
     expect(lora.every((e) => e.loraId === SQL.id && e.loraName === SQL.name)).toBe(true);
     expect(lora.flatMap((e) => e.tokenIds)).toEqual(Array.from(PROMPT.ids.subarray(0, 64)));

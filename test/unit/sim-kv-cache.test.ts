@@ -45,13 +45,13 @@ describe("sim KvCache", () => {
     expect(kv.allocatePrompt([11n, 12n, 13n], 3, 1)!.hitBlocks).toBe(1);
   });
 
-  test("clean blocks are used before cached ones, then the least recently freed cached block is evicted", () => {
+  test("the least recently freed block is taken first, evicting what it cached", () => {
     const kv = new KvCache(3, 16);
     const p1 = kv.allocatePrompt([21n], 1, 1)!;
     const p2 = kv.allocatePrompt([22n], 1, 1)!;
     kv.release(p1.blocks);
     kv.release(p2.blocks);
-    const other = kv.allocatePrompt([], 1, 0)!; // takes the clean block
+    const other = kv.allocatePrompt([], 1, 0)!; // takes the never-used block, first in the free queue
     expect(kv.allocatePrompt([21n], 1, 1)!.hitBlocks).toBe(1);
     kv.release(other.blocks);
     // Now p2 (freed) is the only cached free block besides the clean one; fill everything.

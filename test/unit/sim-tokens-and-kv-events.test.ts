@@ -88,7 +88,8 @@ describe("sim KV cache events", () => {
     kv.release(a);
     const b = kv.grow();
     expect(b).toBeGreaterThanOrEqual(0);
-    expect(kv.takeEvents()).toEqual([{ type: "BlockRemoved", blockHashes: [1n], medium: "GPU", groupIdx: null }]);
+    // The chain's tail block is freed first, so it is the first evicted (vLLM frees a request's blocks in reverse).
+    expect(kv.takeEvents()).toEqual([{ type: "BlockRemoved", blockHashes: [2n], medium: "GPU", groupIdx: null }]);
     kv.release([b]);
     expect(kv.resetPrefixCache()).toBe(true);
     expect(kv.takeEvents()).toEqual([{ type: "AllBlocksCleared" }]);

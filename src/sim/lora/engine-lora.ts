@@ -11,7 +11,7 @@ import { join } from "node:path";
 import type { CoreLora } from "../engine-core.ts";
 import type { AdapterCard } from "../openai-response.ts";
 import type { SeqAdapter, Sequence } from "../sequence.ts";
-import type { PromptTokens } from "../tokens.ts";
+import { type PromptTokens, rekeyPrompt } from "../tokens.ts";
 import { SimHttpError } from "../vllm-errors.ts";
 import type { WaitQueue } from "../wait-queue.ts";
 import { AdapterSlots, type SlotAdapter } from "./adapter-slots.ts";
@@ -49,13 +49,11 @@ function adapterRank(path: string, maxRank: number): number {
  * A prompt's block hashes for a request with an adapter: vLLM keys the
  * prefix cache by the LoRA too (the adapter's name is an extra key of every
  * block hash, vllm/v1/core/kv_cache_utils.py), so two adapters, or an
- * adapter and its base, never share blocks. Block j's hash covers blocks
- * 0..j already, so mixing the name into each one keys the whole chain.
+ * adapter and its base, never share blocks, and the blocks its answer fills
+ * are keyed the same way.
  */
-export function saltedForAdapter(prompt: PromptTokens, adapter: SeqAdapter): PromptTokens {
-  if (prompt.blockHashes.length === 0) return prompt;
-  const salt = `lora:${adapter.name}`;
-  return { ...prompt, blockHashes: prompt.blockHashes.map((h) => Bun.hash.wyhash(salt, h)) };
+export function saltedForAdapter(prompt: PromptTokens, adapter: SeqAdapter, blockSize: number): PromptTokens {
+  return rekeyPrompt(prompt, blockSize, { lora: adapter.name });
 }
 
 export class EngineLora implements CoreLora {

@@ -11,7 +11,7 @@
  */
 import { type ChoicePlan, planChoices } from "../answer-plan.ts";
 import { parseJsonObject, type RequestLimits } from "../openai-request.ts";
-import { renderChat, textPrompt } from "../tokens.ts";
+import { chatPrompt } from "../tokens.ts";
 import { badRequest, SimHttpError } from "../vllm-errors.ts";
 import { answerWithToolCall, forcedToolChoice } from "./tool-calls.ts";
 
@@ -130,7 +130,7 @@ export function countMessageTokens(body: string, limits: RequestLimits): number 
   const o = parseJsonObject(body);
   checkModel(o, limits);
   chatTools(o);
-  return textPrompt(renderChat(chatMessages(o)), limits.blockSize, undefined, limits.hashRoot).count;
+  return chatPrompt(chatMessages(o), "generation-prompt", limits.blockSize, undefined, limits.hashRoot).count;
 }
 
 export function parseMessagesRequest(body: string, limits: RequestLimits): MessagesRequest {
@@ -146,7 +146,7 @@ export function parseMessagesRequest(body: string, limits: RequestLimits): Messa
   if (!Array.isArray(stop) || !stop.every((s) => typeof s === "string"))
     throw badRequest("stop_sequences: Input should be a valid list of strings", "stop_sequences");
   const tools = chatTools(o);
-  const prompt = textPrompt(renderChat(chatMessages(o)), limits.blockSize, undefined, limits.hashRoot);
+  const prompt = chatPrompt(chatMessages(o), "generation-prompt", limits.blockSize, undefined, limits.hashRoot);
   if (prompt.count >= limits.maxModelLen) {
     throw badRequest(`The engine prompt length ${prompt.count} exceeds the max_model_len ${limits.maxModelLen}. Please reduce prompt.`, "messages");
   }

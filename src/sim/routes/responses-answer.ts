@@ -35,10 +35,11 @@ export interface ResponsesHead {
   plan: ChoicePlan;
 }
 
-function usage(prompt: number, output: number): Obj {
+/** vLLM's ResponseUsage: cached_tokens is the request's num_cached_tokens, reported whatever the flags (serving_responses.py). */
+function usage(prompt: number, output: number, cached: number): Obj {
   return {
     input_tokens: prompt,
-    input_tokens_details: { cached_tokens: 0 },
+    input_tokens_details: { cached_tokens: cached },
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: 0, tool_output_tokens: 0 },
     total_tokens: prompt + output,
@@ -46,7 +47,7 @@ function usage(prompt: number, output: number): Obj {
 }
 
 /** ResponsesResponse.from_request, field for field. */
-function responseObject(h: ResponsesHead, status: string, output: Obj[], tokens: number | undefined): Obj {
+function responseObject(h: ResponsesHead, status: string, output: Obj[], tokens: number | undefined, cached = 0): Obj {
   const e = h.echo;
   return {
     id: h.id,
@@ -73,7 +74,7 @@ function responseObject(h: ResponsesHead, status: string, output: Obj[], tokens:
     text: e.text,
     top_logprobs: e.top_logprobs,
     truncation: e.truncation,
-    usage: tokens === undefined ? null : usage(h.promptTokens, tokens),
+    usage: tokens === undefined ? null : usage(h.promptTokens, tokens, cached),
     user: e.user,
     input_messages: null,
     output_messages: null,
@@ -128,7 +129,7 @@ export class ResponsesSseAnswer extends AnswerStream implements GenerationAnswer
   }
 
   sink(): SeqSink {
-    return { token: (index, last) => this.token(index, last), finish: () => this.finish(), cut: () => this.cut() };
+    return { token: (index, last) => this.token(index, last), finish: (_reason, cached) => this.finish(cached), cut: () => this.cut() };
   }
 
   private event(type: string, body: Obj): Uint8Array {
@@ -187,9 +188,9 @@ export class ResponsesSseAnswer extends AnswerStream implements GenerationAnswer
     ];
   }
 
-  private finish(): void {
+  private finish(cached: number): void {
     if (!this.open) return;
-    const final = responseObject(this.h, statusOf(this.h.plan), finalOutput(this.h, this.itemId, this.generated), this.generated);
+    const final = responseObject(this.h, statusOf(this.h.plan), finalOutput(this.h, this.itemId, this.generated), this.generated, cached);
     this.end(this.event("response.completed", { response: final }));
   }
 }
@@ -214,13 +215,13 @@ export class ResponsesJsonAnswer implements GenerationAnswer {
   }
 
   sink(): SeqSink {
-    return { token: (index) => void (this.generated = index + 1), finish: () => this.finish(), cut: () => this.cut() };
+    return { token: (index) => void (this.generated = index + 1), finish: (_reason, cached) => this.finish(cached), cut: () => this.cut() };
   }
 
-  private finish(): void {
+  private finish(cached: number): void {
     if (this.done) return;
     const itemId = `msg_${crypto.randomUUID().replaceAll("-", "")}`;
-    const body = responseObject(this.h, statusOf(this.h.plan), finalOutput(this.h, itemId, this.generated), this.generated);
+    const body = responseObject(this.h, statusOf(this.h.plan), finalOutput(this.h, itemId, this.generated), this.generated, cached);
     this.end(Response.json(body));
   }
 

@@ -13,8 +13,8 @@
  * SimHttpError out.
  */
 import { type ChoicePlan, planChoices } from "../answer-plan.ts";
-import { parseJsonObject, type RequestLimits } from "../openai-request.ts";
-import { type ChatEnding, renderChat, textPrompt } from "../tokens.ts";
+import { parseJsonObject, promptHashKeys, type RequestLimits } from "../openai-request.ts";
+import { type ChatEnding, chatPrompt } from "../tokens.ts";
 import { badRequest, SimHttpError } from "../vllm-errors.ts";
 import { answerWithToolCall, forcedToolChoice } from "./tool-calls.ts";
 
@@ -129,7 +129,7 @@ export function parseResponsesRequest(body: string, limits: RequestLimits): Resp
   const temperature = optNumber(o, "temperature", 1);
   const topP = optNumber(o, "top_p", 1);
   const ending: ChatEnding = continuesFinalMessage(o.input) ? "continue-final" : "generation-prompt";
-  const prompt = textPrompt(renderChat(inputMessages(o), ending), limits.blockSize, seed, limits.hashRoot);
+  const prompt = chatPrompt(inputMessages(o), ending, limits.blockSize, seed, promptHashKeys(o, limits));
   if (prompt.count >= limits.maxModelLen) {
     throw badRequest(`The engine prompt length ${prompt.count} exceeds the max_model_len ${limits.maxModelLen}. Please reduce prompt.`, "input");
   }

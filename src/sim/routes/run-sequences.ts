@@ -71,8 +71,9 @@ export async function runGeneration(
   ctx.track(answer);
   const seqs = plans.map((plan, k) =>
     ctx.engine.submit({
-      prompt: adapter ? saltedForAdapter(plan.prompt as PromptTokens, adapter) : (plan.prompt as PromptTokens),
+      prompt: adapter ? saltedForAdapter(plan.prompt as PromptTokens, adapter, ctx.fixed.blockSize) : (plan.prompt as PromptTokens),
       ...(adapter ? { adapter } : {}),
+      outputState: plan.state,
       outputTokens: faultTokens >= 0 ? Math.max(plan.outputTokens, faultTokens + 1) : plan.outputTokens,
       finishReason: plan.finishReason,
       stallAfter: f.stallAfter,
