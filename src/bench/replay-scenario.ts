@@ -103,7 +103,7 @@ export async function runReplay(o: ReplayOptions): Promise<ReplayReport> {
     };
     process.on("SIGINT", onSigint);
     try {
-      const tw = replayInTwin(o.target, replayEngineDefaults(window), requests, o.drainS * 1000, onProgress, () => stopped);
+      const tw = await replayInTwin(o.target, replayEngineDefaults(window), requests, o.drainS * 1000, onProgress, () => stopped);
       return replayReport(o, window, requests, tw.result, tw.model, tw.settings, tw.endpoints);
     } finally {
       process.off("SIGINT", onSigint);

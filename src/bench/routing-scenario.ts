@@ -185,13 +185,13 @@ async function runPolicy(
  * schedule as runPolicy, on a virtual clock in this process. Times are
  * simulated throughout (the schedule is not divided by the time scale).
  */
-function runPolicyTwin(
+async function runPolicyTwin(
   o: RoutingOptions,
   policy: RoutingPolicy,
   schedule: WorkloadSchedule,
   interrupt: Interrupt,
   onProgress: (line: string) => void,
-): PolicyReport {
+): Promise<PolicyReport> {
   const t0 = performance.now();
   const fleet = new TwinFleet({
     engines: o.pods,
@@ -203,7 +203,7 @@ function runPolicyTwin(
     ...(o.kvEventDelayMs !== undefined ? { kvEventDelayMs: o.kvEventDelayMs } : {}),
   });
   const lastS = schedule.endMs / 1000;
-  const result = runTwinOpenLoop(fleet, {
+  const result = await runTwinOpenLoop(fleet, {
     requests: schedule.requests,
     drainMs: o.drainS * 1000,
     stopped: () => interrupt.stopped,
@@ -257,7 +257,7 @@ export async function runRouting(o: RoutingOptions): Promise<RoutingReport> {
     for (const policy of o.policies) {
       if (interrupt.stopped) break;
       const progress = (line: string) => o.progress?.(line, false);
-      policies.push(o.twin ? runPolicyTwin(o, policy, schedule, interrupt, progress) : await runPolicy(o, policy, schedule, interrupt, progress));
+      policies.push(await (o.twin ? runPolicyTwin : runPolicy)(o, policy, schedule, interrupt, progress));
       const f = policies[policies.length - 1]!.figures;
       o.progress?.(`routing: ${policy.name}: output ${f.output_tok_s} tok/s, TTFT p90 ${f.ttft_s.p90} s, ${f.answered}/${f.requests} answered`, true);
     }

@@ -11,6 +11,8 @@ import { LogHistogram } from "./log-histogram.ts";
 import type { OpenLoopProgress, OpenLoopResult, RequestRecord, ScheduledRequest } from "./open-loop-driver.ts";
 import { PromptTextCache } from "./prompt-text.ts";
 
+/** Events run between two turns of the event loop. */
+const EVENTS_PER_SLICE = 20_000;
 /** Progress is reported about this often, in simulated time. */
 const PROGRESS_EVERY_SIM_MS = 5_000;
 
@@ -24,7 +26,7 @@ interface TwinOpenLoopOptions {
   onProgress?: (p: OpenLoopProgress) => void;
 }
 
-export function runTwinOpenLoop(fleet: TwinFleet, o: TwinOpenLoopOptions): OpenLoopResult {
+export async function runTwinOpenLoop(fleet: TwinFleet, o: TwinOpenLoopOptions): Promise<OpenLoopResult> {
   const { clock, gateway, engines } = fleet;
   const cpu0 = process.cpuUsage();
   const texts = new PromptTextCache();
@@ -141,7 +143,13 @@ export function runTwinOpenLoop(fleet: TwinFleet, o: TwinOpenLoopOptions): OpenL
 
   const interrupted = () => o.stopped?.() === true;
   // Until every request sent has ended; the engines' and the gateway's periodic work would otherwise run forever.
-  clock.run(Infinity, () => interrupted() || (next >= o.requests.length && open.size === 0 && p.done === p.sent));
+  const over = () => next >= o.requests.length && open.size === 0 && p.done === p.sent;
+  // In slices, giving the event loop a turn between them: Ctrl-C (a signal handler) and the progress line run there.
+  while (!interrupted() && !over() && clock.size > 0) {
+    let events = 0;
+    clock.run(Infinity, () => interrupted() || over() || ++events > EVENTS_PER_SLICE);
+    await new Promise<void>((r) => setImmediate(r));
+  }
   if (interrupted()) {
     stopping = true;
     drain();

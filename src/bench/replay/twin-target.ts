@@ -22,14 +22,14 @@ interface TwinReplay {
   settings: Partial<ReplayReport>;
 }
 
-export function replayInTwin(
+export async function replayInTwin(
   t: FleetTarget,
   engineDefaults: readonly string[],
   requests: readonly ScheduledRequest[],
   drainMs: number,
   onProgress: (p: OpenLoopProgress) => void,
   stopped: () => boolean,
-): TwinReplay {
+): Promise<TwinReplay> {
   const engineArgs = [...engineDefaults, ...t.engineArgs];
   const gateway = t.gatewayConfigPath === undefined ? {} : readGatewayConfig(t.gatewayConfigPath);
   let fleet: TwinFleet;
@@ -39,7 +39,7 @@ export function replayInTwin(
     const where = t.gatewayConfigPath === undefined ? "" : `--gateway-config ${t.gatewayConfigPath}: `;
     throw new UsageError(`${where}${err instanceof Error ? err.message : String(err)}`);
   }
-  const result = runTwinOpenLoop(fleet, { requests, drainMs, onProgress, stopped });
+  const result = await runTwinOpenLoop(fleet, { requests, drainMs, onProgress, stopped });
   return {
     result,
     model: MODEL,
