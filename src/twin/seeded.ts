@@ -1,5 +1,7 @@
 /** Seeded randomness for the twin: the same seed gives the same numbers in any process on any host. */
 
+import { sfc32 } from "../shared/sfc32.ts";
+
 /** A uniform number in [0, 1) per call, from `seed` (sfc32 seeded through splitmix32). */
 export function seededUnit(seed: number): () => number {
   let s = seed >>> 0;
@@ -10,17 +12,7 @@ export function seededUnit(seed: number): () => number {
     z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
     return (z ^ (z >>> 16)) >>> 0;
   };
-  let a = split();
-  let b = split();
-  let c = split();
-  let d = split();
-  return () => {
-    const t = (((a + b) | 0) + d) | 0;
-    d = (d + 1) | 0;
-    a = b ^ (b >>> 9);
-    b = (c + (c << 3)) | 0;
-    c = (c << 21) | (c >>> 11);
-    c = (c + t) | 0;
-    return (t >>> 0) / 4_294_967_296;
-  };
+  // sfc32 (a 32-bit seed would give it too little state to start from), each word from splitmix32.
+  const next = sfc32(split(), split(), split(), split());
+  return () => next() / 4_294_967_296;
 }

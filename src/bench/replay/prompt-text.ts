@@ -12,6 +12,7 @@
  * characters, which the sim's 16-token KV blocks divide evenly, so the
  * engine's prefix cache sees the trace's block sharing and nothing more.
  */
+import { sfc32 } from "../../shared/sfc32.ts";
 import { CHARS_PER_TOKEN } from "../../sim/tokens.ts";
 import { MOONCAKE_BLOCK_TOKENS, type TraceRequest } from "./trace.ts";
 
@@ -31,23 +32,6 @@ const FIRST = "gjklpqrvxz";
 const CONSONANTS = "bcdfghjklmnprstvz";
 const VOWELS = "aeiou";
 const WORD_COUNT = 1024;
-
-/** sfc32: a small, fast generator with 128 bits of state (a 32-bit seed would let two of a trace's ~200k block ids share a text). */
-function sfc32(a: number, b: number, c: number, d: number): () => number {
-  return () => {
-    a >>>= 0;
-    b >>>= 0;
-    c >>>= 0;
-    d >>>= 0;
-    const t = (((a + b) | 0) + d) | 0;
-    d = (d + 1) | 0;
-    a = b ^ (b >>> 9);
-    b = (c + (c << 3)) | 0;
-    c = (c << 21) | (c >>> 11);
-    c = (c + t) | 0;
-    return t >>> 0;
-  };
-}
 
 const WORDS: readonly string[] = (() => {
   const next = sfc32(0x9e3779b9, 0x243f6a88, 0xb7e15162, 0x6a09e667);
