@@ -119,8 +119,16 @@ describe("bounded continuation", () => {
     expect(got.errors).toEqual(["UPSTREAM_STREAM_TRUNCATED"]);
     expect(got.done).toBe(1);
     expect(got.finishes).toEqual([]);
-    // Two segments of five tokens each went out, then the error.
-    expect(got.text).toBe(want.text.split(/(?= )/).slice(0, 10).join(""));
+    // Two segments of five tokens each went out, then the error. What the client reads is the answer's
+    // start, whole: the first five tokens at least, at most all ten. Fewer than ten when the second
+    // engine's last tokens and its reset reach the gateway together: Bun's fetch errors the body
+    // stream, and chunks it had queued but the gateway had not yet read go with it (under load, 3
+    // of 5 once) — tokens no one delivered, so nothing is duplicated or skipped.
+    const words = want.text.split(/(?= )/);
+    const delivered = got.text.split(/(?= )/).length;
+    expect(delivered).toBeGreaterThanOrEqual(5);
+    expect(delivered).toBeLessThanOrEqual(10);
+    expect(got.text).toBe(words.slice(0, delivered).join(""));
     const audit = await got.audit();
     expect(audit.outcome).toBe("stream_error");
     expect(audit.recoveries!.map((r) => r.result)).toEqual(["recovered", "limit"]);
