@@ -29,8 +29,8 @@ import {
 } from "../keys/live-key.ts";
 import type { LiveKeys } from "../keys/live-keys.ts";
 import { readBodyChunks } from "../shared/bounded-body.ts";
-import { asLlmgwError, errorResponse, LlmgwError } from "../shared/errors.ts";
-import { logger } from "../shared/logger.ts";
+import { LlmgwError } from "../shared/errors.ts";
+import { managementApiErrors } from "../shared/management-api-errors.ts";
 import { quotedName } from "../shared/model-name.ts";
 
 export const KEYS_API_PREFIX = "/admin/v1/keys";
@@ -42,31 +42,6 @@ const MAX_LIVE_KEYS = 10_000;
 interface KeysRoutesDeps {
   auth: Pick<Authenticator, "configKeys" | "hasBand">;
   liveKeys: Pick<LiveKeys<readonly Principal[]>, "store" | "refresh" | "flush">;
-}
-
-/** A malformed change: 422 in OpenAI's shape, naming the field (as the management API answers). */
-function unprocessable(err: LlmgwError): Response {
-  return new Response(JSON.stringify(err.toBody()), { status: 422, headers: { "content-type": "application/json" } });
-}
-
-/** Elysia's validation error (zod issues through Standard Schema) as a VALIDATION_FAILED naming the first bad field. */
-function validationError(error: unknown): LlmgwError {
-  const all = (error as { all?: unknown }).all;
-  const first = Array.isArray(all) ? (all[0] as { path?: unknown; message?: unknown } | undefined) : undefined;
-  const rawPath = typeof first?.path === "string" ? first.path.replace(/^\//, "").replaceAll("/", ".") : "";
-  const path = rawPath === "" || rawPath === "root" ? null : rawPath;
-  const message = typeof first?.message === "string" ? first.message : "invalid request body";
-  // zod's strict objects say "Unrecognized key: \"x\"": name the field, and why it is not ignored.
-  const unknown = /^Unrecognized keys?: "([^"]*)"/.exec(message)?.[1];
-  if (unknown !== undefined)
-    return new LlmgwError(
-      "VALIDATION_FAILED",
-      `unknown field '${unknown.slice(0, 100)}' (refused, not ignored: a misspelt limit must not mean none; the fields are in /openapi)`,
-      {
-        param: unknown.slice(0, 100),
-      },
-    );
-  return new LlmgwError("VALIDATION_FAILED", path ? `${path}: ${message}` : message, { param: path });
 }
 
 /** The body, read under MAX_KEYS_BODY_BYTES whether or not it declared its length, and parsed as JSON ({} when empty). */
@@ -142,23 +117,12 @@ export function keysRoutes(deps: KeysRoutesDeps) {
     .onParse(async function keysApiBody({ request }) {
       return boundedJson(request);
     })
-    .onError(function keysApiError({ code, error }) {
-      // A refusal from the body reader (too large, not JSON) reaches here inside Elysia's ParseError.
-      const cause = code === "PARSE" ? (error as { cause?: unknown }).cause : undefined;
-      if (cause instanceof LlmgwError) return errorResponse(cause);
-      if (code === "PARSE") return errorResponse(new LlmgwError("INVALID_JSON", "request body is not valid JSON"));
-      if (error instanceof LlmgwError) return error.code === "VALIDATION_FAILED" ? unprocessable(error) : errorResponse(error);
-      if (code === "VALIDATION") {
-        if ((error as { type?: unknown }).type === "response") {
-          logger().error({ err: error }, "keys API answer does not match its schema");
-          return errorResponse(new LlmgwError("INTERNAL_ERROR", "the answer did not match its documented schema"));
-        }
-        return unprocessable(validationError(error));
-      }
-      if (code === "NOT_FOUND") return undefined;
-      logger().error({ err: error }, "keys API request failed");
-      return errorResponse(asLlmgwError(error));
-    })
+    .onError(
+      managementApiErrors({
+        api: "keys API",
+        unknownField: (field) => `unknown field '${field}' (refused, not ignored: a misspelt limit must not mean none; the fields are in /openapi)`,
+      }),
+    )
     .get(
       "",
       async () => {

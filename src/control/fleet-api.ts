@@ -18,8 +18,8 @@ import {
   agentRegistrationSchema,
 } from "../protocol/agent-messages.ts";
 import { bearerToken, tokenMatches } from "../shared/bearer.ts";
-import { asLlmgwError, errorResponse, LlmgwError } from "../shared/errors.ts";
-import { logger } from "../shared/logger.ts";
+import { LlmgwError } from "../shared/errors.ts";
+import { managementApiErrors } from "../shared/management-api-errors.ts";
 import { quotedName } from "../shared/model-name.ts";
 import { drainProgress, modelsStatus, nodesStatus, placementStatus, replicasStatus } from "./api-views.ts";
 import * as S from "./fleet-api-schemas.ts";
@@ -33,21 +33,6 @@ interface FleetApiOptions {
   /** Told to registering agents: register again within this long. */
   registrationIntervalMs: number;
   now?: () => number;
-}
-
-/** A malformed change: 422 in OpenAI's shape, naming the field. */
-function unprocessable(err: LlmgwError): Response {
-  return new Response(JSON.stringify(err.toBody()), { status: 422, headers: { "content-type": "application/json" } });
-}
-
-/** Elysia's validation error (zod issues through Standard Schema) as a VALIDATION_FAILED naming the first bad field. */
-function validationError(error: unknown): LlmgwError {
-  const all = (error as { all?: unknown }).all;
-  const first = Array.isArray(all) ? (all[0] as { path?: unknown; message?: unknown } | undefined) : undefined;
-  const rawPath = typeof first?.path === "string" ? first.path.replace(/^\//, "").replaceAll("/", ".") : "";
-  const path = rawPath === "" || rawPath === "root" ? null : rawPath;
-  const message = typeof first?.message === "string" ? first.message : "invalid request body";
-  return new LlmgwError("VALIDATION_FAILED", path ? `${path}: ${message}` : message, { param: path });
 }
 
 function checkToken(request: Request, path: string, opts: FleetApiOptions): void {
@@ -92,22 +77,7 @@ export function fleetApi(manager: FleetManager, opts: FleetApiOptions) {
   };
 
   return new Elysia({ name: "llmgw-fleet-api", prefix: S.FLEET_API_PREFIX })
-    .onError(function fleetApiError({ code, error }) {
-      // Checked first: Elysia takes an error's own `code` property (ours has NOT_FOUND too) for its lifecycle code.
-      if (error instanceof LlmgwError) return error.code === "VALIDATION_FAILED" ? unprocessable(error) : errorResponse(error);
-      if (code === "VALIDATION") {
-        // A response that fails its own schema is our bug, not the client's.
-        if ((error as { type?: unknown }).type === "response") {
-          logger().error({ err: error }, "management API answer does not match its schema");
-          return errorResponse(new LlmgwError("INTERNAL_ERROR", "the answer did not match its documented schema"));
-        }
-        return unprocessable(validationError(error));
-      }
-      if (code === "PARSE") return errorResponse(new LlmgwError("INVALID_JSON", "request body is not valid JSON"));
-      if (code === "NOT_FOUND") return undefined;
-      logger().error({ err: error }, "management API request failed");
-      return errorResponse(asLlmgwError(error));
-    })
+    .onError(managementApiErrors({ api: "management API" }))
     .onTransform(function fleetApiAuth({ request, path }) {
       checkToken(request, path, opts);
     })
