@@ -14,22 +14,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { CHROMIUM_FLAGS, pageProblems } from "../helpers/chromium.ts";
 import { counterValue, type Gateway, startGateway, startSim } from "../helpers/cluster.ts";
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 import { findTool, testWithTool } from "../helpers/system-tools.ts";
 
 const ADMIN_TOKEN = "chromium-door-admin-token-0123";
 const POSTS = 30;
-const CHROMIUM_FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
-
 const tmp = mkdtempSync(join(tmpdir(), "admin-chromium-"));
 let gw: Gateway;
 let attacker: ReturnType<typeof Bun.serve> | undefined;
@@ -87,12 +78,8 @@ afterAll(async () => {
 
 async function newPage(): Promise<{ page: Page; problems: string[]; requested: string[] }> {
   const page = await browser!.newPage();
-  const problems: string[] = [];
+  const problems = pageProblems(page);
   const requested: string[] = [];
-  page.on("console", (m) => {
-    if (m.type() === "error") problems.push(`console: ${m.text()}`);
-  });
-  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
   page.on("request", (r) => requested.push(r.url()));
   return { page, problems, requested };
 }

@@ -8,25 +8,15 @@
  * test-artifacts/dashboard/sparklines*.png and header.png.
  */
 import { afterAll, expect } from "bun:test";
-import { mkdirSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
+import { openChromium } from "../helpers/chromium.ts";
 import { startGateway, startSim } from "../helpers/cluster.ts";
 import { REPO_ROOT, stopAll, waitUntil } from "../helpers/processes.ts";
 import { testWithTool } from "../helpers/system-tools.ts";
 
 const ARTIFACTS = join(REPO_ROOT, "test-artifacts", "dashboard");
-const CHROMIUM_FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
-
 let browser: BrowserContext | undefined;
 afterAll(async () => {
   await browser?.close();
@@ -81,18 +71,9 @@ testWithTool(
 
     try {
       mkdirSync(ARTIFACTS, { recursive: true });
-      browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "dashboard-chromium-")), {
-        executablePath: chromiumPath,
-        headless: true,
-        args: CHROMIUM_FLAGS,
-        viewport: { width: 1280, height: 800 },
-      });
-      const page = browser.pages()[0] ?? (await browser.newPage());
-      const problems: string[] = [];
-      page.on("console", (m) => {
-        if (m.type() === "error") problems.push(`console: ${m.text()}`);
-      });
-      page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+      const opened = await openChromium(chromiumPath, { profilePrefix: "dashboard-chromium-", viewport: { width: 1280, height: 800 } });
+      browser = opened.browser;
+      const { page, problems } = opened;
       await page.goto(`${gw.admin}/dashboard`);
       await page.waitForSelector('#status[data-live="true"]');
 

@@ -6,24 +6,12 @@
  * "not reported" (a drawn-as-absent bar), never 0.
  */
 import { afterAll, expect } from "bun:test";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { type BrowserContext, chromium } from "playwright-core";
+import type { BrowserContext } from "playwright-core";
 import { dashboardSnapshotSchema } from "../../src/admin/dashboard/snapshot.ts";
+import { openChromium } from "../helpers/chromium.ts";
 import { demoAdminUrl, spawnDemo } from "../helpers/demo-process.ts";
 import { waitUntil } from "../helpers/processes.ts";
 import { testWithTool } from "../helpers/system-tools.ts";
-
-const CHROMIUM_FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
 
 let demo: Bun.Subprocess<"ignore", "pipe", "pipe"> | undefined;
 let browser: BrowserContext | undefined;
@@ -58,15 +46,9 @@ testWithTool(
       else expect(g.memory_used_bytes).toBe(0);
     }
 
-    browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "dashboard-chromium-")), {
-      executablePath: chromiumPath,
-      headless: true,
-      args: CHROMIUM_FLAGS,
-      viewport: { width: 1280, height: 800 },
-    });
-    const page = browser.pages()[0] ?? (await browser.newPage());
-    const problems: string[] = [];
-    page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+    const opened = await openChromium(chromiumPath, { profilePrefix: "dashboard-chromium-", viewport: { width: 1280, height: 800 }, console: false });
+    browser = opened.browser;
+    const { page, problems } = opened;
     await page.goto(`${admin}/dashboard`);
     await page.waitForSelector('#status[data-live="true"]');
     const memTexts = async () =>

@@ -18,6 +18,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { CHROMIUM_FLAGS, openChromium, pageProblems } from "../helpers/chromium.ts";
 import { type Gateway, type Sim, startSim } from "../helpers/cluster.ts";
 import { capturedGpus, deleteAllReplicas, startAgent, type TestAgent } from "../helpers/fleet.ts";
 import { fleetCall, fleetGatewayConfig, serving, startFleetGateway } from "../helpers/fleet-gateway.ts";
@@ -30,16 +31,6 @@ const ARTIFACTS = join(REPO_ROOT, "test-artifacts", "dashboard");
 const SHOWN_WITHIN_MS = 2_000;
 /** A small laptop screen. */
 const LAPTOP = { width: 1280, height: 800 };
-const CHROMIUM_FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
-
 const tmp = mkdtempSync(join(tmpdir(), "dashboard-e2e-"));
 let a: TestAgent;
 let b: TestAgent;
@@ -95,18 +86,9 @@ testWithTool(
   "the dashboard in Chromium: both nodes, GPUs and replicas; a drain and an XID fault shown within two seconds",
   async (chromiumPath) => {
     mkdirSync(ARTIFACTS, { recursive: true });
-    browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "dashboard-chromium-")), {
-      executablePath: chromiumPath,
-      headless: true,
-      args: CHROMIUM_FLAGS,
-      viewport: { width: LAPTOP.width, height: LAPTOP.height },
-    });
-    const page = browser.pages()[0] ?? (await browser.newPage());
-    const problems: string[] = [];
-    page.on("console", (m) => {
-      if (m.type() === "error") problems.push(`console: ${m.text()}`);
-    });
-    page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+    const opened = await openChromium(chromiumPath, { profilePrefix: "dashboard-chromium-", viewport: { width: LAPTOP.width, height: LAPTOP.height } });
+    browser = opened.browser;
+    const { page, problems } = opened;
     const origin = new URL(gw.admin).origin;
     const requested: string[] = [];
     page.on("request", (r) => requested.push(r.url()));
@@ -191,11 +173,7 @@ testWithTool(
       viewport: { width: LAPTOP.width, height: LAPTOP.height },
     });
     const page = await browser.newPage();
-    const problems: string[] = [];
-    page.on("console", (m) => {
-      if (m.type() === "error") problems.push(`console: ${m.text()}`);
-    });
-    page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+    const problems = pageProblems(page);
     await page.goto(`${gw.admin}/dashboard`);
 
     // Each GPU a replica runs on names it; a GPU nothing runs on says it is free.

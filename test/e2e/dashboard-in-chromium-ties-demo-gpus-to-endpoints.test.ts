@@ -8,26 +8,16 @@
  * with. Screenshot: test-artifacts/dashboard/demo-static-gpus.png.
  */
 import { afterAll, expect } from "bun:test";
-import { mkdirSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type BrowserContext, chromium } from "playwright-core";
+import type { BrowserContext } from "playwright-core";
 import { dashboardSnapshotSchema } from "../../src/admin/dashboard/snapshot.ts";
+import { openChromium } from "../helpers/chromium.ts";
 import { demoAdminUrl, spawnDemo } from "../helpers/demo-process.ts";
 import { REPO_ROOT, waitUntil } from "../helpers/processes.ts";
 import { testWithTool } from "../helpers/system-tools.ts";
 
 const ARTIFACTS = join(REPO_ROOT, "test-artifacts", "dashboard");
-const CHROMIUM_FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
-
 let demo: Bun.Subprocess<"ignore", "pipe", "pipe"> | undefined;
 let browser: BrowserContext | undefined;
 
@@ -60,18 +50,9 @@ testWithTool(
     expect(new Set(cards.map((c) => c.card)).size).toBe(3);
 
     mkdirSync(ARTIFACTS, { recursive: true });
-    browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "dashboard-chromium-")), {
-      executablePath: chromiumPath,
-      headless: true,
-      args: CHROMIUM_FLAGS,
-      viewport: { width: 1280, height: 800 },
-    });
-    const page = browser.pages()[0] ?? (await browser.newPage());
-    const problems: string[] = [];
-    page.on("console", (m) => {
-      if (m.type() === "error") problems.push(`console: ${m.text()}`);
-    });
-    page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+    const opened = await openChromium(chromiumPath, { profilePrefix: "dashboard-chromium-", viewport: { width: 1280, height: 800 } });
+    browser = opened.browser;
+    const { page, problems } = opened;
     await page.goto(`${admin}/dashboard`);
     for (const { card, serves } of cards) {
       const gpu = page.locator(`[data-node="${card}"][data-state="static"] [data-gpu="${card}/0"]`);

@@ -13,24 +13,16 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { type BrowserContext, chromium } from "playwright-core";
+import type { BrowserContext } from "playwright-core";
 import { parseMooncakeJsonl } from "../../src/bench/replay/mooncake-trace.ts";
 import type { ReplayReport } from "../../src/bench/replay/replay-report.ts";
 import { MOONCAKE_BLOCK_TOKENS } from "../../src/bench/replay/trace.ts";
 import { TRACES_DIR } from "../../src/bench/replay/trace-files.ts";
 import { runBenchJson } from "../helpers/bench-json.ts";
+import { openChromium } from "../helpers/chromium.ts";
 import { REPO_ROOT } from "../helpers/processes.ts";
 import { testWithTool } from "../helpers/system-tools.ts";
 
-const CHROMIUM_FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
 const WINDOW_MS = 10_000;
 const tmp = mkdtempSync(join(tmpdir(), "replay-e2e-"));
 const reportPath = join(tmp, "report.html");
@@ -110,18 +102,9 @@ testWithTool(
   async (chromiumPath) => {
     const html = readFileSync(reportPath, "utf8");
     expect(html).not.toMatch(/<(script|link|img)[^>]+(src|href)=/i);
-    browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "replay-chromium-")), {
-      executablePath: chromiumPath,
-      headless: true,
-      args: CHROMIUM_FLAGS,
-      viewport: { width: 1280, height: 900 },
-    });
-    const page = browser.pages()[0] ?? (await browser.newPage());
-    const problems: string[] = [];
-    page.on("console", (m) => {
-      if (m.type() === "error") problems.push(`console: ${m.text()}`);
-    });
-    page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+    const opened = await openChromium(chromiumPath, { profilePrefix: "replay-chromium-", viewport: { width: 1280, height: 900 } });
+    browser = opened.browser;
+    const { page, problems } = opened;
     const requested: string[] = [];
     page.on("request", (q) => requested.push(q.url()));
     const url = pathToFileURL(reportPath).href;
