@@ -14,14 +14,27 @@ export function renderEngineMetrics(flavor: MetricsFlavor, engine: Engine, fixed
   return renderFlavor(flavor, engine, fixed, now) + renderSimOwn(engine, fixed);
 }
 
-/** The sim's own series (no engine has them): clients that left before their request finished. */
+/** The sim's own series (no engine has them): clients that left before their request finished; how well it kept its clock. */
 function renderSimOwn(engine: Engine, fixed: SimStaticConfig): string {
   const w = new PromWriter();
+  const model: Labels = [["model_name", fixed.models[0] ?? ""]];
   w.counter(
     "llmgw_sim_client_disconnects_total",
     "Requests whose client went away before the response finished (sim-engine).",
-    [["model_name", fixed.models[0] ?? ""]],
+    model,
     engine.stats.disconnects,
+  );
+  w.histogram(
+    "llmgw_sim_clock_late_seconds",
+    "How late the sim-engine's timer ran against its own schedule (wall clock): its tokens went out that much late; the host's doing, not the modelled GPU's.",
+    model,
+    engine.clock.late,
+  );
+  w.counter(
+    "llmgw_sim_clock_slipped_seconds_total",
+    "Wall seconds by which the sim-engine's step schedule slipped (a step's end noticed after the next one was due): it served fewer tokens a second than the GPU it models.",
+    model,
+    engine.clock.slippedMs / 1000,
   );
   return w.text();
 }

@@ -7,6 +7,7 @@
  */
 import type { KvCacheEvent } from "../engines/kv-events/model.ts";
 import { DEFAULT_MAX_NUM_BATCHED_TOKENS, type SimLiveConfig, type SimStaticConfig, stepTimingOf } from "./config.ts";
+import { EngineClock } from "./engine-clock.ts";
 import { type CoreTiming, EngineCore } from "./engine-core.ts";
 import type { EngineStats } from "./engine-stats.ts";
 import type { KvCache } from "./kv-cache.ts";
@@ -57,18 +58,21 @@ export class Engine {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private timerAt = Infinity;
   private stopped = false;
+  /** How well the engine kept its schedule on this host: how late its timer ran, how far its steps slipped (wall ms). */
+  readonly clock = new EngineClock();
   /** Where each step's KV-cache events go (the ZMQ publisher), when the engine records them. */
   onKvEvents: ((events: KvCacheEvent[]) => void) | undefined;
 
   constructor(
     fixed: SimStaticConfig,
     private readonly live: SimLiveConfig,
-    private readonly clock: () => number = () => performance.now(),
+    private readonly wallClock: () => number = () => performance.now(),
     random: () => number = Math.random,
   ) {
     this.scale = fixed.timeScale ?? 1;
     // On a real-time clock a step lasts at least a millisecond: one step per timer callback, as the engine's own loop would.
     this.core = engineCore(fixed, live, random, this.scale <= 1 ? 1 : Infinity);
+    this.core.onSlip = (ms) => this.clock.noteSlip(ms / this.scale);
   }
 
   get kv(): KvCache {
@@ -90,7 +94,7 @@ export class Engine {
 
   /** The engine's clock, simulated ms. */
   now(): number {
-    return this.clock() * this.scale;
+    return this.wallClock() * this.scale;
   }
 
   submit(req: SeqRequest): Sequence {
@@ -155,11 +159,14 @@ export class Engine {
   }
 
   private readonly loop = (): void => {
+    const due = this.timerAt;
     this.timer = undefined;
     this.timerAt = Infinity;
     if (this.stopped) return;
+    const now = this.now();
+    this.clock.noteLate((now - due) / this.scale);
     try {
-      this.core.advance(this.now());
+      this.core.advance(now);
       this.flushKvEvents();
     } finally {
       // Whatever a sink did, the next event keeps its timer.

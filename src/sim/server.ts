@@ -340,6 +340,7 @@ export class SimServer {
       preemptions: e.stats.preemptions,
       open_responses: this.active.size,
       step_ms: e.stepMs(),
+      clock: e.clock.view(),
       gpu_utilization: e.utilization(),
       dead: this.live.dead,
       loading: this.loading,

@@ -175,3 +175,41 @@ describe("sim Engine", () => {
     e.stop();
   });
 });
+
+describe("the served engine's own clock", () => {
+  /** One 20-token request at a 10 ms step; `hogMs` > 0 blocks the engine's thread that long at the 5th token (a CPU hog beside it). */
+  async function run(hogMs: number) {
+    const e = new Engine(fixed(), live({ itlMs: 10 }));
+    const r = new Recorder();
+    const token = r.token.bind(r);
+    r.token = (k: number) => {
+      token(k);
+      if (k === 4 && hogMs > 0) {
+        const until = performance.now() + hogMs;
+        while (performance.now() < until) {
+          // the host gives the engine's thread no turn
+        }
+      }
+    };
+    e.submit(req(r, "hello", { outputTokens: 20 }));
+    await r.done;
+    e.stop();
+    return { tokens: r.tokens.length, clock: e.clock.view(), late: e.clock.late };
+  }
+
+  test("a thread held 150 ms mid-run shows as a late timer and a slipped schedule; the same run unheld does not", async () => {
+    const held = await run(150);
+    const free = await run(0);
+    expect(held.tokens).toBe(20);
+    expect(free.tokens).toBe(20);
+    // The step due during the hold ran ~140 ms late; the steps after it start from then: the schedule slipped.
+    expect(held.clock.late_max_ms).toBeGreaterThanOrEqual(120);
+    expect(held.clock.slipped_ms).toBeGreaterThanOrEqual(100);
+    expect(held.clock.slipped_ms - free.clock.slipped_ms).toBeGreaterThanOrEqual(100);
+    expect(held.late.count).toBeGreaterThanOrEqual(20);
+    // Every timer callback is in the histogram; the held one lands past 100 ms.
+    const cum = held.late.cumulative();
+    const at100ms = held.late.bounds.indexOf(0.1);
+    expect(cum.at(-1)! - cum[at100ms]!).toBeGreaterThanOrEqual(1);
+  });
+});
