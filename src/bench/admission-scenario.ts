@@ -20,6 +20,15 @@
 import { boolFlag, numberFlag } from "../shared/flags.ts";
 import { type LlmgwChild, spawnLlmgw, writeGatewayConfig } from "../shared/llmgw-child.ts";
 import { type ClosedLoopLoadCounts, startClosedLoopLoad } from "./closed-loop-load.ts";
+import {
+  type EngineClockReport,
+  engineClockCell,
+  engineClockReport,
+  engineClocksLine,
+  STRICT_USAGE,
+  sampleEngineClocks,
+  strictVerdict,
+} from "./engine-clock-report.ts";
 import { formatTable, quantile } from "./report.ts";
 import { RunQueueWatch } from "./run-queue-wait.ts";
 import type { BenchScenario } from "./scenario.ts";
@@ -87,6 +96,9 @@ export interface AdmissionBenchReport {
   total_ratio_on_net: number;
   ratio_off_net: number;
   total_ratio_off_net: number;
+  /** Whether the sim-engines kept their own clock through each phase's measured rounds. */
+  engine_clock_on: EngineClockReport;
+  engine_clock_off: EngineClockReport;
 }
 
 /** A latency less the time its path waited for a CPU (as it is where that is unknown). */
@@ -285,6 +297,7 @@ export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<Ad
       };
       log(`  admission ${admission ? "on" : "off"}: learned capacity ${learned.join(", ")}`);
       if (admission) await Bun.sleep(RESERVE_WINDOW_MS); // the warm-up bursts leave the reserve window
+      const clock0 = await sampleEngineClocks(sims.map((s) => s.urls.api!));
       const idle: ProbeSample[] = [];
       const loaded: ProbeSample[] = [];
       const counts = { completed: 0, errors: 0, tokens: 0, seconds: 0 };
@@ -318,9 +331,10 @@ export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<Ad
         counts.errors += c.errors;
         await waitFor(async () => (await endpointsState(admin)).every((e) => e.inflight === 0), 30_000);
       }
+      const clock = engineClockReport(clock0, await sampleEngineClocks(sims.map((s) => s.urls.api!)));
       await gw.stop();
       children.splice(children.indexOf(gw), 1);
-      return { learned, idle, loaded, counts };
+      return { learned, idle, loaded, counts, clock };
     };
     log("phase 1: admission on");
     const on = await phase(true, opts.probes, opts.probeClients, opts.rounds);
@@ -341,6 +355,8 @@ export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<Ad
       bronze_tokens_per_s_on: on.counts.tokens / on.counts.seconds,
       bronze_tokens_per_s_off: off.counts.tokens / off.counts.seconds,
       throughput_ratio: on.counts.tokens / on.counts.seconds / (off.counts.tokens / off.counts.seconds),
+      engine_clock_on: on.clock,
+      engine_clock_off: off.clock,
       ratio_on: onS.ttft_p99_ms / idle.ttft_p99_ms,
       ratio_off: offS.ttft_p99_ms / idle.ttft_p99_ms,
       total_ratio_on: onS.total_p99_ms / idle.total_p99_ms,
@@ -356,7 +372,7 @@ export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<Ad
 }
 
 const USAGE = `usage: llmgw bench admission [--bronze N] [--probes N] [--probe-clients N] [--rounds N]
-                             [--max-num-seqs N] [--bronze-ceiling F] [--json]
+                             [--max-num-seqs N] [--bronze-ceiling F] [--strict] [--json]
 
 Three sim-engines behind a gateway with two bands: platinum (never waits) and
 bronze (flows while pool saturation is below its ceiling). Measures platinum
@@ -374,6 +390,7 @@ flags:
   --rounds N           idle/loaded alternations with admission on (default 2)
   --max-num-seqs N     batch slots per sim-engine (default 32)
   --bronze-ceiling F   bronze band's saturation ceiling (default 0.6)
+${STRICT_USAGE}
   --json               one JSON object instead of the table`;
 
 export const admissionScenario: BenchScenario = {
@@ -387,6 +404,7 @@ export const admissionScenario: BenchScenario = {
     rounds: { type: "string" },
     "max-num-seqs": { type: "string" },
     "bronze-ceiling": { type: "string" },
+    strict: { type: "boolean" },
   },
   async run(args) {
     const json = boolFlag(args, "json");
@@ -400,9 +418,10 @@ export const admissionScenario: BenchScenario = {
       bronzeCeiling: numberFlag(args, "bronze-ceiling", 0.6, { min: 0, max: 1 }),
       log: json ? undefined : (l) => console.error(l),
     });
+    const strict = strictVerdict(args, [r.engine_clock_on, r.engine_clock_off]);
     if (json) {
       console.log(JSON.stringify(r));
-      return 0;
+      return strict;
     }
     const row = (name: string, s: LatencySummary, ratio: number | string, tRatio: number | string) => [
       name,
@@ -436,6 +455,14 @@ export const admissionScenario: BenchScenario = {
     console.log(
       `bronze output: ${r.bronze_tokens_per_s_on.toFixed(0)} tokens/s with admission, ${r.bronze_tokens_per_s_off.toFixed(0)} without: throughput_ratio ${r.throughput_ratio.toFixed(3)}`,
     );
-    return 0;
+    console.log(
+      `engines' clock, timer p99 late ms / schedule slipped: admission on ${engineClockCell(r.engine_clock_on)}, off ${engineClockCell(r.engine_clock_off)}`,
+    );
+    const clocks = engineClocksLine([
+      { name: "admission on", clock: r.engine_clock_on },
+      { name: "admission off", clock: r.engine_clock_off },
+    ]);
+    if (clocks) console.log(clocks);
+    return strict;
   },
 };

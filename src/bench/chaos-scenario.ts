@@ -9,10 +9,11 @@
  * healthy replica remains — and how long the recovered segments took to
  * their first token.
  */
-import { parsePrometheusText, type Sample, sumSamples } from "../engines/prom-text.ts";
+import { parsePrometheusText, sumSamples } from "../engines/prom-text.ts";
 import { boolFlag, numberFlag, stringFlag } from "../shared/flags.ts";
 import { type LlmgwChild, spawnLlmgw, writeGatewayConfig } from "../shared/llmgw-child.ts";
 import { transcriptOf } from "./answer-transcript.ts";
+import { histogramQuantile } from "./prom-histogram.ts";
 import { longestGapMs, type RecordedStream, recordStream } from "./recorded-stream.ts";
 import { formatTable, quantile } from "./report.ts";
 import type { BenchScenario } from "./scenario.ts";
@@ -87,29 +88,6 @@ function requestBody(i: number, tokens: number, stream: boolean): string {
       ? { model: MODEL, messages, max_tokens: tokens, seed: i, stream: true, stream_options: { include_usage: true } }
       : { model: MODEL, messages, max_tokens: tokens, seed: i },
   );
-}
-
-/** The q-quantile of a Prometheus histogram summed over its series, interpolated inside the bucket (as histogram_quantile does). */
-function histogramQuantile(samples: readonly Sample[], name: string, q: number): number {
-  const buckets = new Map<number, number>();
-  for (const s of samples) {
-    if (s.name !== `${name}_bucket`) continue;
-    const le = s.labels.le === "+Inf" ? Infinity : Number(s.labels.le);
-    buckets.set(le, (buckets.get(le) ?? 0) + s.value);
-  }
-  const les = [...buckets.keys()].sort((a, b) => a - b);
-  const total = buckets.get(Infinity) ?? 0;
-  if (total === 0) return NaN;
-  const rank = q * total;
-  let prevLe = 0;
-  let prevCount = 0;
-  for (const le of les) {
-    const count = buckets.get(le)!;
-    if (count >= rank) return le === Infinity ? prevLe : prevLe + ((le - prevLe) * (rank - prevCount)) / Math.max(1, count - prevCount);
-    prevLe = le;
-    prevCount = count;
-  }
-  return prevLe;
 }
 
 /** Restart the killed engine on its port (the kernel may hold the port for a moment). */

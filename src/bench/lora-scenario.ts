@@ -11,6 +11,16 @@
  */
 import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
 import { type LlmgwChild, spawnLlmgw, writeGatewayConfig } from "../shared/llmgw-child.ts";
+import {
+  type ClockSample,
+  type EngineClockReport,
+  engineClockCell,
+  engineClockReport,
+  engineClocksLine,
+  STRICT_USAGE,
+  sampleEngineClocks,
+  strictVerdict,
+} from "./engine-clock-report.ts";
 import { buildLoraWorkload, DEFAULT_LORA_WORKLOAD, type LoraWorkload, type LoraWorkloadOptions, loraSimArgs, simAdapterLoads } from "./lora-workload.ts";
 import { formatTable, quantile } from "./report.ts";
 import type { BenchScenario } from "./scenario.ts";
@@ -55,6 +65,8 @@ export interface LoraPolicyResult {
   output_tok_per_s: number;
   /** Simulated seconds from the first measured request sent to the last answer. */
   duration_s: number;
+  /** Whether the sim-engines kept their own clock through the measured requests. */
+  engine_clock: EngineClockReport;
 }
 
 export interface LoraBenchReport {
@@ -171,9 +183,15 @@ export async function runLoraPolicy(w: LoraWorkload, policy: LoraPolicy, opts: O
     }
     let tokens0 = 0;
     let loads0: { gpuLoads: number }[] = [];
+    let clock0: ClockSample[] = [];
     const { samples, wallMs } = await driveLoraWorkload(gw.urls.api!, w, opts.timeScale, async () => {
-      [tokens0, loads0] = await Promise.all([generatedTokens(sims), Promise.all(sims.map((s) => simAdapterLoads(s.url)))]);
+      [tokens0, loads0, clock0] = await Promise.all([
+        generatedTokens(sims),
+        Promise.all(sims.map((s) => simAdapterLoads(s.url))),
+        sampleEngineClocks(sims.map((s) => s.url)),
+      ]);
     });
+    const clock = engineClockReport(clock0, await sampleEngineClocks(sims.map((s) => s.url)));
     const loads1 = await Promise.all(sims.map((s) => simAdapterLoads(s.url)));
     const tokens = (await generatedTokens(sims)) - tokens0;
     const loads = loads1.reduce((a, l, i) => a + l.gpuLoads - loads0[i]!.gpuLoads, 0);
@@ -197,6 +215,7 @@ export async function runLoraPolicy(w: LoraWorkload, policy: LoraPolicy, opts: O
       output_tokens: tokens,
       output_tok_per_s: tokens / (simMs / 1000),
       duration_s: simMs / 1000,
+      engine_clock: clock,
     };
   } finally {
     await Promise.all(children.map((c) => c.stop()));
@@ -229,7 +248,7 @@ export async function runLoraBench(opts: LoraBenchOptions): Promise<LoraBenchRep
 }
 
 const USAGE = `usage: llmgw bench lora [--adapters N] [--zipf S] [--requests N] [--warmup N] [--rate R] [--replicas N]
-                        [--max-loras N] [--max-tokens N] [--policies LIST] [--time-scale X] [--profile NAME] [--json]
+                        [--max-loras N] [--max-tokens N] [--policies LIST] [--time-scale X] [--profile NAME] [--strict] [--json]
 
 Replicas of one base model on sim-engines with LoRA (every adapter registered,
 --max-loras GPU slots each) under a Zipf-skewed adapter workload, routed by
@@ -250,6 +269,7 @@ flags:
   --policies LIST  which policies, in order (default ${LORA_POLICIES.join(",")})
   --time-scale X   the sims' clock runs X times faster; arrivals follow; TTFT and tokens/s are reported in simulated units (default 1)
   --profile NAME   sim-engine profile (default the sim's: H100 × Llama-3.1-8B)
+${STRICT_USAGE}
   --json           one JSON object instead of the table`;
 
 function policiesFlag(raw: string | undefined): LoraPolicy[] {
@@ -280,6 +300,7 @@ export const loraScenario: BenchScenario = {
     policies: { type: "string" },
     "time-scale": { type: "string" },
     profile: { type: "string" },
+    strict: { type: "boolean" },
   },
   async run(args) {
     const json = boolFlag(args, "json");
@@ -302,23 +323,38 @@ export const loraScenario: BenchScenario = {
       ...(profile ? { profile } : {}),
       log: json ? undefined : (l) => console.error(l),
     });
+    const strict = strictVerdict(
+      args,
+      r.results.map((x) => x.engine_clock),
+    );
     if (json) {
       console.log(JSON.stringify(r));
-      return 0;
+      return strict;
     }
     const wl = r.workload;
     console.log(
       formatTable({
         title: `llmgw bench lora — ${r.replicas} replicas × ${wl.maxLoras} GPU slots, ${wl.adapters} adapters (Zipf ${wl.zipfS}: top 4 get ${(r.top_shares.top4 * 100).toFixed(0)} %), ${wl.requests} requests after ${wl.warmup} of warm-up, at ${wl.ratePerS}/s${r.time_scale !== 1 ? `, time scale ${r.time_scale}` : ""}`,
-        columns: ["policy", "adapter loads", "loads / 1000 req", "TTFT p50 ms", "TTFT p90 ms", "output tok/s", "errors"],
-        rows: r.results.map((x) => [x.policy, x.adapter_loads, x.loads_per_1000, x.ttft_p50_ms, x.ttft_p90_ms, x.output_tok_per_s, x.errors]),
+        columns: ["policy", "adapter loads", "loads / 1000 req", "TTFT p50 ms", "TTFT p90 ms", "output tok/s", "errors", "engines late p99 ms / slipped"],
+        rows: r.results.map((x) => [
+          x.policy,
+          x.adapter_loads,
+          x.loads_per_1000,
+          x.ttft_p50_ms,
+          x.ttft_p90_ms,
+          x.output_tok_per_s,
+          x.errors,
+          engineClockCell(x.engine_clock),
+        ]),
       }),
     );
+    const clocks = engineClocksLine(r.results.map((x) => ({ name: x.policy, clock: x.engine_clock })));
+    if (clocks) console.log(`\n${clocks}`);
     if (r.loads_ratio_vs_random !== undefined && r.ttft_p90_ratio_vs_random !== undefined) {
       console.log(
         `\nllmgw vs random: ${r.loads_ratio_vs_random.toFixed(2)}× fewer adapter loads (target ≥ 3), TTFT p90 ${r.ttft_p90_ratio_vs_random.toFixed(2)}× random's (target ≤ 1)`,
       );
     }
-    return 0;
+    return strict;
   },
 };

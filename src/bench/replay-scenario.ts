@@ -16,6 +16,7 @@ import { resolve } from "node:path";
 import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
 import { DEFAULT_BLOCK_SIZE_TOKENS } from "../sim/config.ts";
 import { resolveProfile } from "../sim/profiles/catalog.ts";
+import { engineClockReport, STRICT_USAGE, sampleEngineClocks, strictVerdict } from "./engine-clock-report.ts";
 import { gitCommit } from "./git-commit.ts";
 import { MAX_TRACE_FILE_BYTES } from "./input-file.ts";
 import { progressPrinter } from "./progress-line.ts";
@@ -111,12 +112,15 @@ export async function runReplay(o: ReplayOptions): Promise<ReplayReport> {
   }
   const target = await startTarget(o.target, replayEngineDefaults(window));
   try {
+    const clockBefore = await sampleEngineClocks(target.engineUrls);
     const load = startOpenLoop({ url: target.url, model: target.model, requests, drainMs: o.drainS * 1000 }, onProgress, target.secretHeaders);
     const onSigint = () => load.stop();
     process.on("SIGINT", onSigint);
     const result = await load.done.finally(() => process.off("SIGINT", onSigint));
+    const clock = engineClockReport(clockBefore, await sampleEngineClocks(target.engineUrls));
     const report = replayReport(o, window, requests, result, target.model, target.settings, (loads) => loads);
     report.endpoints = await target.endpoints(report.endpoints);
+    if (target.engineUrls.length > 0) report.engine_clock = clock;
     return report;
   } finally {
     await target.stop();
@@ -175,7 +179,7 @@ const USAGE = `usage: llmgw bench replay --trace NAME|FILE [--speedup X] [--star
                           [--engines N] [--engine-args=FLAGS] [--gateway-config FILE]
                           [--base-url URL [--api-key KEY] [--model NAME]]
                           [--slo-ttft-ms MS] [--slo-tpot-ms MS] [--metric-percentiles LIST]
-                          [--drain-s S] [--twin] [--report FILE.html] [--json]
+                          [--drain-s S] [--twin] [--report FILE.html] [--strict] [--json]
 
 Replays a production trace open-loop: every request is sent at its recorded
 arrival time (divided by --speedup) whether or not earlier ones have been
@@ -224,6 +228,7 @@ flags:
                          sim-engine's core on a virtual clock, in this process (up to
                          ${MAX_TWIN_ENGINES} engines; deterministic, whatever the host's load)
   --report FILE.html     also write a self-contained HTML report with charts over time
+${STRICT_USAGE}
   --json                 one JSON object instead of the tables: flat keys in
                          vllm bench serve's names (docs/benchmarks.md)`;
 
@@ -276,6 +281,7 @@ export const replayScenario: BenchScenario = {
     "drain-s": { type: "string" },
     report: { type: "string" },
     twin: { type: "boolean" },
+    strict: { type: "boolean" },
   },
   async run(args) {
     const traceArg = stringFlag(args, "trace");
@@ -310,6 +316,6 @@ export const replayScenario: BenchScenario = {
       console.log(formatReplayText(r));
       if (report !== undefined) console.log(`\nreport: ${resolve(report)}`);
     }
-    return 0;
+    return strictVerdict(args, [r.engine_clock]);
   },
 };

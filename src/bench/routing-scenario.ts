@@ -13,6 +13,7 @@ import { parsePrometheusText } from "../engines/prom-text.ts";
 import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
 import { REPO_ROOT } from "../shared/llmgw-child.ts";
 import { DEFAULT_KV_EVENT_DELAY_MS, TwinFleet } from "../twin/twin-fleet.ts";
+import { type EngineClockReport, engineClockReport, STRICT_USAGE, sampleEngineClocks, strictVerdict } from "./engine-clock-report.ts";
 import { gitCommit } from "./git-commit.ts";
 import { progressPrinter } from "./progress-line.ts";
 import { type OpenLoopResult, startOpenLoop } from "./replay/open-loop-driver.ts";
@@ -139,6 +140,8 @@ async function runPolicy(
     });
     let result: OpenLoopResult;
     let kvEvents = NaN;
+    let clock: EngineClockReport;
+    const clockBefore = await sampleEngineClocks(engines.map((e) => e.url));
     try {
       const requests = schedule.requests.map((r) => ({ atMs: r.atMs / o.timeScale, segments: r.segments, maxTokens: r.maxTokens }));
       const lastS = schedule.endMs / 1000;
@@ -149,6 +152,7 @@ async function runPolicy(
       );
       interrupt.stopLoad = () => load.stop();
       result = await load.done.finally(() => (interrupt.stopLoad = undefined));
+      clock = engineClockReport(clockBefore, await sampleEngineClocks(engines.map((e) => e.url)));
       kvEvents = await kvEventsReceived(gateway.admin);
     } finally {
       await gateway.child.stop();
@@ -173,6 +177,7 @@ async function runPolicy(
       preemptions,
       kv_events_received: kvEvents,
       send_lateness_ms: { p50: Math.round(quantile(late, 0.5) * 100) / 100, p99: Math.round(quantile(late, 0.99) * 100) / 100 },
+      engine_clock: clock,
       wall_s: Math.round((performance.now() - t0) / 100) / 10,
     };
   } finally {
@@ -345,7 +350,7 @@ const list = (xs: readonly number[]) => xs.map((x) => String(Math.round(x * 1000
 const USAGE = `usage: llmgw bench routing [--workload shared-prefix|lora] [--pods N] [--profile NAME] [--kv-tokens N] [--groups N] [--per-group N]
                           [--system-len N] [--question-len N] [--output-len N] [--rates LIST] [--stage-s LIST]
                           [--warmup-rate R] [--warmup-s S] [--time-scale X] [--policies LIST] [--policy-dir DIR] [--seed N]
-                          [--drain-s S] [--engine-args=FLAGS] [--twin | --check] [--kv-events-delay-ms MS] [--json]
+                          [--drain-s S] [--engine-args=FLAGS] [--twin | --check] [--kv-events-delay-ms MS] [--strict] [--json]
 
 llm-d's "37-capacity" routing experiment on sim-engines, scaled to this
 machine: ${S.DEFAULT_PODS} pods, a working set of prefixes that fits the cluster's KV
@@ -395,6 +400,7 @@ flags:
   --check              run the schedule both ways, real-time then the twin, and
                        print each policy's figures side by side with the twin's
                        error and whether both rank the policies alike
+${STRICT_USAGE}
   --json               one JSON object instead of the tables`;
 
 export const routingScenario: BenchScenario = {
@@ -424,6 +430,7 @@ export const routingScenario: BenchScenario = {
     twin: { type: "boolean" },
     check: { type: "boolean" },
     "kv-events-delay-ms": { type: "string" },
+    strict: { type: "boolean" },
   },
   async run(args) {
     const rates = numberList(
@@ -467,13 +474,23 @@ export const routingScenario: BenchScenario = {
       const check = twinCheck(real, inTwin);
       if (boolFlag(args, "json")) console.log(JSON.stringify({ scenario: "routing-twin-check", real, twin: inTwin, check }));
       else console.log(`${formatRoutingText(real)}\n\n${formatTwinCheck(check)}`);
-      return 0;
+      return strictVerdict(
+        args,
+        real.policies.map((p) => p.engine_clock),
+      );
     }
     const r = await runRouting(o);
     // The target is set on the 37-capacity shape: it holds the run to it only when no flag changed that shape.
     if (r.target) r.target.applies = SHAPE_FLAGS.every((f) => args.values[f] === undefined);
     if (boolFlag(args, "json")) console.log(JSON.stringify(r));
     else console.log(formatRoutingText(r));
+    if (
+      strictVerdict(
+        args,
+        r.policies.map((p) => p.engine_clock),
+      ) !== 0
+    )
+      return 1;
     return r.target?.applies === true && !r.target.met ? 1 : 0;
   },
 };

@@ -8,6 +8,15 @@
 import { numberFlag, type ParsedArgs, UsageError } from "../shared/flags.ts";
 import { spawnLlmgw } from "../shared/llmgw-child.ts";
 import { observeStream } from "../sim/stream-probe.ts";
+import {
+  type EngineClockReport,
+  engineClockCell,
+  engineClockReport,
+  engineClocksLine,
+  STRICT_USAGE,
+  sampleEngineClocks,
+  strictVerdict,
+} from "./engine-clock-report.ts";
 import { formatTable, median, quantile } from "./report.ts";
 import type { BenchScenario } from "./scenario.ts";
 
@@ -17,12 +26,21 @@ const DEFAULT_TOKENS = 40;
 const MODEL = "bench-sim";
 const START_TIMEOUT_MS = 15_000;
 
-const USAGE = `usage: llmgw bench sim [--concurrency 100,500,1000] [--itl-ms 50] [--tokens 40] [--json]
+const USAGE = `usage: llmgw bench sim [--concurrency 100,500,1000] [--itl-ms 50] [--tokens 40] [--strict] [--json]
 
 Starts one sim-engine process and, per concurrency level, opens that many
 streaming completions at once (each ${DEFAULT_TOKENS} tokens by default). Reports
 streams completed and failed, the median and p99 inter-token gap observed by
-the client, median/ITL, and the engine's CPU seconds per 1,000 tokens and CPU%.`;
+the client, median/ITL, the engine's CPU seconds per 1,000 tokens and CPU%,
+and whether the engine kept its own clock (its timer's p99 lateness, how far
+its schedule slipped).
+
+flags:
+  --concurrency LIST   streams at once, one level after another (default ${DEFAULT_LEVELS.join(",")})
+  --itl-ms MS          the engine's inter-token latency (default ${DEFAULT_ITL_MS})
+  --tokens N           tokens per stream (default ${DEFAULT_TOKENS})
+${STRICT_USAGE}
+  --json               one JSON object instead of the table`;
 
 export interface SimLevelResult {
   concurrency: number;
@@ -36,6 +54,7 @@ export interface SimLevelResult {
   cpuSecondsPer1kTokens: number;
   cpuPercent: number;
   wallS: number;
+  engineClock: EngineClockReport;
 }
 
 export interface SimBenchOptions {
@@ -90,6 +109,7 @@ async function runLevel(url: string, n: number, opts: SimBenchOptions): Promise<
   let tokens = 0;
   const deadline = AbortSignal.timeout(Math.max(30_000, opts.tokens * opts.itlMs * 4 + 20_000));
   const cpu0 = await cpuUs(url);
+  const clock0 = await sampleEngineClocks([url]);
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: n }, async () => {
@@ -112,6 +132,7 @@ async function runLevel(url: string, n: number, opts: SimBenchOptions): Promise<
     }),
   );
   const wallMs = performance.now() - t0;
+  const engineClock = engineClockReport(clock0, await sampleEngineClocks([url]));
   const cpu1 = await cpuUs(url);
   const cpuS = (cpu1 - cpu0) / 1e6;
   const medianGapMs = median(gaps);
@@ -127,6 +148,7 @@ async function runLevel(url: string, n: number, opts: SimBenchOptions): Promise<
     cpuSecondsPer1kTokens: tokens > 0 ? cpuS / (tokens / 1000) : NaN,
     cpuPercent: (cpuS / (wallMs / 1000)) * 100,
     wallS: wallMs / 1000,
+    engineClock,
   };
 }
 
@@ -157,7 +179,7 @@ export const simScenario: BenchScenario = {
   name: "sim",
   summary: "concurrent streams one sim-engine sustains, and at what CPU cost",
   usage: USAGE,
-  options: { concurrency: { type: "string" }, "itl-ms": { type: "string" }, tokens: { type: "string" } },
+  options: { concurrency: { type: "string" }, "itl-ms": { type: "string" }, tokens: { type: "string" }, strict: { type: "boolean" } },
   async run(args: ParsedArgs) {
     const raw = args.values.concurrency;
     const opts: SimBenchOptions = {
@@ -179,11 +201,30 @@ export const simScenario: BenchScenario = {
         r.medianTtftMs,
         r.cpuSecondsPer1kTokens,
         r.cpuPercent,
+        engineClockCell(r.engineClock),
         r.wallS,
       ]);
-      const columns = ["streams", "ok", "errors", "gap p50 ms", "gap p99 ms", "p50/itl", "ttft p50 ms", "cpu s/1k tok", "cpu %", "wall s"];
+      const columns = [
+        "streams",
+        "ok",
+        "errors",
+        "gap p50 ms",
+        "gap p99 ms",
+        "p50/itl",
+        "ttft p50 ms",
+        "cpu s/1k tok",
+        "cpu %",
+        "engine late p99 ms / slipped",
+        "wall s",
+      ];
       console.log(formatTable({ title: `bench sim: one sim-engine, itl ${opts.itlMs} ms, ${opts.tokens} tokens per stream`, columns, rows }));
+      const clocks = engineClocksLine(results.map((r) => ({ name: `${r.concurrency} streams`, clock: r.engineClock })));
+      if (clocks) console.log(`\n${clocks}`);
     }
-    return results.every((r) => r.errors === 0) ? 0 : 1;
+    if (!results.every((r) => r.errors === 0)) return 1;
+    return strictVerdict(
+      args,
+      results.map((r) => r.engineClock),
+    );
   },
 };

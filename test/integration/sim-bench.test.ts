@@ -13,4 +13,7 @@ test("200 concurrent streams at 50 ms ITL: median client-side gap within 20% of 
   // The tail is not judged here: beside two CPU-bound processes the p99 gap read 5.3 x ITL with the
   // median on time, the client and the engine waiting for a CPU. `llmgw bench sim` reports it.
   expect(level!.cpuSecondsPer1kTokens).toBeGreaterThan(0);
+  // The engine's own clock was read around the level: one timer callback a step at least (20 tokens, 20 steps).
+  expect(level!.engineClock.engines).toBe(1);
+  expect(level!.engineClock.timers).toBeGreaterThanOrEqual(20);
 }, 60_000);

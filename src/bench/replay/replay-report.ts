@@ -2,6 +2,7 @@
  * The report of one `llmgw bench replay` run: its JSON shape (what --json
  * prints and the HTML page embeds) and its text tables.
  */
+import { type EngineClockReport, engineClockCell, engineClocksLine } from "../engine-clock-report.ts";
 import { formatNumber, formatTable } from "../report.ts";
 import { type EndpointLoad, LATENCY_METRICS, percentileKey, type ReplaySummary } from "./summary.ts";
 import type { Timeline } from "./timeline.ts";
@@ -36,6 +37,8 @@ interface ReplayRun {
   /** CPU the load process used, s, and as a share of one core over the run. */
   load_process_cpu_s: number;
   load_process_cpu_share: number;
+  /** Whether the sim-engines kept their own clock through the replay (the llmgw target: engines the bench started). */
+  engine_clock?: EngineClockReport;
 }
 
 /** An engine's own counters over the run. */
@@ -92,6 +95,11 @@ export function summaryRows(r: ReplayReport): [string, string][] {
     ["load_process_cpu (s, share of a core)", `${formatNumber(Math.round(r.load_process_cpu_s * 10) / 10)}, ${pct(r.load_process_cpu_share)}`],
     ["duration (s)", formatNumber(Math.round(r.duration * 10) / 10)],
   );
+  if (r.engine_clock && r.engine_clock.engines > 0)
+    rows.push([
+      r.engine_clock.kept ? "engine_clock: kept (timer p99 late ms / schedule slipped)" : "engine_clock: FELL BEHIND (timer p99 late ms / schedule slipped)",
+      engineClockCell(r.engine_clock),
+    ]);
   return rows;
 }
 
@@ -153,5 +161,7 @@ export function formatReplayText(r: ReplayReport): string {
   ];
   if (r.error_kinds.length > 0)
     out.push("", formatTable({ title: "error_kinds", columns: ["error", "count"], rows: r.error_kinds.map((e) => [e.error, e.count]) }));
+  const clocks = engineClocksLine([{ name: "replay", clock: r.engine_clock }]);
+  if (clocks) out.push("", clocks);
   return out.join("\n");
 }

@@ -54,6 +54,8 @@ interface StartedTarget {
   secretHeaders: Record<string, string>;
   endpoints(summary: EndpointLoad[]): Promise<EndpointReport[]>;
   settings: Partial<ReplayReport>;
+  /** The sim-engines' API URLs (none for a server the bench was pointed at): their clocks are read around the run. */
+  engineUrls: string[];
   stop(): Promise<void>;
 }
 
@@ -68,6 +70,7 @@ export async function startTarget(t: Exclude<ReplayTarget, { kind: "twin" }>, en
       secretHeaders: headers,
       endpoints: async (e) => e,
       settings: { base_url: t.root },
+      engineUrls: [],
       stop: async () => {},
     };
   }
@@ -88,6 +91,7 @@ export async function startTarget(t: Exclude<ReplayTarget, { kind: "twin" }>, en
       engine_args: engineArgs,
       ...(t.gatewayConfigPath === undefined ? {} : { gateway_config: t.gatewayConfigPath }),
     },
+    engineUrls: fleet.engines.map((e) => e.url),
     stop: () => fleet.stop(),
   };
 }

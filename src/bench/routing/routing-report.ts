@@ -4,6 +4,7 @@
  * beside them, each policy against random in both, the per-stage figures,
  * the cache arithmetic scaled and published, and the target.
  */
+import { type EngineClockReport, engineClockCell, engineClocksLine } from "../engine-clock-report.ts";
 import { formatNumber, formatTable } from "../report.ts";
 import { PUBLISHED_SOURCE, PUBLISHED_STAGES, PUBLISHED_SUMMARY, type PublishedScheduler } from "./published-37-capacity.ts";
 import type { PolicyFigures } from "./routing-summary.ts";
@@ -50,6 +51,8 @@ export interface PolicyReport {
   kv_events_received: number;
   /** How late the load process sent (wall ms): small against the gaps between arrivals, the pacing held. */
   send_lateness_ms: { p50: number; p99: number };
+  /** Whether the sim-engines kept their own clock through the load (real-time runs; absent in the twin, whose clock is virtual). */
+  engine_clock?: EngineClockReport;
   wall_s: number;
 }
 
@@ -235,7 +238,17 @@ export function formatRoutingText(r: RoutingReport): string {
     "",
     formatTable({
       title: "runs",
-      columns: ["policy", "source", "answered a pod", "preemptions", "KV events in", "send lateness p50 / p99 ms", "wall s", "errors"],
+      columns: [
+        "policy",
+        "source",
+        "answered a pod",
+        "preemptions",
+        "KV events in",
+        "send lateness p50 / p99 ms",
+        "engines late p99 ms / slipped",
+        "wall s",
+        "errors",
+      ],
       rows: r.policies.map((p) => [
         p.name,
         p.source,
@@ -243,11 +256,14 @@ export function formatRoutingText(r: RoutingReport): string {
         String(p.preemptions),
         String(p.kv_events_received),
         `${num(p.send_lateness_ms.p50)} / ${num(p.send_lateness_ms.p99)}`,
+        engineClockCell(p.engine_clock),
         num(p.wall_s),
         p.figures.errors.map((e) => `${e.count} × ${e.error}`).join("; ") || "0",
       ]),
     }),
   ];
+  const clocks = engineClocksLine(r.policies.map((p) => ({ name: p.name, clock: p.engine_clock })));
+  if (clocks) out.push("", clocks);
   if (r.target) {
     const t = r.target;
     out.push(
