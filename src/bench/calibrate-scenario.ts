@@ -10,13 +10,19 @@ import { type CalibrationMetric, calibrateSweep, type SweepCalibration } from ".
 import { FITTED } from "../sim/profiles/efficiency.ts";
 import { PUBLISHED_SWEEPS } from "../sim/profiles/published-sweeps.ts";
 import { fitEfficiency } from "./calibrate-fit.ts";
-import { formatTable } from "./report.ts";
+import { runServedSweep, type ServedSweep } from "./calibrate-served.ts";
+import { engineClockCell, engineClocksLine, strictVerdict } from "./engine-clock-report.ts";
+import { progressPrinter } from "./progress-line.ts";
+import { formatTable, median } from "./report.ts";
 import type { BenchScenario } from "./scenario.ts";
 
 /** The targets the sim is held to (issue: median ≤ 15 % per fitted table, no point over 35 %, an unfitted pair within 25 % median). */
 export const TARGETS = { fittedMedian: 0.15, point: 0.35, unfittedMedian: 0.25 } as const;
 
-const USAGE = `usage: llmgw bench calibrate [--sweep ID] [--fit] [--json]
+/** The served sim against its core: within this of the core's figure on every point, on an idle host. */
+const SERVED_VS_CORE = 0.05;
+
+const USAGE = `usage: llmgw bench calibrate [--sweep ID] [--fit] [--served [--strict]] [--json]
 
 Replays each published vLLM sweep (src/sim/profiles/published-sweeps.ts)
 against the sim-engine's core on a virtual clock and prints, per point,
@@ -29,6 +35,13 @@ and are left out of the targets.
 
   --sweep ID   one sweep (${PUBLISHED_SWEEPS.map((s) => s.id).join(", ")})
   --fit        refit the efficiency constants to the fitted sweeps and print them
+  --served     also replay each sweep on a served sim-engine process (the sim
+               users run), point by point, with a closed-loop client of its own
+               process on the wall clock (minutes): each figure beside the core's,
+               its error against the published one and against the core's
+               (target: within ${SERVED_VS_CORE * 100} % of the core on every point, idle host)
+  --strict     with --served: exit 1 when an engine fell behind its own clock
+               (bench/engine-clock-report.ts; docs/benchmarks.md)
   --json       one JSON object`;
 
 const METRIC_NAMES: Record<CalibrationMetric, string> = {
@@ -50,28 +63,72 @@ export function meetsTargets(c: SweepCalibration): boolean {
   return c.medianAbsErr <= TARGETS.unfittedMedian;
 }
 
-function printSweep(c: SweepCalibration): void {
+/** The served figure of a row, its error against the published figure and against the core's. */
+interface ServedRow {
+  served: number;
+  relErr: number;
+  vsCore: number;
+}
+
+function servedRows(c: SweepCalibration, served: ServedSweep): ServedRow[] {
+  return c.rows.map((r) => {
+    const v = served.points.find((p) => p.concurrency === r.concurrency)!.figures[r.metric];
+    return { served: v, relErr: (v - r.published) / r.published, vsCore: (v - r.sim) / r.sim };
+  });
+}
+
+/** Served figures against the published (points that measure the client left out) and against the core (every point). */
+function servedSummary(c: SweepCalibration, rows: readonly ServedRow[]) {
+  const abs = rows.filter((_, i) => !c.rows[i]!.harnessBound).map((r) => Math.abs(r.relErr));
+  const vsCore = rows.map((r) => Math.abs(r.vsCore));
+  const maxVsCore = Math.max(...vsCore);
+  return {
+    median_abs_error: median(abs),
+    max_abs_error: Math.max(...abs),
+    median_abs_vs_core: median(vsCore),
+    max_abs_vs_core: maxVsCore,
+    within_target_of_core: maxVsCore <= SERVED_VS_CORE,
+  };
+}
+
+function printSweep(c: SweepCalibration, served: ServedSweep | undefined): void {
   const s = c.sweep;
-  const rows = c.rows.map((r) => [r.concurrency, METRIC_NAMES[r.metric], r.published, r.sim, pct(r.relErr), r.harnessBound ? "client" : ""]);
+  const sr = served ? servedRows(c, served) : undefined;
+  const rows = c.rows.map((r, i) => [
+    r.concurrency,
+    METRIC_NAMES[r.metric],
+    r.published,
+    r.sim,
+    pct(r.relErr),
+    ...(sr ? [sr[i]!.served, pct(sr[i]!.relErr), pct(sr[i]!.vsCore)] : []),
+    r.harnessBound ? "client" : "",
+  ]);
   console.log(
     formatTable({
       title: `${s.title} — ${s.fitted ? "fitted" : "predicted (no constant fitted to it)"}; profile ${c.profile}; ${s.inputTokens} in / ${s.outputTokens} out`,
-      columns: ["c", "metric", "published", "sim", "error", ""],
+      columns: sr ? ["c", "metric", "published", "core", "error", "served", "error", "served vs core", ""] : ["c", "metric", "published", "sim", "error", ""],
       rows,
     }),
   );
   console.log(`  source: ${s.source}`);
   if (s.lengthsNote) console.log(`  lengths: ${s.lengthsNote}`);
   console.log(
-    `  median |error| ${(c.medianAbsErr * 100).toFixed(1)} %, largest ${(c.maxAbsErr * 100).toFixed(1)} % — ${meetsTargets(c) ? "meets" : "misses"} its targets\n`,
+    `  median |error| ${(c.medianAbsErr * 100).toFixed(1)} %, largest ${(c.maxAbsErr * 100).toFixed(1)} % — ${meetsTargets(c) ? "meets" : "misses"} its targets${sr ? " (the core's)" : ""}${sr ? "" : "\n"}`,
   );
+  if (served && sr) {
+    const m = servedSummary(c, sr);
+    const errors = served.points.reduce((a, p) => a + p.errors, 0);
+    console.log(
+      `  served: median |error| ${(m.median_abs_error * 100).toFixed(1)} %, largest ${(m.max_abs_error * 100).toFixed(1)} %; against the core median ${(m.median_abs_vs_core * 100).toFixed(1)} %, largest ${(m.max_abs_vs_core * 100).toFixed(1)} % — ${m.within_target_of_core ? "within" : "NOT within"} ${SERVED_VS_CORE * 100} % on every point; ${errors} failed requests; engine late p99 ms / slipped ${engineClockCell(served.engine_clock)}; ${served.wall_s} s\n`,
+    );
+  }
 }
 
 export const calibrateScenario: BenchScenario = {
   name: "calibrate",
   summary: "the sim-engine against published vLLM sweeps: per point, published vs sim and the error",
   usage: USAGE,
-  options: { sweep: { type: "string" }, fit: { type: "boolean" } },
+  options: { sweep: { type: "string" }, fit: { type: "boolean" }, served: { type: "boolean" }, strict: { type: "boolean" } },
   async run(args: ParsedArgs) {
     const id = stringFlag(args, "sweep");
     const sweeps = id === undefined ? PUBLISHED_SWEEPS : PUBLISHED_SWEEPS.filter((s) => s.id === id);
@@ -86,13 +143,18 @@ export const calibrateScenario: BenchScenario = {
       return 0;
     }
     const results = sweeps.map((s) => calibrateSweep(s));
+    const servedOn = boolFlag(args, "served");
+    if (!servedOn && boolFlag(args, "strict")) throw new UsageError("--strict judges the served engines' clocks: give --served too");
+    const progress = progressPrinter();
+    const served: (ServedSweep | undefined)[] = [];
+    for (const c of results) served.push(servedOn ? await runServedSweep(c.sweep, c.pointMs, (line) => progress(line, false)) : undefined);
     if (args.values.json === true) {
       console.log(
         JSON.stringify({
           scenario: "calibrate",
           targets: TARGETS,
           constants: FITTED,
-          sweeps: results.map((c) => ({
+          sweeps: results.map((c, i) => ({
             id: c.sweep.id,
             title: c.sweep.title,
             source: c.sweep.source,
@@ -103,20 +165,48 @@ export const calibrateScenario: BenchScenario = {
             median_abs_error: c.medianAbsErr,
             max_abs_error: c.maxAbsErr,
             meets_targets: meetsTargets(c),
-            points: c.rows.map((r) => ({
+            ...servedJson(c, served[i]),
+            points: c.rows.map((r, k) => ({
               concurrency: r.concurrency,
               metric: r.metric,
               published: r.published,
               sim: r.sim,
               rel_error: r.relErr,
               ...(r.harnessBound ? { client_bound: r.harnessBound } : {}),
+              ...servedPointJson(c, served[i], k),
             })),
           })),
         }),
       );
     } else {
-      for (const c of results) printSweep(c);
+      for (const [i, c] of results.entries()) printSweep(c, served[i]);
+      const clocks = engineClocksLine(results.map((c, i) => ({ name: c.sweep.id, clock: served[i]?.engine_clock })));
+      if (clocks) console.log(clocks);
     }
-    return 0;
+    return strictVerdict(
+      args,
+      served.map((s) => s?.engine_clock),
+    );
   },
 };
+
+/** A sweep's served summary for --json (nothing without --served). */
+function servedJson(c: SweepCalibration, served: ServedSweep | undefined): Record<string, unknown> {
+  if (!served) return {};
+  return {
+    served: {
+      ...servedSummary(c, servedRows(c, served)),
+      target_vs_core: SERVED_VS_CORE,
+      failed_requests: served.points.reduce((a, p) => a + p.errors, 0),
+      engine_clock: served.engine_clock,
+      wall_s: served.wall_s,
+    },
+  };
+}
+
+/** A point's served figure for --json (nothing without --served). */
+function servedPointJson(c: SweepCalibration, served: ServedSweep | undefined, k: number): Record<string, unknown> {
+  if (!served) return {};
+  const r = servedRows(c, served)[k]!;
+  return { served: r.served, served_rel_error: r.relErr, served_vs_core: r.vsCore };
+}

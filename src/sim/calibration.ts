@@ -4,7 +4,7 @@
  * TTFT p50, ITL/TPOT p50, output tokens per second and end-to-end latency
  * where the source gives them.
  */
-import { mean, percentile, runClosedLoop } from "./closed-loop.ts";
+import { type ClosedLoopResult, mean, percentile, runClosedLoop } from "./closed-loop.ts";
 import { resolveProfile } from "./profiles/catalog.ts";
 import type { EfficiencyConstants } from "./profiles/efficiency.ts";
 import type { PublishedSweep } from "./profiles/published-sweeps.ts";
@@ -29,6 +29,34 @@ export interface SweepCalibration {
   medianAbsErr: number;
   maxAbsErr: number;
   preemptions: number;
+  /** Each point's run length on the core's virtual clock (ms), in the sweep's order. */
+  pointMs: number[];
+}
+
+/** What a `vllm bench serve`-style client reports of one point's closed loop; `firstTokS`: the sweep's first point's tokens/s (NaN for the first point itself). */
+export function pointFigures(r: ClosedLoopResult, firstTokS: number): Record<CalibrationMetric, number> {
+  const tokS = (r.outputTokens / r.durationMs) * 1000;
+  return {
+    ttft_p50_ms: percentile(r.ttftMs, 0.5),
+    itl_p50_ms: percentile(r.itlMs, 0.5),
+    tpot_p50_ms: percentile(r.tpotMs, 0.5),
+    out_tok_s: tokS,
+    e2e_mean_ms: mean(r.e2eMs),
+    out_tok_s_vs_first: tokS / (Number.isNaN(firstTokS) ? tokS : firstTokS),
+  };
+}
+
+/** The metrics a published point gives, with their published values. */
+function publishedFigures(point: PublishedSweep["points"][number]): [CalibrationMetric, number][] {
+  const all: [CalibrationMetric, number | undefined][] = [
+    ["ttft_p50_ms", point.ttftP50Ms],
+    ["itl_p50_ms", point.itlP50Ms],
+    ["tpot_p50_ms", point.tpotP50Ms],
+    ["out_tok_s", point.outTokS],
+    ["e2e_mean_ms", point.e2eMeanMs],
+    ["out_tok_s_vs_first", point.outTokSRelative],
+  ];
+  return all.filter((m): m is [CalibrationMetric, number] => m[1] !== undefined);
 }
 
 export function calibrateSweep(sweep: PublishedSweep, efficiency?: EfficiencyConstants): SweepCalibration {
@@ -49,6 +77,7 @@ export function calibrateSweep(sweep: PublishedSweep, efficiency?: EfficiencyCon
   const rows: CalibrationRow[] = [];
   let firstTokS = NaN;
   let preemptions = 0;
+  const pointMs: number[] = [];
   for (const point of sweep.points) {
     const c = point.concurrency;
     const r = runClosedLoop(config, timing, {
@@ -59,26 +88,10 @@ export function calibrateSweep(sweep: PublishedSweep, efficiency?: EfficiencyCon
       outputSpread: sweep.outputSpread,
     });
     preemptions += r.preemptions;
-    const tokS = (r.outputTokens / r.durationMs) * 1000;
-    if (Number.isNaN(firstTokS)) firstTokS = tokS;
-    const sim: Record<CalibrationMetric, number> = {
-      ttft_p50_ms: percentile(r.ttftMs, 0.5),
-      itl_p50_ms: percentile(r.itlMs, 0.5),
-      tpot_p50_ms: percentile(r.tpotMs, 0.5),
-      out_tok_s: tokS,
-      e2e_mean_ms: mean(r.e2eMs),
-      out_tok_s_vs_first: tokS / firstTokS,
-    };
-    const published: [CalibrationMetric, number | undefined][] = [
-      ["ttft_p50_ms", point.ttftP50Ms],
-      ["itl_p50_ms", point.itlP50Ms],
-      ["tpot_p50_ms", point.tpotP50Ms],
-      ["out_tok_s", point.outTokS],
-      ["e2e_mean_ms", point.e2eMeanMs],
-      ["out_tok_s_vs_first", point.outTokSRelative],
-    ];
-    for (const [metric, value] of published) {
-      if (value === undefined) continue;
+    pointMs.push(r.durationMs);
+    const sim = pointFigures(r, firstTokS);
+    if (Number.isNaN(firstTokS)) firstTokS = sim.out_tok_s;
+    for (const [metric, value] of publishedFigures(point)) {
       rows.push({
         concurrency: c,
         metric,
@@ -90,5 +103,5 @@ export function calibrateSweep(sweep: PublishedSweep, efficiency?: EfficiencyCon
     }
   }
   const abs = rows.filter((r) => !r.harnessBound).map((r) => Math.abs(r.relErr));
-  return { sweep, profile: name, rows, medianAbsErr: percentile(abs, 0.5), maxAbsErr: Math.max(...abs), preemptions };
+  return { sweep, profile: name, rows, medianAbsErr: percentile(abs, 0.5), maxAbsErr: Math.max(...abs), preemptions, pointMs };
 }

@@ -13,7 +13,7 @@ import type { SeqSink } from "./sequence.ts";
 /** The calibration sweeps have no prefix sharing: only the prompt's length matters. */
 const NO_IDS = new Int32Array(0);
 
-interface ClosedLoopSpec {
+export interface ClosedLoopSpec {
   concurrency: number;
   requests: number;
   inputTokens: number;
@@ -22,7 +22,7 @@ interface ClosedLoopSpec {
   outputSpread?: number;
 }
 
-interface ClosedLoopResult {
+export interface ClosedLoopResult {
   ttftMs: number[];
   itlMs: number[];
   tpotMs: number[];
@@ -35,6 +35,23 @@ interface ClosedLoopResult {
 /** A step never ends when nothing is in flight; this bounds a run that cannot progress. */
 const MAX_EVENTS = 50_000_000;
 
+/**
+ * Each request's answer length, in the order they are sent: `outputTokens`,
+ * or spread uniformly within ± `outputSpread` of it by a fixed-seed LCG (the
+ * same lengths on every run, and for the core and a served engine alike).
+ */
+export function answerLengths(spec: Pick<ClosedLoopSpec, "requests" | "outputTokens" | "outputSpread">): number[] {
+  let seed = 0x2545f491;
+  const unit = () => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return seed / 0x100000000;
+  };
+  const spread = spec.outputSpread ?? 0;
+  return Array.from({ length: spec.requests }, () =>
+    spread > 0 ? Math.max(2, Math.round(spec.outputTokens * (1 - spread + 2 * spread * unit()))) : spec.outputTokens,
+  );
+}
+
 export function runClosedLoop(config: CoreConfig, timing: CoreTiming, spec: ClosedLoopSpec): ClosedLoopResult {
   const core = new EngineCore(config, timing, () => 0.5);
   const out: ClosedLoopResult = { ttftMs: [], itlMs: [], tpotMs: [], e2eMs: [], outputTokens: 0, durationMs: 0, preemptions: 0 };
@@ -42,16 +59,10 @@ export function runClosedLoop(config: CoreConfig, timing: CoreTiming, spec: Clos
   let sent = 0;
   let done = 0;
   const queue: number[] = [];
-  let seed = 0x2545f491;
-  /** A fixed-seed LCG: the same run every time. */
-  const unit = () => {
-    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-    return seed / 0x100000000;
-  };
-  const spread = spec.outputSpread ?? 0;
+  const lengths = answerLengths(spec);
   const send = (at: number) => {
     const sentAt = at;
-    const outputTokens = spread > 0 ? Math.max(2, Math.round(spec.outputTokens * (1 - spread + 2 * spread * unit()))) : spec.outputTokens;
+    const outputTokens = lengths[sent]!;
     let first = -1;
     let last = -1;
     const sink: SeqSink = {
