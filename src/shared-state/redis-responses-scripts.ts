@@ -58,7 +58,13 @@ local function chainOf(id)
   return '[' .. table.concat(parts, ',') .. ']'
 end
 local function extend(key, ttl)
-  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+  if not ttl then redis.call('PERSIST', key)
+  elseif redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+end
+local function ttlOf(key)
+  local ttl = redis.call('PTTL', key)
+  if ttl < 1 then return nil end
+  return ttl
 end
 local function earlier(prev)
   if prev == '' then return false end
@@ -121,8 +127,8 @@ const WRITE_ITEMS = `local function writeItems(at, ttl)
   local k = tonumber(ARGV[at + n + 1])
   local from = at + n + 2
   for i = from, from + 2 * k - 1, 1000 do redis.call('HSET', KEYS[7], unpack(ARGV, i, math.min(i + 999, from + 2 * k - 1))) end
-  if n > 0 then redis.call('PEXPIRE', KEYS[6], ttl) end
-  if k > 0 then redis.call('PEXPIRE', KEYS[7], ttl) end
+  if ttl and n > 0 then redis.call('PEXPIRE', KEYS[6], ttl) end
+  if ttl and k > 0 then redis.call('PEXPIRE', KEYS[7], ttl) end
 end
 `;
 
@@ -194,14 +200,14 @@ local ctx = redis.call('HGET', KEYS[1], 'ctx') or '[]'
 if ARGV[15] == '1' then
   unlink(id)
   local prev
-  ctx, prev = link(id, ARGV[18], ARGV[16], math.max(1, redis.call('PTTL', KEYS[1])))
+  ctx, prev = link(id, ARGV[18], ARGV[16], ttlOf(KEYS[1]))
   if prev ~= '' then redis.call('HSET', KEYS[1], 'prev', prev) else redis.call('HDEL', KEYS[1], 'prev') end
 end
 redis.call('HSET', KEYS[1], 'json', ARGV[2], 'status', ARGV[3], 'exp', ARGV[10], 'ib', ARGV[11], 'ctx', ctx, 'out', ARGV[17])
 redis.call('HINCRBY', KEYS[1], 'v', 1)
 if ARGV[6] == '' then redis.call('HDEL', KEYS[1], 'owner') else redis.call('HSET', KEYS[1], 'owner', ARGV[6]) end
 if ARGV[7] == '' then redis.call('HDEL', KEYS[1], 'lease') else redis.call('HSET', KEYS[1], 'lease', ARGV[7]) end
-if ARGV[19] == '1' then writeItems(20, math.max(1, redis.call('PTTL', KEYS[1]))) end
+if ARGV[19] == '1' then writeItems(20, ttlOf(KEYS[1])) end
 local bytes = tonumber(ARGV[4]) + #ctx
 local old = tonumber(redis.call('HGET', KEYS[3], id) or '0')
 redis.call('HSET', KEYS[3], id, bytes)

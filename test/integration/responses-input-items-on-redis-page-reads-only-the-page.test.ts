@@ -111,6 +111,9 @@ describeWithRedis("input items on redis", () => {
     expect((await s.get("a", "resp_old", Date.now()))?.response).toBe(body.response);
     expect(await s.update("a", "resp_old", ["in_progress"], { status: "completed" })).toBeDefined();
     expect(Number(await redis.send("LLEN", ["old:resp:i:1:a:resp_old"]))).toBe(3);
+    // The record was written bare, with no expiry: its items get none either (once they got a 1 ms one,
+    // and a read a millisecond later found them gone).
+    expect(Number(await redis.send("PTTL", ["old:resp:i:1:a:resp_old"]))).toBe(-1);
     expect(await ids({ after: "m3", limit: 2, order: "desc" })).toEqual(["m2", "m1"]);
     expect((await s.get("a", "resp_old", Date.now()))?.status).toBe("completed");
   });
