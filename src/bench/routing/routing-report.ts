@@ -13,6 +13,12 @@ import type { Stage } from "./shared-prefix-workload.ts";
 
 /** The target on the 37-capacity shape, for llmgw's default policy against random. */
 const TARGET = { policy: "default", baseline: "random", outputTokSRatio: 1.6, ttftP90Ratio: 1 / 20 } as const;
+/** At full size a policy's output tok/s is held to within this fraction of its published row's: the sim's fidelity at fleet scale. */
+const FULL_SIZE_TOLERANCE = 0.3;
+/** The published rows of schedulers that route without the prefix: how well the sim reproduces them is the sim's, not a router's, doing. */
+const BASELINE_SCHEDULERS: readonly PublishedScheduler[] = ["random", "load"];
+/** The published best scheduler, whose ratio over random llmgw's default is held to at full size. */
+const PUBLISHED_BEST: PublishedScheduler = "precise";
 
 export interface RoutingRun {
   pods: number;
@@ -33,6 +39,8 @@ export interface RoutingRun {
   engine_args: string[];
   /** "real-time": sim-engine processes and a gateway on the wall clock; "twin": the fleet twin on a virtual clock. */
   clock: "real-time" | "twin";
+  /** --full-size: the published token counts, KV capacity, rates and stage lengths (flags given beside it may still change them). */
+  full_size: boolean;
   date: string;
   commit?: string;
 }
@@ -79,7 +87,42 @@ export interface RoutingReport {
     met: boolean;
     applies: boolean;
   } | null;
+  /** At full size: the published figures held directly (null for a scaled run). */
+  full_size: FullSizeVerdict | null;
   published: { source: string; summary: typeof PUBLISHED_SUMMARY };
+}
+
+interface FidelityRow {
+  name: string;
+  scheduler: PublishedScheduler;
+  output_tok_s: number;
+  published_output_tok_s: number;
+  /** (measured − published) ÷ published. */
+  error: number;
+  /** The published scheduler routes without the prefix (random, load). */
+  baseline: boolean;
+  within: boolean;
+}
+
+interface FullSizeVerdict {
+  tolerance: number;
+  /** Every policy of the run with a published row. */
+  fidelity: FidelityRow[];
+  /** Every baseline run is within the tolerance of its published output tok/s (false when none ran). */
+  baselines_within: boolean;
+  /** llmgw's default against random beside the published best's against random; null when either did not run. */
+  router: {
+    policy: string;
+    output_tok_s_ratio: number;
+    ttft_p90_ratio: number;
+    published: { scheduler: PublishedScheduler; output_tok_s_ratio: number; ttft_p90_ratio: number };
+    /** At least the published best's gain in output tok/s. */
+    output_met: boolean;
+    /** At most the published best's TTFT p90 as a fraction of random's. */
+    ttft_met: boolean;
+  } | null;
+  /** The run has the published shape (no shape flag changed it): the verdicts hold it. */
+  applies: boolean;
 }
 
 export function ratios(policies: readonly PolicyReport[]): RatioRow[] {
@@ -116,6 +159,81 @@ export function targetVerdict(rows: readonly RatioRow[]): RoutingReport["target"
     met: r.output_tok_s >= TARGET.outputTokSRatio && r.ttft_p90 <= TARGET.ttftP90Ratio,
     applies: true,
   };
+}
+
+/** The full-size verdicts: each policy with a published row against it, and llmgw's default's gain over random against the published best's. */
+export function fullSizeVerdict(policies: readonly PolicyReport[], rows: readonly RatioRow[], applies: boolean): FullSizeVerdict {
+  const fidelity: FidelityRow[] = [];
+  for (const p of policies) {
+    const pub = p.published === undefined ? undefined : PUBLISHED_SUMMARY.find((r) => r.scheduler === p.published);
+    if (!pub) continue;
+    const error = round((p.figures.output_tok_s - pub.outputTokS) / pub.outputTokS, 4);
+    fidelity.push({
+      name: p.name,
+      scheduler: pub.scheduler,
+      output_tok_s: p.figures.output_tok_s,
+      published_output_tok_s: pub.outputTokS,
+      error,
+      baseline: BASELINE_SCHEDULERS.includes(pub.scheduler),
+      within: Math.abs(error) <= FULL_SIZE_TOLERANCE,
+    });
+  }
+  const baselines = fidelity.filter((f) => f.baseline);
+  const r = rows.find((x) => x.name === TARGET.policy);
+  const best = PUBLISHED_SUMMARY.find((x) => x.scheduler === PUBLISHED_BEST)!;
+  const random = PUBLISHED_SUMMARY.find((x) => x.scheduler === "random")!;
+  const published = {
+    scheduler: PUBLISHED_BEST,
+    output_tok_s_ratio: round(best.outputTokS / random.outputTokS, 3),
+    ttft_p90_ratio: round(best.ttftP90S / random.ttftP90S, 4),
+  };
+  return {
+    tolerance: FULL_SIZE_TOLERANCE,
+    fidelity,
+    baselines_within: baselines.length > 0 && baselines.every((f) => f.within),
+    router: r
+      ? {
+          policy: r.name,
+          output_tok_s_ratio: r.output_tok_s,
+          ttft_p90_ratio: r.ttft_p90,
+          published,
+          output_met: r.output_tok_s >= published.output_tok_s_ratio,
+          ttft_met: r.ttft_p90 <= published.ttft_p90_ratio,
+        }
+      : null,
+    applies,
+  };
+}
+
+function signedPct(x: number): string {
+  return Number.isFinite(x) ? `${x >= 0 ? "+" : "−"}${Math.abs(x * 100).toFixed(1)} %` : "-";
+}
+
+function formatFullSize(v: FullSizeVerdict): string[] {
+  const out = [
+    formatTable({
+      title: `at full size, each policy against its published row (output tok/s; held within ±${v.tolerance * 100} % for the baselines: the sim's fidelity at fleet scale)`,
+      columns: ["policy", "published scheduler", "output tok/s", "published", "error", "baseline", "within"],
+      rows: v.fidelity.map((f) => [
+        f.name,
+        f.scheduler,
+        num(f.output_tok_s),
+        num(f.published_output_tok_s),
+        signedPct(f.error),
+        f.baseline ? "yes" : "no",
+        f.within ? "yes" : "no",
+      ]),
+    }),
+    "",
+    `full size, the baselines within ±${v.tolerance * 100} % of their published output tok/s: ${v.baselines_within ? "met" : "NOT met"}`,
+  ];
+  const r = v.router;
+  if (r)
+    out.push(
+      `full size, ${r.policy} against random beside the published ${r.published.scheduler}'s: output tok/s ${ratioText(r.output_tok_s_ratio)} (published ${ratioText(r.published.output_tok_s_ratio)}): ${r.output_met ? "met" : "NOT met"}; TTFT p90 ${ratioText(r.ttft_p90_ratio)} (published ${ratioText(r.published.ttft_p90_ratio)}): ${r.ttft_met ? "met" : "NOT met"}`,
+    );
+  if (!v.applies) out.push("(the run's flags changed the published shape: not held to these)");
+  return out;
 }
 
 function round(x: number, digits: number): number {
@@ -186,7 +304,7 @@ function publishedRows(): string[][] {
 export function formatRoutingText(r: RoutingReport): string {
   const run = r.run;
   const stagesText = run.stages.map((s) => `${num(s.rate)}/s × ${num(s.durationS)} s`).join(", ");
-  const title = `llmgw bench routing — 37-capacity shape: ${run.pods} × ${run.profile}, KV ${formatNumber(run.kv_tokens)} tokens a pod; ${run.groups} groups × ${run.per_group} prompts of ${run.system_len} + ${run.question_len} tokens, ${run.output_len} out; ${run.requests} requests a policy${run.time_scale !== 1 && run.clock === "real-time" ? `; engines' clock ×${run.time_scale}` : ""}${run.clock === "twin" ? "; fleet twin (virtual clock)" : ""} (times in simulated seconds)`;
+  const title = `llmgw bench routing — 37-capacity shape${run.full_size ? " at its published size" : ""}: ${run.pods} × ${run.profile}, KV ${formatNumber(run.kv_tokens)} tokens a pod; ${run.groups} groups × ${run.per_group} prompts of ${run.system_len} + ${run.question_len} tokens, ${run.output_len} out; ${run.requests} requests a policy${run.time_scale !== 1 && run.clock === "real-time" ? `; engines' clock ×${run.time_scale}` : ""}${run.clock === "twin" ? "; fleet twin (virtual clock)" : ""} (times in simulated seconds)`;
   const out = [
     formatTable({ title, columns: POLICY_COLUMNS, rows: policyRows(r) }),
     "",
@@ -262,6 +380,7 @@ export function formatRoutingText(r: RoutingReport): string {
       ]),
     }),
   ];
+  if (r.full_size) out.push("", ...formatFullSize(r.full_size));
   const clocks = engineClocksLine(r.policies.map((p) => ({ name: p.name, clock: p.engine_clock })));
   if (clocks) out.push("", clocks);
   if (r.target) {

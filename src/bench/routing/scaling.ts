@@ -43,6 +43,25 @@ function scaleStage(s: { rate: number; durationS: number }): Stage {
 export const DEFAULT_WARMUP: Stage = scaleStage(PUBLISHED_SETUP.warmup);
 export const DEFAULT_STAGES: readonly Stage[] = PUBLISHED_SETUP.stages.map(scaleStage);
 
+/**
+ * The experiment at its published size (`--full-size`): the published token
+ * counts, KV capacity, rates and stage lengths, nothing divided. Requests
+ * live TOKEN_DIVISOR times longer than in the scaled default, so the times
+ * the bench sets around them (the drain after the last send, how long the
+ * gateway's admission queue keeps a request) are that many times longer too.
+ */
+export const FULL_SIZE = {
+  systemLen: PUBLISHED_SETUP.systemLen,
+  questionLen: PUBLISHED_SETUP.questionLen,
+  outputLen: PUBLISHED_SETUP.outputLen,
+  /** 461,376: already a whole number of 16-token blocks (28,836). */
+  kvTokens: Math.ceil(PUBLISHED_SETUP.kvTokensPerPod / BLOCK_TOKENS) * BLOCK_TOKENS,
+  warmup: { ...PUBLISHED_SETUP.warmup } as Stage,
+  stages: PUBLISHED_SETUP.stages.map((s) => ({ ...s })) as readonly Stage[],
+  /** The scaled default's times around a request are multiplied by this at full size. */
+  timeFactor: TOKEN_DIVISOR,
+} as const;
+
 export interface CacheShape {
   /** Prefix slots of one pod: (cache − what the requests in flight hold) ÷ system prompt, as the report counts them. */
   slotsPerPod: number;
