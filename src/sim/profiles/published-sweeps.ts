@@ -117,4 +117,17 @@ export const PUBLISHED_SWEEPS: readonly PublishedSweep[] = [
       { concurrency: 8, outTokSRelative: 6.6 },
     ],
   },
+  {
+    id: "h100x2-qwen3-32b-prefill",
+    title: "2 × H100 (TP2) · Qwen3-32B · one uncached 8,192-token prefill (llm-d's calibrate-tau)",
+    source:
+      "github.com/llm-d/llm-d guides/optimized-baseline/calibration (calibrate-tau.yaml, calibrate.sh): R_peak = 8,192 ÷ the median TTFT of lone 8,192-token prompts of fresh random token ids, max_tokens 1, streamed; its default τ = 15,928 tokens/s × 18 s for Qwen3-32B TP2 on H100 with --max-num-batched-tokens 8192 (llm-d's sticky-until-saturated routing blog): TTFT 8,192 ÷ 15,928 = 514.3 ms",
+    profile: { profile: "h100x2-qwen3-32b" },
+    inputTokens: 8192,
+    outputTokens: 1,
+    lengthsNote: "the calibration's own: one full --max-num-batched-tokens chunk, one token out",
+    requests: () => 25,
+    fitted: true,
+    points: [{ concurrency: 1, ttftP50Ms: 8192 / 15.928 }],
+  },
 ];
