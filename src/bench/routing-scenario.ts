@@ -13,6 +13,7 @@ import { DEFAULT_BANDS } from "../config/defaults.ts";
 import { parsePrometheusText } from "../engines/prom-text.ts";
 import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
 import { REPO_ROOT } from "../shared/llmgw-child.ts";
+import { resolveProfile } from "../sim/profiles/catalog.ts";
 import { DEFAULT_KV_EVENT_DELAY_MS, TwinFleet } from "../twin/twin-fleet.ts";
 import { type EngineClockReport, engineClockReport, STRICT_USAGE, sampleEngineClocks, strictVerdict } from "./engine-clock-report.ts";
 import { gitCommit } from "./git-commit.ts";
@@ -20,9 +21,20 @@ import { progressPrinter } from "./progress-line.ts";
 import { type OpenLoopResult, startOpenLoop } from "./replay/open-loop-driver.ts";
 import { runTwinOpenLoop } from "./replay/twin-open-loop.ts";
 import { quantile } from "./report.ts";
+import { optimizedBaselineComparison } from "./routing/optimized-baseline-report.ts";
 import { endpointExtras, POLICY_DIR, type RoutingPolicy, routingPolicies, selectPolicies, templateListeners } from "./routing/policies.ts";
 import { PUBLISHED_SOURCE, PUBLISHED_SUMMARY } from "./routing/published-37-capacity.ts";
-import { formatRoutingText, fullSizeVerdict, type PolicyReport, type RoutingReport, type RoutingRun, ratios, targetVerdict } from "./routing/routing-report.ts";
+import { OPTIMIZED_BASELINE_SETUP as OB, OPTIMIZED_BASELINE_ARMS } from "./routing/published-optimized-baseline.ts";
+import {
+  formatRoutingText,
+  fullSizeVerdict,
+  type PolicyReport,
+  type RoutingExperiment,
+  type RoutingReport,
+  type RoutingRun,
+  ratios,
+  targetVerdict,
+} from "./routing/routing-report.ts";
 import { policyFigures } from "./routing/routing-summary.ts";
 import * as S from "./routing/scaling.ts";
 import { buildSchedule, type Stage, type WorkloadSchedule } from "./routing/shared-prefix-workload.ts";
@@ -98,6 +110,8 @@ export interface RoutingOptions {
   twin: boolean;
   /** --full-size: the published shape at its published scale (the gateway's queue keeps requests as much longer as they live). */
   fullSize?: boolean;
+  /** Whose published figures the run is compared with (default 37-capacity). */
+  experiment?: RoutingExperiment;
   /** The twin's delay from an engine's step to the gateway's KV-block index holding its events, simulated ms. */
   kvEventDelayMs?: number;
   progress?: (line: string, final: boolean) => void;
@@ -311,6 +325,7 @@ export async function runRouting(o: RoutingOptions): Promise<RoutingReport> {
     engine_args: engineFlags(o),
     clock: o.twin ? "twin" : "real-time",
     full_size: o.fullSize === true,
+    experiment: o.experiment ?? "37-capacity",
     date: new Date().toISOString(),
     ...(commit === undefined ? {} : { commit }),
   };
@@ -331,9 +346,17 @@ export async function runRouting(o: RoutingOptions): Promise<RoutingReport> {
     },
     policies,
     vs_random: vsRandom,
-    // At full size the published figures are held directly; the scaled target is set on the scaled run.
-    target: o.fullSize ? null : targetVerdict(vsRandom),
-    full_size: o.fullSize ? fullSizeVerdict(policies, vsRandom, true) : null,
+    // At full size the published figures are held directly; the scaled target is set on the scaled 37-capacity run.
+    target: o.fullSize || run.experiment !== "37-capacity" ? null : targetVerdict(vsRandom),
+    full_size: o.fullSize && run.experiment === "37-capacity" ? fullSizeVerdict(policies, vsRandom, true) : null,
+    optimized_baseline:
+      run.experiment === "optimized-baseline"
+        ? optimizedBaselineComparison(
+            policies,
+            o.stages.map((s) => s.rate),
+            true,
+          )
+        : null,
     published: { source: PUBLISHED_SOURCE, summary: PUBLISHED_SUMMARY },
   };
 }
@@ -354,6 +377,25 @@ export const SHAPE_FLAGS = [
   "warmup-s",
   "engine-args",
 ] as const;
+
+const EXPERIMENTS: readonly RoutingExperiment[] = ["37-capacity", "optimized-baseline"];
+
+function experimentFlag(args: Parameters<typeof stringFlag>[0]): RoutingExperiment {
+  const raw = stringFlag(args, "experiment") ?? "37-capacity";
+  const found = EXPERIMENTS.find((e) => e === raw);
+  if (!found) throw new UsageError(`--experiment: expected one of ${EXPERIMENTS.join(", ")}, got '${raw}'`);
+  return found;
+}
+
+/** The KV cache a profile's derivation gives each pod, tokens (where the published run does not say). */
+function derivedKvTokens(profile: string): number {
+  try {
+    const p = resolveProfile({ profile }).profile;
+    return p.numGpuBlocks * p.blockSize;
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err));
+  }
+}
 
 /** A comma-separated list of positive numbers. */
 export function numberList(args: Parameters<typeof stringFlag>[0], name: string, fallback: readonly number[]): number[] {
@@ -377,7 +419,8 @@ const list = (xs: readonly number[]) => xs.map((x) => String(Math.round(x * 1000
 const USAGE = `usage: llmgw bench routing [--workload shared-prefix|lora] [--pods N] [--profile NAME] [--kv-tokens N] [--groups N] [--per-group N]
                           [--system-len N] [--question-len N] [--output-len N] [--rates LIST] [--stage-s LIST]
                           [--warmup-rate R] [--warmup-s S] [--time-scale X] [--policies LIST] [--policy-dir DIR] [--seed N]
-                          [--drain-s S] [--engine-args=FLAGS] [--full-size] [--twin | --check] [--kv-events-delay-ms MS] [--strict] [--json]
+                          [--drain-s S] [--engine-args=FLAGS] [--full-size] [--experiment NAME] [--twin | --check] [--kv-events-delay-ms MS]
+                          [--strict] [--json]
 
 llm-d's "37-capacity" routing experiment on sim-engines, scaled to this
 machine: ${S.DEFAULT_PODS} pods, a working set of prefixes that fits the cluster's KV
@@ -426,6 +469,13 @@ flags:
                        flags above given beside it still apply. Each policy's
                        figures are held to its published row. About 20 s a policy
                        with --twin; ~20 minutes a policy in real time
+  --experiment NAME    whose published run to reproduce: 37-capacity (default) or
+                       optimized-baseline: llm-d's guide, ${OB.pods} × ${OB.profile}, ${OB.groups} groups
+                       × ${OB.perGroup} prompts of ${OB.systemLen} + ${OB.questionLen} tokens, ${OB.outputLen} out, ${OB.stages.length} stages from
+                       ${OB.stages[0]!.rate} to ${OB.stages.at(-1)!.rate} requests/s, at its published size only, KV from the
+                       profile; round-robin and the default beside the published
+                       arms; exits 1 when the default's gain over round-robin falls
+                       short of llm-d's router's (the flags above still apply)
   --twin               run every policy in the fleet twin: the gateway's own
                        scheduling and admission modules and the sim-engine's core
                        on a virtual clock, in this process (up to ${MAX_TWIN_ENGINES} pods);
@@ -465,22 +515,45 @@ export const routingScenario: BenchScenario = {
     twin: { type: "boolean" },
     check: { type: "boolean" },
     "full-size": { type: "boolean" },
+    experiment: { type: "string" },
     "kv-events-delay-ms": { type: "string" },
     strict: { type: "boolean" },
   },
   async run(args) {
-    const fullSize = boolFlag(args, "full-size");
+    const experiment = experimentFlag(args);
+    const optimized = experiment === "optimized-baseline";
+    // The optimized baseline has only its published size.
+    const fullSize = optimized || boolFlag(args, "full-size");
+    const profile = stringFlag(args, "profile") ?? (optimized ? OB.profile : S.DEFAULT_PROFILE);
     // Each flag's fallback: the scaled default, or the published value at full size.
-    const shape = fullSize
-      ? { ...S.FULL_SIZE, drainS: DEFAULT_DRAIN_S * S.FULL_SIZE.timeFactor }
+    const shape = optimized
+      ? {
+          pods: OB.pods,
+          groups: OB.groups,
+          perGroup: OB.perGroup,
+          systemLen: OB.systemLen,
+          questionLen: OB.questionLen,
+          outputLen: OB.outputLen,
+          kvTokens: derivedKvTokens(profile),
+          warmup: OB.warmup,
+          stages: OB.stages,
+          drainS: DEFAULT_DRAIN_S * S.FULL_SIZE.timeFactor,
+        }
       : {
-          systemLen: S.DEFAULT_SYSTEM_LEN,
-          questionLen: S.DEFAULT_QUESTION_LEN,
-          outputLen: S.DEFAULT_OUTPUT_LEN,
-          kvTokens: S.DEFAULT_KV_TOKENS,
-          warmup: S.DEFAULT_WARMUP,
-          stages: S.DEFAULT_STAGES,
-          drainS: DEFAULT_DRAIN_S,
+          pods: S.DEFAULT_PODS,
+          groups: S.DEFAULT_GROUPS,
+          perGroup: S.DEFAULT_PER_GROUP,
+          ...(fullSize
+            ? { ...S.FULL_SIZE, drainS: DEFAULT_DRAIN_S * S.FULL_SIZE.timeFactor }
+            : {
+                systemLen: S.DEFAULT_SYSTEM_LEN,
+                questionLen: S.DEFAULT_QUESTION_LEN,
+                outputLen: S.DEFAULT_OUTPUT_LEN,
+                kvTokens: S.DEFAULT_KV_TOKENS,
+                warmup: S.DEFAULT_WARMUP,
+                stages: S.DEFAULT_STAGES,
+                drainS: DEFAULT_DRAIN_S,
+              }),
         };
     const rates = numberList(
       args,
@@ -497,11 +570,11 @@ export const routingScenario: BenchScenario = {
       .map((x) => x.trim())
       .filter((x) => x !== "");
     const o: RoutingOptions = {
-      pods: numberFlag(args, "pods", S.DEFAULT_PODS, { min: 1, max: twin ? MAX_TWIN_ENGINES : 64, integer: true }),
-      profile: stringFlag(args, "profile") ?? S.DEFAULT_PROFILE,
+      pods: numberFlag(args, "pods", shape.pods, { min: 1, max: twin ? MAX_TWIN_ENGINES : 64, integer: true }),
+      profile,
       kvTokens: numberFlag(args, "kv-tokens", shape.kvTokens, { min: BLOCK_TOKENS, integer: true }),
-      groups: numberFlag(args, "groups", S.DEFAULT_GROUPS, { min: 1, max: 1_000_000, integer: true }),
-      perGroup: numberFlag(args, "per-group", S.DEFAULT_PER_GROUP, { min: 1, max: 1_000_000, integer: true }),
+      groups: numberFlag(args, "groups", shape.groups, { min: 1, max: 1_000_000, integer: true }),
+      perGroup: numberFlag(args, "per-group", shape.perGroup, { min: 1, max: 1_000_000, integer: true }),
       systemLen: numberFlag(args, "system-len", shape.systemLen, { min: 0, max: 1_000_000, integer: true }),
       questionLen: numberFlag(args, "question-len", shape.questionLen, { min: 1, max: 1_000_000, integer: true }),
       outputLen: numberFlag(args, "output-len", shape.outputLen, { min: 1, max: 1_000_000, integer: true }),
@@ -511,9 +584,14 @@ export const routingScenario: BenchScenario = {
       seed: numberFlag(args, "seed", DEFAULT_SEED, { min: 0, max: 2 ** 32 - 1, integer: true }),
       drainS: numberFlag(args, "drain-s", shape.drainS, { min: 0, max: 86_400 }),
       engineArgs: splitArgs(stringFlag(args, "engine-args") ?? ""),
-      policies: selectPolicies(routingPolicies(resolve(stringFlag(args, "policy-dir") ?? POLICY_DIR)), wanted),
+      // The optimized baseline's two published arms, unless other policies are named.
+      policies: selectPolicies(
+        routingPolicies(resolve(stringFlag(args, "policy-dir") ?? POLICY_DIR)),
+        wanted.length === 0 && optimized ? OPTIMIZED_BASELINE_ARMS.map((a) => a.policy) : wanted,
+      ),
       twin,
       fullSize,
+      experiment,
       kvEventDelayMs: numberFlag(args, "kv-events-delay-ms", DEFAULT_KV_EVENT_DELAY_MS, { min: 0, max: 60_000 }),
       progress: progressPrinter(),
     };
@@ -534,6 +612,7 @@ export const routingScenario: BenchScenario = {
     const unchanged = SHAPE_FLAGS.every((f) => args.values[f] === undefined);
     if (r.target) r.target.applies = unchanged;
     if (r.full_size) r.full_size.applies = unchanged;
+    if (r.optimized_baseline) r.optimized_baseline.applies = unchanged;
     if (boolFlag(args, "json")) console.log(JSON.stringify(r));
     else console.log(formatRoutingText(r));
     if (
@@ -545,6 +624,8 @@ export const routingScenario: BenchScenario = {
       return 1;
     if (r.target?.applies === true && !r.target.met) return 1;
     const router = r.full_size?.router;
-    return r.full_size?.applies === true && router && !(router.output_met && router.ttft_met) ? 1 : 0;
+    if (r.full_size?.applies === true && router && !(router.output_met && router.ttft_met)) return 1;
+    const ob = r.optimized_baseline;
+    return ob?.applies === true && ob.router && !ob.router.met ? 1 : 0;
   },
 };

@@ -61,3 +61,36 @@ test("the text report puts each policy beside its published row at full size", a
   expect(r.stdout).toContain("at full size, each policy against its published row");
   expect(r.stdout).toContain("(the run's flags changed the published shape: not held to these)");
 }, 120_000);
+
+test("the optimized-baseline experiment runs llm-d's shape with round-robin and the default beside the published arms", async () => {
+  // One short stage at a published rate: the published shape and pods, flags still applying.
+  const r = await routing(["--experiment", "optimized-baseline", "--twin", "--rates", "10", "--stage-s", "20", "--warmup-s", "0", "--json"]);
+  expect({ code: r.code, err: r.code === 0 ? "" : r.stderr.slice(-1500) }).toEqual({ code: 0, err: "" });
+  const report = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as RoutingReport;
+  expect(report.run).toMatchObject({
+    experiment: "optimized-baseline",
+    full_size: true,
+    pods: 8,
+    profile: "h100x2-qwen3-32b",
+    groups: 150,
+    per_group: 5,
+    system_len: 6000,
+    question_len: 1200,
+    output_len: 1000,
+    stages: [{ rate: 10, durationS: 20 }],
+  });
+  expect(report.policies.map((p) => p.name)).toEqual(["round-robin", "default"]);
+  for (const p of report.policies) expect(p.figures.answered).toBe(p.figures.requests);
+  // The 37-capacity verdicts do not apply to this shape; the optimized baseline's do, but not to a run whose flags changed it.
+  expect(report.target).toBeNull();
+  expect(report.full_size).toBeNull();
+  const ob = report.optimized_baseline!;
+  expect(ob.applies).toBe(false);
+  expect(ob.arms.map((a) => [a.arm, a.policy, a.published_peak_output_tok_s])).toEqual([
+    ["round-robin", "round-robin", 7049],
+    ["llm-d", "default", 14941],
+  ]);
+  expect(ob.router?.published_gain).toBeCloseTo(14941 / 7049, 2);
+  // Not the published ladder: no per-rate rows to set beside it.
+  expect(ob.rates).toEqual([]);
+}, 180_000);

@@ -6,6 +6,7 @@
  */
 import { type EngineClockReport, engineClockCell, engineClocksLine } from "../engine-clock-report.ts";
 import { formatNumber, formatTable } from "../report.ts";
+import { formatOptimizedBaseline, type OptimizedBaselineComparison } from "./optimized-baseline-report.ts";
 import { ITL_EVENTS_PER_TOKEN, PUBLISHED_SOURCE, PUBLISHED_STAGES, PUBLISHED_SUMMARY, type PublishedScheduler } from "./published-37-capacity.ts";
 import type { PolicyFigures } from "./routing-summary.ts";
 import type { CacheShape } from "./scaling.ts";
@@ -19,6 +20,9 @@ const FULL_SIZE_TOLERANCE = 0.3;
 const BASELINE_SCHEDULERS: readonly PublishedScheduler[] = ["random", "load"];
 /** The published best scheduler, whose ratio over random llmgw's default is held to at full size. */
 const PUBLISHED_BEST: PublishedScheduler = "precise";
+
+/** The published experiments whose shape a run can take: llm-d's 37-capacity (scaled, or at full size) and its optimized baseline (full size only). */
+export type RoutingExperiment = "37-capacity" | "optimized-baseline";
 
 export interface RoutingRun {
   pods: number;
@@ -41,6 +45,8 @@ export interface RoutingRun {
   clock: "real-time" | "twin";
   /** --full-size: the published token counts, KV capacity, rates and stage lengths (flags given beside it may still change them). */
   full_size: boolean;
+  /** The published experiment whose shape the run has (flags given beside it may still change it). */
+  experiment: RoutingExperiment;
   date: string;
   commit?: string;
 }
@@ -89,6 +95,8 @@ export interface RoutingReport {
   } | null;
   /** At full size: the published figures held directly (null for a scaled run). */
   full_size: FullSizeVerdict | null;
+  /** --experiment optimized-baseline: the policies beside llm-d's published arms (null otherwise). */
+  optimized_baseline: OptimizedBaselineComparison | null;
   published: { source: string; summary: typeof PUBLISHED_SUMMARY };
 }
 
@@ -304,82 +312,89 @@ function publishedRows(): string[][] {
 export function formatRoutingText(r: RoutingReport): string {
   const run = r.run;
   const stagesText = run.stages.map((s) => `${num(s.rate)}/s × ${num(s.durationS)} s`).join(", ");
-  const title = `llmgw bench routing — 37-capacity shape${run.full_size ? " at its published size" : ""}: ${run.pods} × ${run.profile}, KV ${formatNumber(run.kv_tokens)} tokens a pod; ${run.groups} groups × ${run.per_group} prompts of ${run.system_len} + ${run.question_len} tokens, ${run.output_len} out; ${run.requests} requests a policy${run.time_scale !== 1 && run.clock === "real-time" ? `; engines' clock ×${run.time_scale}` : ""}${run.clock === "twin" ? "; fleet twin (virtual clock)" : ""} (times in simulated seconds)`;
-  const out = [
-    formatTable({ title, columns: POLICY_COLUMNS, rows: policyRows(r) }),
-    "",
-    formatTable({
-      title: `published (${PUBLISHED_SOURCE}): 4 × vLLM, Llama-3.1-70B on 4 × H100 each; req/s there is requests sent ÷ the stages' length; ITL a token is ${ITL_EVENTS_PER_TOKEN} × the published ITL mean (inference-perf counts ${ITL_EVENTS_PER_TOKEN} stream events a token)`,
-      columns: ["scheduler", "output tok/s", "req/s", "success", "TTFT p90 s", "TTFT mean s", "ITL mean ms a token", "what it scores"],
-      rows: publishedRows(),
-    }),
-    "",
-    formatTable({
-      title: "against random, measured and published (output tok/s × random's; TTFT p90 as a fraction of random's)",
-      columns: ["policy", "output tok/s", "TTFT p90", "published scheduler", "published output tok/s", "published TTFT p90"],
-      rows: r.vs_random.map((x) => [
-        x.name,
-        ratioText(x.output_tok_s),
-        ratioText(x.ttft_p90),
-        x.published?.scheduler ?? "-",
-        x.published ? ratioText(x.published.output_tok_s) : "-",
-        x.published ? ratioText(x.published.ttft_p90) : "-",
-      ]),
-    }),
-    "",
-    formatTable({
-      title: `per stage: output tok/s / TTFT p90 s (stages: ${stagesText})`,
-      columns: ["policy", ...run.stages.map((s) => `${num(s.rate)}/s`)],
-      rows: [
-        ...r.policies.map((p) => [p.name, ...p.figures.stages.map((s) => `${num(s.output_tok_s)} / ${num(s.ttft_p90_s)}`)]),
-        // The published stages beside them when the run has as many (each scaled from one published stage).
-        ...(run.stages.length === PUBLISHED_STAGES.random.length
-          ? (["precise", "random"] as const).map((k) => [`published ${k}`, ...PUBLISHED_STAGES[k].map((s) => `${num(s.outputTokS)} / ${num(s.ttftP90S)}`)])
-          : []),
-      ],
-    }),
-    "",
-    formatTable({
-      title: "the cache, scaled and published (the report's slot arithmetic: 8 requests in flight a pod, each holding its question and half its answer)",
-      columns: ["", "this run", "published"],
-      rows: [
-        [
-          "prefix slots a pod / cluster",
-          `${r.shape.run.slotsPerPod} / ${r.shape.run.slotsCluster}`,
-          `${r.shape.published.slotsPerPod} / ${r.shape.published.slotsCluster}`,
-        ],
-        ["working set ÷ the cluster's slots", num(r.shape.run.workingSetOfCluster), num(r.shape.published.workingSetOfCluster)],
-        ["working set ÷ one pod's cache", num(r.shape.run.workingSetOfPod), num(r.shape.published.workingSetOfPod)],
-        ["shared share of a prompt", pct(r.shape.run.sharedShareOfPrompt), pct(r.shape.published.sharedShareOfPrompt)],
-      ],
-    }),
-    "",
-    formatTable({
-      title: "runs",
-      columns: [
-        "policy",
-        "source",
-        "answered a pod",
-        "preemptions",
-        "KV events in",
-        "send lateness p50 / p99 ms",
-        "engines late p99 ms / slipped",
-        "wall s",
-        "errors",
-      ],
-      rows: r.policies.map((p) => [
-        p.name,
-        p.source,
-        Object.values(p.figures.requests_per_pod).join(" / "),
-        String(p.preemptions),
-        String(p.kv_events_received),
-        `${num(p.send_lateness_ms.p50)} / ${num(p.send_lateness_ms.p99)}`,
-        engineClockCell(p.engine_clock),
-        num(p.wall_s),
-        p.figures.errors.map((e) => `${e.count} × ${e.error}`).join("; ") || "0",
-      ]),
-    }),
-  ];
+  const shapeName =
+    run.experiment === "optimized-baseline" ? "llm-d's optimized-baseline shape" : `37-capacity shape${run.full_size ? " at its published size" : ""}`;
+  const title = `llmgw bench routing — ${shapeName}: ${run.pods} × ${run.profile}, KV ${formatNumber(run.kv_tokens)} tokens a pod; ${run.groups} groups × ${run.per_group} prompts of ${run.system_len} + ${run.question_len} tokens, ${run.output_len} out; ${run.requests} requests a policy${run.time_scale !== 1 && run.clock === "real-time" ? `; engines' clock ×${run.time_scale}` : ""}${run.clock === "twin" ? "; fleet twin (virtual clock)" : ""} (times in simulated seconds)`;
+  const policiesTable = formatTable({ title, columns: POLICY_COLUMNS, rows: policyRows(r) });
+  const perStage = formatTable({
+    title: `per stage: output tok/s / TTFT p90 s (stages: ${stagesText})`,
+    columns: ["policy", ...run.stages.map((s) => `${num(s.rate)}/s`)],
+    rows: [
+      ...r.policies.map((p) => [p.name, ...p.figures.stages.map((s) => `${num(s.output_tok_s)} / ${num(s.ttft_p90_s)}`)]),
+      // The published stages beside them when the run has as many (each scaled from one published stage).
+      ...(run.experiment !== "optimized-baseline" && run.stages.length === PUBLISHED_STAGES.random.length
+        ? (["precise", "random"] as const).map((k) => [`published ${k}`, ...PUBLISHED_STAGES[k].map((s) => `${num(s.outputTokS)} / ${num(s.ttftP90S)}`)])
+        : []),
+    ],
+  });
+  const runs = formatTable({
+    title: "runs",
+    columns: [
+      "policy",
+      "source",
+      "answered a pod",
+      "preemptions",
+      "KV events in",
+      "send lateness p50 / p99 ms",
+      "engines late p99 ms / slipped",
+      "wall s",
+      "errors",
+    ],
+    rows: r.policies.map((p) => [
+      p.name,
+      p.source,
+      Object.values(p.figures.requests_per_pod).join(" / "),
+      String(p.preemptions),
+      String(p.kv_events_received),
+      `${num(p.send_lateness_ms.p50)} / ${num(p.send_lateness_ms.p99)}`,
+      engineClockCell(p.engine_clock),
+      num(p.wall_s),
+      p.figures.errors.map((e) => `${e.count} × ${e.error}`).join("; ") || "0",
+    ]),
+  });
+  const out = r.optimized_baseline
+    ? [policiesTable, "", formatOptimizedBaseline(r.optimized_baseline), "", perStage, "", runs]
+    : [
+        policiesTable,
+        "",
+        formatTable({
+          title: `published (${PUBLISHED_SOURCE}): 4 × vLLM, Llama-3.1-70B on 4 × H100 each; req/s there is requests sent ÷ the stages' length; ITL a token is ${ITL_EVENTS_PER_TOKEN} × the published ITL mean (inference-perf counts ${ITL_EVENTS_PER_TOKEN} stream events a token)`,
+          columns: ["scheduler", "output tok/s", "req/s", "success", "TTFT p90 s", "TTFT mean s", "ITL mean ms a token", "what it scores"],
+          rows: publishedRows(),
+        }),
+        "",
+        formatTable({
+          title: "against random, measured and published (output tok/s × random's; TTFT p90 as a fraction of random's)",
+          columns: ["policy", "output tok/s", "TTFT p90", "published scheduler", "published output tok/s", "published TTFT p90"],
+          rows: r.vs_random.map((x) => [
+            x.name,
+            ratioText(x.output_tok_s),
+            ratioText(x.ttft_p90),
+            x.published?.scheduler ?? "-",
+            x.published ? ratioText(x.published.output_tok_s) : "-",
+            x.published ? ratioText(x.published.ttft_p90) : "-",
+          ]),
+        }),
+        "",
+        perStage,
+        "",
+        formatTable({
+          title: "the cache, scaled and published (the report's slot arithmetic: 8 requests in flight a pod, each holding its question and half its answer)",
+          columns: ["", "this run", "published"],
+          rows: [
+            [
+              "prefix slots a pod / cluster",
+              `${r.shape.run.slotsPerPod} / ${r.shape.run.slotsCluster}`,
+              `${r.shape.published.slotsPerPod} / ${r.shape.published.slotsCluster}`,
+            ],
+            ["working set ÷ the cluster's slots", num(r.shape.run.workingSetOfCluster), num(r.shape.published.workingSetOfCluster)],
+            ["working set ÷ one pod's cache", num(r.shape.run.workingSetOfPod), num(r.shape.published.workingSetOfPod)],
+            ["shared share of a prompt", pct(r.shape.run.sharedShareOfPrompt), pct(r.shape.published.sharedShareOfPrompt)],
+          ],
+        }),
+        "",
+        runs,
+      ];
   if (r.full_size) out.push("", ...formatFullSize(r.full_size));
   const clocks = engineClocksLine(r.policies.map((p) => ({ name: p.name, clock: p.engine_clock })));
   if (clocks) out.push("", clocks);
