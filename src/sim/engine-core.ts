@@ -229,6 +229,8 @@ export class EngineCore implements PlannerHost {
   private deliver(plan: StepPlan, t: number): void {
     const bs = this.config.blockSize;
     let generated = 0;
+    // vLLM's iteration stats count a prompt once, in the step whose output is its first token.
+    let prompts = 0;
     for (let i = 0; i < plan.seqs.length; i++) {
       const s = plan.seqs[i]!;
       if (s.phase !== "running") continue; // aborted while the step ran
@@ -246,10 +248,12 @@ export class EngineCore implements PlannerHost {
         this.paced.push(s);
         continue;
       }
+      if (s.generated === 0) prompts += s.req.prompt.count;
       this.produce(s, t);
       generated++;
     }
     this.stats.noteStepTokens(t, generated);
+    this.stats.iterationTokens.observe(prompts + generated);
   }
 
   /** The step sampled a token for `s`, or a fault holds it first. */
@@ -300,6 +304,7 @@ export class EngineCore implements PlannerHost {
       s.firstTokenAt = t;
       st.ttft.observe((t - s.arrivedAt) / 1000);
       st.prefill.observe((t - s.scheduledAt) / 1000);
+      if (s.req.params?.n !== undefined) st.paramsN.observe(s.req.params.n);
     } else {
       st.itl.observe((t - s.lastTokenAt) / 1000);
     }
@@ -326,6 +331,7 @@ export class EngineCore implements PlannerHost {
     st.decode.observe((t - s.firstTokenAt) / 1000);
     if (s.generated > 1) st.tpot.observe((s.lastTokenAt - s.firstTokenAt) / 1000 / (s.generated - 1));
     st.generationLen.observe(s.generated);
+    if (s.req.params?.maxTokens !== undefined) st.paramsMaxTokens.observe(s.req.params.maxTokens);
     try {
       s.req.sink.finish(s.req.finishReason, s.cachedTokens);
     } catch {

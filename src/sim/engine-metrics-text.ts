@@ -112,6 +112,9 @@ function renderVllm(engine: Engine, fixed: SimStaticConfig, v1: boolean): string
   w.family("vllm:request_success_total", "counter", "Count of successfully processed requests.", reasons);
   w.histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", base, st.promptLen);
   w.histogram("vllm:request_generation_tokens", "Number of generation tokens processed.", base, st.generationLen);
+  w.histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", base, st.iterationTokens);
+  w.histogram("vllm:request_params_n", "Histogram of the n request parameter.", base, st.paramsN);
+  w.histogram("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", base, st.paramsMaxTokens);
   w.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", base, st.ttft);
   w.histogram("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", base, st.tpot);
   if (v1) {

@@ -1,5 +1,5 @@
 /** Counters and histograms the sim-engine keeps for /metrics and /sim/state (engine-wide). */
-import { buckets125, Histogram, ITL_BUCKETS_S, REQUEST_LATENCY_BUCKETS_S, TTFT_BUCKETS_S } from "./histogram.ts";
+import { buckets125, Histogram, ITERATION_TOKEN_BUCKETS, ITL_BUCKETS_S, PARAMS_N_BUCKETS, REQUEST_LATENCY_BUCKETS_S, TTFT_BUCKETS_S } from "./histogram.ts";
 
 /** vLLM v1's FinishReason labels (vllm/v1/engine/__init__.py). */
 type FinishedReason = "stop" | "length" | "abort";
@@ -30,12 +30,17 @@ export class EngineStats {
   readonly inference = new Histogram(REQUEST_LATENCY_BUCKETS_S);
   readonly promptLen: Histogram;
   readonly generationLen: Histogram;
+  /** Per step: the prompts of requests whose prefill ended in it plus the tokens it generated (vLLM's iteration_tokens_total). */
+  readonly iterationTokens = new Histogram(ITERATION_TOKEN_BUCKETS);
+  readonly paramsN = new Histogram(PARAMS_N_BUCKETS);
+  readonly paramsMaxTokens: Histogram;
   /** Generated tokens in a sliding second, for throughput gauges. */
   private tokenWindow: { at: number; tokens: number }[] = [];
 
   constructor(maxModelLen: number) {
     this.promptLen = new Histogram(buckets125(maxModelLen));
     this.generationLen = new Histogram(buckets125(maxModelLen));
+    this.paramsMaxTokens = new Histogram(buckets125(maxModelLen));
   }
 
   /** A request was scheduled for the first time after `queuedMs` in the queue, with `cached` of its prompt tokens in the prefix cache. */

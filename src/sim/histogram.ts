@@ -45,6 +45,11 @@ export const REQUEST_LATENCY_BUCKETS_S = [
   0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0,
 ];
 
+/** vllm:iteration_tokens_total: tokens a step's outputs account for. */
+export const ITERATION_TOKEN_BUCKETS = [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384];
+/** vllm:request_params_n. */
+export const PARAMS_N_BUCKETS = [1, 2, 5, 10, 20];
+
 /** vLLM's build_1_2_5_buckets(max): 1, 2, 5, 10, 20, 50 … up to `max`. */
 export function buckets125(max: number): number[] {
   const out: number[] = [];

@@ -23,6 +23,9 @@ interface GenerationRequest {
   finishReason: "stop" | "length";
   /** One per prompt × n, in `index` order. */
   choices: ChoicePlan[];
+  /** The client's n and max_tokens (max_completion_tokens), as vLLM's request_params_* histograms record them. */
+  n: number;
+  maxTokens: number | undefined;
 }
 
 interface EmbeddingRequest {
@@ -236,7 +239,19 @@ export function parseGenerationRequest(kind: "chat" | "completion", body: string
   const forced = kind === "chat" ? forcedToolChoice(o) : undefined;
   if (forced) for (const c of choices) answerWithToolCall(c, forced, maxTokens);
   const first = choices[0]!;
-  return { kind, model, stream, includeUsage, prompt: prompts[0]!, prompts, outputTokens: first.outputTokens, finishReason: first.finishReason, choices };
+  return {
+    kind,
+    model,
+    stream,
+    includeUsage,
+    prompt: prompts[0]!,
+    prompts,
+    outputTokens: first.outputTokens,
+    finishReason: first.finishReason,
+    choices,
+    n,
+    maxTokens,
+  };
 }
 
 function checkLength(prompt: PromptTokens, maxTokens: number | undefined, maxLen: number): void {

@@ -33,6 +33,13 @@ export interface SeqRequest {
   intervalMs: number;
   /** The model state the answer's tokens follow from (a choice of n > 1 samples its own); absent: the prompt's. */
   outputState?: number;
+  /**
+   * The client's parameters, for vLLM's request_params_* histograms: `n` on
+   * the first choice of each prompt (recorded at its first token, once per
+   * request as vLLM's parent request does), `maxTokens` on every choice
+   * (recorded when it finishes). Absent: the client gave none.
+   */
+  params?: { n?: number; maxTokens?: number };
   sink: SeqSink;
 }
 

@@ -259,6 +259,7 @@ export class SimServer {
         stallAfter,
         cutAfter,
         intervalMs,
+        params: { ...(k % parsed.n === 0 ? { n: parsed.n } : {}), ...(parsed.maxTokens !== undefined ? { maxTokens: parsed.maxTokens } : {}) },
         sink: answer.sink(k),
       }),
     );

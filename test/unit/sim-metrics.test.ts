@@ -107,6 +107,68 @@ describe("sim metrics text", () => {
     e.stop();
   });
 
+  test("tokens a step, n and max_tokens are recorded as vLLM records them, under its names and buckets", async () => {
+    const e = new Engine(fixed, {
+      itlMs: 1,
+      prefillOverheadMs: 0,
+      prefillMsPerToken: 0,
+      jitter: 0,
+      batchSlowdown: 0,
+      faultRate: 0,
+      faultTypes: [],
+      dead: false,
+      dcgmDead: false,
+      gpus: [],
+    });
+    // One request with n = 2 and max_tokens 4: two choices, the first carrying n.
+    let left = 2;
+    let done = () => {};
+    const finished = new Promise<void>((r) => (done = r));
+    const sink = { token() {}, finish: () => --left === 0 && done(), cut() {} };
+    for (const k of [0, 1])
+      e.submit({
+        prompt: { count: 40, ids: new Int32Array(40), blockHashes: [1n, 2n], state: 1, continued: 0 },
+        outputState: k,
+        outputTokens: 4,
+        finishReason: "length",
+        stallAfter: -1,
+        cutAfter: -1,
+        intervalMs: 0,
+        params: { ...(k === 0 ? { n: 2 } : {}), maxTokens: 4 },
+        sink,
+      });
+    await finished;
+    const text = renderEngineMetrics("vllm-v1", e, fixed, performance.now());
+    const samples = parsePrometheusText(text).samples;
+    const one = (n: string) => samples.find((s) => s.name === n)!.value;
+    // Each prompt counts once, in the step of its first token; then one token a choice a step.
+    expect(one("vllm:iteration_tokens_total_sum")).toBe(2 * 40 + 2 * 4);
+    expect(samples.filter((s) => s.name === "vllm:iteration_tokens_total_bucket").map((s) => s.labels.le)).toEqual([
+      "1.0",
+      "8.0",
+      "16.0",
+      "32.0",
+      "64.0",
+      "128.0",
+      "256.0",
+      "512.0",
+      "1024.0",
+      "2048.0",
+      "4096.0",
+      "8192.0",
+      "16384.0",
+      "+Inf",
+    ]);
+    expect([one("vllm:request_params_n_count"), one("vllm:request_params_n_sum")]).toEqual([1, 2]);
+    expect([one("vllm:request_params_max_tokens_count"), one("vllm:request_params_max_tokens_sum")]).toEqual([2, 8]);
+    const real = fixtureFamilies("vllm-metrics__opt-125m__datadog-fixture.txt");
+    for (const n of ["vllm:iteration_tokens_total", "vllm:request_params_n", "vllm:request_params_max_tokens"]) {
+      expect(real.has(n)).toBe(true);
+      expect(text).toContain(`# TYPE ${n} histogram`);
+    }
+    e.stop();
+  });
+
   test("v0 has only the older names; sglang has the SGLang names", async () => {
     const e = await busyEngine();
     const v0 = names(renderEngineMetrics("vllm-v0", e, fixed, performance.now()));
