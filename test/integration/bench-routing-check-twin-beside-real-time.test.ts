@@ -9,8 +9,7 @@
  */
 import { expect, test } from "bun:test";
 import type { RoutingReport } from "../../src/bench/routing/routing-report.ts";
-import { childEnv } from "../../src/shared/process-env.ts";
-import { CLI, REPO_ROOT } from "../helpers/processes.ts";
+import { runBenchJson } from "../helpers/bench-json.ts";
 
 interface CheckReport {
   real: RoutingReport;
@@ -23,30 +22,20 @@ interface CheckReport {
 
 test("the twin and the real-time stack agree on a small schedule: throughput, cache hits, ranking", async () => {
   // Two pods, one light stage: the host keeps up even beside other work.
-  const proc = Bun.spawn(
-    [
-      process.execPath,
-      CLI,
-      "bench",
-      "routing",
-      "--check",
-      "--pods",
-      "2",
-      "--rates",
-      "60",
-      "--stage-s",
-      "3",
-      "--warmup-s",
-      "0",
-      "--policies",
-      "random,default",
-      "--json",
-    ],
-    { cwd: REPO_ROOT, env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }), stdout: "pipe", stderr: "pipe" },
-  );
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  expect({ code, err: code === 0 ? "" : stderr.slice(-1500) }).toEqual({ code: 0, err: "" });
-  const r = JSON.parse(stdout.trim().split("\n").at(-1)!) as CheckReport;
+  const r = await runBenchJson<CheckReport>([
+    "routing",
+    "--check",
+    "--pods",
+    "2",
+    "--rates",
+    "60",
+    "--stage-s",
+    "3",
+    "--warmup-s",
+    "0",
+    "--policies",
+    "random,default",
+  ]);
   expect(r.real.run.clock).toBe("real-time");
   expect(r.twin.run.clock).toBe("twin");
   for (const rep of [r.real, r.twin]) for (const p of rep.policies) expect(p.figures.answered).toBe(p.figures.requests);

@@ -7,25 +7,23 @@
  */
 import { expect, test } from "bun:test";
 import type { RoutingReport } from "../../src/bench/routing/routing-report.ts";
-import { childEnv } from "../../src/shared/process-env.ts";
-import { CLI, REPO_ROOT } from "../helpers/processes.ts";
-
-async function routing(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const proc = Bun.spawn([process.execPath, CLI, "bench", "routing", ...args], {
-    cwd: REPO_ROOT,
-    env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  return { code, stdout, stderr };
-}
+import { runBench, runBenchJson } from "../helpers/bench-json.ts";
 
 test("a full-size twin run has the published shape, takes the flags beside it, and serves a backlog longer than the default queue time-to-live", async () => {
   // One 30 s stage at the published top rate: random falls minutes behind.
-  const r = await routing(["--full-size", "--twin", "--rates", "20", "--stage-s", "30", "--warmup-s", "0", "--policies", "random,default", "--json"]);
-  expect({ code: r.code, err: r.code === 0 ? "" : r.stderr.slice(-1500) }).toEqual({ code: 0, err: "" });
-  const report = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as RoutingReport;
+  const report = await runBenchJson<RoutingReport>([
+    "routing",
+    "--full-size",
+    "--twin",
+    "--rates",
+    "20",
+    "--stage-s",
+    "30",
+    "--warmup-s",
+    "0",
+    "--policies",
+    "random,default",
+  ]);
   expect(report.run).toMatchObject({
     full_size: true,
     clock: "twin",
@@ -55,7 +53,7 @@ test("a full-size twin run has the published shape, takes the flags beside it, a
 }, 120_000);
 
 test("the text report puts each policy beside its published row at full size", async () => {
-  const r = await routing(["--full-size", "--twin", "--rates", "3", "--stage-s", "20", "--warmup-s", "0", "--policies", "random"]);
+  const r = await runBench(["routing", "--full-size", "--twin", "--rates", "3", "--stage-s", "20", "--warmup-s", "0", "--policies", "random"]);
   expect({ code: r.code, err: r.code === 0 ? "" : r.stderr.slice(-1500) }).toEqual({ code: 0, err: "" });
   expect(r.stdout).toContain("37-capacity shape at its published size");
   expect(r.stdout).toContain("at full size, each policy against its published row");
@@ -64,9 +62,18 @@ test("the text report puts each policy beside its published row at full size", a
 
 test("the optimized-baseline experiment runs llm-d's shape with round-robin and the default beside the published arms", async () => {
   // One short stage at a published rate: the published shape and pods, flags still applying.
-  const r = await routing(["--experiment", "optimized-baseline", "--twin", "--rates", "10", "--stage-s", "20", "--warmup-s", "0", "--json"]);
-  expect({ code: r.code, err: r.code === 0 ? "" : r.stderr.slice(-1500) }).toEqual({ code: 0, err: "" });
-  const report = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as RoutingReport;
+  const report = await runBenchJson<RoutingReport>([
+    "routing",
+    "--experiment",
+    "optimized-baseline",
+    "--twin",
+    "--rates",
+    "10",
+    "--stage-s",
+    "20",
+    "--warmup-s",
+    "0",
+  ]);
   expect(report.run).toMatchObject({
     experiment: "optimized-baseline",
     full_size: true,

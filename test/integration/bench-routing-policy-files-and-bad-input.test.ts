@@ -10,22 +10,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RoutingReport } from "../../src/bench/routing/routing-report.ts";
-import { childEnv } from "../../src/shared/process-env.ts";
-import { CLI, REPO_ROOT } from "../helpers/processes.ts";
+import { runBench } from "../helpers/bench-json.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "routing-policies-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-async function routing(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const proc = Bun.spawn([process.execPath, CLI, "bench", "routing", ...args], {
-    cwd: REPO_ROOT,
-    env: childEnv({ LLMGW_PARENT_PID: String(process.pid) }),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  return { code, stdout, stderr };
-}
+const routing = (args: string[]) => runBench(["routing", ...args]);
 
 /** A small run: 2 pods, one short stage, no warm-up. */
 const SMALL = ["--pods", "2", "--rates", "40", "--stage-s", "1", "--warmup-s", "0", "--drain-s", "20"];

@@ -22,8 +22,9 @@ const fixed: SimStaticConfig = {
   dcgmModelLabel: "DCGM_FI_DEV_NAME",
 };
 
-async function busyEngine(): Promise<Engine> {
-  const e = new Engine(fixed, {
+/** A flat 1 ms step, nothing else. */
+function live(): ConstructorParameters<typeof Engine>[1] {
+  return {
     itlMs: 1,
     prefillOverheadMs: 0,
     prefillMsPerToken: 0,
@@ -34,7 +35,11 @@ async function busyEngine(): Promise<Engine> {
     dead: false,
     dcgmDead: false,
     gpus: [],
-  });
+  };
+}
+
+async function busyEngine(): Promise<Engine> {
+  const e = new Engine(fixed, live());
   let done = () => {};
   const finished = new Promise<void>((r) => (done = r));
   const sink = { token() {}, finish: () => done(), cut() {} };
@@ -108,18 +113,7 @@ describe("sim metrics text", () => {
   });
 
   test("tokens a step, n and max_tokens are recorded as vLLM records them, under its names and buckets", async () => {
-    const e = new Engine(fixed, {
-      itlMs: 1,
-      prefillOverheadMs: 0,
-      prefillMsPerToken: 0,
-      jitter: 0,
-      batchSlowdown: 0,
-      faultRate: 0,
-      faultTypes: [],
-      dead: false,
-      dcgmDead: false,
-      gpus: [],
-    });
+    const e = new Engine(fixed, live());
     // One request with n = 2 and max_tokens 4: two choices, the first carrying n.
     let left = 2;
     let done = () => {};
