@@ -66,6 +66,8 @@ afterAll(stopAll);
 
 test("TTFT p50 is lower with prefix-affinity scoring than without, same workload, same run", async () => {
   const ttft: Record<"with" | "without", number[]> = { with: [], without: [] };
+  // Where the affinity gateway sent each prefix: when the p50 is a miss, this says whether one engine got too many prefixes.
+  const placed = new Map<string, Set<number>>();
   const send = async (gw: Gateway, key: "with" | "without", prefix: string, i: number) => {
     const body = JSON.stringify({
       model: "m",
@@ -76,7 +78,13 @@ test("TTFT p50 is lower with prefix-affinity scoring than without, same workload
         { role: "user", content: `question ${i}` },
       ],
     });
-    const r = await timedStream(`${gw.api}/v1/chat/completions`, body);
+    const r = await timedStream(`${gw.api}/v1/chat/completions`, body, {
+      onOpen: (res) => {
+        if (key !== "with") return;
+        const endpoint = res.headers.get("x-llmgw-endpoint") ?? "?";
+        placed.set(endpoint, (placed.get(endpoint) ?? new Set()).add(PREFIXES.indexOf(prefix)));
+      },
+    });
     expect(r.ok).toBe(true);
     ttft[key].push(r.ttftMs);
   };
@@ -91,7 +99,7 @@ test("TTFT p50 is lower with prefix-affinity scoring than without, same workload
   const p50With = quantile(ttft.with, 0.5);
   const p50Without = quantile(ttft.without, 0.5);
   console.log(
-    `TTFT p50 with prefix affinity ${p50With.toFixed(1)} ms, without ${p50Without.toFixed(1)} ms; p90 ${quantile(ttft.with, 0.9).toFixed(1)} / ${quantile(ttft.without, 0.9).toFixed(1)}`,
+    `TTFT p50 with prefix affinity ${p50With.toFixed(1)} ms, without ${p50Without.toFixed(1)} ms; p90 ${quantile(ttft.with, 0.9).toFixed(1)} / ${quantile(ttft.without, 0.9).toFixed(1)}; prefixes each engine was sent with affinity: ${[...placed].map(([e, ps]) => `${e} ${[...ps].sort().join(",")}`).join("; ")}`,
   );
   // A cached prefix skips ~200 ms of prefill; demand at least a 1.5× difference.
   expect(p50With * 1.5).toBeLessThan(p50Without);
