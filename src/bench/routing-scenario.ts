@@ -397,6 +397,31 @@ function derivedKvTokens(profile: string): number {
   }
 }
 
+/**
+ * Each shape flag's fallback: the scaled 37-capacity default, its published
+ * values at full size, or the optimized baseline's (full size only, KV from
+ * the profile since the run does not publish it).
+ */
+function shapeFallbacks(experiment: RoutingExperiment, fullSize: boolean, profile: string) {
+  const fullDrainS = DEFAULT_DRAIN_S * S.FULL_SIZE.timeFactor;
+  if (experiment === "optimized-baseline") {
+    const { pods, groups, perGroup, systemLen, questionLen, outputLen, warmup, stages } = OB;
+    return { pods, groups, perGroup, systemLen, questionLen, outputLen, warmup, stages, kvTokens: derivedKvTokens(profile), drainS: fullDrainS };
+  }
+  const common = { pods: S.DEFAULT_PODS, groups: S.DEFAULT_GROUPS, perGroup: S.DEFAULT_PER_GROUP };
+  if (fullSize) return { ...common, ...S.FULL_SIZE, drainS: fullDrainS };
+  return {
+    ...common,
+    systemLen: S.DEFAULT_SYSTEM_LEN,
+    questionLen: S.DEFAULT_QUESTION_LEN,
+    outputLen: S.DEFAULT_OUTPUT_LEN,
+    kvTokens: S.DEFAULT_KV_TOKENS,
+    warmup: S.DEFAULT_WARMUP,
+    stages: S.DEFAULT_STAGES,
+    drainS: DEFAULT_DRAIN_S,
+  };
+}
+
 /** A comma-separated list of positive numbers. */
 export function numberList(args: Parameters<typeof stringFlag>[0], name: string, fallback: readonly number[]): number[] {
   const raw = stringFlag(args, name);
@@ -525,36 +550,7 @@ export const routingScenario: BenchScenario = {
     // The optimized baseline has only its published size.
     const fullSize = optimized || boolFlag(args, "full-size");
     const profile = stringFlag(args, "profile") ?? (optimized ? OB.profile : S.DEFAULT_PROFILE);
-    // Each flag's fallback: the scaled default, or the published value at full size.
-    const shape = optimized
-      ? {
-          pods: OB.pods,
-          groups: OB.groups,
-          perGroup: OB.perGroup,
-          systemLen: OB.systemLen,
-          questionLen: OB.questionLen,
-          outputLen: OB.outputLen,
-          kvTokens: derivedKvTokens(profile),
-          warmup: OB.warmup,
-          stages: OB.stages,
-          drainS: DEFAULT_DRAIN_S * S.FULL_SIZE.timeFactor,
-        }
-      : {
-          pods: S.DEFAULT_PODS,
-          groups: S.DEFAULT_GROUPS,
-          perGroup: S.DEFAULT_PER_GROUP,
-          ...(fullSize
-            ? { ...S.FULL_SIZE, drainS: DEFAULT_DRAIN_S * S.FULL_SIZE.timeFactor }
-            : {
-                systemLen: S.DEFAULT_SYSTEM_LEN,
-                questionLen: S.DEFAULT_QUESTION_LEN,
-                outputLen: S.DEFAULT_OUTPUT_LEN,
-                kvTokens: S.DEFAULT_KV_TOKENS,
-                warmup: S.DEFAULT_WARMUP,
-                stages: S.DEFAULT_STAGES,
-                drainS: DEFAULT_DRAIN_S,
-              }),
-        };
+    const shape = shapeFallbacks(experiment, fullSize, profile);
     const rates = numberList(
       args,
       "rates",

@@ -31,12 +31,12 @@ export interface EfficiencyConstants {
  * H100 × Llama-3.1-8B, and one 8,192-token prefill of Qwen3-32B on two
  * H100s) and rounded. A rerun from them moves them by up to 15 % (the
  * per-sequence cost), trading the fitted tables' medians against their
- * largest errors without changing any table's verdict. The decode figures fix bandwidth and step overhead
- * (a lone decode reads the weights once: 5.1 ms on the L4, 6.5 ms on the
- * H100); the growth of ITL with the batch fixes the per-sequence cost; the
- * long prefill fixes compute efficiency (the small models' short prompts
- * leave it loose: their steps are mostly memory-bound); TTFT under load
- * fixes the API server's time. The roofline takes the larger of a step's
+ * largest errors without changing any table's verdict. The decode figures
+ * fix bandwidth and step overhead (a lone decode reads the weights once:
+ * 5.1 ms on the L4, 6.5 ms on the H100); the growth of ITL with the batch
+ * fixes the per-sequence cost; the long prefill fixes compute efficiency
+ * (the small models' short prompts leave it loose: their steps are mostly
+ * memory-bound); TTFT under load fixes the API server's time. The roofline takes the larger of a step's
  * memory and compute time: a smooth maximum ((m^p + c^p)^(1/p), p 2 or 3)
  * fitted worse.
  */
