@@ -2,7 +2,8 @@
  * Chooses the endpoint for one request and claims it: the scheduling profile
  * over the live endpoint table (filters → scorers → picker), then the claim in
  * the table — the half-open circuit's probe slot by compare-and-swap, and the
- * endpoint's in-flight count by Atomics.add — so a burst sees its own claims.
+ * endpoint's in-flight count (and, when the profile reads it, its prefill
+ * load) by Atomics.add — so a burst sees its own claims.
  * The main thread (fast path) and the scheduler worker (queued requests) run
  * this same code over the same shared memory, so they make the same choices.
  */
@@ -17,6 +18,8 @@ import { readEndpointView } from "./endpoint-views.ts";
 export interface RoutingKeys {
   prefixHashes: readonly number[];
   tokenBlockKeys?: readonly number[];
+  /** The prompt's estimated tokens (what the prefill-load signal counts); absent or 0 when unknown. */
+  promptTokens?: number;
 }
 
 export interface ChooseRequest extends RoutingKeys {
@@ -47,6 +50,8 @@ type Choice =
       probe: number;
       /** The circuit field of the request's model on this endpoint, or -1 (the endpoint's own stands for it). */
       circuit: number;
+      /** Uncached prompt tokens the claim added to the endpoint's prefill load (0 unless the profile reads it); whoever lets go of the claim takes them off. */
+      prefillTokens: number;
     }
   | { ok: false; drops: Readonly<Record<string, number>> };
 
@@ -89,15 +94,13 @@ export class EndpointChooser {
     let exclude = req.exclude;
     for (let race = 0; ; race++) {
       const view = { model: req.model, prefixHashes: req.prefixHashes, exclude };
-      const decision = this.profile.schedule(
-        {
-          ...view,
-          ...(req.tokenBlockKeys !== undefined ? { tokenBlockKeys: req.tokenBlockKeys } : {}),
-          ...(req.adapter !== undefined ? { adapter: req.adapter } : {}),
-        },
-        views,
-        random,
-      );
+      const reqView = {
+        ...view,
+        ...(req.tokenBlockKeys !== undefined ? { tokenBlockKeys: req.tokenBlockKeys } : {}),
+        ...(req.adapter !== undefined ? { adapter: req.adapter } : {}),
+        ...(req.promptTokens !== undefined ? { promptTokens: req.promptTokens } : {}),
+      };
+      const decision = this.profile.schedule(reqView, views, random);
       const chosen = decision.endpoint;
       if (!chosen) return { ok: false, drops: decision.drops };
       const row = chosen.index;
@@ -122,6 +125,7 @@ export class EndpointChooser {
         } else return { ok: false, drops: decision.drops };
       }
       this.table.addInt(row, I.INFLIGHT, 1);
+      if (decision.prefillTokens > 0) this.table.addInt(row, I.PREFILL_TOKENS, decision.prefillTokens);
       if (adapter) adapter.lora.touch(row, adapter.id);
       return {
         ok: true,
@@ -132,7 +136,9 @@ export class EndpointChooser {
         candidates: decision.candidates,
         probe,
         circuit,
+        prefillTokens: decision.prefillTokens,
       };
     }
   }
+
 }

@@ -38,7 +38,11 @@ const ZEROES: readonly number[] = [];
 
 /** What a queued request is scored on: its prefix hashes, and its token-block keys when it was tokenized. */
 function routingKeys(msg: AdmitMessage): RoutingKeys {
-  return msg.tokenBlockKeys === undefined ? { prefixHashes: msg.prefixHashes } : { prefixHashes: msg.prefixHashes, tokenBlockKeys: msg.tokenBlockKeys };
+  return {
+    prefixHashes: msg.prefixHashes,
+    ...(msg.tokenBlockKeys !== undefined ? { tokenBlockKeys: msg.tokenBlockKeys } : {}),
+    ...(msg.promptTokens !== undefined ? { promptTokens: msg.promptTokens } : {}),
+  };
 }
 
 export class AdmissionController {
@@ -161,6 +165,7 @@ export class AdmissionController {
         waitedMs,
         probe: c.probe,
         circuit: c.circuit,
+        prefillTokens: c.prefillTokens,
       };
     return { type: "reject", id, drops: { ...c.drops }, waitedMs, error: { code: "NO_READY_ENDPOINT", message: `no ready endpoint serves model '${model}'` } };
   }

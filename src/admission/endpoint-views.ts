@@ -71,6 +71,7 @@ export function readEndpointView(
     running: fresh ? table.optionalInt(row, I.RUNNING) : undefined,
     kvUsage: fresh && !Number.isNaN(kv) ? kv : undefined,
     inflight: table.getInt(row, I.INFLIGHT),
+    prefillTokens: table.getInt(row, I.PREFILL_TOKENS),
     ...capacityOf(table.getInt(row, I.CAPACITY)),
     ...(adapter ? { adapter: readAdapterView(adapter.lora, row, adapter.id, fresh) } : {}),
   };

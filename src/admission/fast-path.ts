@@ -20,6 +20,7 @@ type FastOutcome =
       candidates: number;
       probe: number;
       circuit: number;
+      prefillTokens: number;
     }
   /** Flowed but nothing could be chosen (unready, open, faulted…): the worker would say the same. */
   | { kind: "no_endpoint"; drops: Readonly<Record<string, number>> }
@@ -45,7 +46,17 @@ export function fastAdmit(
   }
   const c = chooser.choose(req, random, now);
   if (c.ok)
-    return { kind: "granted", index: c.index, pool: c.pool, scores: c.scores, drops: c.drops, candidates: c.candidates, probe: c.probe, circuit: c.circuit };
+    return {
+      kind: "granted",
+      index: c.index,
+      pool: c.pool,
+      scores: c.scores,
+      drops: c.drops,
+      candidates: c.candidates,
+      probe: c.probe,
+      circuit: c.circuit,
+      prefillTokens: c.prefillTokens,
+    };
   pools.release(pool, req.band);
   return { kind: "no_endpoint", drops: c.drops };
 }

@@ -269,6 +269,11 @@ export function buildConfig(raw: unknown, env: Record<string, string | undefined
         maxBlocks: c.scheduling.prefix_affinity.max_blocks,
         lruEntries: c.scheduling.prefix_affinity.lru_entries,
       },
+      cacheAffinity: {
+        threshold: c.scheduling.cache_affinity.threshold,
+        peakPrefillTokensPerS: c.scheduling.cache_affinity.peak_prefill_tokens_per_s,
+        maxTtftPenaltyMs: c.scheduling.cache_affinity.max_ttft_penalty_ms,
+      },
       // Several gateways share no estimate: each would send a prefix elsewhere. Rendezvous hashing agrees without sharing.
       preciseStandIn: c.state.backend === "redis" ? "prefix-rendezvous" : "prefix-affinity",
     },

@@ -3,8 +3,17 @@
  * src/scheduling/plugin-registry.ts is typed as a Record over these unions, so a
  * plugin added there without a name here (or the reverse) fails to compile.
  */
-export const FILTER_NAMES = ["serves-model", "serves-adapter", "ready", "not-draining", "circuit-closed", "gpu-healthy"] as const;
-export const SCORER_NAMES = ["queue-depth", "kv-cache", "inflight", "prefix-affinity", "prefix-rendezvous", "precise-prefix", "lora-affinity"] as const;
+export const FILTER_NAMES = ["serves-model", "serves-adapter", "ready", "not-draining", "circuit-closed", "gpu-healthy", "cache-affinity"] as const;
+export const SCORER_NAMES = [
+  "queue-depth",
+  "kv-cache",
+  "inflight",
+  "prefix-affinity",
+  "prefix-rendezvous",
+  "precise-prefix",
+  "lora-affinity",
+  "token-load",
+] as const;
 export const PICKER_NAMES = ["max-score", "random", "round-robin"] as const;
 
 export type FilterName = (typeof FILTER_NAMES)[number];

@@ -98,6 +98,15 @@ export const schedulingSchema = z
         max_blocks: D.DEFAULT_PREFIX_MAX_BLOCKS,
         lru_entries: D.DEFAULT_PREFIX_LRU_ENTRIES,
       }),
+    /** The cache-affinity filter: when an endpoint is warm for a prompt, and how much prefill work it may have ahead before cold ones rejoin. */
+    cache_affinity: z
+      .object({
+        threshold: z.number().gt(0).max(1).default(D.DEFAULT_CACHE_AFFINITY.threshold),
+        peak_prefill_tokens_per_s: z.number().int().min(1).max(100_000_000).default(D.DEFAULT_CACHE_AFFINITY.peak_prefill_tokens_per_s),
+        max_ttft_penalty_ms: z.number().int().min(0).max(3_600_000).default(D.DEFAULT_CACHE_AFFINITY.max_ttft_penalty_ms),
+      })
+      .strict()
+      .default({ ...D.DEFAULT_CACHE_AFFINITY }),
   })
   .strict();
 

@@ -319,6 +319,8 @@ export interface Config {
     scorers: readonly { name: ScorerName; weight: number }[];
     picker: PickerName;
     prefixAffinity: { blockChars: number; maxBlocks: number; lruEntries: number };
+    /** The cache-affinity filter: warm at `threshold` of the prompt held; cold endpoints rejoin `peakPrefillTokensPerS × maxTtftPenaltyMs` tokens of prefill load below the least loaded warm one. */
+    cacheAffinity: { threshold: number; peakPrefillTokensPerS: number; maxTtftPenaltyMs: number };
     /** What stands in for precise-prefix where an engine's event stream is stale or absent: the gateway's own estimate (absent: it), or rendezvous hashing with several gateways (state.backend redis). */
     preciseStandIn?: "prefix-affinity" | "prefix-rendezvous";
   };

@@ -19,6 +19,11 @@ import { type EndpointTable, I, type PoolTable } from "../shared/endpoint-table.
 import { LlmgwError } from "../shared/errors.ts";
 import type { AdapterCatalog } from "./adapter-catalog.ts";
 
+/** What a claim added to its endpoint's prefill load and has not yet taken off (0 once it has). */
+interface PrefillClaim {
+  prefillTokens: number;
+}
+
 /** An endpoint claimed for a request: its slot and pool, and how the decision was reached. */
 export interface Grant extends GrantDetail {
   index: number;
@@ -35,6 +40,8 @@ export interface AdmitRequest {
   prefixHashes: readonly number[];
   /** Token-block keys of the prompt, when it was tokenized (precise-prefix). */
   tokenBlockKeys?: readonly number[];
+  /** The prompt's estimated tokens (the prefill-load signal). */
+  promptTokens?: number;
 }
 
 /** A rejection from admission, with what the metrics need. */
@@ -90,7 +97,7 @@ export class AdmissionClient {
         case "grant": {
           const p = this.take(msg.id);
           if (!p) {
-            this.release(msg.index, msg.pool, msg.band);
+            this.release(msg, msg.band);
             if (msg.probe >= 0) this.onOrphanGrant(msg.index, msg.probe);
             return;
           }
@@ -103,6 +110,7 @@ export class AdmissionClient {
             waitedMs: msg.waitedMs,
             probe: msg.probe,
             circuit: msg.circuit,
+            prefillTokens: msg.prefillTokens,
             path: "queued",
           });
           return;
@@ -177,6 +185,7 @@ export class AdmissionClient {
           waitedMs: 0,
           probe: f.probe,
           circuit: f.circuit,
+          prefillTokens: f.prefillTokens,
           path: "fast",
         };
       // Nothing chosen with room in the pool (all unready, open, faulted…): the worker says the same, with the same drops.
@@ -221,6 +230,7 @@ export class AdmissionClient {
         estTokens: req.estTokens,
         prefixHashes: req.prefixHashes,
         ...(req.tokenBlockKeys === undefined ? {} : { tokenBlockKeys: req.tokenBlockKeys }),
+        ...(req.promptTokens === undefined ? {} : { promptTokens: req.promptTokens }),
         ...(target.adapter !== undefined ? { adapter: target.adapter } : {}),
       });
     });
@@ -250,15 +260,25 @@ export class AdmissionClient {
       waitedMs: 0,
       probe: c.probe,
       circuit: c.circuit,
+      prefillTokens: c.prefillTokens,
       path: "fast",
     };
   }
 
-  /** A request let go of its endpoint: the counts go down, and queued requests may move (a message only when something waits). */
-  release(index: number, pool: number, band: number): void {
-    this.table.addInt(index, I.INFLIGHT, -1);
-    this.pools.release(pool, band);
-    if (this.pools.queued(pool) > 0) this.post({ type: "release" });
+  /** A request let go of its endpoint: the counts go down (its prefill load too, when no token took it off yet), and queued requests may move (a message only when something waits). */
+  release(grant: PrefillClaim & { readonly index: number; readonly pool: number }, band: number): void {
+    this.table.addInt(grant.index, I.INFLIGHT, -1);
+    this.prefillDone(grant);
+    this.pools.release(grant.pool, band);
+    if (this.pools.queued(grant.pool) > 0) this.post({ type: "release" });
+  }
+
+  /** The grant's first token arrived: its prompt is computed, so its share of the endpoint's prefill load comes off (once). */
+  prefillDone(grant: PrefillClaim & { readonly index: number }): void {
+    const n = grant.prefillTokens;
+    if (n === 0) return;
+    grant.prefillTokens = 0;
+    this.table.addInt(grant.index, I.PREFILL_TOKENS, -n);
   }
 
   terminate(): void {

@@ -180,6 +180,11 @@ export const M = {
   scorerScore: { name: "llmgw_scorer_score", help: "Score in [0,1] each scorer gave the chosen endpoint.", labels: ["scorer"] },
   filterDrops: { name: "llmgw_filter_drops_total", help: "Endpoints dropped by each filter.", labels: ["filter"] },
   endpointInflight: { name: "llmgw_endpoint_inflight", help: "Requests the router has dispatched or leased to each endpoint.", labels: ["endpoint"] },
+  endpointPrefillTokens: {
+    name: "llmgw_endpoint_prefill_tokens",
+    help: "Uncached prompt tokens the router sent to each endpoint that have not had their first token (kept when a scheduling plugin reads prefill load).",
+    labels: ["endpoint"],
+  },
   endpointReady: { name: "llmgw_endpoint_ready", help: "1 when the endpoint is up and its models are loaded.", labels: ["endpoint"] },
   endpointCircuit: { name: "llmgw_endpoint_circuit_state", help: "Circuit breaker: 0 closed, 1 open, 2 half-open, 3 probing.", labels: ["endpoint"] },
   endpointMetricsAge: {

@@ -176,6 +176,7 @@ export class GatewayMetrics {
       });
     }
     fromTable(M.endpointInflight, (row) => table.getInt(row, I.INFLIGHT));
+    fromTable(M.endpointPrefillTokens, (row) => table.getInt(row, I.PREFILL_TOKENS));
     const messages = opts.schedulerMessages;
     if (messages) {
       new Counter<"kind">({

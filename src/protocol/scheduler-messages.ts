@@ -54,6 +54,7 @@ export type ToScheduler =
       estTokens: number;
       prefixHashes: readonly number[];
       tokenBlockKeys?: readonly number[];
+      promptTokens?: number;
       adapter?: number;
     }
   /** The client left while its request was queued. */
@@ -73,6 +74,8 @@ export interface GrantDetail {
   probe: number;
   /** The circuit field of the request's model on the endpoint, or -1 (the endpoint's own stands for it). */
   circuit: number;
+  /** Uncached prompt tokens the claim added to the endpoint's prefill load (endpoint table PREFILL_TOKENS), taken off at the first token or the release. */
+  prefillTokens: number;
 }
 
 /** scheduler → main */

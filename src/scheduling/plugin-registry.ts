@@ -4,6 +4,7 @@
  * a plugin here, or a plugin here without a config name, fails to compile.
  */
 import type { FilterName, PickerName, ScorerName } from "../config/plugin-names.ts";
+import { cacheAffinity } from "./filters/cache-affinity.ts";
 import { circuitClosed } from "./filters/circuit-closed.ts";
 import { gpuHealthy } from "./filters/gpu-healthy.ts";
 import { notDraining } from "./filters/not-draining.ts";
@@ -20,6 +21,7 @@ import { precisePrefix } from "./scorers/precise-prefix.ts";
 import { prefixAffinity } from "./scorers/prefix-affinity.ts";
 import { prefixRendezvous } from "./scorers/prefix-rendezvous.ts";
 import { queueDepth } from "./scorers/queue-depth.ts";
+import { tokenLoad } from "./scorers/token-load.ts";
 import type { Filter, Picker, Scorer } from "./types.ts";
 
 export const FILTERS: Readonly<Record<FilterName, Filter>> = Object.freeze({
@@ -29,6 +31,7 @@ export const FILTERS: Readonly<Record<FilterName, Filter>> = Object.freeze({
   "not-draining": notDraining,
   "circuit-closed": circuitClosed,
   "gpu-healthy": gpuHealthy,
+  "cache-affinity": cacheAffinity,
 });
 
 export const SCORERS: Readonly<Record<ScorerName, Scorer>> = Object.freeze({
@@ -39,6 +42,7 @@ export const SCORERS: Readonly<Record<ScorerName, Scorer>> = Object.freeze({
   "prefix-rendezvous": prefixRendezvous,
   "precise-prefix": precisePrefix,
   "lora-affinity": loraAffinity,
+  "token-load": tokenLoad,
 });
 
 export const PICKERS: Readonly<Record<PickerName, Picker>> = Object.freeze({

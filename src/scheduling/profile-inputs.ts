@@ -1,7 +1,7 @@
 /** Which inputs a scheduling profile reads, from its plugins' declarations: what startup must wire for it. */
 
+import type { Config } from "../config/types.ts";
 import { SCHEDULING_REGISTRY, type SchedulingRegistry } from "./plugin-registry.ts";
-import type { SchedulingConfig } from "./profile.ts";
 import type { SchedulingInput } from "./types.ts";
 
 /**
@@ -11,7 +11,7 @@ import type { SchedulingInput } from "./types.ts";
  * starts no KV-events worker and asks no engine to tokenize.
  */
 export function profileInputs(
-  config: Pick<SchedulingConfig, "filters" | "scorers">,
+  config: Pick<Config["scheduling"], "filters" | "scorers">,
   registry: SchedulingRegistry = SCHEDULING_REGISTRY,
 ): ReadonlySet<SchedulingInput> {
   const inputs = new Set<SchedulingInput>();

@@ -5,9 +5,11 @@
  * to the candidate lists, one score array per scorer and the result.
  */
 import type { Config } from "../config/types.ts";
+import { uncachedTokens } from "./cached-share.ts";
 import { EXCLUDE_FILTER_NAME, excludeTried } from "./filters/exclude.ts";
 import { SCHEDULING_REGISTRY, type SchedulingRegistry } from "./plugin-registry.ts";
 import { PrefixIndex } from "./prefix-index.ts";
+import { profileInputs } from "./profile-inputs.ts";
 import type { Decision, EndpointView, Filter, KvBlockIndexReader, Picker, RequestView, SchedulingContext, Scorer } from "./types.ts";
 
 export type SchedulingConfig = Config["scheduling"];
@@ -29,6 +31,8 @@ export class SchedulingProfile {
   private readonly scorers: readonly WeightedScorer[];
   private readonly picker: Picker;
   private readonly ctx: SchedulingContext;
+  /** A plugin reads `prefill-load`: each decision says how much prompt the chosen endpoint lacks, for its claim. */
+  readonly tracksPrefill: boolean;
   /** Decisions made so far: the turn a round-robin picker serves (per profile, so per thread). */
   private turns = 0;
 
@@ -53,7 +57,14 @@ export class SchedulingProfile {
     this.picker = registry.pickers[config.picker];
     this.prefixAffinity = Object.freeze({ ...config.prefixAffinity });
     this.prefixIndex = prefixIndex ?? new PrefixIndex(config.prefixAffinity.lruEntries);
-    this.ctx = { prefixIndex: this.prefixIndex, kvIndex, preciseStandIn: config.preciseStandIn ?? "prefix-affinity" };
+    const affinity = config.cacheAffinity;
+    this.ctx = {
+      prefixIndex: this.prefixIndex,
+      kvIndex,
+      preciseStandIn: config.preciseStandIn ?? "prefix-affinity",
+      cacheAffinity: { threshold: affinity.threshold, maxLeadTokens: (affinity.peakPrefillTokensPerS * affinity.maxTtftPenaltyMs) / 1000 },
+    };
+    this.tracksPrefill = profileInputs(config, registry).has("prefill-load");
   }
 
   /**
@@ -70,19 +81,19 @@ export class SchedulingProfile {
   schedule(req: RequestView, endpoints: readonly EndpointView[], random: () => number = Math.random): Decision {
     const drops: Record<string, number> = {};
     let candidates: readonly EndpointView[] = endpoints;
-    if (req.exclude !== undefined && req.exclude.size > 0) candidates = excludeTried.filter(req, endpoints);
+    if (req.exclude !== undefined && req.exclude.size > 0) candidates = excludeTried.filter(req, endpoints, this.ctx);
     drops[EXCLUDE_FILTER_NAME] = endpoints.length - candidates.length;
     for (const f of this.filters) {
       if (candidates.length === 0) {
         drops[f.name] = 0;
         continue;
       }
-      const kept = f.filter(req, candidates);
+      const kept = f.filter(req, candidates, this.ctx);
       drops[f.name] = candidates.length - kept.length;
       candidates = kept;
     }
     const n = candidates.length;
-    if (n === 0) return { endpoint: undefined, drops, scores: NO_SCORES, candidates: 0 };
+    if (n === 0) return { endpoint: undefined, drops, scores: NO_SCORES, candidates: 0, prefillTokens: 0 };
 
     const perScorer: number[][] = new Array<number[]>(this.scorers.length);
     const totals = new Array<number>(n).fill(0);
@@ -98,12 +109,14 @@ export class SchedulingProfile {
     }
 
     const endpoint = this.picker.pick(candidates, totals, random, this.turns++);
-    if (endpoint === undefined) return { endpoint: undefined, drops, scores: NO_SCORES, candidates: n };
+    if (endpoint === undefined) return { endpoint: undefined, drops, scores: NO_SCORES, candidates: n, prefillTokens: 0 };
     const at = candidates.indexOf(endpoint);
     const scores: Record<string, number> = {};
     for (let s = 0; s < this.scorers.length; s++) scores[this.scorers[s]!.scorer.name] = perScorer[s]![at] ?? 0;
+    // Read before the prefix is recorded for the endpoint, which would make it look cached there.
+    const prefillTokens = this.tracksPrefill ? uncachedTokens(req, endpoint, this.ctx) : 0;
     if (req.prefixHashes.length > 0) this.prefixIndex.record(req.prefixHashes, endpoint.index);
-    return { endpoint, drops, scores, candidates: n };
+    return { endpoint, drops, scores, candidates: n, prefillTokens };
   }
 
   /** An endpoint went away or restarted with an empty cache: stop drawing its old prefixes to it. */

@@ -28,6 +28,8 @@ export interface EndpointView {
   readonly kvUsage: number | undefined;
   /** The router's own in-flight count for this endpoint (dispatched + leased), never stale. */
   readonly inflight: number;
+  /** The router's own count of uncached prompt tokens sent to this endpoint and not yet past their first token (0 unless the profile reads `prefill-load`). */
+  readonly prefillTokens: number;
   /** The batch capacity learned for this endpoint (the most requests it runs at once); absent when unknown. */
   readonly capacity?: number;
   /** For a request naming a LoRA adapter: what this endpoint holds of it (absent for other requests). */
@@ -69,6 +71,8 @@ export interface RequestView {
   readonly tokenBlockKeys?: readonly number[];
   /** The LoRA adapter the request names (an id of the adapter-name table, src/shared/lora-table.ts); `model` is then its base. */
   readonly adapter?: number;
+  /** The prompt's estimated tokens (0 when unknown). */
+  readonly promptTokens?: number;
 }
 
 /** Shared, mutable state plugins may read while scoring (owned by the profile). */
@@ -78,6 +82,16 @@ export interface SchedulingContext {
   readonly kvIndex: KvBlockIndexReader;
   /** What stands in for precise-prefix where an endpoint's event stream is not live. */
   readonly preciseStandIn: "prefix-affinity" | "prefix-rendezvous";
+  /** The `cache-affinity` filter's settings. */
+  readonly cacheAffinity: CacheAffinitySettings;
+}
+
+/** When an endpoint counts as warm for a request, and how far ahead in prefill work a warm one may get before colder ones are let back in. */
+interface CacheAffinitySettings {
+  /** Warm: the endpoint holds at least this fraction of the prompt, in (0,1]. */
+  readonly threshold: number;
+  /** A cold endpoint rejoins the candidates when its uncached prompt tokens in flight are at least this many below the least loaded warm one's. */
+  readonly maxLeadTokens: number;
 }
 
 export interface KvBlockIndexReader {
@@ -109,6 +123,9 @@ export interface PrefixIndexReader {
  * - `inflight`: `inflight` and the learned `capacity` (the router's own counts).
  * - `lora`: `req.adapter` and `EndpointView.adapter` (the LoRA table).
  * - `tried`: `req.exclude` (the attempt loop's endpoints already tried).
+ * - `prefill-load` (on demand): `EndpointView.prefillTokens` and
+ *   `req.promptTokens`; the claim adds the chosen endpoint's uncached share
+ *   of the prompt, the first token takes it off.
  * - `prefix-hashes` (on demand): `req.prefixHashes`, hashed from the prompt
  *   on the main thread, and `ctx.prefixIndex`.
  * - `kv-blocks` (on demand): `req.tokenBlockKeys`, from an engine's
@@ -125,6 +142,7 @@ export const SCHEDULING_INPUTS = [
   "inflight",
   "lora",
   "tried",
+  "prefill-load",
   "prefix-hashes",
   "kv-blocks",
 ] as const;
@@ -135,7 +153,7 @@ export interface Filter {
   readonly name: string;
   /** The inputs it reads (see SchedulingInput): startup wires those a configured filter names. */
   readonly consumes: readonly SchedulingInput[];
-  filter(req: RequestView, endpoints: readonly EndpointView[]): EndpointView[];
+  filter(req: RequestView, endpoints: readonly EndpointView[], ctx: SchedulingContext): EndpointView[];
 }
 
 /** Scores each endpoint in [0,1], 1 is best; returns one score per endpoint, same order. */
@@ -165,4 +183,6 @@ export interface Decision {
   readonly scores: Readonly<Record<string, number>>;
   /** Endpoints left after the filters: those scored (0 when none was). */
   readonly candidates: number;
+  /** The prompt tokens the chosen endpoint likely lacks, when the profile reads `prefill-load` (else 0): what the claim adds to its prefill load. */
+  readonly prefillTokens: number;
 }

@@ -45,6 +45,13 @@ export const I = {
   /** main: index of the endpoint's pool in the PoolTable. */
   POOL: 12,
   /**
+   * main and scheduler add a request's uncached prompt tokens (its estimate
+   * less what the endpoint likely holds) when they claim the endpoint for it,
+   * when the profile reads `prefill-load`; main subtracts them at the
+   * request's first token, or when it lets go before one.
+   */
+  PREFILL_TOKENS: 13,
+  /**
    * main (and both claimers for probe slots): the circuit of the endpoint's
    * p-th served model, at MODEL_CIRCUITS + p (CIRCUIT_* values): a 429, a
    * 5xx or a timeout counts against the model it happened to, so one model

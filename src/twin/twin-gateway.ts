@@ -19,7 +19,7 @@ import { fastAdmit } from "../admission/fast-path.ts";
 import { IDLE_TICK_MS, QUEUE_TICK_MS } from "../admission/worker-loop.ts";
 import type { Config } from "../config/types.ts";
 import { MAX_TOKEN_BLOCK_KEYS } from "../gateway/prompt-tokens.ts";
-import { estimateFromWalk } from "../gateway/request/token-estimate.ts";
+import { estimateFromWalk, promptEstimate } from "../gateway/request/token-estimate.ts";
 import { writeSnapshot } from "../polling/health-service.ts";
 import { KvBlockTracker } from "../polling/kv-block-tracker.ts";
 import { type EndpointSnapshot, INITIAL_SNAPSHOT, nextSnapshot } from "../polling/readiness.ts";
@@ -37,7 +37,7 @@ import { seededUnit } from "./seeded.ts";
 import type { TwinEngine } from "./twin-engine.ts";
 
 /** Why a request got no engine (the gateway's error code), or its grant. */
-type Admitted = { ok: true; index: number; pool: number; band: number; waitedMs: number } | { ok: false; code: string; message: string };
+type Admitted = { ok: true; index: number; pool: number; band: number; waitedMs: number; prefillTokens: number } | { ok: false; code: string; message: string };
 
 interface Pending {
   resolve(a: Admitted): void;
@@ -129,6 +129,7 @@ export class TwinGateway {
     const walk = walkPrompt(body, this.hashing ? affinity.blockChars * affinity.maxBlocks : 0);
     return {
       estTokens: estimateFromWalk(body, walk),
+      promptTokens: promptEstimate(walk),
       prefixHashes: this.hashing ? prefixHashes(walk.text, affinity.blockChars, affinity.maxBlocks) : [],
       // The gateway asks an engine's /tokenize; the sim-engine answers with these ids.
       ...(this.tokenizing ? { tokenBlockKeys: tokenBlockKeys(this.o.engines[0]!.prompt(prompt).ids, MAX_TOKEN_BLOCK_KEYS) } : {}),
@@ -153,13 +154,14 @@ export class TwinGateway {
       model: this.o.model,
       prefixHashes: keys.prefixHashes,
       ...(keys.tokenBlockKeys ? { tokenBlockKeys: keys.tokenBlockKeys } : {}),
+      promptTokens: keys.promptTokens,
       band: this.band,
     };
     const f = fastAdmit(this.tables.pools, this.fastChooser, this.o.config.admission, pool, req, this.random, now);
     if (f.kind !== "slow") {
       done(
         f.kind === "granted"
-          ? { ok: true, index: f.index, pool: f.pool, band: this.band, waitedMs: 0 }
+          ? { ok: true, index: f.index, pool: f.pool, band: this.band, waitedMs: 0, prefillTokens: f.prefillTokens }
           : { ok: false, code: "NO_READY_ENDPOINT", message: "no ready endpoint" },
       );
       return notQueued;
@@ -176,6 +178,7 @@ export class TwinGateway {
         estTokens: keys.estTokens,
         prefixHashes: keys.prefixHashes,
         ...(keys.tokenBlockKeys ? { tokenBlockKeys: keys.tokenBlockKeys } : {}),
+        promptTokens: keys.promptTokens,
       },
       now,
     );
@@ -187,15 +190,23 @@ export class TwinGateway {
     return () => this.pending.delete(id) && this.controller.cancel(id);
   }
 
-  /** A request let go of its endpoint: the counts go down, and what waits may flow. */
-  release(grant: { index: number; pool: number; band: number }): void {
+  /** A request let go of its endpoint: the counts go down (its prefill load too, when no token took it off), and what waits may flow. */
+  release(grant: { index: number; pool: number; band: number; prefillTokens: number }): void {
     this.tables.table.addInt(grant.index, I.INFLIGHT, -1);
+    this.prefillDone(grant);
     this.tables.pools.release(grant.pool, grant.band);
     if (this.tables.pools.queued(grant.pool) > 0) this.pump();
   }
 
+  /** The request's first token: its share of the endpoint's prefill load comes off (once), as the gateway's relay does. */
+  prefillDone(grant: { index: number; prefillTokens: number }): void {
+    if (grant.prefillTokens === 0) return;
+    this.tables.table.addInt(grant.index, I.PREFILL_TOKENS, -grant.prefillTokens);
+    grant.prefillTokens = 0;
+  }
+
   private outcome(out: NonNullable<ReturnType<AdmissionController["admit"]>>): Admitted {
-    if (out.type === "grant") return { ok: true, index: out.index, pool: out.pool, band: out.band, waitedMs: out.waitedMs };
+    if (out.type === "grant") return { ok: true, index: out.index, pool: out.pool, band: out.band, waitedMs: out.waitedMs, prefillTokens: out.prefillTokens };
     return { ok: false, code: out.error.code, message: out.error.message };
   }
 

@@ -38,6 +38,8 @@ export interface Trace {
   steps: string[];
   /** Engine calls: endpoint id and the model the body asked for. */
   calls: { endpoint: string; model: string }[];
+  /** Each grant's prefill load (100 tokens a grant) as it comes off: "first token" or "release", with the tokens taken off. */
+  prefill: string[];
 }
 
 export interface InProcessOptions {
@@ -109,7 +111,7 @@ export function inProcessGateway(opts: InProcessOptions = {}): InProcessGateway 
     retry: { backoff_ms: 1 },
     ...opts.config,
   });
-  const trace: Trace = { steps: [], calls: [] };
+  const trace: Trace = { steps: [], calls: [], prefill: [] };
   const byModel = opts.endpoints ?? { m: ["e1", "e2"] };
   const ids: string[] = [];
   for (const list of Object.values(byModel)) for (const id of list) if (!ids.includes(id)) ids.push(id);
@@ -126,7 +128,7 @@ export function inProcessGateway(opts: InProcessOptions = {}): InProcessGateway 
   const pick = (model: string, exclude: ReadonlySet<number>): Grant => {
     const index = (byModel[model] ?? []).map((id) => ids.indexOf(id)).find((i) => !exclude.has(i));
     if (index === undefined) throw new SchedulerRejection("NO_READY_ENDPOINT", `no ready endpoint serves model '${model}'`, 0, undefined);
-    return { index, pool: 0, circuit: -1, probe: -1, waitedMs: 0, path: "fast", scores: {}, drops: {}, candidates: 1 };
+    return { index, pool: 0, circuit: -1, probe: -1, waitedMs: 0, path: "fast", scores: {}, drops: {}, candidates: 1, prefillTokens: 100 };
   };
   const admission = {
     admit(req: AdmitRequest): Grant {
@@ -134,7 +136,14 @@ export function inProcessGateway(opts: InProcessOptions = {}): InProcessGateway 
       return pick(req.model, new Set());
     },
     reschedule: (model: string, _band: number, _keys: unknown, exclude: ReadonlySet<number>) => pick(model, exclude),
-    release() {},
+    release(g: Grant) {
+      trace.prefill.push(`release ${g.prefillTokens}`);
+      g.prefillTokens = 0;
+    },
+    prefillDone(g: Grant) {
+      trace.prefill.push(`first token ${g.prefillTokens}`);
+      g.prefillTokens = 0;
+    },
     poolOf: () => 0,
   };
   const breakers = { success() {}, failure() {}, coolDown() {}, abandon() {} };

@@ -9,5 +9,6 @@ export function parseSchedulingForTest(): SchedulingConfig {
     scorers: w.scorers,
     picker: w.picker,
     prefixAffinity: { blockChars: w.prefix_affinity.block_chars, maxBlocks: w.prefix_affinity.max_blocks, lruEntries: w.prefix_affinity.lru_entries },
+    cacheAffinity: { threshold: 0.8, peakPrefillTokensPerS: 15_928, maxTtftPenaltyMs: 18_000 },
   };
 }

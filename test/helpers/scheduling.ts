@@ -28,6 +28,7 @@ export function endpoint(index: number, over: Partial<EndpointView> = {}): Endpo
     running: 0,
     kvUsage: 0,
     inflight: 0,
+    prefillTokens: 0,
     ...over,
   };
 }
@@ -48,11 +49,14 @@ export function kvIndexWith(held: Record<number, readonly number[]>, live: reado
   return index;
 }
 
+/** The cache-affinity filter's default settings (config/defaults.ts): warm at 0.8, a lead of 15,928 × 18 s. */
+export const CACHE_AFFINITY: SchedulingContext["cacheAffinity"] = { threshold: 0.8, maxLeadTokens: 15_928 * 18 };
+
 /** A scheduling context over a prefix index (and a KV-block index: none live by default). */
 export function schedulingContext(
   prefixIndex = new PrefixIndex(64),
   kvIndex = kvIndexWith({}),
   preciseStandIn: SchedulingContext["preciseStandIn"] = "prefix-affinity",
 ): SchedulingContext & { prefixIndex: PrefixIndex } {
-  return { prefixIndex, kvIndex, preciseStandIn };
+  return { prefixIndex, kvIndex, preciseStandIn, cacheAffinity: CACHE_AFFINITY };
 }

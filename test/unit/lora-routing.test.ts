@@ -227,8 +227,8 @@ describe("lora-affinity and serves-adapter", () => {
 
   test("serves-adapter keeps the endpoints listing the adapter, and everything for a base-model request", () => {
     const fleet = [endpoint(0, { adapter: view({ registered: false, running: true }) }), endpoint(1, { adapter: view() }), endpoint(2)];
-    expect(servesAdapter.filter({ model: "m", prefixHashes: [], adapter: 3 }, fleet).map((e) => e.index)).toEqual([1]);
-    expect(servesAdapter.filter({ model: "m", prefixHashes: [] }, fleet)).toHaveLength(3);
+    expect(servesAdapter.filter({ model: "m", prefixHashes: [], adapter: 3 }, fleet, schedulingContext()).map((e) => e.index)).toEqual([1]);
+    expect(servesAdapter.filter({ model: "m", prefixHashes: [] }, fleet, schedulingContext())).toHaveLength(3);
   });
 });
 

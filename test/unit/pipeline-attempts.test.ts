@@ -13,7 +13,22 @@ function failingOn(failing: string[], status: number): FakeEngine {
   return (endpoint, _path, body) => (failing.includes(endpoint) ? engineError(status) : okChat(String(body.model)));
 }
 
+/** A streamed answer of two tokens. */
+function sseChat(model: string): Response {
+  const chunk = (content: string, finish: string | null) =>
+    `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", model, choices: [{ index: 0, delta: { content }, finish_reason: finish }] })}\n\n`;
+  return new Response(`${chunk("hi", null)}${chunk("!", "stop")}data: [DONE]\n\n`, { headers: { "content-type": "text/event-stream" } });
+}
+
 describe("the attempt loop, in process", () => {
+  test("a grant's prefill load comes off at its stream's first token, once; a failed attempt's when it lets go", async () => {
+    const gw = inProcessGateway({ engine: (endpoint, _path, body) => (endpoint === "e1" ? engineError(503) : sseChat(String(body.model))) });
+    const res = await post(gw, chatBody("m", { stream: true }));
+    expect(res.status).toBe(200);
+    await res.text();
+    expect(gw.trace.prefill).toEqual(["release 100", "first token 100", "release 0"]);
+  });
+
   test("a retryable failure (503) moves the request to the model's next endpoint", async () => {
     const gw = inProcessGateway({ engine: failingOn(["e1"], 503) });
     const res = await post(gw);

@@ -69,6 +69,7 @@ describe("derived policies", () => {
       "prefix-affinity",
       "precise-prefix",
       "lora-affinity",
+      "token-load",
       "random",
       "round-robin",
     ]);

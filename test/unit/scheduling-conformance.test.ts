@@ -90,7 +90,7 @@ describe("filter conformance", () => {
         test(`${f.name} on ${fleetName} fleet, ${reqName}: a subset in the original order, input untouched`, () => {
           const fleet = make();
           const before = [...fleet];
-          const kept = f.filter(req, fleet);
+          const kept = f.filter(req, fleet, context());
           expect(fleet).toEqual(before);
           let cursor = 0;
           for (const e of kept) {
@@ -98,7 +98,7 @@ describe("filter conformance", () => {
             expect(at).toBeGreaterThanOrEqual(cursor); // member, and order preserved
             cursor = at + 1;
           }
-          expect(f.filter(req, fleet)).toEqual(kept); // deterministic
+          expect(f.filter(req, fleet, context())).toEqual(kept); // deterministic
         });
       }
     }
@@ -106,8 +106,8 @@ describe("filter conformance", () => {
 
   test("every filter drops something on the awkward fleet (so the checks above see both outcomes)", () => {
     const fleet = awkwardFleet();
-    for (const f of Object.values(FILTERS)) expect(f.filter(requests["with adapter"]!, fleet).length).toBeLessThan(fleet.length);
-    expect(excludeTried.filter(requests["with exclude"]!, fleet).map((e) => e.index)).toEqual([1, 2, 4, 5, 6, 7]);
+    for (const f of Object.values(FILTERS)) expect(f.filter(requests["with adapter"]!, fleet, context()).length).toBeLessThan(fleet.length);
+    expect(excludeTried.filter(requests["with exclude"]!, fleet, context()).map((e) => e.index)).toEqual([1, 2, 4, 5, 6, 7]);
   });
 });
 

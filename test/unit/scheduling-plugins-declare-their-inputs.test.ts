@@ -11,7 +11,7 @@ import { excludeTried } from "../../src/scheduling/filters/exclude.ts";
 import { FILTERS, SCORERS } from "../../src/scheduling/plugin-registry.ts";
 import { profileInputs } from "../../src/scheduling/profile-inputs.ts";
 import { type RequestView, SCHEDULING_INPUTS, type SchedulingContext, type SchedulingInput } from "../../src/scheduling/types.ts";
-import { endpoint } from "../helpers/scheduling.ts";
+import { CACHE_AFFINITY, endpoint } from "../helpers/scheduling.ts";
 
 const fleet = [endpoint(0, { waiting: 3, inflight: 2 }), endpoint(1, { waiting: 0, kvUsage: 0.5 }), endpoint(2, { inflight: 5, capacity: 4 })];
 
@@ -21,17 +21,22 @@ const prefixIndex = { matchedBlocks: (hashes: readonly number[], index: number) 
 const liveKv = { live: () => true, matchedBlocks: (keys: readonly number[], index: number) => (index === 1 ? keys.length : 0) };
 const deadKv = { live: () => false, matchedBlocks: () => 0 };
 
-const ctx = (kvIndex: SchedulingContext["kvIndex"]): SchedulingContext => ({ prefixIndex, kvIndex, preciseStandIn: "prefix-affinity" });
+const ctx = (kvIndex: SchedulingContext["kvIndex"]): SchedulingContext => ({
+  prefixIndex,
+  kvIndex,
+  preciseStandIn: "prefix-affinity",
+  cacheAffinity: CACHE_AFFINITY,
+});
 
 /** The request and context with and without each on-demand input, everything else the same. */
 const arms: Record<"prefix-hashes" | "kv-blocks", { without: [RequestView, SchedulingContext]; with: [RequestView, SchedulingContext] }> = {
   "prefix-hashes": {
-    without: [{ model: "m", prefixHashes: [] }, ctx(deadKv)],
-    with: [{ model: "m", prefixHashes: [11, 12, 13] }, ctx(deadKv)],
+    without: [{ model: "m", prefixHashes: [], promptTokens: 1000 }, ctx(deadKv)],
+    with: [{ model: "m", prefixHashes: [11, 12, 13], promptTokens: 1000 }, ctx(deadKv)],
   },
   "kv-blocks": {
-    without: [{ model: "m", prefixHashes: [11, 12, 13] }, ctx(deadKv)],
-    with: [{ model: "m", prefixHashes: [11, 12, 13], tokenBlockKeys: [21, 22] }, ctx(liveKv)],
+    without: [{ model: "m", prefixHashes: [11, 12, 13], promptTokens: 1000 }, ctx(deadKv)],
+    with: [{ model: "m", prefixHashes: [11, 12, 13], tokenBlockKeys: [21, 22], promptTokens: 1000 }, ctx(liveKv)],
   },
 };
 
@@ -58,7 +63,7 @@ describe("every registered plugin declares its inputs", () => {
     test.each(filters)(`filter %s keeps the same endpoints with or without ${input} unless it declares it`, (_name, filter) => {
       if (filter.consumes.includes(input)) return;
       const { without, with: present } = arms[input];
-      expect(filter.filter(present[0], fleet).map((e) => e.index)).toEqual(filter.filter(without[0], fleet).map((e) => e.index));
+      expect(filter.filter(present[0], fleet, present[1]).map((e) => e.index)).toEqual(filter.filter(without[0], fleet, without[1]).map((e) => e.index));
     });
   }
 });

@@ -24,12 +24,12 @@ describe("filters", () => {
     ["circuit-closed", ["e0", "e1", "e2", "e3", "e5"]],
     ["gpu-healthy", ["e0", "e1", "e2", "e3", "e4"]],
   ] as const)("%s drops exactly the endpoint it is about", (name, kept) => {
-    expect(ids(FILTERS[name].filter(req, fleet))).toEqual([...kept]);
+    expect(ids(FILTERS[name].filter(req, fleet, ctx()))).toEqual([...kept]);
   });
 
   test("serves-model matches the canonical model name exactly", () => {
-    expect(ids(FILTERS["serves-model"].filter({ model: "m2", prefixHashes: [] }, fleet))).toEqual(["e1"]);
-    expect(FILTERS["serves-model"].filter({ model: "M", prefixHashes: [] }, fleet)).toEqual([]);
+    expect(ids(FILTERS["serves-model"].filter({ model: "m2", prefixHashes: [] }, fleet, ctx()))).toEqual(["e1"]);
+    expect(FILTERS["serves-model"].filter({ model: "M", prefixHashes: [] }, fleet, ctx())).toEqual([]);
   });
 });
 

@@ -50,6 +50,7 @@ describe("prefix-rendezvous", () => {
       ],
       picker: "max-score",
       prefixAffinity: { blockChars: 64, maxBlocks: 2, lruEntries: 64 },
+      cacheAffinity: { threshold: 0.8, peakPrefillTokensPerS: 15_928, maxTtftPenaltyMs: 18_000 },
     });
     const req = { model: "m", prefixHashes: [hashes[1]!] };
     const idle = replicas(["fl-a", "fl-b", "fl-c"]);

@@ -16,6 +16,7 @@ const DEFAULTS: SchedulingConfig = {
   ],
   picker: "max-score",
   prefixAffinity: { blockChars: 32, maxBlocks: 8, lruEntries: 10_000 },
+  cacheAffinity: { threshold: 0.8, peakPrefillTokensPerS: 15_928, maxTtftPenaltyMs: 18_000 },
 };
 
 describe("SchedulingProfile", () => {

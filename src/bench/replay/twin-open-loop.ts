@@ -93,8 +93,10 @@ export async function runTwinOpenLoop(fleet: TwinFleet, o: TwinOpenLoopOptions):
       };
       const seq = engine.submit(tokens, r.maxTokens, {
         token: (_index, at) => {
-          if (n === 0) first = at;
-          else gaps.add(at - last);
+          if (n === 0) {
+            first = at;
+            gateway.prefillDone(a);
+          } else gaps.add(at - last);
           last = at;
           n++;
         },

@@ -234,7 +234,7 @@ export class StreamRecovery implements RelayRecovery {
 
   /** Give back a grant that will not be used (what Exchange.endAttempt does for a neutral verdict). */
   private release(grant: Grant): void {
-    this.ctx.admission.release(grant.index, grant.pool, this.x.band);
+    this.ctx.admission.release(grant, this.x.band);
     if (grant.probe >= 0) this.ctx.breakers.abandon(grant.index, grant.probe);
   }
 

@@ -317,7 +317,7 @@ export class AttemptLoop {
     const skip = new Set(exclude);
     while (!serves(grant)) {
       skip.add(grant.index);
-      ctx.admission.release(grant.index, grant.pool, x.band);
+      ctx.admission.release(grant, x.band);
       if (grant.probe >= 0) ctx.breakers.abandon(grant.index, grant.probe);
       try {
         grant = ctx.admission.reschedule(model, x.band, x.routingKeys(), skip);

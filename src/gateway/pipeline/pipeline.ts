@@ -47,7 +47,7 @@ import { Exchange } from "../request/exchange.ts";
 import { MultipartFields } from "../request/multipart-fields.ts";
 import { type InferenceBody, type ParsedRequest, parsedRequest, parseInferenceBody, readBodyLimited } from "../request/parse.ts";
 import { hashesPrefix, promptViewOf } from "../request/prompt-view.ts";
-import { estimateFromWalk } from "../request/token-estimate.ts";
+import { estimateFromWalk, promptEstimate } from "../request/token-estimate.ts";
 import type { AttemptLoopDeps } from "./attempts.ts";
 import { AttemptLoop } from "./attempts.ts";
 import type { ConversationDeps } from "./conversation-state.ts";
@@ -215,7 +215,7 @@ function estimateRequest(ctx: ParseDeps, x: Exchange, request: ParsedRequest): v
   const view = promptViewOf(route, body);
   const walk = walkPrompt(view, hashing ? affinity.blockChars * affinity.maxBlocks : 0);
   x.estTokens = estimateFromWalk(view, walk);
-  x.promptEstimate = Math.ceil(walk.chars / 4) + walk.tokenIds;
+  x.promptEstimate = promptEstimate(walk);
   // A LoRA adapter's prompt is another prefix than the base model's (the engine keeps their blocks apart).
   if (hashing) x.prefixHashes = prefixHashes(walk.text, affinity.blockChars, affinity.maxBlocks, ctx.catalog.adapters?.isAdapter(model) ? model : undefined);
 }

@@ -8,6 +8,7 @@
  * object down; nothing climbs back up through callbacks to end a request.
  */
 
+import type { RoutingKeys } from "../../admission/chooser.ts";
 import type { TenantQuota } from "../../admission/tenant-quota.ts";
 import type { Config } from "../../config/types.ts";
 import type { AttemptFailure, BreakCause, Outcome, RecoveryResult, Route } from "../../metrics/names.ts";
@@ -58,7 +59,7 @@ export interface ExchangeDeps {
   >;
   readonly endpoints: Pick<EndpointRegistry, "idOf">;
   readonly breakers: Pick<CircuitBreakers, "success" | "failure" | "coolDown" | "abandon">;
-  readonly admission: Pick<AdmissionClient, "release">;
+  readonly admission: Pick<AdmissionClient, "release" | "prefillDone">;
   readonly quota: Pick<TenantQuota, "settle">;
   readonly log: Pick<Logger, "info" | "isLevelEnabled">;
 }
@@ -105,8 +106,10 @@ export class Exchange {
   /** The request's spans; undefined when tracing is off (each stage then checks this and nothing else). */
   trace: RequestTrace | undefined;
   /** What scoring reads of the prompt. */
-  routingKeys(): { prefixHashes: readonly number[]; tokenBlockKeys?: readonly number[] } {
-    return this.tokenBlockKeys === undefined ? { prefixHashes: this.prefixHashes } : { prefixHashes: this.prefixHashes, tokenBlockKeys: this.tokenBlockKeys };
+  routingKeys(): RoutingKeys {
+    return this.tokenBlockKeys === undefined
+      ? { prefixHashes: this.prefixHashes, promptTokens: this.promptEstimate }
+      : { prefixHashes: this.prefixHashes, tokenBlockKeys: this.tokenBlockKeys, promptTokens: this.promptEstimate };
   }
 
   private queueMs: number | undefined;
@@ -217,7 +220,7 @@ export class Exchange {
     this.grant = undefined;
     this.trace?.attemptEnded(verdict);
     const { breakers, metrics } = this.ctx;
-    this.ctx.admission.release(g.index, g.pool, this.band);
+    this.ctx.admission.release(g, this.band);
     if (verdict.kind === "neutral" && verdict.excused && verdict.failure !== undefined) metrics.deadlinesExcused.inc({ deadline: verdict.failure });
     if (verdict.failure !== undefined && this.endpointId !== undefined) {
       metrics.attemptFailures.inc({ endpoint: this.endpointId, reason: verdict.failure });
@@ -247,6 +250,7 @@ export class Exchange {
   firstToken(now: number): void {
     this.lastTokenAt = now;
     this.ttftMs = now - this.arrivedAt;
+    if (this.grant !== undefined && this.grant.prefillTokens > 0) this.ctx.admission.prefillDone(this.grant);
     this.series?.ttft.observe(this.ttftMs / 1000);
     this.trace?.firstToken(this.ttftMs);
   }

@@ -23,7 +23,12 @@ export function estimateFromWalk(body: unknown, walk: PromptWalk): number {
   const embeddings = b.input !== undefined && b.messages === undefined && b.prompt === undefined;
   const budget = positiveInt(b.max_tokens) ?? positiveInt(b.max_completion_tokens) ?? (embeddings ? 0 : DEFAULT_COMPLETION_TOKENS_ESTIMATE);
   const n = positiveInt(b.n) ?? 1;
-  return Math.ceil(walk.chars / 4) + walk.tokenIds + budget * n;
+  return promptEstimate(walk) + budget * n;
+}
+
+/** The prompt's share of the estimate: ceil(prompt characters / 4) + pre-tokenised ids. */
+export function promptEstimate(walk: PromptWalk): number {
+  return Math.ceil(walk.chars / 4) + walk.tokenIds;
 }
 
 function positiveInt(v: unknown): number | undefined {
