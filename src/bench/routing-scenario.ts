@@ -21,9 +21,11 @@ import { progressPrinter } from "./progress-line.ts";
 import { type OpenLoopResult, startOpenLoop } from "./replay/open-loop-driver.ts";
 import { runTwinOpenLoop } from "./replay/twin-open-loop.ts";
 import { quantile } from "./report.ts";
+import { formatCodegenText, runCodegen } from "./routing/codegen-experiment.ts";
 import { optimizedBaselineComparison } from "./routing/optimized-baseline-report.ts";
 import { endpointExtras, POLICY_DIR, type RoutingPolicy, routingPolicies, selectPolicies, templateListeners } from "./routing/policies.ts";
 import { PUBLISHED_SOURCE, PUBLISHED_SUMMARY } from "./routing/published-37-capacity.ts";
+import { CODEGEN_DEFAULT_POLICIES, CODEGEN_SETUP } from "./routing/published-codegen.ts";
 import { OPTIMIZED_BASELINE_SETUP as OB, OPTIMIZED_BASELINE_ARMS } from "./routing/published-optimized-baseline.ts";
 import {
   formatRoutingText,
@@ -361,6 +363,49 @@ export async function runRouting(o: RoutingOptions): Promise<RoutingReport> {
   };
 }
 
+/** The flags of the open-loop experiments that the code-generation run, closed-loop at a concurrency, has no use for. */
+function notCodegenFlags(): string[] {
+  return [...SHAPE_FLAGS.filter((f) => f !== "pods" && f !== "engine-args"), "drain-s", "full-size", "check", "time-scale", "strict"];
+}
+
+/** `--experiment codegen`: the conversation replay at each concurrency, twin only (its prompts average ~60,000 tokens). */
+async function runCodegenCommand(args: Parameters<BenchScenario["run"]>[0]): Promise<number> {
+  if (!boolFlag(args, "twin")) throw new UsageError("--experiment codegen runs in the fleet twin only (10 pods, prompts of ~60,000 tokens): add --twin");
+  for (const f of notCodegenFlags()) if (args.values[f] !== undefined) throw new UsageError(`--${f} does not apply to --experiment codegen`);
+  const wanted = (stringFlag(args, "policies") ?? "")
+    .split(",")
+    .map((x) => x.trim())
+    .filter((x) => x !== "");
+  const interrupt = { stopped: false };
+  const onSigint = () => {
+    interrupt.stopped = true;
+  };
+  process.on("SIGINT", onSigint);
+  const printer = progressPrinter();
+  try {
+    const r = await runCodegen({
+      policies: selectPolicies(
+        routingPolicies(resolve(stringFlag(args, "policy-dir") ?? POLICY_DIR)),
+        wanted.length === 0 ? [...CODEGEN_DEFAULT_POLICIES] : wanted,
+      ),
+      concurrency: concurrencyList(args),
+      pods: numberFlag(args, "pods", CODEGEN_SETUP.pods, { min: 1, max: MAX_TWIN_ENGINES, integer: true }),
+      seed: numberFlag(args, "seed", DEFAULT_SEED, { min: 0, max: 2 ** 32 - 1, integer: true }),
+      gateway: (policy) => mergeConfig(FULL_SIZE_GATEWAY_CONFIG, policy.gateway),
+      kvEventDelayMs: numberFlag(args, "kv-events-delay-ms", DEFAULT_KV_EVENT_DELAY_MS, { min: 0, max: 60_000 }),
+      engineArgs: splitArgs(stringFlag(args, "engine-args") ?? ""),
+      stopped: () => interrupt.stopped,
+      progress: printer,
+    });
+    if (boolFlag(args, "json")) console.log(JSON.stringify(r));
+    else console.log(formatCodegenText(r));
+    const v = r.verdict;
+    return v.baseline?.met === false || v.gains.some((g) => !g.met) ? 1 : 0;
+  } finally {
+    process.off("SIGINT", onSigint);
+  }
+}
+
 /** The flags that change the experiment's shape (the others change how it runs: seed, policies, clock, drain). */
 export const SHAPE_FLAGS = [
   "pods",
@@ -378,7 +423,7 @@ export const SHAPE_FLAGS = [
   "engine-args",
 ] as const;
 
-const EXPERIMENTS: readonly RoutingExperiment[] = ["37-capacity", "optimized-baseline"];
+const EXPERIMENTS: readonly RoutingExperiment[] = ["37-capacity", "optimized-baseline", "codegen"];
 
 function experimentFlag(args: Parameters<typeof stringFlag>[0]): RoutingExperiment {
   const raw = stringFlag(args, "experiment") ?? "37-capacity";
@@ -432,6 +477,14 @@ export function numberList(args: Parameters<typeof stringFlag>[0], name: string,
   return values;
 }
 
+/** --concurrency: whole numbers of conversations, 1 to 10,000 each. */
+function concurrencyList(args: Parameters<typeof stringFlag>[0]): number[] {
+  const values = numberList(args, "concurrency", CODEGEN_SETUP.concurrency);
+  if (values.some((v) => !Number.isInteger(v) || v > 10_000))
+    throw new UsageError(`--concurrency: expected whole numbers from 1 to 10000, got '${stringFlag(args, "concurrency")}'`);
+  return values;
+}
+
 /** Stages from --rates and --stage-s: one length for every stage, or one per rate. */
 export function stagesFrom(rates: readonly number[], lengths: readonly number[]): Stage[] {
   if (lengths.length !== 1 && lengths.length !== rates.length)
@@ -444,7 +497,7 @@ const list = (xs: readonly number[]) => xs.map((x) => String(Math.round(x * 1000
 const USAGE = `usage: llmgw bench routing [--workload shared-prefix|lora] [--pods N] [--profile NAME] [--kv-tokens N] [--groups N] [--per-group N]
                           [--system-len N] [--question-len N] [--output-len N] [--rates LIST] [--stage-s LIST]
                           [--warmup-rate R] [--warmup-s S] [--time-scale X] [--policies LIST] [--policy-dir DIR] [--seed N]
-                          [--drain-s S] [--engine-args=FLAGS] [--full-size] [--experiment NAME] [--twin | --check] [--kv-events-delay-ms MS]
+                          [--drain-s S] [--engine-args=FLAGS] [--full-size] [--experiment NAME] [--concurrency LIST] [--twin | --check] [--kv-events-delay-ms MS]
                           [--strict] [--json]
 
 llm-d's "37-capacity" routing experiment on sim-engines, scaled to this
@@ -500,7 +553,18 @@ flags:
                        ${OB.stages[0]!.rate} to ${OB.stages.at(-1)!.rate} requests/s, at its published size only, KV from the
                        profile; round-robin and the default beside the published
                        arms; exits 1 when the default's gain over round-robin falls
-                       short of llm-d's router's (the flags above still apply)
+                       short of llm-d's router's (the flags above still apply);
+                       or codegen: llm-d's token-aware routing run on code
+                       generation, ${CODEGEN_SETUP.pods} × ${CODEGEN_SETUP.profile}, closed-loop multi-turn
+                       conversations (own system prompt ~50,000 tokens, ~6 turns),
+                       one cold run per --concurrency; twin only; round-robin,
+                       default and token-aware unless --policies says; takes
+                       --pods, --policies, --policy-dir, --seed, --engine-args,
+                       --kv-events-delay-ms and --json; exits 1 when round-robin
+                       misses the published k8 row by more than 30 % or a policy's
+                       gain falls short of the published one
+  --concurrency LIST   --experiment codegen: the concurrencies, one cold run each
+                       (default ${CODEGEN_SETUP.concurrency.join(",")})
   --twin               run every policy in the fleet twin: the gateway's own
                        scheduling and admission modules and the sim-engine's core
                        on a virtual clock, in this process (up to ${MAX_TWIN_ENGINES} pods);
@@ -541,11 +605,13 @@ export const routingScenario: BenchScenario = {
     check: { type: "boolean" },
     "full-size": { type: "boolean" },
     experiment: { type: "string" },
+    concurrency: { type: "string" },
     "kv-events-delay-ms": { type: "string" },
     strict: { type: "boolean" },
   },
   async run(args) {
     const experiment = experimentFlag(args);
+    if (experiment === "codegen") return runCodegenCommand(args);
     const optimized = experiment === "optimized-baseline";
     // The optimized baseline has only its published size.
     const fullSize = optimized || boolFlag(args, "full-size");

@@ -21,8 +21,8 @@ const BASELINE_SCHEDULERS: readonly PublishedScheduler[] = ["random", "load"];
 /** The published best scheduler, whose ratio over random llmgw's default is held to at full size. */
 const PUBLISHED_BEST: PublishedScheduler = "precise";
 
-/** The published experiments whose shape a run can take: llm-d's 37-capacity (scaled, or at full size) and its optimized baseline (full size only). */
-export type RoutingExperiment = "37-capacity" | "optimized-baseline";
+/** The published experiments whose shape a run can take: llm-d's 37-capacity (scaled, or at full size), its optimized baseline (full size only) and its token-aware code-generation run (full size, twin only, its own report). */
+export type RoutingExperiment = "37-capacity" | "optimized-baseline" | "codegen";
 
 export interface RoutingRun {
   pods: number;
