@@ -8,9 +8,10 @@
  * this same code over the same shared memory, so they make the same choices.
  */
 import type { SchedulingProfile } from "../scheduling/profile.ts";
-import type { EndpointView } from "../scheduling/types.ts";
+import type { EndpointView, RequestView } from "../scheduling/types.ts";
 import { CIRCUIT_HALF_OPEN, CIRCUIT_PROBING, type EndpointTable, I, modelCircuitField } from "../shared/endpoint-table.ts";
 import type { LoraTable } from "../shared/lora-table.ts";
+import type { DecisionRecorder } from "./decision-record.ts";
 import type { EndpointDirectory } from "./endpoint-directory.ts";
 import { readEndpointView } from "./endpoint-views.ts";
 
@@ -55,6 +56,13 @@ type Choice =
     }
   | { ok: false; drops: Readonly<Record<string, number>> };
 
+/** A draw from `random`, kept in `draws`. */
+function drawn(draws: number[], random: () => number): number {
+  const v = random();
+  draws.push(v);
+  return v;
+}
+
 /** How often a lost probe race is re-decided before giving up (each loss removes one candidate). */
 const MAX_PROBE_RACES = 4;
 
@@ -66,6 +74,8 @@ export class EndpointChooser {
     private readonly staleAfterMs: number,
     /** LoRA adapters per endpoint (absent: adapters are not scored, every endpoint looks the same for them). */
     private readonly lora?: LoraTable,
+    /** Writes each decision down (LLMGW_RECORD_DECISIONS); absent: nothing is recorded. */
+    private readonly recorder?: { readonly thread: string; readonly to: DecisionRecorder },
   ) {}
 
   /** Scheduling settings of a reloaded config: the next choice uses them (a choice is synchronous, so none is half made). */
@@ -100,7 +110,9 @@ export class EndpointChooser {
         ...(req.adapter !== undefined ? { adapter: req.adapter } : {}),
         ...(req.promptTokens !== undefined ? { promptTokens: req.promptTokens } : {}),
       };
-      const decision = this.profile.schedule(reqView, views, random);
+      const draws: number[] | undefined = this.recorder ? [] : undefined;
+      const decision = this.profile.schedule(reqView, views, draws ? () => drawn(draws, random) : random);
+      if (this.recorder && draws) this.record(this.recorder, reqView, views, draws, decision.endpoint?.index ?? null, now);
       const chosen = decision.endpoint;
       if (!chosen) return { ok: false, drops: decision.drops };
       const row = chosen.index;
@@ -141,4 +153,15 @@ export class EndpointChooser {
     }
   }
 
+  private record(
+    recorder: { readonly thread: string; readonly to: DecisionRecorder },
+    req: RequestView,
+    views: readonly EndpointView[],
+    draws: number[],
+    pick: number | null,
+    now: number,
+  ): void {
+    const { exclude, ...rest } = req;
+    recorder.to.record({ thread: recorder.thread, at: now, req: exclude ? { ...rest, exclude: [...exclude] } : rest, views: [...views], draws, pick });
+  }
 }

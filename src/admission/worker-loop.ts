@@ -6,6 +6,7 @@
  * poll — and serves the slow path: requests the main thread sent because their
  * pool was saturated or something already waited there.
  */
+
 import type { FromScheduler, ToScheduler } from "../protocol/scheduler-messages.ts";
 import { KvBlockIndex } from "../scheduling/kv-block-index.ts";
 import { PrefixIndex } from "../scheduling/prefix-index.ts";
@@ -16,6 +17,7 @@ import { LoraTable } from "../shared/lora-table.ts";
 import { PoolShareTable } from "../shared/pool-shares.ts";
 import { EndpointChooser } from "./chooser.ts";
 import { AdmissionController } from "./controller.ts";
+import { decisionRecorderFromEnv } from "./decision-record.ts";
 import { EndpointDirectory } from "./endpoint-directory.ts";
 
 /** Queue re-check period while requests wait; also how late a TTL may fire. */
@@ -48,12 +50,14 @@ export class SchedulerWorkerLoop {
     this.prefixIndex = new PrefixIndex(init.scheduling.prefixAffinity.lruEntries, init.prefixIndex);
     this.kvIndex = new KvBlockIndex(init.kvIndexCapacity, new KvEventStats(init.maxEndpoints, init.kvStats), init.kvIndex);
     const lora = init.lora ? new LoraTable(init.maxEndpoints, init.lora) : undefined;
+    const recorder = decisionRecorderFromEnv();
     const chooser = new EndpointChooser(
       table,
       this.directory,
       new SchedulingProfile(init.scheduling, undefined, this.prefixIndex, this.kvIndex),
       init.staleAfterMs,
       lora,
+      recorder ? { thread: "scheduler", to: recorder } : undefined,
     );
     this.chooser = chooser;
     const shares = init.shares ? new PoolShareTable(init.maxPools, init.shares) : undefined;

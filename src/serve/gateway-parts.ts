@@ -5,7 +5,9 @@
  * and the batch services (jobs, response cache, their metrics). Nothing here
  * starts a listener.
  */
+
 import { EndpointChooser } from "../admission/chooser.ts";
+import { type DecisionRecorder, decisionRecorderFromEnv } from "../admission/decision-record.ts";
 import { EndpointDirectory } from "../admission/endpoint-directory.ts";
 import { ResponseCache } from "../cache/response-cache-store.ts";
 import type { Config } from "../config/types.ts";
@@ -178,6 +180,7 @@ export async function startWorkers(
     new SchedulingProfile(config.scheduling, undefined, t.prefixIndex, t.kvIndex),
     config.health.staleAfterMs,
     t.lora,
+    recorderFor("main"),
   );
   const admission = new AdmissionClient(
     {
@@ -311,4 +314,10 @@ export function openBatchServices(
     idempotentReplays: () => jobs.replays(),
   });
   return { jobs, responses, cache, jobsMetrics };
+}
+
+/** The decision recorder of a thread, when LLMGW_RECORD_DECISIONS names a file. */
+function recorderFor(thread: string): { thread: string; to: DecisionRecorder } | undefined {
+  const to = decisionRecorderFromEnv();
+  return to ? { thread, to } : undefined;
 }

@@ -61,6 +61,11 @@ interface TwinRequestKeys extends RoutingKeys {
   estTokens: number;
 }
 
+/** A scheduling profile as the gateway's threads build theirs: the config's, over the shared prefix and KV-block indexes. */
+export function twinSchedulingProfile(config: Config, t: SharedTables): SchedulingProfile {
+  return new SchedulingProfile(config.scheduling, undefined, t.prefixIndex, t.kvIndex);
+}
+
 export class TwinGateway {
   readonly tables: SharedTables;
   readonly directory: EndpointDirectory;
@@ -92,7 +97,7 @@ export class TwinGateway {
     this.tokenizing = kvEvents;
     const staleAfterMs = config.health.staleAfterMs;
     // The main thread and the scheduler worker each hold a profile over the same shared indexes, as in the gateway.
-    const profile = () => new SchedulingProfile(config.scheduling, undefined, t.prefixIndex, t.kvIndex);
+    const profile = () => twinSchedulingProfile(config, t);
     this.fastChooser = new EndpointChooser(t.table, this.directory, profile(), staleAfterMs, t.lora);
     const workerChooser = new EndpointChooser(t.table, this.directory, profile(), staleAfterMs, t.lora);
     this.controller = new AdmissionController(t.table, t.pools, t.stats, this.directory, workerChooser, config.admission, staleAfterMs, this.random);
