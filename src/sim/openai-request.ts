@@ -9,7 +9,7 @@ import { answerWithToolCall, forcedToolChoice } from "./routes/tool-calls.ts";
 import { type ChatEnding, chatPrompt, countTextTokens, idsPrompt, type PromptTokens, textPrompt, tokenText, VOCAB_END } from "./tokens.ts";
 import { badRequest, SimHttpError } from "./vllm-errors.ts";
 
-interface GenerationRequest {
+export interface GenerationRequest {
   kind: "chat" | "completion";
   model: string;
   stream: boolean;

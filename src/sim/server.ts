@@ -14,7 +14,8 @@ import { gpuSpec, SimGpus } from "./dcgm-text.ts";
 import { Engine } from "./engine.ts";
 import { renderEngineMetrics } from "./engine-metrics-text.ts";
 import { chooseFault, FAULT_HEADER } from "./faults.ts";
-import { EngineLora, saltedForAdapter } from "./lora/engine-lora.ts";
+import { generationSequences, requestLimits } from "./generation-sequences.ts";
+import { EngineLora } from "./lora/engine-lora.ts";
 import { loraRoute } from "./lora/lora-routes.ts";
 import {
   parseDetokenizeRequest,
@@ -60,16 +61,7 @@ export class SimServer {
   ) {
     this.engine = new Engine(fixed, live);
     if (fixed.lora) this.lora = this.engine.core.lora = new EngineLora(fixed.lora, fixed.models, () => this.engine.runningCount + this.engine.waitingCount > 0);
-    this.limits = {
-      models: fixed.models,
-      maxModelLen: fixed.maxModelLen,
-      blockSize: fixed.blockSize,
-      outputLen: fixed.outputLen,
-      outputLenDist: fixed.outputLenDist,
-      rejectContinuation: fixed.rejectContinuation,
-      hashRoot: fixed.blockHashRoot,
-      ...(this.lora ? { adapters: this.lora } : {}),
-    };
+    this.limits = requestLimits(fixed, this.lora);
     this.routes = {
       engine: this.engine,
       fixed,
@@ -235,7 +227,6 @@ export class SimServer {
     else if (fault?.kind === "stall") stallAfter = fault.tokens;
     else if (fault?.kind === "cut") cutAfter = fault.tokens;
     else if (fault?.kind === "slow") intervalMs = fault.intervalMs;
-    const faultTokens = Math.max(stallAfter, cutAfter);
 
     const head = {
       kind,
@@ -248,20 +239,8 @@ export class SimServer {
     const streaming = parsed.stream && fault?.kind !== "no-headers";
     const answer = streaming ? new SseSink(head, parsed.choices, parsed.includeUsage, this.owner) : new JsonSink(head, parsed.choices, this.owner);
     this.active.add(answer);
-    const adapter = this.lora?.resolve(parsed.model);
-    const seqs = parsed.choices.map((plan, k) =>
-      this.engine.submit({
-        prompt: adapter ? saltedForAdapter(plan.prompt, adapter, this.fixed.blockSize) : plan.prompt,
-        ...(adapter ? { adapter } : {}),
-        outputState: plan.state,
-        outputTokens: faultTokens >= 0 ? Math.max(plan.outputTokens, faultTokens + 1) : plan.outputTokens,
-        finishReason: plan.finishReason,
-        stallAfter,
-        cutAfter,
-        intervalMs,
-        params: { ...(k % parsed.n === 0 ? { n: parsed.n } : {}), ...(parsed.maxTokens !== undefined ? { maxTokens: parsed.maxTokens } : {}) },
-        sink: answer.sink(k),
-      }),
+    const seqs = generationSequences(parsed, this.lora, this.fixed.blockSize, { stallAfter, cutAfter, intervalMs }).map((seq, k) =>
+      this.engine.submit({ ...seq, sink: answer.sink(k) }),
     );
     const onGone = () => {
       for (const seq of seqs) this.engine.abort(seq, true);
