@@ -6,7 +6,6 @@
  * poll — and serves the slow path: requests the main thread sent because their
  * pool was saturated or something already waited there.
  */
-
 import type { FromScheduler, ToScheduler } from "../protocol/scheduler-messages.ts";
 import { KvBlockIndex } from "../scheduling/kv-block-index.ts";
 import { PrefixIndex } from "../scheduling/prefix-index.ts";
