@@ -13,7 +13,6 @@ import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts
 import { type LlmgwChild, spawnLlmgw, writeGatewayConfig } from "../shared/llmgw-child.ts";
 import {
   type ClockSample,
-  type EngineClockReport,
   engineClockCell,
   engineClockReport,
   engineClocksLine,
@@ -21,66 +20,13 @@ import {
   sampleEngineClocks,
   strictVerdict,
 } from "./engine-clock-report.ts";
-import { buildLoraWorkload, DEFAULT_LORA_WORKLOAD, type LoraWorkload, type LoraWorkloadOptions, loraSimArgs, simAdapterLoads } from "./lora-workload.ts";
+import { LORA_POLICIES, LORA_POLICY_SCHEDULING, type LoraBenchOptions, type LoraBenchReport, type LoraPolicy, type LoraPolicyResult } from "./lora-policies.ts";
+import { runLoraPolicyTwin } from "./lora-twin.ts";
+import { formatLoraTwinCheck, loraTwinCheck } from "./lora-twin-check.ts";
+import { buildLoraWorkload, DEFAULT_LORA_WORKLOAD, type LoraWorkload, loraSimArgs, simAdapterLoads } from "./lora-workload.ts";
 import { formatTable, quantile } from "./report.ts";
 import type { BenchScenario } from "./scenario.ts";
 import { timedStream } from "./stream-client.ts";
-
-export const LORA_POLICIES = ["llmgw", "load-only", "random"] as const;
-export type LoraPolicy = (typeof LORA_POLICIES)[number];
-
-/** The gateway's `scheduling:` block per policy (undefined: the default profile). */
-export const LORA_POLICY_SCHEDULING: Readonly<Record<LoraPolicy, Record<string, unknown> | undefined>> = {
-  llmgw: undefined,
-  "load-only": {
-    scorers: [
-      { name: "queue-depth", weight: 2 },
-      { name: "kv-cache", weight: 1 },
-      { name: "inflight", weight: 2 },
-    ],
-  },
-  random: { picker: "random", scorers: [] },
-};
-
-export interface LoraBenchOptions {
-  workload: LoraWorkloadOptions;
-  replicas: number;
-  policies: readonly LoraPolicy[];
-  /** The sims' --time-scale: arrivals are sent that much faster and TTFT and rates are reported in simulated units. */
-  timeScale: number;
-  /** sim-engine --profile (default: the sim's own, H100 × Llama-3.1-8B). */
-  profile?: string;
-  log?: (line: string) => void;
-}
-
-export interface LoraPolicyResult {
-  policy: LoraPolicy;
-  requests: number;
-  errors: number;
-  adapter_loads: number;
-  loads_per_1000: number;
-  ttft_p50_ms: number;
-  ttft_p90_ms: number;
-  output_tokens: number;
-  output_tok_per_s: number;
-  /** Simulated seconds from the first measured request sent to the last answer. */
-  duration_s: number;
-  /** Whether the sim-engines kept their own clock through the measured requests. */
-  engine_clock: EngineClockReport;
-}
-
-export interface LoraBenchReport {
-  scenario: "lora";
-  replicas: number;
-  time_scale: number;
-  workload: LoraWorkloadOptions;
-  /** Share of requests the 1, 4 and 16 most popular adapters get. */
-  top_shares: { top1: number; top4: number; top16: number };
-  results: LoraPolicyResult[];
-  /** random's loads per 1,000 / llmgw's, and llmgw's TTFT p90 / random's (when both ran). */
-  loads_ratio_vs_random?: number;
-  ttft_p90_ratio_vs_random?: number;
-}
 
 interface Sample {
   ok: boolean;
@@ -228,7 +174,7 @@ export async function runLoraBench(opts: LoraBenchOptions): Promise<LoraBenchRep
   const results: LoraPolicyResult[] = [];
   for (const policy of opts.policies) {
     opts.log?.(`  ${policy}: ${opts.workload.warmup} + ${opts.workload.requests} requests over ${w.adapters.length} adapters on ${opts.replicas} replicas …`);
-    const r = await runLoraPolicy(w, policy, opts);
+    const r = await (opts.twin ? runLoraPolicyTwin : runLoraPolicy)(w, policy, opts);
     opts.log?.(`  ${policy}: ${r.loads_per_1000.toFixed(1)} loads/1000, TTFT p90 ${r.ttft_p90_ms.toFixed(0)} ms, ${r.errors} errors`);
     results.push(r);
   }
@@ -236,6 +182,7 @@ export async function runLoraBench(opts: LoraBenchOptions): Promise<LoraBenchRep
   const random = results.find((r) => r.policy === "random");
   return {
     scenario: "lora",
+    clock: opts.twin ? "twin" : "real-time",
     replicas: opts.replicas,
     time_scale: opts.timeScale,
     workload: { ...opts.workload },
@@ -247,8 +194,36 @@ export async function runLoraBench(opts: LoraBenchOptions): Promise<LoraBenchRep
   };
 }
 
+/** The report as the bench prints it: the table, whether the engines kept their clock, llmgw against random. */
+function formatLoraText(r: LoraBenchReport): string {
+  const wl = r.workload;
+  const lines = [
+    formatTable({
+      title: `llmgw bench lora${r.clock === "twin" ? " (fleet twin)" : ""} — ${r.replicas} replicas × ${wl.maxLoras} GPU slots, ${wl.adapters} adapters (Zipf ${wl.zipfS}: top 4 get ${(r.top_shares.top4 * 100).toFixed(0)} %), ${wl.requests} requests after ${wl.warmup} of warm-up, at ${wl.ratePerS}/s${r.time_scale !== 1 && r.clock !== "twin" ? `, time scale ${r.time_scale}` : ""}`,
+      columns: ["policy", "adapter loads", "loads / 1000 req", "TTFT p50 ms", "TTFT p90 ms", "output tok/s", "errors", "engines late p99 ms / slipped"],
+      rows: r.results.map((x) => [
+        x.policy,
+        x.adapter_loads,
+        x.loads_per_1000,
+        x.ttft_p50_ms,
+        x.ttft_p90_ms,
+        x.output_tok_per_s,
+        x.errors,
+        engineClockCell(x.engine_clock),
+      ]),
+    }),
+  ];
+  const clocks = engineClocksLine(r.results.map((x) => ({ name: x.policy, clock: x.engine_clock })));
+  if (clocks) lines.push(`\n${clocks}`);
+  if (r.loads_ratio_vs_random !== undefined && r.ttft_p90_ratio_vs_random !== undefined)
+    lines.push(
+      `\nllmgw vs random: ${r.loads_ratio_vs_random.toFixed(2)}× fewer adapter loads (target ≥ 3), TTFT p90 ${r.ttft_p90_ratio_vs_random.toFixed(2)}× random's (target ≤ 1)`,
+    );
+  return lines.join("\n");
+}
+
 const USAGE = `usage: llmgw bench lora [--adapters N] [--zipf S] [--requests N] [--warmup N] [--rate R] [--replicas N]
-                        [--max-loras N] [--max-tokens N] [--policies LIST] [--time-scale X] [--profile NAME] [--strict] [--json]
+                        [--max-loras N] [--max-tokens N] [--policies LIST] [--time-scale X] [--profile NAME] [--twin | --check] [--strict] [--json]
 
 Replicas of one base model on sim-engines with LoRA (every adapter registered,
 --max-loras GPU slots each) under a Zipf-skewed adapter workload, routed by
@@ -269,6 +244,13 @@ flags:
   --policies LIST  which policies, in order (default ${LORA_POLICIES.join(",")})
   --time-scale X   the sims' clock runs X times faster; arrivals follow; TTFT and tokens/s are reported in simulated units (default 1)
   --profile NAME   sim-engine profile (default the sim's: H100 × Llama-3.1-8B)
+  --twin           run each policy in the fleet twin: the gateway's own routing and
+                   admission modules and the sim-engine's core (adapter slots
+                   included) on a virtual clock, in this process; the same report,
+                   deterministic whatever the host's load (--time-scale is ignored)
+  --check          run the workload both ways, real-time then the twin, and print
+                   each policy's figures side by side with the twin's error and
+                   whether both rank the policies alike by adapter loads
 ${STRICT_USAGE}
   --json           one JSON object instead of the table`;
 
@@ -300,13 +282,15 @@ export const loraScenario: BenchScenario = {
     policies: { type: "string" },
     "time-scale": { type: "string" },
     profile: { type: "string" },
+    twin: { type: "boolean" },
+    check: { type: "boolean" },
     strict: { type: "boolean" },
   },
   async run(args) {
     const json = boolFlag(args, "json");
     const d = DEFAULT_LORA_WORKLOAD;
     const profile = stringFlag(args, "profile");
-    const r = await runLoraBench({
+    const o: LoraBenchOptions = {
       workload: {
         ...d,
         adapters: numberFlag(args, "adapters", d.adapters, { min: 1, max: 1024, integer: true }),
@@ -321,8 +305,22 @@ export const loraScenario: BenchScenario = {
       policies: policiesFlag(stringFlag(args, "policies")),
       timeScale: numberFlag(args, "time-scale", 1, { min: 0.01, max: 1000 }),
       ...(profile ? { profile } : {}),
+      twin: boolFlag(args, "twin"),
       log: json ? undefined : (l) => console.error(l),
-    });
+    };
+    if (boolFlag(args, "check")) {
+      if (o.twin) throw new UsageError("--check runs the real-time stack and the twin: leave --twin out");
+      const real = await runLoraBench(o);
+      const inTwin = await runLoraBench({ ...o, twin: true });
+      const check = loraTwinCheck(real, inTwin);
+      if (json) console.log(JSON.stringify({ scenario: "lora-twin-check", real, twin: inTwin, check }));
+      else console.log(`${formatLoraText(real)}\n\n${formatLoraText(inTwin)}\n\n${formatLoraTwinCheck(check)}`);
+      return strictVerdict(
+        args,
+        real.results.map((x) => x.engine_clock),
+      );
+    }
+    const r = await runLoraBench(o);
     const strict = strictVerdict(
       args,
       r.results.map((x) => x.engine_clock),
@@ -331,30 +329,7 @@ export const loraScenario: BenchScenario = {
       console.log(JSON.stringify(r));
       return strict;
     }
-    const wl = r.workload;
-    console.log(
-      formatTable({
-        title: `llmgw bench lora — ${r.replicas} replicas × ${wl.maxLoras} GPU slots, ${wl.adapters} adapters (Zipf ${wl.zipfS}: top 4 get ${(r.top_shares.top4 * 100).toFixed(0)} %), ${wl.requests} requests after ${wl.warmup} of warm-up, at ${wl.ratePerS}/s${r.time_scale !== 1 ? `, time scale ${r.time_scale}` : ""}`,
-        columns: ["policy", "adapter loads", "loads / 1000 req", "TTFT p50 ms", "TTFT p90 ms", "output tok/s", "errors", "engines late p99 ms / slipped"],
-        rows: r.results.map((x) => [
-          x.policy,
-          x.adapter_loads,
-          x.loads_per_1000,
-          x.ttft_p50_ms,
-          x.ttft_p90_ms,
-          x.output_tok_per_s,
-          x.errors,
-          engineClockCell(x.engine_clock),
-        ]),
-      }),
-    );
-    const clocks = engineClocksLine(r.results.map((x) => ({ name: x.policy, clock: x.engine_clock })));
-    if (clocks) console.log(`\n${clocks}`);
-    if (r.loads_ratio_vs_random !== undefined && r.ttft_p90_ratio_vs_random !== undefined) {
-      console.log(
-        `\nllmgw vs random: ${r.loads_ratio_vs_random.toFixed(2)}× fewer adapter loads (target ≥ 3), TTFT p90 ${r.ttft_p90_ratio_vs_random.toFixed(2)}× random's (target ≤ 1)`,
-      );
-    }
+    console.log(formatLoraText(r));
     return strict;
   },
 };

@@ -7,12 +7,19 @@
  */
 import type { EngineMetrics } from "../engines/engine-metrics.ts";
 import type { KvCacheEvent } from "../engines/kv-events/model.ts";
+import { loraInfo } from "../engines/lora-info.ts";
+import { parsePrometheusText } from "../engines/prom-text.ts";
+import type { ListedAdapter } from "../protocol/health-messages.ts";
 import { parseCommandArgs } from "../shared/flags.ts";
 import { simEngineCommand } from "../sim/command.ts";
 import { buildSimConfig } from "../sim/command-config.ts";
 import type { SimStaticConfig } from "../sim/config.ts";
 import { engineCore } from "../sim/engine.ts";
 import type { EngineCore } from "../sim/engine-core.ts";
+import { generationSequences, requestLimits } from "../sim/generation-sequences.ts";
+import { EngineLora } from "../sim/lora/engine-lora.ts";
+import { expandLoraModulesArgv } from "../sim/lora/lora-config.ts";
+import { type GenerationRequest, parseGenerationRequest, type RequestLimits } from "../sim/openai-request.ts";
 import type { SeqSink, Sequence } from "../sim/sequence.ts";
 import { type PromptTokens, textPrompt } from "../sim/tokens.ts";
 import type { EventQueue } from "./event-queue.ts";
@@ -27,6 +34,9 @@ interface TwinSink {
 export class TwinEngine {
   readonly core: EngineCore;
   readonly fixed: SimStaticConfig;
+  /** LoRA adapters, as the served sim keeps them (absent with LoRA off). */
+  readonly lora: EngineLora | undefined;
+  private readonly limits: RequestLimits;
   /** Called after each step that recorded KV-cache events (when the engine publishes them). */
   onKvEvents: ((events: KvCacheEvent[]) => void) | undefined;
   private wakeAt = Infinity;
@@ -46,12 +56,42 @@ export class TwinEngine {
     private readonly clock: EventQueue,
     seed: number,
   ) {
-    const args = parseCommandArgs(simEngineCommand, ["--model", model, ...flags]);
+    // As the sim-engine's own dispatch does: each of vLLM's several --lora-modules items gets a flag of its own.
+    const args = parseCommandArgs(simEngineCommand, expandLoraModulesArgv(["--model", model, ...flags]));
     const { fixed, live } = buildSimConfig(args, { PYTHONHASHSEED: `twin-${seed}` });
     this.fixed = fixed;
     this.hashRoot = fixed.blockHashRoot ?? 0n;
     // The served engine's rule for its shortest step, so the twin's engine steps as the served one does.
     this.core = engineCore(fixed, live, seededUnit(seed), (fixed.timeScale ?? 1) <= 1 ? 1 : Infinity);
+    const core = this.core;
+    if (fixed.lora) this.lora = core.lora = new EngineLora(fixed.lora, fixed.models, () => core.runningCount + core.waitingCount > 0);
+    this.limits = requestLimits(fixed, this.lora);
+  }
+
+  /**
+   * A chat or completion request body as the served sim takes it (its prompt
+   * rendered and tokenized, its answer's length planned, its LoRA adapter
+   * resolved), started on the core: one sequence per choice, each with its
+   * own sink. Throws the sim's SimHttpError where the served sim answers an
+   * error.
+   */
+  generate(kind: "chat" | "completion", body: string, sink: (choice: number) => TwinSink): { parsed: GenerationRequest; seqs: Sequence[] } {
+    const parsed = parseGenerationRequest(kind, body, this.limits);
+    const seqs = generationSequences(parsed, this.lora, this.fixed.blockSize).map((seq, k) => {
+      const out = sink(k);
+      const clock = this.clock;
+      return this.core.submit(
+        { ...seq, sink: { token: (index) => out.token(index, clock.now), finish: () => out.finish(clock.now), cut: () => out.finish(clock.now) } },
+        clock.now,
+      );
+    });
+    this.wake();
+    return { parsed, seqs };
+  }
+
+  /** The LoRA adapters its /v1/models lists (none with LoRA off). */
+  adapters(): ListedAdapter[] {
+    return this.lora?.cards().map((c) => ({ name: c.id, parent: c.parent })) ?? [];
   }
 
   /** A completion prompt as this engine tokenizes it. */
@@ -91,6 +131,8 @@ export class TwinEngine {
       kvUsage: this.core.kv.usage,
       prefixCacheHitRate: this.core.stats.prefixQueries > 0 ? this.core.stats.prefixHits / this.core.stats.prefixQueries : 0,
       malformedLines: 0,
+      // vllm:lora_requests_info as the served sim writes it, read by the gateway's own parser.
+      ...(this.lora ? loraOf(this.lora) : {}),
     };
   }
 
@@ -111,4 +153,10 @@ export class TwinEngine {
       this.wake();
     });
   }
+}
+
+/** What the gateway's parser reads from the engine's vllm:lora_requests_info (nothing before its first step). */
+function loraOf(lora: EngineLora): Pick<EngineMetrics, "lora"> {
+  const info = loraInfo(parsePrometheusText(lora.metric.text()).samples);
+  return info ? { lora: info } : {};
 }

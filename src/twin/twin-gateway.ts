@@ -18,9 +18,10 @@ import { EndpointDirectory } from "../admission/endpoint-directory.ts";
 import { fastAdmit } from "../admission/fast-path.ts";
 import { IDLE_TICK_MS, QUEUE_TICK_MS } from "../admission/worker-loop.ts";
 import type { Config } from "../config/types.ts";
+import { AdapterCatalog } from "../gateway/adapter-catalog.ts";
 import { MAX_TOKEN_BLOCK_KEYS } from "../gateway/prompt-tokens.ts";
 import { estimateFromWalk, promptEstimate } from "../gateway/request/token-estimate.ts";
-import { writeSnapshot } from "../polling/health-service.ts";
+import { writeLora, writeSnapshot } from "../polling/health-service.ts";
 import { KvBlockTracker } from "../polling/kv-block-tracker.ts";
 import { type EndpointSnapshot, INITIAL_SNAPSHOT, nextSnapshot } from "../polling/readiness.ts";
 import type { EndpointDescriptor } from "../protocol/scheduler-messages.ts";
@@ -32,6 +33,7 @@ import { tokenBlockKeys } from "../scheduling/token-blocks.ts";
 import { type SharedTables, sharedTables } from "../serve/gateway-parts.ts";
 import { I } from "../shared/endpoint-table.ts";
 import { KV_STREAM } from "../shared/kv-event-stats.ts";
+import { AdapterNames } from "../shared/lora-table.ts";
 import type { EventQueue } from "./event-queue.ts";
 import { seededUnit } from "./seeded.ts";
 import type { TwinEngine } from "./twin-engine.ts";
@@ -56,9 +58,11 @@ interface TwinGatewayOptions {
   followKvEvents: boolean;
 }
 
-/** A completion request's routing inputs, computed as the gateway's parse and estimate stages do. */
+/** A request's routing inputs, computed as the gateway's parse and estimate stages do, and the model it names. */
 interface TwinRequestKeys extends RoutingKeys {
   estTokens: number;
+  /** The model the request names: a served model, or a LoRA adapter the engines list. */
+  model: string;
 }
 
 /** A scheduling profile as the gateway's threads build theirs: the config's, over the shared prefix and KV-block indexes. */
@@ -81,6 +85,11 @@ export class TwinGateway {
   private stopped = false;
   /** KV-cache events the index applied. */
   kvEventsApplied = 0;
+  /** LoRA adapters as the gateway knows them: numbered by the health worker, listed per endpoint, routed to their base. */
+  private readonly adapterNames = new AdapterNames();
+  private readonly catalog = new AdapterCatalog();
+  /** Some engine serves LoRA adapters: the polls read them. */
+  private readonly lora: boolean;
 
   constructor(private readonly o: TwinGatewayOptions) {
     const { config, engines, model } = o;
@@ -102,6 +111,7 @@ export class TwinGateway {
     const workerChooser = new EndpointChooser(t.table, this.directory, profile(), staleAfterMs, t.lora);
     this.controller = new AdmissionController(t.table, t.pools, t.stats, this.directory, workerChooser, config.admission, staleAfterMs, this.random);
     this.band = config.admission.defaultBand;
+    this.lora = engines.some((e) => e.lora !== undefined);
     this.snapshots = engines.map(() => INITIAL_SNAPSHOT);
     if (kvEvents) {
       const tracker = new KvBlockTracker(t.kvIndex, t.kvStats);
@@ -129,15 +139,23 @@ export class TwinGateway {
 
   /** The routing inputs of a completion prompt: prefix hashes of its text, token-block keys of its tokens when the profile reads KV blocks. */
   keysOf(prompt: string, maxTokens: number): TwinRequestKeys {
-    const affinity = this.o.config.scheduling.prefixAffinity;
     const body = { model: this.o.model, prompt, max_tokens: maxTokens };
-    const walk = walkPrompt(body, this.hashing ? affinity.blockChars * affinity.maxBlocks : 0);
     return {
-      estTokens: estimateFromWalk(body, walk),
-      promptTokens: promptEstimate(walk),
-      prefixHashes: this.hashing ? prefixHashes(walk.text, affinity.blockChars, affinity.maxBlocks) : [],
+      ...this.keysOfBody(body, this.o.model),
       // The gateway asks an engine's /tokenize; the sim-engine answers with these ids.
       ...(this.tokenizing ? { tokenBlockKeys: tokenBlockKeys(this.o.engines[0]!.prompt(prompt).ids, MAX_TOKEN_BLOCK_KEYS) } : {}),
+    };
+  }
+
+  /** The routing inputs of a chat or completion body naming `model`: estimate, prompt tokens and prefix hashes (salted by a LoRA adapter's name, as the gateway does). No token-block keys. */
+  keysOfBody(body: Record<string, unknown>, model: string): TwinRequestKeys {
+    const affinity = this.o.config.scheduling.prefixAffinity;
+    const walk = walkPrompt(body, this.hashing ? affinity.blockChars * affinity.maxBlocks : 0);
+    return {
+      model,
+      estTokens: estimateFromWalk(body, walk),
+      promptTokens: promptEstimate(walk),
+      prefixHashes: this.hashing ? prefixHashes(walk.text, affinity.blockChars, affinity.maxBlocks, this.catalog.isAdapter(model) ? model : undefined) : [],
     };
   }
 
@@ -149,14 +167,19 @@ export class TwinGateway {
    */
   admit(keys: TwinRequestKeys, done: (a: Admitted) => void): () => boolean {
     const now = this.o.clock.now;
-    const pool = this.directory.poolOf(this.o.model);
+    // A LoRA adapter is routed among its base's endpoints, as the admission client does.
+    const route = this.catalog.route(keys.model);
+    const model = route?.base ?? keys.model;
+    const adapter = route === undefined ? {} : { adapter: route.id };
+    const pool = this.directory.poolOf(model);
     const notQueued = () => false;
     if (pool === undefined) {
       done({ ok: false, code: "NO_READY_ENDPOINT", message: "no endpoint serves the model" });
       return notQueued;
     }
     const req = {
-      model: this.o.model,
+      model,
+      ...adapter,
       prefixHashes: keys.prefixHashes,
       ...(keys.tokenBlockKeys ? { tokenBlockKeys: keys.tokenBlockKeys } : {}),
       promptTokens: keys.promptTokens,
@@ -176,7 +199,8 @@ export class TwinGateway {
       {
         type: "admit",
         id,
-        model: this.o.model,
+        model,
+        ...adapter,
         pool,
         band: this.band,
         tenant: "anonymous",
@@ -233,12 +257,29 @@ export class TwinGateway {
     engines.forEach((e, row) => {
       const snap = nextSnapshot(
         this.snapshots[row]!,
-        { healthOk: true, healthStatus: 200, models: [model], metrics: e.metrics(), errors: [], timedOutOnly: false, startedAt: now, finishedAt: now },
+        {
+          healthOk: true,
+          healthStatus: 200,
+          models: [model],
+          ...(this.lora ? { adapters: e.adapters() } : {}),
+          metrics: e.metrics(),
+          errors: [],
+          timedOutOnly: false,
+          startedAt: now,
+          finishedAt: now,
+        },
         [model],
         config.health.staleAfterMs,
       );
       this.snapshots[row] = snap;
       writeSnapshot(this.tables.table, row, snap);
+      if (this.lora) {
+        // What the health worker writes and tells the main thread: the adapters' ids, where each is listed, which run.
+        const fresh: [string, number][] = [];
+        writeLora(this.tables.lora, this.adapterNames, row, snap, fresh);
+        if (fresh.length > 0) this.catalog.setIds(fresh);
+        if (snap.adapters) this.catalog.setEndpoint(row, snap.adapters);
+      }
     });
     if (this.controller.queued > 0) this.pump();
     else this.controller.refresh(now);

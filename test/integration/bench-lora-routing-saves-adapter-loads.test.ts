@@ -47,3 +47,21 @@ test("llmgw routing loads fewer adapters than random routing, same workload, sam
   expect(mine!.adapter_loads).toBeGreaterThan(0);
   expect(mine!.loads_per_1000).toBeLessThan(random!.loads_per_1000 * 0.6);
 }, 120_000);
+
+test("in the fleet twin, the same workload: llmgw loads fewer adapters than random, and the same run twice gives the same figures", async () => {
+  const options = {
+    workload: { ...DEFAULT_LORA_WORKLOAD, adapters: 8, maxLoras: 4, requests: 200, warmup: 40, ratePerS: 40, maxTokens: 16 },
+    replicas: 2,
+    policies: ["llmgw", "random"] as const,
+    timeScale: 1,
+    twin: true,
+  };
+  const r = await runLoraBench({ ...options, policies: [...options.policies] });
+  const [mine, random] = r.results;
+  console.log(`bench lora --twin (small): llmgw ${mine!.loads_per_1000.toFixed(0)} vs random ${random!.loads_per_1000.toFixed(0)} loads per 1000`);
+  expect(r.clock).toBe("twin");
+  for (const p of r.results) expect({ policy: p.policy, errors: p.errors, requests: p.requests }).toEqual({ policy: p.policy, errors: 0, requests: 200 });
+  expect(mine!.adapter_loads).toBeGreaterThan(0);
+  expect(mine!.loads_per_1000).toBeLessThan(random!.loads_per_1000 * 0.6);
+  expect((await runLoraBench({ ...options, policies: [...options.policies] })).results).toEqual(r.results);
+}, 60_000);
