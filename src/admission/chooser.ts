@@ -56,6 +56,16 @@ type Choice =
     }
   | { ok: false; drops: Readonly<Record<string, number>> };
 
+/** What scoring sees of the request (fields set one by one: a request's hot path, no spread copies). */
+function requestView(req: ChooseRequest, exclude: ReadonlySet<number> | undefined): RequestView {
+  const v: { -readonly [K in keyof RequestView]: RequestView[K] } = { model: req.model, prefixHashes: req.prefixHashes };
+  if (exclude !== undefined) v.exclude = exclude;
+  if (req.tokenBlockKeys !== undefined) v.tokenBlockKeys = req.tokenBlockKeys;
+  if (req.adapter !== undefined) v.adapter = req.adapter;
+  if (req.promptTokens !== undefined) v.promptTokens = req.promptTokens;
+  return v;
+}
+
 /** A draw from `random`, kept in `draws`. */
 function drawn(draws: number[], random: () => number): number {
   const v = random();
@@ -103,13 +113,7 @@ export class EndpointChooser {
     for (let i = 0; i < serving.length; i++) views[i] = readEndpointView(this.table, serving[i]!, now, this.staleAfterMs, req.model, joinProbing, adapter);
     let exclude = req.exclude;
     for (let race = 0; ; race++) {
-      const view = { model: req.model, prefixHashes: req.prefixHashes, exclude };
-      const reqView = {
-        ...view,
-        ...(req.tokenBlockKeys !== undefined ? { tokenBlockKeys: req.tokenBlockKeys } : {}),
-        ...(req.adapter !== undefined ? { adapter: req.adapter } : {}),
-        ...(req.promptTokens !== undefined ? { promptTokens: req.promptTokens } : {}),
-      };
+      const reqView = requestView(req, exclude);
       const draws: number[] | undefined = this.recorder ? [] : undefined;
       const decision = this.profile.schedule(reqView, views, draws ? () => drawn(draws, random) : random);
       if (this.recorder && draws) this.record(this.recorder, reqView, views, draws, decision.endpoint?.index ?? null, now);
