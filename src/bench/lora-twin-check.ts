@@ -8,6 +8,7 @@
  * two reports in, a comparison out.
  */
 import type { LoraBenchReport, LoraPolicyResult } from "./lora-policies.ts";
+import { rankingAgrees } from "./ranking-agreement.ts";
 import { formatTable } from "./report.ts";
 
 const TWIN_TOLERANCE = 0.1;
@@ -65,15 +66,8 @@ export function loraTwinCheck(real: LoraBenchReport, twin: LoraBenchReport, tole
   const names = new Set(policies.map((p) => p.policy));
   const realRank = ranked(real.results.filter((r) => names.has(r.policy)));
   const twinRank = ranked(twin.results.filter((r) => names.has(r.policy)));
-  const loads = (rs: readonly LoraPolicyResult[], name: string) => rs.find((r) => r.policy === name)!.loads_per_1000;
-  const same = realRank.every((a, i) =>
-    realRank.slice(i + 1).every((b) => {
-      const ra = loads(real.results, a);
-      const rb = loads(real.results, b);
-      if (Math.abs(rb - ra) <= tolerance * Math.max(ra, rb)) return true;
-      return twinRank.indexOf(a) < twinRank.indexOf(b);
-    }),
-  );
+  const loads = (rs: readonly LoraPolicyResult[]) => new Map(rs.filter((r) => names.has(r.policy)).map((r) => [r.policy, r.loads_per_1000] as const));
+  const same = rankingAgrees(loads(real.results), loads(twin.results), tolerance, "lower");
   const within = (f: FigureCheck) => Math.abs(f.error) <= tolerance;
   return {
     tolerance,
