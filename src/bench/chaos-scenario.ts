@@ -133,6 +133,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const chaos = (async () => {
       while (!loadDone) {
         await Bun.sleep(o.killEveryMs);
+        // A kill between the victim's streams cuts nothing: wait (a bounded while) until the gateway has one there.
+        await untilServing(gw.urls.admin!, VICTIM, () => loadDone);
         if (loadDone) break;
         kills.push(performance.now());
         await victim.stop("SIGKILL");
@@ -169,6 +171,19 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     };
   } finally {
     await Promise.all(children.map((c) => c.stop()));
+  }
+}
+
+/** How long a kill waits for the victim to hold a stream before it goes ahead anyway. */
+const SERVING_WAIT_MS = 3_000;
+
+/** Until the gateway holds a request on endpoint `id` (its in-flight count above 0), `stop()` says so, or SERVING_WAIT_MS pass. */
+async function untilServing(admin: string, id: string, stop: () => boolean): Promise<void> {
+  const deadline = performance.now() + SERVING_WAIT_MS;
+  while (!stop() && performance.now() < deadline) {
+    const body = (await (await fetch(`${admin}/admin/v1/endpoints`)).json()) as { endpoints: { id: string; inflight: number }[] };
+    if ((body.endpoints.find((e) => e.id === id)?.inflight ?? 0) > 0) return;
+    await Bun.sleep(10);
   }
 }
 
