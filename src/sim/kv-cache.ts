@@ -11,12 +11,26 @@
  *
  * With events on, it records what vLLM's BlockPool queues for its KV-event
  * publisher: a BlockStored per run of blocks a request caches (their
- * hashes, the hash of the block before them, their token ids, and the
- * request's LoRA adapter, lora_id and lora_name, when it names one), a
- * BlockRemoved per cached block evicted for reuse, and AllBlocksCleared when
- * the prefix cache is reset. The engine drains them once per step.
+ * hashes, the hash of the block before them, their token ids, the
+ * request's LoRA adapter, lora_id and lora_name, when it names one, each
+ * block's extra hash keys, and the one KV-cache group a full-attention
+ * model has, group 0 of kind full_attention), a BlockRemoved per cached
+ * block evicted for reuse, and AllBlocksCleared when the prefix cache is
+ * reset. The engine drains them once per step.
  */
 import { blockStored, type KvCacheEvent } from "../engines/kv-events/model.ts";
+
+/**
+ * Block j's extra hash keys as vLLM lists them in its events
+ * (kv_cache_utils.generate_block_hash_extra_keys): the LoRA adapter's name
+ * on every block, the cache_salt on the first; null when it has none.
+ */
+function blockExtraKeys(j: number, lora: string | undefined, salt: string | undefined): string[] | null {
+  const keys: string[] = [];
+  if (lora !== undefined) keys.push(lora);
+  if (j === 0 && salt !== undefined) keys.push(salt);
+  return keys.length > 0 ? keys : null;
+}
 
 interface PromptAllocation {
   blocks: number[];
@@ -149,6 +163,7 @@ export class KvCache {
     from: number,
     to: number,
     lora?: { readonly id: number; readonly name: string },
+    salt?: string,
   ): void {
     let runStart = -1;
     const flush = (end: number) => {
@@ -163,6 +178,9 @@ export class KvCache {
             blockSize: bs,
             // vLLM names the request's adapter on its blocks (their hashes are keyed by it).
             ...(lora ? { loraId: lora.id, loraName: lora.name } : {}),
+            extraKeys: hashes.slice(runStart, end).map((_, k) => blockExtraKeys(runStart + k, lora?.name, salt)),
+            groupIdx: 0,
+            kvCacheSpecKind: "full_attention",
           }),
         );
       }
@@ -229,7 +247,7 @@ export class KvCache {
     const h = this.blockHash[b];
     if (h !== undefined && this.byHash.get(h) === b) {
       this.byHash.delete(h);
-      this.events?.push({ type: "BlockRemoved", blockHashes: [h], medium: "GPU", groupIdx: null });
+      this.events?.push({ type: "BlockRemoved", blockHashes: [h], medium: "GPU", groupIdx: 0 });
     }
     this.blockHash[b] = undefined;
     return b;

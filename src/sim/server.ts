@@ -32,6 +32,13 @@ import { JsonSink, SseSink } from "./sinks.ts";
 import { tokenText } from "./tokens.ts";
 import { badRequest, fastapiMethodNotAllowed, fastapiNotFound, SimHttpError, vllmErrorResponse } from "./vllm-errors.ts";
 
+/**
+ * The vLLM release whose behaviour the sim follows (async scheduling on,
+ * KV events with their cache group, blocks freed tail-first): the newest one
+ * a sweep it is fitted to measured.
+ */
+const SIM_VLLM_VERSION = "0.23.0+llmgw-sim";
+
 /** Bun's maximum; streams additionally get server.timeout(req, 0) (Bun's 10 s idle timeout also runs while a response streams, and would cut a silent one). */
 const IDLE_TIMEOUT_S = 255;
 const PROM_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -180,7 +187,7 @@ export class SimServer {
         case "/reset_prefix_cache":
           return req.method === "POST" ? this.resetPrefixCache() : fastapiMethodNotAllowed("POST");
         case "/version":
-          return Response.json({ version: "0.11.0+llmgw-sim" });
+          return Response.json({ version: SIM_VLLM_VERSION });
         case "/sim/state":
           return Response.json(this.state());
         case "/sim/config":

@@ -59,6 +59,17 @@ describe("sim token ids", () => {
 describe("sim KV cache events", () => {
   const ids = Int32Array.from({ length: 12 }, (_, i) => i + 100);
 
+  test("stored blocks name the one KV-cache group of a full-attention model and each block's extra keys, as vLLM's events do", () => {
+    const kv = new KvCache(8, 4, { events: true });
+    kv.registerRun(kv.allocateAfter([], 2)!, [1n, 2n], ids, 0, 2);
+    expect(kv.takeEvents()).toMatchObject([{ groupIdx: 0, kvCacheSpecKind: "full_attention", extraKeys: [null, null] }]);
+    // A salted request's first block carries its salt; an adapter's name is on every block, first in the list.
+    kv.registerRun(kv.allocateAfter([], 2)!, [3n, 4n], ids, 0, 2, undefined, "tenant-a");
+    expect((kv.takeEvents() as BlockStored[])[0]!.extraKeys).toEqual([["tenant-a"], null]);
+    kv.registerRun(kv.allocateAfter([], 2)!, [5n, 6n], ids, 0, 2, { id: 1, name: "sql" }, "tenant-a");
+    expect((kv.takeEvents() as BlockStored[])[0]!.extraKeys).toEqual([["sql", "tenant-a"], ["sql"]]);
+  });
+
   test("a run of newly cached blocks is one BlockStored with its parent and tokens; a hash already cached splits the run", () => {
     const kv = new KvCache(8, 4, { events: true });
     const hashes = [1n, 2n, 3n];
@@ -89,7 +100,7 @@ describe("sim KV cache events", () => {
     const b = kv.grow();
     expect(b).toBeGreaterThanOrEqual(0);
     // The chain's tail block is freed first, so it is the first evicted (vLLM frees a request's blocks in reverse).
-    expect(kv.takeEvents()).toEqual([{ type: "BlockRemoved", blockHashes: [2n], medium: "GPU", groupIdx: null }]);
+    expect(kv.takeEvents()).toEqual([{ type: "BlockRemoved", blockHashes: [2n], medium: "GPU", groupIdx: 0 }]);
     kv.release([b]);
     expect(kv.resetPrefixCache()).toBe(true);
     expect(kv.takeEvents()).toEqual([{ type: "AllBlocksCleared" }]);
