@@ -50,7 +50,15 @@ function profileFlags(p: PublishedSweep["profile"]): string[] {
  */
 export async function runServedSweep(sweep: PublishedSweep, coreMs: readonly number[], progress: (line: string) => void): Promise<ServedSweep> {
   const t0 = performance.now();
-  const engine = await spawnLlmgw(["sim-engine", "--port", "0", "--model", MODEL, ...profileFlags(sweep.profile)]);
+  const engine = await spawnLlmgw([
+    "sim-engine",
+    "--port",
+    "0",
+    "--model",
+    MODEL,
+    ...profileFlags(sweep.profile),
+    ...(sweep.asyncScheduling ? [] : ["--no-async-scheduling"]),
+  ]);
   try {
     const url = engine.urls.api ?? engine.url;
     const clockBefore = await sampleEngineClocks([url]);

@@ -67,6 +67,7 @@ export function calibrateSweep(sweep: PublishedSweep, efficiency?: EfficiencyCon
     numGpuBlocks: p.numGpuBlocks,
     blockSize: p.blockSize,
     maxModelLen: p.maxModelLen,
+    asyncScheduling: sweep.asyncScheduling,
   };
   const timing = {
     timing: { derived: p.cost, derivedScale: 1, flatDecode: undefined, flatPrefill: undefined },

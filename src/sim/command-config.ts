@@ -172,6 +172,7 @@ export function buildSimConfig(args: ParsedArgs, env: Record<string, string | un
     reservedMiB: gpuModelFlag === undefined || gpuModelFlag === p.gpu.dcgmName ? p.reservedMiB : undefined,
     profile: resolved.name,
     kvEvents: kvEventsFlag(args),
+    asyncScheduling: !boolFlag(args, "no-async-scheduling"),
     blockHashRoot: blockHashRoot(env.PYTHONHASHSEED),
     lora: loraFromFlags(args, env, { arch: p.arch, gpuId: p.gpu.id, tp: p.tp }),
     ...apiKeyFlag(args, env),

@@ -6,6 +6,7 @@ import { buildSimConfig } from "./command-config.ts";
 import { DEFAULT_SIM_PORT } from "./config.ts";
 import { DEFAULT_MAX_LORA_RANK, DEFAULT_MAX_LORAS, expandLoraModulesArgv } from "./lora/lora-config.ts";
 import { DEFAULT_PROFILE, listProfiles } from "./profiles/catalog.ts";
+import { FITTED } from "./profiles/efficiency.ts";
 import { GPUS } from "./profiles/gpu-facts.ts";
 import { ARCHS } from "./profiles/model-facts.ts";
 import { SimServer } from "./server.ts";
@@ -35,6 +36,9 @@ Scheduler and KV cache (defaults from the profile):
   --num-gpu-blocks N          KV cache blocks
   --block-size N              tokens per KV block (default 16)
   --max-model-len N           context length (at most blocks × block size)
+  --no-async-scheduling       plan each step after the last one ended, as vLLM before 0.14; by default,
+                              as vLLM's async scheduling, each step is planned while the one before it
+                              runs, so a request reaching a busy engine joins the step after next
 
 Timing overrides (each replaces its part of the derived step model):
   --itl-ms MS                 a lone decode step; scales every derived step
@@ -42,8 +46,8 @@ Timing overrides (each replaces its part of the derived step model):
   --prefill-overhead-ms MS    flat prefill: a request's own fixed prefill time, in parallel (default 5)
   --prefill-ms-per-token MS   flat prefill: cost per prefill token (default 0.05)
   --jitter F                  ±fraction of random step-time noise (default 0)
-  --frontend-latency-ms MS    the API server's time per request before the engine sees it (profile: 10)
-  --frontend-service-ms MS    of which one request at a time: a burst queues for it (profile: 2)
+  --frontend-latency-ms MS    the API server's time per request before the engine sees it (fitted: ${FITTED.frontendLatencyMs})
+  --frontend-service-ms MS    of which one request at a time: a burst queues for it (fitted: ${FITTED.frontendServiceMs})
 
 Answers:
   --output-len N              natural answer length, fixed (= --output-len-dist fixed:N)
@@ -182,6 +186,7 @@ export const simEngineCommand: CommandSpec = {
     "reject-continuation": { type: "boolean" },
     "no-messages-api": { type: "boolean" },
     "enable-prompt-tokens-details": { type: "boolean" },
+    "no-async-scheduling": { type: "boolean" },
     "api-key": { type: "string" },
     "kv-events-config": { type: "string" },
     "enable-lora": { type: "boolean" },

@@ -63,6 +63,8 @@ export interface SimStaticConfig {
   enablePromptTokensDetails?: boolean;
   /** Publish vLLM's KV-cache events (--kv-events-config); absent: none. */
   kvEvents?: SimKvEventsConfig;
+  /** vLLM's async scheduling (its default since 0.14; --no-async-scheduling turns it off): a request reaching a busy engine joins the step after next. Absent: off. */
+  asyncScheduling?: boolean;
   /** The root of the prefix cache's block-hash chain (vLLM's NONE_HASH: random per process unless PYTHONHASHSEED); absent: 0. */
   blockHashRoot?: bigint;
   /** LoRA adapters (--enable-lora); absent: LoRA off. */

@@ -25,6 +25,12 @@ export interface CoreConfig {
   kvEvents?: boolean;
   /** Distinct LoRA adapters a step may hold (vLLM's max_loras); absent: LoRA off. */
   maxLoras?: number;
+  /**
+   * vLLM's async scheduling: each step is planned while the one before it
+   * runs, so a request reaching the engine mid-step joins the step after
+   * next (its first token comes one step later than without).
+   */
+  asyncScheduling?: boolean;
 }
 
 /** What LoRA adds to the engine loop (src/sim/lora/engine-lora.ts). */
@@ -58,6 +64,8 @@ export class EngineCore implements PlannerHost {
   private paced: Sequence[] = [];
   private step: StepPlan | undefined;
   private stepEndsAt = Infinity;
+  /** When the step in flight (or the last one) started. */
+  private stepStartedAt = -Infinity;
   private lastStepMs = 0;
   private lastComposition: StepComposition | undefined;
   /** Set while a step's tokens go out: a sink that aborts another request must not start a step mid-way. */
@@ -135,7 +143,8 @@ export class EngineCore implements PlannerHost {
       if (this.step && this.stepEndsAt === t) {
         if (steps++ >= this.stepsPerAdvance) break;
         this.finishStep(t);
-        this.startIfIdle(t, now);
+        // Under async scheduling the next step was planned when this one started.
+        this.startIfIdle(t, now, this.config.asyncScheduling ? this.stepStartedAt : Infinity);
         continue;
       }
       if (this.kickAt <= t) this.kickAt = Infinity;
@@ -182,11 +191,14 @@ export class EngineCore implements PlannerHost {
    * Plan and start a step at `at`. A driver that noticed the last step's end
    * late (`now` > `at`) keeps the cadence — the step still ends at `at` +
    * its length — unless that end has passed too: then it starts now, so a
-   * late timer never sends two steps' tokens in a burst.
+   * late timer never sends two steps' tokens in a burst. `readyBy`: only
+   * requests that reached the engine by then may join (async scheduling).
    */
-  private startIfIdle(at: number, now = at): void {
+  private startIfIdle(at: number, now = at, readyBy = Infinity): void {
     if (this.step || this.finishing) return;
-    const plan = planStep(this.running, this.waiting, this.kv, this.config, this);
+    let plan = planStep(this.running, this.waiting, this.kv, this.config, this, readyBy);
+    // Nothing was planned ahead: the scheduler takes whoever is there now.
+    if (plan.seqs.length === 0 && readyBy !== Infinity) plan = planStep(this.running, this.waiting, this.kv, this.config, this);
     for (const s of plan.admitted) {
       if (s.scheduledAt >= 0) continue; // a preempted request coming back
       // A step kept on cadence may start a little before a late-noticed arrival: never before it.
@@ -207,6 +219,7 @@ export class EngineCore implements PlannerHost {
       at = now;
     }
     this.step = plan;
+    this.stepStartedAt = at;
     this.stepEndsAt = at + ms;
     this.lastStepMs = ms;
     this.lastComposition = plan.composition;
@@ -239,7 +252,7 @@ export class EngineCore implements PlannerHost {
       // Every block the step filled joins the prefix cache, generated tokens' too (vLLM's cache_full_blocks).
       const from = Math.floor(before / bs);
       const upTo = s.hashFullBlocks(Math.floor(s.computed / bs), bs);
-      if (from < upTo) this.kv.registerRun(s.blocks, s.blockHashes, s.tokenIds(upTo * bs), from, upTo, s.req.adapter);
+      if (from < upTo) this.kv.registerRun(s.blocks, s.blockHashes, s.tokenIds(upTo * bs), from, upTo, s.req.adapter, s.req.prompt.hashKeys?.salt);
       if (s.computed < s.totalTokens) continue;
       const delay = this.live.firstTokenDelayMs;
       if (s.generated === 0 && delay > 0) {

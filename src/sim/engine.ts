@@ -47,6 +47,7 @@ export function engineCore(fixed: SimStaticConfig, live: SimLiveConfig, random: 
     blockSize: fixed.blockSize,
     maxModelLen: fixed.maxModelLen,
     kvEvents: fixed.kvEvents !== undefined,
+    asyncScheduling: fixed.asyncScheduling === true,
     ...(fixed.lora ? { maxLoras: fixed.lora.maxLoras } : {}),
   };
   return new EngineCore(config, view, random, minStepMs);

@@ -20,8 +20,12 @@
  *    skipped — others may overtake it — and goes back to the head of the
  *    queue afterwards (vLLM: `scheduled_loras`, `skipped_waiting_requests`).
  *
+ * 4. Under async scheduling (`readyBy`), only requests that reached the engine
+ *    by then are admitted: vLLM planned this step while the one before it ran,
+ *    so a request that arrived meanwhile waits for the next.
+ *
  * Not modelled: priorities, speculative decoding, encoder inputs, KV
- * transfer, async scheduling's one-step lookahead.
+ * transfer.
  */
 import type { KvCache } from "./kv-cache.ts";
 import type { Sequence } from "./sequence.ts";
@@ -88,7 +92,7 @@ function scheduledAdapters(scheduled: readonly Sequence[], maxLoras: number): Se
   return ids;
 }
 
-export function planStep(running: Sequence[], waiting: WaitQueue, kv: KvCache, limits: PlannerLimits, host: PlannerHost): StepPlan {
+export function planStep(running: Sequence[], waiting: WaitQueue, kv: KvCache, limits: PlannerLimits, host: PlannerHost, readyBy = Infinity): StepPlan {
   const plan: StepPlan = { seqs: [], tokens: [], preempted: [], admitted: [], composition: emptyComposition() };
   const bs = limits.blockSize;
   let budget = limits.maxNumBatchedTokens;
@@ -134,7 +138,7 @@ export function planStep(running: Sequence[], waiting: WaitQueue, kv: KvCache, l
     const skipped: Sequence[] = [];
     while (budget > 0 && live < limits.maxNumSeqs) {
       const s = waiting.peek();
-      if (!s) break;
+      if (!s || s.readyAt > readyBy) break;
       const adapter = s.req.adapter;
       if (loras && adapter && loras.size >= maxLoras && !loras.has(adapter.id)) {
         waiting.shift();

@@ -21,6 +21,7 @@ const sweep: PublishedSweep = {
   outputSpread: 0.5,
   requests: (c) => 6 * c,
   fitted: false,
+  asyncScheduling: true,
   points: [
     { concurrency: 1, outTokS: 100 },
     { concurrency: 4, outTokS: 400 },

@@ -35,6 +35,8 @@ export interface PublishedSweep {
   requests: (concurrency: number) => number;
   /** Whether the efficiency constants were fitted to this table (false: a prediction). */
   fitted: boolean;
+  /** Whether the measured vLLM scheduled asynchronously (its default since 0.14). */
+  asyncScheduling: boolean;
   points: PublishedPoint[];
 }
 
@@ -56,6 +58,7 @@ export const PUBLISHED_SWEEPS: readonly PublishedSweep[] = [
     outputTokens: 128,
     requests: (c) => Math.max(50, 20 * c),
     fitted: true,
+    asyncScheduling: true,
     points: [
       { concurrency: 1, outTokS: 168, ttftP50Ms: 27.0, itlP50Ms: 5.1 },
       { concurrency: 2, outTokS: 367, ttftP50Ms: 37.8, itlP50Ms: 5.2 },
@@ -77,6 +80,7 @@ export const PUBLISHED_SWEEPS: readonly PublishedSweep[] = [
       "not published (\"short chat turns\" from a chat dataset, so of varying length); 200 in and 32–96 out (mean 64) chosen from the table's own Little's-law consistency at c=4 (about 53–64 output tokens per request)",
     requests: (c) => Math.max(50, 20 * c),
     fitted: true,
+    asyncScheduling: true,
     points: [
       { concurrency: 1, outTokS: 122.2, ttftP50Ms: 13.98, tpotP50Ms: 6.48 },
       { concurrency: 4, outTokS: 580.3, ttftP50Ms: 22.75, tpotP50Ms: 6.59 },
@@ -95,6 +99,7 @@ export const PUBLISHED_SWEEPS: readonly PublishedSweep[] = [
     lengthsNote: "ShareGPT's mean lengths in that run (23,260 / 100 in, 22,061 / 100 out), fixed",
     requests: () => 100,
     fitted: false,
+    asyncScheduling: false,
     points: [
       { concurrency: 1, e2eMeanMs: 1660 },
       { concurrency: 2, e2eMeanMs: 1680 },
@@ -112,6 +117,7 @@ export const PUBLISHED_SWEEPS: readonly PublishedSweep[] = [
     outputTokens: 128,
     requests: (c) => 20 * c,
     fitted: false,
+    asyncScheduling: true,
     points: [
       { concurrency: 1, tpotP50Ms: 1000 / 75 },
       { concurrency: 8, outTokSRelative: 6.6 },
@@ -128,6 +134,7 @@ export const PUBLISHED_SWEEPS: readonly PublishedSweep[] = [
     lengthsNote: "the calibration's own: one full --max-num-batched-tokens chunk, one token out",
     requests: () => 25,
     fitted: true,
+    asyncScheduling: true,
     points: [{ concurrency: 1, ttftP50Ms: 8192 / 15.928 }],
   },
 ];
