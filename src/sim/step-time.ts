@@ -70,11 +70,37 @@ export interface StepCostModel {
   /** Tensor parallelism: all-reduce cost per token (ms) and per step (ms); 0 at tp 1. */
   commMsPerToken: number;
   commMsPerStep: number;
+  /** A mixture of experts: its expert MLPs, read as far as the step's tokens pick them (absent: a dense model, all in weightBytes). */
+  experts?: ExpertReads;
+}
+
+/** What a mixture of experts reads of its expert weights in one step. */
+export interface ExpertReads {
+  /** Every expert's weights, per GPU (tensor parallelism shards each expert). */
+  bytes: number;
+  count: number;
+  perToken: number;
+}
+
+/**
+ * Bytes of expert weights a step over `tokens` tokens reads: each layer reads
+ * the experts its tokens were routed to, `count × (1 − (1 − perToken/count)^tokens)`
+ * of them expected when the router spreads tokens evenly; a lone decode reads
+ * perToken of them, a batch of a few dozen tokens nearly all.
+ */
+export function expertBytesRead(e: ExpertReads, tokens: number): number {
+  if (tokens <= 0) return 0;
+  return e.bytes * (1 - (1 - e.perToken / e.count) ** tokens);
+}
+
+/** Weight bytes a step over `tokens` tokens reads: the dense weights once, and the experts its tokens pick. */
+function weightsRead(m: StepCostModel, tokens: number): number {
+  return m.weightBytes + (m.experts ? expertBytesRead(m.experts, tokens) : 0);
 }
 
 function derivedMs(m: StepCostModel, seqs: number, tokens: number, context: number, pairs: number): number {
   if (seqs === 0) return 0;
-  const memMs = (m.weightBytes + context * m.kvBytesPerToken) / m.bytesPerMs;
+  const memMs = (weightsRead(m, tokens) + context * m.kvBytesPerToken) / m.bytesPerMs;
   const computeMs = (tokens * m.flopsPerToken + pairs * m.attnFlopsPerPair) / m.flopsPerMs;
   return m.stepOverheadMs + m.perSeqOverheadMs * seqs + Math.max(memMs, computeMs) + m.commMsPerStep + m.commMsPerToken * tokens;
 }
@@ -132,7 +158,7 @@ export function loneDecodeMs(m: StepCostModel): number {
 
 /** Of a derived step, the shares its memory reads and its matmuls take of the roofline part, 0..1 (for DCGM's DRAM and tensor activity). */
 export function stepShares(m: StepCostModel, c: StepComposition): { memory: number; compute: number } {
-  const memMs = (m.weightBytes + (c.decodeContext + c.prefillContext) * m.kvBytesPerToken) / m.bytesPerMs;
+  const memMs = (weightsRead(m, c.tokens) + (c.decodeContext + c.prefillContext) * m.kvBytesPerToken) / m.bytesPerMs;
   const computeMs = (c.tokens * m.flopsPerToken + (c.decodeContext + c.prefillPairs) * m.attnFlopsPerPair) / m.flopsPerMs;
   const total = derivedStepMs(m, c);
   return total > 0 ? { memory: Math.min(1, memMs / total), compute: Math.min(1, computeMs / total) } : { memory: 0, compute: 0 };

@@ -19,8 +19,8 @@ export interface EfficiencyConstants {
   frontendLatencyMs: number;
   /** Per request, the API server's own work (parsing, tokenisation), one request at a time: a burst of arrivals queues here (ms). */
   frontendServiceMs: number;
-  /** Per tensor-parallel all-reduce (two per layer), its fixed latency (ms). */
-  allReduceLatencyMs: number;
+  /** Per hop of a tensor-parallel ring all-reduce (two all-reduces per layer, 2(tp − 1) hops each), its fixed latency (ms). */
+  allReduceHopMs: number;
   /** Per GPU, memory neither weights nor KV cache get: CUDA context, NCCL, CUDA graphs (GiB). */
   nonTorchGiB: number;
 }
@@ -47,6 +47,6 @@ export const FITTED: EfficiencyConstants = Object.freeze({
   perSeqOverheadMs: 0.034,
   frontendLatencyMs: 12,
   frontendServiceMs: 1.4,
-  allReduceLatencyMs: 0.008,
+  allReduceHopMs: 0.004,
   nonTorchGiB: 1.5,
 });

@@ -8,7 +8,7 @@
 import type { Frontend, StepCostModel } from "../step-time.ts";
 import { type EfficiencyConstants, FITTED } from "./efficiency.ts";
 import { type Dtype, GIB, type GpuFacts, MIB } from "./gpu-facts.ts";
-import { kvBytesPerToken, type ModelArch, matmulParams, totalParams } from "./model-facts.ts";
+import { activeParams, denseParams, expertParams, kvBytesPerToken, type ModelArch, totalParams } from "./model-facts.ts";
 
 const BLOCK_SIZE_TOKENS = 16;
 const DEFAULT_GPU_MEMORY_UTILIZATION = 0.9;
@@ -25,6 +25,9 @@ interface ProfileInput {
   dtype: Dtype;
   gpuMemoryUtilization?: number;
   maxModelLen?: number;
+  /** The engine's --max-num-seqs and --max-num-batched-tokens where a run set them; absent: vLLM's defaults for the GPU. */
+  maxNumSeqs?: number;
+  maxNumBatchedTokens?: number;
   efficiency?: EfficiencyConstants;
 }
 
@@ -77,7 +80,9 @@ export function deriveProfile(input: ProfileInput): DerivedProfile {
   const gmu = input.gpuMemoryUtilization ?? DEFAULT_GPU_MEMORY_UTILIZATION;
   if (!Number.isInteger(tp) || tp < 1 || tp > 8) throw new ProfileError(`--tp: expected 1 to 8, got ${tp}`);
   if (arch.attentionHeads % tp !== 0) throw new ProfileError(`--tp ${tp}: ${arch.id} has ${arch.attentionHeads} attention heads, not divisible by ${tp}`);
-  const { maxNumSeqs, maxNumBatchedTokens } = schedulerDefaults(gpu);
+  const defaults = schedulerDefaults(gpu);
+  const maxNumSeqs = input.maxNumSeqs ?? defaults.maxNumSeqs;
+  const maxNumBatchedTokens = input.maxNumBatchedTokens ?? defaults.maxNumBatchedTokens;
   const weightBytesPerParam = dtype === "fp8" ? 1 : 2;
   const weightBytes = (totalParams(arch) * weightBytesPerParam) / tp;
   // KV heads are split across the group; with fewer KV heads than GPUs each GPU keeps a copy of one.
@@ -88,7 +93,9 @@ export function deriveProfile(input: ProfileInput): DerivedProfile {
   // memory come off it; the rest is KV cache in blocks of 16 tokens
   // (kv_cache_utils.get_num_blocks: available // page size // layers).
   const budget = gpu.memoryMiB * MIB * gmu;
-  const activations = maxNumBatchedTokens * (4 * arch.hiddenSize + (2 * arch.intermediateSize) / tp) * ACTIVATION_BYTES;
+  // A mixture of experts holds the MLP activations of each expert a token is routed to.
+  const mlpWidth = 2 * arch.intermediateSize * (arch.experts?.perToken ?? 1);
+  const activations = maxNumBatchedTokens * (4 * arch.hiddenSize + mlpWidth / tp) * ACTIVATION_BYTES;
   const logits = maxNumSeqs * arch.vocabSize * LOGIT_BYTES;
   const available = budget - weightBytes - activations - logits - eff.nonTorchGiB * GIB;
   const numGpuBlocks = Math.floor(available / (kvBytesPerTokenPerGpu * BLOCK_SIZE_TOKENS));
@@ -101,17 +108,19 @@ export function deriveProfile(input: ProfileInput): DerivedProfile {
   const maxModelLen = Math.min(input.maxModelLen ?? arch.maxPositionEmbeddings, capacity);
   const hiddenBytes = arch.hiddenSize * ACTIVATION_BYTES;
   const cost: StepCostModel = {
-    weightBytes: (matmulParams(arch) * weightBytesPerParam) / tp,
+    weightBytes: (denseParams(arch) * weightBytesPerParam) / tp,
     kvBytesPerToken: kvBytesPerTokenPerGpu,
-    flopsPerToken: (2 * matmulParams(arch)) / tp,
+    flopsPerToken: (2 * activeParams(arch)) / tp,
     attnFlopsPerPair: (4 * arch.layers * arch.attentionHeads * arch.headDim) / tp,
     bytesPerMs: (gpu.bandwidthGBs * 1e9 * eff.bandwidthEfficiency) / 1000,
     flopsPerMs: (peakTflops(gpu, dtype) * 1e12 * eff.computeEfficiency) / 1000,
     stepOverheadMs: eff.stepOverheadMs,
     perSeqOverheadMs: eff.perSeqOverheadMs,
-    // Two all-reduces per layer (after attention and after the MLP), a ring moving 2(tp-1)/tp of the activations.
-    commMsPerStep: tp > 1 ? 2 * arch.layers * eff.allReduceLatencyMs : 0,
+    // Two all-reduces per layer (after attention and after the MLP), each a ring of 2(tp-1) hops moving 2(tp-1)/tp of the activations.
+    commMsPerStep: 2 * arch.layers * 2 * (tp - 1) * eff.allReduceHopMs,
     commMsPerToken: tp > 1 ? (2 * arch.layers * hiddenBytes * ((2 * (tp - 1)) / tp)) / ((gpu.interconnectGBs * 1e9) / 1000) : 0,
+    // Tensor parallelism shards every expert across the group (vLLM's default without --enable-expert-parallel).
+    ...(arch.experts ? { experts: { bytes: (expertParams(arch) * weightBytesPerParam) / tp, ...arch.experts } } : {}),
   };
   return {
     gpu,
