@@ -8,21 +8,21 @@
 import { boolFlag, type ParsedArgs, stringFlag, UsageError } from "../shared/flags.ts";
 import { type CalibrationMetric, calibrateSweep, type SweepCalibration } from "../sim/calibration.ts";
 import { FITTED } from "../sim/profiles/efficiency.ts";
+import { GROUND_TRUTH_FIT_WORKLOADS, GROUND_TRUTH_RUNS } from "../sim/profiles/ground-truth-runs.ts";
 import { PUBLISHED_SWEEPS } from "../sim/profiles/published-sweeps.ts";
 import { fitEfficiency } from "./calibrate-fit.ts";
+import { findRuns, printRuns, replayRuns, runsJson } from "./calibrate-runs.ts";
 import { runServedSweep, type ServedSweep } from "./calibrate-served.ts";
+import { RUN_TARGETS, TARGETS } from "./calibrate-targets.ts";
 import { engineClockCell, engineClocksLine, strictVerdict } from "./engine-clock-report.ts";
 import { progressPrinter } from "./progress-line.ts";
-import { formatTable, median } from "./report.ts";
+import { formatTable, median, signedPercent } from "./report.ts";
 import type { BenchScenario } from "./scenario.ts";
-
-/** The targets the sim is held to (issue: median ≤ 15 % per fitted table, no point over 35 %, an unfitted pair within 25 % median). */
-export const TARGETS = { fittedMedian: 0.15, point: 0.35, unfittedMedian: 0.25 } as const;
 
 /** The served sim against its core: within this of the core's figure on every point, on an idle host. */
 const SERVED_VS_CORE = 0.05;
 
-const USAGE = `usage: llmgw bench calibrate [--sweep ID] [--fit] [--served [--strict]] [--json]
+const USAGE = `usage: llmgw bench calibrate [--sweep ID] [--runs [--run ID]] [--fit] [--served [--strict]] [--json]
 
 Replays each published vLLM sweep (src/sim/profiles/published-sweeps.ts)
 against the sim-engine's core on a virtual clock and prints, per point,
@@ -34,7 +34,17 @@ Points marked "client" measure the benchmark's client, not the engine,
 and are left out of the targets.
 
   --sweep ID   one sweep (${PUBLISHED_SWEEPS.map((s) => s.id).join(", ")})
-  --fit        refit the efficiency constants to the fitted sweeps and print them
+  --runs       also replay the real vLLM runs of BLIS's public ground truth
+               (H100; Llama-2-7B, Llama-2-70B TP4, CodeLlama-34B TP2,
+               Mixtral-8x7B TP2; open-loop shared-prefix load in stages) on
+               the core, each stage as the runs' client measured it: E2E
+               mean, TTFT mean and p99, ITL mean, and the medians over the
+               runs beside BLIS's and the targets (${Object.values(RUN_TARGETS)
+                 .map((t) => `${t * 100} %`)
+                 .join(" / ")}); about a minute
+  --run ID     one run (${GROUND_TRUTH_RUNS.map((r) => r.id).join(", ")}); implies --runs
+  --fit        refit the efficiency constants to the fitted sweeps and the
+               runs of the fit set (general and codegen), and print them (minutes)
   --served     also replay each sweep on a served sim-engine process (the sim
                users run), point by point, with a closed-loop client of its own
                process on the wall clock (minutes): each figure beside the core's,
@@ -52,10 +62,6 @@ const METRIC_NAMES: Record<CalibrationMetric, string> = {
   e2e_mean_ms: "E2E mean ms",
   out_tok_s_vs_first: "tok/s vs c=1",
 };
-
-function pct(x: number): string {
-  return `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)} %`;
-}
 
 /** Whether a table meets its targets. */
 export function meetsTargets(c: SweepCalibration): boolean {
@@ -99,8 +105,8 @@ function printSweep(c: SweepCalibration, served: ServedSweep | undefined): void 
     METRIC_NAMES[r.metric],
     r.published,
     r.sim,
-    pct(r.relErr),
-    ...(sr ? [sr[i]!.served, pct(sr[i]!.relErr), pct(sr[i]!.vsCore)] : []),
+    signedPercent(r.relErr),
+    ...(sr ? [sr[i]!.served, signedPercent(sr[i]!.relErr), signedPercent(sr[i]!.vsCore)] : []),
     r.harnessBound ? "client" : "",
   ]);
   console.log(
@@ -128,14 +134,26 @@ export const calibrateScenario: BenchScenario = {
   name: "calibrate",
   summary: "the sim-engine against published vLLM sweeps: per point, published vs sim and the error",
   usage: USAGE,
-  options: { sweep: { type: "string" }, fit: { type: "boolean" }, served: { type: "boolean" }, strict: { type: "boolean" } },
+  options: {
+    sweep: { type: "string" },
+    runs: { type: "boolean" },
+    run: { type: "string" },
+    fit: { type: "boolean" },
+    served: { type: "boolean" },
+    strict: { type: "boolean" },
+  },
   async run(args: ParsedArgs) {
     const id = stringFlag(args, "sweep");
     const sweeps = id === undefined ? PUBLISHED_SWEEPS : PUBLISHED_SWEEPS.filter((s) => s.id === id);
     if (sweeps.length === 0) throw new UsageError(`--sweep: unknown sweep '${id}' (expected one of ${PUBLISHED_SWEEPS.map((s) => s.id).join(", ")})`);
+    const runId = stringFlag(args, "run");
+    const runs = findRuns(runId);
+    if (runs.length === 0) throw new UsageError(`--run: unknown run '${runId}' (expected one of ${GROUND_TRUTH_RUNS.map((r) => r.id).join(", ")})`);
+    const withRuns = boolFlag(args, "runs") || runId !== undefined;
     if (boolFlag(args, "fit")) {
       const fitted = fitEfficiency(
         sweeps.filter((s) => s.fitted),
+        runs.filter((r) => GROUND_TRUTH_FIT_WORKLOADS.includes(r.workload)),
         FITTED,
         (line) => console.error(line),
       );
@@ -148,6 +166,7 @@ export const calibrateScenario: BenchScenario = {
     const progress = progressPrinter();
     const served: (ServedSweep | undefined)[] = [];
     for (const c of results) served.push(servedOn ? await runServedSweep(c.sweep, c.pointMs, (line) => progress(line, false)) : undefined);
+    const replayed = withRuns ? replayRuns(runs, (line) => progress(line, false)) : undefined;
     if (args.values.json === true) {
       console.log(
         JSON.stringify({
@@ -176,10 +195,12 @@ export const calibrateScenario: BenchScenario = {
               ...servedPointJson(c, served[i], k),
             })),
           })),
+          ...(replayed ? { real_runs: runsJson(replayed) } : {}),
         }),
       );
     } else {
       for (const [i, c] of results.entries()) printSweep(c, served[i]);
+      if (replayed) printRuns(replayed);
       const clocks = engineClocksLine(results.map((c, i) => ({ name: c.sweep.id, clock: served[i]?.engine_clock })));
       if (clocks) console.log(clocks);
     }

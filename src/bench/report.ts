@@ -13,6 +13,11 @@ export function formatTable(t: Table): string {
   return renderTable(t.columns, rows, { align: "right", title: t.title, rule: true });
 }
 
+/** A relative change as a signed percentage: "+4.2 %", "-0.3 %". */
+export function signedPercent(x: number): string {
+  return `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)} %`;
+}
+
 export function formatNumber(n: number): string {
   if (!Number.isFinite(n)) return String(n);
   if (Number.isInteger(n)) return String(n);

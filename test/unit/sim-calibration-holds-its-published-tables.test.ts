@@ -6,7 +6,7 @@
  * several GPUs, which alone fixes compute efficiency, within 15 %.
  */
 import { expect, test } from "bun:test";
-import { TARGETS } from "../../src/bench/calibrate-scenario.ts";
+import { TARGETS } from "../../src/bench/calibrate-targets.ts";
 import { calibrateSweep } from "../../src/sim/calibration.ts";
 import { PUBLISHED_SWEEPS } from "../../src/sim/profiles/published-sweeps.ts";
 

@@ -1,11 +1,13 @@
 /**
  * The models of BLIS's real runs from their config.json: parameter counts as
  * their cards state them, a mixture of experts that reads only the experts
- * its tokens pick, and tensor parallelism's all-reduces.
+ * its tokens pick, and KV caches sized as the engines reported them.
  */
 import { describe, expect, test } from "bun:test";
+import { groundTruthProfile } from "../../src/sim/ground-truth.ts";
 import { FITTED } from "../../src/sim/profiles/efficiency.ts";
 import { findGpu } from "../../src/sim/profiles/gpu-facts.ts";
+import { GROUND_TRUTH_RUNS } from "../../src/sim/profiles/ground-truth-runs.ts";
 import { activeParams, findArch, totalParams } from "../../src/sim/profiles/model-facts.ts";
 import { deriveProfile } from "../../src/sim/profiles/profile.ts";
 import { expertBytesRead, loneDecodeMs, stepMs } from "../../src/sim/step-time.ts";
@@ -60,6 +62,19 @@ describe("the real runs' models", () => {
     expect(stepMs(t, decode(64)) / stepMs(t, decode(32))).toBeLessThan(1.25);
   });
 
+  test("each run's KV cache as vLLM sizes it is within 5 % of the blocks its engine reported", () => {
+    const seen = new Set<string>();
+    for (const run of GROUND_TRUTH_RUNS) {
+      if (seen.has(run.arch)) continue;
+      seen.add(run.arch);
+      const p = groundTruthProfile(run);
+      expect({ run: run.id, off: Math.abs(p.numGpuBlocks / run.kvBlocks - 1) < 0.05 }).toEqual({ run: run.id, off: true });
+      expect(p.maxNumSeqs).toBe(128);
+      expect(p.maxNumBatchedTokens).toBe(2048);
+      expect(p.maxModelLen).toBe(4096);
+    }
+    expect(seen.size).toBe(4);
+  });
 
   test("tensor parallelism pays two ring all-reduces a layer: 2(tp − 1) hops of latency each, 2(tp − 1)/tp of the activations moved", () => {
     const h100 = findGpu("h100")!;
