@@ -44,7 +44,8 @@ test("the twin and the real-time stack agree on a small schedule: throughput, ca
   // The engines' caches hit alike: the twin routed the prompts where the gateway did.
   const hits = (rep: RoutingReport, name: string) => rep.policies.find((p) => p.name === name)!.prefix_cache_hit_rate;
   for (const name of ["random", "default"]) expect(Math.abs(hits(r.real, name) - hits(r.twin, name))).toBeLessThan(0.1);
-  expect(hits(r.twin, "default")).toBeGreaterThan(hits(r.twin, "random") + 0.2);
+  // And the default's prefix scoring shows: half again random's hit rate at least (a 3 s stage is mostly cold misses).
+  expect(hits(r.twin, "default")).toBeGreaterThan(1.5 * hits(r.twin, "random"));
   // Ranked alike wherever the real-time run tells them apart: at this light load their output is nearly equal, and a tie either way is noise.
   expect(r.check.ranking.same).toBe(true);
 }, 180_000);
