@@ -27,6 +27,7 @@ import { DEFAULT_CIRCUIT_MAX_OPEN_MS } from "../config/defaults.ts";
 import type { CircuitBreakerConfig } from "../config/types.ts";
 import type { Route } from "../metrics/names.ts";
 import { CIRCUIT_CLOSED, CIRCUIT_HALF_OPEN, CIRCUIT_OPEN, CIRCUIT_PROBING, type EndpointTable, I, MAX_MODEL_CIRCUITS } from "../shared/endpoint-table.ts";
+import { REAL_TIMERS, type TimerHandle, type Timers } from "../shared/timers.ts";
 
 const STATE_NAMES = ["closed", "open", "half_open", "probing"] as const;
 const MODEL_FIELDS = Array.from({ length: MAX_MODEL_CIRCUITS }, (_, p) => I.MODEL_CIRCUITS + p);
@@ -62,6 +63,16 @@ export type ProbeVerdict = { ok: true } | { ok: false; retryAfterMs?: number; go
 /** Sends one active probe of circuit `field` of endpoint `index`; never throws. */
 export type ProbeSender = (index: number, field: number, target: ProbeTarget) => Promise<ProbeVerdict>;
 
+/** An attempt's verdict on its endpoint, as the circuits read it (the Exchange's AttemptVerdict). */
+type CircuitVerdict = { kind: "healthy" } | { kind: "fault"; failure: string } | { kind: "cool_down"; failure: string; ms: number } | { kind: "neutral" };
+
+/** The attempt's claim: its endpoint, the circuit of the model it was sent (-1: the endpoint's own), and the probe slot it took (-1: none). */
+interface AttemptClaim {
+  readonly index: number;
+  readonly circuit: number;
+  readonly probe: number;
+}
+
 type CircuitOptions = Pick<CircuitBreakerConfig, "failureThreshold" | "openMs"> & Partial<Pick<CircuitBreakerConfig, "maxOpenMs" | "probe">>;
 
 /** One circuit's own bookkeeping (the state itself is in the table). */
@@ -69,7 +80,7 @@ interface Circuit {
   failures: number;
   /** Without probing, the next open period, ms: doubles on a failed probe, capped at maxOpenMs. */
   openMs: number;
-  timer: ReturnType<typeof setTimeout> | undefined;
+  timer: TimerHandle | undefined;
   /** What an active probe sends (undefined: nothing failed with a route yet; the open period just ends). */
   target: ProbeTarget | undefined;
   /** Bumped whenever the circuit starts afresh: a probe that returns after that says nothing. */
@@ -89,6 +100,8 @@ export class CircuitBreakers {
     private readonly onTransition: (index: number, field: number, state: CircuitStateName) => void = () => {},
     /** Active probes; without one (or with probing off) open circuits half-open by the clock. */
     private readonly sendProbe?: ProbeSender,
+    /** Where the open periods and probe intervals are timed (the fleet twin passes its virtual clock's). */
+    private readonly timers: Timers = REAL_TIMERS,
   ) {}
 
   private get probing(): boolean {
@@ -121,7 +134,7 @@ export class CircuitBreakers {
       const k = this.key(index, field);
       const c = this.circuits.get(k);
       if (c) {
-        clearTimeout(c.timer);
+        this.timers.clear(c.timer);
         c.generation++;
       }
       this.circuits.delete(k);
@@ -158,6 +171,32 @@ export class CircuitBreakers {
     }
   }
 
+  /**
+   * An attempt ended: its verdict goes to the circuit it concerns. A connect
+   * failure is the endpoint's; anything an engine did once it answered (a
+   * 429, a 5xx, a timeout, a broken stream) is the model's. `target`: what
+   * an active probe imitates when this failure opens the circuit.
+   */
+  attemptEnded(g: AttemptClaim, verdict: CircuitVerdict, target: ProbeTarget | undefined): void {
+    const field =
+      (verdict.kind === "fault" || verdict.kind === "cool_down") && verdict.failure === "connect" ? I.CIRCUIT : g.circuit < 0 ? I.CIRCUIT : g.circuit;
+    switch (verdict.kind) {
+      case "healthy":
+        this.success(g.index, I.CIRCUIT);
+        if (g.circuit >= 0) this.success(g.index, g.circuit);
+        return;
+      case "fault":
+        if (g.probe >= 0 && g.probe !== field) this.abandon(g.index, g.probe);
+        return this.failure(g.index, field, target);
+      case "cool_down":
+        if (g.probe >= 0 && g.probe !== field) this.abandon(g.index, g.probe);
+        return this.coolDown(g.index, field, verdict.ms);
+      case "neutral":
+        if (g.probe >= 0) this.abandon(g.index, g.probe); // let another request probe
+        return;
+    }
+  }
+
   /** A probe ended with no verdict (the client left): let another request probe. */
   abandon(index: number, field: number = I.CIRCUIT): void {
     this.table.casInt(index, field, CIRCUIT_PROBING, CIRCUIT_HALF_OPEN);
@@ -175,7 +214,7 @@ export class CircuitBreakers {
   }
 
   private close(index: number, field: number, c: Circuit): void {
-    clearTimeout(c.timer);
+    this.timers.clear(c.timer);
     c.timer = undefined;
     c.failures = 0;
     c.openMs = this.opts.openMs;
@@ -195,13 +234,12 @@ export class CircuitBreakers {
   }
 
   private schedule(c: Circuit, ms: number, run: () => void): void {
-    clearTimeout(c.timer);
+    this.timers.clear(c.timer);
     if (this.stopped) return;
-    c.timer = setTimeout(() => {
+    c.timer = this.timers.set(() => {
       c.timer = undefined;
       run();
     }, ms);
-    c.timer.unref?.();
   }
 
   /**
@@ -257,6 +295,6 @@ export class CircuitBreakers {
 
   stop(): void {
     this.stopped = true;
-    for (const c of this.circuits.values()) clearTimeout(c.timer);
+    for (const c of this.circuits.values()) this.timers.clear(c.timer);
   }
 }

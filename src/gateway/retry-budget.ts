@@ -9,13 +9,16 @@ const MAX_DEPOSIT = 100;
 export class RetryBudget {
   private balance = 0;
   private floorTokens: number;
-  private floorAt = Date.now();
+  private floorAt: number;
 
   constructor(
     private readonly ratio: number,
     private readonly minPerS: number,
+    /** When the floor starts filling (the fleet twin passes its virtual time). */
+    startedAt = Date.now(),
   ) {
     this.floorTokens = minPerS;
+    this.floorAt = startedAt;
   }
 
   /** Called once per client request. */

@@ -146,7 +146,7 @@ export function inProcessGateway(opts: InProcessOptions = {}): InProcessGateway 
     },
     poolOf: () => 0,
   };
-  const breakers = { success() {}, failure() {}, coolDown() {}, abandon() {} };
+  const breakers = { success() {}, attemptEnded() {}, abandon() {} };
   const endpoints = {
     idOf: (i: number) => ids[i],
     urlOf: (i: number) => (ids[i] === undefined ? undefined : `http://${ids[i]}.invalid`),

@@ -58,7 +58,7 @@ export interface ExchangeDeps {
     "requestSeries" | "scoreSeries" | "overheadSeries" | "deadlinesExcused" | "attemptFailures" | "malformedEvents" | "toolCalls"
   >;
   readonly endpoints: Pick<EndpointRegistry, "idOf">;
-  readonly breakers: Pick<CircuitBreakers, "success" | "failure" | "coolDown" | "abandon">;
+  readonly breakers: Pick<CircuitBreakers, "success" | "attemptEnded">;
   readonly admission: Pick<AdmissionClient, "release" | "prefillDone">;
   readonly quota: Pick<TenantQuota, "settle">;
   readonly log: Pick<Logger, "info" | "isLevelEnabled">;
@@ -225,25 +225,7 @@ export class Exchange {
     if (verdict.failure !== undefined && this.endpointId !== undefined) {
       metrics.attemptFailures.inc({ endpoint: this.endpointId, reason: verdict.failure });
     }
-    // A connect failure is the endpoint's; anything an engine did once it
-    // answered (a 429, a 5xx, a timeout, a broken stream) is the model's.
-    const field = verdict.failure === "connect" || g.circuit < 0 ? I.CIRCUIT : g.circuit;
-    switch (verdict.kind) {
-      case "healthy":
-        breakers.success(g.index, I.CIRCUIT);
-        if (g.circuit >= 0) breakers.success(g.index, g.circuit);
-        return;
-      case "fault":
-        if (g.probe >= 0 && g.probe !== field) breakers.abandon(g.index, g.probe);
-        // What failed is what an active probe of the circuit imitates.
-        return breakers.failure(g.index, field, probeTargetOf(this.route, this.attemptModel));
-      case "cool_down":
-        if (g.probe >= 0 && g.probe !== field) breakers.abandon(g.index, g.probe);
-        return breakers.coolDown(g.index, field, verdict.ms);
-      case "neutral":
-        if (g.probe >= 0) breakers.abandon(g.index, g.probe); // let another request probe
-        return;
-    }
+    breakers.attemptEnded(g, verdict, verdict.kind === "fault" ? probeTargetOf(this.route, this.attemptModel) : undefined);
   }
 
   /** The first token went to the client. */
