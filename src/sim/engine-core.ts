@@ -74,6 +74,8 @@ export class EngineCore implements PlannerHost {
   private kickAt = Infinity;
   /** Set by an engine serving LoRA adapters. */
   lora: CoreLora | undefined;
+  /** Every step takes this many times what the cost model says (1: as modelled; more: a throttled or shared GPU). */
+  slowdown = 1;
   /** Told how far (engine ms) the schedule slipped when a step starts later than its predecessor's end: a driver that noticed that end late. */
   onSlip: ((ms: number) => void) | undefined;
 
@@ -213,7 +215,8 @@ export class EngineCore implements PlannerHost {
     }
     const j = this.live.jitter;
     // An adapter swapped into a GPU slot is copied before the forward pass (vLLM's set_active_loras): the step waits for it.
-    const ms = stepMs(this.live.timing, plan.composition) * (j > 0 ? 1 + j * (2 * this.random() - 1) : 1) + (this.lora?.stepLoadMs(plan.seqs) ?? 0);
+    const ms =
+      stepMs(this.live.timing, plan.composition) * (j > 0 ? 1 + j * (2 * this.random() - 1) : 1) * this.slowdown + (this.lora?.stepLoadMs(plan.seqs) ?? 0);
     if (at + ms <= now) {
       this.onSlip?.(now - at);
       at = now;
