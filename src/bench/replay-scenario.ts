@@ -33,6 +33,7 @@ import { loadTrace, SHIPPED_TRACES, tracePath } from "./replay/trace-files.ts";
 import { replayInTwin } from "./replay/twin-target.ts";
 import type { BenchScenario } from "./scenario.ts";
 import { splitArgs } from "./sim-fleet.ts";
+import { FAULT_USAGE, faultsFlag } from "./twin-faults.ts";
 
 export const DEFAULT_SPEEDUP = 1;
 export const DEFAULT_DURATION_S = 300;
@@ -179,7 +180,7 @@ const USAGE = `usage: llmgw bench replay --trace NAME|FILE [--speedup X] [--star
                           [--engines N] [--engine-args=FLAGS] [--gateway-config FILE]
                           [--base-url URL [--api-key KEY] [--model NAME]]
                           [--slo-ttft-ms MS] [--slo-tpot-ms MS] [--metric-percentiles LIST]
-                          [--drain-s S] [--twin] [--report FILE.html] [--strict] [--json]
+                          [--drain-s S] [--twin [--fault SPEC]…] [--report FILE.html] [--strict] [--json]
 
 Replays a production trace open-loop: every request is sent at its recorded
 arrival time (divided by --speedup) whether or not earlier ones have been
@@ -227,6 +228,7 @@ flags:
                          gateway's own scheduling and admission modules and the
                          sim-engine's core on a virtual clock, in this process (up to
                          ${MAX_TWIN_ENGINES} engines; deterministic, whatever the host's load)
+${FAULT_USAGE}
   --report FILE.html     also write a self-contained HTML report with charts over time
 ${STRICT_USAGE}
   --json                 one JSON object instead of the tables: flat keys in
@@ -244,14 +246,18 @@ function targetFromFlags(args: Parameters<BenchScenario["run"]>[0]): ReplayTarge
     if (model !== undefined) throw new UsageError("--model goes with --base-url (the bench's own fleet serves one model)");
     const gatewayConfigPath = stringFlag(args, "gateway-config");
     const twin = boolFlag(args, "twin");
+    const engines = numberFlag(args, "engines", DEFAULT_ENGINES, { min: 1, max: twin ? MAX_TWIN_ENGINES : 64, integer: true });
+    const faults = faultsFlag(args, engines, twin);
     return {
       kind: twin ? "twin" : "llmgw",
-      engines: numberFlag(args, "engines", DEFAULT_ENGINES, { min: 1, max: twin ? MAX_TWIN_ENGINES : 64, integer: true }),
+      engines,
+      ...(faults.length > 0 ? { faults } : {}),
       engineArgs: splitArgs(stringFlag(args, "engine-args") ?? ""),
       ...(gatewayConfigPath === undefined ? {} : { gatewayConfigPath: resolve(gatewayConfigPath) }),
     };
   }
   if (boolFlag(args, "twin")) throw new UsageError("--twin runs the bench's own fleet in the fleet twin; with --base-url nothing is simulated");
+  if (args.values.fault !== undefined) throw new UsageError("--fault schedules faults in the fleet twin; with --base-url nothing is simulated");
   const fleetFlag = FLEET_FLAGS.find((f) => args.values[f] !== undefined);
   if (fleetFlag !== undefined) throw new UsageError(`--${fleetFlag} shapes the fleet the bench starts; with --base-url it starts none`);
   const apiKey = apiKeyFlag ?? (process.env[BENCH_API_KEY_ENV] || undefined);
@@ -281,6 +287,7 @@ export const replayScenario: BenchScenario = {
     "drain-s": { type: "string" },
     report: { type: "string" },
     twin: { type: "boolean" },
+    fault: { type: "string", multiple: true },
     strict: { type: "boolean" },
   },
   async run(args) {

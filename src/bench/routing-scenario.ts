@@ -9,11 +9,12 @@
  * against random.
  */
 import { resolve } from "node:path";
-import { DEFAULT_BANDS } from "../config/defaults.ts";
+import { DEFAULT_BANDS, DEFAULT_FIRST_TOKEN_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_TOTAL_TIMEOUT_MS } from "../config/defaults.ts";
 import { parsePrometheusText } from "../engines/prom-text.ts";
 import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
 import { REPO_ROOT } from "../shared/llmgw-child.ts";
 import { resolveProfile } from "../sim/profiles/catalog.ts";
+import type { TwinFault } from "../twin/faults.ts";
 import { DEFAULT_KV_EVENT_DELAY_MS, TwinFleet } from "../twin/twin-fleet.ts";
 import { type EngineClockReport, engineClockReport, STRICT_USAGE, sampleEngineClocks, strictVerdict } from "./engine-clock-report.ts";
 import { gitCommit } from "./git-commit.ts";
@@ -43,6 +44,7 @@ import { buildSchedule, type Stage, type WorkloadSchedule } from "./routing/shar
 import { formatTwinCheck, twinCheck } from "./routing/twin-check.ts";
 import type { BenchScenario } from "./scenario.ts";
 import { engineCounters, type SimEngine, splitArgs, startBenchGateway, startSimEngines } from "./sim-fleet.ts";
+import { FAULT_USAGE, faultsFlag, twinFailures } from "./twin-faults.ts";
 
 /** KV-cache events the gateway received from the engines during a policy's run (0: the engines published none, or nothing listened). */
 async function kvEventsReceived(admin: string): Promise<number> {
@@ -80,14 +82,21 @@ const MAX_BAND_TTL_MS = 3_600_000;
 
 /**
  * At full size requests live S.FULL_SIZE.timeFactor times longer, and so
- * may their wait in the gateway's admission queue: each band keeps the
- * default's bands' time-to-live that many times over (up to the most a
- * band may), as the scaled run's requests get their default time-to-live
+ * may their wait in the gateway's admission queue and their attempts'
+ * deadlines: each band keeps the default's bands' time-to-live that many
+ * times over (up to the most a band may), and the first token, the
+ * silence between tokens and the whole request may take that many times
+ * the default deadlines, as the scaled run's requests get the defaults
  * against lives that many times shorter.
  */
 export const FULL_SIZE_GATEWAY_CONFIG: Readonly<Record<string, unknown>> = Object.freeze(
   mergeConfig(BASE_GATEWAY_CONFIG, {
     admission: { bands: DEFAULT_BANDS.map((b) => ({ ...b, ttl_ms: Math.min(MAX_BAND_TTL_MS, b.ttl_ms * S.FULL_SIZE.timeFactor) })) },
+    deadlines: {
+      first_token_ms: DEFAULT_FIRST_TOKEN_TIMEOUT_MS * S.FULL_SIZE.timeFactor,
+      idle_ms: DEFAULT_IDLE_TIMEOUT_MS * S.FULL_SIZE.timeFactor,
+      total_ms: DEFAULT_TOTAL_TIMEOUT_MS * S.FULL_SIZE.timeFactor,
+    },
   }),
 );
 
@@ -116,6 +125,8 @@ export interface RoutingOptions {
   experiment?: RoutingExperiment;
   /** The twin's delay from an engine's step to the gateway's KV-block index holding its events, simulated ms. */
   kvEventDelayMs?: number;
+  /** Faults scheduled in each policy's twin run. */
+  faults?: readonly TwinFault[];
   progress?: (line: string, final: boolean) => void;
 }
 
@@ -251,6 +262,7 @@ async function runPolicyTwin(
   const result = await runTwinOpenLoop(fleet, {
     requests: schedule.requests,
     drainMs: o.drainS * 1000,
+    ...(o.faults !== undefined && o.faults.length > 0 ? { faults: o.faults } : {}),
     stopped: () => interrupt.stopped,
     onProgress: (p) =>
       onProgress(
@@ -275,6 +287,7 @@ async function runPolicyTwin(
     preemptions,
     kv_events_received: fleet.gateway.kvEventsApplied,
     send_lateness_ms: { p50: 0, p99: 0 },
+    ...(o.faults !== undefined && o.faults.length > 0 ? { failures: twinFailures(result) } : {}),
     wall_s: Math.round((performance.now() - t0) / 100) / 10,
   };
 }
@@ -497,7 +510,7 @@ const list = (xs: readonly number[]) => xs.map((x) => String(Math.round(x * 1000
 const USAGE = `usage: llmgw bench routing [--workload shared-prefix|lora] [--pods N] [--profile NAME] [--kv-tokens N] [--groups N] [--per-group N]
                           [--system-len N] [--question-len N] [--output-len N] [--rates LIST] [--stage-s LIST]
                           [--warmup-rate R] [--warmup-s S] [--time-scale X] [--policies LIST] [--policy-dir DIR] [--seed N]
-                          [--drain-s S] [--engine-args=FLAGS] [--full-size] [--experiment NAME] [--concurrency LIST] [--twin | --check] [--kv-events-delay-ms MS]
+                          [--drain-s S] [--engine-args=FLAGS] [--full-size] [--experiment NAME] [--concurrency LIST] [--twin | --check] [--kv-events-delay-ms MS] [--fault SPEC]…
                           [--strict] [--json]
 
 llm-d's "37-capacity" routing experiment on sim-engines, scaled to this
@@ -571,6 +584,7 @@ flags:
                        deterministic, whatever the host's load
   --kv-events-delay-ms MS  in the twin, from an engine's step to the gateway's
                        KV-block index holding its events (default ${DEFAULT_KV_EVENT_DELAY_MS})
+${FAULT_USAGE}
   --check              run the schedule both ways, real-time then the twin, and
                        print each policy's figures side by side with the twin's
                        error and whether both rank the policies alike
@@ -607,6 +621,7 @@ export const routingScenario: BenchScenario = {
     experiment: { type: "string" },
     concurrency: { type: "string" },
     "kv-events-delay-ms": { type: "string" },
+    fault: { type: "string", multiple: true },
     strict: { type: "boolean" },
   },
   async run(args) {
@@ -657,6 +672,7 @@ export const routingScenario: BenchScenario = {
       kvEventDelayMs: numberFlag(args, "kv-events-delay-ms", DEFAULT_KV_EVENT_DELAY_MS, { min: 0, max: 60_000 }),
       progress: progressPrinter(),
     };
+    o.faults = faultsFlag(args, o.pods, twin);
     if (boolFlag(args, "check")) {
       if (twin) throw new UsageError("--check runs the real-time stack and the twin: leave --twin out");
       const real = await runRouting(o);
@@ -671,7 +687,8 @@ export const routingScenario: BenchScenario = {
     }
     const r = await runRouting(o);
     // The targets are set on the 37-capacity shape: they hold the run to them only when no flag changed that shape.
-    const unchanged = SHAPE_FLAGS.every((f) => args.values[f] === undefined);
+    // Faults change the run as much as a shape flag does.
+    const unchanged = SHAPE_FLAGS.every((f) => args.values[f] === undefined) && o.faults.length === 0;
     if (r.target) r.target.applies = unchanged;
     if (r.full_size) r.full_size.applies = unchanged;
     if (r.optimized_baseline) r.optimized_baseline.applies = unchanged;

@@ -3,7 +3,14 @@
  * order (ties in the order they were scheduled, so a run is the same on any
  * host). Time is simulated milliseconds from 0; nothing here reads a real
  * clock or sets a timer.
+ *
+ * A gateway module that awaits (a circuit's active probe) continues in a
+ * promise callback, which JavaScript runs only once the current task ends:
+ * the event that resolves such a promise calls `settle()`, `run` returns
+ * after it, and the driver's `await` between runs lets the callbacks run at
+ * that same simulated instant.
  */
+import type { TimerHandle, Timers } from "../shared/timers.ts";
 
 interface Due {
   at: number;
@@ -18,6 +25,7 @@ export class EventQueue {
   private seq = 0;
   /** Events run so far. */
   ran = 0;
+  private settling = false;
 
   /** Run `run` at time `at` (never before now: a time in the past runs next, at now). */
   at(at: number, run: () => void): void {
@@ -36,6 +44,27 @@ export class EventQueue {
 
   after(ms: number, run: () => void): void {
     this.at(this.now + ms, run);
+  }
+
+  /** End the current `run` after this event: promise callbacks it caused then run before the clock moves on. */
+  settle(): void {
+    this.settling = true;
+  }
+
+  /** One-shot timers on this clock, for a module that takes `Timers`. */
+  timers(): Timers {
+    return {
+      set: (run, ms) => {
+        const handle = { cleared: false };
+        this.after(ms, () => {
+          if (!handle.cleared) run();
+        });
+        return handle;
+      },
+      clear: (handle: TimerHandle | undefined) => {
+        if (handle !== undefined) (handle as { cleared: boolean }).cleared = true;
+      },
+    };
   }
 
   get size(): number {
@@ -59,6 +88,10 @@ export class EventQueue {
       this.now = due.at;
       due.run();
       n++;
+      if (this.settling) {
+        this.settling = false;
+        break;
+      }
     }
     this.ran += n;
     return n;

@@ -20,22 +20,31 @@ import { generationSequences, requestLimits } from "../sim/generation-sequences.
 import { EngineLora } from "../sim/lora/engine-lora.ts";
 import { expandLoraModulesArgv } from "../sim/lora/lora-config.ts";
 import { type GenerationRequest, parseGenerationRequest, type RequestLimits } from "../sim/openai-request.ts";
-import type { SeqSink, Sequence } from "../sim/sequence.ts";
-import { type PromptTokens, textPrompt } from "../sim/tokens.ts";
+import type { SeqRequest, SeqSink, Sequence } from "../sim/sequence.ts";
+import { idsPrompt, type PromptTokens, textPrompt } from "../sim/tokens.ts";
 import type { EventQueue } from "./event-queue.ts";
 import { seededUnit } from "./seeded.ts";
 
-/** Where a request's tokens go: the time of each, then the end. */
+/** Where a request's tokens go: the time of each, then the end; `broken`: the engine's process died under it. */
 interface TwinSink {
   token(index: number, at: number): void;
   finish(at: number): void;
+  broken?(at: number): void;
 }
 
 export class TwinEngine {
-  readonly core: EngineCore;
+  /** The engine's core; a fresh one (empty cache) after a restart. */
+  core: EngineCore;
   readonly fixed: SimStaticConfig;
   /** LoRA adapters, as the served sim keeps them (absent with LoRA off). */
-  readonly lora: EngineLora | undefined;
+  lora: EngineLora | undefined;
+  /** The process is gone (killed, or stopped after a drain): its port refuses, its polls fail. */
+  down = false;
+  /** Until then the engine makes no step (a hung engine core; its API server still answers). */
+  private stalledUntil = -Infinity;
+  /** Sequences on the core with their sinks, told when the process dies. */
+  private readonly live = new Map<Sequence, TwinSink>();
+  private readonly build: () => EngineCore;
   private readonly limits: RequestLimits;
   /** Called after each step that recorded KV-cache events (when the engine publishes them). */
   onKvEvents: ((events: KvCacheEvent[]) => void) | undefined;
@@ -62,9 +71,13 @@ export class TwinEngine {
     this.fixed = fixed;
     this.hashRoot = fixed.blockHashRoot ?? 0n;
     // The served engine's rule for its shortest step, so the twin's engine steps as the served one does.
-    this.core = engineCore(fixed, live, seededUnit(seed), (fixed.timeScale ?? 1) <= 1 ? 1 : Infinity);
-    const core = this.core;
-    if (fixed.lora) this.lora = core.lora = new EngineLora(fixed.lora, fixed.models, () => core.runningCount + core.waitingCount > 0);
+    const random = seededUnit(seed);
+    this.build = () => {
+      const core = engineCore(fixed, live, random, (fixed.timeScale ?? 1) <= 1 ? 1 : Infinity);
+      if (fixed.lora) this.lora = core.lora = new EngineLora(fixed.lora, fixed.models, () => core.runningCount + core.waitingCount > 0);
+      return core;
+    };
+    this.core = this.build();
     this.limits = requestLimits(fixed, this.lora);
   }
 
@@ -78,12 +91,7 @@ export class TwinEngine {
   generate(kind: "chat" | "completion", body: string, sink: (choice: number) => TwinSink): { parsed: GenerationRequest; seqs: Sequence[] } {
     const parsed = parseGenerationRequest(kind, body, this.limits);
     const seqs = generationSequences(parsed, this.lora, this.fixed.blockSize).map((seq, k) => {
-      const out = sink(k);
-      const clock = this.clock;
-      return this.core.submit(
-        { ...seq, sink: { token: (index) => out.token(index, clock.now), finish: () => out.finish(clock.now), cut: () => out.finish(clock.now) } },
-        clock.now,
-      );
+      return this.start(seq, sink(k));
     });
     this.wake();
     return { parsed, seqs };
@@ -99,27 +107,77 @@ export class TwinEngine {
     return textPrompt(text, this.fixed.blockSize, undefined, this.hashRoot);
   }
 
+  /** A continuation's prompt: the first prompt's ids and the delivered tokens', as this engine hashes its blocks. */
+  continuation(ids: Int32Array): PromptTokens {
+    return idsPrompt(Array.from(ids), this.fixed.blockSize, undefined, this.hashRoot);
+  }
+
   /** Start generating `outputTokens` tokens (ignore_eos) for `prompt`; the returned sequence may be aborted. */
   submit(prompt: PromptTokens, outputTokens: number, sink: TwinSink): Sequence {
-    const clock = this.clock;
-    const seqSink: SeqSink = {
-      token: (index) => sink.token(index, clock.now),
-      finish: () => sink.finish(clock.now),
-      cut: () => sink.finish(clock.now),
-    };
     const room = Math.max(1, this.fixed.maxModelLen - prompt.count);
-    const seq = this.core.submit(
-      { prompt, outputTokens: Math.min(outputTokens, room), finishReason: "length", stallAfter: -1, cutAfter: -1, intervalMs: 0, sink: seqSink },
-      clock.now,
-    );
-    this.wake();
-    return seq;
+    return this.start({ prompt, outputTokens: Math.min(outputTokens, room), finishReason: "length", stallAfter: -1, cutAfter: -1, intervalMs: 0 }, sink);
   }
 
   /** The client went away (or the gateway gave up): free the sequence's blocks now. */
   abort(seq: Sequence): void {
+    if (!this.live.delete(seq)) return;
     this.core.abort(seq, true, this.clock.now);
     this.wake();
+  }
+
+  /** The process dies: every open stream breaks, the port refuses, the cache is gone. */
+  kill(): void {
+    if (this.down) return;
+    this.down = true;
+    this.stalledUntil = -Infinity;
+    this.wakeSeq++;
+    this.wakeAt = Infinity;
+    const open = [...this.live];
+    this.live.clear();
+    for (const [, sink] of open) (sink.broken ?? sink.finish).call(sink, this.clock.now);
+  }
+
+  /** A fresh process is up: an empty cache and queue, at the profile's speed; the KV-event stream says the old blocks are gone. */
+  restart(): void {
+    if (!this.down) return;
+    this.core = this.build();
+    this.down = false;
+    this.onKvEvents?.([{ type: "AllBlocksCleared" }]);
+  }
+
+  /** No step runs now (a stall in force). */
+  get stalled(): boolean {
+    return !this.down && this.clock.now < this.stalledUntil;
+  }
+
+  /** The engine makes no step until `until` (simulated ms); a step in flight ends then. */
+  stall(until: number): void {
+    if (this.down) return;
+    this.stalledUntil = Math.max(this.stalledUntil, until);
+    // The wake scheduled before the stall is void; the next waits for its end.
+    this.wakeSeq++;
+    this.wakeAt = Infinity;
+    this.wake();
+  }
+
+  /** The core's sink of a sequence, which forgets it (`held.seq`, set once it is submitted) when it ends. */
+  private seqSink(sink: TwinSink, held: { seq?: Sequence }): SeqSink {
+    const clock = this.clock;
+    const ended = () => {
+      if (held.seq !== undefined) this.live.delete(held.seq);
+      sink.finish(clock.now);
+    };
+    return { token: (index) => sink.token(index, clock.now), finish: ended, cut: ended };
+  }
+
+  private start(req: Omit<SeqRequest, "sink">, sink: TwinSink): Sequence {
+    if (this.down) throw new Error(`${this.id} is down`);
+    const held: { seq?: Sequence } = {};
+    const seq = this.core.submit({ ...req, sink: this.seqSink(sink, held) }, this.clock.now);
+    held.seq = seq;
+    this.live.set(seq, sink);
+    this.wake();
+    return seq;
   }
 
   /** What a scrape of the engine's /metrics says now, as the gateway's metric mapping reads vLLM v1's. */
@@ -138,7 +196,9 @@ export class TwinEngine {
 
   /** Schedule the core's next event, when it moved earlier than the one scheduled (a later one cancels by generation). */
   private wake(): void {
-    const at = this.core.nextEventAt();
+    if (this.down) return;
+    // A stalled engine's next event waits for the stall's end.
+    const at = Math.max(this.core.nextEventAt(), this.stalledUntil);
     if (at === Infinity || at >= this.wakeAt) return;
     this.wakeAt = at;
     const gen = ++this.wakeSeq;

@@ -29,8 +29,11 @@ export class TwinFleet {
   readonly clock = new EventQueue();
   readonly engines: TwinEngine[];
   readonly gateway: TwinGateway;
+  /** The run's seed: the engines', the gateway's and the requests' randomness derive from it. */
+  readonly seed: number;
 
   constructor(o: TwinFleetOptions) {
+    this.seed = o.seed;
     this.engines = Array.from({ length: o.engines }, (_, i) => new TwinEngine(`engine-${i}`, o.model, o.engineFlags, this.clock, o.seed * 1_000_003 + i));
     if (o.kvEvents && this.engines.some((e) => e.fixed.kvEvents === undefined))
       throw new RangeError("the endpoints follow KV-cache events, but the engines publish none (add --kv-events-config to the engine flags)");

@@ -8,19 +8,29 @@
  * clock. What the gateway's threads would learn by polling and by events,
  * the twin writes with the same functions, after the same intervals.
  *
+ * What a failing engine does to it goes through the gateway's own parts
+ * too: the circuit breakers (timed on the virtual clock, probing actively),
+ * the retry budget, the health poll's readiness rules for an engine that
+ * refuses, the DCGM poll's GPU-fault flag and the fleet's drain flag, all
+ * in the same endpoint table the choosers read. twin-request.ts takes a
+ * request through the attempt loop's and the stream recovery's rules.
+ *
  * Left out: the HTTP hops themselves (a request reaches its engine at the
- * instant it is granted), circuits and retries (twin engines do not fail),
- * the main thread's and the workers' own CPU time.
+ * instant it is granted), the main thread's and the workers' own CPU time.
  */
 import { EndpointChooser, type RoutingKeys } from "../admission/chooser.ts";
 import { AdmissionController } from "../admission/controller.ts";
 import { EndpointDirectory } from "../admission/endpoint-directory.ts";
 import { fastAdmit } from "../admission/fast-path.ts";
 import { IDLE_TICK_MS, QUEUE_TICK_MS } from "../admission/worker-loop.ts";
+import { DEFAULT_GPU_HEALTH_POLL_INTERVAL_MS } from "../config/defaults.ts";
 import type { Config } from "../config/types.ts";
 import { AdapterCatalog } from "../gateway/adapter-catalog.ts";
+import { CircuitBreakers, type ProbeVerdict } from "../gateway/circuit-breaker.ts";
 import { MAX_TOKEN_BLOCK_KEYS } from "../gateway/prompt-tokens.ts";
 import { estimateFromWalk, promptEstimate } from "../gateway/request/token-estimate.ts";
+import { RetryBudget } from "../gateway/retry-budget.ts";
+import { StreamEvictions } from "../gateway/stream-evictions.ts";
 import { writeLora, writeSnapshot } from "../polling/health-service.ts";
 import { KvBlockTracker } from "../polling/kv-block-tracker.ts";
 import { type EndpointSnapshot, INITIAL_SNAPSHOT, nextSnapshot } from "../polling/readiness.ts";
@@ -31,15 +41,29 @@ import { profileInputs } from "../scheduling/profile-inputs.ts";
 import { walkPrompt } from "../scheduling/prompt-walk.ts";
 import { tokenBlockKeys } from "../scheduling/token-blocks.ts";
 import { type SharedTables, sharedTables } from "../serve/gateway-parts.ts";
-import { I } from "../shared/endpoint-table.ts";
+import { I, modelCircuitField } from "../shared/endpoint-table.ts";
 import { KV_STREAM } from "../shared/kv-event-stats.ts";
 import { AdapterNames } from "../shared/lora-table.ts";
 import type { EventQueue } from "./event-queue.ts";
 import { seededUnit } from "./seeded.ts";
 import type { TwinEngine } from "./twin-engine.ts";
 
+/** A request's hold on an endpoint: which, the circuit of its model there and the probe slot it took (-1: none), and its prefill load. */
+export interface TwinGrant {
+  index: number;
+  pool: number;
+  band: number;
+  waitedMs: number;
+  prefillTokens: number;
+  circuit: number;
+  probe: number;
+}
+
 /** Why a request got no engine (the gateway's error code), or its grant. */
-type Admitted = { ok: true; index: number; pool: number; band: number; waitedMs: number; prefillTokens: number } | { ok: false; code: string; message: string };
+type Admitted = ({ ok: true } & TwinGrant) | { ok: false; code: string; message: string };
+
+/** An active probe's answer from an engine that is up: one short step. */
+const PROBE_ANSWER_MS = 20;
 
 interface Pending {
   resolve(a: Admitted): void;
@@ -59,7 +83,7 @@ interface TwinGatewayOptions {
 }
 
 /** A request's routing inputs, computed as the gateway's parse and estimate stages do, and the model it names. */
-interface TwinRequestKeys extends RoutingKeys {
+export interface TwinRequestKeys extends RoutingKeys {
   estTokens: number;
   /** The model the request names: a served model, or a LoRA adapter the engines list. */
   model: string;
@@ -90,6 +114,15 @@ export class TwinGateway {
   private readonly catalog = new AdapterCatalog();
   /** Some engine serves LoRA adapters: the polls read them. */
   private readonly lora: boolean;
+  /** The gateway's circuits, on the virtual clock. */
+  readonly breakers: CircuitBreakers;
+  /** The gateway's retry budget, on the virtual clock. */
+  readonly budget: RetryBudget;
+  /** The continuable streams open on each slot, which a drain past its grace moves elsewhere. */
+  readonly evictions = new StreamEvictions();
+  /** Per slot: its GPU reports a fault to the dcgm-exporter (what the next DCGM poll reads). */
+  private readonly gpuFaults: boolean[];
+  private dcgmPolling = false;
 
   constructor(private readonly o: TwinGatewayOptions) {
     const { config, engines, model } = o;
@@ -113,6 +146,9 @@ export class TwinGateway {
     this.band = config.admission.defaultBand;
     this.lora = engines.some((e) => e.lora !== undefined);
     this.snapshots = engines.map(() => INITIAL_SNAPSHOT);
+    this.gpuFaults = engines.map(() => false);
+    this.breakers = new CircuitBreakers(t.table, config.circuitBreaker, undefined, (index) => this.probe(index), o.clock.timers());
+    this.budget = new RetryBudget(config.retry.budgetRatio, config.retry.minPerS, o.clock.now);
     if (kvEvents) {
       const tracker = new KvBlockTracker(t.kvIndex, t.kvStats);
       engines.forEach((e, slot) => {
@@ -135,6 +171,82 @@ export class TwinGateway {
   /** Stop the periodic work: the run is over. */
   stop(): void {
     this.stopped = true;
+    this.breakers.stop();
+  }
+
+  /** The config the gateway runs with. */
+  get config(): Config {
+    return this.o.config;
+  }
+
+  /** The circuit field of the model on an endpoint (the twin's endpoints serve one model, first in their list). */
+  get modelCircuit(): number {
+    return modelCircuitField(0);
+  }
+
+  /** The GPU behind slot `row` reports a fault (or stops reporting it); the gateway sees it at its next DCGM poll. */
+  setGpuFault(row: number, faulted: boolean): void {
+    this.gpuFaults[row] = faulted;
+    if (!this.dcgmPolling) {
+      this.dcgmPolling = true;
+      this.pollDcgm();
+    }
+  }
+
+  /** The fleet drains slot `row` (or puts its new replica in rotation), as the control plane's registry marks it. */
+  setDraining(row: number, draining: boolean): void {
+    this.tables.table.setInt(row, I.DRAINING, draining ? 1 : 0);
+  }
+
+  /** Requests holding slot `row` now. */
+  inflight(row: number): number {
+    return this.tables.table.getInt(row, I.INFLIGHT);
+  }
+
+  /**
+   * An endpoint for a retry or a continuation, by scoring alone (no queue),
+   * as the admission client's reschedule: undefined when nothing (else) is
+   * ready. `lastResort`: a half-open circuit another request probes may take it too.
+   */
+  reschedule(keys: TwinRequestKeys, exclude: ReadonlySet<number>, lastResort: boolean): TwinGrant | undefined {
+    const route = this.catalog.route(keys.model);
+    const c = this.fastChooser.choose(
+      {
+        model: route?.base ?? keys.model,
+        ...(route === undefined ? {} : { adapter: route.id }),
+        prefixHashes: keys.prefixHashes,
+        ...(keys.tokenBlockKeys ? { tokenBlockKeys: keys.tokenBlockKeys } : {}),
+        promptTokens: keys.promptTokens,
+        exclude,
+        lastResort,
+      },
+      this.random,
+      this.o.clock.now,
+    );
+    if (!c.ok) return undefined;
+    this.tables.pools.take(c.pool, this.band);
+    return { index: c.index, pool: c.pool, band: this.band, waitedMs: 0, prefillTokens: c.prefillTokens, circuit: c.circuit, probe: c.probe };
+  }
+
+  /** A circuit's active probe: a one-token request to the engine, refused at once by a dead one, timing out on a stalled one. */
+  private probe(index: number): Promise<ProbeVerdict> {
+    const { clock, engines, config } = this.o;
+    const e = engines[index]!;
+    const up = !e.down && !e.stalled;
+    const ms = e.down ? 0 : up ? PROBE_ANSWER_MS : (config.circuitBreaker.probe?.timeoutMs ?? PROBE_ANSWER_MS);
+    return new Promise((resolve) =>
+      clock.after(ms, () => {
+        resolve(!e.down && !e.stalled ? { ok: true } : { ok: false });
+        clock.settle();
+      }),
+    );
+  }
+
+  /** The health worker's DCGM poll: each slot's GPU-fault flag as its exporter reports it now. */
+  private pollDcgm(): void {
+    if (this.stopped) return;
+    this.gpuFaults.forEach((f, row) => this.tables.table.setInt(row, I.GPU_FAULTED, f ? 1 : 0));
+    this.o.clock.after(this.o.config.gpuHealth?.pollIntervalMs ?? DEFAULT_GPU_HEALTH_POLL_INTERVAL_MS, () => this.pollDcgm());
   }
 
   /** The routing inputs of a completion prompt: prefix hashes of its text, token-block keys of its tokens when the profile reads KV blocks. */
@@ -189,7 +301,7 @@ export class TwinGateway {
     if (f.kind !== "slow") {
       done(
         f.kind === "granted"
-          ? { ok: true, index: f.index, pool: f.pool, band: this.band, waitedMs: 0, prefillTokens: f.prefillTokens }
+          ? { ok: true, index: f.index, pool: f.pool, band: this.band, waitedMs: 0, prefillTokens: f.prefillTokens, circuit: f.circuit, probe: f.probe }
           : { ok: false, code: "NO_READY_ENDPOINT", message: "no ready endpoint" },
       );
       return notQueued;
@@ -235,7 +347,17 @@ export class TwinGateway {
   }
 
   private outcome(out: NonNullable<ReturnType<AdmissionController["admit"]>>): Admitted {
-    if (out.type === "grant") return { ok: true, index: out.index, pool: out.pool, band: out.band, waitedMs: out.waitedMs, prefillTokens: out.prefillTokens };
+    if (out.type === "grant")
+      return {
+        ok: true,
+        index: out.index,
+        pool: out.pool,
+        band: out.band,
+        waitedMs: out.waitedMs,
+        prefillTokens: out.prefillTokens,
+        circuit: out.circuit,
+        probe: out.probe,
+      };
     return { ok: false, code: out.error.code, message: out.error.message };
   }
 
@@ -255,22 +377,21 @@ export class TwinGateway {
     const { clock, engines, config, model } = this.o;
     const now = clock.now;
     engines.forEach((e, row) => {
-      const snap = nextSnapshot(
-        this.snapshots[row]!,
-        {
-          healthOk: true,
-          healthStatus: 200,
-          models: [model],
-          ...(this.lora ? { adapters: e.adapters() } : {}),
-          metrics: e.metrics(),
-          errors: [],
-          timedOutOnly: false,
-          startedAt: now,
-          finishedAt: now,
-        },
-        [model],
-        config.health.staleAfterMs,
-      );
+      // A dead engine's port refuses every probe of the poll.
+      const outcome = e.down
+        ? { healthOk: false, models: undefined, metrics: undefined, errors: ["connection refused"], timedOutOnly: false, startedAt: now, finishedAt: now }
+        : {
+            healthOk: true,
+            healthStatus: 200,
+            models: [model],
+            ...(this.lora ? { adapters: e.adapters() } : {}),
+            metrics: e.metrics(),
+            errors: [],
+            timedOutOnly: false,
+            startedAt: now,
+            finishedAt: now,
+          };
+      const snap = nextSnapshot(this.snapshots[row]!, outcome, [model], config.health.staleAfterMs, false, config.health.timeoutsBeforeUnready);
       this.snapshots[row] = snap;
       writeSnapshot(this.tables.table, row, snap);
       if (this.lora) {

@@ -4,6 +4,7 @@
  */
 import { type EngineClockReport, engineClockCell, engineClocksLine } from "../engine-clock-report.ts";
 import { formatNumber, formatTable } from "../report.ts";
+import { formatTwinFailures, type TwinFailures } from "../twin-faults.ts";
 import { type EndpointLoad, LATENCY_METRICS, percentileKey, type ReplaySummary } from "./summary.ts";
 import type { Timeline } from "./timeline.ts";
 
@@ -39,6 +40,8 @@ interface ReplayRun {
   load_process_cpu_share: number;
   /** Whether the sim-engines kept their own clock through the replay (the llmgw target: engines the bench started). */
   engine_clock?: EngineClockReport;
+  /** Twin runs with --fault: what the faults did and what the gateway did about them. */
+  failures?: TwinFailures;
 }
 
 /** An engine's own counters over the run. */
@@ -161,6 +164,7 @@ export function formatReplayText(r: ReplayReport): string {
   ];
   if (r.error_kinds.length > 0)
     out.push("", formatTable({ title: "error_kinds", columns: ["error", "count"], rows: r.error_kinds.map((e) => [e.error, e.count]) }));
+  if (r.failures) out.push("", formatTwinFailures([{ name: "replay", failures: r.failures }]));
   const clocks = engineClocksLine([{ name: "replay", clock: r.engine_clock }]);
   if (clocks) out.push("", clocks);
   return out.join("\n");

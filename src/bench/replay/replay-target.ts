@@ -5,6 +5,7 @@
  */
 import { parse as parseYaml } from "yaml";
 import { UsageError } from "../../shared/flags.ts";
+import type { TwinFault } from "../../twin/faults.ts";
 import { MAX_CONFIG_FILE_BYTES, readInputFile } from "../input-file.ts";
 import { engineCounters, startSimFleet } from "../sim-fleet.ts";
 import type { EndpointReport, ReplayReport } from "./replay-report.ts";
@@ -21,6 +22,8 @@ export interface FleetTarget {
   /** Passed to every sim-engine after the bench's own flags (so they win). */
   engineArgs: string[];
   gatewayConfigPath?: string;
+  /** Twin only: faults scheduled in the run. */
+  faults?: readonly TwinFault[];
 }
 
 /** Where the replay goes: a fleet the bench starts, or a server it is pointed at. */

@@ -6,7 +6,11 @@
  * the sim-engine's core. The records have the real driver's shape, in
  * simulated milliseconds, so the same summaries read them.
  */
+import { type FaultOutcome, scheduleFaults } from "../../twin/fault-schedule.ts";
+import type { TwinFault } from "../../twin/faults.ts";
+import { seededUnit } from "../../twin/seeded.ts";
 import type { TwinFleet } from "../../twin/twin-fleet.ts";
+import { TwinRequests } from "../../twin/twin-request.ts";
 import { LogHistogram } from "./log-histogram.ts";
 import type { OpenLoopProgress, OpenLoopResult, RequestRecord, ScheduledRequest } from "./open-loop-driver.ts";
 import { PromptTextCache } from "./prompt-text.ts";
@@ -24,9 +28,20 @@ interface TwinOpenLoopOptions {
   /** Checked between events: true stops sending (what was sent is drained as at the end of a run). */
   stopped?: () => boolean;
   onProgress?: (p: OpenLoopProgress) => void;
+  /** Faults applied to the engines and the gateway at their times. */
+  faults?: readonly TwinFault[];
 }
 
-export async function runTwinOpenLoop(fleet: TwinFleet, o: TwinOpenLoopOptions): Promise<OpenLoopResult> {
+/** An open-loop run in the twin: the records, and what the gateway did about failures. */
+export interface TwinOpenLoopResult extends OpenLoopResult {
+  /** Failed attempts before a first token that were tried again. */
+  retries: number;
+  /** Broken streams a continuation mended. */
+  recoveries: number;
+  faults: FaultOutcome[];
+}
+
+export async function runTwinOpenLoop(fleet: TwinFleet, o: TwinOpenLoopOptions): Promise<TwinOpenLoopResult> {
   const { clock, gateway, engines } = fleet;
   const cpu0 = process.cpuUsage();
   const texts = new PromptTextCache();
@@ -36,6 +51,8 @@ export async function runTwinOpenLoop(fleet: TwinFleet, o: TwinOpenLoopOptions):
   const open = new Map<number, () => void>();
   let lastEnd = 0;
   let stopping = false;
+  let retries = 0;
+  let recoveries = 0;
 
   const record = (r: RequestRecord) => {
     records.push(r);
@@ -44,87 +61,48 @@ export async function runTwinOpenLoop(fleet: TwinFleet, o: TwinOpenLoopOptions):
     lastEnd = Math.max(lastEnd, r.atMs + r.durationMs);
   };
 
+  const requests = new TwinRequests(gateway, engines, clock, seededUnit(fleet.seed ^ 0x2545f491));
   const send = (i: number) => {
     const r = o.requests[i]!;
     const sentAt = clock.now;
     p.sent++;
     const prompt = texts.prompt(r.segments);
-    let admitted = false;
-    const cancel = gateway.admit(gateway.keysOf(prompt, r.maxTokens), (a) => {
-      admitted = true;
-      open.delete(i);
-      if (!a.ok) {
-        record({
-          id: i,
-          atMs: r.atMs,
-          lateMs: 0,
-          status: a.code === "NO_READY_ENDPOINT" ? 503 : 429,
-          durationMs: clock.now - sentAt,
-          outputTokens: 0,
-          error: `HTTP ${a.code === "NO_READY_ENDPOINT" ? 503 : 429} ${a.code}`,
-        });
-        return;
-      }
-      const engine = engines[a.index]!;
-      const tokens = engine.prompt(prompt);
-      let first = NaN;
-      let last = NaN;
-      let n = 0;
-      let ended = false;
-      const finish = (error?: string) => {
-        if (ended) return;
+    let last = NaN;
+    let ended = false;
+    const cancel = requests.send({
+      keys: gateway.keysOf(prompt, r.maxTokens),
+      prompt,
+      maxTokens: r.maxTokens,
+      onToken: (at) => {
+        if (!Number.isNaN(last)) gaps.add(at - last);
+        last = at;
+      },
+      done: (a) => {
         ended = true;
         open.delete(i);
-        // As its own event: the engine is still inside its step, and what the release lets flow may go to it.
-        clock.at(clock.now, () => gateway.release(a));
+        retries += a.retries;
+        recoveries += a.recoveries;
+        const n = a.tokens;
         record({
           id: i,
           atMs: r.atMs,
           lateMs: 0,
-          status: 200,
-          endpoint: engine.id,
+          status: a.status,
+          ...(a.endpoint !== undefined && a.status === 200 ? { endpoint: a.endpoint } : {}),
           durationMs: clock.now - sentAt,
           outputTokens: n,
-          promptTokens: tokens.count,
-          ...(n > 0 ? { ttftMs: first - sentAt, e2elMs: last - sentAt } : {}),
-          ...(n > 1 ? { tpotMs: (last - first) / (n - 1) } : {}),
-          ...(error !== undefined ? { error } : n === 0 ? { error: "no token in the answer" } : {}),
+          ...(a.status === 200 ? { promptTokens: a.promptTokens } : {}),
+          ...(n > 0 ? { ttftMs: a.firstAt - sentAt, e2elMs: a.lastAt - sentAt } : {}),
+          ...(n > 1 ? { tpotMs: (a.lastAt - a.firstAt) / (n - 1) } : {}),
+          ...(a.error !== undefined ? { error: a.error } : {}),
         });
-      };
-      const seq = engine.submit(tokens, r.maxTokens, {
-        token: (_index, at) => {
-          if (n === 0) {
-            first = at;
-            gateway.prefillDone(a);
-          } else gaps.add(at - last);
-          last = at;
-          n++;
-        },
-        finish: () => finish(),
-      });
-      open.set(i, () => {
-        engine.abort(seq);
-        finish("unfinished: aborted at the end of the run");
-      });
+      },
     });
-    // Still in the admission queue: the drain takes it out as the real client's abort would.
-    if (!admitted)
-      open.set(i, () => {
-        if (!cancel()) return;
-        open.delete(i);
-        record({
-          id: i,
-          atMs: r.atMs,
-          lateMs: 0,
-          status: 0,
-          durationMs: clock.now - sentAt,
-          outputTokens: 0,
-          error: "unfinished: aborted at the end of the run",
-        });
-      });
+    if (!ended) open.set(i, cancel);
   };
 
   gateway.start();
+  const faults = scheduleFaults(fleet, o.faults ?? [], () => !stopping);
   let next = 0;
   const sendDue = () => {
     while (next < o.requests.length && o.requests[next]!.atMs <= clock.now) send(next++);
@@ -135,6 +113,7 @@ export async function runTwinOpenLoop(fleet: TwinFleet, o: TwinOpenLoopOptions):
   const drain = () => {
     stopping = true;
     for (const abort of [...open.values()]) abort();
+    open.clear();
   };
   clock.at(lastSendAt + o.drainMs, drain);
   const progress = () => {
@@ -160,5 +139,5 @@ export async function runTwinOpenLoop(fleet: TwinFleet, o: TwinOpenLoopOptions):
   for (let i = next; i < o.requests.length; i++)
     record({ id: i, atMs: o.requests[i]!.atMs, lateMs: 0, status: 0, durationMs: 0, outputTokens: 0, error: "unsent: the run was stopped first" });
   const cpu = process.cpuUsage(cpu0);
-  return { records, itl: gaps.toJSON(), wallMs: lastEnd, cpuS: (cpu.user + cpu.system) / 1e6 };
+  return { records, itl: gaps.toJSON(), wallMs: lastEnd, cpuS: (cpu.user + cpu.system) / 1e6, retries, recoveries, faults };
 }

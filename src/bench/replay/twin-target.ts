@@ -6,6 +6,7 @@
  */
 import { UsageError } from "../../shared/flags.ts";
 import { TwinFleet } from "../../twin/twin-fleet.ts";
+import { twinFailures } from "../twin-faults.ts";
 import type { OpenLoopProgress, OpenLoopResult, ScheduledRequest } from "./open-loop-driver.ts";
 import type { EndpointReport, ReplayReport } from "./replay-report.ts";
 import { type FleetTarget, MODEL, readGatewayConfig } from "./replay-target.ts";
@@ -39,7 +40,8 @@ export async function replayInTwin(
     const where = t.gatewayConfigPath === undefined ? "" : `--gateway-config ${t.gatewayConfigPath}: `;
     throw new UsageError(`${where}${err instanceof Error ? err.message : String(err)}`);
   }
-  const result = await runTwinOpenLoop(fleet, { requests, drainMs, onProgress, stopped });
+  const faults = t.faults ?? [];
+  const result = await runTwinOpenLoop(fleet, { requests, drainMs, onProgress, stopped, ...(faults.length > 0 ? { faults } : {}) });
   return {
     result,
     model: MODEL,
@@ -56,6 +58,7 @@ export async function replayInTwin(
         };
       }),
     settings: {
+      ...(faults.length > 0 ? { failures: twinFailures(result) } : {}),
       engines: t.engines,
       engine_args: engineArgs,
       ...(t.gatewayConfigPath === undefined ? {} : { gateway_config: t.gatewayConfigPath }),

@@ -6,6 +6,7 @@
  */
 import { type EngineClockReport, engineClockCell, engineClocksLine } from "../engine-clock-report.ts";
 import { formatNumber, formatTable } from "../report.ts";
+import { formatTwinFailures, type TwinFailures } from "../twin-faults.ts";
 import { formatOptimizedBaseline, type OptimizedBaselineComparison } from "./optimized-baseline-report.ts";
 import { ITL_EVENTS_PER_TOKEN, PUBLISHED_SOURCE, PUBLISHED_STAGES, PUBLISHED_SUMMARY, type PublishedScheduler } from "./published-37-capacity.ts";
 import type { PolicyFigures } from "./routing-summary.ts";
@@ -67,6 +68,8 @@ export interface PolicyReport {
   send_lateness_ms: { p50: number; p99: number };
   /** Whether the sim-engines kept their own clock through the load (real-time runs; absent in the twin, whose clock is virtual). */
   engine_clock?: EngineClockReport;
+  /** Twin runs with --fault: what the faults did and what the gateway did about them. */
+  failures?: TwinFailures;
   wall_s: number;
 }
 
@@ -395,6 +398,8 @@ export function formatRoutingText(r: RoutingReport): string {
         "",
         runs,
       ];
+  const failed = r.policies.flatMap((p) => (p.failures ? [{ name: p.name, failures: p.failures }] : []));
+  if (failed.length > 0) out.push("", formatTwinFailures(failed));
   if (r.full_size) out.push("", ...formatFullSize(r.full_size));
   const clocks = engineClocksLine(r.policies.map((p) => ({ name: p.name, clock: p.engine_clock })));
   if (clocks) out.push("", clocks);

@@ -1,0 +1,75 @@
+/**
+ * `--fault` on the twin benches: the faults scheduled in a run (the syntax
+ * is src/twin/faults.ts's), and the report of what the gateway did about
+ * them — each fault's time out of rotation and back, and the requests'
+ * retries, continuations and failures.
+ */
+import { stringListFlag, UsageError } from "../shared/flags.ts";
+import type { FaultOutcome } from "../twin/fault-schedule.ts";
+import { FAULT_SYNTAX, parseTwinFaults, type TwinFault } from "../twin/faults.ts";
+import type { RequestRecord } from "./replay/open-loop-driver.ts";
+import type { TwinOpenLoopResult } from "./replay/twin-open-loop.ts";
+import { formatTable } from "./report.ts";
+
+/** The flag's line in a bench's usage. */
+export const FAULT_USAGE = `  --fault SPEC         with --twin: a fault at a simulated time, repeatable:
+                       ${FAULT_SYNTAX};
+                       kill: the engine dies (back FOR later, cache empty); stall: it
+                       makes no step for FOR; slow: its steps take FACTOR times as
+                       long; gpu: its dcgm-exporter reports a GPU fault; drain: the
+                       fleet drains it (back FOR later). Times in ms, s or m`;
+
+/** `--fault` values for a fleet of `engines`; only in the twin. */
+export function faultsFlag(args: Parameters<typeof stringListFlag>[0], engines: number, twin: boolean): TwinFault[] {
+  const raws = stringListFlag(args, "fault");
+  if (raws.length === 0) return [];
+  if (!twin) throw new UsageError("--fault schedules faults in the fleet twin: give --twin too");
+  return parseTwinFaults(raws, engines);
+}
+
+/** What failing engines did to a run's requests, and what the gateway did about each fault. */
+export interface TwinFailures {
+  /** Failed attempts before a first token that were tried again. */
+  retries: number;
+  /** Broken streams a continuation mended. */
+  recoveries: number;
+  /** Requests that got an error status. */
+  refused: number;
+  /** Streams that broke and were not mended (the client got the break's error event). */
+  broken: number;
+  faults: FaultOutcome[];
+}
+
+export function twinFailures(result: TwinOpenLoopResult): TwinFailures {
+  const records: readonly RequestRecord[] = result.records;
+  let refused = 0;
+  let broken = 0;
+  for (const r of records) {
+    if (r.status !== 200 && r.status !== 0) refused++;
+    else if (r.error?.startsWith("stream broke") === true) broken++;
+  }
+  return { retries: result.retries, recoveries: result.recoveries, refused, broken, faults: result.faults };
+}
+
+const seconds = (ms: number | null | undefined, from: number) => (ms === null || ms === undefined ? "never" : `+${((ms - from) / 1000).toFixed(2)} s`);
+
+/** One table: each run's faults with when the endpoint left rotation and came back, and the run's retries, continuations and failures. */
+export function formatTwinFailures(runs: readonly { name: string; failures: TwinFailures }[]): string {
+  return formatTable({
+    title: "faults (times after each fault began, simulated): when the gateway kept the engine out of rotation and why, when it was back; the run's requests",
+    columns: ["run", "fault", "out of rotation", "ended", "back", "retries", "continued", "refused", "broken"],
+    rows: runs.flatMap(({ name, failures: f }) =>
+      f.faults.map((x, i) => [
+        i === 0 ? name : "",
+        x.spec,
+        x.outAtMs === null ? "never" : `${seconds(x.outAtMs, x.atMs)} (${x.outBecause})`,
+        x.kind === "drain" ? `stopped ${seconds(x.stoppedAtMs, x.atMs)}, ${x.evicted ?? 0} moved` : seconds(x.endedAtMs, x.atMs),
+        x.outAtMs === null ? "—" : seconds(x.backAtMs, x.atMs),
+        i === 0 ? String(f.retries) : "",
+        i === 0 ? String(f.recoveries) : "",
+        i === 0 ? String(f.refused) : "",
+        i === 0 ? String(f.broken) : "",
+      ]),
+    ),
+  });
+}
