@@ -16,6 +16,7 @@ import { resolve } from "node:path";
 import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
 import { DEFAULT_BLOCK_SIZE_TOKENS } from "../sim/config.ts";
 import { resolveProfile } from "../sim/profiles/catalog.ts";
+import { TwinFleetManager } from "../twin/twin-fleet-manager.ts";
 import { engineClockReport, STRICT_USAGE, sampleEngineClocks, strictVerdict } from "./engine-clock-report.ts";
 import { gitCommit } from "./git-commit.ts";
 import { MAX_TRACE_FILE_BYTES } from "./input-file.ts";
@@ -24,7 +25,7 @@ import { renderReplayHtml } from "./replay/html-report.ts";
 import { type OpenLoopProgress, type OpenLoopResult, type ScheduledRequest, startOpenLoop } from "./replay/open-loop-driver.ts";
 import { traceSegments } from "./replay/prompt-text.ts";
 import { type EndpointReport, formatReplayText, type ReplayReport } from "./replay/replay-report.ts";
-import { type ReplayTarget, startTarget } from "./replay/replay-target.ts";
+import { type FleetTarget, type ReplayTarget, startTarget } from "./replay/replay-target.ts";
 import { BENCH_API_KEY_ENV, serverRoot } from "./replay/server-target.ts";
 import { DEFAULT_METRIC_PERCENTILES, type EndpointLoad, summarize } from "./replay/summary.ts";
 import { timeline } from "./replay/timeline.ts";
@@ -176,11 +177,14 @@ function percentilesFlag(raw: string | undefined): number[] {
 
 const NAMES = Object.keys(SHIPPED_TRACES).join(", ");
 
+/** A replica's start-up in a twin fleet of nodes, s: vLLM loading an 8B model's weights and compiling its graphs takes about a minute. */
+const DEFAULT_STARTUP_S = 60;
+
 const USAGE = `usage: llmgw bench replay --trace NAME|FILE [--speedup X] [--start S] [--duration S]
                           [--engines N] [--engine-args=FLAGS] [--gateway-config FILE]
                           [--base-url URL [--api-key KEY] [--model NAME]]
                           [--slo-ttft-ms MS] [--slo-tpot-ms MS] [--metric-percentiles LIST]
-                          [--drain-s S] [--twin [--fault SPEC]…] [--report FILE.html] [--strict] [--json]
+                          [--drain-s S] [--twin [--fault SPEC]… [--fleet NODESxGPUS[:TP] [--startup-s S]]] [--report FILE.html] [--strict] [--json]
 
 Replays a production trace open-loop: every request is sent at its recorded
 arrival time (divided by --speedup) whether or not earlier ones have been
@@ -229,10 +233,36 @@ flags:
                          sim-engine's core on a virtual clock, in this process (up to
                          ${MAX_TWIN_ENGINES} engines; deterministic, whatever the host's load)
 ${FAULT_USAGE}
+  --fleet NODESxGPUS[:TP]  with --twin: the engines are replicas (--engines of them,
+                         TP GPUs each, default 1) that the fleet manager's planner
+                         places on NODES nodes of GPUS GPUs, each starting up for
+                         --startup-s before it serves; --fault then also takes
+                         drain-node:NODE@AT[+FOR], and the report adds the fleet's
+                         replicas, GPU-hours and the planner's actions
+  --startup-s S          with --fleet: a replica's start-up, simulated s (default ${DEFAULT_STARTUP_S})
   --report FILE.html     also write a self-contained HTML report with charts over time
 ${STRICT_USAGE}
   --json                 one JSON object instead of the tables: flat keys in
                          vllm bench serve's names (docs/benchmarks.md)`;
+
+/** --fleet NODESxGPUS[:TP] and --startup-s: a fleet of nodes in the twin, its replicas placed by the fleet manager's planner. */
+function fleetFlags(args: Parameters<BenchScenario["run"]>[0], twin: boolean, replicas: number): FleetTarget["fleet"] {
+  const raw = stringFlag(args, "fleet");
+  if (raw === undefined) {
+    if (args.values["startup-s"] !== undefined) throw new UsageError("--startup-s is a replica's start-up in a fleet of nodes: give --fleet too");
+    return undefined;
+  }
+  if (!twin) throw new UsageError("--fleet places replicas in the fleet twin: give --twin too");
+  const m = /^(\d{1,4})x(\d{1,3})(?::(\d{1,3}))?$/.exec(raw.trim());
+  const [count, gpus, tp] = m ? [Number(m[1]), Number(m[2]), m[3] === undefined ? 1 : Number(m[3])] : [0, 0, 0];
+  if (!m || count < 1 || gpus < 1 || tp < 1 || tp > gpus)
+    throw new UsageError(`--fleet: expected NODESxGPUS[:TP] (e.g. 4x8 or 4x8:2; TP at most GPUS), got '${raw}'`);
+  const nodes = { count, gpus, gpuClass: "h100" };
+  const slots = TwinFleetManager.slotsFor(nodes, tp);
+  if (slots > MAX_TWIN_ENGINES) throw new UsageError(`--fleet ${raw}: ${slots} replica slots, more than the twin's ${MAX_TWIN_ENGINES} engines`);
+  if (replicas > slots) throw new UsageError(`--engines ${replicas}: the fleet ${raw} has room for ${slots} replicas of ${tp} GPU(s)`);
+  return { nodes, tensorParallel: tp, startupMs: numberFlag(args, "startup-s", DEFAULT_STARTUP_S, { min: 0, max: 3_600 }) * 1000 };
+}
 
 /** Flags that start or shape the fleet, and so mean nothing with --base-url. */
 const FLEET_FLAGS = ["engines", "engine-args", "gateway-config"] as const;
@@ -247,17 +277,20 @@ function targetFromFlags(args: Parameters<BenchScenario["run"]>[0]): ReplayTarge
     const gatewayConfigPath = stringFlag(args, "gateway-config");
     const twin = boolFlag(args, "twin");
     const engines = numberFlag(args, "engines", DEFAULT_ENGINES, { min: 1, max: twin ? MAX_TWIN_ENGINES : 64, integer: true });
-    const faults = faultsFlag(args, engines, twin);
+    const fleet = fleetFlags(args, twin, engines);
+    const faults = faultsFlag(args, fleet ? TwinFleetManager.slotsFor(fleet.nodes, fleet.tensorParallel) : engines, twin, fleet?.nodes.count ?? 0);
     return {
       kind: twin ? "twin" : "llmgw",
       engines,
       ...(faults.length > 0 ? { faults } : {}),
+      ...(fleet ? { fleet } : {}),
       engineArgs: splitArgs(stringFlag(args, "engine-args") ?? ""),
       ...(gatewayConfigPath === undefined ? {} : { gatewayConfigPath: resolve(gatewayConfigPath) }),
     };
   }
   if (boolFlag(args, "twin")) throw new UsageError("--twin runs the bench's own fleet in the fleet twin; with --base-url nothing is simulated");
   if (args.values.fault !== undefined) throw new UsageError("--fault schedules faults in the fleet twin; with --base-url nothing is simulated");
+  if (args.values.fleet !== undefined) throw new UsageError("--fleet places replicas in the fleet twin; with --base-url nothing is simulated");
   const fleetFlag = FLEET_FLAGS.find((f) => args.values[f] !== undefined);
   if (fleetFlag !== undefined) throw new UsageError(`--${fleetFlag} shapes the fleet the bench starts; with --base-url it starts none`);
   const apiKey = apiKeyFlag ?? (process.env[BENCH_API_KEY_ENV] || undefined);
@@ -288,6 +321,8 @@ export const replayScenario: BenchScenario = {
     report: { type: "string" },
     twin: { type: "boolean" },
     fault: { type: "string", multiple: true },
+    fleet: { type: "string" },
+    "startup-s": { type: "string" },
     strict: { type: "boolean" },
   },
   async run(args) {

@@ -7,6 +7,7 @@
 import { stringListFlag, UsageError } from "../shared/flags.ts";
 import type { FaultOutcome } from "../twin/fault-schedule.ts";
 import { FAULT_SYNTAX, parseTwinFaults, type TwinFault } from "../twin/faults.ts";
+import type { TwinFleetReport } from "../twin/twin-fleet-manager.ts";
 import type { RequestRecord } from "./replay/open-loop-driver.ts";
 import type { TwinOpenLoopResult } from "./replay/twin-open-loop.ts";
 import { formatTable } from "./report.ts";
@@ -17,14 +18,16 @@ export const FAULT_USAGE = `  --fault SPEC         with --twin: a fault at a sim
                        kill: the engine dies (back FOR later, cache empty); stall: it
                        makes no step for FOR; slow: its steps take FACTOR times as
                        long; gpu: its dcgm-exporter reports a GPU fault; drain: the
-                       fleet drains it (back FOR later). Times in ms, s or m`;
+                       fleet drains it (back FOR later); drain-node (with a fleet of
+                       nodes): the node is drained, its replicas replaced elsewhere
+                       (uncordoned FOR later). Times in ms, s or m`;
 
 /** `--fault` values for a fleet of `engines`; only in the twin. */
-export function faultsFlag(args: Parameters<typeof stringListFlag>[0], engines: number, twin: boolean): TwinFault[] {
+export function faultsFlag(args: Parameters<typeof stringListFlag>[0], engines: number, twin: boolean, nodes = 0): TwinFault[] {
   const raws = stringListFlag(args, "fault");
   if (raws.length === 0) return [];
   if (!twin) throw new UsageError("--fault schedules faults in the fleet twin: give --twin too");
-  return parseTwinFaults(raws, engines);
+  return parseTwinFaults(raws, engines, nodes);
 }
 
 /** What failing engines did to a run's requests, and what the gateway did about each fault. */
@@ -63,7 +66,9 @@ export function formatTwinFailures(runs: readonly { name: string; failures: Twin
         i === 0 ? name : "",
         x.spec,
         x.outAtMs === null ? "never" : `${seconds(x.outAtMs, x.atMs)} (${x.outBecause})`,
-        x.kind === "drain" ? `stopped ${seconds(x.stoppedAtMs, x.atMs)}, ${x.evicted ?? 0} moved` : seconds(x.endedAtMs, x.atMs),
+        x.kind === "drain" || x.kind === "drain-node"
+          ? `stopped ${seconds(x.stoppedAtMs, x.atMs)}${x.evicted === undefined ? "" : `, ${x.evicted} moved`}`
+          : seconds(x.endedAtMs, x.atMs),
         x.outAtMs === null ? "—" : seconds(x.backAtMs, x.atMs),
         i === 0 ? String(f.retries) : "",
         i === 0 ? String(f.recoveries) : "",
@@ -71,5 +76,21 @@ export function formatTwinFailures(runs: readonly { name: string; failures: Twin
         i === 0 ? String(f.broken) : "",
       ]),
     ),
+  });
+}
+
+/** The fleet of nodes of a twin run: its replicas, GPU-hours, serving count and the planner's actions by kind. */
+export function formatTwinFleet(f: TwinFleetReport): string {
+  const byKind = new Map<string, number>();
+  for (const a of f.actions) byKind.set(a.kind, (byKind.get(a.kind) ?? 0) + 1);
+  return formatTable({
+    title: `fleet: ${f.nodes} nodes × ${f.gpus_per_node} GPUs, ${f.desired} replicas of ${f.tensor_parallel} GPU(s) desired, ${f.startup_s} s start-up (the fleet manager's planner)`,
+    columns: ["", "value"],
+    rows: [
+      ["replicas launched / stopped", `${f.launched} / ${f.stopped}`],
+      ["replicas serving: mean / min / max", `${f.serving.mean} / ${f.serving.min} / ${f.serving.max}`],
+      ["GPU-hours", String(f.gpu_hours)],
+      ["planner actions", `${f.actions_total}: ${[...byKind].map(([k, n]) => `${n} × ${k}`).join(", ")}`],
+    ],
   });
 }

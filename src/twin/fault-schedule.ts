@@ -44,6 +44,7 @@ function outOfRotation(fleet: TwinFleet, row: number): string | undefined {
 export function scheduleFaults(fleet: TwinFleet, faults: readonly TwinFault[], running: () => boolean): FaultOutcome[] {
   const { clock, engines, gateway } = fleet;
   return faults.map((f) => {
+    if (f.kind === "drain-node") return drainNode(fleet, f);
     const e = engines[f.engine]!;
     const out: FaultOutcome = {
       spec: f.spec,
@@ -62,6 +63,8 @@ export function scheduleFaults(fleet: TwinFleet, faults: readonly TwinFault[], r
     };
     const watch = () => {
       if (!running()) return;
+      // A killed engine the fleet manager launched again: the fault is over when its process is up.
+      if (f.kind === "kill" && out.endedAtMs === null && clock.now > f.atMs && !e.down) out.endedAtMs = clock.now;
       const why = outOfRotation(fleet, f.engine);
       if (out.outAtMs === null) {
         // Only while the fault is in force: what takes the engine out later is another fault's doing.
@@ -109,11 +112,51 @@ export function scheduleFaults(fleet: TwinFleet, faults: readonly TwinFault[], r
         case "drain":
           drain(fleet, f, out, endAt, ended);
           break;
+        case "drain-node":
+          break;
       }
       watch();
     });
     return out;
   });
+}
+
+/**
+ * `llmgw ctl drain` of a node: the fleet manager's planner replaces its
+ * replicas elsewhere and stops them; the outcome says when the drain
+ * finished (its last replica stopped). FOR after it began, the node is
+ * uncordoned.
+ */
+function drainNode(fleet: TwinFleet, f: TwinFault): FaultOutcome {
+  const { clock, gateway } = fleet;
+  const manager = fleet.manager!;
+  const out: FaultOutcome = {
+    spec: f.spec,
+    kind: f.kind,
+    engine: `node-${f.engine}`,
+    atMs: f.atMs,
+    endedAtMs: null,
+    outAtMs: null,
+    outBecause: null,
+    backAtMs: null,
+    stoppedAtMs: null,
+  };
+  clock.at(f.atMs, () => {
+    const op = manager.drainNode(f.engine, gateway.config.fleet.drainGraceMs);
+    out.outAtMs = clock.now;
+    out.outBecause = "cordoned";
+    const watch = () => {
+      if (op.finishedAt !== null) out.stoppedAtMs = op.finishedAt;
+      else clock.after(WATCH_EVERY_MS, watch);
+    };
+    watch();
+    if (f.forMs !== Infinity)
+      clock.at(f.atMs + f.forMs, () => {
+        manager.uncordon(f.engine);
+        out.endedAtMs = out.backAtMs = clock.now;
+      });
+  });
+  return out;
 }
 
 /**

@@ -2,9 +2,11 @@
  * The report of one `llmgw bench replay` run: its JSON shape (what --json
  * prints and the HTML page embeds) and its text tables.
  */
+
+import type { TwinFleetReport } from "../../twin/twin-fleet-manager.ts";
 import { type EngineClockReport, engineClockCell, engineClocksLine } from "../engine-clock-report.ts";
 import { formatNumber, formatTable } from "../report.ts";
-import { formatTwinFailures, type TwinFailures } from "../twin-faults.ts";
+import { formatTwinFailures, formatTwinFleet, type TwinFailures } from "../twin-faults.ts";
 import { type EndpointLoad, LATENCY_METRICS, percentileKey, type ReplaySummary } from "./summary.ts";
 import type { Timeline } from "./timeline.ts";
 
@@ -42,6 +44,8 @@ interface ReplayRun {
   engine_clock?: EngineClockReport;
   /** Twin runs with --fault: what the faults did and what the gateway did about them. */
   failures?: TwinFailures;
+  /** Twin runs with --fleet: the replicas the fleet manager placed, their GPU-hours and its actions. */
+  fleet?: TwinFleetReport;
 }
 
 /** An engine's own counters over the run. */
@@ -165,6 +169,7 @@ export function formatReplayText(r: ReplayReport): string {
   if (r.error_kinds.length > 0)
     out.push("", formatTable({ title: "error_kinds", columns: ["error", "count"], rows: r.error_kinds.map((e) => [e.error, e.count]) }));
   if (r.failures) out.push("", formatTwinFailures([{ name: "replay", failures: r.failures }]));
+  if (r.fleet) out.push("", formatTwinFleet(r.fleet));
   const clocks = engineClocksLine([{ name: "replay", clock: r.engine_clock }]);
   if (clocks) out.push("", clocks);
   return out.join("\n");

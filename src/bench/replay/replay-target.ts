@@ -6,6 +6,7 @@
 import { parse as parseYaml } from "yaml";
 import { UsageError } from "../../shared/flags.ts";
 import type { TwinFault } from "../../twin/faults.ts";
+import type { TwinNodes } from "../../twin/twin-fleet-manager.ts";
 import { MAX_CONFIG_FILE_BYTES, readInputFile } from "../input-file.ts";
 import { engineCounters, startSimFleet } from "../sim-fleet.ts";
 import type { EndpointReport, ReplayReport } from "./replay-report.ts";
@@ -24,6 +25,8 @@ export interface FleetTarget {
   gatewayConfigPath?: string;
   /** Twin only: faults scheduled in the run. */
   faults?: readonly TwinFault[];
+  /** Twin only: `engines` replicas placed on these nodes by the fleet manager's planner, each starting up for `startupMs`. */
+  fleet?: { nodes: TwinNodes; tensorParallel: number; startupMs: number };
 }
 
 /** Where the replay goes: a fleet the bench starts, or a server it is pointed at. */

@@ -101,6 +101,8 @@ export async function runTwinOpenLoop(fleet: TwinFleet, o: TwinOpenLoopOptions):
     if (!ended) open.set(i, cancel);
   };
 
+  // The fleet's first replicas are up before the gateway's first poll.
+  fleet.manager?.start();
   gateway.start();
   const faults = scheduleFaults(fleet, o.faults ?? [], () => !stopping);
   let next = 0;
@@ -136,6 +138,7 @@ export async function runTwinOpenLoop(fleet: TwinFleet, o: TwinOpenLoopOptions):
     drain();
   }
   gateway.stop();
+  fleet.manager?.stop();
   for (let i = next; i < o.requests.length; i++)
     record({ id: i, atMs: o.requests[i]!.atMs, lateMs: 0, status: 0, durationMs: 0, outputTokens: 0, error: "unsent: the run was stopped first" });
   const cpu = process.cpuUsage(cpu0);

@@ -4,6 +4,7 @@
  * config, the same schedule — and each endpoint's row with its engine's
  * own counters, as the real-time target reads them from /metrics.
  */
+import { fleetModelSchema, toFleetModel } from "../../config/fleet-schema.ts";
 import { UsageError } from "../../shared/flags.ts";
 import { TwinFleet } from "../../twin/twin-fleet.ts";
 import { twinFailures } from "../twin-faults.ts";
@@ -12,6 +13,11 @@ import type { EndpointReport, ReplayReport } from "./replay-report.ts";
 import { type FleetTarget, MODEL, readGatewayConfig } from "./replay-target.ts";
 import type { EndpointLoad } from "./summary.ts";
 import { runTwinOpenLoop } from "./twin-open-loop.ts";
+
+/** The desired model of a twin fleet of nodes: the bench's one model, `replicas` of `tensorParallel` GPUs, each starting up for `startupMs`. */
+function fleetSpec(replicas: number, tensorParallel: number, startupMs: number) {
+  return toFleetModel(fleetModelSchema.parse({ name: MODEL, engine: "sim", replicas, tensor_parallel: tensorParallel, startup_ms: startupMs }));
+}
 
 /** The twin's seed: the trace fixes the load, this the engines' and the gateway's own randomness. */
 const TWIN_SEED = 1;
@@ -35,7 +41,15 @@ export async function replayInTwin(
   const gateway = t.gatewayConfigPath === undefined ? {} : readGatewayConfig(t.gatewayConfigPath);
   let fleet: TwinFleet;
   try {
-    fleet = new TwinFleet({ engines: t.engines, model: MODEL, engineFlags: engineArgs, gateway, kvEvents: false, seed: TWIN_SEED });
+    fleet = new TwinFleet({
+      engines: t.engines,
+      model: MODEL,
+      engineFlags: engineArgs,
+      gateway,
+      kvEvents: false,
+      seed: TWIN_SEED,
+      ...(t.fleet ? { fleet: { spec: fleetSpec(t.engines, t.fleet.tensorParallel, t.fleet.startupMs), nodes: t.fleet.nodes } } : {}),
+    });
   } catch (err) {
     const where = t.gatewayConfigPath === undefined ? "" : `--gateway-config ${t.gatewayConfigPath}: `;
     throw new UsageError(`${where}${err instanceof Error ? err.message : String(err)}`);
@@ -59,6 +73,7 @@ export async function replayInTwin(
       }),
     settings: {
       ...(faults.length > 0 ? { failures: twinFailures(result) } : {}),
+      ...(fleet.manager ? { fleet: fleet.manager.report() } : {}),
       engines: t.engines,
       engine_args: engineArgs,
       ...(t.gatewayConfigPath === undefined ? {} : { gateway_config: t.gatewayConfigPath }),
