@@ -7,18 +7,11 @@
  * policies the real-time run tells apart (more than 10 % apart). Pure:
  * two reports in, a comparison out.
  */
+
 import type { LoraBenchReport, LoraPolicyResult } from "./lora-policies.ts";
 import { rankingAgrees } from "./ranking-agreement.ts";
 import { formatTable } from "./report.ts";
-
-const TWIN_TOLERANCE = 0.1;
-
-interface FigureCheck {
-  real: number;
-  twin: number;
-  /** (twin − real) ÷ real; NaN when real is 0 or either is missing. */
-  error: number;
-}
+import { errorText, type FigureCheck, figureCheck, TWIN_TOLERANCE, withinTolerance } from "./twin-fidelity.ts";
 
 interface LoraPolicyCheck {
   policy: string;
@@ -42,10 +35,6 @@ interface LoraTwinCheck {
   met: boolean;
 }
 
-function figure(real: number, twin: number): FigureCheck {
-  return { real, twin, error: Number.isFinite(real) && Number.isFinite(twin) && real !== 0 ? (twin - real) / real : NaN };
-}
-
 const ranked = (rs: readonly LoraPolicyResult[]) => [...rs].sort((a, b) => a.loads_per_1000 - b.loads_per_1000).map((r) => r.policy);
 
 export function loraTwinCheck(real: LoraBenchReport, twin: LoraBenchReport, tolerance = TWIN_TOLERANCE): LoraTwinCheck {
@@ -55,10 +44,10 @@ export function loraTwinCheck(real: LoraBenchReport, twin: LoraBenchReport, tole
       ? [
           {
             policy: r.policy,
-            loads_per_1000: figure(r.loads_per_1000, t.loads_per_1000),
-            output_tok_s: figure(r.output_tok_per_s, t.output_tok_per_s),
-            ttft_p50_ms: figure(r.ttft_p50_ms, t.ttft_p50_ms),
-            ttft_p90_ms: figure(r.ttft_p90_ms, t.ttft_p90_ms),
+            loads_per_1000: figureCheck(r.loads_per_1000, t.loads_per_1000),
+            output_tok_s: figureCheck(r.output_tok_per_s, t.output_tok_per_s),
+            ttft_p50_ms: figureCheck(r.ttft_p50_ms, t.ttft_p50_ms),
+            ttft_p90_ms: figureCheck(r.ttft_p90_ms, t.ttft_p90_ms),
           },
         ]
       : [];
@@ -68,7 +57,7 @@ export function loraTwinCheck(real: LoraBenchReport, twin: LoraBenchReport, tole
   const twinRank = ranked(twin.results.filter((r) => names.has(r.policy)));
   const loads = (rs: readonly LoraPolicyResult[]) => new Map(rs.filter((r) => names.has(r.policy)).map((r) => [r.policy, r.loads_per_1000] as const));
   const same = rankingAgrees(loads(real.results), loads(twin.results), tolerance, "lower");
-  const within = (f: FigureCheck) => Math.abs(f.error) <= tolerance;
+  const within = (f: FigureCheck) => withinTolerance(f, tolerance);
   return {
     tolerance,
     policies,
@@ -76,8 +65,6 @@ export function loraTwinCheck(real: LoraBenchReport, twin: LoraBenchReport, tole
     met: same && policies.length > 0 && policies.every((p) => within(p.output_tok_s) && within(p.ttft_p50_ms) && within(p.ttft_p90_ms)),
   };
 }
-
-const pct = (e: number) => (Number.isFinite(e) ? `${e >= 0 ? "+" : ""}${(e * 100).toFixed(1)} %` : "—");
 
 export function formatLoraTwinCheck(c: LoraTwinCheck): string {
   const table = formatTable({
@@ -101,16 +88,16 @@ export function formatLoraTwinCheck(c: LoraTwinCheck): string {
       p.policy,
       p.loads_per_1000.real,
       p.loads_per_1000.twin,
-      pct(p.loads_per_1000.error),
+      errorText(p.loads_per_1000.error),
       p.output_tok_s.real,
       p.output_tok_s.twin,
-      pct(p.output_tok_s.error),
+      errorText(p.output_tok_s.error),
       p.ttft_p50_ms.real,
       p.ttft_p50_ms.twin,
-      pct(p.ttft_p50_ms.error),
+      errorText(p.ttft_p50_ms.error),
       p.ttft_p90_ms.real,
       p.ttft_p90_ms.twin,
-      pct(p.ttft_p90_ms.error),
+      errorText(p.ttft_p90_ms.error),
     ]),
   });
   const order = `real ${c.ranking.real.join(" < ")}; twin ${c.ranking.twin.join(" < ")}`;

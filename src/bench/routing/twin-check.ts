@@ -5,19 +5,11 @@
  * policies the same way where the real-time run tells them apart. Pure: two
  * reports in, a comparison out.
  */
+
 import { rankingAgrees } from "../ranking-agreement.ts";
 import { formatTable } from "../report.ts";
+import { errorText, type FigureCheck, figureCheck, TWIN_TOLERANCE, withinTolerance } from "../twin-fidelity.ts";
 import type { PolicyReport, RoutingReport } from "./routing-report.ts";
-
-/** The twin's figures within this fraction of the real-time run's: the fidelity the twin is held to. */
-const TWIN_TOLERANCE = 0.1;
-
-interface FigureCheck {
-  real: number;
-  twin: number;
-  /** (twin − real) ÷ real; NaN when real is 0 or either is missing. */
-  error: number;
-}
 
 interface PolicyCheck {
   name: string;
@@ -35,10 +27,6 @@ interface TwinCheck {
   met: boolean;
 }
 
-function figure(real: number, twin: number): FigureCheck {
-  return { real, twin, error: Number.isFinite(real) && Number.isFinite(twin) && real !== 0 ? (twin - real) / real : NaN };
-}
-
 const ranked = (ps: readonly PolicyReport[]) => [...ps].sort((a, b) => b.figures.output_tok_s - a.figures.output_tok_s).map((p) => p.name);
 
 export function twinCheck(real: RoutingReport, twin: RoutingReport, tolerance = TWIN_TOLERANCE): TwinCheck {
@@ -48,9 +36,9 @@ export function twinCheck(real: RoutingReport, twin: RoutingReport, tolerance = 
     return [
       {
         name: r.name,
-        output_tok_s: figure(r.figures.output_tok_s, t.figures.output_tok_s),
-        ttft_p50_s: figure(r.figures.ttft_s.p50, t.figures.ttft_s.p50),
-        ttft_p90_s: figure(r.figures.ttft_s.p90, t.figures.ttft_s.p90),
+        output_tok_s: figureCheck(r.figures.output_tok_s, t.figures.output_tok_s),
+        ttft_p50_s: figureCheck(r.figures.ttft_s.p50, t.figures.ttft_s.p50),
+        ttft_p90_s: figureCheck(r.figures.ttft_s.p90, t.figures.ttft_s.p90),
       },
     ];
   });
@@ -59,7 +47,7 @@ export function twinCheck(real: RoutingReport, twin: RoutingReport, tolerance = 
   const twinRank = ranked(twin.policies.filter((p) => names.has(p.name)));
   const tok = (rep: RoutingReport) => new Map(rep.policies.filter((p) => names.has(p.name)).map((p) => [p.name, p.figures.output_tok_s] as const));
   const same = rankingAgrees(tok(real), tok(twin), tolerance, "higher");
-  const within = (f: FigureCheck) => Math.abs(f.error) <= tolerance;
+  const within = (f: FigureCheck) => withinTolerance(f, tolerance);
   return {
     tolerance,
     policies,
@@ -67,8 +55,6 @@ export function twinCheck(real: RoutingReport, twin: RoutingReport, tolerance = 
     met: same && policies.length > 0 && policies.every((p) => within(p.output_tok_s) && within(p.ttft_p50_s) && within(p.ttft_p90_s)),
   };
 }
-
-const pct = (e: number) => (Number.isFinite(e) ? `${e >= 0 ? "+" : ""}${(e * 100).toFixed(1)} %` : "—");
 
 export function formatTwinCheck(c: TwinCheck): string {
   const table = formatTable({
@@ -78,13 +64,13 @@ export function formatTwinCheck(c: TwinCheck): string {
       p.name,
       p.output_tok_s.real,
       p.output_tok_s.twin,
-      pct(p.output_tok_s.error),
+      errorText(p.output_tok_s.error),
       p.ttft_p50_s.real,
       p.ttft_p50_s.twin,
-      pct(p.ttft_p50_s.error),
+      errorText(p.ttft_p50_s.error),
       p.ttft_p90_s.real,
       p.ttft_p90_s.twin,
-      pct(p.ttft_p90_s.error),
+      errorText(p.ttft_p90_s.error),
     ]),
   });
   const order = `real ${c.ranking.real.join(" > ")}; twin ${c.ranking.twin.join(" > ")}`;
