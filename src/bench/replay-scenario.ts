@@ -26,6 +26,7 @@ import { type OpenLoopProgress, type OpenLoopResult, type ScheduledRequest, star
 import { traceSegments } from "./replay/prompt-text.ts";
 import { type EndpointReport, formatReplayText, type ReplayReport } from "./replay/replay-report.ts";
 import { type FleetTarget, type ReplayTarget, startTarget } from "./replay/replay-target.ts";
+import { formatReplayTwinCheck, replayTwinCheck } from "./replay/replay-twin-check.ts";
 import { BENCH_API_KEY_ENV, serverRoot } from "./replay/server-target.ts";
 import { DEFAULT_METRIC_PERCENTILES, type EndpointLoad, summarize } from "./replay/summary.ts";
 import { timeline } from "./replay/timeline.ts";
@@ -184,7 +185,7 @@ const USAGE = `usage: llmgw bench replay --trace NAME|FILE [--speedup X] [--star
                           [--engines N] [--engine-args=FLAGS] [--gateway-config FILE]
                           [--base-url URL [--api-key KEY] [--model NAME]]
                           [--slo-ttft-ms MS] [--slo-tpot-ms MS] [--metric-percentiles LIST]
-                          [--drain-s S] [--twin [--fault SPEC]… [--fleet NODESxGPUS[:TP] [--startup-s S]]] [--report FILE.html] [--strict] [--json]
+                          [--drain-s S] [--twin [--fault SPEC]… [--fleet NODESxGPUS[:TP] [--startup-s S]] | --check] [--report FILE.html] [--strict] [--json]
 
 Replays a production trace open-loop: every request is sent at its recorded
 arrival time (divided by --speedup) whether or not earlier ones have been
@@ -240,6 +241,9 @@ ${FAULT_USAGE}
                          drain-node:NODE@AT[+FOR], and the report adds the fleet's
                          replicas, GPU-hours and the planner's actions
   --startup-s S          with --fleet: a replica's start-up, simulated s (default ${DEFAULT_STARTUP_S})
+  --check                replay the window twice, real-time then in the fleet twin,
+                         and print the figures side by side with the twin's error
+                         (output tok/s and TTFT p50 / p90 held to ±10 %)
   --report FILE.html     also write a self-contained HTML report with charts over time
 ${STRICT_USAGE}
   --json                 one JSON object instead of the tables: flat keys in
@@ -298,6 +302,25 @@ function targetFromFlags(args: Parameters<BenchScenario["run"]>[0]): ReplayTarge
   return { kind: "base-url", root: serverRoot(baseUrl), ...(apiKey === undefined ? {} : { apiKey }), ...(model === undefined ? {} : { model }) };
 }
 
+/**
+ * --check: the window replayed by the real-time stack, then in the fleet
+ * twin (the same engines' flags, gateway config and schedule), the figures
+ * side by side with the twin's error.
+ */
+async function runCheck(o: ReplayOptions, args: Parameters<BenchScenario["run"]>[0]): Promise<number> {
+  if (o.target.kind !== "llmgw")
+    throw new UsageError("--check replays onto the bench's own fleet, real-time then in the twin: leave --twin and --base-url out");
+  if (args.values.report !== undefined) throw new UsageError("--check prints the two runs side by side: leave --report out");
+  // The check holds TTFT p90: it is reported whatever --metric-percentiles says.
+  const percentiles = o.percentiles.includes(90) ? o.percentiles : [...o.percentiles, 90];
+  const real = await runReplay({ ...o, percentiles });
+  const twin = await runReplay({ ...o, percentiles, target: { ...o.target, kind: "twin" } });
+  const check = replayTwinCheck(real, twin);
+  if (boolFlag(args, "json")) console.log(JSON.stringify({ scenario: "replay-twin-check", real, twin, check }));
+  else console.log(`${formatReplayText(real)}\n\n${formatReplayTwinCheck(check)}`);
+  return strictVerdict(args, [real.engine_clock]);
+}
+
 export const replayScenario: BenchScenario = {
   name: "replay",
   summary:
@@ -320,6 +343,7 @@ export const replayScenario: BenchScenario = {
     "drain-s": { type: "string" },
     report: { type: "string" },
     twin: { type: "boolean" },
+    check: { type: "boolean" },
     fault: { type: "string", multiple: true },
     fleet: { type: "string" },
     "startup-s": { type: "string" },
@@ -351,6 +375,7 @@ export const replayScenario: BenchScenario = {
       if (err instanceof UsageError) throw err;
       throw new UsageError(`--trace: ${err instanceof Error ? err.message : String(err)}`);
     }
+    if (boolFlag(args, "check")) return await runCheck({ ...o, trace }, args);
     const r = await runReplay({ ...o, trace });
     if (report !== undefined) writeFileSync(report, renderReplayHtml(r));
     if (boolFlag(args, "json")) console.log(JSON.stringify(r));

@@ -1,0 +1,37 @@
+/**
+ * `llmgw bench replay --check` on 20 s of the Azure 2023 conversation
+ * trace: the window replayed onto sim-engine processes behind a real
+ * gateway, then in the fleet twin. Both answer every request; the twin's
+ * output tokens a second and its time per output token are the real-time
+ * run's. TTFT is shown, not held here (a first token shows every
+ * millisecond of a busy host; `bench replay --check` on an idle host
+ * measures it, docs/fleet-twin.md).
+ */
+import { expect, test } from "bun:test";
+import type { ReplayReport } from "../../src/bench/replay/replay-report.ts";
+import { runBenchJson } from "../helpers/bench-json.ts";
+
+interface CheckReport {
+  scenario: string;
+  real: ReplayReport;
+  twin: ReplayReport;
+  check: { tolerance: number; figures: { name: string; held: boolean; real: number; twin: number; error: number }[]; met: boolean };
+}
+
+test("the twin and the real-time stack replay the same window alike: every request answered, throughput and TPOT close", async () => {
+  const r = await runBenchJson<CheckReport>(["replay", "--check", "--trace", "azure-conv", "--duration", "20", "--engines", "2"]);
+  expect(r.scenario).toBe("replay-twin-check");
+  expect(r.real.target).toBe("llmgw");
+  expect(r.twin.target).toBe("twin");
+  for (const rep of [r.real, r.twin]) {
+    expect(rep.failed).toBe(0);
+    expect(rep.completed).toBe(rep.num_prompts);
+  }
+  const fig = (name: string) => r.check.figures.find((f) => f.name === name)!;
+  expect(r.check.figures.filter((f) => f.held).map((f) => f.name)).toEqual(["output tok/s", "TTFT p50 ms", "TTFT p90 ms"]);
+  // Every answer is as long as the trace's in both: output tokens a second differ only by when the last one ended.
+  expect(Math.abs(fig("output tok/s").error)).toBeLessThan(0.1);
+  // The engines' own step times, which a busy host stretches only a little at this load.
+  expect(Math.abs(fig("TPOT p50 ms").error)).toBeLessThan(0.25);
+  expect(fig("completed").error).toBe(0);
+}, 180_000);
