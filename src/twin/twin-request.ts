@@ -178,8 +178,11 @@ class TwinRequest implements Evictable {
       finish: () => {
         if (attempt === this.attempt) this.finished();
       },
+      // The process died: before this attempt's first token a failed attempt (retried), after it a broken stream (continued).
       broken: () => {
-        if (attempt === this.attempt) this.broke("truncated", "cut");
+        if (attempt !== this.attempt) return;
+        if (this.phase === "opening") this.failed("truncated");
+        else this.broke("truncated", "cut");
       },
     });
     this.seq = seq;

@@ -55,6 +55,14 @@ describe("faults in the twin", () => {
     expect(fleet.engines[1]!.core.stats.requestsTotal).toBeGreaterThan(0);
   });
 
+  test("a request the dying engine had not yet sent a token for is retried, one it had is continued", async () => {
+    // At 1,010 ms one request on engine-1 is still in its prefill (sent at 1,000 ms), the others stream.
+    const { r } = await run(["kill:1@1010ms"]);
+    everyTokenDelivered(r);
+    expect(r.retries).toBe(1);
+    expect(r.recoveries).toBeGreaterThan(0);
+  });
+
   test("with continuation off in the gateway's config, the streams open on a killed engine end with the break", async () => {
     const { r } = await run(["kill:1@1s"], { continuation: { enabled: false } });
     const broken = r.records.filter((rec) => rec.error?.startsWith("stream broke (cut)") === true);
