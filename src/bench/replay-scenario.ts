@@ -24,6 +24,7 @@ import { progressPrinter } from "./progress-line.ts";
 import { renderReplayHtml } from "./replay/html-report.ts";
 import { type OpenLoopProgress, type OpenLoopResult, type ScheduledRequest, startOpenLoop } from "./replay/open-loop-driver.ts";
 import { traceSegments } from "./replay/prompt-text.ts";
+import { gatewayFailureCounts, realTimeFaults, scheduleRealTimeKills } from "./replay/real-time-faults.ts";
 import { type EndpointReport, formatReplayText, type ReplayReport } from "./replay/replay-report.ts";
 import { type FleetTarget, type ReplayTarget, startTarget } from "./replay/replay-target.ts";
 import { formatReplayTwinCheck, replayTwinCheck } from "./replay/replay-twin-check.ts";
@@ -35,7 +36,7 @@ import { loadTrace, SHIPPED_TRACES, tracePath } from "./replay/trace-files.ts";
 import { replayInTwin } from "./replay/twin-target.ts";
 import type { BenchScenario } from "./scenario.ts";
 import { splitArgs } from "./sim-fleet.ts";
-import { FAULT_USAGE, faultsFlag } from "./twin-faults.ts";
+import { FAULT_USAGE, failuresOf, faultsFlag } from "./twin-faults.ts";
 
 export const DEFAULT_SPEEDUP = 1;
 export const DEFAULT_DURATION_S = 300;
@@ -117,6 +118,9 @@ export async function runReplay(o: ReplayOptions): Promise<ReplayReport> {
   try {
     const clockBefore = await sampleEngineClocks(target.engineUrls);
     const load = startOpenLoop({ url: target.url, model: target.model, requests, drainMs: o.drainS * 1000 }, onProgress, target.secretHeaders);
+    // Faults are timed from the load's start, as the twin times them from its first instant.
+    const faults = o.target.kind === "llmgw" ? o.target.faults : undefined;
+    const kills = target.fleet && faults ? scheduleRealTimeKills(target.fleet.engines, faults, target.fleet) : undefined;
     const onSigint = () => load.stop();
     process.on("SIGINT", onSigint);
     const result = await load.done.finally(() => process.off("SIGINT", onSigint));
@@ -124,6 +128,11 @@ export async function runReplay(o: ReplayOptions): Promise<ReplayReport> {
     const report = replayReport(o, window, requests, result, target.model, target.settings, (loads) => loads);
     report.endpoints = await target.endpoints(report.endpoints);
     if (target.engineUrls.length > 0) report.engine_clock = clock;
+    if (kills && target.fleet) {
+      await kills.finish();
+      const counts = await gatewayFailureCounts(target.fleet.adminUrl);
+      report.failures = failuresOf(result.records, counts.retries, counts.recoveries, kills.outcomes);
+    }
     return report;
   } finally {
     await target.stop();
@@ -185,7 +194,7 @@ const USAGE = `usage: llmgw bench replay --trace NAME|FILE [--speedup X] [--star
                           [--engines N] [--engine-args=FLAGS] [--gateway-config FILE]
                           [--base-url URL [--api-key KEY] [--model NAME]]
                           [--slo-ttft-ms MS] [--slo-tpot-ms MS] [--metric-percentiles LIST]
-                          [--drain-s S] [--twin [--fault SPEC]… [--fleet NODESxGPUS[:TP] [--startup-s S]] | --check] [--report FILE.html] [--strict] [--json]
+                          [--drain-s S] [--fault SPEC]… [--twin [--fleet NODESxGPUS[:TP] [--startup-s S]] | --check] [--report FILE.html] [--strict] [--json]
 
 Replays a production trace open-loop: every request is sent at its recorded
 arrival time (divided by --speedup) whether or not earlier ones have been
@@ -234,6 +243,8 @@ flags:
                          sim-engine's core on a virtual clock, in this process (up to
                          ${MAX_TWIN_ENGINES} engines; deterministic, whatever the host's load)
 ${FAULT_USAGE}
+                         Without --twin (and in --check's real-time run): kill only,
+                         a SIGKILL of the sim-engine, started again on its port FOR later
   --fleet NODESxGPUS[:TP]  with --twin: the engines are replicas (--engines of them,
                          TP GPUs each, default 1) that the fleet manager's planner
                          places on NODES nodes of GPUS GPUs, each starting up for
@@ -282,7 +293,13 @@ function targetFromFlags(args: Parameters<BenchScenario["run"]>[0]): ReplayTarge
     const twin = boolFlag(args, "twin");
     const engines = numberFlag(args, "engines", DEFAULT_ENGINES, { min: 1, max: twin ? MAX_TWIN_ENGINES : 64, integer: true });
     const fleet = fleetFlags(args, twin, engines);
-    const faults = faultsFlag(args, fleet ? TwinFleetManager.slotsFor(fleet.nodes, fleet.tensorParallel) : engines, twin, fleet?.nodes.count ?? 0);
+    const faults = faultsFlag(
+      args,
+      fleet ? TwinFleetManager.slotsFor(fleet.nodes, fleet.tensorParallel) : engines,
+      twin,
+      fleet?.nodes.count ?? 0,
+      realTimeFaults,
+    );
     return {
       kind: twin ? "twin" : "llmgw",
       engines,

@@ -22,12 +22,23 @@ export const FAULT_USAGE = `  --fault SPEC         with --twin: a fault at a sim
                        nodes): the node is drained, its replicas replaced elsewhere
                        (uncordoned FOR later). Times in ms, s or m`;
 
-/** `--fault` values for a fleet of `engines`; only in the twin. */
-export function faultsFlag(args: Parameters<typeof stringListFlag>[0], engines: number, twin: boolean, nodes = 0): TwinFault[] {
+/**
+ * `--fault` values for a fleet of `engines` (`nodes`: its nodes, with
+ * --fleet). In the twin, any; on real processes only where the bench can
+ * do them (`realTime`: it checks and says what it cannot), else none.
+ */
+export function faultsFlag(
+  args: Parameters<typeof stringListFlag>[0],
+  engines: number,
+  twin: boolean,
+  nodes = 0,
+  realTime?: (faults: TwinFault[]) => TwinFault[],
+): TwinFault[] {
   const raws = stringListFlag(args, "fault");
   if (raws.length === 0) return [];
-  if (!twin) throw new UsageError("--fault schedules faults in the fleet twin: give --twin too");
-  return parseTwinFaults(raws, engines, nodes);
+  if (!twin && realTime === undefined) throw new UsageError("--fault schedules faults in the fleet twin: give --twin too");
+  const faults = parseTwinFaults(raws, engines, nodes);
+  return twin ? faults : realTime!(faults);
 }
 
 /** What failing engines did to a run's requests, and what the gateway did about each fault. */
@@ -44,14 +55,18 @@ export interface TwinFailures {
 }
 
 export function twinFailures(result: TwinOpenLoopResult): TwinFailures {
-  const records: readonly RequestRecord[] = result.records;
+  return failuresOf(result.records, result.retries, result.recoveries, result.faults);
+}
+
+/** A run's failures from its records (refused: an error status; broken: a stream that ended in an error, the run's own end aside) and the gateway's counts. */
+export function failuresOf(records: readonly RequestRecord[], retries: number, recoveries: number, faults: FaultOutcome[]): TwinFailures {
   let refused = 0;
   let broken = 0;
   for (const r of records) {
     if (r.status !== 200 && r.status !== 0) refused++;
-    else if (r.error?.startsWith("stream broke") === true) broken++;
+    else if (r.status === 200 && r.error !== undefined && !r.error.startsWith("unfinished")) broken++;
   }
-  return { retries: result.retries, recoveries: result.recoveries, refused, broken, faults: result.faults };
+  return { retries, recoveries, refused, broken, faults };
 }
 
 const seconds = (ms: number | null | undefined, from: number) => (ms === null || ms === undefined ? "never" : `+${((ms - from) / 1000).toFixed(2)} s`);

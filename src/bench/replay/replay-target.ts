@@ -8,7 +8,7 @@ import { UsageError } from "../../shared/flags.ts";
 import type { TwinFault } from "../../twin/faults.ts";
 import type { TwinNodes } from "../../twin/twin-fleet-manager.ts";
 import { MAX_CONFIG_FILE_BYTES, readInputFile } from "../input-file.ts";
-import { engineCounters, startSimFleet } from "../sim-fleet.ts";
+import { engineCounters, type SimEngine, startSimFleet } from "../sim-fleet.ts";
 import type { EndpointReport, ReplayReport } from "./replay-report.ts";
 import { authHeaders, firstServedModel } from "./server-target.ts";
 import type { EndpointLoad } from "./summary.ts";
@@ -62,6 +62,8 @@ interface StartedTarget {
   settings: Partial<ReplayReport>;
   /** The sim-engines' API URLs (none for a server the bench was pointed at): their clocks are read around the run. */
   engineUrls: string[];
+  /** The bench's own fleet: its engines (a fault may kill and restart one), the gateway's admin URL, the engines' flags. */
+  fleet?: { engines: SimEngine[]; adminUrl: string; model: string; engineArgs: readonly string[] };
   stop(): Promise<void>;
 }
 
@@ -98,13 +100,15 @@ export async function startTarget(t: Exclude<ReplayTarget, { kind: "twin" }>, en
       ...(t.gatewayConfigPath === undefined ? {} : { gateway_config: t.gatewayConfigPath }),
     },
     engineUrls: fleet.engines.map((e) => e.url),
+    fleet: { engines: fleet.engines, adminUrl: fleet.gateway.admin, model: MODEL, engineArgs },
     stop: () => fleet.stop(),
   };
 }
 
 /** Each endpoint's load with its engine's own counters; an engine the gateway sent nothing to is a row too (0 requests says something about routing). */
 async function withEngineCounters(engines: readonly { id: string; url: string }[], loads: EndpointLoad[]): Promise<EndpointReport[]> {
-  const counters = await Promise.all(engines.map(async (e) => ({ id: e.id, c: await engineCounters(e.url) })));
+  // An engine a fault killed (and did not start again) answers nothing: its row has no counters.
+  const counters = await Promise.all(engines.map(async (e) => ({ id: e.id, c: await engineCounters(e.url).catch(() => undefined) })));
   const unused = engines
     .filter((e) => !loads.some((x) => x.id === e.id))
     .map((e) => ({ id: e.id, requests: 0, errors: 0, prompt_tokens: 0, output_tokens: 0 }));

@@ -6,6 +6,7 @@
  * in, a comparison out.
  */
 import { formatTable } from "../report.ts";
+import type { TwinFailures } from "../twin-faults.ts";
 import { errorText, type FigureCheck, figureCheck, TWIN_TOLERANCE, withinTolerance } from "../twin-fidelity.ts";
 import type { ReplayReport } from "./replay-report.ts";
 
@@ -18,6 +19,8 @@ interface ReplayFigure extends FigureCheck {
 interface ReplayTwinCheck {
   tolerance: number;
   figures: ReplayFigure[];
+  /** With --fault: what the gateway did about the faults in each run (shown, not held). */
+  failures?: { real: TwinFailures; twin: TwinFailures };
   /** Every held figure within the tolerance, and the same requests answered. */
   met: boolean;
 }
@@ -39,6 +42,7 @@ export function replayTwinCheck(real: ReplayReport, twin: ReplayReport, toleranc
   return {
     tolerance,
     figures,
+    ...(real.failures && twin.failures ? { failures: { real: real.failures, twin: twin.failures } } : {}),
     met: real.completed === twin.completed && figures.every((f) => !f.held || withinTolerance(f, tolerance)),
   };
 }
@@ -49,5 +53,26 @@ export function formatReplayTwinCheck(c: ReplayTwinCheck): string {
     columns: ["figure", "real-time", "twin", "error"],
     rows: c.figures.map((f) => [`${f.name}${f.held ? " *" : ""}`, f.real, f.twin, errorText(f.error)]),
   });
-  return `${table}\nfidelity: ${c.met ? "met" : "not met"}`;
+  const f = c.failures;
+  if (!f) return `${table}\nfidelity: ${c.met ? "met" : "not met"}`;
+  const at = (ms: number | null, from: number) => (ms === null ? "never" : `+${((ms - from) / 1000).toFixed(2)} s`);
+  const failures = formatTable({
+    title: "faults, real-time / twin (times after each fault began)",
+    columns: ["", "real-time", "twin"],
+    rows: [
+      ["retries", f.real.retries, f.twin.retries],
+      ["continued streams", f.real.recoveries, f.twin.recoveries],
+      ["refused requests", f.real.refused, f.twin.refused],
+      ["broken streams", f.real.broken, f.twin.broken],
+      ...f.real.faults.flatMap((r, i) => {
+        const t = f.twin.faults[i];
+        if (!t) return [];
+        return [
+          [`${r.spec}: out of rotation`, `${at(r.outAtMs, r.atMs)} (${r.outBecause ?? "-"})`, `${at(t.outAtMs, t.atMs)} (${t.outBecause ?? "-"})`],
+          [`${r.spec}: back`, at(r.backAtMs, r.atMs), at(t.backAtMs, t.atMs)],
+        ];
+      }),
+    ],
+  });
+  return `${table}\n\n${failures}\nfidelity: ${c.met ? "met" : "not met"}`;
 }
