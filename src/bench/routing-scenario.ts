@@ -407,6 +407,7 @@ async function runCodegenCommand(args: Parameters<BenchScenario["run"]>[0]): Pro
       gateway: (policy) => mergeConfig(FULL_SIZE_GATEWAY_CONFIG, policy.gateway),
       kvEventDelayMs: numberFlag(args, "kv-events-delay-ms", DEFAULT_KV_EVENT_DELAY_MS, { min: 0, max: 60_000 }),
       engineArgs: splitArgs(stringFlag(args, "engine-args") ?? ""),
+      faults: faultsFlag(args, numberFlag(args, "pods", CODEGEN_SETUP.pods, { min: 1, max: MAX_TWIN_ENGINES, integer: true }), true),
       stopped: () => interrupt.stopped,
       progress: printer,
     });
@@ -573,7 +574,7 @@ flags:
                        one cold run per --concurrency; twin only; round-robin,
                        default and token-aware unless --policies says; takes
                        --pods, --policies, --policy-dir, --seed, --engine-args,
-                       --kv-events-delay-ms and --json; exits 1 when round-robin
+                       --kv-events-delay-ms, --fault and --json; exits 1 when round-robin
                        misses the published k8 row by more than 30 % or a policy's
                        gain falls short of the published one
   --concurrency LIST   --experiment codegen: the concurrencies, one cold run each

@@ -6,10 +6,11 @@
  * every turn is answered; the report is the same bytes from the same seed.
  */
 import { describe, expect, test } from "bun:test";
-import { type CodegenReport, runCodegen } from "../../src/bench/routing/codegen-experiment.ts";
+import { type CodegenReport, formatCodegenText, runCodegen } from "../../src/bench/routing/codegen-experiment.ts";
 import { codegenConversations } from "../../src/bench/routing/codegen-workload.ts";
 import { POLICY_DIR, routingPolicies, selectPolicies } from "../../src/bench/routing/policies.ts";
 import { FULL_SIZE_GATEWAY_CONFIG, mergeConfig } from "../../src/bench/routing-scenario.ts";
+import { parseTwinFaults } from "../../src/twin/faults.ts";
 
 function run(): Promise<CodegenReport> {
   return runCodegen({
@@ -50,4 +51,24 @@ describe("code-generation conversations in the twin", () => {
     expect(sticky!.ttft_s.p50).toBeLessThan(rr!.ttft_s.p50 / 2);
     expect(stable(await run())).toEqual(stable(a));
   }, 120_000);
+});
+
+test("a pod killed mid-conversation: its streams are continued on others, every turn answered, the fault in the point's report", async () => {
+  const r = await runCodegen({
+    policies: selectPolicies(routingPolicies(POLICY_DIR), ["token-aware"]),
+    concurrency: [6],
+    pods: 4,
+    seed: 5,
+    gateway: (policy) => mergeConfig(FULL_SIZE_GATEWAY_CONFIG, policy.gateway),
+    kvEventDelayMs: 2,
+    engineArgs: [],
+    faults: parseTwinFaults(["kill:0@20s+30s", "kill:1@40s"], 4),
+  });
+  const pt = r.policies[0]!.points[0]!;
+  expect(pt.answered).toBe(pt.requests);
+  const f = pt.failures!;
+  expect({ refused: f.refused, broken: f.broken }).toEqual({ refused: 0, broken: 0 });
+  expect(f.recoveries + f.retries).toBeGreaterThan(0);
+  expect(f.faults.map((x) => x.outAtMs !== null)).toEqual([true, true]);
+  expect(formatCodegenText(r)).toContain("kill:0@20s+30s");
 });

@@ -7,9 +7,12 @@
  * report gives each point's input tok/s and TTFT, each policy's knee, and the
  * published rows beside them.
  */
+import type { TwinFault } from "../../twin/faults.ts";
 import { TwinFleet } from "../../twin/twin-fleet.ts";
+import type { RequestRecord } from "../replay/open-loop-driver.ts";
 import { quantile } from "../report.ts";
 import { splitArgs } from "../sim-fleet.ts";
+import { failuresOf, formatTwinFailures, type TwinFailures } from "../twin-faults.ts";
 import { type Conversation, codegenConversations } from "./codegen-workload.ts";
 import type { RoutingPolicy } from "./policies.ts";
 import { CODEGEN_ARMS, CODEGEN_PUBLISHED_GAIN, CODEGEN_SETUP, CODEGEN_SOURCE, CODEGEN_SUMMARY } from "./published-codegen.ts";
@@ -30,6 +33,8 @@ interface CodegenOptions {
   gateway: (policy: RoutingPolicy) => Record<string, unknown>;
   kvEventDelayMs: number;
   engineArgs: readonly string[];
+  /** Faults scheduled in every point's run. */
+  faults?: readonly TwinFault[];
   stopped?: () => boolean;
   progress?: (line: string, done: boolean) => void;
 }
@@ -48,6 +53,8 @@ interface CodegenPoint {
   mean_prompt_tokens: number;
   prefix_cache_hit_rate: number;
   preemptions: number;
+  /** With --fault: what the faults did and what the gateway did about them. */
+  failures?: TwinFailures;
   wall_s: number;
 }
 
@@ -150,8 +157,28 @@ async function runPoint(o: CodegenOptions, policy: RoutingPolicy, conversations:
     seed: o.seed,
     kvEventDelayMs: o.kvEventDelayMs,
   });
-  const records = await runTwinConversations(fleet, { conversations, limitMs: RUN_LIMIT_MS, ...(o.stopped ? { stopped: o.stopped } : {}) });
-  return pointFigures(conversations.length, records, fleet, (performance.now() - t0) / 1000);
+  const faults = o.faults ?? [];
+  const run = await runTwinConversations(fleet, {
+    conversations,
+    limitMs: RUN_LIMIT_MS,
+    ...(o.stopped ? { stopped: o.stopped } : {}),
+    ...(faults.length > 0 ? { faults } : {}),
+  });
+  const point = pointFigures(conversations.length, run.records, fleet, (performance.now() - t0) / 1000);
+  return faults.length > 0 ? { ...point, failures: failuresOf(run.records.map(asRequestRecord), run.retries, run.recoveries, run.faults) } : point;
+}
+
+/** A turn as the failure count reads a request. */
+function asRequestRecord(t: TurnRecord): RequestRecord {
+  return {
+    id: t.conversation,
+    atMs: t.sentAtMs,
+    lateMs: 0,
+    status: t.status,
+    durationMs: t.endAtMs - t.sentAtMs,
+    outputTokens: t.outputTokens,
+    ...(t.error !== undefined ? { error: t.error } : {}),
+  };
 }
 
 function pointFigures(concurrency: number, records: readonly TurnRecord[], fleet: TwinFleet, wallS: number): CodegenPoint {
@@ -282,6 +309,8 @@ export function formatCodegenText(r: CodegenReport): string {
       );
     if (p.best) lines.push(`  ${p.name}: most input tok/s at concurrency ${p.best.concurrency}: ${p.best.input_tok_s}, TTFT p90 ${p.best.ttft_p90_s} s`);
   }
+  const failed = r.policies.flatMap((p) => p.points.flatMap((pt) => (pt.failures ? [{ name: `${p.name} at ${pt.concurrency}`, failures: pt.failures }] : [])));
+  if (failed.length > 0) lines.push("", formatTwinFailures(failed));
   lines.push("", `published (${r.published.source}):`);
   for (const a of r.published.arms) lines.push(`  ${a.name}: knee at concurrency ${a.knee}, ${a.kneeInputTokS} input tok/s`);
   lines.push(`  ${r.published.summary}`);

@@ -2,10 +2,15 @@
  * A closed-loop conversation load on a fleet twin: every conversation starts
  * at once, and each sends its next turn the moment the previous answer ends
  * (as inference-perf's conversation replay at a fixed concurrency). Each
- * request is admitted and routed by the gateway's own modules and answered
- * by the sim-engine's core, on the virtual clock.
+ * request goes through the twin's gateway (twin-request.ts: admission,
+ * routing, the attempt loop's rules) and is answered by the sim-engine's
+ * core, on the virtual clock.
  */
+import { type FaultOutcome, scheduleFaults } from "../../twin/fault-schedule.ts";
+import type { TwinFault } from "../../twin/faults.ts";
+import { seededUnit } from "../../twin/seeded.ts";
 import type { TwinFleet } from "../../twin/twin-fleet.ts";
+import { TwinRequests } from "../../twin/twin-request.ts";
 import { PromptTextCache } from "../replay/prompt-text.ts";
 import { type Conversation, turnSegments } from "./codegen-workload.ts";
 
@@ -17,6 +22,8 @@ export interface TurnRecord {
   turn: number;
   sentAtMs: number;
   endAtMs: number;
+  /** 200 once a stream opened, the gateway's error status for a refusal, 0 for a turn still queued when the run ended. */
+  status: number;
   promptTokens: number;
   outputTokens: number;
   /** Absent when no token came. */
@@ -30,14 +37,28 @@ interface ConversationLoadOptions {
   stopped?: () => boolean;
   /** Simulated time after which open turns are aborted: a bound on a run that cannot finish. */
   limitMs: number;
+  /** Faults applied to the engines and the gateway at their times. */
+  faults?: readonly TwinFault[];
 }
 
-export async function runTwinConversations(fleet: TwinFleet, o: ConversationLoadOptions): Promise<TurnRecord[]> {
+/** A conversation run's turns, and what the gateway did about failures. */
+interface ConversationRun {
+  records: TurnRecord[];
+  /** Failed attempts before a first token that were tried again, and broken streams a continuation mended. */
+  retries: number;
+  recoveries: number;
+  faults: FaultOutcome[];
+}
+
+export async function runTwinConversations(fleet: TwinFleet, o: ConversationLoadOptions): Promise<ConversationRun> {
   const { clock, gateway, engines } = fleet;
+  const requests = new TwinRequests(gateway, engines, clock, seededUnit(fleet.seed ^ 0x2545f491));
   const texts = new PromptTextCache();
   const records: TurnRecord[] = [];
   const open = new Map<number, () => void>();
   let live = 0;
+  let retries = 0;
+  let recoveries = 0;
 
   const send = (ci: number, t: number) => {
     const c = o.conversations[ci]!;
@@ -46,64 +67,47 @@ export async function runTwinConversations(fleet: TwinFleet, o: ConversationLoad
     const sentAtMs = clock.now;
     const prompt = texts.prompt(turnSegments(ci, c, t));
     const maxTokens = c.turns[t]!.outputTokens;
-    const end = (r: Omit<TurnRecord, "conversation" | "turn" | "sentAtMs" | "endAtMs">, next: boolean) => {
+    const end = (r: Omit<TurnRecord, "conversation" | "turn" | "sentAtMs" | "endAtMs" | "status">, status: number, next: boolean) => {
       open.delete(ci);
       live--;
-      records.push({ conversation: ci, turn: t, sentAtMs, endAtMs: clock.now, ...r });
+      records.push({ conversation: ci, turn: t, sentAtMs, endAtMs: clock.now, status, ...r });
       if (next) send(ci, t + 1);
     };
-    let admitted = false;
-    const cancel = gateway.admit(gateway.keysOf(prompt, maxTokens), (a) => {
-      admitted = true;
-      if (!a.ok) return end({ promptTokens: 0, outputTokens: 0, error: a.code }, false);
-      const engine = engines[a.index]!;
-      const tokens = engine.prompt(prompt);
-      let first = NaN;
-      let n = 0;
-      let ended = false;
-      const finish = (error?: string) => {
-        if (ended) return;
+    let ended = false;
+    const cancel = requests.send({
+      keys: gateway.keysOf(prompt, maxTokens),
+      prompt,
+      maxTokens,
+      onToken: () => {},
+      done: (a) => {
         ended = true;
-        // As its own event: the engine is still inside its step, and what the release lets flow may go to it.
-        clock.at(clock.now, () => gateway.release(a));
+        retries += a.retries;
+        recoveries += a.recoveries;
+        if (a.status !== 200 && a.status !== 0) return end({ promptTokens: 0, outputTokens: 0, error: a.error ?? `HTTP ${a.status}` }, a.status, false);
+        const error = a.error ?? (a.tokens === 0 ? "no token in the answer" : undefined);
         end(
           {
-            promptTokens: tokens.count,
-            outputTokens: n,
-            ...(n > 0 ? { ttftMs: first - sentAtMs } : {}),
-            ...(error !== undefined ? { error } : n === 0 ? { error: "no token in the answer" } : {}),
+            promptTokens: a.promptTokens,
+            outputTokens: a.tokens,
+            ...(a.tokens > 0 ? { ttftMs: a.firstAt - sentAtMs } : {}),
+            ...(error !== undefined ? { error } : {}),
           },
-          error === undefined && n > 0,
+          a.status,
+          error === undefined,
         );
-      };
-      const seq = engine.submit(tokens, maxTokens, {
-        token: (_index, at) => {
-          if (n === 0) {
-            first = at;
-            gateway.prefillDone(a);
-          }
-          n++;
-        },
-        finish: () => finish(),
-      });
-      open.set(ci, () => {
-        engine.abort(seq);
-        finish("unfinished: aborted at the end of the run");
-      });
+      },
     });
-    if (!admitted)
-      open.set(ci, () => {
-        if (cancel()) end({ promptTokens: 0, outputTokens: 0, error: "unfinished: aborted at the end of the run" }, false);
-      });
+    if (!ended) open.set(ci, cancel);
   };
 
   gateway.start();
+  let stopping = false;
+  const faults = scheduleFaults(fleet, o.faults ?? [], () => !stopping);
   let begun = false;
   clock.at(0, () => {
     begun = true;
     for (let ci = 0; ci < o.conversations.length; ci++) send(ci, 0);
   });
-  let stopping = false;
   const stop = () => {
     stopping = true;
     for (const abort of [...open.values()]) abort();
@@ -118,5 +122,5 @@ export async function runTwinConversations(fleet: TwinFleet, o: ConversationLoad
   }
   if (interrupted() && !stopping) stop();
   gateway.stop();
-  return records;
+  return { records, retries, recoveries, faults };
 }
