@@ -36,7 +36,7 @@ import { loadTrace, SHIPPED_TRACES, tracePath } from "./replay/trace-files.ts";
 import { replayInTwin } from "./replay/twin-target.ts";
 import type { BenchScenario } from "./scenario.ts";
 import { splitArgs } from "./sim-fleet.ts";
-import { FAULT_USAGE, failuresOf, faultsFlag } from "./twin-faults.ts";
+import { failuresOf, faultsFlag, faultUsage } from "./twin-faults.ts";
 
 export const DEFAULT_SPEEDUP = 1;
 export const DEFAULT_DURATION_S = 300;
@@ -242,7 +242,7 @@ flags:
                          gateway's own scheduling and admission modules and the
                          sim-engine's core on a virtual clock, in this process (up to
                          ${MAX_TWIN_ENGINES} engines; deterministic, whatever the host's load)
-${FAULT_USAGE}
+${faultUsage(25)}
                          Without --twin (and in --check's real-time run): kill only,
                          a SIGKILL of the sim-engine, started again on its port FOR later
   --fleet NODESxGPUS[:TP]  with --twin: the engines are replicas (--engines of them,

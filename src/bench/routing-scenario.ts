@@ -44,7 +44,7 @@ import { buildSchedule, type Stage, type WorkloadSchedule } from "./routing/shar
 import { formatTwinCheck, twinCheck } from "./routing/twin-check.ts";
 import type { BenchScenario } from "./scenario.ts";
 import { engineCounters, type SimEngine, splitArgs, startBenchGateway, startSimEngines } from "./sim-fleet.ts";
-import { FAULT_USAGE, faultsFlag, twinFailures } from "./twin-faults.ts";
+import { faultsFlag, faultUsage, twinFailures } from "./twin-faults.ts";
 
 /** KV-cache events the gateway received from the engines during a policy's run (0: the engines published none, or nothing listened). */
 async function kvEventsReceived(admin: string): Promise<number> {
@@ -585,7 +585,7 @@ flags:
                        deterministic, whatever the host's load
   --kv-events-delay-ms MS  in the twin, from an engine's step to the gateway's
                        KV-block index holding its events (default ${DEFAULT_KV_EVENT_DELAY_MS})
-${FAULT_USAGE}
+${faultUsage(23)}
   --check              run the schedule both ways, real-time then the twin, and
                        print each policy's figures side by side with the twin's
                        error and whether both rank the policies alike

@@ -12,15 +12,21 @@ import type { RequestRecord } from "./replay/open-loop-driver.ts";
 import type { TwinOpenLoopResult } from "./replay/twin-open-loop.ts";
 import { formatTable } from "./report.ts";
 
-/** The flag's line in a bench's usage. */
-export const FAULT_USAGE = `  --fault SPEC         with --twin: a fault at a simulated time, repeatable:
-                       ${FAULT_SYNTAX};
-                       kill: the engine dies (back FOR later, cache empty); stall: it
-                       makes no step for FOR; slow: its steps take FACTOR times as
-                       long; gpu: its dcgm-exporter reports a GPU fault; drain: the
-                       fleet drains it (back FOR later); drain-node (with a fleet of
-                       nodes): the node is drained, its replicas replaced elsewhere
-                       (uncordoned FOR later). Times in ms, s or m`;
+/** The flag's lines in a bench's usage, its text starting at `column` (where the bench's other flags' text starts). */
+export function faultUsage(column: number): string {
+  const pad = " ".repeat(column);
+  const lines = [
+    `with --twin: a fault at a simulated time, repeatable:`,
+    `${FAULT_SYNTAX};`,
+    `kill: the engine dies (back FOR later, cache empty); stall: it`,
+    `makes no step for FOR; slow: its steps take FACTOR times as`,
+    `long; gpu: its dcgm-exporter reports a GPU fault; drain: the`,
+    `fleet drains it (back FOR later); drain-node (with a fleet of`,
+    `nodes): the node is drained, its replicas replaced elsewhere`,
+    `(uncordoned FOR later). Times in ms, s or m`,
+  ];
+  return `${"  --fault SPEC".padEnd(column)}${lines.join(`\n${pad}`)}`;
+}
 
 /**
  * `--fault` values for a fleet of `engines` (`nodes`: its nodes, with
