@@ -12,15 +12,17 @@ import { POLICY_DIR, routingPolicies, selectPolicies } from "../../src/bench/rou
 import { FULL_SIZE_GATEWAY_CONFIG, mergeConfig } from "../../src/bench/routing-scenario.ts";
 import { parseTwinFaults } from "../../src/twin/faults.ts";
 
-function run(): Promise<CodegenReport> {
+/** Six conversations on four pods, seed 5, with the named policies (and faults). */
+function run(policies: string[] = ["round-robin", "token-aware"], faults: string[] = []): Promise<CodegenReport> {
   return runCodegen({
-    policies: selectPolicies(routingPolicies(POLICY_DIR), ["round-robin", "token-aware"]),
+    policies: selectPolicies(routingPolicies(POLICY_DIR), policies),
     concurrency: [6],
     pods: 4,
     seed: 5,
     gateway: (policy) => mergeConfig(FULL_SIZE_GATEWAY_CONFIG, policy.gateway),
     kvEventDelayMs: 2,
     engineArgs: [],
+    ...(faults.length > 0 ? { faults: parseTwinFaults(faults, 4) } : {}),
   });
 }
 
@@ -54,16 +56,7 @@ describe("code-generation conversations in the twin", () => {
 });
 
 test("a pod killed mid-conversation: its streams are continued on others, every turn answered, the fault in the point's report", async () => {
-  const r = await runCodegen({
-    policies: selectPolicies(routingPolicies(POLICY_DIR), ["token-aware"]),
-    concurrency: [6],
-    pods: 4,
-    seed: 5,
-    gateway: (policy) => mergeConfig(FULL_SIZE_GATEWAY_CONFIG, policy.gateway),
-    kvEventDelayMs: 2,
-    engineArgs: [],
-    faults: parseTwinFaults(["kill:0@20s+30s", "kill:1@40s"], 4),
-  });
+  const r = await run(["token-aware"], ["kill:0@20s+30s", "kill:1@40s"]);
   const pt = r.policies[0]!.points[0]!;
   expect(pt.answered).toBe(pt.requests);
   const f = pt.failures!;
