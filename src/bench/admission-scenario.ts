@@ -269,6 +269,9 @@ export async function runAdmissionBench(opts: AdmissionBenchOptions): Promise<Ad
         "0",
         "--output-len",
         "32",
+        // Each step planned after the last one ended: under async scheduling (vLLM's default) a request reaching a busy
+        // engine also waits for the step already planned, one more step of engine time that no admission can remove.
+        "--no-async-scheduling",
       ]);
       sims.push(sim);
       children.push(sim);

@@ -10,7 +10,7 @@
  * The bench runs in its own process (a process started by `bun test` keeps
  * Bun's default of 256 outbound requests in flight), and its bronze load in
  * another, so the platinum timings carry no load-client queuing. p99 is
- * taken over 240 probes a side from 2 clients, idle and loaded blocks
+ * taken over 240 probes a side from 3 clients, idle and loaded blocks
  * alternating. The verdict is on latencies net of the time each probe's
  * path (gateway, sim-engine, client) waited for a CPU: on a busy 2-core
  * machine the loaded gateway's event loop waits on a run queue for up to
@@ -24,10 +24,10 @@ import type { AdmissionBenchReport } from "../../src/bench/admission-scenario.ts
 import { runBenchJson } from "../helpers/bench-json.ts";
 
 test("platinum stays within 1.25x of idle under 500 bronze streams with admission, and degrades past 10x without", async () => {
-  // 240 probes from 2 clients: one machine-wide stall delays at most the 2
-  // probes in flight, which a p99 of 240 does not rest on (with 3 clients and
-  // 120 probes one stall could make the p99 by itself: ratio_on 1.93 once,
-  // three probes late at one instant).
+  // 240 probes from 3 clients: one machine-wide stall delays at most the 3
+  // probes in flight, which a p99 of 240 does not rest on (with 120 probes
+  // one stall could make the p99 by itself: ratio_on 1.93 once, three probes
+  // late at one instant); the CPU-wait netting takes out the rest.
   const r = await runBenchJson<AdmissionBenchReport>(["admission", "--bronze", "500", "--probes", "240", "--probe-clients", "3"]);
   console.log(
     JSON.stringify({
