@@ -46,6 +46,10 @@ const SCENARIOS: Record<string, { summary: string; load: () => Promise<BenchScen
     summary: "llm-d's 37-capacity routing experiment, scaled: every routing policy on the same schedule, the published rows beside it",
     load: async () => (await import("./routing-scenario.ts")).routingScenario,
   },
+  autoscale: {
+    summary: "SLO-driven autoscaling on llm-d's published ramp in the fleet twin: attainment against average replicas, per controller",
+    load: async () => (await import("./autoscale-scenario.ts")).autoscaleScenario,
+  },
   cluster: {
     summary: "1 vs 3 gateways, embedded vs sharing Redis: CPU per request, Redis commands per request, quota error",
     load: async () => (await import("./cluster-scenario.ts")).clusterScenario,

@@ -41,6 +41,8 @@ interface TwinReplica {
   phase: ReplicaPhase;
   /** When its launch's start-up ends (Starting until then). */
   readyAt: number;
+  /** When it was last launched. */
+  launchedAt: number;
   /** The engine slot it runs on. */
   slot: number;
   handedOff: boolean;
@@ -58,6 +60,8 @@ export interface TwinFleetReport {
   stopped: number;
   /** GPUs held by replicas (from launch to stop) × time, hours. */
   gpu_hours: number;
+  /** Replicas placed and not leaving (starting or ready), averaged over the run's time. */
+  provisioned_mean: number;
   /** Replicas serving (Ready and in rotation), sampled at every reconcile tick: mean, min, max. */
   serving: { mean: number; min: number; max: number };
   /** Every action the planner took, with its time (simulated ms): the first MAX_REPORTED_ACTIONS of them, and how many there were. */
@@ -88,9 +92,14 @@ export class TwinFleetManager {
   private readonly actions: TwinFleetReport["actions"] = [];
   private actionCount = 0;
 
+  /** Replicas placed and not leaving, integrated over time (ms), for the time-averaged count. */
+  private provisionedMs = 0;
+  /** The last start-up measured, launch to Ready, ms. */
+  private lastStartupMs: number | undefined;
+
   constructor(
     private readonly fleet: FleetParts,
-    private readonly spec: FleetModelSpec,
+    private spec: FleetModelSpec,
     private readonly hw: TwinNodes,
   ) {
     this.nodes = Array.from({ length: hw.count }, (_, n) => ({
@@ -143,6 +152,46 @@ export class TwinFleetManager {
     this.stopped = true;
   }
 
+  /** The model's desired replica count from now on, as `llmgw ctl scale` or an autoscaler sets it. */
+  scaleTo(replicas: number): void {
+    if (replicas === this.spec.replicas) return;
+    this.spec = { ...this.spec, replicas };
+    this.plan();
+  }
+
+  /** Replicas placed and not leaving (starting or ready), and of those, serving. */
+  counts(): { provisioned: number; ready: number } {
+    let provisioned = 0;
+    let ready = 0;
+    const table = this.fleet.gateway.tables.table;
+    for (const r of this.replicas.values()) {
+      if (r.record.draining !== null) continue;
+      provisioned++;
+      if (r.phase === "Ready" && r.handedOff && table.getInt(r.slot, I.READY) === 1) ready++;
+    }
+    return { provisioned, ready };
+  }
+
+  /** The engine slots of the serving replicas (Ready, handed to the gateway, not leaving). */
+  servingSlots(): number[] {
+    return [...this.replicas.values()].filter((r) => r.phase === "Ready" && r.handedOff && r.record.draining === null).map((r) => r.slot);
+  }
+
+  /** How many more replicas placement could add now: whole groups of free GPUs on ready nodes not cordoned. */
+  placeable(): number {
+    let n = 0;
+    for (const node of this.nodes) {
+      if (node.cordoned || node.state !== "Ready") continue;
+      n += Math.floor(node.gpus.filter((g) => g.usedBy === null && g.faults.length === 0).length / this.spec.tensorParallel);
+    }
+    return n;
+  }
+
+  /** The last start-up measured (launch to Ready), ms; undefined until a replica launched during the run became Ready. */
+  measuredStartupMs(): number | undefined {
+    return this.lastStartupMs;
+  }
+
   /** A node drain, as `llmgw ctl drain`: its replicas leave once replacements serve elsewhere, or at the grace period. */
   drainNode(node: number, graceMs: number): DrainOp {
     const name = this.nodes[node]!.name;
@@ -162,6 +211,7 @@ export class TwinFleetManager {
 
   report(): TwinFleetReport {
     this.account();
+    const now = this.fleet.clock.now;
     return {
       nodes: this.hw.count,
       gpus_per_node: this.hw.gpus,
@@ -171,6 +221,7 @@ export class TwinFleetManager {
       launched: this.launched,
       stopped: this.stoppedCount,
       gpu_hours: Math.round((this.gpuMs / 3_600_000) * 1000) / 1000,
+      provisioned_mean: now > 0 ? Math.round((this.provisionedMs / now) * 1000) / 1000 : 0,
       serving: {
         mean: this.servingTicks > 0 ? Math.round((this.servingSum / this.servingTicks) * 1000) / 1000 : 0,
         min: Number.isFinite(this.servingMin) ? this.servingMin : 0,
@@ -189,8 +240,10 @@ export class TwinFleetManager {
     this.account();
     // What the agents would report: Ready once started, Missing once the process is gone.
     for (const r of this.replicas.values()) {
-      if (r.phase === "Starting" && now >= r.readyAt) r.phase = "Ready";
-      else if (r.phase === "Ready" && r.handedOff && engines[r.slot]!.down) r.phase = "Missing";
+      if (r.phase === "Starting" && now >= r.readyAt) {
+        r.phase = "Ready";
+        if (r.readyAt > r.launchedAt) this.lastStartupMs = r.readyAt - r.launchedAt;
+      } else if (r.phase === "Ready" && r.handedOff && engines[r.slot]!.down) r.phase = "Missing";
     }
     const table = gateway.tables.table;
     const views: ReplicaView[] = [...this.replicas.values()].map((r) => ({
@@ -238,7 +291,7 @@ export class TwinFleetManager {
         for (const sh of a.shards) for (const g of sh.gpus) this.gpu(sh.node, g).usedBy = id;
         const record = buildReplicaRecord(this.spec, a.shards, id, now, (node) => `${node}.twin.invalid`);
         const readyAt = now + (this.warming ? 0 : (this.spec.startupMs ?? 0));
-        this.replicas.set(id, { record, phase: "Starting", readyAt, slot, handedOff: false, drainingSignalled: false });
+        this.replicas.set(id, { record, phase: "Starting", readyAt, launchedAt: now, slot, handedOff: false, drainingSignalled: false });
         this.launched++;
         if (!this.warming) this.wakeAt(readyAt);
         return;
@@ -246,6 +299,7 @@ export class TwinFleetManager {
       case "launch":
         if (!r) return;
         r.phase = "Starting";
+        r.launchedAt = now;
         r.readyAt = now + (this.spec.startupMs ?? 0);
         this.wakeAt(r.readyAt);
         return;
@@ -316,8 +370,13 @@ export class TwinFleetManager {
   private account(): void {
     const now = this.fleet.clock.now;
     let gpus = 0;
-    for (const r of this.replicas.values()) for (const s of r.record.shards) gpus += s.gpus.length;
+    let provisioned = 0;
+    for (const r of this.replicas.values()) {
+      for (const s of r.record.shards) gpus += s.gpus.length;
+      if (r.record.draining === null) provisioned++;
+    }
     this.gpuMs += gpus * (now - this.lastAccountAt);
+    this.provisionedMs += provisioned * (now - this.lastAccountAt);
     this.lastAccountAt = now;
   }
 

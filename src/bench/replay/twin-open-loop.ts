@@ -30,6 +30,16 @@ interface TwinOpenLoopOptions {
   onProgress?: (p: OpenLoopProgress) => void;
   /** Faults applied to the engines and the gateway at their times. */
   faults?: readonly TwinFault[];
+  /** Told of each request as it is sent, of its first token (TTFT, simulated ms) and of its record when it ends. */
+  observer?: TwinLoadObserver;
+  /** After the last request ended, the run goes on while this returns true (a fleet still settling). */
+  keepRunning?: () => boolean;
+}
+
+interface TwinLoadObserver {
+  sent(): void;
+  firstToken(ttftMs: number): void;
+  ended(r: RequestRecord): void;
 }
 
 /** An open-loop run in the twin: the records, and what the gateway did about failures. */
@@ -56,6 +66,7 @@ export async function runTwinOpenLoop(fleet: TwinFleet, o: TwinOpenLoopOptions):
 
   const record = (r: RequestRecord) => {
     records.push(r);
+    o.observer?.ended(r);
     p.done++;
     if (r.error !== undefined) p.errors++;
     lastEnd = Math.max(lastEnd, r.atMs + r.durationMs);
@@ -66,6 +77,7 @@ export async function runTwinOpenLoop(fleet: TwinFleet, o: TwinOpenLoopOptions):
     const r = o.requests[i]!;
     const sentAt = clock.now;
     p.sent++;
+    o.observer?.sent();
     const prompt = texts.prompt(r.segments);
     let last = NaN;
     let ended = false;
@@ -75,6 +87,7 @@ export async function runTwinOpenLoop(fleet: TwinFleet, o: TwinOpenLoopOptions):
       maxTokens: r.maxTokens,
       onToken: (at) => {
         if (!Number.isNaN(last)) gaps.add(at - last);
+        else o.observer?.firstToken(at - sentAt);
         last = at;
       },
       done: (a) => {
@@ -126,7 +139,7 @@ export async function runTwinOpenLoop(fleet: TwinFleet, o: TwinOpenLoopOptions):
 
   const interrupted = () => o.stopped?.() === true;
   // Until every request sent has ended; the engines' and the gateway's periodic work would otherwise run forever.
-  const over = () => next >= o.requests.length && open.size === 0 && p.done === p.sent;
+  const over = () => next >= o.requests.length && open.size === 0 && p.done === p.sent && o.keepRunning?.() !== true;
   // In slices, giving the event loop a turn between them: Ctrl-C (a signal handler) and the progress line run there.
   while (!interrupted() && !over() && clock.size > 0) {
     let events = 0;

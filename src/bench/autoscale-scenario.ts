@@ -1,0 +1,123 @@
+/**
+ * `llmgw bench autoscale --twin`: the control plane's autoscaler against
+ * llm-d's published SLO-aware ramp in the fleet twin — llmgw's capacity
+ * law, llm-d's latency formula with its HPA behaviour, and a static fleet
+ * at the maximum — each scored on combined SLO attainment and average
+ * replicas, at one or more start-up times.
+ */
+import { writeFileSync } from "node:fs";
+import { DEFAULT_TARGET_UTILIZATION } from "../control/autoscale/policy.ts";
+import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
+import type { AutoscaleReport } from "./autoscale/autoscale-report.ts";
+import { formatAutoscaleText, renderAutoscaleHtml } from "./autoscale/autoscale-report.ts";
+import { type AutoscaleWorkload, CONTROLLERS, type ControllerName, type ControllerResult, runControllerTwin } from "./autoscale/autoscale-twin.ts";
+import { LLM_D_RAMP, LLM_D_RAMP_STAGES, llmDRampRequests } from "./autoscale/llm-d-ramp.ts";
+import { gitCommit } from "./git-commit.ts";
+import type { BenchScenario } from "./scenario.ts";
+
+const USAGE = `usage: llmgw bench autoscale --twin [--controllers LIST] [--startup-s LIST] [--target-utilization F]
+                              [--report FILE.html] [--json]
+
+llm-d's SLO-aware autoscaling benchmark at its published size, in the fleet twin:
+Qwen3-32B on 2 × H100 (sim profile h100x2-qwen3-32b), constant-rate stages
+2 → 4 → 6 → 8 → 10 → 4 → 1 requests/s (${LLM_D_RAMP_STAGES.reduce((a, s) => a + s.durationS, 0)} s), prompts ~4,000 tokens, answers ~1,000,
+SLO TTFT ≤ 3 s and TPOT ≤ 100 ms (p90; a request counts when it meets both), 3–8
+replicas. Each controller runs the same requests; the episode lasts until the load
+has ended and the fleet is back at 3.
+
+  --twin                    run in the fleet twin (required: the real-time proof is an
+                            end-to-end test with agents)
+  --controllers LIST        comma-separated, of capacity (llmgw's law), latency (llm-d's
+                            formula and HPA behaviour), static (the maximum, fixed)
+                            (default all three)
+  --startup-s LIST          replica start-up times to run, s, comma-separated (default 100,
+                            llm-d's; e.g. 0,60,120,180,240,300 for a sweep)
+  --target-utilization F    the capacity law's share of a replica's learned capacity
+                            (default ${DEFAULT_TARGET_UTILIZATION})
+  --report FILE.html        also write a self-contained HTML report: replicas, arrival rate,
+                            TTFT/TPOT percentiles and attainment over time, every decision
+  --json                    one JSON object instead of the table`;
+
+function controllersFlag(value: string | undefined): ControllerName[] {
+  if (value === undefined) return [...CONTROLLERS];
+  const names = value.split(",").map((s) => s.trim());
+  for (const n of names) {
+    if (!(CONTROLLERS as readonly string[]).includes(n)) throw new UsageError(`--controllers: unknown controller "${n}" (known: ${CONTROLLERS.join(", ")})`);
+  }
+  return names as ControllerName[];
+}
+
+function startupsFlag(value: string | undefined): number[] {
+  if (value === undefined) return [LLM_D_RAMP.startupS];
+  return value.split(",").map((s) => {
+    const n = Number(s.trim());
+    if (s.trim() === "" || !Number.isFinite(n) || n < 0 || n > 3600) throw new UsageError(`--startup-s: "${s}" is not a time in seconds from 0 to 3600`);
+    return n;
+  });
+}
+
+export const autoscaleScenario: BenchScenario = {
+  name: "autoscale",
+  summary: "SLO-driven autoscaling on llm-d's published ramp in the fleet twin: attainment against average replicas, per controller",
+  usage: USAGE,
+  options: {
+    twin: { type: "boolean" },
+    controllers: { type: "string" },
+    "startup-s": { type: "string" },
+    "target-utilization": { type: "string" },
+    report: { type: "string" },
+  },
+  async run(args) {
+    if (!boolFlag(args, "twin")) throw new UsageError("bench autoscale runs in the fleet twin: add --twin");
+    const controllers = controllersFlag(stringFlag(args, "controllers"));
+    const startups = startupsFlag(stringFlag(args, "startup-s"));
+    const targetUtilization = numberFlag(args, "target-utilization", DEFAULT_TARGET_UTILIZATION, { min: 0.05, max: 1 });
+    const reportPath = stringFlag(args, "report");
+    const json = boolFlag(args, "json");
+    const workload: AutoscaleWorkload = {
+      name: "Qwen/Qwen3-32B",
+      requests: llmDRampRequests(),
+      profile: LLM_D_RAMP.profile,
+      tensorParallel: LLM_D_RAMP.tensorParallel,
+      gpuClass: LLM_D_RAMP.gpuClass,
+      slo: LLM_D_RAMP.slo,
+      minReplicas: LLM_D_RAMP.minReplicas,
+      maxReplicas: LLM_D_RAMP.maxReplicas,
+    };
+    let interrupted = false;
+    const onSigint = () => (interrupted = true);
+    process.once("SIGINT", onSigint);
+    const runs: ControllerResult[] = [];
+    try {
+      for (const startupS of startups) {
+        for (const c of controllers) {
+          if (interrupted) break;
+          if (!json) process.stderr.write(`  ${c}, start-up ${startupS} s …\n`);
+          runs.push(await runControllerTwin(c, workload, { startupS, targetUtilization, stopped: () => interrupted }));
+        }
+      }
+    } finally {
+      process.off("SIGINT", onSigint);
+    }
+    const commit = gitCommit();
+    const r: AutoscaleReport = {
+      scenario: "autoscale",
+      twin: true,
+      workload: "llm-d-slo-aware-ramp",
+      description: `llm-d's SLO-aware ramp: Qwen3-32B, TP 2 on H100, ${LLM_D_RAMP_STAGES.map((s) => s.rps).join(" → ")} req/s, ~4,000 in / ~1,000 out, TTFT ≤ 3 s and TPOT ≤ 100 ms at p90, ${workload.minReplicas}–${workload.maxReplicas} replicas`,
+      profile: LLM_D_RAMP.profile,
+      slo: { ttft_ms: workload.slo.ttftMs, itl_ms: workload.slo.itlMs, percentile: workload.slo.percentile },
+      replicas: { min: workload.minReplicas, max: workload.maxReplicas },
+      target_utilization: targetUtilization,
+      published: LLM_D_RAMP.published,
+      target: LLM_D_RAMP.target,
+      runs,
+      date: new Date().toISOString(),
+      ...(commit === undefined ? {} : { commit }),
+    };
+    if (reportPath !== undefined) writeFileSync(reportPath, renderAutoscaleHtml(r));
+    if (json) console.log(JSON.stringify(r));
+    else console.log(formatAutoscaleText(r));
+    return interrupted ? 130 : 0;
+  },
+};

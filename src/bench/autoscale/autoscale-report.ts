@@ -1,0 +1,149 @@
+/**
+ * `bench autoscale`'s report: per start-up time and controller, combined
+ * SLO attainment against average replicas and GPU-hours, beside llm-d's
+ * published rows and the target; as a table, JSON, or an HTML page with
+ * replicas, arrival rate, latency percentiles and attainment over time.
+ */
+import { htmlChart, htmlPage, htmlTable } from "../html-page.ts";
+import { escapeHtml } from "../replay/svg-chart.ts";
+import { formatTable } from "../report.ts";
+import type { ControllerResult } from "./autoscale-twin.ts";
+import { LLM_D_RAMP } from "./llm-d-ramp.ts";
+
+export interface AutoscaleReport {
+  scenario: "autoscale";
+  twin: true;
+  workload: string;
+  description: string;
+  profile: string;
+  slo: { ttft_ms: number; itl_ms: number; percentile: number };
+  replicas: { min: number; max: number };
+  target_utilization: number;
+  published: typeof LLM_D_RAMP.published;
+  target: typeof LLM_D_RAMP.target;
+  runs: ControllerResult[];
+  date: string;
+  commit?: string;
+}
+
+const CONTROLLER_LABEL: Record<ControllerResult["controller"], string> = {
+  capacity: "llmgw (capacity law)",
+  latency: "llm-d's formula (latency law)",
+  static: "static at the maximum",
+};
+
+function pct(v: number): string {
+  return `${(v * 100).toFixed(2)} %`;
+}
+
+export function formatAutoscaleText(r: AutoscaleReport): string {
+  const rows = r.runs.map((x) => [
+    CONTROLLER_LABEL[x.controller],
+    x.startup_s,
+    pct(x.attainment),
+    x.requests - x.met,
+    x.replicas_mean.toFixed(2),
+    x.gpu_hours,
+    x.ttft_p_ms,
+    x.tpot_p_ms,
+    `${x.scale_ups}/${x.scale_downs}`,
+    x.wall_s,
+  ]);
+  const p = r.slo.percentile;
+  const lines = [
+    formatTable({
+      title: `bench autoscale --twin · ${r.description}`,
+      columns: ["controller", "start-up s", "attainment", "missed", "avg replicas", "GPU-hours", `TTFT p${p} ms`, `TPOT p${p} ms`, "ups/downs", "wall s"],
+      rows,
+    }),
+    "",
+    `published (${r.published.source}): KEDA loop ${pct(r.published.keda.attainment)} at ${r.published.keda.replicas} replicas; static ${r.published.static.replicas}: ${pct(r.published.static.attainment)}`,
+    `target: ≥ ${pct(r.target.attainment)} combined attainment at ≤ ${r.target.replicas} average replicas (llm-d's start-up, ${LLM_D_RAMP.startupS} s)`,
+  ];
+  return `${lines.join("\n")}\n`;
+}
+
+export function renderAutoscaleHtml(r: AutoscaleReport): string {
+  const charts: string[] = [];
+  for (const startup of [...new Set(r.runs.map((x) => x.startup_s))]) {
+    const runs = r.runs.filter((x) => x.startup_s === startup);
+    const longest = runs.reduce((a, x) => (x.timeline.length > a.timeline.length ? x : a), runs[0]!);
+    const x = longest.timeline.map((p) => p.at_s);
+    const pad = <T>(values: T[]): (T | null)[] => x.map((_, i) => values[i] ?? null);
+    const tag = `${startup}`;
+    charts.push(
+      htmlChart(
+        `replicas-${tag}`,
+        `Replicas (start-up ${startup} s)`,
+        "placed, not leaving",
+        x,
+        "time (s)",
+        runs.map((run) => ({ name: run.controller, values: pad(run.timeline.map((p) => p.provisioned)) })),
+      ),
+      htmlChart(`arrivals-${tag}`, "Arrival rate", "requests/s", x, "time (s)", [
+        { name: "arrivals", values: pad(longest.timeline.map((p) => p.arrival_rps)) },
+      ]),
+      htmlChart(
+        `ttft-${tag}`,
+        `TTFT p${r.slo.percentile} per interval`,
+        "ms",
+        x,
+        "time (s)",
+        runs.map((run) => ({ name: run.controller, values: pad(run.timeline.map((p) => p.ttft_p_ms)) })),
+      ),
+      htmlChart(
+        `itl-${tag}`,
+        `TPOT p${r.slo.percentile} per interval`,
+        "ms",
+        x,
+        "time (s)",
+        runs.map((run) => ({ name: run.controller, values: pad(run.timeline.map((p) => p.itl_p_ms)) })),
+      ),
+      htmlChart(
+        `attainment-${tag}`,
+        "Attainment of the requests ending in each interval",
+        "share",
+        x,
+        "time (s)",
+        runs.map((run) => ({ name: run.controller, values: pad(run.timeline.map((p) => p.attainment)) })),
+      ),
+    );
+  }
+  const rows = r.runs.map((x) => [
+    CONTROLLER_LABEL[x.controller],
+    String(x.startup_s),
+    pct(x.attainment),
+    String(x.requests - x.met),
+    x.replicas_mean.toFixed(2),
+    String(x.gpu_hours),
+  ]);
+  const decisions = r.runs
+    .filter((x) => x.controller !== "static")
+    .flatMap((x) =>
+      x.timeline
+        .filter((p) => p.desired !== p.provisioned)
+        .map((p) => [
+          CONTROLLER_LABEL[x.controller],
+          String(x.startup_s),
+          String(p.at_s),
+          `${p.provisioned} → ${p.desired}`,
+          p.reason ?? "",
+          String(p.arrival_rps),
+        ]),
+    );
+  const meta = [
+    escapeHtml(r.description),
+    `profile <code>${escapeHtml(r.profile)}</code>`,
+    `${escapeHtml(r.date)}${r.commit ? `, llmgw ${escapeHtml(r.commit)}` : ""}`,
+  ].join(" · ");
+  const body = `<h2>Controllers</h2>
+${htmlTable(["controller", "start-up s", "attainment", "missed", "avg replicas", "GPU-hours"], rows, "controllers")}
+<h2>Over time</h2>
+<div class="charts">
+${charts.join("\n")}
+</div>
+<h2>Decisions that changed the count</h2>
+${htmlTable(["controller", "start-up s", "at s", "replicas", "reason", "arrivals/s"], decisions, "decisions")}
+`;
+  return htmlPage("bench autoscale --twin", meta, body, r);
+}

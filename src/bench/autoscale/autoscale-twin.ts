@@ -1,0 +1,156 @@
+/**
+ * One controller over one workload in the fleet twin: the model's replicas
+ * placed on GPU nodes by the fleet manager's planner, each starting up for
+ * the start-up time, the control plane's autoscaler (or none: a static
+ * fleet) deciding every interval on what the gateway samples, and every
+ * request scored against both SLOs. The episode runs until the load has
+ * ended and the fleet is back at its floor, as llm-d scores it.
+ */
+import { fleetModelSchema, toFleetModel } from "../../config/fleet-schema.ts";
+import { Autoscaler } from "../../control/autoscale/autoscaler.ts";
+import {
+  type AutoscalePolicy,
+  DEFAULT_AUTOSCALE_INTERVAL_MS,
+  DEFAULT_MAX_SURGE,
+  DEFAULT_SCALE_DOWN_EVERY_MS,
+  DEFAULT_SCALE_DOWN_WINDOW_MS,
+  DEFAULT_SCALE_UP_WINDOW_MS,
+  DEFAULT_STARTUP_MS,
+} from "../../control/autoscale/policy.ts";
+import { type AutoscaleTimelinePoint, meets, TwinAutoscaler } from "../../twin/twin-autoscaler.ts";
+import { TwinFleet } from "../../twin/twin-fleet.ts";
+import type { ScheduledRequest } from "../replay/open-loop-driver.ts";
+import { runTwinOpenLoop } from "../replay/twin-open-loop.ts";
+import { quantile } from "../report.ts";
+
+/** `capacity`: llmgw's law; `latency`: llm-d's formula with its HPA behaviour; `static`: the maximum, fixed. */
+export type ControllerName = "capacity" | "latency" | "static";
+export const CONTROLLERS: readonly ControllerName[] = ["capacity", "latency", "static"];
+
+export interface AutoscaleWorkload {
+  name: string;
+  requests: readonly ScheduledRequest[];
+  /** The sim-engine profile every replica runs. */
+  profile: string;
+  tensorParallel: number;
+  gpuClass: string;
+  slo: AutoscalePolicy["slo"];
+  minReplicas: number;
+  maxReplicas: number;
+}
+
+export interface ControllerResult {
+  controller: ControllerName;
+  startup_s: number;
+  requests: number;
+  /** Requests that met both SLOs. */
+  met: number;
+  attainment: number;
+  /** Requests not answered at all. */
+  failed: number;
+  /** Replicas placed and not leaving, averaged over the episode. */
+  replicas_mean: number;
+  gpu_hours: number;
+  ttft_p_ms: number;
+  tpot_p_ms: number;
+  scale_ups: number;
+  scale_downs: number;
+  episode_s: number;
+  wall_s: number;
+  timeline: AutoscaleTimelinePoint[];
+}
+
+/** Requests still open this long after the last send are aborted (and fail their SLOs). */
+const DRAIN_MS = 900_000;
+/** GPUs per twin node (an 8-GPU H100 node, as llm-d's GKE nodes). */
+const GPUS_PER_NODE = 8;
+/** The twin's seed: the workload fixes the load, this the engines' and the gateway's own randomness. */
+const TWIN_SEED = 1;
+
+/** The policy each controller runs: llmgw's defaults, or llm-d's settings (15 s rules, 30 s up window, one pod per 120 s down, 180 s window). */
+function controllerPolicy(c: Exclude<ControllerName, "static">, w: AutoscaleWorkload, targetUtilization: number): AutoscalePolicy {
+  const common = {
+    minReplicas: w.minReplicas,
+    maxReplicas: w.maxReplicas,
+    slo: w.slo,
+    intervalMs: DEFAULT_AUTOSCALE_INTERVAL_MS,
+    scaleDownWindowMs: DEFAULT_SCALE_DOWN_WINDOW_MS,
+    maxSurge: DEFAULT_MAX_SURGE,
+    targetUtilization,
+    startupMs: DEFAULT_STARTUP_MS,
+  };
+  return c === "capacity"
+    ? { ...common, law: "capacity", scaleUpWindowMs: DEFAULT_SCALE_UP_WINDOW_MS, scaleDownEveryMs: DEFAULT_SCALE_DOWN_EVERY_MS }
+    : { ...common, law: "latency", scaleUpWindowMs: 30_000, scaleDownEveryMs: 120_000 };
+}
+
+export async function runControllerTwin(
+  controller: ControllerName,
+  w: AutoscaleWorkload,
+  o: { startupS: number; targetUtilization: number; stopped?: () => boolean },
+): Promise<ControllerResult> {
+  const wall0 = performance.now();
+  const initial = controller === "static" ? w.maxReplicas : w.minReplicas;
+  const spec = toFleetModel(
+    fleetModelSchema.parse({ name: w.name, engine: "sim", replicas: initial, tensor_parallel: w.tensorParallel, startup_ms: Math.round(o.startupS * 1000) }),
+  );
+  const nodes = { count: Math.ceil((w.maxReplicas * w.tensorParallel) / GPUS_PER_NODE), gpus: GPUS_PER_NODE, gpuClass: w.gpuClass };
+  const fleet = new TwinFleet({
+    engines: 0,
+    model: w.name,
+    engineFlags: ["--profile", w.profile],
+    gateway: { log_level: "warn" },
+    kvEvents: false,
+    seed: TWIN_SEED,
+    fleet: { spec, nodes },
+  });
+  const manager = fleet.manager!;
+  const policy = controller === "static" ? undefined : controllerPolicy(controller, w, o.targetUtilization);
+  const scaler = new TwinAutoscaler(fleet, manager, w.slo, policy?.intervalMs ?? DEFAULT_AUTOSCALE_INTERVAL_MS, policy ? new Autoscaler(policy) : undefined);
+  scaler.start();
+  const result = await runTwinOpenLoop(fleet, {
+    requests: w.requests,
+    drainMs: DRAIN_MS,
+    observer: scaler,
+    // The episode ends once the fleet is back at its floor after the load.
+    keepRunning: () => policy !== undefined && manager.counts().provisioned > w.minReplicas,
+    ...(o.stopped ? { stopped: o.stopped } : {}),
+  });
+  scaler.stop();
+  const fleetReport = manager.report();
+  const answered = result.records.filter((r) => r.ttftMs !== undefined);
+  const met = result.records.filter((r) => meets(r, w.slo)).length;
+  const q = w.slo.percentile / 100;
+  const changes = scaler.timeline.filter((p) => p.desired !== p.provisioned);
+  return {
+    controller,
+    startup_s: o.startupS,
+    requests: result.records.length,
+    met,
+    attainment: result.records.length > 0 ? met / result.records.length : 0,
+    failed: result.records.filter((r) => r.status !== 200).length,
+    replicas_mean: fleetReport.provisioned_mean,
+    gpu_hours: fleetReport.gpu_hours,
+    ttft_p_ms: round1(
+      quantile(
+        answered.map((r) => r.ttftMs!),
+        q,
+      ),
+    ),
+    tpot_p_ms: round1(
+      quantile(
+        answered.filter((r) => r.tpotMs !== undefined).map((r) => r.tpotMs!),
+        q,
+      ),
+    ),
+    scale_ups: changes.filter((p) => p.desired > p.provisioned).length,
+    scale_downs: changes.filter((p) => p.desired < p.provisioned).length,
+    episode_s: Math.round(fleet.clock.now / 100) / 10,
+    wall_s: Math.round((performance.now() - wall0) / 100) / 10,
+    timeline: scaler.timeline,
+  };
+}
+
+function round1(v: number): number {
+  return Math.round(v * 10) / 10;
+}

@@ -1,0 +1,159 @@
+/**
+ * The control laws: each turns the signal window into the replica count it
+ * asks for, with the reason and the figures it used. Stabilization (bounds,
+ * windows, surge, pacing) is applied after, in autoscaler.ts.
+ *
+ * `capacity` (the default) is feed-forward: demand is forecast one start-up
+ * ahead (the arrival rate and its upward trend, times the time a request
+ * stays in flight: Little's law), and divided by what a replica holds —
+ * the sequences its KV cache fits, learned from its engine's metrics, and
+ * fewer where the measured inter-token time says the batch is too slow.
+ * A measured SLO breach adds a replica whatever the model says, so an error
+ * in it costs a decision, not the run.
+ *
+ * `latency` is llm-d's SLO-aware KEDA formula (guides/workload-autoscaling/
+ * README.slo-aware.md in llm-d/llm-d): the signal is the worse of the
+ * percentile TTFT and ITL over their SLOs, clamped at 2 and averaged over
+ * 45 s; above 0.55 it scales up by the ratio (credited for replicas still
+ * starting), below 0.40 down, between them it holds. It reacts to latency
+ * that has already risen, so its cost is the violations paid while new
+ * replicas start.
+ */
+import type { AutoscaleLaw, AutoscalePolicy } from "./policy.ts";
+import type { SignalHistory } from "./signals.ts";
+
+/** Why a law asked for what it did (a closed set). */
+export type AskReason = "forecast" | "slo-breach" | "latency-high" | "latency-low" | "hold" | "no-data";
+
+interface LawAsk {
+  replicas: number;
+  reason: AskReason;
+  /** What the law read, for the decision log (null: not known). */
+  figures: Record<string, number | null>;
+}
+
+export interface ControlLaw {
+  readonly name: AutoscaleLaw;
+  ask(h: SignalHistory, policy: AutoscalePolicy): LawAsk;
+}
+
+/** Latency percentiles are read over this window (llm-d's 1-minute rate windows). */
+const LATENCY_WINDOW_MS = 60_000;
+/** The arrival-rate trend is fitted over this window. */
+const TREND_WINDOW_MS = 300_000;
+/** Little's law and the KV capacity are averaged over this window. */
+const LOAD_WINDOW_MS = 300_000;
+/** A replica is planned to at most this share of a full KV cache (vLLM preempts when it fills). */
+const KV_HEADROOM = 0.9;
+/** Measured latency above this share of its SLO bounds a replica's concurrency (the capacity law). */
+const LATENCY_GUARD = 0.8;
+
+function round(v: number | undefined, digits = 3): number | null {
+  if (v === undefined || !Number.isFinite(v)) return null;
+  const f = 10 ** digits;
+  return Math.round(v * f) / f;
+}
+
+/** The worse of the measured TTFT and ITL percentiles over their SLOs (undefined: no sample). */
+function sloRatio(h: SignalHistory, policy: AutoscalePolicy): { ratio: number | undefined; ttft: number | undefined; itl: number | undefined } {
+  const ttft = h.percentile("ttftMs", policy.slo.percentile, LATENCY_WINDOW_MS);
+  const itl = h.percentile("itlMs", policy.slo.percentile, LATENCY_WINDOW_MS);
+  const parts = [ttft === undefined ? undefined : ttft / policy.slo.ttftMs, itl === undefined ? undefined : itl / policy.slo.itlMs].filter(
+    (v): v is number => v !== undefined,
+  );
+  return { ratio: parts.length > 0 ? Math.max(...parts) : undefined, ttft, itl };
+}
+
+class CapacityLaw implements ControlLaw {
+  readonly name = "capacity";
+
+  ask(h: SignalHistory, policy: AutoscalePolicy): LawAsk {
+    const last = h.latest();
+    const current = last?.provisioned ?? 0;
+    const inflight = last?.inflight ?? 0;
+    const startupMs = last?.startupMs ?? policy.startupMs;
+    const rateNow = Math.max(h.rate(policy.intervalMs) ?? 0, h.rate(LATENCY_WINDOW_MS) ?? 0);
+    const slope = Math.max(0, h.rateSlope(TREND_WINDOW_MS));
+    const forecastRate = rateNow + slope * ((startupMs + policy.intervalMs) / 1000);
+    // Little's law over the load window: how long a request stays, at the concurrency that window ran.
+    const inFlightS = h.timeInFlight(LOAD_WINDOW_MS);
+    const runningNow = h.runningPerReplica(LOAD_WINDOW_MS);
+    const fit = h.tpotFit(LOAD_WINDOW_MS, LATENCY_WINDOW_MS * 0.75);
+    const fullCache = h.sequencesPerFullCache(LOAD_WINDOW_MS);
+    const slo = sloRatio(h, policy);
+    // A replica holds what its KV cache fits, and no more than keeps its inter-token time within the SLO.
+    let itlBound: number | undefined;
+    if (fit) itlBound = (LATENCY_GUARD * policy.slo.itlMs - fit.a) / fit.b;
+    else if (slo.itl !== undefined && runningNow !== undefined && slo.itl > LATENCY_GUARD * policy.slo.itlMs)
+      itlBound = (runningNow * LATENCY_GUARD * policy.slo.itlMs) / slo.itl;
+    const perReplica = Math.max(0, Math.min(fullCache === undefined ? Infinity : fullCache * KV_HEADROOM, itlBound ?? Infinity));
+    const planned = perReplica * policy.targetUtilization;
+    // Sequences each of n replicas would run at the forecast rate: c = λ/n · W(c), the time in flight growing with the
+    // time per token (W ∝ τ: decode dominates a request's stay); τ(c) = a + b·c when fitted, else as now.
+    const tauNow = fit && runningNow !== undefined ? fit.a + fit.b * runningNow : undefined;
+    const concurrencyAt = (n: number): number => {
+      if (inFlightS === undefined) return Infinity;
+      const flat = (forecastRate * inFlightS) / n;
+      if (!fit || tauNow === undefined || tauNow <= 0) return flat;
+      const k = flat / tauNow;
+      return k * fit.b >= 1 ? Infinity : (k * fit.a) / (1 - k * fit.b);
+    };
+    const figures = {
+      arrival_rps: round(rateNow),
+      trend_rps_per_s: round(slope, 5),
+      forecast_rps: round(forecastRate),
+      in_flight_s: round(inFlightS),
+      running_per_replica: round(runningNow, 1),
+      tpot_a_ms: round(fit?.a, 2),
+      tpot_b_ms: round(fit?.b, 4),
+      sequences_per_replica: round(perReplica, 1),
+      ttft_ms: round(slo.ttft, 1),
+      itl_ms: round(slo.itl, 2),
+      startup_s: round(startupMs / 1000, 1),
+    };
+    const breached = slo.ratio !== undefined && slo.ratio > 1;
+    if (!Number.isFinite(perReplica) || perReplica <= 0 || inFlightS === undefined) {
+      return breached ? { replicas: current + 1, reason: "slo-breach", figures } : { replicas: current, reason: "no-data", figures };
+    }
+    // What is in flight now must fit too (a backlog already queued is demand the forecast does not see).
+    let asked = Math.max(1, Math.ceil(inflight / planned));
+    while (asked <= policy.maxReplicas && concurrencyAt(asked) > planned) asked++;
+    if (breached && asked <= current) return { replicas: current + 1, reason: "slo-breach", figures };
+    return { replicas: asked, reason: asked === current ? "hold" : "forecast", figures };
+  }
+}
+
+/** llm-d's thresholds, clamp and smoothing window. */
+const LATENCY_UP = 0.55;
+const LATENCY_DOWN = 0.4;
+const LATENCY_CLAMP = 2;
+const LATENCY_SMOOTHING_MS = 45_000;
+
+class LatencyLaw implements ControlLaw {
+  readonly name = "latency";
+  /** The clamped signal at each decision, for the moving average. */
+  private readonly signals: { at: number; s: number }[] = [];
+
+  ask(h: SignalHistory, policy: AutoscalePolicy): LawAsk {
+    const last = h.latest();
+    const n = last?.provisioned ?? 0;
+    const r = last?.ready ?? 0;
+    const at = last?.at ?? 0;
+    const slo = sloRatio(h, policy);
+    this.signals.push({ at, s: Math.min(slo.ratio ?? 0, LATENCY_CLAMP) });
+    while (this.signals.length > 1 && this.signals[0]!.at <= at - LATENCY_SMOOTHING_MS) this.signals.shift();
+    const s = this.signals.reduce((a, x) => a + x.s, 0) / this.signals.length;
+    const figures = { signal: round(s), ttft_ms: round(slo.ttft, 1), itl_ms: round(slo.itl, 2), ready: r };
+    if (s > LATENCY_UP) {
+      // Replicas still starting will take their share: ask only for the deficit beyond them (never fewer: shedding reads the uncredited signal).
+      const credit = r > 0 && r < n ? r / n : 1;
+      return { replicas: Math.max(n, n + Math.ceil(n * ((s * credit) / LATENCY_UP - 1))), reason: "latency-high", figures };
+    }
+    if (s < LATENCY_DOWN) return { replicas: n - Math.floor(n * (1 - s / LATENCY_DOWN)), reason: "latency-low", figures };
+    return { replicas: n, reason: "hold", figures };
+  }
+}
+
+export function lawFor(name: AutoscaleLaw): ControlLaw {
+  return name === "capacity" ? new CapacityLaw() : new LatencyLaw();
+}
