@@ -10,8 +10,8 @@ import { DEFAULT_TARGET_UTILIZATION } from "../control/autoscale/policy.ts";
 import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
 import type { AutoscaleReport } from "./autoscale/autoscale-report.ts";
 import { formatAutoscaleText, renderAutoscaleHtml } from "./autoscale/autoscale-report.ts";
-import { type AutoscaleWorkload, CONTROLLERS, type ControllerName, type ControllerResult, runControllerTwin } from "./autoscale/autoscale-twin.ts";
-import { LLM_D_RAMP, LLM_D_RAMP_STAGES, llmDRampRequests } from "./autoscale/llm-d-ramp.ts";
+import { CONTROLLERS, type ControllerName, type ControllerResult, runControllerTwin } from "./autoscale/autoscale-twin.ts";
+import { LLM_D_RAMP, LLM_D_RAMP_STAGES, llmDRampWorkload } from "./autoscale/llm-d-ramp.ts";
 import { gitCommit } from "./git-commit.ts";
 import type { BenchScenario } from "./scenario.ts";
 
@@ -74,16 +74,7 @@ export const autoscaleScenario: BenchScenario = {
     const targetUtilization = numberFlag(args, "target-utilization", DEFAULT_TARGET_UTILIZATION, { min: 0.05, max: 1 });
     const reportPath = stringFlag(args, "report");
     const json = boolFlag(args, "json");
-    const workload: AutoscaleWorkload = {
-      name: "Qwen/Qwen3-32B",
-      requests: llmDRampRequests(),
-      profile: LLM_D_RAMP.profile,
-      tensorParallel: LLM_D_RAMP.tensorParallel,
-      gpuClass: LLM_D_RAMP.gpuClass,
-      slo: LLM_D_RAMP.slo,
-      minReplicas: LLM_D_RAMP.minReplicas,
-      maxReplicas: LLM_D_RAMP.maxReplicas,
-    };
+    const workload = llmDRampWorkload();
     let interrupted = false;
     const onSigint = () => (interrupted = true);
     process.once("SIGINT", onSigint);

@@ -8,24 +8,11 @@
  */
 import { expect, test } from "bun:test";
 import { runControllerTwin } from "../../src/bench/autoscale/autoscale-twin.ts";
-import { LLM_D_RAMP, llmDRampRequests } from "../../src/bench/autoscale/llm-d-ramp.ts";
+import { LLM_D_RAMP, llmDRampWorkload } from "../../src/bench/autoscale/llm-d-ramp.ts";
 import { DEFAULT_TARGET_UTILIZATION } from "../../src/control/autoscale/policy.ts";
 
 test("the capacity law meets llm-d's ramp at ≥ 99 % attainment on ≤ 5.5 replicas on average, and scales back to the floor", async () => {
-  const r = await runControllerTwin(
-    "capacity",
-    {
-      name: "Qwen/Qwen3-32B",
-      requests: llmDRampRequests(),
-      profile: LLM_D_RAMP.profile,
-      tensorParallel: LLM_D_RAMP.tensorParallel,
-      gpuClass: LLM_D_RAMP.gpuClass,
-      slo: LLM_D_RAMP.slo,
-      minReplicas: LLM_D_RAMP.minReplicas,
-      maxReplicas: LLM_D_RAMP.maxReplicas,
-    },
-    { startupS: LLM_D_RAMP.startupS, targetUtilization: DEFAULT_TARGET_UTILIZATION },
-  );
+  const r = await runControllerTwin("capacity", llmDRampWorkload(), { startupS: LLM_D_RAMP.startupS, targetUtilization: DEFAULT_TARGET_UTILIZATION });
   console.log(JSON.stringify({ attainment: r.attainment, replicas_mean: r.replicas_mean, gpu_hours: r.gpu_hours, ups: r.scale_ups, downs: r.scale_downs }));
   expect(r.requests).toBe(12_480);
   expect(r.failed).toBe(0);

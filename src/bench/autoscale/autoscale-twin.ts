@@ -106,14 +106,15 @@ export async function runControllerTwin(
   });
   const manager = fleet.manager!;
   const policy = controller === "static" ? undefined : controllerPolicy(controller, w, o.targetUtilization);
+  const lastSendMs = w.requests.at(-1)?.atMs ?? 0;
   const scaler = new TwinAutoscaler(fleet, manager, w.slo, policy?.intervalMs ?? DEFAULT_AUTOSCALE_INTERVAL_MS, policy ? new Autoscaler(policy) : undefined);
   scaler.start();
   const result = await runTwinOpenLoop(fleet, {
     requests: w.requests,
     drainMs: DRAIN_MS,
     observer: scaler,
-    // The episode ends once the fleet is back at its floor after the load.
-    keepRunning: () => policy !== undefined && manager.counts().provisioned > w.minReplicas,
+    // The episode ends once the fleet is back at its floor after the load (or, should it never get there, when the drain ends).
+    keepRunning: () => policy !== undefined && manager.counts().provisioned > w.minReplicas && fleet.clock.now < lastSendMs + DRAIN_MS,
     ...(o.stopped ? { stopped: o.stopped } : {}),
   });
   scaler.stop();

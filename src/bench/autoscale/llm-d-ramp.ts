@@ -10,6 +10,7 @@
 
 import { sfc32 } from "../../shared/sfc32.ts";
 import type { ScheduledRequest } from "../replay/open-loop-driver.ts";
+import type { AutoscaleWorkload } from "./autoscale-twin.ts";
 
 /** inference-perf's `constant` load: requests evenly spaced at the stage's rate. */
 export const LLM_D_RAMP_STAGES: readonly { rps: number; durationS: number }[] = [
@@ -54,7 +55,7 @@ function clippedNormal(next: () => number, d: { mean: number; sd: number; min: n
 }
 
 /** The ramp's requests, the same for every controller and run (`seed` fixes the lengths). */
-export function llmDRampRequests(seed = 1): ScheduledRequest[] {
+function llmDRampRequests(seed = 1): ScheduledRequest[] {
   const next = sfc32(0x6c6c6d64, seed, 0x72616d70, 0x9e3779b9);
   const out: ScheduledRequest[] = [];
   let startMs = 0;
@@ -71,4 +72,18 @@ export function llmDRampRequests(seed = 1): ScheduledRequest[] {
     startMs += stage.durationS * 1000;
   }
   return out;
+}
+
+/** The ramp as the bench runs it: its requests, model, hardware, SLO and replica bounds. */
+export function llmDRampWorkload(): AutoscaleWorkload {
+  return {
+    name: "Qwen/Qwen3-32B",
+    requests: llmDRampRequests(),
+    profile: LLM_D_RAMP.profile,
+    tensorParallel: LLM_D_RAMP.tensorParallel,
+    gpuClass: LLM_D_RAMP.gpuClass,
+    slo: LLM_D_RAMP.slo,
+    minReplicas: LLM_D_RAMP.minReplicas,
+    maxReplicas: LLM_D_RAMP.maxReplicas,
+  };
 }
