@@ -7,16 +7,25 @@
  */
 import { writeFileSync } from "node:fs";
 import { DEFAULT_TARGET_UTILIZATION } from "../control/autoscale/policy.ts";
-import { boolFlag, numberFlag, stringFlag, UsageError } from "../shared/flags.ts";
+import { boolFlag, numberFlag, type ParsedArgs, stringFlag, UsageError } from "../shared/flags.ts";
 import type { AutoscaleReport } from "./autoscale/autoscale-report.ts";
 import { formatAutoscaleText, renderAutoscaleHtml } from "./autoscale/autoscale-report.ts";
-import { CONTROLLERS, type ControllerName, type ControllerResult, runControllerTwin } from "./autoscale/autoscale-twin.ts";
+import {
+  type AutoscaleWorkload,
+  CONTROLLERS,
+  type ControllerName,
+  type ControllerResult,
+  runControllerTwin,
+  staticAtEqualAttainment,
+} from "./autoscale/autoscale-twin.ts";
 import { LLM_D_RAMP, LLM_D_RAMP_STAGES, llmDRampWorkload } from "./autoscale/llm-d-ramp.ts";
+import { traceAutoscaleWorkload } from "./autoscale/trace-workload.ts";
 import { gitCommit } from "./git-commit.ts";
+import { loadTrace, tracePath } from "./replay/trace-files.ts";
 import type { BenchScenario } from "./scenario.ts";
 
-const USAGE = `usage: llmgw bench autoscale --twin [--controllers LIST] [--startup-s LIST] [--target-utilization F]
-                              [--report FILE.html] [--json]
+const USAGE = `usage: llmgw bench autoscale --twin [--workload NAME] [--copies N] [--warmup-s S] [--controllers LIST]
+                              [--startup-s LIST] [--target-utilization F] [--report FILE.html] [--json]
 
 llm-d's SLO-aware autoscaling benchmark at its published size, in the fleet twin:
 Qwen3-32B on 2 × H100 (sim profile h100x2-qwen3-32b), constant-rate stages
@@ -27,6 +36,15 @@ has ended and the fleet is back at 3.
 
   --twin                    run in the fleet twin (required: the real-time proof is an
                             end-to-end test with agents)
+  --workload NAME           llm-d-ramp (the default, above), or azure-conv / azure-code: the
+                            Azure 2023 trace at its recorded times and lengths, on the same
+                            model, hardware and SLO, 1-16 replicas; there \`static\` is the
+                            smallest static fleet with the capacity law's attainment (found
+                            by search) and the report gives the GPU-hours ratio
+  --copies N                a trace's requests are each sent N times, within ±1 s of the
+                            original, to raise it to a fleet's size (default: conv 6, code 10)
+  --warmup-s S              a trace's first S seconds warm the fleet up and are not scored
+                            (default 600)
   --controllers LIST        comma-separated, of capacity (llmgw's law), latency (llm-d's
                             formula and HPA behaviour), static (the maximum, fixed)
                             (default all three)
@@ -56,12 +74,41 @@ function startupsFlag(value: string | undefined): number[] {
   });
 }
 
+const TRACE_COPIES: Readonly<Record<string, number>> = { "azure-conv": 6, "azure-code": 10 };
+const WORKLOADS = ["llm-d-ramp", ...Object.keys(TRACE_COPIES)];
+
+function workloadFor(args: ParsedArgs): { workload: AutoscaleWorkload; name: string; description: string; trace: boolean } {
+  const name = stringFlag(args, "workload") ?? "llm-d-ramp";
+  if (!WORKLOADS.includes(name)) throw new UsageError(`--workload: unknown workload "${name}" (known: ${WORKLOADS.join(", ")})`);
+  if (name === "llm-d-ramp") {
+    const w = llmDRampWorkload();
+    return {
+      workload: w,
+      name: "llm-d-slo-aware-ramp",
+      trace: false,
+      description: `llm-d's SLO-aware ramp: Qwen3-32B, TP 2 on H100, ${LLM_D_RAMP_STAGES.map((s) => s.rps).join(" → ")} req/s, ~4,000 in / ~1,000 out, TTFT ≤ 3 s and TPOT ≤ 100 ms at p90, ${w.minReplicas}–${w.maxReplicas} replicas`,
+    };
+  }
+  const copies = numberFlag(args, "copies", TRACE_COPIES[name]!, { min: 1, max: 100, integer: true });
+  const warmupS = numberFlag(args, "warmup-s", 600, { min: 0, max: 3600 });
+  const w = traceAutoscaleWorkload(loadTrace(name, tracePath(name)!), copies, warmupS);
+  return {
+    workload: w,
+    name,
+    trace: true,
+    description: `the Azure 2023 ${name === "azure-conv" ? "conversation" : "code"} trace at its recorded times and lengths, each request ×${copies}, first ${warmupS} s unscored: Qwen3-32B, TP 2 on H100, TTFT ≤ 3 s and TPOT ≤ 100 ms at p90, ${w.minReplicas}–${w.maxReplicas} replicas`,
+  };
+}
+
 export const autoscaleScenario: BenchScenario = {
   name: "autoscale",
   summary: "SLO-driven autoscaling on llm-d's published ramp in the fleet twin: attainment against average replicas, per controller",
   usage: USAGE,
   options: {
     twin: { type: "boolean" },
+    workload: { type: "string" },
+    copies: { type: "string" },
+    "warmup-s": { type: "string" },
     controllers: { type: "string" },
     "startup-s": { type: "string" },
     "target-utilization": { type: "string" },
@@ -74,18 +121,25 @@ export const autoscaleScenario: BenchScenario = {
     const targetUtilization = numberFlag(args, "target-utilization", DEFAULT_TARGET_UTILIZATION, { min: 0.05, max: 1 });
     const reportPath = stringFlag(args, "report");
     const json = boolFlag(args, "json");
-    const workload = llmDRampWorkload();
+    const chosen = workloadFor(args);
+    const workload = chosen.workload;
     let interrupted = false;
     const onSigint = () => (interrupted = true);
     process.once("SIGINT", onSigint);
     const runs: ControllerResult[] = [];
+    const stopped = () => interrupted;
     try {
       for (const startupS of startups) {
+        const atStartup: ControllerResult[] = [];
         for (const c of controllers) {
           if (interrupted) break;
           if (!json) process.stderr.write(`  ${c}, start-up ${startupS} s …\n`);
-          runs.push(await runControllerTwin(c, workload, { startupS, targetUtilization, stopped: () => interrupted }));
+          const o = { startupS, targetUtilization, stopped };
+          // On a trace, the static fleet is the smallest that attains what the capacity law did (or 99 % without it).
+          const target = atStartup.find((x) => x.controller === "capacity")?.attainment ?? LLM_D_RAMP.target.attainment;
+          atStartup.push(c === "static" && chosen.trace ? await staticAtEqualAttainment(workload, target, o) : await runControllerTwin(c, workload, o));
         }
+        runs.push(...atStartup);
       }
     } finally {
       process.off("SIGINT", onSigint);
@@ -94,14 +148,13 @@ export const autoscaleScenario: BenchScenario = {
     const r: AutoscaleReport = {
       scenario: "autoscale",
       twin: true,
-      workload: "llm-d-slo-aware-ramp",
-      description: `llm-d's SLO-aware ramp: Qwen3-32B, TP 2 on H100, ${LLM_D_RAMP_STAGES.map((s) => s.rps).join(" → ")} req/s, ~4,000 in / ~1,000 out, TTFT ≤ 3 s and TPOT ≤ 100 ms at p90, ${workload.minReplicas}–${workload.maxReplicas} replicas`,
-      profile: LLM_D_RAMP.profile,
+      workload: chosen.name,
+      description: chosen.description,
+      profile: workload.profile,
       slo: { ttft_ms: workload.slo.ttftMs, itl_ms: workload.slo.itlMs, percentile: workload.slo.percentile },
       replicas: { min: workload.minReplicas, max: workload.maxReplicas },
       target_utilization: targetUtilization,
-      published: LLM_D_RAMP.published,
-      target: LLM_D_RAMP.target,
+      ...(chosen.trace ? {} : { published: LLM_D_RAMP.published, target: LLM_D_RAMP.target }),
       runs,
       date: new Date().toISOString(),
       ...(commit === undefined ? {} : { commit }),

@@ -94,6 +94,8 @@ export class TwinFleetManager {
 
   /** Replicas placed and not leaving, integrated over time (ms), for the time-averaged count. */
   private provisionedMs = 0;
+  /** Where GPU time and the time-averaged count start (restartAccounting). */
+  private accountFrom = 0;
   /** The last start-up measured, launch to Ready, ms. */
   private lastStartupMs: number | undefined;
 
@@ -150,6 +152,14 @@ export class TwinFleetManager {
   stop(): void {
     this.account();
     this.stopped = true;
+  }
+
+  /** GPU time and the time-averaged count start again from now (a bench's warm-up is over). */
+  restartAccounting(): void {
+    this.account();
+    this.gpuMs = 0;
+    this.provisionedMs = 0;
+    this.accountFrom = this.fleet.clock.now;
   }
 
   /** The model's desired replica count from now on, as `llmgw ctl scale` or an autoscaler sets it. */
@@ -221,7 +231,7 @@ export class TwinFleetManager {
       launched: this.launched,
       stopped: this.stoppedCount,
       gpu_hours: Math.round((this.gpuMs / 3_600_000) * 1000) / 1000,
-      provisioned_mean: now > 0 ? Math.round((this.provisionedMs / now) * 1000) / 1000 : 0,
+      provisioned_mean: now > this.accountFrom ? Math.round((this.provisionedMs / (now - this.accountFrom)) * 1000) / 1000 : 0,
       serving: {
         mean: this.servingTicks > 0 ? Math.round((this.servingSum / this.servingTicks) * 1000) / 1000 : 0,
         min: Number.isFinite(this.servingMin) ? this.servingMin : 0,

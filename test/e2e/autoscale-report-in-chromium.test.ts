@@ -36,7 +36,17 @@ function workload(): AutoscaleWorkload {
       requests.push({ atMs: t + (k * 1000) / rps, segments: [{ key: `q-${requests.length}`, tokens: 1000 }], maxTokens: 200 });
     t += 120_000;
   }
-  return { name: "m", requests, profile: "a100-40gb-llama-3.1-8b", tensorParallel: 1, gpuClass: "A100-40GB", slo: LLM_D_RAMP.slo, minReplicas: 1, maxReplicas: 6 };
+  return {
+    name: "m",
+    requests,
+    profile: "a100-40gb-llama-3.1-8b",
+    tensorParallel: 1,
+    gpuClass: "A100-40GB",
+    slo: LLM_D_RAMP.slo,
+    minReplicas: 1,
+    maxReplicas: 6,
+    scoreFromMs: 0,
+  };
 }
 
 testWithTool(

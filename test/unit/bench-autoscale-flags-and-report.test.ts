@@ -32,6 +32,8 @@ describe("flags", () => {
     expect(await usageError(["--twin", "--startup-s", "1e9"])).toContain("--startup-s");
     expect(await usageError(["--twin", "--startup-s", "soon"])).toContain("--startup-s");
     expect(await usageError(["--twin", "--target-utilization", "1.5"])).toContain("--target-utilization");
+    expect(await usageError(["--twin", "--workload", "sharegpt"])).toContain('unknown workload "sharegpt"');
+    expect(await usageError(["--twin", "--workload", "azure-conv", "--copies", "0"])).toContain("--copies");
   });
 });
 

@@ -19,8 +19,9 @@ export interface AutoscaleReport {
   slo: { ttft_ms: number; itl_ms: number; percentile: number };
   replicas: { min: number; max: number };
   target_utilization: number;
-  published: typeof LLM_D_RAMP.published;
-  target: typeof LLM_D_RAMP.target;
+  /** llm-d's published rows and the target (the ramp only). */
+  published?: typeof LLM_D_RAMP.published;
+  target?: typeof LLM_D_RAMP.target;
   runs: ControllerResult[];
   date: string;
   commit?: string;
@@ -29,8 +30,12 @@ export interface AutoscaleReport {
 const CONTROLLER_LABEL: Record<ControllerResult["controller"], string> = {
   capacity: "llmgw (capacity law)",
   latency: "llm-d's formula (latency law)",
-  static: "static at the maximum",
+  static: "static",
 };
+
+function label(x: ControllerResult): string {
+  return x.controller === "static" ? `static ${x.replicas ?? ""}`.trim() : CONTROLLER_LABEL[x.controller];
+}
 
 function pct(v: number): string {
   return `${(v * 100).toFixed(2)} %`;
@@ -38,7 +43,7 @@ function pct(v: number): string {
 
 export function formatAutoscaleText(r: AutoscaleReport): string {
   const rows = r.runs.map((x) => [
-    CONTROLLER_LABEL[x.controller],
+    label(x),
     x.startup_s,
     pct(x.attainment),
     x.requests - x.met,
@@ -57,10 +62,27 @@ export function formatAutoscaleText(r: AutoscaleReport): string {
       rows,
     }),
     "",
-    `published (${r.published.source}): KEDA loop ${pct(r.published.keda.attainment)} at ${r.published.keda.replicas} replicas; static ${r.published.static.replicas}: ${pct(r.published.static.attainment)}`,
-    `target: ≥ ${pct(r.target.attainment)} combined attainment at ≤ ${r.target.replicas} average replicas (llm-d's start-up, ${LLM_D_RAMP.startupS} s)`,
+    ...(r.published && r.target
+      ? [
+          `published (${r.published.source}): KEDA loop ${pct(r.published.keda.attainment)} at ${r.published.keda.replicas} replicas; static ${r.published.static.replicas}: ${pct(r.published.static.attainment)}`,
+          `target: ≥ ${pct(r.target.attainment)} combined attainment at ≤ ${r.target.replicas} average replicas (llm-d's start-up, ${LLM_D_RAMP.startupS} s)`,
+        ]
+      : gpuHourRatios(r)),
   ];
   return `${lines.join("\n")}\n`;
+}
+
+/** On a trace: each autoscaled run's GPU-hours against the static fleet found at the capacity law's attainment, at the same start-up. */
+function gpuHourRatios(r: AutoscaleReport): string[] {
+  return r.runs
+    .filter((x) => x.controller !== "static")
+    .flatMap((x) => {
+      const s = r.runs.find((y) => y.controller === "static" && y.startup_s === x.startup_s);
+      if (!s || s.gpu_hours <= 0) return [];
+      return [
+        `${label(x)}, start-up ${x.startup_s} s: ${(x.gpu_hours / s.gpu_hours).toFixed(2)}× the GPU-hours of a static ${s.replicas} (${pct(s.attainment)} attained)`,
+      ];
+    });
 }
 
 export function renderAutoscaleHtml(r: AutoscaleReport): string {
@@ -110,7 +132,7 @@ export function renderAutoscaleHtml(r: AutoscaleReport): string {
     );
   }
   const rows = r.runs.map((x) => [
-    CONTROLLER_LABEL[x.controller],
+    label(x),
     String(x.startup_s),
     pct(x.attainment),
     String(x.requests - x.met),

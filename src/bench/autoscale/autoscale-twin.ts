@@ -37,11 +37,15 @@ export interface AutoscaleWorkload {
   slo: AutoscalePolicy["slo"];
   minReplicas: number;
   maxReplicas: number;
+  /** Requests arriving before this (ms) warm the fleet up: not scored, and GPU time counts from here. */
+  scoreFromMs: number;
 }
 
 export interface ControllerResult {
   controller: ControllerName;
   startup_s: number;
+  /** A static fleet's size. */
+  replicas?: number;
   requests: number;
   /** Requests that met both SLOs. */
   met: number;
@@ -87,10 +91,10 @@ function controllerPolicy(c: Exclude<ControllerName, "static">, w: AutoscaleWork
 export async function runControllerTwin(
   controller: ControllerName,
   w: AutoscaleWorkload,
-  o: { startupS: number; targetUtilization: number; stopped?: () => boolean },
+  o: { startupS: number; targetUtilization: number; stopped?: () => boolean; staticReplicas?: number },
 ): Promise<ControllerResult> {
   const wall0 = performance.now();
-  const initial = controller === "static" ? w.maxReplicas : w.minReplicas;
+  const initial = controller === "static" ? (o.staticReplicas ?? w.maxReplicas) : w.minReplicas;
   const spec = toFleetModel(
     fleetModelSchema.parse({ name: w.name, engine: "sim", replicas: initial, tensor_parallel: w.tensorParallel, startup_ms: Math.round(o.startupS * 1000) }),
   );
@@ -109,6 +113,7 @@ export async function runControllerTwin(
   const lastSendMs = w.requests.at(-1)?.atMs ?? 0;
   const scaler = new TwinAutoscaler(fleet, manager, w.slo, policy?.intervalMs ?? DEFAULT_AUTOSCALE_INTERVAL_MS, policy ? new Autoscaler(policy) : undefined);
   scaler.start();
+  if (w.scoreFromMs > 0) fleet.clock.at(w.scoreFromMs, () => manager.restartAccounting());
   const result = await runTwinOpenLoop(fleet, {
     requests: w.requests,
     drainMs: DRAIN_MS,
@@ -119,17 +124,19 @@ export async function runControllerTwin(
   });
   scaler.stop();
   const fleetReport = manager.report();
-  const answered = result.records.filter((r) => r.ttftMs !== undefined);
-  const met = result.records.filter((r) => meets(r, w.slo)).length;
+  const scored = result.records.filter((r) => r.atMs >= w.scoreFromMs);
+  const answered = scored.filter((r) => r.ttftMs !== undefined);
+  const met = scored.filter((r) => meets(r, w.slo)).length;
   const q = w.slo.percentile / 100;
   const changes = scaler.timeline.filter((p) => p.desired !== p.provisioned);
   return {
     controller,
     startup_s: o.startupS,
-    requests: result.records.length,
+    ...(controller === "static" ? { replicas: initial } : {}),
+    requests: scored.length,
     met,
-    attainment: result.records.length > 0 ? met / result.records.length : 0,
-    failed: result.records.filter((r) => r.status !== 200).length,
+    attainment: scored.length > 0 ? met / scored.length : 0,
+    failed: scored.filter((r) => r.status !== 200).length,
     replicas_mean: fleetReport.provisioned_mean,
     gpu_hours: fleetReport.gpu_hours,
     ttft_p_ms: round1(
@@ -154,4 +161,33 @@ export async function runControllerTwin(
 
 function round1(v: number): number {
   return Math.round(v * 10) / 10;
+}
+
+/**
+ * The smallest static fleet whose attainment is at least `attainment`
+ * (binary search between the workload's bounds: attainment grows with the
+ * count), with the runs it took; the maximum when none reaches it.
+ */
+export async function staticAtEqualAttainment(
+  w: AutoscaleWorkload,
+  attainment: number,
+  o: { startupS: number; targetUtilization: number; stopped?: () => boolean },
+): Promise<ControllerResult> {
+  const tried = new Map<number, ControllerResult>();
+  const at = async (n: number) => {
+    let r = tried.get(n);
+    if (!r) {
+      r = await runControllerTwin("static", w, { ...o, staticReplicas: n });
+      tried.set(n, r);
+    }
+    return r;
+  };
+  let lo = w.minReplicas;
+  let hi = w.maxReplicas;
+  while (lo < hi && !o.stopped?.()) {
+    const mid = Math.floor((lo + hi) / 2);
+    if ((await at(mid)).attainment >= attainment) hi = mid;
+    else lo = mid + 1;
+  }
+  return at(hi);
 }

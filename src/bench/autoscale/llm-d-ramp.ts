@@ -85,5 +85,6 @@ export function llmDRampWorkload(): AutoscaleWorkload {
     slo: LLM_D_RAMP.slo,
     minReplicas: LLM_D_RAMP.minReplicas,
     maxReplicas: LLM_D_RAMP.maxReplicas,
+    scoreFromMs: 0,
   };
 }
