@@ -42,7 +42,7 @@ has ended and the fleet is back at 3.
                             smallest static fleet with the capacity law's attainment (found
                             by search) and the report gives the GPU-hours ratio
   --copies N                a trace's requests are each sent N times, within ±1 s of the
-                            original, to raise it to a fleet's size (default: conv 6, code 10)
+                            original, to raise it to a fleet's size (default: conv 6, code 4)
   --warmup-s S              a trace's first S seconds warm the fleet up and are not scored
                             (default 600)
   --controllers LIST        comma-separated, of capacity (llmgw's law), latency (llm-d's
@@ -74,7 +74,7 @@ function startupsFlag(value: string | undefined): number[] {
   });
 }
 
-const TRACE_COPIES: Readonly<Record<string, number>> = { "azure-conv": 6, "azure-code": 10 };
+const TRACE_COPIES: Readonly<Record<string, number>> = { "azure-conv": 6, "azure-code": 4 };
 const WORKLOADS = ["llm-d-ramp", ...Object.keys(TRACE_COPIES)];
 
 function workloadFor(args: ParsedArgs): { workload: AutoscaleWorkload; name: string; description: string; trace: boolean } {

@@ -105,6 +105,31 @@ describe("the capacity law", () => {
     expect(last.figures.tpot_b_ms).toBeCloseTo(1, 5);
     expect(last.figures.sequences_per_replica).toBeCloseTo(70, 0);
   });
+  test("once load is gone it walks down to the minimum; what it learned of a replica under load stands through light load", () => {
+    const a = new Autoscaler(policy({ minReplicas: 1 }));
+    let provisioned = 8;
+    const desired: number[] = [];
+    // Eight replicas' worth (KV half full: capacity learned), then a light load for 10 minutes, then nothing.
+    for (let i = 1; i <= 100; i++) {
+      const rps = i <= 10 ? 16 : i <= 50 ? 1 : 0;
+      const s =
+        rps === 0
+          ? {
+              ...steady(15_000 * i, 0, 40, provisioned),
+              inflight: 0,
+              replicas: Array.from({ length: provisioned }, () => ({ running: 0, waiting: 0, kvUsage: 0 })),
+            }
+          : steady(15_000 * i, rps, 40, provisioned);
+      const d = a.decide(s);
+      desired.push(d.desired);
+      provisioned = d.desired;
+    }
+    // Light load: 1 rps × 40 s = 40 in flight, one replica's worth though KV usage says nothing (5 %).
+    expect(desired[49]).toBeLessThan(8);
+    expect(a.decisions().find((d) => d.at === 15_000 * 50)!.reason).not.toBe("no-data");
+    expect(desired.at(-1)).toBe(1);
+    expect(a.decisions().some((d) => d.reason === "idle" || (d.reason === "min-replicas" && d.figures.arrival_rps === 0))).toBe(true);
+  });
 });
 
 describe("stabilization", () => {

@@ -40,7 +40,7 @@ export const LLM_D_RAMP = {
     keda: { attainment: 0.958, replicas: 5.93 },
     static: { attainment: 1, replicas: 8 },
   },
-  /** The target for llmgw's controller. */
+  /** What llmgw's controller is held to on this ramp: a higher attainment than llm-d's loop reached, on fewer replicas. */
   target: { attainment: 0.99, replicas: 5.5 },
 } as const;
 

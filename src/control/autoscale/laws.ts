@@ -23,7 +23,7 @@ import type { AutoscaleLaw, AutoscalePolicy } from "./policy.ts";
 import type { SignalHistory } from "./signals.ts";
 
 /** Why a law asked for what it did (a closed set). */
-export type AskReason = "forecast" | "slo-breach" | "latency-high" | "latency-low" | "hold" | "no-data";
+export type AskReason = "forecast" | "idle" | "slo-breach" | "latency-high" | "latency-low" | "hold" | "no-data";
 
 interface LawAsk {
   replicas: number;
@@ -66,6 +66,13 @@ function sloRatio(h: SignalHistory, policy: AutoscalePolicy): { ratio: number | 
 
 class CapacityLaw implements ControlLaw {
   readonly name = "capacity";
+  /**
+   * What a replica was last seen to hold: a light load tells nothing of a
+   * full cache (usage too low to read) and gives no spread to fit TPOT on,
+   * so the last estimates stand until new ones are read.
+   */
+  private fullCache: number | undefined;
+  private fit: { a: number; b: number } | undefined;
 
   ask(h: SignalHistory, policy: AutoscalePolicy): LawAsk {
     const last = h.latest();
@@ -78,8 +85,9 @@ class CapacityLaw implements ControlLaw {
     // Little's law over the load window: how long a request stays, at the concurrency that window ran.
     const inFlightS = h.timeInFlight(LOAD_WINDOW_MS);
     const runningNow = h.runningPerReplica(LOAD_WINDOW_MS);
-    const fit = h.tpotFit(LOAD_WINDOW_MS, LATENCY_WINDOW_MS * 0.75);
-    const fullCache = h.sequencesPerFullCache(LOAD_WINDOW_MS);
+    this.fit = h.tpotFit(LOAD_WINDOW_MS, LATENCY_WINDOW_MS * 0.75) ?? this.fit;
+    this.fullCache = h.sequencesPerFullCache(LOAD_WINDOW_MS) ?? this.fullCache;
+    const { fit, fullCache } = this;
     const slo = sloRatio(h, policy);
     // A replica holds what its KV cache fits, and no more than keeps its inter-token time within the SLO.
     let itlBound: number | undefined;
@@ -112,6 +120,8 @@ class CapacityLaw implements ControlLaw {
       startup_s: round(startupMs / 1000, 1),
     };
     const breached = slo.ratio !== undefined && slo.ratio > 1;
+    // Nothing arrived over the load window and nothing is in flight: there is no demand, whatever is known of a replica.
+    if (h.rate(LOAD_WINDOW_MS) === 0 && inflight === 0) return { replicas: 0, reason: "idle", figures };
     if (!Number.isFinite(perReplica) || perReplica <= 0 || inFlightS === undefined) {
       return breached ? { replicas: current + 1, reason: "slo-breach", figures } : { replicas: current, reason: "no-data", figures };
     }
