@@ -8,8 +8,7 @@
 import { writeFileSync } from "node:fs";
 import { DEFAULT_TARGET_UTILIZATION } from "../control/autoscale/policy.ts";
 import { boolFlag, numberFlag, type ParsedArgs, stringFlag, UsageError } from "../shared/flags.ts";
-import type { AutoscaleReport } from "./autoscale/autoscale-report.ts";
-import { formatAutoscaleText, renderAutoscaleHtml } from "./autoscale/autoscale-report.ts";
+import { autoscaleReport, formatAutoscaleText, renderAutoscaleHtml } from "./autoscale/autoscale-report.ts";
 import {
   type AutoscaleWorkload,
   CONTROLLERS,
@@ -145,20 +144,15 @@ export const autoscaleScenario: BenchScenario = {
       process.off("SIGINT", onSigint);
     }
     const commit = gitCommit();
-    const r: AutoscaleReport = {
-      scenario: "autoscale",
-      twin: true,
+    const r = autoscaleReport({
       workload: chosen.name,
       description: chosen.description,
-      profile: workload.profile,
-      slo: { ttft_ms: workload.slo.ttftMs, itl_ms: workload.slo.itlMs, percentile: workload.slo.percentile },
-      replicas: { min: workload.minReplicas, max: workload.maxReplicas },
-      target_utilization: targetUtilization,
-      ...(chosen.trace ? {} : { published: LLM_D_RAMP.published, target: LLM_D_RAMP.target }),
+      w: workload,
+      targetUtilization,
       runs,
-      date: new Date().toISOString(),
+      published: !chosen.trace,
       ...(commit === undefined ? {} : { commit }),
-    };
+    });
     if (reportPath !== undefined) writeFileSync(reportPath, renderAutoscaleHtml(r));
     if (json) console.log(JSON.stringify(r));
     else console.log(formatAutoscaleText(r));

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { BrowserContext } from "playwright-core";
-import { type AutoscaleReport, renderAutoscaleHtml } from "../../src/bench/autoscale/autoscale-report.ts";
+import { autoscaleReport, renderAutoscaleHtml } from "../../src/bench/autoscale/autoscale-report.ts";
 import { type AutoscaleWorkload, runControllerTwin } from "../../src/bench/autoscale/autoscale-twin.ts";
 import { LLM_D_RAMP } from "../../src/bench/autoscale/llm-d-ramp.ts";
 import { openChromium } from "../helpers/chromium.ts";
@@ -58,20 +58,7 @@ testWithTool(
       await runControllerTwin("capacity", w, { startupS: 30, targetUtilization: 0.85 }),
       await runControllerTwin("static", w, { startupS: 30, targetUtilization: 0.85 }),
     ];
-    const report: AutoscaleReport = {
-      scenario: "autoscale",
-      twin: true,
-      workload: "test",
-      description: "a short step up and down",
-      profile: w.profile,
-      slo: { ttft_ms: 3000, itl_ms: 100, percentile: 90 },
-      replicas: { min: 1, max: 6 },
-      target_utilization: 0.85,
-      published: LLM_D_RAMP.published,
-      target: LLM_D_RAMP.target,
-      runs,
-      date: new Date().toISOString(),
-    };
+    const report = autoscaleReport({ workload: "test", description: "a short step up and down", w, targetUtilization: 0.85, runs, published: true });
     const path = join(tmp, "report.html");
     writeFileSync(path, renderAutoscaleHtml(report));
     const opened = await openChromium(chromiumPath, { profilePrefix: "autoscale-chromium-", viewport: { width: 1280, height: 900 } });

@@ -4,9 +4,9 @@
  * a chart per series and every decision that changed the count.
  */
 import { describe, expect, test } from "bun:test";
-import { type AutoscaleReport, formatAutoscaleText, renderAutoscaleHtml } from "../../src/bench/autoscale/autoscale-report.ts";
+import { autoscaleReport, formatAutoscaleText, renderAutoscaleHtml } from "../../src/bench/autoscale/autoscale-report.ts";
 import type { ControllerResult } from "../../src/bench/autoscale/autoscale-twin.ts";
-import { LLM_D_RAMP } from "../../src/bench/autoscale/llm-d-ramp.ts";
+import { llmDRampWorkload } from "../../src/bench/autoscale/llm-d-ramp.ts";
 import { autoscaleScenario } from "../../src/bench/autoscale-scenario.ts";
 import { parseCommandArgs, UsageError } from "../../src/shared/flags.ts";
 
@@ -68,20 +68,15 @@ function run(controller: ControllerResult["controller"], counts: number[]): Cont
 }
 
 test("the report: a row per run beside the published ones, charts over time, and the decisions that changed the count", () => {
-  const r: AutoscaleReport = {
-    scenario: "autoscale",
-    twin: true,
+  const r = autoscaleReport({
     workload: "llm-d-slo-aware-ramp",
     description: "a <ramp> & more",
-    profile: LLM_D_RAMP.profile,
-    slo: { ttft_ms: 3000, itl_ms: 100, percentile: 90 },
-    replicas: { min: 3, max: 8 },
-    target_utilization: 0.85,
-    published: LLM_D_RAMP.published,
-    target: LLM_D_RAMP.target,
+    w: llmDRampWorkload(),
+    targetUtilization: 0.85,
     runs: [run("capacity", [3, 3, 5, 5]), run("static", [8, 8, 8, 8])],
+    published: true,
     date: "2026-12-07T00:00:00.000Z",
-  };
+  });
   const text = formatAutoscaleText(r);
   expect(text).toContain("llmgw (capacity law)");
   expect(text).toContain("95.80 % at 5.93");

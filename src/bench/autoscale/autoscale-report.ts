@@ -7,10 +7,10 @@
 import { htmlChart, htmlPage, htmlTable } from "../html-page.ts";
 import { escapeHtml } from "../replay/svg-chart.ts";
 import { formatTable } from "../report.ts";
-import type { ControllerResult } from "./autoscale-twin.ts";
+import type { AutoscaleWorkload, ControllerResult } from "./autoscale-twin.ts";
 import { LLM_D_RAMP } from "./llm-d-ramp.ts";
 
-export interface AutoscaleReport {
+interface AutoscaleReport {
   scenario: "autoscale";
   twin: true;
   workload: string;
@@ -25,6 +25,33 @@ export interface AutoscaleReport {
   runs: ControllerResult[];
   date: string;
   commit?: string;
+}
+
+/** A report of `runs` over workload `w`; llm-d's published rows and the target beside them where `published`. */
+export function autoscaleReport(o: {
+  workload: string;
+  description: string;
+  w: AutoscaleWorkload;
+  targetUtilization: number;
+  runs: ControllerResult[];
+  published: boolean;
+  date?: string;
+  commit?: string;
+}): AutoscaleReport {
+  return {
+    scenario: "autoscale",
+    twin: true,
+    workload: o.workload,
+    description: o.description,
+    profile: o.w.profile,
+    slo: { ttft_ms: o.w.slo.ttftMs, itl_ms: o.w.slo.itlMs, percentile: o.w.slo.percentile },
+    replicas: { min: o.w.minReplicas, max: o.w.maxReplicas },
+    target_utilization: o.targetUtilization,
+    ...(o.published ? { published: LLM_D_RAMP.published, target: LLM_D_RAMP.target } : {}),
+    runs: o.runs,
+    date: o.date ?? new Date().toISOString(),
+    ...(o.commit === undefined ? {} : { commit: o.commit }),
+  };
 }
 
 const CONTROLLER_LABEL: Record<ControllerResult["controller"], string> = {
