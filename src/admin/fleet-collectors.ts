@@ -9,6 +9,7 @@
 import type { Registry } from "prom-client";
 import type { FleetManager } from "../control/fleet-manager.ts";
 import { type FleetFigures, fleetFigures } from "../control/metric-figures.ts";
+import { registerAutoscalerCollector } from "../metrics/autoscaler-collector.ts";
 import { oncePerRun, registerAdapterCollector, registerFleetCollector } from "../metrics/fleet-collector.ts";
 import { type DcgmGpuStore, type NodeGpu, registerGpuCollector } from "../metrics/gpu-collector.ts";
 import { registerPoolCollector } from "../metrics/pool-collector.ts";
@@ -64,6 +65,18 @@ export function registerFleetMetrics(deps: FleetMetricsDeps): FleetReads {
       for (const m of models) if (!loaded.has(m.name)) loaded.set(m.name, 0);
       return { loads: fleet.adapters.counts.loads, unloads: fleet.adapters.counts.unloads, loaded };
     });
+    const autoscaler = fleet.autoscaler;
+    if (autoscaler)
+      registerAutoscalerCollector(deps.registry, () =>
+        autoscaler.status().map((m) => ({
+          model: m.model,
+          pinned: m.pinned,
+          current: m.current,
+          asked: m.decisions.at(-1)?.asked,
+          startupSeconds: m.measuredStartupMs === null ? undefined : m.measuredStartupMs / 1000,
+          reasons: m.reasons,
+        })),
+      );
   }
   registerPoolCollector(deps.registry, deps.pools, deps.bandNames, deps.poolList);
   return { figures, gpus };

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import * as D from "./defaults.ts";
-import type { FleetConfig, FleetModelSpec, NodeConfig } from "./types.ts";
+import type { FleetAutoscalingSpec, FleetConfig, FleetModelSpec, NodeConfig } from "./types.ts";
 import { modelName as anyModelName, httpUrl, id } from "./wire-primitives.ts";
 
 const FLEET_ENGINES = ["vllm", "sglang", "sim"] as const;
@@ -27,6 +27,28 @@ const FLEET_LORA_RANKS = [1, 8, 16, 32, 64, 128, 256, 320, 512] as const;
 const fleetAdapterSchema = z.strictObject({
   name: fleetModelName,
   path: z.string().min(1).max(4096),
+});
+
+/** The replica count follows load within bounds; what is absent takes the autoscaler's defaults (src/control/autoscale/policy.ts). */
+const fleetAutoscalingSchema = z.strictObject({
+  min_replicas: z.number().int().min(0).max(1000),
+  max_replicas: z.number().int().min(1).max(1000),
+  /** The latency each request should meet: TTFT and mean inter-token time (TPOT), at a percentile of requests. */
+  slo: z.strictObject({
+    ttft_ms: z.number().int().min(1).max(3_600_000),
+    itl_ms: z.number().int().min(1).max(600_000),
+    percentile: z.number().gt(0).lt(100).optional(),
+  }),
+  /** capacity: forecast demand over what a replica holds (llmgw's); latency: the SLO ratio (llm-d's KEDA formula). */
+  law: z.enum(["capacity", "latency"]).optional(),
+  interval_ms: z.number().int().min(100).max(600_000).optional(),
+  scale_up_window_ms: z.number().int().min(0).max(86_400_000).optional(),
+  scale_down_window_ms: z.number().int().min(0).max(86_400_000).optional(),
+  max_surge: z.number().int().min(1).max(1000).optional(),
+  scale_down_every_ms: z.number().int().min(0).max(86_400_000).optional(),
+  target_utilization: z.number().gt(0).max(1).optional(),
+  /** The start-up (launch to serving) assumed until one is measured. */
+  assumed_startup_ms: z.number().int().min(0).max(86_400_000).optional(),
 });
 
 /** The fields of a desired model (without its name), as people write them. */
@@ -70,6 +92,8 @@ const fleetModelFields = {
     .string()
     .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: "expected an environment variable name" })
     .optional(),
+  /** Absent: the replica count is what operators set. Present: the autoscaler sets it, starting from `replicas`. */
+  autoscaling: fleetAutoscalingSchema.optional(),
 };
 
 export const fleetModelSchema = z.strictObject({ name: fleetModelName, ...fleetModelFields });
@@ -97,6 +121,20 @@ export function fleetModelIssues(m: FleetModelWire): { path: string; message: st
   if (m.max_cpu_loras !== undefined && m.max_cpu_loras < (m.max_loras ?? D.DEFAULT_FLEET_MAX_LORAS)) {
     issues.push({ path: "max_cpu_loras", message: `expected at least max_loras (${m.max_loras ?? D.DEFAULT_FLEET_MAX_LORAS})` });
   }
+  const a = m.autoscaling;
+  if (a) {
+    if (a.min_replicas < 1)
+      issues.push({
+        path: "autoscaling.min_replicas",
+        message: "expected at least 1 (a model is not scaled to zero: its first request would find no replica)",
+      });
+    if (a.max_replicas < a.min_replicas) issues.push({ path: "autoscaling.max_replicas", message: `expected at least min_replicas (${a.min_replicas})` });
+    else if (m.replicas < a.min_replicas || m.replicas > a.max_replicas)
+      issues.push({
+        path: "replicas",
+        message: `expected within autoscaling's bounds, ${a.min_replicas}..${a.max_replicas} (the count the autoscaler starts from)`,
+      });
+  }
   const seen = new Set<string>([m.name]);
   m.adapters.forEach((a, i) => {
     if (seen.has(a.name)) issues.push({ path: `adapters[${i}].name`, message: `'${a.name}' is already the model's or another adapter's name` });
@@ -122,6 +160,7 @@ export function toFleetModel(m: FleetModelWire): FleetModelSpec {
     startupMs: m.startup_ms,
     adapters: m.adapters.map((a) => ({ name: a.name, path: a.path })),
     ...(m.api_key_env !== undefined ? { apiKeyEnv: m.api_key_env } : {}),
+    ...(m.autoscaling !== undefined ? { autoscaling: toAutoscaling(m.autoscaling) } : {}),
     lora:
       m.adapters.length > 0
         ? {
@@ -130,6 +169,44 @@ export function toFleetModel(m: FleetModelWire): FleetModelSpec {
             ...(m.max_cpu_loras !== undefined ? { maxCpuLoras: m.max_cpu_loras } : {}),
           }
         : undefined,
+  };
+}
+
+function toAutoscaling(a: z.output<typeof fleetAutoscalingSchema>): FleetAutoscalingSpec {
+  const optional = {
+    law: a.law,
+    intervalMs: a.interval_ms,
+    scaleUpWindowMs: a.scale_up_window_ms,
+    scaleDownWindowMs: a.scale_down_window_ms,
+    maxSurge: a.max_surge,
+    scaleDownEveryMs: a.scale_down_every_ms,
+    targetUtilization: a.target_utilization,
+    assumedStartupMs: a.assumed_startup_ms,
+  };
+  return {
+    minReplicas: a.min_replicas,
+    maxReplicas: a.max_replicas,
+    slo: { ttftMs: a.slo.ttft_ms, itlMs: a.slo.itl_ms, ...(a.slo.percentile !== undefined ? { percentile: a.slo.percentile } : {}) },
+    ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined)),
+  };
+}
+
+function autoscalingWire(a: FleetAutoscalingSpec): z.output<typeof fleetAutoscalingSchema> {
+  const optional = {
+    law: a.law,
+    interval_ms: a.intervalMs,
+    scale_up_window_ms: a.scaleUpWindowMs,
+    scale_down_window_ms: a.scaleDownWindowMs,
+    max_surge: a.maxSurge,
+    scale_down_every_ms: a.scaleDownEveryMs,
+    target_utilization: a.targetUtilization,
+    assumed_startup_ms: a.assumedStartupMs,
+  };
+  return {
+    min_replicas: a.minReplicas,
+    max_replicas: a.maxReplicas,
+    slo: { ttft_ms: a.slo.ttftMs, itl_ms: a.slo.itlMs, ...(a.slo.percentile !== undefined ? { percentile: a.slo.percentile } : {}) },
+    ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined)),
   };
 }
 
@@ -154,6 +231,7 @@ export function fleetModelWire(m: FleetModelSpec): FleetModelWire {
     ...(m.lora?.maxLoraRank !== undefined ? { max_lora_rank: m.lora.maxLoraRank as (typeof FLEET_LORA_RANKS)[number] } : {}),
     ...(m.lora?.maxCpuLoras !== undefined ? { max_cpu_loras: m.lora.maxCpuLoras } : {}),
     ...(m.apiKeyEnv !== undefined ? { api_key_env: m.apiKeyEnv } : {}),
+    ...(m.autoscaling !== undefined ? { autoscaling: autoscalingWire(m.autoscaling) } : {}),
   };
 }
 

@@ -162,6 +162,23 @@ export interface FleetModelSpec {
   lora: FleetLoraSettings | undefined;
   /** The variable holding the replicas' API key, on the agents and on the gateway; absent: no key. */
   apiKeyEnv?: string;
+  /** The autoscaler sets `replicas` within these bounds; absent: operators do. */
+  autoscaling?: FleetAutoscalingSpec;
+}
+
+/** A model's autoscaling as configured; what is absent takes the autoscaler's defaults. */
+export interface FleetAutoscalingSpec {
+  minReplicas: number;
+  maxReplicas: number;
+  slo: { ttftMs: number; itlMs: number; percentile?: number };
+  law?: "capacity" | "latency";
+  intervalMs?: number;
+  scaleUpWindowMs?: number;
+  scaleDownWindowMs?: number;
+  maxSurge?: number;
+  scaleDownEveryMs?: number;
+  targetUtilization?: number;
+  assumedStartupMs?: number;
 }
 
 interface FleetAdapterSpec {

@@ -1,6 +1,6 @@
 /** Read views of the fleet for the management API and `llmgw ctl`: nodes with GPUs and faults, replicas with shards, models desired vs serving, drain progress. */
 import { fleetModelWire } from "../config/fleet-schema.ts";
-import type { DrainProgress, FailedReplicaStatus, ModelStatus, NodeStatus, PlacementStatus, ReplicaStatus } from "./fleet-api-schemas.ts";
+import type { AutoscaleStatus, DrainProgress, FailedReplicaStatus, ModelStatus, NodeStatus, PlacementStatus, ReplicaStatus } from "./fleet-api-schemas.ts";
 import type { FleetManager } from "./fleet-manager.ts";
 import { isActive, isServing, leaveState, type ReconcileView, type ReplicaView } from "./reconcile.ts";
 import { replicaIdOf } from "./replica-builder.ts";
@@ -108,6 +108,7 @@ export function modelsStatus(manager: FleetManager, now: number): ModelStatus[] 
         leaving: mine.filter((r) => r.record.draining !== null).length,
         failures: backoff?.failures ?? 0,
         next_attempt_in_ms: backoff && backoff.until > now ? backoff.until - now : null,
+        pinned: m.pinnedAt !== undefined,
         spec: fleetModelWire(m.spec),
         adapters: m.spec.adapters.map((a) => {
           const on = (pick: (v: (typeof held)[number]) => readonly string[]) =>
@@ -183,4 +184,41 @@ export function drainProgress(manager: FleetManager, op: DrainOp, now: number): 
     replicas,
     waiting_for: running ? replicas.flatMap((r) => r.waiting_for.map((w) => `${r.id}: ${w}`)) : [],
   };
+}
+
+/** The autoscaled models with their inputs and last decisions (empty without an autoscaler). */
+export function autoscaleStatus(manager: FleetManager): AutoscaleStatus[] {
+  const leader = manager.isLeader();
+  return (manager.autoscaler?.status() ?? [])
+    .sort((a, b) => a.model.localeCompare(b.model))
+    .map((m) => {
+      const p = m.policy;
+      const pinnedAt = manager.state.models.get(m.model)?.pinnedAt;
+      return {
+        model: m.model,
+        leader,
+        pinned: m.pinned,
+        pinned_at: pinnedAt === undefined ? null : new Date(pinnedAt).toISOString(),
+        current: m.current,
+        ready: m.ready,
+        desired: m.desired,
+        policy: {
+          law: p.law,
+          min_replicas: p.minReplicas,
+          max_replicas: p.maxReplicas,
+          slo: { ttft_ms: p.slo.ttftMs, itl_ms: p.slo.itlMs, percentile: p.slo.percentile },
+          interval_ms: p.intervalMs,
+          scale_up_window_ms: p.scaleUpWindowMs,
+          scale_down_window_ms: p.scaleDownWindowMs,
+          max_surge: p.maxSurge,
+          scale_down_every_ms: p.scaleDownEveryMs,
+          target_utilization: p.targetUtilization,
+          assumed_startup_ms: p.startupMs,
+        },
+        startup_ms: m.measuredStartupMs === null ? null : Math.round(m.measuredStartupMs),
+        decisions: [...m.decisions]
+          .reverse()
+          .map((d) => ({ at: new Date(d.at).toISOString(), current: d.current, asked: d.asked, desired: d.desired, reason: d.reason, figures: d.figures })),
+      };
+    });
 }

@@ -4,6 +4,7 @@
  * gateway implements this over its dynamic endpoint table.
  */
 import type { KvEventsSource } from "../protocol/kv-events-messages.ts";
+import type { ReplicaLoad } from "./autoscale/signals.ts";
 
 export interface ManagedEndpoint {
   /** The replica id (stable across gateway restarts). */
@@ -60,4 +61,6 @@ export interface EndpointSink {
    * nothing reported). Without it the fleet loads no adapters.
    */
   adapters?(id: string): EndpointAdapters | undefined;
+  /** Optional: the endpoint's load as the gateway's health poll last saw it (undefined: not polled yet). Without it the autoscaler sizes without engine figures. */
+  load?(id: string): ReplicaLoad | undefined;
 }

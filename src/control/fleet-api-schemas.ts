@@ -101,6 +101,7 @@ export const modelStatusSchema = z.object({
   leaving: z.number().int(),
   failures: z.number().int().describe("consecutive failed replicas (reset when one becomes Ready)"),
   next_attempt_in_ms: z.number().int().nullable(),
+  pinned: z.boolean().describe("an autoscaled model whose count an operator set: the autoscaler leaves it until released"),
   spec: fleetModelSchema,
   adapters: z
     .array(
@@ -172,7 +173,45 @@ export type GpuStatus = z.infer<typeof gpuStatusSchema>;
 export type NodeStatus = z.infer<typeof nodeStatusSchema>;
 export type ReplicaStatus = z.infer<typeof replicaStatusSchema>;
 export type FailedReplicaStatus = z.infer<typeof failedReplicaSchema>;
+/** GET /autoscale: each autoscaled model, its inputs and its last decisions. */
+export const autoscaleStatusSchema = z.object({
+  model: z.string(),
+  leader: z.boolean().describe("this gateway decides (with several gateways only the leader does; a follower shows no decisions)"),
+  pinned: z.boolean().describe("an operator's ctl scale set the count; the autoscaler leaves it until `ctl scale MODEL auto`"),
+  pinned_at: z.string().nullable(),
+  current: z.number().int().describe("replicas placed and not leaving at the last decision"),
+  ready: z.number().int().describe("of those, serving"),
+  desired: z.number().int().describe("the count the fleet holds now"),
+  policy: z.object({
+    law: z.enum(["capacity", "latency"]),
+    min_replicas: z.number().int(),
+    max_replicas: z.number().int(),
+    slo: z.object({ ttft_ms: z.number(), itl_ms: z.number(), percentile: z.number() }),
+    interval_ms: z.number().int(),
+    scale_up_window_ms: z.number().int(),
+    scale_down_window_ms: z.number().int(),
+    max_surge: z.number().int(),
+    scale_down_every_ms: z.number().int(),
+    target_utilization: z.number(),
+    assumed_startup_ms: z.number().int(),
+  }),
+  startup_ms: z.number().int().nullable().describe("the last start-up measured, creation to serving; null until one was"),
+  decisions: z
+    .array(
+      z.object({
+        at: z.string(),
+        current: z.number().int(),
+        asked: z.number().int().describe("what the control law asked for"),
+        desired: z.number().int(),
+        reason: z.string(),
+        figures: z.record(z.string(), z.number().nullable()).describe("what the law read"),
+      }),
+    )
+    .describe("the last decisions this gateway took (up to 100), newest first"),
+});
+
 export type ModelStatus = z.infer<typeof modelStatusSchema>;
+export type AutoscaleStatus = z.infer<typeof autoscaleStatusSchema>;
 export type PlacementStatus = z.infer<typeof placementSchema>;
 export type DrainProgress = z.infer<typeof drainProgressSchema>;
 

@@ -21,7 +21,7 @@ import { bearerToken, tokenMatches } from "../shared/bearer.ts";
 import { LlmgwError } from "../shared/errors.ts";
 import { managementApiErrors } from "../shared/management-api-errors.ts";
 import { quotedName } from "../shared/model-name.ts";
-import { drainProgress, modelsStatus, nodesStatus, placementStatus, replicasStatus } from "./api-views.ts";
+import { autoscaleStatus, drainProgress, modelsStatus, nodesStatus, placementStatus, replicasStatus } from "./api-views.ts";
 import * as S from "./fleet-api-schemas.ts";
 import type { FleetManager } from "./fleet-manager.ts";
 
@@ -101,6 +101,25 @@ export function fleetApi(manager: FleetManager, opts: FleetApiOptions) {
       response: z.object({ models: z.array(S.modelStatusSchema) }),
       detail: { tags, summary: "Desired models: desired vs active, ready and serving replicas" },
     })
+    .get("/autoscale", () => ({ models: autoscaleStatus(manager) }), {
+      response: z.object({ models: z.array(S.autoscaleStatusSchema) }),
+      detail: { tags, summary: "Autoscaled models: current, desired, the policy, the measured start-up and the last decisions with their reasons" },
+    })
+    .delete(
+      "/models/:model/pin",
+      async ({ params }) => {
+        await manager.ops.releasePin(params.model);
+        return model(params.model);
+      },
+      {
+        response: { 200: S.modelStatusSchema, 401: S.errorSchema, 404: S.errorSchema, 409: S.errorSchema },
+        detail: {
+          tags,
+          summary: "Hand an autoscaled model's count back to the autoscaler (a PATCH of replicas pins it)",
+          description: writeNote,
+        },
+      },
+    )
     .get(
       "/models/:model/placement",
       ({ params }) => {

@@ -22,6 +22,8 @@ import type { AgentPollSettings, PolledAgent } from "../protocol/health-messages
 import { type Logger, logger } from "../shared/logger.ts";
 import { AdapterActions, type AdapterDemand } from "./adapter-actions.ts";
 import { type AgentClient, httpAgentClient } from "./agent-client.ts";
+import type { DemandSignals } from "./autoscale/demand.ts";
+import { type AutoscaledFleet, FleetAutoscaler } from "./autoscale/fleet-autoscaler.ts";
 import { configModelChanges } from "./desired-state.ts";
 import type { EndpointSink } from "./endpoint-sink.ts";
 import { FleetActions } from "./fleet-actions.ts";
@@ -31,7 +33,7 @@ import { applySnapshot, readSnapshot } from "./fleet-sync.ts";
 import { NodeRegistry } from "./node-registry.ts";
 import { type NodeInput, observeNodes, placementNodes } from "./placement-inputs.ts";
 import type { PlacementResult } from "./placement-types.ts";
-import { isActive, placeModel, planReconcile, type ReconcileView, type ReplicaView, withModelCounts } from "./reconcile.ts";
+import { isActive, isServing, placeModel, planReconcile, type ReconcileView, type ReplicaView, withModelCounts } from "./reconcile.ts";
 import { isFleetAgentId } from "./replica-builder.ts";
 import { derivePhase } from "./replica-phase.ts";
 import type { FleetStore } from "./store.ts";
@@ -75,6 +77,8 @@ interface FleetManagerOptions {
   onDeclaredAdapters?: (adapters: { name: string; base: string }[]) => void;
   /** Where a model's api_key_env is looked up (process.env when absent). */
   env?: Readonly<Record<string, string | undefined>>;
+  /** What the gateway sees of autoscaled models' requests; absent: no model is autoscaled. */
+  demand?: DemandSignals;
 }
 
 export class FleetManager {
@@ -96,6 +100,8 @@ export class FleetManager {
   private leading: boolean;
   /** The declared adapters last told to onDeclaredAdapters. */
   private declaredKey: string | undefined;
+  /** Sets the count of models with `autoscaling` (absent without a demand source). */
+  readonly autoscaler: FleetAutoscaler | undefined;
 
   private constructor(
     private readonly opts: FleetManagerOptions,
@@ -134,6 +140,32 @@ export class FleetManager {
       pushPollTargets: () => this.pushPollTargets(),
       env: opts.env ?? process.env,
     });
+    if (opts.demand) this.autoscaler = new FleetAutoscaler(this.autoscaledFleet(), opts.demand, { now: this.now, log: this.log });
+  }
+
+  /** The autoscaler's view of this fleet, and its one way to change it (the count, as an operator's scale would). */
+  private autoscaledFleet(): AutoscaledFleet {
+    return {
+      models: () => [...this.state.models.values()].map((m) => ({ spec: m.spec, pinned: m.pinnedAt !== undefined })),
+      replicas: (model) => {
+        const out: { id: string; createdAt: number; serving: boolean }[] = [];
+        for (const e of this.state.replicas.values()) {
+          if (e.record.model !== model) continue;
+          const v = this.replicaView(e);
+          if (isActive(v)) out.push({ id: e.record.id, createdAt: e.record.createdAt, serving: isServing(v) });
+        }
+        return out;
+      },
+      load: (id) => safe(() => this.opts.sink.load?.(id), undefined),
+      placeable: (model, upTo) => {
+        const spec = this.state.models.get(model)?.spec;
+        if (!spec || upTo <= 0) return 0;
+        const { nodes, replicas } = this.view(this.now());
+        return placeModel(spec, upTo, withModelCounts(nodes, replicas)).placements.length;
+      },
+      isLeader: () => this.isLeader(),
+      setReplicas: (model, replicas) => this.ops.autoscale(model, replicas),
+    };
   }
 
   /** Load the store, apply the config's desired models, and build the manager (not started). */
@@ -169,6 +201,7 @@ export class FleetManager {
     this.announceAdapters();
     this.pushPollTargets();
     this.timer ??= setInterval(() => this.requestTick(), this.opts.config.fleet.reconcileIntervalMs);
+    this.autoscaler?.start();
     const lead = this.opts.leadership;
     if (lead) this.refreshTimer ??= setInterval(() => void this.refresh(), lead.refreshEveryMs);
     this.requestTick();
@@ -213,6 +246,7 @@ export class FleetManager {
     if (this.refreshTimer) clearInterval(this.refreshTimer);
     this.timer = undefined;
     this.refreshTimer = undefined;
+    await this.autoscaler?.stop();
     await this.ticking;
     await Promise.all([this.actions.settle(STOP_WAIT_MS), this.adapters.settle(STOP_WAIT_MS)]);
   }

@@ -48,8 +48,8 @@ export class FleetOperations {
     if (!this.state.registry.get(name)) throw new LlmgwError("NOT_FOUND", `no node '${name}'`, { param: "node" });
   }
 
-  /** Create or replace a desired model (already schema-checked); cross-field rules are checked here. */
-  async putModel(spec: FleetModelSpec): Promise<StoredModel> {
+  /** Create or replace a desired model (already schema-checked); cross-field rules are checked here. A replaced model's pin is released. */
+  async putModel(spec: FleetModelSpec, pin?: { pinnedAt: number }): Promise<StoredModel> {
     const issue = fleetModelIssues(fleetModelWire(spec))[0];
     if (issue) throw invalid(issue.path, issue.message);
     // This gateway sends the replicas' key: without it every replica would refuse it.
@@ -57,15 +57,25 @@ export class FleetOperations {
       throw invalid("api_key_env", `environment variable ${spec.apiKeyEnv} is not set or empty on this gateway`);
     const prev = this.state.models.get(spec.name);
     // A config model changed through the API stays a config model: a later edit of its config entry still wins.
-    const stored: StoredModel = { spec, source: prev?.source ?? "api", configHash: prev?.configHash ?? null, updatedAt: this.hooks.now() };
+    const stored: StoredModel = {
+      spec,
+      source: prev?.source ?? "api",
+      configHash: prev?.configHash ?? null,
+      updatedAt: this.hooks.now(),
+      ...(pin && spec.autoscaling ? { pinnedAt: pin.pinnedAt } : {}),
+    };
     await this.store.models.put(spec.name, stored);
     this.state.models.set(spec.name, stored);
-    this.hooks.log.info({ model: spec.name, replicas: spec.replicas }, "desired model set");
+    this.hooks.log.info({ model: spec.name, replicas: spec.replicas, ...(stored.pinnedAt !== undefined ? { pinned: true } : {}) }, "desired model set");
     this.hooks.requestTick();
     return stored;
   }
 
-  /** Change some fields of a desired model (`scale` is a patch of `replicas`). */
+  /**
+   * Change some fields of a desired model (`scale` is a patch of `replicas`).
+   * An autoscaled model's count set this way is pinned until released; its
+   * other fields keep the pin as it was.
+   */
   async patchModel(name: string, patch: unknown): Promise<StoredModel> {
     const current = this.state.models.get(name);
     if (!current) throw new LlmgwError("NOT_FOUND", `no model named '${name}'`, { param: "model" });
@@ -79,7 +89,32 @@ export class FleetOperations {
       const i = merged.error.issues[0];
       throw invalid(i?.path.join(".") || "(body)", i?.message ?? "invalid");
     }
-    return this.putModel(toFleetModel(merged.data));
+    const pinnedAt = "replicas" in parsedPatch.data ? this.hooks.now() : current.pinnedAt;
+    return this.putModel(toFleetModel(merged.data), pinnedAt === undefined ? undefined : { pinnedAt });
+  }
+
+  /** The autoscaler's change of a model's count: nothing but `replicas` changes, and a pinned model is left as it is. */
+  async autoscale(name: string, replicas: number): Promise<void> {
+    const current = this.state.models.get(name);
+    if (!current?.spec.autoscaling || current.pinnedAt !== undefined || current.spec.replicas === replicas) return;
+    const stored: StoredModel = { ...current, spec: { ...current.spec, replicas }, updatedAt: this.hooks.now() };
+    await this.store.models.put(name, stored);
+    this.state.models.set(name, stored);
+    this.hooks.requestTick();
+  }
+
+  /** Hand an autoscaled model's count back to the autoscaler (`ctl scale MODEL auto`). */
+  async releasePin(name: string): Promise<StoredModel> {
+    const current = this.state.models.get(name);
+    if (!current) throw new LlmgwError("NOT_FOUND", `no model named '${name}'`, { param: "model" });
+    if (!current.spec.autoscaling) throw new LlmgwError("CONFLICT", `model '${name}' has no autoscaling: its count is what operators set`, { param: "model" });
+    if (current.pinnedAt === undefined) return current;
+    const { pinnedAt: _released, ...rest } = current;
+    const stored: StoredModel = { ...rest, updatedAt: this.hooks.now() };
+    await this.store.models.put(name, stored);
+    this.state.models.set(name, stored);
+    this.hooks.log.info({ model: name }, "autoscaling pin released: the autoscaler sets the count again");
+    return stored;
   }
 
   async deleteModel(name: string): Promise<void> {

@@ -35,6 +35,7 @@ const storedModelWire = z.object({
   source: z.enum(["config", "api"]),
   configHash: z.string().nullable(),
   updatedAt: z.number(),
+  pinnedAt: z.number().optional(),
 });
 
 const cordon = z.object({ node: z.string(), reason: z.string().nullable(), at: z.number() });

@@ -15,6 +15,8 @@ export interface StoredModel {
   /** Hash of the config entry last applied; null when the model was created through the API. */
   configHash: string | null;
   updatedAt: number;
+  /** An autoscaled model whose count an operator set (ctl scale): since when; the autoscaler leaves it until released. */
+  pinnedAt?: number;
 }
 
 /** An agent that registered itself (configured nodes are not stored). */

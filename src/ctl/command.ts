@@ -6,7 +6,7 @@ import { boolFlag, type CommandSpec, numberFlag, type ParsedArgs, parseCommandAr
 import { useColour } from "../shared/text-table.ts";
 import { CTL_EXIT, CtlClient, CtlError } from "./client.ts";
 import { KEYS_OPTIONS, KEYS_USAGE, runKeys } from "./keys-command.ts";
-import { formatDrain, formatModels, formatNodes, formatPlacement, formatReplicas } from "./views.ts";
+import { formatAutoscale, formatDrain, formatModels, formatNodes, formatPlacement, formatReplicas } from "./views.ts";
 
 export const DEFAULT_CTL_GATEWAY = "http://127.0.0.1:9090";
 const DRAIN_POLL_MS = 1_000;
@@ -20,7 +20,10 @@ commands:
   replicas                    replicas with their shards, state and errors; recently failed ones with log tails
   models                      desired models: desired vs active, ready and serving replicas
   explain-placement MODEL     every candidate (node × GPU set) and why it was chosen or rejected
-  scale MODEL N               set a model's desired replica count
+  scale MODEL N|auto          set a model's desired replica count; an autoscaled model's count is
+                              then pinned until \`scale MODEL auto\` hands it back to the autoscaler
+  autoscale                   autoscaled models: current, desired, the policy, the measured
+                              start-up and the last decisions with their reasons and inputs
   cordon NODE [--reason TEXT] no new replicas on NODE (running ones stay)
   uncordon NODE               allow placements again (cancels a drain still running)
   drain NODE [--grace-ms MS] [--no-wait]
@@ -66,6 +69,7 @@ const ARITY: Record<string, { args: string[]; flags: string[] }> = {
   models: { args: [], flags: [] },
   "explain-placement": { args: ["MODEL"], flags: [] },
   scale: { args: ["MODEL", "N"], flags: [] },
+  autoscale: { args: [], flags: [] },
   cordon: { args: ["NODE"], flags: ["reason"] },
   uncordon: { args: ["NODE"], flags: [] },
   drain: { args: ["NODE"], flags: ["grace-ms", "no-wait"] },
@@ -152,9 +156,20 @@ async function run(args: ParsedArgs, io: CtlIo): Promise<number> {
       return CTL_EXIT.ok;
     }
     case "scale": {
-      if (!/^\d+$/.test(b)) throw new UsageError(`scale: N must be a whole number, got '${b}'`);
+      if (b === "auto") {
+        const r = await client.call("DELETE", `/models/${enc(a)}/pin`, S.modelStatusSchema);
+        show(r, () => `${r.name}: the autoscaler sets the count again (desired ${r.desired} now, ${r.serving} serving)`);
+        return CTL_EXIT.ok;
+      }
+      if (!/^\d+$/.test(b)) throw new UsageError(`scale: N must be a whole number or auto, got '${b}'`);
       const r = await client.call("PATCH", `/models/${enc(a)}`, S.modelStatusSchema, { replicas: Number(b) });
-      show(r, () => `${r.name}: desired ${r.desired} replica(s) (${r.serving} serving now)`);
+      const pin = r.pinned ? `; pinned: the autoscaler leaves it until \`llmgw ctl scale ${r.name} auto\`` : "";
+      show(r, () => `${r.name}: desired ${r.desired} replica(s) (${r.serving} serving now)${pin}`);
+      return CTL_EXIT.ok;
+    }
+    case "autoscale": {
+      const r = await client.call("GET", "/autoscale", z.object({ models: z.array(S.autoscaleStatusSchema) }));
+      show(r, () => formatAutoscale(r.models, colour));
       return CTL_EXIT.ok;
     }
     case "cordon": {

@@ -1,5 +1,13 @@
 /** How `llmgw ctl` prints each management API answer for people (scripts use --json). */
-import type { DrainProgress, FailedReplicaStatus, ModelStatus, NodeStatus, PlacementStatus, ReplicaStatus } from "../control/fleet-api-schemas.ts";
+import type {
+  AutoscaleStatus,
+  DrainProgress,
+  FailedReplicaStatus,
+  ModelStatus,
+  NodeStatus,
+  PlacementStatus,
+  ReplicaStatus,
+} from "../control/fleet-api-schemas.ts";
 import { type Cell, type CellInput, renderTable } from "../shared/text-table.ts";
 import { age, dash } from "./format.ts";
 
@@ -91,7 +99,7 @@ export function formatModels(models: readonly ModelStatus[], colour: boolean): s
     models.map((m) => [
       m.name,
       m.spec.engine,
-      m.desired,
+      m.spec.autoscaling ? `${m.desired} (${m.pinned ? "pinned" : "auto"})` : m.desired,
       m.active,
       m.ready,
       { text: String(m.serving), tint: m.serving >= m.desired ? "green" : "yellow" },
@@ -173,4 +181,56 @@ export function formatDrain(d: DrainProgress): string {
   const lines = [`${d.node}: draining, ${d.replicas.length} replica(s) left, grace period ${Math.ceil((d.grace_left_ms ?? 0) / 1000)} s left`];
   for (const w of d.waiting_for) lines.push(`  waiting for ${w}`);
   return lines.join("\n");
+}
+
+/** The figures of a decision worth a column: what the law read, rounded for people. */
+function figuresText(f: Readonly<Record<string, number | null>>): string {
+  const parts = Object.entries(f)
+    .filter(([, v]) => v !== null)
+    .map(([k, v]) => `${k}=${Math.abs(v as number) >= 100 ? Math.round(v as number) : Number((v as number).toPrecision(3))}`);
+  return parts.length === 0 ? "-" : parts.join(" ");
+}
+
+/** Decisions the table shows per model (--json has every one the gateway keeps). */
+const SHOWN_DECISIONS = 20;
+
+export function formatAutoscale(models: readonly AutoscaleStatus[], colour: boolean, now = Date.now()): string {
+  if (models.length === 0) return "no autoscaled models (give a model an autoscaling: block in fleet.models)";
+  const table = renderTable(
+    ["MODEL", "LAW", "BOUNDS", "SLO (TTFT / ITL @ p)", "CURRENT", "READY", "DESIRED", "SET BY", "START-UP", "LAST DECISION"],
+    models.map((m) => {
+      const last = m.decisions[0];
+      return [
+        m.model,
+        m.policy.law,
+        `${m.policy.min_replicas}..${m.policy.max_replicas}`,
+        `${m.policy.slo.ttft_ms} ms / ${m.policy.slo.itl_ms} ms @ p${m.policy.slo.percentile}`,
+        m.current,
+        m.ready,
+        m.desired,
+        m.pinned ? { text: "operator (pinned)", tint: "yellow" } : m.leader ? "autoscaler" : "autoscaler (on the leader)",
+        m.startup_ms === null ? `${Math.round(m.policy.assumed_startup_ms / 1000)} s (assumed)` : `${Math.round(m.startup_ms / 1000)} s`,
+        last ? `${last.reason}, ${age(now - Date.parse(last.at))}` : "-",
+      ] as CellInput[];
+    }),
+    { colour },
+  );
+  const out = [table];
+  for (const m of models) {
+    if (m.decisions.length === 0) continue;
+    const rows = m.decisions
+      .slice(0, SHOWN_DECISIONS)
+      .map((d) => [
+        d.at.slice(11, 19),
+        d.current,
+        d.asked,
+        d.desired === d.current
+          ? String(d.desired)
+          : { text: `${d.desired} (${d.desired > d.current ? "+" : ""}${d.desired - d.current})`, tint: "yellow" as const },
+        d.reason,
+        figuresText(d.figures),
+      ]);
+    out.push("", `${m.model}: last decisions, newest first\n${renderTable(["AT (UTC)", "CURRENT", "ASKED", "DESIRED", "REASON", "INPUTS"], rows, { colour })}`);
+  }
+  return out.join("\n");
 }

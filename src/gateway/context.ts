@@ -3,6 +3,7 @@
 import type { TenantQuota } from "../admission/tenant-quota.ts";
 import type { ResponseCache } from "../cache/response-cache-store.ts";
 import type { Config } from "../config/types.ts";
+import type { DemandSignals } from "../control/autoscale/demand.ts";
 import type { GatewayJobs } from "../jobs/jobs-service.ts";
 import type { GatewayResponses } from "../jobs/responses-service.ts";
 import type { LiveKeys } from "../keys/live-keys.ts";
@@ -65,6 +66,8 @@ export interface GatewayContext {
   cluster?: { status(): ClusterStatus };
   /** The fleet loads declared LoRA adapters on demand: how to ask, and how long a request waits (absent: no fleet). */
   adapterLoads?: { requested(adapter: string): void; waitMs: number };
+  /** What the fleet's autoscaler reads of its models' requests (absent: no fleet). */
+  demand?: DemandSignals;
   /** OpenTelemetry traces: absent when tracing is off (the request path then creates no span and reads no header). */
   tracer?: RequestTracer;
 }

@@ -112,6 +112,30 @@ export type NodeState = (typeof NODE_STATES)[number];
 export const REPLICA_STATES = ["starting", "loading", "ready", "draining", "failed", "stopped", "lost"] as const;
 export type ReplicaState = (typeof REPLICA_STATES)[number];
 
+/**
+ * Why an autoscaling decision is what it is (the `reason` label of
+ * llmgw_autoscaler_decisions_total): the control law's ask — forecast,
+ * idle, slo-breach, latency-high, latency-low, hold, no-data — or what
+ * stabilization held it to.
+ */
+export const AUTOSCALE_REASONS = [
+  "forecast",
+  "idle",
+  "slo-breach",
+  "latency-high",
+  "latency-low",
+  "hold",
+  "no-data",
+  "min-replicas",
+  "max-replicas",
+  "up-window",
+  "down-window",
+  "surge",
+  "pacing",
+  "no-gpus",
+] as const;
+export type AutoscaleReason = (typeof AUTOSCALE_REASONS)[number];
+
 export { GPU_FAULT_KINDS, type GpuFaultKind } from "../protocol/gpu-report.ts";
 
 /**
@@ -153,6 +177,27 @@ export const FLEET = {
     labels: ["model", "result"],
   },
   adaptersLoaded: { name: "llmgw_fleet_adapters_loaded", help: "(LoRA adapter, replica) pairs loaded now, by base model.", labels: ["model"] },
+  autoscalerDecisions: {
+    name: "llmgw_autoscaler_decisions_total",
+    help: "Autoscaling decisions by model and reason (the control law's ask, or what stabilization held it to).",
+    labels: ["model", "reason"],
+  },
+  autoscalerAsked: {
+    name: "llmgw_autoscaler_asked_replicas",
+    help: "Replicas the control law asked for at the last decision, before stabilization.",
+    labels: ["model"],
+  },
+  autoscalerCurrent: { name: "llmgw_autoscaler_current_replicas", help: "Replicas placed and not leaving at the last decision.", labels: ["model"] },
+  autoscalerPinned: {
+    name: "llmgw_autoscaler_pinned",
+    help: "1 while an operator's ctl scale pins the model's count, 0 while the autoscaler sets it.",
+    labels: ["model"],
+  },
+  autoscalerStartup: {
+    name: "llmgw_autoscaler_startup_seconds",
+    help: "The model's last measured replica start-up, creation to serving (absent until one was measured).",
+    labels: ["model"],
+  },
 } as const;
 
 /**

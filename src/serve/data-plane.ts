@@ -4,6 +4,7 @@ import { registerFleetMetrics } from "../admin/fleet-collectors.ts";
 import { QuotaLimiter } from "../admission/tenant-quota.ts";
 import { maskUrlPassword } from "../config/print-config.ts";
 import type { Config } from "../config/types.ts";
+import { DemandSignals } from "../control/autoscale/demand.ts";
 import { AdapterCatalog } from "../gateway/adapter-catalog.ts";
 import { Authenticator, type Principal } from "../gateway/api-keys.ts";
 import type { CircuitBreakers } from "../gateway/circuit-breaker.ts";
@@ -107,6 +108,8 @@ export async function buildDataPlane(
         demand: { pools: () => registry.pools(), demand: (pool) => t.pools.held(pool) + t.pools.queued(pool) },
       })
     : undefined;
+  // The request path records what the fleet's autoscaler reads of its models (only autoscaled models are collected).
+  const demand = new DemandSignals();
   // The fleet and the health worker call each other: the worker polls the fleet's agents and hands their snapshots to the fleet.
   // The fleet comes first (the worker's events name it); pollAgents is first called by fleet.start(), after this returns.
   const fleet = await openGatewayFleet(config, {
@@ -115,6 +118,7 @@ export async function buildDataPlane(
     log,
     store: state.shared?.fleet,
     leadership: cluster?.leadership(),
+    demand,
     adapters: {
       demand: adapters,
       of: endpointAdaptersReader(adapters, t.lora, t.table, config.health.staleAfterMs),
@@ -229,7 +233,7 @@ export async function buildDataPlane(
     ...services,
     gpuSaturation: t.gpuSaturation,
     cluster,
-    ...(fleet ? { adapterLoads: { requested: () => fleet.manager.requestTick(), waitMs: config.fleet.adapterLoadWaitMs } } : {}),
+    ...(fleet ? { adapterLoads: { requested: () => fleet.manager.requestTick(), waitMs: config.fleet.adapterLoadWaitMs }, demand } : {}),
     ...(tracer ? { tracer } : {}),
   };
   const live = requestPath.bind(new LiveContext(ctx));

@@ -6,9 +6,10 @@
  * flag), so a drain counts a replacement as serving only once this gateway
  * routes to it.
  */
+import type { ReplicaLoad } from "../control/autoscale/signals.ts";
 import type { EndpointAdapters, EndpointSink, ManagedEndpoint } from "../control/endpoint-sink.ts";
 import type { EndpointRegistry, EndpointSpec } from "../gateway/endpoints.ts";
-import { I } from "../shared/endpoint-table.ts";
+import { F, I } from "../shared/endpoint-table.ts";
 
 /** The registry's form of a replica's endpoint; `dcgmUrl`: its node's exporter, so GPU faults take it out of rotation. */
 function managedEndpointSpec(e: ManagedEndpoint, dcgmUrl: string | undefined, env: Readonly<Record<string, string | undefined>>): EndpointSpec {
@@ -92,6 +93,16 @@ export class RegistryEndpointSink implements EndpointSink {
   /** The replica is being stopped: its continuable streams move to another replica now. */
   evict(id: string): number {
     return this.registry.evict(id);
+  }
+
+  /** Running and waiting sequences and KV usage from the engine's last poll (undefined: none reported yet). */
+  load(id: string): ReplicaLoad | undefined {
+    const slot = this.registry.slotOf(id);
+    if (slot === undefined) return undefined;
+    const t = this.registry.table;
+    const running = t.getInt(slot, I.RUNNING);
+    if (running < 0) return undefined;
+    return { running, waiting: Math.max(0, t.getInt(slot, I.WAITING)), kvUsage: t.getFloat(slot, F.KV_USAGE) };
   }
 
   /** The gateway's health poll found it up with its model loaded. */

@@ -10,6 +10,7 @@ import { dirname, join, resolve } from "node:path";
 import { ConfigError } from "../config/load.ts";
 import type { Config } from "../config/types.ts";
 import type { AdapterDemand } from "../control/adapter-actions.ts";
+import type { DemandSignals } from "../control/autoscale/demand.ts";
 import type { EndpointAdapters } from "../control/endpoint-sink.ts";
 import { fleetApi } from "../control/fleet-api.ts";
 import { type FleetLeadership, FleetManager } from "../control/fleet-manager.ts";
@@ -75,6 +76,8 @@ interface GatewayFleetDeps {
   store?: FleetStore;
   /** Several gateways: lead (hold the lease) or follow. */
   leadership?: FleetLeadership;
+  /** What the request path records of autoscaled models' requests (the autoscaler's input). */
+  demand?: DemandSignals;
   /** LoRA adapters: what the gateway sees of requests for them and of each endpoint's (absent: the fleet loads none). */
   adapters?: {
     demand: AdapterDemand;
@@ -98,6 +101,7 @@ export async function openGatewayFleet(config: Config, deps: GatewayFleetDeps): 
       pollAgents: deps.pollAgents,
       log: deps.log,
       leadership: deps.leadership,
+      ...(deps.demand ? { demand: deps.demand } : {}),
       ...(deps.adapters ? { adapterDemand: deps.adapters.demand, onDeclaredAdapters: deps.adapters.declared } : {}),
     }),
   );

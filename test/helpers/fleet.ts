@@ -210,6 +210,8 @@ export const FLEET_API_ROUTES = [
   "GET /admin/v1/fleet/replicas",
   "GET /admin/v1/fleet/models",
   "GET /admin/v1/fleet/models/{model}/placement",
+  "GET /admin/v1/fleet/autoscale",
+  "DELETE /admin/v1/fleet/models/{model}/pin",
   "PUT /admin/v1/fleet/models/{model}",
   "PATCH /admin/v1/fleet/models/{model}",
   "DELETE /admin/v1/fleet/models/{model}",

@@ -11,6 +11,7 @@
 import type { RoutingKeys } from "../../admission/chooser.ts";
 import type { TenantQuota } from "../../admission/tenant-quota.ts";
 import type { Config } from "../../config/types.ts";
+import type { DemandSignals, ModelDemand } from "../../control/autoscale/demand.ts";
 import type { AttemptFailure, BreakCause, Outcome, RecoveryResult, Route } from "../../metrics/names.ts";
 import { UNKNOWN_MODEL } from "../../metrics/names.ts";
 import type { GatewayMetrics, RequestSeries } from "../../metrics/registry.ts";
@@ -62,6 +63,8 @@ export interface ExchangeDeps {
   readonly admission: Pick<AdmissionClient, "release" | "prefillDone">;
   readonly quota: Pick<TenantQuota, "settle">;
   readonly log: Pick<Logger, "info" | "isLevelEnabled">;
+  /** What the autoscaler reads of autoscaled models' requests (absent: no fleet). */
+  readonly demand?: Pick<DemandSignals, "of">;
 }
 
 export class Exchange {
@@ -123,6 +126,8 @@ export class Exchange {
   private attemptModelInHeader = "";
   private lastTokenAt = 0;
   private finished = false;
+  /** The autoscaled model's demand this request counts toward; undefined when its model is not autoscaled. */
+  private demand: ModelDemand | undefined;
 
   constructor(
     private readonly ctx: ExchangeDeps,
@@ -151,6 +156,8 @@ export class Exchange {
   parsed(request: ParsedRequest): void {
     this.request = request;
     this.series = this.ctx.metrics.requestSeries(request.model, this.route);
+    this.demand = this.ctx.demand?.of(request.model);
+    this.demand?.arrived();
     this.trace?.parsed(request.model, request.stream);
   }
 
@@ -234,6 +241,7 @@ export class Exchange {
     this.ttftMs = now - this.arrivedAt;
     if (this.grant !== undefined && this.grant.prefillTokens > 0) this.ctx.admission.prefillDone(this.grant);
     this.series?.ttft.observe(this.ttftMs / 1000);
+    this.demand?.firstToken(this.ttftMs);
     this.trace?.firstToken(this.ttftMs);
   }
 
@@ -264,6 +272,13 @@ export class Exchange {
     return errorResponse(err, this.headers());
   }
 
+  /** Its prompt tokens and, for a stream of more than one token, its mean inter-token time (TPOT) go to the model's demand. */
+  private demandFinished(): void {
+    const tokens = this.usage?.completion_tokens ?? this.delivered;
+    const tpotMs = this.ttftMs !== undefined && tokens > 1 ? (this.lastTokenAt - this.arrivedAt - this.ttftMs) / (tokens - 1) : undefined;
+    this.demand!.finished(this.usage?.prompt_tokens ?? this.promptEstimate, tpotMs);
+  }
+
   /** Runs once: releases what is still held, settles the quota, records metrics and the audit line (README, "Audit log schema"). */
   finish(outcome: Outcome, status: number, error?: string, errorCode?: ErrorCode): void {
     if (this.finished) return;
@@ -287,6 +302,7 @@ export class Exchange {
     const seconds = (performance.now() - this.arrivedAt) / 1000;
     const series = this.series ?? ctx.metrics.requestSeries(UNKNOWN_MODEL, this.route);
     series.finished(outcome, this.stream, seconds, this.usage);
+    if (this.demand) this.demandFinished();
     if (this.toolCalls > 0) ctx.metrics.toolCalls.inc({ model: this.model ?? UNKNOWN_MODEL, route: this.route }, this.toolCalls);
     const record = requestAuditRecord({
       requestId: this.requestId,
