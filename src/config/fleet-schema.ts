@@ -49,6 +49,10 @@ const fleetAutoscalingSchema = z.strictObject({
   target_utilization: z.number().gt(0).max(1).optional(),
   /** The start-up (launch to serving) assumed until one is measured. */
   assumed_startup_ms: z.number().int().min(0).max(86_400_000).optional(),
+  /** Idle, the model goes to zero replicas (min_replicas 0); its next request waits for one to start. */
+  scale_to_zero: z.boolean().optional(),
+  /** With scale_to_zero: how long a request for the model at zero waits for a replica (then 503 with Retry-After). */
+  cold_start_wait_ms: z.number().int().min(100).max(3_600_000).optional(),
 });
 
 /** The fields of a desired model (without its name), as people write them. */
@@ -123,11 +127,10 @@ export function fleetModelIssues(m: FleetModelWire): { path: string; message: st
   }
   const a = m.autoscaling;
   if (a) {
-    if (a.min_replicas < 1)
-      issues.push({
-        path: "autoscaling.min_replicas",
-        message: "expected at least 1 (a model is not scaled to zero: its first request would find no replica)",
-      });
+    if (a.min_replicas < 1 && a.scale_to_zero !== true)
+      issues.push({ path: "autoscaling.min_replicas", message: "expected at least 1, or 0 with scale_to_zero: true" });
+    if (a.cold_start_wait_ms !== undefined && a.scale_to_zero !== true)
+      issues.push({ path: "autoscaling.cold_start_wait_ms", message: "applies with scale_to_zero: true only" });
     if (a.max_replicas < a.min_replicas) issues.push({ path: "autoscaling.max_replicas", message: `expected at least min_replicas (${a.min_replicas})` });
     else if (m.replicas < a.min_replicas || m.replicas > a.max_replicas)
       issues.push({
@@ -182,6 +185,8 @@ function toAutoscaling(a: z.output<typeof fleetAutoscalingSchema>): FleetAutosca
     scaleDownEveryMs: a.scale_down_every_ms,
     targetUtilization: a.target_utilization,
     assumedStartupMs: a.assumed_startup_ms,
+    scaleToZero: a.scale_to_zero,
+    coldStartWaitMs: a.cold_start_wait_ms,
   };
   return {
     minReplicas: a.min_replicas,
@@ -201,6 +206,8 @@ function autoscalingWire(a: FleetAutoscalingSpec): z.output<typeof fleetAutoscal
     scale_down_every_ms: a.scaleDownEveryMs,
     target_utilization: a.targetUtilization,
     assumed_startup_ms: a.assumedStartupMs,
+    scale_to_zero: a.scaleToZero,
+    cold_start_wait_ms: a.coldStartWaitMs,
   };
   return {
     min_replicas: a.minReplicas,

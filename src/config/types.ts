@@ -179,6 +179,9 @@ export interface FleetAutoscalingSpec {
   scaleDownEveryMs?: number;
   targetUtilization?: number;
   assumedStartupMs?: number;
+  /** Idle, down to zero replicas; the next request waits up to coldStartWaitMs for one. */
+  scaleToZero?: boolean;
+  coldStartWaitMs?: number;
 }
 
 interface FleetAdapterSpec {

@@ -212,6 +212,16 @@ export class FleetManager {
     return this.opts.adapterDemand?.lastRequestAt(adapter);
   }
 
+  /** Replicas of the model in the gateway's rotation and answering (not leaving). */
+  servingCount(model: string): number {
+    let n = 0;
+    for (const e of this.state.replicas.values()) {
+      if (e.record.model !== model || e.record.draining !== null) continue;
+      if (isServing(this.replicaView(e))) n++;
+    }
+    return n;
+  }
+
   /** Whether this gateway reconciles (one gateway: always). */
   isLeader(): boolean {
     return this.opts.leadership?.isLeader() ?? true;

@@ -17,6 +17,7 @@ import type { RequestTracer } from "../tracing/tracer-contract.ts";
 import type { AdmissionClient } from "./admission-client.ts";
 import type { Authenticator, Principal } from "./api-keys.ts";
 import type { CircuitBreakers } from "./circuit-breaker.ts";
+import type { ColdStartWaits } from "./cold-start-waits.ts";
 import type { ContinuationPolicy } from "./continuation-policy.ts";
 import type { EndpointRegistry } from "./endpoints.ts";
 import type { ModelCatalog } from "./model-catalog.ts";
@@ -66,6 +67,8 @@ export interface GatewayContext {
   cluster?: { status(): ClusterStatus };
   /** The fleet loads declared LoRA adapters on demand: how to ask, and how long a request waits (absent: no fleet). */
   adapterLoads?: { requested(adapter: string): void; waitMs: number };
+  /** Models the fleet scales to zero: a request finding one at zero waits for a replica (absent: no fleet). */
+  coldStarts?: ColdStartWaits;
   /** What the fleet's autoscaler reads of its models' requests (absent: no fleet). */
   demand?: DemandSignals;
   /** OpenTelemetry traces: absent when tracing is off (the request path then creates no span and reads no header). */

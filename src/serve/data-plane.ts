@@ -29,6 +29,7 @@ import { loopLag } from "../shared/loop-lag.ts";
 import { ClusterRuntime } from "../shared-state/cluster-runtime.ts";
 import { openStateBackend, type StateBackend } from "../shared-state/state-backend.ts";
 import type { RequestTracer } from "../tracing/tracer-contract.ts";
+import { ColdStarts } from "./cold-starts.ts";
 import { ConfigReloader } from "./config-reload.ts";
 import { endpointAdaptersReader } from "./endpoint-adapters.ts";
 import { type GatewayFleet, openGatewayFleet } from "./fleet-wiring.ts";
@@ -180,6 +181,7 @@ export async function buildDataPlane(
       while (!discovered()) await Bun.sleep(50);
     },
   });
+  const coldStarts = fleet ? new ColdStarts(fleet.manager, log) : undefined;
   const tenantNames = new Set(config.tenants.map((tenant) => tenant.name));
   // The OpenTelemetry SDK is loaded only when tracing is on: off, the gateway neither loads nor runs any of it.
   let tracer: RequestTracer | undefined;
@@ -233,7 +235,7 @@ export async function buildDataPlane(
     ...services,
     gpuSaturation: t.gpuSaturation,
     cluster,
-    ...(fleet ? { adapterLoads: { requested: () => fleet.manager.requestTick(), waitMs: config.fleet.adapterLoadWaitMs }, demand } : {}),
+    ...(fleet ? { adapterLoads: { requested: () => fleet.manager.requestTick(), waitMs: config.fleet.adapterLoadWaitMs }, demand, coldStarts } : {}),
     ...(tracer ? { tracer } : {}),
   };
   const live = requestPath.bind(new LiveContext(ctx));
@@ -246,6 +248,7 @@ export async function buildDataPlane(
     (closing ??= (async () => {
       services.jobs.close();
       services.responses.close();
+      coldStarts?.close();
       // The last second's usage goes to the store before it closes.
       await liveKeys.stop();
       breakers.stop();

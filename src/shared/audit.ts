@@ -1,5 +1,6 @@
 /**
- * The audit log's record: one JSON line per request and per batch, with a
+ * The audit log's record: one JSON line per request, per batch and per cold
+ * start of a model scaled to zero, with a
  * stable, versioned schema (documented in the README, "Audit log schema").
  * Builders take plain inputs so every layer can produce a record without
  * importing the layers above it. Absent is null, never 0.
@@ -9,7 +10,7 @@ import { logger } from "./logger.ts";
 
 export const AUDIT_SCHEMA_VERSION = 1;
 
-type AuditKind = "request" | "batch";
+type AuditKind = "request" | "batch" | "cold_start";
 
 export interface AuditRecord {
   /** What the line is about; also the log message, so `grep '"msg":"audit"'` finds them all. */
@@ -160,6 +161,51 @@ export function batchAuditRecord(b: BatchAuditInput, endedAtMs: number, band = "
     replay: false,
     batch_id: b.id,
     lines: { total: b.counts.total, completed: b.counts.completed, failed: b.counts.failed },
+    recoveries: null,
+    models: null,
+  };
+}
+
+/** A cold start of a model scaled to zero, from the request that found it at zero to its first replica serving, or to the last waiting request giving up. */
+interface ColdStartAuditInput {
+  model: string;
+  /** The request that found the model at zero. */
+  requestId: string;
+  tenant: string;
+  route: string;
+  startedAtMs: number;
+  endedAtMs: number;
+  /** `serving`: a replica serves; `unserved`: every waiting request gave up (deadline or client) first. */
+  outcome: "serving" | "unserved";
+  /** Requests that waited for it and then went on to admission, and those that gave up (deadline, client gone, too many waiting). */
+  served: number;
+  gaveUp: number;
+}
+
+/** Cold starts: outcome serving or unserved, total the time it took or was waited; `lines` the requests that waited: completed went on, failed gave up. */
+export function coldStartAuditRecord(c: ColdStartAuditInput): AuditRecord {
+  return {
+    audit: "cold_start",
+    v: AUDIT_SCHEMA_VERSION,
+    ts: new Date(c.endedAtMs).toISOString(),
+    request_id: c.requestId,
+    tenant: c.tenant,
+    model: c.model,
+    band: null,
+    route: c.route,
+    endpoint: null,
+    stream: null,
+    attempts: null,
+    outcome: c.outcome,
+    status: null,
+    error_code: null,
+    error_message: null,
+    tokens: { prompt: null, completion: null },
+    durations_ms: { total: Math.max(0, c.endedAtMs - c.startedAtMs), queue: null, ttft: null },
+    cache: null,
+    replay: false,
+    batch_id: null,
+    lines: { total: c.served + c.gaveUp, completed: c.served, failed: c.gaveUp },
     recoveries: null,
     models: null,
   };

@@ -7,7 +7,10 @@
  * and drains them as it falls, with no failed or truncated stream; `llmgw
  * ctl autoscale` (the real CLI) shows the decisions and their reasons, and
  * the metrics listener the llmgw_autoscaler_* series. A manual `ctl scale`
- * pins the count until `ctl scale MODEL auto` hands it back.
+ * pins the count until `ctl scale MODEL auto` hands it back. A model
+ * scaled to zero starts its first replica for the first request, which
+ * waits for it and is answered; one whose replica fits nowhere answers 503
+ * with Retry-After at its deadline. Each cold start writes an audit line.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -20,16 +23,35 @@ import { ctl, fleetCall, fleetGatewayConfig, serving, startFleetGateway } from "
 import { stopAll, waitUntil } from "../helpers/processes.ts";
 
 const MODEL = "sim-auto";
+/** Scaled to zero: starts with none. */
+const ZERO = "sim-zero";
+/** Scaled to zero, but no node has the GPUs one replica needs. */
+const NOWHERE = "sim-nowhere";
 const tmp = mkdtempSync(join(tmpdir(), "fleet-autoscale-e2e-"));
 let a: TestAgent;
 let b: TestAgent;
 let gw: Gateway;
 
 /** Desired replicas as the management API says. */
-async function desired(): Promise<number> {
+async function desired(model = MODEL): Promise<number> {
   const r = await fleetCall(gw, "GET", "/models");
-  return ((r.json.models as { name: string; desired: number }[]).find((m) => m.name === MODEL) ?? { desired: -1 }).desired;
+  return ((r.json.models as { name: string; desired: number }[]).find((m) => m.name === model) ?? { desired: -1 }).desired;
 }
+
+function coldStartAudits(): Record<string, unknown>[] {
+  return gw
+    .output()
+    .split("\n")
+    .filter((l) => l.startsWith("{") && l.includes('"audit":"cold_start"'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+const chat = (model: string) =>
+  fetch(`${gw.api}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model, max_tokens: 4, stream: true, messages: [{ role: "user", content: "hello" }] }),
+  });
 
 beforeAll(async () => {
   [a, b] = await Promise.all([
@@ -54,6 +76,33 @@ beforeAll(async () => {
             scale_down_window_ms: 4_000,
             scale_down_every_ms: 2_000,
             assumed_startup_ms: 3_000,
+          },
+        },
+        {
+          name: ZERO,
+          engine: "sim",
+          replicas: 0,
+          autoscaling: {
+            min_replicas: 0,
+            max_replicas: 1,
+            slo: { ttft_ms: 2_000, itl_ms: 200 },
+            interval_ms: 1_000,
+            scale_to_zero: true,
+            cold_start_wait_ms: 30_000,
+          },
+        },
+        {
+          name: NOWHERE,
+          engine: "sim",
+          replicas: 0,
+          tensor_parallel: 8,
+          autoscaling: {
+            min_replicas: 0,
+            max_replicas: 1,
+            slo: { ttft_ms: 2_000, itl_ms: 200 },
+            interval_ms: 1_000,
+            scale_to_zero: true,
+            cold_start_wait_ms: 1_500,
           },
         },
       ],
@@ -141,4 +190,40 @@ describe("an autoscaled model over two real agents", () => {
     expect({ code: release.code, err: release.err }).toEqual({ code: 0, err: "" });
     await waitUntil(async () => ((await desired()) === 1 ? true : null), { timeoutMs: 20_000, what: "the autoscaler back in charge" });
   }, 40_000);
+
+  test("a model at zero starts a replica for its first request, which waits for it and is answered; the cold start is audited", async () => {
+    expect(await desired(ZERO)).toBe(0);
+    const started = Date.now();
+    const [first, second] = await Promise.all([chat(ZERO), chat(ZERO)]);
+    expect([first.status, second.status]).toEqual([200, 200]);
+    expect(await first.text()).toContain("data: [DONE]");
+    await second.text();
+    console.error(`cold start answered in ${Date.now() - started} ms`);
+    expect(await desired(ZERO)).toBe(1);
+    const audit = await waitUntil(() => coldStartAudits().find((a) => a.model === ZERO) ?? null, { what: "the cold start's audit line" });
+    expect(audit.outcome).toBe("serving");
+    expect(audit.lines).toEqual({ total: 2, completed: 2, failed: 0 });
+    expect((audit.durations_ms as { total: number }).total).toBeGreaterThan(0);
+    const json = JSON.parse((await ctl(gw, ["--json", "autoscale"])).out) as { models: { model: string; decisions: { reason: string; desired: number }[] }[] };
+    expect(json.models.find((m) => m.model === ZERO)!.decisions.some((d) => d.reason === "cold-start" && d.desired === 1)).toBe(true);
+    const metrics = await (await fetch(`${gw.admin}/metrics`)).text();
+    expect(counterValue(metrics, "llmgw_autoscaler_decisions_total", { model: ZERO, reason: "cold-start" })).toBe(1);
+  }, 40_000);
+
+  test("a model at zero whose replica fits nowhere answers 503 with Retry-After at its deadline, and the autoscaler says no-gpus", async () => {
+    const started = Date.now();
+    const res = await chat(NOWHERE);
+    const waited = Date.now() - started;
+    expect(res.status).toBe(503);
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("NO_READY_ENDPOINT");
+    expect(body.error.message).toContain("scaled to zero");
+    expect(waited).toBeGreaterThanOrEqual(1_400);
+    const audit = await waitUntil(() => coldStartAudits().find((a) => a.model === NOWHERE) ?? null, { what: "the unserved cold start's audit line" });
+    expect(audit.outcome).toBe("unserved");
+    expect(audit.lines).toEqual({ total: 1, completed: 0, failed: 1 });
+    const json = JSON.parse((await ctl(gw, ["--json", "autoscale"])).out) as { models: { model: string; decisions: { reason: string }[] }[] };
+    expect(json.models.find((m) => m.model === NOWHERE)!.decisions.some((d) => d.reason === "no-gpus")).toBe(true);
+  }, 30_000);
 });

@@ -9,6 +9,7 @@
 import { describe, expect, test } from "bun:test";
 import { fleetConfigIssues, fleetSchema } from "../../src/config/fleet-schema.ts";
 import type { FleetAutoscalingSpec, FleetModelSpec } from "../../src/config/types.ts";
+import { Autoscaler } from "../../src/control/autoscale/autoscaler.ts";
 import { DemandSignals } from "../../src/control/autoscale/demand.ts";
 import { type AutoscaledFleet, autoscalePolicy, FleetAutoscaler } from "../../src/control/autoscale/fleet-autoscaler.ts";
 import { DEFAULT_AUTOSCALE_INTERVAL_MS, DEFAULT_STARTUP_MS } from "../../src/control/autoscale/policy.ts";
@@ -186,6 +187,38 @@ describe("the fleet autoscaler", () => {
   });
 });
 
+describe("scale to zero", () => {
+  test("with min 0 an idle model walks down to zero; a request at zero is a cold start of one replica, whatever the law has learned", () => {
+    const policy = autoscalePolicy({ ...AUTOSCALING, minReplicas: 0, scaleToZero: true, scaleDownWindowMs: 0, scaleDownEveryMs: 0 });
+    const a = new Autoscaler(policy);
+    const sample = (at: number, current: number, arrivals: number) => ({
+      at,
+      arrivals,
+      inflight: 0,
+      ttftMs: [],
+      itlMs: [],
+      replicas: Array.from({ length: current }, () => ({ running: 0, waiting: 0, kvUsage: 0 })),
+      provisioned: current,
+      ready: current,
+    });
+    let current = 1;
+    const reasons: string[] = [];
+    // Six idle minutes at one decision a second.
+    for (let s = 1; s <= 360; s++) {
+      const d = a.decide(sample(s * 1000, current, 0));
+      reasons.push(d.reason);
+      current = d.desired;
+    }
+    expect(current).toBe(0);
+    expect(reasons).toContain("idle");
+    const cold = a.decide(sample(361_000, 0, 1));
+    expect({ desired: cold.desired, reason: cold.reason }).toEqual({ desired: 1, reason: "cold-start" });
+    // At zero with nothing arriving it stays there.
+    const b = new Autoscaler(policy);
+    expect(b.decide(sample(1000, 0, 0)).desired).toBe(0);
+  });
+});
+
 describe("the request path's demand", () => {
   test("an unwatched model collects nothing; a window keeps at most its latest 4,096 latencies; in flight never goes below 0", () => {
     const demand = new DemandSignals();
@@ -239,6 +272,8 @@ describe("fleet.models[].autoscaling in the config", () => {
     expect(issues({ ...ok, cooldown: 5 })[0]).toContain("cooldown");
     expect(issues({ ...ok, min_replicas: 3, max_replicas: 2 }, 2)).toEqual(["fleet.models[0].autoscaling.max_replicas: expected at least min_replicas (3)"]);
     expect(issues(ok, 6)).toEqual(["fleet.models[0].replicas: expected within autoscaling's bounds, 1..4 (the count the autoscaler starts from)"]);
-    expect(issues({ ...ok, min_replicas: 0 }, 1)[0]).toStartWith("fleet.models[0].autoscaling.min_replicas: expected at least 1");
+    expect(issues({ ...ok, min_replicas: 0 }, 1)).toEqual(["fleet.models[0].autoscaling.min_replicas: expected at least 1, or 0 with scale_to_zero: true"]);
+    expect(issues({ ...ok, min_replicas: 0, scale_to_zero: true }, 0)).toEqual([]);
+    expect(issues({ ...ok, cold_start_wait_ms: 5000 })).toEqual(["fleet.models[0].autoscaling.cold_start_wait_ms: applies with scale_to_zero: true only"]);
   });
 });

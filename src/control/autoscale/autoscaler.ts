@@ -1,8 +1,9 @@
 /**
  * One model's autoscaler: each decision adds a sample to the signal window,
  * asks the control law, and stabilizes the ask into the desired replica
- * count — within the bounds, no higher than the lowest ask of the
- * scale-up window and no lower than the highest of the scale-down window,
+ * count — one replica for a model at zero that requests reach; within the
+ * bounds, no higher than the lowest ask of the scale-up window and no lower
+ * than the highest of the scale-down window,
  * no more replicas starting at once than the surge allows, one removal per
  * scale-down period, and never more than placement can hold. Each decision
  * keeps its reason and the figures it read. Pure: the caller samples and
@@ -13,7 +14,7 @@ import type { AutoscalePolicy } from "./policy.ts";
 import { type AutoscaleSample, SignalHistory } from "./signals.ts";
 
 /** Why the desired count is what it is: the law's reason, or what stabilization held it to (a closed set). */
-type DecisionReason = AskReason | "min-replicas" | "max-replicas" | "up-window" | "down-window" | "surge" | "pacing" | "no-gpus";
+type DecisionReason = AskReason | "cold-start" | "min-replicas" | "max-replicas" | "up-window" | "down-window" | "surge" | "pacing" | "no-gpus";
 
 export interface AutoscaleDecision {
   at: number;
@@ -55,6 +56,11 @@ export class Autoscaler {
     const at = sample.at;
     let reason: DecisionReason = ask.reason;
     let target = ask.replicas;
+    // A model at zero that requests reach: one replica now, whatever the law (which has nothing to learn from yet) says.
+    if (current === 0 && target < 1 && p.maxReplicas > 0 && (sample.arrivals > 0 || sample.inflight > 0)) {
+      target = 1;
+      reason = "cold-start";
+    }
     if (target < p.minReplicas) {
       target = p.minReplicas;
       if (current <= p.minReplicas) reason = "min-replicas";

@@ -106,6 +106,8 @@ export class FleetAutoscaler {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
+  /** Models whose cold-start decision is being applied. */
+  private readonly coldStarting = new Set<string>();
 
   constructor(
     private readonly fleet: AutoscaledFleet,
@@ -144,6 +146,28 @@ export class FleetAutoscaler {
       });
     }
     return out;
+  }
+
+  /**
+   * A request reached a model at zero replicas that scales from zero: the
+   * leader decides at once rather than at the next interval (the request is
+   * in the window, so the decision is a cold start). A follower does
+   * nothing: the leader decides from what it sees.
+   */
+  async coldStart(model: string): Promise<void> {
+    const m = this.fleet.models().find((x) => x.spec.name === model);
+    if (!m?.spec.autoscaling || m.pinned || m.spec.replicas > 0 || !this.fleet.isLeader()) return;
+    const st = this.byModel.get(model);
+    if (!st || this.coldStarting.has(model)) return;
+    const policy = autoscalePolicy(m.spec.autoscaling);
+    const now = this.opts.now();
+    st.lastAt = now;
+    this.coldStarting.add(model);
+    try {
+      await this.decide(m.spec, policy, m.pinned, st, this.demand.take(model), now);
+    } finally {
+      this.coldStarting.delete(model);
+    }
   }
 
   /** The request path counts toward each autoscaled model under its name and its adapters' names. */

@@ -1,6 +1,6 @@
 /**
- * Gate 6: a request naming a LoRA adapter (after batch shed, before
- * admission). It notes the request (the fleet loads adapters where their
+ * Gate 7: a request naming a LoRA adapter (after the cold-start gate,
+ * before admission). It notes the request (the fleet loads adapters where their
  * requests arrive). When the adapter is one the fleet declares and no
  * replica has it loaded yet, the request asks the fleet to load it and
  * waits — at most fleet.adapter_load_wait_ms, and never past its client —

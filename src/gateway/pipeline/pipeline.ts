@@ -26,12 +26,14 @@ import type { Logger } from "../../shared/logger.ts";
 import { BudgetShare } from "../../shared/upload-budget.ts";
 import type { RequestTracer } from "../../tracing/tracer-contract.ts";
 import type { Principal } from "../api-keys.ts";
+import type { ColdStartWaits } from "../cold-start-waits.ts";
 import type { AdapterLoadGateDeps } from "../gates/adapter-load.ts";
 import { adapterLoadGate } from "../gates/adapter-load.ts";
 import type { AuthGateDeps } from "../gates/auth.ts";
 import { AUTH_REFUSAL_HEADERS, authGate } from "../gates/auth.ts";
 import type { ShedGateDeps } from "../gates/batch-shed.ts";
 import { batchShedGate } from "../gates/batch-shed.ts";
+import { type ColdStartGateDeps, coldStartGate } from "../gates/cold-start.ts";
 import type { ReplayGateDeps } from "../gates/idempotent-replay.ts";
 import { idempotentReplayGate } from "../gates/idempotent-replay.ts";
 import { keyModelsGate } from "../gates/key-models.ts";
@@ -83,6 +85,8 @@ interface ParseDeps {
   readonly usesPrefixHashes: boolean;
   readonly promptTokens: Pick<PromptTokenizer, "keysFor">;
   readonly log: Pick<Logger, "error">;
+  /** A model the fleet scales to zero is known while no endpoint lists it (its requests wait at the cold-start gate). */
+  readonly coldStarts?: Pick<ColdStartWaits, "waitFor">;
 }
 
 /** Tracing: present only while it is on. */
@@ -100,6 +104,7 @@ export type PipelineDeps = TracingDeps &
   CacheGateDeps &
   ShedGateDeps &
   AdapterLoadGateDeps &
+  ColdStartGateDeps &
   ExchangeDeps &
   AttemptLoopDeps;
 
@@ -147,6 +152,9 @@ export async function handleInference(
     const cached = lookup && (await lookup);
     if (cached) return cached;
     batchShedGate(ctx, x, request.model);
+    // A model at zero first gets a replica; then an adapter of it can be loaded there.
+    const coldStart = coldStartGate(ctx, x, request.model);
+    if (coldStart) await coldStart;
     const adapterLoad = adapterLoadGate(ctx, x, request.model);
     if (adapterLoad) await adapterLoad;
     // Long prefills send nothing for a while; Bun's idle timeout would cut
@@ -194,7 +202,7 @@ async function readRequest(ctx: ParseDeps, x: Exchange, req: Request, route: Rou
     raw = withoutBom(await readBodyLimited(req, ctx.config.maxBodyBytes, deadlines));
     body = parseInferenceBody(raw, route);
   }
-  const model = ctx.catalog.resolve(body.model);
+  const model = ctx.catalog.resolve(body.model) ?? (ctx.coldStarts?.waitFor(body.model) !== undefined ? body.model : undefined);
   if (model === undefined) {
     // 404 only for a model nobody serves: an upstream that has not listed its models yet may serve it.
     if (ctx.catalog.awaited(body.model)) throw noReadyEndpoint(body.model, "its upstream has not listed its models yet (starting, or unreachable)");
