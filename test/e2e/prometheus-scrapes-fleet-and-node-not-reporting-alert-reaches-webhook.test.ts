@@ -8,8 +8,8 @@
  * webhook on loopback. The live scrape passes `promtool check metrics`;
  * Prometheus sees nodes by state, GPUs under their node names (utilisation
  * only where something reports it), fabric ports, replicas by state, models
- * desired vs serving (0 serving exported for a model nothing can place), and
- * queue depth per band. SIGKILL of node-b's agent fires LlmgwNodeNotReporting
+ * desired vs serving (0 serving exported for a model nothing can place),
+ * the autoscaler's decisions, and queue depth per band. SIGKILL of node-b's agent fires LlmgwNodeNotReporting
  * at the webhook, counts node-b as not_ready and drops its GPU series.
  */
 import { afterAll, expect } from "bun:test";
@@ -83,7 +83,13 @@ testWithTools(
       agents.push(a, b);
       const config = fleetGatewayConfig(join(tmp, "data"), [a, b], {
         models: [
-          { name: MODEL, engine: "sim", replicas: 2 },
+          // Autoscaled within fixed bounds (2..2): its decisions fill the autoscaler panels, its count stays put.
+          {
+            name: MODEL,
+            engine: "sim",
+            replicas: 2,
+            autoscaling: { min_replicas: 2, max_replicas: 2, slo: { ttft_ms: 2000, itl_ms: 200 }, interval_ms: 500 },
+          },
           // Needs four GPUs of one node: nothing can place it.
           { name: "too-big", engine: "sim", replicas: 1, tensor_parallel: 4 },
         ],
@@ -155,11 +161,16 @@ testWithTools(
         "Fabric ports active",
         "Queue depth by pool and band",
         "GPUs healthy / faulted",
+        "Autoscaler: asked, current and desired replicas",
+        "Autoscaler decisions/s by reason",
       ];
+      // A rate needs two scrapes of a change: each query is given a few scrapes to show series.
       for (const p of grafana.panels.filter((x) => fleetPanels.includes(x.title))) {
         for (const t of p.targets ?? [])
-          if (!t.expr.includes("== 0"))
-            expect({ panel: p.title, expr: t.expr, series: (await q(t.expr)).length > 0 }).toEqual({ panel: p.title, expr: t.expr, series: true });
+          if (!t.expr.includes("== 0")) {
+            const series = await waitUntil(async () => ((await q(t.expr)).length > 0 ? true : null), { timeoutMs: 10_000, what: t.expr }).catch(() => false);
+            expect({ panel: p.title, expr: t.expr, series }).toEqual({ panel: p.title, expr: t.expr, series: true });
+          }
       }
 
       // node-b's agent is killed: its engines stay (a restarted agent adopts them); the test stops them at the end.

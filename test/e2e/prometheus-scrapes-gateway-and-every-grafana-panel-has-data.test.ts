@@ -33,6 +33,8 @@ const EMPTY_HERE: Record<string, string> = {
   "Replicas by state": "fleet only",
   "Models: desired vs serving": "fleet only",
   "Fabric ports active": "fleet only",
+  "Autoscaler: asked, current and desired replicas": "fleet with an autoscaled model only",
+  "Autoscaler decisions/s by reason": "fleet with an autoscaled model only",
 };
 
 /** Metric names in a PromQL expression (strings, label matchers and grouping clauses left out), recorded series included. */
@@ -80,7 +82,16 @@ testWithTools(
       .flatMap((p) => (p.targets ?? []).flatMap((t) => metricNames(t.expr)))
       .filter((n) => !n.includes(":") && !exported.has(n.replace(/_(bucket|sum|count)$/, "")));
     // Fleet-only series are registered with a fleet; the deploy-monitoring unit test checks those against names.ts.
-    const fleetOnly = new Set(["llmgw_nodes", "llmgw_replicas", "llmgw_model_replicas_desired", "llmgw_model_replicas_serving", "llmgw_fabric_port_active"]);
+    const fleetOnly = new Set([
+      "llmgw_nodes",
+      "llmgw_replicas",
+      "llmgw_model_replicas_desired",
+      "llmgw_model_replicas_serving",
+      "llmgw_fabric_port_active",
+      "llmgw_autoscaler_asked_replicas",
+      "llmgw_autoscaler_current_replicas",
+      "llmgw_autoscaler_decisions_total",
+    ]);
     expect(missing.filter((n) => !fleetOnly.has(n))).toEqual([]);
 
     // Traffic until the end of the test: streamed and not, several at once, so rates and quantiles have two scrapes of it.
