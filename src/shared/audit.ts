@@ -1,6 +1,7 @@
 /**
- * The audit log's record: one JSON line per request, per batch and per cold
- * start of a model scaled to zero, with a
+ * The audit log's record: one JSON line per request, per batch, per cold
+ * start of a model scaled to zero and per change the autoscaler makes to a
+ * model's replica count, with a
  * stable, versioned schema (documented in the README, "Audit log schema").
  * Builders take plain inputs so every layer can produce a record without
  * importing the layers above it. Absent is null, never 0.
@@ -10,7 +11,7 @@ import { logger } from "./logger.ts";
 
 export const AUDIT_SCHEMA_VERSION = 1;
 
-type AuditKind = "request" | "batch" | "cold_start";
+type AuditKind = "request" | "batch" | "cold_start" | "scale";
 
 export interface AuditRecord {
   /** What the line is about; also the log message, so `grep '"msg":"audit"'` finds them all. */
@@ -52,6 +53,8 @@ export interface AuditRecord {
   recoveries: readonly AuditRecovery[] | null;
   /** Requests: the models whose engines wrote the answer, in order (a fallback's, a continuation's on another model); null when none answered, and for a batch. */
   models: readonly string[] | null;
+  /** Scale lines only: the desired replica count before and after, and the decision's reason; null on every other line. */
+  scale: { from: number; to: number; reason: string } | null;
 }
 
 /** One break of a stream after its first byte. */
@@ -120,6 +123,7 @@ export function requestAuditRecord(i: RequestAuditInput): AuditRecord {
     lines: null,
     recoveries: i.recoveries ?? null,
     models: i.models !== undefined && i.models.length > 0 ? [...i.models] : null,
+    scale: null,
   };
 }
 
@@ -163,6 +167,7 @@ export function batchAuditRecord(b: BatchAuditInput, endedAtMs: number, band = "
     lines: { total: b.counts.total, completed: b.counts.completed, failed: b.counts.failed },
     recoveries: null,
     models: null,
+    scale: null,
   };
 }
 
@@ -208,6 +213,37 @@ export function coldStartAuditRecord(c: ColdStartAuditInput): AuditRecord {
     lines: { total: c.served + c.gaveUp, completed: c.served, failed: c.gaveUp },
     recoveries: null,
     models: null,
+    scale: null,
+  };
+}
+
+/** A change of a model's desired count by the autoscaler: outcome is the decision's reason, tenant "system", route "autoscaler". */
+export function scaleAuditRecord(s: { model: string; from: number; to: number; reason: string; atMs: number }): AuditRecord {
+  return {
+    audit: "scale",
+    v: AUDIT_SCHEMA_VERSION,
+    ts: new Date(s.atMs).toISOString(),
+    request_id: null,
+    tenant: "system",
+    model: s.model,
+    band: null,
+    route: "autoscaler",
+    endpoint: null,
+    stream: null,
+    attempts: null,
+    outcome: s.reason,
+    status: null,
+    error_code: null,
+    error_message: null,
+    tokens: { prompt: null, completion: null },
+    durations_ms: { total: 0, queue: null, ttft: null },
+    cache: null,
+    replay: false,
+    batch_id: null,
+    lines: null,
+    recoveries: null,
+    models: null,
+    scale: { from: s.from, to: s.to, reason: s.reason },
   };
 }
 

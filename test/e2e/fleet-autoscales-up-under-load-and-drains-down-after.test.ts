@@ -38,13 +38,14 @@ async function desired(model = MODEL): Promise<number> {
   return ((r.json.models as { name: string; desired: number }[]).find((m) => m.name === model) ?? { desired: -1 }).desired;
 }
 
-function coldStartAudits(): Record<string, unknown>[] {
+function audits(kind: string): Record<string, unknown>[] {
   return gw
     .output()
     .split("\n")
-    .filter((l) => l.startsWith("{") && l.includes('"audit":"cold_start"'))
+    .filter((l) => l.startsWith("{") && l.includes(`"audit":"${kind}"`))
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
+const coldStartAudits = () => audits("cold_start");
 
 const chat = (model: string) =>
   fetch(`${gw.api}/v1/chat/completions`, {
@@ -175,6 +176,13 @@ describe("an autoscaled model over two real agents", () => {
       0,
     );
     expect(decided).toBeGreaterThan(10);
+    // Every change of the count is an audit line: up to the peak and back to 1.
+    const scales = audits("scale")
+      .filter((a) => a.model === MODEL)
+      .map((a) => a.scale as { from: number; to: number; reason: string });
+    expect(scales.some((x) => x.to > x.from)).toBe(true);
+    expect(scales.at(-1)!.to).toBe(1);
+    for (let i = 1; i < scales.length; i++) expect(scales[i]!.from).toBe(scales[i - 1]!.to);
   }, 120_000);
 
   test("ctl scale pins the count against the autoscaler until ctl scale MODEL auto", async () => {

@@ -1,6 +1,6 @@
-/** The audit record: every schema field present in a fixed order, absent values null (never 0), batches summarised from their counts. */
+/** The audit record: every schema field present in a fixed order, absent values null (never 0), batches summarised from their counts, cold starts and autoscaling changes in the same shape. */
 import { expect, test } from "bun:test";
-import { AUDIT_SCHEMA_VERSION, batchAuditRecord, requestAuditRecord } from "../../src/shared/audit.ts";
+import { AUDIT_SCHEMA_VERSION, batchAuditRecord, coldStartAuditRecord, requestAuditRecord, scaleAuditRecord } from "../../src/shared/audit.ts";
 
 const FIELDS = [
   "audit",
@@ -26,6 +26,7 @@ const FIELDS = [
   "lines",
   "recoveries",
   "models",
+  "scale",
 ];
 
 test("a request record: fields in schema order, unknowns null, durations from start and end", () => {
@@ -125,4 +126,31 @@ test("a batch record: final status as outcome, line counts, tokens and the first
     durations_ms: { total: 2_500, queue: null, ttft: null },
     lines: { total: 3, completed: 0, failed: 0 },
   });
+});
+
+test("a cold start and an autoscaling change: the same fields, their own kinds", () => {
+  const c = coldStartAuditRecord({
+    model: "m",
+    requestId: "r1",
+    tenant: "t",
+    route: "/v1/chat/completions",
+    startedAtMs: 1_000,
+    endedAtMs: 3_500,
+    outcome: "serving",
+    served: 3,
+    gaveUp: 1,
+  });
+  expect(Object.keys(c)).toEqual(FIELDS);
+  expect(c).toMatchObject({
+    audit: "cold_start",
+    request_id: "r1",
+    model: "m",
+    outcome: "serving",
+    durations_ms: { total: 2_500, queue: null, ttft: null },
+    lines: { total: 4, completed: 3, failed: 1 },
+    scale: null,
+  });
+  const s = scaleAuditRecord({ model: "m", from: 2, to: 3, reason: "forecast", atMs: 0 });
+  expect(Object.keys(s)).toEqual(FIELDS);
+  expect(s).toMatchObject({ audit: "scale", tenant: "system", route: "autoscaler", outcome: "forecast", scale: { from: 2, to: 3, reason: "forecast" } });
 });

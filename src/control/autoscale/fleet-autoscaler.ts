@@ -13,7 +13,8 @@
  */
 import type { FleetAutoscalingSpec, FleetModelSpec } from "../../config/types.ts";
 import type { AutoscaleReason } from "../../metrics/names.ts";
-import type { Logger } from "../../shared/logger.ts";
+import { scaleAuditRecord } from "../../shared/audit.ts";
+import { infoRecord, type Logger } from "../../shared/logger.ts";
 import { type AutoscaleDecision, Autoscaler } from "./autoscaler.ts";
 import type { DemandSignals, DemandWindow } from "./demand.ts";
 import {
@@ -277,5 +278,6 @@ export class FleetAutoscaler {
       "autoscaler: desired replicas changed",
     );
     await this.fleet.setReplicas(spec.name, d.desired);
+    infoRecord(this.opts.log, scaleAuditRecord({ model: spec.name, from: spec.replicas, to: d.desired, reason: d.reason, atMs: now }), "audit");
   }
 }
