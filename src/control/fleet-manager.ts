@@ -22,7 +22,7 @@ import type { AgentPollSettings, PolledAgent } from "../protocol/health-messages
 import { type Logger, logger } from "../shared/logger.ts";
 import { AdapterActions, type AdapterDemand } from "./adapter-actions.ts";
 import { type AgentClient, httpAgentClient } from "./agent-client.ts";
-import type { DemandSignals } from "./autoscale/demand.ts";
+import type { DemandSignals, PeerDemand } from "./autoscale/demand.ts";
 import { type AutoscaledFleet, FleetAutoscaler } from "./autoscale/fleet-autoscaler.ts";
 import { configModelChanges } from "./desired-state.ts";
 import type { EndpointSink } from "./endpoint-sink.ts";
@@ -79,6 +79,8 @@ interface FleetManagerOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** What the gateway sees of autoscaled models' requests; absent: no model is autoscaled. */
   demand?: DemandSignals;
+  /** Several gateways: where followers publish their demand and the leader collects it. */
+  peerDemand?: PeerDemand;
 }
 
 export class FleetManager {
@@ -140,7 +142,12 @@ export class FleetManager {
       pushPollTargets: () => this.pushPollTargets(),
       env: opts.env ?? process.env,
     });
-    if (opts.demand) this.autoscaler = new FleetAutoscaler(this.autoscaledFleet(), opts.demand, { now: this.now, log: this.log });
+    if (opts.demand)
+      this.autoscaler = new FleetAutoscaler(this.autoscaledFleet(), opts.demand, {
+        now: this.now,
+        log: this.log,
+        ...(opts.peerDemand ? { peers: opts.peerDemand } : {}),
+      });
   }
 
   /** The autoscaler's view of this fleet, and its one way to change it (the count, as an operator's scale would). */

@@ -120,6 +120,7 @@ export async function buildDataPlane(
     store: state.shared?.fleet,
     leadership: cluster?.leadership(),
     demand,
+    ...(cluster ? { peerDemand: cluster.autoscaleDemand } : {}),
     adapters: {
       demand: adapters,
       of: endpointAdaptersReader(adapters, t.lora, t.table, config.health.staleAfterMs),

@@ -10,7 +10,7 @@ import { dirname, join, resolve } from "node:path";
 import { ConfigError } from "../config/load.ts";
 import type { Config } from "../config/types.ts";
 import type { AdapterDemand } from "../control/adapter-actions.ts";
-import type { DemandSignals } from "../control/autoscale/demand.ts";
+import type { DemandSignals, PeerDemand } from "../control/autoscale/demand.ts";
 import type { EndpointAdapters } from "../control/endpoint-sink.ts";
 import { fleetApi } from "../control/fleet-api.ts";
 import { type FleetLeadership, FleetManager } from "../control/fleet-manager.ts";
@@ -78,6 +78,8 @@ interface GatewayFleetDeps {
   leadership?: FleetLeadership;
   /** What the request path records of autoscaled models' requests (the autoscaler's input). */
   demand?: DemandSignals;
+  /** Several gateways: followers' autoscaling demand, published for the leader. */
+  peerDemand?: PeerDemand;
   /** LoRA adapters: what the gateway sees of requests for them and of each endpoint's (absent: the fleet loads none). */
   adapters?: {
     demand: AdapterDemand;
@@ -102,6 +104,7 @@ export async function openGatewayFleet(config: Config, deps: GatewayFleetDeps): 
       log: deps.log,
       leadership: deps.leadership,
       ...(deps.demand ? { demand: deps.demand } : {}),
+      ...(deps.peerDemand ? { peerDemand: deps.peerDemand } : {}),
       ...(deps.adapters ? { adapterDemand: deps.adapters.demand, onDeclaredAdapters: deps.adapters.declared } : {}),
     }),
   );

@@ -1,7 +1,8 @@
 /**
  * One gateway's part in a cluster of gateways sharing Redis: the
  * reconciler lease (and the fleet leadership built on it), the demand
- * exchange that sets its admission shares, the shared quotas, and the status
+ * exchange that sets its admission shares, the autoscaler's demand from
+ * followers to the leader, the shared quotas, and the status
  * the admin listener, /readyz and the metrics report — including whether it
  * is failing static because Redis cannot be reached.
  */
@@ -10,6 +11,7 @@ import type { Config } from "../config/types.ts";
 import type { FleetLeadership } from "../control/fleet-manager.ts";
 import type { ClusterStatus } from "../protocol/cluster-status.ts";
 import type { PoolShareTable } from "../shared/pool-shares.ts";
+import { AutoscaleDemandExchange } from "./autoscale-demand-exchange.ts";
 import { ClusterQuota } from "./cluster-quota.ts";
 import { DemandExchange, type DemandSource } from "./demand-exchange.ts";
 import { LeaderLease } from "./leader-lease.ts";
@@ -32,6 +34,8 @@ export class ClusterRuntime {
   readonly lease: LeaderLease;
   readonly demand: DemandExchange;
   readonly quota: ClusterQuota;
+  /** Followers' autoscaling demand, for the leader's autoscaler. */
+  readonly autoscaleDemand: AutoscaleDemandExchange;
   readonly #redis: RedisConnection;
   readonly #config: Config;
   #timer: ReturnType<typeof setInterval> | undefined;
@@ -49,6 +53,7 @@ export class ClusterRuntime {
       source: deps.demand,
       shares: deps.shares,
     });
+    this.autoscaleDemand = new AutoscaleDemandExchange(redis, { prefix: s.keyPrefix, me: this.gatewayId });
     this.quota = new ClusterQuota(config.tenants, redis, { prefix: s.keyPrefix, allowance: s.quotaAllowance, gateways: () => this.demand.gateways });
   }
 

@@ -5,7 +5,9 @@
  * path writes it (a counter and at most a push per event, on the main
  * thread); the autoscaler takes it once per interval. Only watched models
  * are collected, and each window keeps at most MAX_WINDOW_SAMPLES latencies
- * (the latest), so an unread window cannot grow without bound.
+ * (the latest), so an unread window cannot grow without bound. With several
+ * gateways, followers publish their windows and the leader merges them into
+ * its own (PeerDemand).
  */
 
 /** One model's requests since the window was last taken. */
@@ -105,4 +107,45 @@ export class DemandSignals {
   take(model: string): DemandWindow {
     return this.byModel.get(model)?.take() ?? { arrivals: 0, inflight: 0, ttftMs: [], itlMs: [], promptTokens: 0 };
   }
+}
+
+/** A window another gateway published, and how long ago by the shared store's clock. */
+export interface PeerWindow extends DemandWindow {
+  gateway: string;
+  model: string;
+  ageMs: number;
+}
+
+/** The windows of the gateways that do not decide: followers publish theirs, the leader collects them (implemented over the shared store). */
+export interface PeerDemand {
+  /** Publish this gateway's window of `model` (a follower, each interval; never throws, never waits for the store). */
+  publish(model: string, w: DemandWindow): void;
+  /** Take every window published since the last collect (the leader, each decision); none when the store cannot be reached. */
+  collect(): Promise<PeerWindow[]>;
+}
+
+/** Latencies of one published window, at most (the latest). */
+export const MAX_PEER_SAMPLES = 256;
+
+/**
+ * The leader's window of a model with the followers' added: arrivals,
+ * prompt tokens and latencies summed, and requests in flight as the latest
+ * each follower published (a count now, not a count of events). A window
+ * older than `maxAgeMs` (a follower that published and went away, or what a
+ * former leader left uncollected) does not count.
+ */
+export function mergeWindows(own: DemandWindow, peers: readonly PeerWindow[], maxAgeMs: number): DemandWindow {
+  const out: DemandWindow = { ...own, ttftMs: [...own.ttftMs], itlMs: [...own.itlMs] };
+  const latest = new Map<string, PeerWindow>();
+  for (const p of peers) {
+    if (p.ageMs > maxAgeMs) continue;
+    out.arrivals += p.arrivals;
+    out.promptTokens += p.promptTokens;
+    for (const v of p.ttftMs) out.ttftMs.push(v);
+    for (const v of p.itlMs) out.itlMs.push(v);
+    const seen = latest.get(p.gateway);
+    if (!seen || p.ageMs < seen.ageMs) latest.set(p.gateway, p);
+  }
+  for (const p of latest.values()) out.inflight += p.inflight;
+  return out;
 }

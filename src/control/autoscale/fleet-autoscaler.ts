@@ -4,8 +4,9 @@
  * gateway saw of the model's requests (demand.ts) and what its replicas'
  * engines last reported, and setting the model's desired replica count
  * through the fleet's operations — so a scale-up is a placement and a
- * scale-down the existing drain. Only the leader decides (a follower drops
- * its windows); a model an operator pinned with `ctl scale` is sampled and
+ * scale-down the existing drain. Only the leader decides; with several
+ * gateways, followers publish their windows and the leader adds them to its
+ * own (PeerDemand). A model an operator pinned with `ctl scale` is sampled and
  * decided on, but not changed, until the pin is released. Start-ups are
  * measured from the replicas it sees start, creation to serving, at the
  * resolution of its interval (a replica that started and served between two
@@ -16,7 +17,7 @@ import type { AutoscaleReason } from "../../metrics/names.ts";
 import { scaleAuditRecord } from "../../shared/audit.ts";
 import { infoRecord, type Logger } from "../../shared/logger.ts";
 import { type AutoscaleDecision, Autoscaler } from "./autoscaler.ts";
-import type { DemandSignals, DemandWindow } from "./demand.ts";
+import { type DemandSignals, type DemandWindow, mergeWindows, type PeerDemand, type PeerWindow } from "./demand.ts";
 import {
   type AutoscalePolicy,
   DEFAULT_AUTOSCALE_INTERVAL_MS,
@@ -33,6 +34,10 @@ import type { ReplicaLoad } from "./signals.ts";
 const DEFAULT_SLO_PERCENTILE = 90;
 /** The controller looks for due models at least this often, ms. */
 const MAX_TICK_MS = 1_000;
+/** A follower's window older than this many of the model's intervals does not count. */
+const PEER_WINDOW_MAX_INTERVALS = 3;
+/** Followers' windows kept per model between two of its decisions, at most (the latest). */
+const MAX_PENDING_PEER_WINDOWS = 1_000;
 
 /** A model's autoscaling with every default filled in. */
 export function autoscalePolicy(a: FleetAutoscalingSpec): AutoscalePolicy {
@@ -93,7 +98,7 @@ interface ModelState {
   lastAt: number;
   /** Replicas seen before they served: id → creation time. */
   starting: Map<string, number>;
-  /** The model's replicas at the last look, and when that was: one serving now that was created since started and served within the interval. */
+  /** The model's replicas at the last look, and its time: a replica serving now that is not among them and was created since started and served within one interval. */
   known: Set<string>;
   lookedAt: number;
   measuredStartupMs: number | undefined;
@@ -109,11 +114,13 @@ export class FleetAutoscaler {
   private stopped = false;
   /** Models whose cold-start decision is being applied. */
   private readonly coldStarting = new Set<string>();
+  /** Followers' windows collected since each model's last decision, with when they were collected. */
+  private readonly pending = new Map<string, { w: PeerWindow; collectedAt: number }[]>();
 
   constructor(
     private readonly fleet: AutoscaledFleet,
     private readonly demand: DemandSignals,
-    private readonly opts: { now: () => number; log: Logger },
+    private readonly opts: { now: () => number; log: Logger; peers?: PeerDemand },
   ) {}
 
   start(): void {
@@ -165,7 +172,7 @@ export class FleetAutoscaler {
     st.lastAt = now;
     this.coldStarting.add(model);
     try {
-      await this.decide(m.spec, policy, m.pinned, st, this.demand.take(model), now);
+      await this.decide(m.spec, policy, m.pinned, st, this.withPeers(model, this.demand.take(model), policy, now), now);
     } finally {
       this.coldStarting.delete(model);
     }
@@ -198,6 +205,7 @@ export class FleetAutoscaler {
   /** Decide for every model whose interval has passed. */
   async tick(): Promise<void> {
     this.watch();
+    if (this.opts.peers && this.fleet.isLeader() && this.fleet.models().some((m) => m.spec.autoscaling)) this.buffer(await this.opts.peers.collect());
     const now = this.opts.now();
     const seen = new Set<string>();
     for (const { spec, pinned } of this.fleet.models()) {
@@ -227,11 +235,35 @@ export class FleetAutoscaler {
       if (now - st.lastAt < policy.intervalMs) continue;
       st.lastAt = now;
       const window = this.demand.take(spec.name);
-      // Only the leader decides; a follower's window is dropped so that it starts fresh if it leads.
-      if (!this.fleet.isLeader()) continue;
-      await this.decide(spec, policy, pinned, st, window, now);
+      // Only the leader decides; a follower hands its window to the leader (or, alone, drops it).
+      if (!this.fleet.isLeader()) {
+        this.opts.peers?.publish(spec.name, window);
+        continue;
+      }
+      await this.decide(spec, policy, pinned, st, this.withPeers(spec.name, window, policy, now), now);
     }
     for (const model of this.byModel.keys()) if (!seen.has(model)) this.byModel.delete(model);
+    for (const model of this.pending.keys()) if (!seen.has(model)) this.pending.delete(model);
+  }
+
+  /** Keep the followers' windows for each model's next decision. */
+  private buffer(windows: readonly PeerWindow[]): void {
+    const collectedAt = this.opts.now();
+    for (const w of windows) {
+      let list = this.pending.get(w.model);
+      if (!list) this.pending.set(w.model, (list = []));
+      list.push({ w, collectedAt });
+      if (list.length > MAX_PENDING_PEER_WINDOWS) list.shift();
+    }
+  }
+
+  /** The leader's window with its followers' added (those fresh enough), which are then used up. */
+  private withPeers(model: string, own: DemandWindow, policy: AutoscalePolicy, now: number): DemandWindow {
+    const list = this.pending.get(model);
+    if (!list || list.length === 0) return own;
+    this.pending.delete(model);
+    const aged = list.map(({ w, collectedAt }) => ({ ...w, ageMs: w.ageMs + (now - collectedAt) }));
+    return mergeWindows(own, aged, PEER_WINDOW_MAX_INTERVALS * policy.intervalMs);
   }
 
   private async decide(spec: FleetModelSpec, policy: AutoscalePolicy, pinned: boolean, st: ModelState, window: DemandWindow, now: number): Promise<void> {
