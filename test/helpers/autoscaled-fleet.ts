@@ -86,12 +86,13 @@ function drive(demand: DemandSignals, name: string, rps: number, held: { n: numb
   if (!d) return;
   for (let i = 0; i < rps; i++) {
     d.arrived();
+    d.prompt(200);
     d.firstToken(300);
     held.n++;
   }
   // Little: 4 s in flight at `rps` a second.
   while (held.n > rps * 4) {
-    d.finished(200, 40);
+    d.finished(40);
     held.n--;
   }
 }

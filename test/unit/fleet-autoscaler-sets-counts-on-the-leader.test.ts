@@ -131,10 +131,11 @@ describe("the request path's demand", () => {
     expect(demand.of("m")).toBe(d);
     for (let i = 0; i < 10_000; i++) {
       d.arrived();
+      d.prompt(3);
       d.firstToken(i);
-      d.finished(3, i);
+      d.finished(i);
     }
-    d.finished(0, undefined);
+    d.finished(undefined);
     const w = demand.take("m");
     expect(w.arrivals).toBe(10_000);
     expect(w.inflight).toBe(0);

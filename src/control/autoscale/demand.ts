@@ -17,7 +17,7 @@ export interface DemandWindow {
   inflight: number;
   ttftMs: number[];
   itlMs: number[];
-  /** Prompt tokens of the requests that finished in the window (the engine's count, else the gateway's estimate). */
+  /** Prompt tokens of the requests that arrived in the window (the gateway's estimate, as admission and quotas take it). */
   promptTokens: number;
 }
 
@@ -56,14 +56,18 @@ export class ModelDemand {
     this.inflight++;
   }
 
+  /** The arrived request's prompt, as estimated. */
+  prompt(tokens: number): void {
+    if (tokens > 0) this.promptTokens += tokens;
+  }
+
   firstToken(ttftMs: number): void {
     this.ttft.push(ttftMs);
   }
 
   /** A request ended; `tpotMs`: its mean inter-token time when it streamed more than one token. */
-  finished(promptTokens: number, tpotMs: number | undefined): void {
+  finished(tpotMs: number | undefined): void {
     if (this.inflight > 0) this.inflight--;
-    if (promptTokens > 0) this.promptTokens += promptTokens;
     if (tpotMs !== undefined && Number.isFinite(tpotMs) && tpotMs >= 0) this.itl.push(tpotMs);
   }
 

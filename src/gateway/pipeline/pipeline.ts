@@ -224,6 +224,7 @@ function estimateRequest(ctx: ParseDeps, x: Exchange, request: ParsedRequest): v
   const walk = walkPrompt(view, hashing ? affinity.blockChars * affinity.maxBlocks : 0);
   x.estTokens = estimateFromWalk(view, walk);
   x.promptEstimate = promptEstimate(walk);
+  x.estimated();
   // A LoRA adapter's prompt is another prefix than the base model's (the engine keeps their blocks apart).
   if (hashing) x.prefixHashes = prefixHashes(walk.text, affinity.blockChars, affinity.maxBlocks, ctx.catalog.adapters?.isAdapter(model) ? model : undefined);
 }

@@ -272,11 +272,16 @@ export class Exchange {
     return errorResponse(err, this.headers());
   }
 
-  /** Its prompt tokens and, for a stream of more than one token, its mean inter-token time (TPOT) go to the model's demand. */
+  /** The prompt was estimated: its tokens count toward the model's demand. */
+  estimated(): void {
+    this.demand?.prompt(this.promptEstimate);
+  }
+
+  /** For a stream of more than one token, its mean inter-token time (TPOT) goes to the model's demand. */
   private demandFinished(): void {
     const tokens = this.usage?.completion_tokens ?? this.delivered;
     const tpotMs = this.ttftMs !== undefined && tokens > 1 ? (this.lastTokenAt - this.arrivedAt - this.ttftMs) / (tokens - 1) : undefined;
-    this.demand!.finished(this.usage?.prompt_tokens ?? this.promptEstimate, tpotMs);
+    this.demand!.finished(tpotMs);
   }
 
   /** Runs once: releases what is still held, settles the quota, records metrics and the audit line (README, "Audit log schema"). */
