@@ -14,6 +14,9 @@ import {
   CONTROLLERS,
   type ControllerName,
   type ControllerResult,
+  DEFAULT_PREFILL_BOUND,
+  PREFILL_BOUNDS,
+  type PrefillBound,
   runControllerTwin,
   staticAtEqualAttainment,
 } from "./autoscale/autoscale-twin.ts";
@@ -24,7 +27,8 @@ import { loadTrace, tracePath } from "./replay/trace-files.ts";
 import type { BenchScenario } from "./scenario.ts";
 
 const USAGE = `usage: llmgw bench autoscale --twin [--workload NAME] [--copies N] [--warmup-s S] [--controllers LIST]
-                              [--startup-s LIST] [--target-utilization F] [--report FILE.html] [--json]
+                              [--startup-s LIST] [--target-utilization F] [--prefill-bound NAME]
+                              [--report FILE.html] [--json]
 
 llm-d's SLO-aware autoscaling benchmark at its published size, in the fleet twin:
 Qwen3-32B on 2 × H100 (sim profile h100x2-qwen3-32b), constant-rate stages
@@ -51,6 +55,11 @@ has ended and the fleet is back at 3.
                             llm-d's; e.g. 0,60,120,180,240,300 for a sweep)
   --target-utilization F    the capacity law's share of a replica's learned capacity
                             (default ${DEFAULT_TARGET_UTILIZATION})
+  --prefill-bound NAME      where the capacity law's prompt-token throughput per replica
+                            comes from: profile (the sim profile's step-time model),
+                            learned (the highest rate replicas served within the TTFT
+                            SLO), none (prompt tokens not sampled: no bound)
+                            (default ${DEFAULT_PREFILL_BOUND})
   --report FILE.html        also write a self-contained HTML report: replicas, arrival rate,
                             TTFT/TPOT percentiles and attainment over time, every decision
   --json                    one JSON object instead of the table`;
@@ -62,6 +71,13 @@ function controllersFlag(value: string | undefined): ControllerName[] {
     if (!(CONTROLLERS as readonly string[]).includes(n)) throw new UsageError(`--controllers: unknown controller "${n}" (known: ${CONTROLLERS.join(", ")})`);
   }
   return names as ControllerName[];
+}
+
+function prefillBoundFlag(value: string | undefined): PrefillBound {
+  if (value === undefined) return DEFAULT_PREFILL_BOUND;
+  if (!(PREFILL_BOUNDS as readonly string[]).includes(value))
+    throw new UsageError(`--prefill-bound: unknown source "${value}" (known: ${PREFILL_BOUNDS.join(", ")})`);
+  return value as PrefillBound;
 }
 
 function startupsFlag(value: string | undefined): number[] {
@@ -111,6 +127,7 @@ export const autoscaleScenario: BenchScenario = {
     controllers: { type: "string" },
     "startup-s": { type: "string" },
     "target-utilization": { type: "string" },
+    "prefill-bound": { type: "string" },
     report: { type: "string" },
   },
   async run(args) {
@@ -118,6 +135,7 @@ export const autoscaleScenario: BenchScenario = {
     const controllers = controllersFlag(stringFlag(args, "controllers"));
     const startups = startupsFlag(stringFlag(args, "startup-s"));
     const targetUtilization = numberFlag(args, "target-utilization", DEFAULT_TARGET_UTILIZATION, { min: 0.05, max: 1 });
+    const prefillBound = prefillBoundFlag(stringFlag(args, "prefill-bound"));
     const reportPath = stringFlag(args, "report");
     const json = boolFlag(args, "json");
     const chosen = workloadFor(args);
@@ -133,7 +151,7 @@ export const autoscaleScenario: BenchScenario = {
         for (const c of controllers) {
           if (interrupted) break;
           if (!json) process.stderr.write(`  ${c}, start-up ${startupS} s …\n`);
-          const o = { startupS, targetUtilization, stopped };
+          const o = { startupS, targetUtilization, prefillBound, stopped };
           // On a trace, the static fleet is the smallest that attains what the capacity law did (or 99 % without it).
           const target = atStartup.find((x) => x.controller === "capacity")?.attainment ?? LLM_D_RAMP.target.attainment;
           atStartup.push(c === "static" && chosen.trace ? await staticAtEqualAttainment(workload, target, o) : await runControllerTwin(c, workload, o));

@@ -115,11 +115,12 @@ export type ReplicaState = (typeof REPLICA_STATES)[number];
 /**
  * Why an autoscaling decision is what it is (the `reason` label of
  * llmgw_autoscaler_decisions_total): the control law's ask — forecast,
- * idle, slo-breach, latency-high, latency-low, hold, no-data — a cold start
+ * prefill, idle, slo-breach, latency-high, latency-low, hold, no-data — a cold start
  * (a model at zero that requests reach), or what stabilization held it to.
  */
 export const AUTOSCALE_REASONS = [
   "forecast",
+  "prefill",
   "idle",
   "slo-breach",
   "latency-high",

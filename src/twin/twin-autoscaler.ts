@@ -1,7 +1,7 @@
 /**
  * An autoscaler in the twin: the control plane's own (src/control/
- * autoscale/) deciding every interval on what a gateway samples — arrivals,
- * requests in flight, TTFTs and inter-token times, and each serving
+ * autoscale/) deciding every interval on what a gateway samples — arrivals
+ * and their prompt tokens, requests in flight, TTFTs and inter-token times, and each serving
  * replica's running, waiting and KV usage as its last poll wrote them into
  * the endpoint table — its desired count applied through the twin's fleet
  * manager, as `llmgw ctl scale` would. Without an autoscaler the fleet stays
@@ -38,6 +38,7 @@ interface Slo {
 export class TwinAutoscaler {
   readonly timeline: AutoscaleTimelinePoint[] = [];
   private arrivals = 0;
+  private promptTokens = 0;
   private inflight = 0;
   private ttft: number[] = [];
   private itl: number[] = [];
@@ -52,6 +53,8 @@ export class TwinAutoscaler {
     private readonly slo: Slo,
     private readonly intervalMs: number,
     readonly autoscaler?: Autoscaler,
+    /** `promptTokens: false` samples as a gateway that does not count them would (the law then has no prefill bound). */
+    private readonly sampling: { promptTokens: boolean } = { promptTokens: true },
   ) {}
 
   start(): void {
@@ -68,8 +71,9 @@ export class TwinAutoscaler {
     this.stopped = true;
   }
 
-  sent(): void {
+  sent(promptTokens: number): void {
     this.arrivals++;
+    this.promptTokens += promptTokens;
     this.inflight++;
   }
 
@@ -103,6 +107,7 @@ export class TwinAutoscaler {
       decision = this.autoscaler.decide({
         at: now,
         arrivals: this.arrivals,
+        ...(this.sampling.promptTokens ? { promptTokens: this.promptTokens } : {}),
         inflight: this.inflight,
         ttftMs: this.ttft,
         itlMs: this.itl,
@@ -128,6 +133,7 @@ export class TwinAutoscaler {
     });
     this.lastAt = now;
     this.arrivals = 0;
+    this.promptTokens = 0;
     this.ttft = [];
     this.itl = [];
     this.finished = 0;

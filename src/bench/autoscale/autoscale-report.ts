@@ -61,7 +61,8 @@ const CONTROLLER_LABEL: Record<ControllerResult["controller"], string> = {
 };
 
 function label(x: ControllerResult): string {
-  return x.controller === "static" ? `static ${x.replicas ?? ""}`.trim() : CONTROLLER_LABEL[x.controller];
+  if (x.controller === "static") return `static ${x.replicas ?? ""}`.trim();
+  return x.prefill_bound === undefined ? CONTROLLER_LABEL[x.controller] : `${CONTROLLER_LABEL[x.controller]}, prefill bound: ${x.prefill_bound}`;
 }
 
 function pct(v: number): string {

@@ -17,6 +17,7 @@ import {
   DEFAULT_SCALE_UP_WINDOW_MS,
   DEFAULT_STARTUP_MS,
 } from "../../control/autoscale/policy.ts";
+import { prefillTokensPerS, resolveProfile } from "../../sim/profiles/catalog.ts";
 import { type AutoscaleTimelinePoint, meets, TwinAutoscaler } from "../../twin/twin-autoscaler.ts";
 import { TwinFleet } from "../../twin/twin-fleet.ts";
 import type { ScheduledRequest } from "../replay/open-loop-driver.ts";
@@ -26,6 +27,16 @@ import { quantile } from "../report.ts";
 /** `capacity`: llmgw's law; `latency`: llm-d's formula with its HPA behaviour; `static`: the maximum, fixed. */
 export type ControllerName = "capacity" | "latency" | "static";
 export const CONTROLLERS: readonly ControllerName[] = ["capacity", "latency", "static"];
+
+/**
+ * Where the capacity law's prefill bound comes from: `profile`, the sim
+ * profile's step-time model; `learned`, the prompt-token rate replicas were
+ * seen to serve within the TTFT SLO; `none`, no bound (prompt tokens not
+ * sampled).
+ */
+export type PrefillBound = "profile" | "learned" | "none";
+export const PREFILL_BOUNDS: readonly PrefillBound[] = ["profile", "learned", "none"];
+export const DEFAULT_PREFILL_BOUND: PrefillBound = "profile";
 
 export interface AutoscaleWorkload {
   name: string;
@@ -46,6 +57,8 @@ export interface ControllerResult {
   startup_s: number;
   /** A static fleet's size. */
   replicas?: number;
+  /** The capacity law's prefill bound. */
+  prefill_bound?: PrefillBound;
   requests: number;
   /** Requests that met both SLOs. */
   met: number;
@@ -72,8 +85,9 @@ const GPUS_PER_NODE = 8;
 const TWIN_SEED = 1;
 
 /** The policy each controller runs: llmgw's defaults, or llm-d's settings (15 s rules, 30 s up window, one pod per 120 s down, 180 s window). */
-function controllerPolicy(c: Exclude<ControllerName, "static">, w: AutoscaleWorkload, targetUtilization: number): AutoscalePolicy {
+function controllerPolicy(c: Exclude<ControllerName, "static">, w: AutoscaleWorkload, targetUtilization: number, prefill: PrefillBound): AutoscalePolicy {
   const common = {
+    ...(prefill === "profile" ? { promptTokensPerReplicaS: prefillTokensPerS(resolveProfile({ profile: w.profile }).profile) } : {}),
     minReplicas: w.minReplicas,
     maxReplicas: w.maxReplicas,
     slo: w.slo,
@@ -91,8 +105,9 @@ function controllerPolicy(c: Exclude<ControllerName, "static">, w: AutoscaleWork
 export async function runControllerTwin(
   controller: ControllerName,
   w: AutoscaleWorkload,
-  o: { startupS: number; targetUtilization: number; stopped?: () => boolean; staticReplicas?: number },
+  o: { startupS: number; targetUtilization: number; prefillBound?: PrefillBound; stopped?: () => boolean; staticReplicas?: number },
 ): Promise<ControllerResult> {
+  const prefillBound = o.prefillBound ?? DEFAULT_PREFILL_BOUND;
   const wall0 = performance.now();
   const initial = controller === "static" ? (o.staticReplicas ?? w.maxReplicas) : w.minReplicas;
   const spec = toFleetModel(
@@ -109,9 +124,11 @@ export async function runControllerTwin(
     fleet: { spec, nodes },
   });
   const manager = fleet.manager!;
-  const policy = controller === "static" ? undefined : controllerPolicy(controller, w, o.targetUtilization);
+  const policy = controller === "static" ? undefined : controllerPolicy(controller, w, o.targetUtilization, prefillBound);
   const lastSendMs = w.requests.at(-1)?.atMs ?? 0;
-  const scaler = new TwinAutoscaler(fleet, manager, w.slo, policy?.intervalMs ?? DEFAULT_AUTOSCALE_INTERVAL_MS, policy ? new Autoscaler(policy) : undefined);
+  const scaler = new TwinAutoscaler(fleet, manager, w.slo, policy?.intervalMs ?? DEFAULT_AUTOSCALE_INTERVAL_MS, policy ? new Autoscaler(policy) : undefined, {
+    promptTokens: prefillBound !== "none",
+  });
   scaler.start();
   if (w.scoreFromMs > 0) fleet.clock.at(w.scoreFromMs, () => manager.restartAccounting());
   const result = await runTwinOpenLoop(fleet, {
@@ -133,6 +150,7 @@ export async function runControllerTwin(
     controller,
     startup_s: o.startupS,
     ...(controller === "static" ? { replicas: initial } : {}),
+    ...(controller === "capacity" ? { prefill_bound: prefillBound } : {}),
     requests: scored.length,
     met,
     attainment: scored.length > 0 ? met / scored.length : 0,

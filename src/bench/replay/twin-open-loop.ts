@@ -37,7 +37,8 @@ interface TwinOpenLoopOptions {
 }
 
 interface TwinLoadObserver {
-  sent(): void;
+  /** `promptTokens`: the request's prompt length as scheduled (the sum of its segments). */
+  sent(promptTokens: number): void;
   firstToken(ttftMs: number): void;
   ended(r: RequestRecord): void;
 }
@@ -77,7 +78,7 @@ export async function runTwinOpenLoop(fleet: TwinFleet, o: TwinOpenLoopOptions):
     const r = o.requests[i]!;
     const sentAt = clock.now;
     p.sent++;
-    o.observer?.sent();
+    o.observer?.sent(r.segments.reduce((a, s) => a + s.tokens, 0));
     const prompt = texts.prompt(r.segments);
     let last = NaN;
     let ended = false;

@@ -8,6 +8,11 @@
  * stays in flight: Little's law), and divided by what a replica holds —
  * the sequences its KV cache fits, learned from its engine's metrics, and
  * fewer where the measured inter-token time says the batch is too slow.
+ * A replica also prefills only so many prompt tokens a second: the forecast
+ * prompt-token rate over that throughput is a second floor (`prefill`), the
+ * one that binds on long prompts, where compute runs out before the KV cache
+ * fills. The throughput is given (the engine's step-time model) or learned:
+ * the lowest per-replica prompt-token rate at which TTFT crossed its guard.
  * A measured SLO breach adds a replica whatever the model says, so an error
  * in it costs a decision, not the run.
  *
@@ -23,7 +28,7 @@ import type { AutoscaleLaw, AutoscalePolicy } from "./policy.ts";
 import type { SignalHistory } from "./signals.ts";
 
 /** Why a law asked for what it did (a closed set). */
-export type AskReason = "forecast" | "idle" | "slo-breach" | "latency-high" | "latency-low" | "hold" | "no-data";
+export type AskReason = "forecast" | "prefill" | "idle" | "slo-breach" | "latency-high" | "latency-low" | "hold" | "no-data";
 
 interface LawAsk {
   replicas: number;
@@ -47,6 +52,8 @@ const LOAD_WINDOW_MS = 300_000;
 const KV_HEADROOM = 0.9;
 /** Measured latency above this share of its SLO bounds a replica's concurrency (the capacity law). */
 const LATENCY_GUARD = 0.8;
+/** A replica is planned to at most this share of its prefill throughput: prompts arrive in bursts, and decodes share its steps. */
+export const PREFILL_HEADROOM = 0.7;
 
 function round(v: number | undefined, digits = 3): number | null {
   if (v === undefined || !Number.isFinite(v)) return null;
@@ -73,6 +80,10 @@ class CapacityLaw implements ControlLaw {
    */
   private fullCache: number | undefined;
   private fit: { a: number; b: number } | undefined;
+  /** The highest prompt-token rate a replica was seen to serve within the TTFT guard, tokens/s (a floor on its throughput). */
+  private promptRateServed: number | undefined;
+  /** The lowest prompt-token rate a replica was seen to serve with TTFT past its guard, tokens/s (its knee, or above it). */
+  private promptRateKnee: number | undefined;
 
   ask(h: SignalHistory, policy: AutoscalePolicy): LawAsk {
     const last = h.latest();
@@ -89,6 +100,7 @@ class CapacityLaw implements ControlLaw {
     this.fullCache = h.sequencesPerFullCache(LOAD_WINDOW_MS) ?? this.fullCache;
     const { fit, fullCache } = this;
     const slo = sloRatio(h, policy);
+    const prefill = this.prefillAsk(h, policy, slo.ttft, rateNow > 0 ? forecastRate / rateNow : 1);
     // A replica holds what its KV cache fits, and no more than keeps its inter-token time within the SLO.
     let itlBound: number | undefined;
     if (fit) itlBound = (LATENCY_GUARD * policy.slo.itlMs - fit.a) / fit.b;
@@ -118,18 +130,57 @@ class CapacityLaw implements ControlLaw {
       ttft_ms: round(slo.ttft, 1),
       itl_ms: round(slo.itl, 2),
       startup_s: round(startupMs / 1000, 1),
+      forecast_prompt_tokens_s: round(prefill.forecastTokensS, 0),
+      prefill_tokens_per_replica_s: round(prefill.perReplica, 0),
+      prefill_replicas: prefill.replicas,
     };
     const breached = slo.ratio !== undefined && slo.ratio > 1;
     // Nothing arrived over the load window and nothing is in flight: there is no demand, whatever is known of a replica.
     if (h.rate(LOAD_WINDOW_MS) === 0 && inflight === 0) return { replicas: 0, reason: "idle", figures };
     if (!Number.isFinite(perReplica) || perReplica <= 0 || inFlightS === undefined) {
-      return breached ? { replicas: current + 1, reason: "slo-breach", figures } : { replicas: current, reason: "no-data", figures };
+      if (breached && prefill.replicas <= current) return { replicas: current + 1, reason: "slo-breach", figures };
+      if (prefill.replicas > current) return { replicas: prefill.replicas, reason: "prefill", figures };
+      return { replicas: current, reason: "no-data", figures };
     }
     // What is in flight now must fit too (a backlog already queued is demand the forecast does not see).
-    let asked = Math.max(1, Math.ceil(inflight / planned));
-    while (asked <= policy.maxReplicas && concurrencyAt(asked) > planned) asked++;
+    let sequences = Math.max(1, Math.ceil(inflight / planned));
+    while (sequences <= policy.maxReplicas && concurrencyAt(sequences) > planned) sequences++;
+    const asked = Math.max(sequences, prefill.replicas);
     if (breached && asked <= current) return { replicas: current + 1, reason: "slo-breach", figures };
-    return { replicas: asked, reason: asked === current ? "hold" : "forecast", figures };
+    if (asked === current) return { replicas: asked, reason: "hold", figures };
+    return { replicas: asked, reason: prefill.replicas > sequences ? "prefill" : "forecast", figures };
+  }
+
+  /**
+   * Replicas the forecast prompt-token rate needs (0: the rate or a
+   * replica's throughput is not known): the rate now, raised by the
+   * forecast's trend (`growth`, the forecast arrival rate over today's),
+   * over what each replica is planned to prefill. The throughput is the
+   * policy's, or else the knee learned from traffic: the lowest
+   * per-replica rate at which TTFT crossed its guard. Either is planned to
+   * the headroom and the target utilization, and never below the highest
+   * rate a replica was seen to serve within the guard. Until TTFT has
+   * crossed it there is no knee to plan from, and no bound.
+   */
+  private prefillAsk(
+    h: SignalHistory,
+    policy: AutoscalePolicy,
+    ttftMs: number | undefined,
+    growth: number,
+  ): { replicas: number; forecastTokensS: number | undefined; perReplica: number | undefined } {
+    const served = h.promptTokenRatePerReplica(LATENCY_WINDOW_MS);
+    if (served !== undefined && ttftMs !== undefined) {
+      if (ttftMs <= LATENCY_GUARD * policy.slo.ttftMs) this.promptRateServed = Math.max(this.promptRateServed ?? 0, served);
+      else this.promptRateKnee = Math.min(this.promptRateKnee ?? Infinity, served);
+    }
+    const planned = PREFILL_HEADROOM * policy.targetUtilization;
+    let perReplica: number | undefined;
+    if (policy.promptTokensPerReplicaS !== undefined) perReplica = policy.promptTokensPerReplicaS * planned;
+    else if (this.promptRateKnee !== undefined) perReplica = Math.max(this.promptRateKnee * planned, this.promptRateServed ?? 0);
+    const now = Math.max(h.promptTokenRate(policy.intervalMs) ?? 0, h.promptTokenRate(LATENCY_WINDOW_MS) ?? 0);
+    const forecastTokensS = h.promptTokenRate(LATENCY_WINDOW_MS) === undefined ? undefined : now * growth;
+    if (forecastTokensS === undefined || perReplica === undefined || perReplica <= 0) return { replicas: 0, forecastTokensS, perReplica };
+    return { replicas: Math.ceil(forecastTokensS / perReplica), forecastTokensS, perReplica };
   }
 }
 

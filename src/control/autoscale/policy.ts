@@ -33,6 +33,12 @@ export interface AutoscalePolicy {
   targetUtilization: number;
   /** The start-up time assumed until one is measured, ms. */
   startupMs: number;
+  /**
+   * Prompt tokens a second one replica prefills at full load (e.g. from its
+   * engine's step-time model); absent, the capacity law learns it from the
+   * prompt-token rate at which replicas' TTFT crossed its guard.
+   */
+  promptTokensPerReplicaS?: number;
 }
 
 export const DEFAULT_AUTOSCALE_INTERVAL_MS = 15_000;

@@ -20,6 +20,8 @@ export interface AutoscaleSample {
   at: number;
   /** Requests for the model that reached the gateway since the previous sample. */
   arrivals: number;
+  /** Prompt tokens of the requests that arrived since the previous sample (undefined: the sampler does not know them). */
+  promptTokens?: number;
   /** Requests for the model in flight at the gateway now (waiting in admission or at an engine). */
   inflight: number;
   /** Time to first token of each first token since the previous sample, ms. */
@@ -69,21 +71,43 @@ export class SignalHistory {
    * what arrived since its predecessor, so the oldest sample of the whole
    * history (no predecessor) only opens the span.
    */
-  private arrivalsOver(windowMs: number): { n: number; spanMs: number } {
+  private arrivalsOver(windowMs: number, count: (s: AutoscaleSample) => number | undefined): { n: number; spanMs: number } {
     const w = this.within(windowMs);
     if (w.length === 0) return { n: 0, spanMs: 0 };
     const first = this.samples.indexOf(w[0]!);
     const counted = first > 0 ? w : w.slice(1);
     const from = first > 0 ? this.samples[first - 1]!.at : w[0]!.at;
     let n = 0;
-    for (const s of counted) n += s.arrivals;
+    for (const s of counted) {
+      const c = count(s);
+      if (c === undefined) return { n: NaN, spanMs: 0 };
+      n += c;
+    }
     return { n, spanMs: w.at(-1)!.at - from };
   }
 
   /** Arrivals per second over the last `windowMs` (undefined: no span to divide by yet). */
   rate(windowMs: number): number | undefined {
-    const { n, spanMs } = this.arrivalsOver(windowMs);
+    const { n, spanMs } = this.arrivalsOver(windowMs, (s) => s.arrivals);
     return spanMs > 0 ? (n * 1000) / spanMs : undefined;
+  }
+
+  /** Prompt tokens arriving per second over the last `windowMs` (undefined: no span yet, or a sample in it did not count them). */
+  promptTokenRate(windowMs: number): number | undefined {
+    const { n, spanMs } = this.arrivalsOver(windowMs, (s) => s.promptTokens);
+    return spanMs > 0 ? (n * 1000) / spanMs : undefined;
+  }
+
+  /**
+   * Prompt tokens per second each serving replica took over the last
+   * `windowMs`: the window's prompt-token rate over the mean count of
+   * serving replicas (undefined: not known, or none served throughout).
+   */
+  promptTokenRatePerReplica(windowMs: number): number | undefined {
+    const rate = this.promptTokenRate(windowMs);
+    const w = this.within(windowMs);
+    if (rate === undefined || w.some((s) => s.replicas.length === 0)) return undefined;
+    return rate / (w.reduce((a, s) => a + s.replicas.length, 0) / w.length);
   }
 
   /** The least-squares slope of each sample's arrival rate over the last `windowMs`, per second per second (0 with fewer than 3 rates). */

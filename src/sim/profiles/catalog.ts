@@ -103,6 +103,18 @@ function budgetPrefill(p: DerivedProfile): StepComposition {
   };
 }
 
+/**
+ * Prompt tokens a second one replica prefills when its steps are full: the
+ * token budget over the time of a step that fills it with prefill. A long
+ * prompt is compute-bound (vLLM chunks it into budget-sized steps), so this
+ * is the ceiling on prompt-token throughput; decodes sharing the steps and
+ * bursts queueing for them come off it, as the autoscaler's headroom.
+ */
+export function prefillTokensPerS(p: DerivedProfile): number {
+  const t = { derived: p.cost, derivedScale: 1, flatDecode: undefined, flatPrefill: undefined };
+  return (p.maxNumBatchedTokens * 1000) / stepMs(t, budgetPrefill(p));
+}
+
 /** A step decoding a full batch of 1k-token contexts. */
 function fullDecode(seqs: number): StepComposition {
   return {
