@@ -90,7 +90,9 @@ describe("the capacity law's prefill bound", () => {
     const d = a.decide(sample(8, 2, 8000, 2_800));
     const perReplica = Math.max(10_000 * PREFILL_HEADROOM, 8000);
     expect(d.figures.prefill_tokens_per_replica_s).toBe(perReplica);
-    expect(d.asked).toBe(Math.ceil(32_000 / perReplica));
+    // The last minute's prompt-token rate is what it forecasts: (3 × 16,000 + 32,000) / 4 = 20,000 tokens/s.
+    expect(d.figures.forecast_prompt_tokens_s).toBe(20_000);
+    expect(d.asked).toBe(Math.ceil(20_000 / perReplica));
     expect(d.asked).toBeGreaterThan(2);
     expect(d.reason).toBe("prefill");
   });

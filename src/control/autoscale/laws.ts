@@ -177,8 +177,9 @@ class CapacityLaw implements ControlLaw {
     let perReplica: number | undefined;
     if (policy.promptTokensPerReplicaS !== undefined) perReplica = policy.promptTokensPerReplicaS * planned;
     else if (this.promptRateKnee !== undefined) perReplica = Math.max(this.promptRateKnee * planned, this.promptRateServed ?? 0);
-    const now = Math.max(h.promptTokenRate(policy.intervalMs) ?? 0, h.promptTokenRate(LATENCY_WINDOW_MS) ?? 0);
-    const forecastTokensS = h.promptTokenRate(LATENCY_WINDOW_MS) === undefined ? undefined : now * growth;
+    // Over a minute: a burst of seconds queues within the TTFT SLO and the headroom, where a sequence would hold its KV blocks.
+    const now = h.promptTokenRate(LATENCY_WINDOW_MS);
+    const forecastTokensS = now === undefined ? undefined : now * growth;
     if (forecastTokensS === undefined || perReplica === undefined || perReplica <= 0) return { replicas: 0, forecastTokensS, perReplica };
     return { replicas: Math.ceil(forecastTokensS / perReplica), forecastTokensS, perReplica };
   }
