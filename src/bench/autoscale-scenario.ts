@@ -57,8 +57,8 @@ has ended and the fleet is back at 3.
                             (default ${DEFAULT_TARGET_UTILIZATION})
   --prefill-bound NAME      where the capacity law's prompt-token throughput per replica
                             comes from: profile (the sim profile's step-time model),
-                            learned (the highest rate replicas served within the TTFT
-                            SLO), none (prompt tokens not sampled: no bound)
+                            learned (the per-replica rate at which TTFT crossed 80 % of
+                            its SLO), none (prompt tokens not sampled: no bound)
                             (default ${DEFAULT_PREFILL_BOUND})
   --report FILE.html        also write a self-contained HTML report: replicas, arrival rate,
                             TTFT/TPOT percentiles and attainment over time, every decision

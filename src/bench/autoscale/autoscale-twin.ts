@@ -30,8 +30,8 @@ export const CONTROLLERS: readonly ControllerName[] = ["capacity", "latency", "s
 
 /**
  * Where the capacity law's prefill bound comes from: `profile`, the sim
- * profile's step-time model; `learned`, the prompt-token rate replicas were
- * seen to serve within the TTFT SLO; `none`, no bound (prompt tokens not
+ * profile's step-time model; `learned`, the per-replica prompt-token rate
+ * at which TTFT crossed its guard; `none`, no bound (prompt tokens not
  * sampled).
  */
 export type PrefillBound = "profile" | "learned" | "none";

@@ -69,7 +69,8 @@ export class SignalHistory {
   /**
    * Arrivals and the time they arrived in over the window: each sample counts
    * what arrived since its predecessor, so the oldest sample of the whole
-   * history (no predecessor) only opens the span.
+   * history (no predecessor) only opens the span. `count` reads what a
+   * sample counted; one that did not (undefined) leaves the total unknown.
    */
   private arrivalsOver(windowMs: number, count: (s: AutoscaleSample) => number | undefined): { n: number; spanMs: number } {
     const w = this.within(windowMs);
