@@ -49,6 +49,8 @@ const fleetAutoscalingSchema = z.strictObject({
   target_utilization: z.number().gt(0).max(1).optional(),
   /** The start-up (launch to serving) assumed until one is measured. */
   assumed_startup_ms: z.number().int().min(0).max(86_400_000).optional(),
+  /** Prompt tokens one replica prefills a second at full load, as measured (e.g. with vLLM's benchmark); absent: learned from TTFT against traffic. */
+  prompt_tokens_per_replica_s: z.number().positive().max(100_000_000).optional(),
   /** Idle, the model goes to zero replicas (min_replicas 0); its next request waits for one to start. */
   scale_to_zero: z.boolean().optional(),
   /** With scale_to_zero: how long a request for the model at zero waits for a replica (then 503 with Retry-After). */
@@ -185,6 +187,7 @@ function toAutoscaling(a: z.output<typeof fleetAutoscalingSchema>): FleetAutosca
     scaleDownEveryMs: a.scale_down_every_ms,
     targetUtilization: a.target_utilization,
     assumedStartupMs: a.assumed_startup_ms,
+    promptTokensPerReplicaS: a.prompt_tokens_per_replica_s,
     scaleToZero: a.scale_to_zero,
     coldStartWaitMs: a.cold_start_wait_ms,
   };
@@ -206,6 +209,7 @@ function autoscalingWire(a: FleetAutoscalingSpec): z.output<typeof fleetAutoscal
     scale_down_every_ms: a.scaleDownEveryMs,
     target_utilization: a.targetUtilization,
     assumed_startup_ms: a.assumedStartupMs,
+    prompt_tokens_per_replica_s: a.promptTokensPerReplicaS,
     scale_to_zero: a.scaleToZero,
     cold_start_wait_ms: a.coldStartWaitMs,
   };

@@ -179,6 +179,8 @@ export interface FleetAutoscalingSpec {
   scaleDownEveryMs?: number;
   targetUtilization?: number;
   assumedStartupMs?: number;
+  /** Prompt tokens one replica prefills a second at full load (measured); absent: learned from traffic. */
+  promptTokensPerReplicaS?: number;
   /** Idle, down to zero replicas; the next request waits up to coldStartWaitMs for one. */
   scaleToZero?: boolean;
   coldStartWaitMs?: number;

@@ -214,6 +214,7 @@ export function autoscaleStatus(manager: FleetManager): AutoscaleStatus[] {
           scale_down_every_ms: p.scaleDownEveryMs,
           target_utilization: p.targetUtilization,
           assumed_startup_ms: p.startupMs,
+          prompt_tokens_per_replica_s: p.promptTokensPerReplicaS ?? null,
         },
         startup_ms: m.measuredStartupMs === null ? null : Math.round(m.measuredStartupMs),
         decisions: [...m.decisions]

@@ -194,6 +194,7 @@ export const autoscaleStatusSchema = z.object({
     scale_down_every_ms: z.number().int(),
     target_utilization: z.number(),
     assumed_startup_ms: z.number().int(),
+    prompt_tokens_per_replica_s: z.number().nullable().describe("configured; null: learned from traffic"),
   }),
   startup_ms: z.number().int().nullable().describe("the last start-up measured, creation to serving; null until one was"),
   decisions: z

@@ -7,7 +7,7 @@
  * validated with the key named.
  */
 import { describe, expect, test } from "bun:test";
-import { fleetConfigIssues, fleetSchema } from "../../src/config/fleet-schema.ts";
+import { fleetConfigIssues, fleetSchema, toFleetModel } from "../../src/config/fleet-schema.ts";
 import { Autoscaler } from "../../src/control/autoscale/autoscaler.ts";
 import { DemandSignals } from "../../src/control/autoscale/demand.ts";
 import { autoscalePolicy, FleetAutoscaler } from "../../src/control/autoscale/fleet-autoscaler.ts";
@@ -166,6 +166,11 @@ describe("fleet.models[].autoscaling in the config", () => {
     expect(policy.startupMs).toBe(DEFAULT_STARTUP_MS);
     expect(policy.slo.percentile).toBe(90);
     expect(policy.law).toBe("capacity");
+    expect(policy.promptTokensPerReplicaS).toBeUndefined();
+    const measured = parse({ ...ok, prompt_tokens_per_replica_s: 16_000 });
+    if (!measured.success) throw new Error("expected a valid block");
+    expect(autoscalePolicy(toFleetModel(measured.data.models[0]!).autoscaling!).promptTokensPerReplicaS).toBe(16_000);
+    expect(issues({ ...ok, prompt_tokens_per_replica_s: 0 })[0]).toStartWith("models.0.autoscaling.prompt_tokens_per_replica_s");
   });
 
   test("each bad value is named by its key", () => {

@@ -53,6 +53,7 @@ export function autoscalePolicy(a: FleetAutoscalingSpec): AutoscalePolicy {
     scaleDownEveryMs: a.scaleDownEveryMs ?? DEFAULT_SCALE_DOWN_EVERY_MS,
     targetUtilization: a.targetUtilization ?? DEFAULT_TARGET_UTILIZATION,
     startupMs: a.assumedStartupMs ?? DEFAULT_STARTUP_MS,
+    ...(a.promptTokensPerReplicaS !== undefined ? { promptTokensPerReplicaS: a.promptTokensPerReplicaS } : {}),
   };
 }
 
@@ -293,6 +294,7 @@ export class FleetAutoscaler {
     const d = st.autoscaler.decide({
       at: now,
       arrivals: window.arrivals,
+      promptTokens: window.promptTokens,
       inflight: window.inflight,
       ttftMs: window.ttftMs,
       itlMs: window.itlMs,
