@@ -5,8 +5,8 @@
  * the replicas it counted, whether an operator pinned the count, and the
  * last measured start-up. A gateway without autoscaled models exports none.
  */
-import { Counter, Gauge, type Registry } from "prom-client";
-import { oncePerRun } from "./fleet-collector.ts";
+import { Counter, type Registry } from "prom-client";
+import { oncePerRun, scrapeGauge } from "./fleet-collector.ts";
 import { AUTOSCALE_REASONS, type AutoscaleReason, FLEET } from "./names.ts";
 
 /** One autoscaled model at one instant. */
@@ -35,18 +35,11 @@ export function registerAutoscalerCollector(registry: Registry, read: () => read
     },
   });
   const gauge = (d: { name: string; help: string; labels: readonly "model"[] }, value: (m: AutoscalerSeriesInput) => number | undefined) =>
-    new Gauge<"model">({
-      name: d.name,
-      help: d.help,
-      labelNames: d.labels,
-      registers: [registry],
-      collect() {
-        this.reset();
-        for (const m of models()) {
-          const v = value(m);
-          if (v !== undefined) this.set({ model: m.model }, v);
-        }
-      },
+    scrapeGauge(registry, d, models, (g, all) => {
+      for (const m of all) {
+        const v = value(m);
+        if (v !== undefined) g.set({ model: m.model }, v);
+      }
     });
   gauge(FLEET.autoscalerAsked, (m) => m.asked);
   gauge(FLEET.autoscalerCurrent, (m) => m.current);

@@ -45,21 +45,31 @@ export function oncePerRun<T>(read: () => T): () => T {
   };
 }
 
+/** A gauge set afresh at each scrape from `read` (undefined: no series). */
+export function scrapeGauge<L extends string, T>(
+  registry: Registry,
+  d: { name: string; help: string; labels: readonly L[] },
+  read: () => T | undefined,
+  fill: (g: Gauge<L>, value: T) => void,
+): Gauge<L> {
+  return new Gauge<L>({
+    name: d.name,
+    help: d.help,
+    labelNames: d.labels,
+    registers: [registry],
+    collect() {
+      this.reset();
+      const v = read();
+      if (v !== undefined) fill(this, v);
+    },
+  });
+}
+
 /** Register the fleet gauges over `read` (undefined: no fleet, no series). */
 export function registerFleetCollector(registry: Registry, read: () => FleetSeriesInput | undefined): void {
   const fleet = oncePerRun(read);
   const gauge = <L extends string>(d: { name: string; help: string; labels: readonly L[] }, fill: (g: Gauge<L>, f: FleetSeriesInput) => void) =>
-    new Gauge<L>({
-      name: d.name,
-      help: d.help,
-      labelNames: d.labels,
-      registers: [registry],
-      collect() {
-        this.reset();
-        const f = fleet();
-        if (f) fill(this, f);
-      },
-    });
+    scrapeGauge(registry, d, fleet, fill);
   gauge(FLEET.nodes, (g, f) => {
     for (const state of NODE_STATES) g.set({ state }, f.nodes.filter((n) => n.state === state).length);
   });

@@ -7,27 +7,10 @@
  */
 import { describe, expect, test } from "bun:test";
 import { Autoscaler } from "../../src/control/autoscale/autoscaler.ts";
-import type { AutoscalePolicy } from "../../src/control/autoscale/policy.ts";
 import { type AutoscaleSample, SignalHistory } from "../../src/control/autoscale/signals.ts";
+import { testPolicy } from "../helpers/autoscale-policy.ts";
 
-const SLO = { ttftMs: 3000, itlMs: 100, percentile: 90 };
-
-function policy(over: Partial<AutoscalePolicy> = {}): AutoscalePolicy {
-  return {
-    minReplicas: 2,
-    maxReplicas: 10,
-    slo: SLO,
-    law: "capacity",
-    intervalMs: 15_000,
-    scaleUpWindowMs: 0,
-    scaleDownWindowMs: 180_000,
-    maxSurge: 4,
-    scaleDownEveryMs: 60_000,
-    targetUtilization: 1,
-    startupMs: 100_000,
-    ...over,
-  };
-}
+const policy = testPolicy;
 
 /**
  * A steady state: `rps` arrivals a second, each staying `stayS` s (so
@@ -190,7 +173,7 @@ describe("stabilization", () => {
 });
 
 describe("the latency law (llm-d's formula)", () => {
-  const lat = (over: Partial<AutoscalePolicy> = {}) => new Autoscaler(policy({ law: "latency", ...over }));
+  const lat = (over: Parameters<typeof testPolicy>[0] = {}) => new Autoscaler(policy({ law: "latency", ...over }));
 
   test("a signal above 0.55 scales up by its ratio, credited for replicas still starting", () => {
     const a = lat();

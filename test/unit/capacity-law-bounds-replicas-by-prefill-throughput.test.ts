@@ -9,28 +9,12 @@
 import { describe, expect, test } from "bun:test";
 import { Autoscaler } from "../../src/control/autoscale/autoscaler.ts";
 import { PREFILL_HEADROOM } from "../../src/control/autoscale/laws.ts";
-import type { AutoscalePolicy } from "../../src/control/autoscale/policy.ts";
 import { type AutoscaleSample, SignalHistory } from "../../src/control/autoscale/signals.ts";
 import { prefillTokensPerS, profileRow, resolveProfile } from "../../src/sim/profiles/catalog.ts";
+import { testPolicy } from "../helpers/autoscale-policy.ts";
 
-const SLO = { ttftMs: 3000, itlMs: 100, percentile: 90 };
-
-function policy(over: Partial<AutoscalePolicy> = {}): AutoscalePolicy {
-  return {
-    minReplicas: 1,
-    maxReplicas: 10,
-    slo: SLO,
-    law: "capacity",
-    intervalMs: 15_000,
-    scaleUpWindowMs: 0,
-    scaleDownWindowMs: 180_000,
-    maxSurge: 4,
-    scaleDownEveryMs: 60_000,
-    targetUtilization: 1,
-    startupMs: 100_000,
-    ...over,
-  };
-}
+/** One replica at least (the prefill bound is read from one up). */
+const policy = (over: Parameters<typeof testPolicy>[0] = {}) => testPolicy({ minReplicas: 1, ...over });
 
 /** 4 requests/s staying 40 s on `replicas` replicas whose KV cache holds 100 sequences, prompts of `promptLen` tokens (undefined: not counted). */
 function sample(i: number, replicas: number, promptLen: number | undefined, ttftMs = 300): AutoscaleSample {
