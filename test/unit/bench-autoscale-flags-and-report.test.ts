@@ -7,6 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { autoscaleReport, formatAutoscaleText, renderAutoscaleHtml } from "../../src/bench/autoscale/autoscale-report.ts";
 import type { ControllerResult } from "../../src/bench/autoscale/autoscale-twin.ts";
 import { llmDRampWorkload } from "../../src/bench/autoscale/llm-d-ramp.ts";
+import { oracleBound } from "../../src/bench/autoscale/oracle-bound.ts";
 import { autoscaleScenario } from "../../src/bench/autoscale-scenario.ts";
 import { parseCommandArgs, UsageError } from "../../src/shared/flags.ts";
 
@@ -90,4 +91,28 @@ test("the report: a row per run beside the published ones, charts over time, and
   expect(decisions.match(/<tr>/g)!.length).toBe(2);
   // Opens from disk with nothing fetched.
   expect(html).toContain("default-src 'none'");
+});
+
+test("the bound from a trace: per-minute prompt tokens against the static fleet, with perfect foresight and with start-ups ahead", () => {
+  // Minutes of 100, 200, 400, 200, 100 prompt tokens (and a cut last minute, left out): the peak needs a static 4.
+  const perMinute = [100, 200, 400, 200, 100, 5];
+  const requests = perMinute.map((tokens, m) => ({ atMs: m * 60_000 + 1_000, segments: [{ key: `r${m}`, tokens }], maxTokens: 1 }));
+  const w = { ...llmDRampWorkload(), requests, scoreFromMs: 0, minReplicas: 1 };
+  const b = oracleBound(w, 4, 60, 60)!;
+  // Needs 1, 2, 4, 2, 1 → mean 2 of 4; held a minute ahead: 2, 4, 4, 2, 1 → 2.6 of 4.
+  expect(b).toEqual({ period_s: 60, static_replicas: 4, peak_to_mean: 2, gpu_hours_ratio: 0.5, gpu_hours_ratio_with_startup: 0.65, startup_s: 60 });
+  // Per 15 s the same requests are one burst a minute (then three empty periods): the peak is 400 of a mean of 50.
+  expect(oracleBound(w, 4, 60, 15)!.peak_to_mean).toBe(8);
+  const r = autoscaleReport({
+    workload: "azure-conv",
+    description: "a trace",
+    w,
+    targetUtilization: 0.85,
+    runs: [run("capacity", [2, 2]), { ...run("static", [4, 4]), replicas: 4, startup_s: 60 }],
+    published: false,
+  });
+  expect(r.oracle).toEqual([b, oracleBound(w, 4, 60, 15)!]);
+  expect(formatAutoscaleText(r)).toContain(
+    "per 60 s (peak 2× the mean): resized each period with perfect foresight, 0.50× a static 4; starting replicas 60 s ahead, 0.65×",
+  );
 });

@@ -9,6 +9,7 @@ import { escapeHtml } from "../replay/svg-chart.ts";
 import { formatTable } from "../report.ts";
 import type { AutoscaleWorkload, ControllerResult } from "./autoscale-twin.ts";
 import { LLM_D_RAMP } from "./llm-d-ramp.ts";
+import { type OracleBound, oracleBound } from "./oracle-bound.ts";
 
 interface AutoscaleReport {
   scenario: "autoscale";
@@ -23,6 +24,8 @@ interface AutoscaleReport {
   published?: typeof LLM_D_RAMP.published;
   target?: typeof LLM_D_RAMP.target;
   runs: ControllerResult[];
+  /** On a trace: how low any autoscaler could go against each static fleet found (per start-up). */
+  oracle?: OracleBound[];
   date: string;
   commit?: string;
 }
@@ -49,9 +52,22 @@ export function autoscaleReport(o: {
     target_utilization: o.targetUtilization,
     ...(o.published ? { published: LLM_D_RAMP.published, target: LLM_D_RAMP.target } : {}),
     runs: o.runs,
+    ...(o.published ? {} : { oracle: oracles(o.w, o.runs) }),
     date: o.date ?? new Date().toISOString(),
     ...(o.commit === undefined ? {} : { commit: o.commit }),
   };
+}
+
+/** The bound is read per minute and per decision interval (15 s): what a minute hides of a burst, the interval shows. */
+const ORACLE_PERIODS_S = [60, 15];
+
+/** The oracle bound against each static fleet the runs found. */
+function oracles(w: AutoscaleWorkload, runs: readonly ControllerResult[]): OracleBound[] {
+  return runs.flatMap((x) => {
+    if (x.controller !== "static" || x.replicas === undefined) return [];
+    const n = x.replicas;
+    return ORACLE_PERIODS_S.flatMap((p) => oracleBound(w, n, x.startup_s, p) ?? []);
+  });
 }
 
 const CONTROLLER_LABEL: Record<ControllerResult["controller"], string> = {
@@ -95,7 +111,7 @@ export function formatAutoscaleText(r: AutoscaleReport): string {
           `published (${r.published.source}): KEDA loop ${pct(r.published.keda.attainment)} at ${r.published.keda.replicas} replicas; static ${r.published.static.replicas}: ${pct(r.published.static.attainment)}`,
           `target: ≥ ${pct(r.target.attainment)} combined attainment at ≤ ${r.target.replicas} average replicas (llm-d's start-up, ${LLM_D_RAMP.startupS} s)`,
         ]
-      : gpuHourRatios(r)),
+      : [...gpuHourRatios(r), ...(r.oracle ?? []).map(oracleLine)]),
   ];
   return `${lines.join("\n")}\n`;
 }
@@ -111,6 +127,10 @@ function gpuHourRatios(r: AutoscaleReport): string[] {
         `${label(x)}, start-up ${x.startup_s} s: ${(x.gpu_hours / s.gpu_hours).toFixed(2)}× the GPU-hours of a static ${s.replicas} (${pct(s.attainment)} attained)`,
       ];
     });
+}
+
+function oracleLine(b: OracleBound): string {
+  return `bound from the trace, per ${b.period_s} s (peak ${b.peak_to_mean}× the mean): resized each period with perfect foresight, ${b.gpu_hours_ratio.toFixed(2)}× a static ${b.static_replicas}; starting replicas ${b.startup_s} s ahead, ${b.gpu_hours_ratio_with_startup.toFixed(2)}×`;
 }
 
 export function renderAutoscaleHtml(r: AutoscaleReport): string {
@@ -186,8 +206,10 @@ export function renderAutoscaleHtml(r: AutoscaleReport): string {
     `profile <code>${escapeHtml(r.profile)}</code>`,
     `${escapeHtml(r.date)}${r.commit ? `, llmgw ${escapeHtml(r.commit)}` : ""}`,
   ].join(" · ");
+  const notes = [...gpuHourRatios(r), ...(r.oracle ?? []).map(oracleLine)].map((l) => `<p>${escapeHtml(l)}</p>`).join("\n");
   const body = `<h2>Controllers</h2>
 ${htmlTable(["controller", "start-up s", "attainment", "missed", "avg replicas", "GPU-hours"], rows, "controllers")}
+${notes}
 <h2>Over time</h2>
 <div class="charts">
 ${charts.join("\n")}
