@@ -15,6 +15,7 @@ import {
   type ControllerName,
   type ControllerResult,
   DEFAULT_PREFILL_BOUND,
+  KNOWN_CONTROLLERS,
   PREFILL_BOUNDS,
   type PrefillBound,
   runControllerTwin,
@@ -50,7 +51,8 @@ has ended and the fleet is back at 3.
                             (default 600)
   --controllers LIST        comma-separated, of capacity (llmgw's law), latency (llm-d's
                             formula and HPA behaviour), static (the maximum, fixed)
-                            (default all three)
+                            (default all three), oracle (each minute's load known ahead,
+                            sized against the static fleet run before it: a reference)
   --startup-s LIST          replica start-up times to run, s, comma-separated (default 100,
                             llm-d's; e.g. 0,60,120,180,240,300 for a sweep)
   --target-utilization F    the capacity law's share of a replica's learned capacity
@@ -68,7 +70,8 @@ function controllersFlag(value: string | undefined): ControllerName[] {
   if (value === undefined) return [...CONTROLLERS];
   const names = value.split(",").map((s) => s.trim());
   for (const n of names) {
-    if (!(CONTROLLERS as readonly string[]).includes(n)) throw new UsageError(`--controllers: unknown controller "${n}" (known: ${CONTROLLERS.join(", ")})`);
+    if (!(KNOWN_CONTROLLERS as readonly string[]).includes(n))
+      throw new UsageError(`--controllers: unknown controller "${n}" (known: ${KNOWN_CONTROLLERS.join(", ")})`);
   }
   return names as ControllerName[];
 }
@@ -154,7 +157,13 @@ export const autoscaleScenario: BenchScenario = {
           const o = { startupS, targetUtilization, prefillBound, stopped };
           // On a trace, the static fleet is the smallest that attains what the capacity law did (or 99 % without it).
           const target = atStartup.find((x) => x.controller === "capacity")?.attainment ?? LLM_D_RAMP.target.attainment;
-          atStartup.push(c === "static" && chosen.trace ? await staticAtEqualAttainment(workload, target, o) : await runControllerTwin(c, workload, o));
+          // The oracle plans against the static fleet run before it (else the maximum).
+          const staticReplicas = atStartup.find((x) => x.controller === "static")?.replicas;
+          atStartup.push(
+            c === "static" && chosen.trace
+              ? await staticAtEqualAttainment(workload, target, o)
+              : await runControllerTwin(c, workload, { ...o, ...(c === "oracle" && staticReplicas !== undefined ? { staticReplicas } : {}) }),
+          );
         }
         runs.push(...atStartup);
       }

@@ -52,7 +52,8 @@ export class TwinAutoscaler {
     private readonly manager: TwinFleetManager,
     private readonly slo: Slo,
     private readonly intervalMs: number,
-    readonly autoscaler?: Autoscaler,
+    /** The control plane's autoscaler, or any controller deciding on the same samples (a bench's scheduled one). */
+    readonly autoscaler?: Pick<Autoscaler, "decide">,
     /** `promptTokens: false` samples as a gateway that does not count them would (the law then has no prefill bound). */
     private readonly sampling: { promptTokens: boolean } = { promptTokens: true },
   ) {}

@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { autoscaleReport, formatAutoscaleText, renderAutoscaleHtml } from "../../src/bench/autoscale/autoscale-report.ts";
 import type { ControllerResult } from "../../src/bench/autoscale/autoscale-twin.ts";
 import { llmDRampWorkload } from "../../src/bench/autoscale/llm-d-ramp.ts";
-import { oracleBound } from "../../src/bench/autoscale/oracle-bound.ts";
+import { oracleBound, oracleSchedule } from "../../src/bench/autoscale/oracle-bound.ts";
 import { autoscaleScenario } from "../../src/bench/autoscale-scenario.ts";
 import { parseCommandArgs, UsageError } from "../../src/shared/flags.ts";
 
@@ -98,11 +98,12 @@ test("the bound from a trace: per-minute prompt tokens against the static fleet,
   const perMinute = [100, 200, 400, 200, 100, 5];
   const requests = perMinute.map((tokens, m) => ({ atMs: m * 60_000 + 1_000, segments: [{ key: `r${m}`, tokens }], maxTokens: 1 }));
   const w = { ...llmDRampWorkload(), requests, scoreFromMs: 0, minReplicas: 1 };
-  const b = oracleBound(w, 4, 60, 60)!;
+  const b = oracleBound(w, 4, 60)!;
   // Needs 1, 2, 4, 2, 1 → mean 2 of 4; held a minute ahead: 2, 4, 4, 2, 1 → 2.6 of 4.
-  expect(b).toEqual({ period_s: 60, static_replicas: 4, peak_to_mean: 2, gpu_hours_ratio: 0.5, gpu_hours_ratio_with_startup: 0.65, startup_s: 60 });
-  // Per 15 s the same requests are one burst a minute (then three empty periods): the peak is 400 of a mean of 50.
-  expect(oracleBound(w, 4, 60, 15)!.peak_to_mean).toBe(8);
+  expect(b).toEqual({ static_replicas: 4, peak_to_mean: 2, gpu_hours_ratio: 0.5, gpu_hours_ratio_with_startup: 0.65, startup_s: 60 });
+  // The oracle controller holds that plan: each minute's count from a start-up before it, the minimum after the last.
+  const plan = oracleSchedule(w, 4, 60);
+  expect([0, 1, 2, 3, 4, 5].map((m) => plan(m * 60_000 + 30_000))).toEqual([2, 4, 4, 2, 1, 1]);
   const r = autoscaleReport({
     workload: "azure-conv",
     description: "a trace",
@@ -111,8 +112,8 @@ test("the bound from a trace: per-minute prompt tokens against the static fleet,
     runs: [run("capacity", [2, 2]), { ...run("static", [4, 4]), replicas: 4, startup_s: 60 }],
     published: false,
   });
-  expect(r.oracle).toEqual([b, oracleBound(w, 4, 60, 15)!]);
+  expect(r.trace_estimate).toEqual([b]);
   expect(formatAutoscaleText(r)).toContain(
-    "per 60 s (peak 2× the mean): resized each period with perfect foresight, 0.50× a static 4; starting replicas 60 s ahead, 0.65×",
+    "(peak minute 2× the mean): resized each minute with perfect foresight, 0.50× a static 4; starting replicas 60 s ahead, 0.65×",
   );
 });

@@ -24,8 +24,8 @@ interface AutoscaleReport {
   published?: typeof LLM_D_RAMP.published;
   target?: typeof LLM_D_RAMP.target;
   runs: ControllerResult[];
-  /** On a trace: how low any autoscaler could go against each static fleet found (per start-up). */
-  oracle?: OracleBound[];
+  /** On a trace: how low an autoscaler could go against each static fleet found (per start-up), estimated from the trace. */
+  trace_estimate?: OracleBound[];
   date: string;
   commit?: string;
 }
@@ -52,26 +52,23 @@ export function autoscaleReport(o: {
     target_utilization: o.targetUtilization,
     ...(o.published ? { published: LLM_D_RAMP.published, target: LLM_D_RAMP.target } : {}),
     runs: o.runs,
-    ...(o.published ? {} : { oracle: oracles(o.w, o.runs) }),
+    ...(o.published ? {} : { trace_estimate: estimates(o.w, o.runs) }),
     date: o.date ?? new Date().toISOString(),
     ...(o.commit === undefined ? {} : { commit: o.commit }),
   };
 }
 
-/** The bound is read per minute and per decision interval (15 s): what a minute hides of a burst, the interval shows. */
-const ORACLE_PERIODS_S = [60, 15];
-
-/** The oracle bound against each static fleet the runs found. */
-function oracles(w: AutoscaleWorkload, runs: readonly ControllerResult[]): OracleBound[] {
+/** The trace's estimate against each static fleet the runs found. */
+function estimates(w: AutoscaleWorkload, runs: readonly ControllerResult[]): OracleBound[] {
   return runs.flatMap((x) => {
-    if (x.controller !== "static" || x.replicas === undefined) return [];
-    const n = x.replicas;
-    return ORACLE_PERIODS_S.flatMap((p) => oracleBound(w, n, x.startup_s, p) ?? []);
+    const b = x.controller === "static" && x.replicas !== undefined ? oracleBound(w, x.replicas, x.startup_s) : undefined;
+    return b ? [b] : [];
   });
 }
 
 const CONTROLLER_LABEL: Record<ControllerResult["controller"], string> = {
   capacity: "llmgw (capacity law)",
+  oracle: "oracle (each minute's load, known ahead)",
   latency: "llm-d's formula (latency law)",
   static: "static",
 };
@@ -111,7 +108,7 @@ export function formatAutoscaleText(r: AutoscaleReport): string {
           `published (${r.published.source}): KEDA loop ${pct(r.published.keda.attainment)} at ${r.published.keda.replicas} replicas; static ${r.published.static.replicas}: ${pct(r.published.static.attainment)}`,
           `target: ≥ ${pct(r.target.attainment)} combined attainment at ≤ ${r.target.replicas} average replicas (llm-d's start-up, ${LLM_D_RAMP.startupS} s)`,
         ]
-      : [...gpuHourRatios(r), ...(r.oracle ?? []).map(oracleLine)]),
+      : [...gpuHourRatios(r), ...(r.trace_estimate ?? []).map(estimateLine)]),
   ];
   return `${lines.join("\n")}\n`;
 }
@@ -129,8 +126,8 @@ function gpuHourRatios(r: AutoscaleReport): string[] {
     });
 }
 
-function oracleLine(b: OracleBound): string {
-  return `bound from the trace, per ${b.period_s} s (peak ${b.peak_to_mean}× the mean): resized each period with perfect foresight, ${b.gpu_hours_ratio.toFixed(2)}× a static ${b.static_replicas}; starting replicas ${b.startup_s} s ahead, ${b.gpu_hours_ratio_with_startup.toFixed(2)}×`;
+function estimateLine(b: OracleBound): string {
+  return `estimate from the trace (peak minute ${b.peak_to_mean}× the mean): resized each minute with perfect foresight, ${b.gpu_hours_ratio.toFixed(2)}× a static ${b.static_replicas}; starting replicas ${b.startup_s} s ahead, ${b.gpu_hours_ratio_with_startup.toFixed(2)}×`;
 }
 
 export function renderAutoscaleHtml(r: AutoscaleReport): string {
@@ -206,7 +203,7 @@ export function renderAutoscaleHtml(r: AutoscaleReport): string {
     `profile <code>${escapeHtml(r.profile)}</code>`,
     `${escapeHtml(r.date)}${r.commit ? `, llmgw ${escapeHtml(r.commit)}` : ""}`,
   ].join(" · ");
-  const notes = [...gpuHourRatios(r), ...(r.oracle ?? []).map(oracleLine)].map((l) => `<p>${escapeHtml(l)}</p>`).join("\n");
+  const notes = [...gpuHourRatios(r), ...(r.trace_estimate ?? []).map(estimateLine)].map((l) => `<p>${escapeHtml(l)}</p>`).join("\n");
   const body = `<h2>Controllers</h2>
 ${htmlTable(["controller", "start-up s", "attainment", "missed", "avg replicas", "GPU-hours"], rows, "controllers")}
 ${notes}

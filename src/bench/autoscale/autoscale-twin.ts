@@ -23,10 +23,17 @@ import { TwinFleet } from "../../twin/twin-fleet.ts";
 import type { ScheduledRequest } from "../replay/open-loop-driver.ts";
 import { runTwinOpenLoop } from "../replay/twin-open-loop.ts";
 import { quantile } from "../report.ts";
+import { oracleSchedule } from "./oracle-bound.ts";
 
-/** `capacity`: llmgw's law; `latency`: llm-d's formula with its HPA behaviour; `static`: the maximum, fixed. */
-export type ControllerName = "capacity" | "latency" | "static";
+/**
+ * `capacity`: llmgw's law; `latency`: llm-d's formula with its HPA
+ * behaviour; `static`: the maximum, fixed; `oracle`: each minute's load
+ * known ahead (oracle-bound.ts), a reference no controller can reach.
+ */
+export type ControllerName = "capacity" | "latency" | "static" | "oracle";
+/** The controllers run when none are named. */
 export const CONTROLLERS: readonly ControllerName[] = ["capacity", "latency", "static"];
+export const KNOWN_CONTROLLERS: readonly ControllerName[] = [...CONTROLLERS, "oracle"];
 
 /**
  * Where the capacity law's prefill bound comes from: `profile`, the sim
@@ -109,7 +116,9 @@ export async function runControllerTwin(
 ): Promise<ControllerResult> {
   const prefillBound = o.prefillBound ?? DEFAULT_PREFILL_BOUND;
   const wall0 = performance.now();
-  const initial = controller === "static" ? (o.staticReplicas ?? w.maxReplicas) : w.minReplicas;
+  // The oracle plans against a static fleet's size (its replicas' share of the peak minute).
+  const plan = controller === "oracle" ? oracleSchedule(w, o.staticReplicas ?? w.maxReplicas, o.startupS) : undefined;
+  const initial = controller === "static" ? (o.staticReplicas ?? w.maxReplicas) : (plan?.(0) ?? w.minReplicas);
   const spec = toFleetModel(
     fleetModelSchema.parse({ name: w.name, engine: "sim", replicas: initial, tensor_parallel: w.tensorParallel, startup_ms: Math.round(o.startupS * 1000) }),
   );
@@ -124,9 +133,10 @@ export async function runControllerTwin(
     fleet: { spec, nodes },
   });
   const manager = fleet.manager!;
-  const policy = controller === "static" ? undefined : controllerPolicy(controller, w, o.targetUtilization, prefillBound);
+  const policy = controller === "static" || controller === "oracle" ? undefined : controllerPolicy(controller, w, o.targetUtilization, prefillBound);
   const lastSendMs = w.requests.at(-1)?.atMs ?? 0;
-  const scaler = new TwinAutoscaler(fleet, manager, w.slo, policy?.intervalMs ?? DEFAULT_AUTOSCALE_INTERVAL_MS, policy ? new Autoscaler(policy) : undefined, {
+  const decider = policy ? new Autoscaler(policy) : plan ? scheduled(plan) : undefined;
+  const scaler = new TwinAutoscaler(fleet, manager, w.slo, policy?.intervalMs ?? DEFAULT_AUTOSCALE_INTERVAL_MS, decider, {
     promptTokens: prefillBound !== "none",
   });
   scaler.start();
@@ -136,7 +146,7 @@ export async function runControllerTwin(
     drainMs: DRAIN_MS,
     observer: scaler,
     // The episode ends once the fleet is back at its floor after the load (or, should it never get there, when the drain ends).
-    keepRunning: () => policy !== undefined && manager.counts().provisioned > w.minReplicas && fleet.clock.now < lastSendMs + DRAIN_MS,
+    keepRunning: () => decider !== undefined && manager.counts().provisioned > w.minReplicas && fleet.clock.now < lastSendMs + DRAIN_MS,
     ...(o.stopped ? { stopped: o.stopped } : {}),
   });
   scaler.stop();
@@ -174,6 +184,13 @@ export async function runControllerTwin(
     episode_s: Math.round(fleet.clock.now / 100) / 10,
     wall_s: Math.round((performance.now() - wall0) / 100) / 10,
     timeline: scaler.timeline,
+  };
+}
+
+/** A controller that sets what `plan` says for the time of each decision. */
+function scheduled(plan: (atMs: number) => number): Pick<Autoscaler, "decide"> {
+  return {
+    decide: (s) => ({ at: s.at, current: s.provisioned, asked: plan(s.at), desired: plan(s.at), reason: "forecast", figures: {} }),
   };
 }
 
