@@ -38,6 +38,23 @@ async function desired(model = MODEL): Promise<number> {
   return ((r.json.models as { name: string; desired: number }[]).find((m) => m.name === model) ?? { desired: -1 }).desired;
 }
 
+/** A sim model at zero that scales from it, one replica at most, waiting `waitMs` for it. */
+function scaledToZero(name: string, waitMs: number): Record<string, unknown> {
+  return {
+    name,
+    engine: "sim",
+    replicas: 0,
+    autoscaling: {
+      min_replicas: 0,
+      max_replicas: 1,
+      slo: { ttft_ms: 2_000, itl_ms: 200 },
+      interval_ms: 1_000,
+      scale_to_zero: true,
+      cold_start_wait_ms: waitMs,
+    },
+  };
+}
+
 function audits(kind: string): Record<string, unknown>[] {
   return gw
     .output()
@@ -79,33 +96,8 @@ beforeAll(async () => {
             assumed_startup_ms: 3_000,
           },
         },
-        {
-          name: ZERO,
-          engine: "sim",
-          replicas: 0,
-          autoscaling: {
-            min_replicas: 0,
-            max_replicas: 1,
-            slo: { ttft_ms: 2_000, itl_ms: 200 },
-            interval_ms: 1_000,
-            scale_to_zero: true,
-            cold_start_wait_ms: 30_000,
-          },
-        },
-        {
-          name: NOWHERE,
-          engine: "sim",
-          replicas: 0,
-          tensor_parallel: 8,
-          autoscaling: {
-            min_replicas: 0,
-            max_replicas: 1,
-            slo: { ttft_ms: 2_000, itl_ms: 200 },
-            interval_ms: 1_000,
-            scale_to_zero: true,
-            cold_start_wait_ms: 1_500,
-          },
-        },
+        scaledToZero(ZERO, 30_000),
+        { ...scaledToZero(NOWHERE, 1_500), tensor_parallel: 8 },
       ],
     }),
   );

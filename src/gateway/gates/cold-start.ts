@@ -1,10 +1,10 @@
 /**
  * Gate 6: a request for a model the fleet scales to zero (or one of its
  * adapters), while no replica of it serves (after batch shed, before the
- * adapter gate and admission). The request asks
- * the fleet for a replica and waits — at most the model's
- * `cold_start_wait_ms`, never past its client, and only while fewer than a
- * bounded number wait — for one to serve; then it is routed as any other.
+ * adapter gate and admission). The request asks the fleet for a replica
+ * and waits for one to serve — at most the model's `cold_start_wait_ms`,
+ * never past its client, and only if fewer than the most allowed
+ * (serve/cold-starts.ts) wait already; then it is routed as any other.
  * Past the deadline it is answered 503 NO_READY_ENDPOINT with Retry-After.
  * Every other request passes with one map lookup and no promise.
  */
