@@ -18,6 +18,11 @@ export function signedPercent(x: number): string {
   return `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)} %`;
 }
 
+/** An error against a published figure, typeset: "+4.2 %", "−0.3 %" (a true minus sign); "-" where there is none. */
+export function signedError(x: number): string {
+  return Number.isFinite(x) ? `${x >= 0 ? "+" : "−"}${Math.abs(x * 100).toFixed(1)} %` : "-";
+}
+
 export function formatNumber(n: number): string {
   if (!Number.isFinite(n)) return String(n);
   if (Number.isInteger(n)) return String(n);

@@ -269,21 +269,14 @@ async function runPolicyTwin(
         `routing (twin): ${policy.name}: ${(p.elapsedMs / 1000).toFixed(0)} of ${lastS.toFixed(0)} s  sent ${p.sent}/${schedule.requests.length}  done ${p.done}  in flight ${p.inFlight}  errors ${p.errors}`,
       ),
   });
-  let hits = 0;
-  let queries = 0;
-  let preemptions = 0;
-  for (const e of fleet.engines) {
-    hits += e.core.stats.prefixHits;
-    queries += e.core.stats.prefixQueries;
-    preemptions += e.core.stats.preemptions;
-  }
+  const { hitRate, preemptions } = fleet.cacheFigures();
   return {
     name: policy.name,
     description: policy.description,
     source: policy.source.startsWith("derived") ? policy.source : policy.source.replace(`${REPO_ROOT}/`, ""),
     ...(policy.published ? { published: policy.published } : {}),
     figures: policyFigures(result.records, (id) => schedule.requests[id]!, o.stages, 1),
-    prefix_cache_hit_rate: queries > 0 ? Math.round((hits / queries) * 10_000) / 10_000 : NaN,
+    prefix_cache_hit_rate: Math.round(hitRate * 10_000) / 10_000,
     preemptions,
     kv_events_received: fleet.gateway.kvEventsApplied,
     send_lateness_ms: { p50: 0, p99: 0 },

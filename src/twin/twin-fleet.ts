@@ -63,6 +63,19 @@ export class TwinFleet {
     });
     this.manager = o.fleet ? new TwinFleetManager({ clock: this.clock, gateway: this.gateway, engines: this.engines }, o.fleet.spec, o.fleet.nodes) : undefined;
   }
+
+  /** The engines' prefix-cache hit rate over every lookup so far (NaN before the first) and their preemptions, summed. */
+  cacheFigures(): { hitRate: number; preemptions: number } {
+    let hits = 0;
+    let queries = 0;
+    let preemptions = 0;
+    for (const e of this.engines) {
+      hits += e.core.stats.prefixHits;
+      queries += e.core.stats.prefixQueries;
+      preemptions += e.core.stats.preemptions;
+    }
+    return { hitRate: queries > 0 ? hits / queries : NaN, preemptions };
+  }
 }
 
 function numberOr(v: unknown, fallback: number): number {

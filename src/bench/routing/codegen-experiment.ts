@@ -192,14 +192,7 @@ function pointFigures(concurrency: number, records: readonly TurnRecord[], fleet
     output += r.outputTokens;
   }
   const ttfts = answered.flatMap((r) => (r.ttftMs === undefined ? [] : [r.ttftMs / 1000]));
-  let hits = 0;
-  let queries = 0;
-  let preemptions = 0;
-  for (const e of fleet.engines) {
-    hits += e.core.stats.prefixHits;
-    queries += e.core.stats.prefixQueries;
-    preemptions += e.core.stats.preemptions;
-  }
+  const { hitRate, preemptions } = fleet.cacheFigures();
   return {
     concurrency,
     requests: records.length,
@@ -210,7 +203,7 @@ function pointFigures(concurrency: number, records: readonly TurnRecord[], fleet
     output_tok_s: durationS > 0 ? Math.round(output / durationS) : 0,
     ttft_s: { p50: round(quantile(ttfts, 0.5), 3), p90: round(quantile(ttfts, 0.9), 3) },
     mean_prompt_tokens: answered.length > 0 ? Math.round(input / answered.length) : 0,
-    prefix_cache_hit_rate: queries > 0 ? round(hits / queries, 4) : 0,
+    prefix_cache_hit_rate: Number.isNaN(hitRate) ? 0 : round(hitRate, 4),
     preemptions,
     wall_s: round(wallS, 1),
   };

@@ -6,7 +6,7 @@
  * fidelity at fleet scale), and llmgw's default's gain over round-robin at
  * least llm-d's. Pure: figures in, comparison and text out.
  */
-import { formatNumber, formatTable } from "../report.ts";
+import { formatNumber, formatTable, signedError } from "../report.ts";
 import {
   OPTIMIZED_BASELINE_ARMS,
   OPTIMIZED_BASELINE_RATES,
@@ -116,10 +116,6 @@ function num(x: number | null): string {
   return x !== null && Number.isFinite(x) ? formatNumber(x) : "-";
 }
 
-function signedPct(x: number): string {
-  return Number.isFinite(x) ? `${x >= 0 ? "+" : "−"}${Math.abs(x * 100).toFixed(1)} %` : "-";
-}
-
 export function formatOptimizedBaseline(c: OptimizedBaselineComparison): string {
   const out = [
     formatTable({
@@ -130,7 +126,7 @@ export function formatOptimizedBaseline(c: OptimizedBaselineComparison): string 
         a.policy,
         num(a.peak_output_tok_s),
         num(a.published_peak_output_tok_s),
-        signedPct(a.error),
+        signedError(a.error),
         num(a.top_ttft_p90_s),
         num(a.published_top_ttft_p90_s),
         a.what,

@@ -5,7 +5,7 @@
  * the cache arithmetic scaled and published, and the target.
  */
 import { type EngineClockReport, engineClockCell, engineClocksLine } from "../engine-clock-report.ts";
-import { formatNumber, formatTable } from "../report.ts";
+import { formatNumber, formatTable, signedError } from "../report.ts";
 import { formatTwinFailures, type TwinFailures } from "../twin-faults.ts";
 import { formatOptimizedBaseline, type OptimizedBaselineComparison } from "./optimized-baseline-report.ts";
 import { ITL_EVENTS_PER_TOKEN, PUBLISHED_SOURCE, PUBLISHED_STAGES, PUBLISHED_SUMMARY, type PublishedScheduler } from "./published-37-capacity.ts";
@@ -216,10 +216,6 @@ export function fullSizeVerdict(policies: readonly PolicyReport[], rows: readonl
   };
 }
 
-function signedPct(x: number): string {
-  return Number.isFinite(x) ? `${x >= 0 ? "+" : "−"}${Math.abs(x * 100).toFixed(1)} %` : "-";
-}
-
 function formatFullSize(v: FullSizeVerdict): string[] {
   const out = [
     formatTable({
@@ -230,7 +226,7 @@ function formatFullSize(v: FullSizeVerdict): string[] {
         f.scheduler,
         num(f.output_tok_s),
         num(f.published_output_tok_s),
-        signedPct(f.error),
+        signedError(f.error),
         f.baseline ? "yes" : "no",
         f.within ? "yes" : "no",
       ]),
