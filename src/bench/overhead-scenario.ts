@@ -2,14 +2,17 @@
  * `llmgw bench overhead`: what llmgw adds on the way to the engine, against
  * the floor of its runtime and a native proxy. The same sim-engines are
  * reached directly (round-robin), through nginx (when installed), through a
- * bare Bun pass-through, through llmgw with its default configuration
+ * bare Bun pass-through, through the same pass-through with its answer's
+ * bytes relayed by JavaScript (bare-relay: the floor of any relay on Bun
+ * that observes a stream), through llmgw with its default configuration
  * (admission and all four scorers on), through llmgw following the engines'
  * KV-cache events (precise-prefix routing: each request's prompt tokenized
  * or found in the cache), and through llmgw with API keys and a tenant
  * quota — in interleaved rounds per case. Reports TTFT p50/p99 added
  * over direct and over bare Bun, throughput, the proxies' CPU per request
- * (main thread and whole process), scheduler messages per request, and each
- * target met or not.
+ * (main thread and whole process), scheduler messages per request, each
+ * target met or not, and llmgw's main-thread CPU split into that floor and
+ * its own work.
  */
 import { existsSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -45,12 +48,15 @@ type CaseName = keyof typeof CASES;
 const USAGE = `usage: llmgw bench overhead [--cases c10,c50,sat,kv] [--rounds N] [--requests N] [--engines N] [--baseline DIR] [--cpu-prof DIR] [--json]
 
 The same sim-engines (publishing KV-cache events) reached directly, through
-nginx (if installed), a bare Bun pass-through, llmgw (default config),
+nginx (if installed), a bare Bun pass-through, the same pass-through
+relaying the answer's bytes through JavaScript (bare-relay: what any relay
+on Bun that observes a stream pays), llmgw (default config),
 llmgw following the engines' KV-cache events (llmgw+kv: precise-prefix,
 prompts tokenized) and llmgw with API keys and a tenant quota, interleaved
 in rounds. Prints TTFT p50/p99 and their added cost over
 direct and over bare Bun, throughput, CPU per request of each proxy (main
-thread / whole process), scheduler messages per request, and the targets.
+thread / whole process), scheduler messages per request, the targets, and
+llmgw's main-thread CPU split into the bare-relay floor and its own work.
 
 cases: ${Object.entries(CASES)
   .map(([n, c]) => `${n} (${c.what})`)
@@ -104,6 +110,8 @@ async function startPaths(engines: number, say: (s: string) => void, baselineDir
     const simUrls = sims.map((s) => s.urls.api ?? s.url);
     const bare = await spawnLlmgw(["0", ...simUrls], { script: join(REPO_ROOT, "src", "bench", "bare-proxy.ts") });
     children.push(bare);
+    const bareRelay = await spawnLlmgw(["0", ...simUrls], { script: join(REPO_ROOT, "src", "bench", "bare-relay-proxy.ts") });
+    children.push(bareRelay);
     const endpoints = simUrls.map((url, i) => ({ id: `sim-${i + 1}`, url, models: [MODEL] }));
     // The sim-engines' batch size: this bench measures routing, not capacity learning.
     const base = { log_level: "info", admission: { initial_capacity: 1024 }, endpoints };
@@ -154,6 +162,7 @@ async function startPaths(engines: number, say: (s: string) => void, baselineDir
     if (nginx) paths.push({ name: "nginx", url: () => `${nginx!.url}/v1/chat/completions`, ...(nginx.workerPid ? { pid: nginx.workerPid } : {}) });
     paths.push(
       { name: "bare", url: () => `${bare.urls.api}/v1/chat/completions`, pid: bare.proc.pid },
+      { name: "bare-relay", url: () => `${bareRelay.urls.api}/v1/chat/completions`, pid: bareRelay.proc.pid },
       { name: "llmgw", url: () => `${gw.urls.api}/v1/chat/completions`, pid: gw.proc.pid, adminUrl: gw.urls.admin! },
       { name: "llmgw+kv", url: () => `${gwKv.urls.api}/v1/chat/completions`, pid: gwKv.proc.pid, adminUrl: gwKv.urls.admin! },
       {
@@ -212,6 +221,19 @@ function targets(name: CaseName, r: Record<string, PathResult>): [string, boolea
   return out;
 }
 
+/**
+ * llmgw's main-thread CPU per request split at the bare-relay floor: what
+ * relaying an observed stream costs any proxy on Bun (the floor over bare),
+ * and what llmgw does beyond it. Undefined where a figure is missing.
+ */
+function relayFloor(r: Record<string, PathResult>): { floor_x_bare: number; llmgw_over_floor_us: number; llmgw_over_floor_x_bare: number } | undefined {
+  const bare = r.bare?.main_cpu_us_per_req;
+  const floor = r["bare-relay"]?.main_cpu_us_per_req;
+  const gw = r.llmgw?.main_cpu_us_per_req;
+  if (bare == null || floor == null || gw == null || bare <= 0) return undefined;
+  return { floor_x_bare: floor / bare, llmgw_over_floor_us: gw - floor, llmgw_over_floor_x_bare: (gw - floor) / bare };
+}
+
 export const overheadScenario: BenchScenario = {
   name: "overhead",
   summary: "latency and CPU llmgw adds: direct vs nginx vs bare Bun vs llmgw, interleaved",
@@ -242,6 +264,7 @@ export const overheadScenario: BenchScenario = {
     try {
       const report: Record<string, unknown> = { scenario: "overhead", engines, rounds, requests_per_round: requests, cases: {} as Record<string, unknown> };
       const checks: [string, boolean, string][] = [];
+      const floors: [string, NonNullable<ReturnType<typeof relayFloor>>][] = [];
       for (const name of names as CaseName[]) {
         const c = CASES[name];
         await Promise.all(
@@ -266,7 +289,9 @@ export const overheadScenario: BenchScenario = {
           : JSON.stringify({ model: MODEL, stream: true, max_tokens: c.tokens, messages: [{ role: "user", content: "Say something short." }] });
         say(`  ${c.what}…`);
         const r = await comparePaths(started.paths, { concurrency: c.concurrency, requestsPerRound: Math.max(requests, c.concurrency * 2), rounds, body });
-        (report.cases as Record<string, unknown>)[name] = { ...c, paths: r };
+        const floor = relayFloor(r);
+        (report.cases as Record<string, unknown>)[name] = { ...c, paths: r, ...(floor ? { relay_floor: floor } : {}) };
+        if (floor) floors.push([name, floor]);
         checks.push(...targets(name, r));
         if (!json) console.log(`\n${table(name, r)}`);
       }
@@ -275,6 +300,13 @@ export const overheadScenario: BenchScenario = {
       else {
         console.log("\ntargets:");
         for (const [what, met, detail] of checks) console.log(`  ${met ? "met    " : "NOT MET"}  ${what}: ${detail}`);
+        if (floors.length > 0) {
+          console.log("\nmain-thread CPU per request, split (bare-relay: bare Bun relaying the bytes through JavaScript, observing nothing):");
+          for (const [name, f] of floors)
+            console.log(
+              `  ${name}: the relay floor ${f.floor_x_bare.toFixed(2)} × bare; llmgw's own work above it ${f.llmgw_over_floor_us.toFixed(0)} µs (${f.llmgw_over_floor_x_bare.toFixed(2)} × bare)`,
+            );
+        }
       }
       return 0;
     } finally {

@@ -1,0 +1,59 @@
+/**
+ * The floor of a relay that sees its bytes, for `llmgw bench overhead`: the
+ * bare pass-through (bare-proxy.ts), except that the answer's body goes
+ * through JavaScript, as llmgw's relay does — every buffered upstream chunk
+ * read in one call, written to Bun's direct stream and flushed, the stream
+ * closed at the end. It looks at nothing. What it costs over bare is what any
+ * gateway on Bun pays to observe a stream (first token, usage, a break); what
+ * llmgw costs over it is llmgw's own work.
+ * Usage: bun src/bench/bare-relay-proxy.ts <port> <upstream-url>...
+ */
+import { readMany } from "../gateway/proxy/body-reader.ts";
+import { bindToParent } from "../shared/parent-binding.ts";
+
+bindToParent();
+const [portArg, ...upstreams] = process.argv.slice(2);
+let next = 0;
+
+/** The upstream body, each burst of chunks written by JavaScript to the client's direct stream. */
+function relayed(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    type: "direct",
+    async pull(controller) {
+      try {
+        for (;;) {
+          const got = readMany(reader);
+          const r = got instanceof Promise ? await got : got;
+          for (const chunk of r.value) {
+            const w = controller.write(chunk);
+            if (w instanceof Promise) await w;
+          }
+          if (r.done) break;
+          controller.flush();
+        }
+        controller.close();
+      } catch {
+        void reader.cancel().catch(() => {});
+      }
+    },
+    cancel() {
+      void reader.cancel().catch(() => {});
+    },
+  });
+}
+
+const server = Bun.serve({
+  hostname: "127.0.0.1",
+  port: Number(portArg ?? 0),
+  idleTimeout: 0,
+  async fetch(req) {
+    const upstream = upstreams[next++ % upstreams.length]!;
+    const res = await fetch(upstream + new URL(req.url).pathname, { method: req.method, headers: req.headers, body: req.body, signal: req.signal });
+    const headers = new Headers(res.headers);
+    headers.delete("content-encoding");
+    headers.delete("content-length");
+    return new Response(res.body ? relayed(res.body) : null, { status: res.status, headers });
+  },
+});
+console.log(JSON.stringify({ msg: "listening", name: "api", url: `http://127.0.0.1:${server.port}` }));
