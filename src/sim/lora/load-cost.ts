@@ -15,14 +15,14 @@
  * the waiting the scheduler's max_loras rule produces, not the copy). So the
  * cost is derived, and every figure below is an estimate a flag overrides:
  *
- *   bytes     = rank × layers × Σ over the 7 projections of (in + out) × 2 B ÷ tp
+ *   bytes     = rank × Σ over the layers' adapted projections of (in + out) × 2 B ÷ tp
  *   swap ms   = bytes ÷ host-link bandwidth + tensors × per-copy overhead
  *   disk ms   = fixed + bytes ÷ disk bandwidth           (only when not in host memory)
  *
  * Llama-3.1-8B at rank 16 is 83.9 MB: 6.1 ms to swap in on an H100 (PCIe
  * Gen5), 7.8 ms on an A100 (Gen4), and 62 ms more when read from disk.
  */
-import type { ModelArch } from "../profiles/model-facts.ts";
+import { decoderLayers, type ModelArch } from "../profiles/model-arch.ts";
 
 /** PCIe x16 per direction, GB/s (10^9 B): Gen4 31.5, Gen5 63 (PCI-SIG); the GPU's host link per NVIDIA's datasheets. */
 const PCIE_GEN4_GBS = 31.5;
@@ -45,14 +45,16 @@ const PER_TENSOR_COPY_MS = 0.01;
 const DISK_LOAD_FIXED_MS = 20;
 /** safetensors read from an NVMe drive or the page cache, GB/s; an estimate. */
 const DISK_READ_GBS = 2;
-/** The projections PEFT's "all-linear" adapts in a Llama-style layer: q, k, v, o, gate, up, down. */
-const ADAPTED_PROJECTIONS = 7;
+/** The projections PEFT's "all-linear" adapts in a Llama-style layer: q, k, v, o of its attention, gate, up, down of its MLP. */
+const ATTENTION_PROJECTIONS = 4;
+const MLP_PROJECTIONS = 3;
 const ADAPTER_DTYPE_BYTES = 2;
 
 /** What the cost of one adapter follows from, fixed for an engine. */
 export interface AdapterCostModel {
-  layers: number;
-  /** Σ over the adapted projections of (input + output) features, per layer. */
+  /** Adapted projections over every layer (a pruned layer without attention or MLP has none of its). */
+  projections: number;
+  /** Σ over every layer's adapted projections of (input + output) features. */
   projectionFeatures: number;
   tp: number;
   /** Effective host-to-device bandwidth, bytes per ms. */
@@ -66,13 +68,24 @@ export interface AdapterCostModel {
 export function adapterCostModel(arch: ModelArch, gpuId: string, tp: number, overrides: { swapMs?: number; diskMs?: number } = {}): AdapterCostModel {
   const h = arch.hiddenSize;
   const q = arch.attentionHeads * arch.headDim;
-  const kv = arch.kvHeads * arch.headDim;
-  const i = arch.intermediateSize;
-  // q (h→q), k and v (h→kv), o (q→h), gate and up (h→i), down (i→h).
-  const features = h + q + 2 * (h + kv) + q + h + 2 * (h + i) + i + h;
+  let projections = 0;
+  let features = 0;
+  for (const layer of decoderLayers(arch)) {
+    const kv = layer.kvHeads * arch.headDim;
+    const i = layer.intermediateSize;
+    // q (h→q), k and v (h→kv), o (q→h); gate and up (h→i), down (i→h).
+    if (layer.kvHeads > 0) {
+      projections += ATTENTION_PROJECTIONS;
+      features += h + q + 2 * (h + kv) + q + h;
+    }
+    if (i > 0) {
+      projections += MLP_PROJECTIONS;
+      features += 2 * (h + i) + i + h;
+    }
+  }
   const link = (HOST_LINK_GBS[gpuId] ?? PCIE_GEN4_GBS) * HOST_LINK_EFFICIENCY;
   return {
-    layers: arch.layers,
+    projections,
     projectionFeatures: features,
     tp,
     hostLinkBytesPerMs: (link * 1e9) / 1000,
@@ -84,13 +97,13 @@ export function adapterCostModel(arch: ModelArch, gpuId: string, tp: number, ove
 
 /** Bytes of one adapter's weights per GPU (each tensor-parallel rank holds its shard). */
 export function adapterBytes(m: AdapterCostModel, rank: number): number {
-  return (rank * m.layers * m.projectionFeatures * ADAPTER_DTYPE_BYTES) / m.tp;
+  return (rank * m.projectionFeatures * ADAPTER_DTYPE_BYTES) / m.tp;
 }
 
 /** ms to copy an adapter from host memory into a GPU slot. */
 export function swapMs(m: AdapterCostModel, rank: number): number {
   if (m.swapMsOverride !== undefined) return m.swapMsOverride;
-  const tensors = 2 * ADAPTED_PROJECTIONS * m.layers;
+  const tensors = 2 * m.projections;
   return adapterBytes(m, rank) / m.hostLinkBytesPerMs + tensors * PER_TENSOR_COPY_MS;
 }
 

@@ -8,7 +8,7 @@
  * VLLM_ALLOW_RUNTIME_LORA_UPDATING for the load/unload routes. Pure.
  */
 
-import type { ModelArch } from "../profiles/model-facts.ts";
+import type { ModelArch } from "../profiles/model-arch.ts";
 import { type AdapterCostModel, adapterCostModel } from "./load-cost.ts";
 
 export const DEFAULT_MAX_LORAS = 1;

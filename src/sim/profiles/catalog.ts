@@ -46,6 +46,14 @@ export const NAMED_PROFILES: readonly NamedProfile[] = [
   { name: "h100x4-llama-3.1-70b", gpu: "h100", arch: "llama-3.1-70b", tp: 4, dtype: "bf16", what: "derived (the llm-d 37-capacity pods' model)" },
   { name: "h200x2-llama-3.1-70b", gpu: "h200", arch: "llama-3.1-70b", tp: 2, dtype: "bf16", what: "derived" },
   { name: "b200-llama-3.1-70b", gpu: "b200", arch: "llama-3.1-70b", tp: 1, dtype: "bf16", what: "derived" },
+  {
+    name: "h200-llama-3.3-nemotron-super-49b",
+    gpu: "h200",
+    arch: "llama-3.3-nemotron-super-49b",
+    tp: 1,
+    dtype: "bf16",
+    what: "derived: a pruned model whose layers differ, on the one H200 its model card names",
+  },
 ];
 
 export const DEFAULT_PROFILE = "h100-llama-3.1-8b";

@@ -1,27 +1,6 @@
 /** Published architecture figures (each model's config.json on its hub page) and the sizes that follow from them. */
-
-export interface ModelArch {
-  /** The name `--arch` takes. */
-  id: string;
-  /** The hub repository the figures come from. */
-  hfName: string;
-  hiddenSize: number;
-  layers: number;
-  attentionHeads: number;
-  kvHeads: number;
-  headDim: number;
-  intermediateSize: number;
-  vocabSize: number;
-  tiedEmbeddings: boolean;
-  /** max_position_embeddings: vLLM's default max_model_len. */
-  maxPositionEmbeddings: number;
-  /**
-   * A mixture of experts (config.json num_local_experts, num_experts_per_tok):
-   * every layer's MLP is `count` gated MLPs of `intermediateSize` each, of
-   * which a router picks `perToken` for each token. Absent: a dense MLP.
-   */
-  experts?: { count: number; perToken: number };
-}
+import { decoderLayers, type LayerArch, type ModelArch } from "./model-arch.ts";
+import { LLAMA_3_3_NEMOTRON_SUPER_49B } from "./nemotron-nas.ts";
 
 /**
  * From each model's config.json (hidden_size, num_hidden_layers,
@@ -148,6 +127,7 @@ export const ARCHS: readonly ModelArch[] = [
     maxPositionEmbeddings: 32_768,
     experts: { count: 8, perToken: 2 },
   },
+  LLAMA_3_3_NEMOTRON_SUPER_49B,
 ];
 
 export function findArch(id: string): ModelArch | undefined {
@@ -155,33 +135,37 @@ export function findArch(id: string): ModelArch | undefined {
   return ARCHS.find((a) => a.id === key || a.hfName.toLowerCase() === key);
 }
 
-/** Parameters of one layer's attention: the q, k, v and o projections. */
-function attentionParams(a: ModelArch): number {
+/** Parameters of one layer's attention: the q, k, v and o projections (none where the layer has no attention). */
+function attentionParams(a: ModelArch, l: LayerArch): number {
+  if (l.kvHeads === 0) return 0;
   const q = a.hiddenSize * a.attentionHeads * a.headDim;
-  const kv = 2 * a.hiddenSize * a.kvHeads * a.headDim;
+  const kv = 2 * a.hiddenSize * l.kvHeads * a.headDim;
   const o = a.attentionHeads * a.headDim * a.hiddenSize;
   return q + kv + o;
 }
 
 /** Parameters of one gated MLP (gate, up, down); a mixture of experts has `experts.count` of them per layer. */
-function mlpParams(a: ModelArch): number {
-  return 3 * a.hiddenSize * a.intermediateSize;
+function mlpParams(a: ModelArch, l: LayerArch): number {
+  return 3 * a.hiddenSize * l.intermediateSize;
 }
 
-/** A layer's router: one logit per expert from the hidden state (none for a dense model). */
-function routerParams(a: ModelArch): number {
-  return a.experts ? a.hiddenSize * a.experts.count : 0;
+/** A layer's router: one logit per expert from the hidden state (none for a dense model, or a layer without an MLP). */
+function routerParams(a: ModelArch, l: LayerArch): number {
+  return a.experts && l.intermediateSize > 0 ? a.hiddenSize * a.experts.count : 0;
 }
 
-/** Parameters of one decoder layer, every expert's included; norms are negligible. */
-function layerParams(a: ModelArch): number {
-  return attentionParams(a) + routerParams(a) + (a.experts?.count ?? 1) * mlpParams(a);
+/** Σ over the decoder layers (integers throughout, so a uniform model's sum is exactly layers × one layer). */
+function sumLayers(a: ModelArch, f: (l: LayerArch) => number): number {
+  let sum = 0;
+  for (const l of decoderLayers(a)) sum += f(l);
+  return sum;
 }
 
-/** Every parameter: embeddings, layers and the LM head (shared with the embeddings when tied). */
+/** Every parameter: embeddings, layers (every expert included; norms are negligible) and the LM head (shared with the embeddings when tied). */
 export function totalParams(a: ModelArch): number {
   const embed = a.vocabSize * a.hiddenSize;
-  return embed + a.layers * layerParams(a) + (a.tiedEmbeddings ? 0 : embed);
+  const layers = sumLayers(a, (l) => attentionParams(a, l) + routerParams(a, l) + (a.experts?.count ?? 1) * mlpParams(a, l));
+  return embed + layers + (a.tiedEmbeddings ? 0 : embed);
 }
 
 /**
@@ -190,7 +174,7 @@ export function totalParams(a: ModelArch): number {
  * lookup reads only the rows it needs.
  */
 export function activeParams(a: ModelArch): number {
-  return a.layers * (attentionParams(a) + routerParams(a) + (a.experts?.perToken ?? 1) * mlpParams(a)) + a.vocabSize * a.hiddenSize;
+  return sumLayers(a, (l) => attentionParams(a, l) + routerParams(a, l) + (a.experts?.perToken ?? 1) * mlpParams(a, l)) + a.vocabSize * a.hiddenSize;
 }
 
 /**
@@ -200,15 +184,45 @@ export function activeParams(a: ModelArch): number {
  * step's tokens pick them.
  */
 export function denseParams(a: ModelArch): number {
-  return a.layers * (attentionParams(a) + routerParams(a) + (a.experts ? 0 : mlpParams(a))) + a.vocabSize * a.hiddenSize;
+  return sumLayers(a, (l) => attentionParams(a, l) + routerParams(a, l) + (a.experts ? 0 : mlpParams(a, l))) + a.vocabSize * a.hiddenSize;
 }
 
 /** Every expert MLP of every layer (0 for a dense model). */
 export function expertParams(a: ModelArch): number {
-  return a.experts ? a.layers * a.experts.count * mlpParams(a) : 0;
+  const experts = a.experts;
+  return experts ? sumLayers(a, (l) => experts.count * mlpParams(a, l)) : 0;
 }
 
-/** KV-cache bytes per token over the whole model: K and V per layer (vLLM's page size per token, vllm/v1/kv_cache_interface.py). */
+/** Layers with attention: the ones that hold KV cache and compute attention pairs. */
+export function attentionLayers(a: ModelArch): number {
+  return sumLayers(a, (l) => (l.kvHeads > 0 ? 1 : 0));
+}
+
+/** Tensor-parallel all-reduces a token's forward pass makes: one after each layer's attention and one after its MLP. */
+export function allReducesPerToken(a: ModelArch): number {
+  return sumLayers(a, (l) => (l.kvHeads > 0 ? 1 : 0) + (l.intermediateSize > 0 ? 1 : 0));
+}
+
+/** The widest MLP of any layer: the one whose activations peak in a forward pass. */
+export function widestIntermediateSize(a: ModelArch): number {
+  return Math.max(0, ...decoderLayers(a).map((l) => l.intermediateSize));
+}
+
+/**
+ * KV-cache bytes per token over the whole model: K and V of every layer that
+ * has attention (vLLM's page size per token, vllm/v1/kv_cache_interface.py;
+ * a layer without attention registers no KV cache spec).
+ */
 export function kvBytesPerToken(a: ModelArch, kvDtypeBytes: number): number {
-  return 2 * a.layers * a.kvHeads * a.headDim * kvDtypeBytes;
+  return sumLayers(a, (l) => 2 * l.kvHeads * a.headDim * kvDtypeBytes);
+}
+
+/**
+ * KV-cache bytes per token on one GPU of a tensor-parallel group: each GPU
+ * holds max(1, kv_heads ÷ tp) heads of every layer (vLLM's LlamaAttention,
+ * vllm/model_executor/models/llama.py: with fewer KV heads than GPUs each
+ * GPU keeps a copy of one).
+ */
+export function kvBytesPerTokenPerGpu(a: ModelArch, kvDtypeBytes: number, tp: number): number {
+  return sumLayers(a, (l) => (l.kvHeads === 0 ? 0 : 2 * Math.max(1, Math.floor(l.kvHeads / tp)) * a.headDim * kvDtypeBytes));
 }

@@ -8,7 +8,17 @@
 import type { Frontend, StepCostModel } from "../step-time.ts";
 import { type EfficiencyConstants, FITTED } from "./efficiency.ts";
 import { type Dtype, GIB, type GpuFacts, MIB } from "./gpu-facts.ts";
-import { activeParams, denseParams, expertParams, kvBytesPerToken, type ModelArch, totalParams } from "./model-facts.ts";
+import type { ModelArch } from "./model-arch.ts";
+import {
+  activeParams,
+  allReducesPerToken,
+  attentionLayers,
+  denseParams,
+  expertParams,
+  kvBytesPerTokenPerGpu,
+  totalParams,
+  widestIntermediateSize,
+} from "./model-facts.ts";
 
 const BLOCK_SIZE_TOKENS = 16;
 const DEFAULT_GPU_MEMORY_UTILIZATION = 0.9;
@@ -85,20 +95,19 @@ export function deriveProfile(input: ProfileInput): DerivedProfile {
   const maxNumBatchedTokens = input.maxNumBatchedTokens ?? defaults.maxNumBatchedTokens;
   const weightBytesPerParam = dtype === "fp8" ? 1 : 2;
   const weightBytes = (totalParams(arch) * weightBytesPerParam) / tp;
-  // KV heads are split across the group; with fewer KV heads than GPUs each GPU keeps a copy of one.
-  const kvBytesPerTokenPerGpu = kvBytesPerToken(arch, KV_DTYPE_BYTES) / Math.min(tp, arch.kvHeads);
+  const kvPerGpu = kvBytesPerTokenPerGpu(arch, KV_DTYPE_BYTES, tp);
   // vLLM's profile run (gpu_worker.determine_available_memory): the budget is
   // gpu_memory_utilization × total; weights, the peak activations of a
   // max_num_batched_tokens forward pass, the sampler's logits and non-torch
   // memory come off it; the rest is KV cache in blocks of 16 tokens
   // (kv_cache_utils.get_num_blocks: available // page size // layers).
   const budget = gpu.memoryMiB * MIB * gmu;
-  // A mixture of experts holds the MLP activations of each expert a token is routed to.
-  const mlpWidth = 2 * arch.intermediateSize * (arch.experts?.perToken ?? 1);
+  // A mixture of experts holds the MLP activations of each expert a token is routed to; layers that differ peak at the widest MLP.
+  const mlpWidth = 2 * widestIntermediateSize(arch) * (arch.experts?.perToken ?? 1);
   const activations = maxNumBatchedTokens * (4 * arch.hiddenSize + mlpWidth / tp) * ACTIVATION_BYTES;
   const logits = maxNumSeqs * arch.vocabSize * LOGIT_BYTES;
   const available = budget - weightBytes - activations - logits - eff.nonTorchGiB * GIB;
-  const numGpuBlocks = Math.floor(available / (kvBytesPerTokenPerGpu * BLOCK_SIZE_TOKENS));
+  const numGpuBlocks = Math.floor(available / (kvPerGpu * BLOCK_SIZE_TOKENS));
   if (numGpuBlocks < 1) {
     throw new ProfileError(
       `${arch.id} (${dtype}) does not fit ${tp} × ${gpu.id}: ${(weightBytes / GIB).toFixed(1)} GiB of weights per GPU against a budget of ${(budget / GIB).toFixed(1)} GiB (gpu_memory_utilization ${gmu}); try a larger --tp or --dtype fp8`,
@@ -107,18 +116,19 @@ export function deriveProfile(input: ProfileInput): DerivedProfile {
   const capacity = numGpuBlocks * BLOCK_SIZE_TOKENS;
   const maxModelLen = Math.min(input.maxModelLen ?? arch.maxPositionEmbeddings, capacity);
   const hiddenBytes = arch.hiddenSize * ACTIVATION_BYTES;
+  const allReduces = allReducesPerToken(arch);
   const cost: StepCostModel = {
     weightBytes: (denseParams(arch) * weightBytesPerParam) / tp,
-    kvBytesPerToken: kvBytesPerTokenPerGpu,
+    kvBytesPerToken: kvPerGpu,
     flopsPerToken: (2 * activeParams(arch)) / tp,
-    attnFlopsPerPair: (4 * arch.layers * arch.attentionHeads * arch.headDim) / tp,
+    attnFlopsPerPair: (4 * attentionLayers(arch) * arch.attentionHeads * arch.headDim) / tp,
     bytesPerMs: (gpu.bandwidthGBs * 1e9 * eff.bandwidthEfficiency) / 1000,
     flopsPerMs: (peakTflops(gpu, dtype) * 1e12 * eff.computeEfficiency) / 1000,
     stepOverheadMs: eff.stepOverheadMs,
     perSeqOverheadMs: eff.perSeqOverheadMs,
-    // Two all-reduces per layer (after attention and after the MLP), each a ring of 2(tp-1) hops moving 2(tp-1)/tp of the activations.
-    commMsPerStep: 2 * arch.layers * 2 * (tp - 1) * eff.allReduceHopMs,
-    commMsPerToken: tp > 1 ? (2 * arch.layers * hiddenBytes * ((2 * (tp - 1)) / tp)) / ((gpu.interconnectGBs * 1e9) / 1000) : 0,
+    // Two all-reduces per layer (after attention and after the MLP; a pruned layer without one skips its), each a ring of 2(tp-1) hops moving 2(tp-1)/tp of the activations.
+    commMsPerStep: allReduces * 2 * (tp - 1) * eff.allReduceHopMs,
+    commMsPerToken: tp > 1 ? (allReduces * hiddenBytes * ((2 * (tp - 1)) / tp)) / ((gpu.interconnectGBs * 1e9) / 1000) : 0,
     // Tensor parallelism shards every expert across the group (vLLM's default without --enable-expert-parallel).
     ...(arch.experts ? { experts: { bytes: (expertParams(arch) * weightBytesPerParam) / tp, ...arch.experts } } : {}),
   };
@@ -134,7 +144,7 @@ export function deriveProfile(input: ProfileInput): DerivedProfile {
     blockSize: BLOCK_SIZE_TOKENS,
     maxModelLen,
     weightBytes,
-    kvBytesPerTokenPerGpu,
+    kvBytesPerTokenPerGpu: kvPerGpu,
     reservedMiB: Math.round(gpu.memoryMiB * gmu),
     frontend: { latencyMs: eff.frontendLatencyMs, serviceMs: eff.frontendServiceMs },
     cost,
