@@ -23,7 +23,7 @@ import { LoraConfigError, loraSettings, type SimLoraSettings } from "./lora/lora
 import { DEFAULT_LENGTH_DISTRIBUTION, type LengthDistribution, parseLengthDistribution } from "./output-length.ts";
 import { resolveProfile } from "./profiles/catalog.ts";
 import type { Dtype } from "./profiles/gpu-facts.ts";
-import { ProfileError } from "./profiles/profile.ts";
+import { KV_CACHE_DTYPES, type KvCacheDtype, ProfileError } from "./profiles/profile.ts";
 import { loneDecodeMs } from "./step-time.ts";
 import { blockHashRoot } from "./tokens.ts";
 
@@ -43,6 +43,14 @@ function dtypeFlag(args: ParsedArgs): Dtype | undefined {
   const d = stringFlag(args, "dtype");
   if (d === undefined || d === "bf16" || d === "fp8") return d;
   throw new UsageError(`--dtype: expected bf16 or fp8, got '${d}'`);
+}
+
+function kvCacheDtypeFlag(args: ParsedArgs): KvCacheDtype | undefined {
+  const d = stringFlag(args, "kv-cache-dtype");
+  if (d === undefined) return undefined;
+  const known = KV_CACHE_DTYPES.find((k) => k === d);
+  if (known === undefined) throw new UsageError(`--kv-cache-dtype: expected ${KV_CACHE_DTYPES.join(", ")}, got '${d}'`);
+  return known;
 }
 
 function lengthDistribution(args: ParsedArgs): { outputLen: number; dist: LengthDistribution } {
@@ -118,6 +126,7 @@ export function buildSimConfig(args: ParsedArgs, env: Record<string, string | un
       arch: stringFlag(args, "arch"),
       tp: has(args, "tp") ? numberFlag(args, "tp", 1, { min: 1, max: 8, integer: true }) : undefined,
       dtype: dtypeFlag(args),
+      kvCacheDtype: kvCacheDtypeFlag(args),
       gpuMemoryUtilization: has(args, "gpu-memory-utilization") ? numberFlag(args, "gpu-memory-utilization", 0.9, { min: 0.05, max: 1 }) : undefined,
     });
   } catch (err) {
@@ -171,6 +180,7 @@ export function buildSimConfig(args: ParsedArgs, env: Record<string, string | un
     // A GPU named by --gpu-model that is not the profile's keeps vLLM's 0.9 of its own memory.
     reservedMiB: gpuModelFlag === undefined || gpuModelFlag === p.gpu.dcgmName ? p.reservedMiB : undefined,
     profile: resolved.name,
+    kvCacheDtype: p.kvCacheDtype,
     kvEvents: kvEventsFlag(args),
     asyncScheduling: !boolFlag(args, "no-async-scheduling"),
     blockHashRoot: blockHashRoot(env.PYTHONHASHSEED),

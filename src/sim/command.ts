@@ -26,6 +26,9 @@ Profile (default ${DEFAULT_PROFILE}; vLLM's defaults for that GPU follow):
   --arch NAME                 ${ARCHS.map((a) => a.id).join(", ")}
   --tp N                      tensor-parallel GPUs (default 1)
   --dtype bf16|fp8            weight dtype (default bf16)
+  --kv-cache-dtype D          auto | fp8 | fp8_e4m3 | fp8_e5m2, as vLLM's: fp8 stores K and V in one byte an
+                              element, so the same memory holds twice the blocks and decodes read half the KV
+                              bytes (default auto: the model's bf16)
   --gpu-memory-utilization F  vLLM's share of GPU memory (default 0.9)
   --list-profiles             print the profiles with their derived figures and exit
   --time-scale X              the engine's clock runs X times faster (default 1)
@@ -110,6 +113,7 @@ function printProfiles(): void {
     r.arch,
     String(r.tp),
     r.dtype,
+    r.kvCacheDtype,
     String(r.maxNumSeqs),
     String(r.maxNumBatchedTokens),
     String(r.numGpuBlocks),
@@ -119,7 +123,22 @@ function printProfiles(): void {
     r.stepBudgetMs.toFixed(1),
     r.what,
   ]);
-  const columns = ["profile", "gpu", "arch", "tp", "dtype", "max seqs", "budget", "KV blocks", "KV tokens", "step b=1", "step b=256", "step budget", "what"];
+  const columns = [
+    "profile",
+    "gpu",
+    "arch",
+    "tp",
+    "dtype",
+    "kv dtype",
+    "max seqs",
+    "budget",
+    "KV blocks",
+    "KV tokens",
+    "step b=1",
+    "step b=256",
+    "step budget",
+    "what",
+  ];
   console.log(
     table(
       "sim-engine profiles (derived step times in ms: a lone decode, 256 decodes of 1k-token contexts, one prefill chunk filling the budget)",
@@ -156,6 +175,7 @@ export const simEngineCommand: CommandSpec = {
     arch: { type: "string" },
     tp: { type: "string" },
     dtype: { type: "string" },
+    "kv-cache-dtype": { type: "string" },
     "gpu-memory-utilization": { type: "string" },
     "list-profiles": { type: "boolean" },
     "time-scale": { type: "string" },
@@ -224,6 +244,7 @@ export const simEngineCommand: CommandSpec = {
       {
         models: fixed.models,
         profile: fixed.profile,
+        kv_cache_dtype: fixed.kvCacheDtype ?? "auto",
         max_num_seqs: fixed.maxNumSeqs,
         max_num_batched_tokens: fixed.maxNumBatchedTokens,
         num_gpu_blocks: fixed.numGpuBlocks,

@@ -8,6 +8,7 @@ import { type Fault, faultName, parseFault } from "./faults.ts";
 import type { SimKvEventsConfig } from "./kv-events-config.ts";
 import type { SimLoraSettings } from "./lora/lora-config.ts";
 import type { LengthDistribution } from "./output-length.ts";
+import type { KvCacheDtype } from "./profiles/profile.ts";
 import { type Frontend, loneDecodeMs, NO_FRONTEND, type StepCostModel, type StepTiming, stepMs } from "./step-time.ts";
 
 export const DEFAULT_SIM_PORT = 8001;
@@ -53,6 +54,8 @@ export interface SimStaticConfig {
   reservedMiB?: number;
   /** The profile the engine was derived from, for /sim/state and the startup log. */
   profile?: string;
+  /** vLLM's --kv-cache-dtype the profile was derived with, for /sim/state and vllm:cache_config_info; absent: auto. */
+  kvCacheDtype?: KvCacheDtype;
   /**
    * While loading (--startup-ms): "held", as vLLM (the port is bound, every
    * request is answered once the weights are loaded), or "split" (/health 200

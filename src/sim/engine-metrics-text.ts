@@ -57,7 +57,8 @@ function renderFlavor(flavor: MetricsFlavor, engine: Engine, fixed: SimStaticCon
 function cacheConfigLabels(fixed: SimStaticConfig, v1: boolean): Labels {
   const l: [string, string][] = [
     ["block_size", String(fixed.blockSize)],
-    ["cache_dtype", "auto"],
+    // vLLM's CacheConfig.metrics_info writes each field as str(value): the --kv-cache-dtype given.
+    ["cache_dtype", fixed.kvCacheDtype ?? "auto"],
     ["enable_prefix_caching", "True"],
     ["gpu_memory_utilization", "0.9"],
     ["num_cpu_blocks", "0"],

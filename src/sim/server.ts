@@ -335,6 +335,7 @@ export class SimServer {
       config: {
         ...liveConfigView(this.live),
         profile: this.fixed.profile ?? null,
+        kv_cache_dtype: this.fixed.kvCacheDtype ?? "auto",
         time_scale: this.fixed.timeScale ?? 1,
         max_num_seqs: this.fixed.maxNumSeqs,
         max_num_batched_tokens: this.fixed.maxNumBatchedTokens ?? null,

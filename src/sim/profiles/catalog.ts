@@ -3,7 +3,7 @@ import { loneDecodeMs, type StepComposition, stepMs } from "../step-time.ts";
 import type { EfficiencyConstants } from "./efficiency.ts";
 import { type Dtype, findGpu, GPUS } from "./gpu-facts.ts";
 import { ARCHS, findArch } from "./model-facts.ts";
-import { type DerivedProfile, deriveProfile, ProfileError } from "./profile.ts";
+import { type DerivedProfile, deriveProfile, type KvCacheDtype, ProfileError } from "./profile.ts";
 
 export interface NamedProfile {
   name: string;
@@ -11,6 +11,8 @@ export interface NamedProfile {
   arch: string;
   tp: number;
   dtype: Dtype;
+  /** Absent: "auto". */
+  kvCacheDtype?: KvCacheDtype;
   /** Set where the published run set it. */
   gpuMemoryUtilization?: number;
   maxModelLen?: number;
@@ -43,6 +45,15 @@ export const NAMED_PROFILES: readonly NamedProfile[] = [
   { name: "h200-llama-3.1-8b", gpu: "h200", arch: "llama-3.1-8b", tp: 1, dtype: "bf16", what: "derived" },
   { name: "h100x2-qwen3-32b", gpu: "h100", arch: "qwen3-32b", tp: 2, dtype: "bf16", what: "derived" },
   { name: "h100-qwen3-32b-fp8", gpu: "h100", arch: "qwen3-32b", tp: 1, dtype: "fp8", what: "derived" },
+  {
+    name: "h100-qwen3-32b-fp8-kv-fp8",
+    gpu: "h100",
+    arch: "qwen3-32b",
+    tp: 1,
+    dtype: "fp8",
+    kvCacheDtype: "fp8",
+    what: "derived: the fp8 profile with --kv-cache-dtype fp8 (twice its KV blocks)",
+  },
   { name: "h100x4-llama-3.1-70b", gpu: "h100", arch: "llama-3.1-70b", tp: 4, dtype: "bf16", what: "derived (the llm-d 37-capacity pods' model)" },
   { name: "h200x2-llama-3.1-70b", gpu: "h200", arch: "llama-3.1-70b", tp: 2, dtype: "bf16", what: "derived" },
   { name: "b200-llama-3.1-70b", gpu: "b200", arch: "llama-3.1-70b", tp: 1, dtype: "bf16", what: "derived" },
@@ -68,10 +79,17 @@ export interface ProfileChoice {
   arch?: string;
   tp?: number;
   dtype?: Dtype;
+  kvCacheDtype?: KvCacheDtype;
   gpuMemoryUtilization?: number;
 }
 
-/** `--profile` names a pair; `--gpu`, `--arch`, `--tp`, `--dtype` override its parts; nothing given is the default profile. */
+/** A profile's name for the parts it was resolved from: `GPU[xTP]-ARCH[-fp8][-kv-KVDTYPE]`. */
+function profileName(gpu: string, tp: number, arch: string, dtype: Dtype, kvCacheDtype: KvCacheDtype): string {
+  const kv = kvCacheDtype === "auto" ? "" : `-kv-${kvCacheDtype.replace("_", "-")}`;
+  return `${gpu}${tp > 1 ? `x${tp}` : ""}-${arch}${dtype === "fp8" ? "-fp8" : ""}${kv}`;
+}
+
+/** `--profile` names a pair; `--gpu`, `--arch`, `--tp`, `--dtype`, `--kv-cache-dtype` override its parts; nothing given is the default profile. */
 export function resolveProfile(c: ProfileChoice, efficiency?: EfficiencyConstants): { name: string; profile: DerivedProfile } {
   const base = findProfile(c.profile ?? DEFAULT_PROFILE);
   if (!base) throw new ProfileError(`--profile: unknown profile '${c.profile}' (llmgw sim-engine --list-profiles shows them)`);
@@ -82,16 +100,19 @@ export function resolveProfile(c: ProfileChoice, efficiency?: EfficiencyConstant
   const same = gpu.id === base.gpu && arch.id === base.arch;
   const tp = c.tp ?? (same ? base.tp : 1);
   const dtype = c.dtype ?? (same ? base.dtype : "bf16");
+  const kvCacheDtype = c.kvCacheDtype ?? (same ? (base.kvCacheDtype ?? "auto") : "auto");
   const profile = deriveProfile({
     gpu,
     arch,
     tp,
     dtype,
+    kvCacheDtype,
     gpuMemoryUtilization: c.gpuMemoryUtilization ?? (same ? base.gpuMemoryUtilization : undefined),
     maxModelLen: same ? base.maxModelLen : undefined,
     efficiency,
   });
-  const name = same && tp === base.tp && dtype === base.dtype ? base.name : `${gpu.id}${tp > 1 ? `x${tp}` : ""}-${arch.id}${dtype === "fp8" ? "-fp8" : ""}`;
+  const unchanged = same && tp === base.tp && dtype === base.dtype && kvCacheDtype === (base.kvCacheDtype ?? "auto");
+  const name = unchanged ? base.name : profileName(gpu.id, tp, arch.id, dtype, kvCacheDtype);
   return { name, profile };
 }
 
@@ -144,6 +165,7 @@ export interface ProfileRow {
   arch: string;
   tp: number;
   dtype: Dtype;
+  kvCacheDtype: KvCacheDtype;
   maxNumSeqs: number;
   maxNumBatchedTokens: number;
   numGpuBlocks: number;
@@ -162,6 +184,7 @@ export function profileRow(name: string, p: DerivedProfile, what: string): Profi
     arch: p.arch.id,
     tp: p.tp,
     dtype: p.dtype,
+    kvCacheDtype: p.kvCacheDtype,
     maxNumSeqs: p.maxNumSeqs,
     maxNumBatchedTokens: p.maxNumBatchedTokens,
     numGpuBlocks: p.numGpuBlocks,

@@ -25,14 +25,30 @@ const DEFAULT_GPU_MEMORY_UTILIZATION = 0.9;
 /** Activations and logits are kept in the model dtype (bf16) and fp32 respectively. */
 const ACTIVATION_BYTES = 2;
 const LOGIT_BYTES = 4;
-/** vLLM's KV cache dtype "auto" follows the model's activation dtype (bf16), also for fp8 weights. */
-const KV_DTYPE_BYTES = 2;
+
+/**
+ * vLLM's --kv-cache-dtype (vllm/config/cache.py, CacheDType; the values the
+ * sim takes): "auto" follows the model's activation dtype (bf16, also for
+ * fp8 weights); "fp8" (= fp8_e4m3 on CUDA) and fp8_e5m2 store each K and V
+ * element in one byte (vllm/utils/torch_utils.py maps all three to
+ * torch.uint8), which halves the KV page (kv_cache_interface.py:
+ * page_size_bytes = 2 × block_size × kv_heads × head_size × dtype size), so
+ * the same memory holds twice the blocks and attention reads half the bytes.
+ */
+export type KvCacheDtype = "auto" | "fp8" | "fp8_e4m3" | "fp8_e5m2";
+export const KV_CACHE_DTYPES: readonly KvCacheDtype[] = ["auto", "fp8", "fp8_e4m3", "fp8_e5m2"];
+
+function kvDtypeBytes(d: KvCacheDtype): number {
+  return d === "auto" ? 2 : 1;
+}
 
 interface ProfileInput {
   gpu: GpuFacts;
   arch: ModelArch;
   tp: number;
   dtype: Dtype;
+  /** Absent: "auto". */
+  kvCacheDtype?: KvCacheDtype;
   gpuMemoryUtilization?: number;
   maxModelLen?: number;
   /** The engine's --max-num-seqs and --max-num-batched-tokens where a run set them; absent: vLLM's defaults for the GPU. */
@@ -46,6 +62,7 @@ export interface DerivedProfile {
   arch: ModelArch;
   tp: number;
   dtype: Dtype;
+  kvCacheDtype: KvCacheDtype;
   gpuMemoryUtilization: number;
   maxNumSeqs: number;
   maxNumBatchedTokens: number;
@@ -95,7 +112,8 @@ export function deriveProfile(input: ProfileInput): DerivedProfile {
   const maxNumBatchedTokens = input.maxNumBatchedTokens ?? defaults.maxNumBatchedTokens;
   const weightBytesPerParam = dtype === "fp8" ? 1 : 2;
   const weightBytes = (totalParams(arch) * weightBytesPerParam) / tp;
-  const kvPerGpu = kvBytesPerTokenPerGpu(arch, KV_DTYPE_BYTES, tp);
+  const kvCacheDtype = input.kvCacheDtype ?? "auto";
+  const kvPerGpu = kvBytesPerTokenPerGpu(arch, kvDtypeBytes(kvCacheDtype), tp);
   // vLLM's profile run (gpu_worker.determine_available_memory): the budget is
   // gpu_memory_utilization × total; weights, the peak activations of a
   // max_num_batched_tokens forward pass, the sampler's logits and non-torch
@@ -137,6 +155,7 @@ export function deriveProfile(input: ProfileInput): DerivedProfile {
     arch,
     tp,
     dtype,
+    kvCacheDtype,
     gpuMemoryUtilization: gmu,
     maxNumSeqs,
     maxNumBatchedTokens,
