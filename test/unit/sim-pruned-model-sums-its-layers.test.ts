@@ -139,6 +139,12 @@ describe("models whose layers are alike derive what they did", () => {
     ).toBe(17.11750768426002);
   });
 
+  test("with more GPUs than KV heads each GPU keeps one head of every layer, as vLLM's LlamaAttention", () => {
+    // Qwen2.5-0.5B: 24 layers, 2 KV heads of 64; at TP 7 (14 attention heads) each GPU holds 1 KV head, not 2 ÷ 7.
+    const p = deriveProfile({ gpu: findGpu("h100")!, arch: arch("qwen2.5-0.5b"), tp: 7, dtype: "bf16" });
+    expect(p.kvBytesPerTokenPerGpu).toBe(24 * 2 * 1 * 64 * 2);
+  });
+
   test("a LoRA adapter's size on Llama-3.1-8B: 83,886,080 bytes at rank 16", () => {
     expect(adapterBytes(adapterCostModel(arch("llama-3.1-8b"), "h100", 1), 16)).toBe(83_886_080);
   });

@@ -26,7 +26,7 @@ interface ArchFacts {
   experts?: { count: number; perToken: number };
 }
 
-/** One decoder layer where a model's layers differ from one another. */
+/** One decoder layer's shape: its attention's KV heads and its MLP's width. */
 export interface LayerArch {
   /** KV heads of its attention; 0: the layer has no attention, hence no KV cache (a pruned model's attention.no_op). */
   kvHeads: number;
@@ -44,7 +44,8 @@ interface UniformArch extends ArchFacts {
 /**
  * Layers that differ (a pruned architecture such as NVIDIA's Nemotron-NAS
  * models, whose config.json has `block_configs`, one per layer): `perLayer`
- * holds `layers` entries, and every size below is summed over them.
+ * holds `layers` entries, and every size model-facts.ts derives is summed
+ * over them.
  */
 interface PerLayerArch extends ArchFacts {
   perLayer: readonly LayerArch[];
