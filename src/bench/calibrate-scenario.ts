@@ -10,6 +10,7 @@ import { type CalibrationMetric, calibrateSweep, type SweepCalibration } from ".
 import { FITTED } from "../sim/profiles/efficiency.ts";
 import { GROUND_TRUTH_FIT_WORKLOADS, GROUND_TRUTH_RUNS } from "../sim/profiles/ground-truth-runs.ts";
 import { PUBLISHED_SWEEPS } from "../sim/profiles/published-sweeps.ts";
+import { benchServeGpus, benchServeJson, printBenchServeRuns, printLeftOut, replayBenchServeRuns, withoutGpu } from "./calibrate-bench-serve.ts";
 import { fitEfficiency } from "./calibrate-fit.ts";
 import { findRuns, printRuns, replayRuns, runsJson } from "./calibrate-runs.ts";
 import { runServedSweep, type ServedSweep } from "./calibrate-served.ts";
@@ -22,7 +23,7 @@ import type { BenchScenario } from "./scenario.ts";
 /** The served sim against its core: within this of the core's figure on every point, on an idle host. */
 const SERVED_VS_CORE = 0.05;
 
-const USAGE = `usage: llmgw bench calibrate [--sweep ID] [--runs [--run ID]] [--fit] [--served [--strict]] [--json]
+const USAGE = `usage: llmgw bench calibrate [--sweep ID] [--runs [--run ID]] [--fit [--without-gpu GPU]] [--served [--strict]] [--json]
 
 Replays each published vLLM sweep (src/sim/profiles/published-sweeps.ts)
 against the sim-engine's core on a virtual clock and prints, per point,
@@ -41,10 +42,19 @@ and are left out of the targets.
                mean, TTFT mean and p99, ITL mean, and the medians over the
                runs beside BLIS's and the targets (${Object.values(RUN_TARGETS)
                  .map((t) => `${t * 100} %`)
-                 .join(" / ")}); about a minute
+                 .join(" / ")}); then the \`vllm bench serve\` runs of
+               GPUStack's performance lab (A100 and H100; Qwen3-14B,
+               Qwen3-32B, Qwen3-235B-A22B TP8; every request at once) in the
+               same columns, with the medians per GPU; about a minute
   --run ID     one run (${GROUND_TRUTH_RUNS.map((r) => r.id).join(", ")}); implies --runs
   --fit        refit the efficiency constants to the fitted sweeps and the
                runs of the fit set (general and codegen), and print them (minutes)
+  --without-gpu GPU
+               with --fit: fit without that GPU's data (its sweeps, BLIS's
+               runs when it is the H100, its bench-serve runs; the other
+               GPUs' bench-serve runs are fitted too), then print its
+               bench-serve runs' medians under those constants: leave one
+               GPU out (${benchServeGpus().join(", ")})
   --served     also replay each sweep on a served sim-engine process (the sim
                users run), point by point, with a closed-loop client of its own
                process on the wall clock (minutes): each figure beside the core's,
@@ -139,6 +149,7 @@ export const calibrateScenario: BenchScenario = {
     runs: { type: "boolean" },
     run: { type: "string" },
     fit: { type: "boolean" },
+    "without-gpu": { type: "string" },
     served: { type: "boolean" },
     strict: { type: "boolean" },
   },
@@ -150,6 +161,21 @@ export const calibrateScenario: BenchScenario = {
     const runs = findRuns(runId);
     if (runs.length === 0) throw new UsageError(`--run: unknown run '${runId}' (expected one of ${GROUND_TRUTH_RUNS.map((r) => r.id).join(", ")})`);
     const withRuns = boolFlag(args, "runs") || runId !== undefined;
+    const leftOut = stringFlag(args, "without-gpu");
+    if (leftOut !== undefined && !boolFlag(args, "fit")) throw new UsageError("--without-gpu names the GPU a fit leaves out: give --fit too");
+    if (leftOut !== undefined && !benchServeGpus().includes(leftOut))
+      throw new UsageError(`--without-gpu: no bench-serve run on '${leftOut}' (expected one of ${benchServeGpus().join(", ")})`);
+    if (boolFlag(args, "fit") && leftOut !== undefined) {
+      const data = withoutGpu(
+        leftOut,
+        sweeps.filter((s) => s.fitted),
+        runs.filter((r) => GROUND_TRUTH_FIT_WORKLOADS.includes(r.workload)),
+      );
+      const fitted = fitEfficiency(data.sweeps, data.runs, FITTED, (line) => console.error(line), data.serveRuns);
+      console.log(JSON.stringify(fitted, null, 2));
+      printLeftOut(leftOut, fitted);
+      return 0;
+    }
     if (boolFlag(args, "fit")) {
       const fitted = fitEfficiency(
         sweeps.filter((s) => s.fitted),
@@ -167,6 +193,8 @@ export const calibrateScenario: BenchScenario = {
     const served: (ServedSweep | undefined)[] = [];
     for (const c of results) served.push(servedOn ? await runServedSweep(c.sweep, c.pointMs, (line) => progress(line, false)) : undefined);
     const replayed = withRuns ? replayRuns(runs, (line) => progress(line, false)) : undefined;
+    // One --run names a BLIS run: the bench-serve runs come with the whole set.
+    const benchServe = withRuns && runId === undefined ? replayBenchServeRuns((line) => progress(line, false)) : undefined;
     if (args.values.json === true) {
       console.log(
         JSON.stringify({
@@ -196,11 +224,13 @@ export const calibrateScenario: BenchScenario = {
             })),
           })),
           ...(replayed ? { real_runs: runsJson(replayed) } : {}),
+          ...(benchServe ? { bench_serve_runs: benchServeJson(benchServe) } : {}),
         }),
       );
     } else {
       for (const [i, c] of results.entries()) printSweep(c, served[i]);
       if (replayed) printRuns(replayed);
+      if (benchServe) printBenchServeRuns(benchServe);
       const clocks = engineClocksLine(results.map((c, i) => ({ name: c.sweep.id, clock: served[i]?.engine_clock })));
       if (clocks) console.log(clocks);
     }

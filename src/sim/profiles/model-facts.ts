@@ -128,6 +128,35 @@ export const ARCHS: readonly ModelArch[] = [
     experts: { count: 8, perToken: 2 },
   },
   LLAMA_3_3_NEMOTRON_SUPER_49B,
+  {
+    id: "qwen3-14b",
+    hfName: "Qwen/Qwen3-14B",
+    hiddenSize: 5120,
+    layers: 40,
+    attentionHeads: 40,
+    kvHeads: 8,
+    headDim: 128,
+    intermediateSize: 17408,
+    vocabSize: 151_936,
+    tiedEmbeddings: false,
+    maxPositionEmbeddings: 40_960,
+  },
+  {
+    // Every layer a mixture of experts (decoder_sparse_step 1, no mlp_only_layers, no shared expert):
+    // intermediateSize is config.json's moe_intermediate_size, num_experts 128, num_experts_per_tok 8.
+    id: "qwen3-235b-a22b",
+    hfName: "Qwen/Qwen3-235B-A22B-Instruct-2507",
+    hiddenSize: 4096,
+    layers: 94,
+    attentionHeads: 64,
+    kvHeads: 4,
+    headDim: 128,
+    intermediateSize: 1536,
+    vocabSize: 151_936,
+    tiedEmbeddings: false,
+    maxPositionEmbeddings: 262_144,
+    experts: { count: 128, perToken: 8 },
+  },
 ];
 
 export function findArch(id: string): ModelArch | undefined {
