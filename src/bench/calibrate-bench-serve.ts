@@ -7,7 +7,7 @@
  * that GPU's medians under them (leave one GPU out).
  */
 import { type BenchServeComparison, replayBenchServeRun } from "../sim/bench-serve-replay.ts";
-import { GROUND_TRUTH_METRICS, type GroundTruthMetric } from "../sim/ground-truth.ts";
+import { GROUND_TRUTH_METRICS, type GroundTruthMetric, type RunComparison, replayGroundTruthRun } from "../sim/ground-truth.ts";
 import { BENCH_SERVE_RUNS, BENCH_SERVE_SOURCE, type BenchServeRun, countedBenchServe } from "../sim/profiles/bench-serve-runs.ts";
 import { resolveProfile } from "../sim/profiles/catalog.ts";
 import type { EfficiencyConstants } from "../sim/profiles/efficiency.ts";
@@ -106,8 +106,37 @@ export function withoutGpu(
   };
 }
 
-/** The held-out GPU's bench-serve medians under the constants fitted without it. */
-export function printLeftOut(gpu: string, fitted: EfficiencyConstants): void {
-  const results = BENCH_SERVE_RUNS.filter((r) => r.gpu === gpu).map((r) => replayBenchServeRun(r, fitted));
-  console.log(medianLine(`${gpu}, fitted without it`, benchServeMedians(results)));
+/**
+ * The held-out GPU's medians under the constants fitted without it: its
+ * bench-serve runs, and for the H100 BLIS's stages too (every counted one,
+ * full length), then all of that GPU's counted rows together.
+ */
+export function printLeftOut(gpu: string, fitted: EfficiencyConstants, blisRuns: readonly GroundTruthRun[]): void {
+  const serve = BENCH_SERVE_RUNS.filter((r) => r.gpu === gpu).map((r) => replayBenchServeRun(r, fitted));
+  console.log(medianLine(`${gpu} bench-serve, fitted without`, benchServeMedians(serve)));
+  if (GROUND_TRUTH_ENGINE.gpu !== gpu) return;
+  const blis = blisRuns.filter((r) => !r.overload).map((r) => replayGroundTruthRun(r, fitted));
+  const errs = [...blis.flatMap((r) => r.stages.map((s) => s.relErr)), ...serve.filter((c) => countedBenchServe(c.run)).map((c) => c.relErr)];
+  const blisOnly = {} as Record<GroundTruthMetric, number>;
+  const all = {} as Record<GroundTruthMetric, number>;
+  for (const m of GROUND_TRUTH_METRICS) {
+    blisOnly[m] = median(blis.flatMap((r) => r.stages.map((s) => Math.abs(s.relErr[m]))));
+    all[m] = median(errs.map((e) => Math.abs(e[m])));
+  }
+  console.log(medianLine(`${gpu} BLIS stages, fitted without`, blisOnly));
+  console.log(medianLine(`${gpu} every row, fitted without`, all));
+}
+
+/** Median |error| per column over every counted real row: BLIS's stages (overloaded runs left out) and the counted bench-serve runs. */
+export function printAllRealRuns(blis: readonly RunComparison[], serve: readonly BenchServeComparison[]): void {
+  const errs = [
+    ...blis.filter((r) => !r.run.overload).flatMap((r) => r.stages.map((s) => s.relErr)),
+    ...serve.filter((c) => countedBenchServe(c.run)).map((c) => c.relErr),
+  ];
+  const out = {} as Record<GroundTruthMetric, number>;
+  for (const m of GROUND_TRUTH_METRICS) out[m] = median(errs.map((e) => Math.abs(e[m])));
+  console.log(`  median |error| over every counted real row (${errs.length}: BLIS's stages and the bench-serve runs):`);
+  console.log(medianLine("all real runs", out));
+  console.log(medianLine("target", RUN_TARGETS));
+  console.log("");
 }

@@ -10,7 +10,15 @@ import { type CalibrationMetric, calibrateSweep, type SweepCalibration } from ".
 import { FITTED } from "../sim/profiles/efficiency.ts";
 import { GROUND_TRUTH_FIT_WORKLOADS, GROUND_TRUTH_RUNS } from "../sim/profiles/ground-truth-runs.ts";
 import { PUBLISHED_SWEEPS } from "../sim/profiles/published-sweeps.ts";
-import { benchServeGpus, benchServeJson, printBenchServeRuns, printLeftOut, replayBenchServeRuns, withoutGpu } from "./calibrate-bench-serve.ts";
+import {
+  benchServeGpus,
+  benchServeJson,
+  printAllRealRuns,
+  printBenchServeRuns,
+  printLeftOut,
+  replayBenchServeRuns,
+  withoutGpu,
+} from "./calibrate-bench-serve.ts";
 import { fitEfficiency } from "./calibrate-fit.ts";
 import { findRuns, printRuns, replayRuns, runsJson } from "./calibrate-runs.ts";
 import { runServedSweep, type ServedSweep } from "./calibrate-served.ts";
@@ -173,7 +181,7 @@ export const calibrateScenario: BenchScenario = {
       );
       const fitted = fitEfficiency(data.sweeps, data.runs, FITTED, (line) => console.error(line), data.serveRuns);
       console.log(JSON.stringify(fitted, null, 2));
-      printLeftOut(leftOut, fitted);
+      printLeftOut(leftOut, fitted, runs);
       return 0;
     }
     if (boolFlag(args, "fit")) {
@@ -231,6 +239,7 @@ export const calibrateScenario: BenchScenario = {
       for (const [i, c] of results.entries()) printSweep(c, served[i]);
       if (replayed) printRuns(replayed);
       if (benchServe) printBenchServeRuns(benchServe);
+      if (replayed && benchServe) printAllRealRuns(replayed, benchServe);
       const clocks = engineClocksLine(results.map((c, i) => ({ name: c.sweep.id, clock: served[i]?.engine_clock })));
       if (clocks) console.log(clocks);
     }
