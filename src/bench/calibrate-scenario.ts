@@ -53,7 +53,7 @@ and are left out of the targets.
                  .join(" / ")}); then the \`vllm bench serve\` runs of
                GPUStack's performance lab (A100 and H100; Qwen3-14B,
                Qwen3-32B, Qwen3-235B-A22B TP8; every request at once) in the
-               same columns, with the medians per GPU; about a minute
+               same columns, with the medians per GPU; about two minutes
   --run ID     one run (${GROUND_TRUTH_RUNS.map((r) => r.id).join(", ")}); implies --runs
   --fit        refit the efficiency constants to the fitted sweeps and the
                runs of the fit set (general and codegen), and print them (minutes)
