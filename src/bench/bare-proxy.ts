@@ -2,15 +2,56 @@
  * The floor of our runtime for `llmgw bench overhead`: the least a Bun proxy
  * can do — fetch the upstream (round-robin) and return its body. No parsing,
  * no deadlines, no retries, no metrics.
- * Usage: bun src/bench/bare-proxy.ts <port> <upstream-url>...
+ *
+ * With `--relay`, the floor of a relay that sees its bytes: the same, except
+ * that the answer's body goes through JavaScript as llmgw's relay writes it —
+ * every buffered upstream chunk read in one call, written to Bun's direct
+ * stream and flushed, the stream closed at the end. It looks at nothing.
+ * What it costs over the plain floor is what any gateway on Bun pays to
+ * observe a stream (first token, usage, a break); what llmgw costs over it
+ * is llmgw's own work.
+ *
+ * Usage: bun src/bench/bare-proxy.ts <port> [--relay] <upstream-url>...
  * Like every child of a bench, it stops when the bench does (LLMGW_PARENT_PID),
  * even one killed by a timeout.
  */
+import { readMany } from "../gateway/proxy/body-reader.ts";
 import { bindToParent } from "../shared/parent-binding.ts";
 
 bindToParent();
-const [portArg, ...upstreams] = process.argv.slice(2);
+const [portArg, ...rest] = process.argv.slice(2);
+const relay = rest[0] === "--relay";
+const upstreams = relay ? rest.slice(1) : rest;
 let next = 0;
+
+/** The upstream body, each burst of chunks written by JavaScript to the client's direct stream. */
+function relayed(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    type: "direct",
+    async pull(controller) {
+      try {
+        for (;;) {
+          const got = readMany(reader);
+          const r = got instanceof Promise ? await got : got;
+          for (const chunk of r.value) {
+            const w = controller.write(chunk);
+            if (w instanceof Promise) await w;
+          }
+          if (r.done) break;
+          controller.flush();
+        }
+        controller.close();
+      } catch {
+        void reader.cancel().catch(() => {});
+      }
+    },
+    cancel() {
+      void reader.cancel().catch(() => {});
+    },
+  });
+}
+
 const server = Bun.serve({
   hostname: "127.0.0.1",
   port: Number(portArg ?? 0),
@@ -21,7 +62,7 @@ const server = Bun.serve({
     const headers = new Headers(res.headers);
     headers.delete("content-encoding");
     headers.delete("content-length");
-    return new Response(res.body, { status: res.status, headers });
+    return new Response(relay && res.body ? relayed(res.body) : res.body, { status: res.status, headers });
   },
 });
 console.log(JSON.stringify({ msg: "listening", name: "api", url: `http://127.0.0.1:${server.port}` }));

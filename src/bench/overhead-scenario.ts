@@ -110,7 +110,7 @@ async function startPaths(engines: number, say: (s: string) => void, baselineDir
     const simUrls = sims.map((s) => s.urls.api ?? s.url);
     const bare = await spawnLlmgw(["0", ...simUrls], { script: join(REPO_ROOT, "src", "bench", "bare-proxy.ts") });
     children.push(bare);
-    const bareRelay = await spawnLlmgw(["0", ...simUrls], { script: join(REPO_ROOT, "src", "bench", "bare-relay-proxy.ts") });
+    const bareRelay = await spawnLlmgw(["0", "--relay", ...simUrls], { script: join(REPO_ROOT, "src", "bench", "bare-proxy.ts") });
     children.push(bareRelay);
     const endpoints = simUrls.map((url, i) => ({ id: `sim-${i + 1}`, url, models: [MODEL] }));
     // The sim-engines' batch size: this bench measures routing, not capacity learning.

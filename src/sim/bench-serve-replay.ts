@@ -7,8 +7,7 @@
  * p99, ITL mean).
  */
 import { mean, percentile } from "./closed-loop.ts";
-import { EngineCore } from "./engine-core.ts";
-import type { GroundTruthMetric } from "./ground-truth.ts";
+import { type GroundTruthMetric, replayCore } from "./ground-truth.ts";
 import { type OpenLoopRecord, type OpenLoopRequest, runOpenLoop } from "./open-loop.ts";
 import { BENCH_SERVE_ENGINE, type BenchServeRun, CHAT_TEMPLATE_TOKENS } from "./profiles/bench-serve-runs.ts";
 import type { EfficiencyConstants } from "./profiles/efficiency.ts";
@@ -138,18 +137,7 @@ export function replayBenchServeRun(run: BenchServeRun, efficiency?: EfficiencyC
   const derived = benchServeProfile(run, efficiency);
   const blocks = startedEngineBlocks(derived);
   const p = { ...derived, numGpuBlocks: blocks, maxModelLen: Math.min(derived.arch.maxPositionEmbeddings, blocks * derived.blockSize) };
-  const core = new EngineCore(
-    {
-      maxNumSeqs: p.maxNumSeqs,
-      maxNumBatchedTokens: p.maxNumBatchedTokens,
-      numGpuBlocks: p.numGpuBlocks,
-      blockSize: p.blockSize,
-      maxModelLen: p.maxModelLen,
-      asyncScheduling: BENCH_SERVE_ENGINE.asyncScheduling,
-    },
-    { timing: { derived: p.cost, derivedScale: 1, flatDecode: undefined, flatPrefill: undefined }, jitter: 0, frontend: p.frontend, firstTokenDelayMs: 0 },
-    () => 0.5,
-  );
+  const core = replayCore(p, BENCH_SERVE_ENGINE.asyncScheduling);
   // The client's timeout (aiohttp, 6 h) is longer than any of these runs.
   const { records } = runOpenLoop(core, 0, benchServeRequests(run, p.blockSize), Infinity);
   const sim = benchServeFigures(records);

@@ -145,6 +145,22 @@ export function publishedFigure(stage: GroundTruthStage, m: GroundTruthMetric): 
   return stage[PUBLISHED_KEY[m]];
 }
 
+/** An engine core for a replayed real run: the derived profile's scheduler, KV cache, step costs and API server, no jitter. */
+export function replayCore(p: DerivedProfile, asyncScheduling: boolean): EngineCore {
+  return new EngineCore(
+    {
+      maxNumSeqs: p.maxNumSeqs,
+      maxNumBatchedTokens: p.maxNumBatchedTokens,
+      numGpuBlocks: p.numGpuBlocks,
+      blockSize: p.blockSize,
+      maxModelLen: p.maxModelLen,
+      asyncScheduling,
+    },
+    { timing: { derived: p.cost, derivedScale: 1, flatDecode: undefined, flatPrefill: undefined }, jitter: 0, frontend: p.frontend, firstTokenDelayMs: 0 },
+    () => 0.5,
+  );
+}
+
 /**
  * Replays one run, stage after stage on one engine (its cache carried over),
  * and compares each stage. `durationScale` < 1 shortens every stage (the
@@ -152,18 +168,7 @@ export function publishedFigure(stage: GroundTruthStage, m: GroundTruthMetric): 
  */
 export function replayGroundTruthRun(run: GroundTruthRun, efficiency?: EfficiencyConstants, durationScale = 1): RunComparison {
   const p = groundTruthProfile(run, efficiency);
-  const core = new EngineCore(
-    {
-      maxNumSeqs: p.maxNumSeqs,
-      maxNumBatchedTokens: p.maxNumBatchedTokens,
-      numGpuBlocks: p.numGpuBlocks,
-      blockSize: p.blockSize,
-      maxModelLen: p.maxModelLen,
-      asyncScheduling: GROUND_TRUTH_ENGINE.asyncScheduling,
-    },
-    { timing: { derived: p.cost, derivedScale: 1, flatDecode: undefined, flatPrefill: undefined }, jitter: 0, frontend: p.frontend, firstTokenDelayMs: 0 },
-    () => 0.5,
-  );
+  const core = replayCore(p, GROUND_TRUTH_ENGINE.asyncScheduling);
   const rand = lcg(0x5eed);
   const stages: StageComparison[] = [];
   let at = 0;
