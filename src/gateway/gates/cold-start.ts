@@ -3,8 +3,9 @@
  * adapters), while no replica of it serves (after batch shed, before the
  * adapter gate and admission). The request asks the fleet for a replica
  * and waits for one to serve — at most the model's `cold_start_wait_ms`,
- * never past its client, and only if fewer than the most allowed
- * (serve/cold-starts.ts) wait already; then it is routed as any other.
+ * never past its client, and only while fewer requests than the cap in
+ * serve/cold-starts.ts are waiting for that model; once a replica serves,
+ * it is routed as any other request.
  * Past the deadline it is answered 503 NO_READY_ENDPOINT with Retry-After.
  * Every other request passes with one map lookup and no promise.
  */
