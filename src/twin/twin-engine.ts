@@ -11,6 +11,7 @@ import { loraInfo } from "../engines/lora-info.ts";
 import { parsePrometheusText } from "../engines/prom-text.ts";
 import type { ListedAdapter } from "../protocol/health-messages.ts";
 import { parseCommandArgs } from "../shared/flags.ts";
+import { seededUnit } from "../shared/seeded.ts";
 import { simEngineCommand } from "../sim/command.ts";
 import { buildSimConfig } from "../sim/command-config.ts";
 import type { SimStaticConfig } from "../sim/config.ts";
@@ -23,7 +24,6 @@ import { type GenerationRequest, parseGenerationRequest, type RequestLimits } fr
 import type { SeqRequest, SeqSink, Sequence } from "../sim/sequence.ts";
 import { idsPrompt, type PromptTokens, textPrompt } from "../sim/tokens.ts";
 import type { EventQueue } from "./event-queue.ts";
-import { seededUnit } from "./seeded.ts";
 
 /** Where a request's tokens go: the time of each, then the end; `broken`: the engine's process died under it. */
 interface TwinSink {

@@ -44,8 +44,8 @@ import { type SharedTables, sharedTables } from "../serve/gateway-parts.ts";
 import { I, modelCircuitField } from "../shared/endpoint-table.ts";
 import { KV_STREAM } from "../shared/kv-event-stats.ts";
 import { AdapterNames } from "../shared/lora-table.ts";
+import { seededUnit } from "../shared/seeded.ts";
 import type { EventQueue } from "./event-queue.ts";
-import { seededUnit } from "./seeded.ts";
 import type { TwinEngine } from "./twin-engine.ts";
 
 /** A request's hold on an endpoint: which, the circuit of its model there and the probe slot it took (-1: none), and its prefill load. */

@@ -6,9 +6,10 @@
  * the sim-engine's core. The records have the real driver's shape, in
  * simulated milliseconds, so the same summaries read them.
  */
+
+import { seededUnit } from "../../shared/seeded.ts";
 import { type FaultOutcome, scheduleFaults } from "../../twin/fault-schedule.ts";
 import type { TwinFault } from "../../twin/faults.ts";
-import { seededUnit } from "../../twin/seeded.ts";
 import type { TwinFleet } from "../../twin/twin-fleet.ts";
 import { TwinRequests } from "../../twin/twin-request.ts";
 import { LogHistogram } from "./log-histogram.ts";

@@ -13,7 +13,7 @@
  * redrawn until it falls in the published range (so the realised mean moves
  * a little; the report gives it).
  */
-import { seededUnit } from "../../twin/seeded.ts";
+import { seededUnit } from "../../shared/seeded.ts";
 import type { PromptSegment } from "../replay/prompt-text.ts";
 
 interface LengthLaw {

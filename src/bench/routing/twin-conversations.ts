@@ -6,9 +6,10 @@
  * routing, the attempt loop's rules) and is answered by the sim-engine's
  * core, on the virtual clock.
  */
+
+import { seededUnit } from "../../shared/seeded.ts";
 import { type FaultOutcome, scheduleFaults } from "../../twin/fault-schedule.ts";
 import type { TwinFault } from "../../twin/faults.ts";
-import { seededUnit } from "../../twin/seeded.ts";
 import type { TwinFleet } from "../../twin/twin-fleet.ts";
 import { TwinRequests } from "../../twin/twin-request.ts";
 import { PromptTextCache } from "../replay/prompt-text.ts";

@@ -1,6 +1,6 @@
-/** Seeded randomness for the twin: the same seed gives the same numbers in any process on any host. */
+/** Seeded randomness (the fleet twin, the sim-engine's noise): the same seed gives the same numbers in any process on any host. */
 
-import { sfc32 } from "../shared/sfc32.ts";
+import { sfc32 } from "./sfc32.ts";
 
 /** A uniform number in [0, 1) per call, from `seed` (sfc32 seeded through splitmix32). */
 export function seededUnit(seed: number): () => number {
