@@ -120,8 +120,13 @@ testWithTool(
     expect(await page.locator('[data-gpu="node-a/0"] [data-meter="util"]').getAttribute("class")).toBe("meter");
     const replicaNodes = await page.locator("#replicas tr[data-replica] td:nth-child(4)").allTextContents();
     expect(replicaNodes.map((t) => t.split(":")[0]).sort()).toEqual(["node-a", "node-b"]);
-    // Traffic figures once two snapshots saw the requests.
-    await waitUntil(async () => (await page.locator("#kpi-ttft-p50").textContent()) !== "—", { what: "TTFT on the page", timeoutMs: 5_000 });
+    // Traffic figures once two snapshots saw the requests: TTFT counts a stream at its first token, the error share at its end,
+    // and on a busy host the two may fall in different snapshots.
+    const shown = async (id: string) => (await page.locator(id).textContent()) !== "—";
+    await waitUntil(async () => (await shown("#kpi-ttft-p50")) && (await shown("#kpi-errors")), {
+      what: "TTFT and the error share on the page",
+      timeoutMs: 5_000,
+    });
     expect(await page.locator("#kpi-errors").textContent()).toBe("0%");
     // A laptop screen: no panel, node card or table wider than the window.
     for (const part of await page.locator("header, section, .node, table").all()) {
