@@ -20,6 +20,7 @@ import {
   withoutGpu,
 } from "./calibrate-bench-serve.ts";
 import { fitEfficiency } from "./calibrate-fit.ts";
+import { calibrateNoise, noiseJson, printNoise } from "./calibrate-noise.ts";
 import { findRuns, printRuns, replayRuns, runsJson } from "./calibrate-runs.ts";
 import { runServedSweep, type ServedSweep } from "./calibrate-served.ts";
 import { RUN_TARGETS, TARGETS } from "./calibrate-targets.ts";
@@ -31,7 +32,7 @@ import type { BenchScenario } from "./scenario.ts";
 /** The served sim against its core: within this of the core's figure on every point, on an idle host. */
 const SERVED_VS_CORE = 0.05;
 
-const USAGE = `usage: llmgw bench calibrate [--sweep ID] [--runs [--run ID]] [--fit [--without-gpu GPU]] [--served [--strict]] [--json]
+const USAGE = `usage: llmgw bench calibrate [--sweep ID] [--runs [--run ID]] [--noise] [--fit [--without-gpu GPU]] [--served [--strict]] [--json]
 
 Replays each published vLLM sweep (src/sim/profiles/published-sweeps.ts)
 against the sim-engine's core on a virtual clock and prints, per point,
@@ -55,6 +56,12 @@ and are left out of the targets.
                Qwen3-32B, Qwen3-235B-A22B TP8; every request at once) in the
                same columns, with the medians per GPU; about two minutes
   --run ID     one run (${GROUND_TRUTH_RUNS.map((r) => r.id).join(", ")}); implies --runs
+  --noise      also replay the lightest stage of eight of BLIS's runs (the
+               ones that publish their token gaps) with no step-time noise,
+               with the shipped spread and with each spread of a grid (0 to
+               8 %), and print the gaps' p80, p90 and p98 over their median
+               beside the published ones, each spread's error and the best
+               (about a minute and a half)
   --fit        refit the efficiency constants to the fitted sweeps and the
                runs of the fit set (general and codegen), and print them (minutes)
   --without-gpu GPU
@@ -160,6 +167,7 @@ export const calibrateScenario: BenchScenario = {
     "without-gpu": { type: "string" },
     served: { type: "boolean" },
     strict: { type: "boolean" },
+    noise: { type: "boolean" },
   },
   async run(args: ParsedArgs) {
     const id = stringFlag(args, "sweep");
@@ -203,6 +211,7 @@ export const calibrateScenario: BenchScenario = {
     const replayed = withRuns ? replayRuns(runs, (line) => progress(line, false)) : undefined;
     // One --run names a BLIS run: the bench-serve runs come with the whole set.
     const benchServe = withRuns && runId === undefined ? replayBenchServeRuns((line) => progress(line, false)) : undefined;
+    const noise = boolFlag(args, "noise") ? calibrateNoise((line) => progress(line, false)) : undefined;
     if (args.values.json === true) {
       console.log(
         JSON.stringify({
@@ -233,6 +242,7 @@ export const calibrateScenario: BenchScenario = {
           })),
           ...(replayed ? { real_runs: runsJson(replayed) } : {}),
           ...(benchServe ? { bench_serve_runs: benchServeJson(benchServe) } : {}),
+          ...(noise ? { noise: noiseJson(noise) } : {}),
         }),
       );
     } else {
@@ -240,6 +250,7 @@ export const calibrateScenario: BenchScenario = {
       if (replayed) printRuns(replayed);
       if (benchServe) printBenchServeRuns(benchServe);
       if (replayed && benchServe) printAllRealRuns(replayed, benchServe);
+      if (noise) printNoise(noise);
       const clocks = engineClocksLine(results.map((c, i) => ({ name: c.sweep.id, clock: served[i]?.engine_clock })));
       if (clocks) console.log(clocks);
     }

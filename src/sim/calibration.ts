@@ -4,7 +4,9 @@
  * TTFT p50, ITL/TPOT p50, output tokens per second and end-to-end latency
  * where the source gives them.
  */
+import { seededUnit } from "../shared/seeded.ts";
 import { type ClosedLoopResult, mean, percentile, runClosedLoop } from "./closed-loop.ts";
+import { REPLAY_NOISE } from "./noise.ts";
 import { resolveProfile } from "./profiles/catalog.ts";
 import type { EfficiencyConstants } from "./profiles/efficiency.ts";
 import type { PublishedSweep } from "./profiles/published-sweeps.ts";
@@ -71,7 +73,8 @@ export function calibrateSweep(sweep: PublishedSweep, efficiency?: EfficiencyCon
   };
   const timing = {
     timing: { derived: p.cost, derivedScale: 1, flatDecode: undefined, flatPrefill: undefined },
-    jitter: 0,
+    jitter: REPLAY_NOISE.stepCv,
+    frontendJitterMs: REPLAY_NOISE.frontendJitterMs,
     frontend: p.frontend,
     firstTokenDelayMs: 0,
   };
@@ -81,13 +84,18 @@ export function calibrateSweep(sweep: PublishedSweep, efficiency?: EfficiencyCon
   const pointMs: number[] = [];
   for (const point of sweep.points) {
     const c = point.concurrency;
-    const r = runClosedLoop(config, timing, {
-      concurrency: c,
-      requests: sweep.requests(c),
-      inputTokens: sweep.inputTokens,
-      outputTokens: sweep.outputTokens,
-      outputSpread: sweep.outputSpread,
-    });
+    const r = runClosedLoop(
+      config,
+      timing,
+      {
+        concurrency: c,
+        requests: sweep.requests(c),
+        inputTokens: sweep.inputTokens,
+        outputTokens: sweep.outputTokens,
+        outputSpread: sweep.outputSpread,
+      },
+      seededUnit(REPLAY_NOISE.seed),
+    );
     preemptions += r.preemptions;
     pointMs.push(r.durationMs);
     const sim = pointFigures(r, firstTokS);

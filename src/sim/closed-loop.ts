@@ -52,8 +52,9 @@ export function answerLengths(spec: Pick<ClosedLoopSpec, "requests" | "outputTok
   );
 }
 
-export function runClosedLoop(config: CoreConfig, timing: CoreTiming, spec: ClosedLoopSpec): ClosedLoopResult {
-  const core = new EngineCore(config, timing, () => 0.5);
+/** `random`: the engine's noise draws (seeded: the same loop on every run). */
+export function runClosedLoop(config: CoreConfig, timing: CoreTiming, spec: ClosedLoopSpec, random: () => number): ClosedLoopResult {
+  const core = new EngineCore(config, timing, random);
   const out: ClosedLoopResult = { ttftMs: [], itlMs: [], tpotMs: [], e2eMs: [], outputTokens: 0, durationMs: 0, preemptions: 0 };
   let now = 0;
   let sent = 0;

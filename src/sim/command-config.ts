@@ -20,6 +20,7 @@ import {
 import { parseFaultList } from "./faults.ts";
 import { parseKvEventsConfig, type SimKvEventsConfig } from "./kv-events-config.ts";
 import { LoraConfigError, loraSettings, type SimLoraSettings } from "./lora/lora-config.ts";
+import { FRONTEND_JITTER_MS, STEP_NOISE_CV } from "./noise.ts";
 import { DEFAULT_LENGTH_DISTRIBUTION, type LengthDistribution, parseLengthDistribution } from "./output-length.ts";
 import { resolveProfile } from "./profiles/catalog.ts";
 import type { Dtype } from "./profiles/gpu-facts.ts";
@@ -184,6 +185,8 @@ export function buildSimConfig(args: ParsedArgs, env: Record<string, string | un
     kvEvents: kvEventsFlag(args),
     asyncScheduling: !boolFlag(args, "no-async-scheduling"),
     blockHashRoot: blockHashRoot(env.PYTHONHASHSEED),
+    // Drawn here when not given, so /sim/state and the startup log can name it and a run can be drawn again.
+    seed: numberFlag(args, "seed", crypto.getRandomValues(new Uint32Array(1))[0]!, { min: 0, max: 4_294_967_295, integer: true }),
     lora: loraFromFlags(args, env, { arch: p.arch, gpuId: p.gpu.id, tp: p.tp }),
     ...apiKeyFlag(args, env),
   });
@@ -193,7 +196,8 @@ export function buildSimConfig(args: ParsedArgs, env: Record<string, string | un
     itlMs: numberFlag(args, "itl-ms", loneDecodeMs(p.cost), { min: 0 }),
     prefillOverheadMs: numberFlag(args, "prefill-overhead-ms", DEFAULT_PREFILL_OVERHEAD_MS, { min: 0 }),
     prefillMsPerToken: numberFlag(args, "prefill-ms-per-token", DEFAULT_PREFILL_MS_PER_TOKEN, { min: 0 }),
-    jitter: numberFlag(args, "jitter", 0, { min: 0, max: 1 }),
+    jitter: numberFlag(args, "jitter", STEP_NOISE_CV, { min: 0, max: 1 }),
+    frontendJitterMs: numberFlag(args, "frontend-jitter-ms", FRONTEND_JITTER_MS, { min: 0, max: 600_000 }),
     batchSlowdown: numberFlag(args, "batch-slowdown", DEFAULT_BATCH_SLOWDOWN, { min: 0 }),
     faultRate: numberFlag(args, "fault-rate", 0, { min: 0, max: 1 }),
     faultTypes,

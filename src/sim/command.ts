@@ -5,6 +5,7 @@ import { holdSimGpus, SIM_GPU_LEDGER_ENV, visibleGpuIndices } from "../shared/si
 import { buildSimConfig } from "./command-config.ts";
 import { DEFAULT_SIM_PORT } from "./config.ts";
 import { DEFAULT_MAX_LORA_RANK, DEFAULT_MAX_LORAS, expandLoraModulesArgv } from "./lora/lora-config.ts";
+import { FRONTEND_JITTER_MS, STEP_NOISE_CV } from "./noise.ts";
 import { DEFAULT_PROFILE, listProfiles } from "./profiles/catalog.ts";
 import { FITTED } from "./profiles/efficiency.ts";
 import { GPUS } from "./profiles/gpu-facts.ts";
@@ -32,6 +33,8 @@ Profile (default ${DEFAULT_PROFILE}; vLLM's defaults for that GPU follow):
   --gpu-memory-utilization F  vLLM's share of GPU memory (default 0.9)
   --list-profiles             print the profiles with their derived figures and exit
   --time-scale X              the engine's clock runs X times faster (default 1)
+  --seed N                    seed of the engine's noise (step times, API-server latency): the same seed draws
+                              the same numbers (default: a random one, in the startup log and /sim/state)
 
 Scheduler and KV cache (defaults from the profile):
   --max-num-seqs N            batch slots
@@ -48,7 +51,10 @@ Timing overrides (each replaces its part of the derived step model):
   --batch-slowdown F          decode step = itl × (1 + F × running/max-num-seqs)
   --prefill-overhead-ms MS    flat prefill: a request's own fixed prefill time, in parallel (default 5)
   --prefill-ms-per-token MS   flat prefill: cost per prefill token (default 0.05)
-  --jitter F                  ±fraction of random step-time noise (default 0)
+  --jitter F                  the spread of each step's time: the coefficient of variation of its normal noise
+                              (default ${STEP_NOISE_CV}, measured on real H100 runs; 0: every step as modelled)
+  --frontend-jitter-ms MS     the mean of the exponential part of a request's API-server latency, its mean kept
+                              (default ${FRONTEND_JITTER_MS}; applies where the API server is modelled)
   --frontend-latency-ms MS    the API server's time per request before the engine sees it (fitted: ${FITTED.frontendLatencyMs})
   --frontend-service-ms MS    of which one request at a time: a burst queues for it (fitted: ${FITTED.frontendServiceMs})
 
@@ -188,6 +194,8 @@ export const simEngineCommand: CommandSpec = {
     "prefill-overhead-ms": { type: "string" },
     "prefill-ms-per-token": { type: "string" },
     jitter: { type: "string" },
+    "frontend-jitter-ms": { type: "string" },
+    seed: { type: "string" },
     "frontend-latency-ms": { type: "string" },
     "frontend-service-ms": { type: "string" },
     "batch-slowdown": { type: "string" },
@@ -249,6 +257,7 @@ export const simEngineCommand: CommandSpec = {
         max_num_batched_tokens: fixed.maxNumBatchedTokens,
         num_gpu_blocks: fixed.numGpuBlocks,
         itl_ms: live.itlMs,
+        seed: fixed.seed,
         time_scale: fixed.timeScale,
         metrics_flavor: fixed.metricsFlavor,
       },

@@ -70,6 +70,8 @@ export interface SimStaticConfig {
   asyncScheduling?: boolean;
   /** The root of the prefix cache's block-hash chain (vLLM's NONE_HASH: random per process unless PYTHONHASHSEED); absent: 0. */
   blockHashRoot?: bigint;
+  /** The seed of the engine's noise (step times, API-server latency): a fixed one reproduces a run's draws; absent: a random one. */
+  seed?: number;
   /** LoRA adapters (--enable-lora); absent: LoRA off. */
   lora?: SimLoraSettings;
   /** --api-key (or VLLM_API_KEY), as vLLM: requests outside its public paths need `Authorization: Bearer KEY`; absent: none. */
@@ -96,8 +98,10 @@ export interface SimLiveConfig {
   itlMs: number;
   prefillOverheadMs: number;
   prefillMsPerToken: number;
-  /** ±fraction applied uniformly to each engine step. */
+  /** The spread of each step's time: the coefficient of variation of its normal noise. */
   jitter: number;
+  /** The mean of the exponential part of a request's API-server latency (ms; absent or 0: none). */
+  frontendJitterMs?: number;
   /** Step time grows by this fraction at a full batch (running = max-num-seqs). */
   batchSlowdown: number;
   faultRate: number;
@@ -197,6 +201,7 @@ export const simConfigPatchSchema = z.strictObject({
   prefill_overhead_ms: z.number().min(0).max(600_000).optional(),
   prefill_ms_per_token: z.number().min(0).max(10_000).optional(),
   jitter: z.number().min(0).max(1).optional(),
+  frontend_jitter_ms: z.number().min(0).max(600_000).optional(),
   batch_slowdown: z.number().min(0).max(100).optional(),
   fault_rate: z.number().min(0).max(1).optional(),
   fault_types: z.array(faultNameSchema).optional(),
@@ -222,6 +227,7 @@ export function applyConfigPatch(live: SimLiveConfig, patch: SimConfigPatch): vo
     live.flatPrefill = true;
   }
   if (patch.jitter !== undefined) live.jitter = patch.jitter;
+  if (patch.frontend_jitter_ms !== undefined) live.frontendJitterMs = patch.frontend_jitter_ms;
   if (patch.batch_slowdown !== undefined) {
     live.batchSlowdown = patch.batch_slowdown;
     live.flatDecode = true;
@@ -250,6 +256,7 @@ export function liveConfigView(live: SimLiveConfig): Record<string, unknown> {
     prefill_overhead_ms: live.prefillOverheadMs,
     prefill_ms_per_token: live.prefillMsPerToken,
     jitter: live.jitter,
+    frontend_jitter_ms: live.frontendJitterMs ?? 0,
     batch_slowdown: live.batchSlowdown,
     step_model: live.derived
       ? { decode: live.flatDecode ? "flat" : "derived", prefill: live.flatPrefill ? "flat" : "derived" }

@@ -10,6 +10,7 @@ import { BusyTracker } from "./busy-tracker.ts";
 import { EngineStats } from "./engine-stats.ts";
 import { FrontendQueue } from "./frontend-queue.ts";
 import { KvCache } from "./kv-cache.ts";
+import { frontendLatency, stepNoise } from "./noise.ts";
 import { type SeqRequest, Sequence } from "./sequence.ts";
 import { type PlannerHost, planStep, type StepPlan } from "./step-planner.ts";
 import { type Frontend, type StepComposition, type StepTiming, stepMs } from "./step-time.ts";
@@ -44,10 +45,12 @@ export interface CoreLora {
 /** What the core reads each step (live: POST /sim/config may change it). */
 export interface CoreTiming {
   timing: StepTiming;
-  /** ± fraction of uniform noise on each step. */
+  /** The spread of each step's time: the coefficient of variation of its normal noise (0: every step as modelled). */
   jitter: number;
   /** The API server's time per request before the engine sees it. */
   frontend: Frontend;
+  /** The mean of the exponential part of a request's API-server latency (ms; 0: every request the same). */
+  frontendJitterMs: number;
   /** The flat model's fixed prefill time: a prompt's first token comes this long after its last chunk, the request holding its slot (ms). */
   firstTokenDelayMs: number;
 }
@@ -111,7 +114,10 @@ export class EngineCore implements PlannerHost {
   submit(req: SeqRequest, now: number): Sequence {
     const s = new Sequence(req, now);
     this.stats.requestsTotal++;
-    if (this.frontend.admit(s, now, this.live.frontend) <= now) this.enqueue(s);
+    const f = this.live.frontend;
+    // A request's latency varies only where the API server has one to vary.
+    const latencyMs = f.latencyMs >= this.live.frontendJitterMs ? frontendLatency(f.latencyMs, this.live.frontendJitterMs, this.random) : f.latencyMs;
+    if (this.frontend.admit(s, now, f.serviceMs, latencyMs) <= now) this.enqueue(s);
     this.kick(now);
     return s;
   }
@@ -213,10 +219,8 @@ export class EngineCore implements PlannerHost {
       this.busy.idle(at);
       return;
     }
-    const j = this.live.jitter;
     // An adapter swapped into a GPU slot is copied before the forward pass (vLLM's set_active_loras): the step waits for it.
-    const ms =
-      stepMs(this.live.timing, plan.composition) * (j > 0 ? 1 + j * (2 * this.random() - 1) : 1) * this.slowdown + (this.lora?.stepLoadMs(plan.seqs) ?? 0);
+    const ms = stepMs(this.live.timing, plan.composition) * stepNoise(this.live.jitter, this.random) * this.slowdown + (this.lora?.stepLoadMs(plan.seqs) ?? 0);
     if (at + ms <= now) {
       this.onSlip?.(now - at);
       at = now;

@@ -33,6 +33,9 @@ export function engineCore(fixed: SimStaticConfig, live: SimLiveConfig, random: 
     get jitter() {
       return live.jitter;
     },
+    get frontendJitterMs() {
+      return live.frontendJitterMs ?? 0;
+    },
     get frontend() {
       return stepTimingOf(live, fixed.maxNumSeqs).frontend;
     },

@@ -5,19 +5,24 @@
  * latency in parallel, then reaches the scheduler's waiting queue.
  */
 import type { Sequence } from "./sequence.ts";
-import type { Frontend } from "./step-time.ts";
 
 export class FrontendQueue {
   private items: Sequence[] = [];
   private head = 0;
   private freeAt = -Infinity;
+  private lastReadyAt = -Infinity;
   /** Requests still in the API server's hands (aborted ones leave at once). */
   live = 0;
 
-  /** When `s`, arriving at `now`, reaches the engine. */
-  admit(s: Sequence, now: number, f: Frontend): number {
-    this.freeAt = Math.max(now, this.freeAt) + Math.max(0, f.serviceMs);
-    s.readyAt = this.freeAt + Math.max(0, f.latencyMs);
+  /**
+   * When `s`, arriving at `now`, reaches the engine: after its turn for
+   * `serviceMs` and its own `latencyMs`, and never before a request that
+   * came earlier (the API server hands requests on in order).
+   */
+  admit(s: Sequence, now: number, serviceMs: number, latencyMs: number): number {
+    this.freeAt = Math.max(now, this.freeAt) + Math.max(0, serviceMs);
+    s.readyAt = Math.max(this.lastReadyAt, this.freeAt + Math.max(0, latencyMs));
+    this.lastReadyAt = s.readyAt;
     if (s.readyAt > now) {
       this.items.push(s);
       this.live++;

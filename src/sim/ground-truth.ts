@@ -7,8 +7,10 @@
  * beside the published figures: BLIS's columns (E2E mean, TTFT mean and p99,
  * ITL mean).
  */
+import { seededUnit } from "../shared/seeded.ts";
 import { mean, percentile } from "./closed-loop.ts";
 import { EngineCore } from "./engine-core.ts";
+import { REPLAY_NOISE, type ReplayNoise } from "./noise.ts";
 import { type OpenLoopRecord, type OpenLoopRequest, runOpenLoop } from "./open-loop.ts";
 import type { EfficiencyConstants } from "./profiles/efficiency.ts";
 import { findGpu } from "./profiles/gpu-facts.ts";
@@ -145,8 +147,8 @@ export function publishedFigure(stage: GroundTruthStage, m: GroundTruthMetric): 
   return stage[PUBLISHED_KEY[m]];
 }
 
-/** An engine core for a replayed real run: the derived profile's scheduler, KV cache, step costs and API server, no jitter. */
-export function replayCore(p: DerivedProfile, asyncScheduling: boolean): EngineCore {
+/** An engine core for a replayed real run: the derived profile's scheduler, KV cache, step costs and API server, with `noise`. */
+export function replayCore(p: DerivedProfile, asyncScheduling: boolean, noise: ReplayNoise = REPLAY_NOISE): EngineCore {
   return new EngineCore(
     {
       maxNumSeqs: p.maxNumSeqs,
@@ -156,8 +158,14 @@ export function replayCore(p: DerivedProfile, asyncScheduling: boolean): EngineC
       maxModelLen: p.maxModelLen,
       asyncScheduling,
     },
-    { timing: { derived: p.cost, derivedScale: 1, flatDecode: undefined, flatPrefill: undefined }, jitter: 0, frontend: p.frontend, firstTokenDelayMs: 0 },
-    () => 0.5,
+    {
+      timing: { derived: p.cost, derivedScale: 1, flatDecode: undefined, flatPrefill: undefined },
+      jitter: noise.stepCv,
+      frontendJitterMs: noise.frontendJitterMs,
+      frontend: p.frontend,
+      firstTokenDelayMs: 0,
+    },
+    seededUnit(noise.seed),
   );
 }
 
@@ -166,9 +174,9 @@ export function replayCore(p: DerivedProfile, asyncScheduling: boolean): EngineC
  * and compares each stage. `durationScale` < 1 shortens every stage (the
  * fit's quicker replays: the same rates, fewer requests).
  */
-export function replayGroundTruthRun(run: GroundTruthRun, efficiency?: EfficiencyConstants, durationScale = 1): RunComparison {
+export function replayGroundTruthRun(run: GroundTruthRun, efficiency?: EfficiencyConstants, durationScale = 1, noise?: ReplayNoise): RunComparison {
   const p = groundTruthProfile(run, efficiency);
-  const core = replayCore(p, GROUND_TRUTH_ENGINE.asyncScheduling);
+  const core = replayCore(p, GROUND_TRUTH_ENGINE.asyncScheduling, noise);
   const rand = lcg(0x5eed);
   const stages: StageComparison[] = [];
   let at = 0;

@@ -43,6 +43,8 @@ export function runOpenLoop(
   startAt: number,
   requests: readonly OpenLoopRequest[],
   timeoutMs: number,
+  /** Told each gap between two tokens of one request (ms), in the order they come. */
+  onGap?: (ms: number) => void,
 ): { records: OpenLoopRecord[]; endAt: number } {
   const records: OpenLoopRecord[] = [];
   const seqs: Sequence[] = [];
@@ -57,6 +59,7 @@ export function runOpenLoop(
     const sink: SeqSink = {
       token: () => {
         if (rec.firstAt < 0) rec.firstAt = now;
+        else onGap?.(now - rec.lastAt);
         rec.lastAt = now;
         rec.tokens++;
       },

@@ -17,6 +17,7 @@ export function simCore(opts: { numGpuBlocks: number; blockSize?: number; maxNum
     {
       timing: { derived: undefined, derivedScale: 1, flatDecode: { itlMs: 1, batchSlowdown: 0, maxNumSeqs: 8 }, flatPrefill: { msPerToken: 0.01 } },
       jitter: 0,
+      frontendJitterMs: 0,
       frontend: NO_FRONTEND,
       firstTokenDelayMs: 0,
     },

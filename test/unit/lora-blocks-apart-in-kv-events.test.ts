@@ -27,6 +27,7 @@ function core(): EngineCore {
     {
       timing: { derived: undefined, derivedScale: 1, flatDecode: { itlMs: 1, batchSlowdown: 0, maxNumSeqs: 4 }, flatPrefill: { msPerToken: 0 } },
       jitter: 0,
+      frontendJitterMs: 0,
       frontend: NO_FRONTEND,
       firstTokenDelayMs: 0,
     },

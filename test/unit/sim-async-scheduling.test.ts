@@ -15,6 +15,7 @@ function core(asyncScheduling: boolean): EngineCore {
     {
       timing: { derived: undefined, derivedScale: 1, flatDecode: { itlMs: 10, batchSlowdown: 0, maxNumSeqs: 8 }, flatPrefill: { msPerToken: 0 } },
       jitter: 0,
+      frontendJitterMs: 0,
       frontend: NO_FRONTEND,
       firstTokenDelayMs: 0,
     },

@@ -12,7 +12,7 @@ import { NO_FRONTEND, type StepTiming } from "../../src/sim/step-time.ts";
 
 /** A flat clock: decode steps of 10 ms; a prefill-only step takes the 1 ms minimum a step has. */
 const FLAT: StepTiming = { derived: undefined, derivedScale: 1, flatDecode: { itlMs: 10, batchSlowdown: 0, maxNumSeqs: 16 }, flatPrefill: { msPerToken: 0 } };
-const TIMING: CoreTiming = { timing: FLAT, jitter: 0, frontend: NO_FRONTEND, firstTokenDelayMs: 0 };
+const TIMING: CoreTiming = { timing: FLAT, jitter: 0, frontendJitterMs: 0, frontend: NO_FRONTEND, firstTokenDelayMs: 0 };
 const LLAMA_8B = findArch("llama-3.1-8b")!;
 
 function core(maxLoras: number, over: Partial<CoreConfig> = {}): EngineCore {

@@ -26,6 +26,7 @@ function core(maxNumSeqs = 8): EngineCore {
     {
       timing: { derived: undefined, derivedScale: 1, flatDecode: { itlMs: 10, batchSlowdown: 0, maxNumSeqs }, flatPrefill: { msPerToken: 0 } },
       jitter: 0,
+      frontendJitterMs: 0,
       frontend: NO_FRONTEND,
       firstTokenDelayMs: 0,
     },

@@ -9,7 +9,7 @@ import { WaitQueue } from "../../src/sim/wait-queue.ts";
 
 /** Flat timing: a decode step 10 ms, prefill 0.1 ms per token on top. */
 const FLAT: StepTiming = { derived: undefined, derivedScale: 1, flatDecode: { itlMs: 10, batchSlowdown: 0, maxNumSeqs: 8 }, flatPrefill: { msPerToken: 0.1 } };
-const timing = (t: StepTiming = FLAT): CoreTiming => ({ timing: t, jitter: 0, frontend: NO_FRONTEND, firstTokenDelayMs: 0 });
+const timing = (t: StepTiming = FLAT): CoreTiming => ({ timing: t, jitter: 0, frontendJitterMs: 0, frontend: NO_FRONTEND, firstTokenDelayMs: 0 });
 const config = (over: Partial<CoreConfig> = {}): CoreConfig => ({
   maxNumSeqs: 8,
   maxNumBatchedTokens: 256,

@@ -22,7 +22,9 @@ function requests(): ScheduledRequest[] {
 }
 
 async function run(faults: string[], gateway: Record<string, unknown> = {}, engines = 3): Promise<{ fleet: TwinFleet; r: TwinOpenLoopResult }> {
-  const fleet = new TwinFleet({ engines, model: "m", engineFlags: ["--profile", "h100-llama-3.1-8b"], gateway, kvEvents: false, seed: 7 });
+  // No noise on steps or in the API server: each fault lands at a known point of a known request.
+  const engineFlags = ["--profile", "h100-llama-3.1-8b", "--jitter", "0", "--frontend-jitter-ms", "0"];
+  const fleet = new TwinFleet({ engines, model: "m", engineFlags, gateway, kvEvents: false, seed: 7 });
   const r = await runTwinOpenLoop(fleet, { requests: requests(), drainMs: 120_000, faults: parseTwinFaults(faults, engines) });
   return { fleet, r };
 }

@@ -59,6 +59,13 @@ export interface GroundTruthStage {
   e2eMeanMs: number;
   /** As the client measures it (see above): about half the engine's time per token. */
   itlMeanMs: number;
+  /**
+   * The gaps between tokens at their 50th, 80th, 90th and 98th percentiles
+   * (ms): the published ITL list's p75, p90, p95 and p99, half of whose gaps
+   * are the blank lines' microseconds. On the lightest stage of the general
+   * and codegen runs, where they measure how much a step's time varies.
+   */
+  tokenGapsMs?: readonly [number, number, number, number];
 }
 
 export interface GroundTruthRun {
@@ -97,7 +104,18 @@ export const GROUND_TRUTH_RUNS: readonly GroundTruthRun[] = [
     shape: { systemTokens: 100, questionTokens: 447, outputTokens: 248 },
     kvBlocks: 7462,
     stages: [
-      { rate: 8, durationS: 600, ok: 4800, failed: 0, promptTokensMean: 575.45, ttftMeanMs: 27.109, ttftP99Ms: 36.584, e2eMeanMs: 2057.6, itlMeanMs: 4.0817 },
+      {
+        rate: 8,
+        durationS: 600,
+        ok: 4800,
+        failed: 0,
+        promptTokensMean: 575.45,
+        ttftMeanMs: 27.109,
+        ttftP99Ms: 36.584,
+        e2eMeanMs: 2057.6,
+        itlMeanMs: 4.0817,
+        tokenGapsMs: [8.167, 8.714, 9.04, 9.816],
+      },
       {
         rate: 20,
         durationS: 600,
@@ -120,7 +138,18 @@ export const GROUND_TRUTH_RUNS: readonly GroundTruthRun[] = [
     shape: { systemTokens: 100, questionTokens: 466, outputTokens: 247 },
     kvBlocks: 7462,
     stages: [
-      { rate: 5, durationS: 600, ok: 3000, failed: 0, promptTokensMean: 591.63, ttftMeanMs: 25.037, ttftP99Ms: 45.97, e2eMeanMs: 1810.322, itlMeanMs: 3.6027 },
+      {
+        rate: 5,
+        durationS: 600,
+        ok: 3000,
+        failed: 0,
+        promptTokensMean: 591.63,
+        ttftMeanMs: 25.037,
+        ttftP99Ms: 45.97,
+        e2eMeanMs: 1810.322,
+        itlMeanMs: 3.6027,
+        tokenGapsMs: [7.187, 7.629, 7.892, 8.584],
+      },
       {
         rate: 10,
         durationS: 600,
@@ -188,6 +217,7 @@ export const GROUND_TRUTH_RUNS: readonly GroundTruthRun[] = [
         ttftP99Ms: 120.615,
         e2eMeanMs: 4678.399,
         itlMeanMs: 9.2944,
+        tokenGapsMs: [18.536, 19.08, 19.457, 20.902],
       },
       {
         rate: 20,
@@ -221,6 +251,7 @@ export const GROUND_TRUTH_RUNS: readonly GroundTruthRun[] = [
         ttftP99Ms: 106.227,
         e2eMeanMs: 4332.861,
         itlMeanMs: 8.6411,
+        tokenGapsMs: [17.228, 17.812, 18.115, 18.762],
       },
       {
         rate: 10,
@@ -289,7 +320,18 @@ export const GROUND_TRUTH_RUNS: readonly GroundTruthRun[] = [
     shape: { systemTokens: 100, questionTokens: 447, outputTokens: 248 },
     kvBlocks: 26602,
     stages: [
-      { rate: 8, durationS: 600, ok: 4800, failed: 0, promptTokensMean: 574.24, ttftMeanMs: 46.018, ttftP99Ms: 73.436, e2eMeanMs: 3694.383, itlMeanMs: 7.3373 },
+      {
+        rate: 8,
+        durationS: 600,
+        ok: 4800,
+        failed: 0,
+        promptTokensMean: 574.24,
+        ttftMeanMs: 46.018,
+        ttftP99Ms: 73.436,
+        e2eMeanMs: 3694.383,
+        itlMeanMs: 7.3373,
+        tokenGapsMs: [14.676, 15.104, 15.374, 16.204],
+      },
       {
         rate: 20,
         durationS: 600,
@@ -312,7 +354,18 @@ export const GROUND_TRUTH_RUNS: readonly GroundTruthRun[] = [
     shape: { systemTokens: 100, questionTokens: 466, outputTokens: 247 },
     kvBlocks: 26602,
     stages: [
-      { rate: 5, durationS: 600, ok: 3000, failed: 0, promptTokensMean: 593.37, ttftMeanMs: 44.458, ttftP99Ms: 69.031, e2eMeanMs: 3610.361, itlMeanMs: 7.1987 },
+      {
+        rate: 5,
+        durationS: 600,
+        ok: 3000,
+        failed: 0,
+        promptTokensMean: 593.37,
+        ttftMeanMs: 44.458,
+        ttftP99Ms: 69.031,
+        e2eMeanMs: 3610.361,
+        itlMeanMs: 7.1987,
+        tokenGapsMs: [14.438, 14.755, 14.932, 15.342],
+      },
       {
         rate: 10,
         durationS: 600,
@@ -379,6 +432,7 @@ export const GROUND_TRUTH_RUNS: readonly GroundTruthRun[] = [
         ttftP99Ms: 383.077,
         e2eMeanMs: 4795.965,
         itlMeanMs: 9.5171,
+        tokenGapsMs: [18.947, 19.563, 19.823, 20.558],
       },
       {
         rate: 20,
@@ -412,6 +466,7 @@ export const GROUND_TRUTH_RUNS: readonly GroundTruthRun[] = [
         ttftP99Ms: 481.588,
         e2eMeanMs: 4518.516,
         itlMeanMs: 8.9971,
+        tokenGapsMs: [17.824, 18.57, 18.984, 19.904],
       },
       {
         rate: 10,
