@@ -24,8 +24,22 @@ export function sseErrorEvent(code: ErrorCode, message: string): Uint8Array {
   return enc.encode(`data: ${JSON.stringify(errorBody(code, message))}\n\n`);
 }
 
+const usageDecoder = new TextDecoder();
+
+/**
+ * The usage of a usage event (one the scanner classified "usage": `data:`,
+ * then one JSON object). Decoded with one shared decoder and parsed straight
+ * from the `{`: a decoder constructed, the text trimmed and sliced per event
+ * cost as much as the parse.
+ */
 export function readUsage(bytes: Uint8Array): Usage | undefined {
-  const json = eventJson(bytes);
+  const open = bytes.indexOf(123 /* { */);
+  let json: unknown;
+  try {
+    json = open < 0 ? undefined : JSON.parse(usageDecoder.decode(bytes.subarray(open)));
+  } catch {
+    return undefined;
+  }
   const usage = typeof json === "object" && json !== null ? (json as { usage?: unknown }).usage : undefined;
   if (typeof usage !== "object" || usage === null) return undefined;
   const u = usage as Record<string, unknown>;

@@ -89,9 +89,11 @@ export interface ScannedEvent {
   bytes: Uint8Array;
 }
 
+const eventDecoder = new TextDecoder();
+
 /** The JSON payload of a data event, or undefined when it does not parse. */
 export function eventJson(bytes: Uint8Array): unknown {
-  const text = new TextDecoder().decode(bytes).trim();
+  const text = eventDecoder.decode(bytes).trim();
   const payload = text.startsWith("data:") ? text.slice(5).trim() : text;
   try {
     return JSON.parse(payload);
