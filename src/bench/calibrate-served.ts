@@ -10,6 +10,7 @@
  */
 import { spawnLlmgw } from "../shared/llmgw-child.ts";
 import { type CalibrationMetric, pointFigures } from "../sim/calibration.ts";
+import { REPLAY_NOISE } from "../sim/noise.ts";
 import type { PublishedSweep } from "../sim/profiles/published-sweeps.ts";
 import { type EngineClockReport, engineClockReport, sampleEngineClocks } from "./engine-clock-report.ts";
 import { runServedClosedLoop } from "./served-closed-loop.ts";
@@ -58,6 +59,9 @@ export async function runServedSweep(sweep: PublishedSweep, coreMs: readonly num
     MODEL,
     ...profileFlags(sweep.profile),
     ...(sweep.asyncScheduling ? [] : ["--no-async-scheduling"]),
+    // The core's seed: the served engine draws the same noise, in the order its steps come.
+    "--seed",
+    String(REPLAY_NOISE.seed),
   ]);
   try {
     const url = engine.urls.api ?? engine.url;
