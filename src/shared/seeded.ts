@@ -16,3 +16,8 @@ export function seededUnit(seed: number): () => number {
   const next = sfc32(split(), split(), split(), split());
   return () => next() / 4_294_967_296;
 }
+
+/** A fresh 32-bit seed, for a run that names none (say which was drawn, so the run can be drawn again). */
+export function randomSeed(): number {
+  return crypto.getRandomValues(new Uint32Array(1))[0]!;
+}

@@ -5,6 +5,7 @@
  * derived step model; every explicit flag overrides its part.
  */
 import { boolFlag, numberFlag, type ParsedArgs, stringFlag, stringListFlag, UsageError } from "../shared/flags.ts";
+import { randomSeed } from "../shared/seeded.ts";
 import {
   DEFAULT_BATCH_SLOWDOWN,
   DEFAULT_EMBEDDING_DIM,
@@ -186,7 +187,7 @@ export function buildSimConfig(args: ParsedArgs, env: Record<string, string | un
     asyncScheduling: !boolFlag(args, "no-async-scheduling"),
     blockHashRoot: blockHashRoot(env.PYTHONHASHSEED),
     // Drawn here when not given, so /sim/state and the startup log can name it and a run can be drawn again.
-    seed: numberFlag(args, "seed", crypto.getRandomValues(new Uint32Array(1))[0]!, { min: 0, max: 4_294_967_295, integer: true }),
+    seed: numberFlag(args, "seed", randomSeed(), { min: 0, max: 4_294_967_295, integer: true }),
     lora: loraFromFlags(args, env, { arch: p.arch, gpuId: p.gpu.id, tp: p.tp }),
     ...apiKeyFlag(args, env),
   });

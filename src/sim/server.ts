@@ -7,7 +7,7 @@
 import { hostname as osHostname } from "node:os";
 import { KvEventPublisher } from "../engines/kv-events/publisher.ts";
 import { logger } from "../shared/logger.ts";
-import { seededUnit } from "../shared/seeded.ts";
+import { randomSeed, seededUnit } from "../shared/seeded.ts";
 import type { Closable } from "./answer-stream.ts";
 import { apiKeyRefusal } from "./api-key-guard.ts";
 import { applyConfigPatch, embeddingMs, liveConfigView, type SimLiveConfig, type SimStaticConfig, simConfigPatchSchema } from "./config.ts";
@@ -67,7 +67,7 @@ export class SimServer {
     readonly fixed: SimStaticConfig,
     readonly live: SimLiveConfig,
   ) {
-    this.engine = new Engine(fixed, live, undefined, seededUnit(fixed.seed ?? crypto.getRandomValues(new Uint32Array(1))[0]!));
+    this.engine = new Engine(fixed, live, undefined, seededUnit(fixed.seed ?? randomSeed()));
     if (fixed.lora) this.lora = this.engine.core.lora = new EngineLora(fixed.lora, fixed.models, () => this.engine.runningCount + this.engine.waitingCount > 0);
     this.limits = requestLimits(fixed, this.lora);
     this.routes = {
