@@ -4,15 +4,17 @@
  * reached directly (round-robin), through nginx (when installed), through a
  * bare Bun pass-through, through the same pass-through with its answer's
  * bytes relayed by JavaScript (bare-relay: the floor of any relay on Bun
- * that observes a stream), through llmgw with its default configuration
+ * that observes a stream through fetch), through that relay with the
+ * engines reached by llmgw's HTTP/1.1 client (bare-http1: the floor of
+ * llmgw's relay), through llmgw with its default configuration
  * (admission and all four scorers on), through llmgw following the engines'
  * KV-cache events (precise-prefix routing: each request's prompt tokenized
  * or found in the cache), and through llmgw with API keys and a tenant
  * quota — in interleaved rounds per case. Reports TTFT p50/p99 added
  * over direct and over bare Bun, throughput, the proxies' CPU per request
  * (main thread and whole process), scheduler messages per request, each
- * target met or not, and llmgw's main-thread CPU split into that floor and
- * its own work.
+ * target met or not, and llmgw's main-thread CPU split into bare-http1's
+ * floor and its own work.
  */
 import { existsSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -50,13 +52,15 @@ const USAGE = `usage: llmgw bench overhead [--cases c10,c50,sat,kv] [--rounds N]
 The same sim-engines (publishing KV-cache events) reached directly, through
 nginx (if installed), a bare Bun pass-through, the same pass-through
 relaying the answer's bytes through JavaScript (bare-relay: what any relay
-on Bun that observes a stream pays), llmgw (default config),
+on Bun that observes a stream pays), the same relay reaching the engines
+through llmgw's HTTP/1.1 client instead of fetch (bare-http1: the floor of
+llmgw's own relay), llmgw (default config),
 llmgw following the engines' KV-cache events (llmgw+kv: precise-prefix,
 prompts tokenized) and llmgw with API keys and a tenant quota, interleaved
 in rounds. Prints TTFT p50/p99 and their added cost over
 direct and over bare Bun, throughput, CPU per request of each proxy (main
 thread / whole process), scheduler messages per request, the targets, and
-llmgw's main-thread CPU split into the bare-relay floor and its own work.
+llmgw's main-thread CPU split into the bare-http1 floor and its own work.
 
 cases: ${Object.entries(CASES)
   .map(([n, c]) => `${n} (${c.what})`)
@@ -112,6 +116,8 @@ async function startPaths(engines: number, say: (s: string) => void, baselineDir
     children.push(bare);
     const bareRelay = await spawnLlmgw(["0", "--relay", ...simUrls], { script: join(REPO_ROOT, "src", "bench", "bare-proxy.ts") });
     children.push(bareRelay);
+    const bareHttp1 = await spawnLlmgw(["0", "--http1", ...simUrls], { script: join(REPO_ROOT, "src", "bench", "bare-proxy.ts") });
+    children.push(bareHttp1);
     const endpoints = simUrls.map((url, i) => ({ id: `sim-${i + 1}`, url, models: [MODEL] }));
     // The sim-engines' batch size: this bench measures routing, not capacity learning.
     const base = { log_level: "info", admission: { initial_capacity: 1024 }, endpoints };
@@ -163,6 +169,7 @@ async function startPaths(engines: number, say: (s: string) => void, baselineDir
     paths.push(
       { name: "bare", url: () => `${bare.urls.api}/v1/chat/completions`, pid: bare.proc.pid },
       { name: "bare-relay", url: () => `${bareRelay.urls.api}/v1/chat/completions`, pid: bareRelay.proc.pid },
+      { name: "bare-http1", url: () => `${bareHttp1.urls.api}/v1/chat/completions`, pid: bareHttp1.proc.pid },
       { name: "llmgw", url: () => `${gw.urls.api}/v1/chat/completions`, pid: gw.proc.pid, adminUrl: gw.urls.admin! },
       { name: "llmgw+kv", url: () => `${gwKv.urls.api}/v1/chat/completions`, pid: gwKv.proc.pid, adminUrl: gwKv.urls.admin! },
       {
@@ -222,13 +229,14 @@ function targets(name: CaseName, r: Record<string, PathResult>): [string, boolea
 }
 
 /**
- * llmgw's main-thread CPU per request split at the bare-relay floor: what
- * relaying an observed stream costs any proxy on Bun (the floor over bare),
- * and what llmgw does beyond it. Undefined where a figure is missing.
+ * llmgw's main-thread CPU per request split at the floor of its relay
+ * (bare-http1: an observed stream relayed from llmgw's HTTP/1.1 client,
+ * nothing else), and what llmgw does beyond it. Undefined where a figure is
+ * missing.
  */
 function relayFloor(r: Record<string, PathResult>): { floor_x_bare: number; llmgw_over_floor_us: number; llmgw_over_floor_x_bare: number } | undefined {
   const bare = r.bare?.main_cpu_us_per_req;
-  const floor = r["bare-relay"]?.main_cpu_us_per_req;
+  const floor = r["bare-http1"]?.main_cpu_us_per_req;
   const gw = r.llmgw?.main_cpu_us_per_req;
   if (bare == null || floor == null || gw == null || bare <= 0) return undefined;
   return { floor_x_bare: floor / bare, llmgw_over_floor_us: gw - floor, llmgw_over_floor_x_bare: (gw - floor) / bare };
@@ -301,7 +309,7 @@ export const overheadScenario: BenchScenario = {
         console.log("\ntargets:");
         for (const [what, met, detail] of checks) console.log(`  ${met ? "met    " : "NOT MET"}  ${what}: ${detail}`);
         if (floors.length > 0) {
-          console.log("\nmain-thread CPU per request, split (bare-relay: bare Bun relaying the bytes through JavaScript, observing nothing):");
+          console.log("\nmain-thread CPU per request, split (bare-http1: bare Bun relaying the bytes from llmgw's HTTP/1.1 client, observing nothing):");
           for (const [name, f] of floors)
             console.log(
               `  ${name}: the relay floor ${f.floor_x_bare.toFixed(2)} × bare; llmgw's own work above it ${f.llmgw_over_floor_us.toFixed(0)} µs (${f.llmgw_over_floor_x_bare.toFixed(2)} × bare)`,

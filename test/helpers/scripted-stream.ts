@@ -1,4 +1,5 @@
 /** An upstream stream scripted chunk by chunk, for relay tests that need no engine. */
+import { defaultReader } from "../../src/gateway/proxy/body-reader.ts";
 import { AttemptDeadlines } from "../../src/gateway/proxy/deadlines.ts";
 import { type EventClassifier, SseScanner } from "../../src/gateway/proxy/sse-scanner.ts";
 import type { OpenStream } from "../../src/gateway/proxy/upstream.ts";
@@ -31,12 +32,11 @@ export function openStreamOf(chunks: (string | Error | typeof HANG)[], classify?
       else c.enqueue(enc.encode(next));
     },
   });
-  const reader = body.getReader();
+  const reader = defaultReader(body);
   const scanner = new SseScanner(classify);
   return {
     ok: true,
     kind: "stream",
-    response: new Response(null),
     reader,
     scanner,
     deadlines,

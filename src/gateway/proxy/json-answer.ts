@@ -12,7 +12,7 @@
 import type { AttemptFailure, Outcome } from "../../metrics/names.ts";
 import type { ErrorCode } from "../../shared/errors.ts";
 import type { AttemptVerdict, Usage } from "../request/exchange.ts";
-import { type BodyReader, readMany } from "./body-reader.ts";
+import type { BodyReader } from "./body-reader.ts";
 import type { AttemptDeadlines } from "./deadlines.ts";
 import { FAILURE_CODE } from "./failures.ts";
 
@@ -50,7 +50,7 @@ export async function readAnswer(reader: BodyReader, deadlines: AttemptDeadlines
   let total = 0;
   try {
     for (;;) {
-      const got = readMany(reader);
+      const got = reader.readMany();
       const r = got instanceof Promise ? await got : got;
       for (const c of r.value) {
         chunks.push(c);
@@ -114,7 +114,7 @@ export function relayAnswer(x: AnswerOwner, a: CommittedAnswer, max: number): Re
         controller.flush();
         let sinceYield = 0;
         for (;;) {
-          const got = readMany(a.reader);
+          const got = a.reader.readMany();
           const r = got instanceof Promise ? await got : got;
           for (const c of r.value) {
             total += c.byteLength;

@@ -19,7 +19,6 @@ import type { AttemptFailure, BreakCause, Outcome } from "../../metrics/names.ts
 import type { ErrorCode } from "../../shared/errors.ts";
 import type { AttemptVerdict } from "../request/exchange.ts";
 import type { Evictable } from "../stream-evictions.ts";
-import { readMany } from "./body-reader.ts";
 import { ENDPOINT_FAULTS } from "./failures.ts";
 import { abandon, DONE_EVENT, engineErrorMessage, type RelayOwner, type RelayRecovery, readUsage, view } from "./relay-contracts.ts";
 import { type EventVisitor, finishedChoices, MAX_EVENT_BYTES, type ScannedEvent, type SseEventKind } from "./sse-scanner.ts";
@@ -113,7 +112,7 @@ export class SseRelay implements Evictable {
       try {
         // Everything the upstream has buffered, in one call (synchronous when
         // something is there): one pass per burst of chunks, not per chunk.
-        const got = readMany(reader);
+        const got = reader.readMany();
         const r = got instanceof Promise ? await got : got;
         chunks = r.value;
         done = r.done;

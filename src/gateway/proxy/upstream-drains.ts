@@ -3,7 +3,6 @@
  * connection goes back to the pool, and one shared timer (not one per
  * request) cancels those an engine keeps open longer than DRAIN_AFTER_DONE_MS.
  */
-import { readMany } from "./body-reader.ts";
 import type { OpenStream } from "./upstream.ts";
 
 /** How long an engine may keep a stream open after [DONE] before we cancel it. */
@@ -21,7 +20,7 @@ class UpstreamDrains {
   private async drain(reader: OpenStream["reader"]): Promise<void> {
     try {
       for (;;) {
-        const got = readMany(reader);
+        const got = reader.readMany();
         if ((got instanceof Promise ? await got : got).done) break;
         this.arm(); // still open: the sweeper watches it
       }
