@@ -6,7 +6,8 @@
  *
  * Derived model (a roofline with host overhead):
  *   step = step_overhead + per_seq × seqs + max(bytes / bandwidth, flops / peak) + TP all-reduces
- * where bytes = weights + KV read by attention and flops = 2 × params × tokens + attention.
+ * where bytes = weights + KV read by attention and flops = 2 × params × tokens + attention,
+ * a mixture of experts' expert FLOPs counted at the rate their shape reaches (expertMatmulEfficiency).
  * Flat model (the sim's older flags, still honoured):
  *   decode part  = itl_ms × (1 + batch_slowdown × running / max_num_seqs)   when the step has decodes
  *   prefill part = prefill_ms_per_token × prefill tokens
@@ -58,6 +59,7 @@ export function emptyComposition(): StepComposition {
 export interface StepCostModel {
   weightBytes: number;
   kvBytesPerToken: number;
+  /** FLOPs per token of every matmul but the experts' (all of a dense model's): 2 × those parameters, per GPU. */
   flopsPerToken: number;
   /** FLOPs per (query token, key position) pair of attention: 4 × layers × heads × head_dim, per GPU. */
   attnFlopsPerPair: number;
@@ -74,12 +76,18 @@ export interface StepCostModel {
   experts?: ExpertReads;
 }
 
-/** What a mixture of experts reads of its expert weights in one step. */
+/** A mixture of experts' expert MLPs: what a step reads of their weights and what their matmuls cost. */
 export interface ExpertReads {
   /** Every expert's weights, per GPU (tensor parallelism shards each expert). */
   bytes: number;
   count: number;
   perToken: number;
+  /** FLOPs per token of the experts it is routed to, per GPU (2 × perToken experts' MLP parameters ÷ tp). */
+  flopsPerToken: number;
+  /** Intermediate columns of each expert a GPU holds (moe_intermediate_size ÷ tp). */
+  columnsPerGpu: number;
+  /** What each (token, expert) pair costs beyond its matmul, in columns' worth of it (EfficiencyConstants.expertPairColumns). */
+  pairColumns: number;
 }
 
 /**
@@ -93,6 +101,52 @@ export function expertBytesRead(e: ExpertReads, tokens: number): number {
   return e.bytes * (1 - (1 - e.perToken / e.count) ** tokens);
 }
 
+/**
+ * Row blocks of vLLM's fused MoE kernel (fused_moe.py, its Triton
+ * `fused_moe_kernel`): moe_align_block_size pads each expert's rows to a
+ * multiple of BLOCK_SIZE_M, which its configs choose no larger than the rows
+ * an expert gets — 16 where there are fewer (get_default_config for
+ * M ≤ E; the tuned configs/E=128,N=192,... up to 128 tokens), 64 past a few
+ * dozen (get_default_config, and the tuned A100 config at 2,048 tokens).
+ */
+const MOE_BLOCK_ROWS_MIN = 16;
+const MOE_BLOCK_ROWS_MAX = 64;
+
+/**
+ * Rows the kernel computes for an expert that gets `rows` of them: padded to
+ * its block, half a block lost on average (an expert's share of the step's
+ * rows falls anywhere in its last block), a whole block where it gets fewer
+ * rows than the smallest block.
+ */
+export function paddedExpertRows(rows: number): number {
+  const block = Math.min(MOE_BLOCK_ROWS_MAX, Math.max(MOE_BLOCK_ROWS_MIN, 2 ** Math.floor(Math.log2(Math.max(1, rows)))));
+  return Math.max(MOE_BLOCK_ROWS_MIN, rows + block / 2);
+}
+
+/**
+ * The fraction of the dense matmuls' rate the experts' matmuls reach in a
+ * step over `tokens` tokens (1: as fast). Each expert the step's tokens pick
+ * (as many as expertBytesRead reads) computes its rows padded to the
+ * kernel's block, and each (token, expert) pair costs besides its matmul a
+ * fixed `pairColumns` columns' worth: its hidden state gathered in, its
+ * output row written and summed over the token's experts — work of the
+ * hidden size, which tensor parallelism does not divide as it divides the
+ * columns. With few columns per GPU (Qwen3-235B-A22B at TP 8: 192) that cost
+ * dominates; with many (Mixtral-8x7B at TP 2: 7,168) it is a few percent.
+ */
+export function expertMatmulEfficiency(e: ExpertReads, tokens: number): number {
+  if (tokens <= 0) return 1;
+  const active = e.count * (1 - (1 - e.perToken / e.count) ** tokens);
+  const rows = (tokens * e.perToken) / active;
+  return (rows * e.columnsPerGpu) / (paddedExpertRows(rows) * e.columnsPerGpu + rows * e.pairColumns);
+}
+
+/** FLOPs of a step over `tokens` tokens, its attention aside, priced at the dense matmuls' rate: the experts' at what their shape reaches. */
+function matmulFlops(m: StepCostModel, tokens: number): number {
+  const e = m.experts;
+  return tokens * m.flopsPerToken + (e && tokens > 0 ? (tokens * e.flopsPerToken) / expertMatmulEfficiency(e, tokens) : 0);
+}
+
 /** Weight bytes a step over `tokens` tokens reads: the dense weights once, and the experts its tokens pick. */
 function weightsRead(m: StepCostModel, tokens: number): number {
   return m.weightBytes + (m.experts ? expertBytesRead(m.experts, tokens) : 0);
@@ -101,7 +155,7 @@ function weightsRead(m: StepCostModel, tokens: number): number {
 function derivedMs(m: StepCostModel, seqs: number, tokens: number, context: number, pairs: number): number {
   if (seqs === 0) return 0;
   const memMs = (weightsRead(m, tokens) + context * m.kvBytesPerToken) / m.bytesPerMs;
-  const computeMs = (tokens * m.flopsPerToken + pairs * m.attnFlopsPerPair) / m.flopsPerMs;
+  const computeMs = (matmulFlops(m, tokens) + pairs * m.attnFlopsPerPair) / m.flopsPerMs;
   return m.stepOverheadMs + m.perSeqOverheadMs * seqs + Math.max(memMs, computeMs) + m.commMsPerStep + m.commMsPerToken * tokens;
 }
 
@@ -159,7 +213,7 @@ export function loneDecodeMs(m: StepCostModel): number {
 /** Of a derived step, the shares its memory reads and its matmuls take of the roofline part, 0..1 (for DCGM's DRAM and tensor activity). */
 export function stepShares(m: StepCostModel, c: StepComposition): { memory: number; compute: number } {
   const memMs = (weightsRead(m, c.tokens) + (c.decodeContext + c.prefillContext) * m.kvBytesPerToken) / m.bytesPerMs;
-  const computeMs = (c.tokens * m.flopsPerToken + (c.decodeContext + c.prefillPairs) * m.attnFlopsPerPair) / m.flopsPerMs;
+  const computeMs = (matmulFlops(m, c.tokens) + (c.decodeContext + c.prefillPairs) * m.attnFlopsPerPair) / m.flopsPerMs;
   const total = derivedStepMs(m, c);
   return total > 0 ? { memory: Math.min(1, memMs / total), compute: Math.min(1, computeMs / total) } : { memory: 0, compute: 0 };
 }

@@ -30,7 +30,7 @@ describe("the real runs' models", () => {
   });
 
   test("a mixture of experts reads the experts its tokens pick: two of eight for one token, nearly all for a batch", () => {
-    const e = { bytes: 8e9, count: 8, perToken: 2 };
+    const e = { bytes: 8e9, count: 8, perToken: 2, flopsPerToken: 0, columnsPerGpu: 7168, pairColumns: 0 };
     expect(expertBytesRead(e, 0)).toBe(0);
     expect(expertBytesRead(e, 1)).toBeCloseTo(2e9, 0);
     expect(expertBytesRead(e, 2)).toBeCloseTo(8e9 * (1 - 0.75 ** 2), 0);

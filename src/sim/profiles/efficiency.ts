@@ -21,6 +21,8 @@ export interface EfficiencyConstants {
   frontendServiceMs: number;
   /** Per hop of a tensor-parallel ring all-reduce (two all-reduces per layer, 2(tp − 1) hops each), its fixed latency (ms). */
   allReduceHopMs: number;
+  /** Per (token, expert) pair of a mixture of experts, what the fused MoE kernels cost beyond its matmul, in columns of that matmul (step-time.ts, expertMatmulEfficiency). */
+  expertPairColumns: number;
   /** Per GPU, memory neither weights nor KV cache get: CUDA context, NCCL, CUDA graphs (GiB). */
   nonTorchGiB: number;
 }
@@ -57,4 +59,13 @@ export const FITTED: EfficiencyConstants = Object.freeze({
   frontendServiceMs: 1,
   allReduceHopMs: 0.0041,
   nonTorchGiB: 1.5,
+  // Fitted apart, after the search above and by hand: the one constant of the
+  // experts' matmuls, on the six counted Qwen3-235B-A22B runs at TP 8 of
+  // GPUStack's lab (bench-serve-runs.ts; 192 columns per GPU, 128 rows an
+  // expert a step on A100, 512 on H100), the only mixture of experts whose
+  // columns per GPU are few enough for it to matter. 500 to 600 give the same
+  // mean error on those runs (A100 wants ~650, H100 ~450); 550 gives the
+  // lowest medians over every real row. Checked, not fitted, on BLIS's
+  // Mixtral-8x7B TP 2 runs (7,168 columns per GPU), which move by under half a point.
+  expertPairColumns: 550,
 });

@@ -135,10 +135,12 @@ export function deriveProfile(input: ProfileInput): DerivedProfile {
   const maxModelLen = Math.min(input.maxModelLen ?? arch.maxPositionEmbeddings, capacity);
   const hiddenBytes = arch.hiddenSize * ACTIVATION_BYTES;
   const allReduces = allReducesPerToken(arch);
+  // The expert MLPs a token is routed to: priced apart, at the rate their shape reaches (step-time.ts).
+  const expertFlopParams = arch.experts ? (expertParams(arch) * arch.experts.perToken) / arch.experts.count : 0;
   const cost: StepCostModel = {
     weightBytes: (denseParams(arch) * weightBytesPerParam) / tp,
     kvBytesPerToken: kvPerGpu,
-    flopsPerToken: (2 * activeParams(arch)) / tp,
+    flopsPerToken: (2 * (activeParams(arch) - expertFlopParams)) / tp,
     attnFlopsPerPair: (4 * attentionLayers(arch) * arch.attentionHeads * arch.headDim) / tp,
     bytesPerMs: (gpu.bandwidthGBs * 1e9 * eff.bandwidthEfficiency) / 1000,
     flopsPerMs: (peakTflops(gpu, dtype) * 1e12 * eff.computeEfficiency) / 1000,
@@ -148,7 +150,17 @@ export function deriveProfile(input: ProfileInput): DerivedProfile {
     commMsPerStep: allReduces * 2 * (tp - 1) * eff.allReduceHopMs,
     commMsPerToken: tp > 1 ? (allReduces * hiddenBytes * ((2 * (tp - 1)) / tp)) / ((gpu.interconnectGBs * 1e9) / 1000) : 0,
     // Tensor parallelism shards every expert across the group (vLLM's default without --enable-expert-parallel).
-    ...(arch.experts ? { experts: { bytes: (expertParams(arch) * weightBytesPerParam) / tp, ...arch.experts } } : {}),
+    ...(arch.experts
+      ? {
+          experts: {
+            bytes: (expertParams(arch) * weightBytesPerParam) / tp,
+            ...arch.experts,
+            flopsPerToken: (2 * expertFlopParams) / tp,
+            columnsPerGpu: widestIntermediateSize(arch) / tp,
+            pairColumns: eff.expertPairColumns,
+          },
+        }
+      : {}),
   };
   return {
     gpu,
