@@ -66,6 +66,7 @@ export const FITTED: EfficiencyConstants = Object.freeze({
   // columns per GPU are few enough for it to matter. 500 to 600 give the same
   // mean error on those runs (A100 wants ~650, H100 ~450); 550 gives the
   // lowest medians over every real row. Checked, not fitted, on BLIS's
-  // Mixtral-8x7B TP 2 runs (7,168 columns per GPU), which move by under half a point.
+  // Mixtral-8x7B TP 2 runs (7,168 columns per GPU), which move by under half a
+  // point but for one stage's TTFT p99 (+106.7 → +102.4 %).
   expertPairColumns: 550,
 });
