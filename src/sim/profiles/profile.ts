@@ -19,12 +19,12 @@ import {
   totalParams,
   widestIntermediateSize,
 } from "./model-facts.ts";
+import { profileRunPeak } from "./profile-run-memory.ts";
 
 const BLOCK_SIZE_TOKENS = 16;
 const DEFAULT_GPU_MEMORY_UTILIZATION = 0.9;
-/** Activations and logits are kept in the model dtype (bf16) and fp32 respectively. */
+/** Hidden states travel in the model dtype (bf16). */
 const ACTIVATION_BYTES = 2;
-const LOGIT_BYTES = 4;
 
 /**
  * vLLM's --kv-cache-dtype (vllm/config/cache.py, CacheDType; the values the
@@ -114,17 +114,16 @@ export function deriveProfile(input: ProfileInput): DerivedProfile {
   const weightBytes = (totalParams(arch) * weightBytesPerParam) / tp;
   const kvCacheDtype = input.kvCacheDtype ?? "auto";
   const kvPerGpu = kvBytesPerTokenPerGpu(arch, kvDtypeBytes(kvCacheDtype), tp);
-  // vLLM's profile run (gpu_worker.determine_available_memory): the budget is
-  // gpu_memory_utilization × total; weights, the peak activations of a
-  // max_num_batched_tokens forward pass, the sampler's logits and non-torch
-  // memory come off it; the rest is KV cache in blocks of 16 tokens
+  // vLLM's profile run (gpu_worker.determine_available_memory,
+  // utils memory_profiling): the budget is gpu_memory_utilization × total;
+  // the weights (model_memory_usage), the torch peak of the profile run above
+  // them (torch_peak_increase, profile-run-memory.ts) and the non-torch
+  // memory that grew since the worker's first snapshot (non_torch_increase)
+  // come off it; the rest is KV cache in blocks of 16 tokens
   // (kv_cache_utils.get_num_blocks: available // page size // layers).
   const budget = gpu.memoryMiB * MIB * gmu;
-  // A mixture of experts holds the MLP activations of each expert a token is routed to; layers that differ peak at the widest MLP.
-  const mlpWidth = 2 * widestIntermediateSize(arch) * (arch.experts?.perToken ?? 1);
-  const activations = maxNumBatchedTokens * (4 * arch.hiddenSize + mlpWidth / tp) * ACTIVATION_BYTES;
-  const logits = maxNumSeqs * arch.vocabSize * LOGIT_BYTES;
-  const available = budget - weightBytes - activations - logits - eff.nonTorchGiB * GIB;
+  const { peakBytes } = profileRunPeak({ arch, tp, maxNumSeqs, maxNumBatchedTokens });
+  const available = budget - weightBytes - peakBytes - eff.nonTorchGiB * GIB;
   const numGpuBlocks = Math.floor(available / (kvPerGpu * BLOCK_SIZE_TOKENS));
   if (numGpuBlocks < 1) {
     throw new ProfileError(
