@@ -118,12 +118,13 @@ async function postViaFetch(f: UpstreamFetch, url: string, req: UpstreamPost): P
 
 /**
  * The request to the engine. A stream from a plain-http engine goes through
- * the HTTP/1.1 client (http1-client.ts: a third of fetch's CPU per streamed
- * request); a non-streaming answer through fetch, whose body buffers Bun
- * recycles natively: a 240 MB embeddings answer passed through the client's
- * socket allocates a fresh buffer per read, and four at once raised the
- * gateway's peak RSS by 220–260 MiB against fetch's 150–170. https engines,
- * and an injected fetch (the in-process tests, the twin), go through fetch.
+ * the HTTP/1.1 client (http1-client.ts: less of the process's CPU per
+ * streamed request than fetch, docs/benchmarks.md "The upstream client"); a
+ * non-streaming answer through fetch, whose body buffers Bun recycles
+ * natively: a 240 MB embeddings answer passed through the client's socket
+ * allocates a fresh buffer per read, and four at once raised the gateway's
+ * peak RSS by 218–264 MiB against fetch's 151–169. https engines, and an
+ * injected fetch (the in-process tests, the twin), go through fetch.
  */
 function post(input: AttemptInput, url: string, req: UpstreamPost): Promise<UpstreamAnswer> {
   if (input.fetch === undefined && input.stream && url.startsWith("http:")) return http1.post(url, req);
