@@ -99,6 +99,8 @@ class Exchange implements BodyReader, UpstreamAnswer {
   constructor(
     readonly signal: AbortSignal,
     readonly payload: string | Uint8Array,
+    /** The payload's length in bytes (a string's in UTF-8). */
+    readonly payloadBytes: number,
   ) {
     signal.addEventListener("abort", this.onAbort);
   }
@@ -217,14 +219,13 @@ class Conn {
   }
 
   /** Write the whole payload: what the socket's buffer does not take now goes on each drain. */
-  write(payload: string | Uint8Array): void {
+  write(payload: string | Uint8Array, total: number): void {
     const socket = this.socket!;
     const wrote = socket.write(payload);
     if (wrote < 0) {
       this.onClose(new UpstreamHttpError("the engine closed the connection before the request was sent"));
       return;
     }
-    const total = typeof payload === "string" ? Buffer.byteLength(payload) : payload.byteLength;
     if (wrote < total) this.unsent = (typeof payload === "string" ? Buffer.from(payload) : payload).subarray(wrote);
   }
 
@@ -299,23 +300,15 @@ class Conn {
     while (pos < n) {
       switch (this.part) {
         case Part.Head: {
-          const end = buf.indexOf("\r\n\r\n", pos, "latin1");
-          if (end < 0) {
-            if (n - pos > MAX_HEAD_BYTES) throw new UpstreamHttpError(`the engine's answer head exceeds ${MAX_HEAD_BYTES} bytes`);
-            this.partial = buf.subarray(pos);
-            return;
-          }
+          const end = this.until(buf, pos, "\r\n\r\n", MAX_HEAD_BYTES, `the engine's answer head exceeds ${MAX_HEAD_BYTES} bytes`);
+          if (end < 0) return;
           this.head(ex, buf.toString("latin1", pos, end));
           pos = end + 4;
           break;
         }
         case Part.ChunkSize: {
-          const end = buf.indexOf("\r\n", pos, "latin1");
-          if (end < 0) {
-            if (n - pos > MAX_CHUNK_LINE) throw new UpstreamHttpError("the engine sent a malformed chunk");
-            this.partial = buf.subarray(pos);
-            return;
-          }
+          const end = this.until(buf, pos, "\r\n", MAX_CHUNK_LINE, "the engine sent a malformed chunk");
+          if (end < 0) return;
           const line = buf.toString("latin1", pos, end);
           const semi = line.indexOf(";");
           const hex = (semi < 0 ? line : line.slice(0, semi)).trim();
@@ -351,12 +344,8 @@ class Conn {
           break;
         }
         case Part.Trailers: {
-          const end = buf.indexOf("\r\n", pos, "latin1");
-          if (end < 0) {
-            if (n - pos > MAX_HEAD_BYTES) throw new UpstreamHttpError("the engine's trailers exceed the head's limit");
-            this.partial = buf.subarray(pos);
-            return;
-          }
+          const end = this.until(buf, pos, "\r\n", MAX_HEAD_BYTES, "the engine's trailers exceed the head's limit");
+          if (end < 0) return;
           const empty = end === pos;
           pos = end + 2;
           if (empty) this.finish(ex, n - pos);
@@ -369,6 +358,19 @@ class Conn {
           return;
       }
     }
+  }
+
+  /**
+   * Where `delimiter` starts from `pos`; -1 when it has not arrived yet (the
+   * bytes from `pos` are kept for the next read), an error past `limit`
+   * bytes without it.
+   */
+  private until(buf: Buffer, pos: number, delimiter: string, limit: number, tooLong: string): number {
+    const end = buf.indexOf(delimiter, pos, "latin1");
+    if (end >= 0) return end;
+    if (buf.length - pos > limit) throw new UpstreamHttpError(tooLong);
+    this.partial = buf.subarray(pos);
+    return -1;
   }
 
   /** The answer's head: status and headers, then how its body is delimited. */
@@ -512,9 +514,11 @@ export class Http1Client {
   /** POST to a plain-http URL; resolves at the answer's head, rejects when the connection fails or the signal fires first. */
   async post(url: string, req: UpstreamPost): Promise<UpstreamAnswer> {
     const { origin, path } = this.target(url);
-    const head = this.requestHead(origin, path, req);
-    const payload = typeof req.body === "string" ? head + req.body : Buffer.concat([Buffer.from(head, "latin1"), req.body]);
-    const ex = new Exchange(req.signal, payload);
+    const bodyBytes = typeof req.body === "string" ? Buffer.byteLength(req.body) : req.body.byteLength;
+    const head = this.requestHead(origin, path, req.headers, bodyBytes);
+    const payload = typeof req.body === "string" ? head + req.body : Buffer.concat([Buffer.from(head), req.body]);
+    const payloadBytes = Buffer.byteLength(head) + bodyBytes;
+    const ex = new Exchange(req.signal, payload, payloadBytes);
     if (req.signal.aborted) {
       ex.fail(req.signal.reason);
       return ex.head;
@@ -531,7 +535,7 @@ export class Http1Client {
       // A reused connection the engine closed before answering (its keep-alive
       // timeout raced this request): once more, on a fresh connection.
       if (ex.answered || req.signal.aborted || !conn.closed) throw err;
-      const again = new Exchange(req.signal, payload);
+      const again = new Exchange(req.signal, payload, payloadBytes);
       const fresh = await this.open(origin, again);
       if (fresh === undefined) return again.head;
       this.send(fresh, again);
@@ -562,11 +566,10 @@ export class Http1Client {
     return t;
   }
 
-  private requestHead(origin: Origin, path: string, req: UpstreamPost): string {
-    const length = typeof req.body === "string" ? Buffer.byteLength(req.body) : req.body.byteLength;
-    let head = `POST ${path} HTTP/1.1\r\nhost: ${origin.host}\r\ncontent-length: ${length}\r\naccept-encoding: identity\r\n`;
-    for (const name in req.headers) {
-      const value = req.headers[name]!;
+  private requestHead(origin: Origin, path: string, headers: Record<string, string>, bodyBytes: number): string {
+    let head = `POST ${path} HTTP/1.1\r\nhost: ${origin.host}\r\ncontent-length: ${bodyBytes}\r\naccept-encoding: identity\r\n`;
+    for (const name in headers) {
+      const value = headers[name]!;
       if (FORBIDDEN_IN_HEADER.test(name) || FORBIDDEN_IN_HEADER.test(value) || name.includes(":"))
         throw new TypeError(`upstream header ${JSON.stringify(name)} has a character HTTP does not allow`);
       const lower = name.toLowerCase();
@@ -593,7 +596,7 @@ export class Http1Client {
 
   private send(conn: Conn, ex: Exchange): void {
     conn.begin(ex);
-    conn.write(ex.payload);
+    conn.write(ex.payload, ex.payloadBytes);
   }
 }
 
